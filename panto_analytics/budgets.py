@@ -1,0 +1,53 @@
+"""Budget lists as people type them: ``20k``, ``1.5M``, ``0,8k,20k``, ``0:100k:11``.
+
+>>> parse_budget("20k"), parse_budget("1.5M"), parse_budget("2500")
+(20000, 1500000, 2500)
+>>> parse_budgets("0:100k:5")
+[0, 25000, 50000, 75000, 100000]
+>>> parse_budgets("8k,20k,8k")
+[8000, 20000]
+"""
+from __future__ import annotations
+
+import re
+from decimal import Decimal, InvalidOperation
+
+_SUFFIX = {"": 1, "k": 1_000, "m": 1_000_000, "g": 1_000_000_000}
+_BUDGET = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*([kKmMgG]?)\s*$")
+
+
+def parse_budget(text: str) -> int:
+    """One token budget; a suffix ``k``/``M``/``G`` multiplies by 10^3/10^6/10^9."""
+    m = _BUDGET.match(text)
+    if not m:
+        raise ValueError(f"not a token budget: {text!r} (examples: 20000, 20k, 1.5M)")
+    try:
+        value = Decimal(m.group(1)) * _SUFFIX[m.group(2).lower()]
+    except InvalidOperation:
+        raise ValueError(f"not a token budget: {text!r}") from None
+    if value != value.to_integral_value():
+        raise ValueError(f"a budget is a whole number of tokens, got {text!r} = {value}")
+    return int(value)
+
+
+def parse_budgets(text: str) -> list[int]:
+    """A comma list of budgets, or ``START:STOP:N`` for N evenly spaced budgets (rounded).
+
+    Returns sorted unique budgets.
+    """
+    text = text.strip()
+    if text.count(":") == 2:
+        start_s, stop_s, n_s = text.split(":")
+        start, stop = parse_budget(start_s), parse_budget(stop_s)
+        if not n_s.strip().isdigit() or int(n_s) < 1:
+            raise ValueError(f"in START:STOP:N, N must be a positive integer, got {n_s!r}")
+        n = int(n_s)
+        if stop < start:
+            raise ValueError(f"in START:STOP:N, STOP ({stop}) must not be below START ({start})")
+        if n == 1:
+            return [start]
+        return sorted({round(start + (stop - start) * i / (n - 1)) for i in range(n)})
+    parts = [p for p in text.split(",") if p.strip()]
+    if not parts:
+        raise ValueError("no budgets given (examples: 8k,20k,50k or 0:200k:21)")
+    return sorted({parse_budget(p) for p in parts})

@@ -1,0 +1,74 @@
+"""``splits`` and ``sweep``: libpanto's split per session and budget, and its summary."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ..errors import IngestReport
+from ..ingest import read_sessions
+from ..policy import splits as compute_splits
+from ..sweep import summarize_splits
+from . import main
+from .options import budgets_option, friendly_errors, input_options, output_option, report_skips, write_frame
+
+
+def _read(paths, format_, skip_invalid):
+    report = IngestReport()
+    messages = read_sessions(paths, format=format_, skip_invalid=skip_invalid, report=report)
+    report_skips(report)
+    return messages
+
+
+@main.command()
+@input_options
+@budgets_option()
+@output_option
+@friendly_errors
+def splits(paths, format_, skip_invalid, budgets, output):
+    """libpanto's computeSplit for every session in PATHS at every budget.
+
+    One row per (session_id, budget): prefix_end and kept_turns exactly as
+    libpanto computes them, plus kept_tokens, summarized_tokens,
+    active_tokens, n_turns, noop (nothing to summarize) and capped (more
+    than 4096 turns, of which libpanto sees only the first 4096).
+
+    \b
+    Examples:
+      panto-analytics splits data/ --budgets 20k
+      panto-analytics splits ~/.pi/agent/sessions -b 8k,20k,50k -o splits.parquet
+    """
+    messages = _read(paths, format_, skip_invalid)
+    write_frame(compute_splits(messages, budgets), output)
+
+
+@main.command()
+@input_options
+@budgets_option(default="0:200k:21")
+@output_option
+@click.option("--plot", type=click.Path(path_type=Path), default=None,
+              help="Also save the kept-suffix size distribution per budget as an image (PNG, SVG, PDF).")
+@friendly_errors
+def sweep(paths, format_, skip_invalid, budgets, output, plot):
+    """What each budget does across the corpus in PATHS: one row per budget.
+
+    Columns: sessions; noop_share (nothing to summarize); zero_kept_share
+    (not even the last turn fits); capped_share; kept_tokens_p10/p50/p90
+    (size of the kept verbatim suffix); kept_turns_p50; summarized_share
+    (share of all active tokens that would be summarized).
+
+    \b
+    Examples:
+      panto-analytics sweep data/ --budgets 0:200k:21 --plot sweep.png
+      panto-analytics sweep ~/.codex/sessions -b 8k,20k,50k -o sweep.csv
+    """
+    messages = _read(paths, format_, skip_invalid)
+    per_session = compute_splits(messages, budgets)
+    write_frame(summarize_splits(per_session), output)
+    if plot is not None:
+        from ..plots import kept_tokens_by_budget
+
+        fig = kept_tokens_by_budget(per_session)
+        plot.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(plot, dpi=120, bbox_inches="tight")
+        click.echo(f"saved plot to {plot}", err=True)

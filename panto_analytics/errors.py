@@ -1,0 +1,64 @@
+"""Bad input: one exception that names the file and line, and a report of skips.
+
+>>> str(InputError("s.jsonl", 3, "malformed JSON"))
+'s.jsonl:3: malformed JSON'
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import polars as pl
+
+
+class InputError(ValueError):
+    """A line (or file) that cannot be read, with where it is."""
+
+    def __init__(self, path: str | Path, line: int | None, reason: str):
+        self.path, self.line, self.reason = str(path), line, reason
+        where = self.path if line is None else f"{self.path}:{line}"
+        super().__init__(f"{where}: {reason}")
+
+
+@dataclass
+class IngestReport:
+    """What an ingest read, skipped and ignored, so nothing is lost silently.
+
+    ``skipped`` counts invalid lines dropped under ``skip_invalid`` per
+    ``(file, reason)``; ``ignored`` counts records that are valid but not
+    conversation (titles, progress events, ...) per ``(source_format, type)``.
+    """
+
+    files: int = 0
+    sessions: int = 0
+    messages: int = 0
+    api_calls: int = 0
+    skipped: Counter = field(default_factory=Counter)
+    ignored: Counter = field(default_factory=Counter)
+
+    def skip(self, path: str | Path, reason: str) -> None:
+        self.skipped[(str(path), reason)] += 1
+
+    def ignore(self, source_format: str, record_type: str, n: int = 1) -> None:
+        self.ignored[(source_format, record_type)] += n
+
+    def merge(self, other: "IngestReport") -> None:
+        for name in ("files", "sessions", "messages", "api_calls"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.skipped.update(other.skipped)
+        self.ignored.update(other.ignored)
+
+    @property
+    def n_skipped(self) -> int:
+        return sum(self.skipped.values())
+
+    def skipped_frame(self) -> pl.DataFrame:
+        """One row per (file, reason) with the number of lines skipped."""
+        rows = [(f, r, n) for (f, r), n in sorted(self.skipped.items())]
+        return pl.DataFrame(rows, schema={"file": pl.String, "reason": pl.String, "lines": pl.UInt64}, orient="row")
+
+    def ignored_frame(self) -> pl.DataFrame:
+        """One row per (source_format, record type) with the number of records ignored."""
+        rows = [(f, t, n) for (f, t), n in sorted(self.ignored.items())]
+        return pl.DataFrame(rows, schema={"source_format": pl.String, "record_type": pl.String, "records": pl.UInt64}, orient="row")

@@ -1,0 +1,54 @@
+"""Source-format adapters, one module per format, and format detection.
+
+>>> sorted(ADAPTERS)
+['canonical']
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from types import ModuleType
+
+import orjson
+
+from ..errors import InputError
+from . import canonical
+
+#: Adapters by format name, tried in this order when detecting.
+ADAPTERS: dict[str, ModuleType] = {m.NAME: m for m in (canonical,)}
+
+_SNIFF_LINES = 20
+
+
+def detect_format(path: str | Path) -> str:
+    """The format of ``path``, judged from its first JSON records.
+
+    An empty (or blank) file is canonical: a session with no messages.
+    Raises :class:`InputError` when no adapter recognises the file.
+    """
+    records = []
+    with open(path, "rb") as f:
+        for raw in f:
+            if raw.strip():
+                try:
+                    records.append(orjson.loads(raw))
+                except orjson.JSONDecodeError:
+                    if not records:
+                        raise InputError(path, 1 + len(records), "not JSONL: the first line is not a JSON value "
+                                         "(is this pretty-printed JSON?)") from None
+                    break
+            if len(records) >= _SNIFF_LINES:
+                break
+    if not records:
+        return canonical.NAME
+    for name, adapter in ADAPTERS.items():
+        if any(adapter.sniff(r) for r in records):
+            return name
+    raise InputError(path, None, f"unknown session format (known: {', '.join(ADAPTERS)}); "
+                     "use --format to force one")
+
+
+def adapter(name: str) -> ModuleType:
+    try:
+        return ADAPTERS[name]
+    except KeyError:
+        raise ValueError(f"unknown format {name!r} (known: {', '.join(ADAPTERS)})") from None

@@ -1,0 +1,86 @@
+"""The frame schemas: every column panto_analytics produces is declared here, once.
+
+The *message frame* has one row per message, ordered by ``(session_id, seq)``.
+It keeps counts, flags and usage only, never raw text, so that a corpus of
+millions of messages fits in a few dozen bytes per message.
+
+>>> import polars as pl
+>>> empty_messages().schema["role"]
+Enum(categories=['system', 'user', 'assistant'])
+"""
+from __future__ import annotations
+
+import polars as pl
+
+#: Message roles, in libpanto's order (``conversation.Role``).
+ROLES = ("system", "user", "assistant")
+Role = pl.Enum(list(ROLES))
+
+#: The source formats an adapter can read (see ``docs/formats.md``).
+SOURCE_FORMATS = ("canonical", "pi", "claude-code", "codex")
+SourceFormat = pl.Enum(list(SOURCE_FORMATS))
+
+#: libpanto's ``Usage`` counters, in the harness' wire order.
+USAGE_COLUMNS = ("input", "output", "cache_read", "cache_write")
+
+#: Largest usage counter accepted. Token counts are stored as UInt32 to keep
+#: the frame small; every sum is done in UInt64, where libpanto's u64
+#: arithmetic cannot overflow for any session that fits in memory.
+MAX_USAGE = 2**32 - 1
+
+#: Where the turn cost came from (see :func:`panto_analytics.policy.turns`).
+TokenSource = pl.Enum(["usage", "words"])
+
+MESSAGE_SCHEMA: dict[str, pl.DataType] = {
+    "session_id": pl.Categorical(),
+    "seq": pl.UInt32(),
+    "role": Role,
+    "words": pl.UInt32(),
+    "has_tool_result": pl.Boolean(),
+    "has_summary": pl.Boolean(),
+    **{name: pl.UInt32() for name in USAGE_COLUMNS},
+    "source_format": SourceFormat,
+    "model": pl.Categorical(),
+    "timestamp": pl.Datetime("ms", "UTC"),
+    "file": pl.Categorical(),
+    "line": pl.UInt32(),
+}
+
+TURN_SCHEMA: dict[str, pl.DataType] = {
+    "session_id": pl.Categorical(),
+    "turn": pl.UInt32(),
+    "start_seq": pl.UInt32(),
+    "end_seq": pl.UInt32(),
+    "n_messages": pl.UInt32(),
+    "tokens": pl.UInt64(),
+    "token_source": TokenSource,
+}
+
+SPLIT_SCHEMA: dict[str, pl.DataType] = {
+    "session_id": pl.Categorical(),
+    "budget": pl.UInt64(),
+    "prefix_end": pl.UInt32(),
+    "kept_turns": pl.UInt32(),
+    "kept_tokens": pl.UInt64(),
+    "summarized_tokens": pl.UInt64(),
+    "active_tokens": pl.UInt64(),
+    "n_turns": pl.UInt32(),
+    "n_messages": pl.UInt32(),
+    "noop": pl.Boolean(),
+    "capped": pl.Boolean(),
+}
+
+SESSION_SCHEMA: dict[str, pl.DataType] = {
+    "session_id": pl.Categorical(),
+    "file": pl.String(),
+    "source_format": SourceFormat,
+    "model": pl.String(),
+    "context_window": pl.UInt64(),
+    "parent_session_id": pl.String(),
+    "created_at": pl.Datetime("ms", "UTC"),
+}
+
+
+def empty_messages() -> pl.DataFrame:
+    """A message frame with no rows and the full schema."""
+    return pl.DataFrame(schema=MESSAGE_SCHEMA)

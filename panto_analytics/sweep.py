@@ -1,0 +1,46 @@
+"""Per-budget summaries of a splits frame: what each budget does across a corpus.
+
+>>> import polars as pl
+>>> s = pl.DataFrame({"session_id": ["a", "b"], "budget": [10, 10], "kept_turns": [0, 2],
+...     "kept_tokens": [0, 8], "summarized_tokens": [30, 0], "active_tokens": [30, 8],
+...     "n_turns": [3, 2], "noop": [False, True], "capped": [False, False]})
+>>> summarize_splits(s).select("budget", "sessions", "noop_share", "zero_kept_share").rows()
+[(10, 2, 0.5, 0.5)]
+"""
+from __future__ import annotations
+
+from typing import TypeVar
+
+import polars as pl
+
+Frame = TypeVar("Frame", pl.DataFrame, pl.LazyFrame)
+
+
+def summarize_splits(splits: Frame) -> Frame:
+    """One row per budget: sessions, shares of noop / zero-kept / capped sessions,
+    kept-token percentiles, median kept turns, and the summarized share of all
+    active tokens.
+
+    ``zero_kept_share`` counts sessions with turns where not even the last
+    turn fits (nothing kept verbatim); sessions without turns are excluded
+    from it.
+    """
+    has_turns = pl.col("n_turns") > 0
+    kept = pl.col("kept_tokens")
+    lf = (
+        splits.lazy()
+        .group_by("budget")
+        .agg(
+            sessions=pl.len(),
+            noop_share=pl.col("noop").mean(),
+            zero_kept_share=((pl.col("kept_turns") == 0) & has_turns).sum() / has_turns.sum().clip(1),
+            capped_share=pl.col("capped").mean(),
+            kept_tokens_p10=kept.quantile(0.1, "nearest"),
+            kept_tokens_p50=kept.quantile(0.5, "nearest"),
+            kept_tokens_p90=kept.quantile(0.9, "nearest"),
+            kept_turns_p50=pl.col("kept_turns").quantile(0.5, "nearest"),
+            summarized_share=pl.col("summarized_tokens").sum() / pl.col("active_tokens").sum().clip(1),
+        )
+        .sort("budget")
+    )
+    return lf.collect() if isinstance(splits, pl.DataFrame) else lf
