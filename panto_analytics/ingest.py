@@ -17,7 +17,7 @@ from typing import Iterable
 import polars as pl
 
 from .errors import IngestReport, InputError
-from .formats import adapter, detect_format
+from .formats import ADAPTERS, adapter, detect_format
 from .formats.base import FrameBuilder, SessionMeta, SourceFile
 from .schema import MESSAGE_SCHEMA, SESSION_SCHEMA
 
@@ -95,7 +95,25 @@ def parse_files(files: list[Path], *, format: str | None = None, skip_invalid: b
                 report: IngestReport | None = None) -> list[ParsedFile]:
     """Parse files and check that no session id is claimed by two of them."""
     parsed = [parse_file(f, format=format, skip_invalid=skip_invalid, report=report) for f in files]
+    parsed = postprocess(parsed, report)
     check_unique_sessions(parsed)
+    return parsed
+
+
+def postprocess(parsed: list[ParsedFile], report: IngestReport | None) -> list[ParsedFile]:
+    """Let each adapter that defines ``postprocess(files, report)`` see all its files at once.
+
+    This is where cross-file rules live (a Claude Code session resumed into
+    another file must not be counted twice). File order is kept.
+    """
+    report = report if report is not None else IngestReport()
+    for name, module in ADAPTERS.items():
+        hook = getattr(module, "postprocess", None)
+        mine = [p for p in parsed if p.source_format == name]
+        if hook is None or not mine:
+            continue
+        kept = {id(p) for p in hook(mine, report)}
+        parsed = [p for p in parsed if p.source_format != name or id(p) in kept]
     return parsed
 
 
