@@ -2,7 +2,7 @@
 
 >>> import panto_analytics as pa
 >>> sorted(n for n in pa.__all__ if not n[0].isupper())[:3]
-['annotate', 'parse_budgets', 'read_sessions']
+['annotate', 'parse_budget', 'parse_budgets']
 """
 from .budgets import parse_budget, parse_budgets
 from .errors import IngestReport, InputError
