@@ -1,16 +1,22 @@
 """Column expressions of libpanto's compaction policy, one definition each.
 
-Every function returns a ``pl.Expr`` over the message frame (see
-``schema.MESSAGE_SCHEMA``) and is evaluated per session with ``.over``; the
-frame functions in :mod:`panto_analytics.policy` compose them. Names follow
-``compaction.zig``.
+Every function returns a ``pl.Expr`` over a message frame whose rows are
+ordered by ``(session_id, seq)`` with each session's messages contiguous, as
+:func:`panto_analytics.read_sessions` returns them. Names follow
+``compaction.zig``; :func:`panto_analytics.policy.annotate` composes them.
+
+Why no ``.over(session_id)``: every per-session scan here is a *global*
+forward or backward fill that is stopped at session boundaries by a sentinel
+(see :func:`last_before`). That is one linear pass per column instead of a
+group-by per window, and it is what makes a corpus sweep several times
+faster than libpanto's own loop.
 
 >>> import polars as pl
->>> msgs = pl.DataFrame({"session_id": ["a", "a", "a"], "seq": [0, 1, 2],
-...     "role": ["user", "user", "assistant"], "has_tool_result": [False] * 3,
-...     "has_summary": [False] * 3})
+>>> msgs = pl.DataFrame({"session_id": ["a", "a", "a", "b"], "seq": [0, 1, 2, 0],
+...     "role": ["user", "user", "assistant", "user"], "has_tool_result": [False] * 4,
+...     "has_summary": [False] * 4})
 >>> msgs.select(is_turn_start()).to_series().to_list()
-[True, False, False]
+[True, False, False, True]
 """
 from __future__ import annotations
 
@@ -27,6 +33,10 @@ SESSION = "session_id"
 #: libpanto collects at most this many turn starts (``turn_starts_buf``).
 MAX_TURNS = 4096
 
+_NONE = -1  # sentinel for "no earlier value in this session"
+
+
+# --- sizing -----------------------------------------------------------------
 
 def usage_total() -> pl.Expr:
     """``input + cache_read + cache_write + output`` in UInt64; null without usage.
@@ -49,7 +59,54 @@ def message_tokens() -> pl.Expr:
 
 def assistant_cumulative() -> pl.Expr:
     """``cumulativeAt(usage)`` on assistant messages with usage, null elsewhere."""
-    return pl.when(pl.col("role") == "assistant").then(usage_total())
+    return pl.when(pl.col("role") == "assistant").then(usage_total()).alias("assistant_cumulative")
+
+
+# --- per-session scans --------------------------------------------------------
+
+def session_start() -> pl.Expr:
+    """True on the first row of each session."""
+    return (pl.col(SESSION) != pl.col(SESSION).shift(1)).fill_null(True)
+
+
+def session_end() -> pl.Expr:
+    """True on the last row of each session."""
+    return (pl.col(SESSION) != pl.col(SESSION).shift(-1)).fill_null(True)
+
+
+def last_before(value: pl.Expr) -> pl.Expr:
+    """Within each session, the latest non-null ``value`` strictly before each row.
+
+    ``value`` must be a non-negative integer expression. The first row of a
+    session gets a sentinel, so the forward fill never carries a value from
+    one session into the next.
+
+    >>> df = pl.DataFrame({"session_id": ["a", "a", "a", "b", "b"], "v": [5, None, 7, None, 1]})
+    >>> df.select(last_before(pl.col("v"))).to_series().to_list()
+    [None, 5, 5, None, None]
+    """
+    filled = pl.when(session_start()).then(pl.lit(_NONE, pl.Int64)) \
+        .otherwise(value.cast(pl.Int64).shift(1)).forward_fill()
+    return pl.when(filled != _NONE).then(filled)
+
+
+def count_in_session(flag: pl.Expr) -> pl.Expr:
+    """Running count of ``flag`` within each session, this row included."""
+    running = flag.cast(pl.UInt32).cum_sum()
+    before_session = pl.when(session_start()).then(running - flag.cast(pl.UInt32)).forward_fill()
+    return running - before_session
+
+
+# --- the policy -----------------------------------------------------------------
+
+def is_active() -> pl.Expr:
+    """True after the session's latest compaction summary (``latestCompactionIndex``).
+
+    A backward fill from each summary (False) or the session's last row (True)
+    tells every row whether a summary lies at or after it.
+    """
+    return pl.when(pl.col("has_summary")).then(False).when(session_end()).then(True) \
+        .backward_fill().alias("is_active")
 
 
 def is_structural_frame() -> pl.Expr:
@@ -57,50 +114,45 @@ def is_structural_frame() -> pl.Expr:
     return (pl.col("role") == "system") | pl.col("has_summary")
 
 
-def active_start() -> pl.Expr:
-    """Seq after the latest compaction summary, or 0: where the active window begins."""
-    return (pl.when(pl.col("has_summary")).then(pl.col("seq").cast(pl.Int64) + 1).max().over(SESSION)
-            .fill_null(0).alias("active_start"))
-
-
-def first_turn_seq() -> pl.Expr:
-    """First non-system seq of the active window, or the message count if none."""
-    candidate = pl.when((pl.col("seq") >= active_start()) & (pl.col("role") != "system")).then(pl.col("seq"))
-    return candidate.min().over(SESSION).fill_null(pl.len().over(SESSION)).cast(pl.Int64).alias("first_turn_seq")
-
-
-def previous_conversational_role() -> pl.Expr:
-    """Role of the nearest earlier message that is not structural frame, or null.
+def follows_user() -> pl.Expr:
+    """Whether the nearest earlier non-structural message of the session is a user message.
 
     The search runs over the whole session, before the anchor too, exactly as
-    ``isTurnStart`` scans back to index 0.
+    ``isTurnStart`` scans back to index 0; false when there is none.
     """
-    role = pl.when(~is_structural_frame()).then(pl.col("role"))
-    return role.shift(1).forward_fill().over(SESSION).alias("previous_role")
+    conversational_is_user = pl.when(~is_structural_frame()).then(pl.col("role") == "user")
+    return (last_before(conversational_is_user) == 1).fill_null(False).alias("follows_user")
 
 
 def is_turn_start() -> pl.Expr:
-    """libpanto's ``isTurnStart``, restricted to the active window past leading system messages.
+    """libpanto's ``isTurnStart`` within the active window.
 
     A turn starts at a user message with no tool-result block that is the
     first user message after a non-user message (structural frames are
-    transparent), or the first message of the session.
+    transparent), or the first conversational message of the session. Being a
+    user message in the active window implies being at or past libpanto's
+    ``first_turn_msg`` (the first active non-system message).
     """
-    previous = previous_conversational_role()
     return (
         (pl.col("role") == "user")
         & ~pl.col("has_tool_result")
-        & (pl.col("seq") >= first_turn_seq())
-        & (previous.is_null() | (previous != "user"))
+        & is_active()
+        & ~follows_user()
     ).alias("is_turn_start")
 
 
-def is_counted_turn_start() -> pl.Expr:
+def is_counted_turn_start(start: pl.Expr | None = None) -> pl.Expr:
     """Turn starts libpanto records: only the first :data:`MAX_TURNS` per session."""
-    start = is_turn_start()
-    return (start & (start.cum_sum().over(SESSION) <= MAX_TURNS)).alias("is_counted_turn_start")
+    start = is_turn_start() if start is None else start
+    return (start & (count_in_session(start) <= MAX_TURNS)).alias("is_counted_turn_start")
 
 
 def prior_assistant_cumulative() -> pl.Expr:
     """``cumulativeAt`` of the last assistant with usage strictly before each row (``priorAssistantUsage``)."""
-    return assistant_cumulative().shift(1).forward_fill().over(SESSION).alias("prior_cumulative")
+    return last_before(assistant_cumulative()).cast(pl.UInt64).alias("prior_cumulative")
+
+
+def is_first_turn_message() -> pl.Expr:
+    """True on libpanto's ``first_turn_msg``: the first active non-system message of a session."""
+    candidate = is_active() & (pl.col("role") != "system")
+    return (candidate & (count_in_session(candidate) == 1)).alias("is_first_turn_message")
