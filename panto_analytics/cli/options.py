@@ -40,9 +40,20 @@ def budgets_option(default: str | None = None):
                         help="Token budgets (keep_verbatim): a list like 8k,20k,1.5M or START:STOP:N.")
 
 
+_WRITERS = {".csv": "write_csv", ".parquet": "write_parquet", ".json": "write_json",
+            ".ndjson": "write_ndjson", ".jsonl": "write_ndjson"}
+
+
+def _check_output(ctx, param, value: Path | None) -> Path | None:
+    # Checked before any work, so a typo never costs a whole run.
+    if value is not None and value.suffix.lower() not in _WRITERS:
+        raise click.BadParameter(f"cannot tell the format from {value.name!r}: use .csv, .parquet, .json or .ndjson")
+    return value
+
+
 def output_option(fn):
     """-o FILE: write csv, parquet or json (by extension) instead of a table on stdout."""
-    return click.option("--output", "-o", type=click.Path(path_type=Path), default=None,
+    return click.option("--output", "-o", type=click.Path(path_type=Path), default=None, callback=_check_output,
                         help="Write to FILE; .csv, .parquet, .json or .ndjson chooses the format. "
                              "Without it a table is printed.")(fn)
 
@@ -54,13 +65,8 @@ def write_frame(df: pl.DataFrame, output: Path | None) -> None:
                        tbl_hide_dataframe_shape=True, tbl_hide_column_data_types=True):
             click.echo(df)
         return
-    suffix = output.suffix.lower()
-    writers = {".csv": df.write_csv, ".parquet": df.write_parquet, ".json": df.write_json,
-               ".ndjson": df.write_ndjson, ".jsonl": df.write_ndjson}
-    if suffix not in writers:
-        raise click.UsageError(f"cannot tell the output format from {output.name!r}: use .csv, .parquet, .json or .ndjson")
     output.parent.mkdir(parents=True, exist_ok=True)
-    writers[suffix](output)
+    getattr(df, _WRITERS[output.suffix.lower()])(output)
     click.echo(f"wrote {len(df)} rows to {output}", err=True)
 
 

@@ -1,0 +1,101 @@
+"""``splits`` and ``sweep`` on the command line: outputs, errors and exit codes."""
+from __future__ import annotations
+
+import json
+
+import polars as pl
+import pytest
+from click.testing import CliRunner
+
+import panto_analytics as pa
+from panto_analytics.cli import main
+
+
+def _session(path, n_turns, words=3):
+    lines = []
+    for _ in range(n_turns):
+        lines.append({"type": "message", "role": "user", "content": [{"type": "text", "text": "w " * words}]})
+        lines.append({"type": "message", "role": "assistant", "content": [{"type": "text", "text": "w " * words}]})
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    return path
+
+
+@pytest.fixture
+def corpus(tmp_path):
+    d = tmp_path / "corpus"
+    d.mkdir()
+    _session(d / "a.jsonl", 3)
+    _session(d / "b.jsonl", 5)
+    return d
+
+
+def run(*args):
+    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
+
+
+@pytest.mark.parametrize("suffix,reader", [(".csv", pl.read_csv), (".parquet", pl.read_parquet),
+                                           (".json", pl.read_json), (".ndjson", pl.read_ndjson)])
+def test_splits_writes_by_extension_and_matches_the_library(corpus, tmp_path, suffix, reader):
+    out = tmp_path / f"splits{suffix}"
+    result = run("splits", corpus, "--budgets", "0,10,1k", "-o", out)
+    assert result.exit_code == 0, result.output
+    got = reader(out).select("session_id", "budget", "prefix_end", "kept_turns")
+    want = pa.splits(pa.read_sessions([corpus]), [0, 10, 1000]).select(
+        pl.col("session_id").cast(str), pl.col("budget").cast(pl.Int64),
+        pl.col("prefix_end").cast(pl.Int64), pl.col("kept_turns").cast(pl.Int64))
+    assert got.cast({c: want.schema[c] for c in got.columns}).equals(want)
+    assert got.height == 2 * 3
+
+
+def test_splits_prints_a_table_without_output(corpus):
+    result = run("splits", corpus, "-b", "20k")
+    assert result.exit_code == 0
+    assert "prefix_end" in result.output and "kept_turns" in result.output
+
+
+def test_sweep_prints_one_row_per_budget(corpus, tmp_path):
+    out = tmp_path / "sweep.csv"
+    result = run("sweep", corpus, "--budgets", "0:40:5", "-o", out)
+    assert result.exit_code == 0, result.output
+    table = pl.read_csv(out)
+    assert table["budget"].to_list() == [0, 10, 20, 30, 40]
+    assert table["sessions"].to_list() == [2] * 5
+    # Budget 0 keeps nothing: every session has turns and none fits.
+    assert table.row(0, named=True)["zero_kept_share"] == 1.0
+    assert table["noop_share"].is_sorted()
+
+
+def test_bad_input_exits_1_with_file_and_line(corpus):
+    (corpus / "c.jsonl").write_text('{"type":"message","role":"user","content":[]}\n{"oops"\n')
+    result = CliRunner().invoke(main, ["splits", str(corpus), "-b", "1k"])
+    assert result.exit_code == 1
+    assert f"{corpus / 'c.jsonl'}:2: malformed JSON" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_bad_input_writes_no_partial_output(corpus, tmp_path):
+    (corpus / "c.jsonl").write_text('{"oops"\n')
+    out = tmp_path / "s.csv"
+    result = CliRunner().invoke(main, ["splits", str(corpus), "-b", "1k", "-o", str(out)])
+    assert result.exit_code == 1 and not out.exists()
+
+
+def test_skip_invalid_reports_the_skips(corpus):
+    (corpus / "c.jsonl").write_text('{"type":"message","role":"user","content":[]}\n{"oops"\n')
+    result = CliRunner().invoke(main, ["splits", str(corpus), "-b", "1k", "--skip-invalid"])
+    assert result.exit_code == 0
+    assert "skipped 1 invalid line" in result.output
+
+
+@pytest.mark.parametrize("args", [["splits"], ["splits", "x", "-b", "lots"], ["sweep", "x", "-o", "out.xlsx"]])
+def test_usage_errors_exit_2(corpus, args):
+    args = [str(corpus) if a == "x" else a for a in args]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 2
+
+
+@pytest.mark.parametrize("command", ["splits", "sweep"])
+def test_help_teaches(command):
+    result = run(command, "--help")
+    assert result.exit_code == 0
+    assert "Examples:" in result.output and "--budgets" in result.output
