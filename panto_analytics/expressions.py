@@ -150,9 +150,3 @@ def is_counted_turn_start(start: pl.Expr | None = None) -> pl.Expr:
 def prior_assistant_cumulative() -> pl.Expr:
     """``cumulativeAt`` of the last assistant with usage strictly before each row (``priorAssistantUsage``)."""
     return last_before(assistant_cumulative()).cast(pl.UInt64).alias("prior_cumulative")
-
-
-def is_first_turn_message() -> pl.Expr:
-    """True on libpanto's ``first_turn_msg``: the first active non-system message of a session."""
-    candidate = is_active() & (pl.col("role") != "system")
-    return (candidate & (count_in_session(candidate) == 1)).alias("is_first_turn_message")

@@ -43,17 +43,17 @@ def _same_kind(result: pl.LazyFrame, like: Frame) -> Frame:
 def annotate(messages: Frame) -> Frame:
     """The message frame plus the policy's per-message columns.
 
-    Adds ``is_turn_start`` (a turn start libpanto records), ``turn_ordinal``
-    (turn starts so far in the session, past the 4096 cap too), ``turn``
-    (0-based index of the turn the message belongs to, null outside turns),
-    ``is_first_turn_message``, ``message_tokens``, ``assistant_cumulative`` and
-    ``prior_cumulative``.
+    Adds ``is_active`` (after the latest compaction summary),
+    ``is_turn_start`` (a turn start libpanto records), ``turn_ordinal`` (turn
+    starts so far in the session, past the 4096 cap too), ``turn`` (0-based
+    index of the turn the message belongs to, null outside turns),
+    ``message_tokens``, ``assistant_cumulative`` and ``prior_cumulative``.
     """
     lf = (
         messages.lazy()
         .with_columns(
+            ex.is_active(),
             ex.is_turn_start().alias("_any_start"),
-            ex.is_first_turn_message(),
             ex.message_tokens(),
             ex.assistant_cumulative(),
             ex.prior_assistant_cumulative(),
@@ -115,7 +115,12 @@ def _turns(annotated: pl.LazyFrame) -> pl.LazyFrame:
 
 def _sessions(annotated: pl.LazyFrame) -> pl.LazyFrame:
     """One row per session: ``n_messages``, ``first_turn_seq``, ``n_turns``, ``capped``."""
-    first_turn = annotated.filter(pl.col("is_first_turn_message")).select(S, first_turn_seq=pl.col("seq"))
+    # libpanto's first_turn_msg: the first active non-system message.
+    first_turn = (
+        annotated.filter(pl.col("is_active") & (pl.col("role") != "system"))
+        .filter(ex.session_start())
+        .select(S, first_turn_seq=pl.col("seq"))
+    )
     return (
         annotated.filter(ex.session_end())
         .select(
