@@ -9,16 +9,22 @@
 """
 from __future__ import annotations
 
+import dataclasses
 import glob
+import os
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
 import polars as pl
 
+from . import parallel
+from .cache import Cache, CacheStats, CacheWarning, Entry, FileKey, as_cache
 from .errors import IngestReport, InputError
 from .formats import ADAPTERS, adapter, detect_format
 from .formats.base import FrameBuilder, SessionMeta, SourceFile
+from .progress import Progress
 from .schema import MESSAGE_SCHEMA, SESSION_SCHEMA
 
 PathLike = str | Path
@@ -42,8 +48,24 @@ def expand_paths(paths: Iterable[PathLike] | PathLike) -> list[Path]:
             out.extend(sorted(Path(q) for q in glob.glob(str(p), recursive=True) if Path(q).is_file()))
         else:
             raise InputError(p, None, "no such file or directory")
-    seen: set[Path] = set()
-    return [p for p in out if not (p.resolve() in seen or seen.add(p.resolve()))]
+    seen: set[str] = set()
+    real = _RealPaths()
+    return [p for p in out if not ((r := real(p)) in seen or seen.add(r))]
+
+
+class _RealPaths:
+    """``os.path.realpath`` of many files, resolving each folder once (a corpus has thousands of files)."""
+
+    def __init__(self) -> None:
+        self._folders: dict[str, str] = {}
+
+    def __call__(self, path: Path) -> str:
+        if os.path.islink(path):
+            return os.path.realpath(path)
+        folder, name = os.path.split(path)
+        if folder not in self._folders:
+            self._folders[folder] = os.path.realpath(folder or ".")
+        return os.path.join(self._folders[folder], name)
 
 
 @dataclass
@@ -64,15 +86,30 @@ def parse_file(path: PathLike, *, format: str | None = None, skip_invalid: bool 
     src = SourceFile(path, fmt, skip_invalid=skip_invalid, report=report)
     builder = FrameBuilder()
     n = builder.add_session(src, adapter(fmt).parse(src))
+    messages = builder.finish()
     report.files += 1
     report.sessions += 1
     report.messages += n
-    report.api_calls += src.meta.api_calls if src.meta.api_calls is not None else 0
-    return ParsedFile(builder.finish(), src.meta, Path(path), fmt)
+    report.api_calls += api_call_count(src.meta, messages)
+    return ParsedFile(messages, src.meta, Path(path), fmt)
+
+
+def counted_api_calls() -> pl.Expr:
+    """Assistant messages with usage: one API call each, where a format records no count of its own."""
+    return ((pl.col("role") == "assistant") & pl.col("input").is_not_null()).sum()
+
+
+def api_call_count(session: SessionMeta, messages: pl.DataFrame) -> int:
+    """The API calls of one session: as recorded, else :func:`counted_api_calls`."""
+    if session.api_calls is not None:
+        return session.api_calls
+    return messages.select(counted_api_calls()).item()
 
 
 def read_sessions(paths: Iterable[PathLike] | PathLike, *, format: str | None = None,
-                  skip_invalid: bool = False, report: IngestReport | None = None) -> pl.DataFrame:
+                  skip_invalid: bool = False, report: IngestReport | None = None,
+                  cache: Cache | PathLike | bool | None = None, progress: bool = False,
+                  jobs: int | None = None) -> pl.DataFrame:
     """The message frame of every session under ``paths``.
 
     Parameters
@@ -86,18 +123,98 @@ def read_sessions(paths: Iterable[PathLike] | PathLike, *, format: str | None = 
         counted in ``report``.
     report
         An :class:`IngestReport` to fill with counts and skips.
+    cache
+        A :class:`~panto_analytics.cache.Cache` or its folder (True: the
+        per-user default folder): files unchanged since they were cached are
+        read from it, the others parsed and stored. None (default): no cache.
+    progress
+        Show a progress bar on stderr, if stderr is a terminal.
+    jobs
+        Processes to parse with, this one included; None: all cores.
     """
-    parsed = parse_files(expand_paths(paths), format=format, skip_invalid=skip_invalid, report=report)
+    parsed = parse_files(expand_paths(paths), format=format, skip_invalid=skip_invalid, report=report,
+                         cache=cache, progress=progress, jobs=jobs)
     return concat_messages([p.messages for p in parsed])
 
 
 def parse_files(files: list[Path], *, format: str | None = None, skip_invalid: bool = False,
-                report: IngestReport | None = None) -> list[ParsedFile]:
-    """Parse files and check that no session id is claimed by two of them."""
-    parsed = [parse_file(f, format=format, skip_invalid=skip_invalid, report=report) for f in files]
+                report: IngestReport | None = None, cache: Cache | PathLike | bool | None = None,
+                progress: bool = False, jobs: int | None = None) -> list[ParsedFile]:
+    """Parse files and check that no session id is claimed by two of them.
+
+    Cached files are read from ``cache``; the rest are parsed on ``jobs``
+    processes (see :mod:`panto_analytics.parallel`) and stored. The
+    adapters' ``postprocess`` hooks then see every file, cached or not, so a
+    cached read gives the same frame and report as a cold one. Options as in
+    :func:`read_sessions`.
+    """
+    report = report if report is not None else IngestReport()
+    cache = as_cache(cache)
+    before = dataclasses.replace(cache.stats) if cache is not None else None
+    keys = [FileKey.of(f) for f in files]
+    entries = cache.lookup(keys, format, skip_invalid) if cache is not None else [None] * len(keys)
+    todo = [i for i, e in enumerate(entries) if e is None]
+    bar = Progress(len(keys), sum(k.size for k in keys), enabled=None if progress else False)
+    bar.advance(sum(keys[i].size for i, e in enumerate(entries) if e is not None),
+                files=len(keys) - len(todo), cached=True)
+    with bar:
+        results = parallel.run(_parse_task, [(keys[i], format, skip_invalid, cache) for i in todo],
+                               weights=[keys[i].size for i in todo], jobs=jobs,
+                               on_done=lambda j, _: bar.advance(keys[todo[j]].size),
+                               stop=lambda r: r[0] == "error")
+    errors = [r[1] for r in results if r is not None and r[0] == "error"]
+    if errors:
+        raise InputError(*errors[0])
+    for i, (_, entry, stats, error) in zip(todo, results):
+        entries[i] = entry
+        if cache is not None:
+            cache.stats.merge(stats)
+            cache.last_error = error or cache.last_error
+    if cache is not None:
+        cache.stats.misses += len(todo)
+        cache.update_pack(keys, format, entries)
+        _warn_about(cache, before)
+    for entry in entries:
+        report.merge(entry.report)
+    parsed = [ParsedFile(e.messages, e.session, Path(f), e.source_format) for f, e in zip(files, entries)]
     parsed = postprocess(parsed, report)
     check_unique_sessions(parsed)
     return parsed
+
+
+def parse_entry(path: PathLike, format: str | None = None, skip_invalid: bool = False) -> Entry:
+    """Parse one file with a report of its own: what the cache stores."""
+    report = IngestReport()
+    parsed = parse_file(path, format=format, skip_invalid=skip_invalid, report=report)
+    return Entry(parsed.messages, parsed.session, parsed.source_format, report)
+
+
+def _parse_task(task: tuple[FileKey, str | None, bool, Cache | None]) -> tuple:
+    """Parse and cache one file, here or in a worker: ``("ok", entry, stats, error)`` or ``("error", args)``.
+
+    Errors travel as values: :class:`InputError` does not survive pickling.
+    """
+    key, format, skip_invalid, cache = task
+    try:
+        entry = parse_entry(key.path, format, skip_invalid)
+    except InputError as e:
+        return ("error", (e.path, e.line, e.reason))
+    if cache is None:
+        return ("ok", entry, CacheStats(), None)
+    mine = Cache(cache.root)  # counts what this task wrote, wherever it runs
+    mine.store(key, format, entry)
+    return ("ok", entry, mine.stats, mine.last_error)
+
+
+def _warn_about(cache: Cache, before: CacheStats) -> None:
+    """One warning per kind of trouble this read had with the cache."""
+    now = cache.stats.since(before)
+    rebuilt, failed = now.rebuilt, now.write_errors
+    if rebuilt:
+        warnings.warn(f"cache: {rebuilt} corrupt or foreign cache file(s) in {cache.root} "
+                      "were discarded and rebuilt", CacheWarning, stacklevel=4)
+    if failed:
+        warnings.warn(f"cache: {failed} file(s) not cached; {cache.last_error}", CacheWarning, stacklevel=4)
 
 
 def postprocess(parsed: list[ParsedFile], report: IngestReport | None) -> list[ParsedFile]:

@@ -27,3 +27,6 @@ def main() -> None:
 
 # Commands register themselves on import.
 from . import core_commands  # noqa: E402,F401
+from . import ingest_commands  # noqa: E402,F401
+from . import bench_command  # noqa: E402,F401
+from . import report_commands  # noqa: E402,F401

@@ -1,8 +1,10 @@
 """Options shared by several commands, as decorators (sqlite-utils style)."""
 from __future__ import annotations
 
+import contextlib
 import functools
 import sys
+import warnings
 from pathlib import Path
 
 import click
@@ -14,13 +16,89 @@ from ..formats import ADAPTERS
 
 
 def input_options(fn):
-    """PATH... plus --format and --skip-invalid: what to read and how strictly."""
+    """PATH... plus --format and --skip-invalid (what to read and how strictly), and how to read it.
+
+    --cache DIR / --no-cache, --jobs N and --quiet do not reach the command
+    function: they are kept on the click context, and :func:`read_input` /
+    :func:`read_input_corpus` apply them.
+    """
+    for option in reversed(_READ_OPTIONS):
+        fn = option(fn)
     fn = click.option("--skip-invalid", is_flag=True,
                       help="Skip bad lines instead of stopping; skips are counted and reported on stderr.")(fn)
     fn = click.option("--format", "format_", type=click.Choice(sorted(ADAPTERS)), default=None,
                       help="Force a source format instead of detecting it per file.")(fn)
     fn = click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))(fn)
     return fn
+
+
+_READ_KEY = "panto_analytics.read"
+
+
+def _remember(ctx: click.Context, param: click.Parameter, value):
+    ctx.meta.setdefault(_READ_KEY, {})[param.name] = value
+    return value
+
+
+_READ_OPTIONS = (
+    click.option("--cache", "cache_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+                 envvar="PANTO_ANALYTICS_CACHE", show_envvar=True, expose_value=False, callback=_remember,
+                 help="Parquet cache of parsed files [default: ~/.cache/panto_analytics, or under "
+                      "$XDG_CACHE_HOME]. Unchanged files are read from it; changed ones are parsed again."),
+    click.option("--no-cache", is_flag=True, expose_value=False, callback=_remember,
+                 help="Neither read nor write the cache."),
+    click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, expose_value=False, callback=_remember,
+                 help="Processes to parse with [default: all cores]."),
+    click.option("--quiet", "-q", is_flag=True, expose_value=False, callback=_remember,
+                 help="No progress bar (there is none anyway when stderr is not a terminal)."),
+)
+
+
+def read_settings() -> dict:
+    """``cache``, ``progress`` and ``jobs`` for ``read_sessions``/``read_corpus``, from the command line."""
+    from ..cache import default_cache_dir
+
+    given = click.get_current_context().meta.get(_READ_KEY, {})
+    cache = None if given.get("no_cache") else (given.get("cache_dir") or default_cache_dir())
+    return {"cache": cache, "progress": not given.get("quiet"), "jobs": given.get("jobs")}
+
+
+def read_input(paths, format_, skip_invalid, report: IngestReport | None = None) -> pl.DataFrame:
+    """The message frame of PATHS, read as the command line says; skips and cache trouble on stderr."""
+    from ..ingest import read_sessions
+
+    report = report if report is not None else IngestReport()
+    with _cache_warnings_on_stderr():
+        messages = read_sessions(paths, format=format_, skip_invalid=skip_invalid, report=report,
+                                 **read_settings())
+    report_skips(report)
+    return messages
+
+
+def read_input_corpus(paths, format_, skip_invalid, *, list_skips: bool = True):
+    """Like :func:`read_input`, but the whole :class:`~panto_analytics.tables.Corpus`."""
+    from ..tables import read_corpus
+
+    with _cache_warnings_on_stderr():
+        corpus = read_corpus(paths, format=format_, skip_invalid=skip_invalid, **read_settings())
+    if list_skips:
+        report_skips(corpus.report)
+    return corpus
+
+
+@contextlib.contextmanager
+def _cache_warnings_on_stderr():
+    """Show the cache's warnings as one plain line each, not as Python warnings."""
+    from ..cache import CacheWarning
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", CacheWarning)
+        yield
+    for w in caught:
+        if issubclass(w.category, CacheWarning):
+            click.echo(f"warning: {w.message}", err=True)
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
 
 
 class BudgetList(click.ParamType):

@@ -1,7 +1,7 @@
 """Source-format adapters, one module per format, and format detection.
 
 >>> sorted(ADAPTERS)
-['canonical']
+['canonical', 'claude-code', 'codex', 'pi']
 """
 from __future__ import annotations
 
@@ -11,10 +11,12 @@ from types import ModuleType
 import orjson
 
 from ..errors import InputError
-from . import canonical
+from . import canonical, claude_code
+from . import codex, pi
 
-#: Adapters by format name, tried in this order when detecting.
-ADAPTERS: dict[str, ModuleType] = {m.NAME: m for m in (canonical,)}
+#: Adapters by format name, tried in this order when detecting. pi and Codex
+#: come first: their legacy records also look canonical (a "message" with a role).
+ADAPTERS: dict[str, ModuleType] = {m.NAME: m for m in (pi, codex, canonical, claude_code)}
 
 _SNIFF_LINES = 20
 

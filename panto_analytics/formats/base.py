@@ -48,6 +48,10 @@ class SessionMeta:
     #: first_kept_index (or None).
     compactions: list[dict] = field(default_factory=list)
     api_calls: int | None = None
+    #: A source id per yielded message, in order (Claude Code: the uuid of the
+    #: record that opened it), for cross-file rules in an adapter's
+    #: ``postprocess``; None when the format has no such ids.
+    message_ids: list[str | None] | None = None
 
 
 class SourceFile:

@@ -19,9 +19,17 @@ _SYSTEM_MODES = ("append", "replace")
 
 
 def sniff(record: Any) -> bool:
-    """A canonical file starts with a ``session`` or ``message`` record."""
-    return isinstance(record, dict) and record.get("type") in ("session", "message") \
-        and ("role" in record or "id" in record or record.get("type") == "session")
+    """A canonical file starts with a ``session`` or ``message`` record.
+
+    pi uses the same two type names: its header has ``cwd`` and ``version``,
+    its message entries wrap a ``message`` object; neither is canonical.
+    """
+    if not isinstance(record, dict):
+        return False
+    kind = record.get("type")
+    if kind == "session":
+        return "cwd" not in record and "version" not in record
+    return kind == "message" and "message" not in record and ("role" in record or "id" in record)
 
 
 def parse(src: SourceFile) -> Iterator[Message]:

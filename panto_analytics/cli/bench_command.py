@@ -1,0 +1,47 @@
+"""``bench``: ingest speed, frame size and sweep speed against libpanto, in one run."""
+from __future__ import annotations
+
+import sys
+
+import click
+import orjson
+
+from ..bench import format_report, run_bench
+from . import main
+
+
+@main.command()
+@click.option("--sessions", "-n", type=click.IntRange(min=1), default=1000, show_default=True,
+              help="Synthetic sessions to generate.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the synthetic corpus.")
+@click.option("--budgets", "n_budgets", type=click.IntRange(min=1), default=64, show_default=True,
+              help="Number of budgets in the sweep, evenly spaced from 0 to 200k tokens.")
+@click.option("--port-seconds", type=click.FloatRange(min=0), default=20.0, show_default=True,
+              help="About how long the pure-Python reference port may run; it runs on a random "
+                   "sample of sessions and is scaled to the corpus by message count.")
+@click.option("--no-native", is_flag=True, help="Skip libpanto's native computeSplit even when ../shared is present.")
+@click.option("--json", "as_json", is_flag=True, help="Print the results as JSON instead of a table.")
+def bench(sessions, seed, n_budgets, port_seconds, no_native, as_json):
+    """Measure ingest, frame size and the budget sweep on a synthetic corpus.
+
+    Writes SESSIONS synthetic sessions to a temporary folder, then prints side
+    by side: cold ingest MB/s against an orjson parse-only floor, the cache
+    re-read (once read_sessions has a cache), the message frame's bytes per
+    message, and the time of a sweep over --budgets budgets against
+    libpanto's native computeSplit looped over the same budgets (when
+    ../shared is present) and against the pure-Python reference port in
+    tests/ (when run from a source checkout). Each goal is marked PASS or
+    MISS, and the splits are checked against both references.
+
+    \b
+    Examples:
+      panto-analytics bench
+      panto-analytics bench --sessions 50 --budgets 16 --json
+    """
+    progress = (lambda line: click.echo(f"... {line}", err=True)) if sys.stderr.isatty() else (lambda line: None)
+    results = run_bench(sessions, seed, n_budgets, port_seconds=port_seconds,
+                        shared=not no_native, progress=progress)
+    if as_json:
+        click.echo(orjson.dumps(results, option=orjson.OPT_INDENT_2).decode())
+    else:
+        click.echo(format_report(results))

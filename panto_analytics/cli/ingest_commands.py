@@ -1,0 +1,138 @@
+"""``ingest`` (read a corpus, fill the cache, say what was read) and ``cache info|clear``."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import click
+
+from ..cache import Cache, CacheStats, default_cache_dir
+from ..errors import IngestReport
+from . import main
+from .options import friendly_errors, input_options, read_input_corpus, write_frame
+
+#: Reasons and record types listed one by one in the summary; the rest are summed up.
+_MAX_ITEMS = 20
+
+
+@main.command()
+@input_options
+@click.option("--output", "-o", type=click.Path(path_type=Path), default=None,
+              help="Also write the message frame to FILE (.parquet, .csv, .json or .ndjson).")
+@click.option("--sessions", "sessions_out", type=click.Path(path_type=Path), default=None,
+              help="Also write the sessions table (one row per session) to FILE (.csv, .parquet, .json).")
+@click.option("--compactions", "compactions_out", type=click.Path(path_type=Path), default=None,
+              help="Also write the recorded compaction events to FILE.")
+@friendly_errors
+def ingest(paths, format_, skip_invalid, output, sessions_out, compactions_out):
+    """Read the sessions in PATHS, fill the cache, and say what was read.
+
+    Ends with a summary: files, sessions, messages, API calls, skipped lines
+    by reason, ignored (non-conversation) records by type, and what the cache
+    did. With -o, also writes the message frame; with --sessions and
+    --compactions, those tables.
+
+    \b
+    Examples:
+      panto-analytics ingest ~/.claude/projects ~/.codex/sessions
+      panto-analytics ingest data/ -o messages.parquet --sessions sessions.csv
+      panto-analytics ingest logs/ --skip-invalid --no-cache
+    """
+    corpus = read_input_corpus(paths, format_, skip_invalid, list_skips=False)  # the summary lists them
+    for frame, target in ((corpus.messages, output), (corpus.sessions, sessions_out),
+                          (corpus.compactions, compactions_out)):
+        if target is not None:
+            write_frame(frame, target)
+    click.echo(format_summary(corpus.report, corpus.cache))
+
+
+def format_summary(report: IngestReport, cache: CacheStats | None) -> str:
+    """The ingest summary: counts first, right-aligned, then what they count.
+
+    >>> r = IngestReport(files=2, sessions=2, messages=1200, api_calls=300)
+    >>> r.skip("a.jsonl", "malformed JSON: unexpected character: line 1 column 5 (char 4)")
+    >>> r.skip("b.jsonl", "malformed JSON: unexpected character: line 1 column 9 (char 8)")
+    >>> r.ignore("claude-code", "progress", 4)
+    >>> print(format_summary(r, CacheStats(hits=1, misses=1)))
+        2  files
+        2  sessions
+    1,200  messages
+      300  API calls
+        2  skipped lines
+        2    malformed JSON: unexpected character
+        4  ignored records
+        4    claude-code: progress
+           cache: 1 cached, 1 parsed, 0 rebuilt
+    """
+    by_reason: dict[str, int] = {}
+    for (_, reason), n in report.skipped.items():
+        reason = _WHERE_IN_LINE.sub("", reason)
+        by_reason[reason] = by_reason.get(reason, 0) + n
+    ignored = {f"{fmt}: {kind}": n for (fmt, kind), n in report.ignored.items()}
+    rows: list[tuple[int | None, str]] = [
+        (report.files, "files"), (report.sessions, "sessions"), (report.messages, "messages"),
+        (report.api_calls, "API calls"), (report.n_skipped, "skipped lines"), *_items(by_reason),
+        (sum(ignored.values()), "ignored records"), *_items(ignored),
+    ]
+    if cache is None:
+        rows.append((None, "cache: off"))
+    else:
+        what = f"cache: {cache.hits:,} cached, {cache.misses:,} parsed, {cache.rebuilt:,} rebuilt"
+        if cache.write_errors:
+            what += f", {cache.write_errors:,} not written"
+        rows.append((None, what))
+    width = max(len(f"{n:,}") for n, _ in rows if n is not None)
+    return "\n".join(f"{'' if n is None else format(n, ','):>{width}}  {label}" for n, label in rows)
+
+
+#: Where in its line orjson found the problem: dropped, so that one reason is one row.
+_WHERE_IN_LINE = re.compile(r": line \d+ column \d+ \(char \d+\)$")
+
+
+def _items(counts: dict[str, int]) -> list[tuple[int, str]]:
+    """Indented rows, biggest first, the tail summed up."""
+    ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    rows = [(n, f"  {k}") for k, n in ranked[:_MAX_ITEMS]]
+    rest = ranked[_MAX_ITEMS:]
+    if rest:
+        rows.append((sum(n for _, n in rest), f"  ({len(rest)} more)"))
+    return rows
+
+
+def _cache_option(fn):
+    return click.option("--cache", "cache_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+                        envvar="PANTO_ANALYTICS_CACHE", show_envvar=True,
+                        help="The cache folder [default: ~/.cache/panto_analytics, or under $XDG_CACHE_HOME].")(fn)
+
+
+@main.group()
+def cache():
+    """The Parquet cache of parsed session files.
+
+    Every command that reads sessions keeps one file of Parquet per session
+    file it parsed, in a per-user folder (--cache DIR to choose another,
+    --no-cache to do without). A file unchanged since (same path, size and
+    modification time, same panto_analytics parser) is read from the cache.
+    """
+
+
+@cache.command("info")
+@_cache_option
+def cache_info(cache_dir):
+    """Where the cache is and what it holds."""
+    info = Cache(cache_dir or default_cache_dir()).info()
+    rows = [("cache", info["root"]), ("entries", f"{info['entries']:,}"), ("packs", f"{info['packs']:,}"),
+            ("size", f"{info['bytes'] / 1e6:.1f} MB"), ("parser version", info["parser_version"])]
+    if info["temporaries"]:
+        rows.append(("unfinished writes", f"{info['temporaries']:,} (removed by 'cache clear')"))
+    for k, v in rows:
+        click.echo(f"{k:<18}{v}")
+
+
+@cache.command("clear")
+@_cache_option
+def cache_clear(cache_dir):
+    """Delete every file the cache wrote (and nothing else)."""
+    c = Cache(cache_dir or default_cache_dir())
+    n, size = c.clear()
+    click.echo(f"removed {n:,} file(s), {size / 1e6:.1f} MB, from {c.root}")

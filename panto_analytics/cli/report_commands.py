@@ -1,0 +1,146 @@
+"""``report`` and ``recommend``: from a corpus to a budget, with the reasons and the pictures."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from ..budgets import parse_budget
+from ..plot_data import SEGMENT_KINDS
+from ..policy import splits as compute_splits
+from ..policy import turns as compute_turns
+from ..recommend import DEFAULT_COVERAGE, DEFAULT_MIN_KEPT_TURNS, Criteria, recommend
+from ..report import build_report, write_report
+from . import main
+from .options import (budgets_option, friendly_errors, input_options, output_option, read_input,
+                      read_input_corpus, write_frame)
+
+#: Budgets tried when none are given: 0 to 200k in steps of 5k.
+DEFAULT_BUDGETS = "0:200k:41"
+
+
+class Share(click.ParamType):
+    """A share written as 0.9 or 90%."""
+
+    name = "SHARE"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, float):
+            return value
+        text = str(value).strip()
+        try:
+            share = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+        except ValueError:
+            self.fail(f"not a share: {value!r} (examples: 0.9, 90%)", param, ctx)
+        if not 0 < share <= 1:
+            self.fail(f"a share must be in (0, 1], got {value!r}", param, ctx)
+        return share
+
+
+class Tokens(click.ParamType):
+    """A token count written as 200000, 200k or 1M."""
+
+    name = "TOKENS"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, int):
+            return value
+        try:
+            return parse_budget(str(value))
+        except ValueError as e:
+            self.fail(str(e), param, ctx)
+
+
+def criteria_options(fn):
+    """The rules a recommended budget must meet (see :mod:`panto_analytics.recommend`)."""
+    options = [
+        click.option("--min-kept-turns", "-k", type=click.IntRange(min=1), default=None,
+                     help="Rule: the smallest budget at which COVERAGE of sessions keep at least K whole turns "
+                          f"(or all of theirs). The default rule is -k {DEFAULT_MIN_KEPT_TURNS}."),
+        click.option("--coverage", "-p", type=Share(), default=DEFAULT_COVERAGE, show_default=True,
+                     help="Share of sessions (with turns) a rule must hold for, as 0.9 or 90%."),
+        click.option("--max-kept-share", "-s", type=Share(), default=None,
+                     help="Rule: the largest budget at which the kept suffix stays within S x CONTEXT_WINDOW "
+                          "tokens for COVERAGE of sessions. Needs --context-window."),
+        click.option("--context-window", "-w", type=Tokens(), default=None,
+                     help="The model's context window in tokens (e.g. 200k), for --max-kept-share."),
+    ]
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
+
+
+def _criteria(min_kept_turns, coverage, max_kept_share, context_window) -> Criteria:
+    if max_kept_share is not None and context_window is None:
+        raise click.UsageError("--max-kept-share needs --context-window (e.g. -w 200k)")
+    if context_window is not None and max_kept_share is None:
+        raise click.UsageError("--context-window is used by --max-kept-share; give both")
+    return Criteria(min_kept_turns=min_kept_turns, coverage=coverage, max_kept_share=max_kept_share,
+                    context_window=context_window)
+
+
+@main.command("recommend")
+@input_options
+@budgets_option(default=DEFAULT_BUDGETS)
+@criteria_options
+@output_option
+@friendly_errors
+def recommend_cmd(paths, format_, skip_invalid, budgets, min_kept_turns, coverage, max_kept_share,
+                  context_window, output):
+    """Pick keep_verbatim for the sessions in PATHS by a stated rule, and say why.
+
+    Prints the chosen budget, the rule, the reasons, the table rows around
+    the choice, and warnings about sessions that keep nothing verbatim (their
+    newest turn alone exceeds the budget) or are capped at 4096 turns.
+    Exits with 1 when no budget tried meets the rule. -o writes the whole
+    per-budget table with each rule's coverage.
+
+    \b
+    Examples:
+      panto-analytics recommend data/
+      panto-analytics recommend ~/.claude/projects -k 3 -p 95%
+      panto-analytics recommend data/ -s 0.25 -w 200k -b 0:200k:81
+    """
+    criteria = _criteria(min_kept_turns, coverage, max_kept_share, context_window)
+    messages = read_input(paths, format_, skip_invalid)
+    rec = recommend(compute_splits(messages, budgets), criteria, turns=compute_turns(messages))
+    click.echo(rec.to_text())
+    if output is not None:
+        write_frame(rec.table, output)
+    if rec.budget is None:
+        sys.exit(1)
+
+
+@main.command()
+@input_options
+@budgets_option(default=DEFAULT_BUDGETS)
+@criteria_options
+@click.option("--out", "-o", "out_dir", type=click.Path(file_okay=False, path_type=Path), required=True,
+              help="Folder to write index.html, report.md, the PNGs, sweep.parquet and splits.parquet into.")
+@click.option("--by", "segment_by", type=click.Choice(SEGMENT_KINDS), multiple=True,
+              help="Also plot by segment: model, source_format or length (session-length bucket). Repeatable.")
+@click.option("--title", default=None, help="The report's title.")
+@friendly_errors
+def report(paths, format_, skip_invalid, budgets, min_kept_turns, coverage, max_kept_share, context_window,
+           out_dir, segment_by, title):
+    """A report on what each budget does to the sessions in PATHS: HTML, Markdown, PNGs, Parquet.
+
+    DIR/index.html opens offline (plots embedded); DIR/report.md links the
+    PNGs beside it; sweep.parquet and splits.parquet hold the numbers. The
+    report shows the corpus, the budget table, the plots and a recommended
+    budget by the same rules as `recommend`.
+
+    \b
+    Examples:
+      panto-analytics report data/ -o report/
+      panto-analytics report ~/.pi/agent/sessions ~/.claude/projects -o report/ --by model --by length
+    """
+    criteria = _criteria(min_kept_turns, coverage, max_kept_share, context_window)
+    corpus = read_input_corpus(paths, format_, skip_invalid)
+    rep = build_report(corpus.messages, budgets, criteria=criteria, segment_by=list(dict.fromkeys(segment_by)),
+                       ingest=corpus.report, sessions=corpus.sessions, compactions=corpus.compactions,
+                       title=title, inputs=[str(p) for p in paths])
+    out = write_report(rep, out_dir)
+    click.echo(rep.recommendation.headline())
+    click.echo(f"wrote {out / 'index.html'} and {out / 'report.md'} ({len(rep.figures)} plots)", err=True)

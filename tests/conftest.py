@@ -1,0 +1,90 @@
+"""Shared test fixtures: where ``../shared`` is, and running the engine on each frame kind."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+import panto_analytics as pa
+
+#: ``../shared`` next to the repository (reference code and real recordings), when present.
+SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+
+#: How a message frame is handed to the engine: eager, lazy, or lazy collected by the streaming engine.
+FRAME_KINDS = ("eager", "lazy", "streaming")
+
+
+class Engine:
+    """Runs ``panto_analytics`` on a message frame handed over as one of :data:`FRAME_KINDS`.
+
+    Checks that the result kind matches the input kind (DataFrame in,
+    DataFrame out; LazyFrame in, LazyFrame out) and returns row dicts.
+    """
+
+    @staticmethod
+    def _run(fn, messages: pl.DataFrame, kind: str, *args, **kwargs) -> list[dict]:
+        if kind == "eager":
+            result = fn(messages, *args, **kwargs)
+            assert isinstance(result, pl.DataFrame)
+        else:
+            result = fn(messages.lazy(), *args, **kwargs)
+            assert isinstance(result, pl.LazyFrame)
+            result = result.collect(engine="streaming" if kind == "streaming" else "auto")
+        return result.to_dicts()
+
+    def splits(self, messages: pl.DataFrame, budgets: list[int], kind: str = "eager",
+               sessions: pl.DataFrame | None = None) -> list[dict]:
+        return self._run(pa.splits, messages, kind, budgets, sessions=sessions)
+
+    def turns(self, messages: pl.DataFrame, kind: str = "eager") -> list[dict]:
+        return self._run(pa.turns, messages, kind)
+
+    def check(self, folder: Path, sessions: dict[str, list[dict]], budgets: list[int], kind: str = "eager",
+              headers: bool = False, with_sessions: bool = False) -> tuple[dict, dict]:
+        """Write ``sessions`` as canonical files in ``folder``, read them, and assert that every
+        ``splits`` and ``turns`` column (and each message's word count) equals the reference port's.
+
+        Returns ``(splits, turns)``: ``splits[(session_id, budget)]`` and
+        ``turns[session_id]``, as row dicts without the session id. With
+        ``headers`` the id comes from a session header line, else from the file name.
+        With ``with_sessions`` the sessions table goes to ``splits`` too, so that
+        sessions without messages get rows (computeSplit of an empty list).
+        """
+        import reference_port as ref
+
+        for i, (sid, msgs) in enumerate(sessions.items()):
+            ref.write_session(folder / (f"file{i}.jsonl" if headers else f"{sid}.jsonl"), msgs,
+                              session_id=sid if headers else None)
+        corpus = pa.read_corpus(folder)
+        frame = corpus.messages
+        words = {sid: [] for sid in sessions}
+        for sid, n in frame.select(pl.col("session_id").cast(pl.String), "words").iter_rows():
+            words[sid].append(n)
+        assert words == {sid: [ref.count_words(m) for m in msgs] for sid, msgs in sessions.items()}
+
+        got_splits = {}
+        for row in self.splits(frame, budgets, kind, corpus.sessions if with_sessions else None):
+            got_splits[row.pop("session_id"), row.pop("budget")] = row
+        got_turns: dict[str, list[dict]] = {sid: [] for sid in sessions}
+        for row in self.turns(frame, kind):
+            got_turns[row.pop("session_id")].append(row)
+        traces = {sid: ref.walk(msgs) for sid, msgs in sessions.items()}
+        assert got_turns == {sid: ref.expected_turns(msgs, traces[sid]) for sid, msgs in sessions.items()}
+        # A session without messages has no rows in the frame, so no split rows unless
+        # the sessions table says it exists.
+        assert got_splits == {(sid, b): row for sid, msgs in sessions.items() if msgs or with_sessions
+                              for b, row in ref.expected_splits(msgs, sorted(set(budgets)), traces[sid]).items()}
+        return got_splits, got_turns
+
+
+@pytest.fixture(scope="session")
+def engine() -> Engine:
+    """The engine runner (session-scoped, so hypothesis tests may use it)."""
+    return Engine()
+
+
+@pytest.fixture(params=FRAME_KINDS)
+def frame_kind(request) -> str:
+    """Each way of handing a frame to the engine."""
+    return request.param

@@ -1,0 +1,66 @@
+"""What the adapter tests share: parsing one file, and comparing splits with libpanto's oracle."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+import panto_analytics as pa
+from conftest import SHARED
+from panto_analytics.errors import IngestReport
+from panto_analytics.formats import adapter, detect_format
+from panto_analytics.formats.base import Message, SessionMeta, SourceFile
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+REALDATA = SHARED / "realdata"
+HARNESS = SHARED / "reference" / "harness"
+
+#: Budgets for oracle comparisons: zero, small, around real turn sizes, past every session.
+BUDGETS = [0, 1, 100, 1_000, 5_000, 10_000, 20_000, 50_000, 100_000, 200_000, 500_000, 10**9, 2**64 - 1]
+
+
+def parse(path: Path, *, format: str | None = None, skip_invalid: bool = False
+          ) -> tuple[list[Message], SessionMeta, IngestReport]:
+    """The messages an adapter yields for one file, its session metadata and the report."""
+    report = IngestReport()
+    fmt = format or detect_format(path)
+    src = SourceFile(path, fmt, skip_invalid=skip_invalid, report=report)
+    messages = list(adapter(fmt).parse(src))
+    return messages, src.meta, report
+
+
+def canonical(messages: list[Message]) -> list[dict]:
+    """Messages as the oracle's canonical records."""
+    return [{"type": "message", "role": m.role, "content": m.content, "usage": m.usage} for m in messages]
+
+
+def blocks(message: Message) -> list[str]:
+    return [b["type"] for b in message.content]
+
+
+def oracle_module():
+    """The harness module with its binary built, or a skip when ``../shared`` is absent."""
+    if not (HARNESS / "oracle.py").is_file():
+        pytest.skip(f"libpanto's reference harness is absent ({HARNESS})")
+    sys.path.insert(0, str(HARNESS))
+    try:
+        import oracle
+    finally:
+        sys.path.remove(str(HARNESS))
+    oracle.oracle_binary()
+    return oracle
+
+
+def assert_splits_match_oracle(paths: list[Path]) -> None:
+    """``pa.splits`` over ``read_sessions(paths)`` equals libpanto's computeSplit on the adapters' messages."""
+    oracle = oracle_module()
+    sessions = {}
+    for path in paths:
+        messages, meta, _ = parse(path)
+        sessions[meta.session_id] = canonical(messages)
+    want = {(sid, b): split for sid, row in zip(sessions, oracle.oracle_splits(list(sessions.values()), BUDGETS))
+            for b, split in zip(BUDGETS, row, strict=True)}
+    got = {(r["session_id"], r["budget"]): (r["prefix_end"], r["kept_turns"])
+           for r in pa.splits(pa.read_sessions(paths), BUDGETS).to_dicts()}
+    assert got == want

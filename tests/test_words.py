@@ -1,0 +1,40 @@
+"""panto_analytics.words against the port of libpanto's countWordsIn / countWords."""
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import reference_port as ref
+from panto_analytics.words import MEDIA_PART_WORDS, WORD_TO_TOKEN_FACTOR, count_words, message_words
+from strategies import ALPHABET, blocks, texts
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.one_of(texts, st.text(st.characters(codec="utf-8"))))
+def test_count_words_equals_count_words_in(text):
+    assert count_words(text) == ref.count_words_in(text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(blocks(), max_size=6))
+def test_message_words_equals_count_words(content):
+    assert message_words(content) == ref.count_words({"role": "user", "content": content})
+
+
+@pytest.mark.parametrize(("text", "words"), [
+    ("", 0), (" \t\r\n", 0), ("a", 1), ("  hello   there  world ", 3),
+    ("a\x0bb", 1), ("a\x0cb", 1), ("a\u00a0b", 1), ("a\u3000b", 1), ("a\x85b", 1), ("a\u2028b", 1),
+    ("a\tb\nc\rd e", 5), ("\r\na", 1), ("語 😀", 2),
+])
+def test_only_four_ascii_bytes_separate_words(text, words):
+    assert count_words(text) == ref.count_words_in(text) == words
+
+
+def test_constants_are_libpanto_s():
+    assert (MEDIA_PART_WORDS, WORD_TO_TOKEN_FACTOR) == (ref.media_part_word_estimate, ref.word_to_token_factor)
+
+
+def test_every_whitespace_like_character_of_the_alphabet_is_covered():
+    # The strategies must draw the separators and the look-alikes that are not.
+    assert {" ", "\t", "\n", "\r", "\x0b", "\x0c", "\u00a0", "\u3000"} <= set(ALPHABET)
