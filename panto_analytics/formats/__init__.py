@@ -29,13 +29,13 @@ def detect_format(path: str | Path) -> str:
     """
     records = []
     with open(path, "rb") as f:
-        for raw in f:
+        for lineno, raw in enumerate(f, 1):
             if raw.strip():
                 try:
                     records.append(orjson.loads(raw))
                 except orjson.JSONDecodeError:
                     if not records:
-                        raise InputError(path, 1 + len(records), "not JSONL: the first line is not a JSON value "
+                        raise InputError(path, lineno, "not JSONL: the first line is not a JSON value "
                                          "(is this pretty-printed JSON?)") from None
                     break
             if len(records) >= _SNIFF_LINES:
