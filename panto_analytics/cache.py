@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import itertools
 import os
 import tempfile
 from dataclasses import dataclass
@@ -207,7 +208,10 @@ class Cache:
 
     def pack_path(self, keys: list[FileKey], format: str | None) -> Path:
         """One pack per folder (the files' deepest common folder) and format mode."""
-        folder = os.path.commonpath([os.path.dirname(k.abspath) for k in keys])
+        try:
+            folder = os.path.commonpath([os.path.dirname(k.abspath) for k in keys])
+        except ValueError:  # files on different drives: one pack for all such reads
+            folder = ""
         return self.packs_dir / f"{_digest(folder, _mode(format))}.parquet"
 
     # -- reading ----------------------------------------------------------
@@ -240,21 +244,22 @@ class Cache:
             for r in meta["files"]:
                 offsets[r["abspath"]] = offset
                 offset += r["rows"]
-            wanted = {i: records[k.abspath] for i, k in enumerate(keys)
+            wanted = {i: (records[k.abspath], _decoded(records[k.abspath])) for i, k in enumerate(keys)
                       if k.abspath in records and _usable(records[k.abspath], k, skip_invalid)}
             if not wanted:
                 return list(range(len(keys)))
             frame = _read_frame(path, offset)
-            for i, rec in wanted.items():
-                found[i] = _entry(frame.slice(offsets[rec["abspath"]], rec["rows"]), rec, "pack")
         except BadEntry:
             self._discard(path)  # its files are read from their entries; the pack is written anew
             return list(range(len(keys)))
+        for i, (rec, (session, report)) in wanted.items():
+            found[i] = Entry(frame.slice(offsets[rec["abspath"]], rec["rows"]), session, rec["source_format"],
+                             report, "pack")
         return [i for i in range(len(keys)) if found[i] is None]
 
     def _from_entries(self, keys, format, skip_invalid, pending, found) -> None:
         """Fill ``found`` from the per-file entries of ``pending`` files, read in one go."""
-        usable: list[tuple[int, Path, dict]] = []
+        usable: list[tuple[int, Path, dict, tuple]] = []
         for i in pending:
             path = self.entry_path(keys[i], format)
             if not path.exists():
@@ -266,26 +271,28 @@ class Cache:
                 rec = meta["file"]
                 if rec["abspath"] != keys[i].abspath or rec["path"] != keys[i].path:
                     raise BadEntry("entry of another file")
+                if _usable(rec, keys[i], skip_invalid):
+                    usable.append((i, path, rec, _decoded(rec)))
             except BadEntry:
                 self._discard(path)
-                continue
-            if _usable(rec, keys[i], skip_invalid):
-                usable.append((i, path, rec))
         if not usable:
             return
         try:
-            frame = _read_frame([p for _, p, _ in usable], sum(r["rows"] for _, _, r in usable))
+            rows = [rec["rows"] for _, _, rec, _ in usable]
+            frame = _read_frame([path for _, path, _, _ in usable], sum(rows))
+            starts = itertools.accumulate(rows, initial=0)
+            frames = [frame.slice(start, n) for start, n in zip(starts, rows)]
         except BadEntry:  # some entry's data is bad: find which, one by one
-            for i, path, rec in usable:
+            frames = []
+            for _, path, rec, _ in usable:
                 try:
-                    found[i] = _entry(_read_frame(path, rec["rows"]), rec, "entry")
+                    frames.append(_read_frame(path, rec["rows"]))
                 except BadEntry:
+                    frames.append(None)
                     self._discard(path)
-            return
-        offset = 0
-        for i, _, rec in usable:
-            found[i] = _entry(frame.slice(offset, rec["rows"]), rec, "entry")
-            offset += rec["rows"]
+        for (i, _, rec, (session, report)), messages in zip(usable, frames):
+            if messages is not None:
+                found[i] = Entry(messages, session, rec["source_format"], report, "entry")
 
     def _discard(self, path: Path) -> None:
         self.stats.rebuilt += 1
@@ -460,10 +467,10 @@ def _record(key: FileKey, entry: Entry) -> dict | None:
            "source_format": entry.source_format, "session": _encode(dataclasses.asdict(entry.session)),
            "report": _encode_report(entry.report)}
     try:
-        back = _entry(entry.messages, orjson.loads(orjson.dumps(rec)), "entry")
-    except (TypeError, ValueError, KeyError, BadEntry):  # orjson's errors are TypeErrors
+        session, report = _decoded(orjson.loads(orjson.dumps(rec)))
+    except (TypeError, ValueError, BadEntry):  # orjson's errors are TypeErrors and ValueErrors
         return None
-    if back.session != entry.session or back.report != entry.report:
+    if session != entry.session or report != entry.report:
         return None
     return rec
 
@@ -475,13 +482,12 @@ def _check_record(rec: dict) -> None:
             raise TypeError(f"{name} is not a {kind.__name__}")
 
 
-def _entry(messages: pl.DataFrame, rec: dict, origin: str) -> Entry:
+def _decoded(rec: dict) -> tuple[SessionMeta, IngestReport]:
+    """The session and report share a record holds; :class:`BadEntry` if they are malformed."""
     try:
-        session = SessionMeta(**_decode(rec["session"]))
-        report = _decode_report(rec["report"])
+        return SessionMeta(**_decode(rec["session"])), _decode_report(rec["report"])
     except (TypeError, ValueError, KeyError) as e:
         raise BadEntry(f"malformed metadata: {e}") from None
-    return Entry(messages, session, rec["source_format"], report, origin)
 
 
 def _encode_report(report: IngestReport) -> dict:

@@ -33,7 +33,7 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 #: Less work than this (in bytes of input) is done in the calling process alone.
-MIN_PARALLEL_BYTES = 8_000_000
+MIN_PARALLEL_BYTES = 32_000_000
 
 
 def default_jobs() -> int:

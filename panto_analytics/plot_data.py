@@ -111,8 +111,10 @@ def session_segments(messages: pl.DataFrame | pl.LazyFrame, by: str, *, top: int
 def with_segment(frame: pl.DataFrame, segments: pl.DataFrame | None) -> pl.DataFrame:
     """``frame`` plus a ``segment`` column (``ALL`` without ``segments``).
 
-    Sessions missing from ``segments`` get ``other``.
+    Sessions missing from ``segments`` get ``other``. A LazyFrame is collected.
     """
+    if isinstance(frame, pl.LazyFrame):
+        frame = frame.collect()
     if segments is None:
         return frame.with_columns(segment=pl.lit(ALL).cast(pl.Enum([ALL])))
     dtype = segments.schema["segment"]
@@ -181,9 +183,7 @@ def per_segment_sweep(frame: pl.DataFrame) -> pl.DataFrame:
     parts = [
         summarize_splits(part.drop("segment")).with_columns(segment=pl.lit(part["segment"][0]))
         for part in frame.partition_by("segment", maintain_order=True)
-    ]
-    if not parts:
-        return pl.DataFrame(schema={"budget": pl.UInt64, "segment": frame.schema["segment"]})
+    ] or [summarize_splits(frame.drop("segment")).with_columns(segment=pl.lit(None, pl.String))]
     return pl.concat(parts, how="vertical_relaxed").with_columns(
         pl.col("segment").cast(frame.schema["segment"])).sort("budget", "segment")
 

@@ -62,7 +62,10 @@ STYLE = {
     "grid.alpha": 0.35,
     "grid.linewidth": 0.6,
     "axes.prop_cycle": cycler(color=PALETTE),
-    "legend.frameon": False,
+    # An opaque, borderless legend: lines behind it do not cross its text.
+    "legend.frameon": True,
+    "legend.framealpha": 0.9,
+    "legend.edgecolor": "none",
     "legend.fontsize": 9,
     "lines.linewidth": 1.8,
     "savefig.dpi": DPI,
@@ -117,6 +120,12 @@ def _highlight(ax, budget: int | None, x: float | None = None) -> None:
         return
     ax.axvline(budget if x is None else x, color="black", lw=1.2, ls=":", zorder=1,
                label=f"recommended: {format_tokens(budget)}")
+
+
+def _legend(ax, **kw) -> None:
+    """A legend, when there is something to name (an empty corpus draws nothing)."""
+    if ax.get_legend_handles_labels()[0] or kw.get("handles"):
+        ax.legend(**kw)
 
 
 def _sessions(n: int) -> str:
@@ -212,7 +221,7 @@ def kept_tokens_by_budget(splits, *, log: bool = False, segments=None, highlight
         ax.set_ylabel("kept verbatim suffix (tokens)")
         _title(ax, "How much each budget keeps verbatim")
         _note(fig, note)
-        ax.legend(loc="upper left")
+        _legend(ax, loc="upper left")
     return fig
 
 
@@ -248,7 +257,7 @@ def outcome_shares_by_budget(splits, *, segments=None, highlight: int | None = N
             ax.set_xlabel(BUDGET_LABEL)
             ax.set_xlim(left=0)
             _highlight(ax, highlight)
-        axes[-1].legend(loc="center right")
+        _legend(axes[-1], loc="center right")
         axes[0].set_ylabel("share of sessions")
         if segments is None:
             _note(fig, "noop: the whole active context fits · zero kept: the newest turn alone exceeds the budget"
@@ -273,7 +282,7 @@ def summarized_share_by_budget(splits, *, segments=None, highlight: int | None =
         ax.set_ylim(-0.03, 1.03)
         ax.set_ylabel("summarized share of the active context")
         _highlight(ax, highlight)
-        ax.legend(loc="upper right")
+        _legend(ax, loc="upper right")
         _title(ax, "How much of the context each budget summarizes")
         _note(fig, "per session: summarized / active tokens · line: median · band: quartiles")
     return fig
@@ -290,7 +299,7 @@ def kept_turns_by_budget(splits, *, segments=None, highlight: int | None = None,
         ax.set_ylim(bottom=0)
         ax.set_ylabel("kept turns (whole turns)")
         _highlight(ax, highlight)
-        ax.legend(loc="upper left")
+        _legend(ax, loc="upper left")
         _title(ax, "How many turns each budget keeps verbatim")
         _note(fig, "sessions with turns · line: median · dark band: quartiles · light band: 10th-90th percentile"
               if segments is None else "sessions with turns · line: median · band: quartiles")
@@ -352,7 +361,7 @@ def turn_sizes(turns, *, segments=None, bins_per_decade: int = 4) -> Figure:
             fig.legend(handles=_source_handles(), loc="outside upper right", ncols=2)
         else:
             _title(axes[0], "Turn sizes, and where they came from")
-            axes[0].legend(handles=_source_handles(), loc="upper right")
+            _legend(axes[0], handles=_source_handles(), loc="upper right")
             _note(fig, f"a turn is a user prompt and everything it elicited · {bins_per_decade} bins per"
                        " factor of ten")
     return fig

@@ -141,6 +141,8 @@ class Recommendation:
         lines += [f"rule: {rule}" for rule in self.criteria.describe()]
         lines += [f"why: {reason}" for reason in self.reasons]
         rows = self.around(n) if self.budget is not None else self.table
+        if rows.is_empty():
+            return "\n".join(lines + [f"warning: {w}" for w in self.warnings])
         rows = rows.select(display_columns(rows)).with_columns(
             pl.col("^kept_.*$").round().cast(pl.Int64),
             pl.when(pl.lit(self.budget is not None) & (pl.col("budget") == (self.budget or 0)))

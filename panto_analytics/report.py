@@ -123,7 +123,6 @@ class Report:
     overview: Table
     breakdowns: dict[str, Table]
     figures: list[ReportFigure] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
 
 
 def corpus_overview(messages: pl.DataFrame, turns: pl.DataFrame, splits: pl.DataFrame, *,

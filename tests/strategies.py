@@ -58,13 +58,14 @@ def blocks(draw, kind: str | None = None) -> dict:
     return {"type": kind, "text": draw(texts)}
 
 
-def counters() -> st.SearchStrategy[int]:
-    return st.one_of(st.integers(0, 3000), st.just(0), st.integers(0, MAX_USAGE))
+def counters() -> st.SearchStrategy[int | None]:
+    """A usage counter: small, zero, up to the UInt32 maximum, or null (read as 0)."""
+    return st.one_of(st.integers(0, 3000), st.just(0), st.integers(0, MAX_USAGE), st.none())
 
 
 @st.composite
 def usages(draw) -> dict:
-    """A usage object: some keys (a missing key is 0), possibly all zero, possibly huge."""
+    """A usage object: some keys (a missing or null key is 0), possibly all zero, possibly huge."""
     keys = draw(st.lists(st.sampled_from(USAGE_KEYS), unique=True, max_size=4))
     return {k: draw(counters()) for k in keys}
 

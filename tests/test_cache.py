@@ -262,6 +262,8 @@ def test_a_big_read_leaves_a_pack_that_serves_the_next_one(big_corpus, cache, pa
     changed = read(big_corpus, cache)
     assert parsed_files == ["s03.jsonl"]
     assert_same(changed, read(big_corpus, None))
+    for entry in cache.entries_dir.rglob("*.parquet"):
+        entry.unlink()  # the pack was brought up to date
     parsed_files.clear()
     assert read(big_corpus, cache).cache.hits == cold.report.files and parsed_files == []
 
@@ -342,3 +344,18 @@ def test_session_metadata_round_trips_exactly(tmp_path):
     assert c.store(key, None, entry)
     (back,) = c.lookup([key], None, skip_invalid=True)
     assert back.session == meta and back.report == report and back.source_format == "canonical"
+
+
+def test_entry_with_malformed_session_metadata_is_not_trusted(corpus, big_corpus, cache):
+    for folder in (corpus, big_corpus):  # entries, then a pack
+        cold = read(folder, None)
+        read(folder, cache)
+        packs = list(cache.packs_dir.glob("*.parquet")) if folder == big_corpus else []
+        for f in packs or [_entry_path(cache, folder / sorted(p.name for p in folder.iterdir())[0])]:
+            meta = json.loads(pl.read_parquet_metadata(f)[cache_mod.META_KEY])
+            records = meta["files"] if "files" in meta else [meta["file"]]
+            records[0]["session"] = {"no_such_field": 1}
+            cache_mod.write_parquet(pl.read_parquet(f), f, meta)
+        again = read(folder, cache)
+        assert again.cache.rebuilt == 1
+        assert_same(cold, again)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -39,11 +40,34 @@ def always_parallel(monkeypatch):
     monkeypatch.setattr(parallel, "MIN_PARALLEL_BYTES", 0)
 
 
-def test_parallel_equals_sequential(corpus, tmp_path, always_parallel):
+@pytest.fixture
+def slow_here(monkeypatch):
+    """``slow_here(seconds)``: from now on, parsing a file in this process takes that much longer.
+
+    So the worker, once up, gets files too (workers import ``ingest`` afresh
+    and parse at full speed). Returns the list of files parsed here.
+    """
+    def enable(seconds: float) -> list[str]:
+        here: list[str] = []
+        real = ingest.parse_entry
+
+        def slow(path, *args, **kwargs):
+            here.append(Path(path).name)
+            time.sleep(seconds)
+            return real(path, *args, **kwargs)
+
+        monkeypatch.setattr(ingest, "parse_entry", slow)
+        return here
+    return enable
+
+
+def test_parallel_equals_sequential(corpus, tmp_path, always_parallel, slow_here):
     seq_report, par_report = IngestReport(), IngestReport()
     sequential = pa.read_sessions(corpus, jobs=1, report=seq_report)
+    here = slow_here(0.3)
     cache = Cache(tmp_path / "cache")
     parallel_ = pa.read_sessions(corpus, jobs=2, report=par_report, cache=cache)
+    assert 0 < len(here) < 7  # both processes parsed files
     assert parallel_.equals(sequential)
     assert par_report == seq_report
     assert cache.stats.misses == 7 and cache.stats.written == 7  # entries written by whichever process parsed
@@ -51,13 +75,15 @@ def test_parallel_equals_sequential(corpus, tmp_path, always_parallel):
     assert cache.stats.hits == 7
 
 
-def test_error_in_any_process_names_the_file_and_line(corpus, always_parallel):
+def test_error_in_any_process_names_the_file_and_line(corpus, always_parallel, slow_here):
     bad = corpus / "zz-bad.jsonl"
     write_session(bad, 30)  # the biggest file: queued first
     with bad.open("a") as f:
         f.write('{"type": "message", "role": "robot", "content": []}\n')
+    here = slow_here(0.5)
     with pytest.raises(InputError) as e:
         pa.read_sessions(corpus, jobs=2)
+    assert "zz-bad.jsonl" not in here  # the worker took the biggest file, and its error came back
     assert (e.value.path, e.value.line) == (str(bad), 61)
     assert "robot" in e.value.reason
 

@@ -1,7 +1,8 @@
 """panto_analytics.policy against compaction.zig: its tests, each detail of the policy, every column.
 
-Every scenario is written as canonical JSONL, read with ``read_sessions``
-and run through ``turns``/``splits``; each test states the values it expects
+Every scenario is written as canonical JSONL, read with ``read_corpus``
+(``read_sessions``' frame and the sessions table) and run through
+``turns``/``splits``; each test states the values it expects
 (derived by hand in its comments) and :func:`check` also compares every
 column with what the Python port of computeSplit (``reference_port``) gives.
 """
@@ -10,6 +11,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
+import polars as pl
 import pytest
 
 import panto_analytics as pa
@@ -299,6 +301,16 @@ def test_only_4096_turn_starts_exist(tmp_path, engine, n, tail_usage):
     row = splits["s", 0]
     assert (row["capped"], row["n_turns"]) == (n > 4096, 4096)
     assert split_at(splits, U64_MAX) == (1, 4096)
+
+
+def test_session_id_dtype_is_kept_and_does_not_matter(tmp_path, engine):
+    for sid, msgs in {"b": [user_msg("q"), u(asst_msg("a"), input=9)], "a": [user_msg("x y z")]}.items():
+        ref.write_session(tmp_path / f"{sid}.jsonl", msgs)
+    frame = pa.read_sessions(tmp_path)
+    as_string = frame.with_columns(pl.col("session_id").cast(pl.String))
+    assert pa.splits(as_string, [0, 5])["session_id"].dtype == pl.String
+    assert engine.splits(as_string, [0, 5, 9]) == engine.splits(frame, [0, 5, 9])
+    assert engine.turns(as_string) == engine.turns(frame)
 
 
 def test_budget_list_is_deduplicated_and_sorted(tmp_path, engine):

@@ -6,7 +6,6 @@ import json
 import re
 import shutil
 import struct
-import tempfile
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -16,7 +15,7 @@ from click.testing import CliRunner
 
 import panto_analytics as pa
 from panto_analytics.cli import main
-from panto_analytics.report import build_report, write_report
+from panto_analytics.report import build_report
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURE = Path(__file__).parent / "fixtures" / "recommend"
@@ -172,8 +171,8 @@ CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic
                   "--window-size=1200,900")
 
 
-def chromium():
-    """A headless Chromium driven by selenium, or a skip saying what is missing."""
+def chromium(profile: Path):
+    """A headless Chromium driven by selenium, with a fresh profile in ``profile``, or a skip saying what is missing."""
     webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed")
     from selenium.webdriver.chrome.service import Service
 
@@ -186,13 +185,13 @@ def chromium():
     options.binary_location = browser
     for flag in CHROMIUM_FLAGS:
         options.add_argument(flag)
-    options.add_argument(f"--user-data-dir={tempfile.mkdtemp(prefix='chromium-profile-')}")
+    options.add_argument(f"--user-data-dir={profile}")
     # The explicit Service keeps selenium from looking for a driver on the network.
     return webdriver.Chrome(options=options, service=Service(driver))
 
 
 def test_every_image_renders_in_a_real_browser(report_dir, tmp_path):
-    browser = chromium()
+    browser = chromium(tmp_path / "profile")
     try:
         browser.get((report_dir / "index.html").resolve().as_uri())
         assert browser.execute_script("return document.readyState") == "complete"
@@ -210,3 +209,14 @@ def test_every_image_renders_in_a_real_browser(report_dir, tmp_path):
         assert width >= 1000 and shot_height > 2000
     finally:
         browser.quit()
+
+
+def test_a_corpus_without_turns_still_gets_a_report(tmp_path):
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "h.jsonl").write_text('{"type":"session","id":"only-a-header"}\n')
+    result = run_report(tmp_path / "r", "--by", "length", paths=(tmp_path / "in",))
+    assert "no budget tried meets the rule" in result.output
+    text = (tmp_path / "r" / "report.md").read_text()
+    assert "| sessions | 1 | 0 with at least one turn |" in text
+    assert "no session has a turn" in text
+    assert len(list((tmp_path / "r").glob("*.png"))) == 8

@@ -11,7 +11,6 @@ from ..plot_data import SEGMENT_KINDS
 from ..policy import splits as compute_splits
 from ..policy import turns as compute_turns
 from ..recommend import DEFAULT_COVERAGE, DEFAULT_MIN_KEPT_TURNS, Criteria, recommend
-from ..report import build_report, write_report
 from . import main
 from .options import (budgets_option, friendly_errors, input_options, output_option, read_input,
                       read_input_corpus, write_frame)
@@ -136,6 +135,8 @@ def report(paths, format_, skip_invalid, budgets, min_kept_turns, coverage, max_
       panto-analytics report data/ -o report/
       panto-analytics report ~/.pi/agent/sessions ~/.claude/projects -o report/ --by model --by length
     """
+    from ..report import build_report, write_report  # matplotlib: loaded only when a report is asked for
+
     criteria = _criteria(min_kept_turns, coverage, max_kept_share, context_window)
     corpus = read_input_corpus(paths, format_, skip_invalid)
     rep = build_report(corpus.messages, budgets, criteria=criteria, segment_by=list(dict.fromkeys(segment_by)),
