@@ -464,8 +464,10 @@ def _usable(rec: dict, key: FileKey, skip_invalid: bool) -> bool:
 def _record(key: FileKey, entry: Entry) -> dict | None:
     """The metadata record of one file, or None if it would not read back identically."""
     rec = {"abspath": key.abspath, "path": key.path, "state": key.state(), "rows": entry.messages.height,
-           "source_format": entry.source_format, "session": _encode(dataclasses.asdict(entry.session)),
-           "report": _encode_report(entry.report)}
+           "source_format": entry.source_format, "report": _encode_report(entry.report)}
+    session = {f.name: getattr(entry.session, f.name) for f in dataclasses.fields(entry.session)}
+    rec["datetimes"] = []
+    rec["session"] = _encode(session, [], rec["datetimes"])
     try:
         session, report = _decoded(orjson.loads(orjson.dumps(rec)))
     except (TypeError, ValueError, BadEntry):  # orjson's errors are TypeErrors and ValueErrors
@@ -477,7 +479,7 @@ def _record(key: FileKey, entry: Entry) -> dict | None:
 
 def _check_record(rec: dict) -> None:
     for name, kind in (("abspath", str), ("path", str), ("state", list), ("rows", int), ("source_format", str),
-                       ("session", dict), ("report", dict)):
+                       ("session", dict), ("report", dict), ("datetimes", list)):
         if not isinstance(rec[name], kind):
             raise TypeError(f"{name} is not a {kind.__name__}")
 
@@ -485,8 +487,8 @@ def _check_record(rec: dict) -> None:
 def _decoded(rec: dict) -> tuple[SessionMeta, IngestReport]:
     """The session and report share a record holds; :class:`BadEntry` if they are malformed."""
     try:
-        return SessionMeta(**_decode(rec["session"])), _decode_report(rec["report"])
-    except (TypeError, ValueError, KeyError) as e:
+        return SessionMeta(**_with_datetimes(rec["session"], rec["datetimes"])), _decode_report(rec["report"])
+    except (TypeError, ValueError, LookupError) as e:
         raise BadEntry(f"malformed metadata: {e}") from None
 
 
@@ -505,24 +507,33 @@ def _decode_report(d: dict) -> IngestReport:
     return report
 
 
-def _encode(value: Any) -> Any:
-    """JSON-ready ``value``: datetimes become ``{"$datetime": iso}``."""
+_NESTED = (dict, list, datetime)
+
+
+def _encode(value: Any, where: list, datetimes: list[list]) -> Any:
+    """JSON-ready ``value``: datetimes become ISO strings, their places noted in ``datetimes``.
+
+    Noting the places keeps decoding proportional to the number of datetimes,
+    not to the size of the metadata (a session's message ids run to thousands).
+    """
     if isinstance(value, datetime):
-        return {"$datetime": value.isoformat()}
+        datetimes.append(where)
+        return value.isoformat()
     if isinstance(value, dict):
-        return {k: _encode(v) for k, v in value.items()}
+        return {k: _encode(v, [*where, k], datetimes) if isinstance(v, _NESTED) else v for k, v in value.items()}
     if isinstance(value, list):
-        return [_encode(v) for v in value]
+        return [_encode(v, [*where, i], datetimes) if isinstance(v, _NESTED) else v for i, v in enumerate(value)]
     return value
 
 
-def _decode(value: Any) -> Any:
-    if isinstance(value, dict):
-        if len(value) == 1 and "$datetime" in value:
-            return datetime.fromisoformat(value["$datetime"])
-        return {k: _decode(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_decode(v) for v in value]
+def _with_datetimes(value: dict, datetimes: list[list]) -> dict:
+    """``value`` (freshly parsed JSON, changed in place) with the noted places turned back into datetimes."""
+    for where in datetimes:
+        parent = value
+        for step in where[:-1]:
+            parent = parent[step]
+        if isinstance(parent[where[-1]], str):
+            parent[where[-1]] = datetime.fromisoformat(parent[where[-1]])
     return value
 
 

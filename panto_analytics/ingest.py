@@ -63,9 +63,16 @@ class _RealPaths:
         if os.path.islink(path):
             return os.path.realpath(path)
         folder, name = os.path.split(path)
+        return os.path.join(self._folder(folder), name)
+
+    def _folder(self, folder: str) -> str:
         if folder not in self._folders:
-            self._folders[folder] = os.path.realpath(folder or ".")
-        return os.path.join(self._folders[folder], name)
+            parent, name = os.path.split(folder)
+            if not name or name in (".", "..") or os.path.islink(folder):
+                self._folders[folder] = os.path.realpath(folder or ".")
+            else:  # a plain folder: its parent's real path, plus its name
+                self._folders[folder] = os.path.join(self._folder(parent), name)
+        return self._folders[folder]
 
 
 @dataclass
@@ -176,7 +183,8 @@ def parse_files(files: list[Path], *, format: str | None = None, skip_invalid: b
         _warn_about(cache, before)
     for entry in entries:
         report.merge(entry.report)
-    parsed = [ParsedFile(e.messages, e.session, Path(f), e.source_format) for f, e in zip(files, entries)]
+    parsed = [ParsedFile(e.messages, e.session, f if isinstance(f, Path) else Path(f), e.source_format)
+              for f, e in zip(files, entries)]
     parsed = postprocess(parsed, report)
     check_unique_sessions(parsed)
     return parsed

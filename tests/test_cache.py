@@ -333,7 +333,9 @@ def test_session_metadata_round_trips_exactly(tmp_path):
     meta = SessionMeta("s", model="m", context_window=5, parent_session_id="p",
                        created_at=datetime(2025, 1, 2, 3, 4, 5, 678000, tzinfo=timezone.utc),
                        compactions=[{"anchor_index": 3, "trigger": "auto", "tokens_before": 9,
-                                     "first_kept_index": None}], api_calls=4)
+                                     "first_kept_index": None,
+                                     "at": datetime(2025, 1, 2, 4, 0, tzinfo=timezone.utc)}],
+                       api_calls=4, message_ids=["u1", None, "u3"])
     report = IngestReport(1, 1, 0, 4)
     report.skip("f", "why")
     report.ignore("claude-code", "progress", 2)
