@@ -88,3 +88,9 @@ def engine() -> Engine:
 def frame_kind(request) -> str:
     """Each way of handing a frame to the engine."""
     return request.param
+
+
+@pytest.fixture(autouse=True)
+def private_cache(tmp_path_factory, monkeypatch):
+    """Keep every test's default Parquet cache out of the user's ~/.cache."""
+    monkeypatch.setenv("PANTO_ANALYTICS_CACHE", str(tmp_path_factory.mktemp("cache")))

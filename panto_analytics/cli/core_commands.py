@@ -5,19 +5,16 @@ from pathlib import Path
 
 import click
 
-from ..errors import IngestReport
-from ..ingest import read_sessions
 from ..policy import splits as compute_splits
 from ..sweep import summarize_splits
 from . import main
-from .options import budgets_option, friendly_errors, input_options, output_option, report_skips, write_frame
+from .options import budgets_option, friendly_errors, input_options, output_option, read_input_corpus, write_frame
 
 
-def _read(paths, format_, skip_invalid):
-    report = IngestReport()
-    messages = read_sessions(paths, format=format_, skip_invalid=skip_invalid, report=report)
-    report_skips(report)
-    return messages
+def _splits(paths, format_, skip_invalid, budgets):
+    """Every session's split at every budget, sessions without messages included."""
+    corpus = read_input_corpus(paths, format_, skip_invalid)
+    return compute_splits(corpus.messages, budgets, sessions=corpus.sessions)
 
 
 @main.command()
@@ -38,8 +35,7 @@ def splits(paths, format_, skip_invalid, budgets, output):
       panto-analytics splits data/ --budgets 20k
       panto-analytics splits ~/.pi/agent/sessions -b 8k,20k,50k -o splits.parquet
     """
-    messages = _read(paths, format_, skip_invalid)
-    write_frame(compute_splits(messages, budgets), output)
+    write_frame(_splits(paths, format_, skip_invalid, budgets), output)
 
 
 @main.command()
@@ -62,8 +58,7 @@ def sweep(paths, format_, skip_invalid, budgets, output, plot):
       panto-analytics sweep data/ --budgets 0:200k:21 --plot sweep.png
       panto-analytics sweep ~/.codex/sessions -b 8k,20k,50k -o sweep.csv
     """
-    messages = _read(paths, format_, skip_invalid)
-    per_session = compute_splits(messages, budgets)
+    per_session = _splits(paths, format_, skip_invalid, budgets)
     write_frame(summarize_splits(per_session), output)
     if plot is not None:
         from ..plots import kept_tokens_by_budget

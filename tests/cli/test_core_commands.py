@@ -99,3 +99,12 @@ def test_help_teaches(command):
     result = run(command, "--help")
     assert result.exit_code == 0
     assert "Examples:" in result.output and "--budgets" in result.output
+
+
+def test_sessions_without_messages_get_split_rows(corpus, tmp_path):
+    (corpus / "empty.jsonl").write_text('{"type":"session","id":"header-only"}\n')
+    out = tmp_path / "s.csv"
+    assert run("splits", corpus, "-b", "0,1k", "-o", out).exit_code == 0
+    empty = pl.read_csv(out).filter(pl.col("session_id") == "header-only")
+    # computeSplit on no messages: prefix_end = 0, kept_turns = 0; nothing to summarize.
+    assert empty.select("budget", "prefix_end", "kept_turns", "noop").rows() == [(0, 0, 0, True), (1000, 0, 0, True)]
