@@ -463,6 +463,8 @@ def _usable(rec: dict, key: FileKey, skip_invalid: bool) -> bool:
 
 def _record(key: FileKey, entry: Entry) -> dict | None:
     """The metadata record of one file, or None if it would not read back identically."""
+    if entry.session is None:  # a file skipped whole: detected again next time, never cached
+        return None
     rec = {"abspath": key.abspath, "path": key.path, "state": key.state(), "rows": entry.messages.height,
            "source_format": entry.source_format, "report": _encode_report(entry.report)}
     session = {f.name: getattr(entry.session, f.name) for f in dataclasses.fields(entry.session)}

@@ -77,28 +77,71 @@ class _RealPaths:
 
 @dataclass
 class ParsedFile:
-    """The messages and session metadata of one file."""
+    """The messages and session metadata of one file (``session`` None: skipped whole under skip_invalid)."""
 
     messages: pl.DataFrame
-    session: SessionMeta
+    session: SessionMeta | None
     path: Path
-    source_format: str
+    source_format: str | None
 
 
 def parse_file(path: PathLike, *, format: str | None = None, skip_invalid: bool = False,
                report: IngestReport | None = None) -> ParsedFile:
     """Parse one session file into frame rows (no cache, no parallelism)."""
-    report = report if report is not None else IngestReport()
-    fmt = format or detect_format(path)
-    src = SourceFile(path, fmt, skip_invalid=skip_invalid, report=report)
-    builder = FrameBuilder()
-    n = builder.add_session(src, adapter(fmt).parse(src))
-    messages = builder.finish()
-    report.files += 1
-    report.sessions += 1
-    report.messages += n
-    report.api_calls += api_call_count(src.meta, messages)
-    return ParsedFile(messages, src.meta, Path(path), fmt)
+    return parse_here([path], format=format, skip_invalid=skip_invalid, reports=[report])[0]
+
+
+def parse_here(paths: list[PathLike], *, format: str | None = None, skip_invalid: bool = False,
+               reports: list[IngestReport | None] | None = None) -> list[ParsedFile]:
+    """Parse files in this process, each counted in its own report (or one new each).
+
+    Adapters with a columnar fast path (``read_frames(sources)``) get all
+    their files at once; a file the fast path returns None for, and every
+    file of other formats, is read line by line by the adapter's ``parse``.
+    Errors are raised in file order.
+    """
+    reports = [r if r is not None else IngestReport() for r in (reports or [None] * len(paths))]
+    sources: list[SourceFile | InputError] = []
+    for path, report in zip(paths, reports):
+        try:
+            sources.append(SourceFile(path, format or detect_format(path), skip_invalid=skip_invalid, report=report))
+        except InputError as e:  # raised below, in file order
+            sources.append(e)
+    frames = _fast_frames(sources)
+    parsed = []
+    for src, frame, report in zip(sources, frames, reports):
+        if isinstance(src, InputError):
+            if not skip_invalid:
+                raise src
+            # Not a session file at all (say, pretty-printed JSON): skipped whole, and counted.
+            report.files += 1
+            report.skip(src.path, src.reason)
+            parsed.append(ParsedFile(pl.DataFrame(schema=MESSAGE_SCHEMA), None, Path(src.path), None))
+            continue
+        if frame is None:
+            src.meta = SessionMeta(session_id=src.path.stem)  # forget what a failed fast path read
+            builder = FrameBuilder()
+            builder.add_session(src, adapter(src.source_format).parse(src))
+            frame = builder.finish()
+        report = src.report
+        report.files += 1
+        report.sessions += 1
+        report.messages += frame.height
+        report.api_calls += api_call_count(src.meta, frame)
+        parsed.append(ParsedFile(frame, src.meta, src.path, src.source_format))
+    return parsed
+
+
+def _fast_frames(sources: list) -> list[pl.DataFrame | None]:
+    """Frames from the adapters' columnar fast paths, None where there is none or it declined."""
+    frames: list[pl.DataFrame | None] = [None] * len(sources)
+    for name, module in ADAPTERS.items():
+        fast = getattr(module, "read_frames", None)
+        mine = [i for i, src in enumerate(sources) if isinstance(src, SourceFile) and src.source_format == name]
+        if fast is not None and mine:
+            for i, frame in zip(mine, fast([sources[i] for i in mine])):
+                frames[i] = frame
+    return frames
 
 
 def counted_api_calls() -> pl.Expr:
@@ -165,11 +208,14 @@ def parse_files(files: list[Path], *, format: str | None = None, skip_invalid: b
     bar.advance(sum(keys[i].size for i, e in enumerate(entries) if e is not None),
                 files=len(keys) - len(todo), cached=True)
     with bar:
-        results = parallel.run(_parse_task, [(keys[i], format, skip_invalid, cache) for i in todo],
-                               weights=[keys[i].size for i in todo], jobs=jobs,
-                               on_done=lambda j, _: bar.advance(keys[todo[j]].size),
-                               stop=lambda r: r[0] == "error")
-    errors = [r[1] for r in results if r is not None and r[0] == "error"]
+        batches = _batches([keys[i] for i in todo], jobs)
+        batch_results = parallel.run(
+            _parse_batch, [(batch, format, skip_invalid, cache) for batch in batches],
+            weights=[sum(k.size for k in batch) for batch in batches], jobs=jobs,
+            on_done=lambda j, _: bar.advance(sum(k.size for k in batches[j]), files=len(batches[j])),
+            stop=lambda r: r[0][0] == "error")
+    results = [r for batch in batch_results if batch is not None for r in batch]
+    errors = [r[1] for r in results if r[0] == "error"]
     if errors:
         raise InputError(*errors[0])
     for i, (_, entry, stats, error) in zip(todo, results):
@@ -184,34 +230,58 @@ def parse_files(files: list[Path], *, format: str | None = None, skip_invalid: b
     for entry in entries:
         report.merge(entry.report)
     parsed = [ParsedFile(e.messages, e.session, f if isinstance(f, Path) else Path(f), e.source_format)
-              for f, e in zip(files, entries)]
+              for f, e in zip(files, entries) if e.session is not None]
     parsed = postprocess(parsed, report)
     check_unique_sessions(parsed)
     return parsed
 
 
-def parse_entry(path: PathLike, format: str | None = None, skip_invalid: bool = False) -> Entry:
-    """Parse one file with a report of its own: what the cache stores."""
-    report = IngestReport()
-    parsed = parse_file(path, format=format, skip_invalid=skip_invalid, report=report)
-    return Entry(parsed.messages, parsed.session, parsed.source_format, report)
+#: At most this many bytes, or files, are parsed in one task: enough that the
+#: columnar fast paths pay their fixed costs once for many small files.
+BATCH_BYTES = 16_000_000
+BATCH_FILES = 256
 
 
-def _parse_task(task: tuple[FileKey, str | None, bool, Cache | None]) -> tuple:
-    """Parse and cache one file, here or in a worker: ``("ok", entry, stats, error)`` or ``("error", args)``.
+def _batches(keys: list[FileKey], jobs: int | None) -> list[list[FileKey]]:
+    """Consecutive files grouped into tasks, small enough to keep every process busy."""
+    total = sum(k.size for k in keys)
+    target = max(1, min(BATCH_BYTES, total // (4 * (jobs or parallel.default_jobs()))))
+    batches: list[list[FileKey]] = []
+    size = 0
+    for key in keys:
+        if not batches or size + key.size > target or len(batches[-1]) >= BATCH_FILES:
+            batches.append([])
+            size = 0
+        batches[-1].append(key)
+        size += key.size
+    return batches
+
+
+def parse_entries(paths: list[PathLike], format: str | None = None, skip_invalid: bool = False) -> list[Entry]:
+    """Parse files, each with a report of its own: what the cache stores."""
+    reports = [IngestReport() for _ in paths]
+    parsed = parse_here(paths, format=format, skip_invalid=skip_invalid, reports=reports)
+    return [Entry(p.messages, p.session, p.source_format, r) for p, r in zip(parsed, reports)]
+
+
+def _parse_batch(task: tuple[list[FileKey], str | None, bool, Cache | None]) -> list[tuple]:
+    """Parse and cache files, here or in a worker: ``("ok", entry, stats, error)`` per file, or ``[("error", args)]``.
 
     Errors travel as values: :class:`InputError` does not survive pickling.
     """
-    key, format, skip_invalid, cache = task
+    keys, format, skip_invalid, cache = task
     try:
-        entry = parse_entry(key.path, format, skip_invalid)
+        entries = parse_entries([key.path for key in keys], format, skip_invalid)
     except InputError as e:
-        return ("error", (e.path, e.line, e.reason))
+        return [("error", (e.path, e.line, e.reason))]
     if cache is None:
-        return ("ok", entry, CacheStats(), None)
-    mine = Cache(cache.root)  # counts what this task wrote, wherever it runs
-    mine.store(key, format, entry)
-    return ("ok", entry, mine.stats, mine.last_error)
+        return [("ok", entry, CacheStats(), None) for entry in entries]
+    out = []
+    for key, entry in zip(keys, entries):
+        mine = Cache(cache.root)  # counts what this task wrote, wherever it runs
+        mine.store(key, format, entry)
+        out.append(("ok", entry, mine.stats, mine.last_error))
+    return out
 
 
 def _warn_about(cache: Cache, before: CacheStats) -> None:

@@ -162,8 +162,11 @@ def conversations(draw, max_pieces: int = 12) -> list[dict]:
 @st.composite
 def long_conversations(draw) -> list[dict]:
     """A session around libpanto's 4096-turn cap: a few drawn turns, repeated."""
-    templates = draw(st.lists(turn(), min_size=1, max_size=3))
-    n = draw(st.integers(4090, 4105))
+    # Each template ends with an answer, so it is exactly one turn: n lands
+    # right at the cap (4096) as often as around it.
+    templates = [t if t[-1]["role"] == "assistant" else t + [draw(answers)]
+                 for t in draw(st.lists(turn(), min_size=1, max_size=3))]
+    n = draw(st.one_of(st.sampled_from([4095, 4096, 4097]), st.integers(4090, 4105)))
     at = draw(st.sampled_from([3, 50, -1]))  # where to put noise (a summary, say), if anywhere
     extra = draw(noise())
     msgs = draw(noise()) if draw(st.booleans()) else []

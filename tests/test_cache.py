@@ -66,13 +66,13 @@ def cache(tmp_path) -> Cache:
 def parsed_files(monkeypatch) -> list[str]:
     """The files parsed (not served from the cache), in this process (reads use jobs=1)."""
     seen: list[str] = []
-    real = ingest.parse_entry
+    real = ingest.parse_entries
 
-    def spy(path, *args, **kwargs):
-        seen.append(Path(path).name)
-        return real(path, *args, **kwargs)
+    def spy(paths, *args, **kwargs):
+        seen.extend(Path(p).name for p in paths)
+        return real(paths, *args, **kwargs)
 
-    monkeypatch.setattr(ingest, "parse_entry", spy)
+    monkeypatch.setattr(ingest, "parse_entries", spy)
     return seen
 
 

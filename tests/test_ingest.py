@@ -49,14 +49,14 @@ def slow_here(monkeypatch):
     """
     def enable(seconds: float) -> list[str]:
         here: list[str] = []
-        real = ingest.parse_entry
+        real = ingest.parse_entries
 
-        def slow(path, *args, **kwargs):
-            here.append(Path(path).name)
-            time.sleep(seconds)
-            return real(path, *args, **kwargs)
+        def slow(paths, *args, **kwargs):
+            here.extend(Path(p).name for p in paths)
+            time.sleep(seconds * len(paths))
+            return real(paths, *args, **kwargs)
 
-        monkeypatch.setattr(ingest, "parse_entry", slow)
+        monkeypatch.setattr(ingest, "parse_entries", slow)
         return here
     return enable
 
@@ -126,3 +126,18 @@ def test_duplicate_session_ids_are_still_refused_from_the_cache(tmp_path):
 def test_file_vanishing_before_the_read_is_an_input_error(tmp_path):
     with pytest.raises(InputError, match="cannot read"):
         ingest.parse_files([tmp_path / "gone.jsonl"])
+
+
+def test_skip_invalid_skips_a_file_that_is_not_jsonl_at_all(tmp_path):
+    good = tmp_path / "good.jsonl"
+    good.write_text('{"type":"message","role":"user","content":[{"type":"text","text":"hi"}]}\n')
+    pretty = tmp_path / "pretty.jsonl"
+    pretty.write_text('{\n  "type": "message",\n  "role": "user"\n}\n')
+    with pytest.raises(InputError, match=r"pretty\.jsonl:1: not JSONL"):
+        pa.read_sessions(tmp_path)
+    report = IngestReport()
+    corpus = pa.read_corpus(tmp_path, skip_invalid=True, report=report)
+    assert corpus.messages["session_id"].cast(str).to_list() == ["good"]
+    assert corpus.sessions["session_id"].cast(str).to_list() == ["good"]
+    assert report.files == 2 and report.sessions == 1
+    assert [(f, n) for (f, _), n in report.skipped.items()] == [(str(pretty), 1)]

@@ -27,24 +27,27 @@ def detect_format(path: str | Path) -> str:
     An empty (or blank) file is canonical: a session with no messages.
     Raises :class:`InputError` when no adapter recognises the file.
     """
-    records = []
+    seen = 0
     with open(path, "rb") as f:
         for lineno, raw in enumerate(f, 1):
-            if raw.strip():
-                try:
-                    records.append(orjson.loads(raw))
-                except orjson.JSONDecodeError:
-                    if not records:
-                        raise InputError(path, lineno, "not JSONL: the first line is not a JSON value "
-                                         "(is this pretty-printed JSON?)") from None
-                    break
-            if len(records) >= _SNIFF_LINES:
+            if not raw.strip():
+                continue
+            try:
+                record = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                if not seen:
+                    raise InputError(path, lineno, "not JSONL: the first line is not a JSON value "
+                                     "(is this pretty-printed JSON?)") from None
                 break
-    if not records:
+            # Most files are known by their first record; read on only while none claims it.
+            for name, module in ADAPTERS.items():
+                if module.sniff(record):
+                    return name
+            seen += 1
+            if seen >= _SNIFF_LINES:
+                break
+    if not seen:
         return canonical.NAME
-    for name, adapter in ADAPTERS.items():
-        if any(adapter.sniff(r) for r in records):
-            return name
     raise InputError(path, None, f"unknown session format (known: {', '.join(ADAPTERS)}); "
                      "use --format to force one")
 

@@ -15,7 +15,7 @@ from .base import Invalid, Message, SourceFile, parse_timestamp, usage_counter
 NAME = "canonical"
 
 _TEXT_BLOCKS = ("text", "thinking", "compaction_summary")
-_SYSTEM_MODES = ("append", "replace")
+SYSTEM_MODES = ("append", "replace")
 
 
 def sniff(record: Any) -> bool:
@@ -35,6 +35,7 @@ def sniff(record: Any) -> bool:
 def parse(src: SourceFile) -> Iterator[Message]:
     """Yield the messages of one canonical session file."""
     seen_record = False
+    n_messages = 0
     with src.open() as f:
         for lineno, raw in enumerate(f, 1):
             if not raw.strip():
@@ -45,11 +46,15 @@ def parse(src: SourceFile) -> Iterator[Message]:
                     raise Invalid(f"expected a JSON object, got {type(rec).__name__}")
                 kind = rec.get("type")
                 if kind == "message":
-                    yield _message(rec, lineno)
+                    message = _message(rec, lineno)
+                    if any(b["type"] == "compaction_summary" for b in message.content):
+                        record_compactions(src, [n_messages])
+                    n_messages += 1
+                    yield message
                 elif kind == "session":
                     if seen_record:
                         raise Invalid("a session record may only be the first line")
-                    _header(src, rec)
+                    header(src, rec)
                 else:
                     raise Invalid(f"unknown record type {kind!r} (expected 'session' or 'message')")
             except orjson.JSONDecodeError as e:
@@ -59,7 +64,13 @@ def parse(src: SourceFile) -> Iterator[Message]:
             seen_record = True
 
 
-def _header(src: SourceFile, rec: dict) -> None:
+def record_compactions(src: SourceFile, anchor_indices: list[int]) -> None:
+    """Each summary message is a compaction event; the canonical format records nothing more about it."""
+    src.meta.compactions.extend(
+        {"anchor_index": i, "trigger": None, "tokens_before": None, "first_kept_index": None} for i in anchor_indices)
+
+
+def header(src: SourceFile, rec: dict) -> None:
     sid = rec.get("id")
     if sid is not None:
         src.meta.session_id = _string(sid, "session.id")
@@ -117,7 +128,7 @@ def _block(block: Any, where: str) -> None:
             _part(part, f"{where}.parts[{j}]")
     elif kind == "system":
         _string(block.get("text"), f"{where}.text")
-        if block.get("mode", "append") not in _SYSTEM_MODES:
+        if block.get("mode", "append") not in SYSTEM_MODES:
             raise Invalid(f"{where}.mode must be 'append' or 'replace', got {block.get('mode')!r}")
     else:
         raise Invalid(f"{where}: unknown block type {kind!r}")
@@ -139,3 +150,7 @@ def _string(value: Any, where: str) -> str:
     if not isinstance(value, str):
         raise Invalid(f"{where} must be a string, got {type(value).__name__}")
     return value
+
+
+# Whole clean files take the columnar fast path; this module stays the reference for everything else.
+from .canonical_fast import read_frames  # noqa: E402,F401

@@ -1,0 +1,211 @@
+"""The columnar fast path for canonical files: many files at once, no per-block Python.
+
+The lines of a batch of canonical files are parsed with orjson, converted to
+Arrow in C++ (which refuses wrong-typed fields), then validated and counted
+with vectorized Arrow/NumPy/Polars operations over the whole batch, and the
+result is sliced back into one frame per file. This is what lets a cold
+ingest run close to orjson's own parse speed (see ``panto-analytics bench``):
+the per-file costs of Arrow and Polars calls are paid once per batch.
+
+The line-by-line adapter in :mod:`.canonical` stays the reference: a file in
+which the fast path sees anything it does not fully handle (a bad line, a
+float usage count, an explicit null, an unusual timestamp) gets ``None``, and
+the caller parses it again with the reference adapter, which names the file,
+line and reason, or counts the skips. So the fast path only has to be right
+on clean files; ``tests/formats/test_canonical_fast.py`` checks that it is,
+against the reference, on random files clean and broken.
+"""
+from __future__ import annotations
+
+import numpy as np
+import orjson
+import polars as pl
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..schema import MAX_USAGE, MESSAGE_SCHEMA, ROLES, USAGE_COLUMNS
+from ..words import MEDIA_PART_WORDS, count_words_arrow
+from . import canonical
+from .base import Invalid, SourceFile
+
+_PART = pa.struct([("type", pa.string()), ("text", pa.large_string()), ("media_type", pa.string())])
+_BLOCK = pa.struct([
+    ("type", pa.string()), ("text", pa.large_string()), ("id", pa.string()), ("name", pa.string()),
+    ("input", pa.large_string()), ("tool_use_id", pa.string()), ("mode", pa.string()),
+    ("parts", pa.list_(_PART)),
+])
+_MESSAGE = pa.struct([
+    ("type", pa.string()), ("role", pa.string()), ("content", pa.list_(_BLOCK)),
+    ("usage", pa.struct([(k, pa.int64()) for k in USAGE_COLUMNS])), ("timestamp", pa.string()),
+])
+
+#: Fields each block type must have (as strings) in the reference adapter.
+_REQUIRED = {
+    "text": ("text",), "thinking": ("text",), "compaction_summary": ("text",), "system": ("text", "mode"),
+    "tool_use": ("id", "name", "input"), "tool_result": ("tool_use_id", "parts"),
+}
+#: Timestamps the fast path parses itself; a file with any other kind goes to the reference adapter.
+_ISO_UTC = r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,6})?(Z|\+00:00)$"
+
+
+def read_frame(src: SourceFile) -> pl.DataFrame | None:
+    """The message frame of a clean canonical file, or None to fall back to :func:`canonical.parse`."""
+    return read_frames([src])[0]
+
+
+def read_frames(sources: list[SourceFile]) -> list[pl.DataFrame | None]:
+    """:func:`read_frame` for many files at once: one vectorized pass over all their messages."""
+    loaded = [_load(src) for src in sources]
+    good = [i for i, item in enumerate(loaded) if item is not None]
+    frames: list[pl.DataFrame | None] = [None] * len(sources)
+    if not good:
+        return frames
+    try:
+        table = pa.array([rec for i in good for rec in loaded[i][0]], type=_MESSAGE)
+    except (pa.ArrowException, OverflowError, TypeError):
+        if len(good) == 1:
+            return frames
+        # Some file has a wrong-typed field: find it by converting file by file.
+        return [frames[i] if i not in good else read_frames([sources[i]])[0] for i in range(len(sources))]
+    counts = np.array([len(loaded[i][0]) for i in good], dtype=np.int64)
+    file_of = np.repeat(np.arange(len(good)), counts)
+    batch, clean = _batch_frame(table, file_of, [sources[i] for i in good], [loaded[i][1] for i in good])
+    starts = np.concatenate(([0], np.cumsum(counts)))
+    for k, i in enumerate(good):
+        if clean[k]:
+            frame = batch.slice(int(starts[k]), int(counts[k]))
+            canonical.record_compactions(sources[i], frame["seq"].filter(frame["has_summary"]).to_list())
+            frames[i] = frame
+    return frames
+
+
+def _load(src: SourceFile) -> tuple[list[dict], list[int]] | None:
+    """The message records of a file and their line numbers, the header applied; None if anything is off."""
+    with src.open() as f:
+        lines = f.read().split(b"\n")
+    numbered = [(i, raw) for i, raw in enumerate(lines, 1) if raw and not raw.isspace()]
+    try:
+        records = [orjson.loads(raw) for _, raw in numbered]
+        if records and type(records[0]) is dict and records[0].get("type") == "session":
+            canonical.header(src, records[0])
+            records, numbered = records[1:], numbered[1:]
+        if not all(type(rec) is dict for rec in records) or not _usage_counts_are_ints(records):
+            return None
+    except (orjson.JSONDecodeError, Invalid, AttributeError):
+        return None
+    return records, [i for i, _ in numbered]
+
+
+def _usage_counts_are_ints(records: list[dict]) -> bool:
+    # Arrow would truncate 1.5 to 1 and read True as 1; the reference adapter refuses both.
+    for rec in records:
+        usage = rec.get("usage")
+        if usage is not None:
+            for key in USAGE_COLUMNS:
+                value = usage.get(key)
+                if value is not None and type(value) is not int:
+                    return False
+    return True
+
+
+def _batch_frame(table: pa.StructArray, file_of: np.ndarray, sources: list[SourceFile],
+                 line_numbers: list[list[int]]) -> tuple[pl.DataFrame, np.ndarray]:
+    """The message frame of a whole batch, and which of its files are clean."""
+    n_files = len(sources)
+    blocks = table.field("content").flatten()
+    block_owner = pc.list_parent_indices(table.field("content")).to_numpy()
+    bad_record = _bad_records(table) | _per_owner(_bad_blocks(blocks), block_owner, len(table))
+    bad_record |= _bad_timestamps(table.field("timestamp"))
+    words, has_tool_result, has_summary = _words_and_flags(blocks, block_owner, len(table))
+    usage = table.field("usage")
+    has_usage = pc.is_valid(usage)
+    counters = {}
+    for key in USAGE_COLUMNS:
+        values = pc.if_else(has_usage, pc.fill_null(usage.field(key), 0), None)
+        in_range = pc.fill_null(pc.and_(pc.greater_equal(values, 0), pc.less_equal(values, MAX_USAGE)), True)
+        bad_record |= ~np.asarray(in_range)
+        counters[key] = pc.if_else(in_range, values, None)  # only unclean files are out of range
+    counts = np.bincount(file_of, minlength=n_files)
+    first_row = np.concatenate(([0], np.cumsum(counts)))[:-1]
+    frame = pl.DataFrame({
+        "session_id": np.repeat([src.meta.session_id for src in sources], counts),
+        "seq": (np.arange(len(table)) - first_row[file_of]).astype(np.uint32),
+        # Unknown roles only occur in unclean files, which are dropped; null keeps the Enum cast valid.
+        "role": pl.Series(pc.if_else(pc.is_in(table.field("role"), pa.array(ROLES)), table.field("role"), None)),
+        "words": words,
+        "has_tool_result": has_tool_result,
+        "has_summary": has_summary,
+        **{k: pl.Series(v) for k, v in counters.items()},
+        "source_format": np.repeat([src.source_format for src in sources], counts),
+        "model": pl.Series(np.repeat(np.array([src.meta.model for src in sources], dtype=object), counts),
+                           dtype=pl.String),
+        "timestamp": _parse_timestamps(table.field("timestamp")),
+        "file": np.repeat([str(src.path) for src in sources], counts),
+        "line": np.concatenate([np.asarray(x, dtype=np.uint32) for x in line_numbers]),
+    }).cast(MESSAGE_SCHEMA)
+    clean = np.bincount(file_of, weights=bad_record, minlength=n_files) == 0
+    return frame, clean
+
+
+def _per_owner(bad: np.ndarray, owner: np.ndarray, n: int) -> np.ndarray:
+    """Whether each of ``n`` owners has a bad child."""
+    return np.bincount(owner, weights=bad, minlength=n) > 0
+
+
+def _bad_records(table: pa.StructArray) -> np.ndarray:
+    ok = pc.and_(pc.equal(table.field("type"), "message"), pc.is_in(table.field("role"), pa.array(ROLES)))
+    # Arrow cannot tell a missing "content" (allowed) from an explicit null (refused).
+    ok = pc.and_(ok, pc.is_valid(table.field("content")))
+    return ~np.asarray(pc.fill_null(ok, False))
+
+
+def _bad_blocks(blocks: pa.StructArray) -> np.ndarray:
+    kinds = blocks.field("type")
+    ok = pc.and_(pc.is_valid(blocks), pc.is_in(kinds, pa.array(list(_REQUIRED))))
+    for kind, fields in _REQUIRED.items():
+        for name in fields:
+            ok = pc.and_(ok, pc.or_(pc.not_equal(kinds, kind), pc.is_valid(blocks.field(name))))
+    mode_ok = pc.is_in(blocks.field("mode"), pa.array(canonical.SYSTEM_MODES))
+    ok = pc.and_(ok, pc.or_(pc.not_equal(kinds, "system"), mode_ok))
+    bad = ~np.asarray(pc.fill_null(ok, False))
+    parts_list = blocks.field("parts")
+    parts = parts_list.flatten()
+    if len(parts):
+        bad |= _per_owner(_bad_parts(parts), pc.list_parent_indices(parts_list).to_numpy(), len(blocks))
+    return bad
+
+
+def _bad_parts(parts: pa.StructArray) -> np.ndarray:
+    kinds = parts.field("type")
+    ok = pc.and_(pc.is_valid(parts), pc.is_in(kinds, pa.array(["text", "media"])))
+    ok = pc.and_(ok, pc.or_(pc.not_equal(kinds, "text"), pc.is_valid(parts.field("text"))))
+    ok = pc.and_(ok, pc.or_(pc.not_equal(kinds, "media"), pc.is_valid(parts.field("media_type"))))
+    return ~np.asarray(pc.fill_null(ok, False))
+
+
+def _words_and_flags(blocks: pa.StructArray, owner: np.ndarray, n: int):
+    """Per message: libpanto's word count, and whether it holds a tool result / a summary."""
+    kinds = blocks.field("type")
+    block_words = count_words_arrow(blocks.field("text")) + count_words_arrow(blocks.field("input"))
+    parts_list = blocks.field("parts")
+    parts = parts_list.flatten()
+    if len(parts):
+        is_media = np.asarray(pc.fill_null(pc.equal(parts.field("type"), "media"), False))
+        part_words = np.where(is_media, MEDIA_PART_WORDS, count_words_arrow(parts.field("text")))
+        part_owner = pc.list_parent_indices(parts_list).to_numpy()
+        block_words += np.bincount(part_owner, weights=part_words, minlength=len(blocks)).astype(np.int64)
+    words = np.bincount(owner, weights=block_words, minlength=n).astype(np.int64)
+    is_result = np.asarray(pc.fill_null(pc.equal(kinds, "tool_result"), False))
+    is_summary = np.asarray(pc.fill_null(pc.equal(kinds, "compaction_summary"), False))
+    return words, _per_owner(is_result, owner, n), _per_owner(is_summary, owner, n)
+
+
+def _bad_timestamps(values: pa.Array) -> np.ndarray:
+    matches = pc.match_substring_regex(values, _ISO_UTC)
+    return ~np.asarray(pc.fill_null(matches, True))
+
+
+def _parse_timestamps(values: pa.Array) -> pl.Series:
+    # Rows of unclean files may fail to parse: they are dropped anyway, so parse leniently.
+    series = pl.Series(values).str.replace(r"\+00:00$", "Z")
+    return series.str.to_datetime("%Y-%m-%dT%H:%M:%S%.fZ", time_unit="ms", time_zone="UTC", strict=False)
