@@ -8,8 +8,11 @@ import pytest
 
 import panto_analytics as pa
 
+#: The repository root.
+REPO = Path(__file__).resolve().parents[1]
+
 #: ``../shared`` next to the repository (reference code and real recordings), when present.
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+SHARED = REPO.parent / "shared"
 
 #: How a message frame is handed to the engine: eager, lazy, or lazy collected by the streaming engine.
 FRAME_KINDS = ("eager", "lazy", "streaming")

@@ -127,8 +127,11 @@ def _batch_frame(table: pa.StructArray, file_of: np.ndarray, sources: list[Sourc
         counters[key] = pc.if_else(in_range, values, None)  # only unclean files are out of range
     counts = np.bincount(file_of, minlength=n_files)
     first_row = np.concatenate(([0], np.cumsum(counts)))[:-1]
+    def per_file(values: list) -> pl.Series:  # a file-level value on each of its rows
+        return pl.Series(values, dtype=pl.String).gather(file_of)
+
     frame = pl.DataFrame({
-        "session_id": np.repeat([src.meta.session_id for src in sources], counts),
+        "session_id": per_file([src.meta.session_id for src in sources]),
         "seq": (np.arange(len(table)) - first_row[file_of]).astype(np.uint32),
         # Unknown roles only occur in unclean files, which are dropped; null keeps the Enum cast valid.
         "role": pl.Series(pc.if_else(pc.is_in(table.field("role"), pa.array(ROLES)), table.field("role"), None)),
@@ -136,11 +139,10 @@ def _batch_frame(table: pa.StructArray, file_of: np.ndarray, sources: list[Sourc
         "has_tool_result": has_tool_result,
         "has_summary": has_summary,
         **{k: pl.Series(v) for k, v in counters.items()},
-        "source_format": np.repeat([src.source_format for src in sources], counts),
-        "model": pl.Series(np.repeat(np.array([src.meta.model for src in sources], dtype=object), counts),
-                           dtype=pl.String),
+        "source_format": per_file([src.source_format for src in sources]),
+        "model": per_file([src.meta.model for src in sources]),
         "timestamp": _parse_timestamps(table.field("timestamp")),
-        "file": np.repeat([str(src.path) for src in sources], counts),
+        "file": per_file([str(src.path) for src in sources]),
         "line": np.concatenate([np.asarray(x, dtype=np.uint32) for x in line_numbers]),
     }).cast(MESSAGE_SCHEMA)
     clean = np.bincount(file_of, weights=bad_record, minlength=n_files) == 0
