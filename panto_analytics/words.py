@@ -61,20 +61,18 @@ def message_words(blocks: list[dict]) -> int:
     return sum(block_words(b) for b in blocks)
 
 
-_IS_SEPARATOR = np.zeros(256, dtype=bool)
-_IS_SEPARATOR[list(_SEPARATORS)] = True
-
-
 def count_words_arrow(strings: pa.Array) -> np.ndarray:
     """:func:`count_words` of every string of an Arrow string array at once (nulls count 0).
 
-    Works on the array's UTF-8 buffer directly: a word starts at a byte that
-    is not a separator and either opens its string or follows a separator;
-    a binary search of the word starts against the string offsets counts
-    them per string.
+    Works on the array's UTF-8 buffer: translated to ``b" "``/``b"x"`` marks
+    as in :func:`count_words`, a word starts at each rise from a separator to
+    a word byte, or at a string's first byte when that is a word byte no rise
+    marks (the buffer's start, or right after the previous string's word).
+    A binary search of the rises against the string offsets counts them per
+    string.
 
-    >>> count_words_arrow(pa.array(["a b", None, "", " x\\x0by ", "c"])).tolist()
-    [2, 0, 0, 1, 1]
+    >>> count_words_arrow(pa.array(["a b", None, "", " x\\x0by ", "c", "d"])).tolist()
+    [2, 0, 0, 1, 1, 1]
     """
     strings = strings.cast(pa.large_string())
     _, offsets_buf, data_buf = strings.buffers()
@@ -82,14 +80,15 @@ def count_words_arrow(strings: pa.Array) -> np.ndarray:
     if data_buf is None or not len(strings) or offsets[-1] == offsets[0]:
         return np.zeros(len(strings), dtype=np.int64)
     first, last = int(offsets[0]), int(offsets[-1])
-    is_word = ~_IS_SEPARATOR[np.frombuffer(data_buf, dtype=np.uint8, count=last - first, offset=first)]
-    starts = is_word.copy()
-    starts[1:] &= ~is_word[:-1]
-    opening = offsets[:-1] - first
-    opening = opening[opening < len(is_word)]
-    starts[opening] = is_word[opening]  # a string's first byte follows no separator of its own
-    before = np.searchsorted(np.flatnonzero(starts), offsets - first)
-    counts = np.diff(before)
+    marks = np.frombuffer(memoryview(data_buf)[first:last].tobytes().translate(_WORD_TABLE), dtype=np.uint8)
+    rel = offsets - first
+    rises = np.flatnonzero(marks[1:] > marks[:-1]) + 1  # b" " (0x20) followed by b"x" (0x78)
+    counts = np.diff(np.searchsorted(rises, rel))
+    opening = rel[:-1]
+    nonempty = np.flatnonzero(np.diff(rel) > 0)
+    o = opening[nonempty]
+    unmarked = (marks[o] == 0x78) & ((o == 0) | (marks[np.maximum(o - 1, 0)] == 0x78))
+    counts[nonempty] += unmarked
     if strings.null_count:
         counts[~np.asarray(strings.is_valid())] = 0
     return counts

@@ -1,12 +1,13 @@
 """panto_analytics.words against the port of libpanto's countWordsIn / countWords."""
 from __future__ import annotations
 
+import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import reference_port as ref
-from panto_analytics.words import MEDIA_PART_WORDS, WORD_TO_TOKEN_FACTOR, count_words, message_words
+from panto_analytics.words import MEDIA_PART_WORDS, WORD_TO_TOKEN_FACTOR, count_words, count_words_arrow, message_words
 from strategies import ALPHABET, blocks, texts
 
 
@@ -38,3 +39,13 @@ def test_constants_are_libpanto_s():
 def test_every_whitespace_like_character_of_the_alphabet_is_covered():
     # The strategies must draw the separators and the look-alikes that are not.
     assert {" ", "\t", "\n", "\r", "\x0b", "\x0c", "\u00a0", "\u3000"} <= set(ALPHABET)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.none(), texts, st.text(st.characters(codec="utf-8"))), max_size=8),
+       st.integers(0, 3))
+def test_count_words_arrow_equals_count_words(values, offset):
+    # Sliced arrays start mid-buffer: the first string's byte may follow another string's word.
+    array = pa.array(values, type=pa.string()).slice(min(offset, len(values)))
+    expected = [0 if v is None else count_words(v) for v in array.to_pylist()]
+    assert count_words_arrow(array).tolist() == expected

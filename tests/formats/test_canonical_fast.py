@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import random
+from pathlib import Path
 
 import polars as pl
 import pytest
@@ -17,8 +18,9 @@ from hypothesis import strategies as st
 from panto_analytics.errors import InputError
 from panto_analytics.formats import canonical, canonical_fast
 from panto_analytics.formats.base import FrameBuilder, SourceFile
-from tests.conftest import REPO
-from tests.strategies import conversations, random_conversation
+from strategies import conversations, random_conversation
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def reference(path) -> tuple[pl.DataFrame, SourceFile] | InputError:
