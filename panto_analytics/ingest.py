@@ -144,16 +144,22 @@ def _fast_frames(sources: list) -> list[pl.DataFrame | None]:
     return frames
 
 
+def _is_api_call(role, input_):
+    """Assistant messages with usage, one API call each; works on expressions and on series alike."""
+    return (role == "assistant") & input_.is_not_null()
+
+
 def counted_api_calls() -> pl.Expr:
-    """Assistant messages with usage: one API call each, where a format records no count of its own."""
-    return ((pl.col("role") == "assistant") & pl.col("input").is_not_null()).sum()
+    """API calls counted from the messages, where a format records no count of its own."""
+    return _is_api_call(pl.col("role"), pl.col("input")).sum()
 
 
 def api_call_count(session: SessionMeta, messages: pl.DataFrame) -> int:
     """The API calls of one session: as recorded, else :func:`counted_api_calls`."""
     if session.api_calls is not None:
         return session.api_calls
-    return messages.select(counted_api_calls()).item()
+    # Series arithmetic, not a query: this runs once per file.
+    return int(_is_api_call(messages.get_column("role"), messages.get_column("input")).sum())
 
 
 def read_sessions(paths: Iterable[PathLike] | PathLike, *, format: str | None = None,

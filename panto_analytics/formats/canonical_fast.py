@@ -22,6 +22,7 @@ import orjson
 import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.json as pa_json
 
 from ..schema import MAX_USAGE, MESSAGE_SCHEMA, ROLES, USAGE_COLUMNS
 from ..words import MEDIA_PART_WORDS, count_words_arrow
@@ -39,6 +40,10 @@ _MESSAGE = pa.struct([
     ("usage", pa.struct([(k, pa.int64()) for k in USAGE_COLUMNS])), ("timestamp", pa.string()),
 ])
 
+_PARSE = pa_json.ParseOptions(explicit_schema=pa.schema(list(_MESSAGE)), unexpected_field_behavior="ignore")
+#: Arrow parses blocks on all cores; a line longer than a block makes it refuse the file.
+_BLOCK_SIZE = 1 << 22
+
 #: Fields each block type must have (as strings) in the reference adapter.
 _REQUIRED = {
     "text": ("text",), "thinking": ("text",), "compaction_summary": ("text",), "system": ("text", "mode"),
@@ -54,62 +59,86 @@ def read_frame(src: SourceFile) -> pl.DataFrame | None:
 
 
 def read_frames(sources: list[SourceFile]) -> list[pl.DataFrame | None]:
-    """:func:`read_frame` for many files at once: one vectorized pass over all their messages."""
-    loaded = [_load(src) for src in sources]
-    good = [i for i, item in enumerate(loaded) if item is not None]
+    """:func:`read_frame` for many files at once: one JSON parse, one vectorized pass over all their messages."""
     frames: list[pl.DataFrame | None] = [None] * len(sources)
-    if not good:
+    loaded = [_load(src) for src in sources]
+    good = [i for i, data in enumerate(loaded) if data is not None]
+    rows = np.array([loaded[i].count(b"\n") for i in good], dtype=np.int64)
+    table = _parse_json([loaded[i] for i in good], int(rows.sum()))
+    if table is None:
+        if len(good) > 1:  # some file is not clean: find it by parsing file by file
+            for i in good:
+                frames[i] = read_frames([sources[i]])[0]
         return frames
-    try:
-        table = pa.array([rec for i in good for rec in loaded[i][0]], type=_MESSAGE)
-    except (pa.ArrowException, OverflowError, TypeError):
-        if len(good) == 1:
-            return frames
-        # Some file has a wrong-typed field: find it by converting file by file.
-        return [frames[i] if i not in good else read_frames([sources[i]])[0] for i in range(len(sources))]
-    counts = np.array([len(loaded[i][0]) for i in good], dtype=np.int64)
+    file_of = np.repeat(np.arange(len(good)), rows)
+    is_header, bad_header = _headers(table, rows, [sources[i] for i in good], [loaded[i] for i in good])
+    messages = table.filter(pa.array(~is_header))
+    counts = rows - np.bincount(file_of[is_header], minlength=len(good))
     file_of = np.repeat(np.arange(len(good)), counts)
-    batch, clean = _batch_frame(table, file_of, [sources[i] for i in good], [loaded[i][1] for i in good])
+    lines = np.arange(len(table), dtype=np.int64) - np.repeat(np.cumsum(rows) - rows, rows) + 1
+    batch, clean = _batch_frame(messages, file_of, [sources[i] for i in good], lines[~is_header])
     starts = np.concatenate(([0], np.cumsum(counts)))
     for k, i in enumerate(good):
-        if clean[k]:
+        if clean[k] and not bad_header[k]:
             frame = batch.slice(int(starts[k]), int(counts[k]))
             canonical.record_compactions(sources[i], frame["seq"].filter(frame["has_summary"]).to_list())
             frames[i] = frame
     return frames
 
 
-def _load(src: SourceFile) -> tuple[list[dict], list[int]] | None:
-    """The message records of a file and their line numbers, the header applied; None if anything is off."""
+def _load(src: SourceFile) -> bytes | None:
+    """The file's bytes, newline-terminated; None for an empty file."""
     with src.open() as f:
-        lines = f.read().split(b"\n")
-    numbered = [(i, raw) for i, raw in enumerate(lines, 1) if raw and not raw.isspace()]
-    try:
-        records = [orjson.loads(raw) for _, raw in numbered]
-        if records and type(records[0]) is dict and records[0].get("type") == "session":
-            canonical.header(src, records[0])
-            records, numbered = records[1:], numbered[1:]
-        if not all(type(rec) is dict for rec in records) or not _usage_counts_are_ints(records):
-            return None
-    except (orjson.JSONDecodeError, Invalid, AttributeError):
+        data = f.read()
+    if data and not data.endswith(b"\n"):
+        data += b"\n"
+    return data or None
+
+
+def _parse_json(files: list[bytes], n_lines: int) -> pa.StructArray | None:
+    """All lines of ``files`` as one struct array, or None if Arrow's strict reader refuses any of them.
+
+    Arrow refuses every wrong-typed field, fractional or boolean counter,
+    duplicate key and invalid string the reference refuses; what it lets
+    through is validated in :func:`_batch_frame`. It skips blank lines, as
+    the reference does, but then its rows are not the file's lines: so a
+    batch with blank lines is refused too (and its files retried one by one).
+    """
+    if not files:
         return None
-    return records, [i for i, _ in numbered]
+    try:
+        table = pa_json.read_json(pa.BufferReader(b"".join(files)), parse_options=_PARSE,
+                                  read_options=pa_json.ReadOptions(block_size=_BLOCK_SIZE))
+    except (pa.ArrowException, UnicodeDecodeError, ValueError):
+        return None
+    if table.num_rows != n_lines:
+        return None
+    return table.to_struct_array().combine_chunks() if table.num_rows else None
 
 
-def _usage_counts_are_ints(records: list[dict]) -> bool:
-    # Arrow would truncate 1.5 to 1 and read True as 1; the reference adapter refuses both.
-    for rec in records:
-        usage = rec.get("usage")
-        if usage is not None:
-            for key in USAGE_COLUMNS:
-                value = usage.get(key)
-                if value is not None and type(value) is not int:
-                    return False
-    return True
+def _headers(table: pa.StructArray, rows: np.ndarray, sources: list[SourceFile],
+             files: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
+    """Which rows are session headers (each applied to its file), and which files have an invalid one.
+
+    Only a file's first line can be a header; a ``session`` record anywhere
+    else stays a row, and :func:`_bad_records` refuses it.
+    """
+    is_session = np.asarray(pc.fill_null(pc.equal(table.field("type"), "session"), False))
+    first_row = np.cumsum(rows) - rows
+    has_header = (rows > 0) & is_session[np.minimum(first_row, len(table) - 1)]
+    is_header = np.zeros(len(table), dtype=bool)
+    is_header[first_row[has_header]] = True
+    bad_header = np.zeros(len(rows), dtype=bool)
+    for k in np.flatnonzero(has_header):
+        try:
+            canonical.header(sources[k], orjson.loads(files[k][:files[k].index(b"\n")]))
+        except (Invalid, orjson.JSONDecodeError):
+            bad_header[k] = True
+    return is_header, bad_header
 
 
 def _batch_frame(table: pa.StructArray, file_of: np.ndarray, sources: list[SourceFile],
-                 line_numbers: list[list[int]]) -> tuple[pl.DataFrame, np.ndarray]:
+                 line_numbers: np.ndarray) -> tuple[pl.DataFrame, np.ndarray]:
     """The message frame of a whole batch, and which of its files are clean."""
     n_files = len(sources)
     blocks = table.field("content").flatten()
@@ -143,7 +172,7 @@ def _batch_frame(table: pa.StructArray, file_of: np.ndarray, sources: list[Sourc
         "model": per_file([src.meta.model for src in sources]),
         "timestamp": _parse_timestamps(table.field("timestamp")),
         "file": per_file([str(src.path) for src in sources]),
-        "line": np.concatenate([np.asarray(x, dtype=np.uint32) for x in line_numbers]),
+        "line": line_numbers.astype(np.uint32),
     }).cast(MESSAGE_SCHEMA)
     clean = np.bincount(file_of, weights=bad_record, minlength=n_files) == 0
     return frame, clean

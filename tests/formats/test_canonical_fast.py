@@ -110,3 +110,16 @@ def test_fast_path_takes_the_bundled_corpus(tmp_path):
     paths = sorted((REPO / "data").glob("*.jsonl"))
     assert paths, "data/ holds the bundled corpus"
     assert all(assert_agrees(paths))
+
+
+def test_blank_lines_send_only_their_file_to_the_reference(tmp_path):
+    rng = random.Random(3)
+    clean = [write(tmp_path / f"clean{i}.jsonl", random_conversation(rng)) for i in range(2)]
+    blank = tmp_path / "blank.jsonl"
+    msgs = random_conversation(rng)
+    blank.write_text("\n".join(json.dumps({"type": "message", **m}) for m in msgs) + "\n\n  \n")
+    # Arrow skips blank lines, so its rows would not be line numbers: the file is declined ...
+    assert assert_agrees([clean[0], blank, clean[1]]) == [True, False, True]
+    # ... and read by the reference, line numbers intact.
+    frame, _ = reference(blank)
+    assert frame["line"].to_list() == list(range(1, len(msgs) + 1))
