@@ -13,10 +13,12 @@ import dataclasses
 import glob
 import os
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
+import numpy as np
 import polars as pl
 
 from . import parallel
@@ -123,24 +125,35 @@ def parse_here(paths: list[PathLike], *, format: str | None = None, skip_invalid
             builder = FrameBuilder()
             builder.add_session(src, adapter(src.source_format).parse(src))
             frame = builder.finish()
-        report = src.report
-        report.files += 1
-        report.sessions += 1
-        report.messages += frame.height
-        report.api_calls += api_call_count(src.meta, frame)
         parsed.append(ParsedFile(frame, src.meta, src.path, src.source_format))
+    counted = _counted_api_calls([p.messages for p in parsed])
+    for p, report, calls in zip(parsed, reports, counted):
+        if p.session is not None:
+            report.files += 1
+            report.sessions += 1
+            report.messages += p.messages.height
+            report.api_calls += p.session.api_calls if p.session.api_calls is not None else calls
     return parsed
 
 
 def _fast_frames(sources: list) -> list[pl.DataFrame | None]:
-    """Frames from the adapters' columnar fast paths, None where there is none or it declined."""
+    """Frames from the adapters' columnar fast paths, None where there is none or it declined.
+
+    A fast path spends its time in Arrow, NumPy and Polars code that
+    releases the GIL, so its files are split between threads, one per core.
+    """
     frames: list[pl.DataFrame | None] = [None] * len(sources)
     for name, module in ADAPTERS.items():
         fast = getattr(module, "read_frames", None)
         mine = [i for i, src in enumerate(sources) if isinstance(src, SourceFile) and src.source_format == name]
-        if fast is not None and mine:
-            for i, frame in zip(mine, fast([sources[i] for i in mine])):
-                frames[i] = frame
+        if fast is None or not mine:
+            continue
+        shares = [mine[k::FAST_PATH_THREADS] for k in range(FAST_PATH_THREADS) if mine[k::FAST_PATH_THREADS]]
+        with ThreadPoolExecutor(len(shares)) as pool:
+            done = pool.map(lambda share: fast([sources[i] for i in share]), shares)
+            for share, share_frames in zip(shares, done):
+                for i, frame in zip(share, share_frames):
+                    frames[i] = frame
     return frames
 
 
@@ -154,12 +167,14 @@ def counted_api_calls() -> pl.Expr:
     return _is_api_call(pl.col("role"), pl.col("input")).sum()
 
 
-def api_call_count(session: SessionMeta, messages: pl.DataFrame) -> int:
-    """The API calls of one session: as recorded, else :func:`counted_api_calls`."""
-    if session.api_calls is not None:
-        return session.api_calls
-    # Series arithmetic, not a query: this runs once per file.
-    return int(_is_api_call(messages.get_column("role"), messages.get_column("input")).sum())
+def _counted_api_calls(frames: list[pl.DataFrame]) -> list[int]:
+    """:func:`counted_api_calls` of each frame, in one query over all of them (per-frame queries add up)."""
+    if not frames:
+        return []
+    all_rows = pl.concat(frames, how="vertical", rechunk=False)
+    is_call = all_rows.select(_is_api_call(pl.col("role"), pl.col("input"))).to_series().to_numpy()
+    owner = np.repeat(np.arange(len(frames)), [f.height for f in frames])
+    return np.bincount(owner, weights=is_call, minlength=len(frames)).astype(int).tolist()
 
 
 def read_sessions(paths: Iterable[PathLike] | PathLike, *, format: str | None = None,
@@ -242,16 +257,21 @@ def parse_files(files: list[Path], *, format: str | None = None, skip_invalid: b
     return parsed
 
 
+#: Threads for the columnar fast paths within one process.
+FAST_PATH_THREADS = max(1, min(4, parallel.default_jobs()))
+
 #: At most this many bytes, or files, are parsed in one task: enough that the
 #: columnar fast paths pay their fixed costs once for many small files.
-BATCH_BYTES = 16_000_000
-BATCH_FILES = 256
+BATCH_BYTES = 64_000_000
+BATCH_FILES = 1024
 
 
 def _batches(keys: list[FileKey], jobs: int | None) -> list[list[FileKey]]:
     """Consecutive files grouped into tasks, small enough to keep every process busy."""
     total = sum(k.size for k in keys)
-    target = max(1, min(BATCH_BYTES, total // (4 * (jobs or parallel.default_jobs()))))
+    target = BATCH_BYTES
+    if total >= parallel.MIN_PARALLEL_BYTES:  # processes will share them: several batches each
+        target = max(1, min(BATCH_BYTES, total // (4 * (jobs or parallel.default_jobs()))))
     batches: list[list[FileKey]] = []
     size = 0
     for key in keys:

@@ -33,7 +33,10 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 #: Less work than this (in bytes of input) is done in the calling process alone.
-MIN_PARALLEL_BYTES = 32_000_000
+#: Starting a worker costs about a second (it imports Polars, Arrow, NumPy), and
+#: the columnar fast paths already use every core through threads: below this
+#: much input, one process is faster.
+MIN_PARALLEL_BYTES = 256_000_000
 
 
 def default_jobs() -> int:
