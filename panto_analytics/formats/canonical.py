@@ -7,10 +7,9 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-import orjson
-
 from ..schema import ROLES, USAGE_COLUMNS
 from .base import Invalid, Message, SourceFile, parse_timestamp, usage_counter
+from .jsonl import records
 
 NAME = "canonical"
 
@@ -34,34 +33,26 @@ def sniff(record: Any) -> bool:
 
 def parse(src: SourceFile) -> Iterator[Message]:
     """Yield the messages of one canonical session file."""
-    seen_record = False
     n_messages = 0
-    with src.open() as f:
-        for lineno, raw in enumerate(f, 1):
-            if not raw.strip():
-                continue
-            try:
-                rec = orjson.loads(raw)
-                if not isinstance(rec, dict):
-                    raise Invalid(f"expected a JSON object, got {type(rec).__name__}")
-                kind = rec.get("type")
-                if kind == "message":
-                    message = _message(rec, lineno)
-                    if any(b["type"] == "compaction_summary" for b in message.content):
-                        record_compactions(src, [n_messages])
-                    n_messages += 1
-                    yield message
-                elif kind == "session":
-                    if seen_record:
-                        raise Invalid("a session record may only be the first line")
-                    header(src, rec)
-                else:
-                    raise Invalid(f"unknown record type {kind!r} (expected 'session' or 'message')")
-            except orjson.JSONDecodeError as e:
-                src.invalid(lineno, f"malformed JSON: {e}")
-            except Invalid as e:
-                src.invalid(lineno, str(e))
-            seen_record = True
+    first = True
+    for lineno, rec in records(src):
+        try:
+            kind = rec.get("type")
+            if kind == "message":
+                message = _message(rec, lineno)
+                if any(b["type"] == "compaction_summary" for b in message.content):
+                    record_compactions(src, [n_messages])
+                n_messages += 1
+                yield message
+            elif kind == "session":
+                if not first:
+                    raise Invalid("a session record may only be the first line")
+                header(src, rec)
+            else:
+                raise Invalid(f"unknown record type {kind!r} (expected 'session' or 'message')")
+        except Invalid as e:
+            src.invalid(lineno, str(e))
+        first = False
 
 
 def record_compactions(src: SourceFile, anchor_indices: list[int]) -> None:

@@ -39,6 +39,7 @@ import polars as pl
 from ..errors import IngestReport
 from ..schema import MAX_USAGE
 from .base import Invalid, Message, SourceFile, parse_timestamp, usage_counter
+from .jsonl import records
 
 NAME = "claude-code"
 
@@ -76,21 +77,13 @@ def sniff(record: Any) -> bool:
 def parse(src: SourceFile) -> Iterator[Message]:
     """Yield the messages of one Claude Code transcript, in the order the agent had them."""
     state = _Transcript(src, _preserved_heads(src))
-    with src.open() as f:
-        for lineno, raw in enumerate(f, 1):
-            if not raw.strip():
-                continue
-            try:
-                rec = orjson.loads(raw)
-                if not isinstance(rec, dict):
-                    raise Invalid(f"expected a JSON object, got {type(rec).__name__}")
-                state.record(rec, lineno)
-            except orjson.JSONDecodeError as e:
-                src.invalid(lineno, f"malformed JSON: {e}")
-            except Invalid as e:
-                src.invalid(lineno, str(e))
-            if state.out:
-                yield from state.drain()
+    for lineno, rec in records(src):
+        try:
+            state.record(rec, lineno)
+        except Invalid as e:
+            src.invalid(lineno, str(e))
+        if state.out:
+            yield from state.drain()
     state.finish()
     yield from state.drain()
 

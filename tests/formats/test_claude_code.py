@@ -290,7 +290,7 @@ def test_malformed_lines_are_counted_skips_with_skip_invalid():
     assert [(m.role, m.line) for m in msgs] == [("user", 1), ("assistant", 5)]
     reasons = sorted(reason for (_, reason) in report.skipped)
     assert report.n_skipped == 3
-    assert reasons[0] == "expected a JSON object, got list"
+    assert reasons[0] == "expected a JSON object, got array"
     assert reasons[1].startswith("malformed JSON")
     assert reasons[2] == "user record has no 'message' object"
 
