@@ -115,7 +115,7 @@ class BudgetList(click.ParamType):
 
 def budgets_option(default: str | None = None):
     return click.option("--budgets", "-b", type=BudgetList(), required=default is None, default=default,
-                        help="Token budgets (keep_verbatim): a list like 8k,20k,1.5M or START:STOP:N.")
+                        show_default=default is not None, help="Token budgets (keep_verbatim): a list like 8k,20k,1.5M or START:STOP:N.")
 
 
 _WRITERS = {".csv": "write_csv", ".parquet": "write_parquet", ".json": "write_json",

@@ -1,0 +1,20 @@
+"""docs/cli.md is the generated ``--help`` of every command, kept in step with the code."""
+from pathlib import Path
+
+from panto_analytics.cli.docs import cli_reference
+
+CLI_MD = Path(__file__).resolve().parents[2] / "docs" / "cli.md"
+
+
+def test_cli_reference_is_up_to_date():
+    assert CLI_MD.read_text() == cli_reference(), \
+        "docs/cli.md is stale: run `python -m panto_analytics.cli.docs > docs/cli.md`"
+
+
+def test_every_command_is_documented_with_examples():
+    text = cli_reference()
+    for command in ("splits", "sweep", "report", "recommend", "ingest", "bench", "cache info", "cache clear"):
+        assert f"## panto-analytics {command}\n" in text
+    for command in ("splits", "sweep", "report", "recommend", "ingest", "bench"):
+        section = text.split(f"## panto-analytics {command}\n", 1)[1].split("\n## ", 1)[0]
+        assert "Example" in section, f"{command} --help shows no example"
