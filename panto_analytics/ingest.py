@@ -27,7 +27,7 @@ from .errors import IngestReport, InputError
 from .formats import ADAPTERS, adapter, detect_format
 from .formats.base import FrameBuilder, SessionMeta, SourceFile
 from .progress import Progress
-from .schema import MESSAGE_SCHEMA, SESSION_SCHEMA
+from .schema import MESSAGE_SCHEMA, SESSION_META_SCHEMA
 
 PathLike = str | Path
 
@@ -368,4 +368,4 @@ def sessions_frame(parsed: list[ParsedFile]) -> pl.DataFrame:
         }
         for p in parsed
     ]
-    return pl.DataFrame(rows, schema=SESSION_SCHEMA)
+    return pl.DataFrame(rows, schema=SESSION_META_SCHEMA)

@@ -70,7 +70,8 @@ SPLIT_SCHEMA: dict[str, pl.DataType] = {
     "capped": pl.Boolean(),
 }
 
-SESSION_SCHEMA: dict[str, pl.DataType] = {
+#: What a file says about its session (the file-level part of :data:`SESSIONS_SCHEMA`).
+SESSION_META_SCHEMA: dict[str, pl.DataType] = {
     "session_id": pl.Categorical(),
     "file": pl.String(),
     "source_format": SourceFormat,
@@ -78,6 +79,32 @@ SESSION_SCHEMA: dict[str, pl.DataType] = {
     "context_window": pl.UInt64(),
     "parent_session_id": pl.String(),
     "created_at": pl.Datetime("ms", "UTC"),
+}
+
+
+#: The sessions table (:func:`panto_analytics.sessions`): one row per session.
+SESSIONS_SCHEMA: dict[str, pl.DataType] = {
+    "session_id": pl.Categorical(),
+    "file": pl.String(),
+    "source_format": SourceFormat,
+    "model": pl.String(),
+    "context_window": pl.UInt64(),
+    "first_timestamp": pl.Datetime("ms", "UTC"),
+    "last_timestamp": pl.Datetime("ms", "UTC"),
+    "messages": pl.UInt32(),
+    "api_calls": pl.UInt32(),
+    "final_context": pl.UInt64(),
+    "compactions": pl.UInt32(),
+    "parent_session_id": pl.String(),
+}
+
+#: The recorded compactions table (:func:`panto_analytics.compactions`).
+COMPACTIONS_SCHEMA: dict[str, pl.DataType] = {
+    "session_id": pl.Categorical(),
+    "anchor_seq": pl.UInt32(),
+    "trigger": pl.String(),
+    "tokens_before": pl.UInt64(),
+    "first_kept_seq": pl.UInt32(),
 }
 
 

@@ -54,33 +54,9 @@ from . import expressions as ex
 from .cache import Cache, CacheStats, as_cache
 from .errors import IngestReport
 from .ingest import ParsedFile, concat_messages, counted_api_calls, expand_paths, parse_files, sessions_frame
-from .schema import SourceFormat
+from .schema import COMPACTIONS_SCHEMA, SESSIONS_SCHEMA
 
 PathLike = str | Path
-
-SESSIONS_SCHEMA: dict[str, pl.DataType] = {
-    "session_id": pl.Categorical(),
-    "file": pl.String(),
-    "source_format": SourceFormat,
-    "model": pl.String(),
-    "context_window": pl.UInt64(),
-    "first_timestamp": pl.Datetime("ms", "UTC"),
-    "last_timestamp": pl.Datetime("ms", "UTC"),
-    "messages": pl.UInt32(),
-    "api_calls": pl.UInt32(),
-    "final_context": pl.UInt64(),
-    "compactions": pl.UInt32(),
-    "parent_session_id": pl.String(),
-}
-
-COMPACTIONS_SCHEMA: dict[str, pl.DataType] = {
-    "session_id": pl.Categorical(),
-    "anchor_seq": pl.UInt32(),
-    "trigger": pl.String(),
-    "tokens_before": pl.UInt64(),
-    "first_kept_seq": pl.UInt32(),
-}
-
 
 @dataclass
 class Corpus:

@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 
 import panto_analytics as pa
-from panto_analytics.tables import COMPACTIONS_SCHEMA, SESSIONS_SCHEMA
+from panto_analytics.schema import COMPACTIONS_SCHEMA, SESSIONS_SCHEMA
 
 FIXTURES = Path(__file__).parent / "fixtures"
 REALDATA = Path(__file__).resolve().parents[1].parent / "shared" / "realdata"
