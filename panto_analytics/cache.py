@@ -56,7 +56,7 @@ import polars as pl
 
 from .errors import IngestReport, InputError
 from .formats.base import SessionMeta
-from .schema import MESSAGE_SCHEMA
+from .schema import MESSAGE_SCHEMA, empty_messages
 
 #: Marks our metadata in a Parquet file; anything without it is foreign.
 MAGIC = "panto_analytics.cache"
@@ -322,7 +322,7 @@ class Cache:
         records = [_record(k, e) for k, e in zip(keys, entries)]
         kept = [(r, e) for r, e in zip(records, entries) if r is not None]
         frames = [e.messages for _, e in kept]
-        frame = pl.concat(frames, how="vertical", rechunk=True) if frames else pl.DataFrame(schema=MESSAGE_SCHEMA)
+        frame = pl.concat(frames, how="vertical", rechunk=True) if frames else empty_messages()
         ok = self._write(self.pack_path(keys, format), frame, _meta("pack", format, files=[r for r, _ in kept]))
         if ok:
             self._prune_packs()

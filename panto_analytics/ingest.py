@@ -27,7 +27,7 @@ from .errors import IngestReport, InputError
 from .formats import ADAPTERS, adapter, detect_format
 from .formats.base import FrameBuilder, SessionMeta, SourceFile
 from .progress import Progress
-from .schema import MESSAGE_SCHEMA, SESSION_META_SCHEMA
+from .schema import SESSION_META_SCHEMA, empty_messages
 
 PathLike = str | Path
 
@@ -118,7 +118,7 @@ def parse_here(paths: list[PathLike], *, format: str | None = None, skip_invalid
             # Not a session file at all (say, pretty-printed JSON): skipped whole, and counted.
             report.files += 1
             report.skip(src.path, src.reason)
-            parsed.append(ParsedFile(pl.DataFrame(schema=MESSAGE_SCHEMA), None, Path(src.path), None))
+            parsed.append(ParsedFile(empty_messages(), None, Path(src.path), None))
             continue
         if frame is None:
             src.meta = SessionMeta(session_id=src.path.stem)  # forget what a failed fast path read
@@ -350,7 +350,7 @@ def check_unique_sessions(parsed: list[ParsedFile]) -> None:
 def concat_messages(frames: list[pl.DataFrame]) -> pl.DataFrame:
     """One message frame from many, in file order."""
     if not frames:
-        return pl.DataFrame(schema=MESSAGE_SCHEMA)
+        return empty_messages()
     return pl.concat(frames, how="vertical", rechunk=True)
 
 
