@@ -35,10 +35,11 @@ def summarize_splits(splits: Frame) -> Frame:
             noop_share=pl.col("noop").mean(),
             zero_kept_share=((pl.col("kept_turns") == 0) & has_turns).sum() / has_turns.sum().clip(1),
             capped_share=pl.col("capped").mean(),
-            kept_tokens_p10=kept.quantile(0.1, "nearest"),
-            kept_tokens_p50=kept.quantile(0.5, "nearest"),
-            kept_tokens_p90=kept.quantile(0.9, "nearest"),
-            kept_turns_p50=pl.col("kept_turns").quantile(0.5, "nearest"),
+            # "nearest" picks an observed value, so the percentiles stay whole tokens and turns.
+            kept_tokens_p10=kept.quantile(0.1, "nearest").cast(pl.UInt64),
+            kept_tokens_p50=kept.quantile(0.5, "nearest").cast(pl.UInt64),
+            kept_tokens_p90=kept.quantile(0.9, "nearest").cast(pl.UInt64),
+            kept_turns_p50=pl.col("kept_turns").quantile(0.5, "nearest").cast(pl.UInt32),
             summarized_share=pl.col("summarized_tokens").sum() / pl.col("active_tokens").sum().clip(1),
         )
         .sort("budget")
