@@ -136,6 +136,9 @@ def parse_here(paths: list[PathLike], *, format: str | None = None, skip_invalid
     return parsed
 
 
+#: Threads for the columnar fast paths within one process.
+FAST_PATH_THREADS = max(1, min(4, parallel.default_jobs()))
+
 def _fast_frames(sources: list) -> list[pl.DataFrame | None]:
     """Frames from the adapters' columnar fast paths, None where there is none or it declined.
 
@@ -256,9 +259,6 @@ def parse_files(files: list[Path], *, format: str | None = None, skip_invalid: b
     check_unique_sessions(parsed)
     return parsed
 
-
-#: Threads for the columnar fast paths within one process.
-FAST_PATH_THREADS = max(1, min(4, parallel.default_jobs()))
 
 #: At most this many bytes, or files, are parsed in one task: enough that the
 #: columnar fast paths pay their fixed costs once for many small files.

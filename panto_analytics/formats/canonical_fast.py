@@ -60,15 +60,20 @@ def read_frame(src: SourceFile) -> pl.DataFrame | None:
 
 def read_frames(sources: list[SourceFile]) -> list[pl.DataFrame | None]:
     """:func:`read_frame` for many files at once: one JSON parse, one vectorized pass over all their messages."""
+    return _frames(sources, [_load(src) for src in sources])
+
+
+def _frames(sources: list[SourceFile], loaded: list[bytes | None]) -> list[pl.DataFrame | None]:
     frames: list[pl.DataFrame | None] = [None] * len(sources)
-    loaded = [_load(src) for src in sources]
     good = [i for i, data in enumerate(loaded) if data is not None]
     rows = np.array([loaded[i].count(b"\n") for i in good], dtype=np.int64)
     table = _parse_json([loaded[i] for i in good], int(rows.sum()))
     if table is None:
-        if len(good) > 1:  # some file is not clean: find it by parsing file by file
-            for i in good:
-                frames[i] = read_frames([sources[i]])[0]
+        if len(good) > 1:  # some file is not clean: halve the batch until it is found
+            half = len(good) // 2
+            for part in (good[:half], good[half:]):
+                for i, frame in zip(part, _frames([sources[i] for i in part], [loaded[i] for i in part])):
+                    frames[i] = frame
         return frames
     file_of = np.repeat(np.arange(len(good)), rows)
     is_header, bad_header = _headers(table, rows, [sources[i] for i in good], [loaded[i] for i in good])
