@@ -91,8 +91,15 @@ def _frames(sources: list[SourceFile], loaded: list[bytes | None]) -> list[pl.Da
     return frames
 
 
+#: Larger files take the reference path, which streams them line by line in
+#: bounded memory; the fast path holds a file's bytes and its Arrow table at once.
+MAX_FILE_BYTES = 64_000_000
+
+
 def _load(src: SourceFile) -> bytes | None:
-    """The file's bytes, newline-terminated; None for an empty file."""
+    """The file's bytes, newline-terminated; None for an empty or a very large file."""
+    if src.path.stat().st_size > MAX_FILE_BYTES:
+        return None
     with src.open() as f:
         data = f.read()
     if data and not data.endswith(b"\n"):

@@ -123,3 +123,9 @@ def test_blank_lines_send_only_their_file_to_the_reference(tmp_path):
     # ... and read by the reference, line numbers intact.
     frame, _ = reference(blank)
     assert frame["line"].to_list() == list(range(1, len(msgs) + 1))
+
+
+def test_very_large_files_stream_through_the_reference(tmp_path, monkeypatch):
+    path = write(tmp_path / "big.jsonl", random_conversation(random.Random(5)))
+    monkeypatch.setattr(canonical_fast, "MAX_FILE_BYTES", path.stat().st_size - 1)
+    assert fast([path])[0][0] is None
