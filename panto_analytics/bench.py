@@ -19,7 +19,10 @@ into a temporary folder and measures, on that one corpus:
   ``tests/reference_port.py`` (goal: at least 200x faster). The port is
   slow, so it runs on a random sample of sessions for a bounded time and its
   time is scaled to the whole corpus by message count. Both references'
-  splits are compared with the frame's, pair by pair.
+  splits are compared with the frame's, pair by pair;
+- **Claude Code ingest**: the same ingest and cache figures, with the same
+  goals, on a second corpus of synthetic Claude Code transcripts
+  (:mod:`panto_analytics.synth_claude_code`); ``claude_sessions=0`` skips it.
 
 The references are found next to the source checkout: ``tests/`` of the
 repository and ``../shared`` beside it (``PANTO_SHARED`` overrides). Where
@@ -48,6 +51,7 @@ from .budgets import parse_budgets
 from .ingest import read_sessions
 from .policy import annotate, splits, turns
 from .synth import write_corpus
+from .synth_claude_code import write_corpus as write_claude_code_corpus
 
 #: The goals of issue 2 item 8 and issue 3 item 3: (key, description, target, direction).
 GOALS = (
@@ -56,7 +60,12 @@ GOALS = (
     ("bytes_per_message", "frame bytes per message", 64.0, "max"),
     ("native_speedup", "native computeSplit loop / polars sweep", 4.0, "min"),
     ("python_speedup", "python port / polars sweep", 200.0, "min"),
+    ("claude_ingest_vs_floor", "Claude Code: cold ingest / orjson parse-only floor", 2.0, "max"),
+    ("claude_cache_speedup", "Claude Code: cold ingest / cache re-read", 20.0, "min"),
 )
+
+#: Synthetic Claude Code sessions in the second ingest corpus: about 150 MB.
+CLAUDE_SESSIONS = 200
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -140,6 +149,37 @@ def cache_reread(paths: list[Path], cold_seconds: float) -> dict:
         _, seconds = _timed(read_sessions, paths, cache=cache)
     return {"available": True, "fill_seconds": fill_seconds, "seconds": seconds,
             "speedup": cold_seconds / seconds}
+
+
+def ingest(paths: list[Path], progress: Progress = _quiet) -> tuple[pl.DataFrame, dict, dict]:
+    """The message frame of ``paths``, and the ingest and cache figures of reading it.
+
+    Best of two runs each, side by side: the machine is noisy, and the first
+    read of a process also pays one-time imports and thread-pool start-up.
+    """
+    mb = sum(p.stat().st_size for p in paths) / 1e6
+    progress("parse-only floor (orjson)")
+    floor = min(orjson_floor(paths) for _ in range(2))
+    progress("cold ingest (read_sessions)")
+    messages, seconds = min((_timed(read_sessions, paths) for _ in range(2)), key=lambda r: r[1])
+    progress("cache re-read")
+    cache = cache_reread(paths, seconds)
+    figures = {"seconds": seconds, "mb_per_s": mb / seconds,
+               "floor_seconds": floor, "floor_mb_per_s": mb / floor, "vs_floor": seconds / floor}
+    return messages, figures, cache
+
+
+def claude_code(sessions: int, seed: int, workdir: Path, progress: Progress = _quiet) -> dict:
+    """Ingest figures on ``sessions`` synthetic Claude Code transcripts (none: skipped)."""
+    if sessions <= 0:
+        return {"available": False, "note": "skipped (--claude-sessions 0)"}
+    progress(f"writing {sessions} synthetic Claude Code sessions (seed {seed})")
+    paths, gen_seconds = _timed(write_claude_code_corpus, workdir / "claude-code", sessions, seed)
+    messages, figures, cache = ingest(paths, lambda line: progress(f"Claude Code: {line}"))
+    return {"available": True,
+            "corpus": {"sessions": len(paths), "seed": seed, "messages": messages.height,
+                       "bytes": sum(p.stat().st_size for p in paths), "generate_seconds": gen_seconds},
+            "ingest": figures, "cache": cache}
 
 
 def _best(repeat: int, fn, *args):
@@ -245,7 +285,7 @@ def native(sessions: list[tuple[str, list[dict]]], budgets: list[int], ours: dic
 
 def run_bench(sessions: int = 1000, seed: int = 0, n_budgets: int = 64, *, port_seconds: float = 20.0,
               workdir: str | Path | None = None, shared: Path | None | bool = True,
-              progress: Progress = _quiet) -> dict:
+              claude_sessions: int = CLAUDE_SESSIONS, progress: Progress = _quiet) -> dict:
     """Generate a corpus and measure everything; returns the results as a dict.
 
     Parameters
@@ -261,29 +301,24 @@ def run_bench(sessions: int = 1000, seed: int = 0, n_budgets: int = 64, *, port_
     shared
         ``../shared`` (for libpanto's native computeSplit): True finds it,
         a path names it, False or None skips the native comparison.
+    claude_sessions
+        Synthetic Claude Code sessions for the second ingest corpus (same
+        ``seed``); 0 skips it.
     progress
         Called with a short line before each step.
     """
     if workdir is None:
         with tempfile.TemporaryDirectory(prefix="panto-bench-") as tmp:
             return run_bench(sessions, seed, n_budgets, port_seconds=port_seconds, workdir=tmp,
-                             shared=shared, progress=progress)
+                             shared=shared, claude_sessions=claude_sessions, progress=progress)
     shared = shared_dir() if shared is True else (shared or None)
     budgets = bench_budgets(n_budgets)
 
     progress(f"writing {sessions} synthetic sessions (seed {seed})")
     paths, gen_seconds = _timed(write_corpus, Path(workdir) / "corpus", sessions, seed)
     size = sum(p.stat().st_size for p in paths)
-    mb = size / 1e6
-
-    # Best of two runs each, side by side: the machine is noisy, and the first
-    # read of a process also pays one-time imports and thread-pool start-up.
-    progress("parse-only floor (orjson)")
-    floor = min(orjson_floor(paths) for _ in range(2))
-    progress("cold ingest (read_sessions)")
-    messages, ingest_seconds = min((_timed(read_sessions, paths) for _ in range(2)), key=lambda r: r[1])
-    progress("cache re-read")
-    cache = cache_reread(paths, ingest_seconds)
+    messages, ingest_figures, cache = ingest(paths, progress)
+    claude = claude_code(claude_sessions, seed, Path(workdir), progress)
 
     progress(f"{len(budgets)}-budget sweep (polars)")
     result, sweep_info = sweep(messages, budgets)
@@ -298,11 +333,13 @@ def run_bench(sessions: int = 1000, seed: int = 0, n_budgets: int = 64, *, port_
 
     frame_bytes = messages.estimated_size()
     values = {
-        "ingest_vs_floor": ingest_seconds / floor,
+        "ingest_vs_floor": ingest_figures["vs_floor"],
         "cache_speedup": cache.get("speedup"),
         "bytes_per_message": frame_bytes / max(messages.height, 1),
         "native_speedup": nat["seconds"] / sweep_info["seconds"] if nat["available"] else None,
         "python_speedup": port["seconds"] / sweep_info["seconds"] if port["available"] else None,
+        "claude_ingest_vs_floor": claude["ingest"]["vs_floor"] if claude["available"] else None,
+        "claude_cache_speedup": claude["cache"].get("speedup") if claude["available"] else None,
     }
     goals = []
     for key, what, target, direction in GOALS:
@@ -314,14 +351,14 @@ def run_bench(sessions: int = 1000, seed: int = 0, n_budgets: int = 64, *, port_
         "corpus": {"sessions": len(paths), "seed": seed, "messages": messages.height, "bytes": size,
                    "generate_seconds": gen_seconds},
         "budgets": budgets,
-        "ingest": {"seconds": ingest_seconds, "mb_per_s": mb / ingest_seconds,
-                   "floor_seconds": floor, "floor_mb_per_s": mb / floor, "vs_floor": ingest_seconds / floor},
+        "ingest": ingest_figures,
         "cache": cache,
         "frame": {"bytes": frame_bytes, "rows": messages.height,
                   "bytes_per_message": values["bytes_per_message"]},
         "sweep": sweep_info,
         "native": nat,
         "python_port": port,
+        "claude_code": claude,
         "goals": goals,
         "machine": {"cpus": os.cpu_count(), "polars_threads": pl.thread_pool_size(),
                     "python": sys.version.split()[0], "polars": pl.__version__},
@@ -347,26 +384,40 @@ def format_report(r: dict) -> str:
         sign = "<=" if g["direction"] == "max" else ">="
         return f"goal {sign} {g['target']:g}{'x' if key != 'bytes_per_message' else ''}  {_verdict(g)}"
 
+    def ingest_lines(ing: dict, cache: dict, indent: str = "", prefix: str = "") -> list[str]:
+        out = [
+            f"{indent + 'ingest, cold (read_sessions)':<38}{ing['seconds']:>9.2f} s  {ing['mb_per_s']:>7.1f} MB/s",
+            f"{indent + 'parse-only floor (orjson.loads)':<38}{ing['floor_seconds']:>9.2f} s"
+            f"  {ing['floor_mb_per_s']:>7.1f} MB/s   ingest/floor {ing['vs_floor']:.2f}x"
+            f"   {goal(prefix + 'ingest_vs_floor')}",
+        ]
+        if cache["available"]:
+            out.append(f"{indent + 'cache re-read':<38}{cache['seconds']:>9.2f} s"
+                       f"   {'':>13}cold/re-read {cache['speedup']:.1f}x   {goal(prefix + 'cache_speedup')}")
+        else:
+            out.append(f"{indent + 'cache re-read':<38}{cache['note']}")
+        return out
+
     lines = [
         f"corpus: {c['sessions']:,} synthetic sessions (seed {c['seed']}), {c['messages']:,} messages, "
         f"{c['bytes'] / 1e6:.1f} MB (written in {c['generate_seconds']:.1f} s)",
         f"budgets: {n}, from {r['budgets'][0]:,} to {r['budgets'][-1]:,} tokens; "
         f"{r['machine']['cpus']} CPUs, polars {r['machine']['polars']}",
         "",
-        f"{'ingest, cold (read_sessions)':<38}{ing['seconds']:>9.2f} s  {ing['mb_per_s']:>7.1f} MB/s",
-        f"{'parse-only floor (orjson.loads)':<38}{ing['floor_seconds']:>9.2f} s  {ing['floor_mb_per_s']:>7.1f} MB/s"
-        f"   ingest/floor {ing['vs_floor']:.2f}x   {goal('ingest_vs_floor')}",
-    ]
-    cache = r["cache"]
-    if cache["available"]:
-        lines.append(f"{'cache re-read':<38}{cache['seconds']:>9.2f} s"
-                     f"   {'':>13}cold/re-read {cache['speedup']:.1f}x   {goal('cache_speedup')}")
-    else:
-        lines.append(f"{'cache re-read':<38}{cache['note']}")
-    lines += [
+        *ingest_lines(ing, r["cache"]),
         f"{'frame':<38}{fr['bytes_per_message']:>9.1f} bytes/message ({fr['bytes'] / 1e6:.1f} MB)"
         f"   {goal('bytes_per_message')}",
         "",
+    ]
+    cc = r["claude_code"]
+    if cc["available"]:
+        k = cc["corpus"]
+        lines += [f"Claude Code JSONL: {k['sessions']:,} synthetic sessions (seed {k['seed']}), "
+                  f"{k['messages']:,} messages, {k['bytes'] / 1e6:.1f} MB (written in {k['generate_seconds']:.1f} s)",
+                  *ingest_lines(cc["ingest"], cc["cache"], "  ", "claude_"), ""]
+    else:
+        lines += [f"Claude Code JSONL: {cc['note']}", ""]
+    lines += [
         f"{f'{n}-budget sweep, polars splits()':<38}{sw['seconds']:>9.3f} s"
         f"  (of which, alone: annotate() {sw['annotate_seconds']:.3f} s, turns() {sw['turns_seconds']:.3f} s)",
     ]

@@ -144,7 +144,8 @@ def _tool(rng: random.Random) -> tuple[str, dict, str | list, dict, int]:
         if rng.random() < 0.03:  # a screenshot: an image part, no text
             data = base64.b64encode(rng.randbytes(rng.randint(48, 400))).decode()
             content = [{"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": data}}]
-            return name, {"file_path": path}, content, {"type": "image", "file": {"base64": data, "type": "image/png"}}, 1_500
+            extra = {"type": "image", "file": {"base64": data, "type": "image/png"}}
+            return name, {"file_path": path}, content, extra, 1_500
         code = _code(rng, lines)
         content = _numbered(code)
         extra = {"type": "text", "file": {"filePath": path, "content": code, "numLines": lines, "startLine": 1,
@@ -156,7 +157,8 @@ def _tool(rng: random.Random) -> tuple[str, dict, str | list, dict, int]:
         extra = {"stdout": out, "stderr": "", "interrupted": False, "isImage": False}
         return name, {"command": command, "description": _prose(rng, 6)}, out, extra, _tokens(out, _CODE_FACTOR)
     if name == "Grep":
-        hits = [f"/home/synth/{_path(rng)}:{rng.randint(1, 900)}:{_code(rng, 1).strip()}" for _ in range(lines // 3 + 1)]
+        hits = [f"/home/synth/{_path(rng)}:{rng.randint(1, 900)}:{_code(rng, 1).strip()}"
+                for _ in range(lines // 3 + 1)]
         out = "\n".join(hits)
         extra = {"mode": "content", "numFiles": len(hits), "filenames": [], "content": out, "numLines": len(hits)}
         return (name, {"pattern": _pick(rng, _IDENTS), "path": _pick(rng, _DIRS), "output_mode": "content"}, out,
@@ -167,11 +169,10 @@ def _tool(rng: random.Random) -> tuple[str, dict, str | list, dict, int]:
         if name == "Edit":
             old = _code(rng, rng.randint(1, 12))
             args = {"file_path": path, "old_string": old, "new_string": new}
+            patch = {"oldStart": 1, "oldLines": old.count("\n") + 1, "newStart": 1, "newLines": new.count("\n") + 1,
+                     "lines": ["-" + s for s in old.split("\n")] + ["+" + s for s in new.split("\n")]}
             extra = {"filePath": path, "oldString": old, "newString": new, "originalFile": _code(rng, lines),
-                     "structuredPatch": [{"oldStart": 1, "oldLines": old.count("\n") + 1, "newStart": 1,
-                                          "newLines": new.count("\n") + 1,
-                                          "lines": ["-" + s for s in old.split("\n")] + ["+" + s for s in new.split("\n")]}],
-                     "userModified": False, "replaceAll": False}
+                     "structuredPatch": [patch], "userModified": False, "replaceAll": False}
             out = f"The file {path} has been updated successfully."
         else:
             args = {"file_path": path, "content": new}
@@ -184,7 +185,8 @@ def _tool(rng: random.Random) -> tuple[str, dict, str | list, dict, int]:
         extra = {"filenames": files, "durationMs": rng.randint(2, 400), "numFiles": len(files), "truncated": False}
         return name, {"pattern": f"**/*{_pick(rng, ('.zig', '.py', '.ts'))}"}, out, extra, _tokens(out, _CODE_FACTOR)
     if name == "TodoWrite":
-        todos = [{"content": _prose(rng, rng.randint(3, 12)), "status": _pick(rng, ("pending", "in_progress", "completed")),
+        todos = [{"content": _prose(rng, rng.randint(3, 12)),
+                  "status": _pick(rng, ("pending", "in_progress", "completed")),
                   "activeForm": _prose(rng, rng.randint(3, 8))} for _ in range(rng.randint(1, 8))]
         out = "Todos have been modified successfully."
         return name, {"todos": todos}, out, {"oldTodos": [], "newTodos": todos}, _tokens(out, _PROSE_FACTOR)

@@ -15,21 +15,22 @@ from panto_analytics.synth import write_corpus
 
 from conftest import SHARED
 
-SESSIONS, BUDGETS = 4, 8
+SESSIONS, BUDGETS, CLAUDE = 4, 8, 2
 
 
 @pytest.fixture(scope="module")
 def results():
     steps: list[str] = []
     # A generous port budget: the tiny corpus runs through the port whole.
-    r = bench.run_bench(SESSIONS, seed=3, n_budgets=BUDGETS, port_seconds=1e6, progress=steps.append)
+    r = bench.run_bench(SESSIONS, seed=3, n_budgets=BUDGETS, port_seconds=1e6, claude_sessions=CLAUDE,
+                        progress=steps.append)
     r["_steps"] = steps
     return r
 
 
 def test_structure(results):
     assert set(results) >= {"corpus", "budgets", "ingest", "cache", "frame", "sweep", "native",
-                            "python_port", "goals", "machine"}
+                            "python_port", "claude_code", "goals", "machine"}
     assert results["corpus"]["sessions"] == SESSIONS
     assert results["budgets"] == bench.bench_budgets(BUDGETS) and len(results["budgets"]) == BUDGETS
     assert results["corpus"]["messages"] == results["frame"]["rows"] > 0
@@ -48,6 +49,37 @@ def test_goals_are_judged_from_the_values(results):
     assert ingest["pass"] == (results["ingest"]["seconds"] / results["ingest"]["floor_seconds"] <= 2)
     if not results["cache"]["available"]:
         assert goals["cache_speedup"]["pass"] is None and "skipped" in results["cache"]["note"]
+
+
+def test_claude_code_section(results):
+    cc = results["claude_code"]
+    assert cc["available"]
+    corpus, ing, cache = cc["corpus"], cc["ingest"], cc["cache"]
+    assert corpus["sessions"] == CLAUDE and corpus["seed"] == 3
+    assert corpus["messages"] > 0 and corpus["bytes"] > 0
+    mb = corpus["bytes"] / 1e6
+    assert ing["mb_per_s"] == pytest.approx(mb / ing["seconds"])
+    assert ing["floor_mb_per_s"] == pytest.approx(mb / ing["floor_seconds"])
+    assert ing["vs_floor"] == pytest.approx(ing["seconds"] / ing["floor_seconds"])
+    goals = {g["goal"]: g for g in results["goals"]}
+    floor, speedup = goals["claude_ingest_vs_floor"], goals["claude_cache_speedup"]
+    # the same thresholds as the canonical goals
+    assert (floor["target"], floor["direction"]) == (goals["ingest_vs_floor"]["target"], "max")
+    assert (speedup["target"], speedup["direction"]) == (goals["cache_speedup"]["target"], "min")
+    assert "Claude Code" in floor["what"] and "Claude Code" in speedup["what"]
+    assert floor["value"] == ing["vs_floor"] and floor["pass"] == (floor["value"] <= floor["target"])
+    if cache["available"]:
+        assert cache["speedup"] == pytest.approx(ing["seconds"] / cache["seconds"])
+        assert speedup["value"] == cache["speedup"] and speedup["pass"] == (cache["speedup"] >= speedup["target"])
+    else:
+        assert speedup["pass"] is None
+    assert any("Claude Code" in step for step in results["_steps"])
+
+
+def test_claude_code_section_can_be_skipped(tmp_path):
+    skipped = bench.claude_code(0, 0, tmp_path)
+    assert skipped == {"available": False, "note": skipped["note"]} and "skipped" in skipped["note"]
+    assert not any(tmp_path.iterdir()), "nothing written"
 
 
 def test_splits_equal_the_python_port(results):
@@ -89,20 +121,27 @@ def test_missing_references_are_not_available(monkeypatch, tmp_path):
 def test_report_has_every_figure(results):
     text = bench.format_report(results)
     for needle in ("MB/s", "ingest/floor", "cache re-read", "bytes/message", f"{BUDGETS}-budget sweep",
-                   "python reference port", "PASS"):
+                   "python reference port", "PASS", f"Claude Code JSONL: {CLAUDE} synthetic sessions"):
         assert needle in text
+    # the Claude Code block has its own three figures, each with its goal
+    block = text.split("Claude Code JSONL:")[1].split("budget sweep")[0]
+    assert block.count("MB/s") == 2 and "ingest/floor" in block and "cold/re-read" in block
+    assert block.count("goal ") == 2
 
 
 def test_cli_json():
     out = CliRunner().invoke(main, ["bench", "--sessions", "2", "--budgets", "4", "--port-seconds", "1000",
-                                    "--no-native", "--json"])
+                                    "--claude-sessions", "1", "--no-native", "--json"])
     assert out.exit_code == 0, out.output
     r = orjson.loads(out.output)
     assert r["corpus"]["sessions"] == 2 and len(r["budgets"]) == 4
+    assert r["claude_code"]["corpus"]["sessions"] == 1 and r["claude_code"]["ingest"]["mb_per_s"] > 0
     assert r["native"]["available"] is False and r["python_port"]["mismatches"] == 0
 
 
 def test_cli_table():
-    out = CliRunner().invoke(main, ["bench", "-n", "2", "--budgets", "4", "--port-seconds", "0", "--no-native"])
+    out = CliRunner().invoke(main, ["bench", "-n", "2", "--budgets", "4", "--port-seconds", "0", "--no-native",
+                                    "--claude-sessions", "0"])
     assert out.exit_code == 0, out.output
     assert "4-budget sweep" in out.output and "native computeSplit loop" in out.output
+    assert "Claude Code JSONL: skipped" in out.output
