@@ -232,10 +232,11 @@ def parse_files(files: list[Path], *, format: str | None = None, skip_invalid: b
     bar.advance(sum(keys[i].size for i, e in enumerate(entries) if e is not None),
                 files=len(keys) - len(todo), cached=True)
     with bar:
-        batches = _batches([keys[i] for i in todo], jobs)
+        pool_from = _pool_threshold([keys[i] for i in todo], format)
+        batches = _batches([keys[i] for i in todo], jobs, pool_from)
         batch_results = parallel.run(
             _parse_batch, [(batch, format, skip_invalid, cache) for batch in batches],
-            weights=[sum(k.size for k in batch) for batch in batches], jobs=jobs,
+            weights=[sum(k.size for k in batch) for batch in batches], jobs=jobs, min_weight=pool_from,
             on_done=lambda j, _: bar.advance(sum(k.size for k in batches[j]), files=len(batches[j])),
             stop=lambda r: r[0][0] == "error")
     results = [r for batch in batch_results if batch is not None for r in batch]
@@ -266,11 +267,42 @@ BATCH_BYTES = 64_000_000
 BATCH_FILES = 1024
 
 
-def _batches(keys: list[FileKey], jobs: int | None) -> list[list[FileKey]]:
+#: Input from which worker processes pay off when most of it has no columnar
+#: fast path (Python parses it alone, so a second process halves the time).
+SLOW_PARALLEL_BYTES = 48_000_000
+_SAMPLE_FILES = 32
+
+
+def _pool_threshold(keys: list[FileKey], format: str | None) -> int:
+    """The input size from which to start worker processes for these files.
+
+    :data:`parallel.MIN_PARALLEL_BYTES` suits formats with a columnar fast
+    path, which already use every core through threads; files parsed by
+    Python alone want a pool much sooner. A sample of the files tells which
+    kind dominates (a guess for scheduling only: every file is detected again
+    where it is parsed).
+    """
+    total = sum(k.size for k in keys)
+    if not SLOW_PARALLEL_BYTES <= total < parallel.MIN_PARALLEL_BYTES:
+        return parallel.MIN_PARALLEL_BYTES
+    sample = keys[:: max(1, len(keys) // _SAMPLE_FILES)]
+    slow = sum(k.size for k in sample if not _has_fast_path(format, k.path))
+    sampled = sum(k.size for k in sample) or 1
+    return SLOW_PARALLEL_BYTES if slow / sampled * total >= SLOW_PARALLEL_BYTES else parallel.MIN_PARALLEL_BYTES
+
+
+def _has_fast_path(format: str | None, path: PathLike) -> bool:
+    try:
+        return hasattr(adapter(format or detect_format(path)), "read_frames")
+    except InputError:
+        return False
+
+
+def _batches(keys: list[FileKey], jobs: int | None, pool_from: int) -> list[list[FileKey]]:
     """Consecutive files grouped into tasks, small enough to keep every process busy."""
     total = sum(k.size for k in keys)
     target = BATCH_BYTES
-    if total >= parallel.MIN_PARALLEL_BYTES:  # processes will share them: several batches each
+    if total >= pool_from:  # processes will share them: several batches each
         target = max(1, min(BATCH_BYTES, total // (4 * (jobs or parallel.default_jobs()))))
     batches: list[list[FileKey]] = []
     size = 0
