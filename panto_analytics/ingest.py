@@ -117,7 +117,7 @@ def parse_here(paths: list[PathLike], *, format: str | None = None, skip_invalid
                 raise src
             # Not a session file at all (say, pretty-printed JSON): skipped whole, and counted.
             report.files += 1
-            report.skip(src.path, src.reason)
+            report.skip(src.path, f"whole file skipped: {src.reason}")
             parsed.append(ParsedFile(empty_messages(), None, Path(src.path), None))
             continue
         if frame is None:
