@@ -422,14 +422,14 @@ def generate_session(rng: random.Random, session_id: str, *, median_turns: float
     return s.records
 
 
-def session_id(rng: random.Random) -> str:
-    """A UUID-shaped session id drawn from ``rng``."""
+def random_uuid(rng: random.Random) -> str:
+    """A UUID4-shaped string drawn from ``rng`` (session ids and record ids)."""
     return str(uuid.UUID(int=rng.getrandbits(128), version=4))
 
 
-def session_rng(seed: int, index: int) -> random.Random:
+def session_rng(seed: int, index: int, namespace: str = "panto-synth") -> random.Random:
     """The generator of session ``index`` in the corpus of ``seed`` (independent of the others)."""
-    return random.Random(f"panto-synth:{seed}:{index}")
+    return random.Random(f"{namespace}:{seed}:{index}")
 
 
 def to_jsonl(records: list[dict]) -> bytes:
@@ -448,30 +448,44 @@ def write_corpus(directory: str | Path, n_sessions: int, seed: int = 0, **shape)
     >>> len(paths), paths[0].suffix
     (3, '.jsonl')
     """
+    return write_sessions(directory, n_sessions, seed, lambda rng, sid: generate_session(rng, sid, **shape))
+
+
+def write_sessions(directory: str | Path, n_sessions: int, seed: int, generate, namespace: str = "panto-synth") -> list[Path]:
+    """Write ``generate(rng, session_id)``'s records for each session as ``<session id>.jsonl``.
+
+    Each session has its own generator (:func:`session_rng`), so a corpus
+    is a prefix of any larger one with the same seed.
+    """
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     paths = []
     for i in range(n_sessions):
-        rng = session_rng(seed, i)
-        sid = session_id(rng)
+        rng = session_rng(seed, i, namespace)
+        sid = random_uuid(rng)
         path = directory / f"{sid}.jsonl"
-        path.write_bytes(to_jsonl(generate_session(rng, sid, **shape)))
+        path.write_bytes(to_jsonl(generate(rng, sid)))
         paths.append(path)
     return paths
 
 
-def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(prog="python -m panto_analytics.synth",
-                                 description="Write a deterministic synthetic corpus of canonical session JSONL files.")
+def corpus_main(prog: str, description: str, write, argv: list[str] | None = None) -> None:
+    """The command line of a corpus writer: ``python -m PROG DIR --sessions N --seed S``."""
+    ap = argparse.ArgumentParser(prog=prog, description=description)
     ap.add_argument("directory", type=Path)
     ap.add_argument("--sessions", type=int, default=40, help="number of sessions (default 40)")
     ap.add_argument("--seed", type=int, default=0, help="corpus seed (default 0)")
     ap.add_argument("--median-turns", type=float, default=10, help="median user prompts per session (default 10)")
     ap.add_argument("--max-turns", type=int, default=300, help="most user prompts in a session (default 300)")
     a = ap.parse_args(argv)
-    paths = write_corpus(a.directory, a.sessions, a.seed, median_turns=a.median_turns, max_turns=a.max_turns)
+    paths = write(a.directory, a.sessions, a.seed, median_turns=a.median_turns, max_turns=a.max_turns)
     size = sum(p.stat().st_size for p in paths)
     print(f"wrote {len(paths)} sessions, {size / 1e6:.2f} MB, to {a.directory}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    corpus_main("python -m panto_analytics.synth",
+                "Write a deterministic synthetic corpus of canonical session JSONL files.", write_corpus, argv)
 
 
 if __name__ == "__main__":

@@ -47,18 +47,17 @@ Command line (writes ``N`` files into ``DIR``)::
 """
 from __future__ import annotations
 
-import argparse
 import base64
 import math
 import random
-import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import orjson
 
 from .synth import (_CODE_FACTOR, _DIRS, _IDENTS, _JSON_FACTOR, _PROSE_FACTOR, _code, _iso, _log,
-                    _lognormal_int, _path, _pick, _prose, _tokens, to_jsonl)
+                    _lognormal_int, _path, _pick, _prose, _tokens, corpus_main, random_uuid,
+                    write_sessions)
 
 #: (model, weight). Fictional names.
 MODELS = (("claude-synth-opus", 0.45), ("claude-synth-sonnet", 0.45), ("claude-synth-haiku", 0.10))
@@ -79,11 +78,6 @@ _ID_CHARS = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 _SYSTEM_TOKENS = (12_000, 26_000)
 # Claude Code asks for an hour-long prompt cache.
 _CACHE_TTL_MS = 3_600_000
-
-
-def new_uuid(rng: random.Random) -> str:
-    """A UUID4-shaped string drawn from ``rng``."""
-    return str(uuid.UUID(int=rng.getrandbits(128), version=4))
 
 
 def _api_id(rng: random.Random, prefix: str, n: int) -> str:
@@ -116,7 +110,7 @@ class _Transcript:
     def tree(self, kind: str, fields: dict, delay_ms: int = 0) -> dict:
         """Append a record of the ``parentUuid`` chain; returns it."""
         self.clock += delay_ms
-        uid = new_uuid(self.rng)
+        uid = random_uuid(self.rng)
         rec = {"parentUuid": self.parent, "isSidechain": False, **fields, "type": kind, "uuid": uid,
                "timestamp": _iso(self.clock), **self.env}
         self.records.append(rec)
@@ -299,7 +293,7 @@ def _api_error(t: _Transcript) -> None:
                           "retryInMs": 500.0 * 2 ** attempt, "retryAttempt": attempt, "maxRetries": 10},
                delay_ms=rng.randint(500, 40_000))
     usage = {"input_tokens": 0, "output_tokens": 0, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
-    t.tree("assistant", {"message": {"id": new_uuid(rng), "model": SYNTHETIC_MODEL, "role": "assistant",
+    t.tree("assistant", {"message": {"id": random_uuid(rng), "model": SYNTHETIC_MODEL, "role": "assistant",
                                      "stop_reason": "stop_sequence", "stop_sequence": "", "type": "message",
                                      "usage": usage, "content": [{"type": "text", "text":
                                                                   "API Error: 500 synthetic server error"}]},
@@ -321,7 +315,7 @@ def _prompt(t: _Transcript, first: bool) -> None:
         t.note({"type": "queue-operation", "operation": "enqueue", "timestamp": stamp, "sessionId": t.session_id,
                 "content": text})
         t.note({"type": "queue-operation", "operation": "dequeue", "timestamp": stamp, "sessionId": t.session_id})
-    t.prompt_id = new_uuid(rng)
+    t.prompt_id = random_uuid(rng)
     content = text if rng.random() < 0.5 else [{"type": "text", "text": text}]
     fields = {"promptId": t.prompt_id, "message": {"role": "user", "content": content}}
     if first:
@@ -333,7 +327,7 @@ def _prompt(t: _Transcript, first: bool) -> None:
         t.note({"type": "ai-title", "aiTitle": _prose(rng, rng.randint(3, 8)).rstrip("."), "sessionId": t.session_id})
     elif rng.random() < 0.2:
         t.tree("attachment", {"attachment": {"type": "todo_reminder", "content": [], "itemCount": 0}})
-    backups = {"/home/synth/" + _path(rng): {"backupFileName": f"{new_uuid(rng)[:16]}@v{rng.randint(1, 9)}",
+    backups = {"/home/synth/" + _path(rng): {"backupFileName": f"{random_uuid(rng)[:16]}@v{rng.randint(1, 9)}",
                                              "version": rng.randint(1, 9), "backupTime": _iso(t.clock)}
                for _ in range(rng.randint(0, 4))}
     t.note({"type": "file-history-snapshot", "messageId": rec["uuid"],
@@ -412,9 +406,7 @@ def generate_session(rng: random.Random, session_id: str, *, median_turns: float
     return t.records
 
 
-def session_rng(seed: int, index: int) -> random.Random:
-    """The generator of session ``index`` in the corpus of ``seed`` (independent of the others)."""
-    return random.Random(f"panto-synth-claude-code:{seed}:{index}")
+_NAMESPACE = "panto-synth-claude-code"
 
 
 def write_corpus(directory: str | Path, n_sessions: int, seed: int = 0, **shape) -> list[Path]:
@@ -429,30 +421,13 @@ def write_corpus(directory: str | Path, n_sessions: int, seed: int = 0, **shape)
     >>> len(paths), paths[0].suffix
     (2, '.jsonl')
     """
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for i in range(n_sessions):
-        rng = session_rng(seed, i)
-        sid = new_uuid(rng)
-        path = directory / f"{sid}.jsonl"
-        path.write_bytes(to_jsonl(generate_session(rng, sid, **shape)))
-        paths.append(path)
-    return paths
+    return write_sessions(directory, n_sessions, seed,
+                          lambda rng, sid: generate_session(rng, sid, **shape), _NAMESPACE)
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(prog="python -m panto_analytics.synth_claude_code",
-                                 description="Write a deterministic synthetic corpus of Claude Code transcripts.")
-    ap.add_argument("directory", type=Path)
-    ap.add_argument("--sessions", type=int, default=40, help="number of sessions (default 40)")
-    ap.add_argument("--seed", type=int, default=0, help="corpus seed (default 0)")
-    ap.add_argument("--median-turns", type=float, default=10, help="median user prompts per session (default 10)")
-    ap.add_argument("--max-turns", type=int, default=300, help="most user prompts in a session (default 300)")
-    a = ap.parse_args(argv)
-    paths = write_corpus(a.directory, a.sessions, a.seed, median_turns=a.median_turns, max_turns=a.max_turns)
-    size = sum(p.stat().st_size for p in paths)
-    print(f"wrote {len(paths)} sessions, {size / 1e6:.2f} MB, to {a.directory}")
+    corpus_main("python -m panto_analytics.synth_claude_code",
+                "Write a deterministic synthetic corpus of Claude Code transcripts.", write_corpus, argv)
 
 
 if __name__ == "__main__":
