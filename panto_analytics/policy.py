@@ -40,6 +40,35 @@ def _same_kind(result: pl.LazyFrame, like: Frame) -> Frame:
     return result.collect() if isinstance(like, pl.DataFrame) else result
 
 
+def check_order(messages: pl.DataFrame) -> None:
+    """Raise ValueError unless each session's rows are contiguous and in ``seq`` order 0, 1, 2, ...
+
+    Every scan of the policy relies on it, as :func:`~panto_analytics.read_sessions`
+    returns frames. Eager frames are checked by the public functions here; a
+    LazyFrame is taken on trust (checking it would mean collecting it).
+
+    >>> df = pl.DataFrame({"session_id": ["a", "b", "a"], "seq": [0, 0, 1]})
+    >>> check_order(df)
+    Traceback (most recent call last):
+    ...
+    ValueError: the message frame is not in order: sort it by session_id, seq (each session's rows contiguous, seq 0, 1, 2, ...)
+    """
+    start = ex.session_start()
+    expected_seq = pl.when(start).then(0).otherwise(pl.col("seq").shift(1) + 1)
+    ok = messages.select(
+        (pl.col("seq") == expected_seq).all() & (start.sum() == pl.col(S).n_unique())
+    ).item()
+    if ok is False:
+        raise ValueError("the message frame is not in order: sort it by session_id, seq "
+                         "(each session's rows contiguous, seq 0, 1, 2, ...)")
+
+
+def _checked(messages: Frame) -> Frame:
+    if isinstance(messages, pl.DataFrame):
+        check_order(messages)
+    return messages
+
+
 def annotate(messages: Frame) -> Frame:
     """The message frame plus the policy's per-message columns.
 
@@ -50,7 +79,7 @@ def annotate(messages: Frame) -> Frame:
     ``message_tokens``, ``assistant_cumulative`` and ``prior_cumulative``.
     """
     lf = (
-        messages.lazy()
+        _checked(messages).lazy()
         .with_columns(
             ex.is_active(),
             ex.is_turn_start().alias("_any_start"),
@@ -77,7 +106,7 @@ def turns(messages: Frame) -> Frame:
     between final assistants, and ``words`` when it falls back to per-message
     estimates (a message's own usage total, else ``ceil(words * 1.3)``).
     """
-    return _same_kind(_turns(annotate(messages.lazy())), messages)
+    return _same_kind(_turns(annotate(_checked(messages).lazy())), messages)
 
 
 def _turns(annotated: pl.LazyFrame) -> pl.LazyFrame:
@@ -166,7 +195,7 @@ def splits(messages: Frame, budgets: Iterable[int], *, sessions: pl.DataFrame | 
     table) to get a row for it too, in that frame's order.
     """
     budget = budget_series(budgets)
-    annotated = annotate(messages.lazy()).cache()
+    annotated = annotate(_checked(messages).lazy()).cache()
     tf = _turns(annotated).with_columns(suffix=pl.col("tokens").cum_sum(reverse=True).over(S))
     per_session = _with_empty_sessions(_split_sessions(annotated, tf), sessions, messages)
     ranges = _budget_ranges(tf, per_session, budget)

@@ -319,3 +319,18 @@ def test_budget_list_is_deduplicated_and_sorted(tmp_path, engine):
     assert [r["budget"] for r in rows] == [0, 5, U64_MAX]
     with pytest.raises(ValueError):
         pa.splits(pa.read_sessions(tmp_path), [-1])
+
+
+@pytest.mark.parametrize("order", ["interleaved", "reversed", "trimmed"])
+def test_a_frame_out_of_order_is_refused_not_misread(tmp_path, order):
+    for name in ("a", "b"):
+        (tmp_path / f"{name}.jsonl").write_text(
+            '{"type":"message","role":"user","content":[{"type":"text","text":"q"}]}\n'
+            '{"type":"message","role":"assistant","content":[{"type":"text","text":"r"}]}\n')
+    messages = pa.read_sessions(tmp_path)
+    broken = {"interleaved": messages[[0, 2, 1, 3]], "reversed": messages.reverse(),
+              "trimmed": messages.slice(1)}[order]
+    for fn in (pa.annotate, pa.turns, lambda m: pa.splits(m, [10])):
+        with pytest.raises(ValueError, match="sort it by session_id, seq"):
+            fn(broken)
+    assert pa.splits(messages, [10]).height == 2  # the frame as read is fine
