@@ -110,22 +110,28 @@ def parse_here(paths: list[PathLike], *, format: str | None = None, skip_invalid
         except InputError as e:  # raised below, in file order
             sources.append(e)
     frames = _fast_frames(sources)
-    parsed = []
-    for src, frame, report in zip(sources, frames, reports):
+    # Files without a fast-path frame are read line by line into one builder,
+    # whose frame is built once and sliced per file (a frame per file costs more).
+    builder, rows = FrameBuilder(), {}
+    for i, (src, frame, report) in enumerate(zip(sources, frames, reports)):
         if isinstance(src, InputError):
             if not skip_invalid:
                 raise src
             # Not a session file at all (say, pretty-printed JSON): skipped whole, and counted.
             report.files += 1
             report.skip(src.path, f"whole file skipped: {src.reason}")
-            parsed.append(ParsedFile(empty_messages(), None, Path(src.path), None))
-            continue
-        if frame is None:
+            frames[i] = empty_messages()
+        elif frame is None:
             src.meta = SessionMeta(session_id=src.path.stem)  # forget what a failed fast path read
-            builder = FrameBuilder()
-            builder.add_session(src, adapter(src.source_format).parse(src))
-            frame = builder.finish()
-        parsed.append(ParsedFile(frame, src.meta, src.path, src.source_format))
+            start = builder.height
+            rows[i] = (start, builder.add_session(src, adapter(src.source_format).parse(src)))
+    if rows:
+        built = builder.finish()
+        for i, (start, n) in rows.items():
+            frames[i] = built.slice(start, n)
+    parsed = [ParsedFile(frame, None, Path(src.path), None) if isinstance(src, InputError)
+              else ParsedFile(frame, src.meta, src.path, src.source_format)
+              for src, frame in zip(sources, frames)]
     counted = _counted_api_calls([p.messages for p in parsed])
     for p, report, calls in zip(parsed, reports, counted):
         if p.session is not None:

@@ -127,6 +127,11 @@ class FrameBuilder:
     def __init__(self) -> None:
         self._cols: dict[str, list] = {name: [] for name in MESSAGE_SCHEMA}
 
+    @property
+    def height(self) -> int:
+        """Rows added so far."""
+        return len(self._cols["seq"])
+
     def add_session(self, src: SourceFile, messages: Iterator[Message]) -> int:
         """Append all messages of one session; returns how many were added."""
         cols = self._cols
