@@ -141,3 +141,10 @@ def test_skip_invalid_skips_a_file_that_is_not_jsonl_at_all(tmp_path):
     assert corpus.sessions["session_id"].cast(str).to_list() == ["good"]
     assert report.files == 2 and report.sessions == 1
     assert [(f, n) for (f, _), n in report.skipped.items()] == [(str(pretty), 1)]
+
+
+def test_a_first_line_that_is_not_json_says_why(tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(b'{"type":"message","role":"user","content":[{"type":"text","text":"\xff"}]}\n')
+    with pytest.raises(InputError, match=r"bad\.jsonl:1: the first line is not valid JSON: .*UTF-8"):
+        pa.read_sessions(bad)

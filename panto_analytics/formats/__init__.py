@@ -12,7 +12,7 @@ import orjson
 
 from ..errors import InputError
 from . import canonical, claude_code
-from . import codex, pi
+from . import codex, jsonl, pi
 
 #: Adapters by format name, tried in this order when detecting. pi and Codex
 #: come first: their legacy records also look canonical (a "message" with a role).
@@ -34,10 +34,11 @@ def detect_format(path: str | Path) -> str:
                 continue
             try:
                 record = orjson.loads(raw)
-            except orjson.JSONDecodeError:
+            except orjson.JSONDecodeError as e:
                 if not seen:
-                    raise InputError(path, lineno, "not JSONL: the first line is not a JSON value "
-                                     "(is this pretty-printed JSON?)") from None
+                    hint = (jsonl.NOT_JSONL if raw.strip() in (b"{", b"[")
+                            else f"the first line is not valid JSON: {e.msg}")
+                    raise InputError(path, lineno, hint) from None
                 break
             # Most files are known by their first record; read on only while none claims it.
             for name, module in ADAPTERS.items():

@@ -102,6 +102,12 @@ def _load(src: SourceFile) -> bytes | None:
         return None
     with src.open() as f:
         data = f.read()
+    # Arrow's reader does not check UTF-8; the reference (orjson) refuses bad bytes.
+    if not data.isascii():
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
     if data and not data.endswith(b"\n"):
         data += b"\n"
     return data or None

@@ -129,3 +129,11 @@ def test_very_large_files_stream_through_the_reference(tmp_path, monkeypatch):
     path = write(tmp_path / "big.jsonl", random_conversation(random.Random(5)))
     monkeypatch.setattr(canonical_fast, "MAX_FILE_BYTES", path.stat().st_size - 1)
     assert fast([path])[0][0] is None
+
+
+def test_invalid_utf8_is_declined_like_the_reference_refuses_it(tmp_path):
+    clean = write(tmp_path / "clean.jsonl", random_conversation(random.Random(9)))
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(clean.read_bytes() + b'{"type":"message","role":"user","content":[{"type":"text","text":"\xff\xfe"}]}\n')
+    assert isinstance(reference(bad), InputError)
+    assert assert_agrees([clean, bad]) == [True, False]
