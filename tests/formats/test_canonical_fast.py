@@ -131,9 +131,12 @@ def test_very_large_files_stream_through_the_reference(tmp_path, monkeypatch):
     assert fast([path])[0][0] is None
 
 
-def test_invalid_utf8_is_declined_like_the_reference_refuses_it(tmp_path):
+@pytest.mark.parametrize("bad_bytes", [b"\xff\xfe", b"\xed\xa0\x80", b"\xc0\xaf", b"\xf4\x90\x80\x80"],
+                         ids=["invalid", "surrogate", "overlong", "beyond-unicode"])
+def test_invalid_utf8_is_declined_like_the_reference_refuses_it(tmp_path, bad_bytes):
     clean = write(tmp_path / "clean.jsonl", random_conversation(random.Random(9)))
     bad = tmp_path / "bad.jsonl"
-    bad.write_bytes(clean.read_bytes() + b'{"type":"message","role":"user","content":[{"type":"text","text":"\xff\xfe"}]}\n')
+    # In an ignored field too: orjson checks the whole line.
+    bad.write_bytes(clean.read_bytes() + b'{"type":"message","role":"user","content":[],"note":"' + bad_bytes + b'"}\n')
     assert isinstance(reference(bad), InputError)
     assert assert_agrees([clean, bad]) == [True, False]
