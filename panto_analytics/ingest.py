@@ -43,7 +43,7 @@ def expand_paths(paths: Iterable[PathLike] | PathLike) -> list[Path]:
     for p in paths:
         p = Path(p).expanduser()
         if p.is_dir():
-            out.extend(sorted(q for q in p.rglob("*.jsonl") if q.is_file()))
+            out.extend(sorted((q for q in p.rglob("*.jsonl") if q.is_file()), key=str))
         elif p.exists():
             out.append(p)
         elif glob.has_magic(str(p)):
