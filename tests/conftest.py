@@ -1,6 +1,8 @@
 """Shared test fixtures: where ``../shared`` is, and running the engine on each frame kind."""
 from __future__ import annotations
 
+import functools
+import sys
 from pathlib import Path
 
 import polars as pl
@@ -13,6 +15,28 @@ REPO = Path(__file__).resolve().parents[1]
 
 #: ``../shared`` next to the repository (reference code and real recordings), when present.
 SHARED = REPO.parent / "shared"
+
+#: libpanto's reference harness (compaction.zig compiled unchanged), when ``../shared`` is present.
+HARNESS = SHARED / "reference" / "harness"
+
+
+@functools.cache
+def oracle_module():
+    """The harness module with its binary built once for the whole run, or a skip without ``../shared``.
+
+    ``oracle_splits`` runs build.sh (about 0.15 s) on every call: the built
+    binary is remembered instead.
+    """
+    if not (HARNESS / "oracle.py").is_file():
+        pytest.skip(f"libpanto's reference harness is absent ({HARNESS}): no oracle to compare with")
+    sys.path.insert(0, str(HARNESS))
+    try:
+        import oracle
+    finally:
+        sys.path.remove(str(HARNESS))
+    binary = oracle.oracle_binary()
+    oracle.oracle_binary = lambda: binary
+    return oracle
 
 #: How a message frame is handed to the engine: eager, lazy, or lazy collected by the streaming engine.
 FRAME_KINDS = ("eager", "lazy", "streaming")

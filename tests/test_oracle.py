@@ -11,7 +11,6 @@ Skipped when ``../shared`` is absent.
 from __future__ import annotations
 
 import random
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,11 +19,10 @@ from hypothesis import strategies as st
 
 import panto_analytics as pa
 import reference_port as ref
-from conftest import SHARED
+from conftest import HARNESS, oracle_module
 from strategies import U64_MAX, boundary_budgets, budgets, conversations, random_conversation
 from test_properties import suffix_sums
 
-HARNESS = SHARED / "reference" / "harness"
 DATA = Path(__file__).resolve().parents[1] / "data"
 
 #: Budgets for fixed batches: every small value, a geometric ladder, the u64 maximum.
@@ -37,15 +35,7 @@ pytestmark = pytest.mark.skipif(not (HARNESS / "oracle.py").is_file(),
 @pytest.fixture(scope="session")
 def oracle():
     """The harness module, with its binary built (the first build takes about a minute)."""
-    sys.path.insert(0, str(HARNESS))
-    try:
-        import oracle as module
-    finally:
-        sys.path.remove(str(HARNESS))
-    # oracle_splits runs build.sh (about 0.15 s) on every call: build once, reuse the binary.
-    binary = module.oracle_binary()
-    module.oracle_binary = lambda: binary
-    return module
+    return oracle_module()
 
 
 def oracle_by_key(oracle, sessions: dict[str, list[dict]], budgets: list[int]) -> dict:

@@ -1,20 +1,17 @@
 """What the adapter tests share: parsing one file, and comparing splits with libpanto's oracle."""
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
-import pytest
 
 import panto_analytics as pa
-from conftest import SHARED
+from conftest import SHARED, oracle_module
 from panto_analytics.errors import IngestReport
 from panto_analytics.formats import adapter, detect_format
 from panto_analytics.formats.base import Message, SessionMeta, SourceFile
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 REALDATA = SHARED / "realdata"
-HARNESS = SHARED / "reference" / "harness"
 
 #: Budgets for oracle comparisons: zero, small, around real turn sizes, past every session.
 BUDGETS = [0, 1, 100, 1_000, 5_000, 10_000, 20_000, 50_000, 100_000, 200_000, 500_000, 10**9, 2**64 - 1]
@@ -39,21 +36,12 @@ def blocks(message: Message) -> list[str]:
     return [b["type"] for b in message.content]
 
 
-def oracle_module():
-    """The harness module with its binary built, or a skip when ``../shared`` is absent."""
-    if not (HARNESS / "oracle.py").is_file():
-        pytest.skip(f"libpanto's reference harness is absent ({HARNESS})")
-    sys.path.insert(0, str(HARNESS))
-    try:
-        import oracle
-    finally:
-        sys.path.remove(str(HARNESS))
-    oracle.oracle_binary()
-    return oracle
+def assert_splits_match_oracle(paths: list[Path]) -> int:
+    """``pa.splits`` over ``paths`` equals libpanto's computeSplit on the adapters' messages.
 
-
-def assert_splits_match_oracle(paths: list[Path]) -> None:
-    """``pa.splits`` over ``read_sessions(paths)`` equals libpanto's computeSplit on the adapters' messages."""
+    Sessions without messages are compared too (computeSplit gives them (0, 0)).
+    Returns how many sessions were compared.
+    """
     oracle = oracle_module()
     sessions = {}
     for path in paths:
@@ -61,6 +49,8 @@ def assert_splits_match_oracle(paths: list[Path]) -> None:
         sessions[meta.session_id] = canonical(messages)
     want = {(sid, b): split for sid, row in zip(sessions, oracle.oracle_splits(list(sessions.values()), BUDGETS))
             for b, split in zip(BUDGETS, row, strict=True)}
+    corpus = pa.read_corpus(paths)
     got = {(r["session_id"], r["budget"]): (r["prefix_end"], r["kept_turns"])
-           for r in pa.splits(pa.read_sessions(paths), BUDGETS).to_dicts()}
+           for r in pa.splits(corpus.messages, BUDGETS, sessions=corpus.sessions).to_dicts()}
     assert got == want
+    return len(sessions)

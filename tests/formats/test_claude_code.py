@@ -4,7 +4,6 @@ counts derived here, independently, from their raw JSON."""
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 
 import orjson
@@ -12,6 +11,7 @@ import polars as pl
 import pytest
 
 import panto_analytics as pa
+from adapter_checks import assert_splits_match_oracle
 from conftest import SHARED
 from panto_analytics.errors import IngestReport, InputError
 from panto_analytics.formats import claude_code, detect_format
@@ -20,7 +20,6 @@ from panto_analytics.ingest import expand_paths, parse_files
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "claude_code"
 REAL = SHARED / "realdata" / "claude-code"
-HARNESS = SHARED / "reference" / "harness"
 USAGE = ("input", "output", "cache_read", "cache_write")
 
 needs_real = pytest.mark.skipif(not REAL.is_dir(), reason=f"{REAL} is absent")
@@ -483,46 +482,14 @@ def test_real_ignored_records_are_all_counted(real):
 # The engine on what the adapter yields, against libpanto's own computeSplit
 # ---------------------------------------------------------------------------
 
-BUDGETS = [0, 100, 1_000, 5_000, 20_000, 60_000, 150_000, 10**9]
-
-
-def _oracle():
-    if not (HARNESS / "oracle.py").is_file():
-        pytest.skip(f"{HARNESS} is absent")
-    sys.path.insert(0, str(HARNESS))
-    try:
-        import oracle
-    finally:
-        sys.path.remove(str(HARNESS))
-    return oracle
-
-
-def _check_against_oracle(paths: list[Path]):
-    oracle = _oracle()
-    sessions, ids = [], []
-    for path in paths:
-        msgs, src = messages_of(path)
-        if not msgs:
-            continue    # no rows in the frame, so no split rows either
-        sessions.append([{"type": "message", "role": m.role, "content": m.content, "usage": m.usage}
-                         for m in msgs])
-        ids.append(src.meta.session_id)
-    want = oracle.oracle_splits(sessions, BUDGETS)
-    frame = pa.read_sessions(paths)
-    got = pa.splits(frame, BUDGETS)
-    for sid, row in zip(ids, want):
-        mine = got.filter(pl.col("session_id") == sid).sort("budget").select("prefix_end", "kept_turns").rows()
-        assert mine == row, sid
-    return len(ids)
-
-
 @needs_real
 def test_real_splits_match_libpanto():
-    assert _check_against_oracle(expand_paths(REAL)) == 14
+    # 15 files, one of them a lone summary line: a session without messages.
+    assert assert_splits_match_oracle(expand_paths(REAL)) == 15
 
 
 def test_fixture_splits_match_libpanto():
     # The resume folders are left out: folding two files is not a property of one file.
     paths = [FIXTURES / f for f in ("streaming.jsonl", "compaction.jsonl", "preserved.jsonl", "blocks.jsonl")]
     paths += [FIXTURES / "subagent" / "parent-1.jsonl", FIXTURES / "subagent/parent-1/subagents/agent-abc123.jsonl"]
-    assert _check_against_oracle(paths) == 6
+    assert assert_splits_match_oracle(paths) == 6
