@@ -87,12 +87,6 @@ class ParsedFile:
     source_format: str | None
 
 
-def parse_file(path: PathLike, *, format: str | None = None, skip_invalid: bool = False,
-               report: IngestReport | None = None) -> ParsedFile:
-    """Parse one session file into frame rows (no cache, no parallelism)."""
-    return parse_here([path], format=format, skip_invalid=skip_invalid, reports=[report])[0]
-
-
 def parse_here(paths: list[PathLike], *, format: str | None = None, skip_invalid: bool = False,
                reports: list[IngestReport | None] | None = None) -> list[ParsedFile]:
     """Parse files in this process, each counted in its own report (or one new each).

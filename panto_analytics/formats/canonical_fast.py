@@ -53,13 +53,11 @@ _REQUIRED = {
 _ISO_UTC = r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,6})?(Z|\+00:00)$"
 
 
-def read_frame(src: SourceFile) -> pl.DataFrame | None:
-    """The message frame of a clean canonical file, or None to fall back to :func:`canonical.parse`."""
-    return read_frames([src])[0]
-
-
 def read_frames(sources: list[SourceFile]) -> list[pl.DataFrame | None]:
-    """:func:`read_frame` for many files at once: one JSON parse, one vectorized pass over all their messages."""
+    """The message frame of each clean file, or None to fall back to :func:`canonical.parse`.
+
+    One JSON parse and one vectorized pass over all the files' messages.
+    """
     return _frames(sources, [_load(src) for src in sources])
 
 
