@@ -13,8 +13,17 @@ import panto_analytics as pa
 #: The repository root.
 REPO = Path(__file__).resolve().parents[1]
 
+#: The small, readable test inputs.
+FIXTURES = REPO / "tests" / "fixtures"
+
+#: The bundled synthetic corpus.
+DATA = REPO / "data"
+
 #: ``../shared`` next to the repository (reference code and real recordings), when present.
 SHARED = REPO.parent / "shared"
+
+#: Real pi, Claude Code and Codex recordings, when ``../shared`` is present.
+REALDATA = SHARED / "realdata"
 
 #: libpanto's reference harness (compaction.zig compiled unchanged), when ``../shared`` is present.
 HARNESS = SHARED / "reference" / "harness"
@@ -78,7 +87,7 @@ class Engine:
         With ``with_sessions`` the sessions table goes to ``splits`` too, so that
         sessions without messages get rows (computeSplit of an empty list).
         """
-        import reference_port as ref
+        from benchmarks import reference_port as ref
 
         for i, (sid, msgs) in enumerate(sessions.items()):
             ref.write_session(folder / (f"file{i}.jsonl" if headers else f"{sid}.jsonl"), msgs,

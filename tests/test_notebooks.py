@@ -8,7 +8,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+from conftest import REPO
+
 NOTEBOOKS = REPO / "notebooks"
 NAMES = ("explore", "choose_budget")
 KERNEL = "panto-analytics-test"

@@ -1,42 +1,41 @@
-"""``bench``: ingest speed, frame size and sweep speed against libpanto, in one run."""
+"""``bench``: the benchmark of a source checkout (``python -m benchmarks``), run from the product's command."""
 from __future__ import annotations
 
+import importlib
 import sys
+from pathlib import Path
 
 import click
-import orjson
 
-from ..bench import CLAUDE_SESSIONS, format_report, run_bench
 from . import main
 
+#: Where the benchmark lives in a source checkout: beside the package folder.
+CHECKOUT = Path(__file__).resolve().parents[2]
 
-@main.command()
-@click.option("--sessions", "-n", type=click.IntRange(min=1), default=1000, show_default=True,
-              help="Synthetic sessions to generate.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the synthetic corpus.")
-@click.option("--budgets", "n_budgets", type=click.IntRange(min=1), default=64, show_default=True,
-              help="Number of budgets in the sweep, evenly spaced from 0 to 200k tokens.")
-@click.option("--port-seconds", type=click.FloatRange(min=0), default=20.0, show_default=True,
-              help="About how long the pure-Python reference port may run; it runs on a random "
-                   "sample of sessions and is scaled to the corpus by message count.")
-@click.option("--claude-sessions", type=click.IntRange(min=0), default=CLAUDE_SESSIONS, show_default=True,
-              help="Synthetic Claude Code sessions for the second ingest corpus (about 0.75 MB each); "
-                   "0 skips it.")
-@click.option("--no-native", is_flag=True, help="Skip libpanto's native computeSplit even when ../shared is present.")
-@click.option("--json", "as_json", is_flag=True, help="Print the results as JSON instead of a table.")
-def bench(sessions, seed, n_budgets, port_seconds, claude_sessions, no_native, as_json):
+HOW_TO_GET = ("the benchmark is not part of the installed package: it lives in the source repository's "
+              "benchmarks/ folder. Clone the repository, `pip install -e .` there, and run "
+              "`python -m benchmarks` (or `panto-analytics bench`) from it")
+
+
+def benchmark_command() -> click.Command:
+    """The ``python -m benchmarks`` command of the source checkout; UsageError saying how to get it otherwise."""
+    if not (CHECKOUT / "benchmarks" / "cli.py").is_file():
+        raise click.UsageError(HOW_TO_GET)
+    if str(CHECKOUT) not in sys.path:
+        sys.path.append(str(CHECKOUT))
+    command: click.Command = importlib.import_module("benchmarks.cli").bench
+    return command
+
+
+@main.command(context_settings={"ignore_unknown_options": True, "help_option_names": []})
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def bench(args: tuple[str, ...]) -> None:
     """Measure ingest, frame size and the budget sweep on a synthetic corpus.
 
-    Writes SESSIONS synthetic sessions to a temporary folder, then prints side
-    by side: cold ingest MB/s against an orjson parse-only floor, the cache
-    re-read (once read_sessions has a cache), the message frame's bytes per
-    message, and the time of a sweep over --budgets budgets against
-    libpanto's native computeSplit looped over the same budgets (when
-    ../shared is present) and against the pure-Python reference port in
-    tests/ (when run from a source checkout). The ingest and cache figures
-    are measured again, with the same goals, on --claude-sessions synthetic
-    Claude Code transcripts. Each goal is marked PASS or MISS, and the splits
-    are checked against both references.
+    Runs the benchmark of the source checkout (`python -m benchmarks`) with
+    ARGS; `panto-analytics bench --help` lists its options. The benchmark and
+    its synthetic corpora are not part of the installed package: from an
+    installed wheel this command says where to get them.
 
     \b
     Examples:
@@ -44,10 +43,4 @@ def bench(sessions, seed, n_budgets, port_seconds, claude_sessions, no_native, a
       panto-analytics bench --sessions 50 --budgets 16 --json
       panto-analytics bench --claude-sessions 0
     """
-    progress = (lambda line: click.echo(f"... {line}", err=True)) if sys.stderr.isatty() else (lambda line: None)
-    results = run_bench(sessions, seed, n_budgets, port_seconds=port_seconds,
-                        shared=not no_native, claude_sessions=claude_sessions, progress=progress)
-    if as_json:
-        click.echo(orjson.dumps(results, option=orjson.OPT_INDENT_2).decode())
-    else:
-        click.echo(format_report(results))
+    benchmark_command().main(args=list(args), prog_name="panto-analytics bench", standalone_mode=False)

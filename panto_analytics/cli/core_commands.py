@@ -6,7 +6,7 @@ from pathlib import Path
 import click
 
 from ..policy import splits as compute_splits
-from ..sweep import summarize_splits
+from ..policy import summarize_splits
 from . import main
 from .options import budgets_option, friendly_errors, input_options, output_option, read_input_corpus, write_frame
 
@@ -61,7 +61,7 @@ def sweep(paths, format_, skip_invalid, budgets, output, plot):
     per_session = _splits(paths, format_, skip_invalid, budgets)
     write_frame(summarize_splits(per_session), output)
     if plot is not None:
-        from ..plots import kept_tokens_by_budget
+        from ..analysis.plots import kept_tokens_by_budget
 
         fig = kept_tokens_by_budget(per_session)
         plot.parent.mkdir(parents=True, exist_ok=True)

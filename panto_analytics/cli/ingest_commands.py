@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ..cache import Cache, CacheStats, default_cache_dir
+from ..ingest.cache import Cache, CacheStats, default_cache_dir
 from ..errors import IngestReport
 from . import main
 from .options import friendly_errors, input_options, read_input_corpus, write_frame

@@ -12,7 +12,7 @@ import polars as pl
 
 from ..budgets import parse_budgets
 from ..errors import IngestReport, InputError
-from ..formats import ADAPTERS
+from ..ingest.formats import ADAPTERS
 
 
 def input_options(fn):
@@ -56,7 +56,7 @@ _READ_OPTIONS = (
 
 def read_settings() -> dict:
     """``cache``, ``progress`` and ``jobs`` for ``read_sessions``/``read_corpus``, from the command line."""
-    from ..cache import default_cache_dir
+    from ..ingest.cache import default_cache_dir
 
     given = click.get_current_context().meta.get(_READ_KEY, {})
     cache = None if given.get("no_cache") else (given.get("cache_dir") or default_cache_dir())
@@ -76,8 +76,8 @@ def read_input(paths, format_, skip_invalid, report: IngestReport | None = None)
 
 
 def read_input_corpus(paths, format_, skip_invalid, *, list_skips: bool = True):
-    """Like :func:`read_input`, but the whole :class:`~panto_analytics.tables.Corpus`."""
-    from ..tables import read_corpus
+    """Like :func:`read_input`, but the whole :class:`~panto_analytics.ingest.corpus.Corpus`."""
+    from ..ingest import read_corpus
 
     with _cache_warnings_on_stderr():
         corpus = read_corpus(paths, format=format_, skip_invalid=skip_invalid, **read_settings())
@@ -89,7 +89,7 @@ def read_input_corpus(paths, format_, skip_invalid, *, list_skips: bool = True):
 @contextlib.contextmanager
 def _cache_warnings_on_stderr():
     """Show the cache's warnings as one plain line each, not as Python warnings."""
-    from ..cache import CacheWarning
+    from ..ingest.cache import CacheWarning
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", CacheWarning)

@@ -7,10 +7,10 @@ from pathlib import Path
 import click
 
 from ..budgets import parse_budget
-from ..plot_data import SEGMENT_KINDS
+from ..analysis.plot_data import SEGMENT_KINDS
 from ..policy import splits as compute_splits
 from ..policy import turns as compute_turns
-from ..recommend import DEFAULT_COVERAGE, DEFAULT_MIN_KEPT_TURNS, Criteria, recommend
+from ..analysis.recommend import DEFAULT_COVERAGE, DEFAULT_MIN_KEPT_TURNS, Criteria, recommend
 from . import main
 from .options import (budgets_option, friendly_errors, input_options, output_option, read_input,
                       read_input_corpus, write_frame)
@@ -52,7 +52,7 @@ class Tokens(click.ParamType):
 
 
 def criteria_options(fn):
-    """The rules a recommended budget must meet (see :mod:`panto_analytics.recommend`)."""
+    """The rules a recommended budget must meet (see :mod:`panto_analytics.analysis.recommend`)."""
     options = [
         click.option("--min-kept-turns", "-k", type=click.IntRange(min=1), default=None,
                      help="Rule: the smallest budget at which COVERAGE of sessions keep at least K whole turns "
@@ -135,7 +135,7 @@ def report(paths, format_, skip_invalid, budgets, min_kept_turns, coverage, max_
       panto-analytics report data/ -o report/
       panto-analytics report ~/.pi/agent/sessions ~/.claude/projects -o report/ --by model --by length
     """
-    from ..report import build_report, write_report  # matplotlib: loaded only when a report is asked for
+    from ..analysis.report import build_report, write_report  # matplotlib: loaded only when a report is asked for
 
     criteria = _criteria(min_kept_turns, coverage, max_kept_share, context_window)
     corpus = read_input_corpus(paths, format_, skip_invalid)

@@ -3,7 +3,9 @@ from pathlib import Path
 
 from panto_analytics.cli.docs import cli_reference
 
-CLI_MD = Path(__file__).resolve().parents[2] / "docs" / "cli.md"
+from conftest import REPO
+
+CLI_MD = REPO / "docs" / "cli.md"
 
 
 def test_cli_reference_is_up_to_date():

@@ -10,10 +10,11 @@ import pytest
 from click.testing import CliRunner
 
 import panto_analytics as pa
-from panto_analytics.cache import Cache, FileKey
+from panto_analytics.ingest.cache import Cache, FileKey
 from panto_analytics.cli import main
 
-FIXTURES = Path(__file__).parents[1] / "fixtures"
+from conftest import FIXTURES
+
 
 
 def _session(path: Path, n_turns: int) -> Path:

@@ -1,0 +1,430 @@
+"""The benchmark behind ``panto-analytics bench``: speed and size, side by side, in one run.
+
+:func:`run_bench` writes a synthetic corpus (:mod:`benchmarks.synth`)
+into a temporary folder and measures, on that one corpus:
+
+- **ingest**: :func:`~panto_analytics.read_sessions` throughput in MB/s,
+  against the *parse-only floor*: ``orjson.loads`` of every line, in one
+  process (goal: ingest at most 2x the floor);
+- **cache re-read**: a second read from the Parquet cache against the cold
+  read (goal: at least 20x faster);
+- **frame size**: ``DataFrame.estimated_size() / height`` of the message
+  frame (goal: at most 64 bytes per message);
+- **the sweep**: :func:`~panto_analytics.splits` over N budgets (64 by
+  default) from the message frame, against libpanto's native
+  ``computeSplit`` looped over the same budgets (the harness in
+  ``../shared/reference/harness`` reports the time inside ``computeSplit``
+  alone; goal: at least 4x faster) and against the pure-Python port in
+  ``benchmarks/reference_port.py`` (goal: at least 200x faster). The port is
+  slow, so it runs on a random sample of sessions for a bounded time and its
+  time is scaled to the whole corpus by message count. Both references'
+  splits are compared with the frame's, pair by pair;
+- **Claude Code ingest**: the same ingest and cache figures, with the same
+  goals, on a second corpus of synthetic Claude Code transcripts
+  (:mod:`benchmarks.synth_claude_code`); ``claude_sessions=0`` skips it.
+
+The Python port is :mod:`benchmarks.reference_port`; libpanto's native code
+is found in ``../shared`` beside the checkout (``PANTO_SHARED`` overrides).
+Where it is missing its section says ``not available``; nothing fails.
+
+No timing here is a test: ``tests/test_bench.py`` checks the structure and
+the agreement on a tiny corpus, never a speed.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+from types import ModuleType
+from typing import Callable
+
+import orjson
+import polars as pl
+
+from panto_analytics.budgets import parse_budgets
+from panto_analytics.ingest import read_sessions
+from panto_analytics.policy import annotate, splits, turns
+from . import reference_port as port
+from .synth import write_corpus
+from .synth_claude_code import write_corpus as write_claude_code_corpus
+
+#: The goals of issue 2 item 8 and issue 3 item 3: (key, description, target, direction).
+GOALS = (
+    ("ingest_vs_floor", "cold ingest / orjson parse-only floor", 2.0, "max"),
+    ("cache_speedup", "cold ingest / cache re-read", 20.0, "min"),
+    ("bytes_per_message", "frame bytes per message", 64.0, "max"),
+    ("native_speedup", "native computeSplit loop / polars sweep", 4.0, "min"),
+    ("python_speedup", "python port / polars sweep", 200.0, "min"),
+    ("claude_ingest_vs_floor", "Claude Code: cold ingest / orjson parse-only floor", 2.0, "max"),
+    ("claude_cache_speedup", "Claude Code: cold ingest / cache re-read", 20.0, "min"),
+)
+
+#: Synthetic Claude Code sessions in the second ingest corpus: about 150 MB.
+CLAUDE_SESSIONS = 200
+
+REPO = Path(__file__).resolve().parent.parent
+
+Progress = Callable[[str], None]
+
+
+def _quiet(_: str) -> None:
+    pass
+
+
+def bench_budgets(n: int, stop: int = 200_000) -> list[int]:
+    """``n`` budgets evenly spaced from 0 to ``stop`` tokens.
+
+    >>> bench_budgets(5)
+    [0, 50000, 100000, 150000, 200000]
+    """
+    return parse_budgets(f"0:{stop}:{n}")
+
+
+def shared_dir() -> Path | None:
+    """``../shared`` beside the checkout (or ``$PANTO_SHARED``), if it exists."""
+    path = Path(os.environ.get("PANTO_SHARED", REPO.parent / "shared"))
+    return path if path.is_dir() else None
+
+
+def _load_module(name: str, path: Path) -> ModuleType | None:
+    if not path.is_file():
+        return None
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look their module up there
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module
+
+
+def load_oracle(shared: Path | None) -> ModuleType | None:
+    """The harness' ``oracle.py`` (libpanto's own computeSplit), or None without ``../shared``."""
+    if shared is None:
+        return None
+    return _load_module("panto_oracle", shared / "reference" / "harness" / "oracle.py")
+
+
+# -- measurements ---------------------------------------------------------------
+
+def _timed(fn, *args, **kwargs):
+    t0 = time.perf_counter()
+    out = fn(*args, **kwargs)
+    return out, time.perf_counter() - t0
+
+
+def orjson_floor(paths: list[Path]) -> float:
+    """Seconds to read every file and ``orjson.loads`` every non-blank line, in this process."""
+    t0 = time.perf_counter()
+    for path in paths:
+        with open(path, "rb") as f:
+            for line in f:
+                if line.strip():
+                    orjson.loads(line)
+    return time.perf_counter() - t0
+
+
+def cache_reread(paths: list[Path], cold_seconds: float) -> dict:
+    """Re-read from the Parquet cache, when ``read_sessions`` has one (issue 3 item 2).
+
+    Fills the cache with one read, then times re-reads of the unchanged
+    corpus (best of two, as the cold read) against ``cold_seconds``.
+    """
+    with tempfile.TemporaryDirectory(prefix="panto-bench-cache-") as cache:
+        _, fill_seconds = _timed(read_sessions, paths, cache=cache)
+        seconds = min(_timed(read_sessions, paths, cache=cache)[1] for _ in range(2))
+    return {"available": True, "fill_seconds": fill_seconds, "seconds": seconds,
+            "speedup": cold_seconds / seconds}
+
+
+def ingest(paths: list[Path], progress: Progress = _quiet) -> tuple[pl.DataFrame, dict, dict]:
+    """The message frame of ``paths``, and the ingest and cache figures of reading it.
+
+    Best of two runs each, side by side: the machine is noisy, and the first
+    read of a process also pays one-time imports and thread-pool start-up.
+    """
+    mb = sum(p.stat().st_size for p in paths) / 1e6
+    progress("parse-only floor (orjson)")
+    floor = min(orjson_floor(paths) for _ in range(2))
+    progress("cold ingest (read_sessions)")
+    messages, seconds = min((_timed(read_sessions, paths) for _ in range(2)), key=lambda r: r[1])
+    progress("cache re-read")
+    cache = cache_reread(paths, seconds)
+    figures = {"seconds": seconds, "mb_per_s": mb / seconds,
+               "floor_seconds": floor, "floor_mb_per_s": mb / floor, "vs_floor": seconds / floor}
+    return messages, figures, cache
+
+
+def claude_code(sessions: int, seed: int, workdir: Path, progress: Progress = _quiet) -> dict:
+    """Ingest figures on ``sessions`` synthetic Claude Code transcripts (none: skipped)."""
+    if sessions <= 0:
+        return {"available": False, "note": "skipped (--claude-sessions 0)"}
+    progress(f"writing {sessions} synthetic Claude Code sessions (seed {seed})")
+    paths, gen_seconds = _timed(write_claude_code_corpus, workdir / "claude-code", sessions, seed)
+    messages, figures, cache = ingest(paths, lambda line: progress(f"Claude Code: {line}"))
+    return {"available": True,
+            "corpus": {"sessions": len(paths), "seed": seed, "messages": messages.height,
+                       "bytes": sum(p.stat().st_size for p in paths), "generate_seconds": gen_seconds},
+            "ingest": figures, "cache": cache}
+
+
+def _best(repeat: int, fn, *args):
+    """``fn(*args)`` run ``repeat`` times: its last result, and every time taken."""
+    times = []
+    for _ in range(repeat):
+        out, seconds = _timed(fn, *args)
+        times.append(seconds)
+    return out, times
+
+
+def sweep(messages: pl.DataFrame, budgets: list[int], repeat: int = 3) -> tuple[pl.DataFrame, dict]:
+    """Time ``splits(messages, budgets)``, and its steps on their own, each best of ``repeat``.
+
+    The steps, :func:`annotate` (per-message columns) and :func:`turns` (which
+    includes it), show where the sweep's time goes.
+    """
+    result, times = _best(repeat, splits, messages, budgets)
+    _, annotate_times = _best(repeat, annotate, messages)
+    turn_frame, turns_times = _best(repeat, turns, messages)
+    return result, {"seconds": min(times), "runs": times, "annotate_seconds": min(annotate_times),
+                    "turns_seconds": min(turns_times), "turns": turn_frame.height, "rows": result.height}
+
+
+def load_canonical(paths: list[Path]) -> list[tuple[str, list[dict]]]:
+    """(session id, message records) per file, as the references take them."""
+    out = []
+    for path in paths:
+        sid, msgs = path.stem, []
+        with open(path, "rb") as f:
+            for line in f:
+                if not line.strip():
+                    continue
+                rec = orjson.loads(line)
+                if rec.get("type") == "message":
+                    msgs.append(rec)
+                elif rec.get("type") == "session" and rec.get("id"):
+                    sid = rec["id"]
+        out.append((sid, msgs))
+    return out
+
+
+def _pairs(result: pl.DataFrame) -> dict[tuple[str, int], tuple[int, int]]:
+    """(session_id, budget) -> (prefix_end, kept_turns) of a splits frame."""
+    rows = result.select(pl.col("session_id").cast(pl.String), "budget", "prefix_end", "kept_turns").rows()
+    return {(s, b): (p, k) for s, b, p, k in rows}
+
+
+def _mismatches(ours: dict, theirs: dict) -> list[dict]:
+    return [{"session_id": s, "budget": b, "polars": ours.get((s, b)), "reference": v}
+            for (s, b), v in theirs.items() if ours.get((s, b)) != v]
+
+
+def python_port(sessions: list[tuple[str, list[dict]]], budgets: list[int], ours: dict,
+                max_seconds: float, seed: int = 0) -> dict:
+    """The Python port's sweep on a random sample of sessions, for about ``max_seconds``.
+
+    Sessions are taken in a seeded random order until the time is spent (at
+    least one). The corpus time is the sample's time scaled by message count.
+    """
+    order = list(range(len(sessions)))
+    random.Random(seed).shuffle(order)
+    total_messages = sum(len(m) for _, m in sessions)
+    theirs, spent, done, messages = {}, 0.0, 0, 0
+    for i in order:
+        sid, msgs = sessions[i]
+        usages = port.usages_of(msgs)
+        t0 = time.perf_counter()
+        found = [port.compute_split(msgs, usages, b) for b in budgets]
+        spent += time.perf_counter() - t0
+        theirs.update({(sid, b): (s.prefix_end, s.kept_turns) for b, s in zip(budgets, found)})
+        done, messages = done + 1, messages + len(msgs)
+        if spent >= max_seconds:
+            break
+    scale = total_messages / messages if messages else float(len(sessions) / done)
+    bad = _mismatches(ours, theirs)
+    return {"available": True, "sessions_timed": done, "sessions": len(sessions),
+            "messages_timed": messages, "seconds_timed": spent, "seconds": spent * scale,
+            "scaled": done < len(sessions), "compared": len(theirs), "mismatches": len(bad),
+            "mismatch_examples": bad[:5]}
+
+
+def native(sessions: list[tuple[str, list[dict]]], budgets: list[int], ours: dict, shared: Path | None) -> dict:
+    """libpanto's computeSplit over every session and budget, through the harness."""
+    oracle = load_oracle(shared)
+    if oracle is None:
+        return {"available": False, "note": "not available: ../shared not found"}
+    timing: dict = {}
+    try:
+        rows, wall = _timed(oracle.oracle_splits, [m for _, m in sessions], budgets, timing=timing)
+    except Exception as e:  # a harness that cannot build or run is reported, not fatal
+        return {"available": False, "note": f"not available: the harness failed ({type(e).__name__}: {e})"}
+    theirs = {(sid, b): tuple(v) for (sid, _), row in zip(sessions, rows) for b, v in zip(budgets, row)}
+    bad = _mismatches(ours, theirs)
+    return {"available": True, "seconds": timing["split_seconds"], "wall_seconds": wall,
+            "compared": len(theirs), "mismatches": len(bad), "mismatch_examples": bad[:5]}
+
+
+# -- the whole run --------------------------------------------------------------
+
+def run_bench(sessions: int = 1000, seed: int = 0, n_budgets: int = 64, *, port_seconds: float = 20.0,
+              workdir: str | Path | None = None, shared: Path | None | bool = True,
+              claude_sessions: int = CLAUDE_SESSIONS, progress: Progress = _quiet) -> dict:
+    """Generate a corpus and measure everything; returns the results as a dict.
+
+    Parameters
+    ----------
+    sessions, seed
+        The synthetic corpus (see :func:`benchmarks.synth.write_corpus`).
+    n_budgets
+        Budgets in the sweep, evenly spaced from 0 to 200k tokens.
+    port_seconds
+        About how long the pure-Python port may run (on a sample).
+    workdir
+        Where to write the corpus; a temporary folder (removed after) by default.
+    shared
+        ``../shared`` (for libpanto's native computeSplit): True finds it,
+        a path names it, False or None skips the native comparison.
+    claude_sessions
+        Synthetic Claude Code sessions for the second ingest corpus (same
+        ``seed``); 0 skips it.
+    progress
+        Called with a short line before each step.
+    """
+    if workdir is None:
+        with tempfile.TemporaryDirectory(prefix="panto-bench-") as tmp:
+            return run_bench(sessions, seed, n_budgets, port_seconds=port_seconds, workdir=tmp,
+                             shared=shared, claude_sessions=claude_sessions, progress=progress)
+    shared = shared_dir() if shared is True else (shared or None)
+    budgets = bench_budgets(n_budgets)
+
+    progress(f"writing {sessions} synthetic sessions (seed {seed})")
+    paths, gen_seconds = _timed(write_corpus, Path(workdir) / "corpus", sessions, seed)
+    size = sum(p.stat().st_size for p in paths)
+    messages, ingest_figures, cache = ingest(paths, progress)
+    claude = claude_code(claude_sessions, seed, Path(workdir), progress)
+
+    progress(f"{len(budgets)}-budget sweep (polars)")
+    result, sweep_info = sweep(messages, budgets)
+    ours = _pairs(result)
+
+    progress("loading sessions for the references")
+    canonical = load_canonical(paths)
+    progress(f"native computeSplit x {len(budgets)} budgets")
+    nat = native(canonical, budgets, ours, shared)
+    progress(f"python port (up to ~{port_seconds:g} s)")
+    port = python_port(canonical, budgets, ours, port_seconds, seed)
+
+    frame_bytes = messages.estimated_size()
+    values = {
+        "ingest_vs_floor": ingest_figures["vs_floor"],
+        "cache_speedup": cache.get("speedup"),
+        "bytes_per_message": frame_bytes / max(messages.height, 1),
+        "native_speedup": nat["seconds"] / sweep_info["seconds"] if nat["available"] else None,
+        "python_speedup": port["seconds"] / sweep_info["seconds"] if port["available"] else None,
+        "claude_ingest_vs_floor": claude["ingest"]["vs_floor"] if claude["available"] else None,
+        "claude_cache_speedup": claude["cache"].get("speedup") if claude["available"] else None,
+    }
+    goals = []
+    for key, what, target, direction in GOALS:
+        value = values[key]
+        ok = None if value is None else (value <= target if direction == "max" else value >= target)
+        goals.append({"goal": key, "what": what, "value": value, "target": target, "direction": direction,
+                      "pass": ok})
+    return {
+        "corpus": {"sessions": len(paths), "seed": seed, "messages": messages.height, "bytes": size,
+                   "generate_seconds": gen_seconds},
+        "budgets": budgets,
+        "ingest": ingest_figures,
+        "cache": cache,
+        "frame": {"bytes": frame_bytes, "rows": messages.height,
+                  "bytes_per_message": values["bytes_per_message"]},
+        "sweep": sweep_info,
+        "native": nat,
+        "python_port": port,
+        "claude_code": claude,
+        "goals": goals,
+        "machine": {"cpus": os.cpu_count(), "polars_threads": pl.thread_pool_size(),
+                    "python": sys.version.split()[0], "polars": pl.__version__},
+    }
+
+
+# -- the report -------------------------------------------------------------------
+
+def _verdict(goal: dict) -> str:
+    if goal["pass"] is None:
+        return "n/a"
+    return "PASS" if goal["pass"] else "MISS"
+
+
+def format_report(r: dict) -> str:
+    """The results as the table ``panto-analytics bench`` prints."""
+    c, ing, fr, sw, nat, port = r["corpus"], r["ingest"], r["frame"], r["sweep"], r["native"], r["python_port"]
+    goals = {g["goal"]: g for g in r["goals"]}
+    n = len(r["budgets"])
+
+    def goal(key: str) -> str:
+        g = goals[key]
+        sign = "<=" if g["direction"] == "max" else ">="
+        return f"goal {sign} {g['target']:g}{'x' if key != 'bytes_per_message' else ''}  {_verdict(g)}"
+
+    def ingest_lines(ing: dict, cache: dict, indent: str = "", prefix: str = "") -> list[str]:
+        out = [
+            f"{indent + 'ingest, cold (read_sessions)':<38}{ing['seconds']:>9.2f} s  {ing['mb_per_s']:>7.1f} MB/s",
+            f"{indent + 'parse-only floor (orjson.loads)':<38}{ing['floor_seconds']:>9.2f} s"
+            f"  {ing['floor_mb_per_s']:>7.1f} MB/s   ingest/floor {ing['vs_floor']:.2f}x"
+            f"   {goal(prefix + 'ingest_vs_floor')}",
+        ]
+        if cache["available"]:
+            out.append(f"{indent + 'cache re-read':<38}{cache['seconds']:>9.3f} s"
+                       f"   {'':>13}cold/re-read {cache['speedup']:.1f}x   {goal(prefix + 'cache_speedup')}")
+        else:
+            out.append(f"{indent + 'cache re-read':<38}{cache['note']}")
+        return out
+
+    lines = [
+        f"corpus: {c['sessions']:,} synthetic sessions (seed {c['seed']}), {c['messages']:,} messages, "
+        f"{c['bytes'] / 1e6:.1f} MB (written in {c['generate_seconds']:.1f} s)",
+        f"budgets: {n}, from {r['budgets'][0]:,} to {r['budgets'][-1]:,} tokens; "
+        f"{r['machine']['cpus']} CPUs, polars {r['machine']['polars']}",
+        "",
+        *ingest_lines(ing, r["cache"]),
+        f"{'frame':<38}{fr['bytes_per_message']:>9.1f} bytes/message ({fr['bytes'] / 1e6:.1f} MB)"
+        f"   {goal('bytes_per_message')}",
+        "",
+    ]
+    cc = r["claude_code"]
+    if cc["available"]:
+        k = cc["corpus"]
+        lines += [f"Claude Code JSONL: {k['sessions']:,} synthetic sessions (seed {k['seed']}), "
+                  f"{k['messages']:,} messages, {k['bytes'] / 1e6:.1f} MB (written in {k['generate_seconds']:.1f} s)",
+                  *ingest_lines(cc["ingest"], cc["cache"], "  ", "claude_"), ""]
+    else:
+        lines += [f"Claude Code JSONL: {cc['note']}", ""]
+    lines += [
+        f"{f'{n}-budget sweep, polars splits()':<38}{sw['seconds']:>9.3f} s"
+        f"  (of which, alone: annotate() {sw['annotate_seconds']:.3f} s, turns() {sw['turns_seconds']:.3f} s)",
+    ]
+    if nat["available"]:
+        lines.append(f"{'  native computeSplit loop':<38}{nat['seconds']:>9.3f} s"
+                     f"  polars {nat['seconds'] / sw['seconds']:.1f}x faster   {goal('native_speedup')}")
+    else:
+        lines.append(f"{'  native computeSplit loop':<38}{nat['note']}")
+    if port["available"]:
+        how = (f"  (estimated: {port['seconds_timed']:.1f} s on {port['sessions_timed']} of {port['sessions']} "
+               f"sessions, a random sample, scaled by message count)" if port["scaled"] else "")
+        lines.append(f"{'  python reference port':<38}{port['seconds']:>9.1f} s"
+                     f"  polars {port['seconds'] / sw['seconds']:.0f}x faster   {goal('python_speedup')}{how}")
+    else:
+        lines.append(f"{'  python reference port':<38}{port['note']}")
+    lines.append("")
+    for name, ref in (("native computeSplit", nat), ("python port", port)):
+        if ref["available"]:
+            verdict = "all equal" if ref["mismatches"] == 0 else f"{ref['mismatches']:,} DIFFER"
+            lines.append(f"splits vs {name}: {ref['compared']:,} (session, budget) pairs compared, {verdict}")
+    return "\n".join(lines)

@@ -1,0 +1,55 @@
+"""``python -m benchmarks``: ingest speed, frame size and sweep speed against libpanto, in one run.
+
+``panto-analytics bench`` runs this command too, from a source checkout.
+"""
+from __future__ import annotations
+
+import sys
+
+import click
+import orjson
+
+from .bench import CLAUDE_SESSIONS, format_report, run_bench
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.option("--sessions", "-n", type=click.IntRange(min=1), default=1000, show_default=True,
+              help="Synthetic sessions to generate.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the synthetic corpus.")
+@click.option("--budgets", "n_budgets", type=click.IntRange(min=1), default=64, show_default=True,
+              help="Number of budgets in the sweep, evenly spaced from 0 to 200k tokens.")
+@click.option("--port-seconds", type=click.FloatRange(min=0), default=20.0, show_default=True,
+              help="About how long the pure-Python reference port may run; it runs on a random "
+                   "sample of sessions and is scaled to the corpus by message count.")
+@click.option("--claude-sessions", type=click.IntRange(min=0), default=CLAUDE_SESSIONS, show_default=True,
+              help="Synthetic Claude Code sessions for the second ingest corpus (about 0.75 MB each); "
+                   "0 skips it.")
+@click.option("--no-native", is_flag=True, help="Skip libpanto's native computeSplit even when ../shared is present.")
+@click.option("--json", "as_json", is_flag=True, help="Print the results as JSON instead of a table.")
+def bench(sessions, seed, n_budgets, port_seconds, claude_sessions, no_native, as_json):
+    """Measure ingest, frame size and the budget sweep on a synthetic corpus.
+
+    Writes SESSIONS synthetic sessions to a temporary folder, then prints side
+    by side: cold ingest MB/s against an orjson parse-only floor, the cache
+    re-read (once read_sessions has a cache), the message frame's bytes per
+    message, and the time of a sweep over --budgets budgets against
+    libpanto's native computeSplit looped over the same budgets (when
+    ../shared is present) and against the pure-Python reference port in
+    benchmarks/. The ingest and cache figures
+    are measured again, with the same goals, on --claude-sessions synthetic
+    Claude Code transcripts. Each goal is marked PASS or MISS, and the splits
+    are checked against both references.
+
+    \b
+    Examples:
+      python -m benchmarks
+      python -m benchmarks --sessions 50 --budgets 16 --json
+      panto-analytics bench --claude-sessions 0
+    """
+    progress = (lambda line: click.echo(f"... {line}", err=True)) if sys.stderr.isatty() else (lambda line: None)
+    results = run_bench(sessions, seed, n_budgets, port_seconds=port_seconds,
+                        shared=not no_native, claude_sessions=claude_sessions, progress=progress)
+    if as_json:
+        click.echo(orjson.dumps(results, option=orjson.OPT_INDENT_2).decode())
+    else:
+        click.echo(format_report(results))

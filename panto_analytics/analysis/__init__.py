@@ -1,0 +1,13 @@
+"""Turning splits into a decision: the numbers behind plots, the plots, a recommendation, a report.
+
+- :mod:`.plot_data`: tidy frames, one row per point (testable without pixels).
+- :mod:`.plots`: matplotlib figures of those frames.
+- :mod:`.recommend`: the budget a stated rule picks, with reasons and warnings.
+- :mod:`.report`: one folder (HTML, Markdown, PNGs, Parquet) that answers "what does each budget do?".
+- :mod:`.formatting`: how token counts are written for people.
+
+:mod:`.plots` and :mod:`.report` load matplotlib: import them when you draw.
+"""
+from .recommend import Criteria, Recommendation, recommend
+
+__all__ = ["Criteria", "Recommendation", "recommend"]

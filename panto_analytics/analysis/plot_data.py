@@ -1,0 +1,224 @@
+"""The numbers behind every plot: tidy frames, one row per point, box or band.
+
+Each function here takes the frames the policy produces (``splits``,
+``turns``, the message frame) and returns a small Polars frame that
+:mod:`panto_analytics.analysis.plots` draws as it is. Keeping the data apart from the
+drawing lets tests check what a plot shows without reading pixels.
+
+Every result carries a ``segment`` column: ``"all sessions"`` unless a
+segment frame (``session_id``, ``segment``; see :func:`session_segments`) is
+given, in which case each budget gets one row per segment.
+
+Distributions are over *sessions with at least one turn*: a session without
+turns keeps nothing at any budget and would only pile up at zero. Quantiles
+use linear interpolation, as a box plot usually does.
+
+>>> import polars as pl
+>>> s = pl.DataFrame({"session_id": ["a", "b", "c"], "budget": [10] * 3,
+...     "kept_turns": [0, 1, 3], "kept_tokens": [0, 4, 10], "n_turns": [2, 1, 3],
+...     "summarized_tokens": [20, 0, 0], "active_tokens": [20, 4, 10],
+...     "noop": [False, True, True], "capped": [False] * 3})
+>>> kept_tokens_stats(s).select("budget", "sessions", "median", "max").rows()
+[(10, 3, 4.0, 10.0)]
+"""
+from __future__ import annotations
+
+import math
+
+import polars as pl
+
+from ..policy import session_turns, summarize_splits
+from ..policy.expressions import SESSION
+
+#: The segment value when the corpus is not split.
+ALL = "all sessions"
+
+#: Ways to split a corpus into segments (see :func:`session_segments`).
+SEGMENT_KINDS = ("model", "source_format", "length")
+
+#: Session-length buckets by number of turns: (lowest turn count, label).
+LENGTH_BUCKETS = ((0, "no turns"), (1, "1-4 turns"), (5, "5-19 turns"), (20, "20-99 turns"), (100, "100+ turns"))
+
+#: Quantiles drawn for a distribution: whiskers, box, median.
+QUANTILES = {"p10": 0.10, "q1": 0.25, "median": 0.50, "q3": 0.75, "p90": 0.90}
+
+#: Outcomes of a split that a budget should make rare, as (label, sweep column).
+OUTCOMES = (
+    ("noop (nothing to summarize)", "noop_share"),
+    ("zero kept (last turn alone exceeds budget)", "zero_kept_share"),
+    ("capped (> 4096 turns)", "capped_share"),
+)
+
+
+def session_segments(messages: pl.DataFrame | pl.LazyFrame, by: str, *, top: int = 6) -> pl.DataFrame:
+    """One row per session: ``session_id`` and its ``segment`` (an ordered Enum).
+
+    ``by`` is ``model`` (the session's most frequent model, ``unknown`` when
+    none is recorded), ``source_format``, or ``length`` (a bucket of the
+    number of turns libpanto sees, from :data:`LENGTH_BUCKETS`). Model and
+    format keep the ``top`` most common values, by sessions, and lump the rest
+    into ``other`` so a legend stays readable.
+
+    >>> import polars as pl
+    >>> m = pl.DataFrame({"session_id": ["a", "a", "b"], "model": ["x", "x", None],
+    ...     "source_format": ["pi"] * 3})
+    >>> session_segments(m, "model").rows()
+    [('a', 'x'), ('b', 'unknown')]
+    """
+    lf = messages.lazy()
+    if by == "length":
+        n_turns = pl.col("n_turns")
+        bucket = pl.lit(LENGTH_BUCKETS[0][1])
+        for low, label in LENGTH_BUCKETS[1:]:
+            bucket = pl.when(n_turns >= low).then(pl.lit(label)).otherwise(bucket)
+        out = session_turns(lf).select(SESSION, segment=bucket).collect()
+        order = [label for _, label in LENGTH_BUCKETS if label in set(out["segment"])]
+        return out.with_columns(pl.col("segment").cast(pl.Enum(order)))
+    if by == "model":
+        value = pl.col("model").cast(pl.String).drop_nulls().mode().sort().first().fill_null("unknown")
+    elif by == "source_format":
+        value = pl.col("source_format").cast(pl.String).first()
+    else:
+        raise ValueError(f"cannot segment by {by!r}: choose one of {', '.join(SEGMENT_KINDS)}")
+    out = lf.group_by(SESSION, maintain_order=True).agg(segment=value).collect()
+    ranked = out.group_by("segment").len().sort(["len", "segment"], descending=[True, False])["segment"].to_list()
+    keep = ranked if len(ranked) <= top else ranked[: top - 1]
+    lumped = pl.when(pl.col("segment").is_in(keep)).then(pl.col("segment")).otherwise(pl.lit("other"))
+    order = keep + (["other"] if len(ranked) > len(keep) else [])
+    return out.with_columns(lumped.cast(pl.Enum(order)))
+
+
+def with_segment(frame: pl.DataFrame, segments: pl.DataFrame | None) -> pl.DataFrame:
+    """``frame`` plus a ``segment`` column (``ALL`` without ``segments``).
+
+    Sessions missing from ``segments`` get ``other``. A LazyFrame is collected.
+    """
+    if isinstance(frame, pl.LazyFrame):
+        frame = frame.collect()
+    if segments is None:
+        return frame.with_columns(segment=pl.lit(ALL).cast(pl.Enum([ALL])))
+    dtype = segments.schema["segment"]
+    order = list(dtype.categories) if isinstance(dtype, pl.Enum) else sorted(segments["segment"].unique())
+    if "other" not in order:
+        order.append("other")
+    seg = segments.select(pl.col(SESSION).cast(pl.String), pl.col("segment").cast(pl.String))
+    return (
+        frame.with_columns(pl.col(SESSION).cast(pl.String).alias("_sid"))
+        .join(seg.rename({SESSION: "_sid"}), on="_sid", how="left")
+        .drop("_sid")
+        .with_columns(pl.col("segment").fill_null("other").cast(pl.Enum(order)))
+    )
+
+
+def distribution(frame: pl.DataFrame, value: pl.Expr | str, by: list[str]) -> pl.DataFrame:
+    """Per group of ``by``: ``sessions``, ``min``, :data:`QUANTILES` and ``max`` of ``value``."""
+    v = (pl.col(value) if isinstance(value, str) else value).cast(pl.Float64)
+    return (
+        frame.group_by(by)
+        .agg(sessions=pl.len(), min=v.min(),
+             **{name: v.quantile(q, "linear") for name, q in QUANTILES.items()}, max=v.max())
+        .sort(by)
+    )
+
+
+def _with_turns(splits: pl.DataFrame, segments: pl.DataFrame | None) -> pl.DataFrame:
+    return with_segment(splits.lazy().filter(pl.col("n_turns") > 0).collect(), segments)
+
+
+def kept_tokens_stats(splits: pl.DataFrame, segments: pl.DataFrame | None = None) -> pl.DataFrame:
+    """Size of the kept verbatim suffix (tokens) per budget and segment: box statistics.
+
+    Columns: ``budget``, ``segment``, ``sessions``, ``min``, ``p10``, ``q1``,
+    ``median``, ``q3``, ``p90``, ``max``.
+    """
+    return distribution(_with_turns(splits, segments), "kept_tokens", ["budget", "segment"])
+
+
+def kept_turns_stats(splits: pl.DataFrame, segments: pl.DataFrame | None = None) -> pl.DataFrame:
+    """Whole turns kept verbatim per budget and segment: the same statistics as :func:`kept_tokens_stats`."""
+    return distribution(_with_turns(splits, segments), "kept_turns", ["budget", "segment"])
+
+
+def summarized_share_stats(splits: pl.DataFrame, segments: pl.DataFrame | None = None) -> pl.DataFrame:
+    """Share of each session's active context that a budget summarizes, per budget and segment.
+
+    The per-session share is ``summarized_tokens / active_tokens`` over
+    sessions with active tokens; columns as :func:`kept_tokens_stats`, plus
+    ``pooled``: all summarized tokens over all active tokens (the sweep
+    table's ``summarized_share``), where long sessions weigh more.
+    """
+    frame = with_segment(splits.lazy().filter(pl.col("active_tokens") > 0).collect(), segments)
+    share = pl.col("summarized_tokens") / pl.col("active_tokens")
+    stats = distribution(frame, share, ["budget", "segment"])
+    pooled = per_segment_sweep(frame).select("budget", "segment", pooled="summarized_share")
+    return stats.join(pooled, on=["budget", "segment"], how="left")
+
+
+def per_segment_sweep(frame: pl.DataFrame) -> pl.DataFrame:
+    """:func:`~panto_analytics.policy.sweep.summarize_splits` for each segment of ``frame``.
+
+    One summary per segment (a handful), so the sweep's definitions of its
+    shares stay in one place.
+    """
+    parts = [
+        summarize_splits(part.drop("segment")).with_columns(segment=pl.lit(part["segment"][0]))
+        for part in frame.partition_by("segment", maintain_order=True)
+    ] or [summarize_splits(frame.drop("segment")).with_columns(segment=pl.lit(None, pl.String))]
+    return pl.concat(parts, how="vertical_relaxed").with_columns(
+        pl.col("segment").cast(frame.schema["segment"])).sort("budget", "segment")
+
+
+def outcome_shares(splits: pl.DataFrame, segments: pl.DataFrame | None = None) -> pl.DataFrame:
+    """Share of sessions per outcome, budget and segment (long format).
+
+    Columns: ``budget``, ``segment``, ``outcome`` (a label from
+    :data:`OUTCOMES`), ``share`` in [0, 1]. The shares are the sweep table's
+    ``noop_share``, ``zero_kept_share`` and ``capped_share``.
+    """
+    wide = per_segment_sweep(with_segment(splits, segments))
+    labels = pl.Enum([label for label, _ in OUTCOMES])
+    return (
+        wide.unpivot(index=["budget", "segment"], on=[col for _, col in OUTCOMES],
+                     variable_name="outcome", value_name="share")
+        .with_columns(pl.col("outcome").replace_strict({col: label for label, col in OUTCOMES}).cast(labels))
+        .sort("outcome", "segment", "budget")
+    )
+
+
+def log_bin(tokens: pl.Expr, bins_per_decade: int) -> pl.Expr:
+    """Index of the log-spaced bin ``[10^(i/k), 10^((i+1)/k))`` holding each positive value."""
+    # A tiny epsilon keeps exact powers of ten (1000 -> 3.0) in their own bin despite float error.
+    return (tokens.cast(pl.Float64).log10() * bins_per_decade + 1e-9).floor().cast(pl.Int32)
+
+
+def turn_size_histogram(turns: pl.DataFrame, segments: pl.DataFrame | None = None, *,
+                        bins_per_decade: int = 4) -> pl.DataFrame:
+    """Turns per log-spaced size bin, split by ``token_source`` (and segment).
+
+    Columns: ``segment``, ``token_source`` (``usage``: the provider's
+    cumulative usage; ``words``: libpanto's word estimate), ``bin``, ``lo``,
+    ``hi`` (tokens, ``lo <= tokens < hi``) and ``turns``. Turns of zero
+    tokens have no place on a log axis; :func:`token_source_shares` counts
+    them.
+    """
+    k = bins_per_decade
+    return (
+        with_segment(turns.lazy().filter(pl.col("tokens") > 0).collect(), segments)
+        .group_by("segment", "token_source", bin=log_bin(pl.col("tokens"), k))
+        .agg(turns=pl.len())
+        .with_columns(lo=10 ** (pl.col("bin") / k), hi=10 ** ((pl.col("bin") + 1) / k))
+        .select("segment", "token_source", "bin", "lo", "hi", "turns")
+        .sort("segment", "token_source", "bin")
+    )
+
+
+def token_source_shares(turns: pl.DataFrame, segments: pl.DataFrame | None = None) -> pl.DataFrame:
+    """Where turn sizes came from, per segment: turns, share and zero-token turns per ``token_source``."""
+    return (
+        with_segment(turns, segments)
+        .group_by("segment", "token_source")
+        .agg(turns=pl.len(), zero_token_turns=(pl.col("tokens") == 0).sum(),
+             median_tokens=pl.col("tokens").median())
+        .with_columns(share=pl.col("turns") / pl.col("turns").sum().over("segment"))
+        .sort("segment", "token_source")
+    )

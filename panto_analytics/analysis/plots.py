@@ -1,0 +1,387 @@
+"""Plots of what a budget does, in one style, headless.
+
+Every function takes frames (``splits`` or ``turns``) and returns a
+:class:`matplotlib.figure.Figure`; none touches pyplot's global state, so
+they work without a display and in a notebook alike (a notebook shows a
+returned figure, with no ``%matplotlib`` magic needed). The numbers drawn come from :mod:`panto_analytics.analysis.plot_data`,
+where tests check them.
+
+Common keywords:
+
+``segments``
+    a frame of ``session_id`` and ``segment`` (from
+    :func:`~panto_analytics.analysis.plot_data.session_segments`): draw one curve per
+    segment (model, source format, session-length bucket) instead of the
+    whole corpus.
+``highlight``
+    a budget to mark with a vertical line, e.g. the recommended one.
+
+>>> import polars as pl
+>>> s = pl.DataFrame({"session_id": ["a", "a"], "budget": [0, 10], "kept_turns": [0, 1],
+...     "kept_tokens": [0, 8], "n_turns": [1, 1], "summarized_tokens": [8, 0],
+...     "active_tokens": [8, 8], "noop": [False, True], "capped": [False, False]})
+>>> kept_tokens_by_budget(s).axes[0].get_ylabel()
+'kept verbatim suffix (tokens)'
+"""
+from __future__ import annotations
+
+import io
+from contextlib import contextmanager
+from pathlib import Path
+
+import matplotlib
+from cycler import cycler
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch
+from matplotlib.ticker import FuncFormatter, MaxNLocator, NullLocator, PercentFormatter
+
+from . import plot_data as data
+from .formatting import format_tokens
+
+#: Segment and series colours (colour-blind friendly, after Okabe & Ito).
+PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#7f7f7f")
+
+#: Fixed colours for the split outcomes and the turn-size sources, the same in every plot.
+OUTCOME_COLORS = dict(zip((label for label, _ in data.OUTCOMES), ("#009E73", "#D55E00", "#7B61A8")))
+SOURCE_COLORS = {"usage": "#0072B2", "words": "#E69F00"}
+SOURCE_LABELS = {"usage": "provider usage", "words": "word estimate (words x 1.3)"}
+
+#: Figure size in inches: reads well inline in a notebook and at 120 dpi in a report.
+FIGSIZE = (8.0, 4.5)
+DPI = 120
+
+STYLE = {
+    "font.size": 10,
+    "axes.titlesize": 12,
+    "axes.titleweight": "bold",
+    "axes.titlelocation": "left",
+    "axes.labelsize": 10,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.grid": True,
+    "grid.alpha": 0.35,
+    "grid.linewidth": 0.6,
+    "axes.prop_cycle": cycler(color=PALETTE),
+    # An opaque, borderless legend: lines behind it do not cross its text.
+    "legend.frameon": True,
+    "legend.framealpha": 0.9,
+    "legend.edgecolor": "none",
+    "legend.fontsize": 9,
+    "lines.linewidth": 1.8,
+    "savefig.dpi": DPI,
+    "savefig.bbox": "tight",
+    "savefig.facecolor": "white",
+    "figure.facecolor": "white",
+}
+
+BUDGET_LABEL = "budget (keep_verbatim, tokens)"
+GREY = "#555555"
+
+
+@contextmanager
+def style():
+    """The package's plot style, for figures drawn by hand in the same look."""
+    with matplotlib.rc_context(STYLE):
+        yield
+
+
+class PlotFigure(Figure):
+    """A figure that shows itself in a notebook, whatever the matplotlib backend (IPython's ``_repr_png_``)."""
+
+    def _repr_png_(self) -> bytes:
+        return png_bytes(self)
+
+
+def _figure(ncols: int = 1, nrows: int = 1, *, size: tuple[float, float] | None = None, **kw):
+    width, height = size or FIGSIZE
+    fig = PlotFigure(figsize=(width, height), layout="constrained")
+    axes = fig.subplots(nrows, ncols, squeeze=False, **kw)
+    return fig, axes.ravel()
+
+
+def _token_axis(axis) -> None:
+    axis.set_major_formatter(FuncFormatter(lambda v, _: format_tokens(v)))
+
+
+def _note(fig: Figure, text: str) -> None:
+    """A grey line under the title saying how to read the plot."""
+    fig.get_axes()[0].annotate(text, xy=(0, 1), xycoords="axes fraction", xytext=(0, 4),
+                               textcoords="offset points", fontsize=8.5, color=GREY, va="bottom")
+
+
+def _title(ax, title: str) -> None:
+    # Leave a line between the title and the axes for the note.
+    ax.set_title(title, pad=18)
+
+
+def _highlight(ax, budget: int | None, x: float | None = None) -> None:
+    """A dotted vertical line at ``budget`` (drawn at ``x`` on a categorical axis), named in the legend."""
+    if budget is None:
+        return
+    ax.axvline(budget if x is None else x, color="black", lw=1.2, ls=":", zorder=1,
+               label=f"recommended: {format_tokens(budget)}")
+
+
+def _legend(ax, **kw) -> None:
+    """A legend, when there is something to name (an empty corpus draws nothing)."""
+    if ax.get_legend_handles_labels()[0] or kw.get("handles"):
+        ax.legend(**kw)
+
+
+def _sessions(n: int) -> str:
+    return f"{n} session{'s' if n != 1 else ''}"
+
+
+def _symlog(ax, linthresh: float, top: float, steps: tuple[int, ...] = (1,)) -> None:
+    """A log scale that still shows zero: linear below ``linthresh``; ticks at 0 and ``steps`` x powers of ten."""
+    ax.set_yscale("symlog", linthresh=linthresh, linscale=0.5)
+    ticks, decade = [0.0], float(linthresh)
+    while decade <= top:
+        ticks += [decade * s for s in steps if decade * s <= top * 1.05]
+        decade *= 10
+    limits = ax.get_ylim()
+    ax.set_yticks(ticks)
+    ax.set_ylim(limits)
+    ax.yaxis.set_minor_locator(NullLocator())
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: format_tokens(v)))
+
+
+def _segment_colors(frame) -> dict:
+    return {seg: PALETTE[i % len(PALETTE)] for i, seg in enumerate(frame["segment"].dtype.categories)}
+
+
+def _bands(ax, stats, *, inner=("q1", "q3"), outer=None, value="median", marker="o") -> None:
+    """Median line and shaded bands per segment, budgets on a numeric x axis.
+
+    With several segments only the inner band is drawn, lighter, so that
+    overlapping bands stay readable.
+    """
+    colors = _segment_colors(stats)
+    several = stats["segment"].n_unique() > 1
+    if several:
+        outer = None
+    for seg, part in stats.partition_by("segment", as_dict=True, maintain_order=True).items():
+        seg = seg[0]
+        x = part["budget"].to_numpy()
+        color = colors[seg]
+        if outer:
+            ax.fill_between(x, part[outer[0]], part[outer[1]], color=color, alpha=0.10, lw=0)
+        ax.fill_between(x, part[inner[0]], part[inner[1]], color=color, alpha=0.15 if several else 0.25, lw=0)
+        label = f"{seg}: median of {_sessions(part['sessions'].max())}" if several else "median"
+        ax.plot(x, part[value], color=color, marker=marker, ms=3.5, label=label)
+    _token_axis(ax.xaxis)
+    ax.set_xlabel(BUDGET_LABEL)
+    ax.set_xlim(left=0)
+
+
+def kept_tokens_by_budget(splits, *, log: bool = False, segments=None, highlight: int | None = None) -> Figure:
+    """Distribution of the kept verbatim suffix (tokens) per budget.
+
+    One box per budget (quartiles, whiskers at the 10th and 90th
+    percentiles, dots at the extremes) with the budget itself drawn as its
+    upper limit; with ``segments``, one median line and interquartile band
+    per segment. ``log`` uses a symmetric log scale (zero stays visible).
+    """
+    stats = data.kept_tokens_stats(splits, segments)
+    with style():
+        fig, (ax,) = _figure()
+        budgets = stats["budget"].unique(maintain_order=True).to_list()
+        if segments is None:
+            positions = list(range(len(budgets)))
+            boxes = [
+                {"med": r["median"], "q1": r["q1"], "q3": r["q3"], "whislo": r["p10"], "whishi": r["p90"],
+                 "fliers": [v for v in (r["min"], r["max"]) if v < r["p10"] or v > r["p90"]]}
+                for r in stats.iter_rows(named=True)
+            ]
+            width = 0.6
+            ax.bxp(boxes, positions=positions, widths=width, patch_artist=True, manage_ticks=False,
+                   boxprops={"facecolor": PALETTE[0] + "55", "edgecolor": PALETTE[0]},
+                   medianprops={"color": PALETTE[0], "lw": 2}, whiskerprops={"color": PALETTE[0]},
+                   capprops={"color": PALETTE[0]}, flierprops={"marker": ".", "markeredgecolor": PALETTE[0]})
+            ax.hlines(budgets, [p - width / 2 - 0.1 for p in positions], [p + width / 2 + 0.1 for p in positions],
+                      colors=PALETTE[5], lw=1.6, label="budget (upper limit of the kept suffix)")
+            step = max(1, round(len(budgets) / 12))
+            ax.set_xticks(positions[::step], [format_tokens(b) for b in budgets[::step]])
+            ax.set_xlim(-0.7, len(budgets) - 0.3)
+            ax.set_xlabel(BUDGET_LABEL)
+            ax.grid(axis="x", visible=False)
+            if highlight in budgets:
+                _highlight(ax, highlight, budgets.index(highlight))
+            n = stats["sessions"].max() if len(stats) else 0
+            note = f"{n} sessions with turns · box: quartiles · whiskers: 10th-90th percentile · dots: min / max"
+        else:
+            _bands(ax, stats, outer=("p10", "p90"))
+            ax.plot(budgets, budgets, color=GREY, ls="--", lw=1, label="budget (upper limit)")
+            _highlight(ax, highlight)
+            note = "line: median · band: quartiles"
+        if log:
+            _symlog(ax, 1000, max(budgets, default=1))
+        ax.set_ylim(bottom=0)
+        _token_axis(ax.yaxis)
+        ax.set_ylabel("kept verbatim suffix (tokens)")
+        _title(ax, "How much each budget keeps verbatim")
+        _note(fig, note)
+        _legend(ax, loc="upper left")
+    return fig
+
+
+def outcome_shares_by_budget(splits, *, segments=None, highlight: int | None = None) -> Figure:
+    """Share of sessions where the split does nothing (noop), keeps nothing, or is capped, per budget.
+
+    With ``segments``, one panel per outcome and one line per segment.
+    """
+    shares = data.outcome_shares(splits, segments)
+    outcomes = list(shares["outcome"].dtype.categories)
+    with style():
+        if segments is None:
+            fig, (ax,) = _figure()
+            for outcome in outcomes:
+                part = shares.filter(outcome=outcome)
+                ax.plot(part["budget"], part["share"], marker="o", ms=3.5, color=OUTCOME_COLORS[outcome],
+                        label=outcome)
+            axes = [ax]
+            _title(ax, "What the split does to each session")
+        else:
+            fig, axes = _figure(len(outcomes), size=(12.0, 4.2), sharey=True)
+            colors = _segment_colors(shares)
+            for ax, outcome in zip(axes, outcomes):
+                for (seg,), part in shares.filter(outcome=outcome).partition_by(
+                        "segment", as_dict=True, maintain_order=True).items():
+                    ax.plot(part["budget"], part["share"], marker="o", ms=3, color=colors[seg], label=seg)
+                ax.set_title(outcome.replace(" (", "\n("), fontsize=10, loc="left")
+            fig.suptitle("What the split does to each session, by segment", fontweight="bold", x=0.01, ha="left")
+        for ax in axes:
+            ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
+            ax.set_ylim(-0.03, 1.03)
+            _token_axis(ax.xaxis)
+            ax.set_xlabel(BUDGET_LABEL)
+            ax.set_xlim(left=0)
+            _highlight(ax, highlight)
+        _legend(axes[-1], loc="center right")
+        axes[0].set_ylabel("share of sessions")
+        if segments is None:
+            _note(fig, "noop: the whole active context fits · zero kept: the newest turn alone exceeds the budget"
+                       " · capped: over 4096 turns")
+    return fig
+
+
+def summarized_share_by_budget(splits, *, segments=None, highlight: int | None = None) -> Figure:
+    """Share of each session's active context that gets summarized, per budget: median and quartiles.
+
+    A dashed line gives the pooled share (all summarized tokens over all
+    active tokens), where long sessions weigh more; with ``segments`` it is
+    left out to keep the plot readable.
+    """
+    stats = data.summarized_share_stats(splits, segments)
+    with style():
+        fig, (ax,) = _figure()
+        _bands(ax, stats)
+        if segments is None:  # per segment, the pooled lines would crowd the plot
+            ax.plot(stats["budget"], stats["pooled"], color=PALETTE[0], ls="--", lw=1.2, label="pooled over all tokens")
+        ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
+        ax.set_ylim(-0.03, 1.03)
+        ax.set_ylabel("summarized share of the active context")
+        _highlight(ax, highlight)
+        _legend(ax, loc="upper right")
+        _title(ax, "How much of the context each budget summarizes")
+        _note(fig, "per session: summarized / active tokens · line: median · band: quartiles")
+    return fig
+
+
+def kept_turns_by_budget(splits, *, segments=None, highlight: int | None = None, log: bool = False) -> Figure:
+    """Whole turns kept verbatim per budget: median, quartiles and 10th-90th percentile band."""
+    stats = data.kept_turns_stats(splits, segments)
+    with style():
+        fig, (ax,) = _figure()
+        _bands(ax, stats, outer=("p10", "p90"))
+        if log:
+            _symlog(ax, 1, stats["max"].max() or 1, steps=(1, 2, 5))
+        ax.set_ylim(bottom=0)
+        ax.set_ylabel("kept turns (whole turns)")
+        _highlight(ax, highlight)
+        _legend(ax, loc="upper left")
+        _title(ax, "How many turns each budget keeps verbatim")
+        _note(fig, "sessions with turns · line: median · dark band: quartiles · light band: 10th-90th percentile"
+              if segments is None else "sessions with turns · line: median · band: quartiles")
+    return fig
+
+
+def turn_sizes(turns, *, segments=None, bins_per_decade: int = 4) -> Figure:
+    """Distribution of turn sizes (tokens per turn, log scale), stacked by where the size came from.
+
+    ``provider usage``: the cumulative-usage delta between final assistant
+    messages; ``word estimate``: libpanto's fallback. With ``segments``, one
+    panel per segment.
+    """
+    hist = data.turn_size_histogram(turns, segments, bins_per_decade=bins_per_decade)
+    shares = data.token_source_shares(turns, segments)
+    seg_names = [s for s in shares["segment"].dtype.categories if s in set(shares["segment"])]
+    several = len(seg_names) > 1
+    with style():
+        ncols = min(len(seg_names), 3) or 1
+        nrows = -(-len(seg_names) // ncols) or 1
+        size = (4.0 * ncols + 0.5, 3.2 * nrows + 0.8) if several else FIGSIZE
+        fig, axes = _figure(ncols, nrows, size=size, sharex=True)
+        for ax, seg in zip(axes, seg_names):
+            h = hist.filter(segment=seg)
+            s = shares.filter(segment=seg)
+            bottom: dict[int, int] = {}
+            lines = []
+            for source in ("usage", "words"):
+                part = h.filter(token_source=source)
+                n = s.filter(token_source=source)["turns"].sum()
+                share = s.filter(token_source=source)["share"].sum()
+                if n:
+                    lines.append(f"{SOURCE_LABELS[source].split(' (')[0]}: {n} turns ({share:.0%})")
+                base = [bottom.get(b, 0) for b in part["bin"]]
+                ax.bar(part["lo"], part["turns"], width=part["hi"] - part["lo"], bottom=base, align="edge",
+                       color=SOURCE_COLORS[source], edgecolor="white", lw=0.5, label=SOURCE_LABELS[source])
+                for b, t in zip(part["bin"], part["turns"]):
+                    bottom[b] = bottom.get(b, 0) + t
+            zero = s["zero_token_turns"].sum()
+            if zero:
+                lines.append(f"{zero} turns of 0 tokens not shown")
+            ax.text(0.01, 0.98, "\n".join(lines), transform=ax.transAxes, va="top", ha="left",
+                    fontsize=8.5 if several else 9, color=GREY, linespacing=1.4)
+            # Headroom for the text above the tallest bar.
+            ax.set_ylim(0, max(bottom.values(), default=1) * (1.45 if several else 1.3))
+            ax.set_xscale("log")
+            _token_axis(ax.xaxis)
+            ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+            if several:
+                ax.set_title(seg, fontsize=10.5, loc="left")
+        for ax in axes[len(seg_names):]:
+            ax.set_visible(False)
+        for ax in axes[-ncols:]:
+            ax.set_xlabel("tokens per turn (log scale)")
+        for ax in axes[::ncols]:
+            ax.set_ylabel("turns")
+        if several:
+            fig.suptitle("Turn sizes, and where they came from", fontweight="bold", x=0.01, ha="left")
+            fig.legend(handles=_source_handles(), loc="outside upper right", ncols=2)
+        else:
+            _title(axes[0], "Turn sizes, and where they came from")
+            _legend(axes[0], handles=_source_handles(), loc="upper right")
+            _note(fig, f"a turn is a user prompt and everything it elicited · {bins_per_decade} bins per"
+                       " factor of ten")
+    return fig
+
+
+def _source_handles() -> list[Patch]:
+    """Legend entries for both turn-size sources, drawn or not, in their fixed colours."""
+    return [Patch(facecolor=SOURCE_COLORS[s], label=label) for s, label in SOURCE_LABELS.items()]
+
+
+def save(fig: Figure, path: str | Path, *, dpi: int = DPI) -> Path:
+    """Write ``fig`` to ``path`` (format by extension), making folders as needed."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=dpi, bbox_inches="tight", facecolor="white")
+    return path
+
+
+def png_bytes(fig: Figure, *, dpi: int = DPI) -> bytes:
+    """``fig`` as PNG bytes."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight", facecolor="white")
+    return buf.getvalue()

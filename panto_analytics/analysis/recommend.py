@@ -1,0 +1,292 @@
+"""Choosing ``keep_verbatim``: one budget, picked by a stated rule, with its reasons and warnings.
+
+Two rules, alone or together, each over the sessions that have at least one
+turn (a session without turns keeps nothing at any budget):
+
+``min_kept_turns=K`` with ``coverage=P``
+    the *smallest* budget at which at least P of sessions keep K or more
+    whole turns verbatim. A session with fewer than K turns counts when it
+    keeps all of them: no budget can do more for it.
+``max_kept_share=S`` with ``context_window=W``
+    the *largest* budget at which the kept suffix stays within ``S * W``
+    tokens for at least P of sessions.
+
+Both criteria are monotone in the budget (a larger budget never keeps
+fewer turns or tokens), so the budgets meeting the first rule are those from
+some budget up, and those meeting the second are those up to some budget.
+With both rules, the smallest budget meeting both is chosen: it keeps
+enough turns and leaves the most room.
+
+>>> import polars as pl
+>>> s = pl.DataFrame({"session_id": ["a", "a", "b", "b"], "budget": [10, 20] * 2,
+...     "kept_turns": [1, 2, 2, 2], "kept_tokens": [9, 19, 8, 8], "n_turns": [3, 3, 2, 2],
+...     "summarized_tokens": [21, 11, 0, 0], "active_tokens": [30, 30, 8, 8],
+...     "noop": [False, False, True, True], "capped": [False] * 4})
+>>> recommend(s, Criteria(min_kept_turns=2, coverage=1.0)).budget
+20
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import polars as pl
+
+from ..policy.expressions import SESSION
+from .formatting import format_tokens
+from ..policy import summarize_splits
+
+#: The rule applied when none is given: 90% of sessions keep at least two whole turns.
+DEFAULT_MIN_KEPT_TURNS = 2
+DEFAULT_COVERAGE = 0.9
+
+
+@dataclass(frozen=True)
+class Criteria:
+    """What a good budget must do; see the module docstring for the rules."""
+
+    min_kept_turns: int | None = None
+    max_kept_share: float | None = None
+    context_window: int | None = None
+    coverage: float = DEFAULT_COVERAGE
+
+    def __post_init__(self):
+        if not 0 < self.coverage <= 1:
+            raise ValueError(f"coverage is a share of sessions in (0, 1], got {self.coverage}")
+        if self.min_kept_turns is not None and self.min_kept_turns < 1:
+            raise ValueError(f"min_kept_turns must be at least 1, got {self.min_kept_turns}")
+        if self.max_kept_share is not None:
+            if not 0 < self.max_kept_share <= 1:
+                raise ValueError(f"max_kept_share is a share of the window in (0, 1], got {self.max_kept_share}")
+            if not self.context_window or self.context_window < 1:
+                raise ValueError("max_kept_share needs a context_window (tokens)")
+
+    def or_default(self) -> "Criteria":
+        """These criteria, or the default rule when no rule is set."""
+        if self.min_kept_turns is None and self.max_kept_share is None:
+            return Criteria(min_kept_turns=DEFAULT_MIN_KEPT_TURNS, coverage=self.coverage)
+        return self
+
+    @property
+    def limit(self) -> int | None:
+        """``max_kept_share * context_window`` in whole tokens, or None."""
+        if self.max_kept_share is None:
+            return None
+        return int(self.max_kept_share * self.context_window)
+
+    def describe(self) -> list[str]:
+        """Each rule as a sentence."""
+        out = []
+        if self.min_kept_turns is not None:
+            k = self.min_kept_turns
+            out.append(f"the smallest budget at which at least {self.coverage:.0%} of sessions keep {k} or more "
+                       f"whole turn{'s' if k > 1 else ''} verbatim (or all of theirs, when they have fewer)")
+        if self.max_kept_share is not None:
+            out.append(f"the largest budget at which the kept suffix stays within {self.max_kept_share:.0%} of a "
+                       f"{format_tokens(self.context_window)}-token context window ({format_tokens(self.limit)} "
+                       f"tokens) for at least {self.coverage:.0%} of sessions")
+        return out
+
+
+def coverage_table(splits: pl.DataFrame | pl.LazyFrame, criteria: Criteria) -> pl.DataFrame:
+    """The sweep table (one row per budget) plus, for each rule set, its coverage and verdict.
+
+    Adds ``sessions_with_turns``; for ``min_kept_turns``: ``keeps_k_share``,
+    ``meets_min_kept_turns`` and ``fewer_than_k_turns`` (sessions that
+    count when they keep all their turns); for ``max_kept_share``:
+    ``within_limit_share`` and ``meets_max_kept_share``. Shares are over
+    sessions with turns.
+    """
+    lf = splits.lazy()
+    with_turns = pl.col("n_turns") > 0
+    n = with_turns.sum()
+    aggs = {"sessions_with_turns": n.cast(pl.UInt32)}
+    verdicts = []
+    if criteria.min_kept_turns is not None:
+        aggs["fewer_than_k_turns"] = (with_turns & (pl.col("n_turns") < criteria.min_kept_turns)).sum().cast(pl.UInt32)
+        wanted = pl.min_horizontal(pl.col("n_turns"), pl.lit(criteria.min_kept_turns, pl.UInt32))
+        aggs["keeps_k_share"] = ((pl.col("kept_turns") >= wanted) & with_turns).sum() / n.clip(1)
+        verdicts.append((pl.col("keeps_k_share") >= criteria.coverage).alias("meets_min_kept_turns"))
+    if criteria.max_kept_share is not None:
+        aggs["within_limit_share"] = ((pl.col("kept_tokens") <= criteria.limit) & with_turns).sum() / n.clip(1)
+        verdicts.append((pl.col("within_limit_share") >= criteria.coverage).alias("meets_max_kept_share"))
+    rules = lf.group_by("budget").agg(**aggs).with_columns(verdicts)
+    return summarize_splits(lf).join(rules, on="budget", how="left").sort("budget").collect()
+
+
+@dataclass
+class Recommendation:
+    """The chosen budget (None when no budget tried meets the rules), why, and what to watch."""
+
+    budget: int | None
+    criteria: Criteria
+    table: pl.DataFrame
+    reasons: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def around(self, n: int = 2) -> pl.DataFrame:
+        """Rows of :attr:`table` for the chosen budget and ``n`` budgets either side."""
+        if self.budget is None:
+            return self.table.head(0)
+        idx = self.table.with_row_index("_i").filter(pl.col("budget") == self.budget)["_i"][0]
+        return self.table.slice(max(0, idx - n), 2 * n + 1)
+
+    def headline(self) -> str:
+        if self.budget is None:
+            return "no budget tried meets the rule"
+        return f"recommended keep_verbatim: {format_tokens(self.budget)} ({self.budget} tokens)"
+
+    def to_text(self, n: int = 2) -> str:
+        """A plain-text account: the budget, the rule, the reasons, nearby rows and warnings."""
+        lines = [self.headline(), ""]
+        lines += [f"rule: {rule}" for rule in self.criteria.describe()]
+        lines += [f"why: {reason}" for reason in self.reasons]
+        rows = self.around(n) if self.budget is not None else self.table
+        if rows.is_empty():
+            return "\n".join(lines + [f"warning: {w}" for w in self.warnings])
+        rows = rows.select(display_columns(rows)).with_columns(
+            pl.col("^kept_.*$").round().cast(pl.Int64),
+            pl.when(pl.lit(self.budget is not None) & (pl.col("budget") == (self.budget or 0)))
+            .then(pl.lit("<- chosen")).otherwise(pl.lit("")).alias(" "),
+        )
+        with pl.Config(tbl_rows=len(rows), tbl_cols=-1, tbl_width_chars=220, tbl_hide_dataframe_shape=True,
+                       tbl_hide_column_data_types=True, float_precision=3):
+            lines += ["", str(rows)]
+        lines += [f"warning: {w}" for w in self.warnings]
+        return "\n".join(lines)
+
+
+def display_columns(table: pl.DataFrame) -> list[str]:
+    """The columns worth showing when a table is printed, in order."""
+    wanted = ["budget", "sessions", "noop_share", "zero_kept_share", "capped_share", "kept_tokens_p50",
+              "kept_turns_p50", "summarized_share", "keeps_k_share", "within_limit_share"]
+    return [c for c in wanted if c in table.columns]
+
+
+def recommend(splits: pl.DataFrame | pl.LazyFrame, criteria: Criteria | None = None, *,
+              turns: pl.DataFrame | pl.LazyFrame | None = None) -> Recommendation:
+    """Pick a budget from those in ``splits`` by ``criteria`` (the default rule when None).
+
+    Pass ``turns`` (from :func:`panto_analytics.turns`) to have the warning
+    about sessions that keep nothing name their last turn's size.
+    """
+    criteria = (criteria or Criteria()).or_default()
+    table = coverage_table(splits, criteria)
+    rec = Recommendation(None, criteria, table)
+    if table.is_empty() or table["sessions_with_turns"].max() == 0:
+        rec.warnings.append("no session has a turn: there is nothing to choose a budget for")
+        return rec
+    budgets = table["budget"]
+    lo = hi = None
+    if criteria.min_kept_turns is not None:
+        lo = table.filter("meets_min_kept_turns")["budget"].min()
+        rec.reasons.append(_min_turns_reason(table, criteria, lo))
+    if criteria.max_kept_share is not None:
+        hi = table.filter("meets_max_kept_share")["budget"].max()
+        rec.reasons.append(_max_share_reason(table, criteria, hi))
+    both = criteria.min_kept_turns is not None and criteria.max_kept_share is not None
+    if both:
+        if lo is not None and hi is not None and lo <= hi:
+            rec.budget = lo
+            rec.reasons.append(f"budgets from {format_tokens(lo)} to {format_tokens(hi)} meet both rules; the "
+                               "smallest is chosen: it keeps enough turns and leaves the most room")
+        elif lo is not None and hi is not None:
+            rec.warnings.append(f"the rules conflict: keeping enough turns needs at least {format_tokens(lo)}, "
+                                f"but the kept-share limit allows at most {format_tokens(hi)}")
+    else:
+        rec.budget = lo if lo is not None else hi
+    if rec.budget is not None:
+        rec.budget = int(rec.budget)
+        rec.warnings += _edge_warnings(rec.budget, budgets, criteria, lo, hi)
+        rec.warnings += outcome_warnings(splits, rec.budget, turns=turns)
+    no_turns = int(table["sessions"][0] - table["sessions_with_turns"][0])
+    if no_turns:
+        rec.reasons.append(f"{no_turns} session(s) without turns are left out: they keep nothing at any budget")
+    return rec
+
+
+def _row(table: pl.DataFrame, budget) -> dict | None:
+    rows = table.filter(pl.col("budget") == budget).to_dicts()
+    return rows[0] if rows else None
+
+
+def _neighbour(table: pl.DataFrame, budget, step: int):
+    idx = table["budget"].to_list().index(budget) + step
+    return table.row(idx, named=True) if 0 <= idx < len(table) else None
+
+
+def _min_turns_reason(table: pl.DataFrame, c: Criteria, lo) -> str:
+    k = c.min_kept_turns
+    what = f"keep {k}+ whole turn{'s' if k > 1 else ''} (or all of theirs)"
+    if lo is None:
+        best = table.sort("keeps_k_share", "budget", descending=[True, False]).row(0, named=True)
+        return (f"no budget tried is enough: at most {best['keeps_k_share']:.1%} of sessions {what}, "
+                f"at {format_tokens(best['budget'])}; try larger budgets")
+    row = _row(table, lo)
+    text = (f"at {format_tokens(lo)}, {row['keeps_k_share']:.1%} of the {row['sessions_with_turns']} sessions "
+            f"with turns {what}, at least the {c.coverage:.0%} asked for")
+    prev = _neighbour(table, lo, -1)
+    if prev is not None:
+        text += f"; at {format_tokens(prev['budget'])}, the next smaller budget tried, only {prev['keeps_k_share']:.1%} do"
+    else:
+        text += "; it is the smallest budget tried"
+    if row["fewer_than_k_turns"]:
+        text += (f" ({row['fewer_than_k_turns']} of them have fewer than {k} turns and count when they keep them all)")
+    return text
+
+
+def _max_share_reason(table: pl.DataFrame, c: Criteria, hi) -> str:
+    limit = format_tokens(c.limit)
+    if hi is None:
+        best = table.sort("within_limit_share", "budget", descending=[True, False]).row(0, named=True)
+        return (f"no budget tried keeps the suffix within {limit} tokens for {c.coverage:.0%} of sessions (best: "
+                f"{best['within_limit_share']:.1%} at {format_tokens(best['budget'])}); try smaller budgets")
+    row = _row(table, hi)
+    text = (f"at {format_tokens(hi)}, the kept suffix stays within {limit} tokens for "
+            f"{row['within_limit_share']:.1%} of sessions, at least the {c.coverage:.0%} asked for")
+    nxt = _neighbour(table, hi, +1)
+    if nxt is not None:
+        text += f"; at {format_tokens(nxt['budget'])}, the next larger budget tried, only {nxt['within_limit_share']:.1%}"
+    else:
+        text += "; it is the largest budget tried"
+    return text
+
+
+def _edge_warnings(budget: int, budgets: pl.Series, c: Criteria, lo, hi) -> list[str]:
+    """A choice at the edge of the grid may be an artefact of the budgets tried."""
+    out = []
+    if lo is not None and budget == lo and lo == budgets.min() and lo > 0:
+        out.append(f"{format_tokens(budget)} is the smallest budget tried; a smaller one may meet the rule too")
+    if c.min_kept_turns is None and hi is not None and budget == hi == budgets.max():
+        out.append(f"{format_tokens(budget)} is the largest budget tried; a larger one may meet the rule too")
+    return out
+
+
+def outcome_warnings(splits: pl.DataFrame | pl.LazyFrame, budget: int, *,
+                     turns: pl.DataFrame | pl.LazyFrame | None = None, examples: int = 3) -> list[str]:
+    """Pathological outcomes at ``budget``: sessions that keep nothing, capped sessions.
+
+    A session keeps nothing verbatim when its newest turn alone is larger
+    than the budget; libpanto then summarizes the whole active window.
+    """
+    at = splits.lazy().filter(pl.col("budget") == budget)
+    zero = at.filter((pl.col("kept_turns") == 0) & (pl.col("n_turns") > 0)).select(SESSION)
+    if turns is not None:
+        last = turns.lazy().group_by(SESSION).agg(last_turn_tokens=pl.col("tokens").sort_by("turn").last())
+        zero = zero.join(last, on=SESSION, how="left").sort("last_turn_tokens", descending=True)
+    counts = at.select(sessions=pl.len(), with_turns=(pl.col("n_turns") > 0).sum(), capped=pl.col("capped").sum())
+    counts = counts.collect().row(0, named=True)
+    zero = zero.collect()
+    out = []
+    if len(zero):
+        if "last_turn_tokens" in zero.columns:
+            shown = ", ".join(f"{sid} ({format_tokens(t)} tokens)" for sid, t in zero.head(examples).iter_rows())
+        else:
+            shown = ", ".join(str(s) for s in zero[SESSION].head(examples))
+        more = f" and {len(zero) - examples} more" if len(zero) > examples else ""
+        out.append(f"{len(zero)} of {counts['with_turns']} sessions ({len(zero) / counts['with_turns']:.1%}) keep "
+                   f"nothing verbatim at {format_tokens(budget)}: their last turn alone exceeds the budget, so "
+                   f"libpanto summarizes everything (e.g. {shown}{more})")
+    if counts["capped"]:
+        out.append(f"{counts['capped']} session(s) have more than 4096 turns: libpanto records only the first "
+                   "4096 turn starts, so everything after them counts as one long last turn")
+    return out

@@ -1,0 +1,151 @@
+"""A corpus read once, as tables: messages, sessions, recorded compactions.
+
+:func:`read_sessions` gives the message frame only. :func:`read_corpus`
+reads the same files (with the same options: format, strictness, cache,
+progress, jobs) and keeps what the files say about each session::
+
+    corpus = read_corpus("~/.claude/projects", cache=True)
+    corpus.messages      # the message frame (what read_sessions returns)
+    corpus.sessions      # one row per session          (SESSIONS_SCHEMA)
+    corpus.compactions   # one row per recorded compaction (COMPACTIONS_SCHEMA)
+    corpus.report        # IngestReport: files, messages, skips, ignored records
+    corpus.cache         # CacheStats of this read, or None without a cache
+
+:func:`sessions` and :func:`compactions` take a :class:`Corpus`, or paths
+(then they read them, with the same keyword options).
+
+Sessions (one row per session, in file order):
+
+- ``session_id``, ``file``, ``source_format``: as in the message frame;
+- ``model``: the session's, else the last model a message names;
+- ``context_window``: where the file records it;
+- ``first_timestamp``, ``last_timestamp``: earliest and latest of the
+  session's creation time and its messages' timestamps;
+- ``messages``; ``api_calls``: as the format records them, else the
+  assistant messages with usage (one call each);
+- ``final_context``: libpanto's ``cumulativeAt`` of the last assistant
+  usage, the context the session ended with; null without usage;
+- ``compactions``: recorded compaction events; ``parent_session_id``.
+
+Compactions: ``session_id``; ``anchor_seq``, the seq of the
+``compaction_summary`` message; ``trigger`` (e.g. ``auto``, ``manual``);
+``tokens_before``, the context size that triggered it; ``first_kept_seq``,
+the first message kept verbatim, where recorded.
+
+>>> import tempfile, pathlib
+>>> d = pathlib.Path(tempfile.mkdtemp())
+>>> _ = (d / "s.jsonl").write_text(
+...     '{"type":"message","role":"user","content":[{"type":"text","text":"hi"}]}\\n'
+...     '{"type":"message","role":"assistant","content":[],'
+...     '"usage":{"input":90,"output":10,"cache_read":0,"cache_write":0}}\\n')
+>>> sessions(d).select("session_id", "messages", "api_calls", "final_context").rows()
+[('s', 2, 1, 100)]
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable
+
+import polars as pl
+
+from ..errors import IngestReport
+from ..policy import expressions as ex
+from ..schema import COMPACTIONS_SCHEMA, SESSION_META_SCHEMA, SESSIONS_SCHEMA
+from .cache import Cache, CacheStats
+from .formats.base import ParsedFile
+from .paths import PathLike
+from .pipeline import read_files
+
+__all__ = ["Corpus", "compactions", "read_corpus", "sessions"]
+
+@dataclass
+class Corpus:
+    """Everything one read of a corpus gives (see the module docstring)."""
+
+    messages: pl.DataFrame
+    sessions: pl.DataFrame
+    compactions: pl.DataFrame
+    report: IngestReport
+    cache: CacheStats | None = None
+
+
+def read_corpus(paths: Iterable[PathLike] | PathLike, *, format: str | None = None, skip_invalid: bool = False,
+                report: IngestReport | None = None, cache: Cache | PathLike | bool | None = None,
+                progress: bool = False, jobs: int | None = None) -> Corpus:
+    """Read the sessions under ``paths`` into a :class:`Corpus`; options as in
+    :func:`~panto_analytics.ingest.pipeline.read_sessions`."""
+    read = read_files(paths, format=format, skip_invalid=skip_invalid, report=report, cache=cache,
+                      progress=progress, jobs=jobs)
+    return Corpus(read.messages, sessions_table(read.files, read.messages), compactions_table(read.files),
+                  read.report, read.cache)
+
+
+def sessions(source: Corpus | Iterable[PathLike] | PathLike, **options) -> pl.DataFrame:
+    """One row per session (``SESSIONS_SCHEMA``) of a :class:`Corpus`, or of the files under ``source``."""
+    return _corpus(source, options).sessions
+
+
+def compactions(source: Corpus | Iterable[PathLike] | PathLike, **options) -> pl.DataFrame:
+    """The recorded compaction events (``COMPACTIONS_SCHEMA``) of a :class:`Corpus`, or of the files under ``source``."""
+    return _corpus(source, options).compactions
+
+
+def _corpus(source, options: dict) -> Corpus:
+    if isinstance(source, Corpus):
+        if options:
+            raise TypeError("read options apply to paths, not to a Corpus already read")
+        return source
+    return read_corpus(source, **options)
+
+
+def sessions_table(parsed: list[ParsedFile], messages: pl.DataFrame) -> pl.DataFrame:
+    """The sessions table of parsed files whose message frame is ``messages``."""
+    recorded = pl.DataFrame({
+        "recorded_api_calls": [p.session.api_calls for p in parsed],
+        "compactions": [len(p.session.compactions) for p in parsed],
+    }, schema={"recorded_api_calls": pl.UInt32(), "compactions": pl.UInt32()})
+    meta = pl.concat([sessions_frame(parsed), recorded], how="horizontal")
+    per_session = messages.group_by("session_id").agg(
+        messages=pl.len(),
+        first_message=pl.col("timestamp").min(),
+        last_message=pl.col("timestamp").max(),
+        message_model=pl.col("model").drop_nulls().last().cast(pl.String),
+        counted_api_calls=ex.is_api_call().sum(),
+        final_context=ex.assistant_cumulative().drop_nulls().last(),
+    )
+    table = meta.join(per_session, on="session_id", how="left", maintain_order="left")
+    return table.select(
+        "session_id", "file", "source_format",
+        pl.coalesce("model", "message_model").alias("model"),
+        "context_window",
+        pl.min_horizontal("created_at", "first_message").alias("first_timestamp"),
+        pl.max_horizontal("created_at", "last_message").alias("last_timestamp"),
+        pl.col("messages").fill_null(0),
+        pl.coalesce("recorded_api_calls", "counted_api_calls", pl.lit(0)).alias("api_calls"),
+        "final_context", "compactions", "parent_session_id",
+    ).cast(SESSIONS_SCHEMA)
+
+
+def compactions_table(parsed: list[ParsedFile]) -> pl.DataFrame:
+    """One row per compaction event the files recorded, in file and event order."""
+    rows = [(p.session.session_id, c.get("anchor_index"), c.get("trigger"), c.get("tokens_before"),
+             c.get("first_kept_index"))
+            for p in parsed for c in p.session.compactions]
+    return pl.DataFrame(rows, schema=COMPACTIONS_SCHEMA, orient="row")
+
+
+def sessions_frame(parsed: list[ParsedFile]) -> pl.DataFrame:
+    """One row per parsed session with its file-level metadata."""
+    rows = [
+        {
+            "session_id": p.session.session_id,
+            "file": str(p.path),
+            "source_format": p.source_format,
+            "model": p.session.model,
+            "context_window": p.session.context_window,
+            "parent_session_id": p.session.parent_session_id,
+            "created_at": p.session.created_at,
+        }
+        for p in parsed
+    ]
+    return pl.DataFrame(rows, schema=SESSION_META_SCHEMA)

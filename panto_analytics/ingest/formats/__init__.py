@@ -1,0 +1,65 @@
+"""Source-format adapters, one module per format (each satisfies :class:`.base.Adapter`), and format detection.
+
+>>> sorted(ADAPTERS)
+['canonical', 'claude-code', 'codex', 'pi']
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+
+from ...errors import InputError
+from . import canonical, claude_code, codex, jsonl, pi
+from .base import Adapter
+
+__all__ = ["ADAPTERS", "Adapter", "adapter", "detect_format"]
+
+#: Tried in this order when detecting. pi and Codex come first: their legacy
+#: records also look canonical (a "message" with a role).
+_DETECTION_ORDER: tuple[Adapter, ...] = (pi, codex, canonical, claude_code)
+
+#: Adapters by format name, in detection order.
+ADAPTERS: dict[str, Adapter] = {a.NAME: a for a in _DETECTION_ORDER}
+
+_SNIFF_LINES = 20
+
+
+def detect_format(path: str | Path) -> str:
+    """The format of ``path``, judged from its first JSON records.
+
+    An empty (or blank) file is canonical: a session with no messages.
+    Raises :class:`InputError` when no adapter recognises the file.
+    """
+    seen = 0
+    with open(path, "rb") as f:
+        for lineno, raw in enumerate(f, 1):
+            if not raw.strip():
+                continue
+            try:
+                record = orjson.loads(raw)
+            except orjson.JSONDecodeError as e:
+                if not seen:
+                    hint = (jsonl.NOT_JSONL if raw.strip() in (b"{", b"[")
+                            else f"the first line is not valid JSON: {e.msg}")
+                    raise InputError(path, lineno, hint) from None
+                break
+            # Most files are known by their first record; read on only while none claims it.
+            for name, candidate in ADAPTERS.items():
+                if candidate.sniff(record):
+                    return name
+            seen += 1
+            if seen >= _SNIFF_LINES:
+                break
+    if not seen:
+        return canonical.NAME
+    raise InputError(path, None, f"unknown session format (known: {', '.join(ADAPTERS)}); "
+                     "use --format to force one")
+
+
+def adapter(name: str) -> Adapter:
+    """The adapter of format ``name``; ValueError naming the known formats otherwise."""
+    try:
+        return ADAPTERS[name]
+    except KeyError:
+        raise ValueError(f"unknown format {name!r} (known: {', '.join(ADAPTERS)})") from None

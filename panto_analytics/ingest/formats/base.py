@@ -1,0 +1,202 @@
+"""What every adapter shares: the contract it satisfies, the message it yields, the file it reads.
+
+An adapter is a module that satisfies :class:`Adapter`: ``NAME`` (a
+``schema.SOURCE_FORMATS`` entry), ``sniff(record) -> bool`` (does this first
+JSON record look like my format?), ``parse(src: SourceFile) ->
+Iterator[Message]``, and two optional hooks, ``read_frames`` (a columnar fast
+path over many files) and ``postprocess`` (cross-file rules over every
+:class:`ParsedFile` of the format), each ``None`` where the format has none.
+``parse`` yields libpanto messages, in the order the agent had them, with
+*canonical* content blocks (see ``docs/formats.md``); :class:`FrameBuilder`
+turns them into frame rows. Bad lines go through :meth:`SourceFile.invalid`,
+which raises or counts a skip; records that are not conversation go through
+:meth:`SourceFile.ignore`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import IO, Any, Callable, Iterator, Protocol
+
+import polars as pl
+
+from ...errors import IngestReport, InputError
+from ...schema import MAX_USAGE, MESSAGE_SCHEMA, USAGE_COLUMNS
+from ...words import message_words
+
+
+@dataclass(slots=True)
+class Message:
+    """One libpanto message: role, canonical blocks, usage (or None), provenance."""
+
+    role: str
+    content: list[dict]
+    usage: dict[str, int] | None
+    line: int
+    timestamp: datetime | None = None
+    model: str | None = None
+
+
+@dataclass
+class SessionMeta:
+    """What a file says about its session as a whole."""
+
+    session_id: str
+    model: str | None = None
+    context_window: int | None = None
+    parent_session_id: str | None = None
+    created_at: datetime | None = None
+    #: Recorded compaction events: dicts with anchor_index (index of the
+    #: summary message among the messages yielded), trigger, tokens_before,
+    #: first_kept_index (or None).
+    compactions: list[dict] = field(default_factory=list)
+    api_calls: int | None = None
+    #: A source id per yielded message, in order (Claude Code: the uuid of the
+    #: record that opened it), for cross-file rules in an adapter's
+    #: ``postprocess``; None when the format has no such ids.
+    message_ids: list[str | None] | None = None
+
+
+class SourceFile:
+    """A file being parsed: its path, its session's metadata, its error policy."""
+
+    def __init__(self, path: str | Path, source_format: str, *, skip_invalid: bool = False,
+                 report: IngestReport | None = None):
+        self.path = Path(path)
+        self.source_format = source_format
+        self.skip_invalid = skip_invalid
+        self.report = report if report is not None else IngestReport()
+        self.meta = SessionMeta(session_id=self.path.stem)
+
+    def invalid(self, line: int | None, reason: str) -> None:
+        """A bad line: raise :class:`InputError`, or count it under ``skip_invalid``."""
+        if not self.skip_invalid:
+            raise InputError(self.path, line, reason)
+        self.report.skip(self.path, reason)
+
+    def ignore(self, record_type: str) -> None:
+        """A valid record that is not conversation: counted, never fatal."""
+        self.report.ignore(self.source_format, record_type)
+
+    def open(self) -> IO[bytes]:
+        return open(self.path, "rb")
+
+
+@dataclass
+class ParsedFile:
+    """The messages and session metadata of one file (``session`` None: skipped whole under skip_invalid)."""
+
+    messages: pl.DataFrame
+    session: SessionMeta | None
+    path: Path
+    source_format: str | None
+
+
+#: A columnar fast path: the message frame of each file, or None where it declines (the file is then parsed).
+ReadFrames = Callable[[list[SourceFile]], list[pl.DataFrame | None]]
+#: Cross-file rules: every parsed file of the format in, the files kept out (in order; a kept one may be updated).
+Postprocess = Callable[[list[ParsedFile], IngestReport], list[ParsedFile]]
+
+
+class Adapter(Protocol):
+    """What the ingest pipeline needs of a source format; each format module satisfies it."""
+
+    @property
+    def NAME(self) -> str: ...  # noqa: N802 (a module constant)
+
+    def sniff(self, record: Any) -> bool: ...
+
+    def parse(self, src: SourceFile) -> Iterator[Message]: ...
+
+    @property
+    def read_frames(self) -> ReadFrames | None: ...
+
+    @property
+    def postprocess(self) -> Postprocess | None: ...
+
+
+class Invalid(ValueError):
+    """Raised by validators inside an adapter; the adapter reports it with its line."""
+
+
+def usage_counter(value: Any, key: str) -> int:
+    """A usage counter as an int, or :class:`Invalid` saying what is wrong with it.
+
+    >>> usage_counter(12, "input")
+    12
+    >>> usage_counter(1.5, "output")
+    Traceback (most recent call last):
+    ...
+    panto_analytics.ingest.formats.base.Invalid: usage.output must be a non-negative integer, got 1.5
+    """
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise Invalid(f"usage.{key} must be a non-negative integer, got {value!r}")
+    if value > MAX_USAGE:
+        raise Invalid(f"usage.{key} = {value} is above the supported maximum {MAX_USAGE}")
+    return value
+
+
+def parse_timestamp(value: Any) -> datetime | None:
+    """An ISO-8601 string or epoch milliseconds as an aware UTC datetime, else None.
+
+    >>> parse_timestamp("2025-01-02T03:04:05.678Z").isoformat()
+    '2025-01-02T03:04:05.678000+00:00'
+    >>> parse_timestamp(1735787045678).year
+    2025
+    """
+    if isinstance(value, str):
+        try:
+            ts = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            return None
+        return ts if ts.tzinfo else ts.replace(tzinfo=timezone.utc)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return datetime.fromtimestamp(value / 1000, tz=timezone.utc)
+    return None
+
+
+class FrameBuilder:
+    """Accumulates messages as frame columns; text is counted, then dropped."""
+
+    def __init__(self) -> None:
+        self._cols: dict[str, list] = {name: [] for name in MESSAGE_SCHEMA}
+
+    @property
+    def height(self) -> int:
+        """Rows added so far."""
+        return len(self._cols["seq"])
+
+    def add_session(self, src: SourceFile, messages: Iterator[Message]) -> int:
+        """Append all messages of one session; returns how many were added."""
+        cols = self._cols
+        n = 0
+        for n, msg in enumerate(messages, 1):
+            kinds = {b["type"] for b in msg.content}
+            cols["role"].append(msg.role)
+            cols["words"].append(message_words(msg.content))
+            cols["has_tool_result"].append("tool_result" in kinds)
+            cols["has_summary"].append("compaction_summary" in kinds)
+            usage = msg.usage
+            for name in USAGE_COLUMNS:
+                cols[name].append(None if usage is None else usage.get(name, 0))
+            cols["model"].append(msg.model)
+            cols["timestamp"].append(msg.timestamp)
+            cols["line"].append(msg.line)
+        meta = src.meta
+        cols["session_id"].extend([meta.session_id] * n)
+        cols["seq"].extend(range(n))
+        cols["source_format"].extend([src.source_format] * n)
+        cols["file"].extend([str(src.path)] * n)
+        # Messages without a model of their own inherit the session's.
+        if meta.model is not None:
+            model = cols["model"]
+            for i in range(len(model) - n, len(model)):
+                if model[i] is None:
+                    model[i] = meta.model
+        return n
+
+    def finish(self) -> pl.DataFrame:
+        return pl.DataFrame(self._cols, schema=MESSAGE_SCHEMA)

@@ -1,0 +1,58 @@
+"""Which files a list of paths names: files, folders searched for ``*.jsonl``, globs."""
+from __future__ import annotations
+
+import glob
+import os
+from pathlib import Path
+from typing import Iterable
+
+from ..errors import InputError
+
+__all__ = ["PathLike", "expand_paths"]
+
+PathLike = str | Path
+
+
+def expand_paths(paths: Iterable[PathLike] | PathLike) -> list[Path]:
+    """Files named, ``*.jsonl`` under directories (recursively), and glob matches.
+
+    Order is stable (sorted within a directory or glob) and duplicates are dropped.
+    """
+    if isinstance(paths, (str, Path)):
+        paths = [paths]
+    out: list[Path] = []
+    for p in paths:
+        p = Path(p).expanduser()
+        if p.is_dir():
+            out.extend(sorted((q for q in p.rglob("*.jsonl") if q.is_file()), key=str))
+        elif p.exists():
+            out.append(p)
+        elif glob.has_magic(str(p)):
+            out.extend(sorted(Path(q) for q in glob.glob(str(p), recursive=True) if Path(q).is_file()))
+        else:
+            raise InputError(p, None, "no such file or directory")
+    seen: set[str] = set()
+    real = _RealPaths()
+    return [p for p in out if not ((r := real(p)) in seen or seen.add(r))]
+
+
+class _RealPaths:
+    """``os.path.realpath`` of many files, resolving each folder once (a corpus has thousands of files)."""
+
+    def __init__(self) -> None:
+        self._folders: dict[str, str] = {}
+
+    def __call__(self, path: Path) -> str:
+        if os.path.islink(path):
+            return os.path.realpath(path)
+        folder, name = os.path.split(path)
+        return os.path.join(self._folder(folder), name)
+
+    def _folder(self, folder: str) -> str:
+        if folder not in self._folders:
+            parent, name = os.path.split(folder)
+            if not name or name in (".", "..") or os.path.islink(folder):
+                self._folders[folder] = os.path.realpath(folder or ".")
+            else:  # a plain folder: its parent's real path, plus its name
+                self._folders[folder] = os.path.join(self._folder(parent), name)
+        return self._folders[folder]

@@ -1,0 +1,300 @@
+"""Reading session files into the message frame: the one path every read takes.
+
+:func:`read_files` is the entry point that :func:`read_sessions`,
+:func:`~panto_analytics.ingest.corpus.read_corpus` and the command line
+share: paths -> files (:mod:`.paths`) -> cached entries (:mod:`.cache`) ->
+batches parsed on worker processes (:mod:`.schedule`, :mod:`.parallel`) by
+the adapters (:mod:`.formats`) -> cross-file rules -> one message frame.
+
+>>> import tempfile, pathlib
+>>> d = pathlib.Path(tempfile.mkdtemp())
+>>> _ = (d / "s.jsonl").write_text(
+...     '{"type":"message","role":"user","content":[{"type":"text","text":"hi there"}]}\\n')
+>>> read_sessions([d]).select("session_id", "seq", "role", "words").rows()
+[('s', 0, 'user', 2)]
+"""
+from __future__ import annotations
+
+import dataclasses
+import warnings
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable
+
+import numpy as np
+import polars as pl
+
+from ..errors import IngestReport, InputError
+from ..policy.expressions import is_api_call
+from ..schema import empty_messages
+from . import parallel, schedule
+from .cache import Cache, CacheStats, CacheWarning, Entry, FileKey, as_cache
+from .formats import ADAPTERS, adapter, detect_format
+from .formats.base import FrameBuilder, ParsedFile, SessionMeta, SourceFile
+from .paths import PathLike, expand_paths
+from .progress import Progress
+
+__all__ = ["Ingested", "concat_messages", "parse_files", "parse_here", "read_files", "read_sessions"]
+
+
+@dataclass
+class Ingested:
+    """What one read gives: the parsed files, their message frame, the report, the cache's share."""
+
+    files: list[ParsedFile]
+    messages: pl.DataFrame
+    report: IngestReport
+    cache: CacheStats | None = None
+
+
+def read_files(paths: Iterable[PathLike] | PathLike, *, format: str | None = None,
+               skip_invalid: bool = False, report: IngestReport | None = None,
+               cache: Cache | PathLike | bool | None = None, progress: bool = False,
+               jobs: int | None = None) -> Ingested:
+    """Read every session under ``paths``; options as in :func:`read_sessions`."""
+    report = report if report is not None else IngestReport()
+    store = as_cache(cache)
+    before = dataclasses.replace(store.stats) if store is not None else None
+    parsed = parse_files(expand_paths(paths), format=format, skip_invalid=skip_invalid, report=report,
+                         cache=store, progress=progress, jobs=jobs)
+    stats = store.stats.since(before) if store is not None and before is not None else None
+    return Ingested(parsed, concat_messages([p.messages for p in parsed]), report, stats)
+
+
+def read_sessions(paths: Iterable[PathLike] | PathLike, *, format: str | None = None,
+                  skip_invalid: bool = False, report: IngestReport | None = None,
+                  cache: Cache | PathLike | bool | None = None, progress: bool = False,
+                  jobs: int | None = None) -> pl.DataFrame:
+    """The message frame of every session under ``paths``.
+
+    Parameters
+    ----------
+    paths
+        Files, directories (searched recursively for ``*.jsonl``) and globs.
+    format
+        Force one source format instead of detecting it per file.
+    skip_invalid
+        Skip bad lines instead of raising :class:`InputError`; the skips are
+        counted in ``report``.
+    report
+        An :class:`IngestReport` to fill with counts and skips.
+    cache
+        A :class:`~panto_analytics.ingest.cache.Cache` or its folder (True: the
+        per-user default folder): files unchanged since they were cached are
+        read from it, the others parsed and stored. None (default): no cache.
+    progress
+        Show a progress bar on stderr, if stderr is a terminal.
+    jobs
+        Processes to parse with, this one included; None: all cores.
+
+    Returns
+    -------
+    pl.DataFrame
+        One row per message (``schema.MESSAGE_SCHEMA``), sessions contiguous and in ``seq`` order.
+    """
+    return read_files(paths, format=format, skip_invalid=skip_invalid, report=report, cache=cache,
+                      progress=progress, jobs=jobs).messages
+
+
+def parse_here(paths: list[PathLike], *, format: str | None = None, skip_invalid: bool = False,
+               reports: list[IngestReport | None] | None = None) -> list[ParsedFile]:
+    """Parse files in this process, each counted in its own report (or one new each).
+
+    Adapters with a columnar fast path (``read_frames(sources)``) get all
+    their files at once; a file the fast path returns None for, and every
+    file of other formats, is read line by line by the adapter's ``parse``.
+    Errors are raised in file order.
+    """
+    reports = [r if r is not None else IngestReport() for r in (reports or [None] * len(paths))]
+    sources: list[SourceFile | InputError] = []
+    for path, report in zip(paths, reports):
+        try:
+            sources.append(SourceFile(path, format or detect_format(path), skip_invalid=skip_invalid, report=report))
+        except InputError as e:  # raised below, in file order
+            sources.append(e)
+    frames = _fast_frames(sources)
+    # Files without a fast-path frame are read line by line into one builder,
+    # whose frame is built once and sliced per file (a frame per file costs more).
+    builder, rows = FrameBuilder(), {}
+    for i, (src, frame, report) in enumerate(zip(sources, frames, reports)):
+        if isinstance(src, InputError):
+            if not skip_invalid:
+                raise src
+            # Not a session file at all (say, pretty-printed JSON): skipped whole, and counted.
+            report.files += 1
+            report.skip(src.path, f"whole file skipped: {src.reason}")
+            frames[i] = empty_messages()
+        elif frame is None:
+            src.meta = SessionMeta(session_id=src.path.stem)  # forget what a failed fast path read
+            start = builder.height
+            rows[i] = (start, builder.add_session(src, adapter(src.source_format).parse(src)))
+    if rows:
+        built = builder.finish()
+        for i, (start, n) in rows.items():
+            frames[i] = built.slice(start, n)
+    parsed = [ParsedFile(frame, None, Path(src.path), None) if isinstance(src, InputError)
+              else ParsedFile(frame, src.meta, src.path, src.source_format)
+              for src, frame in zip(sources, frames)]
+    counted = _counted_api_calls([p.messages for p in parsed])
+    for p, report, calls in zip(parsed, reports, counted):
+        if p.session is not None:
+            report.files += 1
+            report.sessions += 1
+            report.messages += p.messages.height
+            report.api_calls += p.session.api_calls if p.session.api_calls is not None else calls
+    return parsed
+
+
+#: Threads for the columnar fast paths within one process.
+FAST_PATH_THREADS = max(1, min(4, parallel.default_jobs()))
+
+def _fast_frames(sources: list) -> list[pl.DataFrame | None]:
+    """Frames from the adapters' columnar fast paths, None where there is none or it declined.
+
+    A fast path spends its time in Arrow, NumPy and Polars code that
+    releases the GIL, so its files are split between threads, one per core.
+    """
+    frames: list[pl.DataFrame | None] = [None] * len(sources)
+    for name, fmt in ADAPTERS.items():
+        fast = fmt.read_frames
+        mine = [i for i, src in enumerate(sources) if isinstance(src, SourceFile) and src.source_format == name]
+        if fast is None or not mine:
+            continue
+        shares = [mine[k::FAST_PATH_THREADS] for k in range(FAST_PATH_THREADS) if mine[k::FAST_PATH_THREADS]]
+        with ThreadPoolExecutor(len(shares)) as pool:
+            done = pool.map(lambda share: fast([sources[i] for i in share]), shares)
+            for share, share_frames in zip(shares, done):
+                for i, frame in zip(share, share_frames):
+                    frames[i] = frame
+    return frames
+
+
+def _counted_api_calls(frames: list[pl.DataFrame]) -> list[int]:
+    """:func:`counted_api_calls` of each frame, in one query over all of them (per-frame queries add up)."""
+    if not frames:
+        return []
+    all_rows = pl.concat(frames, how="vertical", rechunk=False)
+    is_call = all_rows.select(is_api_call()).to_series().to_numpy()
+    owner = np.repeat(np.arange(len(frames)), [f.height for f in frames])
+    return np.bincount(owner, weights=is_call, minlength=len(frames)).astype(int).tolist()
+
+
+def parse_files(files: list[Path], *, format: str | None = None, skip_invalid: bool = False,
+                report: IngestReport | None = None, cache: Cache | PathLike | bool | None = None,
+                progress: bool = False, jobs: int | None = None) -> list[ParsedFile]:
+    """Parse files and check that no session id is claimed by two of them.
+
+    Cached files are read from ``cache``; the rest are parsed on ``jobs``
+    processes (see :mod:`panto_analytics.ingest.parallel`) and stored. The
+    adapters' ``postprocess`` hooks then see every file, cached or not, so a
+    cached read gives the same frame and report as a cold one. Options as in
+    :func:`read_sessions`.
+    """
+    report = report if report is not None else IngestReport()
+    cache = as_cache(cache)
+    before = dataclasses.replace(cache.stats) if cache is not None else None
+    keys = [FileKey.of(f) for f in files]
+    entries = cache.lookup(keys, format, skip_invalid) if cache is not None else [None] * len(keys)
+    todo = [i for i, e in enumerate(entries) if e is None]
+    bar = Progress(len(keys), sum(k.size for k in keys), enabled=None if progress else False)
+    bar.advance(sum(keys[i].size for i, e in enumerate(entries) if e is not None),
+                files=len(keys) - len(todo), cached=True)
+    with bar:
+        pool_from = schedule.pool_threshold([keys[i] for i in todo], format)
+        batches = schedule.batches([keys[i] for i in todo], jobs, pool_from)
+        batch_results = parallel.run(
+            _parse_batch, [(batch, format, skip_invalid, cache) for batch in batches],
+            weights=[sum(k.size for k in batch) for batch in batches], jobs=jobs, min_weight=pool_from,
+            on_done=lambda j, _: bar.advance(sum(k.size for k in batches[j]), files=len(batches[j])),
+            stop=lambda r: r[0][0] == "error")
+    results = [r for batch in batch_results if batch is not None for r in batch]
+    errors = [r[1] for r in results if r[0] == "error"]
+    if errors:
+        raise InputError(*errors[0])
+    for i, (_, entry, stats, error) in zip(todo, results):
+        entries[i] = entry
+        if cache is not None:
+            cache.absorb(stats, error)
+    if cache is not None:
+        cache.count_misses(len(todo))
+        cache.update_pack(keys, format, entries)
+        _warn_about(cache, before)
+    for entry in entries:
+        report.merge(entry.report)
+    parsed = [ParsedFile(e.messages, e.session, f if isinstance(f, Path) else Path(f), e.source_format)
+              for f, e in zip(files, entries) if e.session is not None]
+    parsed = postprocess(parsed, report)
+    check_unique_sessions(parsed)
+    return parsed
+
+
+def parse_entries(paths: list[PathLike], format: str | None = None, skip_invalid: bool = False) -> list[Entry]:
+    """Parse files, each with a report of its own: what the cache stores."""
+    reports = [IngestReport() for _ in paths]
+    parsed = parse_here(paths, format=format, skip_invalid=skip_invalid, reports=reports)
+    return [Entry(p.messages, p.session, p.source_format, r) for p, r in zip(parsed, reports)]
+
+
+def _parse_batch(task: tuple[list[FileKey], str | None, bool, Cache | None]) -> list[tuple]:
+    """Parse and cache files, here or in a worker: ``("ok", entry, stats, error)`` per file, or ``[("error", args)]``.
+
+    Errors travel as values: :class:`InputError` does not survive pickling.
+    """
+    keys, format, skip_invalid, cache = task
+    try:
+        entries = parse_entries([key.path for key in keys], format, skip_invalid)
+    except InputError as e:
+        return [("error", (e.path, e.line, e.reason))]
+    if cache is None:
+        return [("ok", entry, CacheStats(), None) for entry in entries]
+    out = []
+    for key, entry in zip(keys, entries):
+        mine = Cache(cache.root)  # counts what this task wrote, wherever it runs
+        mine.store(key, format, entry)
+        out.append(("ok", entry, mine.stats, mine.last_error))
+    return out
+
+
+def _warn_about(cache: Cache, before: CacheStats) -> None:
+    """One warning per kind of trouble this read had with the cache."""
+    now = cache.stats.since(before)
+    rebuilt, failed = now.rebuilt, now.write_errors
+    if rebuilt:
+        warnings.warn(f"cache: {rebuilt} corrupt or foreign cache file(s) in {cache.root} "
+                      "were discarded and rebuilt", CacheWarning, stacklevel=4)
+    if failed:
+        warnings.warn(f"cache: {failed} file(s) not cached; {cache.last_error}", CacheWarning, stacklevel=4)
+
+
+def postprocess(parsed: list[ParsedFile], report: IngestReport | None) -> list[ParsedFile]:
+    """Let each adapter that defines ``postprocess(files, report)`` see all its files at once.
+
+    This is where cross-file rules live (a Claude Code session resumed into
+    another file must not be counted twice). File order is kept.
+    """
+    report = report if report is not None else IngestReport()
+    for name, fmt in ADAPTERS.items():
+        hook = fmt.postprocess
+        mine = [p for p in parsed if p.source_format == name]
+        if hook is None or not mine:
+            continue
+        kept = {id(p) for p in hook(mine, report)}
+        parsed = [p for p in parsed if p.source_format != name or id(p) in kept]
+    return parsed
+
+
+def check_unique_sessions(parsed: list[ParsedFile]) -> None:
+    owner: dict[str, Path] = {}
+    for p in parsed:
+        sid = p.session.session_id
+        if sid in owner:
+            raise InputError(p.path, None, f"session id {sid!r} is also the id of {owner[sid]}")
+        owner[sid] = p.path
+
+
+def concat_messages(frames: list[pl.DataFrame]) -> pl.DataFrame:
+    """One message frame from many, in file order."""
+    if not frames:
+        return empty_messages()
+    return pl.concat(frames, how="vertical", rechunk=True)

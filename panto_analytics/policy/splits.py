@@ -1,0 +1,146 @@
+"""libpanto's ``computeSplit`` over whole corpora: one row per (session, budget).
+
+:func:`splits` takes a message frame (``DataFrame`` or ``LazyFrame``, as
+:func:`~panto_analytics.read_sessions` returns it) and returns the same kind.
+The split for every budget comes from suffix sums of the turn costs of
+:mod:`panto_analytics.policy.turns` and one ``search_sorted`` of the budgets
+against them (see :func:`splits`).
+
+>>> import polars as pl
+>>> msgs = pl.DataFrame({
+...     "session_id": ["s"] * 4, "seq": [0, 1, 2, 3],
+...     "role": ["user", "assistant", "user", "assistant"], "words": [1] * 4,
+...     "has_tool_result": [False] * 4, "has_summary": [False] * 4,
+...     "input": [0, 100, 0, 300], "output": [0, 100, 0, 100],
+...     "cache_read": [0] * 4, "cache_write": [0] * 4})
+>>> splits(msgs, [200]).select("prefix_end", "kept_turns", "kept_tokens").rows()
+[(2, 1, 200)]
+"""
+from __future__ import annotations
+
+from typing import Iterable
+
+import polars as pl
+
+from ..schema import SPLIT_SCHEMA
+from . import expressions as ex
+from .turns import Frame, _cast, _checked, _same_kind, _sessions, _turns, annotate
+
+__all__ = ["budget_series", "splits"]
+
+S = ex.SESSION
+
+
+def budget_series(budgets: Iterable[int]) -> pl.Series:
+    """Budgets as a sorted, unique UInt64 series.
+
+    >>> budget_series([20_000, 0, 20_000]).to_list()
+    [0, 20000]
+    """
+    values = sorted({int(b) for b in budgets})
+    if values and values[0] < 0:
+        raise ValueError(f"budgets must be non-negative, got {values[0]}")
+    if values and values[-1] >= 2**64:
+        raise ValueError(f"budgets must fit in 64 bits, got {values[-1]}")
+    return pl.Series("budget", values, dtype=pl.UInt64)
+
+
+def splits(messages: Frame, budgets: Iterable[int], *, sessions: pl.DataFrame | pl.LazyFrame | None = None) -> Frame:
+    """One row per (session, budget): libpanto's split and what it keeps.
+
+    ``prefix_end`` and ``kept_turns`` equal ``computeSplit(messages, usages,
+    budget)``. Walking turns backward, libpanto keeps turns while the running
+    total stays within the budget; since turn costs are non-negative, the
+    kept turns are exactly those whose *suffix sum* (the turn and every later
+    one) is ``<= budget``. So for each budget the split is at the turn with
+    the largest suffix sum not above it. Turned around, each turn is the
+    split for a contiguous range of the sorted budgets, found with one
+    ``search_sorted``; exploding those ranges gives every (session, budget)
+    row, sessions in input order and budgets ascending, without a cross join.
+
+    A session with no messages has no rows in the message frame; pass
+    ``sessions`` (any frame with a ``session_id`` column, e.g. the sessions
+    table) to get a row for it too, in that frame's order.
+    """
+    budget = budget_series(budgets)
+    annotated = annotate(_checked(messages).lazy()).cache()
+    tf = _turns(annotated).with_columns(suffix=pl.col("tokens").cum_sum(reverse=True).over(S))
+    per_session = _with_empty_sessions(_split_sessions(annotated, tf), sessions, messages)
+    ranges = _budget_ranges(tf, per_session, budget)
+    # One row per (session, budget index) the range covers.
+    rows = ranges.with_columns(_i=pl.int_ranges("lo", "hi", dtype=pl.UInt32)).explode("_i")
+    kept = pl.when(pl.col("kept_turn").is_not_null()).then(pl.col("n_turns") - pl.col("kept_turn")).otherwise(0)
+    out = rows.with_columns(
+        budget=pl.lit(budget).gather(pl.col("_i")),
+        kept_turns=kept,
+        kept_tokens=pl.col("suffix").fill_null(0),
+        prefix_end=pl.when(pl.col("n_turns") == 0).then(pl.col("n_messages"))  # no turns
+        .when(kept == pl.col("n_turns")).then(pl.col("first_turn_seq"))  # everything fits
+        .when(kept == 0).then(pl.col("n_messages"))  # not even the last turn fits
+        .otherwise(pl.col("kept_start")),
+    ).with_columns(
+        summarized_tokens=pl.col("active_tokens") - pl.col("kept_tokens"),
+        noop=pl.col("kept_turns") == pl.col("n_turns"),
+    )
+    return _same_kind(_cast(out, SPLIT_SCHEMA), messages)
+
+
+def _split_sessions(annotated: pl.LazyFrame, tf: pl.LazyFrame) -> pl.LazyFrame:
+    """Per session: what :func:`_sessions` gives, plus ``active_tokens`` (all turns' cost)."""
+    active = tf.filter(pl.col("turn") == 0).select(S, active_tokens=pl.col("suffix"))
+    return (
+        _sessions(annotated)
+        .join(active, on=S, how="left", maintain_order="left")
+        .with_columns(pl.col("active_tokens").fill_null(0))
+    )
+
+
+def _with_empty_sessions(per_session: pl.LazyFrame, sessions, messages) -> pl.LazyFrame:
+    """Add the sessions of ``sessions`` that have no messages (computeSplit gives (0, 0)), numbered in order."""
+    if sessions is not None:
+        dtype = messages.lazy().collect_schema()[S]
+        per_session = (
+            sessions.lazy().select(pl.col(S).cast(pl.String))
+            .join(per_session.with_columns(pl.col(S).cast(pl.String)), on=S, how="left", maintain_order="left")
+            .with_columns(
+                pl.col(S).cast(dtype),
+                pl.col("n_messages", "n_turns", "first_turn_seq", "active_tokens").fill_null(0),
+                pl.col("capped").fill_null(False),
+            )
+        )
+    return per_session.with_row_index("_order")
+
+
+def _budget_ranges(tf: pl.LazyFrame, per_session: pl.LazyFrame, budget: pl.Series) -> pl.LazyFrame:
+    """Per session, the budget-index ranges ``[lo, hi)`` each split applies to.
+
+    A turn whose suffix sum is ``s`` is the split for every budget from the
+    first one ``>= s`` up to (not including) the first one ``>=`` the
+    previous turn's suffix sum. Budgets below the last turn's own cost keep
+    nothing (``kept_turn`` null).
+    """
+    first_at_least = pl.lit(budget).search_sorted(pl.col("suffix"), side="left").cast(pl.UInt32)
+    # Equal suffix sums (zero-cost turns) keep the earliest turn: libpanto
+    # keeps walking while the total does not grow past the budget. Turn 0
+    # opens each session, so a plain shift compares turns of one session.
+    candidates = (
+        tf.filter((pl.col("turn") == 0) | (pl.col("suffix") != pl.col("suffix").shift(1)))
+        .select(S, "suffix", kept_turn="turn", kept_start="start_seq", lo=first_at_least)
+        .with_columns(hi=pl.when(pl.col("kept_turn") == 0).then(pl.lit(len(budget), pl.UInt32))
+                      .otherwise(pl.col("lo").shift(1)))
+    )
+    nothing_kept = candidates.group_by(S).agg(hi=pl.col("lo").min())
+    session_cols = per_session.collect_schema().names()
+    zero_rows = (
+        per_session.join(nothing_kept, on=S, how="left")
+        .with_columns(lo=pl.lit(0, pl.UInt32), hi=pl.col("hi").fill_null(len(budget)),
+                      kept_turn=pl.lit(None, pl.UInt32), kept_start=pl.lit(None, pl.UInt32),
+                      suffix=pl.lit(None, pl.UInt64))
+    )
+    turn_rows = candidates.join(per_session, on=S, how="inner")
+    cols = [*session_cols, "lo", "hi", "kept_turn", "kept_start", "suffix"]
+    return (
+        pl.concat([zero_rows.select(cols), turn_rows.select(cols)], how="vertical_relaxed")
+        .filter(pl.col("hi") > pl.col("lo"))
+        .sort("_order", "lo")
+    )

@@ -1,0 +1,215 @@
+"""Plots: the numbers behind them (checked against numpy and by hand) and the figures (headless)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+from matplotlib.figure import Figure
+
+import panto_analytics as pa
+from panto_analytics.analysis import plot_data as data
+from panto_analytics.analysis import plots
+from panto_analytics.ingest.formats import ADAPTERS
+
+from conftest import REPO, FIXTURES
+
+FIXTURE = FIXTURES / "recommend"
+REALDATA = REPO.parent / "shared" / "realdata"
+
+
+def split_rows(rows: list[tuple]) -> pl.DataFrame:
+    """A splits frame from (session, budget, kept_turns, kept_tokens, n_turns, active_tokens) rows."""
+    df = pl.DataFrame(rows, orient="row", schema=["session_id", "budget", "kept_turns", "kept_tokens",
+                                                  "n_turns", "active_tokens"])
+    return df.with_columns(
+        summarized_tokens=pl.col("active_tokens") - pl.col("kept_tokens"),
+        noop=pl.col("kept_turns") == pl.col("n_turns"),
+        capped=pl.lit(False),
+    )
+
+
+# Four sessions at two budgets; "z" has no turns and must stay out of the distributions.
+SPLITS = split_rows([
+    ("a", 100, 1, 80, 3, 300), ("b", 100, 0, 0, 2, 500), ("c", 100, 2, 90, 2, 90), ("z", 100, 0, 0, 0, 0),
+    ("a", 1000, 3, 300, 3, 300), ("b", 1000, 1, 400, 2, 500), ("c", 1000, 2, 90, 2, 90), ("z", 1000, 0, 0, 0, 0),
+])
+
+
+def test_kept_tokens_stats_match_numpy_over_sessions_with_turns():
+    stats = data.kept_tokens_stats(SPLITS)
+    assert stats["budget"].to_list() == [100, 1000]
+    for budget, values in ((100, [80, 0, 90]), (1000, [300, 400, 90])):
+        row = stats.filter(budget=budget).row(0, named=True)
+        assert row["sessions"] == 3
+        for name, q in data.QUANTILES.items():
+            assert row[name] == pytest.approx(np.percentile(values, q * 100))
+        assert (row["min"], row["max"]) == (min(values), max(values))
+
+
+def test_kept_turns_stats_median():
+    stats = data.kept_turns_stats(SPLITS)
+    assert stats["median"].to_list() == [1.0, 2.0]  # medians of [1, 0, 2] and [3, 1, 2]
+
+
+def test_summarized_share_per_session_and_pooled():
+    stats = data.summarized_share_stats(SPLITS).filter(budget=100).row(0, named=True)
+    shares = [220 / 300, 500 / 500, 0 / 90]
+    assert stats["median"] == pytest.approx(np.median(shares))
+    assert stats["q1"] == pytest.approx(np.percentile(shares, 25))
+    assert stats["pooled"] == pytest.approx((220 + 500 + 0) / (300 + 500 + 90))
+
+
+def test_outcome_shares_by_hand():
+    shares = data.outcome_shares(SPLITS)
+    got = {(r["budget"], r["outcome"].split(" ")[0]): r["share"] for r in shares.iter_rows(named=True)}
+    # Budget 100: noop c and z (2 of 4); zero kept b (1 of the 3 with turns).
+    assert got[(100, "noop")] == 0.5 and got[(100, "zero")] == pytest.approx(1 / 3)
+    # Budget 1000: noop a, c, z; nobody keeps nothing.
+    assert got[(1000, "noop")] == 0.75 and got[(1000, "zero")] == 0.0
+    assert got[(100, "capped")] == got[(1000, "capped")] == 0.0
+
+
+def test_segments_split_every_statistic():
+    segments = pl.DataFrame({"session_id": ["a", "b", "c", "z"], "segment": ["x", "x", "y", "y"]})
+    stats = data.kept_tokens_stats(SPLITS, segments).filter(budget=1000)
+    assert dict(zip(stats["segment"], stats["median"])) == {"x": 350.0, "y": 90.0}
+    shares = data.outcome_shares(SPLITS, segments).filter(budget=100, outcome=data.OUTCOMES[0][0])
+    assert dict(zip(shares["segment"], shares["share"])) == {"x": 0.0, "y": 1.0}
+
+
+def test_turn_size_histogram_bins_by_powers_of_ten():
+    turns = pl.DataFrame({"session_id": ["s"] * 8, "turn": list(range(8)),
+                          "tokens": [1, 9, 10, 99, 100, 1000, 0, 1000],
+                          "token_source": ["usage"] * 7 + ["words"]})
+    hist = data.turn_size_histogram(turns, bins_per_decade=1)
+    usage = hist.filter(token_source="usage")
+    # [1, 10): 1 and 9; [10, 100): 10 and 99; [100, 1000): 100; [1000, 10000): 1000. Zero is left out.
+    assert list(zip(usage["lo"].round(6), usage["turns"])) == [(1, 2), (10, 2), (100, 1), (1000, 1)]
+    assert hist.filter(token_source="words")["lo"].round(6).to_list() == [1000]
+    shares = data.token_source_shares(turns)
+    assert dict(zip(shares["token_source"], shares["turns"])) == {"usage": 7, "words": 1}
+    assert shares.filter(token_source="usage")["zero_token_turns"].item() == 1
+    assert shares["share"].sum() == pytest.approx(1.0)
+
+
+def test_session_segments():
+    msgs = pa.read_sessions(FIXTURE)
+    model = data.session_segments(msgs, "model")
+    assert dict(model.rows()) == {"a": "m1", "b": "m1", "c": "m2", "d": "m2", "e": "m2"}
+    assert data.session_segments(msgs, "model", top=1)["segment"].unique().to_list() == ["other"]
+    length = dict(data.session_segments(msgs, "length").rows())
+    assert length == {"a": "1-4 turns", "b": "1-4 turns", "c": "1-4 turns", "d": "1-4 turns", "e": "no turns"}
+    assert set(data.session_segments(msgs, "source_format")["segment"]) == {"canonical"}
+    with pytest.raises(ValueError, match="cannot segment"):
+        data.session_segments(msgs, "colour")
+
+
+def test_lumped_segments_keep_the_most_common():
+    msgs = pl.DataFrame({"session_id": list("abcdef"), "model": ["p", "p", "p", "q", "q", "r"],
+                         "source_format": ["canonical"] * 6})
+    seg = data.session_segments(msgs, "model", top=2)
+    assert dict(seg.rows()) == {"a": "p", "b": "p", "c": "p", "d": "other", "e": "other", "f": "other"}
+    assert list(seg["segment"].dtype.categories) == ["p", "other"]
+
+
+# --- figures ----------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def corpus():
+    msgs = pa.read_sessions(FIXTURE)
+    return msgs, pa.splits(msgs, [0, 1000, 2000, 3000, 4000, 5000]), pa.turns(msgs)
+
+
+def test_kept_tokens_plot_draws_the_boxes_and_the_budget(corpus):
+    _, splits, _ = corpus
+    fig = plots.kept_tokens_by_budget(splits, highlight=2000)
+    ax = fig.axes[0]
+    stats = data.kept_tokens_stats(splits)
+    # One median line per box, at the computed medians.
+    medians = [line.get_ydata()[0] for line in ax.lines if line.get_color() == plots.PALETTE[0]
+               and len(line.get_ydata()) == 2 and line.get_ydata()[0] == line.get_ydata()[1]
+               and line.get_linewidth() == 2]
+    assert medians == stats["median"].to_list()
+    # The budget marks sit at the budgets.
+    budget_marks = [c for c in ax.collections if c.get_label().startswith("budget")][0]
+    assert [seg[0][1] for seg in budget_marks.get_segments()] == [0, 1000, 2000, 3000, 4000, 5000]
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "recommended: 2k" in labels
+    assert "tokens" in ax.get_ylabel() and "tokens" in ax.get_xlabel()
+
+
+def test_sweep_plot_entry_point_takes_only_the_splits(corpus):
+    # cli/core_commands.py calls kept_tokens_by_budget(splits) for `sweep --plot`.
+    assert isinstance(plots.kept_tokens_by_budget(corpus[1]), Figure)
+
+
+@pytest.mark.parametrize("segment_by", [None, "model", "length"])
+def test_every_plot_renders_headless(corpus, segment_by, tmp_path):
+    msgs, splits, turns = corpus
+    seg = data.session_segments(msgs, segment_by) if segment_by else None
+    figures = {
+        "kept": plots.kept_tokens_by_budget(splits, segments=seg, highlight=2000),
+        "kept_log": plots.kept_tokens_by_budget(splits, segments=seg, log=True),
+        "outcomes": plots.outcome_shares_by_budget(splits, segments=seg, highlight=2000),
+        "summarized": plots.summarized_share_by_budget(splits, segments=seg),
+        "turns": plots.kept_turns_by_budget(splits, segments=seg, log=True),
+        "sizes": plots.turn_sizes(turns, segments=seg),
+    }
+    for name, fig in figures.items():
+        assert isinstance(fig, Figure)
+        png = plots.png_bytes(fig)
+        assert png.startswith(b"\x89PNG") and len(png) > 10_000, name
+        for ax in fig.axes:
+            if ax.get_visible() and ax.get_xlabel():
+                assert "tokens" in ax.get_xlabel(), name
+        path = plots.save(fig, tmp_path / "sub" / f"{name}.png")
+        assert path.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_segment_plots_have_one_line_per_segment(corpus):
+    msgs, splits, _ = corpus
+    seg = data.session_segments(msgs, "model")
+    fig = plots.kept_turns_by_budget(splits, segments=seg)
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    # Most sessions first: m2 has c, d and e, but e has no turns to count.
+    assert labels == ["m2: median of 2 sessions", "m1: median of 2 sessions"]
+
+
+def test_turn_sizes_counts_what_it_draws(corpus):
+    _, _, turns = corpus
+    fig = plots.turn_sizes(turns)
+    drawn = sum(p.get_height() for p in fig.axes[0].patches)
+    assert drawn == turns.filter(pl.col("tokens") > 0).height
+
+
+def test_plots_do_not_touch_pyplot(corpus):
+    import matplotlib.pyplot as plt
+
+    before = plt.get_fignums()
+    plots.kept_tokens_by_budget(corpus[1])
+    assert plt.get_fignums() == before
+
+
+def real_jsonl_files() -> list[Path]:
+    """The real recordings that are JSONL; two are pretty-printed JSON on purpose (see SOURCES.md)."""
+    def first_line_is_json(path: Path) -> bool:
+        with path.open("rb") as f:
+            first = f.readline().strip()
+        return first.startswith(b"{") and first.endswith(b"}")
+
+    return [p for p in sorted(REALDATA.rglob("*.jsonl")) if first_line_is_json(p)]
+
+
+@pytest.mark.skipif(not REALDATA.is_dir(), reason="../shared/realdata is not present")
+def test_plots_on_the_real_recordings(tmp_path):
+    missing = {"pi", "claude-code", "codex"} - set(ADAPTERS)
+    if missing:
+        pytest.skip(f"adapters not available yet: {', '.join(sorted(missing))}")
+    msgs = pa.read_sessions(real_jsonl_files(), skip_invalid=True)
+    splits = pa.splits(msgs, pa.parse_budgets("0:200k:21"))
+    seg = data.session_segments(msgs, "source_format")
+    for fig in (plots.kept_tokens_by_budget(splits, log=True), plots.outcome_shares_by_budget(splits, segments=seg),
+                plots.turn_sizes(pa.turns(msgs), segments=seg)):
+        assert plots.png_bytes(fig).startswith(b"\x89PNG")

@@ -1,0 +1,180 @@
+"""Recommending a budget: the rules, their edges, the warnings, and the CLI.
+
+Expected answers are worked out by hand from tests/fixtures/recommend/README.md
+(turn costs a: 1000/1000/1000, b: 500/4000, c: 200, d: 26, e: no turns).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+from click.testing import CliRunner
+
+import panto_analytics as pa
+from panto_analytics.cli import main
+from panto_analytics.analysis.recommend import Criteria, coverage_table, outcome_warnings, recommend
+
+from conftest import FIXTURES
+
+FIXTURE = FIXTURES / "recommend"
+BUDGETS = [0, 1000, 2000, 3000, 4000, 5000]
+
+
+@pytest.fixture(scope="module")
+def messages() -> pl.DataFrame:
+    return pa.read_sessions(FIXTURE)
+
+
+@pytest.fixture(scope="module")
+def splits(messages) -> pl.DataFrame:
+    return pa.splits(messages, BUDGETS)
+
+
+def test_min_kept_turns_coverage_by_hand(splits):
+    # Sessions with turns: a, b, c, d. A session counts when it keeps min(2, n_turns) turns:
+    # at 1000 c and d (2/4), at 2000 also a (3/4), b needs both turns = 4500 tokens, so 5000.
+    table = coverage_table(splits, Criteria(min_kept_turns=2))
+    assert table["sessions_with_turns"].to_list() == [4] * 6
+    assert table["keeps_k_share"].to_list() == [0.0, 0.5, 0.75, 0.75, 0.75, 1.0]
+    assert table["fewer_than_k_turns"].to_list() == [2] * 6  # c and d have one turn
+
+
+@pytest.mark.parametrize("coverage, expected", [(0.5, 1000), (0.75, 2000), (0.8, 5000), (1.0, 5000)])
+def test_min_kept_turns_picks_the_smallest_budget(splits, coverage, expected):
+    rec = recommend(splits, Criteria(min_kept_turns=2, coverage=coverage))
+    assert rec.budget == expected
+    assert any("at least" in r for r in rec.reasons)
+
+
+def test_max_kept_share_picks_the_largest_budget(splits):
+    # Limit 0.2 x 10k = 2000 tokens. Kept tokens at 3000: a 3000 (over), b 0, c 200, d 26: 3/4 within.
+    # At 4000: a 3000 and b 4000 over: 2/4.
+    table = coverage_table(splits, Criteria(max_kept_share=0.2, context_window=10_000))
+    assert table["within_limit_share"].to_list() == [1.0, 1.0, 1.0, 0.75, 0.5, 0.5]
+    assert recommend(splits, Criteria(max_kept_share=0.2, context_window=10_000, coverage=0.75)).budget == 3000
+    assert recommend(splits, Criteria(max_kept_share=0.2, context_window=10_000, coverage=1.0)).budget == 2000
+
+
+def test_both_rules_take_the_smallest_budget_meeting_both(splits):
+    rec = recommend(splits, Criteria(min_kept_turns=2, max_kept_share=0.2, context_window=10_000, coverage=0.75))
+    assert rec.budget == 2000
+    assert any("from 2k to 3k meet both" in r for r in rec.reasons)
+
+
+def test_conflicting_rules_recommend_nothing_and_say_so(splits):
+    # All 4 sessions keeping 2 turns needs 5000; all within 2000 tokens allows at most 2000.
+    rec = recommend(splits, Criteria(min_kept_turns=2, max_kept_share=0.2, context_window=10_000, coverage=1.0))
+    assert rec.budget is None
+    assert any("conflict" in w for w in rec.warnings)
+    assert "no budget tried" in rec.to_text()
+
+
+def test_unreachable_rule_says_which_budget_came_closest(splits):
+    rec = recommend(splits.filter(pl.col("budget") <= 3000), Criteria(min_kept_turns=2, coverage=1.0))
+    assert rec.budget is None
+    assert any("75.0%" in r and "larger budgets" in r for r in rec.reasons)
+
+
+def test_default_rule_is_two_turns_for_ninety_percent(splits):
+    rec = recommend(splits)
+    assert rec.criteria == Criteria(min_kept_turns=2, coverage=0.9)
+    assert rec.budget == 5000
+
+
+def test_warns_about_sessions_whose_last_turn_exceeds_the_budget(messages, splits):
+    # At 2000 only b keeps nothing: its last turn alone is 4000 tokens.
+    warnings = outcome_warnings(splits, 2000, turns=pa.turns(messages))
+    assert len(warnings) == 1
+    assert "1 of 4 sessions" in warnings[0] and "b (4k tokens)" in warnings[0]
+    assert outcome_warnings(splits, 5000) == []
+
+
+def test_warns_about_capped_sessions():
+    s = pl.DataFrame({"session_id": ["x", "y"], "budget": [10, 10], "kept_turns": [1, 1], "kept_tokens": [5, 5],
+                      "n_turns": [4096, 2], "summarized_tokens": [9, 0], "active_tokens": [14, 5],
+                      "noop": [False, True], "capped": [True, False]})
+    warnings = outcome_warnings(s, 10)
+    assert len(warnings) == 1 and "4096" in warnings[0]
+
+
+def test_sessions_without_turns_are_left_out_and_said_to_be(splits):
+    rec = recommend(splits, Criteria(min_kept_turns=1, coverage=1.0))
+    assert rec.budget == 4000  # b's last turn is 4000 tokens; e has no turns and does not block 100%
+    assert any("1 session(s) without turns" in r for r in rec.reasons)
+
+
+def test_smallest_budget_in_the_grid_is_flagged(splits):
+    rec = recommend(splits.filter(pl.col("budget") >= 1000), Criteria(min_kept_turns=1, coverage=0.75))
+    assert rec.budget == 1000  # a, c and d keep their last turn
+    assert any("smallest budget tried" in w for w in rec.warnings)
+
+
+def test_around_gives_the_rows_either_side(splits):
+    rec = recommend(splits, Criteria(min_kept_turns=2, coverage=0.75))
+    assert rec.around(1)["budget"].to_list() == [1000, 2000, 3000]
+    assert rec.around(5)["budget"].to_list() == BUDGETS
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"coverage": 0}, {"coverage": 1.5}, {"min_kept_turns": 0},
+    {"max_kept_share": 0.3}, {"max_kept_share": 2, "context_window": 1000},
+])
+def test_bad_criteria_are_refused(kwargs):
+    with pytest.raises(ValueError):
+        Criteria(**kwargs)
+
+
+def test_coverage_is_computed_lazily_too(splits):
+    eager = coverage_table(splits, Criteria(min_kept_turns=2))
+    lazy = coverage_table(splits.lazy(), Criteria(min_kept_turns=2))
+    assert eager.equals(lazy)
+
+
+# --- CLI ---------------------------------------------------------------------------------------------------
+
+def run(*args):
+    return CliRunner().invoke(main, ["recommend", str(FIXTURE), "-b", "0,1k,2k,3k,4k,5k", *args])
+
+
+def test_cli_prints_budget_rule_rows_and_warnings():
+    result = run("-k", "2", "-p", "75%")
+    assert result.exit_code == 0, result.output
+    out = result.output
+    assert out.startswith("recommended keep_verbatim: 2k (2000 tokens)")
+    assert "rule: the smallest budget" in out and "why: at 2k, 75.0%" in out
+    assert "<- chosen" in out
+    assert "warning: 1 of 4 sessions" in out
+
+
+def test_cli_max_kept_share(tmp_path):
+    result = run("-s", "0.2", "-w", "10k", "-p", "0.75", "-o", str(tmp_path / "t.csv"))
+    assert result.exit_code == 0, result.output
+    assert "recommended keep_verbatim: 3k" in result.output
+    table = pl.read_csv(tmp_path / "t.csv")
+    assert table["budget"].to_list() == BUDGETS and "within_limit_share" in table.columns
+
+
+def test_cli_exits_1_when_no_budget_meets_the_rule():
+    result = run("-k", "2", "-p", "1", "-s", "0.2", "-w", "10k")
+    assert result.exit_code == 1
+    assert "no budget tried meets the rule" in result.output
+
+
+@pytest.mark.parametrize("args, message", [
+    (["-s", "0.2"], "needs --context-window"),
+    (["-w", "10k"], "give both"),
+    (["-p", "150%"], "(0, 1]"),
+    (["-w", "lots", "-s", "0.1"], "not a token budget"),
+])
+def test_cli_usage_errors(args, message):
+    result = run(*args)
+    assert result.exit_code == 2
+    assert message in result.output
+
+
+def test_cli_bad_input_is_one_line(tmp_path):
+    (tmp_path / "bad.jsonl").write_text('{"type":"message","role":"user","content":[]}\n{not json\n')
+    result = CliRunner().invoke(main, ["recommend", str(tmp_path)])
+    assert result.exit_code == 1
+    assert "bad.jsonl:2" in result.output and "Traceback" not in result.output

@@ -1,0 +1,55 @@
+"""What the adapter tests share: parsing one file, and comparing splits with libpanto's oracle."""
+from __future__ import annotations
+
+from pathlib import Path
+
+
+import panto_analytics as pa
+from conftest import FIXTURES, SHARED, oracle_module
+from panto_analytics.errors import IngestReport
+from panto_analytics.ingest.formats import adapter, detect_format
+from panto_analytics.ingest.formats.base import Message, SessionMeta, SourceFile
+
+REALDATA = SHARED / "realdata"
+
+#: Budgets for oracle comparisons: zero, small, around real turn sizes, past every session.
+BUDGETS = [0, 1, 100, 1_000, 5_000, 10_000, 20_000, 50_000, 100_000, 200_000, 500_000, 10**9, 2**64 - 1]
+
+
+def parse(path: Path, *, format: str | None = None, skip_invalid: bool = False
+          ) -> tuple[list[Message], SessionMeta, IngestReport]:
+    """The messages an adapter yields for one file, its session metadata and the report."""
+    report = IngestReport()
+    fmt = format or detect_format(path)
+    src = SourceFile(path, fmt, skip_invalid=skip_invalid, report=report)
+    messages = list(adapter(fmt).parse(src))
+    return messages, src.meta, report
+
+
+def canonical(messages: list[Message]) -> list[dict]:
+    """Messages as the oracle's canonical records."""
+    return [{"type": "message", "role": m.role, "content": m.content, "usage": m.usage} for m in messages]
+
+
+def blocks(message: Message) -> list[str]:
+    return [b["type"] for b in message.content]
+
+
+def assert_splits_match_oracle(paths: list[Path]) -> int:
+    """``pa.splits`` over ``paths`` equals libpanto's computeSplit on the adapters' messages.
+
+    Sessions without messages are compared too (computeSplit gives them (0, 0)).
+    Returns how many sessions were compared.
+    """
+    oracle = oracle_module()
+    sessions = {}
+    for path in paths:
+        messages, meta, _ = parse(path)
+        sessions[meta.session_id] = canonical(messages)
+    want = {(sid, b): split for sid, row in zip(sessions, oracle.oracle_splits(list(sessions.values()), BUDGETS))
+            for b, split in zip(BUDGETS, row, strict=True)}
+    corpus = pa.read_corpus(paths)
+    got = {(r["session_id"], r["budget"]): (r["prefix_end"], r["kept_turns"])
+           for r in pa.splits(corpus.messages, BUDGETS, sessions=corpus.sessions).to_dicts()}
+    assert got == want
+    return len(sessions)

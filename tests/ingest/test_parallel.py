@@ -1,0 +1,93 @@
+"""The process pool: order of results, sharing the work, errors, a broken pool, unguarded scripts."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from panto_analytics.ingest import parallel
+
+MAIN = os.getpid()
+
+
+def where(x: int) -> tuple[int, int]:
+    """``x`` squared and the process that computed it; slow enough that a worker gets some."""
+    time.sleep(0.03)
+    return x * x, os.getpid()
+
+
+def _in_worker() -> bool:
+    # MAIN is re-evaluated when a worker imports this module: the caller's pid comes by env.
+    return os.environ.get("PANTO_TEST_MAIN_PID") != str(os.getpid())
+
+
+def fail_in_a_worker(x: int) -> int:
+    if _in_worker():
+        raise ValueError(f"worker failed on {x}")
+    time.sleep(0.1)  # leave the worker time to start and take an item
+    return x
+
+
+def die_in_a_worker(x: int) -> int:
+    if _in_worker():
+        os._exit(3)  # a worker killed mid-task
+    time.sleep(0.1)
+    return -x
+
+
+def run_pool(fn, n, **kw):
+    return parallel.run(fn, list(range(n)), weights=[1] * n, jobs=2, min_weight=0, **kw)
+
+
+def test_results_come_back_in_item_order_from_both_processes():
+    done = []
+    results = run_pool(where, 40, on_done=lambda i, r: done.append(i))
+    assert [r[0] for r in results] == [x * x for x in range(40)]
+    assert sorted(done) == list(range(40))  # each reported once
+    pids = {r[1] for r in results}
+    assert MAIN in pids and len(pids) == 2  # the caller and one worker both worked
+
+
+def test_biggest_items_go_to_the_front_of_the_queue():
+    weights = [1, 50, 2, 40]
+    order = []
+    results = parallel.run(abs, [-1, -2, -3, -4], weights=weights, jobs=1, on_done=lambda i, r: order.append(i))
+    assert results == [1, 2, 3, 4] and order == [0, 1, 2, 3]  # sequentially: in order
+    sched = parallel._Schedule(abs, [-1, -2, -3, -4], sorted(range(4), key=lambda i: -weights[i]), None, None)
+    assert sched._next(front=True) == 1 and sched._next(front=False) == 0  # workers: biggest; caller: smallest
+
+
+@pytest.fixture
+def main_pid(monkeypatch):
+    monkeypatch.setenv("PANTO_TEST_MAIN_PID", str(os.getpid()))
+
+
+def test_an_exception_in_a_worker_is_raised_here(main_pid):
+    with pytest.raises(ValueError, match="worker failed on"):
+        run_pool(fail_in_a_worker, 15)
+
+
+def test_stop_drops_the_items_not_started():
+    results = parallel.run(abs, [0, -1, -2, -3], weights=[1] * 4, jobs=1, stop=lambda r: r == 1)
+    assert results == [0, 1, None, None]
+
+
+def test_a_broken_pool_leaves_the_work_to_the_caller(main_pid):
+    results = run_pool(die_in_a_worker, 15)
+    assert results == [-x for x in range(15)]
+
+
+def test_a_script_without_a_main_guard_can_use_the_pool(tmp_path):
+    script = tmp_path / "unguarded.py"
+    script.write_text(textwrap.dedent("""
+        from panto_analytics.ingest import parallel
+        print(parallel.run(abs, [-1, -2, -3, -4], weights=[1] * 4, jobs=2, min_weight=0))
+    """))
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[1, 2, 3, 4]"
+    assert "Traceback" not in done.stderr

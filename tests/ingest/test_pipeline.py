@@ -1,0 +1,152 @@
+"""Reading many files: paths, parallel parsing, the report, errors from worker processes."""
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+import panto_analytics as pa
+from panto_analytics.ingest import parallel
+from panto_analytics.ingest import pipeline as ingest
+from panto_analytics.ingest.paths import expand_paths
+from panto_analytics.ingest.cache import Cache
+from panto_analytics.errors import IngestReport, InputError
+
+
+def write_session(path: Path, n_turns: int, *, usage: bool = True) -> Path:
+    lines = []
+    for t in range(n_turns):
+        lines.append({"type": "message", "role": "user", "content": [{"type": "text", "text": "w " * (t + 1)}]})
+        lines.append({"type": "message", "role": "assistant", "content": [{"type": "text", "text": "ok"}],
+                      **({"usage": {"input": 10 * (t + 1), "output": 1}} if usage else {})})
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    return path
+
+
+@pytest.fixture
+def corpus(tmp_path) -> Path:
+    d = tmp_path / "corpus"
+    (d / "sub").mkdir(parents=True)
+    for i in range(6):
+        write_session(d / f"s{i}.jsonl", 1 + i, usage=i != 2)
+    write_session(d / "sub" / "deep.jsonl", 4)
+    return d
+
+
+@pytest.fixture
+def always_parallel(monkeypatch):
+    """Use a worker pool even for tiny inputs."""
+    monkeypatch.setattr(parallel, "MIN_PARALLEL_BYTES", 0)
+
+
+@pytest.fixture
+def slow_here(monkeypatch):
+    """``slow_here(seconds)``: from now on, parsing a file in this process takes that much longer.
+
+    So the worker, once up, gets files too (workers import ``ingest`` afresh
+    and parse at full speed). Returns the list of files parsed here.
+    """
+    def enable(seconds: float) -> list[str]:
+        here: list[str] = []
+        real = ingest.parse_entries
+
+        def slow(paths, *args, **kwargs):
+            here.extend(Path(p).name for p in paths)
+            time.sleep(seconds * len(paths))
+            return real(paths, *args, **kwargs)
+
+        monkeypatch.setattr(ingest, "parse_entries", slow)
+        return here
+    return enable
+
+
+def test_parallel_equals_sequential(corpus, tmp_path, always_parallel, slow_here):
+    seq_report, par_report = IngestReport(), IngestReport()
+    sequential = pa.read_sessions(corpus, jobs=1, report=seq_report)
+    here = slow_here(0.3)
+    cache = Cache(tmp_path / "cache")
+    parallel_ = pa.read_sessions(corpus, jobs=2, report=par_report, cache=cache)
+    assert 0 < len(here) < 7  # both processes parsed files
+    assert parallel_.equals(sequential)
+    assert par_report == seq_report
+    assert cache.stats.misses == 7 and cache.stats.written == 7  # entries written by whichever process parsed
+    assert pa.read_sessions(corpus, jobs=2, cache=cache).equals(sequential)
+    assert cache.stats.hits == 7
+
+
+def test_error_in_any_process_names_the_file_and_line(corpus, always_parallel, slow_here):
+    bad = corpus / "zz-bad.jsonl"
+    write_session(bad, 30)  # the biggest file: queued first
+    with bad.open("a") as f:
+        f.write('{"type": "message", "role": "robot", "content": []}\n')
+    here = slow_here(0.5)
+    with pytest.raises(InputError) as e:
+        pa.read_sessions(corpus, jobs=2)
+    assert "zz-bad.jsonl" not in here  # the worker took the biggest file, and its error came back
+    assert (e.value.path, e.value.line) == (str(bad), 61)
+    assert "robot" in e.value.reason
+
+
+def test_skips_counted_the_same_in_parallel(corpus, always_parallel):
+    with (corpus / "s1.jsonl").open("a") as f:
+        f.write("not json\n")
+    seq, par = IngestReport(), IngestReport()
+    assert pa.read_sessions(corpus, jobs=1, skip_invalid=True, report=seq).equals(
+        pa.read_sessions(corpus, jobs=2, skip_invalid=True, report=par))
+    assert seq == par and par.n_skipped == 1
+
+
+def test_report_counts_api_calls_from_usage_when_the_format_records_none(corpus):
+    report = IngestReport()
+    df = pa.read_sessions(corpus, report=report, jobs=1)
+    # sessions s0..s5 have 1..6 turns; s2 has no usage; sub/deep has 4 turns
+    assert report.api_calls == (1 + 2 + 4 + 5 + 6) + 4
+    assert report.files == report.sessions == 7 and report.messages == df.height
+
+
+def test_expand_paths_drops_duplicates_through_links_and_dots(corpus, tmp_path):
+    os.symlink(corpus / "s0.jsonl", corpus / "link.jsonl")
+    os.symlink(corpus, tmp_path / "corpus-link")
+    files = expand_paths([corpus, tmp_path / "corpus-link", corpus / "sub" / ".." / "s3.jsonl"])
+    assert len(files) == 7
+    assert {f.resolve() for f in files} == {p.resolve() for p in corpus.rglob("*.jsonl")}
+
+
+def test_duplicate_session_ids_are_still_refused_from_the_cache(tmp_path):
+    d = tmp_path / "dup"
+    (d / "x").mkdir(parents=True)
+    write_session(d / "s.jsonl", 1)
+    write_session(d / "x" / "s.jsonl", 1)
+    for _ in range(2):  # cold, then cached
+        with pytest.raises(InputError, match=r"session id 's' is also the id of .*dup/s\.jsonl"):
+            pa.read_sessions(d, cache=tmp_path / "cache", jobs=1)
+
+
+def test_file_vanishing_before_the_read_is_an_input_error(tmp_path):
+    with pytest.raises(InputError, match="cannot read"):
+        ingest.parse_files([tmp_path / "gone.jsonl"])
+
+
+def test_skip_invalid_skips_a_file_that_is_not_jsonl_at_all(tmp_path):
+    good = tmp_path / "good.jsonl"
+    good.write_text('{"type":"message","role":"user","content":[{"type":"text","text":"hi"}]}\n')
+    pretty = tmp_path / "pretty.jsonl"
+    pretty.write_text('{\n  "type": "message",\n  "role": "user"\n}\n')
+    with pytest.raises(InputError, match=r"pretty\.jsonl:1: not JSONL"):
+        pa.read_sessions(tmp_path)
+    report = IngestReport()
+    corpus = pa.read_corpus(tmp_path, skip_invalid=True, report=report)
+    assert corpus.messages["session_id"].cast(str).to_list() == ["good"]
+    assert corpus.sessions["session_id"].cast(str).to_list() == ["good"]
+    assert report.files == 2 and report.sessions == 1
+    assert [(f, n) for (f, _), n in report.skipped.items()] == [(str(pretty), 1)]
+
+
+def test_a_first_line_that_is_not_json_says_why(tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(b'{"type":"message","role":"user","content":[{"type":"text","text":"\xff"}]}\n')
+    with pytest.raises(InputError, match=r"bad\.jsonl:1: the first line is not valid JSON: .*UTF-8"):
+        pa.read_sessions(bad)
