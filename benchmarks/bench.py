@@ -38,9 +38,9 @@ import random
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
-from typing import Callable
 
 import orjson
 import polars as pl
@@ -48,6 +48,7 @@ import polars as pl
 from panto_analytics.budgets import parse_budgets
 from panto_analytics.ingest import read_sessions
 from panto_analytics.policy import annotate, splits, turns
+
 from . import reference_port as port
 from .synth import write_corpus
 from .synth_claude_code import write_corpus as write_claude_code_corpus

@@ -40,7 +40,7 @@ import random
 import string
 import uuid
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import orjson
@@ -51,7 +51,7 @@ MODELS = (("synth-mini", 32_000, 0.35), ("synth-pro", 128_000, 0.35), ("synth-ma
 #: Share of sessions recorded without any provider usage.
 NO_USAGE_SHARE = 0.15
 
-_EPOCH = datetime(2025, 1, 6, 9, 0, tzinfo=timezone.utc)
+_EPOCH = datetime(2025, 1, 6, 9, 0, tzinfo=UTC)
 
 _PROSE = (
     "lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor incididunt ut labore "

@@ -55,9 +55,24 @@ from pathlib import Path
 
 import orjson
 
-from .synth import (_CODE_FACTOR, _DIRS, _IDENTS, _JSON_FACTOR, _PROSE_FACTOR, _code, _iso, _log,
-                    _lognormal_int, _path, _pick, _prose, _tokens, corpus_main, random_uuid,
-                    write_sessions)
+from .synth import (
+    _CODE_FACTOR,
+    _DIRS,
+    _IDENTS,
+    _JSON_FACTOR,
+    _PROSE_FACTOR,
+    _code,
+    _iso,
+    _log,
+    _lognormal_int,
+    _path,
+    _pick,
+    _prose,
+    _tokens,
+    corpus_main,
+    random_uuid,
+    write_sessions,
+)
 
 #: (model, weight). Fictional names.
 MODELS = (("claude-synth-opus", 0.45), ("claude-synth-sonnet", 0.45), ("claude-synth-haiku", 0.10))

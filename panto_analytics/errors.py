@@ -43,7 +43,7 @@ class IngestReport:
     def ignore(self, source_format: str, record_type: str, n: int = 1) -> None:
         self.ignored[(source_format, record_type)] += n
 
-    def merge(self, other: "IngestReport") -> None:
+    def merge(self, other: IngestReport) -> None:
         for name in ("files", "sessions", "messages", "api_calls"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.skipped.update(other.skipped)

@@ -3,11 +3,9 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
 import nbformat
 import pytest
-
 from conftest import REPO
 
 NOTEBOOKS = REPO / "notebooks"

@@ -5,10 +5,10 @@ import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from strategies import ALPHABET, blocks, texts
 
 from benchmarks import reference_port as ref
 from panto_analytics.words import MEDIA_PART_WORDS, WORD_TO_TOKEN_FACTOR, count_words, count_words_arrow, message_words
-from strategies import ALPHABET, blocks, texts
 
 
 @settings(max_examples=500, deadline=None)

@@ -23,8 +23,6 @@ use linear interpolation, as a box plot usually does.
 """
 from __future__ import annotations
 
-import math
-
 import polars as pl
 
 from ..policy import session_turns, summarize_splits

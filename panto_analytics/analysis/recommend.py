@@ -31,9 +31,9 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
+from ..policy import summarize_splits
 from ..policy.expressions import SESSION
 from .formatting import format_tokens
-from ..policy import summarize_splits
 
 #: The rule applied when none is given: 90% of sessions keep at least two whole turns.
 DEFAULT_MIN_KEPT_TURNS = 2
@@ -60,7 +60,7 @@ class Criteria:
             if not self.context_window or self.context_window < 1:
                 raise ValueError("max_kept_share needs a context_window (tokens)")
 
-    def or_default(self) -> "Criteria":
+    def or_default(self) -> Criteria:
         """These criteria, or the default rule when no rule is set."""
         if self.min_kept_turns is None and self.max_kept_share is None:
             return Criteria(min_kept_turns=DEFAULT_MIN_KEPT_TURNS, coverage=self.coverage)

@@ -26,21 +26,21 @@ from __future__ import annotations
 
 import base64
 import html
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Sequence
 
 import polars as pl
 
-from . import plots
 from ..errors import IngestReport
+from ..policy import splits as compute_splits
+from ..policy import summarize_splits
+from ..policy import turns as compute_turns
 from ..policy.expressions import SESSION
+from . import plots
 from .formatting import format_tokens
 from .plot_data import session_segments
-from ..policy import splits as compute_splits
-from ..policy import turns as compute_turns
 from .recommend import Criteria, Recommendation, recommend
-from ..policy import summarize_splits
 
 #: Segment kinds the report can split plots by, with their headings.
 SEGMENT_TITLES = {"model": "model", "source_format": "source format", "length": "session length"}
@@ -67,7 +67,7 @@ class Table:
     left: tuple[int, ...] = (0,)  # columns of text, aligned left; the others are numbers
 
     @classmethod
-    def from_frame(cls, frame: pl.DataFrame, formats: dict | None = None) -> "Table":
+    def from_frame(cls, frame: pl.DataFrame, formats: dict | None = None) -> Table:
         formats = formats or {}
         rows = [[formats.get(c, _cell)(v) for c, v in zip(frame.columns, row)] for row in frame.iter_rows()]
         return cls(list(frame.columns), rows)

@@ -26,7 +26,4 @@ def main() -> None:
 
 
 # Commands register themselves on import.
-from . import core_commands  # noqa: E402,F401
-from . import ingest_commands  # noqa: E402,F401
-from . import bench_command  # noqa: E402,F401
-from . import report_commands  # noqa: E402,F401
+from . import bench_command, core_commands, ingest_commands, report_commands  # noqa: E402,F401

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import click
 
-from ..ingest.cache import Cache, CacheStats, default_cache_dir
 from ..errors import IngestReport
+from ..ingest.cache import Cache, CacheStats, default_cache_dir
 from . import main
 from .options import friendly_errors, input_options, read_input_corpus, write_frame
 

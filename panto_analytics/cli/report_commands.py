@@ -6,14 +6,21 @@ from pathlib import Path
 
 import click
 
-from ..budgets import parse_budget
 from ..analysis.plot_data import SEGMENT_KINDS
+from ..analysis.recommend import DEFAULT_COVERAGE, DEFAULT_MIN_KEPT_TURNS, Criteria, recommend
+from ..budgets import parse_budget
 from ..policy import splits as compute_splits
 from ..policy import turns as compute_turns
-from ..analysis.recommend import DEFAULT_COVERAGE, DEFAULT_MIN_KEPT_TURNS, Criteria, recommend
 from . import main
-from .options import (budgets_option, friendly_errors, input_options, output_option, read_input,
-                      read_input_corpus, write_frame)
+from .options import (
+    budgets_option,
+    friendly_errors,
+    input_options,
+    output_option,
+    read_input,
+    read_input_corpus,
+    write_frame,
+)
 
 #: Budgets tried when none are given: 0 to 200k in steps of 5k.
 DEFAULT_BUDGETS = "0:200k:41"

@@ -43,8 +43,8 @@ the first message kept verbatim, where recorded.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 import polars as pl
 

@@ -24,10 +24,11 @@ import threading
 import time
 import types
 from collections import deque
+from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
-from typing import Callable, Sequence, TypeVar
+from typing import TypeVar
 
 T = TypeVar("T")
 R = TypeVar("R")

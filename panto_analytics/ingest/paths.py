@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import glob
 import os
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from ..errors import InputError
 

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
 
 import numpy as np
 import polars as pl
@@ -163,7 +163,7 @@ def _fast_frames(sources: list) -> list[pl.DataFrame | None]:
             continue
         shares = [mine[k::FAST_PATH_THREADS] for k in range(FAST_PATH_THREADS) if mine[k::FAST_PATH_THREADS]]
         with ThreadPoolExecutor(len(shares)) as pool:
-            done = pool.map(lambda share: fast([sources[i] for i in share]), shares)
+            done = pool.map(fast, [[sources[i] for i in share] for share in shares])
             for share, share_frames in zip(shares, done):
                 for i, frame in zip(share, share_frames):
                     frames[i] = frame

@@ -102,7 +102,7 @@ class Progress:
                 self.stream.flush()
                 self._drawn = False
 
-    def __enter__(self) -> "Progress":
+    def __enter__(self) -> Progress:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -18,7 +18,7 @@ against them (see :func:`splits`).
 """
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 import polars as pl
 

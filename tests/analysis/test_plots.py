@@ -6,14 +6,13 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
+from conftest import FIXTURES, REPO
 from matplotlib.figure import Figure
 
 import panto_analytics as pa
 from panto_analytics.analysis import plot_data as data
 from panto_analytics.analysis import plots
 from panto_analytics.ingest.formats import ADAPTERS
-
-from conftest import REPO, FIXTURES
 
 FIXTURE = FIXTURES / "recommend"
 REALDATA = REPO.parent / "shared" / "realdata"

@@ -5,17 +5,14 @@ Expected answers are worked out by hand from tests/fixtures/recommend/README.md
 """
 from __future__ import annotations
 
-from pathlib import Path
-
 import polars as pl
 import pytest
 from click.testing import CliRunner
+from conftest import FIXTURES
 
 import panto_analytics as pa
-from panto_analytics.cli import main
 from panto_analytics.analysis.recommend import Criteria, coverage_table, outcome_warnings, recommend
-
-from conftest import FIXTURES
+from panto_analytics.cli import main
 
 FIXTURE = FIXTURES / "recommend"
 BUDGETS = [0, 1000, 2000, 3000, 4000, 5000]

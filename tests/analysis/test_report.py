@@ -12,12 +12,11 @@ from pathlib import Path
 import polars as pl
 import pytest
 from click.testing import CliRunner
+from conftest import FIXTURES, REPO
 
 import panto_analytics as pa
-from panto_analytics.cli import main
 from panto_analytics.analysis.report import build_report
-
-from conftest import REPO, FIXTURES
+from panto_analytics.cli import main
 
 FIXTURE = FIXTURES / "recommend"
 DATA = REPO / "data"

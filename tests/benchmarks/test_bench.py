@@ -8,13 +8,12 @@ from __future__ import annotations
 import orjson
 import pytest
 from click.testing import CliRunner
+from conftest import SHARED
 
 from benchmarks import bench
+from benchmarks.synth import write_corpus
 from panto_analytics import read_sessions, splits
 from panto_analytics.cli import main
-from benchmarks.synth import write_corpus
-
-from conftest import SHARED
 
 SESSIONS, BUDGETS, CLAUDE = 4, 8, 2
 

@@ -9,12 +9,23 @@ from __future__ import annotations
 import re
 
 import pytest
+from conftest import SHARED
 
 from benchmarks import reference_port as ref
-from conftest import SHARED
-from benchmarks.reference_port import (Usage, asst_msg, build_request_body, compute_split, count_words_in, latest_summary_text,
-                            message_token_estimate, serialize_transcript, summary_msg, system_msg, text_tool_result,
-                            user_msg)
+from benchmarks.reference_port import (
+    Usage,
+    asst_msg,
+    build_request_body,
+    compute_split,
+    count_words_in,
+    latest_summary_text,
+    message_token_estimate,
+    serialize_transcript,
+    summary_msg,
+    system_msg,
+    text_tool_result,
+    user_msg,
+)
 
 ZIG = SHARED / "reference" / "compaction.zig"
 

@@ -13,11 +13,10 @@ from pathlib import Path
 
 import orjson
 import pytest
+from conftest import DATA
 
 import panto_analytics
 from benchmarks import synth
-
-from conftest import DATA
 
 DATA_FILES = sorted(DATA.glob("*.jsonl"))
 
@@ -53,8 +52,8 @@ def corpus() -> dict[Path, list[dict]]:
 
 
 def _readme_command() -> list[str]:
-    lines = [l for l in (DATA / "README.md").read_text().splitlines()
-             if l.startswith("python -m benchmarks.synth data ")]
+    lines = [line for line in (DATA / "README.md").read_text().splitlines()
+             if line.startswith("python -m benchmarks.synth data ")]
     assert len(lines) == 1, "data/README.md must give exactly one generating command"
     return shlex.split(lines[0])[3:]  # drop "python -m benchmarks.synth"
 

@@ -15,9 +15,9 @@ import orjson
 import polars as pl
 import pytest
 
+from benchmarks.synth_claude_code import SYNTHETIC_MODEL, generate_session, write_corpus
 from panto_analytics import IngestReport, read_corpus, read_sessions
 from panto_analytics.ingest.formats import detect_format
-from benchmarks.synth_claude_code import SYNTHETIC_MODEL, generate_session, write_corpus
 
 N, SEED = 16, 5
 

@@ -1,9 +1,8 @@
 """docs/cli.md is the generated ``--help`` of every command, kept in step with the code."""
-from pathlib import Path
-
-from panto_analytics.cli.docs import cli_reference
 
 from conftest import REPO
+
+from panto_analytics.cli.docs import cli_reference
 
 CLI_MD = REPO / "docs" / "cli.md"
 

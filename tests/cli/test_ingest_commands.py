@@ -8,13 +8,11 @@ from pathlib import Path
 import polars as pl
 import pytest
 from click.testing import CliRunner
-
-import panto_analytics as pa
-from panto_analytics.ingest.cache import Cache, FileKey
-from panto_analytics.cli import main
-
 from conftest import FIXTURES
 
+import panto_analytics as pa
+from panto_analytics.cli import main
+from panto_analytics.ingest.cache import Cache, FileKey
 
 
 def _session(path: Path, n_turns: int) -> Path:

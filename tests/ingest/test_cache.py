@@ -4,21 +4,20 @@ from __future__ import annotations
 import json
 import os
 import warnings
+from datetime import UTC
 from pathlib import Path
 
 import polars as pl
 import pytest
-
-import panto_analytics as pa
-from panto_analytics.ingest.cache import codec as cache_codec
-from panto_analytics.ingest.cache import store as cache_mod
-from panto_analytics.ingest import pipeline as ingest
-from panto_analytics.ingest.cache import Cache, CacheWarning, FileKey
-from panto_analytics.ingest.cache.store import PACK_MIN_FILES
-from panto_analytics.errors import IngestReport, InputError
-
 from conftest import FIXTURES
 
+import panto_analytics as pa
+from panto_analytics.errors import IngestReport, InputError
+from panto_analytics.ingest import pipeline as ingest
+from panto_analytics.ingest.cache import Cache, CacheWarning, FileKey
+from panto_analytics.ingest.cache import codec as cache_codec
+from panto_analytics.ingest.cache import store as cache_mod
+from panto_analytics.ingest.cache.store import PACK_MIN_FILES
 
 
 def write_session(path: Path, n_turns: int, *, sid: str | None = None, bad_line: bool = False) -> Path:
@@ -328,16 +327,16 @@ def test_read_sessions_takes_a_folder_or_a_cache(corpus, tmp_path):
 
 
 def test_session_metadata_round_trips_exactly(tmp_path):
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     from panto_analytics.ingest.cache import Entry
     from panto_analytics.ingest.formats.base import SessionMeta
 
     meta = SessionMeta("s", model="m", context_window=5, parent_session_id="p",
-                       created_at=datetime(2025, 1, 2, 3, 4, 5, 678000, tzinfo=timezone.utc),
+                       created_at=datetime(2025, 1, 2, 3, 4, 5, 678000, tzinfo=UTC),
                        compactions=[{"anchor_index": 3, "trigger": "auto", "tokens_before": 9,
                                      "first_kept_index": None,
-                                     "at": datetime(2025, 1, 2, 4, 0, tzinfo=timezone.utc)}],
+                                     "at": datetime(2025, 1, 2, 4, 0, tzinfo=UTC)}],
                        api_calls=4, message_ids=["u1", None, "u3"])
     report = IngestReport(1, 1, 0, 4)
     report.skip("f", "why")

@@ -2,18 +2,16 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import orjson
 import polars as pl
 import pytest
+from conftest import FIXTURES, REALDATA
 
 import panto_analytics as pa
 from panto_analytics.schema import COMPACTIONS_SCHEMA, SESSIONS_SCHEMA
-
-from conftest import FIXTURES, REALDATA
-
 
 
 def write(path: Path, *records) -> Path:
@@ -60,8 +58,8 @@ def test_one_row_per_session_with_what_the_file_says(corpus):
     a = rows["sa"]
     assert a["file"] == str(corpus / "a.jsonl") and a["source_format"] == "canonical"
     assert (a["model"], a["context_window"]) == ("big", 200000)
-    assert a["first_timestamp"] == datetime(2025, 3, 1, 10, 0, 0, tzinfo=timezone.utc)  # created_at is earliest
-    assert a["last_timestamp"] == datetime(2025, 3, 1, 10, 2, 0, tzinfo=timezone.utc)
+    assert a["first_timestamp"] == datetime(2025, 3, 1, 10, 0, 0, tzinfo=UTC)  # created_at is earliest
+    assert a["last_timestamp"] == datetime(2025, 3, 1, 10, 2, 0, tzinfo=UTC)
     assert (a["messages"], a["api_calls"], a["compactions"]) == (6, 2, 0)
     assert a["final_context"] == sum(USAGE_2.values())  # cumulativeAt of the LAST assistant usage
     b = rows["b"]

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 import panto_analytics as pa
+from panto_analytics.errors import IngestReport, InputError
 from panto_analytics.ingest import parallel
 from panto_analytics.ingest import pipeline as ingest
-from panto_analytics.ingest.paths import expand_paths
 from panto_analytics.ingest.cache import Cache
-from panto_analytics.errors import IngestReport, InputError
+from panto_analytics.ingest.paths import expand_paths
 
 
 def write_session(path: Path, n_turns: int, *, usage: bool = True) -> Path:

@@ -14,15 +14,14 @@ import random
 from pathlib import Path
 
 import pytest
+from conftest import DATA, HARNESS, oracle_module
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-import panto_analytics as pa
-from benchmarks import reference_port as ref
-from conftest import DATA, HARNESS, oracle_module
 from strategies import U64_MAX, boundary_budgets, budgets, conversations, random_conversation
 from test_properties import suffix_sums
 
+import panto_analytics as pa
+from benchmarks import reference_port as ref
 
 #: Budgets for fixed batches: every small value, a geometric ladder, the u64 maximum.
 LADDER = sorted({*range(0, 41), *(int(1.6**k) for k in range(60)), 20_000, 200_000, U64_MAX})

@@ -11,12 +11,12 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
+from conftest import FRAME_KINDS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from strategies import boundary_budgets, budgets, conversations, long_conversations
 
 from benchmarks import reference_port as ref
-from conftest import FRAME_KINDS
-from strategies import boundary_budgets, budgets, conversations, long_conversations
 
 SLOW_OK = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example]
 

@@ -24,7 +24,6 @@ from ...errors import IngestReport, InputError
 from ...schema import MESSAGE_SCHEMA
 from ..formats.base import SessionMeta
 
-
 #: Marks our metadata in a Parquet file; anything without it is foreign.
 MAGIC = "panto_analytics.cache"
 
@@ -73,7 +72,7 @@ class FileKey:
     inode: int
 
     @classmethod
-    def of(cls, path: str | Path) -> "FileKey":
+    def of(cls, path: str | Path) -> FileKey:
         """Stat ``path`` now (before it is parsed, so a later change is seen as one)."""
         try:
             st = os.stat(path)

@@ -44,15 +44,29 @@ import dataclasses
 import itertools
 import os
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import polars as pl
 
 from ...schema import empty_messages
-from .codec import (BadEntry, Entry, FileKey, decoded, is_usable, key_digest, make_meta, mode_of,
-                    parser_version, read_frame, read_meta, record_of, write_parquet)
+from .codec import (
+    BadEntry,
+    Entry,
+    FileKey,
+    decoded,
+    is_usable,
+    key_digest,
+    make_meta,
+    mode_of,
+    parser_version,
+    read_frame,
+    read_meta,
+    record_of,
+    write_parquet,
+)
 
 #: A read of at least this many files leaves a pack.
 PACK_MIN_FILES = 8
@@ -93,11 +107,11 @@ class CacheStats:
     written: int = 0
     write_errors: int = 0
 
-    def merge(self, other: "CacheStats") -> None:
+    def merge(self, other: CacheStats) -> None:
         for f in dataclasses.fields(self):
             setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
 
-    def since(self, before: "CacheStats") -> "CacheStats":
+    def since(self, before: CacheStats) -> CacheStats:
         """What happened after ``before`` was copied (for a Cache used by several reads)."""
         return CacheStats(*(getattr(self, f.name) - getattr(before, f.name) for f in dataclasses.fields(self)))
 
@@ -370,7 +384,7 @@ def _rmdir(path: Path) -> None:
         pass
 
 
-def as_cache(cache: "Cache | str | Path | bool | None") -> "Cache | None":
+def as_cache(cache: Cache | str | Path | bool | None) -> Cache | None:
     """A :class:`Cache` from what a caller passed: a Cache, a folder, True (the default folder), or None/False (off).
 
     >>> as_cache(None) is None, as_cache("/tmp/x").root.name

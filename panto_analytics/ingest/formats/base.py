@@ -14,10 +14,11 @@ which raises or counts a skip; records that are not conversation go through
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any, Callable, Iterator, Protocol
+from typing import IO, Any, Protocol
 
 import polars as pl
 
@@ -152,9 +153,9 @@ def parse_timestamp(value: Any) -> datetime | None:
             ts = datetime.fromisoformat(value.replace("Z", "+00:00"))
         except ValueError:
             return None
-        return ts if ts.tzinfo else ts.replace(tzinfo=timezone.utc)
+        return ts if ts.tzinfo else ts.replace(tzinfo=UTC)
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return datetime.fromtimestamp(value / 1000, tz=timezone.utc)
+        return datetime.fromtimestamp(value / 1000, tz=UTC)
     return None
 
 
@@ -173,7 +174,7 @@ class FrameBuilder:
         """Append all messages of one session; returns how many were added."""
         cols = self._cols
         n = 0
-        for n, msg in enumerate(messages, 1):
+        for n, msg in enumerate(messages, 1):  # noqa: B007 (n is the count returned)
             kinds = {b["type"] for b in msg.content}
             cols["role"].append(msg.role)
             cols["words"].append(message_words(msg.content))

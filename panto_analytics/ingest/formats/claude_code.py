@@ -30,8 +30,9 @@ from __future__ import annotations
 import mmap
 import os
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterator
+from typing import Any
 
 import orjson
 import polars as pl

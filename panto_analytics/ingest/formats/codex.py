@@ -20,8 +20,9 @@ with its reason, is in ``docs/formats.md`` (section Codex).
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator
 from datetime import datetime
-from typing import Any, Iterator
+from typing import Any
 
 import orjson
 

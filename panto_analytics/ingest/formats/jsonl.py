@@ -17,7 +17,8 @@ reasons stable enough to group skips by.
 """
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 import orjson
 
@@ -79,9 +80,9 @@ def reread(src: SourceFile, wanted: set[int]) -> Iterator[tuple[int, dict]]:
                     return
 
 
-def _reject_file(src: SourceFile, rest, lineno: int) -> None:
-    src.invalid(lineno, NOT_JSONL)  # raises unless skip_invalid
-    for lineno, raw in enumerate(rest, lineno + 1):
+def _reject_file(src: SourceFile, rest: Iterable[bytes], first: int) -> None:
+    src.invalid(first, NOT_JSONL)  # raises unless skip_invalid
+    for lineno, raw in enumerate(rest, first + 1):
         if raw.strip():
             src.invalid(lineno, NOT_JSONL)
 

@@ -19,9 +19,10 @@ path, so memory stays small however long the session.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import PurePath
-from typing import Any, Iterator
+from typing import Any
 
 import orjson
 

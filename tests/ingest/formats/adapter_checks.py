@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from conftest import SHARED, oracle_module
 
 import panto_analytics as pa
-from conftest import FIXTURES, SHARED, oracle_module
 from panto_analytics.errors import IngestReport
 from panto_analytics.ingest.formats import adapter, detect_format
 from panto_analytics.ingest.formats.base import Message, SessionMeta, SourceFile

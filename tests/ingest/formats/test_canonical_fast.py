@@ -8,21 +8,18 @@ from __future__ import annotations
 
 import json
 import random
-from pathlib import Path
 
 import polars as pl
 import pytest
+from conftest import REPO
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from panto_analytics.errors import InputError
-from panto_analytics.ingest.formats.canonical import fast as canonical_fast
-from panto_analytics.ingest.formats.canonical import reference as canonical
-from panto_analytics.ingest.formats.base import FrameBuilder, SourceFile
 from strategies import conversations, random_conversation
 
-from conftest import REPO
-
+from panto_analytics.errors import InputError
+from panto_analytics.ingest.formats.base import FrameBuilder, SourceFile
+from panto_analytics.ingest.formats.canonical import fast as canonical_fast
+from panto_analytics.ingest.formats.canonical import reference as canonical
 
 
 def reference(path) -> tuple[pl.DataFrame, SourceFile] | InputError:

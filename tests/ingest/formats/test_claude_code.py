@@ -9,10 +9,11 @@ from pathlib import Path
 import orjson
 import polars as pl
 import pytest
+from adapter_checks import assert_splits_match_oracle
+from conftest import FIXTURES as ALL_FIXTURES
+from conftest import SHARED
 
 import panto_analytics as pa
-from adapter_checks import assert_splits_match_oracle
-from conftest import FIXTURES as ALL_FIXTURES, SHARED
 from panto_analytics.errors import IngestReport, InputError
 from panto_analytics.ingest.formats import claude_code, detect_format
 from panto_analytics.ingest.formats.base import SourceFile

@@ -3,18 +3,17 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from adapter_checks import FIXTURES, REALDATA, assert_splits_match_oracle, blocks, parse
+from conftest import DATA
 
 import panto_analytics as pa
-from adapter_checks import FIXTURES, REALDATA, assert_splits_match_oracle, blocks, parse
 from panto_analytics.errors import InputError
 from panto_analytics.ingest.formats import detect_format
 from panto_analytics.ingest.formats.jsonl import NOT_JSONL
-
-from conftest import DATA
 
 CODEX = FIXTURES / "codex"
 
@@ -84,8 +83,8 @@ def test_session_metadata():
     assert meta.parent_session_id == "thread-parent"  # a subagent thread names its parent
     assert meta.model == "gpt-5.5"
     assert meta.context_window == 258400
-    assert meta.created_at == datetime(2026, 1, 2, 9, 59, 59, tzinfo=timezone.utc)
-    assert messages[3].timestamp == datetime(2026, 1, 2, 10, 0, 1, tzinfo=timezone.utc)
+    assert meta.created_at == datetime(2026, 1, 2, 9, 59, 59, tzinfo=UTC)
+    assert messages[3].timestamp == datetime(2026, 1, 2, 10, 0, 1, tzinfo=UTC)
     assert messages[1].model is None and messages[2].model == "gpt-5.5"  # known from the turn_context on
 
 

@@ -2,12 +2,12 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
+from adapter_checks import FIXTURES, REALDATA, assert_splits_match_oracle, blocks, parse
 
 import panto_analytics as pa
-from adapter_checks import FIXTURES, REALDATA, assert_splits_match_oracle, blocks, parse
 from panto_analytics.errors import InputError
 from panto_analytics.ingest.formats import canonical, detect_format, pi
 
@@ -80,8 +80,8 @@ def test_v1_usage_and_models():
     assert meta.model == "claude-sonnet-4-5"  # the model of most calls
     assert meta.api_calls is None  # pi records no count: the ingest counts assistant messages with usage
     assert meta.session_id == "pi-v1"
-    assert meta.created_at == datetime(2025, 11, 20, 10, 0, tzinfo=timezone.utc)
-    assert messages[0].timestamp == datetime(2025, 11, 20, 10, 0, 1, tzinfo=timezone.utc)
+    assert meta.created_at == datetime(2025, 11, 20, 10, 0, tzinfo=UTC)
+    assert messages[0].timestamp == datetime(2025, 11, 20, 10, 0, 1, tzinfo=UTC)
 
 
 def test_v1_compaction_index_counts_the_header():

@@ -26,8 +26,8 @@ import pyarrow.json as pa_json
 
 from ....schema import MAX_USAGE, MESSAGE_SCHEMA, ROLES, USAGE_COLUMNS
 from ....words import MEDIA_PART_WORDS, count_words_arrow
-from . import reference as canonical
 from ..base import Invalid, SourceFile
+from . import reference as canonical
 
 _PART = pa.struct([("type", pa.string()), ("text", pa.large_string()), ("media_type", pa.string())])
 _BLOCK = pa.struct([

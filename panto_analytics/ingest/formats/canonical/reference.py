@@ -5,7 +5,8 @@ is reported with its file and line number.
 """
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from ....schema import ROLES, USAGE_COLUMNS
 from ..base import Invalid, Message, SourceFile, parse_timestamp, usage_counter
