@@ -3,14 +3,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import SHARED, oracle_module
+from conftest import oracle_module
 
 import panto_analytics as pa
 from panto_analytics.errors import IngestReport
 from panto_analytics.ingest.formats import adapter, detect_format
 from panto_analytics.ingest.formats.base import Message, SessionMeta, SourceFile
-
-REALDATA = SHARED / "realdata"
 
 #: Budgets for oracle comparisons: zero, small, around real turn sizes, past every session.
 BUDGETS = [0, 1, 100, 1_000, 5_000, 10_000, 20_000, 50_000, 100_000, 200_000, 500_000, 10**9, 2**64 - 1]

@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from adapter_checks import FIXTURES, REALDATA, assert_splits_match_oracle, blocks, parse
-from conftest import DATA
+from adapter_checks import assert_splits_match_oracle, blocks, parse
+from conftest import DATA, FIXTURES, REALDATA
 
 import panto_analytics as pa
 from panto_analytics.errors import InputError

@@ -5,7 +5,8 @@ import json
 from datetime import UTC, datetime
 
 import pytest
-from adapter_checks import FIXTURES, REALDATA, assert_splits_match_oracle, blocks, parse
+from adapter_checks import assert_splits_match_oracle, blocks, parse
+from conftest import FIXTURES, REALDATA
 
 import panto_analytics as pa
 from panto_analytics.errors import InputError
