@@ -8,6 +8,9 @@ import nbformat
 import pytest
 from conftest import REPO
 
+#: Each test here writes a report, runs a notebook or a benchmark: seconds each.
+pytestmark = pytest.mark.slow
+
 NOTEBOOKS = REPO / "notebooks"
 NAMES = ("explore", "choose_budget")
 KERNEL = "panto-analytics-test"

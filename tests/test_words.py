@@ -17,6 +17,7 @@ def test_count_words_equals_count_words_in(text):
     assert count_words(text) == ref.count_words_in(text)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.lists(blocks(), max_size=6))
 def test_message_words_equals_count_words(content):

@@ -28,6 +28,7 @@ from __future__ import annotations
 import io
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 import matplotlib
 from cycler import cycler
@@ -37,6 +38,9 @@ from matplotlib.ticker import FuncFormatter, MaxNLocator, NullLocator, PercentFo
 
 from . import plot_data as data
 from .formatting import format_tokens
+
+if TYPE_CHECKING:
+    import polars as pl
 
 #: Segment and series colours (colour-blind friendly, after Okabe & Ito).
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#7f7f7f")
@@ -207,7 +211,7 @@ def kept_tokens_by_budget(splits, *, log: bool = False, segments=None, highlight
             ax.grid(axis="x", visible=False)
             if highlight in budgets:
                 _highlight(ax, highlight, budgets.index(highlight))
-            n = stats["sessions"].max() if len(stats) else 0
+            n = cast(int, stats["sessions"].max()) if len(stats) else 0
             note = f"{n} sessions with turns · box: quartiles · whiskers: 10th-90th percentile · dots: min / max"
         else:
             _bands(ax, stats, outer=("p10", "p90"))
@@ -231,7 +235,7 @@ def outcome_shares_by_budget(splits, *, segments=None, highlight: int | None = N
     With ``segments``, one panel per outcome and one line per segment.
     """
     shares = data.outcome_shares(splits, segments)
-    outcomes = list(shares["outcome"].dtype.categories)
+    outcomes = list(cast("pl.Enum", shares["outcome"].dtype).categories)
     with style():
         if segments is None:
             fig, (ax,) = _figure()
@@ -295,7 +299,7 @@ def kept_turns_by_budget(splits, *, segments=None, highlight: int | None = None,
         fig, (ax,) = _figure()
         _bands(ax, stats, outer=("p10", "p90"))
         if log:
-            _symlog(ax, 1, stats["max"].max() or 1, steps=(1, 2, 5))
+            _symlog(ax, 1, cast(float, stats["max"].max()) or 1, steps=(1, 2, 5))
         ax.set_ylim(bottom=0)
         ax.set_ylabel("kept turns (whole turns)")
         _highlight(ax, highlight)
@@ -315,7 +319,7 @@ def turn_sizes(turns, *, segments=None, bins_per_decade: int = 4) -> Figure:
     """
     hist = data.turn_size_histogram(turns, segments, bins_per_decade=bins_per_decade)
     shares = data.token_source_shares(turns, segments)
-    seg_names = [s for s in shares["segment"].dtype.categories if s in set(shares["segment"])]
+    seg_names = [s for s in cast("pl.Enum", shares["segment"].dtype).categories if s in set(shares["segment"])]
     several = len(seg_names) > 1
     with style():
         ncols = min(len(seg_names), 3) or 1

@@ -28,6 +28,7 @@ enough turns and leaves the most room.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any, cast
 
 import polars as pl
 
@@ -71,6 +72,7 @@ class Criteria:
         """``max_kept_share * context_window`` in whole tokens, or None."""
         if self.max_kept_share is None:
             return None
+        assert self.context_window is not None  # __post_init__ requires it with max_kept_share
         return int(self.max_kept_share * self.context_window)
 
     def describe(self) -> list[str]:
@@ -176,12 +178,13 @@ def recommend(splits: pl.DataFrame | pl.LazyFrame, criteria: Criteria | None = N
         rec.warnings.append("no session has a turn: there is nothing to choose a budget for")
         return rec
     budgets = table["budget"]
-    lo = hi = None
+    lo: int | None = None
+    hi: int | None = None
     if criteria.min_kept_turns is not None:
-        lo = table.filter("meets_min_kept_turns")["budget"].min()
+        lo = cast("int | None", table.filter("meets_min_kept_turns")["budget"].min())
         rec.reasons.append(_min_turns_reason(table, criteria, lo))
     if criteria.max_kept_share is not None:
-        hi = table.filter("meets_max_kept_share")["budget"].max()
+        hi = cast("int | None", table.filter("meets_max_kept_share")["budget"].max())
         rec.reasons.append(_max_share_reason(table, criteria, hi))
     both = criteria.min_kept_turns is not None and criteria.max_kept_share is not None
     if both:
@@ -204,24 +207,26 @@ def recommend(splits: pl.DataFrame | pl.LazyFrame, criteria: Criteria | None = N
     return rec
 
 
-def _row(table: pl.DataFrame, budget) -> dict | None:
+def _row(table: pl.DataFrame, budget: int) -> dict[str, Any] | None:
     rows = table.filter(pl.col("budget") == budget).to_dicts()
     return rows[0] if rows else None
 
 
-def _neighbour(table: pl.DataFrame, budget, step: int):
+def _neighbour(table: pl.DataFrame, budget: int, step: int) -> dict[str, Any] | None:
     idx = table["budget"].to_list().index(budget) + step
     return table.row(idx, named=True) if 0 <= idx < len(table) else None
 
 
-def _min_turns_reason(table: pl.DataFrame, c: Criteria, lo) -> str:
+def _min_turns_reason(table: pl.DataFrame, c: Criteria, lo: int | None) -> str:
     k = c.min_kept_turns
+    assert k is not None  # only called when the min_kept_turns rule is set
     what = f"keep {k}+ whole turn{'s' if k > 1 else ''} (or all of theirs)"
     if lo is None:
         best = table.sort("keeps_k_share", "budget", descending=[True, False]).row(0, named=True)
         return (f"no budget tried is enough: at most {best['keeps_k_share']:.1%} of sessions {what}, "
                 f"at {format_tokens(best['budget'])}; try larger budgets")
     row = _row(table, lo)
+    assert row is not None  # lo is a budget from the table
     text = (f"at {format_tokens(lo)}, {row['keeps_k_share']:.1%} of the {row['sessions_with_turns']} sessions "
             f"with turns {what}, at least the {c.coverage:.0%} asked for")
     prev = _neighbour(table, lo, -1)
@@ -234,13 +239,14 @@ def _min_turns_reason(table: pl.DataFrame, c: Criteria, lo) -> str:
     return text
 
 
-def _max_share_reason(table: pl.DataFrame, c: Criteria, hi) -> str:
+def _max_share_reason(table: pl.DataFrame, c: Criteria, hi: int | None) -> str:
     limit = format_tokens(c.limit)
     if hi is None:
         best = table.sort("within_limit_share", "budget", descending=[True, False]).row(0, named=True)
         return (f"no budget tried keeps the suffix within {limit} tokens for {c.coverage:.0%} of sessions (best: "
                 f"{best['within_limit_share']:.1%} at {format_tokens(best['budget'])}); try smaller budgets")
     row = _row(table, hi)
+    assert row is not None  # hi is a budget from the table
     text = (f"at {format_tokens(hi)}, the kept suffix stays within {limit} tokens for "
             f"{row['within_limit_share']:.1%} of sessions, at least the {c.coverage:.0%} asked for")
     nxt = _neighbour(table, hi, +1)
@@ -251,7 +257,7 @@ def _max_share_reason(table: pl.DataFrame, c: Criteria, hi) -> str:
     return text
 
 
-def _edge_warnings(budget: int, budgets: pl.Series, c: Criteria, lo, hi) -> list[str]:
+def _edge_warnings(budget: int, budgets: pl.Series, c: Criteria, lo: int | None, hi: int | None) -> list[str]:
     """A choice at the edge of the grid may be an artefact of the budgets tried."""
     out = []
     if lo is not None and budget == lo and lo == budgets.min() and lo > 0:
@@ -269,13 +275,13 @@ def outcome_warnings(splits: pl.DataFrame | pl.LazyFrame, budget: int, *,
     than the budget; libpanto then summarizes the whole active window.
     """
     at = splits.lazy().filter(pl.col("budget") == budget)
-    zero = at.filter((pl.col("kept_turns") == 0) & (pl.col("n_turns") > 0)).select(SESSION)
+    zero_lf = at.filter((pl.col("kept_turns") == 0) & (pl.col("n_turns") > 0)).select(SESSION)
     if turns is not None:
         last = turns.lazy().group_by(SESSION).agg(last_turn_tokens=pl.col("tokens").sort_by("turn").last())
-        zero = zero.join(last, on=SESSION, how="left").sort("last_turn_tokens", descending=True)
-    counts = at.select(sessions=pl.len(), with_turns=(pl.col("n_turns") > 0).sum(), capped=pl.col("capped").sum())
-    counts = counts.collect().row(0, named=True)
-    zero = zero.collect()
+        zero_lf = zero_lf.join(last, on=SESSION, how="left").sort("last_turn_tokens", descending=True)
+    counts_lf = at.select(sessions=pl.len(), with_turns=(pl.col("n_turns") > 0).sum(), capped=pl.col("capped").sum())
+    counts = counts_lf.collect().row(0, named=True)
+    zero = zero_lf.collect()
     out = []
     if len(zero):
         if "last_turn_tokens" in zero.columns:

@@ -29,6 +29,7 @@ import html
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 import polars as pl
 
@@ -41,6 +42,9 @@ from . import plots
 from .formatting import format_tokens
 from .plot_data import session_segments
 from .recommend import Criteria, Recommendation, recommend
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 #: Segment kinds the report can split plots by, with their headings.
 SEGMENT_TITLES = {"model": "model", "source_format": "source format", "length": "session length"}
@@ -202,7 +206,7 @@ def _compaction_detail(compactions: pl.DataFrame) -> str:
         by = compactions.group_by("trigger").len().sort("len", descending=True)
         parts.append(", ".join(f"{n} {t}" for t, n in by.iter_rows()))
     if "tokens_before" in compactions.columns and compactions["tokens_before"].drop_nulls().len():
-        parts.append(f"median {format_tokens(compactions['tokens_before'].median())} tokens before")
+        parts.append(f"median {format_tokens(cast('float | None', compactions['tokens_before'].median()))} tokens before")
     return "; ".join(parts)
 
 
@@ -310,7 +314,7 @@ def build_report(messages: pl.DataFrame, budgets: Iterable[int], *, criteria: Cr
     segments = {kind: session_segments(messages, kind) for kind in segment_by}
     report.figures = report_figures(per_session, turns, highlight=rec.budget, segments=segments)
     for fig in report.figures:
-        fig.png = plots.png_bytes(fig.figure)
+        fig.png = plots.png_bytes(cast("Figure", fig.figure))
     return report
 
 

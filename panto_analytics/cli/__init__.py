@@ -6,24 +6,8 @@ Exit codes: 0 success, 1 bad input or failed work, 2 usage error.
 """
 from __future__ import annotations
 
-import click
+# Commands register themselves on :data:`main` when their module is imported.
+from . import bench_command, core_commands, ingest_commands, report_commands
+from .app import main
 
-
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
-@click.version_option(package_name="panto_analytics")
-def main() -> None:
-    """What does a compaction budget do to real LLM-agent sessions?
-
-    panto-analytics reads recorded sessions (canonical JSONL, pi, Claude Code,
-    Codex), finds the turns libpanto sees, and computes libpanto's
-    computeSplit for every session and budget, exactly.
-
-    \b
-    Start with:
-      panto-analytics sweep data/ --budgets 0:200k:21 --plot sweep.png
-      panto-analytics splits ~/.claude/projects --budgets 20k -o splits.csv
-    """
-
-
-# Commands register themselves on import.
-from . import bench_command, core_commands, ingest_commands, report_commands  # noqa: E402,F401
+__all__ = ["bench_command", "core_commands", "ingest_commands", "main", "report_commands"]

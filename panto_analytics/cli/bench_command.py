@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from . import main
+from .app import main
 
 #: Where the benchmark lives in a source checkout: beside the package folder.
 CHECKOUT = Path(__file__).resolve().parents[2]

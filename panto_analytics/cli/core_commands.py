@@ -7,7 +7,7 @@ import click
 
 from ..policy import splits as compute_splits
 from ..policy import summarize_splits
-from . import main
+from .app import main
 from .options import budgets_option, friendly_errors, input_options, output_option, read_input_corpus, write_frame
 
 

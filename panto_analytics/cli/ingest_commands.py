@@ -8,7 +8,7 @@ import click
 
 from ..errors import IngestReport
 from ..ingest.cache import Cache, CacheStats, default_cache_dir
-from . import main
+from .app import main
 from .options import friendly_errors, input_options, read_input_corpus, write_frame
 
 #: Reasons and record types listed one by one in the summary; the rest are summed up.

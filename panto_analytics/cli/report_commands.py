@@ -11,7 +11,7 @@ from ..analysis.recommend import DEFAULT_COVERAGE, DEFAULT_MIN_KEPT_TURNS, Crite
 from ..budgets import parse_budget
 from ..policy import splits as compute_splits
 from ..policy import turns as compute_turns
-from . import main
+from .app import main
 from .options import (
     budgets_option,
     friendly_errors,

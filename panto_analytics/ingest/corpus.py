@@ -45,6 +45,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any, cast
 
 import polars as pl
 
@@ -52,7 +53,7 @@ from ..errors import IngestReport
 from ..policy import expressions as ex
 from ..schema import COMPACTIONS_SCHEMA, SESSION_META_SCHEMA, SESSIONS_SCHEMA
 from .cache import Cache, CacheStats
-from .formats.base import ParsedFile
+from .formats.base import ParsedFile, SessionMeta
 from .paths import PathLike
 from .pipeline import read_files
 
@@ -98,11 +99,17 @@ def _corpus(source, options: dict) -> Corpus:
     return read_corpus(source, **options)
 
 
+def _session(p: ParsedFile) -> SessionMeta:
+    """The session of a file that was read (files skipped whole are dropped before a corpus is built)."""
+    assert p.session is not None
+    return p.session
+
+
 def sessions_table(parsed: list[ParsedFile], messages: pl.DataFrame) -> pl.DataFrame:
     """The sessions table of parsed files whose message frame is ``messages``."""
     recorded = pl.DataFrame({
-        "recorded_api_calls": [p.session.api_calls for p in parsed],
-        "compactions": [len(p.session.compactions) for p in parsed],
+        "recorded_api_calls": [_session(p).api_calls for p in parsed],
+        "compactions": [len(_session(p).compactions) for p in parsed],
     }, schema={"recorded_api_calls": pl.UInt32(), "compactions": pl.UInt32()})
     meta = pl.concat([sessions_frame(parsed), recorded], how="horizontal")
     per_session = messages.group_by("session_id").agg(
@@ -123,14 +130,14 @@ def sessions_table(parsed: list[ParsedFile], messages: pl.DataFrame) -> pl.DataF
         pl.col("messages").fill_null(0),
         pl.coalesce("recorded_api_calls", "counted_api_calls", pl.lit(0)).alias("api_calls"),
         "final_context", "compactions", "parent_session_id",
-    ).cast(SESSIONS_SCHEMA)
+    ).cast(cast("dict[Any, pl.DataType]", SESSIONS_SCHEMA))
 
 
 def compactions_table(parsed: list[ParsedFile]) -> pl.DataFrame:
     """One row per compaction event the files recorded, in file and event order."""
-    rows = [(p.session.session_id, c.get("anchor_index"), c.get("trigger"), c.get("tokens_before"),
+    rows = [(_session(p).session_id, c.get("anchor_index"), c.get("trigger"), c.get("tokens_before"),
              c.get("first_kept_index"))
-            for p in parsed for c in p.session.compactions]
+            for p in parsed for c in _session(p).compactions]
     return pl.DataFrame(rows, schema=COMPACTIONS_SCHEMA, orient="row")
 
 
@@ -138,13 +145,13 @@ def sessions_frame(parsed: list[ParsedFile]) -> pl.DataFrame:
     """One row per parsed session with its file-level metadata."""
     rows = [
         {
-            "session_id": p.session.session_id,
+            "session_id": _session(p).session_id,
             "file": str(p.path),
             "source_format": p.source_format,
-            "model": p.session.model,
-            "context_window": p.session.context_window,
-            "parent_session_id": p.session.parent_session_id,
-            "created_at": p.session.created_at,
+            "model": _session(p).model,
+            "context_window": _session(p).context_window,
+            "parent_session_id": _session(p).parent_session_id,
+            "created_at": _session(p).created_at,
         }
         for p in parsed
     ]

@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
-from typing import TypeVar
+from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -79,10 +79,11 @@ def run(fn: Callable[[T], R], items: Sequence[T], *, weights: Sequence[int], job
     if jobs == 1 or len(items) < 2 or sum(weights) < min_weight:
         results: list[R | None] = [None] * len(items)
         for i in range(len(items)):  # in order: the first bad file is the one reported
-            results[i] = fn(items[i])
+            result = fn(items[i])
+            results[i] = result
             if on_done is not None:
-                on_done(i, results[i])
-            if stop is not None and stop(results[i]):
+                on_done(i, result)
+            if stop is not None and stop(result):
                 break
         return results
 
@@ -103,15 +104,16 @@ def run(fn: Callable[[T], R], items: Sequence[T], *, weights: Sequence[int], job
     return schedule.results
 
 
-class _Schedule:
+class _Schedule(Generic[T, R]):
     """The shared queue: workers take from the front, the calling process from the back."""
 
-    def __init__(self, fn, items, order, on_done, stop):
+    def __init__(self, fn: Callable[[T], R], items: Sequence[T], order: list[int],
+                 on_done: Callable[[int, R], None] | None, stop: Callable[[R], bool] | None) -> None:
         self.fn, self.items, self.on_done, self.stop = fn, items, on_done, stop
         self.queue = deque(order)
-        self.results: list = [None] * len(items)
+        self.results: list[R | None] = [None] * len(items)
         self.errors: dict[int, BaseException] = {}
-        self.in_flight: set[Future] = set()
+        self.in_flight: set[Future[Any]] = set()
         self.stopped = False
         self.lock = threading.Lock()
 
@@ -121,7 +123,7 @@ class _Schedule:
                 return None
             return self.queue.popleft() if front else self.queue.pop()
 
-    def _finish(self, i: int, result) -> None:
+    def _finish(self, i: int, result: R) -> None:
         self.results[i] = result
         if self.on_done is not None:
             self.on_done(i, result)
@@ -143,7 +145,7 @@ class _Schedule:
             self.in_flight.add(future)
         future.add_done_callback(lambda f: self._landed(i, f, pool))
 
-    def _landed(self, i: int, future: Future, pool: ProcessPoolExecutor) -> None:
+    def _landed(self, i: int, future: Future[R], pool: ProcessPoolExecutor) -> None:
         if future.cancelled():  # only at shutdown, after an error here
             return
         error = future.exception()

@@ -33,7 +33,13 @@ def expand_paths(paths: Iterable[PathLike] | PathLike) -> list[Path]:
             raise InputError(p, None, "no such file or directory")
     seen: set[str] = set()
     real = _RealPaths()
-    return [p for p in out if not ((r := real(p)) in seen or seen.add(r))]
+    unique: list[Path] = []
+    for p in out:
+        r = real(p)
+        if r not in seen:
+            seen.add(r)
+            unique.append(p)
+    return unique
 
 
 class _RealPaths:

@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import polars as pl
@@ -98,7 +99,7 @@ def read_sessions(paths: Iterable[PathLike] | PathLike, *, format: str | None = 
 
 
 def parse_here(paths: list[PathLike], *, format: str | None = None, skip_invalid: bool = False,
-               reports: list[IngestReport | None] | None = None) -> list[ParsedFile]:
+               reports: Sequence[IngestReport | None] | None = None) -> list[ParsedFile]:
     """Parse files in this process, each counted in its own report (or one new each).
 
     Adapters with a columnar fast path (``read_frames(sources)``) get all
@@ -106,9 +107,9 @@ def parse_here(paths: list[PathLike], *, format: str | None = None, skip_invalid
     file of other formats, is read line by line by the adapter's ``parse``.
     Errors are raised in file order.
     """
-    reports = [r if r is not None else IngestReport() for r in (reports or [None] * len(paths))]
+    file_reports = [r if r is not None else IngestReport() for r in (reports or [None] * len(paths))]
     sources: list[SourceFile | InputError] = []
-    for path, report in zip(paths, reports):
+    for path, report in zip(paths, file_reports):
         try:
             sources.append(SourceFile(path, format or detect_format(path), skip_invalid=skip_invalid, report=report))
         except InputError as e:  # raised below, in file order
@@ -117,7 +118,7 @@ def parse_here(paths: list[PathLike], *, format: str | None = None, skip_invalid
     # Files without a fast-path frame are read line by line into one builder,
     # whose frame is built once and sliced per file (a frame per file costs more).
     builder, rows = FrameBuilder(), {}
-    for i, (src, frame, report) in enumerate(zip(sources, frames, reports)):
+    for i, (src, frame, report) in enumerate(zip(sources, frames, file_reports)):
         if isinstance(src, InputError):
             if not skip_invalid:
                 raise src
@@ -133,11 +134,12 @@ def parse_here(paths: list[PathLike], *, format: str | None = None, skip_invalid
         built = builder.finish()
         for i, (start, n) in rows.items():
             frames[i] = built.slice(start, n)
+    filled = cast("list[pl.DataFrame]", frames)  # every file has its frame by now
     parsed = [ParsedFile(frame, None, Path(src.path), None) if isinstance(src, InputError)
               else ParsedFile(frame, src.meta, src.path, src.source_format)
-              for src, frame in zip(sources, frames)]
+              for src, frame in zip(sources, filled)]
     counted = _counted_api_calls([p.messages for p in parsed])
-    for p, report, calls in zip(parsed, reports, counted):
+    for p, report, calls in zip(parsed, file_reports, counted):
         if p.session is not None:
             report.files += 1
             report.sessions += 1
@@ -216,14 +218,16 @@ def parse_files(files: list[Path], *, format: str | None = None, skip_invalid: b
         entries[i] = entry
         if cache is not None:
             cache.absorb(stats, error)
+    found = cast("list[Entry]", entries)  # every file is cached or parsed by now (an error raised above)
     if cache is not None:
+        assert before is not None  # taken whenever there is a cache
         cache.count_misses(len(todo))
-        cache.update_pack(keys, format, entries)
+        cache.update_pack(keys, format, found)
         _warn_about(cache, before)
-    for entry in entries:
+    for entry in found:
         report.merge(entry.report)
     parsed = [ParsedFile(e.messages, e.session, f if isinstance(f, Path) else Path(f), e.source_format)
-              for f, e in zip(files, entries) if e.session is not None]
+              for f, e in zip(files, found) if e.session is not None]
     parsed = postprocess(parsed, report)
     check_unique_sessions(parsed)
     return parsed
@@ -287,6 +291,7 @@ def postprocess(parsed: list[ParsedFile], report: IngestReport | None) -> list[P
 def check_unique_sessions(parsed: list[ParsedFile]) -> None:
     owner: dict[str, Path] = {}
     for p in parsed:
+        assert p.session is not None  # files skipped whole are dropped before this check
         sid = p.session.session_id
         if sid in owner:
             raise InputError(p.path, None, f"session id {sid!r} is also the id of {owner[sid]}")

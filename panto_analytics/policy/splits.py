@@ -95,7 +95,8 @@ def _split_sessions(annotated: pl.LazyFrame, tf: pl.LazyFrame) -> pl.LazyFrame:
     )
 
 
-def _with_empty_sessions(per_session: pl.LazyFrame, sessions, messages) -> pl.LazyFrame:
+def _with_empty_sessions(per_session: pl.LazyFrame, sessions: pl.DataFrame | pl.LazyFrame | None,
+                         messages: pl.DataFrame | pl.LazyFrame) -> pl.LazyFrame:
     """Add the sessions of ``sessions`` that have no messages (computeSplit gives (0, 0)), numbered in order."""
     if sessions is not None:
         dtype = messages.lazy().collect_schema()[S]

@@ -19,6 +19,7 @@ at each turn's first row.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TypeVar
 
 import polars as pl
@@ -32,7 +33,7 @@ Frame = TypeVar("Frame", pl.DataFrame, pl.LazyFrame)
 S = ex.SESSION
 
 
-def _cast(lf: pl.LazyFrame, schema: dict) -> pl.LazyFrame:
+def _cast(lf: pl.LazyFrame, schema: dict[str, pl.DataType]) -> pl.LazyFrame:
     """Cast to ``schema`` and order its columns; ``session_id`` keeps the caller's dtype."""
     return lf.cast({k: v for k, v in schema.items() if k != S}).select(list(schema))
 
@@ -115,7 +116,7 @@ def _turns(annotated: pl.LazyFrame) -> pl.LazyFrame:
     # from the start row carries the turn's opening values to its last row,
     # where a filter keeps one row per turn. No group-by, no hashing.
     start = pl.col("is_turn_start")
-    from_start = lambda e: pl.when(start).then(e).forward_fill()  # noqa: E731
+    from_start: Callable[[pl.Expr], pl.Expr] = lambda e: pl.when(start).then(e).forward_fill()  # noqa: E731
     tokens_so_far = pl.col("message_tokens").cum_sum()
     # Latest assistant usage of this turn: the fill restarts at the turn
     # start (-1 = none yet; the start row itself is a user message).

@@ -144,6 +144,7 @@ def test_sweep_plot_entry_point_takes_only_the_splits(corpus):
     assert isinstance(plots.kept_tokens_by_budget(corpus[1]), Figure)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("segment_by", [None, "model", "length"])
 def test_every_plot_renders_headless(corpus, segment_by, tmp_path):
     msgs, splits, turns = corpus
@@ -201,6 +202,7 @@ def real_jsonl_files() -> list[Path]:
     return [p for p in sorted(REALDATA.rglob("*.jsonl")) if first_line_is_json(p)]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not REALDATA.is_dir(), reason="../shared/realdata is not present")
 def test_plots_on_the_real_recordings(tmp_path):
     missing = {"pi", "claude-code", "codex"} - set(ADAPTERS)

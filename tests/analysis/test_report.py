@@ -18,6 +18,9 @@ import panto_analytics as pa
 from panto_analytics.analysis.report import build_report
 from panto_analytics.cli import main
 
+#: Each test here writes a report, runs a notebook or a benchmark: seconds each.
+pytestmark = pytest.mark.slow
+
 FIXTURE = FIXTURES / "recommend"
 DATA = REPO / "data"
 BUDGETS = "0,1k,2k,3k,4k,5k"

@@ -15,6 +15,9 @@ from benchmarks.synth import write_corpus
 from panto_analytics import read_sessions, splits
 from panto_analytics.cli import main
 
+#: Each test here writes a report, runs a notebook or a benchmark: seconds each.
+pytestmark = pytest.mark.slow
+
 SESSIONS, BUDGETS, CLAUDE = 4, 8, 2
 
 

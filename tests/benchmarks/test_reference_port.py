@@ -130,6 +130,7 @@ def test_serialize_transcript_media_summary_and_thinking():
         "[Previous summary]: S\n\n[Assistant thinking]: hmm\n\n[Tool result (x)]: a[image/png attachment]")
 
 
+@pytest.mark.slow
 def test_trace_changes_nothing_and_counts_past_the_buffer():
     msgs = [m for k in range(4100) for m in (user_msg(f"q{k}"), asst_msg("a"))]
     trace = ref.Trace()

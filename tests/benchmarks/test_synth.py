@@ -209,6 +209,7 @@ def test_module_entry_point(tmp_path):
         sorted(p.read_bytes() for p in expected)
 
 
+@pytest.mark.slow
 def test_default_shape_reads_and_reaches_hundreds_of_turns(tmp_path):
     paths = synth.write_corpus(tmp_path, 60, seed=2)
     frame = panto_analytics.read_sessions(tmp_path)

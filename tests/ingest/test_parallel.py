@@ -81,6 +81,7 @@ def test_a_broken_pool_leaves_the_work_to_the_caller(main_pid):
     assert results == [-x for x in range(15)]
 
 
+@pytest.mark.slow
 def test_a_script_without_a_main_guard_can_use_the_pool(tmp_path):
     script = tmp_path / "unguarded.py"
     script.write_text(textwrap.dedent("""

@@ -63,6 +63,7 @@ def slow_here(monkeypatch):
     return enable
 
 
+@pytest.mark.slow
 def test_parallel_equals_sequential(corpus, tmp_path, always_parallel, slow_here):
     seq_report, par_report = IngestReport(), IngestReport()
     sequential = pa.read_sessions(corpus, jobs=1, report=seq_report)

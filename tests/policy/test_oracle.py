@@ -123,6 +123,7 @@ def test_seeded_batch_port(seeded_batch, seeded_oracle):
 
 # --- hypothesis batches: port and engine against the oracle, boundary budgets --
 
+@pytest.mark.slow
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(batch=st.lists(conversations(), min_size=1, max_size=5), drawn=budgets())
 def test_drawn_batches(oracle, engine, tmp_path_factory, batch, drawn):

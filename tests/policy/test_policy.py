@@ -285,6 +285,7 @@ def _many_turns(n: int, tail_usage: bool) -> list[dict]:
     return msgs
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tail_usage", [False, True], ids=["words", "usage"])
 @pytest.mark.parametrize("n", [4096, 4100])
 def test_only_4096_turn_starts_exist(tmp_path, engine, n, tail_usage):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
+import pytest
 from conftest import FRAME_KINDS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -29,6 +30,7 @@ def suffix_sums(msgs: list[dict]) -> list[int]:
 @settings(max_examples=150, deadline=None, suppress_health_check=SLOW_OK)
 @given(sessions=st.lists(conversations(), min_size=1, max_size=4), drawn=budgets(),
        kind=st.sampled_from(FRAME_KINDS), headers=st.booleans(), with_sessions=st.booleans())
+@pytest.mark.slow
 def test_frame_equals_reference(engine, sessions, drawn, kind, headers, with_sessions):
     all_budgets = drawn + [b for msgs in sessions for b in boundary_budgets(suffix_sums(msgs))]
     with tempfile.TemporaryDirectory() as folder:
@@ -36,6 +38,7 @@ def test_frame_equals_reference(engine, sessions, drawn, kind, headers, with_ses
                      headers, with_sessions)
 
 
+@pytest.mark.slow
 @settings(max_examples=5, deadline=None, suppress_health_check=SLOW_OK)
 @given(long=long_conversations(), short=conversations(), drawn=budgets(), kind=st.sampled_from(FRAME_KINDS))
 def test_frame_equals_reference_past_4096_turns(engine, long, short, drawn, kind):

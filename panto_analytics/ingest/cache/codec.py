@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Final, Literal
 
 import orjson
 import polars as pl
@@ -36,7 +36,7 @@ LAYOUT = 1
 META_KEY = "panto_analytics"
 
 
-_COMPRESSION = "lz4"  # the fastest to read back; entries are small anyway
+_COMPRESSION: Final[Literal["lz4"]] = "lz4"  # the fastest to read back; entries are small anyway
 
 
 class BadEntry(Exception):
@@ -89,8 +89,9 @@ class Entry:
     """What parsing one file produced: its frame rows, session, format and report share."""
 
     messages: pl.DataFrame
-    session: SessionMeta
-    source_format: str
+    #: None (and ``source_format`` None) for a file skipped whole under skip_invalid.
+    session: SessionMeta | None
+    source_format: str | None
     report: IngestReport
     #: Where it came from: ``"parsed"``, ``"entry"`` or ``"pack"``.
     origin: str = "parsed"
@@ -155,11 +156,11 @@ def record_of(key: FileKey, entry: Entry) -> dict | None:
     """The metadata record of one file, or None if it would not read back identically."""
     if entry.session is None:  # a file skipped whole: detected again next time, never cached
         return None
-    rec = {"abspath": key.abspath, "path": key.path, "state": key.state(), "rows": entry.messages.height,
+    rec: dict[str, Any] = {"abspath": key.abspath, "path": key.path, "state": key.state(), "rows": entry.messages.height,
            "source_format": entry.source_format, "report": _encode_report(entry.report)}
-    session = {f.name: getattr(entry.session, f.name) for f in dataclasses.fields(entry.session)}
+    fields = {f.name: getattr(entry.session, f.name) for f in dataclasses.fields(entry.session)}
     rec["datetimes"] = []
-    rec["session"] = _encode(session, [], rec["datetimes"])
+    rec["session"] = _encode(fields, [], rec["datetimes"])
     try:
         session, report = decoded(orjson.loads(orjson.dumps(rec)))
     except (TypeError, ValueError, BadEntry):  # orjson's errors are TypeErrors and ValueErrors

@@ -225,7 +225,7 @@ class Cache:
             rows = [rec["rows"] for _, _, rec, _ in usable]
             frame = read_frame([path for _, path, _, _ in usable], sum(rows))
             starts = itertools.accumulate(rows, initial=0)
-            frames = [frame.slice(start, n) for start, n in zip(starts, rows)]
+            frames: list[pl.DataFrame | None] = [frame.slice(start, n) for start, n in zip(starts, rows)]
         except BadEntry:  # some entry's data is bad: find which, one by one
             frames = []
             for _, path, rec, _ in usable:

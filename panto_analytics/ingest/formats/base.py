@@ -32,7 +32,7 @@ class Message:
     """One libpanto message: role, canonical blocks, usage (or None), provenance."""
 
     role: str
-    content: list[dict]
+    content: list[dict[str, Any]]
     usage: dict[str, int] | None
     line: int
     timestamp: datetime | None = None
@@ -51,7 +51,7 @@ class SessionMeta:
     #: Recorded compaction events: dicts with anchor_index (index of the
     #: summary message among the messages yielded), trigger, tokens_before,
     #: first_kept_index (or None).
-    compactions: list[dict] = field(default_factory=list)
+    compactions: list[dict[str, Any]] = field(default_factory=list)
     api_calls: int | None = None
     #: A source id per yielded message, in order (Claude Code: the uuid of the
     #: record that opened it), for cross-file rules in an adapter's
@@ -163,7 +163,7 @@ class FrameBuilder:
     """Accumulates messages as frame columns; text is counted, then dropped."""
 
     def __init__(self) -> None:
-        self._cols: dict[str, list] = {name: [] for name in MESSAGE_SCHEMA}
+        self._cols: dict[str, list[Any]] = {name: [] for name in MESSAGE_SCHEMA}
 
     @property
     def height(self) -> int:

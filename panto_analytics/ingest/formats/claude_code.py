@@ -32,6 +32,7 @@ import os
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from typing import Any
 
 import orjson
@@ -40,7 +41,7 @@ import polars as pl
 from ...errors import IngestReport
 from ...policy.expressions import is_api_call
 from ...schema import MAX_USAGE
-from .base import Invalid, Message, ParsedFile, ReadFrames, SourceFile, parse_timestamp, usage_counter
+from .base import Invalid, Message, ParsedFile, ReadFrames, SessionMeta, SourceFile, parse_timestamp, usage_counter
 from .jsonl import records
 
 NAME = "claude-code"
@@ -102,7 +103,7 @@ class _Call:
     """An assistant message still streaming: later lines of its API call extend it."""
 
     msg: Message
-    key: tuple | None
+    key: tuple[Any, ...] | None
     uid: str | None
     #: Tool-result user messages written while the call streamed: they follow it.
     results: list[tuple[Message, str | None]] = field(default_factory=list)
@@ -135,14 +136,14 @@ class _Transcript:
         self.seen: set[str] = set()
         #: Blocks of the current record that have no libpanto equivalent, counted once it is valid.
         self.dropped: list[str] = []
-        self.keys: set[tuple] = set()
-        self.models: Counter = Counter()
+        self.keys: set[tuple[Any, ...]] = set()
+        self.models: Counter[str] = Counter()
         self.api_calls = 0
         self.emitted = 0
         self.sidechain: bool | None = None   # decided by the first user/assistant record
         self.session_id: str | None = None
         self.agent_id: str | None = None
-        self.created_at = None
+        self.created_at: datetime | None = None
 
     # -- output ------------------------------------------------------------
 
@@ -179,6 +180,7 @@ class _Transcript:
 
     def _emit_compaction(self, text: str | None, summary_uid: str | None) -> None:
         comp, self.compaction = self.compaction, None
+        assert comp is not None  # callers emit only a compaction that waits
         if text is not None:
             comp.msg.content[0]["text"] = text
         boundary_keeps = self.kept is not None and self.kept_for == comp.uid and comp.uid is not None
@@ -211,7 +213,7 @@ class _Transcript:
 
     # -- records -----------------------------------------------------------
 
-    def record(self, rec: dict, lineno: int) -> None:
+    def record(self, rec: dict[str, Any], lineno: int) -> None:
         kind = rec.get("type")
         if not isinstance(kind, str):
             raise Invalid("record has no 'type' string")
@@ -245,14 +247,14 @@ class _Transcript:
         if isinstance(sid, str):
             self.session_id = sid
 
-    def _foreign(self, rec: dict, kind: str) -> bool:
+    def _foreign(self, rec: dict[str, Any], kind: str) -> bool:
         """A sidechain record inside a main transcript (older versions wrote subagents inline): counted, skipped."""
         if self.sidechain is False and rec.get("isSidechain") is True:
             self.src.ignore(f"{kind} (sidechain in a main transcript)")
             return True
         return False
 
-    def _conversation(self, rec: dict, uid: str | None, joins_call: bool = False) -> None:
+    def _conversation(self, rec: dict[str, Any], uid: str | None, joins_call: bool = False) -> None:
         """Bookkeeping for a record that becomes (part of) a message; the first one says whose transcript it is.
 
         ``joins_call``: the record continues the call streaming now (one of its
@@ -273,7 +275,7 @@ class _Transcript:
                 self._flush()
             self.kept, self.kept_for = [], self.preserved[uid]
 
-    def _user(self, rec: dict, lineno: int, uid: str | None) -> None:
+    def _user(self, rec: dict[str, Any], lineno: int, uid: str | None) -> None:
         message = _message(rec, "user")
         content = message.get("content")
         if rec.get("isCompactSummary") is True:
@@ -298,12 +300,13 @@ class _Transcript:
         self._conversation(rec, uid, joins_call=during_call)
         msg = Message("user", blocks, None, lineno, parse_timestamp(rec.get("timestamp")))
         if during_call:
+            assert self.call is not None  # during_call says a call streams
             self.call.results.append((msg, uid))
             return
         self._flush()
         self._emit(msg, uid)
 
-    def _assistant(self, rec: dict, lineno: int, uid: str | None) -> None:
+    def _assistant(self, rec: dict[str, Any], lineno: int, uid: str | None) -> None:
         message = _message(rec, "assistant")
         content = message.get("content")
         if not isinstance(content, list):
@@ -322,6 +325,7 @@ class _Transcript:
         same_call = key is not None and call is not None and call.key == key
         self._conversation(rec, uid, joins_call=same_call)
         if same_call:
+            assert call is not None  # same_call says there is one
             call.msg.content.extend(blocks)
             if usage is not None:
                 call.msg.usage = usage      # the call's final line has its final usage
@@ -341,7 +345,7 @@ class _Transcript:
         msg = Message("assistant", blocks, usage, lineno, parse_timestamp(rec.get("timestamp")), model)
         self.call = _Call(msg, key, uid)
 
-    def _boundary(self, rec: dict, lineno: int, uid: str | None) -> None:
+    def _boundary(self, rec: dict[str, Any], lineno: int, uid: str | None) -> None:
         meta = rec.get("compactMetadata")
         meta = meta if isinstance(meta, dict) else {}
         trigger = meta.get("trigger")
@@ -352,10 +356,10 @@ class _Transcript:
             trigger if isinstance(trigger, str) else None,
             tokens if isinstance(tokens, int) and not isinstance(tokens, bool) else None)
 
-    def _attachment(self, rec: dict, lineno: int, uid: str | None) -> None:
+    def _attachment(self, rec: dict[str, Any], lineno: int, uid: str | None) -> None:
         att = rec.get("attachment")
         kind = att.get("type") if isinstance(att, dict) else None
-        if kind == "queued_command" and att.get("prompt") is not None:
+        if kind == "queued_command" and isinstance(att, dict) and att.get("prompt") is not None:
             # A prompt the user typed while the agent worked, handed to the model mid-turn.
             text = _text_of(att["prompt"])
             if self._foreign(rec, "attachment"):
@@ -369,12 +373,12 @@ class _Transcript:
 
     # -- content blocks ----------------------------------------------------
 
-    def _user_blocks(self, content: Any) -> list[dict]:
+    def _user_blocks(self, content: Any) -> list[dict[str, Any]]:
         if isinstance(content, str):
             return [{"type": "text", "text": content}]
         if not isinstance(content, list):
             raise Invalid(f"user message.content must be a string or a list, got {type(content).__name__}")
-        blocks = []
+        blocks: list[dict[str, Any]] = []
         for i, block in enumerate(content):
             kind = _block_type(block, i)
             if kind == "text":
@@ -388,7 +392,7 @@ class _Transcript:
                 self.dropped.append(f"user block/{kind}")
         return blocks
 
-    def _result_parts(self, content: Any, i: int) -> list[dict]:
+    def _result_parts(self, content: Any, i: int) -> list[dict[str, Any]]:
         if content is None:
             return []
         if isinstance(content, str):
@@ -408,7 +412,7 @@ class _Transcript:
                 self.dropped.append(f"tool_result part/{kind}")
         return parts
 
-    def _assistant_blocks(self, content: list) -> list[dict]:
+    def _assistant_blocks(self, content: list[Any]) -> list[dict[str, Any]]:
         blocks = []
         for i, block in enumerate(content):
             kind = _block_type(block, i)
@@ -434,7 +438,7 @@ class _Transcript:
 # Small validators and mappers
 # ---------------------------------------------------------------------------
 
-def _message(rec: dict, role: str) -> dict:
+def _message(rec: dict[str, Any], role: str) -> dict[str, Any]:
     message = rec.get("message")
     if not isinstance(message, dict):
         raise Invalid(f"{role} record has no 'message' object")
@@ -484,7 +488,7 @@ def _text_of(content: Any) -> str:
     raise Invalid(f"message.content must be a string or a list, got {type(content).__name__}")
 
 
-def _summary_message(lineno: int, rec: dict) -> Message:
+def _summary_message(lineno: int, rec: dict[str, Any]) -> Message:
     return Message("user", [{"type": "compaction_summary", "text": ""}], None, lineno,
                    parse_timestamp(rec.get("timestamp")))
 
@@ -539,11 +543,11 @@ def postprocess(files: list[ParsedFile], report: IngestReport) -> list[ParsedFil
     its own. A continued :class:`ParsedFile` is updated
     in place, and the files kept are returned in their order.
     """
-    mains = [p for p in files if p.session.parent_session_id is None and p.session.message_ids]
+    mains = [p for p in files if _session(p).parent_session_id is None and _session(p).message_ids]
     holders: dict[str, set[int]] = {}
     by_id = {id(p): p for p in mains}
     for p in mains:
-        for mid in p.session.message_ids:
+        for mid in _ids(p):
             if mid is not None:
                 holders.setdefault(mid, set()).add(id(p))
     dropped: set[int] = set()
@@ -556,7 +560,7 @@ def postprocess(files: list[ParsedFile], report: IngestReport) -> list[ParsedFil
             pred = _predecessor(succ, holders, by_id, dropped)
             if pred is None:
                 continue
-            for mid in pred.session.message_ids:
+            for mid in _ids(pred):
                 if mid is not None:
                     holders[mid].discard(id(pred))
                     holders[mid].add(id(succ))
@@ -566,35 +570,49 @@ def postprocess(files: list[ParsedFile], report: IngestReport) -> list[ParsedFil
     return [p for p in files if id(p) not in dropped]
 
 
-def _predecessor(succ, holders: dict, by_id: dict, dropped: set):
+def _session(p: ParsedFile) -> SessionMeta:
+    """The session of a file in :func:`postprocess` (files skipped whole never get there)."""
+    assert p.session is not None
+    return p.session
+
+
+def _ids(p: ParsedFile) -> list[str | None]:
+    """The message ids of a main file in :func:`postprocess` (only files with ids take part)."""
+    ids = _session(p).message_ids
+    assert ids is not None
+    return ids
+
+
+def _predecessor(succ: ParsedFile, holders: dict[str, set[int]], by_id: dict[int, ParsedFile],
+                 dropped: set[int]) -> ParsedFile | None:
     """The file ``succ`` continues, or None."""
-    ids = succ.session.message_ids
+    ids = _ids(succ)
     first = next((m for m in ids if m is not None), None)
     if first is None:
         return None
-    mine = None
+    mine: set[str | None] | None = None
     for key in sorted(holders.get(first, ()), key=lambda k: by_id[k].path):
         pred = by_id[key]
         if pred is succ or key in dropped:
             continue
         mine = set(ids) if mine is None else mine
-        last = pred.session.message_ids[-1]
+        last = _ids(pred)[-1]
         if last is not None and last in mine and \
-                _same_message(pred, pred.session.message_ids.index(first), succ, ids.index(first)):
+                _same_message(pred, _ids(pred).index(first), succ, ids.index(first)):
             return pred
     return None
 
 
-def _same_message(a, i: int, b, j: int) -> bool:
+def _same_message(a: ParsedFile, i: int, b: ParsedFile, j: int) -> bool:
     """Row ``i`` of ``a`` and row ``j`` of ``b`` look like one record copied: same role and timestamp."""
     ra = a.messages.row(i, named=True)
     rb = b.messages.row(j, named=True)
-    return ra["role"] == rb["role"] and ra["timestamp"] == rb["timestamp"]
+    return bool(ra["role"] == rb["role"] and ra["timestamp"] == rb["timestamp"])
 
 
-def _fold(pred, succ, report: IngestReport) -> None:
+def _fold(pred: ParsedFile, succ: ParsedFile, report: IngestReport) -> None:
     """Put ``pred``'s messages before the copy that ``succ`` starts with in front of ``succ``'s."""
-    pids, sids = pred.session.message_ids, succ.session.message_ids
+    pids, sids = _ids(pred), _ids(succ)
     k = pids.index(next(m for m in sids if m is not None))
     copied = set(sids)
     lost = sum(1 for m in pids[k:] if m not in copied)
@@ -604,9 +622,9 @@ def _fold(pred, succ, report: IngestReport) -> None:
     head = pred.messages.head(k)
     frame = pl.concat([head, succ.messages], how="vertical").with_columns(
         seq=pl.int_range(pl.len(), dtype=pl.UInt32),
-        session_id=pl.lit(succ.session.session_id, dtype=succ.messages.schema["session_id"]))
+        session_id=pl.lit(_session(succ).session_id, dtype=succ.messages.schema["session_id"]))
     head_calls = head.filter(is_api_call()).height
-    pmeta, smeta = pred.session, succ.session
+    pmeta, smeta = _session(pred), _session(succ)
     compactions = [c for c in pmeta.compactions if c["anchor_index"] < k] + [
         {**c, "anchor_index": c["anchor_index"] + k,
          "first_kept_index": None if c["first_kept_index"] is None else c["first_kept_index"] + k}

@@ -104,7 +104,7 @@ class _Rollout:
         self.src = src
         self.meta = src.meta
         self.model: str | None = None
-        self.models: Counter = Counter()  # assistant messages per model
+        self.models: Counter[str | None] = Counter()  # assistant messages per model
         #: Envelope layout: messages wait for the token count of their call.
         self.windowed = False
         #: Without token counts (legacy rollouts, replacement histories) a
@@ -126,7 +126,7 @@ class _Rollout:
 
     # -- records -------------------------------------------------------------
 
-    def record(self, lineno: int, rec: dict) -> None:
+    def record(self, lineno: int, rec: dict[str, Any]) -> None:
         kind = rec.get("type")
         if kind in ENVELOPES:
             if "payload" not in rec:
@@ -158,7 +158,7 @@ class _Rollout:
         else:
             self.src.ignore(str(kind))
 
-    def session_meta(self, payload: dict, ts: datetime | None) -> None:
+    def session_meta(self, payload: dict[str, Any], ts: datetime | None) -> None:
         if self.seen_meta:
             # A resumed or forked rollout may repeat its origin's header: the first one is this session's.
             self.src.ignore("session_meta (repeated)")
@@ -173,7 +173,7 @@ class _Rollout:
         if isinstance(payload.get("model"), str):
             self.set_model(payload["model"])
 
-    def turn_context(self, payload: dict) -> None:
+    def turn_context(self, payload: dict[str, Any]) -> None:
         model = payload.get("model")
         if model is not None:
             if not isinstance(model, str):
@@ -186,7 +186,7 @@ class _Rollout:
         if self.meta.model is None:
             self.meta.model = model  # until an assistant message names the session's model
 
-    def event(self, payload: dict) -> None:
+    def event(self, payload: dict[str, Any]) -> None:
         kind = payload.get("type")
         if not isinstance(kind, str):
             raise Invalid("event_msg.payload has no 'type'")
@@ -201,7 +201,7 @@ class _Rollout:
         if self.meta.context_window is None and isinstance(value, int) and not isinstance(value, bool) and value > 0:
             self.meta.context_window = value
 
-    def token_count(self, payload: dict) -> None:
+    def token_count(self, payload: dict[str, Any]) -> None:
         info = payload.get("info")
         if info is None:
             self.src.ignore("event_msg:token_count (no usage)")
@@ -232,7 +232,7 @@ class _Rollout:
                 break
         self.release()
 
-    def compacted(self, payload: dict, lineno: int, ts: datetime | None) -> None:
+    def compacted(self, payload: dict[str, Any], lineno: int, ts: datetime | None) -> None:
         summary = payload.get("message")
         if summary is None:
             summary = ""
@@ -269,10 +269,10 @@ class _Rollout:
 
     # -- response items --------------------------------------------------------
 
-    def item(self, payload: dict, lineno: int, ts: datetime | None) -> None:
+    def item(self, payload: dict[str, Any], lineno: int, ts: datetime | None) -> None:
         self.apply(self.convert(payload, "response_item"), lineno, ts)
 
-    def convert(self, item: dict, where: str) -> tuple:
+    def convert(self, item: dict[str, Any], where: str) -> tuple[Any, ...]:
         """One response item as ``(kind, ...)``; validates, changes no state but ignore counts.
 
         Kinds: ``("call", blocks)`` for a model output, ``("output", block)``
@@ -320,7 +320,7 @@ class _Rollout:
             raise Invalid(f"{where} has no 'type'")
         return ("ignore", f"response_item:{kind}")
 
-    def message_item(self, item: dict, where: str) -> tuple:
+    def message_item(self, item: dict[str, Any], where: str) -> tuple[Any, ...]:
         role = item.get("role")
         texts = self.texts(item.get("content"), f"{where}.content", images_in=role)
         if role == "assistant":
@@ -349,7 +349,7 @@ class _Rollout:
                 self.src.ignore(f"content part:{kind}")
         return out
 
-    def output_parts(self, output: Any, where: str) -> list[dict]:
+    def output_parts(self, output: Any, where: str) -> list[dict[str, Any]]:
         """A tool output (a string, content items, or the old ``{content, success}``) as result parts."""
         if isinstance(output, str):
             return [{"type": "text", "text": output}]
@@ -372,7 +372,7 @@ class _Rollout:
 
     # -- grouping ----------------------------------------------------------------
 
-    def apply(self, converted: tuple, lineno: int, ts: datetime | None) -> None:
+    def apply(self, converted: tuple[Any, ...], lineno: int, ts: datetime | None) -> None:
         kind = converted[0]
         if kind == "call":
             if self.after is not None and self.split_at_results:
@@ -436,7 +436,7 @@ class _Rollout:
             self.meta.model = self.models.most_common(1)[0][0]
 
 
-def _is_summary(converted: tuple, summary: str) -> bool:
+def _is_summary(converted: tuple[Any, ...], summary: str) -> bool:
     """Is this replacement-history item the summary itself (which the anchor stands for)?"""
     if converted[0] == "summary":
         return True
@@ -445,7 +445,7 @@ def _is_summary(converted: tuple, summary: str) -> bool:
         text in b.get("text", "") for b in converted[2])
 
 
-def _parent_id(payload: dict) -> str | None:
+def _parent_id(payload: dict[str, Any]) -> str | None:
     """The thread a subagent (or fork) was spawned from, where the header records it."""
     parent = payload.get("parent_thread_id")
     if parent is None:
@@ -477,14 +477,14 @@ def _usage(last: Any, where: str) -> dict[str, int]:
             "cache_read": cached, "cache_write": 0}
 
 
-def _difference(total: Any, previous: Any) -> dict:
+def _difference(total: Any, previous: Any) -> dict[str, Any]:
     if not isinstance(total, dict) or not isinstance(previous, dict):
         raise Invalid("token_count.info.total_token_usage must be an object")
     return {k: v - previous.get(k, 0) if isinstance(v, int) and isinstance(previous.get(k, 0), int) else v
             for k, v in total.items()}
 
 
-def _tool_use(item: dict, id_key: str, name: str, text: str, where: str) -> dict:
+def _tool_use(item: dict[str, Any], id_key: str, name: str, text: str, where: str) -> dict[str, Any]:
     return {"type": "tool_use", "id": _string(item.get(id_key), f"{where}.{id_key}"), "name": name, "input": text}
 
 

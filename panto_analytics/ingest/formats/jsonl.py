@@ -31,7 +31,7 @@ NOT_JSONL = ("not JSONL: the file looks like pretty-printed JSON (one document o
 _JSON_TYPES = {list: "array", str: "string", int: "number", float: "number", bool: "boolean", type(None): "null"}
 
 
-def records(src: SourceFile) -> Iterator[tuple[int, dict]]:
+def records(src: SourceFile) -> Iterator[tuple[int, dict[str, Any]]]:
     """``(line number, object)`` for every line of ``src`` that holds a JSON object.
 
     Blank lines are skipped. A line that is not JSON, or is JSON but not an
@@ -63,7 +63,7 @@ def records(src: SourceFile) -> Iterator[tuple[int, dict]]:
                 src.invalid(lineno, f"expected a JSON object, got {json_type(rec)}")
 
 
-def reread(src: SourceFile, wanted: set[int]) -> Iterator[tuple[int, dict]]:
+def reread(src: SourceFile, wanted: set[int]) -> Iterator[tuple[int, dict[str, Any]]]:
     """``(line number, object)`` again for the ``wanted`` lines, which :func:`records` already yielded.
 
     For adapters that need a second pass: lines are parsed only when wanted,

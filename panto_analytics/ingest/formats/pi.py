@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import PurePath
 from typing import Any
 
@@ -92,12 +93,12 @@ class _Layout:
 
     path: list[int]  # line numbers of the entries on the current branch, in file order
     anchors: dict[int, list[tuple[_Compaction, bool]]]  # line -> (compaction, first kept found) before it
-    header: dict
+    header: dict[str, Any]
 
 
 def _scan(src: SourceFile) -> _Layout:
     """First pass: entries (line, type, id, parent), compactions, and the header."""
-    header: dict = {}
+    header: dict[str, Any] = {}
     version = 1
     entries: list[_Entry] = []
     by_id: dict[str, int] = {}
@@ -157,7 +158,8 @@ def _branch(entries: list[_Entry], by_id: dict[str, int]) -> list[int]:
     return path[::-1]
 
 
-def _anchors(entries, on_path, kept_index, compactions) -> dict[int, list[tuple[_Compaction, bool]]]:
+def _anchors(entries: list[_Entry], on_path: list[int], kept_index: dict[Any, int],
+             compactions: dict[int, _Compaction]) -> dict[int, list[tuple[_Compaction, bool]]]:
     """Where each compaction's summary goes: before its first kept entry on the path.
 
     When the first kept entry is not on the path before the compaction, the
@@ -165,7 +167,7 @@ def _anchors(entries, on_path, kept_index, compactions) -> dict[int, list[tuple[
     never move before an earlier compaction's anchor.
     """
     position = {entry_pos: k for k, entry_pos in enumerate(on_path)}
-    anchors: dict[int, list] = {}
+    anchors: dict[int, list[tuple[_Compaction, bool]]] = {}
     floor = 0
     for k, entry_pos in enumerate(on_path):
         comp = compactions.get(entries[entry_pos].line)
@@ -174,13 +176,13 @@ def _anchors(entries, on_path, kept_index, compactions) -> dict[int, list[tuple[
         target = kept_index.get(comp.first_kept) if isinstance(comp.first_kept, (str, int)) else None
         at = position.get(target) if target is not None else None
         found = at is not None and at < k
-        at = max(at if found else k, floor)
+        at = max(at if found and at is not None else k, floor)
         floor = at
         anchors.setdefault(entries[on_path[at]].line, []).append((comp, found))
     return anchors
 
 
-def _compaction(rec: dict, lineno: int, version: int) -> _Compaction:
+def _compaction(rec: dict[str, Any], lineno: int, version: int) -> _Compaction:
     summary = _string(rec.get("summary"), "compaction.summary")
     tokens = rec.get("tokensBefore")
     if tokens is not None:
@@ -199,11 +201,11 @@ class _Session:
         self.src, self.meta, self.layout = src, src.meta, layout
         self.count = 0
         self.model: str | None = None
-        self.models: Counter = Counter()  # assistant messages per model
+        self.models: Counter[str] = Counter()  # assistant messages per model
         self.kept_found: list[tuple[int, bool]] = []
         self._header(layout.header)
 
-    def _header(self, header: dict) -> None:
+    def _header(self, header: dict[str, Any]) -> None:
         sid = header.get("id")
         if isinstance(sid, str) and sid:
             self.meta.session_id = sid
@@ -230,12 +232,12 @@ class _Session:
             if msg is not None:
                 self.count += 1
                 yield msg
-        for comp, (index, found) in zip(self.meta.compactions, self.kept_found):
-            comp["first_kept_index"] = index + 1 if found and index + 1 < self.count else None
+        for recorded, (index, found) in zip(self.meta.compactions, self.kept_found):
+            recorded["first_kept_index"] = index + 1 if found and index + 1 < self.count else None
         # The session's model: the one that answered most (first among equals).
         self.meta.model = self.models.most_common(1)[0][0] if self.models else self.model
 
-    def _anchor(self, comp: _Compaction, found: bool, ts) -> Message:
+    def _anchor(self, comp: _Compaction, found: bool, ts: datetime | None) -> Message:
         """The summary message of a compaction, to be yielded next (at index ``self.count``)."""
         self.meta.compactions.append({"anchor_index": self.count, "trigger": None,
                                       "tokens_before": comp.tokens_before, "first_kept_index": None})
@@ -243,7 +245,7 @@ class _Session:
         return Message("user", [{"type": "compaction_summary", "text": comp.summary}], None, comp.line, ts,
                        self.model)
 
-    def _entry(self, rec: dict, lineno: int) -> Message | None:
+    def _entry(self, rec: dict[str, Any], lineno: int) -> Message | None:
         kind = rec["type"]
         ts = parse_timestamp(rec.get("timestamp"))
         if kind == "message":
@@ -264,7 +266,7 @@ class _Session:
             self.src.ignore(kind)
         return None
 
-    def _message(self, msg: dict, lineno: int, ts) -> Message | None:
+    def _message(self, msg: dict[str, Any], lineno: int, ts: datetime | None) -> Message | None:
         role = msg.get("role")
         if role == "assistant":
             return self._assistant(msg, lineno, ts)
@@ -297,7 +299,7 @@ class _Session:
         self.src.ignore(f"message role:{role}")
         return None
 
-    def _assistant(self, msg: dict, lineno: int, ts) -> Message:
+    def _assistant(self, msg: dict[str, Any], lineno: int, ts: datetime | None) -> Message:
         content = msg.get("content")
         if not isinstance(content, list):
             raise Invalid(f"message.content must be a list, got {json_type(content)}")
@@ -323,7 +325,7 @@ class _Session:
             self.models[model] += 1
         return Message("assistant", blocks, _usage(msg.get("usage")), lineno, ts, model)
 
-    def _user(self, texts: list[str], lineno: int, ts) -> Message:
+    def _user(self, texts: list[str], lineno: int, ts: datetime | None) -> Message:
         return Message("user", [{"type": "text", "text": t} for t in texts], None, lineno, ts, self.model)
 
     def _texts(self, content: Any, where: str) -> list[str]:
@@ -346,7 +348,7 @@ class _Session:
                 self.src.ignore(f"content block:{kind}")
         return texts
 
-    def _parts(self, content: Any, where: str) -> list[dict]:
+    def _parts(self, content: Any, where: str) -> list[dict[str, Any]]:
         """A tool result's content as result parts: text, and images as media."""
         if isinstance(content, str):
             return [{"type": "text", "text": content}]

@@ -17,6 +17,8 @@ against the reference, on random files clean and broken.
 """
 from __future__ import annotations
 
+from typing import Any, cast
+
 import numpy as np
 import orjson
 import polars as pl
@@ -64,8 +66,8 @@ def read_frames(sources: list[SourceFile]) -> list[pl.DataFrame | None]:
 def _frames(sources: list[SourceFile], loaded: list[bytes | None]) -> list[pl.DataFrame | None]:
     frames: list[pl.DataFrame | None] = [None] * len(sources)
     good = [i for i, data in enumerate(loaded) if data is not None]
-    rows = np.array([loaded[i].count(b"\n") for i in good], dtype=np.int64)
-    table = _parse_json([loaded[i] for i in good], int(rows.sum()))
+    rows = np.array([cast(bytes, loaded[i]).count(b"\n") for i in good], dtype=np.int64)
+    table = _parse_json([cast(bytes, loaded[i]) for i in good], int(rows.sum()))
     if table is None:
         if len(good) > 1:  # some file is not clean: halve the batch until it is found
             half = len(good) // 2
@@ -74,7 +76,7 @@ def _frames(sources: list[SourceFile], loaded: list[bytes | None]) -> list[pl.Da
                     frames[i] = frame
         return frames
     file_of = np.repeat(np.arange(len(good)), rows)
-    is_header, bad_header = _headers(table, rows, [sources[i] for i in good], [loaded[i] for i in good])
+    is_header, bad_header = _headers(table, rows, [sources[i] for i in good], [cast(bytes, loaded[i]) for i in good])
     messages = table.filter(pa.array(~is_header))
     counts = rows - np.bincount(file_of[is_header], minlength=len(good))
     file_of = np.repeat(np.arange(len(good)), counts)
@@ -183,7 +185,7 @@ def _batch_frame(table: pa.StructArray, file_of: np.ndarray, sources: list[Sourc
         counters[key] = pc.if_else(in_range, values, None)  # only unclean files are out of range
     counts = np.bincount(file_of, minlength=n_files)
     first_row = np.concatenate(([0], np.cumsum(counts)))[:-1]
-    def per_file(values: list) -> pl.Series:  # a file-level value on each of its rows
+    def per_file(values: list[Any]) -> pl.Series:  # a file-level value on each of its rows
         return pl.Series(values, dtype=pl.String).gather(file_of)
 
     frame = pl.DataFrame({
@@ -200,7 +202,7 @@ def _batch_frame(table: pa.StructArray, file_of: np.ndarray, sources: list[Sourc
         "timestamp": _parse_timestamps(table.field("timestamp")),
         "file": per_file([str(src.path) for src in sources]),
         "line": line_numbers.astype(np.uint32),
-    }).cast(MESSAGE_SCHEMA)
+    }).cast(cast("dict[Any, pl.DataType]", MESSAGE_SCHEMA))
     clean = np.bincount(file_of, weights=bad_record, minlength=n_files) == 0
     return frame, clean
 
@@ -241,7 +243,7 @@ def _bad_parts(parts: pa.StructArray) -> np.ndarray:
     return ~np.asarray(pc.fill_null(ok, False))
 
 
-def _words_and_flags(blocks: pa.StructArray, owner: np.ndarray, n: int):
+def _words_and_flags(blocks: pa.StructArray, owner: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per message: libpanto's word count, and whether it holds a tool result / a summary."""
     kinds = blocks.field("type")
     block_words = count_words_arrow(blocks.field("text")) + count_words_arrow(blocks.field("input"))

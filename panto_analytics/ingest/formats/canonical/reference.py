@@ -62,7 +62,7 @@ def record_compactions(src: SourceFile, anchor_indices: list[int]) -> None:
         {"anchor_index": i, "trigger": None, "tokens_before": None, "first_kept_index": None} for i in anchor_indices)
 
 
-def header(src: SourceFile, rec: dict) -> None:
+def header(src: SourceFile, rec: dict[str, Any]) -> None:
     sid = rec.get("id")
     if sid is not None:
         src.meta.session_id = _string(sid, "session.id")
@@ -80,7 +80,7 @@ def header(src: SourceFile, rec: dict) -> None:
             raise Invalid(f"session.created_at is not an ISO-8601 timestamp: {created!r}")
 
 
-def _message(rec: dict, lineno: int) -> Message:
+def _message(rec: dict[str, Any], lineno: int) -> Message:
     role = rec.get("role")
     if role not in ROLES:
         raise Invalid(f"message.role must be one of {', '.join(ROLES)}, got {role!r}")
