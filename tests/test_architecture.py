@@ -20,7 +20,7 @@ PACKAGE = "panto_analytics"
 
 #: Layers from the bottom up; a module belongs to the first whose prefix it has.
 LAYERS = (
-    ("shared", ("schema", "errors", "budgets", "words")),
+    ("shared", ("schema", "errors", "budgets", "words", "transcript")),
     ("policy", ("policy",)),
     ("ingest", ("ingest",)),
     ("analysis", ("analysis",)),
