@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from decimal import Decimal, InvalidOperation
 
+__all__ = ["parse_budget", "parse_budgets"]
+
 _SUFFIX = {"": 1, "k": 1_000, "m": 1_000_000, "g": 1_000_000_000}
 _BUDGET = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*([kKmMgG]?)\s*$")
 

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import polars as pl
 
+__all__ = ["IngestReport", "InputError"]
+
 
 class InputError(ValueError):
     """A line (or file) that cannot be read, with where it is."""

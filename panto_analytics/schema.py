@@ -12,6 +12,11 @@ from __future__ import annotations
 
 import polars as pl
 
+__all__ = [
+    "COMPACTIONS_SCHEMA", "MAX_USAGE", "MESSAGE_SCHEMA", "ROLES", "Role", "SESSIONS_SCHEMA", "SESSION_META_SCHEMA",
+    "SOURCE_FORMATS", "SPLIT_SCHEMA", "SourceFormat", "TURN_SCHEMA", "TokenSource", "USAGE_COLUMNS", "empty_messages",
+]
+
 #: Message roles, in libpanto's order (``conversation.Role``).
 ROLES = ("system", "user", "assistant")
 Role = pl.Enum(list(ROLES))

@@ -16,6 +16,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+__all__ = ["MEDIA_PART_WORDS", "WORD_TO_TOKEN_FACTOR", "block_words", "count_words", "count_words_arrow", "message_words"]
+
 #: libpanto's ``media_part_word_estimate``.
 MEDIA_PART_WORDS = 800
 

@@ -28,6 +28,12 @@ import polars as pl
 from ..policy import session_turns, summarize_splits
 from ..policy.expressions import SESSION
 
+__all__ = [
+    "ALL", "LENGTH_BUCKETS", "OUTCOMES", "QUANTILES", "SEGMENT_KINDS", "distribution", "kept_tokens_stats", "kept_turns_stats",
+    "log_bin", "outcome_shares", "per_segment_sweep", "session_segments", "summarized_share_stats", "token_source_shares",
+    "turn_size_histogram", "with_segment",
+]
+
 #: The segment value when the corpus is not split.
 ALL = "all sessions"
 

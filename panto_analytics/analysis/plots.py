@@ -39,6 +39,12 @@ from matplotlib.ticker import FuncFormatter, MaxNLocator, NullLocator, PercentFo
 from . import plot_data as data
 from .formatting import format_tokens
 
+__all__ = [
+    "BUDGET_LABEL", "DPI", "FIGSIZE", "GREY", "OUTCOME_COLORS", "PALETTE", "PlotFigure", "SOURCE_COLORS", "SOURCE_LABELS",
+    "STYLE", "kept_tokens_by_budget", "kept_turns_by_budget", "outcome_shares_by_budget", "png_bytes", "save", "style",
+    "summarized_share_by_budget", "turn_sizes",
+]
+
 if TYPE_CHECKING:
     import polars as pl
 

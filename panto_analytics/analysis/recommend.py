@@ -36,6 +36,11 @@ from ..policy import summarize_splits
 from ..policy.expressions import SESSION
 from .formatting import format_tokens
 
+__all__ = [
+    "Criteria", "DEFAULT_COVERAGE", "DEFAULT_MIN_KEPT_TURNS", "Recommendation", "coverage_table", "display_columns",
+    "outcome_warnings", "recommend",
+]
+
 #: The rule applied when none is given: 90% of sessions keep at least two whole turns.
 DEFAULT_MIN_KEPT_TURNS = 2
 DEFAULT_COVERAGE = 0.9

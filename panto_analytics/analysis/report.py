@@ -43,6 +43,11 @@ from .formatting import format_tokens
 from .plot_data import session_segments
 from .recommend import Criteria, Recommendation, recommend
 
+__all__ = [
+    "MAX_INPUTS", "Report", "ReportFigure", "SEGMENT_TITLES", "Table", "breakdown", "build_report", "corpus_overview",
+    "render_html", "render_markdown", "report_figures", "sweep_table", "write_report",
+]
+
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 

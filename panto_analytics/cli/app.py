@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import click
 
+__all__ = ["main"]
+
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(package_name="panto_analytics")

@@ -9,6 +9,8 @@ import click
 
 from .app import main
 
+__all__ = ["CHECKOUT", "HOW_TO_GET", "bench", "benchmark_command"]
+
 #: Where the benchmark lives in a source checkout: beside the package folder.
 CHECKOUT = Path(__file__).resolve().parents[2]
 

@@ -10,6 +10,8 @@ from ..policy import summarize_splits
 from .app import main
 from .options import budgets_option, friendly_errors, input_options, output_option, read_input_corpus, write_frame
 
+__all__ = ["splits", "sweep"]
+
 
 def _splits(paths, format_, skip_invalid, budgets):
     """Every session's split at every budget, sessions without messages included."""

@@ -10,6 +10,8 @@ from click.testing import CliRunner
 
 from . import main
 
+__all__ = ["cli_reference"]
+
 _WIDTH = 100
 
 

@@ -11,6 +11,8 @@ from ..ingest.cache import Cache, CacheStats, default_cache_dir
 from .app import main
 from .options import friendly_errors, input_options, read_input_corpus, write_frame
 
+__all__ = ["cache", "cache_clear", "cache_info", "format_summary", "ingest"]
+
 #: Reasons and record types listed one by one in the summary; the rest are summed up.
 _MAX_ITEMS = 20
 

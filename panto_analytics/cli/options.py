@@ -14,6 +14,11 @@ from ..budgets import parse_budgets
 from ..errors import IngestReport, InputError
 from ..ingest.formats import ADAPTERS
 
+__all__ = [
+    "BudgetList", "budgets_option", "friendly_errors", "input_options", "output_option", "read_input", "read_input_corpus",
+    "read_settings", "report_skips", "write_frame",
+]
+
 
 def input_options(fn):
     """PATH... plus --format and --skip-invalid (what to read and how strictly), and how to read it.

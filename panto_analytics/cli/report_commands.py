@@ -22,6 +22,8 @@ from .options import (
     write_frame,
 )
 
+__all__ = ["DEFAULT_BUDGETS", "Share", "Tokens", "criteria_options", "recommend_cmd", "report"]
+
 #: Budgets tried when none are given: 0 to 200k in steps of 5k.
 DEFAULT_BUDGETS = "0:200k:41"
 

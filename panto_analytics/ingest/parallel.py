@@ -30,6 +30,8 @@ from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from typing import Any, Generic, TypeVar
 
+__all__ = ["MIN_PARALLEL_BYTES", "default_jobs", "run"]
+
 T = TypeVar("T")
 R = TypeVar("R")
 

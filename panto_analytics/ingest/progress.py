@@ -23,6 +23,8 @@ import threading
 import time
 from typing import TextIO
 
+__all__ = ["DELAY", "INTERVAL", "Progress"]
+
 #: Seconds an ingest runs before the bar appears.
 DELAY = 0.5
 #: Smallest interval between two redraws, in seconds.

@@ -22,11 +22,21 @@ from __future__ import annotations
 
 import operator
 from functools import reduce
+from typing import TYPE_CHECKING
 
 import polars as pl
 
 from ..schema import USAGE_COLUMNS
 from ..words import WORD_TO_TOKEN_FACTOR
+
+if TYPE_CHECKING:
+    from polars._typing import IntoExpr
+
+__all__ = [
+    "MAX_TURNS", "SESSION", "assistant_cumulative", "count_in_session", "follows_user", "is_active", "is_api_call",
+    "is_structural_frame", "is_turn_start", "last_before", "message_tokens",
+    "prior_assistant_cumulative", "session_end", "session_start", "usage_total", "word_tokens",
+]
 
 SESSION = "session_id"
 
@@ -36,55 +46,76 @@ MAX_TURNS = 4096
 _NONE = -1  # sentinel for "no earlier value in this session"
 
 
+def _expr(value: IntoExpr) -> pl.Expr:
+    """A column name as ``pl.col``, an expression as it is, anything else as a literal."""
+    if isinstance(value, str):
+        return pl.col(value)
+    return value if isinstance(value, pl.Expr) else pl.lit(value)
+
+
 # --- sizing -----------------------------------------------------------------
 
-def usage_total() -> pl.Expr:
+def usage_total(*counters: IntoExpr) -> pl.Expr:
     """``input + cache_read + cache_write + output`` in UInt64; null without usage.
 
     This is both libpanto's per-message usage estimate and ``cumulativeAt``.
+    ``counters`` default to the four usage columns of the message frame.
+
+    >>> pl.DataFrame({"a": [1, None], "b": [2, 3]}).select(usage_total("a", "b")).to_series().to_list()
+    [3, None]
     """
     # Adapters store all four counters or none, and + propagates null.
-    return reduce(operator.add, (pl.col(c).cast(pl.UInt64) for c in USAGE_COLUMNS)).alias("usage_total")
+    columns = counters or USAGE_COLUMNS
+    return reduce(operator.add, (_expr(c).cast(pl.UInt64) for c in columns)).alias("usage_total")
 
 
-def is_api_call() -> pl.Expr:
+def is_api_call(role: IntoExpr = "role", input: IntoExpr = "input") -> pl.Expr:
     """An assistant message with usage: one API call (where a format records no count of its own).
 
     >>> pl.DataFrame({"role": ["user", "assistant", "assistant"], "input": [None, 5, None]}).select(
     ...     is_api_call()).to_series().to_list()
     [False, True, False]
     """
-    return ((pl.col("role") == "assistant") & pl.col("input").is_not_null()).alias("is_api_call")
+    return ((_expr(role) == "assistant") & _expr(input).is_not_null()).alias("is_api_call")
 
 
-def word_tokens() -> pl.Expr:
-    """``ceil(words * 1.3)`` in float64, as libpanto's word-count fallback."""
-    return (pl.col("words").cast(pl.Float64) * WORD_TO_TOKEN_FACTOR).ceil().cast(pl.UInt64)
+def word_tokens(words: IntoExpr = "words") -> pl.Expr:
+    """``ceil(words * 1.3)`` in float64, as libpanto's word-count fallback.
+
+    >>> pl.DataFrame({"words": [0, 1, 10]}).select(word_tokens()).to_series().to_list()
+    [0, 2, 13]
+    """
+    return (_expr(words).cast(pl.Float64) * WORD_TO_TOKEN_FACTOR).ceil().cast(pl.UInt64)
 
 
-def message_tokens() -> pl.Expr:
-    """libpanto's ``messageTokenEstimate``: the usage total if present, else words."""
-    return pl.coalesce(usage_total(), word_tokens()).alias("message_tokens")
+def message_tokens(usage: IntoExpr | None = None, words: IntoExpr = "words") -> pl.Expr:
+    """libpanto's ``messageTokenEstimate``: the usage total if present, else words.
+
+    ``usage`` defaults to :func:`usage_total` of the frame's four counters.
+    """
+    total = usage_total() if usage is None else _expr(usage)
+    return pl.coalesce(total, word_tokens(words)).alias("message_tokens")
 
 
-def assistant_cumulative() -> pl.Expr:
+def assistant_cumulative(role: IntoExpr = "role", usage: IntoExpr | None = None) -> pl.Expr:
     """``cumulativeAt(usage)`` on assistant messages with usage, null elsewhere."""
-    return pl.when(pl.col("role") == "assistant").then(usage_total()).alias("assistant_cumulative")
+    total = usage_total() if usage is None else _expr(usage)
+    return pl.when(_expr(role) == "assistant").then(total).alias("assistant_cumulative")
 
 
 # --- per-session scans --------------------------------------------------------
 
-def session_start() -> pl.Expr:
+def session_start(session: IntoExpr = SESSION) -> pl.Expr:
     """True on the first row of each session."""
-    return (pl.col(SESSION) != pl.col(SESSION).shift(1)).fill_null(True)
+    return (_expr(session) != _expr(session).shift(1)).fill_null(True)
 
 
-def session_end() -> pl.Expr:
+def session_end(session: IntoExpr = SESSION) -> pl.Expr:
     """True on the last row of each session."""
-    return (pl.col(SESSION) != pl.col(SESSION).shift(-1)).fill_null(True)
+    return (_expr(session) != _expr(session).shift(-1)).fill_null(True)
 
 
-def last_before(value: pl.Expr) -> pl.Expr:
+def last_before(value: IntoExpr, session: IntoExpr = SESSION) -> pl.Expr:
     """Within each session, the latest non-null ``value`` strictly before each row.
 
     ``value`` must be a non-negative integer expression. The first row of a
@@ -95,46 +126,53 @@ def last_before(value: pl.Expr) -> pl.Expr:
     >>> df.select(last_before(pl.col("v"))).to_series().to_list()
     [None, 5, 5, None, None]
     """
-    filled = pl.when(session_start()).then(pl.lit(_NONE, pl.Int64)) \
-        .otherwise(value.cast(pl.Int64).shift(1)).forward_fill()
+    filled = pl.when(session_start(session)).then(pl.lit(_NONE, pl.Int64)) \
+        .otherwise(_expr(value).cast(pl.Int64).shift(1)).forward_fill()
     return pl.when(filled != _NONE).then(filled)
 
 
-def count_in_session(flag: pl.Expr) -> pl.Expr:
-    """Running count of ``flag`` within each session, this row included."""
-    running = flag.cast(pl.UInt32).cum_sum()
-    before_session = pl.when(session_start()).then(running - flag.cast(pl.UInt32)).forward_fill()
+def count_in_session(flag: IntoExpr, session: IntoExpr = SESSION) -> pl.Expr:
+    """Running count of ``flag`` within each session, this row included.
+
+    >>> df = pl.DataFrame({"session_id": ["a", "a", "b"], "f": [True, True, True]})
+    >>> df.select(count_in_session("f")).to_series().to_list()
+    [1, 2, 1]
+    """
+    counted = _expr(flag).cast(pl.UInt32)
+    running = counted.cum_sum()
+    before_session = pl.when(session_start(session)).then(running - counted).forward_fill()
     return running - before_session
 
 
 # --- the policy -----------------------------------------------------------------
 
-def is_active() -> pl.Expr:
+def is_active(has_summary: IntoExpr = "has_summary", session: IntoExpr = SESSION) -> pl.Expr:
     """True after the session's latest compaction summary (``latestCompactionIndex``).
 
     A backward fill from each summary (False) or the session's last row (True)
     tells every row whether a summary lies at or after it.
     """
-    return pl.when(pl.col("has_summary")).then(False).when(session_end()).then(True) \
+    return pl.when(_expr(has_summary)).then(False).when(session_end(session)).then(True) \
         .backward_fill().alias("is_active")
 
 
-def is_structural_frame() -> pl.Expr:
+def is_structural_frame(role: IntoExpr = "role", has_summary: IntoExpr = "has_summary") -> pl.Expr:
     """System messages and compaction-summary anchors (``isStructuralFrame``)."""
-    return (pl.col("role") == "system") | pl.col("has_summary")
+    return (_expr(role) == "system") | _expr(has_summary)
 
 
-def follows_user() -> pl.Expr:
+def follows_user(role: IntoExpr = "role", has_summary: IntoExpr = "has_summary", session: IntoExpr = SESSION) -> pl.Expr:
     """Whether the nearest earlier non-structural message of the session is a user message.
 
     The search runs over the whole session, before the anchor too, exactly as
     ``isTurnStart`` scans back to index 0; false when there is none.
     """
-    conversational_is_user = pl.when(~is_structural_frame()).then(pl.col("role") == "user")
-    return (last_before(conversational_is_user) == 1).fill_null(False).alias("follows_user")
+    conversational_is_user = pl.when(~is_structural_frame(role, has_summary)).then(_expr(role) == "user")
+    return (last_before(conversational_is_user, session) == 1).fill_null(False).alias("follows_user")
 
 
-def is_turn_start() -> pl.Expr:
+def is_turn_start(role: IntoExpr = "role", has_tool_result: IntoExpr = "has_tool_result",
+                  has_summary: IntoExpr = "has_summary", session: IntoExpr = SESSION) -> pl.Expr:
     """libpanto's ``isTurnStart`` within the active window.
 
     A turn starts at a user message with no tool-result block that is the
@@ -144,19 +182,14 @@ def is_turn_start() -> pl.Expr:
     ``first_turn_msg`` (the first active non-system message).
     """
     return (
-        (pl.col("role") == "user")
-        & ~pl.col("has_tool_result")
-        & is_active()
-        & ~follows_user()
+        (_expr(role) == "user")
+        & ~_expr(has_tool_result)
+        & is_active(has_summary, session)
+        & ~follows_user(role, has_summary, session)
     ).alias("is_turn_start")
 
 
-def is_counted_turn_start(start: pl.Expr | None = None) -> pl.Expr:
-    """Turn starts libpanto records: only the first :data:`MAX_TURNS` per session."""
-    start = is_turn_start() if start is None else start
-    return (start & (count_in_session(start) <= MAX_TURNS)).alias("is_counted_turn_start")
-
-
-def prior_assistant_cumulative() -> pl.Expr:
+def prior_assistant_cumulative(role: IntoExpr = "role", usage: IntoExpr | None = None,
+                               session: IntoExpr = SESSION) -> pl.Expr:
     """``cumulativeAt`` of the last assistant with usage strictly before each row (``priorAssistantUsage``)."""
-    return last_before(assistant_cumulative()).cast(pl.UInt64).alias("prior_cumulative")
+    return last_before(assistant_cumulative(role, usage), session).cast(pl.UInt64).alias("prior_cumulative")

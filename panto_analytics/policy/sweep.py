@@ -13,6 +13,8 @@ from typing import TypeVar
 
 import polars as pl
 
+__all__ = ["Frame", "summarize_splits"]
+
 Frame = TypeVar("Frame", pl.DataFrame, pl.LazyFrame)
 
 

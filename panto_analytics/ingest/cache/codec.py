@@ -24,6 +24,11 @@ from ...errors import IngestReport, InputError
 from ...schema import MESSAGE_SCHEMA
 from ..formats.base import SessionMeta
 
+__all__ = [
+    "BadEntry", "Entry", "FileKey", "LAYOUT", "MAGIC", "META_KEY", "check_record", "decoded", "is_usable", "key_digest",
+    "make_meta", "mode_of", "parser_version", "read_frame", "read_meta", "record_of", "write_parquet",
+]
+
 #: Marks our metadata in a Parquet file; anything without it is foreign.
 MAGIC = "panto_analytics.cache"
 

@@ -68,6 +68,8 @@ from .codec import (
     write_parquet,
 )
 
+__all__ = ["Cache", "CacheStats", "CacheWarning", "MAX_PACKS", "PACK_MIN_FILES", "as_cache", "default_cache_dir"]
+
 #: A read of at least this many files leaves a pack.
 PACK_MIN_FILES = 8
 #: Packs kept; the least recently written go first.

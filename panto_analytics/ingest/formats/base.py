@@ -26,6 +26,11 @@ from ...errors import IngestReport, InputError
 from ...schema import MAX_USAGE, MESSAGE_SCHEMA, USAGE_COLUMNS
 from ...words import message_words
 
+__all__ = [
+    "Adapter", "FrameBuilder", "Invalid", "Message", "ParsedFile", "Postprocess", "ReadFrames", "SessionMeta", "SourceFile",
+    "parse_timestamp", "usage_counter",
+]
+
 
 @dataclass(slots=True)
 class Message:

@@ -44,6 +44,8 @@ from ...schema import MAX_USAGE
 from .base import Invalid, Message, ParsedFile, ReadFrames, SessionMeta, SourceFile, parse_timestamp, usage_counter
 from .jsonl import records
 
+__all__ = ["NAME", "SYNTHETIC_MODEL", "parse", "postprocess", "read_frames", "sniff"]
+
 NAME = "claude-code"
 
 #: No columnar fast path (see :class:`.base.Adapter`).

@@ -29,6 +29,8 @@ import orjson
 from .base import Invalid, Message, Postprocess, ReadFrames, SourceFile, parse_timestamp, usage_counter
 from .jsonl import json_type, records
 
+__all__ = ["ENVELOPES", "NAME", "parse", "postprocess", "read_frames", "sniff"]
+
 NAME = "codex"
 
 #: No columnar fast path and no cross-file rules (see :class:`.base.Adapter`).

@@ -24,6 +24,8 @@ import orjson
 
 from .base import SourceFile
 
+__all__ = ["NOT_JSONL", "json_type", "records", "reread"]
+
 #: Why a pretty-printed JSON file is rejected (one reason for all its lines).
 NOT_JSONL = ("not JSONL: the file looks like pretty-printed JSON (one document over many lines), "
              "not one JSON object per line")

@@ -30,6 +30,8 @@ import orjson
 from .base import Invalid, Message, Postprocess, ReadFrames, SourceFile, parse_timestamp, usage_counter
 from .jsonl import json_type, records, reread
 
+__all__ = ["NAME", "parse", "postprocess", "read_frames", "sniff"]
+
 NAME = "pi"
 
 #: No columnar fast path and no cross-file rules (see :class:`.base.Adapter`).

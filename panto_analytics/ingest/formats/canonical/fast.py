@@ -31,6 +31,8 @@ from ....words import MEDIA_PART_WORDS, count_words_arrow
 from ..base import Invalid, SourceFile
 from . import reference as canonical
 
+__all__ = ["MAX_FILE_BYTES", "read_frames"]
+
 _PART = pa.struct([("type", pa.string()), ("text", pa.large_string()), ("media_type", pa.string())])
 _BLOCK = pa.struct([
     ("type", pa.string()), ("text", pa.large_string()), ("id", pa.string()), ("name", pa.string()),

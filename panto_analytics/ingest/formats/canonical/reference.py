@@ -12,6 +12,8 @@ from ....schema import ROLES, USAGE_COLUMNS
 from ..base import Invalid, Message, SourceFile, parse_timestamp, usage_counter
 from ..jsonl import records
 
+__all__ = ["NAME", "SYSTEM_MODES", "header", "parse", "record_compactions", "sniff"]
+
 NAME = "canonical"
 
 _TEXT_BLOCKS = ("text", "thinking", "compaction_summary")
