@@ -539,8 +539,9 @@ def expected_splits(messages: list[dict], budgets: list[int], trace: Trace | Non
 
     ``prefix_end`` and ``kept_turns`` are computeSplit's; ``kept_tokens`` sums
     the kept turns, ``active_tokens`` all turns computeSplit can see,
-    ``n_turns`` is how many those are (at most 4096) and ``capped`` says
-    whether Zig's counter went past the buffer.
+    ``n_turns`` is how many those are (at most 4096), ``capped`` says
+    whether Zig's counter went past the buffer, and ``request_bytes`` is the
+    size of the summarizer request (:func:`request_bytes`), None for a no-op.
     """
     trace = trace or walk(messages)
     costs = [tokens for _, _, _, tokens, _ in reversed(trace.turns)]
@@ -555,4 +556,14 @@ def expected_splits(messages: list[dict], budgets: list[int], trace: Trace | Non
             "active_tokens": sum(costs), "n_turns": len(trace.turn_starts), "n_messages": len(messages),
             "noop": split.kept_turns == len(trace.turn_starts), "capped": trace.n_turns > TURN_STARTS_BUF_LEN,
         }
+        rows[budget]["request_bytes"] = None if rows[budget]["noop"] else request_bytes(messages, split.prefix_end)
     return rows
+
+
+def request_bytes(messages: list[dict], prefix_end: int) -> int:
+    """UTF-8 bytes of ``buildRequestBody(serializeTranscript(messages[active_start:prefix_end]), latestSummaryText(messages))``,
+    ``active_start`` one past the latest compaction summary, as in computeSplit."""
+    anchor = latest_compaction_index(messages)
+    active_start = 0 if anchor is None else anchor + 1
+    body = build_request_body(serialize_transcript(messages[active_start:prefix_end]), latest_summary_text(messages))
+    return len(body.encode())

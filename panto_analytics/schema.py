@@ -41,6 +41,8 @@ MESSAGE_SCHEMA: dict[str, pl.DataType] = {
     "seq": pl.UInt32(),
     "role": Role,
     "words": pl.UInt32(),
+    #: What the message adds to a summarizer request, in bytes (see :mod:`panto_analytics.transcript`).
+    "serialized_bytes": pl.UInt32(),
     "has_tool_result": pl.Boolean(),
     "has_summary": pl.Boolean(),
     **{name: pl.UInt32() for name in USAGE_COLUMNS},
@@ -73,6 +75,8 @@ SPLIT_SCHEMA: dict[str, pl.DataType] = {
     "n_messages": pl.UInt32(),
     "noop": pl.Boolean(),
     "capped": pl.Boolean(),
+    #: UTF-8 bytes of the summarizer request libpanto sends for the split; null for a no-op.
+    "request_bytes": pl.UInt64(),
 }
 
 #: What a file says about its session (the file-level part of :data:`SESSIONS_SCHEMA`).

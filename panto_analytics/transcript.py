@@ -32,9 +32,13 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 __all__ = [
+    "BLOCK_FIELDS",
+    "MEDIA_NOTE_BYTES",
     "REQUEST_FRAME_BYTES",
     "REQUEST_FRAME_WITH_SUMMARY_BYTES",
+    "SEPARATOR",
     "build_request_body",
+    "label_bytes",
     "latest_summary_text",
     "render_block",
     "request_bytes",
@@ -47,6 +51,7 @@ Block = dict[str, Any]
 #: A message as ``(role, canonical content blocks)``.
 RoleBlocks = tuple[str, Sequence[Block]]
 
+#: Written before every block of a transcript but the first.
 SEPARATOR = "\n\n"
 _HEAD = "The conversation to summarize:\n\n<transcript>\n"
 _SUMMARY_HEAD = "The previous compaction generated this summary:\n\n<previous-summary>\n"
@@ -82,6 +87,29 @@ def render_block(role: str, block: Block) -> str:
     if kind == "compaction_summary":
         return "[Previous summary]: " + block["text"]
     return ""  # a system block: its separator is written, its text is not
+
+
+#: The fields whose text :func:`render_block` writes, per block kind (a tool result's parts aside).
+BLOCK_FIELDS: dict[str, tuple[str, ...]] = {
+    "text": ("text",), "thinking": ("text",), "tool_use": ("name", "id", "input"),
+    "tool_result": ("tool_use_id",), "compaction_summary": ("text",), "system": (),
+}
+
+
+def label_bytes(role: str, kind: str) -> int:
+    """Bytes :func:`render_block` writes for a block of ``kind`` besides its fields' text.
+
+    >>> label_bytes("user", "text"), label_bytes("assistant", "text"), label_bytes("assistant", "tool_use")
+    (8, 13, 28)
+    """
+    empty = {"type": kind, "parts": [], **{name: "" for name in BLOCK_FIELDS[kind]}}
+    return len(render_block(role, empty).encode())
+
+
+#: Bytes of a media part's note besides its media type (``[<media_type> attachment]``).
+MEDIA_NOTE_BYTES = len(render_block("user", {"type": "tool_result", "tool_use_id": "",
+                                             "parts": [{"type": "media", "media_type": ""}]}).encode()) \
+    - label_bytes("user", "tool_result")
 
 
 def serialize_transcript(messages: Iterable[RoleBlocks]) -> str:

@@ -35,7 +35,8 @@ if TYPE_CHECKING:
 __all__ = [
     "MAX_TURNS", "SESSION", "assistant_cumulative", "count_in_session", "follows_user", "is_active", "is_api_call",
     "is_structural_frame", "is_turn_start", "last_before", "message_tokens",
-    "prior_assistant_cumulative", "session_end", "session_start", "usage_total", "word_tokens",
+    "latest_summary_bytes", "prior_assistant_cumulative", "request_bytes_before", "session_end", "session_start",
+    "sum_in_session", "usage_total", "word_tokens",
 ]
 
 SESSION = "session_id"
@@ -131,6 +132,21 @@ def last_before(value: IntoExpr, session: IntoExpr = SESSION) -> pl.Expr:
     return pl.when(filled != _NONE).then(filled)
 
 
+def sum_in_session(value: IntoExpr, session: IntoExpr = SESSION) -> pl.Expr:
+    """Running sum of ``value`` (non-negative integers, no nulls) within each session, this row included.
+
+    One global cumulative sum minus its value where the session began: no group-by.
+
+    >>> df = pl.DataFrame({"session_id": ["a", "a", "b"], "v": [3, 4, 5]})
+    >>> df.select(sum_in_session("v")).to_series().to_list()
+    [3, 7, 5]
+    """
+    v = _expr(value)
+    running = v.cum_sum()
+    before_session = pl.when(session_start(session)).then(running - v).forward_fill()
+    return running - before_session
+
+
 def count_in_session(flag: IntoExpr, session: IntoExpr = SESSION) -> pl.Expr:
     """Running count of ``flag`` within each session, this row included.
 
@@ -138,10 +154,7 @@ def count_in_session(flag: IntoExpr, session: IntoExpr = SESSION) -> pl.Expr:
     >>> df.select(count_in_session("f")).to_series().to_list()
     [1, 2, 1]
     """
-    counted = _expr(flag).cast(pl.UInt32)
-    running = counted.cum_sum()
-    before_session = pl.when(session_start(session)).then(running - counted).forward_fill()
-    return running - before_session
+    return sum_in_session(_expr(flag).cast(pl.UInt32), session)
 
 
 # --- the policy -----------------------------------------------------------------
@@ -193,3 +206,29 @@ def prior_assistant_cumulative(role: IntoExpr = "role", usage: IntoExpr | None =
                                session: IntoExpr = SESSION) -> pl.Expr:
     """``cumulativeAt`` of the last assistant with usage strictly before each row (``priorAssistantUsage``)."""
     return last_before(assistant_cumulative(role, usage), session).cast(pl.UInt64).alias("prior_cumulative")
+
+
+# --- the summarizer request -------------------------------------------------------
+
+def request_bytes_before(serialized: IntoExpr = "serialized_bytes", has_summary: IntoExpr = "has_summary",
+                         session: IntoExpr = SESSION) -> pl.Expr:
+    """What the active messages strictly before each row add to a summarizer request, in bytes.
+
+    The sum of :func:`~panto_analytics.transcript.serialized_bytes` over
+    ``messages[active_start:row]``: the transcript of a split whose
+    ``prefix_end`` is this row is 2 bytes less (no separator before its
+    first block), or empty.
+    """
+    active = pl.when(is_active(has_summary, session)).then(_expr(serialized)).otherwise(0).cast(pl.UInt64)
+    return (sum_in_session(active, session) - active).alias("request_bytes_before")
+
+
+def latest_summary_bytes(serialized: IntoExpr = "serialized_bytes", has_summary: IntoExpr = "has_summary",
+                         session: IntoExpr = SESSION) -> pl.Expr:
+    """Bytes of the latest compaction summary at or before each row of its session; null before any.
+
+    On a session's last row: the ``latestSummaryText`` that goes in the request's previous-summary section.
+    """
+    latest = pl.when(_expr(has_summary)).then(_expr(serialized).cast(pl.Int64)) \
+        .when(session_start(session)).then(pl.lit(_NONE, pl.Int64)).forward_fill()
+    return pl.when(latest != _NONE).then(latest).cast(pl.UInt64).alias("latest_summary_bytes")

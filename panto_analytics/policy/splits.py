@@ -18,11 +18,12 @@ against them (see :func:`splits`).
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import polars as pl
 
 from ..schema import SPLIT_SCHEMA
+from ..transcript import REQUEST_FRAME_BYTES, REQUEST_FRAME_WITH_SUMMARY_BYTES, SEPARATOR
 from . import expressions as ex
 from .turns import Frame, _cast, _checked, _same_kind, _sessions, _turns, annotate
 
@@ -63,10 +64,16 @@ def splits(messages: Frame, budgets: Iterable[int], *, sessions: pl.DataFrame | 
     table) to get a row for it too, in that frame's order.
     """
     budget = budget_series(budgets)
-    annotated = annotate(_checked(messages).lazy()).cache()
-    tf = _turns(annotated).with_columns(suffix=pl.col("tokens").cum_sum(reverse=True).over(S))
-    per_session = _with_empty_sessions(_split_sessions(annotated, tf), sessions, messages)
-    ranges = _budget_ranges(tf, per_session, budget)
+    annotated = annotate(_checked(messages).lazy())
+    # Frames built by hand may lack the request sizes: their request_bytes is null.
+    sized = "serialized_bytes" in annotated.collect_schema()
+    if sized:
+        annotated = annotated.with_columns(ex.request_bytes_before(), ex.latest_summary_bytes())
+    annotated = annotated.cache()
+    carry = ("request_bytes_before",) if sized else ()
+    tf = _turns(annotated, carry).with_columns(suffix=pl.col("tokens").cum_sum(reverse=True).over(S))
+    per_session = _with_empty_sessions(_split_sessions(annotated, tf, sized), sessions, messages)
+    ranges = _budget_ranges(tf, per_session, budget, carry)
     # One row per (session, budget index) the range covers.
     rows = ranges.with_columns(_i=pl.int_ranges("lo", "hi", dtype=pl.UInt32)).explode("_i")
     kept = pl.when(pl.col("kept_turn").is_not_null()).then(pl.col("n_turns") - pl.col("kept_turn")).otherwise(0)
@@ -81,18 +88,35 @@ def splits(messages: Frame, budgets: Iterable[int], *, sessions: pl.DataFrame | 
     ).with_columns(
         summarized_tokens=pl.col("active_tokens") - pl.col("kept_tokens"),
         noop=pl.col("kept_turns") == pl.col("n_turns"),
-    )
+    ).with_columns(request_bytes=_request_bytes() if sized else pl.lit(None, pl.UInt64))
     return _same_kind(_cast(out, SPLIT_SCHEMA), messages)
 
 
-def _split_sessions(annotated: pl.LazyFrame, tf: pl.LazyFrame) -> pl.LazyFrame:
-    """Per session: what :func:`_sessions` gives, plus ``active_tokens`` (all turns' cost)."""
+def _request_bytes() -> pl.Expr:
+    """``buildRequestBody(serializeTranscript(messages[active_start:prefix_end]), latestSummaryText(messages))``
+    in bytes, from the sizes :mod:`panto_analytics.transcript` defines; null for a no-op."""
+    summarized = pl.when(pl.col("kept_turns") == 0).then(pl.col("_total_bytes")).otherwise(pl.col("request_bytes_before"))
+    transcript = pl.when(summarized > len(SEPARATOR)).then(summarized - len(SEPARATOR)).otherwise(0)
+    framing = pl.when(pl.col("_summary_bytes").is_null()).then(pl.lit(REQUEST_FRAME_BYTES, pl.UInt64)) \
+        .otherwise(REQUEST_FRAME_WITH_SUMMARY_BYTES + pl.col("_summary_bytes"))
+    return pl.when(~pl.col("noop")).then(framing + transcript)
+
+
+def _split_sessions(annotated: pl.LazyFrame, tf: pl.LazyFrame, sized: bool) -> pl.LazyFrame:
+    """Per session: what :func:`_sessions` gives, plus ``active_tokens`` (all turns' cost) and,
+    where the frame is ``sized``, the request sizes of its last row."""
     active = tf.filter(pl.col("turn") == 0).select(S, active_tokens=pl.col("suffix"))
-    return (
+    per_session = (
         _sessions(annotated)
         .join(active, on=S, how="left", maintain_order="left")
         .with_columns(pl.col("active_tokens").fill_null(0))
     )
+    if not sized:
+        return per_session
+    last_active = pl.when(pl.col("is_active")).then(pl.col("serialized_bytes")).otherwise(0)
+    ends = annotated.filter(ex.session_end()).select(
+        S, _total_bytes=pl.col("request_bytes_before") + last_active, _summary_bytes=pl.col("latest_summary_bytes"))
+    return per_session.join(ends, on=S, how="left", maintain_order="left")
 
 
 def _with_empty_sessions(per_session: pl.LazyFrame, sessions: pl.DataFrame | pl.LazyFrame | None,
@@ -112,7 +136,7 @@ def _with_empty_sessions(per_session: pl.LazyFrame, sessions: pl.DataFrame | pl.
     return per_session.with_row_index("_order")
 
 
-def _budget_ranges(tf: pl.LazyFrame, per_session: pl.LazyFrame, budget: pl.Series) -> pl.LazyFrame:
+def _budget_ranges(tf: pl.LazyFrame, per_session: pl.LazyFrame, budget: pl.Series, carry: Sequence[str] = ()) -> pl.LazyFrame:
     """Per session, the budget-index ranges ``[lo, hi)`` each split applies to.
 
     A turn whose suffix sum is ``s`` is the split for every budget from the
@@ -126,7 +150,7 @@ def _budget_ranges(tf: pl.LazyFrame, per_session: pl.LazyFrame, budget: pl.Serie
     # opens each session, so a plain shift compares turns of one session.
     candidates = (
         tf.filter((pl.col("turn") == 0) | (pl.col("suffix") != pl.col("suffix").shift(1)))
-        .select(S, "suffix", kept_turn="turn", kept_start="start_seq", lo=first_at_least)
+        .select(S, "suffix", *carry, kept_turn="turn", kept_start="start_seq", lo=first_at_least)
         .with_columns(hi=pl.when(pl.col("kept_turn") == 0).then(pl.lit(len(budget), pl.UInt32))
                       .otherwise(pl.col("lo").shift(1)))
     )
@@ -136,10 +160,10 @@ def _budget_ranges(tf: pl.LazyFrame, per_session: pl.LazyFrame, budget: pl.Serie
         per_session.join(nothing_kept, on=S, how="left")
         .with_columns(lo=pl.lit(0, pl.UInt32), hi=pl.col("hi").fill_null(len(budget)),
                       kept_turn=pl.lit(None, pl.UInt32), kept_start=pl.lit(None, pl.UInt32),
-                      suffix=pl.lit(None, pl.UInt64))
+                      suffix=pl.lit(None, pl.UInt64), **{c: pl.lit(None, pl.UInt64) for c in carry})
     )
     turn_rows = candidates.join(per_session, on=S, how="inner")
-    cols = [*session_cols, "lo", "hi", "kept_turn", "kept_start", "suffix"]
+    cols = [*session_cols, "lo", "hi", "kept_turn", "kept_start", "suffix", *carry]
     return (
         pl.concat([zero_rows.select(cols), turn_rows.select(cols)], how="vertical_relaxed")
         .filter(pl.col("hi") > pl.col("lo"))

@@ -19,7 +19,7 @@ at each turn's first row.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 import polars as pl
@@ -33,9 +33,9 @@ Frame = TypeVar("Frame", pl.DataFrame, pl.LazyFrame)
 S = ex.SESSION
 
 
-def _cast(lf: pl.LazyFrame, schema: dict[str, pl.DataType]) -> pl.LazyFrame:
-    """Cast to ``schema`` and order its columns; ``session_id`` keeps the caller's dtype."""
-    return lf.cast({k: v for k, v in schema.items() if k != S}).select(list(schema))
+def _cast(lf: pl.LazyFrame, schema: dict[str, pl.DataType], keep: Sequence[str] = ()) -> pl.LazyFrame:
+    """Cast to ``schema`` and order its columns (then ``keep``'s); ``session_id`` keeps the caller's dtype."""
+    return lf.cast({k: v for k, v in schema.items() if k != S}).select(*schema, *keep)
 
 
 def _same_kind(result: pl.LazyFrame, like: Frame) -> Frame:
@@ -111,7 +111,8 @@ def turns(messages: Frame) -> Frame:
     return _same_kind(_turns(annotate(_checked(messages).lazy())), messages)
 
 
-def _turns(annotated: pl.LazyFrame) -> pl.LazyFrame:
+def _turns(annotated: pl.LazyFrame, carry: Sequence[str] = ()) -> pl.LazyFrame:
+    """:func:`turns` of an annotated frame, plus the ``carry`` columns' values at each turn's start row."""
     # A turn's rows are contiguous and open with its start, so a forward fill
     # from the start row carries the turn's opening values to its last row,
     # where a filter keeps one row per turn. No group-by, no hashing.
@@ -125,6 +126,7 @@ def _turns(annotated: pl.LazyFrame) -> pl.LazyFrame:
     is_last = pl.col("turn").is_not_null() & (start.shift(-1).fill_null(True) | ex.session_end())
     return (
         annotated.with_columns(
+            *[from_start(pl.col(c)).alias(c) for c in carry],
             start_seq=from_start(pl.col("seq")),
             _before=from_start(pl.col("prior_cumulative").fill_null(0)),
             _fallback=tokens_so_far - from_start(tokens_so_far - pl.col("message_tokens")),
@@ -132,7 +134,7 @@ def _turns(annotated: pl.LazyFrame) -> pl.LazyFrame:
         )
         .filter(is_last)
         .select(
-            S, "turn", "start_seq",
+            S, "turn", "start_seq", *carry,
             end_seq=pl.col("seq") + 1,
             n_messages=pl.col("seq") + 1 - pl.col("start_seq"),
             tokens=pl.when(pl.col("_after") < 0).then(pl.col("_fallback"))
@@ -140,7 +142,7 @@ def _turns(annotated: pl.LazyFrame) -> pl.LazyFrame:
             .when(pl.col("_after") > pl.col("_before")).then(pl.col("_after") - pl.col("_before")).otherwise(0),
             token_source=pl.when(pl.col("_after") < 0).then(pl.lit("words")).otherwise(pl.lit("usage")),
         )
-        .pipe(_cast, TURN_SCHEMA)
+        .pipe(_cast, TURN_SCHEMA, carry)
     )
 
 

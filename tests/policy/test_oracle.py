@@ -50,6 +50,26 @@ def engine_by_key(engine, paths, budgets: list[int], kind: str = "eager") -> dic
             for r in engine.splits(corpus.messages, budgets, kind, sessions=corpus.sessions)}
 
 
+def assert_request_bytes_match(oracle, sessions: dict[str, list[dict]], paths, budgets: list[int]) -> int:
+    """Every split's ``request_bytes`` equals the size of the request libpanto's own code builds.
+
+    A no-op split sends nothing: its ``request_bytes`` is null (libpanto's code
+    still builds a request with an empty transcript there). Returns the
+    number of requests compared.
+    """
+    rows = oracle.oracle_requests(list(sessions.values()), budgets)
+    want = {(sid, b): (pe, kt, size) for sid, row in zip(sessions, rows, strict=True)
+            for b, (pe, kt, size, _) in zip(budgets, row, strict=True)}
+    corpus = pa.read_corpus(paths)
+    compared = 0
+    for r in pa.splits(corpus.messages, budgets, sessions=corpus.sessions).iter_rows(named=True):
+        prefix_end, kept_turns, size = want[r["session_id"], r["budget"]]
+        assert (r["prefix_end"], r["kept_turns"]) == (prefix_end, kept_turns)
+        assert r["request_bytes"] == (None if r["noop"] else size), (r["session_id"], r["budget"])
+        compared += not r["noop"]
+    return compared
+
+
 def port_by_key(sessions: dict[str, list[dict]], budgets: list[int]) -> dict:
     out = {}
     for sid, msgs in sessions.items():
@@ -76,6 +96,7 @@ def test_bundled_corpus(oracle, engine):
     assert len(sessions) == len(files)
     budgets = sorted({*LADDER, *pa.parse_budgets("0:200k:21")})
     assert engine_by_key(engine, DATA, budgets) == oracle_by_key(oracle, sessions, budgets)
+    assert assert_request_bytes_match(oracle, sessions, DATA, budgets) > 1000
 
 
 # --- (b) a seeded batch: one oracle call for all of it ------------------------
@@ -111,6 +132,14 @@ def test_seeded_batch_engine(engine, seeded_batch, seeded_oracle, kind):
     assert engine_by_key(engine, folder, LADDER, kind) == seeded_oracle
 
 
+def test_seeded_batch_request_bytes(oracle, seeded_batch):
+    folder, sessions = seeded_batch
+    short = {sid: m for sid, m in sessions.items() if not sid.startswith("long")}
+    for sid in short:
+        assert (folder / f"{sid}.jsonl").is_file()
+    assert assert_request_bytes_match(oracle, short, [folder / f"{sid}.jsonl" for sid in short], LADDER) > 1000
+
+
 def test_seeded_batch_port(seeded_batch, seeded_oracle):
     sessions = {sid: m for sid, m in seeded_batch[1].items() if not sid.startswith("long")}
     want = {k: v for k, v in seeded_oracle.items() if k[0] in sessions}
@@ -133,6 +162,7 @@ def test_drawn_batches(oracle, engine, tmp_path_factory, batch, drawn):
     assert port_by_key(sessions, all_budgets) == want
     folder = write_all(tmp_path_factory.mktemp("drawn"), sessions)
     assert engine_by_key(engine, folder, all_budgets) == want
+    assert_request_bytes_match(oracle, sessions, folder, all_budgets)
 
 
 # --- (c) the scenarios of compaction.zig's tests --------------------------------

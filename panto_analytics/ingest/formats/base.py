@@ -24,6 +24,7 @@ import polars as pl
 
 from ...errors import IngestReport, InputError
 from ...schema import MAX_USAGE, MESSAGE_SCHEMA, USAGE_COLUMNS
+from ...transcript import serialized_bytes
 from ...words import message_words
 
 __all__ = [
@@ -183,6 +184,7 @@ class FrameBuilder:
             kinds = {b["type"] for b in msg.content}
             cols["role"].append(msg.role)
             cols["words"].append(message_words(msg.content))
+            cols["serialized_bytes"].append(serialized_bytes(msg.role, msg.content))
             cols["has_tool_result"].append("tool_result" in kinds)
             cols["has_summary"].append("compaction_summary" in kinds)
             usage = msg.usage

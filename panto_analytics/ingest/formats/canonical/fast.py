@@ -27,6 +27,7 @@ import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
 from ....schema import MAX_USAGE, MESSAGE_SCHEMA, ROLES, USAGE_COLUMNS
+from ....transcript import BLOCK_FIELDS, MEDIA_NOTE_BYTES, SEPARATOR, label_bytes
 from ....words import MEDIA_PART_WORDS, count_words_arrow
 from ..base import Invalid, SourceFile
 from . import reference as canonical
@@ -177,6 +178,7 @@ def _batch_frame(table: pa.StructArray, file_of: np.ndarray, sources: list[Sourc
     bad_record = _bad_records(table) | _per_owner(_bad_blocks(blocks), block_owner, len(table))
     bad_record |= _bad_timestamps(table.field("timestamp"))
     words, has_tool_result, has_summary = _words_and_flags(blocks, block_owner, len(table))
+    serialized = _serialized_bytes(table.field("role"), blocks, block_owner, len(table))
     usage = table.field("usage")
     has_usage = pc.is_valid(usage)
     counters = {}
@@ -196,6 +198,7 @@ def _batch_frame(table: pa.StructArray, file_of: np.ndarray, sources: list[Sourc
         # Unknown roles only occur in unclean files, which are dropped; null keeps the Enum cast valid.
         "role": pl.Series(pc.if_else(pc.is_in(table.field("role"), pa.array(ROLES)), table.field("role"), None)),
         "words": words,
+        "serialized_bytes": serialized,
         "has_tool_result": has_tool_result,
         "has_summary": has_summary,
         **{k: pl.Series(v) for k, v in counters.items()},
@@ -260,6 +263,42 @@ def _words_and_flags(blocks: pa.StructArray, owner: np.ndarray, n: int) -> tuple
     is_result = np.asarray(pc.fill_null(pc.equal(kinds, "tool_result"), False))
     is_summary = np.asarray(pc.fill_null(pc.equal(kinds, "compaction_summary"), False))
     return words, _per_owner(is_result, owner, n), _per_owner(is_summary, owner, n)
+
+
+def _serialized_bytes(roles: pa.Array, blocks: pa.StructArray, owner: np.ndarray, n: int) -> np.ndarray:
+    """Per message: what it adds to a summarizer request (:func:`panto_analytics.transcript.serialized_bytes`)."""
+    kinds = blocks.field("type")
+    block_roles = roles.take(pa.array(owner, pa.int64())) if len(blocks) else pa.array([], pa.string())
+    size = np.zeros(len(blocks), dtype=np.int64)
+    for kind, fields in BLOCK_FIELDS.items():
+        is_kind = np.asarray(pc.fill_null(pc.equal(kinds, kind), False))
+        if not is_kind.any():
+            continue
+        label = np.where(np.asarray(pc.fill_null(pc.equal(block_roles, "assistant"), False)),
+                         label_bytes("assistant", kind), label_bytes("user", kind))
+        text = sum((_byte_lengths(blocks.field(name)) for name in fields), np.zeros(len(blocks), dtype=np.int64))
+        size += np.where(is_kind, label + text, 0)
+    parts_list = blocks.field("parts")
+    parts = parts_list.flatten()
+    if len(parts):
+        is_media = np.asarray(pc.fill_null(pc.equal(parts.field("type"), "media"), False))
+        part_size = np.where(is_media, MEDIA_NOTE_BYTES + _byte_lengths(parts.field("media_type")),
+                             _byte_lengths(parts.field("text")))
+        part_owner = pc.list_parent_indices(parts_list).to_numpy()
+        size += np.bincount(part_owner, weights=part_size, minlength=len(blocks)).astype(np.int64)
+    per_message = np.bincount(owner, weights=size + len(SEPARATOR), minlength=n).astype(np.int64)
+    per_message[np.asarray(pc.fill_null(pc.equal(roles, "system"), False))] = 0
+    # A message holding a summary contributes its (first) summary's text instead.
+    is_summary = np.asarray(pc.fill_null(pc.equal(kinds, "compaction_summary"), False))
+    first = np.flatnonzero(is_summary)
+    owners, at = np.unique(owner[first], return_index=True)
+    per_message[owners] = _byte_lengths(blocks.field("text"))[first[at]]
+    return per_message
+
+
+def _byte_lengths(values: pa.Array) -> np.ndarray:
+    """UTF-8 byte length of each string, 0 for null."""
+    return np.asarray(pc.fill_null(pc.binary_length(values), 0)).astype(np.int64)
 
 
 def _bad_timestamps(values: pa.Array) -> np.ndarray:
