@@ -15,7 +15,7 @@ True
 from .analysis import Criteria, Recommendation, recommend
 from .budgets import parse_budget, parse_budgets
 from .errors import IngestReport, InputError
-from .ingest import Cache, Corpus, compactions, read_corpus, read_sessions, sessions
+from .ingest import Cache, Corpus, compactions, read_corpus, read_sessions, sessions, summary_request
 from .policy import annotate, splits, summarize_splits, turns
 
 __all__ = [
@@ -35,5 +35,6 @@ __all__ = [
     "sessions",
     "splits",
     "summarize_splits",
+    "summary_request",
     "turns",
 ]

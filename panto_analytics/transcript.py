@@ -36,6 +36,7 @@ __all__ = [
     "MEDIA_NOTE_BYTES",
     "REQUEST_FRAME_BYTES",
     "REQUEST_FRAME_WITH_SUMMARY_BYTES",
+    "RoleBlocks",
     "SEPARATOR",
     "build_request_body",
     "label_bytes",

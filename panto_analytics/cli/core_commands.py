@@ -29,8 +29,10 @@ def splits(paths, format_, skip_invalid, budgets, output):
 
     One row per (session_id, budget): prefix_end and kept_turns exactly as
     libpanto computes them, plus kept_tokens, summarized_tokens,
-    active_tokens, n_turns, noop (nothing to summarize) and capped (more
-    than 4096 turns, of which libpanto sees only the first 4096).
+    active_tokens, n_turns, noop (nothing to summarize), capped (more
+    than 4096 turns, of which libpanto sees only the first 4096) and
+    request_bytes (the size of the request libpanto sends to its summarizer,
+    in UTF-8 bytes; empty for a no-op; `panto-analytics request` prints it).
 
     \b
     Examples:

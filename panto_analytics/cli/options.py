@@ -10,11 +10,12 @@ from pathlib import Path
 import click
 import polars as pl
 
-from ..budgets import parse_budgets
+from ..budgets import parse_budget, parse_budgets
 from ..errors import IngestReport, InputError
 from ..ingest.formats import ADAPTERS
 
 __all__ = [
+    "Tokens",
     "BudgetList", "budgets_option", "friendly_errors", "input_options", "output_option", "read_input", "read_input_corpus",
     "read_settings", "report_skips", "write_frame",
 ]
@@ -171,3 +172,17 @@ def friendly_errors(fn):
             click.echo(f"error: {e}", err=True)
             sys.exit(1)
     return wrapper
+
+
+class Tokens(click.ParamType):
+    """A token count written as 200000, 200k or 1M."""
+
+    name = "TOKENS"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, int):
+            return value
+        try:
+            return parse_budget(str(value))
+        except ValueError as e:
+            self.fail(str(e), param, ctx)

@@ -8,11 +8,11 @@ import click
 
 from ..analysis.plot_data import SEGMENT_KINDS
 from ..analysis.recommend import DEFAULT_COVERAGE, DEFAULT_MIN_KEPT_TURNS, Criteria, recommend
-from ..budgets import parse_budget
 from ..policy import splits as compute_splits
 from ..policy import turns as compute_turns
 from .app import main
 from .options import (
+    Tokens,
     budgets_option,
     friendly_errors,
     input_options,
@@ -22,7 +22,7 @@ from .options import (
     write_frame,
 )
 
-__all__ = ["DEFAULT_BUDGETS", "Share", "Tokens", "criteria_options", "recommend_cmd", "report"]
+__all__ = ["DEFAULT_BUDGETS", "Share", "criteria_options", "recommend_cmd", "report"]
 
 #: Budgets tried when none are given: 0 to 200k in steps of 5k.
 DEFAULT_BUDGETS = "0:200k:41"
@@ -44,20 +44,6 @@ class Share(click.ParamType):
         if not 0 < share <= 1:
             self.fail(f"a share must be in (0, 1], got {value!r}", param, ctx)
         return share
-
-
-class Tokens(click.ParamType):
-    """A token count written as 200000, 200k or 1M."""
-
-    name = "TOKENS"
-
-    def convert(self, value, param, ctx):
-        if isinstance(value, int):
-            return value
-        try:
-            return parse_budget(str(value))
-        except ValueError as e:
-            self.fail(str(e), param, ctx)
 
 
 def criteria_options(fn):

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from adapter_checks import assert_splits_match_oracle, blocks, parse
+from adapter_checks import assert_splits_match_oracle, blocks, first_line_is_json, parse
 from conftest import DATA, FIXTURES, REALDATA
 
 import panto_analytics as pa
@@ -204,18 +204,9 @@ def test_splits_match_libpanto_on_fixtures():
 # --- the real rollouts in ../shared ----------------------------------------------------
 
 
-def _first_line_is_json(path: Path) -> bool:
-    with open(path) as f:
-        try:
-            json.loads(f.readline())
-        except ValueError:
-            return False
-    return True
-
-
 REAL = sorted((REALDATA / "codex").rglob("*.jsonl")) if (REALDATA / "codex").is_dir() else []
-REAL_JSONL = [p for p in REAL if _first_line_is_json(p)]
-REAL_PRETTY = [p for p in REAL if not _first_line_is_json(p)]
+REAL_JSONL = [p for p in REAL if first_line_is_json(p)]
+REAL_PRETTY = [p for p in REAL if not first_line_is_json(p)]
 needs_real = pytest.mark.skipif(not REAL, reason=f"real Codex rollouts are absent ({REALDATA})")
 
 

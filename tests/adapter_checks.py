@@ -1,6 +1,7 @@
 """What the adapter tests share: parsing one file, and comparing splits with libpanto's oracle."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from conftest import oracle_module
@@ -53,3 +54,13 @@ def assert_splits_match_oracle(paths: list[Path]) -> int:
     noop = {(r["session_id"], r["budget"]) for r in rows if r["noop"]}
     assert got == {k: (pe, kt, None if k in noop else size) for k, (pe, kt, size) in want.items()}
     return len(sessions)
+
+
+def first_line_is_json(path: Path) -> bool:
+    """Whether a file's first line is a JSON document (a real recording may be pretty-printed JSON instead)."""
+    with open(path) as f:
+        try:
+            json.loads(f.readline())
+        except ValueError:
+            return False
+    return True

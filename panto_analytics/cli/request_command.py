@@ -1,0 +1,57 @@
+"""``request``: the exact text libpanto would send to its summarizer for one session at one budget."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ..ingest import summary_request
+from .app import main
+from .options import Tokens, friendly_errors, input_options, read_input
+
+__all__ = ["request"]
+
+
+@main.command()
+@input_options
+@click.option("--budget", "-b", type=Tokens(), required=True, help="keep_verbatim, in tokens (20k, 1.5M, ...).")
+@click.option("--session", "session_id", default=None,
+              help="The session, where PATHS hold more than one (its session_id, as `splits` prints it).")
+@click.option("--output", "-o", type=click.Path(dir_okay=False, writable=True, path_type=Path), default=None,
+              help="Write the request to this file instead of stdout.")
+@friendly_errors
+def request(paths, format_, skip_invalid, budget, session_id, output):
+    """The summarizer request libpanto would send for one session of PATHS at --budget.
+
+    libpanto keeps the newest whole turns that fit in the budget and sends
+    the older part of the active window to a summarizer, framed by
+    buildRequestBody (with the previous summary in its own section). This
+    prints that text exactly, re-read from the session's files; its length
+    in UTF-8 bytes is the split's request_bytes. A budget at which nothing
+    is summarized sends no request: then nothing is printed, and stderr says
+    so.
+
+    \b
+    Examples:
+      panto-analytics request data/0963a6d2-9c87-43a8-8b29-8037e82ed488.jsonl --budget 20k
+      panto-analytics request ~/.claude/projects --session 5f1c... -b 50k -o request.txt
+    """
+    messages = read_input(paths, format_, skip_invalid)
+    ids = messages["session_id"].cast(str).unique(maintain_order=True).to_list()
+    if session_id is None:
+        if len(ids) != 1:
+            raise click.UsageError(f"PATHS hold {len(ids)} sessions: name one with --session "
+                                   "(`panto-analytics splits` lists them)")
+        session_id = ids[0]
+    elif session_id not in ids:
+        raise click.UsageError(f"no session {session_id!r} in PATHS ({len(ids)} sessions read)")
+    text = summary_request(messages, session_id, budget)
+    if text is None:
+        click.echo(f"nothing to summarize at {budget} tokens: the whole active window fits, and libpanto sends "
+                   "no request", err=True)
+        return
+    if output is None:
+        click.echo(text)
+    else:
+        output.write_text(text, encoding="utf-8")
+        click.echo(f"wrote {len(text.encode())} bytes to {output}", err=True)

@@ -1,0 +1,50 @@
+"""``panto-analytics request``: the exact summarizer request of one session at one budget."""
+from __future__ import annotations
+
+from click.testing import CliRunner
+from conftest import DATA
+
+import panto_analytics as pa
+from panto_analytics.cli import main
+
+FILE = sorted(DATA.glob("*.jsonl"))[0]
+
+
+def run(*args: str):
+    return CliRunner().invoke(main, ["request", *args, "--no-cache"])
+
+
+def test_prints_the_request_of_the_only_session():
+    out = run(str(FILE), "--budget", "20k")
+    assert out.exit_code == 0, out.output
+    frame = pa.read_sessions(FILE)
+    want = pa.summary_request(frame, frame["session_id"][0], 20_000)
+    assert want is not None and out.stdout == want + "\n"
+    size = pa.splits(frame, [20_000])["request_bytes"][0]
+    assert len(want.encode()) == size
+
+
+def test_writes_to_a_file(tmp_path):
+    target = tmp_path / "request.txt"
+    out = run(str(FILE), "-b", "0", "-o", str(target))
+    assert out.exit_code == 0, out.output
+    frame = pa.read_sessions(FILE)
+    assert target.read_text(encoding="utf-8") == pa.summary_request(frame, frame["session_id"][0], 0)
+
+
+def test_a_folder_needs_a_session():
+    out = run(str(DATA), "-b", "20k")
+    assert out.exit_code == 2 and "--session" in out.output
+    sid = pa.read_sessions(FILE)["session_id"][0]
+    named = run(str(DATA), "-b", "20k", "--session", sid)
+    assert named.exit_code == 0 and named.stdout.startswith("The conversation")
+
+
+def test_an_unknown_session_is_a_usage_error():
+    out = run(str(DATA), "-b", "20k", "--session", "nope")
+    assert out.exit_code == 2 and "no session 'nope'" in out.output
+
+
+def test_a_no_op_budget_sends_nothing():
+    out = run(str(FILE), "-b", "1M")
+    assert out.exit_code == 0 and out.stdout == "" and "no request" in out.stderr
