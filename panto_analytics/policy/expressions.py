@@ -211,16 +211,18 @@ def prior_assistant_cumulative(role: IntoExpr = "role", usage: IntoExpr | None =
 # --- the summarizer request -------------------------------------------------------
 
 def request_bytes_before(serialized: IntoExpr = "serialized_bytes", has_summary: IntoExpr = "has_summary",
-                         session: IntoExpr = SESSION) -> pl.Expr:
+                         session: IntoExpr = SESSION, *, active: IntoExpr | None = None) -> pl.Expr:
     """What the active messages strictly before each row add to a summarizer request, in bytes.
 
     The sum of :func:`~panto_analytics.transcript.serialized_bytes` over
     ``messages[active_start:row]``: the transcript of a split whose
     ``prefix_end`` is this row is 2 bytes less (no separator before its
-    first block), or empty.
+    first block), or empty. ``active`` defaults to :func:`is_active` (pass
+    the column where a frame already has it).
     """
-    active = pl.when(is_active(has_summary, session)).then(_expr(serialized)).otherwise(0).cast(pl.UInt64)
-    return (sum_in_session(active, session) - active).alias("request_bytes_before")
+    in_window = is_active(has_summary, session) if active is None else _expr(active)
+    own = pl.when(in_window).then(_expr(serialized)).otherwise(0).cast(pl.UInt64)
+    return (sum_in_session(own, session) - own).alias("request_bytes_before")
 
 
 def latest_summary_bytes(serialized: IntoExpr = "serialized_bytes", has_summary: IntoExpr = "has_summary",

@@ -68,7 +68,7 @@ def splits(messages: Frame, budgets: Iterable[int], *, sessions: pl.DataFrame | 
     # Frames built by hand may lack the request sizes: their request_bytes is null.
     sized = "serialized_bytes" in annotated.collect_schema()
     if sized:
-        annotated = annotated.with_columns(ex.request_bytes_before(), ex.latest_summary_bytes())
+        annotated = annotated.with_columns(ex.request_bytes_before(active="is_active"), ex.latest_summary_bytes())
     annotated = annotated.cache()
     carry = ("request_bytes_before",) if sized else ()
     tf = _turns(annotated, carry).with_columns(suffix=pl.col("tokens").cum_sum(reverse=True).over(S))
