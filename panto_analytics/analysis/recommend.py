@@ -27,6 +27,7 @@ enough turns and leaves the most room.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -37,8 +38,8 @@ from ..policy.expressions import SESSION
 from .formatting import format_tokens
 
 __all__ = [
-    "Criteria", "DEFAULT_COVERAGE", "DEFAULT_MIN_KEPT_TURNS", "Recommendation", "coverage_table", "display_columns",
-    "outcome_warnings", "recommend",
+    "DEFAULT_COVERAGE", "DEFAULT_MIN_KEPT_TURNS", "WINDOW_SHARE_WARNING", "Criteria", "Recommendation", "coverage_table",
+    "display_columns", "outcome_warnings", "recommend", "window_warnings",
 ]
 
 #: The rule applied when none is given: 90% of sessions keep at least two whole turns.
@@ -170,11 +171,16 @@ def display_columns(table: pl.DataFrame) -> list[str]:
 
 
 def recommend(splits: pl.DataFrame | pl.LazyFrame, criteria: Criteria | None = None, *,
-              turns: pl.DataFrame | pl.LazyFrame | None = None) -> Recommendation:
+              turns: pl.DataFrame | pl.LazyFrame | None = None,
+              windows: Iterable[int | None] | None = None) -> Recommendation:
     """Pick a budget from those in ``splits`` by ``criteria`` (the default rule when None).
 
-    Pass ``turns`` (from :func:`panto_analytics.turns`) to have the warning
-    about sessions that keep nothing name their last turn's size.
+    The figures are end-of-session splits (one split per session, taken where
+    its recording ends); the reasons say so. Pass ``turns`` (from
+    :func:`panto_analytics.turns`) to have the warning about sessions that
+    keep nothing name their last turn's size, and ``windows`` (the sessions
+    table's ``context_window``) to be warned when the budget takes more than
+    :data:`WINDOW_SHARE_WARNING` of the smallest known window.
     """
     criteria = (criteria or Criteria()).or_default()
     table = coverage_table(splits, criteria)
@@ -206,6 +212,10 @@ def recommend(splits: pl.DataFrame | pl.LazyFrame, criteria: Criteria | None = N
         rec.budget = int(rec.budget)
         rec.warnings += _edge_warnings(rec.budget, budgets, criteria, lo, hi)
         rec.warnings += outcome_warnings(splits, rec.budget, turns=turns)
+    rec.reasons.append("these are end-of-session splits: each session split once, where its recording ends; "
+                       "`panto-analytics replay --window` shows what happens at the moments an agent compacts")
+    if rec.budget is not None:
+        rec.warnings += window_warnings(rec.budget, windows)
     no_turns = int(table["sessions"][0] - table["sessions_with_turns"][0])
     if no_turns:
         rec.reasons.append(f"{no_turns} session(s) without turns are left out: they keep nothing at any budget")
@@ -301,3 +311,26 @@ def outcome_warnings(splits: pl.DataFrame | pl.LazyFrame, budget: int, *,
         out.append(f"{counts['capped']} session(s) have more than 4096 turns: libpanto records only the first "
                    "4096 turn starts, so everything after them counts as one long last turn")
     return out
+
+
+#: A budget above this share of the model's context window leaves little room after a compaction.
+WINDOW_SHARE_WARNING = 0.25
+
+
+def window_warnings(budget: int, windows: Iterable[int | None] | None) -> list[str]:
+    """A warning when ``budget`` exceeds :data:`WINDOW_SHARE_WARNING` of the smallest known window.
+
+    >>> window_warnings(115_000, [200_000, None])
+    ['115k is 57% of the smallest known context window (200k): after a compaction, the kept suffix alone would fill more than 25% of it']
+    >>> window_warnings(20_000, [200_000])
+    []
+    """
+    known = [w for w in (windows or ()) if w]
+    if not known:
+        return []
+    smallest = min(known)
+    if budget <= WINDOW_SHARE_WARNING * smallest:
+        return []
+    return [f"{format_tokens(budget)} is {budget / smallest:.0%} of the smallest known context window "
+            f"({format_tokens(smallest)}): after a compaction, the kept suffix alone would fill more than "
+            f"{WINDOW_SHARE_WARNING:.0%} of it"]

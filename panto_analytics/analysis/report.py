@@ -303,7 +303,8 @@ def build_report(messages: pl.DataFrame, budgets: Iterable[int], *, criteria: Cr
     budgets = sorted({int(b) for b in budgets})
     turns = compute_turns(messages)
     per_session = compute_splits(messages, budgets, sessions=sessions)
-    rec = recommend(per_session, criteria, turns=turns)
+    windows = sessions["context_window"].to_list() if sessions is not None and "context_window" in sessions.columns else None
+    rec = recommend(per_session, criteria, turns=turns, windows=windows)
     n = per_session[SESSION].n_unique()
     report = Report(
         title=title or f"What keep_verbatim does to {n:,} session{'s' if n != 1 else ''}",

@@ -16,6 +16,7 @@ from ..ingest.formats import ADAPTERS
 
 __all__ = [
     "Tokens",
+    "check_output",
     "BudgetList", "budgets_option", "friendly_errors", "input_options", "output_option", "read_input", "read_input_corpus",
     "read_settings", "report_skips", "write_frame",
 ]
@@ -128,7 +129,7 @@ _WRITERS = {".csv": "write_csv", ".parquet": "write_parquet", ".json": "write_js
             ".ndjson": "write_ndjson", ".jsonl": "write_ndjson"}
 
 
-def _check_output(ctx, param, value: Path | None) -> Path | None:
+def check_output(ctx, param, value: Path | None) -> Path | None:
     # Checked before any work, so a typo never costs a whole run.
     if value is not None and value.suffix.lower() not in _WRITERS:
         raise click.BadParameter(f"cannot tell the format from {value.name!r}: use .csv, .parquet, .json or .ndjson")
@@ -137,7 +138,7 @@ def _check_output(ctx, param, value: Path | None) -> Path | None:
 
 def output_option(fn):
     """-o FILE: write csv, parquet or json (by extension) instead of a table on stdout."""
-    return click.option("--output", "-o", type=click.Path(path_type=Path), default=None, callback=_check_output,
+    return click.option("--output", "-o", type=click.Path(path_type=Path), default=None, callback=check_output,
                         help="Write to FILE; .csv, .parquet, .json or .ndjson chooses the format. "
                              "Without it a table is printed.")(fn)
 

@@ -17,7 +17,6 @@ from .options import (
     friendly_errors,
     input_options,
     output_option,
-    read_input,
     read_input_corpus,
     write_frame,
 )
@@ -97,8 +96,10 @@ def recommend_cmd(paths, format_, skip_invalid, budgets, min_kept_turns, coverag
       panto-analytics recommend data/ -s 0.25 -w 200k -b 0:200k:81
     """
     criteria = _criteria(min_kept_turns, coverage, max_kept_share, context_window)
-    messages = read_input(paths, format_, skip_invalid)
-    rec = recommend(compute_splits(messages, budgets), criteria, turns=compute_turns(messages))
+    corpus = read_input_corpus(paths, format_, skip_invalid)
+    messages = corpus.messages
+    rec = recommend(compute_splits(messages, budgets), criteria, turns=compute_turns(messages),
+                    windows=corpus.sessions["context_window"].to_list())
     click.echo(rec.to_text())
     if output is not None:
         write_frame(rec.table, output)

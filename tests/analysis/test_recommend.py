@@ -8,7 +8,7 @@ from __future__ import annotations
 import polars as pl
 import pytest
 from click.testing import CliRunner
-from conftest import FIXTURES
+from conftest import DATA, FIXTURES
 
 import panto_analytics as pa
 from panto_analytics.analysis.recommend import Criteria, coverage_table, outcome_warnings, recommend
@@ -175,3 +175,17 @@ def test_cli_bad_input_is_one_line(tmp_path):
     result = CliRunner().invoke(main, ["recommend", str(tmp_path)])
     assert result.exit_code == 1
     assert "bad.jsonl:2" in result.output and "Traceback" not in result.output
+
+
+def test_the_reasons_say_the_figures_are_end_of_session_splits():
+    rec = pa.recommend(pa.splits(pa.read_sessions(DATA), [0, 20_000, 100_000]))
+    assert any("end-of-session splits" in r and "replay --window" in r for r in rec.reasons)
+
+
+def test_a_budget_past_a_quarter_of_the_smallest_known_window_is_warned():
+    splits = pa.splits(pa.read_sessions(DATA), [200_000])
+    rec = pa.recommend(splits, pa.Criteria(min_kept_turns=1, coverage=0.01), windows=[400_000, 128_000, None])
+    assert rec.budget == 200_000
+    assert any("156% of the smallest known context window (128k)" in w for w in rec.warnings)
+    quiet = pa.recommend(splits, pa.Criteria(min_kept_turns=1, coverage=0.01), windows=[None])
+    assert not any("context window" in w for w in quiet.warnings)
