@@ -243,6 +243,8 @@ def _encode_report(report: IngestReport) -> dict:
 
 def _decode_report(d: dict) -> IngestReport:
     report = IngestReport(*d["counts"])
+    if not d["skipped"] and not d["ignored"]:
+        return report
     for f, r, n in d["skipped"]:
         report.skipped[(f, r)] += n
     for f, t, n in d["ignored"]:
