@@ -43,7 +43,7 @@ LAYOUT = 2
 
 
 #: One row per cached file. Columns may be added (issue 9 will add a session-hash
-#: ``bucket``); a manifest is read by these names and types, and extra columns are kept.
+#: ``bucket``); a manifest is read by these names and types, and extra columns are ignored.
 MANIFEST_SCHEMA: Final[dict[str, pl.DataType]] = {
     "abspath": pl.String(), "path": pl.String(), "mode": pl.String(),
     "size": pl.Int64(), "mtime_ns": pl.Int64(), "inode": pl.UInt64(),
