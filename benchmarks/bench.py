@@ -21,7 +21,14 @@ into a temporary folder and measures, on that one corpus:
   splits are compared with the frame's, pair by pair;
 - **Claude Code ingest**: the same ingest and cache figures, with the same
   goals, on a second corpus of synthetic Claude Code transcripts
-  (:mod:`benchmarks.synth_claude_code`); ``claude_sessions=0`` skips it.
+  (:mod:`benchmarks.synth_claude_code`), written as a projects tree and read
+  by ccusage too (``ccusage daily --json --offline``, when installed; goal:
+  our cold ingest no slower); ``claude_sessions=0`` skips it;
+- **the cache's cost and many files** (:mod:`benchmarks.ingest_scale`): a
+  cold read into an empty cache against ``--no-cache`` (goal: at most 1.1x),
+  on the main corpus and on ``small_files`` small canonical files (about
+  60 KB each, with their own orjson floor), and a cached re-read of
+  ``reread_files`` unchanged files (goal: 30,000 in under a second).
 
 The Python port is :mod:`benchmarks.reference_port`; libpanto's native code
 is found in ``../shared`` beside the checkout (``PANTO_SHARED`` overrides).
@@ -49,6 +56,7 @@ from panto_analytics.budgets import parse_budgets
 from panto_analytics.ingest import read_sessions
 from panto_analytics.policy import annotate, splits, turns
 
+from . import ingest_scale
 from . import reference_port as port
 from .synth import write_corpus
 from .synth_claude_code import write_corpus as write_claude_code_corpus
@@ -62,7 +70,16 @@ GOALS = (
     ("python_speedup", "python port / polars sweep", 200.0, "min"),
     ("claude_ingest_vs_floor", "Claude Code: cold ingest / orjson parse-only floor", 2.0, "max"),
     ("claude_cache_speedup", "Claude Code: cold ingest / cache re-read", 20.0, "min"),
+    ("claude_vs_ccusage", "Claude Code: cold ingest / ccusage daily --offline", 1.0, "max"),
+    ("cache_cold_cost", "cold ingest into an empty cache / --no-cache", 1.1, "max"),
+    ("small_ingest_vs_floor", "small files: cold ingest / orjson parse-only floor", 1.5, "max"),
+    ("small_cache_cold_cost", "small files: cold ingest into an empty cache / --no-cache", 1.1, "max"),
+    ("reread_seconds", "cached re-read of 30,000 unchanged files, seconds", 1.0, "max"),
 )
+
+#: Small canonical files (about 60 KB each) and tiny files for the re-read, by default.
+SMALL_FILES = 3000
+REREAD_FILES = 30000
 
 #: Synthetic Claude Code sessions in the second ingest corpus: about 150 MB.
 CLAUDE_SESSIONS = 200
@@ -167,9 +184,11 @@ def claude_code(sessions: int, seed: int, workdir: Path, progress: Progress = _q
     if sessions <= 0:
         return {"available": False, "note": "skipped (--claude-sessions 0)"}
     progress(f"writing {sessions} synthetic Claude Code sessions (seed {seed})")
-    paths, gen_seconds = _timed(write_claude_code_corpus, workdir / "claude-code", sessions, seed)
+    config = workdir / "claude-config"  # CLAUDE_CONFIG_DIR for ccusage: the sessions under projects/
+    paths, gen_seconds = _timed(write_claude_code_corpus, config / "projects" / "synth", sessions, seed)
     messages, figures, cache = ingest(paths, lambda line: progress(f"Claude Code: {line}"))
-    return {"available": True,
+    progress("Claude Code: ccusage daily --json --offline")
+    return {"available": True, "ccusage": ingest_scale.ccusage(config, figures["seconds"]),
             "corpus": {"sessions": len(paths), "seed": seed, "messages": messages.height,
                        "bytes": sum(p.stat().st_size for p in paths), "generate_seconds": gen_seconds},
             "ingest": figures, "cache": cache}
@@ -275,7 +294,8 @@ def native(sessions: list[tuple[str, list[dict]]], budgets: list[int], ours: dic
 
 def run_bench(sessions: int = 1000, seed: int = 0, n_budgets: int = 64, *, port_seconds: float = 20.0,
               workdir: str | Path | None = None, shared: Path | None | bool = True,
-              claude_sessions: int = CLAUDE_SESSIONS, progress: Progress = _quiet) -> dict:
+              claude_sessions: int = CLAUDE_SESSIONS, small_files: int = 0, reread_files: int = 0,
+              progress: Progress = _quiet) -> dict:
     """Generate a corpus and measure everything; returns the results as a dict.
 
     Parameters
@@ -294,13 +314,17 @@ def run_bench(sessions: int = 1000, seed: int = 0, n_budgets: int = 64, *, port_
     claude_sessions
         Synthetic Claude Code sessions for the second ingest corpus (same
         ``seed``); 0 skips it.
+    small_files, reread_files
+        Small canonical files for the many-files ingest, and tiny files for
+        the cached re-read; 0 (the default here, not on the command line) skips them.
     progress
         Called with a short line before each step.
     """
     if workdir is None:
         with tempfile.TemporaryDirectory(prefix="panto-bench-") as tmp:
             return run_bench(sessions, seed, n_budgets, port_seconds=port_seconds, workdir=tmp,
-                             shared=shared, claude_sessions=claude_sessions, progress=progress)
+                             shared=shared, claude_sessions=claude_sessions, small_files=small_files,
+                             reread_files=reread_files, progress=progress)
     shared = shared_dir() if shared is True else (shared or None)
     budgets = bench_budgets(n_budgets)
 
@@ -308,7 +332,13 @@ def run_bench(sessions: int = 1000, seed: int = 0, n_budgets: int = 64, *, port_
     paths, gen_seconds = _timed(write_corpus, Path(workdir) / "corpus", sessions, seed)
     size = sum(p.stat().st_size for p in paths)
     messages, ingest_figures, cache = ingest(paths, progress)
+    progress("cold ingest into an empty cache")
+    cold_cache = ingest_scale.cache_cost(paths, ingest_figures["seconds"])
     claude = claude_code(claude_sessions, seed, Path(workdir), progress)
+    progress(f"{small_files} small files")
+    small = ingest_scale.small_files(small_files, seed, Path(workdir))
+    progress(f"cached re-read of {reread_files} files")
+    many = ingest_scale.reread_many(reread_files, Path(workdir))
 
     progress(f"{len(budgets)}-budget sweep (polars)")
     result, sweep_info = sweep(messages, budgets)
@@ -330,6 +360,12 @@ def run_bench(sessions: int = 1000, seed: int = 0, n_budgets: int = 64, *, port_
         "python_speedup": port["seconds"] / sweep_info["seconds"] if port["available"] else None,
         "claude_ingest_vs_floor": claude["ingest"]["vs_floor"] if claude["available"] else None,
         "claude_cache_speedup": claude["cache"].get("speedup") if claude["available"] else None,
+        "claude_vs_ccusage": (claude["ccusage"]["ratio"] if claude["available"] and claude["ccusage"]["available"]
+                              else None),
+        "cache_cold_cost": cold_cache["ratio"],
+        "small_ingest_vs_floor": small["vs_floor"] if small["available"] else None,
+        "small_cache_cold_cost": small["cache"]["ratio"] if small["available"] else None,
+        "reread_seconds": many["seconds"] if many["available"] else None,
     }
     goals = []
     for key, what, target, direction in GOALS:
@@ -343,6 +379,9 @@ def run_bench(sessions: int = 1000, seed: int = 0, n_budgets: int = 64, *, port_
         "budgets": budgets,
         "ingest": ingest_figures,
         "cache": cache,
+        "cache_cold": cold_cache,
+        "small_files": small,
+        "reread_many": many,
         "frame": {"bytes": frame_bytes, "rows": messages.height,
                   "bytes_per_message": values["bytes_per_message"]},
         "sweep": sweep_info,
@@ -372,7 +411,8 @@ def format_report(r: dict) -> str:
     def goal(key: str) -> str:
         g = goals[key]
         sign = "<=" if g["direction"] == "max" else ">="
-        return f"goal {sign} {g['target']:g}{'x' if key != 'bytes_per_message' else ''}  {_verdict(g)}"
+        unit = {"bytes_per_message": "", "reread_seconds": " s"}.get(key, "x")
+        return f"goal {sign} {g['target']:g}{unit}  {_verdict(g)}"
 
     def ingest_lines(ing: dict, cache: dict, indent: str = "", prefix: str = "") -> list[str]:
         out = [
@@ -395,6 +435,8 @@ def format_report(r: dict) -> str:
         f"{r['machine']['cpus']} CPUs, polars {r['machine']['polars']}",
         "",
         *ingest_lines(ing, r["cache"]),
+        f"{'cold ingest into an empty cache':<38}{r['cache_cold']['cold_seconds']:>9.2f} s"
+        f"   {'':>13}cache/no-cache {r['cache_cold']['ratio']:.2f}x   {goal('cache_cold_cost')}",
         f"{'frame':<38}{fr['bytes_per_message']:>9.1f} bytes/message ({fr['bytes'] / 1e6:.1f} MB)"
         f"   {goal('bytes_per_message')}",
         "",
@@ -404,9 +446,10 @@ def format_report(r: dict) -> str:
         k = cc["corpus"]
         lines += [f"Claude Code JSONL: {k['sessions']:,} synthetic sessions (seed {k['seed']}), "
                   f"{k['messages']:,} messages, {k['bytes'] / 1e6:.1f} MB (written in {k['generate_seconds']:.1f} s)",
-                  *ingest_lines(cc["ingest"], cc["cache"], "  ", "claude_"), ""]
+                  *ingest_lines(cc["ingest"], cc["cache"], "  ", "claude_"), *_ccusage_lines(cc, goal), ""]
     else:
         lines += [f"Claude Code JSONL: {cc['note']}", ""]
+    lines += [*_small_lines(r["small_files"], goal), *_reread_lines(r["reread_many"], goal), ""]
     lines += [
         f"{f'{n}-budget sweep, polars splits()':<38}{sw['seconds']:>9.3f} s"
         f"  (of which, alone: annotate() {sw['annotate_seconds']:.3f} s, turns() {sw['turns_seconds']:.3f} s)",
@@ -429,3 +472,31 @@ def format_report(r: dict) -> str:
             verdict = "all equal" if ref["mismatches"] == 0 else f"{ref['mismatches']:,} DIFFER"
             lines.append(f"splits vs {name}: {ref['compared']:,} (session, budget) pairs compared, {verdict}")
     return "\n".join(lines)
+
+
+def _ccusage_lines(cc: dict, goal: Callable[[str], str]) -> list[str]:
+    cu = cc["ccusage"]
+    if not cu["available"]:
+        return [f"{'  ccusage daily --json --offline':<38}{cu['note']}"]
+    return [f"{'  ccusage daily --json --offline':<38}{cu['seconds']:>9.2f} s"
+            f"   {'':>13}ingest/ccusage {cu['ratio']:.2f}x   {goal('claude_vs_ccusage')}"]
+
+
+def _small_lines(sm: dict, goal: Callable[[str], str]) -> list[str]:
+    if not sm["available"]:
+        return [f"small canonical files: {sm['note']}"]
+    c = sm["cache"]
+    return [f"small canonical files: {sm['files']:,} files, {sm['bytes'] / 1e6:.1f} MB "
+            f"({sm['bytes'] / sm['files'] / 1e3:.0f} KB each)",
+            f"{'  ingest, cold (--no-cache)':<38}{sm['seconds']:>9.2f} s   {'':>13}ingest/floor "
+            f"{sm['vs_floor']:.2f}x (floor {sm['floor_seconds']:.2f} s)   {goal('small_ingest_vs_floor')}",
+            f"{'  cold ingest into an empty cache':<38}{c['cold_seconds']:>9.2f} s   {'':>13}cache/no-cache "
+            f"{c['ratio']:.2f}x   {goal('small_cache_cold_cost')}",
+            f"{'  cache re-read':<38}{c['reread_seconds']:>9.3f} s   {'':>13}cold/re-read {c['reread_speedup']:.1f}x"]
+
+
+def _reread_lines(many: dict, goal: Callable[[str], str]) -> list[str]:
+    if not many["available"]:
+        return [f"cached re-read of many files: {many['note']}"]
+    what = f"cached re-read, {many['files']:,} unchanged files"
+    return [f"{what:<38}{many['seconds']:>9.3f} s   (filled in {many['fill_seconds']:.2f} s)   {goal('reread_seconds')}"]

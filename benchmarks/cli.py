@@ -9,7 +9,7 @@ import sys
 import click
 import orjson
 
-from .bench import CLAUDE_SESSIONS, format_report, run_bench
+from .bench import CLAUDE_SESSIONS, REREAD_FILES, SMALL_FILES, format_report, run_bench
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -24,9 +24,15 @@ from .bench import CLAUDE_SESSIONS, format_report, run_bench
 @click.option("--claude-sessions", type=click.IntRange(min=0), default=CLAUDE_SESSIONS, show_default=True,
               help="Synthetic Claude Code sessions for the second ingest corpus (about 0.75 MB each); "
                    "0 skips it.")
+@click.option("--small-files", type=click.IntRange(min=0), default=SMALL_FILES, show_default=True,
+              help="Small canonical files (about 60 KB each) for the many-files ingest and the cache's cost; "
+                   "0 skips it.")
+@click.option("--reread-files", type=click.IntRange(min=0), default=REREAD_FILES, show_default=True,
+              help="Tiny files for the cached re-read of many unchanged files; 0 skips it.")
 @click.option("--no-native", is_flag=True, help="Skip libpanto's native computeSplit even when ../shared is present.")
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON instead of a table.")
-def bench(sessions, seed, n_budgets, port_seconds, claude_sessions, no_native, as_json):
+def bench(sessions, seed, n_budgets, port_seconds, claude_sessions, small_files, reread_files, no_native,
+          as_json):
     """Measure ingest, frame size and the budget sweep on a synthetic corpus.
 
     Writes SESSIONS synthetic sessions to a temporary folder, then prints side
@@ -37,8 +43,12 @@ def bench(sessions, seed, n_budgets, port_seconds, claude_sessions, no_native, a
     ../shared is present) and against the pure-Python reference port in
     benchmarks/. The ingest and cache figures
     are measured again, with the same goals, on --claude-sessions synthetic
-    Claude Code transcripts. Each goal is marked PASS or MISS, and the splits
-    are checked against both references.
+    Claude Code transcripts, written as a projects tree that ccusage
+    (ccusage daily --json --offline, version 20.0.24) reads too when it is
+    installed (PANTO_CCUSAGE names it, else PATH). The cost of a cache on a
+    cold read, the ingest of --small-files small files and a cached re-read
+    of --reread-files unchanged files follow. Each goal is marked PASS or
+    MISS, and the splits are checked against both references.
 
     \b
     Examples:
@@ -48,7 +58,8 @@ def bench(sessions, seed, n_budgets, port_seconds, claude_sessions, no_native, a
     """
     progress = (lambda line: click.echo(f"... {line}", err=True)) if sys.stderr.isatty() else (lambda line: None)
     results = run_bench(sessions, seed, n_budgets, port_seconds=port_seconds,
-                        shared=not no_native, claude_sessions=claude_sessions, progress=progress)
+                        shared=not no_native, claude_sessions=claude_sessions, small_files=small_files,
+                        reread_files=reread_files, progress=progress)
     if as_json:
         click.echo(orjson.dumps(results, option=orjson.OPT_INDENT_2).decode())
     else:

@@ -48,8 +48,10 @@ class IngestReport:
     def merge(self, other: IngestReport) -> None:
         for name in ("files", "sessions", "messages", "api_calls"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
-        self.skipped.update(other.skipped)
-        self.ignored.update(other.ignored)
+        if other.skipped:
+            self.skipped.update(other.skipped)
+        if other.ignored:
+            self.ignored.update(other.ignored)
 
     @property
     def n_skipped(self) -> int:

@@ -20,26 +20,49 @@ def expand_paths(paths: Iterable[PathLike] | PathLike) -> list[Path]:
     """
     if isinstance(paths, (str, Path)):
         paths = [paths]
-    out: list[Path] = []
+    out: list[tuple[str, bool | None]] = []  # (path, is a link; None: not known yet)
     for p in paths:
         p = Path(p).expanduser()
         if p.is_dir():
-            out.extend(sorted((q for q in p.rglob("*.jsonl") if q.is_file()), key=str))
+            out.extend(sorted(_jsonl_under(str(p))))
         elif p.exists():
-            out.append(p)
+            out.append((str(p), None))
         elif glob.has_magic(str(p)):
-            out.extend(sorted(Path(q) for q in glob.glob(str(p), recursive=True) if Path(q).is_file()))
+            out.extend((str(q), None) for q in sorted(Path(q) for q in glob.glob(str(p), recursive=True)
+                                                      if os.path.isfile(q)))
         else:
             raise InputError(p, None, "no such file or directory")
     seen: set[str] = set()
     real = _RealPaths()
     unique: list[Path] = []
-    for p in out:
-        r = real(p)
+    for path, is_link in out:
+        r = real(path, is_link)
         if r not in seen:
             seen.add(r)
-            unique.append(p)
+            unique.append(Path(path))
     return unique
+
+
+def _jsonl_under(folder: str) -> list[tuple[str, bool]]:
+    """``*.jsonl`` files under ``folder``, as ``Path.rglob`` finds them (symlinked folders not followed).
+
+    One ``scandir`` per folder: the entries' types come with the listing, so
+    a plain file costs no system call of its own.
+    """
+    found: list[tuple[str, bool]] = []
+    stack = [folder]
+    while stack:
+        try:
+            with os.scandir(stack.pop()) as listing:
+                entries = list(listing)
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.is_dir() and not entry.is_symlink():
+                stack.append(entry.path)
+            elif entry.name.endswith(".jsonl") and entry.is_file():
+                found.append((entry.path, entry.is_symlink()))
+    return found
 
 
 class _RealPaths:
@@ -48,8 +71,8 @@ class _RealPaths:
     def __init__(self) -> None:
         self._folders: dict[str, str] = {}
 
-    def __call__(self, path: Path) -> str:
-        if os.path.islink(path):
+    def __call__(self, path: str, is_link: bool | None = None) -> str:
+        if is_link if is_link is not None else os.path.islink(path):
             return os.path.realpath(path)
         folder, name = os.path.split(path)
         return os.path.join(self._folder(folder), name)

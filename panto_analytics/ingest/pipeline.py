@@ -209,20 +209,21 @@ def parse_files(files: list[Path], *, format: str | None = None, skip_invalid: b
             _parse_batch, [(batch, format, skip_invalid, cache) for batch in batches],
             weights=[sum(k.size for k in batch) for batch in batches], jobs=jobs, min_weight=pool_from,
             on_done=lambda j, _: bar.advance(sum(k.size for k in batches[j]), files=len(batches[j])),
-            stop=lambda r: r[0][0] == "error")
-    results = [r for batch in batch_results if batch is not None for r in batch]
-    errors = [r[1] for r in results if r[0] == "error"]
+            stop=lambda r: r[0] == "error")
+    errors = [r[1] for r in batch_results if r is not None and r[0] == "error"]
     if errors:
         raise InputError(*errors[0])
-    for i, (_, entry, stats, error) in zip(todo, results):
+    done = cast("list[tuple]", batch_results)  # every batch ran: none stopped the others
+    parsed_entries = [entry for _, batch_entries, _, _, _ in done for entry in batch_entries]
+    for i, entry in zip(todo, parsed_entries):
         entries[i] = entry
-        if cache is not None:
-            cache.absorb(stats, error)
     found = cast("list[Entry]", entries)  # every file is cached or parsed by now (an error raised above)
     if cache is not None:
         assert before is not None  # taken whenever there is a cache
+        for _, _, _, stats, error in done:
+            cache.absorb(stats, error)
         cache.count_misses(len(todo))
-        cache.update_pack(keys, format, found)
+        cache.commit([rows for _, _, rows, _, _ in done])
         _warn_about(cache, before)
     for entry in found:
         report.merge(entry.report)
@@ -240,24 +241,23 @@ def parse_entries(paths: list[PathLike], format: str | None = None, skip_invalid
     return [Entry(p.messages, p.session, p.source_format, r) for p, r in zip(parsed, reports)]
 
 
-def _parse_batch(task: tuple[list[FileKey], str | None, bool, Cache | None]) -> list[tuple]:
-    """Parse and cache files, here or in a worker: ``("ok", entry, stats, error)`` per file, or ``[("error", args)]``.
+def _parse_batch(task: tuple[list[FileKey], str | None, bool, Cache | None]) -> tuple:
+    """Parse a batch of files and write its pack, here or in a worker.
 
-    Errors travel as values: :class:`InputError` does not survive pickling.
+    Returns ``("ok", entries, manifest rows or None, stats, error)``, or
+    ``("error", args)``: :class:`InputError` does not survive pickling. The
+    calling process commits the manifest rows of every batch at once.
     """
     keys, format, skip_invalid, cache = task
     try:
         entries = parse_entries([key.path for key in keys], format, skip_invalid)
     except InputError as e:
-        return [("error", (e.path, e.line, e.reason))]
+        return ("error", (e.path, e.line, e.reason))
     if cache is None:
-        return [("ok", entry, CacheStats(), None) for entry in entries]
-    out = []
-    for key, entry in zip(keys, entries):
-        mine = Cache(cache.root)  # counts what this task wrote, wherever it runs
-        mine.store(key, format, entry)
-        out.append(("ok", entry, mine.stats, mine.last_error))
-    return out
+        return ("ok", entries, None, CacheStats(), None)
+    mine = Cache(cache.root)  # counts what this task wrote, wherever it runs
+    rows = mine.store_batch(keys, format, entries)
+    return ("ok", entries, rows, mine.stats, mine.last_error)
 
 
 def _warn_about(cache: Cache, before: CacheStats) -> None:

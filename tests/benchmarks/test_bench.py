@@ -130,7 +130,8 @@ def test_report_has_every_figure(results):
 
 def test_cli_json():
     out = CliRunner().invoke(main, ["bench", "--sessions", "2", "--budgets", "4", "--port-seconds", "1000",
-                                    "--claude-sessions", "1", "--no-native", "--json"])
+                                    "--claude-sessions", "1", "--no-native", "--json",
+                                    "--small-files", "2", "--reread-files", "20"])
     assert out.exit_code == 0, out.output
     r = orjson.loads(out.output)
     assert r["corpus"]["sessions"] == 2 and len(r["budgets"]) == 4
@@ -140,7 +141,24 @@ def test_cli_json():
 
 def test_cli_table():
     out = CliRunner().invoke(main, ["bench", "-n", "2", "--budgets", "4", "--port-seconds", "0", "--no-native",
-                                    "--claude-sessions", "0"])
+                                    "--claude-sessions", "0", "--small-files", "0", "--reread-files", "0"])
     assert out.exit_code == 0, out.output
     assert "4-budget sweep" in out.output and "native computeSplit loop" in out.output
     assert "Claude Code JSONL: skipped" in out.output
+
+
+def test_cache_cost_small_files_and_many_files_sections(tmp_path, monkeypatch):
+    monkeypatch.setenv("PANTO_CCUSAGE", str(tmp_path / "no-such-ccusage"))
+    r = bench.run_bench(2, seed=1, n_budgets=2, port_seconds=0, shared=False, claude_sessions=1, small_files=3,
+                        reread_files=25)
+    assert r["small_files"]["files"] == 3 and r["small_files"]["cache"]["ratio"] > 0
+    assert r["reread_many"]["files"] == 25 and r["reread_many"]["messages"] == 50
+    assert r["cache_cold"]["ratio"] > 0
+    assert r["claude_code"]["ccusage"] == {"available": False, "note": bench.ingest_scale.CCUSAGE_HOWTO}
+    goals = {g["goal"]: g for g in r["goals"]}
+    assert goals["reread_seconds"]["value"] == r["reread_many"]["seconds"]
+    assert goals["claude_vs_ccusage"]["pass"] is None
+    text = bench.format_report(r)
+    for needle in ("cache/no-cache", "small canonical files: 3 files", "cached re-read, 25 unchanged files",
+                   "npm install --prefix"):
+        assert needle in text

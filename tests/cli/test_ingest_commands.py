@@ -113,8 +113,10 @@ def test_skipped_lines_and_ignored_records_are_listed_by_reason_and_type(corpus,
 
 def test_a_corrupt_cache_entry_is_reported_and_rebuilt(corpus, env, tmp_path):
     cache = tmp_path / "c"
-    run(env, "ingest", corpus, "--cache", cache)
-    entry = Cache(cache).entry_path(FileKey.of(corpus / "a.jsonl"), None)
+    for f in ("a.jsonl", "b.jsonl"):  # one read each: a pack each
+        run(env, "ingest", corpus / f, "--cache", cache)
+    entry = Cache(cache).pack_of(FileKey.of(corpus / "a.jsonl"), None)
+    assert entry is not None
     entry.write_bytes(b"garbage")
     result = run(env, "ingest", corpus, "--cache", cache)
     assert result.exit_code == 0
@@ -134,8 +136,8 @@ def test_cache_info_and_clear(corpus, env, tmp_path):
     info = run(env, "cache", "info", "--cache", cache)
     assert info.exit_code == 0
     rows = dict(re.split(r"\s{2,}", line, maxsplit=1) for line in info.stdout.splitlines())
-    assert rows["cache"] == str(cache) and rows["entries"] == "2" and rows["packs"] == "0"
+    assert rows["cache"] == str(cache) and rows["entries"] == "2" and rows["packs"] == "1"
     cleared = run(env, "cache", "clear", "--cache", cache)
-    assert cleared.exit_code == 0 and "removed 3 file(s)" in cleared.stdout  # 2 entries and the tag
+    assert cleared.exit_code == 0 and "removed 3 file(s)" in cleared.stdout  # the pack, the manifest and the tag
     assert not cache.exists()
     assert re.search(r"^entries\s+0$", run(env, "cache", "info", "--cache", cache).stdout, re.M)

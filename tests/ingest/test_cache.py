@@ -1,4 +1,4 @@
-"""The Parquet cache: hits, misses, changed files, bad entries, atomic writes, packs, info/clear."""
+"""The Parquet cache: hits, misses, changed files, bad packs and manifests, atomic writes, info/clear."""
 from __future__ import annotations
 
 import json
@@ -17,7 +17,6 @@ from panto_analytics.ingest import pipeline as ingest
 from panto_analytics.ingest.cache import Cache, CacheWarning, FileKey
 from panto_analytics.ingest.cache import codec as cache_codec
 from panto_analytics.ingest.cache import store as cache_mod
-from panto_analytics.ingest.cache.store import PACK_MIN_FILES
 
 
 def write_session(path: Path, n_turns: int, *, sid: str | None = None, bad_line: bool = False) -> Path:
@@ -51,10 +50,10 @@ def corpus(tmp_path) -> Path:
 
 @pytest.fixture
 def big_corpus(tmp_path) -> Path:
-    """Enough files for a pack."""
+    """Ten files, read as one batch (one pack)."""
     d = tmp_path / "big"
     d.mkdir()
-    for i in range(PACK_MIN_FILES + 2):
+    for i in range(10):
         write_session(d / f"s{i:02d}.jsonl", 1 + i % 4)
     return d
 
@@ -179,13 +178,22 @@ def test_forced_format_and_path_spelling_are_part_of_the_key(corpus, cache, monk
 
 
 def _entry_path(cache: Cache, path: Path) -> Path:
-    return cache.entry_path(FileKey.of(path), None)
+    """The pack that holds ``path``'s rows."""
+    pack = cache.pack_of(FileKey.of(path), None)
+    assert pack is not None
+    return pack
+
+
+def fill_one_pack_per_file(corpus: Path, cache: Cache) -> None:
+    """Cache each file of ``corpus`` by a read of its own, so that each has a pack of its own."""
+    for f in sorted(corpus.iterdir()):
+        read(f, cache)
 
 
 @pytest.mark.parametrize("damage", ["garbage", "truncated", "empty"])
 def test_corrupt_entry_is_rebuilt_and_reported(corpus, cache, damage):
     cold = read(corpus, None)
-    read(corpus, cache)
+    fill_one_pack_per_file(corpus, cache)
     entry = _entry_path(cache, corpus / "b.jsonl")
     data = entry.read_bytes()
     entry.write_bytes({"garbage": b"not parquet at all" * 10, "truncated": data[: len(data) // 2],
@@ -199,7 +207,7 @@ def test_corrupt_entry_is_rebuilt_and_reported(corpus, cache, damage):
 
 def test_foreign_parquet_file_is_not_trusted(corpus, cache):
     cold = read(corpus, None)
-    read(corpus, cache)
+    fill_one_pack_per_file(corpus, cache)
     pl.DataFrame({"x": [1, 2]}).write_parquet(_entry_path(cache, corpus / "a.jsonl"))
     again = read(corpus, cache)
     assert again.cache.rebuilt == 1
@@ -208,7 +216,7 @@ def test_foreign_parquet_file_is_not_trusted(corpus, cache):
 
 def test_entry_of_another_file_is_not_trusted(corpus, cache):
     cold = read(corpus, None)
-    read(corpus, cache)
+    fill_one_pack_per_file(corpus, cache)
     a, b = _entry_path(cache, corpus / "a.jsonl"), _entry_path(cache, corpus / "b.jsonl")
     b.write_bytes(a.read_bytes())
     again = read(corpus, cache)
@@ -218,7 +226,7 @@ def test_entry_of_another_file_is_not_trusted(corpus, cache):
 
 def test_entry_whose_data_does_not_match_its_metadata_is_not_trusted(corpus, cache):
     cold = read(corpus, None)
-    read(corpus, cache)
+    fill_one_pack_per_file(corpus, cache)
     entry = _entry_path(cache, corpus / "b.jsonl")
     meta = json.loads(pl.read_parquet_metadata(entry)[cache_codec.META_KEY])
     cache_codec.write_parquet(pl.read_parquet(entry).head(1), entry, meta)  # right metadata, rows missing
@@ -276,14 +284,47 @@ def test_corrupt_pack_is_rebuilt(big_corpus, cache):
     (pack,) = cache.packs_dir.glob("*.parquet")
     pack.write_bytes(b"junk")
     again = read(big_corpus, cache)
-    assert again.cache.rebuilt == 1 and again.cache.misses == 0  # served by the entries
+    assert again.cache.rebuilt == 1 and again.cache.misses == cold.report.files  # its files alone are parsed again
     assert_same(cold, again)
-    assert pl.read_parquet(pack).height == cold.messages.height
+    assert pl.read_parquet(pack).height == cold.messages.height  # the same batch writes the same pack
 
 
-def test_small_reads_leave_no_pack(corpus, cache):
+def test_a_read_writes_one_pack_per_batch_and_one_manifest(corpus, cache):
     read(corpus, cache)
-    assert not cache.packs_dir.exists()
+    assert len(list(cache.packs_dir.glob("*.parquet"))) == 1 and cache.manifest_path.is_file()
+    manifest = pl.read_parquet(cache.manifest_path)
+    assert manifest["path"].to_list() == [str(corpus / n) for n in ("a.jsonl", "b.jsonl", "c.jsonl")]
+    assert manifest["row_offset"].to_list() == [0, 4, 10] and manifest["rows"].to_list() == [4, 6, 2]
+    assert manifest["skipped"].to_list() == [False, False, True]
+
+
+def test_a_corrupt_pack_invalidates_its_own_files_only(corpus, big_corpus, cache):
+    cold = read([corpus, big_corpus], None)
+    read(corpus, cache)
+    read(big_corpus, cache)
+    _entry_path(cache, corpus / "a.jsonl").write_bytes(b"junk")
+    again = read([corpus, big_corpus], cache)
+    assert (again.cache.rebuilt, again.cache.misses, again.cache.hits) == (1, 3, cold.report.files - 3)
+    assert_same(cold, again)
+
+
+def test_changed_files_leave_unreferenced_packs_that_are_pruned(corpus, cache):
+    read(corpus, cache)
+    (old,) = cache.packs_dir.glob("*.parquet")
+    for name in ("a.jsonl", "b.jsonl", "c.jsonl"):
+        write_session(corpus / name, 4)
+    read(corpus, cache)
+    assert not old.exists() and len(list(cache.packs_dir.glob("*.parquet"))) == 1
+
+
+def test_a_corrupt_manifest_is_rebuilt(corpus, cache):
+    cold = read(corpus, None)
+    read(corpus, cache)
+    cache.manifest_path.write_bytes(b"junk")
+    again = read(corpus, cache)
+    assert (again.cache.rebuilt, again.cache.misses) == (1, 3) and len(again.warnings) == 1
+    assert_same(cold, again)
+    assert read(corpus, cache).cache.hits == 3
 
 
 def test_info_and_clear_touch_only_cache_files(corpus, cache, big_corpus):
@@ -293,10 +334,10 @@ def test_info_and_clear_touch_only_cache_files(corpus, cache, big_corpus):
     mine.write_text("the user's own file")
     info = cache.info()
     n_files = 3 + len(list(big_corpus.iterdir()))
-    assert (info["entries"], info["packs"], info["root"]) == (n_files, 1, str(cache.root))
+    assert (info["entries"], info["packs"], info["root"]) == (n_files, 2, str(cache.root))
     assert info["bytes"] == sum(p.stat().st_size for p in cache.root.rglob("*") if p.is_file() and p != mine)
     removed, size = cache.clear()
-    assert (removed, size) == (n_files + 1 + 1, info["bytes"])  # entries, the pack, the tag
+    assert (removed, size) == (2 + 1 + 1, info["bytes"])  # the packs, the manifest, the tag
     assert [p.name for p in cache.root.rglob("*")] == ["notes.txt"]
     assert cache.info()["entries"] == 0
 
@@ -351,15 +392,18 @@ def test_session_metadata_round_trips_exactly(tmp_path):
 
 
 def test_entry_with_malformed_session_metadata_is_not_trusted(corpus, big_corpus, cache):
-    for folder in (corpus, big_corpus):  # entries, then a pack
+    for folder in (corpus, big_corpus):
         cold = read(folder, None)
         read(folder, cache)
-        packs = list(cache.packs_dir.glob("*.parquet")) if folder == big_corpus else []
-        for f in packs or [_entry_path(cache, folder / sorted(p.name for p in folder.iterdir())[0])]:
-            meta = json.loads(pl.read_parquet_metadata(f)[cache_codec.META_KEY])
-            records = meta["files"] if "files" in meta else [meta["file"]]
-            records[0]["session"] = {"no_such_field": 1}
-            cache_codec.write_parquet(pl.read_parquet(f), f, meta)
+        path = cache.manifest_path
+        meta = json.loads(pl.read_parquet_metadata(path)[cache_codec.META_KEY])
+        manifest = pl.read_parquet(path)
+        first = str(folder / sorted(p.name for p in folder.iterdir())[0])
+        record = json.loads(manifest.filter(pl.col("path") == first)["record"].item())
+        record["session"] = {"no_such_field": 1}
+        manifest = manifest.with_columns(
+            pl.when(pl.col("path") == first).then(pl.lit(json.dumps(record))).otherwise(pl.col("record")).alias("record"))
+        cache_codec.write_parquet(manifest, path, meta)
         again = read(folder, cache)
         assert again.cache.rebuilt == 1
         assert_same(cold, again)

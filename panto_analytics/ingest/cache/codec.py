@@ -1,10 +1,14 @@
-"""How the cache encodes what it stores: file keys, entries, and their Parquet metadata.
+"""How the cache encodes what it stores: file keys, entries, packs and the manifest.
 
-An entry's Parquet key-value metadata holds everything a re-read must
-reproduce besides the message rows: the session's
-:class:`~panto_analytics.ingest.formats.base.SessionMeta` and the file's share
-of the :class:`~panto_analytics.errors.IngestReport`. Anything read back is
-checked, never trusted: :class:`BadEntry` marks what is corrupt or foreign.
+A *pack* is a Parquet file of message rows (``schema.MESSAGE_SCHEMA``), the
+rows of many files one after another; its key-value metadata says it is ours
+and how many rows it holds. The *manifest* is a Parquet table with one row
+per cached file (:data:`MANIFEST_SCHEMA`): the file's key, which pack holds
+its rows and where, and a JSON *record* with everything else a re-read must
+reproduce: the session's :class:`~panto_analytics.ingest.formats.base.SessionMeta`
+and the file's share of the :class:`~panto_analytics.errors.IngestReport`.
+Anything read back is checked, never trusted: :class:`BadEntry` marks what is
+corrupt or foreign.
 """
 from __future__ import annotations
 
@@ -25,16 +29,27 @@ from ...schema import MESSAGE_SCHEMA
 from ..formats.base import SessionMeta
 
 __all__ = [
-    "BadEntry", "Entry", "FileKey", "LAYOUT", "MAGIC", "META_KEY", "check_record", "decoded", "is_usable", "key_digest",
-    "make_meta", "mode_of", "parser_version", "read_frame", "read_meta", "record_of", "write_parquet",
+    "BadEntry", "Entry", "FileKey", "LAYOUT", "MAGIC", "MANIFEST_SCHEMA", "META_KEY", "check_record", "decoded",
+    "key_digest", "make_meta", "manifest_rows", "mode_of", "pack_name", "parser_version", "read_frame", "read_manifest",
+    "read_meta", "record_of", "write_parquet",
 ]
 
 #: Marks our metadata in a Parquet file; anything without it is foreign.
 MAGIC = "panto_analytics.cache"
 
 
-#: Bumped when the layout or the metadata encoding changes.
-LAYOUT = 1
+#: Bumped when the layout or the metadata encoding changes (2: packs per batch and a manifest).
+LAYOUT = 2
+
+
+#: One row per cached file. Columns may be added (issue 9 will add a session-hash
+#: ``bucket``); a manifest is read by these names and types, and extra columns are ignored.
+MANIFEST_SCHEMA: Final[dict[str, pl.DataType]] = {
+    "abspath": pl.String(), "path": pl.String(), "mode": pl.String(),
+    "size": pl.Int64(), "mtime_ns": pl.Int64(), "inode": pl.UInt64(),
+    "parser": pl.String(), "pack": pl.String(), "row_offset": pl.Int64(), "rows": pl.Int64(),
+    "source_format": pl.String(), "skipped": pl.Boolean(), "record": pl.String(),
+}
 
 
 #: The Parquet key-value metadata key.
@@ -108,16 +123,16 @@ def write_parquet(frame: pl.DataFrame, path: str | Path, meta: dict) -> None:
                         metadata={META_KEY: orjson.dumps(meta).decode()})
 
 
-def make_meta(kind: str, format: str | None, **body) -> dict:
-    return {"magic": MAGIC, "layout": LAYOUT, "kind": kind, "parser": parser_version(), "format": mode_of(format),
-            **body}
+def make_meta(kind: str, **body) -> dict:
+    """The key-value metadata that marks a pack or manifest as ours."""
+    return {"magic": MAGIC, "layout": LAYOUT, "kind": kind, **body}
 
 
-def read_meta(path: Path, kind: str, format: str | None) -> dict | None:
-    """Our metadata of ``path``; :class:`BadEntry` if unreadable or not ours.
+def read_meta(path: Path, kind: str) -> dict | None:
+    """Our metadata of the pack or manifest ``path``; :class:`BadEntry` if unreadable or not ours.
 
-    ``None`` for an entry of another layout or parser version: stale, not
-    bad (a plain miss, overwritten by the next store).
+    ``None`` for a file of another layout: stale, not bad (a plain miss,
+    replaced by the next write).
     """
     try:
         raw = pl.read_parquet_metadata(path).get(META_KEY)
@@ -126,17 +141,52 @@ def read_meta(path: Path, kind: str, format: str | None) -> dict | None:
         raise BadEntry(f"unreadable: {e}") from None
     if not isinstance(meta, dict) or meta.get("magic") != MAGIC:
         raise BadEntry("not a panto_analytics cache file")
-    if meta.get("layout") != LAYOUT or meta.get("parser") != parser_version():
+    if meta.get("layout") != LAYOUT:
         return None
-    if meta.get("kind") != kind or meta.get("format") != mode_of(format):
-        raise BadEntry("entry of another kind or format")
-    try:
-        files = meta["files"] if kind == "pack" else [meta["file"]]
-        for rec in files:
-            check_record(rec)
-    except (KeyError, TypeError, ValueError) as e:
-        raise BadEntry(f"malformed metadata: {e}") from None
+    if meta.get("kind") != kind:
+        raise BadEntry(f"not a {kind}")
     return meta
+
+
+def read_manifest(path: Path) -> pl.DataFrame | None:
+    """The manifest's rows; None if there is none (or of another layout); :class:`BadEntry` if bad."""
+    if not path.exists():
+        return None
+    if read_meta(path, "manifest") is None:
+        return None
+    try:
+        frame = pl.read_parquet(path)
+    except Exception as e:
+        raise BadEntry(f"unreadable manifest: {e}") from None
+    if any(frame.schema.get(name) != dtype for name, dtype in MANIFEST_SCHEMA.items()):
+        raise BadEntry("manifest of another shape")
+    return frame
+
+
+def manifest_rows(keys: list[FileKey], records: list[dict], format: str | None, pack: str,
+                  sizes: list[int]) -> pl.DataFrame:
+    """The manifest rows of files stored one after another in ``pack`` (``sizes``: their row counts).
+
+    >>> rows = manifest_rows([FileKey("a", "/a", 1, 2, 3)], [{"report": {"skipped": []}}], None, "p", [4])
+    >>> rows.select("path", "mode", "pack", "row_offset", "rows", "skipped").row(0)
+    ('a', 'auto', 'p', 0, 4, False)
+    """
+    offsets = [0]
+    for n in sizes[:-1]:
+        offsets.append(offsets[-1] + n)
+    return pl.DataFrame({
+        "abspath": [k.abspath for k in keys], "path": [k.path for k in keys], "mode": mode_of(format),
+        "size": [k.size for k in keys], "mtime_ns": [k.mtime_ns for k in keys], "inode": [k.inode for k in keys],
+        "parser": parser_version(), "pack": pack, "row_offset": offsets, "rows": sizes,
+        "source_format": [r.get("source_format") for r in records],
+        "skipped": [bool(r["report"]["skipped"]) for r in records],
+        "record": [orjson.dumps(r).decode() for r in records],
+    }, schema=MANIFEST_SCHEMA)
+
+
+def pack_name(keys: list[FileKey], format: str | None) -> str:
+    """A pack's name: a digest of the files' states, so the same batch always writes the same pack."""
+    return key_digest(mode_of(format), parser_version(), *(f"{k.abspath}\0{k.path}\0{k.state()}" for k in keys))
 
 
 def read_frame(source: Path | list[Path], rows: int) -> pl.DataFrame:
@@ -150,19 +200,11 @@ def read_frame(source: Path | list[Path], rows: int) -> pl.DataFrame:
     return frame
 
 
-def is_usable(rec: dict, key: FileKey, skip_invalid: bool) -> bool:
-    """Is this record the file as it is now, and valid in this strictness mode?"""
-    if rec["abspath"] != key.abspath or rec["state"] != key.state():
-        return False
-    return skip_invalid or not rec["report"]["skipped"]
-
-
-def record_of(key: FileKey, entry: Entry) -> dict | None:
-    """The metadata record of one file, or None if it would not read back identically."""
+def record_of(entry: Entry) -> dict | None:
+    """The manifest record of one parsed file, or None if it would not read back identically."""
     if entry.session is None:  # a file skipped whole: detected again next time, never cached
         return None
-    rec: dict[str, Any] = {"abspath": key.abspath, "path": key.path, "state": key.state(), "rows": entry.messages.height,
-           "source_format": entry.source_format, "report": _encode_report(entry.report)}
+    rec: dict[str, Any] = {"source_format": entry.source_format, "report": _encode_report(entry.report)}
     fields = {f.name: getattr(entry.session, f.name) for f in dataclasses.fields(entry.session)}
     rec["datetimes"] = []
     rec["session"] = _encode(fields, [], rec["datetimes"])
@@ -175,16 +217,19 @@ def record_of(key: FileKey, entry: Entry) -> dict | None:
     return rec
 
 
-def check_record(rec: dict) -> None:
-    for name, kind in (("abspath", str), ("path", str), ("state", list), ("rows", int), ("source_format", str),
-                       ("session", dict), ("report", dict), ("datetimes", list)):
-        if not isinstance(rec[name], kind):
+def check_record(rec: Any) -> None:
+    """Raise TypeError unless ``rec`` has the shape of a record."""
+    if not isinstance(rec, dict):
+        raise TypeError("record is not an object")
+    for name, kind in (("source_format", str), ("session", dict), ("report", dict), ("datetimes", list)):
+        if not isinstance(rec.get(name), kind):
             raise TypeError(f"{name} is not a {kind.__name__}")
 
 
 def decoded(rec: dict) -> tuple[SessionMeta, IngestReport]:
     """The session and report share a record holds; :class:`BadEntry` if they are malformed."""
     try:
+        check_record(rec)
         return SessionMeta(**_with_datetimes(rec["session"], rec["datetimes"])), _decode_report(rec["report"])
     except (TypeError, ValueError, LookupError) as e:
         raise BadEntry(f"malformed metadata: {e}") from None
@@ -198,6 +243,8 @@ def _encode_report(report: IngestReport) -> dict:
 
 def _decode_report(d: dict) -> IngestReport:
     report = IngestReport(*d["counts"])
+    if not d["skipped"] and not d["ignored"]:
+        return report
     for f, r, n in d["skipped"]:
         report.skipped[(f, r)] += n
     for f, t, n in d["ignored"]:

@@ -1,37 +1,39 @@
-"""Incremental Parquet cache of parsed session files.
+"""Incremental Parquet cache of parsed session files: packs per batch, and a manifest.
 
 Parsing JSONL is the slow part of an ingest; the message frame of a file is
-small. So each parsed file is stored as one Parquet *entry*, whose key-value
-metadata holds everything else a re-read must reproduce: the session's
-:class:`~panto_analytics.ingest.formats.base.SessionMeta` (compactions and API calls
-included) and the file's share of the :class:`~panto_analytics.errors.IngestReport`.
+small. Each batch of files parsed together is stored as one Parquet *pack*
+(their message rows, one file after another), and one *manifest* lists every
+cached file: its key (absolute path, the path as it was named, size, mtime
+(ns), inode, format mode, parser version), the pack and the row range that
+hold its rows, and a JSON record with the session's
+:class:`~panto_analytics.ingest.formats.base.SessionMeta` (compactions and API
+calls included) and the file's share of the
+:class:`~panto_analytics.errors.IngestReport`.
 
-An entry is valid for its file while the file's absolute path, the path as it
-was named, its size, mtime (ns) and inode, the forced format (or
-auto-detection) and the :func:`parser_version` all match; a read in strict
-mode does not use an entry that recorded skipped lines (the strict read must
-raise). An entry is looked up by a hash of the path and format; anything
-else found there is checked, never trusted: an unreadable file, metadata that
-is not ours, or data that does not match its metadata is *corrupt* or
-*foreign*: it is deleted, the file is parsed again, and the rebuild is
-counted in :attr:`Cache.stats` (``rebuilt``).
+A re-read stats each file, matches the stats against the manifest in one
+join, and reads each pack that holds a wanted file once. A cold read writes
+one pack per batch (in whichever process parsed it) and the manifest once,
+at the end. A file that changed is parsed again and gets a new row in the
+manifest, pointing at a new pack: only its own rows are invalidated. A pack
+no longer referenced by the manifest is deleted when the manifest is next
+written. A read in strict mode does not use a row that recorded skipped
+lines (the strict read must raise).
 
-Reading a few hundred small Parquet files still costs a tenth of a
-millisecond each, so a read of many files also leaves a *pack*: the
-entries of all its files concatenated into one Parquet file, with the same
-per-file metadata. The next read of the same folder serves every unchanged
-file from the pack with one read; files that changed are parsed alone, and
-the pack is rewritten. Entries stay the source of truth for other selections.
-
-Every write goes to a temporary file in the same folder and is renamed into
-place (``os.replace``), so a reader sees a whole entry or none, and a failed
-write leaves nothing behind.
+Anything found is checked, never trusted: an unreadable file, metadata that
+is not ours, or data that does not match the manifest is *corrupt* or
+*foreign*: it is deleted, its files are parsed again, and the rebuild is
+counted in :attr:`Cache.stats` (``rebuilt``). Every write goes to a
+temporary file in the same folder and is renamed into place
+(``os.replace``), so a reader sees a whole pack or manifest or none, and a
+failed write leaves nothing behind. The manifest is merged with the one on
+disk just before it is replaced, so concurrent reads of other folders lose
+nothing but, at worst, each other's latest rows (a miss, never a wrong hit).
 
 Layout::
 
-    ROOT/CACHEDIR.TAG                 (tells backup tools to skip the folder)
-    ROOT/entries/ab/abcdef....parquet (one per parsed file)
-    ROOT/packs/0123....parquet        (one per folder read, at most MAX_PACKS)
+    ROOT/CACHEDIR.TAG              (tells backup tools to skip the folder)
+    ROOT/manifest.parquet          (one row per cached file)
+    ROOT/packs/0123....parquet     (one per parsed batch)
 
 >>> import tempfile
 >>> cache = Cache(tempfile.mkdtemp())
@@ -41,47 +43,32 @@ Layout::
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import os
 import tempfile
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import orjson
 import polars as pl
 
 from ...schema import empty_messages
-from .codec import (
-    BadEntry,
-    Entry,
-    FileKey,
-    decoded,
-    is_usable,
-    key_digest,
-    make_meta,
-    mode_of,
-    parser_version,
-    read_frame,
-    read_meta,
-    record_of,
-    write_parquet,
-)
+from . import codec
+from .codec import BadEntry, Entry, FileKey, decoded, make_meta, mode_of, read_frame, read_manifest, read_meta, write_parquet
 
-__all__ = ["Cache", "CacheStats", "CacheWarning", "MAX_PACKS", "PACK_MIN_FILES", "as_cache", "default_cache_dir"]
-
-#: A read of at least this many files leaves a pack.
-PACK_MIN_FILES = 8
-#: Packs kept; the least recently written go first.
-MAX_PACKS = 16
+__all__ = ["Cache", "CacheStats", "CacheWarning", "as_cache", "default_cache_dir"]
 
 _CACHEDIR_TAG = ("Signature: 8a477f597d28d172789f06886806bc55\n"
                  "# This file is a cache directory tag created by panto_analytics.\n"
                  "# For information about cache directory tags see https://bford.info/cachedir/\n")
 
+_KEY = ["abspath", "path", "mode"]
+
 
 class CacheWarning(UserWarning):
-    """Something about the cache the user should know: a rebuilt entry, a failed write."""
+    """Something about the cache the user should know: a rebuilt pack, a failed write."""
 
 
 def default_cache_dir() -> Path:
@@ -98,8 +85,8 @@ class CacheStats:
 
     ``hits``: files served from the cache; ``misses``: files parsed (new,
     changed, or not cacheable in this mode); ``rebuilt``: cache files
-    (entries or packs) found corrupt or foreign, deleted and written anew;
-    ``written``: cache files stored; ``write_errors``: cache files that could
+    (packs, the manifest, or a manifest row) found corrupt or foreign and
+    discarded; ``written``: files stored; ``write_errors``: files that could
     not be stored (the read goes on without them).
     """
 
@@ -119,7 +106,7 @@ class CacheStats:
 
 
 class Cache:
-    """A cache folder. Cheap to create; nothing is written until an entry is.
+    """A cache folder. Cheap to create; nothing is written until a pack is.
 
     >>> import tempfile
     >>> Cache(tempfile.mkdtemp()).stats
@@ -131,6 +118,8 @@ class Cache:
         self.stats = CacheStats()
         #: The last write error, for the one warning the reader gives.
         self.last_error: str | None = None
+        #: When the last lookup began: packs written since may belong to a concurrent read, and are not pruned.
+        self._read_from_ns = time.time_ns()
 
     def __repr__(self) -> str:
         return f"Cache({str(self.root)!r})"
@@ -141,104 +130,86 @@ class Cache:
     # -- where things are -------------------------------------------------
 
     @property
-    def entries_dir(self) -> Path:
-        return self.root / "entries"
-
-    @property
     def packs_dir(self) -> Path:
         return self.root / "packs"
 
-    def entry_path(self, key: FileKey, format: str | None) -> Path:
-        h = key_digest(key.abspath, key.path, mode_of(format))
-        return self.entries_dir / h[:2] / f"{h}.parquet"
+    @property
+    def manifest_path(self) -> Path:
+        return self.root / "manifest.parquet"
 
-    def pack_path(self, keys: list[FileKey], format: str | None) -> Path:
-        """One pack per folder (the files' deepest common folder) and format mode."""
-        try:
-            folder = os.path.commonpath([os.path.dirname(k.abspath) for k in keys])
-        except ValueError:  # files on different drives: one pack for all such reads
-            folder = ""
-        return self.packs_dir / f"{key_digest(folder, mode_of(format))}.parquet"
+    @property
+    def entries_dir(self) -> Path:
+        """Where layout 1 kept one entry per file: only cleared now."""
+        return self.root / "entries"
+
+    def pack_path(self, name: str) -> Path:
+        return self.packs_dir / f"{name}.parquet"
+
+    def pack_of(self, key: FileKey, format: str | None) -> Path | None:
+        """The pack that holds the rows of ``key``'s file, if the manifest lists it."""
+        manifest = self._manifest_or_none()
+        if manifest is None:
+            return None
+        row = manifest.filter((pl.col("abspath") == key.abspath) & (pl.col("path") == key.path)
+                              & (pl.col("mode") == mode_of(format)))
+        return self.pack_path(row["pack"][0]) if row.height else None
 
     # -- reading ----------------------------------------------------------
 
     def lookup(self, keys: list[FileKey], format: str | None, skip_invalid: bool) -> list[Entry | None]:
         """The cached entry of each file, or ``None`` where it must be parsed.
 
-        Counts hits and rebuilds in :attr:`stats` (misses are counted by
-        whoever parses, with :meth:`count_misses`). Every corrupt or foreign file met is deleted.
+        One join of the files' stats against the manifest, then one read per
+        pack that holds a wanted file. Counts hits and rebuilds in
+        :attr:`stats` (misses are counted by whoever parses, with
+        :meth:`count_misses`). Every corrupt or foreign file met is deleted.
         """
+        self._read_from_ns = time.time_ns()
         found: list[Entry | None] = [None] * len(keys)
-        pending = list(range(len(keys)))
-        if len(keys) >= PACK_MIN_FILES:
-            pending = self._from_pack(keys, format, skip_invalid, found)
-        self._from_entries(keys, format, skip_invalid, pending, found)
+        manifest = self._load_manifest()
+        if manifest is None or not keys:
+            return found
+        for pack, group in _matches(manifest, keys, format, skip_invalid).group_by("pack", maintain_order=True):
+            self._serve(str(pack[0]), group, found)
         self.stats.hits += sum(e is not None for e in found)
         return found
 
-    def _from_pack(self, keys, format, skip_invalid, found) -> list[int]:
-        """Fill ``found`` from the folder's pack; return the indices still pending."""
-        path = self.pack_path(keys, format)
-        if not path.exists():
-            return list(range(len(keys)))
-        try:
-            meta = read_meta(path, "pack", format)
-            if meta is None:
-                return list(range(len(keys)))
-            records = {r["abspath"]: r for r in meta["files"]}
-            offsets, offset = {}, 0
-            for r in meta["files"]:
-                offsets[r["abspath"]] = offset
-                offset += r["rows"]
-            wanted = {i: (records[k.abspath], decoded(records[k.abspath])) for i, k in enumerate(keys)
-                      if k.abspath in records and is_usable(records[k.abspath], k, skip_invalid)}
-            if not wanted:
-                return list(range(len(keys)))
-            frame = read_frame(path, offset)
-        except BadEntry:
-            self._discard(path)  # its files are read from their entries; the pack is written anew
-            return list(range(len(keys)))
-        for i, (rec, (session, report)) in wanted.items():
-            found[i] = Entry(frame.slice(offsets[rec["abspath"]], rec["rows"]), session, rec["source_format"],
-                             report, "pack")
-        return [i for i in range(len(keys)) if found[i] is None]
-
-    def _from_entries(self, keys, format, skip_invalid, pending, found) -> None:
-        """Fill ``found`` from the per-file entries of ``pending`` files, read in one go."""
-        usable: list[tuple[int, Path, dict, tuple]] = []
-        for i in pending:
-            path = self.entry_path(keys[i], format)
-            if not path.exists():
-                continue
-            try:
-                meta = read_meta(path, "entry", format)
-                if meta is None:
-                    continue
-                rec = meta["file"]
-                if rec["abspath"] != keys[i].abspath or rec["path"] != keys[i].path:
-                    raise BadEntry("entry of another file")
-                if is_usable(rec, keys[i], skip_invalid):
-                    usable.append((i, path, rec, decoded(rec)))
-            except BadEntry:
-                self._discard(path)
-        if not usable:
+    def _serve(self, pack: str, rows: pl.DataFrame, found: list[Entry | None]) -> None:
+        """Fill ``found`` with the files of ``rows`` from one pack (nothing if it is missing or bad)."""
+        path = self.pack_path(pack)
+        if not path.exists():  # pruned by another read: a plain miss
             return
         try:
-            rows = [rec["rows"] for _, _, rec, _ in usable]
-            frame = read_frame([path for _, path, _, _ in usable], sum(rows))
-            starts = itertools.accumulate(rows, initial=0)
-            frames: list[pl.DataFrame | None] = [frame.slice(start, n) for start, n in zip(starts, rows)]
-        except BadEntry:  # some entry's data is bad: find which, one by one
-            frames = []
-            for _, path, rec, _ in usable:
-                try:
-                    frames.append(read_frame(path, rec["rows"]))
-                except BadEntry:
-                    frames.append(None)
-                    self._discard(path)
-        for (i, _, rec, (session, report)), messages in zip(usable, frames):
-            if messages is not None:
-                found[i] = Entry(messages, session, rec["source_format"], report, "entry")
+            meta = read_meta(path, "pack")
+            if meta is None or meta.get("pack") != pack or not isinstance(meta.get("rows"), int):
+                raise BadEntry("pack of another batch")
+            frame = read_frame(path, meta["rows"])
+        except BadEntry:
+            self._discard(path)
+            return
+        for i, offset, n, fmt, record in rows.select("i", "row_offset", "rows", "source_format", "record").iter_rows():
+            try:
+                if offset < 0 or n < 0 or offset + n > frame.height:
+                    raise BadEntry("rows outside the pack")
+                session, report = decoded(orjson.loads(record))
+            except (BadEntry, ValueError):  # orjson's JSONDecodeError is a ValueError
+                self.stats.rebuilt += 1  # the file is parsed again, and its row replaced
+                continue
+            found[i] = Entry(frame.slice(offset, n), session, fmt, report, "pack")
+
+    def _load_manifest(self) -> pl.DataFrame | None:
+        """The manifest, or None; a bad one is deleted (and counted)."""
+        try:
+            return read_manifest(self.manifest_path)
+        except BadEntry:
+            self._discard(self.manifest_path)
+            return None
+
+    def _manifest_or_none(self) -> pl.DataFrame | None:
+        try:
+            return read_manifest(self.manifest_path)
+        except BadEntry:
+            return None
 
     def count_misses(self, n: int) -> None:
         """Count ``n`` files parsed because the cache could not serve them."""
@@ -251,39 +222,60 @@ class Cache:
 
     def _discard(self, path: Path) -> None:
         self.stats.rebuilt += 1
-        try:
-            path.unlink()
-        except OSError:
-            pass
+        _unlink(path)
 
     # -- writing ----------------------------------------------------------
 
     def store(self, key: FileKey, format: str | None, entry: Entry) -> bool:
-        """Write the entry of one parsed file (atomically). Returns whether it was stored."""
-        rec = record_of(key, entry)
-        if rec is None:
-            return False
-        meta = make_meta("entry", format, file=rec)
-        return self._write(self.entry_path(key, format), entry.messages, meta)
+        """Store one parsed file now: its pack and its manifest row. Returns whether it was stored."""
+        rows = self.store_batch([key], format, [entry])
+        return rows is not None and rows.height == 1 and self.commit([rows])
 
-    def update_pack(self, keys: list[FileKey], format: str | None, entries: list[Entry]) -> bool:
-        """Write the pack of a read of ``keys``, unless the pack served all of it or the read is small."""
-        if len(keys) < PACK_MIN_FILES or all(e.origin == "pack" for e in entries):
-            return False
-        return self.store_pack(keys, format, entries)
+    def store_batch(self, keys: list[FileKey], format: str | None, entries: list[Entry]) -> pl.DataFrame | None:
+        """Write the pack of a batch of parsed files; return their manifest rows (None if nothing was stored).
 
-    def store_pack(self, keys: list[FileKey], format: str | None, entries: list[Entry]) -> bool:
-        """Write the pack of a read of ``keys`` (all parsed or cached)."""
-        records = [record_of(k, e) for k, e in zip(keys, entries)]
-        kept = [(r, e) for r, e in zip(records, entries) if r is not None]
-        frames = [e.messages for _, e in kept]
+        Safe in a worker process: the manifest is not touched here, the
+        caller passes the rows to :meth:`commit`. Files that would not read
+        back identically (or were skipped whole) are left out.
+        """
+        kept = [(k, e, rec) for k, e in zip(keys, entries) if (rec := codec.record_of(e)) is not None]
+        if not kept:
+            return None
+        name = codec.pack_name([k for k, _, _ in kept], format)
+        frames = [e.messages for _, e, _ in kept]
         frame = pl.concat(frames, how="vertical", rechunk=True) if frames else empty_messages()
-        ok = self._write(self.pack_path(keys, format), frame, make_meta("pack", format, files=[r for r, _ in kept]))
-        if ok:
-            self._prune_packs()
-        return ok
+        if not self._write(self.pack_path(name), frame, make_meta("pack", pack=name, rows=frame.height)):
+            self.stats.write_errors += len(kept)
+            return None
+        self.stats.written += len(kept)
+        return codec.manifest_rows([k for k, _, _ in kept], [r for _, _, r in kept], format, name,
+                                   [f.height for f in frames])
+
+    def commit(self, batches: list[pl.DataFrame]) -> bool:
+        """Merge new manifest rows into the manifest on disk, write it, and prune unreferenced packs.
+
+        Rows of other parser versions, and rows whose pack is gone, are dropped.
+        """
+        new = [b for b in batches if b is not None and b.height]
+        if not new:
+            return True
+        added = pl.concat(new, how="vertical")
+        current = self._manifest_or_none()
+        if current is not None:
+            current = current.select(list(codec.MANIFEST_SCHEMA)).join(added.select(_KEY), on=_KEY, how="anti")
+            added = pl.concat([current, added], how="vertical")
+        live = {p.stem for p in self.packs_dir.glob("*.parquet")} if self.packs_dir.is_dir() else set()
+        merged = added.filter((pl.col("parser") == codec.parser_version()) & pl.col("pack").is_in(list(live)))
+        if not self._write(self.manifest_path, merged, make_meta("manifest")):
+            n = sum(b.height for b in new)  # their packs were written, but nothing leads to them
+            self.stats.written -= n
+            self.stats.write_errors += n
+            return False
+        self._prune_packs(set(merged["pack"].unique().to_list()), live)
+        return True
 
     def _write(self, path: Path, frame: pl.DataFrame, meta: dict) -> bool:
+        """Write ``frame`` atomically; on failure note the error and return False."""
         tmp = None
         try:
             self._ensure_root()
@@ -294,13 +286,11 @@ class Cache:
             os.replace(tmp, path)
             tmp = None
         except Exception as e:  # a full disk or a read-only folder must not stop the read
-            self.stats.write_errors += 1
             self.last_error = f"cannot write {path}: {e}"
             return False
         finally:
             if tmp is not None:
                 _unlink(tmp)
-        self.stats.written += 1
         return True
 
     def _ensure_root(self) -> None:
@@ -309,34 +299,38 @@ class Cache:
             self.root.mkdir(parents=True, exist_ok=True)
             tag.write_text(_CACHEDIR_TAG)
 
-    def _prune_packs(self) -> None:
-        packs = sorted(self.packs_dir.glob("*.parquet"), key=_mtime, reverse=True)
-        for old in packs[MAX_PACKS:]:
-            _unlink(old)
+    def _prune_packs(self, referenced: set[str], live: set[str]) -> None:
+        """Delete packs no row refers to, except those written since the lookup (a concurrent read's)."""
+        for name in live - referenced:
+            path = self.pack_path(name)
+            if _mtime_ns(path) < self._read_from_ns:
+                _unlink(path)
 
     # -- maintenance ------------------------------------------------------
 
     def files(self) -> Iterator[Path]:
-        """Every file this cache wrote: entries, packs, leftover temporaries, the tag."""
-        for folder in (self.entries_dir, self.packs_dir):
+        """Every file this cache wrote: the manifest, packs, leftover temporaries, old entries, the tag."""
+        for folder in (self.packs_dir, self.entries_dir):
             if folder.is_dir():
                 yield from (p for p in folder.rglob("*.parquet") if p.is_file())
-        if (self.root / "CACHEDIR.TAG").is_file():
-            yield self.root / "CACHEDIR.TAG"
+        if self.root.is_dir():
+            yield from (p for p in self.root.glob(".tmp-*.parquet") if p.is_file())
+        for name in ("manifest.parquet", "CACHEDIR.TAG"):
+            if (self.root / name).is_file():
+                yield self.root / name
 
     def info(self) -> dict[str, Any]:
-        """Where the cache is and what it holds."""
-        entries = packs = temporaries = size = 0
+        """Where the cache is and what it holds (``entries``: files listed in the manifest)."""
+        packs = temporaries = size = 0
         for p in self.files():
             size += p.stat().st_size
             if p.name.startswith(".tmp-"):
                 temporaries += 1
             elif p.parent == self.packs_dir:
                 packs += 1
-            elif p.suffix == ".parquet":
-                entries += 1
-        return {"root": str(self.root), "entries": entries, "packs": packs, "temporaries": temporaries,
-                "bytes": size, "parser_version": parser_version()}
+        manifest = self._manifest_or_none()
+        return {"root": str(self.root), "entries": 0 if manifest is None else manifest.height, "packs": packs,
+                "temporaries": temporaries, "bytes": size, "parser_version": codec.parser_version()}
 
     def clear(self) -> tuple[int, int]:
         """Delete what :meth:`files` lists (nothing else), then the emptied folders.
@@ -359,17 +353,32 @@ class Cache:
         return n, size
 
 
-# -- encoding ---------------------------------------------------------------
+def _matches(manifest: pl.DataFrame, keys: list[FileKey], format: str | None, skip_invalid: bool) -> pl.DataFrame:
+    """The manifest rows that are the files of ``keys`` as they are now (``i``: the file's index).
+
+    >>> key = FileKey("a", "/a", 1, 2, 3)
+    >>> rows = codec.manifest_rows([key], [{"report": {"skipped": []}}], None, "p", [4])
+    >>> _matches(rows, [key], None, False)["i"].to_list(), _matches(rows, [key], "pi", False).height
+    ([0], 0)
+    """
+    now = pl.DataFrame({"i": range(len(keys)), "abspath": [k.abspath for k in keys], "path": [k.path for k in keys],
+                        "size_now": [k.size for k in keys], "mtime_now": [k.mtime_ns for k in keys],
+                        "inode_now": [k.inode for k in keys]},
+                       schema_overrides={"size_now": pl.Int64, "mtime_now": pl.Int64, "inode_now": pl.UInt64})
+    usable = (pl.col("size") == pl.col("size_now")) & (pl.col("mtime_ns") == pl.col("mtime_now")) \
+        & (pl.col("inode") == pl.col("inode_now")) & (pl.lit(skip_invalid) | ~pl.col("skipped"))
+    wanted = manifest.filter((pl.col("mode") == mode_of(format)) & (pl.col("parser") == codec.parser_version()))
+    return now.join(wanted, on=["abspath", "path"], how="inner").filter(usable).sort("pack", "row_offset")
 
 
 # -- small helpers -------------------------------------------------------
 
 
-def _mtime(path: Path) -> float:
+def _mtime_ns(path: Path) -> int:
     try:
-        return path.stat().st_mtime
+        return path.stat().st_mtime_ns
     except OSError:
-        return 0.0
+        return 0
 
 
 def _unlink(path: str | Path) -> None:
