@@ -16,7 +16,7 @@ from .analysis import Criteria, Recommendation, recommend
 from .budgets import parse_budget, parse_budgets
 from .errors import IngestReport, InputError
 from .ingest import Cache, Corpus, compactions, read_corpus, read_sessions, sessions, summary_request
-from .policy import annotate, splits, summarize_splits, turns
+from .policy import Replay, annotate, replay, splits, summarize_replay, summarize_splits, turns
 
 __all__ = [
     "Cache",
@@ -25,6 +25,7 @@ __all__ = [
     "IngestReport",
     "InputError",
     "Recommendation",
+    "Replay",
     "annotate",
     "compactions",
     "parse_budget",
@@ -32,8 +33,10 @@ __all__ = [
     "read_corpus",
     "read_sessions",
     "recommend",
+    "replay",
     "sessions",
     "splits",
+    "summarize_replay",
     "summarize_splits",
     "summary_request",
     "turns",

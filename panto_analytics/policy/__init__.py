@@ -4,9 +4,17 @@
 - :mod:`.turns`: :func:`annotate`, :func:`turns`, :func:`session_turns`.
 - :mod:`.splits`: :func:`splits`, one row per (session, budget), equal to ``computeSplit``.
 - :mod:`.sweep`: :func:`summarize_splits`, one row per budget.
+- :mod:`.replay`: :func:`replay`, compaction over each session's life under a context window;
+  :mod:`.replay_request`, what each event sends to the summarizer; :mod:`.replay_summary`,
+  :func:`summarize_replay`, one row per budget.
 """
+from .replay import Replay, replay
+from .replay_summary import summarize_replay
 from .splits import budget_series, splits
 from .sweep import summarize_splits
 from .turns import annotate, check_order, session_turns, turns
 
-__all__ = ["annotate", "budget_series", "check_order", "session_turns", "splits", "summarize_splits", "turns"]
+__all__ = [
+    "Replay", "annotate", "budget_series", "check_order", "replay", "session_turns", "splits", "summarize_replay",
+    "summarize_splits", "turns",
+]

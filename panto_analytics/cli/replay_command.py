@@ -1,0 +1,58 @@
+"""``replay``: compaction over each session's life under a context window, for many budgets."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ..policy.replay import DEFAULT_RESERVE, DEFAULT_SUMMARY_TOKENS, replay
+from ..policy.replay_summary import summarize_replay
+from .app import main
+from .options import Tokens, budgets_option, check_output, friendly_errors, input_options, output_option, read_input, write_frame
+
+__all__ = ["replay_cmd"]
+
+
+@main.command("replay")
+@input_options
+@budgets_option(default="0:100k:11")
+@click.option("--window", "-w", type=Tokens(), required=True, help="The model's context window, in tokens (200k, 1M, ...).")
+@click.option("--reserve", type=Tokens(), default=DEFAULT_RESERVE, show_default=True,
+              help="Tokens kept free below the window: a compaction fires once the context exceeds window - reserve.")
+@click.option("--summary-tokens", type=Tokens(), default=DEFAULT_SUMMARY_TOKENS, show_default=True,
+              help="Size of the summary that replaces the summarized prefix, in tokens.")
+@output_option
+@click.option("--sessions", "sessions_out", type=click.Path(path_type=Path), default=None, callback=check_output,
+              help="Also write one row per (session, budget) to this file (.csv, .parquet, .json, .ndjson).")
+@click.option("--events", "events_out", type=click.Path(path_type=Path), default=None, callback=check_output,
+              help="Also write one row per compaction event to this file (.csv, .parquet, .json, .ndjson).")
+@friendly_errors
+def replay_cmd(paths, format_, skip_invalid, budgets, window, reserve, summary_tokens, output, sessions_out, events_out):
+    """Replay libpanto's compaction over each session's life in PATHS.
+
+    An agent compacts when its context nears the model's window, again and
+    again over a long session. This walks every recorded session call by
+    call: once the simulated context passes WINDOW - RESERVE, libpanto's
+    computeSplit runs on the transcript as it stands, the summarized prefix
+    is replaced by a summary of --summary-tokens, and the walk goes on.
+
+    One row per budget: sessions compacted, compactions per session, events
+    that keep no whole turn, turns and tokens kept at events, summarizer
+    input (request bytes), and sessions whose context overflowed the window
+    or stayed above the trigger after compacting. docs/replay.md states the
+    rules.
+
+    \b
+    Examples:
+      panto-analytics replay data/ --window 200k
+      panto-analytics replay ~/.claude/projects -w 200k -b 8k,20k,50k --events events.parquet
+    """
+    messages = read_input(paths, format_, skip_invalid)
+    try:
+        result = replay(messages, budgets, window=window, reserve=reserve, summary_tokens=summary_tokens)
+    except ValueError as e:
+        raise click.UsageError(str(e)) from None
+    for frame, target in ((result.sessions, sessions_out), (result.events, events_out)):
+        if target is not None:
+            write_frame(frame, target)
+    write_frame(summarize_replay(result.events, result.sessions), output)

@@ -1,0 +1,59 @@
+"""Per-budget summaries of a replay: what each budget does at the moments an agent compacts.
+
+>>> import polars as pl
+>>> sessions = pl.DataFrame({"session_id": ["a", "b"], "budget": [10, 10], "n_compactions": [2, 0],
+...     "zero_kept_events": [1, 0], "summarized_tokens": [500, 0], "peak_context": [900, 100],
+...     "overflow": [False, False], "ineffective": [True, False]})
+>>> events = pl.DataFrame({"session_id": ["a", "a"], "budget": [10, 10], "kept_turns": [0, 3],
+...     "kept_tokens": [0, 9], "request_bytes": [4000, 2000]})
+>>> summarize_replay(events, sessions).select("budget", "compacted_share", "events", "zero_kept_event_share").rows()
+[(10, 0.5, 2, 0.5)]
+"""
+from __future__ import annotations
+
+import polars as pl
+
+__all__ = ["summarize_replay"]
+
+
+def summarize_replay(events: pl.DataFrame, sessions: pl.DataFrame) -> pl.DataFrame:
+    """One row per budget from :func:`~panto_analytics.policy.replay.replay`'s two frames.
+
+    Per budget: ``sessions``; ``compacted_share`` (sessions with at least one
+    compaction); ``compactions_mean`` and ``compactions_max`` per session;
+    ``events``; ``zero_kept_event_share`` (events that keep no turn
+    verbatim); ``kept_turns_p10`` / ``kept_turns_p50`` and
+    ``kept_tokens_p50`` at events; ``request_bytes_p50`` and
+    ``request_bytes_per_session`` (summarizer input, mean over sessions);
+    ``overflow_share`` and ``ineffective_share`` of sessions. Percentiles
+    pick observed values ("nearest"), so they stay whole.
+    """
+    per_session = sessions.group_by("budget").agg(
+        sessions=pl.len(),
+        compacted_share=(pl.col("n_compactions") > 0).mean(),
+        compactions_mean=pl.col("n_compactions").mean(),
+        compactions_max=pl.col("n_compactions").max(),
+        overflow_share=pl.col("overflow").mean(),
+        ineffective_share=pl.col("ineffective").mean(),
+    )
+    per_event = events.group_by("budget").agg(
+        events=pl.len(),
+        zero_kept_event_share=(pl.col("kept_turns") == 0).mean(),
+        kept_turns_p10=pl.col("kept_turns").quantile(0.1, "nearest").cast(pl.UInt32),
+        kept_turns_p50=pl.col("kept_turns").quantile(0.5, "nearest").cast(pl.UInt32),
+        kept_tokens_p50=pl.col("kept_tokens").quantile(0.5, "nearest").cast(pl.UInt64),
+        request_bytes_p50=pl.col("request_bytes").quantile(0.5, "nearest").cast(pl.UInt64),
+        request_bytes_total=pl.col("request_bytes").sum(),
+    )
+    return (
+        per_session.join(per_event, on="budget", how="left")
+        .with_columns(
+            pl.col("events").fill_null(0),
+            request_bytes_per_session=pl.col("request_bytes_total").fill_null(0) / pl.col("sessions"),
+        )
+        .drop("request_bytes_total")
+        .select("budget", "sessions", "compacted_share", "compactions_mean", "compactions_max", "events",
+                "zero_kept_event_share", "kept_turns_p10", "kept_turns_p50", "kept_tokens_p50", "request_bytes_p50",
+                "request_bytes_per_session", "overflow_share", "ineffective_share")
+        .sort("budget")
+    )

@@ -1,0 +1,35 @@
+"""``panto-analytics replay``: the per-budget table and the two frames behind it."""
+from __future__ import annotations
+
+import polars as pl
+from click.testing import CliRunner
+from conftest import DATA
+
+import panto_analytics as pa
+from panto_analytics.cli import main
+
+
+def run(*args: str):
+    return CliRunner().invoke(main, ["replay", str(DATA), "--no-cache", *args])
+
+
+def test_the_table_and_frames_equal_the_library(tmp_path):
+    out = run("-w", "24k", "--reserve", "4k", "-b", "2k,20k", "-o", str(tmp_path / "t.csv"),
+              "--sessions", str(tmp_path / "s.parquet"), "--events", str(tmp_path / "e.parquet"))
+    assert out.exit_code == 0, out.output
+    result = pa.replay(pa.read_sessions(DATA), [2_000, 20_000], window=24_000, reserve=4_000)
+    assert pl.read_parquet(tmp_path / "e.parquet").equals(result.events)
+    assert pl.read_parquet(tmp_path / "s.parquet").equals(result.sessions)
+    table = pl.read_csv(tmp_path / "t.csv")
+    assert table["budget"].to_list() == [2_000, 20_000]
+    assert table["events"].to_list() == [result.events.filter(pl.col("budget") == b).height for b in (2_000, 20_000)]
+
+
+def test_a_window_not_above_the_reserve_is_a_usage_error():
+    out = run("-w", "10k", "--reserve", "16k")
+    assert out.exit_code == 2 and "window (10000) must be larger than reserve (16000)" in out.output
+
+
+def test_the_window_is_required():
+    out = run()
+    assert out.exit_code == 2 and "--window" in out.output
