@@ -54,7 +54,7 @@ import polars as pl
 
 from panto_analytics.budgets import parse_budgets
 from panto_analytics.ingest import read_sessions
-from panto_analytics.policy import annotate, splits, turns
+from panto_analytics.policy import annotate, replay, splits, turns
 
 from . import ingest_scale
 from . import reference_port as port
@@ -68,6 +68,7 @@ GOALS = (
     ("bytes_per_message", "frame bytes per message", 64.0, "max"),
     ("native_speedup", "native computeSplit loop / polars sweep", 4.0, "min"),
     ("python_speedup", "python port / polars sweep", 200.0, "min"),
+    ("replay_vs_sweep", "replay at a 200k window / the end-of-session sweep", 3.0, "max"),
     ("claude_ingest_vs_floor", "Claude Code: cold ingest / orjson parse-only floor", 2.0, "max"),
     ("claude_cache_speedup", "Claude Code: cold ingest / cache re-read", 20.0, "min"),
     ("claude_vs_ccusage", "Claude Code: cold ingest / ccusage daily --offline", 1.0, "max"),
@@ -216,6 +217,20 @@ def sweep(messages: pl.DataFrame, budgets: list[int], repeat: int = 3) -> tuple[
                     "turns_seconds": min(turns_times), "turns": turn_frame.height, "rows": result.height}
 
 
+#: Context windows the replay is timed at (the goal is judged at the first).
+REPLAY_WINDOWS = (200_000, 64_000)
+
+
+def replay_timing(messages: pl.DataFrame, budgets: list[int], sweep_seconds: float, repeat: int = 2) -> dict:
+    """Time :func:`~panto_analytics.replay` at :data:`REPLAY_WINDOWS` against the sweep's time, side by side."""
+    out = {}
+    for window in REPLAY_WINDOWS:
+        result, times = _best(repeat, lambda m, b, w=window: replay(m, b, window=w), messages, budgets)
+        out[str(window)] = {"seconds": min(times), "events": result.events.height,
+                            "vs_sweep": min(times) / sweep_seconds}
+    return out
+
+
 def load_canonical(paths: list[Path]) -> list[tuple[str, list[dict]]]:
     """(session id, message records) per file, as the references take them."""
     out = []
@@ -343,6 +358,8 @@ def run_bench(sessions: int = 1000, seed: int = 0, n_budgets: int = 64, *, port_
     progress(f"{len(budgets)}-budget sweep (polars)")
     result, sweep_info = sweep(messages, budgets)
     ours = _pairs(result)
+    progress(f"replay at windows {', '.join(map(str, REPLAY_WINDOWS))}")
+    replays = replay_timing(messages, budgets, sweep_info["seconds"])
 
     progress("loading sessions for the references")
     canonical = load_canonical(paths)
@@ -358,6 +375,7 @@ def run_bench(sessions: int = 1000, seed: int = 0, n_budgets: int = 64, *, port_
         "bytes_per_message": frame_bytes / max(messages.height, 1),
         "native_speedup": nat["seconds"] / sweep_info["seconds"] if nat["available"] else None,
         "python_speedup": port["seconds"] / sweep_info["seconds"] if port["available"] else None,
+        "replay_vs_sweep": replays[str(REPLAY_WINDOWS[0])]["vs_sweep"],
         "claude_ingest_vs_floor": claude["ingest"]["vs_floor"] if claude["available"] else None,
         "claude_cache_speedup": claude["cache"].get("speedup") if claude["available"] else None,
         "claude_vs_ccusage": (claude["ccusage"]["ratio"] if claude["available"] and claude["ccusage"]["available"]
@@ -385,6 +403,7 @@ def run_bench(sessions: int = 1000, seed: int = 0, n_budgets: int = 64, *, port_
         "frame": {"bytes": frame_bytes, "rows": messages.height,
                   "bytes_per_message": values["bytes_per_message"]},
         "sweep": sweep_info,
+        "replay": replays,
         "native": nat,
         "python_port": port,
         "claude_code": claude,
@@ -466,6 +485,10 @@ def format_report(r: dict) -> str:
                      f"  polars {port['seconds'] / sw['seconds']:.0f}x faster   {goal('python_speedup')}{how}")
     else:
         lines.append(f"{'  python reference port':<38}{port['note']}")
+    for window, rep in r["replay"].items():
+        judged = f"   {goal('replay_vs_sweep')}" if window == str(REPLAY_WINDOWS[0]) else ""
+        lines.append(f"{f'  replay, {int(window) // 1000}k window':<38}{rep['seconds']:>9.3f} s"
+                     f"  {rep['vs_sweep']:.2f}x the sweep ({rep['events']:,} compactions){judged}")
     lines.append("")
     for name, ref in (("native computeSplit", nat), ("python port", port)):
         if ref["available"]:

@@ -32,7 +32,7 @@ def results():
 
 
 def test_structure(results):
-    assert set(results) >= {"corpus", "budgets", "ingest", "cache", "frame", "sweep", "native",
+    assert set(results) >= {"corpus", "budgets", "ingest", "cache", "frame", "sweep", "replay", "native",
                             "python_port", "claude_code", "goals", "machine"}
     assert results["corpus"]["sessions"] == SESSIONS
     assert results["budgets"] == bench.bench_budgets(BUDGETS) and len(results["budgets"]) == BUDGETS
@@ -162,3 +162,13 @@ def test_cache_cost_small_files_and_many_files_sections(tmp_path, monkeypatch):
     for needle in ("cache/no-cache", "small canonical files: 3 files", "cached re-read, 25 unchanged files",
                    "npm install --prefix"):
         assert needle in text
+
+
+def test_replay_is_timed_beside_the_sweep(results):
+    rep = results["replay"]
+    assert list(rep) == [str(w) for w in bench.REPLAY_WINDOWS]
+    for figures in rep.values():
+        assert figures["vs_sweep"] == pytest.approx(figures["seconds"] / results["sweep"]["seconds"])
+    goal = {g["goal"]: g for g in results["goals"]}["replay_vs_sweep"]
+    assert goal["value"] == rep[str(bench.REPLAY_WINDOWS[0])]["vs_sweep"] and goal["pass"] == (goal["value"] <= 3.0)
+    assert "replay, 200k window" in bench.format_report(results)
