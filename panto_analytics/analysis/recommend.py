@@ -55,10 +55,13 @@ class Criteria:
     max_kept_share: float | None = None
     context_window: int | None = None
     coverage: float = DEFAULT_COVERAGE
+    #: What ``coverage`` is a share of: the rows of the frame the rules run on
+    #: (``sessions`` for splits, ``compaction events`` for a replay's events).
+    unit: str = "sessions"
 
     def __post_init__(self):
         if not 0 < self.coverage <= 1:
-            raise ValueError(f"coverage is a share of sessions in (0, 1], got {self.coverage}")
+            raise ValueError(f"coverage is a share of {self.unit} in (0, 1], got {self.coverage}")
         if self.min_kept_turns is not None and self.min_kept_turns < 1:
             raise ValueError(f"min_kept_turns must be at least 1, got {self.min_kept_turns}")
         if self.max_kept_share is not None:
@@ -70,7 +73,7 @@ class Criteria:
     def or_default(self) -> Criteria:
         """These criteria, or the default rule when no rule is set."""
         if self.min_kept_turns is None and self.max_kept_share is None:
-            return Criteria(min_kept_turns=DEFAULT_MIN_KEPT_TURNS, coverage=self.coverage)
+            return Criteria(min_kept_turns=DEFAULT_MIN_KEPT_TURNS, coverage=self.coverage, unit=self.unit)
         return self
 
     @property
@@ -86,12 +89,13 @@ class Criteria:
         out = []
         if self.min_kept_turns is not None:
             k = self.min_kept_turns
-            out.append(f"the smallest budget at which at least {self.coverage:.0%} of sessions keep {k} or more "
-                       f"whole turn{'s' if k > 1 else ''} verbatim (or all of theirs, when they have fewer)")
+            fewer = " (or all of theirs, when they have fewer)" if self.unit == "sessions" else ""
+            out.append(f"the smallest budget at which at least {self.coverage:.0%} of {self.unit} keep {k} or more "
+                       f"whole turn{'s' if k > 1 else ''} verbatim{fewer}")
         if self.max_kept_share is not None:
             out.append(f"the largest budget at which the kept suffix stays within {self.max_kept_share:.0%} of a "
                        f"{format_tokens(self.context_window)}-token context window ({format_tokens(self.limit)} "
-                       f"tokens) for at least {self.coverage:.0%} of sessions")
+                       f"tokens) for at least {self.coverage:.0%} of {self.unit}")
         return out
 
 
@@ -165,7 +169,7 @@ class Recommendation:
 
 def display_columns(table: pl.DataFrame) -> list[str]:
     """The columns worth showing when a table is printed, in order."""
-    wanted = ["budget", "sessions", "noop_share", "zero_kept_share", "capped_share", "kept_tokens_p50",
+    wanted = ["budget", "sessions", "events", "noop_share", "zero_kept_share", "capped_share", "kept_tokens_p50",
               "kept_turns_p50", "summarized_share", "keeps_k_share", "within_limit_share"]
     return [c for c in wanted if c in table.columns]
 
@@ -211,9 +215,11 @@ def recommend(splits: pl.DataFrame | pl.LazyFrame, criteria: Criteria | None = N
     if rec.budget is not None:
         rec.budget = int(rec.budget)
         rec.warnings += _edge_warnings(rec.budget, budgets, criteria, lo, hi)
-        rec.warnings += outcome_warnings(splits, rec.budget, turns=turns)
-    rec.reasons.append("these are end-of-session splits: each session split once, where its recording ends; "
-                       "`panto-analytics replay --window` shows what happens at the moments an agent compacts")
+        if criteria.unit == "sessions":
+            rec.warnings += outcome_warnings(splits, rec.budget, turns=turns)
+    if criteria.unit == "sessions":
+        rec.reasons.append("these are end-of-session splits: each session split once, where its recording ends; "
+                           "`--window` replays compaction at the moments an agent would compact")
     if rec.budget is not None:
         rec.warnings += window_warnings(rec.budget, windows)
     no_turns = int(table["sessions"][0] - table["sessions_with_turns"][0])
@@ -235,15 +241,16 @@ def _neighbour(table: pl.DataFrame, budget: int, step: int) -> dict[str, Any] | 
 def _min_turns_reason(table: pl.DataFrame, c: Criteria, lo: int | None) -> str:
     k = c.min_kept_turns
     assert k is not None  # only called when the min_kept_turns rule is set
-    what = f"keep {k}+ whole turn{'s' if k > 1 else ''} (or all of theirs)"
+    what = f"keep {k}+ whole turn{'s' if k > 1 else ''}" + (" (or all of theirs)" if c.unit == "sessions" else "")
     if lo is None:
         best = table.sort("keeps_k_share", "budget", descending=[True, False]).row(0, named=True)
-        return (f"no budget tried is enough: at most {best['keeps_k_share']:.1%} of sessions {what}, "
+        return (f"no budget tried is enough: at most {best['keeps_k_share']:.1%} of {c.unit} {what}, "
                 f"at {format_tokens(best['budget'])}; try larger budgets")
     row = _row(table, lo)
     assert row is not None  # lo is a budget from the table
-    text = (f"at {format_tokens(lo)}, {row['keeps_k_share']:.1%} of the {row['sessions_with_turns']} sessions "
-            f"with turns {what}, at least the {c.coverage:.0%} asked for")
+    of = f"{c.unit} with turns" if c.unit == "sessions" else c.unit
+    text = (f"at {format_tokens(lo)}, {row['keeps_k_share']:.1%} of the {row['sessions_with_turns']} {of} "
+            f"{what}, at least the {c.coverage:.0%} asked for")
     prev = _neighbour(table, lo, -1)
     if prev is not None:
         text += f"; at {format_tokens(prev['budget'])}, the next smaller budget tried, only {prev['keeps_k_share']:.1%} do"
@@ -258,12 +265,12 @@ def _max_share_reason(table: pl.DataFrame, c: Criteria, hi: int | None) -> str:
     limit = format_tokens(c.limit)
     if hi is None:
         best = table.sort("within_limit_share", "budget", descending=[True, False]).row(0, named=True)
-        return (f"no budget tried keeps the suffix within {limit} tokens for {c.coverage:.0%} of sessions (best: "
+        return (f"no budget tried keeps the suffix within {limit} tokens for {c.coverage:.0%} of {c.unit} (best: "
                 f"{best['within_limit_share']:.1%} at {format_tokens(best['budget'])}); try smaller budgets")
     row = _row(table, hi)
     assert row is not None  # hi is a budget from the table
     text = (f"at {format_tokens(hi)}, the kept suffix stays within {limit} tokens for "
-            f"{row['within_limit_share']:.1%} of sessions, at least the {c.coverage:.0%} asked for")
+            f"{row['within_limit_share']:.1%} of {c.unit}, at least the {c.coverage:.0%} asked for")
     nxt = _neighbour(table, hi, +1)
     if nxt is not None:
         text += f"; at {format_tokens(nxt['budget'])}, the next larger budget tried, only {nxt['within_limit_share']:.1%}"

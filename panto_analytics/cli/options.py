@@ -16,6 +16,7 @@ from ..ingest.formats import ADAPTERS
 
 __all__ = [
     "Tokens",
+    "replay_options",
     "check_output",
     "BudgetList", "budgets_option", "friendly_errors", "input_options", "output_option", "read_input", "read_input_corpus",
     "read_settings", "report_skips", "write_frame",
@@ -121,8 +122,10 @@ class BudgetList(click.ParamType):
 
 
 def budgets_option(default: str | None = None):
-    return click.option("--budgets", "-b", type=BudgetList(), required=default is None, default=default,
-                        show_default=default is not None, help="Token budgets (keep_verbatim): a list like 8k,20k,1.5M or START:STOP:N.")
+    """--budgets/-b: required without a default (click 8.5 takes an explicit default=None as a default given)."""
+    extra = {"default": default, "show_default": True} if default is not None else {"required": True}
+    return click.option("--budgets", "-b", type=BudgetList(),
+                        help="Token budgets (keep_verbatim): a list like 8k,20k,1.5M or START:STOP:N.", **extra)
 
 
 _WRITERS = {".csv": "write_csv", ".parquet": "write_parquet", ".json": "write_json",
@@ -187,3 +190,23 @@ class Tokens(click.ParamType):
             return parse_budget(str(value))
         except ValueError as e:
             self.fail(str(e), param, ctx)
+
+
+def replay_options(*, required: bool):
+    """--window, --reserve and --summary-tokens: the context window a replay runs under."""
+    from ..policy.replay import DEFAULT_RESERVE, DEFAULT_SUMMARY_TOKENS
+
+    def decorate(fn):
+        what = ("The model's context window, in tokens (200k, 1M, ...)." if required else
+                "Replay compaction under this context window (200k, 1M, ...) and judge the budgets at the "
+                "moments an agent compacts, instead of by end-of-session splits.")
+        for option in reversed([
+            click.option("--window", type=Tokens(), required=required, help=what),
+            click.option("--reserve", type=Tokens(), default=DEFAULT_RESERVE, show_default=True,
+                         help="Tokens kept free below the window: a compaction fires past window - reserve."),
+            click.option("--summary-tokens", type=Tokens(), default=DEFAULT_SUMMARY_TOKENS, show_default=True,
+                         help="Size of the summary that replaces the summarized prefix, in tokens."),
+        ]):
+            fn = option(fn)
+        return fn
+    return decorate

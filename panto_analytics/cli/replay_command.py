@@ -5,10 +5,10 @@ from pathlib import Path
 
 import click
 
-from ..policy.replay import DEFAULT_RESERVE, DEFAULT_SUMMARY_TOKENS, replay
+from ..policy.replay import replay
 from ..policy.replay_summary import summarize_replay
 from .app import main
-from .options import Tokens, budgets_option, check_output, friendly_errors, input_options, output_option, read_input, write_frame
+from .options import budgets_option, check_output, friendly_errors, input_options, output_option, read_input, replay_options, write_frame
 
 __all__ = ["replay_cmd"]
 
@@ -16,11 +16,7 @@ __all__ = ["replay_cmd"]
 @main.command("replay")
 @input_options
 @budgets_option(default="0:100k:11")
-@click.option("--window", "-w", type=Tokens(), required=True, help="The model's context window, in tokens (200k, 1M, ...).")
-@click.option("--reserve", type=Tokens(), default=DEFAULT_RESERVE, show_default=True,
-              help="Tokens kept free below the window: a compaction fires once the context exceeds window - reserve.")
-@click.option("--summary-tokens", type=Tokens(), default=DEFAULT_SUMMARY_TOKENS, show_default=True,
-              help="Size of the summary that replaces the summarized prefix, in tokens.")
+@replay_options(required=True)
 @output_option
 @click.option("--sessions", "sessions_out", type=click.Path(path_type=Path), default=None, callback=check_output,
               help="Also write one row per (session, budget) to this file (.csv, .parquet, .json, .ndjson).")
@@ -45,7 +41,7 @@ def replay_cmd(paths, format_, skip_invalid, budgets, window, reserve, summary_t
     \b
     Examples:
       panto-analytics replay data/ --window 200k
-      panto-analytics replay ~/.claude/projects -w 200k -b 8k,20k,50k --events events.parquet
+      panto-analytics replay ~/.claude/projects --window 200k -b 8k,20k,50k --events events.parquet
     """
     messages = read_input(paths, format_, skip_invalid)
     try:

@@ -1,13 +1,16 @@
 """``report`` and ``recommend``: from a corpus to a budget, with the reasons and the pictures."""
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
 
 import click
 
+from ..analysis.formatting import format_tokens
 from ..analysis.plot_data import SEGMENT_KINDS
-from ..analysis.recommend import DEFAULT_COVERAGE, DEFAULT_MIN_KEPT_TURNS, Criteria, recommend
+from ..analysis.recommend import DEFAULT_COVERAGE, DEFAULT_MIN_KEPT_TURNS, Criteria, Recommendation, recommend
+from ..policy import events_as_splits, replay
 from ..policy import splits as compute_splits
 from ..policy import turns as compute_turns
 from .app import main
@@ -18,6 +21,7 @@ from .options import (
     input_options,
     output_option,
     read_input_corpus,
+    replay_options,
     write_frame,
 )
 
@@ -64,6 +68,23 @@ def criteria_options(fn):
     return fn
 
 
+def _recommend_at_compactions(messages, budgets, criteria: Criteria, window: int, reserve: int,
+                              summary_tokens: int) -> Recommendation:
+    """The rules run on the compaction events of a replay under ``window``."""
+    try:
+        result = replay(messages, budgets, window=window, reserve=reserve, summary_tokens=summary_tokens)
+    except ValueError as e:
+        raise click.UsageError(str(e)) from None
+    rec = recommend(events_as_splits(result.events), dataclasses.replace(criteria, unit="compaction events"),
+                    windows=[window])
+    # Rows are events here; a share of no-op or capped events means nothing (an event never is one).
+    rec.table = rec.table.rename({"sessions": "events"}).drop("noop_share", "capped_share")
+    rec.reasons.append(f"replayed under a {format_tokens(window)} window (reserve {format_tokens(reserve)}, summary "
+                       f"{format_tokens(summary_tokens)} tokens): {result.events.height:,} compaction events over "
+                       f"{result.sessions['session_id'].n_unique():,} sessions and {len(set(budgets))} budgets")
+    return rec
+
+
 def _criteria(min_kept_turns, coverage, max_kept_share, context_window) -> Criteria:
     if max_kept_share is not None and context_window is None:
         raise click.UsageError("--max-kept-share needs --context-window (e.g. -w 200k)")
@@ -77,10 +98,11 @@ def _criteria(min_kept_turns, coverage, max_kept_share, context_window) -> Crite
 @input_options
 @budgets_option(default=DEFAULT_BUDGETS)
 @criteria_options
+@replay_options(required=False)
 @output_option
 @friendly_errors
 def recommend_cmd(paths, format_, skip_invalid, budgets, min_kept_turns, coverage, max_kept_share,
-                  context_window, output):
+                  context_window, window, reserve, summary_tokens, output):
     """Pick keep_verbatim for the sessions in PATHS by a stated rule, and say why.
 
     Prints the chosen budget, the rule, the reasons, the table rows around
@@ -98,8 +120,11 @@ def recommend_cmd(paths, format_, skip_invalid, budgets, min_kept_turns, coverag
     criteria = _criteria(min_kept_turns, coverage, max_kept_share, context_window)
     corpus = read_input_corpus(paths, format_, skip_invalid)
     messages = corpus.messages
-    rec = recommend(compute_splits(messages, budgets), criteria, turns=compute_turns(messages),
-                    windows=corpus.sessions["context_window"].to_list())
+    if window is None:
+        rec = recommend(compute_splits(messages, budgets), criteria, turns=compute_turns(messages),
+                        windows=corpus.sessions["context_window"].to_list())
+    else:
+        rec = _recommend_at_compactions(messages, budgets, criteria, window, reserve, summary_tokens)
     click.echo(rec.to_text())
     if output is not None:
         write_frame(rec.table, output)

@@ -9,12 +9,12 @@
   :func:`summarize_replay`, one row per budget.
 """
 from .replay import Replay, replay
-from .replay_summary import summarize_replay
+from .replay_summary import events_as_splits, summarize_replay
 from .splits import budget_series, splits
 from .sweep import summarize_splits
 from .turns import annotate, check_order, session_turns, turns
 
 __all__ = [
-    "Replay", "annotate", "budget_series", "check_order", "replay", "session_turns", "splits", "summarize_replay",
+    "Replay", "annotate", "budget_series", "check_order", "events_as_splits", "replay", "session_turns", "splits", "summarize_replay",
     "summarize_splits", "turns",
 ]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import polars as pl
 
-__all__ = ["summarize_replay"]
+__all__ = ["events_as_splits", "summarize_replay"]
 
 
 def summarize_replay(events: pl.DataFrame, sessions: pl.DataFrame) -> pl.DataFrame:
@@ -56,4 +56,31 @@ def summarize_replay(events: pl.DataFrame, sessions: pl.DataFrame) -> pl.DataFra
                 "zero_kept_event_share", "kept_turns_p10", "kept_turns_p50", "kept_tokens_p50", "request_bytes_p50",
                 "request_bytes_per_session", "overflow_share", "ineffective_share")
         .sort("budget")
+    )
+
+
+#: ``n_turns`` of an event in :func:`events_as_splits`: more than it can keep (an event is never a no-op).
+_MANY_TURNS = 2**31
+
+
+def events_as_splits(events: pl.DataFrame) -> pl.DataFrame:
+    """Replay events in the shape of a splits frame, so that the sweep, the plots and the rules apply to them.
+
+    One row per compaction event (``session_id`` stays the session's): its
+    ``budget``, ``prefix_end``, ``kept_turns``, ``kept_tokens``,
+    ``summarized_tokens``, ``active_tokens`` (kept plus summarized),
+    ``request_bytes``; ``noop`` and ``capped`` are false, and ``n_turns`` is
+    a large constant, since an event never keeps all of its turns: a rule on
+    kept turns then reads "keeps at least k whole turns".
+
+    >>> e = pl.DataFrame({"session_id": ["a"], "budget": [10], "prefix_end": [4], "kept_turns": [1],
+    ...     "kept_tokens": [8], "summarized_tokens": [30], "request_bytes": [900]})
+    >>> events_as_splits(e).select("kept_turns", "active_tokens", "noop").rows()
+    [(1, 38, False)]
+    """
+    return events.select(
+        "session_id", "budget", "prefix_end", "kept_turns", "kept_tokens", "summarized_tokens",
+        active_tokens=pl.col("kept_tokens") + pl.col("summarized_tokens"),
+        n_turns=pl.lit(_MANY_TURNS, pl.UInt32), noop=pl.lit(False), capped=pl.lit(False),
+        request_bytes="request_bytes",
     )

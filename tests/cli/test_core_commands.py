@@ -108,3 +108,8 @@ def test_sessions_without_messages_get_split_rows(corpus, tmp_path):
     empty = pl.read_csv(out).filter(pl.col("session_id") == "header-only")
     # computeSplit on no messages: prefix_end = 0, kept_turns = 0; nothing to summarize.
     assert empty.select("budget", "prefix_end", "kept_turns", "noop").rows() == [(0, 0, 0, True), (1000, 0, 0, True)]
+
+
+def test_splits_without_budgets_is_a_usage_error_not_a_traceback():
+    out = CliRunner().invoke(main, ["splits", "data/", "--no-cache"])
+    assert out.exit_code == 2 and "Missing option '--budgets'" in out.output

@@ -14,7 +14,7 @@ def run(*args: str):
 
 
 def test_the_table_and_frames_equal_the_library(tmp_path):
-    out = run("-w", "24k", "--reserve", "4k", "-b", "2k,20k", "-o", str(tmp_path / "t.csv"),
+    out = run("--window", "24k", "--reserve", "4k", "-b", "2k,20k", "-o", str(tmp_path / "t.csv"),
               "--sessions", str(tmp_path / "s.parquet"), "--events", str(tmp_path / "e.parquet"))
     assert out.exit_code == 0, out.output
     result = pa.replay(pa.read_sessions(DATA), [2_000, 20_000], window=24_000, reserve=4_000)
@@ -26,10 +26,22 @@ def test_the_table_and_frames_equal_the_library(tmp_path):
 
 
 def test_a_window_not_above_the_reserve_is_a_usage_error():
-    out = run("-w", "10k", "--reserve", "16k")
+    out = run("--window", "10k", "--reserve", "16k")
     assert out.exit_code == 2 and "window (10000) must be larger than reserve (16000)" in out.output
 
 
 def test_the_window_is_required():
     out = run()
     assert out.exit_code == 2 and "--window" in out.output
+
+
+def test_recommend_with_a_window_judges_compaction_events():
+    out = CliRunner().invoke(main, ["recommend", str(DATA), "--no-cache", "--window", "64k", "-b", "0:40k:9",
+                                    "-k", "1", "-p", "50%"])
+    assert out.exit_code == 0, out.output
+    assert "of compaction events keep 1 or more whole turn" in out.output
+    assert "replayed under a 64k window" in out.output and "end-of-session" not in out.output
+    events = pa.replay(pa.read_sessions(DATA), pa.parse_budgets("0:40k:9"), window=64_000).events
+    chosen = int(out.output.split("(")[1].split(" tokens")[0])
+    at = events.filter(pl.col("budget") == chosen)
+    assert (at["kept_turns"] >= 1).mean() >= 0.5
