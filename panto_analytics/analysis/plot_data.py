@@ -30,7 +30,8 @@ from ..policy.expressions import SESSION
 
 __all__ = [
     "ALL", "LENGTH_BUCKETS", "OUTCOMES", "QUANTILES", "SEGMENT_KINDS", "distribution", "kept_tokens_stats", "kept_turns_stats",
-    "log_bin", "outcome_shares", "per_segment_sweep", "session_segments", "summarized_share_stats", "token_source_shares",
+    "log_bin", "outcome_shares", "per_segment_sweep", "per_session_stats", "session_segments", "summarized_share_stats",
+    "token_source_shares",
     "turn_size_histogram", "with_segment",
 ]
 
@@ -226,3 +227,8 @@ def token_source_shares(turns: pl.DataFrame, segments: pl.DataFrame | None = Non
         .with_columns(share=pl.col("turns") / pl.col("turns").sum().over("segment"))
         .sort("segment", "token_source")
     )
+
+
+def per_session_stats(frame: pl.DataFrame, value: str) -> pl.DataFrame:
+    """Per budget: the distribution of ``value`` over the rows of a per-(session, budget) frame (e.g. a replay's)."""
+    return distribution(with_segment(frame, None), value, ["budget", "segment"])

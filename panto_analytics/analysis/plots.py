@@ -41,7 +41,8 @@ from .formatting import format_tokens
 
 __all__ = [
     "BUDGET_LABEL", "DPI", "FIGSIZE", "GREY", "OUTCOME_COLORS", "PALETTE", "PlotFigure", "SOURCE_COLORS", "SOURCE_LABELS",
-    "STYLE", "kept_tokens_by_budget", "kept_turns_by_budget", "outcome_shares_by_budget", "png_bytes", "save", "style",
+    "STYLE", "kept_tokens_by_budget", "kept_turns_by_budget", "outcome_shares_by_budget", "png_bytes", "replay_by_budget", "save",
+    "style",
     "summarized_share_by_budget", "turn_sizes",
 ]
 
@@ -313,6 +314,25 @@ def kept_turns_by_budget(splits, *, segments=None, highlight: int | None = None,
         _title(ax, "How many turns each budget keeps verbatim")
         _note(fig, "sessions with turns · line: median · dark band: quartiles · light band: 10th-90th percentile"
               if segments is None else "sessions with turns · line: median · band: quartiles")
+    return fig
+
+
+def replay_by_budget(replay_sessions, value: str, *, ylabel: str, title: str, tokens: bool = False,
+                     highlight: int | None = None) -> Figure:
+    """A per-session figure of a replay (``n_compactions``, ``request_bytes``, ...) per budget:
+    median, quartiles and 10th-90th percentile band over sessions."""
+    stats = data.per_session_stats(replay_sessions, value)
+    with style():
+        fig, (ax,) = _figure()
+        _bands(ax, stats, outer=("p10", "p90"))
+        if tokens:
+            _token_axis(ax.yaxis)
+        ax.set_ylim(bottom=0)
+        ax.set_ylabel(ylabel)
+        _highlight(ax, highlight)
+        _legend(ax, loc="upper left")
+        _title(ax, title)
+        _note(fig, "sessions · line: median · dark band: quartiles · light band: 10th-90th percentile")
     return fig
 
 

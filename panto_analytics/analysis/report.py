@@ -34,18 +34,19 @@ from typing import TYPE_CHECKING, cast
 import polars as pl
 
 from ..errors import IngestReport
+from ..policy import Replay, events_as_splits, replay, summarize_replay, summarize_splits
 from ..policy import splits as compute_splits
-from ..policy import summarize_splits
 from ..policy import turns as compute_turns
 from ..policy.expressions import SESSION
+from ..policy.replay import DEFAULT_RESERVE, DEFAULT_SUMMARY_TOKENS
 from . import plots
 from .formatting import format_tokens
 from .plot_data import session_segments
-from .recommend import Criteria, Recommendation, recommend
+from .recommend import Criteria, Recommendation, recommend, recommend_at_compactions
 
 __all__ = [
     "MAX_INPUTS", "Report", "ReportFigure", "SEGMENT_TITLES", "Table", "breakdown", "build_report", "corpus_overview",
-    "render_html", "render_markdown", "report_figures", "sweep_table", "write_report",
+    "render_html", "render_markdown", "replay_figures", "replay_table", "report_figures", "sweep_table", "write_report",
 ]
 
 if TYPE_CHECKING:
@@ -133,6 +134,9 @@ class Report:
     overview: Table
     breakdowns: dict[str, Table]
     figures: list[ReportFigure] = field(default_factory=list)
+    #: With a window: the replay the recommendation was judged on, and its per-budget table.
+    replay: Replay | None = None
+    replay_table: Table | None = None
 
 
 def corpus_overview(messages: pl.DataFrame, turns: pl.DataFrame, splits: pl.DataFrame, *,
@@ -290,21 +294,65 @@ def report_figures(splits: pl.DataFrame, turns: pl.DataFrame, *, highlight: int 
     return figs
 
 
+def replay_table(result: Replay, chosen: int | None) -> Table:
+    """The replay's per-budget table (:func:`~panto_analytics.policy.replay_summary.summarize_replay`), formatted."""
+    t = summarize_replay(result.events, result.sessions)
+    cols = {
+        "budget": ("budget", _tokens), "sessions": ("sessions", _cell), "compacted_share": ("compacted", _pct),
+        "compactions_mean": ("compactions/session", _cell), "events": ("events", _cell),
+        "zero_kept_event_share": ("events keeping nothing", _pct), "kept_turns_p50": ("kept turns p50", _cell),
+        "kept_tokens_p50": ("kept p50", _tokens), "request_bytes_per_session": ("summarizer bytes/session", _cell),
+        "overflow_share": ("overflow", _pct), "ineffective_share": ("ineffective", _pct),
+    }
+    rows = [[fmt(row[c]) for c, (_, fmt) in cols.items()] for row in t.iter_rows(named=True)]
+    highlight = t["budget"].to_list().index(chosen) if chosen in t["budget"].to_list() else None
+    return Table([name for name, _ in cols.values()], rows, highlight=highlight)
+
+
+def replay_figures(result: Replay, *, highlight: int | None = None) -> list[ReportFigure]:
+    """The plots of compaction over the sessions' life: kept turns at events, compactions, summarizer input."""
+    return [
+        ReportFigure("replay_kept_turns", "Whole turns kept at each compaction",
+                     "Over the compaction events of the replay, not the sessions' ends: what survives verbatim each "
+                     "time the context passes the trigger.",
+                     plots.kept_turns_by_budget(events_as_splits(result.events), highlight=highlight)),
+        ReportFigure("replay_compactions", "Compactions per session",
+                     "How often each session would compact over its life under the window.",
+                     plots.replay_by_budget(result.sessions, "n_compactions", ylabel="compactions per session",
+                                            title="How often sessions compact", highlight=highlight)),
+        ReportFigure("replay_summarizer_input", "What the summarizer reads",
+                     "UTF-8 bytes of all summarizer requests of a session over its life (transcripts and framing; "
+                     "a simulated previous summary counts 4 bytes per token).",
+                     plots.replay_by_budget(result.sessions, "request_bytes", ylabel="request bytes per session",
+                                            title="Summarizer input per session", highlight=highlight)),
+    ]
+
+
 def build_report(messages: pl.DataFrame, budgets: Iterable[int], *, criteria: Criteria | None = None,
                  segment_by: Sequence[str] = (), ingest: IngestReport | None = None,
                  sessions: pl.DataFrame | None = None, compactions: pl.DataFrame | None = None,
-                 title: str | None = None, inputs: Sequence[str] = ()) -> Report:
+                 title: str | None = None, inputs: Sequence[str] = (), window: int | None = None,
+                 reserve: int = DEFAULT_RESERVE, summary_tokens: int = DEFAULT_SUMMARY_TOKENS) -> Report:
     """Compute everything a report shows.
 
     ``sessions`` (the sessions table, when available) adds sessions without
     messages; ``compactions`` (the recorded compactions table) adds a line on
-    them to the overview. Both are optional.
+    them to the overview. Both are optional. With a ``window``, compaction is
+    replayed over each session's life (:func:`panto_analytics.replay`), the
+    recommendation is judged on its compaction events, and the report gains
+    a section and three plots on it.
     """
     budgets = sorted({int(b) for b in budgets})
     turns = compute_turns(messages)
     per_session = compute_splits(messages, budgets, sessions=sessions)
-    windows = sessions["context_window"].to_list() if sessions is not None and "context_window" in sessions.columns else None
-    rec = recommend(per_session, criteria, turns=turns, windows=windows)
+    replayed = None
+    if window is not None:
+        replayed = replay(messages, budgets, window=window, reserve=reserve, summary_tokens=summary_tokens)
+        rec = recommend_at_compactions(replayed, criteria)
+    else:
+        windows = (sessions["context_window"].to_list() if sessions is not None and "context_window" in sessions.columns
+                   else None)
+        rec = recommend(per_session, criteria, turns=turns, windows=windows)
     n = per_session[SESSION].n_unique()
     report = Report(
         title=title or f"What keep_verbatim does to {n:,} session{'s' if n != 1 else ''}",
@@ -319,6 +367,9 @@ def build_report(messages: pl.DataFrame, budgets: Iterable[int], *, criteria: Cr
     )
     segments = {kind: session_segments(messages, kind) for kind in segment_by}
     report.figures = report_figures(per_session, turns, highlight=rec.budget, segments=segments)
+    if replayed is not None:
+        report.replay, report.replay_table = replayed, replay_table(replayed, rec.budget)
+        report.figures += replay_figures(replayed, highlight=rec.budget)
     for fig in report.figures:
         fig.png = plots.png_bytes(cast("Figure", fig.figure))
     return report
@@ -332,6 +383,9 @@ def write_report(report: Report, out_dir: str | Path) -> Path:
         (out / f"{fig.name}.png").write_bytes(fig.png)
     report.sweep.write_parquet(out / "sweep.parquet")
     report.splits.write_parquet(out / "splits.parquet")
+    if report.replay is not None:
+        report.replay.events.write_parquet(out / "replay_events.parquet")
+        report.replay.sessions.write_parquet(out / "replay_sessions.parquet")
     (out / "report.md").write_text(render_markdown(report), encoding="utf-8")
     (out / "index.html").write_text(render_html(report), encoding="utf-8")
     return out
@@ -343,6 +397,14 @@ MAX_INPUTS = 6
 
 def _more(inputs: list[str]) -> str:
     return f" and {len(inputs) - MAX_INPUTS} more" if len(inputs) > MAX_INPUTS else ""
+
+
+def _replay_text(result: Replay) -> str:
+    return (f"Each session replayed call by call under a {format_tokens(result.window)}-token window: a compaction "
+            f"fires when the context passes {format_tokens(result.window - result.reserve)} (window minus a "
+            f"{format_tokens(result.reserve)} reserve), libpanto splits the transcript as it stands, and a "
+            f"{format_tokens(result.summary_tokens)}-token summary replaces the summarized prefix. One row per budget; "
+            "the rules of the recommendation ran on these events (docs/replay.md).")
 
 
 def render_markdown(report: Report) -> str:
@@ -361,6 +423,9 @@ def render_markdown(report: Report) -> str:
     out += ["## Budgets", "", "One row per budget tried; the chosen one in bold. Kept sizes in tokens; shares of "
             "sessions except *summarized* (all summarized tokens over all active tokens).", "",
             sweep_table(rec).markdown(), ""]
+    if report.replay is not None and report.replay_table is not None:
+        out += ["## Compaction over the sessions' life", "", _replay_text(report.replay), "",
+                report.replay_table.markdown(), ""]
     out += ["## Plots", ""]
     for fig in report.figures:
         out += [f"### {fig.title}", "", fig.caption, "", f"![{fig.title}]({fig.name}.png)", ""]
@@ -405,7 +470,11 @@ def render_html(report: Report) -> str:
         parts += [f"<h3>By {e(name)}</h3>", table.html()]
     parts += ["<h2>Budgets</h2>", "<p>One row per budget tried; the chosen one highlighted. Kept sizes in tokens; "
               "shares of sessions except <em>summarized</em> (all summarized tokens over all active tokens).</p>",
-              sweep_table(rec).html(), "<h2>Plots</h2>"]
+              sweep_table(rec).html()]
+    if report.replay is not None and report.replay_table is not None:
+        parts += ["<h2>Compaction over the sessions' life</h2>", f"<p>{e(_replay_text(report.replay))}</p>",
+                  report.replay_table.html()]
+    parts += ["<h2>Plots</h2>"]
     for fig in report.figures:
         data = base64.b64encode(fig.png).decode("ascii")
         parts.append(f"<figure id='{e(fig.name)}'>"

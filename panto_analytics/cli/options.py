@@ -16,6 +16,7 @@ from ..ingest.formats import ADAPTERS
 
 __all__ = [
     "Tokens",
+    "check_replay",
     "replay_options",
     "check_output",
     "BudgetList", "budgets_option", "friendly_errors", "input_options", "output_option", "read_input", "read_input_corpus",
@@ -210,3 +211,14 @@ def replay_options(*, required: bool):
             fn = option(fn)
         return fn
     return decorate
+
+
+def check_replay(window: int | None, reserve: int, summary_tokens: int) -> None:
+    """A usage error, before any work, for replay parameters that cannot work (``window <= reserve``, ...)."""
+    from ..policy.replay import validate_parameters
+
+    if window is not None:
+        try:
+            validate_parameters(window, reserve, summary_tokens)
+        except ValueError as e:
+            raise click.UsageError(str(e)) from None

@@ -8,7 +8,17 @@ import click
 from ..policy.replay import replay
 from ..policy.replay_summary import summarize_replay
 from .app import main
-from .options import budgets_option, check_output, friendly_errors, input_options, output_option, read_input, replay_options, write_frame
+from .options import (
+    budgets_option,
+    check_output,
+    check_replay,
+    friendly_errors,
+    input_options,
+    output_option,
+    read_input,
+    replay_options,
+    write_frame,
+)
 
 __all__ = ["replay_cmd"]
 
@@ -43,11 +53,9 @@ def replay_cmd(paths, format_, skip_invalid, budgets, window, reserve, summary_t
       panto-analytics replay data/ --window 200k
       panto-analytics replay ~/.claude/projects --window 200k -b 8k,20k,50k --events events.parquet
     """
+    check_replay(window, reserve, summary_tokens)
     messages = read_input(paths, format_, skip_invalid)
-    try:
-        result = replay(messages, budgets, window=window, reserve=reserve, summary_tokens=summary_tokens)
-    except ValueError as e:
-        raise click.UsageError(str(e)) from None
+    result = replay(messages, budgets, window=window, reserve=reserve, summary_tokens=summary_tokens)
     for frame, target in ((result.sessions, sessions_out), (result.events, events_out)):
         if target is not None:
             write_frame(frame, target)

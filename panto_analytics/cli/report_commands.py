@@ -1,22 +1,21 @@
 """``report`` and ``recommend``: from a corpus to a budget, with the reasons and the pictures."""
 from __future__ import annotations
 
-import dataclasses
 import sys
 from pathlib import Path
 
 import click
 
-from ..analysis.formatting import format_tokens
 from ..analysis.plot_data import SEGMENT_KINDS
-from ..analysis.recommend import DEFAULT_COVERAGE, DEFAULT_MIN_KEPT_TURNS, Criteria, Recommendation, recommend
-from ..policy import events_as_splits, replay
+from ..analysis.recommend import DEFAULT_COVERAGE, DEFAULT_MIN_KEPT_TURNS, Criteria, recommend, recommend_at_compactions
+from ..policy import replay
 from ..policy import splits as compute_splits
 from ..policy import turns as compute_turns
 from .app import main
 from .options import (
     Tokens,
     budgets_option,
+    check_replay,
     friendly_errors,
     input_options,
     output_option,
@@ -68,23 +67,6 @@ def criteria_options(fn):
     return fn
 
 
-def _recommend_at_compactions(messages, budgets, criteria: Criteria, window: int, reserve: int,
-                              summary_tokens: int) -> Recommendation:
-    """The rules run on the compaction events of a replay under ``window``."""
-    try:
-        result = replay(messages, budgets, window=window, reserve=reserve, summary_tokens=summary_tokens)
-    except ValueError as e:
-        raise click.UsageError(str(e)) from None
-    rec = recommend(events_as_splits(result.events), dataclasses.replace(criteria, unit="compaction events"),
-                    windows=[window])
-    # Rows are events here; a share of no-op or capped events means nothing (an event never is one).
-    rec.table = rec.table.rename({"sessions": "events"}).drop("noop_share", "capped_share")
-    rec.reasons.append(f"replayed under a {format_tokens(window)} window (reserve {format_tokens(reserve)}, summary "
-                       f"{format_tokens(summary_tokens)} tokens): {result.events.height:,} compaction events over "
-                       f"{result.sessions['session_id'].n_unique():,} sessions and {len(set(budgets))} budgets")
-    return rec
-
-
 def _criteria(min_kept_turns, coverage, max_kept_share, context_window) -> Criteria:
     if max_kept_share is not None and context_window is None:
         raise click.UsageError("--max-kept-share needs --context-window (e.g. -w 200k)")
@@ -118,13 +100,15 @@ def recommend_cmd(paths, format_, skip_invalid, budgets, min_kept_turns, coverag
       panto-analytics recommend data/ -s 0.25 -w 200k -b 0:200k:81
     """
     criteria = _criteria(min_kept_turns, coverage, max_kept_share, context_window)
+    check_replay(window, reserve, summary_tokens)
     corpus = read_input_corpus(paths, format_, skip_invalid)
     messages = corpus.messages
     if window is None:
         rec = recommend(compute_splits(messages, budgets), criteria, turns=compute_turns(messages),
                         windows=corpus.sessions["context_window"].to_list())
     else:
-        rec = _recommend_at_compactions(messages, budgets, criteria, window, reserve, summary_tokens)
+        result = replay(messages, budgets, window=window, reserve=reserve, summary_tokens=summary_tokens)
+        rec = recommend_at_compactions(result, criteria)
     click.echo(rec.to_text())
     if output is not None:
         write_frame(rec.table, output)
@@ -141,9 +125,10 @@ def recommend_cmd(paths, format_, skip_invalid, budgets, min_kept_turns, coverag
 @click.option("--by", "segment_by", type=click.Choice(SEGMENT_KINDS), multiple=True,
               help="Also plot by segment: model, source_format or length (session-length bucket). Repeatable.")
 @click.option("--title", default=None, help="The report's title.")
+@replay_options(required=False)
 @friendly_errors
 def report(paths, format_, skip_invalid, budgets, min_kept_turns, coverage, max_kept_share, context_window,
-           out_dir, segment_by, title):
+           out_dir, segment_by, title, window, reserve, summary_tokens):
     """A report on what each budget does to the sessions in PATHS: HTML, Markdown, PNGs, Parquet.
 
     DIR/index.html opens offline (plots embedded); DIR/report.md links the
@@ -154,15 +139,18 @@ def report(paths, format_, skip_invalid, budgets, min_kept_turns, coverage, max_
     \b
     Examples:
       panto-analytics report data/ -o report/
+      panto-analytics report data/ -o report/ --window 200k
       panto-analytics report ~/.pi/agent/sessions ~/.claude/projects -o report/ --by model --by length
     """
     from ..analysis.report import build_report, write_report  # matplotlib: loaded only when a report is asked for
 
     criteria = _criteria(min_kept_turns, coverage, max_kept_share, context_window)
+    check_replay(window, reserve, summary_tokens)
     corpus = read_input_corpus(paths, format_, skip_invalid)
     rep = build_report(corpus.messages, budgets, criteria=criteria, segment_by=list(dict.fromkeys(segment_by)),
                        ingest=corpus.report, sessions=corpus.sessions, compactions=corpus.compactions,
-                       title=title, inputs=[str(p) for p in paths])
+                       title=title, inputs=[str(p) for p in paths], window=window, reserve=reserve,
+                       summary_tokens=summary_tokens)
     out = write_report(rep, out_dir)
     click.echo(rep.recommendation.headline())
     click.echo(f"wrote {out / 'index.html'} and {out / 'report.md'} ({len(rep.figures)} plots)", err=True)

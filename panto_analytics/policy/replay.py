@@ -80,7 +80,9 @@ from .replay_request import with_request_bytes
 from .splits import budget_series
 from .turns import _turns, check_order
 
-__all__ = ["DEFAULT_RESERVE", "DEFAULT_SUMMARY_TOKENS", "EVENT_SCHEMA", "REPLAY_SESSION_SCHEMA", "Replay", "replay"]
+__all__ = [
+    "DEFAULT_RESERVE", "DEFAULT_SUMMARY_TOKENS", "EVENT_SCHEMA", "REPLAY_SESSION_SCHEMA", "Replay", "replay", "validate_parameters",
+]
 
 S = ex.SESSION
 
@@ -143,7 +145,8 @@ def _check_size(name: str, value: int) -> int:
     return value
 
 
-def _validate(window: int, reserve: int, summary_tokens: int) -> None:
+def validate_parameters(window: int, reserve: int, summary_tokens: int) -> None:
+    """ValueError, in one line, unless the sizes are whole, non-negative tokens and ``window > reserve``."""
     _check_size("window", window)
     _check_size("reserve", reserve)
     _check_size("summary_tokens", summary_tokens)
@@ -166,7 +169,7 @@ def replay(messages: pl.DataFrame | pl.LazyFrame, budgets: Iterable[int], *, win
     a caller may pass the median size of the corpus' recorded summaries.
     Raises ValueError on bad parameters (``window <= reserve``, negative sizes).
     """
-    _validate(window, reserve, summary_tokens)
+    validate_parameters(window, reserve, summary_tokens)
     budget = budget_series(budgets)
     frame = messages.collect() if isinstance(messages, pl.LazyFrame) else messages
     check_order(frame)

@@ -45,3 +45,25 @@ def test_recommend_with_a_window_judges_compaction_events():
     chosen = int(out.output.split("(")[1].split(" tokens")[0])
     at = events.filter(pl.col("budget") == chosen)
     assert (at["kept_turns"] >= 1).mean() >= 0.5
+
+
+def test_report_with_a_window_has_the_replay_section(tmp_path):
+    out = CliRunner().invoke(main, ["report", str(DATA), "--no-cache", "--window", "64k", "-b", "0:40k:5",
+                                    "-k", "1", "-p", "50%", "-o", str(tmp_path / "r")])
+    assert out.exit_code == 0, out.output
+    folder = tmp_path / "r"
+    md = (folder / "report.md").read_text()
+    assert "## Compaction over the sessions' life" in md and "of compaction events keep" in md
+    for name in ("replay_kept_turns", "replay_compactions", "replay_summarizer_input"):
+        assert (folder / f"{name}.png").stat().st_size > 1000 and f"({name}.png)" in md
+    events = pl.read_parquet(folder / "replay_events.parquet")
+    want = pa.replay(pa.read_sessions(DATA), pa.parse_budgets("0:40k:5"), window=64_000).events
+    assert events.equals(want)
+    assert "Compaction over the sessions" in (folder / "index.html").read_text()
+
+
+def test_bad_replay_parameters_fail_before_any_work(tmp_path):
+    for command in (["report", "-o", str(tmp_path / "r")], ["recommend"]):
+        out = CliRunner().invoke(main, [*command, str(DATA), "--window", "10k", "--reserve", "20k"])
+        assert out.exit_code == 2 and "window (10000) must be larger than reserve (20000)" in out.output
+    assert not (tmp_path / "r").exists()

@@ -59,7 +59,11 @@ def check(folder: Path, sessions: dict[str, list[dict]], budget_list: list[int],
     got = replay(frame.lazy() if lazy else frame, budget_list, window=window, reserve=reserve,
                  summary_tokens=summary_tokens)
     assert isinstance(got.events, pl.DataFrame) and isinstance(got.sessions, pl.DataFrame)
-    assert got.events.columns == EVENT_COLUMNS and got.sessions.columns == SESSION_COLUMNS
+    # The request sizes are checked on their own (test_events_carry_the_size_of_their_summarizer_request).
+    assert got.events.columns == [*EVENT_COLUMNS, "transcript_bytes", "request_bytes"]
+    assert got.sessions.columns == [*SESSION_COLUMNS, "request_bytes"]
+    got = Replay(got.events.select(EVENT_COLUMNS), got.sessions.select(SESSION_COLUMNS), got.window, got.reserve,
+                 got.summary_tokens)
     events, per_session = rr.expected_replay(sessions, budget_list, window=window, reserve=reserve,
                                              summary_tokens=summary_tokens)
     key = lambda r: (r["session_id"], r["budget"], r.get("event", 0))  # noqa: E731
