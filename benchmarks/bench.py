@@ -58,6 +58,7 @@ from panto_analytics.policy import annotate, replay, splits, turns
 
 from . import ingest_scale
 from . import reference_port as port
+from .ingest_scale import orjson_floor
 from .synth import write_corpus
 from .synth_claude_code import write_corpus as write_claude_code_corpus
 
@@ -136,17 +137,6 @@ def _timed(fn, *args, **kwargs):
     t0 = time.perf_counter()
     out = fn(*args, **kwargs)
     return out, time.perf_counter() - t0
-
-
-def orjson_floor(paths: list[Path]) -> float:
-    """Seconds to read every file and ``orjson.loads`` every non-blank line, in this process."""
-    t0 = time.perf_counter()
-    for path in paths:
-        with open(path, "rb") as f:
-            for line in f:
-                if line.strip():
-                    orjson.loads(line)
-    return time.perf_counter() - t0
 
 
 def cache_reread(paths: list[Path], cold_seconds: float) -> dict:
