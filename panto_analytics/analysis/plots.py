@@ -41,7 +41,8 @@ from .formatting import format_tokens
 
 __all__ = [
     "BUDGET_LABEL", "DPI", "FIGSIZE", "GREY", "OUTCOME_COLORS", "PALETTE", "PlotFigure", "SOURCE_COLORS", "SOURCE_LABELS",
-    "STYLE", "agent_vs_libpanto_kept", "kept_tokens_by_budget", "kept_turns_by_budget", "outcome_shares_by_budget", "png_bytes", "save", "style",
+    "STYLE", "agent_vs_libpanto_kept",
+    "kept_tokens_by_budget", "kept_turns_by_budget", "outcome_shares_by_budget", "png_bytes", "save", "style",
     "summarized_share_by_budget", "turn_sizes",
 ]
 

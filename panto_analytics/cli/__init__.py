@@ -10,4 +10,5 @@ from __future__ import annotations
 from . import bench_command, compactions_command, core_commands, ingest_commands, replay_command, report_commands, request_command
 from .app import main
 
-__all__ = ["bench_command", "compactions_command", "core_commands", "ingest_commands", "main", "replay_command", "report_commands", "request_command"]
+__all__ = ["bench_command", "compactions_command",
+           "core_commands", "ingest_commands", "main", "replay_command", "report_commands", "request_command"]
