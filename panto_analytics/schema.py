@@ -114,6 +114,12 @@ COMPACTIONS_SCHEMA: dict[str, pl.DataType] = {
     "trigger": pl.String(),
     "tokens_before": pl.UInt64(),
     "first_kept_seq": pl.UInt32(),
+    #: One past the last message of the conversation the agent compacted: rows ``seq < anchor_seq`` and
+    #: ``anchor_seq < seq < trigger_seq`` (pi, and Claude Code's preserved segment, record what they keep
+    #: before the compaction); ``anchor_seq`` elsewhere.
+    "trigger_seq": pl.UInt32(),
+    #: One past the last message the agent kept verbatim (``first_kept_seq`` up to it); null when none.
+    "kept_end_seq": pl.UInt32(),
 }
 
 

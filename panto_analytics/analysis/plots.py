@@ -41,8 +41,8 @@ from .formatting import format_tokens
 
 __all__ = [
     "BUDGET_LABEL", "DPI", "FIGSIZE", "GREY", "OUTCOME_COLORS", "PALETTE", "PlotFigure", "SOURCE_COLORS", "SOURCE_LABELS",
-    "STYLE", "kept_tokens_by_budget", "kept_turns_by_budget", "outcome_shares_by_budget", "png_bytes", "replay_by_budget", "save",
-    "style",
+    "STYLE", "agent_vs_libpanto_kept", "kept_tokens_by_budget", "kept_turns_by_budget", "outcome_shares_by_budget",
+    "png_bytes", "replay_by_budget", "save", "style",
     "summarized_share_by_budget", "turn_sizes",
 ]
 
@@ -232,6 +232,49 @@ def kept_tokens_by_budget(splits, *, log: bool = False, segments=None, highlight
         ax.set_ylabel("kept verbatim suffix (tokens)")
         _title(ax, "How much each budget keeps verbatim")
         _note(fig, note)
+        _legend(ax, loc="upper left")
+    return fig
+
+
+def agent_vs_libpanto_kept(rows, *, log: bool = False) -> Figure:
+    """libpanto's kept verbatim suffix per budget at the agents' recorded compactions, against what the agents kept.
+
+    ``rows``: :func:`panto_analytics.analysis.compactions.agent_vs_libpanto`. One box per budget
+    (quartiles, whiskers at the extremes) with every compaction as a dot; the agents' kept tokens,
+    which no budget changes, as dotted horizontal lines (one per compaction) and their median as a
+    solid one.
+    """
+    budgets = rows["budget"].unique().sort().to_list()
+    agent = rows.unique("cut", keep="first")["agent_kept_tokens"].to_list()
+    with style():
+        fig, (ax,) = _figure()
+        positions = list(range(len(budgets)))
+        values = [rows.filter(rows["budget"] == b)["kept_tokens"].to_list() for b in budgets]
+        if budgets:
+            ax.boxplot(values, positions=positions, widths=0.5, whis=(0, 100), patch_artist=True, manage_ticks=False,
+                       boxprops={"facecolor": PALETTE[0] + "55", "edgecolor": PALETTE[0]},
+                       medianprops={"color": PALETTE[0], "lw": 2}, whiskerprops={"color": PALETTE[0]},
+                       capprops={"color": PALETTE[0]}, showfliers=False)
+            for x, vs in zip(positions, values):
+                ax.plot([x] * len(vs), vs, ".", color=PALETTE[0], alpha=0.6)
+            ax.plot([], [], "s", color=PALETTE[0] + "55", label="libpanto's kept suffix at that moment")
+        for i, v in enumerate(agent):
+            ax.axhline(v, color=PALETTE[1], ls=":", lw=1, label="each compaction: what the agent kept" if i == 0 else None)
+        if agent:
+            median = sorted(agent)[len(agent) // 2] if len(agent) % 2 else sum(sorted(agent)[len(agent) // 2 - 1:][:2]) / 2
+            ax.axhline(median, color=PALETTE[5], lw=2, label="median of what the agents kept")
+        step = max(1, round(len(budgets) / 12))
+        ax.set_xticks(positions[::step], [format_tokens(b) for b in budgets[::step]])
+        ax.set_xlim(-0.7, max(len(budgets), 1) - 0.3)
+        ax.set_xlabel(BUDGET_LABEL)
+        ax.grid(axis="x", visible=False)
+        if log:
+            _symlog(ax, 1000, max([*budgets, *agent], default=1))
+        ax.set_ylim(bottom=0)
+        _token_axis(ax.yaxis)
+        ax.set_ylabel("kept verbatim (tokens)")
+        _title(ax, "What libpanto would keep where the agents compacted")
+        _note(fig, f"{len(agent)} recorded compactions · box: quartiles · whiskers: min / max · dots: compactions")
         _legend(ax, loc="upper left")
     return fig
 

@@ -30,7 +30,11 @@ Sessions (one row per session, in file order):
 Compactions: ``session_id``; ``anchor_seq``, the seq of the
 ``compaction_summary`` message; ``trigger`` (e.g. ``auto``, ``manual``);
 ``tokens_before``, the context size that triggered it; ``first_kept_seq``,
-the first message kept verbatim, where recorded.
+the first message kept verbatim, where recorded; ``trigger_seq``, one past
+the last message of the conversation the agent compacted (rows before the
+anchor, plus, where the agent recorded what it kept before the compaction
+record as pi does, the rows between the anchor and ``trigger_seq``);
+``kept_end_seq``, one past the last message kept verbatim.
 
 >>> import tempfile, pathlib
 >>> d = pathlib.Path(tempfile.mkdtemp())
@@ -136,7 +140,7 @@ def sessions_table(parsed: list[ParsedFile], messages: pl.DataFrame) -> pl.DataF
 def compactions_table(parsed: list[ParsedFile]) -> pl.DataFrame:
     """One row per compaction event the files recorded, in file and event order."""
     rows = [(_session(p).session_id, c.get("anchor_index"), c.get("trigger"), c.get("tokens_before"),
-             c.get("first_kept_index"))
+             c.get("first_kept_index"), c.get("trigger_index", c.get("anchor_index")), c.get("kept_end_index"))
             for p in parsed for c in _session(p).compactions]
     return pl.DataFrame(rows, schema=COMPACTIONS_SCHEMA, orient="row")
 

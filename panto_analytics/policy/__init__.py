@@ -3,11 +3,13 @@
 - :mod:`.expressions`: the column expressions (one definition of a turn start, of a cost).
 - :mod:`.turns`: :func:`annotate`, :func:`turns`, :func:`session_turns`.
 - :mod:`.splits`: :func:`splits`, one row per (session, budget), equal to ``computeSplit``.
+- :mod:`.cuts`: :func:`splits_at`, the split at given moments (an agent's recorded compactions).
 - :mod:`.sweep`: :func:`summarize_splits`, one row per budget.
 - :mod:`.replay`: :func:`replay`, compaction over each session's life under a context window;
   :mod:`.replay_request`, what each event sends to the summarizer; :mod:`.replay_summary`,
   :func:`summarize_replay`, one row per budget.
 """
+from .cuts import splits_at
 from .replay import Replay, replay
 from .replay_summary import events_as_splits, summarize_replay
 from .splits import budget_series, splits
@@ -15,6 +17,7 @@ from .sweep import summarize_splits
 from .turns import annotate, check_order, session_turns, turns
 
 __all__ = [
-    "Replay", "annotate", "budget_series", "check_order", "events_as_splits", "replay", "session_turns", "splits", "summarize_replay",
+    "Replay", "annotate", "budget_series", "check_order", "events_as_splits", "replay", "session_turns", "splits",
+    "splits_at", "summarize_replay",
     "summarize_splits", "turns",
 ]

@@ -56,7 +56,11 @@ class SessionMeta:
     created_at: datetime | None = None
     #: Recorded compaction events: dicts with anchor_index (index of the
     #: summary message among the messages yielded), trigger, tokens_before,
-    #: first_kept_index (or None).
+    #: first_kept_index (or None), trigger_index (one past the last message of
+    #: the conversation the agent compacted: rows ``[0, anchor_index)`` plus
+    #: ``(anchor_index, trigger_index)``; equal to anchor_index unless what was
+    #: kept verbatim was recorded before the compaction, as in pi) and
+    #: kept_end_index (one past the last message kept verbatim, or None).
     compactions: list[dict[str, Any]] = field(default_factory=list)
     api_calls: int | None = None
     #: A source id per yielded message, in order (Claude Code: the uuid of the

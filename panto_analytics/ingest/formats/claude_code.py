@@ -194,8 +194,11 @@ class _Transcript:
         if boundary_keeps:
             first_kept = self.emitted if self.kept else None
             self._release_kept()
+        # The preserved segment was written before the boundary: the conversation compacted ends after it.
+        end = self.emitted if first_kept is not None else None
         self.src.meta.compactions.append({"anchor_index": anchor, "trigger": comp.trigger,
-                                          "tokens_before": comp.tokens_before, "first_kept_index": first_kept})
+                                          "tokens_before": comp.tokens_before, "first_kept_index": first_kept,
+                                          "trigger_index": anchor if end is None else end, "kept_end_index": end})
 
     def finish(self) -> None:
         self._flush()
@@ -628,8 +631,8 @@ def _fold(pred: ParsedFile, succ: ParsedFile, report: IngestReport) -> None:
     head_calls = head.filter(is_api_call()).height
     pmeta, smeta = _session(pred), _session(succ)
     compactions = [c for c in pmeta.compactions if c["anchor_index"] < k] + [
-        {**c, "anchor_index": c["anchor_index"] + k,
-         "first_kept_index": None if c["first_kept_index"] is None else c["first_kept_index"] + k}
+        {**c, **{key: None if c.get(key) is None else c[key] + k
+                 for key in ("anchor_index", "first_kept_index", "trigger_index", "kept_end_index")}}
         for c in smeta.compactions]
     report.ignore(NAME, "session resumed in another file")
     report.sessions -= 1

@@ -267,6 +267,9 @@ class _Rollout:
             "trigger": trigger if isinstance(trigger, str) else None,
             "tokens_before": self.last_call_tokens,
             "first_kept_index": anchor + 1 if self.count > anchor + 1 else None,
+            # The replacement history is a copy after the anchor: the conversation compacted ends before it.
+            "trigger_index": anchor,
+            "kept_end_index": self.count if self.count > anchor + 1 else None,
         })
 
     # -- response items --------------------------------------------------------
@@ -401,7 +404,8 @@ class _Rollout:
             anchor = self.append(Message("user", [{"type": "compaction_summary", "text": ""}], None, lineno, ts,
                                          self.model))
             self.meta.compactions.append({"anchor_index": anchor, "trigger": None,
-                                          "tokens_before": self.last_call_tokens, "first_kept_index": None})
+                                          "tokens_before": self.last_call_tokens, "first_kept_index": None,
+                                          "trigger_index": anchor, "kept_end_index": None})
         else:
             self.src.ignore(converted[1])
 

@@ -205,6 +205,7 @@ class _Session:
         self.model: str | None = None
         self.models: Counter[str] = Counter()  # assistant messages per model
         self.kept_found: list[tuple[int, bool]] = []
+        self.recorded_at: dict[int, dict[str, Any]] = {}  # compaction line -> its recorded dict
         self._header(layout.header)
 
     def _header(self, header: dict[str, Any]) -> None:
@@ -226,6 +227,9 @@ class _Session:
                 anchor = self._anchor(comp, found, parse_timestamp(comp.timestamp))
                 self.count += 1
                 yield anchor
+            if lineno in self.recorded_at:
+                # The compaction record itself: what was yielded so far is the conversation it compacted.
+                self.recorded_at[lineno]["trigger_index"] = self.count
             try:
                 msg = self._entry(rec, lineno)
             except Invalid as e:
@@ -236,13 +240,16 @@ class _Session:
                 yield msg
         for recorded, (index, found) in zip(self.meta.compactions, self.kept_found):
             recorded["first_kept_index"] = index + 1 if found and index + 1 < self.count else None
+            recorded["kept_end_index"] = recorded["trigger_index"] if recorded["first_kept_index"] is not None else None
         # The session's model: the one that answered most (first among equals).
         self.meta.model = self.models.most_common(1)[0][0] if self.models else self.model
 
     def _anchor(self, comp: _Compaction, found: bool, ts: datetime | None) -> Message:
         """The summary message of a compaction, to be yielded next (at index ``self.count``)."""
-        self.meta.compactions.append({"anchor_index": self.count, "trigger": None,
-                                      "tokens_before": comp.tokens_before, "first_kept_index": None})
+        recorded = {"anchor_index": self.count, "trigger": None, "tokens_before": comp.tokens_before,
+                    "first_kept_index": None, "trigger_index": self.count, "kept_end_index": None}
+        self.meta.compactions.append(recorded)
+        self.recorded_at[comp.line] = recorded
         self.kept_found.append((self.count, found))
         return Message("user", [{"type": "compaction_summary", "text": comp.summary}], None, comp.line, ts,
                        self.model)

@@ -137,7 +137,7 @@ def test_compaction_becomes_one_summary_message_at_the_boundary():
                                "Summary: two questions were answered."}]
     assert (anchor.usage, anchor.line) == (None, 5)
     assert src.meta.compactions == [{"anchor_index": 4, "trigger": "auto", "tokens_before": 166,
-                                     "first_kept_index": None}]
+                                     "first_kept_index": None, "trigger_index": 4, "kept_end_index": None}]
 
 
 def test_compaction_anchor_makes_what_follows_the_active_window():
@@ -155,7 +155,7 @@ def test_preserved_segment_follows_the_summary():
     assert [m.line for m in msgs] == [1, 2, 5, 3, 4, 7, 8]
     assert msgs[2].content[0]["type"] == "compaction_summary"
     assert src.meta.compactions == [{"anchor_index": 2, "trigger": "manual", "tokens_before": 283,
-                                     "first_kept_index": 3}]
+                                     "first_kept_index": 3, "trigger_index": 5, "kept_end_index": 5}]
 
 
 def test_subagent_transcript_is_a_session_linked_to_its_parent():
@@ -185,7 +185,7 @@ def test_resumed_session_is_counted_once():
     assert frame["session_id"].cast(str).unique().to_list() == ["sess-b"]
     assert [Path(f).name for f in frame["file"].cast(str)] == ["a.jsonl"] * 4 + ["b.jsonl"] * 5
     assert p.session.compactions == [{"anchor_index": 4, "trigger": "auto", "tokens_before": 1217,
-                                      "first_kept_index": None}]
+                                      "first_kept_index": None, "trigger_index": 4, "kept_end_index": None}]
     assert p.session.api_calls == 4           # a1, a2 (from a), a3, a4 (from b); a3 once
     assert frame["output"].sum() == 10 + 12 + 7 + 6
     assert (report.files, report.sessions, report.messages, report.api_calls) == (2, 1, 9, 4)
@@ -257,7 +257,7 @@ def test_compact_summary_without_boundary_is_its_own_anchor(tmp_path):
     msgs, src = messages_of(path)
     assert msgs[2].content == [{"type": "compaction_summary", "text": "the summary"}]
     assert src.meta.compactions == [{"anchor_index": 2, "trigger": None, "tokens_before": None,
-                                     "first_kept_index": None}]
+                                     "first_kept_index": None, "trigger_index": 2, "kept_end_index": None}]
 
 
 def test_boundary_without_summary_still_anchors(tmp_path):

@@ -140,9 +140,12 @@ def test_compacted_is_an_anchor_followed_by_the_replacement_history():
     assert messages[4].content[0]["text"] == "first question"
     assert meta.compactions == [
         # tokens_before: input + output of the last call before the record (the summarizing call)
-        {"anchor_index": 2, "trigger": None, "tokens_before": 9800, "first_kept_index": 3},
-        {"anchor_index": 7, "trigger": None, "tokens_before": 3100, "first_kept_index": 8},
-        {"anchor_index": 9, "trigger": None, "tokens_before": 3100, "first_kept_index": None},
+        {"anchor_index": 2, "trigger": None, "tokens_before": 9800, "first_kept_index": 3,
+         "trigger_index": 2, "kept_end_index": 5},
+        {"anchor_index": 7, "trigger": None, "tokens_before": 3100, "first_kept_index": 8,
+         "trigger_index": 7, "kept_end_index": 9},
+        {"anchor_index": 9, "trigger": None, "tokens_before": 3100, "first_kept_index": None,
+         "trigger_index": 9, "kept_end_index": None},
     ]
     # The summarizing call has a count but no recorded item: an API call without a message.
     assert meta.api_calls == 4

@@ -88,7 +88,8 @@ def test_v1_usage_and_models():
 def test_v1_compaction_index_counts_the_header():
     _, meta, _ = parse(PI / "v1.jsonl")
     # firstKeptEntryIndex 11 is the 12th JSON line, header included: the user message of line 12.
-    assert meta.compactions == [{"anchor_index": 7, "trigger": None, "tokens_before": 3000, "first_kept_index": 8}]
+    assert meta.compactions == [{"anchor_index": 7, "trigger": None, "tokens_before": 3000, "first_kept_index": 8,
+                                 "trigger_index": 10, "kept_end_index": 10}]
 
 
 # --- versions 2 and 3: the path from the last entry --------------------------------
@@ -112,7 +113,8 @@ def test_v3_follows_the_branch_of_the_last_entry():
     assert "try approach B" not in texts(messages) and "B result" not in texts(messages)
     assert messages[2].content[0]["text"] == "Tried approach B; it failed."
     assert report.ignored[("pi", "entry off the current branch")] == 3
-    assert meta.compactions == [{"anchor_index": 3, "trigger": None, "tokens_before": 68, "first_kept_index": 4}]
+    assert meta.compactions == [{"anchor_index": 3, "trigger": None, "tokens_before": 68, "first_kept_index": 4,
+                                 "trigger_index": 9, "kept_end_index": 9}]
     assert meta.parent_session_id == "pi-parent"  # from parentSession's file name
     assert meta.session_id == "pi-v3" and meta.model == "m1"
 

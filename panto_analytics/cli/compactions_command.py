@@ -1,0 +1,54 @@
+"""``compactions``: what agents kept at their recorded compactions, beside libpanto's split at that moment."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ..analysis.compactions import agent_vs_libpanto, compaction_table
+from .app import main
+from .options import budgets_option, check_output, friendly_errors, input_options, read_input_corpus, write_frame
+
+__all__ = ["compactions_cmd"]
+
+
+@main.command("compactions")
+@input_options
+@budgets_option()
+@click.option("--output", "-o", type=click.Path(path_type=Path), default=None, callback=check_output,
+              help="Write one row per (compaction, budget) with every column to this file "
+                   "(.csv, .parquet, .json, .ndjson) instead of printing the table.")
+@click.option("--plot", "plot", type=click.Path(path_type=Path), default=None,
+              help="Also save a plot (PNG): libpanto's kept tokens per budget against the agents'.")
+@friendly_errors
+def compactions_cmd(paths, format_, skip_invalid, budgets, output, plot):
+    """What the agents in PATHS kept at each compaction they recorded, beside libpanto's split.
+
+    For every recorded compaction (pi, Claude Code, Codex), libpanto's
+    computeSplit runs on the conversation as it stood when the agent
+    compacted, at each budget. One row per compaction: session, anchor (seq
+    of the summary message), the context the agent recorded before
+    compacting, the agent's first kept message, kept messages and kept
+    tokens (in libpanto's turn costs: Claude Code keeps none unless it
+    preserved a segment, Codex keeps the user messages of its replacement
+    history, pi keeps from its first kept entry), then libpanto's kept turns
+    and tokens per budget.
+
+    \b
+    Examples:
+      panto-analytics compactions ~/.pi/agent/sessions -b 8k,20k,50k
+      panto-analytics compactions ~/.claude/projects -b 20k -o compactions.parquet --plot kept.png
+    """
+    corpus = read_input_corpus(paths, format_, skip_invalid)
+    rows = agent_vs_libpanto(corpus, budgets)
+    if plot is not None:
+        from ..analysis.plots import agent_vs_libpanto_kept, save
+
+        save(agent_vs_libpanto_kept(rows), plot)
+        click.echo(f"wrote {plot}", err=True)
+    if not rows.height:
+        click.echo("no recorded compactions in these sessions", err=True)
+    if output is not None:
+        write_frame(rows, output)
+    else:
+        write_frame(compaction_table(rows), None)
