@@ -34,12 +34,15 @@ from typing import TYPE_CHECKING, cast
 import polars as pl
 
 from ..errors import IngestReport
+from ..ingest.corpus import Corpus
 from ..policy import Replay, events_as_splits, replay, summarize_replay, summarize_splits
 from ..policy import splits as compute_splits
 from ..policy import turns as compute_turns
 from ..policy.expressions import SESSION
 from ..policy.replay import DEFAULT_RESERVE, DEFAULT_SUMMARY_TOKENS
+from ..schema import COMPACTIONS_SCHEMA
 from . import plots
+from .compactions import agent_vs_libpanto, compaction_table
 from .formatting import format_tokens
 from .plot_data import session_segments
 from .recommend import Criteria, Recommendation, recommend, recommend_at_compactions
@@ -137,6 +140,8 @@ class Report:
     #: With a window: the replay the recommendation was judged on, and its per-budget table.
     replay: Replay | None = None
     replay_table: Table | None = None
+    #: With recorded compactions: what the agents kept beside libpanto's split at the same moment.
+    recorded: Table | None = None
 
 
 def corpus_overview(messages: pl.DataFrame, turns: pl.DataFrame, splits: pl.DataFrame, *,
@@ -328,6 +333,17 @@ def replay_figures(result: Replay, *, highlight: int | None = None) -> list[Repo
     ]
 
 
+def _a_few(budgets: list[int], chosen: int | None, n: int = 5) -> list[int]:
+    """About ``n`` of ``budgets``, evenly spread with the largest, plus the chosen one: for a table that must stay narrow.
+
+    >>> _a_few(list(range(0, 100, 10)), 35)
+    [0, 20, 35, 40, 60, 90]
+    """
+    step = max(1, len(budgets) // (n - 1)) if n > 1 else len(budgets)
+    picked = set(budgets[::step][: n - 1] + [budgets[-1]])
+    return sorted(picked | ({chosen} if chosen is not None else set()))
+
+
 def build_report(messages: pl.DataFrame, budgets: Iterable[int], *, criteria: Criteria | None = None,
                  segment_by: Sequence[str] = (), ingest: IngestReport | None = None,
                  sessions: pl.DataFrame | None = None, compactions: pl.DataFrame | None = None,
@@ -370,6 +386,17 @@ def build_report(messages: pl.DataFrame, budgets: Iterable[int], *, criteria: Cr
     if replayed is not None:
         report.replay, report.replay_table = replayed, replay_table(replayed, rec.budget)
         report.figures += replay_figures(replayed, highlight=rec.budget)
+    # The section needs the tables as read_corpus gives them (hand-built ones may hold a few columns only).
+    if (compactions is not None and sessions is not None and not compactions.is_empty()
+            and set(COMPACTIONS_SCHEMA) <= set(compactions.columns) and "source_format" in sessions.columns):
+        rows = agent_vs_libpanto(Corpus(messages, sessions, compactions, ingest or IngestReport()), budgets)
+        shown = rows.filter(pl.col("budget").is_in(_a_few(budgets, rec.budget)))
+        report.recorded = Table.from_frame(compaction_table(shown))
+        report.figures.append(ReportFigure(
+            "recorded_compactions", "What the agents kept at their recorded compactions",
+            "Each dot: libpanto's kept suffix for the conversation as it stood when the agent compacted; the "
+            "dotted lines: what the agent itself kept, which no budget changes.",
+            plots.agent_vs_libpanto_kept(rows)))
     for fig in report.figures:
         fig.png = plots.png_bytes(cast("Figure", fig.figure))
     return report
@@ -399,6 +426,11 @@ def _more(inputs: list[str]) -> str:
     return f" and {len(inputs) - MAX_INPUTS} more" if len(inputs) > MAX_INPUTS else ""
 
 
+_RECORDED_TEXT = ("One row per compaction an agent recorded: what the agent kept verbatim (its first kept message, "
+                  "messages and tokens, in libpanto's turn costs), then the whole turns and tokens libpanto would "
+                  "keep at a few budgets for the conversation as it stood at that moment.")
+
+
 def _replay_text(result: Replay) -> str:
     return (f"Each session replayed call by call under a {format_tokens(result.window)}-token window: a compaction "
             f"fires when the context passes {format_tokens(result.window - result.reserve)} (window minus a "
@@ -426,6 +458,9 @@ def render_markdown(report: Report) -> str:
     if report.replay is not None and report.replay_table is not None:
         out += ["## Compaction over the sessions' life", "", _replay_text(report.replay), "",
                 report.replay_table.markdown(), ""]
+    if report.recorded is not None:
+        out += ["## What the agents did at their recorded compactions", "", _RECORDED_TEXT, "",
+                report.recorded.markdown(), ""]
     out += ["## Plots", ""]
     for fig in report.figures:
         out += [f"### {fig.title}", "", fig.caption, "", f"![{fig.title}]({fig.name}.png)", ""]
@@ -474,6 +509,9 @@ def render_html(report: Report) -> str:
     if report.replay is not None and report.replay_table is not None:
         parts += ["<h2>Compaction over the sessions' life</h2>", f"<p>{e(_replay_text(report.replay))}</p>",
                   report.replay_table.html()]
+    if report.recorded is not None:
+        parts += ["<h2>What the agents did at their recorded compactions</h2>", f"<p>{e(_RECORDED_TEXT)}</p>",
+                  report.recorded.html()]
     parts += ["<h2>Plots</h2>"]
     for fig in report.figures:
         data = base64.b64encode(fig.png).decode("ascii")

@@ -12,10 +12,10 @@ from pathlib import Path
 import polars as pl
 import pytest
 from click.testing import CliRunner
-from conftest import FIXTURES, REPO
+from conftest import FIXTURES, REALDATA, REPO
 
 import panto_analytics as pa
-from panto_analytics.analysis.report import build_report
+from panto_analytics.analysis.report import build_report, render_markdown
 from panto_analytics.cli import main
 
 #: Each test here writes a report, runs a notebook or a benchmark: seconds each.
@@ -223,3 +223,16 @@ def test_a_corpus_without_turns_still_gets_a_report(tmp_path):
     assert "| sessions | 1 | 0 with at least one turn |" in text
     assert "no session has a turn" in text
     assert len(list((tmp_path / "r").glob("*.png"))) == 8
+
+
+def test_recorded_compactions_get_their_section(tmp_path):
+    real = REALDATA / "pi-compactions"
+    if not real.is_dir():
+        pytest.skip(f"the real pi compactions are absent ({real})")
+    corpus = pa.read_corpus(real)
+    rep = build_report(corpus.messages, [0, 20_000, 50_000], sessions=corpus.sessions, compactions=corpus.compactions)
+    assert rep.recorded is not None and len(rep.recorded.rows) == corpus.compactions.height == 2
+    assert any(f.name == "recorded_compactions" for f in rep.figures)
+    assert "What the agents did at their recorded compactions" in render_markdown(rep)
+    no_compactions = build_report(pa.read_sessions(FIXTURE), [0, 20_000])
+    assert no_compactions.recorded is None
