@@ -1,4 +1,7 @@
-"""Which files a list of paths names: files, folders searched for ``*.jsonl``, globs."""
+"""Which files a list of paths names: files, folders searched for session files, globs.
+
+A session file is ``*.jsonl``, or one compressed as ``*.jsonl.gz`` or ``*.jsonl.zst``.
+"""
 from __future__ import annotations
 
 import glob
@@ -8,13 +11,25 @@ from pathlib import Path
 
 from ..errors import InputError
 
-__all__ = ["PathLike", "expand_paths"]
+__all__ = ["SESSION_PATTERNS", "PathLike", "expand_paths", "is_session_file"]
 
 PathLike = str | Path
 
+#: What a folder is searched for.
+SESSION_PATTERNS = ("*.jsonl", "*.jsonl.gz", "*.jsonl.zst")
+
+
+def is_session_file(path: Path) -> bool:
+    """Whether a file's name is one :data:`SESSION_PATTERNS` matches.
+
+    >>> [is_session_file(Path(n)) for n in ("a.jsonl", "a.jsonl.zst", "a.json", "a.gz")]
+    [True, True, False, False]
+    """
+    return any(path.match(p) for p in SESSION_PATTERNS)
+
 
 def expand_paths(paths: Iterable[PathLike] | PathLike) -> list[Path]:
-    """Files named, ``*.jsonl`` under directories (recursively), and glob matches.
+    """Files named, session files (:data:`SESSION_PATTERNS`) under directories (recursively), and glob matches.
 
     Order is stable (sorted within a directory or glob) and duplicates are dropped.
     """
@@ -24,13 +39,13 @@ def expand_paths(paths: Iterable[PathLike] | PathLike) -> list[Path]:
     for p in paths:
         p = Path(p).expanduser()
         if p.is_dir():
-            out.extend(sorted((q for q in p.rglob("*.jsonl") if q.is_file()), key=str))
+            out.extend(sorted((q for pattern in SESSION_PATTERNS for q in p.rglob(pattern) if q.is_file()), key=str))
         elif p.exists():
             out.append(p)
         elif glob.has_magic(str(p)):
             out.extend(sorted(Path(q) for q in glob.glob(str(p), recursive=True) if Path(q).is_file()))
         else:
-            raise InputError(p, None, "no such file or directory")
+            raise InputError(p, None, "no such file or directory", skippable=False)
     seen: set[str] = set()
     real = _RealPaths()
     unique: list[Path] = []
