@@ -252,7 +252,7 @@ def write_frame(df: pl.DataFrame, output: Path | None) -> None:
         click.echo(text, nl=not text.endswith("\n"))
         return
     if output is None:
-        with pl.Config(tbl_rows=min(len(df), TABLE_ROWS), tbl_cols=-1, tbl_width_chars=200, fmt_str_lengths=200,
+        with pl.Config(tbl_rows=min(len(df), TABLE_ROWS), tbl_cols=-1, tbl_width_chars=1000, fmt_str_lengths=1000,
                        tbl_hide_dataframe_shape=True, tbl_hide_column_data_types=True):
             click.echo(df)
         if len(df) > TABLE_ROWS:
