@@ -84,8 +84,7 @@ def session_files(paths) -> list[Path]:
 
 def _nothing_read(paths, report: IngestReport) -> InputError:
     where = ", ".join(str(p) for p in paths)
-    return InputError(where, None, f"no messages to analyse in the {report.files} file(s) read "
-                                   f"({report.sessions} session(s))", skippable=False)
+    return InputError(where, None, f"no sessions in the {report.files} file(s) read", skippable=False)
 
 
 def read_input(paths, format_, skip_invalid, report: IngestReport | None = None) -> pl.DataFrame:
@@ -98,7 +97,7 @@ def read_input(paths, format_, skip_invalid, report: IngestReport | None = None)
         messages = read_sessions(files, format=format_, skip_invalid=skip_invalid, report=report,
                                  **read_settings())
     report_skips(report)
-    if messages.is_empty():
+    if not report.sessions:
         raise _nothing_read(paths, report)
     return messages
 
@@ -112,7 +111,7 @@ def read_input_corpus(paths, format_, skip_invalid, *, list_skips: bool = True):
         corpus = read_corpus(files, format=format_, skip_invalid=skip_invalid, **read_settings())
     if list_skips:
         report_skips(corpus.report)
-    if corpus.messages.is_empty():
+    if corpus.sessions.is_empty():
         raise _nothing_read(paths, corpus.report)
     return corpus
 

@@ -62,21 +62,24 @@ def test_a_bad_line_says_that_skip_invalid_exists(corpus):
     assert "a.jsonl:7: malformed JSON" in line and "--skip-invalid" in line
 
 
-@pytest.mark.parametrize("what", ["empty folder", "glob", "no messages"])
+@pytest.mark.parametrize("what", ["empty folder", "glob", "no sessions"])
 def test_nothing_to_read_is_one_line_and_exit_1(tmp_path, what):
     d = tmp_path / "d"
     d.mkdir()
     (d / "notes.txt").write_text("not a session")
-    target = d
+    target, skip = d, []
     if what == "glob":
         target = d / "*.jsonl"
-    elif what == "no messages":
-        (d / "empty.jsonl").write_text("")
-        (d / "header.jsonl").write_text('{"type": "session", "id": "x"}\n')
+    elif what == "no sessions":  # every file skipped whole
+        (d / "export.jsonl").write_text('{"type": "sanitization_notice"}\n{"text": "x"}\n')
+        skip = ["--skip-invalid"]
     for command in (["splits", target, "-b", "1k"], ["report", target, "-o", tmp_path / "rep"], ["ingest", target]):
+        command += skip
         result = run(*command)
         assert result.exit_code == 1, (command, result.output)
-        [line] = error_lines(result)
+        lines = error_lines(result)
+        assert len(lines) == 1 or skip  # under --skip-invalid the skipped files are listed first
+        line = lines[-1]
         assert line.startswith("error: ") and str(d) in line and "--skip-invalid" not in line
     assert not (tmp_path / "rep").exists()  # no empty plots
 
