@@ -1,5 +1,19 @@
 """panto_analytics: libpanto's compaction policy over whole corpora, on Polars.
 
+A tour, from files to a budget::
+
+    import panto_analytics as pa
+    messages = pa.read_sessions(["~/.claude/projects"])   # read: one row per message
+    turns = pa.turns(messages)                            # turns: one row per turn, with its token cost
+    splits = pa.splits(messages, [8_000, 20_000])         # splits: one row per (session, budget); one budget is fine
+    table = pa.sweep(splits)                              # sweep: one row per budget
+    fig = pa.plots.kept_tokens_by_budget(splits)          # plots (matplotlib, loaded on first use)
+    rec = pa.recommend(splits, pa.Criteria(min_kept_turns=2))   # recommend: a budget, and why
+    pa.report.build_report(messages, [8_000, 20_000])     # report: HTML, Markdown, PNGs, Parquet
+
+``pa.read_corpus`` adds the sessions and compactions tables; ``pa.Cache``
+is the Parquet cache of parsed files.
+
 The package has three floors, and imports only go down:
 
 - :mod:`panto_analytics.cli`: the ``panto-analytics`` command, thin over the rest;
@@ -9,9 +23,14 @@ The package has three floors, and imports only go down:
 - ``schema``, ``errors``, ``budgets``, ``words``: the shared vocabulary.
 
 >>> import panto_analytics as pa
->>> {"read_sessions", "sessions", "splits"} <= set(pa.__all__)
+>>> {"read_sessions", "sessions", "splits", "sweep"} <= set(pa.__all__)
+True
+>>> pa.sweep is pa.summarize_splits
 True
 """
+import importlib
+from typing import Any
+
 from .analysis import Criteria, Recommendation, recommend
 from .budgets import parse_budget, parse_budgets
 from .errors import IngestReport, InputError
@@ -39,5 +58,24 @@ __all__ = [
     "summarize_replay",
     "summarize_splits",
     "summary_request",
+    "sweep",
     "turns",
 ]
+
+#: The sweep: one row per budget (the same function as ``summarize_splits``).
+sweep = summarize_splits
+
+#: Submodules reachable as ``pa.plots`` and ``pa.report``, imported on first use (matplotlib is heavy).
+_LAZY = {"plots": ".analysis.plots", "report": ".analysis.report", "plot_data": ".analysis.plot_data"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        module = importlib.import_module(_LAZY[name], __name__)
+        globals()[name] = module
+        return module
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_LAZY])

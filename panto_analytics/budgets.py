@@ -12,7 +12,10 @@ from __future__ import annotations
 import re
 from decimal import Decimal, InvalidOperation
 
-__all__ = ["parse_budget", "parse_budgets"]
+__all__ = ["MAX_BUDGET", "budgets_as_written", "parse_budget", "parse_budgets"]
+
+#: The largest budget libpanto can hold (a u64).
+MAX_BUDGET = 2**64 - 1
 
 _SUFFIX = {"": 1, "k": 1_000, "m": 1_000_000, "g": 1_000_000_000}
 _BUDGET = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*([kKmMgG]?)\s*$")
@@ -29,13 +32,15 @@ def parse_budget(text: str) -> int:
         raise ValueError(f"not a token budget: {text!r}") from None
     if value != value.to_integral_value():
         raise ValueError(f"a budget is a whole number of tokens, got {text!r} = {value}")
+    if value > MAX_BUDGET:
+        raise ValueError(f"budget {text.strip()!r} is above the largest libpanto holds, 2^64-1 = {MAX_BUDGET}")
     return int(value)
 
 
 def parse_budgets(text: str) -> list[int]:
     """A comma list of budgets, or ``START:STOP:N`` for N evenly spaced budgets (rounded).
 
-    Returns sorted unique budgets.
+    Returns sorted unique budgets (:func:`budgets_as_written` says whether that changed the list).
     """
     text = text.strip()
     if text.count(":") == 2:
@@ -53,3 +58,14 @@ def parse_budgets(text: str) -> list[int]:
     if not parts:
         raise ValueError("no budgets given (examples: 8k,20k,50k or 0:200k:21)")
     return sorted({parse_budget(p) for p in parts})
+
+
+def budgets_as_written(text: str) -> list[int]:
+    """A comma list of budgets in the order written, repeats kept (a range: as :func:`parse_budgets`).
+
+    >>> budgets_as_written("20k,8k,8k")
+    [20000, 8000, 8000]
+    """
+    if text.strip().count(":") == 2:
+        return parse_budgets(text)
+    return [parse_budget(p) for p in text.split(",") if p.strip()]

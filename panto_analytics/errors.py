@@ -15,10 +15,14 @@ __all__ = ["IngestReport", "InputError"]
 
 
 class InputError(ValueError):
-    """A line (or file) that cannot be read, with where it is."""
+    """A line (or file) that cannot be read, with where it is.
 
-    def __init__(self, path: str | Path, line: int | None, reason: str):
-        self.path, self.line, self.reason = str(path), line, reason
+    ``skippable``: whether reading with ``skip_invalid`` would skip it (a
+    missing path, or nothing to read at all, is not).
+    """
+
+    def __init__(self, path: str | Path, line: int | None, reason: str, *, skippable: bool = True):
+        self.path, self.line, self.reason, self.skippable = str(path), line, reason, skippable
         where = self.path if line is None else f"{self.path}:{line}"
         super().__init__(f"{where}: {reason}")
 

@@ -1,12 +1,32 @@
 """The ``panto-analytics`` group that every command module registers itself on."""
 from __future__ import annotations
 
+import sys
+
 import click
 
-__all__ = ["main"]
+__all__ = ["OneLineGroup", "main"]
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+class OneLineGroup(click.Group):
+    """A click group whose usage errors are one line on stderr (exit 2), not a usage block."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        try:
+            code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except click.ClickException as e:
+            where = f" (see '{e.ctx.command_path} --help')" if isinstance(e, click.UsageError) and e.ctx else ""
+            click.echo(f"error: {e.format_message()}{where}", err=True)
+            sys.exit(e.exit_code)
+        except click.Abort:
+            click.echo("Aborted!", err=True)
+            sys.exit(1)
+        sys.exit(code if isinstance(code, int) else 0)
+
+
+@click.group(cls=OneLineGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(package_name="panto_analytics")
 def main() -> None:
     """What does a compaction budget do to real LLM-agent sessions?

@@ -1,14 +1,21 @@
 """``splits`` and ``sweep``: libpanto's split per session and budget, and its summary."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 
 from ..policy import splits as compute_splits
 from ..policy import summarize_splits
 from .app import main
-from .options import budgets_option, friendly_errors, input_options, output_option, read_input_corpus, write_frame
+from .options import (
+    PLOT_SUFFIXES,
+    budgets_option,
+    file_output_option,
+    friendly_errors,
+    input_options,
+    output_option,
+    read_input_corpus,
+    write_frame,
+)
 
 __all__ = ["splits", "sweep"]
 
@@ -46,8 +53,8 @@ def splits(paths, format_, skip_invalid, budgets, output):
 @input_options
 @budgets_option(default="0:200k:21")
 @output_option
-@click.option("--plot", type=click.Path(path_type=Path), default=None,
-              help="Also save the kept-suffix size distribution per budget as an image (PNG, SVG, PDF).")
+@file_output_option("--plot", dest="plot", suffixes=PLOT_SUFFIXES,
+                    help="Also save the kept-suffix size distribution per budget as an image (PNG, SVG, PDF).")
 @friendly_errors
 def sweep(paths, format_, skip_invalid, budgets, output, plot):
     """What each budget does across the corpus in PATHS: one row per budget.

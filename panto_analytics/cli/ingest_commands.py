@@ -9,7 +9,7 @@ import click
 from ..errors import IngestReport
 from ..ingest.cache import Cache, CacheStats, default_cache_dir
 from .app import main
-from .options import friendly_errors, input_options, read_input_corpus, write_frame
+from .options import file_output_option, friendly_errors, input_options, read_input_corpus, report_skips, write_frame
 
 __all__ = ["cache", "cache_clear", "cache_info", "format_summary", "ingest"]
 
@@ -19,12 +19,12 @@ _MAX_ITEMS = 20
 
 @main.command()
 @input_options
-@click.option("--output", "-o", type=click.Path(path_type=Path), default=None,
-              help="Also write the message frame to FILE (.parquet, .csv, .json or .ndjson).")
-@click.option("--sessions", "sessions_out", type=click.Path(path_type=Path), default=None,
-              help="Also write the sessions table (one row per session) to FILE (.csv, .parquet, .json).")
-@click.option("--compactions", "compactions_out", type=click.Path(path_type=Path), default=None,
-              help="Also write the recorded compaction events to FILE.")
+@file_output_option("--output", "-o", dest="output",
+                    help="Also write the message frame to FILE (.parquet, .csv, .json or .ndjson).")
+@file_output_option("--sessions", dest="sessions_out",
+                    help="Also write the sessions table (one row per session) to FILE (.csv, .parquet, .json, .ndjson).")
+@file_output_option("--compactions", dest="compactions_out",
+                    help="Also write the recorded compaction events to FILE (.csv, .parquet, .json, .ndjson).")
 @friendly_errors
 def ingest(paths, format_, skip_invalid, output, sessions_out, compactions_out):
     """Read the sessions in PATHS, fill the cache, and say what was read.
@@ -40,7 +40,8 @@ def ingest(paths, format_, skip_invalid, output, sessions_out, compactions_out):
       panto-analytics ingest data/ -o messages.parquet --sessions sessions.csv
       panto-analytics ingest logs/ --skip-invalid --no-cache
     """
-    corpus = read_input_corpus(paths, format_, skip_invalid, list_skips=False)  # the summary lists them
+    corpus = read_input_corpus(paths, format_, skip_invalid, list_skips=False)  # the summary counts them
+    report_skips(corpus.report)  # and stderr says where
     for frame, target in ((corpus.messages, output), (corpus.sessions, sessions_out),
                           (corpus.compactions, compactions_out)):
         if target is not None:

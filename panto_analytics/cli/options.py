@@ -3,24 +3,25 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
 import sys
 import warnings
+from collections.abc import Iterable
 from pathlib import Path
 
 import click
 import polars as pl
 
-from ..budgets import parse_budget, parse_budgets
+from ..budgets import budgets_as_written, parse_budget, parse_budgets
 from ..errors import IngestReport, InputError
 from ..ingest.formats import ADAPTERS
+from ..ingest.formats.base import TRUNCATED
+from ..ingest.paths import SESSION_PATTERNS, expand_paths
 
 __all__ = [
-    "Tokens",
-    "check_replay",
-    "replay_options",
-    "check_output",
-    "BudgetList", "budgets_option", "friendly_errors", "input_options", "output_option", "read_input", "read_input_corpus",
-    "read_settings", "report_skips", "write_frame",
+    "PLOT_SUFFIXES", "STDOUT_FORMATS", "BudgetList", "OutputPathError", "Tokens", "budgets_option", "check_output",
+    "check_output_path", "check_replay", "file_output_option", "friendly_errors", "input_options", "output_option",
+    "read_input", "read_input_corpus", "read_settings", "replay_options", "report_skips", "session_files", "write_frame",
 ]
 
 
@@ -72,15 +73,32 @@ def read_settings() -> dict:
     return {"cache": cache, "progress": not given.get("quiet"), "jobs": given.get("jobs")}
 
 
+def session_files(paths) -> list[Path]:
+    """The session files PATHS name; :class:`InputError` (one line saying what was searched) when there are none."""
+    files = expand_paths(paths)
+    if not files:
+        raise InputError(", ".join(str(p) for p in paths), None,
+                         f"no session files found (searched for {', '.join(SESSION_PATTERNS)})", skippable=False)
+    return files
+
+
+def _nothing_read(paths, report: IngestReport) -> InputError:
+    where = ", ".join(str(p) for p in paths)
+    return InputError(where, None, f"no sessions in the {report.files} file(s) read", skippable=False)
+
+
 def read_input(paths, format_, skip_invalid, report: IngestReport | None = None) -> pl.DataFrame:
     """The message frame of PATHS, read as the command line says; skips and cache trouble on stderr."""
     from ..ingest import read_sessions
 
     report = report if report is not None else IngestReport()
+    files = session_files(paths)
     with _cache_warnings_on_stderr():
-        messages = read_sessions(paths, format=format_, skip_invalid=skip_invalid, report=report,
+        messages = read_sessions(files, format=format_, skip_invalid=skip_invalid, report=report,
                                  **read_settings())
     report_skips(report)
+    if not report.sessions:
+        raise _nothing_read(paths, report)
     return messages
 
 
@@ -88,10 +106,13 @@ def read_input_corpus(paths, format_, skip_invalid, *, list_skips: bool = True):
     """Like :func:`read_input`, but the whole :class:`~panto_analytics.ingest.corpus.Corpus`."""
     from ..ingest import read_corpus
 
+    files = session_files(paths)
     with _cache_warnings_on_stderr():
-        corpus = read_corpus(paths, format=format_, skip_invalid=skip_invalid, **read_settings())
+        corpus = read_corpus(files, format=format_, skip_invalid=skip_invalid, **read_settings())
     if list_skips:
         report_skips(corpus.report)
+    if corpus.sessions.is_empty():
+        raise _nothing_read(paths, corpus.report)
     return corpus
 
 
@@ -117,9 +138,14 @@ class BudgetList(click.ParamType):
         if isinstance(value, list):
             return value
         try:
-            return parse_budgets(value)
+            budgets = parse_budgets(value)
+            written = budgets_as_written(value)
         except ValueError as e:
             self.fail(str(e), param, ctx)
+        if written != budgets:
+            what = "sorted and de-duplicated" if len(set(written)) != len(written) else "sorted"
+            click.echo(f"note: budgets {what}: {','.join(map(str, budgets))}", err=True)
+        return budgets
 
 
 def budgets_option(default: str | None = None):
@@ -132,27 +158,106 @@ def budgets_option(default: str | None = None):
 _WRITERS = {".csv": "write_csv", ".parquet": "write_parquet", ".json": "write_json",
             ".ndjson": "write_ndjson", ".jsonl": "write_ndjson"}
 
+#: Images matplotlib writes.
+PLOT_SUFFIXES = (".png", ".svg", ".pdf")
+
+#: What ``-o -`` can write to stdout.
+STDOUT_FORMATS = {"csv": "write_csv", "json": "write_json", "ndjson": "write_ndjson"}
+
+_FORMAT_KEY = "panto_analytics.output_format"
+
+
+class OutputPathError(click.UsageError):
+    """An output path that cannot be written: one line, exit 2, before any work."""
+
+
+def check_output_path(path: Path, suffixes: Iterable[str] | None, option: str, *, folder: bool = False) -> Path:
+    """``path`` if it can be written as ``option``'s output, else :class:`OutputPathError` saying why.
+
+    Checks the extension (``suffixes``; None: any), that no file stands where
+    a folder is needed, that the nearest existing folder is writable, and
+    that missing folders are created only inside the current directory
+    (``folder``: the output is itself a folder, which may be created).
+    """
+    if suffixes is not None and path.suffix.lower() not in suffixes:
+        raise OutputPathError(f"{option} {path}: cannot tell the format from {path.name!r}: "
+                              f"use {', '.join(sorted(suffixes))}")
+    if folder and path.exists() and not path.is_dir():
+        raise OutputPathError(f"{option} {path}: is a file, not a folder")
+    if not folder and path.is_dir():
+        raise OutputPathError(f"{option} {path}: is a folder, not a file")
+    target = path if folder else path.parent
+    existing = target
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise OutputPathError(f"{option} {path}: {existing} is a file, not a folder")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise OutputPathError(f"{option} {path}: cannot write in {existing} (permission denied)")
+    missing = target if folder else path.parent
+    if not missing.exists():
+        allowed = missing.parent if folder else None  # a report may create its own folder, not its parents
+        if allowed is None or not allowed.exists():
+            here = Path.cwd().resolve()
+            if not missing.resolve().is_relative_to(here):
+                raise OutputPathError(f"{option} {path}: folder {existing if folder else missing} does not exist "
+                                      "(outside the current folder nothing is created; create it first)")
+    return path
+
 
 def check_output(ctx, param, value: Path | None) -> Path | None:
     # Checked before any work, so a typo never costs a whole run.
-    if value is not None and value.suffix.lower() not in _WRITERS:
-        raise click.BadParameter(f"cannot tell the format from {value.name!r}: use .csv, .parquet, .json or .ndjson")
+    if value is None or str(value) == "-":
+        return value
+    return check_output_path(value, _WRITERS, "-o")
+
+
+def _remember_format(ctx: click.Context, param: click.Parameter, value):
+    ctx.meta[_FORMAT_KEY] = value
     return value
 
 
 def output_option(fn):
-    """-o FILE: write csv, parquet or json (by extension) instead of a table on stdout."""
-    return click.option("--output", "-o", type=click.Path(path_type=Path), default=None, callback=check_output,
+    """-o FILE|- and --output-format: write csv, parquet or json (by extension, or to stdout) instead of a table."""
+    fn = click.option("--output-format", type=click.Choice(sorted(STDOUT_FORMATS)), default=None, expose_value=False,
+                      callback=_remember_format,
+                      help="The format of -o - (stdout): csv, json or ndjson [default: csv]. Given without -o, "
+                           "the table is written to stdout in this format.")(fn)
+    return click.option("--output", "-o", type=click.Path(path_type=Path, allow_dash=True), default=None,
+                        callback=check_output,
                         help="Write to FILE; .csv, .parquet, .json or .ndjson chooses the format. "
-                             "Without it a table is printed.")(fn)
+                             "'-': stdout, as --output-format says. Without it a table is printed.")(fn)
+
+
+def file_output_option(*names: str, dest: str, help: str, suffixes: Iterable[str] = tuple(_WRITERS)):
+    """An option naming a file to write (checked before any work, like -o)."""
+    option = names[0]
+    allowed = set(suffixes)
+
+    def check(ctx, param, value: Path | None) -> Path | None:
+        return None if value is None else check_output_path(value, allowed, option)
+
+    return click.option(*names, dest, type=click.Path(path_type=Path), default=None, callback=check, help=help)
+
+
+#: Rows a terminal table shows; the rest are counted.
+TABLE_ROWS = 200
 
 
 def write_frame(df: pl.DataFrame, output: Path | None) -> None:
-    """Write ``df`` to ``output`` by extension, or print it as a table."""
+    """Write ``df`` to ``output`` by extension, to stdout for ``-`` (``--output-format``), or print it as a table."""
+    ctx = click.get_current_context(silent=True)
+    fmt = ctx.meta.get(_FORMAT_KEY) if ctx is not None else None
+    if (output is not None and str(output) == "-") or (output is None and fmt is not None):
+        text = getattr(df, STDOUT_FORMATS[fmt or "csv"])()
+        click.echo(text, nl=not text.endswith("\n"))
+        return
     if output is None:
-        with pl.Config(tbl_rows=min(len(df), 200), tbl_cols=-1, tbl_width_chars=200,
+        with pl.Config(tbl_rows=min(len(df), TABLE_ROWS), tbl_cols=-1, tbl_width_chars=1000, fmt_str_lengths=1000,
                        tbl_hide_dataframe_shape=True, tbl_hide_column_data_types=True):
             click.echo(df)
+        if len(df) > TABLE_ROWS:
+            click.echo(f"({len(df) - TABLE_ROWS:,} of {len(df):,} rows not shown; -o FILE or -o - writes them all)")
         return
     output.parent.mkdir(parents=True, exist_ok=True)
     getattr(df, _WRITERS[output.suffix.lower()])(output)
@@ -160,11 +265,23 @@ def write_frame(df: pl.DataFrame, output: Path | None) -> None:
 
 
 def report_skips(report: IngestReport) -> None:
-    """Tell stderr how many bad lines were skipped, and where."""
-    if report.n_skipped:
-        click.echo(f"skipped {report.n_skipped} invalid line(s):", err=True)
-        for row in report.skipped_frame().iter_rows(named=True):
-            click.echo(f"  {row['file']}: {row['lines']} x {row['reason']}", err=True)
+    """Tell stderr what was skipped, file by file: how many lines, and why."""
+    truncated = {f for (f, reason) in report.skipped if reason == TRUNCATED}
+    if truncated:
+        click.echo(f"note: skipped the unfinished last line of {len(truncated)} file(s) "
+                   "(sessions still being written?)", err=True)
+    invalid = {(f, r): n for (f, r), n in report.skipped.items() if r != TRUNCATED}
+    if not invalid:
+        return
+    click.echo(f"skipped {sum(invalid.values())} invalid line(s) in {len({f for f, _ in invalid})} file(s):", err=True)
+    by_file: dict[str, list[tuple[str, int]]] = {}
+    for (f, reason), n in sorted(invalid.items()):
+        by_file.setdefault(f, []).append((reason, n))
+    for f, reasons in by_file.items():
+        total = sum(n for _, n in reasons)
+        click.echo(f"  {f}: {total} line(s)", err=True)
+        for reason, n in sorted(reasons, key=lambda rn: (-rn[1], rn[0])):
+            click.echo(f"    {n} x {reason}", err=True)
 
 
 def friendly_errors(fn):
@@ -174,7 +291,8 @@ def friendly_errors(fn):
         try:
             return fn(*args, **kwargs)
         except InputError as e:
-            click.echo(f"error: {e}", err=True)
+            hint = "" if kwargs.get("skip_invalid") or not e.skippable else " (--skip-invalid skips it and goes on)"
+            click.echo(f"error: {e}{hint}", err=True)
             sys.exit(1)
     return wrapper
 

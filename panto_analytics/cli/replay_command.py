@@ -1,17 +1,13 @@
 """``replay``: compaction over each session's life under a context window, for many budgets."""
 from __future__ import annotations
 
-from pathlib import Path
-
-import click
-
 from ..policy.replay import replay
 from ..policy.replay_summary import summarize_replay
 from .app import main
 from .options import (
     budgets_option,
-    check_output,
     check_replay,
+    file_output_option,
     friendly_errors,
     input_options,
     output_option,
@@ -28,10 +24,10 @@ __all__ = ["replay_cmd"]
 @budgets_option(default="0:100k:11")
 @replay_options(required=True)
 @output_option
-@click.option("--sessions", "sessions_out", type=click.Path(path_type=Path), default=None, callback=check_output,
-              help="Also write one row per (session, budget) to this file (.csv, .parquet, .json, .ndjson).")
-@click.option("--events", "events_out", type=click.Path(path_type=Path), default=None, callback=check_output,
-              help="Also write one row per compaction event to this file (.csv, .parquet, .json, .ndjson).")
+@file_output_option("--sessions", dest="sessions_out",
+                    help="Also write one row per (session, budget) to this file (.csv, .parquet, .json, .ndjson).")
+@file_output_option("--events", dest="events_out",
+                    help="Also write one row per compaction event to this file (.csv, .parquet, .json, .ndjson).")
 @friendly_errors
 def replay_cmd(paths, format_, skip_invalid, budgets, window, reserve, summary_tokens, output, sessions_out, events_out):
     """Replay libpanto's compaction over each session's life in PATHS.

@@ -15,6 +15,7 @@ from .app import main
 from .options import (
     Tokens,
     budgets_option,
+    check_output_path,
     check_replay,
     friendly_errors,
     input_options,
@@ -121,6 +122,7 @@ def recommend_cmd(paths, format_, skip_invalid, budgets, min_kept_turns, coverag
 @budgets_option(default=DEFAULT_BUDGETS)
 @criteria_options
 @click.option("--out", "-o", "out_dir", type=click.Path(file_okay=False, path_type=Path), required=True,
+              callback=lambda ctx, param, value: value and check_output_path(value, None, "-o", folder=True),
               help="Folder to write index.html, report.md, the PNGs, sweep.parquet and splits.parquet into.")
 @click.option("--by", "segment_by", type=click.Choice(SEGMENT_KINDS), multiple=True,
               help="Also plot by segment: model, source_format or length (session-length bucket). Repeatable.")

@@ -1,4 +1,7 @@
-"""Which files a list of paths names: files, folders searched for ``*.jsonl``, globs."""
+"""Which files a list of paths names: files, folders searched for session files, globs.
+
+A session file is ``*.jsonl``, or one compressed as ``*.jsonl.gz`` or ``*.jsonl.zst``.
+"""
 from __future__ import annotations
 
 import glob
@@ -8,13 +11,27 @@ from pathlib import Path
 
 from ..errors import InputError
 
-__all__ = ["PathLike", "expand_paths"]
+__all__ = ["SESSION_PATTERNS", "SESSION_SUFFIXES", "PathLike", "expand_paths", "is_session_file"]
 
 PathLike = str | Path
 
+#: What a folder is searched for.
+SESSION_PATTERNS = ("*.jsonl", "*.jsonl.gz", "*.jsonl.zst")
+#: The same, as name endings.
+SESSION_SUFFIXES = tuple(p.removeprefix("*") for p in SESSION_PATTERNS)
+
+
+def is_session_file(path: Path) -> bool:
+    """Whether a file's name is one :data:`SESSION_PATTERNS` matches.
+
+    >>> [is_session_file(Path(n)) for n in ("a.jsonl", "a.jsonl.zst", "a.json", "a.gz")]
+    [True, True, False, False]
+    """
+    return any(path.match(p) for p in SESSION_PATTERNS)
+
 
 def expand_paths(paths: Iterable[PathLike] | PathLike) -> list[Path]:
-    """Files named, ``*.jsonl`` under directories (recursively), and glob matches.
+    """Files named, session files (:data:`SESSION_PATTERNS`) under directories (recursively), and glob matches.
 
     Order is stable (sorted within a directory or glob) and duplicates are dropped.
     """
@@ -31,7 +48,7 @@ def expand_paths(paths: Iterable[PathLike] | PathLike) -> list[Path]:
             out.extend((str(q), None) for q in sorted(Path(q) for q in glob.glob(str(p), recursive=True)
                                                       if os.path.isfile(q)))
         else:
-            raise InputError(p, None, "no such file or directory")
+            raise InputError(p, None, "no such file or directory", skippable=False)
     seen: set[str] = set()
     real = _RealPaths()
     unique: list[Path] = []
@@ -44,7 +61,8 @@ def expand_paths(paths: Iterable[PathLike] | PathLike) -> list[Path]:
 
 
 def _jsonl_under(folder: str) -> list[tuple[str, bool]]:
-    """``*.jsonl`` files under ``folder``, as ``Path.rglob`` finds them (symlinked folders not followed).
+    """Session files (:data:`SESSION_PATTERNS`) under ``folder``, as ``Path.rglob`` finds them (symlinked folders
+    not followed).
 
     One ``scandir`` per folder: the entries' types come with the listing, so
     a plain file costs no system call of its own.
@@ -60,7 +78,7 @@ def _jsonl_under(folder: str) -> list[tuple[str, bool]]:
         for entry in entries:
             if entry.is_dir() and not entry.is_symlink():
                 stack.append(entry.path)
-            elif entry.name.endswith(".jsonl") and entry.is_file():
+            elif entry.name.endswith(SESSION_SUFFIXES) and entry.is_file():
                 found.append((entry.path, entry.is_symlink()))
     return found
 

@@ -32,7 +32,7 @@ from ..schema import empty_messages
 from . import parallel, schedule
 from .cache import Cache, CacheStats, CacheWarning, Entry, FileKey, as_cache
 from .formats import ADAPTERS, adapter, detect_format
-from .formats.base import FrameBuilder, ParsedFile, SessionMeta, SourceFile
+from .formats.base import FrameBuilder, ParsedFile, SessionMeta, SourceFile, session_stem
 from .paths import PathLike, expand_paths
 from .progress import Progress
 
@@ -111,7 +111,7 @@ def parse_here(paths: list[PathLike], *, format: str | None = None, skip_invalid
     sources: list[SourceFile | InputError] = []
     for path, report in zip(paths, file_reports):
         try:
-            sources.append(SourceFile(path, format or detect_format(path), skip_invalid=skip_invalid, report=report))
+            sources.append(SourceFile(path, _format_of(path, format), skip_invalid=skip_invalid, report=report))
         except InputError as e:  # raised below, in file order
             sources.append(e)
     frames = _fast_frames(sources)
@@ -127,7 +127,7 @@ def parse_here(paths: list[PathLike], *, format: str | None = None, skip_invalid
             report.skip(src.path, f"whole file skipped: {src.reason}")
             frames[i] = empty_messages()
         elif frame is None:
-            src.meta = SessionMeta(session_id=src.path.stem)  # forget what a failed fast path read
+            src.meta = SessionMeta(session_id=session_stem(src.path))  # forget what a failed fast path read
             start = builder.height
             rows[i] = (start, builder.add_session(src, adapter(src.source_format).parse(src)))
     if rows:
@@ -146,6 +146,23 @@ def parse_here(paths: list[PathLike], *, format: str | None = None, skip_invalid
             report.messages += p.messages.height
             report.api_calls += p.session.api_calls if p.session.api_calls is not None else calls
     return parsed
+
+
+def _format_of(path: PathLike, forced: str | None) -> str:
+    """The format to read ``path`` in: detected, or ``forced`` unless the file is plainly another format.
+
+    A forced format is taken as is where detection cannot tell (the adapter
+    then judges the file line by line).
+    """
+    if forced is None:
+        return detect_format(path)
+    try:
+        detected = detect_format(path)
+    except InputError:
+        return forced
+    if detected != forced:
+        raise InputError(path, None, f"this is a {detected} file, not {forced} (format {forced!r} was forced)")
+    return forced
 
 
 #: Threads for the columnar fast paths within one process.
@@ -230,8 +247,7 @@ def parse_files(files: list[Path], *, format: str | None = None, skip_invalid: b
     parsed = [ParsedFile(e.messages, e.session, f if isinstance(f, Path) else Path(f), e.source_format)
               for f, e in zip(files, found) if e.session is not None]
     parsed = postprocess(parsed, report)
-    check_unique_sessions(parsed)
-    return parsed
+    return check_unique_sessions(parsed, skip_invalid=skip_invalid, report=report)
 
 
 def parse_entries(paths: list[PathLike], format: str | None = None, skip_invalid: bool = False) -> list[Entry]:
@@ -288,14 +304,33 @@ def postprocess(parsed: list[ParsedFile], report: IngestReport | None) -> list[P
     return parsed
 
 
-def check_unique_sessions(parsed: list[ParsedFile]) -> None:
+def check_unique_sessions(parsed: list[ParsedFile], *, skip_invalid: bool = False,
+                          report: IngestReport | None = None) -> list[ParsedFile]:
+    """The files, each session id claimed once: a second file with an id already seen is an error.
+
+    Under ``skip_invalid`` the first file keeps the session; a later one (a
+    backup, a copy) is dropped, its messages uncounted, and the skip noted
+    with both files.
+    """
     owner: dict[str, Path] = {}
+    kept: list[ParsedFile] = []
     for p in parsed:
         assert p.session is not None  # files skipped whole are dropped before this check
         sid = p.session.session_id
         if sid in owner:
-            raise InputError(p.path, None, f"session id {sid!r} is also the id of {owner[sid]}")
+            reason = f"session id {sid!r} is also the id of {owner[sid]}"
+            if not skip_invalid:
+                raise InputError(p.path, None, reason)
+            if report is not None:
+                report.skip(p.path, f"whole file skipped: {reason} (the first one kept)")
+                report.sessions -= 1
+                report.messages -= p.messages.height
+                recorded = p.session.api_calls
+                report.api_calls -= recorded if recorded is not None else _counted_api_calls([p.messages])[0]
+            continue
         owner[sid] = p.path
+        kept.append(p)
+    return kept
 
 
 def concat_messages(frames: list[pl.DataFrame]) -> pl.DataFrame:

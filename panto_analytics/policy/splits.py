@@ -32,13 +32,15 @@ __all__ = ["budget_series", "splits"]
 S = ex.SESSION
 
 
-def budget_series(budgets: Iterable[int]) -> pl.Series:
-    """Budgets as a sorted, unique UInt64 series.
+def budget_series(budgets: int | Iterable[int]) -> pl.Series:
+    """Budgets (one, or many) as a sorted, unique UInt64 series.
 
     >>> budget_series([20_000, 0, 20_000]).to_list()
     [0, 20000]
+    >>> budget_series(20_000).to_list()
+    [20000]
     """
-    values = sorted({int(b) for b in budgets})
+    values = sorted({int(budgets)} if isinstance(budgets, int) else {int(b) for b in budgets})
     if values and values[0] < 0:
         raise ValueError(f"budgets must be non-negative, got {values[0]}")
     if values and values[-1] >= 2**64:
@@ -46,7 +48,7 @@ def budget_series(budgets: Iterable[int]) -> pl.Series:
     return pl.Series("budget", values, dtype=pl.UInt64)
 
 
-def splits(messages: Frame, budgets: Iterable[int], *, sessions: pl.DataFrame | pl.LazyFrame | None = None) -> Frame:
+def splits(messages: Frame, budgets: int | Iterable[int], *, sessions: pl.DataFrame | pl.LazyFrame | None = None) -> Frame:
     """One row per (session, budget): libpanto's split and what it keeps.
 
     ``prefix_end`` and ``kept_turns`` equal ``computeSplit(messages, usages,

@@ -6,6 +6,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 import pytest
 
@@ -13,11 +14,8 @@ from panto_analytics.ingest import parallel
 
 MAIN = os.getpid()
 
-
-def where(x: int) -> tuple[int, int]:
-    """``x`` squared and the process that computed it; slow enough that a worker gets some."""
-    time.sleep(0.03)
-    return x * x, os.getpid()
+#: How long the caller waits for a worker to start before the test fails (a safety net, never a pass condition).
+WORKER_START_LIMIT_S = 600
 
 
 def _in_worker() -> bool:
@@ -25,17 +23,38 @@ def _in_worker() -> bool:
     return os.environ.get("PANTO_TEST_MAIN_PID") != str(os.getpid())
 
 
+def _gate() -> Path:
+    return Path(os.environ["PANTO_TEST_GATE"])
+
+
+def _worker_has_been_here() -> None:
+    """In a worker: say so. In the caller: wait until a worker has said so (no timing: however long it takes)."""
+    if _in_worker():
+        (_gate() / f"worker-{os.getpid()}").touch()
+        return
+    deadline = time.monotonic() + WORKER_START_LIMIT_S
+    while not any(_gate().iterdir()):
+        assert time.monotonic() < deadline, "no worker process started"
+        time.sleep(0.005)
+
+
+def where(x: int) -> tuple[int, int]:
+    """``x`` squared and the process that computed it; the caller works only once a worker has worked."""
+    _worker_has_been_here()
+    return x * x, os.getpid()
+
+
 def fail_in_a_worker(x: int) -> int:
+    _worker_has_been_here()  # in a worker: before it fails
     if _in_worker():
         raise ValueError(f"worker failed on {x}")
-    time.sleep(0.1)  # leave the worker time to start and take an item
     return x
 
 
 def die_in_a_worker(x: int) -> int:
+    _worker_has_been_here()
     if _in_worker():
         os._exit(3)  # a worker killed mid-task
-    time.sleep(0.1)
     return -x
 
 
@@ -43,7 +62,14 @@ def run_pool(fn, n, **kw):
     return parallel.run(fn, list(range(n)), weights=[1] * n, jobs=2, min_weight=0, **kw)
 
 
-def test_results_come_back_in_item_order_from_both_processes():
+@pytest.fixture
+def main_pid(monkeypatch, tmp_path):
+    monkeypatch.setenv("PANTO_TEST_MAIN_PID", str(os.getpid()))
+    (tmp_path / "gate").mkdir()
+    monkeypatch.setenv("PANTO_TEST_GATE", str(tmp_path / "gate"))
+
+
+def test_results_come_back_in_item_order_from_both_processes(main_pid):
     done = []
     results = run_pool(where, 40, on_done=lambda i, r: done.append(i))
     assert [r[0] for r in results] == [x * x for x in range(40)]
@@ -59,11 +85,6 @@ def test_biggest_items_go_to_the_front_of_the_queue():
     assert results == [1, 2, 3, 4] and order == [0, 1, 2, 3]  # sequentially: in order
     sched = parallel._Schedule(abs, [-1, -2, -3, -4], sorted(range(4), key=lambda i: -weights[i]), None, None)
     assert sched._next(front=True) == 1 and sched._next(front=False) == 0  # workers: biggest; caller: smallest
-
-
-@pytest.fixture
-def main_pid(monkeypatch):
-    monkeypatch.setenv("PANTO_TEST_MAIN_PID", str(os.getpid()))
 
 
 def test_an_exception_in_a_worker_is_raised_here(main_pid):

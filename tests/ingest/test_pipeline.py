@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 import os
-import time
+import threading
 from pathlib import Path
 
 import pytest
@@ -42,32 +42,43 @@ def always_parallel(monkeypatch):
     monkeypatch.setattr(parallel, "MIN_PARALLEL_BYTES", 0)
 
 
+#: How long a test waits for a worker process to start before it fails (a safety net, never a pass condition).
+WORKER_START_LIMIT_S = 600
+
+
 @pytest.fixture
-def slow_here(monkeypatch):
-    """``slow_here(seconds)``: from now on, parsing a file in this process takes that much longer.
+def worker_first(monkeypatch):
+    """``worker_first()``: from now on, this process parses nothing until a worker has taken its first file.
 
-    So the worker, once up, gets files too (workers import ``ingest`` afresh
-    and parse at full speed). Returns the list of files parsed here.
+    No timing involved: the caller waits for the worker to be handed the
+    front of the queue (the biggest file), however long the worker takes
+    to start. Returns the list of files parsed here.
     """
-    def enable(seconds: float) -> list[str]:
+    def enable() -> list[str]:
         here: list[str] = []
-        real = ingest.parse_entries
+        fed = threading.Event()
+        real_parse, real_feed = ingest.parse_entries, parallel._Schedule.feed
 
-        def slow(paths, *args, **kwargs):
+        def feed(self, pool):
+            real_feed(self, pool)
+            fed.set()
+
+        def parse_after_the_worker(paths, *args, **kwargs):
+            assert fed.wait(WORKER_START_LIMIT_S), "no worker process started"
             here.extend(Path(p).name for p in paths)
-            time.sleep(seconds * len(paths))
-            return real(paths, *args, **kwargs)
+            return real_parse(paths, *args, **kwargs)
 
-        monkeypatch.setattr(ingest, "parse_entries", slow)
+        monkeypatch.setattr(parallel._Schedule, "feed", feed)
+        monkeypatch.setattr(ingest, "parse_entries", parse_after_the_worker)
         return here
     return enable
 
 
 @pytest.mark.slow
-def test_parallel_equals_sequential(corpus, tmp_path, always_parallel, slow_here):
+def test_parallel_equals_sequential(corpus, tmp_path, always_parallel, worker_first):
     seq_report, par_report = IngestReport(), IngestReport()
     sequential = pa.read_sessions(corpus, jobs=1, report=seq_report)
-    here = slow_here(0.3)
+    here = worker_first()
     cache = Cache(tmp_path / "cache")
     parallel_ = pa.read_sessions(corpus, jobs=2, report=par_report, cache=cache)
     assert 0 < len(here) < 7  # both processes parsed files
@@ -78,12 +89,12 @@ def test_parallel_equals_sequential(corpus, tmp_path, always_parallel, slow_here
     assert cache.stats.hits == 7
 
 
-def test_error_in_any_process_names_the_file_and_line(corpus, always_parallel, slow_here):
+def test_error_in_any_process_names_the_file_and_line(corpus, always_parallel, worker_first):
     bad = corpus / "zz-bad.jsonl"
     write_session(bad, 30)  # the biggest file: queued first
     with bad.open("a") as f:
         f.write('{"type": "message", "role": "robot", "content": []}\n')
-    here = slow_here(0.5)
+    here = worker_first()
     with pytest.raises(InputError) as e:
         pa.read_sessions(corpus, jobs=2)
     assert "zz-bad.jsonl" not in here  # the worker took the biggest file, and its error came back

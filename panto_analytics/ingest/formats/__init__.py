@@ -11,7 +11,7 @@ import orjson
 
 from ...errors import InputError
 from . import canonical, claude_code, codex, jsonl, pi
-from .base import Adapter
+from .base import Adapter, open_session_file
 
 __all__ = ["ADAPTERS", "Adapter", "adapter", "detect_format"]
 
@@ -24,6 +24,11 @@ ADAPTERS: dict[str, Adapter] = {a.NAME: a for a in _DETECTION_ORDER}
 
 _SNIFF_LINES = 20
 
+#: Formats whose files start with a record of their own: a file whose first
+#: record is foreign (say, a sanitized export's ``sanitization_notice``) is
+#: not theirs, whatever follows.
+_FIRST_RECORD_ONLY = frozenset({canonical.NAME})
+
 
 def detect_format(path: str | Path) -> str:
     """The format of ``path``, judged from its first JSON records.
@@ -32,13 +37,15 @@ def detect_format(path: str | Path) -> str:
     Raises :class:`InputError` when no adapter recognises the file.
     """
     seen = 0
-    with open(path, "rb") as f:
+    with open_session_file(path) as f:
         for lineno, raw in enumerate(f, 1):
             if not raw.strip():
                 continue
             try:
                 record = orjson.loads(raw)
             except orjson.JSONDecodeError as e:
+                if not raw.endswith(b"\n"):
+                    break  # the last line, still being written: judged by what came before it
                 if not seen:
                     hint = (jsonl.NOT_JSONL if raw.strip() in (b"{", b"[")
                             else f"the first line is not valid JSON: {e.msg}")
@@ -46,7 +53,7 @@ def detect_format(path: str | Path) -> str:
                 break
             # Most files are known by their first record; read on only while none claims it.
             for name, candidate in ADAPTERS.items():
-                if candidate.sniff(record):
+                if candidate.sniff(record) and (seen == 0 or name not in _FIRST_RECORD_ONLY):
                     return name
             seen += 1
             if seen >= _SNIFF_LINES:

@@ -14,6 +14,8 @@ which raises or counts a skip; records that are not conversation go through
 """
 from __future__ import annotations
 
+import gzip
+import io
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -28,9 +30,65 @@ from ...transcript import serialized_bytes
 from ...words import message_words
 
 __all__ = [
-    "Adapter", "FrameBuilder", "Invalid", "Message", "ParsedFile", "Postprocess", "ReadFrames", "SessionMeta", "SourceFile",
-    "parse_timestamp", "usage_counter",
+    "COMPRESSED_SUFFIXES", "TRUNCATED", "Adapter", "FrameBuilder", "Invalid", "Message", "ParsedFile", "Postprocess",
+    "ReadFrames", "SessionMeta", "SourceFile", "open_session_file", "session_stem", "parse_timestamp", "usage_counter",
 ]
+
+#: Compressed session files read like ``.jsonl`` (the suffix after ``.jsonl``).
+COMPRESSED_SUFFIXES = (".gz", ".zst")
+
+#: Why the last line of a file was skipped: it has no newline and is not JSON (the agent is still writing it).
+TRUNCATED = "truncated final line (the session is still being written?)"
+
+_BOM = b"\xef\xbb\xbf"
+
+
+class _Decompressed(io.BufferedReader):
+    """A decompressed stream: no ``fileno`` (so nobody maps the compressed bytes by mistake)."""
+
+    def fileno(self) -> int:
+        raise io.UnsupportedOperation("a decompressed stream has no file descriptor")
+
+
+def session_stem(path: str | Path) -> str:
+    """A session file's name without ``.jsonl`` and a compression suffix: its session id by default.
+
+    >>> session_stem("a/b.jsonl"), session_stem("b.jsonl.gz"), session_stem("b.jsonl.zst")
+    ('b', 'b', 'b')
+    """
+    name = Path(path).name
+    for suffix in COMPRESSED_SUFFIXES:
+        name = name.removesuffix(suffix)
+    return Path(name).stem
+
+
+def open_session_file(path: str | Path) -> IO[bytes]:
+    """``path`` opened for reading bytes: ``.gz`` and ``.zst`` decompressed, a UTF-8 BOM skipped.
+
+    >>> import tempfile, pathlib, gzip
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "s.jsonl.gz"
+    >>> _ = p.write_bytes(gzip.compress(b"\\xef\\xbb\\xbf{}\\n"))
+    >>> with open_session_file(p) as f: f.read()
+    b'{}\\n'
+    """
+    path = Path(path)
+    f: io.BufferedReader
+    if path.suffix == ".gz":
+        f = _Decompressed(gzip.GzipFile(path, "rb"))
+    elif path.suffix == ".zst":
+        import zstandard
+
+        raw = open(path, "rb")
+        f = _Decompressed(zstandard.ZstdDecompressor().stream_reader(raw, closefd=True))
+    else:
+        f = open(path, "rb")
+    try:
+        if f.peek(3)[:3] == _BOM:
+            f.read(3)
+    except OSError:
+        f.close()
+        raise
+    return f
 
 
 @dataclass(slots=True)
@@ -78,7 +136,7 @@ class SourceFile:
         self.source_format = source_format
         self.skip_invalid = skip_invalid
         self.report = report if report is not None else IngestReport()
-        self.meta = SessionMeta(session_id=self.path.stem)
+        self.meta = SessionMeta(session_id=session_stem(self.path))
 
     def invalid(self, line: int | None, reason: str) -> None:
         """A bad line: raise :class:`InputError`, or count it under ``skip_invalid``."""
@@ -86,12 +144,17 @@ class SourceFile:
             raise InputError(self.path, line, reason)
         self.report.skip(self.path, reason)
 
+    def truncated(self, line: int) -> None:
+        """The file's last line has no newline and is not JSON: skipped and counted, never fatal."""
+        self.report.skip(self.path, TRUNCATED)
+
     def ignore(self, record_type: str) -> None:
         """A valid record that is not conversation: counted, never fatal."""
         self.report.ignore(self.source_format, record_type)
 
     def open(self) -> IO[bytes]:
-        return open(self.path, "rb")
+        """The file's bytes (decompressed, without a BOM): see :func:`open_session_file`."""
+        return open_session_file(self.path)
 
 
 @dataclass

@@ -41,7 +41,17 @@ import polars as pl
 from ...errors import IngestReport
 from ...policy.expressions import is_api_call
 from ...schema import MAX_USAGE
-from .base import Invalid, Message, ParsedFile, ReadFrames, SessionMeta, SourceFile, parse_timestamp, usage_counter
+from .base import (
+    Invalid,
+    Message,
+    ParsedFile,
+    ReadFrames,
+    SessionMeta,
+    SourceFile,
+    parse_timestamp,
+    session_stem,
+    usage_counter,
+)
 from .jsonl import records
 
 __all__ = ["NAME", "SYNTHETIC_MODEL", "parse", "postprocess", "read_frames", "sniff"]
@@ -204,7 +214,7 @@ class _Transcript:
         self._flush()
         self._release_kept()
         meta = self.src.meta
-        stem = self.src.path.stem
+        stem = session_stem(self.src.path)
         if self.sidechain and self.session_id is not None:
             agent = self.agent_id or stem.removeprefix("agent-")
             meta.parent_session_id = self.session_id

@@ -36,7 +36,9 @@ _JSON_TYPES = {list: "array", str: "string", int: "number", float: "number", boo
 def records(src: SourceFile) -> Iterator[tuple[int, dict[str, Any]]]:
     """``(line number, object)`` for every line of ``src`` that holds a JSON object.
 
-    Blank lines are skipped. A line that is not JSON, or is JSON but not an
+    Blank lines are skipped. The last line, when it has no newline and is
+    not a JSON object, is being written: it is counted as a skip
+    (:meth:`SourceFile.truncated`), never an error. A line that is not JSON, or is JSON but not an
     object, goes through :meth:`SourceFile.invalid`. When the first line is
     not JSON but a lone ``{`` or ``[``, the file is pretty-printed JSON: the
     error names line 1, and under ``skip_invalid`` every non-blank line of
@@ -52,6 +54,9 @@ def records(src: SourceFile) -> Iterator[tuple[int, dict[str, Any]]]:
                 stripped = raw.strip()
                 if not stripped:
                     continue
+                if not raw.endswith(b"\n"):  # the last line, cut short: a session still being written
+                    src.truncated(lineno)
+                    continue
                 if not seen_any and stripped in (b"{", b"["):
                     _reject_file(src, f, lineno)
                     return
@@ -61,6 +66,8 @@ def records(src: SourceFile) -> Iterator[tuple[int, dict[str, Any]]]:
             seen_any = True
             if isinstance(rec, dict):
                 yield lineno, rec
+            elif not raw.endswith(b"\n"):
+                src.truncated(lineno)
             else:
                 src.invalid(lineno, f"expected a JSON object, got {json_type(rec)}")
 

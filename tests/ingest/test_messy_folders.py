@@ -1,0 +1,138 @@
+"""Folders as agents leave them: unfinished last lines, foreign files, copies, compressed files, BOMs."""
+from __future__ import annotations
+
+import gzip
+import shutil
+from pathlib import Path
+
+import pytest
+import zstandard
+from conftest import DATA, FIXTURES
+
+import panto_analytics as pa
+from panto_analytics.errors import IngestReport, InputError
+from panto_analytics.ingest.formats import detect_format
+from panto_analytics.ingest.formats.base import TRUNCATED
+
+#: One real-looking file per format.
+ONE_PER_FORMAT = {
+    "canonical": sorted(DATA.glob("*.jsonl"))[0],
+    "pi": FIXTURES / "pi" / "v1.jsonl",
+    "claude-code": FIXTURES / "claude_code" / "blocks.jsonl",
+    "codex": FIXTURES / "codex" / "calls.jsonl",
+}
+
+
+def copy(src: Path, dst: Path) -> Path:
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(src, dst)
+    return dst
+
+
+def last_line(path: Path) -> bytes:
+    return path.read_bytes().rstrip(b"\n").rsplit(b"\n", 1)[-1]
+
+
+@pytest.mark.parametrize("fmt", sorted(ONE_PER_FORMAT))
+def test_an_unfinished_last_line_is_skipped_with_a_note_in_every_format(tmp_path, fmt):
+    original = ONE_PER_FORMAT[fmt]
+    f = copy(original, tmp_path / "live.jsonl")
+    with f.open("ab") as out:
+        out.write(last_line(original)[: len(last_line(original)) // 2])  # being written: no newline yet
+    report = IngestReport()
+    got = pa.read_sessions([f], report=report)  # no skip_invalid needed
+    want = pa.read_sessions([original])
+    assert got.drop("file").equals(want.drop("file"))
+    assert report.skipped == {(str(f), TRUNCATED): 1}
+    assert detect_format(f) == fmt
+
+
+@pytest.mark.parametrize("fmt", sorted(ONE_PER_FORMAT))
+def test_a_bad_line_before_the_end_still_stops_the_read(tmp_path, fmt):
+    original = ONE_PER_FORMAT[fmt]
+    f = copy(original, tmp_path / "bad.jsonl")
+    with f.open("ab") as out:
+        out.write(b"{not json\n")
+    with pytest.raises(InputError) as e:
+        pa.read_sessions([f])
+    assert e.value.path == str(f) and e.value.line is not None and e.value.skippable
+
+
+SANITIZED = ('{"type":"sanitization_notice","note":"secrets removed"}\n'
+             '{"type":"message","role":"user","content":[{"type":"text","text":"hi"}]}\n'
+             '{"text":"a sanitized record"}\n')
+
+
+def test_a_file_of_no_session_format_is_refused_by_detection(tmp_path):
+    f = tmp_path / "export.jsonl"
+    f.write_text(SANITIZED)
+    with pytest.raises(InputError, match="unknown session format"):
+        pa.read_sessions([f])
+
+
+def test_skip_invalid_skips_a_foreign_file_whole_and_names_it(tmp_path):
+    copy(ONE_PER_FORMAT["canonical"], tmp_path / "good.jsonl")
+    (tmp_path / "export.jsonl").write_text(SANITIZED)
+    report = IngestReport()
+    df = pa.read_sessions([tmp_path], skip_invalid=True, report=report)
+    assert df["file"].unique().to_list() == [str(tmp_path / "good.jsonl")]
+    [(path, reason)] = report.skipped
+    assert path == str(tmp_path / "export.jsonl") and reason.startswith("whole file skipped: unknown session format")
+
+
+@pytest.mark.parametrize("forced,actual", [("pi", "claude-code"), ("codex", "canonical"), ("canonical", "pi")])
+def test_a_forced_format_on_another_formats_file_names_the_detected_one(tmp_path, forced, actual):
+    f = copy(ONE_PER_FORMAT[actual], tmp_path / "s.jsonl")
+    with pytest.raises(InputError, match=f"this is a {actual} file, not {forced}"):
+        pa.read_sessions([f], format=forced)
+
+
+def test_the_same_session_in_two_files_is_one_error(tmp_path):
+    copy(ONE_PER_FORMAT["pi"], tmp_path / "a" / "s.jsonl")
+    copy(ONE_PER_FORMAT["pi"], tmp_path / "b" / "s-backup.jsonl")
+    with pytest.raises(InputError, match=r"b/s-backup\.jsonl: session id .* is also the id of .*a/s\.jsonl"):
+        pa.read_sessions([tmp_path])
+
+
+def test_skip_invalid_keeps_the_first_copy_of_a_session_and_names_both(tmp_path):
+    first = copy(ONE_PER_FORMAT["pi"], tmp_path / "a" / "s.jsonl")
+    second = copy(ONE_PER_FORMAT["pi"], tmp_path / "b" / "s-backup.jsonl")
+    alone = IngestReport()
+    want = pa.read_sessions([first], report=alone)
+    report = IngestReport()
+    got = pa.read_sessions([tmp_path], skip_invalid=True, report=report)
+    assert got.equals(want)
+    [((path, reason), n)] = report.skipped.items()
+    assert path == str(second) and str(first) in reason and "first one kept" in reason and n == 1
+    assert (report.sessions, report.messages, report.api_calls) == (alone.sessions, alone.messages, alone.api_calls)
+
+
+def compress(path: Path, suffix: str) -> Path:
+    data = path.read_bytes()
+    out = path.with_name(path.name + suffix)
+    out.write_bytes(gzip.compress(data) if suffix == ".gz" else zstandard.ZstdCompressor().compress(data))
+    path.unlink()
+    return out
+
+
+@pytest.mark.parametrize("suffix", [".gz", ".zst"])
+@pytest.mark.parametrize("fmt", sorted(ONE_PER_FORMAT))
+def test_compressed_files_are_found_read_and_cached_like_jsonl(tmp_path, fmt, suffix):
+    original = ONE_PER_FORMAT[fmt]
+    packed = compress(copy(original, tmp_path / "in" / original.name), suffix)
+    want = pa.read_sessions([original])
+    for _ in range(2):  # cold, then from the cache
+        got = pa.read_sessions([tmp_path / "in"], cache=tmp_path / "cache", jobs=1)
+        assert got.drop("file").equals(want.drop("file"))
+        assert got["file"].unique().to_list() == [str(packed)]
+    assert pa.sessions([tmp_path / "in"])["session_id"].to_list() == pa.sessions([original])["session_id"].to_list()
+
+
+@pytest.mark.parametrize("fmt", sorted(ONE_PER_FORMAT))
+def test_a_utf8_bom_is_stripped(tmp_path, fmt):
+    original = ONE_PER_FORMAT[fmt]
+    f = tmp_path / "bom.jsonl"
+    f.write_bytes(b"\xef\xbb\xbf" + original.read_bytes())
+    assert detect_format(f) == fmt
+    assert pa.read_sessions([f]).drop("file").equals(pa.read_sessions([original]).drop("file"))
+
