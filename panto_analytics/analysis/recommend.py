@@ -358,6 +358,6 @@ def recommend_at_compactions(result: Replay, criteria: Criteria | None = None) -
     rec.table = rec.table.rename({"sessions": "events"}).drop("noop_share", "capped_share")
     rec.reasons.append(
         f"replayed under a {format_tokens(result.window)} window (reserve {format_tokens(result.reserve)}, summary "
-        f"{format_tokens(result.summary_tokens)} tokens): {result.events.height:,} compaction events over "
+        f"{format_tokens(result.summary_tokens)} tokens, {result.summary_source}): {result.events.height:,} compaction events over "
         f"{result.sessions['session_id'].n_unique():,} sessions")
     return rec

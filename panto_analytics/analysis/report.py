@@ -39,7 +39,7 @@ from ..policy import Replay, events_as_splits, replay, summarize_replay, summari
 from ..policy import splits as compute_splits
 from ..policy import turns as compute_turns
 from ..policy.expressions import SESSION
-from ..policy.replay import DEFAULT_RESERVE, DEFAULT_SUMMARY_TOKENS
+from ..policy.replay import DEFAULT_RESERVE
 from ..schema import COMPACTIONS_SCHEMA
 from . import plots
 from .compactions import agent_vs_libpanto, compaction_table
@@ -348,7 +348,7 @@ def build_report(messages: pl.DataFrame, budgets: Iterable[int], *, criteria: Cr
                  segment_by: Sequence[str] = (), ingest: IngestReport | None = None,
                  sessions: pl.DataFrame | None = None, compactions: pl.DataFrame | None = None,
                  title: str | None = None, inputs: Sequence[str] = (), window: int | None = None,
-                 reserve: int = DEFAULT_RESERVE, summary_tokens: int = DEFAULT_SUMMARY_TOKENS) -> Report:
+                 reserve: int = DEFAULT_RESERVE, summary_tokens: int | None = None) -> Report:
     """Compute everything a report shows.
 
     ``sessions`` (the sessions table, when available) adds sessions without
@@ -435,7 +435,8 @@ def _replay_text(result: Replay) -> str:
     return (f"Each session replayed call by call under a {format_tokens(result.window)}-token window: a compaction "
             f"fires when the context passes {format_tokens(result.window - result.reserve)} (window minus a "
             f"{format_tokens(result.reserve)} reserve), libpanto splits the transcript as it stands, and a "
-            f"{format_tokens(result.summary_tokens)}-token summary replaces the summarized prefix. One row per budget; "
+            f"{format_tokens(result.summary_tokens)}-token summary ({result.summary_source}) replaces the summarized "
+            "prefix. One row per budget; "
             "the rules of the recommendation ran on these events (docs/replay.md).")
 
 

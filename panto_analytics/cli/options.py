@@ -323,20 +323,21 @@ def replay_options(*, required: bool):
             click.option("--window", type=Tokens(), required=required, help=what),
             click.option("--reserve", type=Tokens(), default=DEFAULT_RESERVE, show_default=True,
                          help="Tokens kept free below the window: a compaction fires past window - reserve."),
-            click.option("--summary-tokens", type=Tokens(), default=DEFAULT_SUMMARY_TOKENS, show_default=True,
-                         help="Size of the summary that replaces the summarized prefix, in tokens."),
+            click.option("--summary-tokens", type=Tokens(), default=None,
+                         help="Size of the summary that replaces the summarized prefix, in tokens [default: the "
+                              f"median of the summaries recorded in PATHS, else {DEFAULT_SUMMARY_TOKENS}]."),
         ]):
             fn = option(fn)
         return fn
     return decorate
 
 
-def check_replay(window: int | None, reserve: int, summary_tokens: int) -> None:
+def check_replay(window: int | None, reserve: int, summary_tokens: int | None) -> None:
     """A usage error, before any work, for replay parameters that cannot work (``window <= reserve``, ...)."""
-    from ..policy.replay import validate_parameters
+    from ..policy.replay import DEFAULT_SUMMARY_TOKENS, validate_parameters
 
     if window is not None:
         try:
-            validate_parameters(window, reserve, summary_tokens)
+            validate_parameters(window, reserve, DEFAULT_SUMMARY_TOKENS if summary_tokens is None else summary_tokens)
         except ValueError as e:
             raise click.UsageError(str(e)) from None

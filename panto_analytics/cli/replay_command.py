@@ -1,6 +1,8 @@
 """``replay``: compaction over each session's life under a context window, for many budgets."""
 from __future__ import annotations
 
+import click
+
 from ..policy.replay import replay
 from ..policy.replay_summary import summarize_replay
 from .app import main
@@ -52,6 +54,7 @@ def replay_cmd(paths, format_, skip_invalid, budgets, window, reserve, summary_t
     check_replay(window, reserve, summary_tokens)
     messages = read_input(paths, format_, skip_invalid)
     result = replay(messages, budgets, window=window, reserve=reserve, summary_tokens=summary_tokens)
+    click.echo(f"summary: {result.summary_tokens:,} tokens ({result.summary_source})", err=True)
     for frame, target in ((result.sessions, sessions_out), (result.events, events_out)):
         if target is not None:
             write_frame(frame, target)

@@ -71,6 +71,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
+from typing import cast
 
 import numpy as np
 import polars as pl
@@ -81,7 +82,8 @@ from .splits import budget_series
 from .turns import _turns, check_order
 
 __all__ = [
-    "DEFAULT_RESERVE", "DEFAULT_SUMMARY_TOKENS", "EVENT_SCHEMA", "REPLAY_SESSION_SCHEMA", "Replay", "replay", "validate_parameters",
+    "DEFAULT_RESERVE", "DEFAULT_SUMMARY_TOKENS", "EVENT_SCHEMA", "REPLAY_SESSION_SCHEMA", "Replay", "replay", "summary_size",
+    "validate_parameters",
 ]
 
 S = ex.SESSION
@@ -133,6 +135,8 @@ class Replay:
     window: int
     reserve: int
     summary_tokens: int
+    #: Where ``summary_tokens`` came from: given, the recorded summaries' median, or the default.
+    summary_source: str = "given"
 
 
 def _check_size(name: str, value: int) -> int:
@@ -145,6 +149,25 @@ def _check_size(name: str, value: int) -> int:
     return value
 
 
+def summary_size(messages: pl.DataFrame) -> tuple[int, str]:
+    """The summary size a replay assumes, in tokens, and where it came from.
+
+    The median of libpanto's word estimate (``ceil(words * 1.3)``) of the
+    summaries recorded in ``messages`` (the messages holding one; an observed value), else
+    :data:`DEFAULT_SUMMARY_TOKENS`.
+
+    >>> summary_size(pl.DataFrame({"words": [10, 100, 300], "has_summary": [True, False, True]}))
+    (390, 'the median of 2 recorded summaries')
+    >>> summary_size(pl.DataFrame({"words": [10], "has_summary": [False]}))
+    (2000, 'the default: no recorded summaries')
+    """
+    sizes = messages.filter("has_summary").select(ex.word_tokens()).to_series()
+    if sizes.is_empty():
+        return DEFAULT_SUMMARY_TOKENS, "the default: no recorded summaries"
+    median = sizes.quantile(0.5, "nearest")
+    return int(cast(float, median)), f"the median of {len(sizes)} recorded summar{'y' if len(sizes) == 1 else 'ies'}"
+
+
 def validate_parameters(window: int, reserve: int, summary_tokens: int) -> None:
     """ValueError, in one line, unless the sizes are whole, non-negative tokens and ``window > reserve``."""
     _check_size("window", window)
@@ -155,7 +178,7 @@ def validate_parameters(window: int, reserve: int, summary_tokens: int) -> None:
 
 
 def replay(messages: pl.DataFrame | pl.LazyFrame, budgets: Iterable[int], *, window: int,
-           reserve: int = DEFAULT_RESERVE, summary_tokens: int = DEFAULT_SUMMARY_TOKENS) -> Replay:
+           reserve: int = DEFAULT_RESERVE, summary_tokens: int | None = None) -> Replay:
     """Replay compaction over each session's life under ``window``, for every budget.
 
     ``messages`` is a message frame (``DataFrame`` or ``LazyFrame``, ordered by
@@ -165,22 +188,28 @@ def replay(messages: pl.DataFrame | pl.LazyFrame, budgets: Iterable[int], *, win
     ``sessions``, one row per (session, budget). The rules are in the module
     docstring. Events also carry ``transcript_bytes`` and ``request_bytes``
     (what the summarizer reads, :mod:`.replay_request`), and sessions the sum
-    of their events' ``request_bytes``. ``summary_tokens`` defaults to :data:`DEFAULT_SUMMARY_TOKENS`;
-    a caller may pass the median size of the corpus' recorded summaries.
-    Raises ValueError on bad parameters (``window <= reserve``, negative sizes).
+    of their events' ``request_bytes``. ``summary_tokens`` defaults to
+    :func:`summary_size`: the median size of the summaries recorded in
+    ``messages``, else :data:`DEFAULT_SUMMARY_TOKENS`; ``summary_source``
+    says which. Raises ValueError on bad parameters (``window <= reserve``,
+    negative sizes).
     """
+    frame = messages.collect() if isinstance(messages, pl.LazyFrame) else messages
+    source = "given"
+    if summary_tokens is None:
+        summary_tokens, source = summary_size(frame)
     validate_parameters(window, reserve, summary_tokens)
     budget = budget_series(budgets)
-    frame = messages.collect() if isinstance(messages, pl.LazyFrame) else messages
     check_order(frame)
     result = _Engine(frame, budget, window=window, reserve=reserve, summary_tokens=summary_tokens).run()
     events = with_request_bytes(result.events, frame, summary_tokens)
     if "serialized_bytes" not in frame.columns:
-        return replace(result, events=events, sessions=result.sessions.with_columns(request_bytes=pl.lit(None, pl.UInt64)))
+        return replace(result, events=events, sessions=result.sessions.with_columns(request_bytes=pl.lit(None, pl.UInt64)),
+                       summary_source=source)
     per_session = events.group_by(S, "budget").agg(request_bytes=pl.col("request_bytes").sum())
     sessions = result.sessions.join(per_session, on=[S, "budget"], how="left", maintain_order="left").with_columns(
         pl.col("request_bytes").fill_null(0).cast(pl.UInt64))
-    return replace(result, events=events, sessions=sessions)
+    return replace(result, events=events, sessions=sessions, summary_source=source)
 
 
 # -- the engine ----------------------------------------------------------------------------------------

@@ -67,3 +67,14 @@ def test_bad_replay_parameters_fail_before_any_work(tmp_path):
         out = CliRunner().invoke(main, [*command, str(DATA), "--window", "10k", "--reserve", "20k"])
         assert out.exit_code == 2 and "window (10000) must be larger than reserve (20000)" in out.output
     assert not (tmp_path / "r").exists()
+
+
+def test_the_summary_size_defaults_to_the_recorded_median_and_says_so():
+    from panto_analytics.policy.replay import summary_size
+
+    tokens, source = summary_size(pa.read_sessions(DATA))
+    assert source.startswith("the median of") and tokens > 0
+    out = run("--window", "64k", "-b", "20k")
+    assert out.exit_code == 0 and f"summary: {tokens:,} tokens ({source})" in out.stderr
+    given = run("--window", "64k", "-b", "20k", "--summary-tokens", "3k")
+    assert "summary: 3,000 tokens (given)" in given.stderr
