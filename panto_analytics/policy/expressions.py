@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from ..schema import USAGE_COLUMNS
+from ..transcript import REQUEST_FRAME_BYTES, REQUEST_FRAME_WITH_SUMMARY_BYTES, SEPARATOR
 from ..words import WORD_TO_TOKEN_FACTOR
 
 if TYPE_CHECKING:
@@ -35,8 +36,8 @@ if TYPE_CHECKING:
 __all__ = [
     "MAX_TURNS", "SESSION", "assistant_cumulative", "count_in_session", "follows_user", "is_active", "is_api_call",
     "is_structural_frame", "is_turn_start", "last_before", "message_tokens",
-    "latest_summary_bytes", "prior_assistant_cumulative", "request_bytes_before", "session_end", "session_start",
-    "sum_in_session", "usage_total", "word_tokens",
+    "latest_summary_bytes", "prior_assistant_cumulative", "request_bytes", "request_bytes_before", "session_end", "session_start",
+    "sum_in_session", "transcript_bytes", "usage_total", "word_tokens",
 ]
 
 SESSION = "session_id"
@@ -234,3 +235,28 @@ def latest_summary_bytes(serialized: IntoExpr = "serialized_bytes", has_summary:
     latest = pl.when(_expr(has_summary)).then(_expr(serialized).cast(pl.Int64)) \
         .when(session_start(session)).then(pl.lit(_NONE, pl.Int64)).forward_fill()
     return pl.when(latest != _NONE).then(latest).cast(pl.UInt64).alias("latest_summary_bytes")
+
+
+def transcript_bytes(contributions: IntoExpr) -> pl.Expr:
+    """``serializeTranscript``'s size from its messages' summed ``serialized_bytes``: no separator before the first block.
+
+    >>> pl.DataFrame({"c": [0, 2, 12]}).select(transcript_bytes("c")).to_series().to_list()
+    [0, 0, 10]
+    """
+    c = _expr(contributions)
+    return pl.when(c > len(SEPARATOR)).then(c - len(SEPARATOR)).otherwise(0).cast(pl.UInt64).alias("transcript_bytes")
+
+
+def request_bytes(contributions: IntoExpr, previous_summary_bytes: IntoExpr) -> pl.Expr:
+    """``buildRequestBody``'s size: its framing, the previous summary's section where that is not null, the transcript.
+
+    The expression form of :func:`panto_analytics.transcript.request_bytes`.
+
+    >>> df = pl.DataFrame({"c": [12, 12], "prev": [None, 5]})
+    >>> df.select(request_bytes("c", "prev")).to_series().to_list() == [59 + 10, 167 + 5 + 10]
+    True
+    """
+    previous = _expr(previous_summary_bytes)
+    framing = pl.when(previous.is_null()).then(pl.lit(REQUEST_FRAME_BYTES, pl.UInt64)) \
+        .otherwise(REQUEST_FRAME_WITH_SUMMARY_BYTES + previous.cast(pl.UInt64))
+    return (framing + transcript_bytes(contributions)).alias("request_bytes")

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import polars as pl
 
-from ..transcript import REQUEST_FRAME_BYTES, REQUEST_FRAME_WITH_SUMMARY_BYTES, SEPARATOR
 from . import expressions as ex
 
 __all__ = ["SUMMARY_BYTES_PER_TOKEN", "with_request_bytes"]
@@ -43,15 +42,12 @@ def with_request_bytes(events: pl.DataFrame, messages: pl.DataFrame, summary_tok
               how="left", maintain_order="left")
     )
     summed = pl.col("_at_end") - pl.col("_at_start")
-    transcript = pl.when(summed > len(SEPARATOR)).then(summed - len(SEPARATOR)).otherwise(0).cast(pl.UInt64)
     recorded = pl.col("anchor_seq").is_not_null() & (pl.col("active_start") == pl.col("anchor_seq") + 1)
     # A window that starts past 0 and not right after a recorded summary starts after a simulated one.
     simulated = ~recorded & (pl.col("active_start") > 0)
     previous = (pl.when(recorded).then(pl.col("summary_bytes"))
                 .when(simulated).then(pl.lit(summary_tokens * SUMMARY_BYTES_PER_TOKEN, pl.UInt64)))
-    framing = pl.when(previous.is_null()).then(pl.lit(REQUEST_FRAME_BYTES, pl.UInt64)) \
-        .otherwise(REQUEST_FRAME_WITH_SUMMARY_BYTES + previous)
-    return out.with_columns(transcript_bytes=transcript, request_bytes=framing + transcript).select(
+    return out.with_columns(ex.transcript_bytes(summed), ex.request_bytes(summed, previous)).select(
         *events.columns, "transcript_bytes", "request_bytes")
 
 
@@ -61,8 +57,8 @@ def _rows(messages: pl.DataFrame) -> pl.DataFrame:
     sized = pl.col("serialized_bytes").cast(pl.UInt64)
     anchor = pl.when("has_summary").then(pl.col("seq").cast(pl.Int64)).when(ex.session_start()).then(-1).forward_fill()
     rows = messages.select(
-        S, "seq", _through=ex.sum_in_session(sized), bytes_before=ex.sum_in_session(sized) - sized,
+        S, "seq", sized.alias("_own"), _through=ex.sum_in_session(sized),
         anchor_seq=pl.when(anchor >= 0).then(anchor), summary_bytes=ex.latest_summary_bytes(),
-    )
+    ).with_columns(bytes_before=pl.col("_through") - pl.col("_own")).drop("_own")
     ends = rows.filter(ex.session_end()).with_columns(seq=pl.col("seq") + 1, bytes_before="_through")
     return pl.concat([rows, ends]).drop("_through").cast({"seq": pl.UInt32})

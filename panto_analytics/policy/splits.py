@@ -23,7 +23,6 @@ from collections.abc import Iterable, Sequence
 import polars as pl
 
 from ..schema import SPLIT_SCHEMA
-from ..transcript import REQUEST_FRAME_BYTES, REQUEST_FRAME_WITH_SUMMARY_BYTES, SEPARATOR
 from . import expressions as ex
 from .turns import Frame, _cast, _checked, _same_kind, _sessions, _turns, annotate
 
@@ -98,10 +97,7 @@ def _request_bytes() -> pl.Expr:
     """``buildRequestBody(serializeTranscript(messages[active_start:prefix_end]), latestSummaryText(messages))``
     in bytes, from the sizes :mod:`panto_analytics.transcript` defines; null for a no-op."""
     summarized = pl.when(pl.col("kept_turns") == 0).then(pl.col("_total_bytes")).otherwise(pl.col("request_bytes_before"))
-    transcript = pl.when(summarized > len(SEPARATOR)).then(summarized - len(SEPARATOR)).otherwise(0)
-    framing = pl.when(pl.col("_summary_bytes").is_null()).then(pl.lit(REQUEST_FRAME_BYTES, pl.UInt64)) \
-        .otherwise(REQUEST_FRAME_WITH_SUMMARY_BYTES + pl.col("_summary_bytes"))
-    return pl.when(~pl.col("noop")).then(framing + transcript)
+    return pl.when(~pl.col("noop")).then(ex.request_bytes(summarized, "_summary_bytes"))
 
 
 def _split_sessions(annotated: pl.LazyFrame, tf: pl.LazyFrame, sized: bool) -> pl.LazyFrame:
