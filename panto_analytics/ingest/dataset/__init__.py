@@ -1,0 +1,17 @@
+"""A session-partitioned Parquet dataset: a corpus too large for one frame, read bucket by bucket.
+
+- :mod:`.buckets`: the stable hash that puts each session in its bucket.
+- :mod:`.store`: the layout, the manifest, :func:`scan_dataset`.
+- :mod:`.write`: :func:`write_dataset`, incremental like the cache, and :class:`DatasetWriter`.
+
+It is a subpackage (not a module of ``ingest/``) so that its code is not part
+of the cache's parser version: changing how datasets are written does not
+invalidate parsed files. ``docs/scale.md`` says why the cache and the dataset
+are two layouts.
+"""
+from .buckets import session_buckets
+from .store import DEFAULT_BUCKETS, DatasetInfo, bucket_parts, is_dataset, read_info, read_manifest, scan_dataset
+from .write import DatasetUpdate, DatasetWriter, write_dataset
+
+__all__ = ["DEFAULT_BUCKETS", "DatasetInfo", "DatasetUpdate", "DatasetWriter", "bucket_parts", "is_dataset", "read_info",
+           "read_manifest", "scan_dataset", "session_buckets", "write_dataset"]
