@@ -72,8 +72,6 @@ class DatasetUpdate:
     def describe(self) -> str:
         """One line for people.
 
-
-
         >>> print(DatasetUpdate(files_read=2, sessions=2, messages=9, parts_written=2, buckets_touched=2).describe())  # doctest: +ELLIPSIS
         dataset: 2 file(s) read, 0 unchanged, 0 removed; 2 part(s) written, 0 rewritten, 2 bucket(s) touched; ...
         """
