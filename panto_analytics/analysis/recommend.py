@@ -28,7 +28,7 @@ enough turns and leaves the most room.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -39,8 +39,9 @@ from ..policy.expressions import SESSION
 from .formatting import format_tokens
 
 __all__ = [
-    "DEFAULT_COVERAGE", "DEFAULT_MIN_KEPT_TURNS", "WINDOW_SHARE_WARNING", "Criteria", "Recommendation", "coverage_table",
-    "display_columns", "outcome_warnings", "recommend", "recommend_at_compactions", "window_warnings",
+    "DEFAULT_COVERAGE", "DEFAULT_MIN_KEPT_TURNS", "WINDOW_SHARE_WARNING", "Criteria", "Outcomes", "Recommendation",
+    "coverage_table", "display_columns", "outcome_warnings", "outcomes_at", "recommend", "recommend_at_compactions",
+    "recommend_from_table", "window_warnings",
 ]
 
 #: The rule applied when none is given: 90% of sessions keep at least two whole turns.
@@ -188,7 +189,25 @@ def recommend(splits: pl.DataFrame | pl.LazyFrame, criteria: Criteria | None = N
     :data:`WINDOW_SHARE_WARNING` of the smallest known window.
     """
     criteria = (criteria or Criteria()).or_default()
-    table = coverage_table(splits, criteria)
+    return recommend_from_table(coverage_table(splits, criteria), criteria,
+                                outcomes=lambda budget: outcome_warnings(splits, budget, turns=turns), windows=windows)
+
+
+def recommend_from_table(table: pl.DataFrame, criteria: Criteria, *, outcomes: Callable[[int], list[str]] | None = None,
+                         windows: Iterable[int | None] | None = None) -> Recommendation:
+    """Pick a budget from a :func:`coverage_table` (however it was computed) by ``criteria``.
+
+    ``outcomes(budget)`` gives the warnings about the chosen budget's
+    pathological sessions (:func:`outcome_warnings`); the streaming path
+    computes them bucket by bucket.
+
+    >>> import polars as pl
+    >>> s = pl.DataFrame({"session_id": ["a"], "budget": [10], "kept_turns": [2], "kept_tokens": [9], "n_turns": [2],
+    ...     "summarized_tokens": [0], "active_tokens": [9], "noop": [True], "capped": [False]})
+    >>> c = Criteria(min_kept_turns=2).or_default()
+    >>> recommend_from_table(coverage_table(s, c), c).budget
+    10
+    """
     rec = Recommendation(None, criteria, table)
     if table.is_empty() or table["sessions_with_turns"].max() == 0:
         rec.warnings.append("no session has a turn: there is nothing to choose a budget for")
@@ -216,8 +235,8 @@ def recommend(splits: pl.DataFrame | pl.LazyFrame, criteria: Criteria | None = N
     if rec.budget is not None:
         rec.budget = int(rec.budget)
         rec.warnings += _edge_warnings(rec.budget, budgets, criteria, lo, hi)
-        if criteria.unit == "sessions":
-            rec.warnings += outcome_warnings(splits, rec.budget, turns=turns)
+        if criteria.unit == "sessions" and outcomes is not None:
+            rec.warnings += outcomes(rec.budget)
     if criteria.unit == "sessions":
         rec.reasons.append("these are end-of-session splits: each session split once, where its recording ends; "
                            "`--window` replays compaction at the moments an agent would compact")
@@ -290,6 +309,66 @@ def _edge_warnings(budget: int, budgets: pl.Series, c: Criteria, lo: int | None,
     return out
 
 
+@dataclass
+class Outcomes:
+    """The pathological sessions at one budget: those that keep nothing (the first few, largest last turn
+    first) and how many are capped; facts of disjoint sets of sessions add up (:meth:`merge`)."""
+
+    budget: int
+    #: ``session_id`` (and ``last_turn_tokens`` when turns were given) of the first sessions that keep nothing.
+    examples: pl.DataFrame
+    zero: int
+    with_turns: int
+    capped: int
+
+    @classmethod
+    def merge(cls, parts: list[Outcomes], examples: int = 3) -> Outcomes:
+        """The facts of all ``parts`` together (each computed with turns, so examples are ranked alike)."""
+        shown = pl.concat([p.examples for p in parts])
+        return cls(parts[0].budget, _ranked(shown).head(examples), sum(p.zero for p in parts),
+                   sum(p.with_turns for p in parts), sum(p.capped for p in parts))
+
+    def warnings(self, examples: int = 3) -> list[str]:
+        """The warnings :func:`outcome_warnings` gives."""
+        out = []
+        if self.zero:
+            if "last_turn_tokens" in self.examples.columns:
+                shown = ", ".join(f"{sid} ({format_tokens(t)} tokens)" for sid, t in self.examples.head(examples).iter_rows())
+            else:
+                shown = ", ".join(str(s) for s in self.examples[SESSION].head(examples))
+            more = f" and {self.zero - examples} more" if self.zero > examples else ""
+            out.append(f"{self.zero} of {self.with_turns} sessions ({self.zero / self.with_turns:.1%}) keep "
+                       f"nothing verbatim at {format_tokens(self.budget)}: their last turn alone exceeds the budget, so "
+                       f"libpanto summarizes everything (e.g. {shown}{more})")
+        if self.capped:
+            out.append(f"{self.capped} session(s) have more than 4096 turns: libpanto records only the first "
+                       "4096 turn starts, so everything after them counts as one long last turn")
+        return out
+
+
+def _ranked(zero: pl.DataFrame) -> pl.DataFrame:
+    """Sessions that keep nothing, largest last turn first, ties by session id (so every path shows the same)."""
+    if "last_turn_tokens" not in zero.columns:
+        return zero
+    return zero.sort("last_turn_tokens", SESSION, descending=[True, False], nulls_last=True)
+
+
+def outcomes_at(splits: pl.DataFrame | pl.LazyFrame, budget: int, *,
+                turns: pl.DataFrame | pl.LazyFrame | None = None, examples: int = 3) -> Outcomes:
+    """The :class:`Outcomes` of ``splits`` at ``budget``."""
+    at = splits.lazy().filter(pl.col("budget") == budget)
+    zero_lf = at.filter((pl.col("kept_turns") == 0) & (pl.col("n_turns") > 0)).select(pl.col(SESSION).cast(pl.String))
+    if turns is not None:
+        last = (turns.lazy().group_by(SESSION).agg(last_turn_tokens=pl.col("tokens").sort_by("turn").last())
+                .with_columns(pl.col(SESSION).cast(pl.String)))
+        zero_lf = zero_lf.join(last, on=SESSION, how="left")
+    counts_lf = at.select(with_turns=(pl.col("n_turns") > 0).sum(), capped=pl.col("capped").sum())
+    counts = counts_lf.collect().row(0, named=True)
+    zero = zero_lf.collect()
+    return Outcomes(budget, _ranked(zero).head(examples), zero.height, int(counts["with_turns"] or 0),
+                    int(counts["capped"] or 0))
+
+
 def outcome_warnings(splits: pl.DataFrame | pl.LazyFrame, budget: int, *,
                      turns: pl.DataFrame | pl.LazyFrame | None = None, examples: int = 3) -> list[str]:
     """Pathological outcomes at ``budget``: sessions that keep nothing, capped sessions.
@@ -297,28 +376,7 @@ def outcome_warnings(splits: pl.DataFrame | pl.LazyFrame, budget: int, *,
     A session keeps nothing verbatim when its newest turn alone is larger
     than the budget; libpanto then summarizes the whole active window.
     """
-    at = splits.lazy().filter(pl.col("budget") == budget)
-    zero_lf = at.filter((pl.col("kept_turns") == 0) & (pl.col("n_turns") > 0)).select(SESSION)
-    if turns is not None:
-        last = turns.lazy().group_by(SESSION).agg(last_turn_tokens=pl.col("tokens").sort_by("turn").last())
-        zero_lf = zero_lf.join(last, on=SESSION, how="left").sort("last_turn_tokens", descending=True)
-    counts_lf = at.select(sessions=pl.len(), with_turns=(pl.col("n_turns") > 0).sum(), capped=pl.col("capped").sum())
-    counts = counts_lf.collect().row(0, named=True)
-    zero = zero_lf.collect()
-    out = []
-    if len(zero):
-        if "last_turn_tokens" in zero.columns:
-            shown = ", ".join(f"{sid} ({format_tokens(t)} tokens)" for sid, t in zero.head(examples).iter_rows())
-        else:
-            shown = ", ".join(str(s) for s in zero[SESSION].head(examples))
-        more = f" and {len(zero) - examples} more" if len(zero) > examples else ""
-        out.append(f"{len(zero)} of {counts['with_turns']} sessions ({len(zero) / counts['with_turns']:.1%}) keep "
-                   f"nothing verbatim at {format_tokens(budget)}: their last turn alone exceeds the budget, so "
-                   f"libpanto summarizes everything (e.g. {shown}{more})")
-    if counts["capped"]:
-        out.append(f"{counts['capped']} session(s) have more than 4096 turns: libpanto records only the first "
-                   "4096 turn starts, so everything after them counts as one long last turn")
-    return out
+    return outcomes_at(splits, budget, turns=turns, examples=examples).warnings(examples)
 
 
 #: A budget above this share of the model's context window leaves little room after a compaction.
