@@ -9,6 +9,9 @@ from .app import main
 from .options import (
     PLOT_SUFFIXES,
     budgets_option,
+    check_engine,
+    dataset_path,
+    engine_options,
     file_output_option,
     friendly_errors,
     input_options,
@@ -41,11 +44,24 @@ def splits(paths, format_, skip_invalid, budgets, output):
     request_bytes (the size of the request libpanto sends to its summarizer,
     in UTF-8 bytes; empty for a no-op; `panto-analytics request` prints it).
 
+    PATHS may be one dataset folder (`ingest --dataset DIR`); then -o
+    FILE.parquet is written bucket after bucket, without holding the rows
+    (sessions grouped by bucket).
+
     \b
     Examples:
       panto-analytics splits data/ --budgets 20k
       panto-analytics splits ~/.pi/agent/sessions -b 8k,20k,50k -o splits.parquet
+      panto-analytics splits corpus.ds/ -b 0:200k:21 -o splits.parquet
     """
+    ds = dataset_path(paths)
+    if ds is not None and output is not None and output.suffix.lower() == ".parquet":
+        from ..analysis.streaming import write_splits
+
+        output.parent.mkdir(parents=True, exist_ok=True)
+        rows = write_splits(ds, budgets, output)
+        click.echo(f"wrote {rows} rows to {output}", err=True)
+        return
     write_frame(_splits(paths, format_, skip_invalid, budgets), output)
 
 
@@ -55,8 +71,9 @@ def splits(paths, format_, skip_invalid, budgets, output):
 @output_option
 @file_output_option("--plot", dest="plot", suffixes=PLOT_SUFFIXES,
                     help="Also save the kept-suffix size distribution per budget as an image (PNG, SVG, PDF).")
+@engine_options
 @friendly_errors
-def sweep(paths, format_, skip_invalid, budgets, output, plot):
+def sweep(paths, format_, skip_invalid, budgets, output, plot, engine, ray_address):
     """What each budget does across the corpus in PATHS: one row per budget.
 
     Columns: sessions; noop_share (nothing to summarize); zero_kept_share
@@ -64,11 +81,22 @@ def sweep(paths, format_, skip_invalid, budgets, output, plot):
     (size of the kept verbatim suffix); kept_turns_p50; summarized_share
     (share of all active tokens that would be summarized).
 
+    PATHS may be one dataset folder (`ingest --dataset DIR`): the sweep then
+    runs bucket by bucket in bounded memory, here or on Ray (--engine ray),
+    with the same figures (--plot still holds every split in memory).
+
     \b
     Examples:
       panto-analytics sweep data/ --budgets 0:200k:21 --plot sweep.png
       panto-analytics sweep ~/.codex/sessions -b 8k,20k,50k -o sweep.csv
+      panto-analytics sweep corpus.ds/ -b 0:200k:21 --engine ray
     """
+    ds = check_engine(paths, engine, ray_address)
+    if ds is not None and plot is None:
+        from ..analysis.streaming import sweep_dataset
+
+        write_frame(sweep_dataset(ds, budgets, engine=engine, address=ray_address), output)
+        return
     per_session = _splits(paths, format_, skip_invalid, budgets)
     write_frame(summarize_splits(per_session), output)
     if plot is not None:

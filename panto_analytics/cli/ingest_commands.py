@@ -8,8 +8,21 @@ import click
 
 from ..errors import IngestReport
 from ..ingest.cache import Cache, CacheStats, default_cache_dir
+from ..ingest.dataset import DEFAULT_BUCKETS, write_dataset
+from ..ingest.dataset.buckets import MAX_BUCKETS
 from .app import main
-from .options import file_output_option, friendly_errors, input_options, read_input_corpus, report_skips, write_frame
+from .options import (
+    cache_warnings_on_stderr,
+    check_output_path,
+    file_output_option,
+    friendly_errors,
+    input_options,
+    read_input_corpus,
+    read_settings,
+    report_skips,
+    session_files,
+    write_frame,
+)
 
 __all__ = ["cache", "cache_clear", "cache_info", "format_summary", "ingest"]
 
@@ -25,8 +38,14 @@ _MAX_ITEMS = 20
                     help="Also write the sessions table (one row per session) to FILE (.csv, .parquet, .json, .ndjson).")
 @file_output_option("--compactions", dest="compactions_out",
                     help="Also write the recorded compaction events to FILE (.csv, .parquet, .json, .ndjson).")
+@click.option("--dataset", "dataset_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              callback=lambda ctx, param, value: value and check_output_path(value, None, "--dataset", folder=True),
+              help="Write (or bring up to date) a Parquet dataset partitioned by session in DIR, for corpora "
+                   "larger than memory; a second run reads only new and changed files (docs/scale.md).")
+@click.option("--buckets", type=click.IntRange(1, MAX_BUCKETS), default=None,
+              help=f"Buckets of a new --dataset [default: {DEFAULT_BUCKETS}]; an existing one keeps its own.")
 @friendly_errors
-def ingest(paths, format_, skip_invalid, output, sessions_out, compactions_out):
+def ingest(paths, format_, skip_invalid, output, sessions_out, compactions_out, dataset_dir, buckets):
     """Read the sessions in PATHS, fill the cache, and say what was read.
 
     Ends with a summary: files, sessions, messages, API calls, skipped lines
@@ -39,7 +58,13 @@ def ingest(paths, format_, skip_invalid, output, sessions_out, compactions_out):
       panto-analytics ingest ~/.claude/projects ~/.codex/sessions
       panto-analytics ingest data/ -o messages.parquet --sessions sessions.csv
       panto-analytics ingest logs/ --skip-invalid --no-cache
+      panto-analytics ingest ~/.claude/projects --dataset corpus.ds/
     """
+    if dataset_dir is not None:
+        _ingest_dataset(paths, format_, skip_invalid, dataset_dir, buckets, (output, sessions_out, compactions_out))
+        return
+    if buckets is not None:
+        raise click.UsageError("--buckets is for --dataset")
     corpus = read_input_corpus(paths, format_, skip_invalid, list_skips=False)  # the summary counts them
     report_skips(corpus.report)  # and stderr says where
     for frame, target in ((corpus.messages, output), (corpus.sessions, sessions_out),
@@ -47,6 +72,21 @@ def ingest(paths, format_, skip_invalid, output, sessions_out, compactions_out):
         if target is not None:
             write_frame(frame, target)
     click.echo(format_summary(corpus.report, corpus.cache))
+
+
+def _ingest_dataset(paths, format_, skip_invalid, dataset_dir: Path, buckets: int | None, outputs) -> None:
+    """``ingest --dataset``: the dataset written chunk by chunk from the cache-backed read, then the summary."""
+    if any(o is not None for o in outputs):
+        raise click.UsageError("--dataset writes the tables into DIR; -o, --sessions and --compactions hold the corpus "
+                               "in memory: use one or the other")
+    report = IngestReport()
+    files = session_files(paths)
+    with cache_warnings_on_stderr():
+        update = write_dataset(files, dataset_dir, buckets=buckets, format=format_, skip_invalid=skip_invalid,
+                               report=report, **read_settings())
+    report_skips(report)
+    click.echo(format_summary(report, update.cache))
+    click.echo(update.describe())
 
 
 def format_summary(report: IngestReport, cache: CacheStats | None) -> str:

@@ -19,8 +19,9 @@ from ..ingest.formats.base import TRUNCATED
 from ..ingest.paths import SESSION_PATTERNS, expand_paths
 
 __all__ = [
-    "PLOT_SUFFIXES", "STDOUT_FORMATS", "BudgetList", "OutputPathError", "Tokens", "budgets_option", "check_output",
-    "check_output_path", "check_replay", "file_output_option", "friendly_errors", "input_options", "output_option",
+    "PLOT_SUFFIXES", "STDOUT_FORMATS", "BudgetList", "OutputPathError", "Tokens", "budgets_option", "cache_warnings_on_stderr",
+    "check_engine", "check_output", "check_output_path", "check_replay", "dataset_path", "engine_options", "file_output_option",
+    "friendly_errors", "input_options", "output_option",
     "read_input", "read_input_corpus", "read_settings", "replay_options", "report_skips", "session_files", "write_frame",
 ]
 
@@ -87,13 +88,33 @@ def _nothing_read(paths, report: IngestReport) -> InputError:
     return InputError(where, None, f"no sessions in the {report.files} file(s) read", skippable=False)
 
 
+def dataset_path(paths) -> Path | None:
+    """The dataset folder PATHS name (``ingest --dataset DIR`` wrote it), or None when they name session files.
+
+    A dataset is read alone: mixed with other paths, it is a usage error.
+    """
+    from ..ingest.dataset import is_dataset
+
+    datasets = [Path(p) for p in paths if is_dataset(p)]
+    if not datasets:
+        return None
+    if len(paths) > 1:
+        raise click.UsageError(f"{datasets[0]} is a dataset folder: give it alone, without other paths")
+    return datasets[0]
+
+
 def read_input(paths, format_, skip_invalid, report: IngestReport | None = None) -> pl.DataFrame:
-    """The message frame of PATHS, read as the command line says; skips and cache trouble on stderr."""
+    """The message frame of PATHS, read as the command line says; skips and cache trouble on stderr.
+
+    A dataset folder is read whole (see :func:`dataset_path`).
+    """
     from ..ingest import read_sessions
 
+    if (ds := dataset_path(paths)) is not None:
+        return read_input_corpus([ds], format_, skip_invalid).messages
     report = report if report is not None else IngestReport()
     files = session_files(paths)
-    with _cache_warnings_on_stderr():
+    with cache_warnings_on_stderr():
         messages = read_sessions(files, format=format_, skip_invalid=skip_invalid, report=report,
                                  **read_settings())
     report_skips(report)
@@ -105,9 +126,15 @@ def read_input(paths, format_, skip_invalid, report: IngestReport | None = None)
 def read_input_corpus(paths, format_, skip_invalid, *, list_skips: bool = True):
     """Like :func:`read_input`, but the whole :class:`~panto_analytics.ingest.corpus.Corpus`."""
     from ..ingest import read_corpus
+    from ..ingest.dataset import dataset_corpus
 
+    if (ds := dataset_path(paths)) is not None:
+        corpus = dataset_corpus(ds)
+        if corpus.sessions.is_empty():
+            raise _nothing_read(paths, corpus.report)
+        return corpus
     files = session_files(paths)
-    with _cache_warnings_on_stderr():
+    with cache_warnings_on_stderr():
         corpus = read_corpus(files, format=format_, skip_invalid=skip_invalid, **read_settings())
     if list_skips:
         report_skips(corpus.report)
@@ -117,7 +144,7 @@ def read_input_corpus(paths, format_, skip_invalid, *, list_skips: bool = True):
 
 
 @contextlib.contextmanager
-def _cache_warnings_on_stderr():
+def cache_warnings_on_stderr():
     """Show the cache's warnings as one plain line each, not as Python warnings."""
     from ..ingest.cache import CacheWarning
 
@@ -309,6 +336,34 @@ class Tokens(click.ParamType):
             return parse_budget(str(value))
         except ValueError as e:
             self.fail(str(e), param, ctx)
+
+
+def engine_options(fn):
+    """--engine local|ray and --ray-address: where the per-bucket work over a dataset folder runs."""
+    from ..analysis.engines import ENGINES, RAY_INSTALL
+
+    fn = click.option("--ray-address", default=None, metavar="ADDRESS",
+                      help="With --engine ray: the Ray cluster to join ('auto', 'ray://head:10001') [default: start "
+                           "Ray on this machine].")(fn)
+    return click.option("--engine", type=click.Choice(ENGINES), default="local", show_default=True,
+                        help="Over a dataset folder: run bucket by bucket here (local) or on Ray Data (ray; "
+                             f"{RAY_INSTALL}).")(fn)
+
+
+def check_engine(paths, engine: str, ray_address: str | None) -> Path | None:
+    """The dataset folder PATHS name, or None; a usage error, before any work, for an engine that cannot run."""
+    from ..analysis.engines import RAY_INSTALL, ray_available
+
+    ds = dataset_path(paths)
+    if engine == "ray":
+        if ds is None:
+            raise click.UsageError("--engine ray runs over a dataset folder; write one with "
+                                   "'panto-analytics ingest PATH... --dataset DIR'")
+        if not ray_available():
+            raise click.UsageError(f"--engine ray needs Ray Data, which is not installed: {RAY_INSTALL}")
+    elif ray_address is not None:
+        raise click.UsageError("--ray-address is for --engine ray")
+    return ds
 
 
 def replay_options(*, required: bool):

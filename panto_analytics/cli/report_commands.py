@@ -15,8 +15,10 @@ from .app import main
 from .options import (
     Tokens,
     budgets_option,
+    check_engine,
     check_output_path,
     check_replay,
+    engine_options,
     friendly_errors,
     input_options,
     output_option,
@@ -83,9 +85,10 @@ def _criteria(min_kept_turns, coverage, max_kept_share, context_window) -> Crite
 @criteria_options
 @replay_options(required=False)
 @output_option
+@engine_options
 @friendly_errors
 def recommend_cmd(paths, format_, skip_invalid, budgets, min_kept_turns, coverage, max_kept_share,
-                  context_window, window, reserve, summary_tokens, output):
+                  context_window, window, reserve, summary_tokens, output, engine, ray_address):
     """Pick keep_verbatim for the sessions in PATHS by a stated rule, and say why.
 
     Prints the chosen budget, the rule, the reasons, the table rows around
@@ -94,14 +97,27 @@ def recommend_cmd(paths, format_, skip_invalid, budgets, min_kept_turns, coverag
     Exits with 1 when no budget tried meets the rule. -o writes the whole
     per-budget table with each rule's coverage.
 
+    PATHS may be one dataset folder (`ingest --dataset DIR`): without
+    --window the rules then run bucket by bucket in bounded memory, here or
+    on Ray (--engine ray), with the same result.
+
     \b
     Examples:
       panto-analytics recommend data/
       panto-analytics recommend ~/.claude/projects -k 3 -p 95%
       panto-analytics recommend data/ -s 0.25 -w 200k -b 0:200k:81
+      panto-analytics recommend corpus.ds/ -k 2 -p 90% --engine ray
     """
     criteria = _criteria(min_kept_turns, coverage, max_kept_share, context_window)
     check_replay(window, reserve, summary_tokens)
+    ds = check_engine(paths, engine, ray_address)
+    if ds is not None and window is None:
+        from ..analysis.streaming import recommend_dataset
+
+        _print_recommendation(recommend_dataset(ds, budgets, criteria, engine=engine, address=ray_address), output)
+        return
+    if engine == "ray":
+        raise click.UsageError("--engine ray runs the end-of-session rules; --window replays in memory")
     corpus = read_input_corpus(paths, format_, skip_invalid)
     messages = corpus.messages
     if window is None:
@@ -110,6 +126,11 @@ def recommend_cmd(paths, format_, skip_invalid, budgets, min_kept_turns, coverag
     else:
         result = replay(messages, budgets, window=window, reserve=reserve, summary_tokens=summary_tokens)
         rec = recommend_at_compactions(result, criteria)
+    _print_recommendation(rec, output)
+
+
+def _print_recommendation(rec, output) -> None:
+    """The account on stdout, the table to ``output``; exit 1 when no budget meets the rule."""
     click.echo(rec.to_text())
     if output is not None:
         write_frame(rec.table, output)

@@ -10,8 +10,18 @@ invalidate parsed files. ``docs/scale.md`` says why the cache and the dataset
 are two layouts.
 """
 from .buckets import session_buckets
-from .store import DEFAULT_BUCKETS, DatasetInfo, bucket_parts, is_dataset, read_info, read_manifest, scan_dataset
+from .store import (
+    DEFAULT_BUCKETS,
+    DatasetInfo,
+    bucket_parts,
+    dataset_corpus,
+    is_dataset,
+    read_info,
+    read_manifest,
+    scan_dataset,
+    scan_parts,
+)
 from .write import DatasetUpdate, DatasetWriter, write_dataset
 
-__all__ = ["DEFAULT_BUCKETS", "DatasetInfo", "DatasetUpdate", "DatasetWriter", "bucket_parts", "is_dataset", "read_info",
-           "read_manifest", "scan_dataset", "session_buckets", "write_dataset"]
+__all__ = ["DEFAULT_BUCKETS", "DatasetInfo", "DatasetUpdate", "DatasetWriter", "bucket_parts", "dataset_corpus", "is_dataset", "read_info",
+           "read_manifest", "scan_dataset", "scan_parts", "session_buckets", "write_dataset"]

@@ -34,12 +34,14 @@ import numpy as np
 import polars as pl
 import pyarrow.parquet as pq
 
-from ...errors import InputError
+from ...errors import IngestReport, InputError
 from ...schema import COMPACTIONS_SCHEMA, MESSAGE_SCHEMA, SESSIONS_SCHEMA
+from ..corpus import Corpus
 
 __all__ = [
     "DATASET_MANIFEST_SCHEMA", "DEFAULT_BUCKETS", "INFO_FILE", "MANIFEST_FILE", "ROW_GROUP_ROWS", "TABLES", "DatasetInfo",
-    "bucket_parts", "is_dataset", "new_part_name", "part_path", "read_info", "read_manifest", "read_part", "scan_dataset",
+    "bucket_parts", "dataset_corpus", "is_dataset", "new_part_name", "part_path", "read_info", "read_manifest", "read_part", "scan_dataset",
+    "scan_parts",
     "write_info", "write_manifest", "write_part",
 ]
 
@@ -169,7 +171,12 @@ def _row_group_cuts(frame: pl.DataFrame, target: int = ROW_GROUP_ROWS) -> np.nda
 
 def read_part(root: str | Path, table: str, part: str) -> pl.DataFrame:
     """One part of ``table``, in the table's schema."""
-    return _scan([part_path(root, table, part)], table).collect()
+    return scan_parts(root, table, [part]).collect()
+
+
+def scan_parts(root: str | Path, table: str, parts: list[str]) -> pl.LazyFrame:
+    """``table``'s rows in ``parts`` (names as :func:`bucket_parts` gives them), in the table's schema."""
+    return _scan([part_path(root, table, p) for p in parts], table)
 
 
 def _scan(paths: list[Path], table: str) -> pl.LazyFrame:
@@ -178,6 +185,15 @@ def _scan(paths: list[Path], table: str) -> pl.LazyFrame:
         return pl.LazyFrame(schema=schema)
     return pl.scan_parquet(paths, hive_partitioning=False).select(list(schema)).cast(
         cast("dict[Any, pl.DataType]", schema))
+
+
+def dataset_corpus(root: str | Path) -> Corpus:
+    """The whole dataset in memory, as a :class:`~panto_analytics.ingest.Corpus` (what a command that has no
+    streaming path reads); its report counts the dataset's files, sessions and messages."""
+    info = read_info(root)
+    report = IngestReport(files=info.files, sessions=info.sessions, messages=info.messages)
+    tables = [scan_dataset(root, t).collect() for t in TABLES]
+    return Corpus(tables[0], tables[1], tables[2], report)
 
 
 def bucket_parts(root: str | Path, buckets: Iterable[int] | None = None) -> dict[int, list[str]]:

@@ -19,6 +19,7 @@ removed files (without those sessions); every other part is left alone.
 """
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +28,7 @@ from typing import Any, cast
 import polars as pl
 
 from ...errors import IngestReport, InputError
-from ..cache import Cache
+from ..cache import Cache, CacheStats, as_cache
 from ..cache.codec import FileKey, mode_of, parser_version
 from ..corpus import read_corpus
 from ..paths import PathLike, expand_paths
@@ -68,6 +69,8 @@ class DatasetUpdate:
     buckets_touched: int = 0
     sessions: int = 0
     messages: int = 0
+    #: What the cache did for the files read (None without a cache).
+    cache: CacheStats | None = None
 
     def describe(self) -> str:
         """One line for people.
@@ -210,6 +213,8 @@ def write_dataset(paths: Iterable[PathLike] | PathLike, root: PathLike, *, bucke
         Files read, unchanged and removed; parts written and rewritten; the dataset's totals.
     """
     report = report if report is not None else IngestReport()
+    store = as_cache(cache)
+    counted = dataclasses.replace(store.stats) if store is not None else None
     before = read_manifest(root) if is_dataset(root) else None
     writer = DatasetWriter(root, buckets=buckets, mode=f"{mode_of(format)}:{'lenient' if skip_invalid else 'strict'}")
     stats = _stats(expand_paths(paths))
@@ -221,10 +226,11 @@ def write_dataset(paths: Iterable[PathLike] | PathLike, root: PathLike, *, bucke
     for lo in range(0, fresh.height, chunk_files):  # one iteration per chunk of files
         chunk = fresh.slice(lo, chunk_files)
         corpus = read_corpus(chunk["path"].to_list(), format=format, skip_invalid=skip_invalid, report=report,
-                             cache=cache, progress=progress, jobs=jobs)
+                             cache=store, progress=progress, jobs=jobs)
         writer.add(corpus.messages, corpus.sessions, corpus.compactions, chunk)
         writer.update.files_read += chunk.height
     writer.update.files_removed = _removed(before, stats)
+    writer.update.cache = store.stats.since(counted) if store is not None and counted is not None else None
     return writer.commit()
 
 
