@@ -116,7 +116,7 @@ class DatasetWriter:
         stale = gone["session_id"].drop_nulls()
         remap: dict[str, str | None] = {}
         for bucket, part in affected.iter_rows():  # one iteration per affected part, not per session
-            frames = {t: read_part(self.root, t, part).filter(~pl.col("session_id").cast(pl.String).is_in(stale))
+            frames = {t: read_part(self.root, t, part).filter(~pl.col("session_id").cast(pl.String).is_in(stale.implode()))
                       for t in TABLES}
             new = new_part_name(int(bucket)) if frames["sessions"].height else None
             if new is not None:
@@ -126,10 +126,10 @@ class DatasetWriter:
             self._obsolete.add(part)
             self._touched.add(int(bucket))
         self.update.parts_rewritten += sum(v is not None for v in remap.values())
-        kept = self.manifest.filter(~pl.col("abspath").is_in(gone["abspath"]))
+        kept = self.manifest.join(gone.select("abspath"), on="abspath", how="anti", maintain_order="left")
         mapping = pl.DataFrame({"part": list(remap), "_new": list(remap.values())}, schema={"part": pl.String, "_new": pl.String})
         self.manifest = (kept.join(mapping, on="part", how="left", maintain_order="left")
-                         .with_columns(pl.when(pl.col("_new").is_not_null() | pl.col("part").is_in(mapping["part"]))
+                         .with_columns(pl.when(pl.col("_new").is_not_null() | pl.col("part").is_in(mapping["part"].implode()))
                                        .then(pl.col("_new")).otherwise(pl.col("part")).alias("part"))
                          .drop("_new"))
 
@@ -139,8 +139,8 @@ class DatasetWriter:
         ``abspath``, ``path``, ``size``, ``mtime_ns``, ``inode``; a file whose path is not a session's
         ``file`` gave no session)."""
         sid = pl.col("session_id").cast(pl.String)
-        known = self.manifest["session_id"].drop_nulls()
-        dup = sessions.filter(sid.is_in(known))
+        known = self.manifest.select(_sid="session_id").drop_nulls()
+        dup = sessions.with_columns(_sid=sid).join(known, on="_sid", how="semi", maintain_order="left")
         if dup.height:
             row = dup.row(0, named=True)
             other = self.manifest.filter(pl.col("session_id") == str(row["session_id"]))["path"][0]
@@ -152,8 +152,9 @@ class DatasetWriter:
         for table, frame in (("messages", messages), ("sessions", sessions), ("compactions", compactions)):
             tagged = frame.with_columns(_sid=sid).join(parts.select(_sid="session_id", _part="part"), on="_sid",
                                                        how="left", maintain_order="left")
-            for (part,), rows in tagged.partition_by("_part", as_dict=True, maintain_order=True).items():
-                write_part(self.root, table, str(part), rows.drop("_sid", "_part"))
+            by_part = {str(k[0]): rows for k, rows in tagged.partition_by("_part", as_dict=True, maintain_order=True).items()}
+            for part in names.values():  # every part gets all three tables, empty where its sessions have no rows
+                write_part(self.root, table, part, by_part.get(part, tagged.head(0)).drop("_sid", "_part"))
         counts = messages.group_by(sid).agg(messages=pl.len())
         per_file = (sessions.select("file", session_id=sid).join(parts, on="session_id", how="left")
                     .join(counts, on="session_id", how="left"))
