@@ -14,6 +14,12 @@ A tour, from files to a budget::
 ``pa.read_corpus`` adds the sessions and compactions tables; ``pa.Cache``
 is the Parquet cache of parsed files.
 
+Past one machine's memory: ``pa.write_dataset(paths, "corpus.ds")`` writes a
+Parquet dataset partitioned by session, ``pa.scan_dataset("corpus.ds")`` is
+a LazyFrame over it, and ``pa.sweep_dataset`` / ``pa.recommend_dataset``
+run bucket by bucket in bounded memory (``engine="ray"`` on Ray Data), with
+the same results as the in-memory path (``docs/scale.md``).
+
 The package has three floors, and imports only go down:
 
 - :mod:`panto_analytics.cli`: the ``panto-analytics`` command, thin over the rest;
@@ -31,10 +37,11 @@ True
 import importlib
 from typing import Any
 
-from .analysis import Criteria, Recommendation, recommend
+from .analysis import Criteria, Recommendation, recommend, recommend_dataset, sweep_dataset
 from .budgets import parse_budget, parse_budgets
 from .errors import IngestReport, InputError
 from .ingest import Cache, Corpus, compactions, read_corpus, read_sessions, sessions, summary_request
+from .ingest.dataset import scan_dataset, write_dataset
 from .policy import Replay, annotate, replay, splits, summarize_replay, summarize_splits, turns
 
 __all__ = [
@@ -52,14 +59,18 @@ __all__ = [
     "read_corpus",
     "read_sessions",
     "recommend",
+    "recommend_dataset",
     "replay",
+    "scan_dataset",
     "sessions",
     "splits",
     "summarize_replay",
     "summarize_splits",
     "summary_request",
     "sweep",
+    "sweep_dataset",
     "turns",
+    "write_dataset",
 ]
 
 #: The sweep: one row per budget (the same function as ``summarize_splits``).

@@ -5,9 +5,12 @@
 - :mod:`.recommend`: the budget a stated rule picks, with reasons and warnings.
 - :mod:`.report`: one folder (HTML, Markdown, PNGs, Parquet) that answers "what does each budget do?".
 - :mod:`.formatting`: how token counts are written for people.
+- :mod:`.histograms`, :mod:`.streaming`, :mod:`.engines`: the sweep and the recommendation of a dataset, bucket by
+  bucket, here or on Ray Data.
 
 :mod:`.plots` and :mod:`.report` load matplotlib: import them when you draw.
 """
 from .recommend import Criteria, Recommendation, recommend
+from .streaming import recommend_dataset, sweep_dataset, write_splits
 
-__all__ = ["Criteria", "Recommendation", "recommend"]
+__all__ = ["Criteria", "Recommendation", "recommend", "recommend_dataset", "sweep_dataset", "write_splits"]
