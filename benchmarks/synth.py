@@ -27,9 +27,10 @@ sessions starts with the ``n`` sessions of the smaller one.
 >>> recs == generate_session(random.Random(7), "s")
 True
 
-Command line (writes ``N`` files into ``DIR``)::
+Command line (writes ``N`` files into ``DIR``; with ``--dataset``, a Parquet
+dataset of their message frame, built without JSON: :mod:`benchmarks.synth_dataset`)::
 
-    python -m benchmarks.synth DIR --sessions N --seed S
+    python -m benchmarks.synth DIR --sessions N --seed S [--dataset]
 """
 from __future__ import annotations
 
@@ -469,23 +470,36 @@ def write_sessions(directory: str | Path, n_sessions: int, seed: int, generate, 
     return paths
 
 
-def corpus_main(prog: str, description: str, write, argv: list[str] | None = None) -> None:
-    """The command line of a corpus writer: ``python -m PROG DIR --sessions N --seed S``."""
+def corpus_main(prog: str, description: str, write, argv: list[str] | None = None, write_dataset=None) -> None:
+    """The command line of a corpus writer: ``python -m PROG DIR --sessions N --seed S``; with ``write_dataset``,
+    ``--dataset`` writes a Parquet dataset into DIR instead of files (``write_dataset(DIR, N, seed=S, ...)``)."""
     ap = argparse.ArgumentParser(prog=prog, description=description)
     ap.add_argument("directory", type=Path)
     ap.add_argument("--sessions", type=int, default=40, help="number of sessions (default 40)")
     ap.add_argument("--seed", type=int, default=0, help="corpus seed (default 0)")
     ap.add_argument("--median-turns", type=float, default=10, help="median user prompts per session (default 10)")
     ap.add_argument("--max-turns", type=int, default=300, help="most user prompts in a session (default 300)")
+    if write_dataset is not None:
+        ap.add_argument("--dataset", action="store_true",
+                        help="write the message frame straight to a Parquet dataset in DIR (no JSON step)")
+        ap.add_argument("--buckets", type=int, default=None, help="buckets of the dataset (default 256)")
     a = ap.parse_args(argv)
+    if getattr(a, "dataset", False):
+        update = write_dataset(a.directory, a.sessions, seed=a.seed, buckets=a.buckets, median_turns=a.median_turns,
+                               max_turns=a.max_turns)
+        print(f"wrote {update.sessions:,} sessions, {update.messages:,} messages, as a dataset in {a.directory}")
+        return
     paths = write(a.directory, a.sessions, a.seed, median_turns=a.median_turns, max_turns=a.max_turns)
     size = sum(p.stat().st_size for p in paths)
     print(f"wrote {len(paths)} sessions, {size / 1e6:.2f} MB, to {a.directory}")
 
 
 def main(argv: list[str] | None = None) -> None:
+    from benchmarks.synth_dataset import write_synthetic_dataset
+
     corpus_main("python -m benchmarks.synth",
-                "Write a deterministic synthetic corpus of canonical session JSONL files.", write_corpus, argv)
+                "Write a deterministic synthetic corpus of canonical session JSONL files (or, with --dataset, "
+                "a Parquet dataset of their message frame).", write_corpus, argv, write_dataset=write_synthetic_dataset)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,139 @@
+"""Large synthetic datasets written straight to Parquet: the message frame built with NumPy, no JSON step.
+
+:mod:`benchmarks.synth` writes realistic session *files* (for ingest); a
+million sessions of them would take hours to write and read. This module
+builds the *message frame* of synthetic sessions directly, chunk by chunk,
+and writes it as a dataset (:mod:`panto_analytics.ingest.dataset`) for the
+scaling measurements of ``benchmarks.scale``. The shapes follow
+:mod:`benchmarks.synth`: a system prompt, then turns of a user prompt and
+1 to 4 assistant calls, each call but the last followed by a tool result;
+turns per session log-normal around a median; provider usage cumulative,
+as providers report it, except in a share of sessions recorded without
+usage (:data:`benchmarks.synth.NO_USAGE_SHARE`). A chunk depends only on
+``(seed, chunk index)``.
+
+>>> frames = synthetic_frames(0, 3, seed=1)
+>>> frames.messages.group_by("session_id").len().height, frames.sessions.height
+(3, 3)
+>>> frames.messages.equals(synthetic_frames(0, 3, seed=1).messages)
+True
+
+Command line::
+
+    python -m benchmarks.synth DIR --sessions 1000000 --dataset
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, cast
+
+import numpy as np
+import polars as pl
+
+from benchmarks.synth import MODELS, NO_USAGE_SHARE
+from panto_analytics.ingest.dataset import DatasetUpdate, DatasetWriter
+from panto_analytics.schema import COMPACTIONS_SCHEMA, MESSAGE_SCHEMA, SESSIONS_SCHEMA
+
+__all__ = ["CHUNK_SESSIONS", "Frames", "synthetic_frames", "write_synthetic_dataset"]
+
+#: Sessions generated and written per chunk.
+CHUNK_SESSIONS = 100_000
+
+_EPOCH_MS = int(datetime(2025, 1, 6, 9, 0, tzinfo=UTC).timestamp() * 1000)
+
+
+@dataclass
+class Frames:
+    """One chunk of a synthetic corpus: its three tables."""
+
+    messages: pl.DataFrame
+    sessions: pl.DataFrame
+    compactions: pl.DataFrame
+
+
+def _lognormal(rng: np.random.Generator, median: float, sigma: float, lo: int, hi: int, n: int) -> np.ndarray:
+    return np.clip(np.round(rng.lognormal(np.log(median), sigma, n)), lo, hi).astype(np.int64)
+
+
+def synthetic_frames(start: int, n_sessions: int, *, seed: int = 0, median_turns: float = 10,
+                     max_turns: int = 300) -> Frames:
+    """The tables of sessions ``start .. start + n_sessions`` of the corpus of ``seed``."""
+    rng = np.random.default_rng([seed, start, n_sessions])
+    turns = _lognormal(rng, median_turns, 1.1, 1, max_turns, n_sessions)
+    calls = np.minimum(rng.geometric(0.45, int(turns.sum())), 4)  # assistant calls per turn
+    turn_session = np.repeat(np.arange(n_sessions), turns)
+    per_turn = 2 * calls  # the prompt, the calls, a tool result after each call but the last
+    turn_msgs = int(per_turn.sum())
+    turn_start = np.repeat(np.cumsum(per_turn) - per_turn, per_turn)
+    pos = np.arange(turn_msgs) - turn_start  # position within the turn
+    msg_session = np.repeat(turn_session, per_turn)
+    # Each session: its system prompt at seq 0, then its turns' messages in order.
+    session_msgs = np.bincount(msg_session, minlength=n_sessions) + 1
+    offsets = np.cumsum(session_msgs) - session_msgs
+    n = int(session_msgs.sum())
+    session = np.repeat(np.arange(n_sessions), session_msgs)
+    seq = np.arange(n) - np.repeat(offsets, session_msgs)
+    role = np.zeros(n, np.int8)  # system
+    body = seq > 0
+    role[body] = np.where(pos % 2 == 1, 2, 1)  # odd positions: assistant; even: user (prompt or tool result)
+    tool_result = np.zeros(n, bool)
+    tool_result[body] = (pos % 2 == 0) & (pos > 0)
+    words = np.where(role == 0, _lognormal(rng, 500, 0.6, 40, 4_000, n),
+                     np.where(tool_result, _lognormal(rng, 300, 1.2, 1, 40_000, n),
+                              np.where(role == 2, _lognormal(rng, 80, 1.0, 1, 8_000, n), _lognormal(rng, 30, 1.0, 1, 2_000, n))))
+    tokens = np.ceil(words * 1.3).astype(np.int64)
+    before = np.cumsum(tokens) - tokens - np.repeat(np.cumsum(tokens)[offsets] - tokens[offsets], session_msgs)
+    with_usage = np.repeat(rng.random(n_sessions) >= NO_USAGE_SHARE, session_msgs) & (role == 2)
+    model_idx = rng.choice(len(MODELS), n_sessions, p=[m[2] for m in MODELS])
+    ids = pl.select(pl.format("synth-{}-{}", pl.lit(seed), pl.int_range(start, start + n_sessions))).to_series()
+    clock = _EPOCH_MS + rng.integers(0, 180 * 86_400_000, n_sessions)
+    usage = lambda values: pl.Series(np.where(with_usage, values, 0), dtype=pl.UInt32).set(  # noqa: E731
+        pl.Series(~with_usage), None)
+    messages = pl.DataFrame({
+        "session_id": ids.gather(session),
+        "seq": seq,
+        "role": pl.Series(np.array(["system", "user", "assistant"])[role]),
+        "words": words,
+        "serialized_bytes": words * 6 + 24,
+        "has_tool_result": tool_result,
+        "has_summary": np.zeros(n, bool),
+        "input": usage(np.minimum(before, 2**32 - 1)),
+        "output": usage(tokens),
+        "cache_read": usage(np.zeros(n, np.int64)),
+        "cache_write": usage(np.zeros(n, np.int64)),
+        "source_format": "canonical",
+        "model": pl.Series([m[0] for m in MODELS]).gather(model_idx).gather(session),
+        "timestamp": pl.Series(np.repeat(clock, session_msgs) + seq * 20_000).cast(pl.Datetime("ms", "UTC")),
+        "line": seq + 1,
+    })
+    files = pl.select(pl.format("synth/{}.jsonl", pl.lit(ids))).to_series()
+    messages = (messages.with_columns(file=files.gather(session)).select(list(MESSAGE_SCHEMA))
+                .cast(cast("dict[Any, pl.DataType]", MESSAGE_SCHEMA)))
+    sessions = messages.group_by("session_id", maintain_order=True).agg(
+        file=pl.col("file").first().cast(pl.String), source_format=pl.col("source_format").first(),
+        model=pl.col("model").first().cast(pl.String), first_timestamp=pl.col("timestamp").min(),
+        last_timestamp=pl.col("timestamp").max(), messages=pl.len(), api_calls=(pl.col("role") == "assistant").sum(),
+        final_context=(pl.col("input").cast(pl.UInt64) + pl.col("output")).drop_nulls().last(),
+    ).with_columns(context_window=pl.Series([m[1] for m in MODELS]).gather(model_idx), compactions=pl.lit(0),
+                   parent_session_id=pl.lit(None, pl.String))
+    sessions = sessions.select(list(SESSIONS_SCHEMA)).cast(cast("dict[Any, pl.DataType]", SESSIONS_SCHEMA))
+    return Frames(messages, sessions, pl.DataFrame(schema=COMPACTIONS_SCHEMA))
+
+
+def write_synthetic_dataset(root: str | Path, n_sessions: int, *, seed: int = 0, buckets: int | None = None,
+                            chunk: int = CHUNK_SESSIONS, **shape) -> DatasetUpdate:
+    """Write ``n_sessions`` synthetic sessions as a dataset at ``root``, ``chunk`` sessions at a time.
+
+    >>> import tempfile
+    >>> write_synthetic_dataset(tempfile.mkdtemp(), 5, buckets=2, chunk=3).sessions
+    5
+    """
+    writer = DatasetWriter(root, buckets=buckets, mode="synthetic")
+    for start in range(0, n_sessions, chunk):  # one iteration per chunk of sessions
+        frames = synthetic_frames(start, min(chunk, n_sessions - start), seed=seed, **shape)
+        paths = frames.sessions["file"]
+        files = pl.DataFrame({"abspath": paths, "path": paths, "size": 0, "mtime_ns": 0, "inode": 0})
+        writer.add(frames.messages, frames.sessions, frames.compactions, files)
+    return writer.commit()
