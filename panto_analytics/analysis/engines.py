@@ -1,14 +1,17 @@
 """Where the per-bucket work of a dataset runs: here, bucket after bucket (``"local"``), or on Ray Data (``"ray"``).
 
 A *bucket task* is a picklable callable ``task(root, parts) -> DataFrame``
-that reads one bucket's parts of the dataset at ``root`` and returns a
-small frame (a histogram table, say). :func:`map_buckets` runs it once per
-bucket and yields the frames; the caller merges them. A session never spans
-two buckets, so every task sees whole sessions.
+that reads some whole buckets' parts of the dataset at ``root`` and returns
+a small frame (a histogram table, say). :func:`map_buckets` runs it once per
+group of buckets (:func:`~panto_analytics.ingest.dataset.bucket_groups`:
+consecutive buckets up to about ``rows`` messages, so that a small bucket
+does not pay a query's fixed cost alone) and yields the frames; the caller
+merges them. A session never spans two buckets, so every task sees whole
+sessions, and memory is bounded by ``rows``, not by the corpus.
 
-``"ray"`` runs the same task on Ray Data: one row per bucket
-(``ray.data.from_items``), ``map_batches`` with one bucket per batch, Arrow
-tables out. ``ray.init()`` starts Ray on this machine, or joins the cluster
+``"ray"`` runs the same task on Ray Data: one row per group of buckets
+(``ray.data.from_items``), ``map_batches`` with one group per batch (one
+task each), Arrow tables out. ``ray.init()`` starts Ray on this machine, or joins the cluster
 at ``address`` (``"auto"``, ``"ray://head:10001"``). Ray is an optional
 extra: ``pip install 'panto_analytics[ray]'``.
 
@@ -27,7 +30,7 @@ from typing import Any, cast
 import polars as pl
 import pyarrow as pa
 
-from ..ingest.dataset import bucket_parts
+from ..ingest.dataset import TASK_ROWS, bucket_groups
 
 __all__ = ["ENGINES", "RAY_INSTALL", "BucketTask", "EngineUnavailable", "map_buckets", "ray_available"]
 
@@ -48,18 +51,18 @@ def ray_available() -> bool:
     return importlib.util.find_spec("ray") is not None
 
 
-def map_buckets(root: str | Path, task: BucketTask, *, engine: str = "local",
-                address: str | None = None) -> Iterator[pl.DataFrame]:
-    """``task(root, parts)`` for every bucket of the dataset at ``root``, in bucket order for ``"local"``
-    (in the order Ray finishes them for ``"ray"``)."""
+def map_buckets(root: str | Path, task: BucketTask, *, engine: str = "local", address: str | None = None,
+                rows: int = TASK_ROWS) -> Iterator[pl.DataFrame]:
+    """``task(root, parts)`` for every group of buckets of the dataset at ``root``, in bucket order for
+    ``"local"`` (in the order Ray finishes them for ``"ray"``)."""
     if engine not in ENGINES:
         raise ValueError(f"engine is one of {', '.join(ENGINES)}, got {engine!r}")
-    buckets = bucket_parts(root)
+    groups = bucket_groups(root, rows)
     if engine == "local":
-        for parts in buckets.values():  # one iteration per bucket; the work inside is vectorized
+        for parts in groups:  # one iteration per group of buckets; the work inside is vectorized
             yield task(str(root), parts)
         return
-    yield from _on_ray(str(root), list(buckets.values()), task, address)
+    yield from _on_ray(str(root), groups, task, address)
 
 
 def _on_ray(root: str, buckets: list[list[str]], task: BucketTask, address: str | None) -> Iterator[pl.DataFrame]:

@@ -3,7 +3,8 @@
 Each bucket of a dataset (:mod:`panto_analytics.ingest.dataset`) holds whole
 sessions, so libpanto's split is computed per bucket and reduced at once to
 exact per-budget histograms (:mod:`.histograms`); only those are merged.
-Peak memory is one bucket's splits plus the merged histograms (bounded by
+Peak memory is one task's splits (a group of whole buckets of about
+:data:`~panto_analytics.ingest.dataset.TASK_ROWS` messages) plus the merged histograms (bounded by
 the budgets), whatever the number of buckets. The results equal the
 in-memory path's bit for bit:
 
@@ -33,7 +34,7 @@ from pathlib import Path
 import polars as pl
 import pyarrow.parquet as pq
 
-from ..ingest.dataset import bucket_parts, scan_dataset, scan_parts
+from ..ingest.dataset import TASK_ROWS, bucket_groups, scan_dataset, scan_parts
 from ..policy import splits as compute_splits
 from ..policy import turns as compute_turns
 from ..policy.splits import budget_series
@@ -60,14 +61,15 @@ def _histogram_task(root: str, parts: list[str], *, budgets: list[int], with_ses
 
 
 def dataset_histograms(root: str | Path, budgets: int | Iterable[int], *, with_sessions: bool = True,
-                       engine: str = "local", address: str | None = None) -> pl.DataFrame:
+                       engine: str = "local", address: str | None = None, task_rows: int = TASK_ROWS) -> pl.DataFrame:
     """The merged histogram table (:mod:`.histograms`) of every session of the dataset at ``root``.
 
     ``with_sessions``: count sessions without messages too (as ``sweep`` does; ``recommend`` does not).
+    ``task_rows``: messages per task (:func:`~panto_analytics.ingest.dataset.bucket_groups`).
     """
     task = functools.partial(_histogram_task, budgets=budget_series(budgets).to_list(), with_sessions=with_sessions)
     merged: list[pl.DataFrame] = []
-    for table in map_buckets(root, task, engine=engine, address=address):
+    for table in map_buckets(root, task, engine=engine, address=address, rows=task_rows):
         merged.append(table)
         if len(merged) >= MERGE_EVERY:
             merged = [merge(merged)]
@@ -75,10 +77,10 @@ def dataset_histograms(root: str | Path, budgets: int | Iterable[int], *, with_s
 
 
 def sweep_dataset(root: str | Path, budgets: int | Iterable[int], *, engine: str = "local",
-                  address: str | None = None) -> pl.DataFrame:
+                  address: str | None = None, task_rows: int = TASK_ROWS) -> pl.DataFrame:
     """One row per budget (:func:`~panto_analytics.policy.summarize_splits`) over the dataset at ``root``,
-    sessions without messages included."""
-    return sweep_from(dataset_histograms(root, budgets, engine=engine, address=address))
+    sessions without messages included; options as in :func:`dataset_histograms`."""
+    return sweep_from(dataset_histograms(root, budgets, engine=engine, address=address, task_rows=task_rows))
 
 
 def _outcome_task(root: str, parts: list[str], *, budget: int) -> pl.DataFrame:
@@ -92,9 +94,9 @@ def _outcome_task(root: str, parts: list[str], *, budget: int) -> pl.DataFrame:
     return pl.concat([examples, counts], how="vertical_relaxed")
 
 
-def _outcomes(root: str | Path, budget: int, engine: str, address: str | None) -> list[str]:
+def _outcomes(root: str | Path, budget: int, engine: str, address: str | None, task_rows: int) -> list[str]:
     task = functools.partial(_outcome_task, budget=budget)
-    frames = list(map_buckets(root, task, engine=engine, address=address))
+    frames = list(map_buckets(root, task, engine=engine, address=address, rows=task_rows))
     parts = []
     for f in frames:  # one per bucket
         rows = f.filter(pl.col("zero").is_not_null())
@@ -106,25 +108,26 @@ def _outcomes(root: str | Path, budget: int, engine: str, address: str | None) -
 
 
 def recommend_dataset(root: str | Path, budgets: int | Iterable[int], criteria: Criteria | None = None, *,
-                      engine: str = "local", address: str | None = None) -> Recommendation:
+                      engine: str = "local", address: str | None = None, task_rows: int = TASK_ROWS) -> Recommendation:
     """:func:`~panto_analytics.recommend` over the dataset at ``root``, bucket by bucket: the same budget,
     reasons, table and warnings as the in-memory path (``recommend(splits(messages, budgets), criteria,
     turns=turns(messages), windows=sessions.context_window)``)."""
     criteria = (criteria or Criteria()).or_default()
-    table = coverage_from(dataset_histograms(root, budgets, with_sessions=False, engine=engine, address=address),
-                          criteria)
+    hist = dataset_histograms(root, budgets, with_sessions=False, engine=engine, address=address, task_rows=task_rows)
+    table = coverage_from(hist, criteria)
     windows = scan_dataset(root, "sessions").select(pl.col("context_window").unique()).collect().to_series().to_list()
-    return recommend_from_table(table, criteria, outcomes=lambda b: _outcomes(root, b, engine, address),
+    return recommend_from_table(table, criteria, outcomes=lambda b: _outcomes(root, b, engine, address, task_rows),
                                 windows=windows)
 
 
-def write_splits(root: str | Path, budgets: int | Iterable[int], output: str | Path) -> int:
+def write_splits(root: str | Path, budgets: int | Iterable[int], output: str | Path, *,
+                 task_rows: int = TASK_ROWS) -> int:
     """Write every (session, budget) split of the dataset at ``root`` to the Parquet file ``output``, one row
-    group per bucket, holding one bucket's rows at a time; returns the number of rows."""
+    group per group of buckets, holding one group's rows at a time; returns the number of rows."""
     rows = 0
     writer: pq.ParquetWriter | None = None
     try:
-        for parts in bucket_parts(root).values():  # one iteration per bucket
+        for parts in bucket_groups(root, task_rows):  # one iteration per group of buckets
             messages, sessions = _bucket(str(root), parts, True)
             table = compute_splits(messages, budgets, sessions=sessions).to_arrow()
             if writer is None:

@@ -12,7 +12,7 @@ from polars.testing import assert_frame_equal
 import panto_analytics as pa
 from panto_analytics.analysis import engines
 from panto_analytics.analysis.streaming import recommend_dataset, sweep_dataset, write_splits
-from panto_analytics.ingest.dataset import write_dataset
+from panto_analytics.ingest.dataset import bucket_groups, write_dataset
 
 BUDGETS = [0, 1_000, 5_000, 8_000, 20_000, 50_000, 100_000, 200_000]
 
@@ -50,15 +50,17 @@ def in_memory_recommend(corpus: pa.Corpus, criteria):
 def test_sweep_equals_in_memory(corpus_dir, dataset):
     corpus = pa.read_corpus([corpus_dir])
     expected = pa.sweep(pa.splits(corpus.messages, BUDGETS, sessions=corpus.sessions))
-    got = sweep_dataset(dataset, BUDGETS)
-    assert_frame_equal(got, expected, check_exact=True)
+    assert len(bucket_groups(dataset, 1)) == 8  # one task per bucket: eight tables merged
+    for task_rows in (1, 700, 10**9):
+        got = sweep_dataset(dataset, BUDGETS, task_rows=task_rows)
+        assert_frame_equal(got, expected, check_exact=True)
     assert got["sessions"][0] == 41  # the empty session is counted
 
 
 @pytest.mark.parametrize("criteria", CRITERIA, ids=range(len(CRITERIA)))
 def test_recommend_equals_in_memory(corpus_dir, dataset, criteria):
     expected = in_memory_recommend(pa.read_corpus([corpus_dir]), criteria)
-    got = recommend_dataset(dataset, BUDGETS, criteria)
+    got = recommend_dataset(dataset, BUDGETS, criteria, task_rows=1)
     assert got.budget == expected.budget
     assert_frame_equal(got.table, expected.table, check_exact=True)
     assert got.to_text() == expected.to_text()
@@ -68,7 +70,7 @@ def test_recommend_equals_in_memory(corpus_dir, dataset, criteria):
 def test_written_splits_equal_in_memory(corpus_dir, dataset, tmp_path):
     corpus = pa.read_corpus([corpus_dir])
     expected = pa.splits(corpus.messages, BUDGETS, sessions=corpus.sessions)
-    rows = write_splits(dataset, BUDGETS, tmp_path / "splits.parquet")
+    rows = write_splits(dataset, BUDGETS, tmp_path / "splits.parquet", task_rows=1)
     got = pl.read_parquet(tmp_path / "splits.parquet")
     assert rows == expected.height == got.height
     key = lambda f: f.with_columns(pl.col("session_id").cast(pl.String)).sort("session_id", "budget")  # noqa: E731
@@ -81,8 +83,9 @@ def test_real_recordings(tmp_path):
     write_dataset([REALDATA], tmp_path / "ds", buckets=4, skip_invalid=True, cache=False)
     corpus = pa.read_corpus([REALDATA], skip_invalid=True)
     expected = pa.sweep(pa.splits(corpus.messages, BUDGETS, sessions=corpus.sessions))
-    assert_frame_equal(sweep_dataset(tmp_path / "ds", BUDGETS), expected, check_exact=True)
-    assert recommend_dataset(tmp_path / "ds", BUDGETS).to_text() == in_memory_recommend(corpus, None).to_text()
+    assert_frame_equal(sweep_dataset(tmp_path / "ds", BUDGETS, task_rows=1), expected, check_exact=True)
+    got = recommend_dataset(tmp_path / "ds", BUDGETS, task_rows=1)
+    assert got.to_text() == in_memory_recommend(corpus, None).to_text()
 
 
 def test_unknown_engine_is_refused(dataset):
@@ -101,9 +104,10 @@ def test_ray_engine_without_ray_says_how_to_install_it(dataset, monkeypatch):
 def test_ray_engine_equals_local_engine(dataset):
     """Ray Data, started on this machine, runs the same per-bucket function: the same figures."""
     pytest.importorskip("ray", reason="Ray is an optional extra: pip install 'panto_analytics[ray]'")
-    assert_frame_equal(sweep_dataset(dataset, BUDGETS, engine="ray"), sweep_dataset(dataset, BUDGETS), check_exact=True)
+    assert_frame_equal(sweep_dataset(dataset, BUDGETS, engine="ray", task_rows=1), sweep_dataset(dataset, BUDGETS),
+                       check_exact=True)
     for criteria in CRITERIA[:3]:
-        ray_rec = recommend_dataset(dataset, BUDGETS, criteria, engine="ray")
+        ray_rec = recommend_dataset(dataset, BUDGETS, criteria, engine="ray", task_rows=1)
         local_rec = recommend_dataset(dataset, BUDGETS, criteria)
         assert_frame_equal(ray_rec.table, local_rec.table, check_exact=True)
         assert ray_rec.to_text() == local_rec.to_text()

@@ -12,7 +12,9 @@ are two layouts.
 from .buckets import session_buckets
 from .store import (
     DEFAULT_BUCKETS,
+    TASK_ROWS,
     DatasetInfo,
+    bucket_groups,
     bucket_parts,
     dataset_corpus,
     is_dataset,
@@ -23,5 +25,8 @@ from .store import (
 )
 from .write import DatasetUpdate, DatasetWriter, write_dataset
 
-__all__ = ["DEFAULT_BUCKETS", "DatasetInfo", "DatasetUpdate", "DatasetWriter", "bucket_parts", "dataset_corpus", "is_dataset", "read_info",
-           "read_manifest", "scan_dataset", "scan_parts", "session_buckets", "write_dataset"]
+__all__ = [
+    "DEFAULT_BUCKETS", "TASK_ROWS", "DatasetInfo", "DatasetUpdate", "DatasetWriter", "bucket_groups", "bucket_parts",
+    "dataset_corpus", "is_dataset", "read_info", "read_manifest", "scan_dataset", "scan_parts", "session_buckets",
+    "write_dataset",
+]

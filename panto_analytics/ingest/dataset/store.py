@@ -39,10 +39,10 @@ from ...schema import COMPACTIONS_SCHEMA, MESSAGE_SCHEMA, SESSIONS_SCHEMA
 from ..corpus import Corpus
 
 __all__ = [
-    "DATASET_MANIFEST_SCHEMA", "DEFAULT_BUCKETS", "INFO_FILE", "MANIFEST_FILE", "ROW_GROUP_ROWS", "TABLES", "DatasetInfo",
-    "bucket_parts", "dataset_corpus", "is_dataset", "new_part_name", "part_path", "read_info", "read_manifest", "read_part", "scan_dataset",
-    "scan_parts",
-    "write_info", "write_manifest", "write_part",
+    "DATASET_MANIFEST_SCHEMA", "DEFAULT_BUCKETS", "INFO_FILE", "MANIFEST_FILE", "ROW_GROUP_ROWS", "TABLES",
+    "TASK_ROWS", "DatasetInfo", "bucket_groups", "bucket_parts", "dataset_corpus", "is_dataset", "new_part_name",
+    "part_path", "read_info", "read_manifest", "read_part", "scan_dataset", "scan_parts", "write_info",
+    "write_manifest", "write_part",
 ]
 
 INFO_FILE = "dataset.json"
@@ -206,6 +206,29 @@ def bucket_parts(root: str | Path, buckets: Iterable[int] | None = None) -> dict
     for bucket, part in rows.iter_rows():  # one row per part, not per session
         out.setdefault(int(bucket), []).append(part)
     return out
+
+
+#: Messages a task over the dataset aims at (:func:`bucket_groups`): enough that a task's fixed cost
+#: (planning a query, opening parts) is small beside its work, few enough that its frames stay small.
+TASK_ROWS = 1_000_000
+
+
+def bucket_groups(root: str | Path, rows: int = TASK_ROWS) -> list[list[str]]:
+    """The dataset's parts, whole buckets at a time, grouped in bucket order until a group holds ``rows`` messages.
+
+    Every group holds whole sessions (a session lives in one bucket); each is
+    one task of :func:`panto_analytics.analysis.engines.map_buckets`.
+    """
+    per_part = (read_manifest(root).filter(pl.col("part").is_not_null())
+                .group_by("bucket", "part").agg(pl.col("messages").sum()).sort("bucket", "part"))
+    per_bucket = per_part.group_by("bucket", maintain_order=True).agg("part", pl.col("messages").sum())
+    # A new group starts where the messages before a bucket pass a multiple of `rows`.
+    before = per_bucket["messages"].cast(pl.Int64).cum_sum() - per_bucket["messages"].cast(pl.Int64)
+    group = (before // max(rows, 1)).to_list()
+    out: dict[int, list[str]] = {}
+    for g, parts in zip(group, per_bucket["part"].to_list()):  # one iteration per bucket
+        out.setdefault(g, []).extend(parts)
+    return list(out.values())
 
 
 def scan_dataset(root: str | Path, table: str = "messages", *, buckets: Iterable[int] | None = None) -> pl.LazyFrame:

@@ -15,6 +15,7 @@ from polars.testing import assert_frame_equal
 import panto_analytics as pa
 from panto_analytics.errors import InputError
 from panto_analytics.ingest.dataset import (
+    bucket_groups,
     bucket_parts,
     read_info,
     read_manifest,
@@ -171,3 +172,13 @@ def test_real_recordings_round_trip(tmp_path):
         pytest.skip(f"no real recordings at {REALDATA}")
     write_dataset([REALDATA], tmp_path / "ds", buckets=16, skip_invalid=True)
     assert_same_corpus(tmp_path / "ds", [REALDATA], skip_invalid=True)
+
+
+def test_bucket_groups_hold_whole_buckets_up_to_the_rows_asked(tmp_path):
+    write_dataset([DATA], tmp_path / "ds", buckets=8)
+    by_bucket = bucket_parts(tmp_path / "ds")
+    every = sorted(p for ps in by_bucket.values() for p in ps)
+    assert [sorted(g) for g in bucket_groups(tmp_path / "ds", 1)] == [sorted(ps) for ps in by_bucket.values()]
+    assert [sorted(g) for g in bucket_groups(tmp_path / "ds", 10**9)] == [every]
+    middle = bucket_groups(tmp_path / "ds", 1_000)
+    assert 1 < len(middle) < 8 and sorted(p for g in middle for p in g) == every
