@@ -218,21 +218,50 @@ def write_dataset(paths: Iterable[PathLike] | PathLike, root: PathLike, *, bucke
     counted = dataclasses.replace(store.stats) if store is not None else None
     before = read_manifest(root) if is_dataset(root) else None
     writer = DatasetWriter(root, buckets=buckets, mode=f"{mode_of(format)}:{'lenient' if skip_invalid else 'strict'}")
-    stats = _stats(expand_paths(paths))
+    stats = _stats(expand_paths(paths)).with_columns(_folder(pl.col("abspath")))
     state = ["abspath", "size", "mtime_ns", "inode"]
-    unchanged = writer.manifest.join(stats, on=state, how="semi")
-    writer.drop(writer.manifest.join(unchanged, on="abspath", how="anti")["abspath"])
-    fresh = stats.join(unchanged, on="abspath", how="anti")
-    writer.update.files_unchanged = unchanged.height
-    for lo in range(0, fresh.height, chunk_files):  # one iteration per chunk of files
-        chunk = fresh.slice(lo, chunk_files)
+    old = writer.manifest.with_columns(_folder(pl.col("abspath")))
+    same = old.join(stats, on=state, how="semi")
+    # A folder with a new, changed or removed file is read again whole: adapters join files of one folder
+    # (a Claude Code session resumed into another file), so its sessions are rebuilt together.
+    touched = pl.concat([old.join(same, on="abspath", how="anti").select("folder"),
+                         stats.join(same, on="abspath", how="anti").select("folder")]).unique()
+    writer.drop(old.join(touched, on="folder", how="semi")["abspath"])
+    fresh = stats.join(touched, on="folder", how="semi", maintain_order="left")
+    writer.update.files_unchanged = same.join(touched, on="folder", how="anti").height
+    for chunk in _chunks(fresh, chunk_files):  # one iteration per chunk of files
         corpus = read_corpus(chunk["path"].to_list(), format=format, skip_invalid=skip_invalid, report=report,
                              cache=store, progress=progress, jobs=jobs)
-        writer.add(corpus.messages, corpus.sessions, corpus.compactions, chunk)
+        writer.add(corpus.messages, corpus.sessions, corpus.compactions, chunk.drop("folder"))
         writer.update.files_read += chunk.height
     writer.update.files_removed = _removed(before, stats)
     writer.update.cache = store.stats.since(counted) if store is not None and counted is not None else None
     return writer.commit()
+
+
+def _folder(abspath: pl.Expr) -> pl.Expr:
+    """The folder of each absolute path.
+
+    >>> pl.select(_folder(pl.lit("/a/b/c.jsonl"))).item()
+    '/a/b'
+    """
+    return abspath.str.replace(r"/[^/]*$", "").alias("folder")
+
+
+def _chunks(files: pl.DataFrame, size: int) -> list[pl.DataFrame]:
+    """``files`` (sorted by path) in chunks of about ``size`` files that never split a folder.
+
+    >>> f = pl.DataFrame({"folder": ["a", "a", "b", "c", "c", "c"]})
+    >>> [c["folder"].to_list() for c in _chunks(f, 2)]
+    [['a', 'a'], ['b', 'c', 'c', 'c']]
+    """
+    if files.is_empty():
+        return []
+    # Files before each folder's first file decide its chunk: a folder never straddles two.
+    first = files.with_row_index("_i").group_by("folder", maintain_order=True).agg(pl.col("_i").first())
+    chunk_of = first.with_columns(_chunk=pl.col("_i") // max(size, 1)).select("folder", "_chunk")
+    tagged = files.join(chunk_of, on="folder", how="left", maintain_order="left")
+    return [c.drop("_chunk") for c in tagged.partition_by("_chunk", maintain_order=True)]
 
 
 def _removed(before: pl.DataFrame | None, stats: pl.DataFrame) -> int:

@@ -109,29 +109,43 @@ def test_second_run_reads_nothing_when_nothing_changed(tmp_path):
     assert sorted((tmp_path / "ds").rglob("part-*.parquet")) == parts_before
 
 
-def test_incremental_update_rewrites_only_touched_parts(tmp_path):
-    src = copy_data(tmp_path)
+def test_incremental_update_rewrites_only_touched_folders_parts(tmp_path):
+    """Four folders of ten sessions; a file changes in one, one is removed from another, one added to a third:
+    those three folders are read again (an adapter may join files of a folder), the fourth's parts stay."""
+    src = tmp_path / "src"
+    files = sorted(DATA.glob("*.jsonl"))
+    for i, f in enumerate(files):
+        (src / f"f{i // 10}").mkdir(parents=True, exist_ok=True)
+        shutil.copy(f, src / f"f{i // 10}" / f.name)
     ds = tmp_path / "ds"
-    write_dataset([src], ds, buckets=8)
+    write_dataset([src], ds, buckets=8, chunk_files=10)
     manifest = read_manifest(ds)
-    files = sorted(src.glob("*.jsonl"))
-    changed, removed = files[0], files[1]
-    changed.write_text(changed.read_text() + "")  # same text, new mtime: read again
-    os.utime(changed, ns=(1, 1))
-    removed.unlink()
-    new = src / "new.jsonl"
-    new.write_text('{"type":"message","role":"user","content":[{"type":"text","text":"a new session"}]}\n')
-    touched = set(manifest.filter(pl.col("abspath").is_in([str(changed.resolve()), str(removed.resolve())]))["part"])
-    untouched = set(manifest["part"]) - touched
+    changed = sorted((src / "f0").glob("*.jsonl"))[0]
+    os.utime(changed, ns=(1, 1))  # same text, another mtime: read again
+    sorted((src / "f1").glob("*.jsonl"))[0].unlink()
+    (src / "f2" / "new.jsonl").write_text('{"type":"message","role":"user","content":[{"type":"text","text":"new"}]}\n')
+    kept = set(manifest.filter(pl.col("path").str.contains("/f3/"))["part"])
+    touched = set(manifest["part"]) - kept
 
-    update = write_dataset([src], ds)
-    assert (update.files_read, update.files_removed, update.files_unchanged) == (2, 1, 38)
+    update = write_dataset([src], ds, chunk_files=10)
+    assert (update.files_read, update.files_removed, update.files_unchanged) == (30, 1, 10)
     after = read_manifest(ds)
-    assert untouched <= set(after["part"])  # parts without a changed session are left alone
+    assert kept <= set(after["part"])  # the untouched folder's parts are left alone
     assert not touched & set(after["part"])
     for part in touched:
         assert not (ds / "messages" / part).exists()
     assert_same_corpus(ds, [src])
+
+
+def test_files_are_read_in_chunks_that_never_split_a_folder(tmp_path):
+    src = tmp_path / "src"
+    for i, f in enumerate(sorted(DATA.glob("*.jsonl"))[:12]):
+        (src / f"f{i // 4}").mkdir(parents=True, exist_ok=True)
+        shutil.copy(f, src / f"f{i // 4}" / f.name)
+    write_dataset([src], tmp_path / "ds", buckets=4, chunk_files=3)
+    by_part = read_manifest(tmp_path / "ds").with_columns(folder=pl.col("path").str.extract(r"/(f\d)/"))
+    assert by_part.group_by("part").agg(pl.col("folder").n_unique())["folder"].max() == 1
+    assert_same_corpus(tmp_path / "ds", [src])
 
 
 def test_a_part_the_manifest_does_not_name_is_ignored(tmp_path):
