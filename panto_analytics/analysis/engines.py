@@ -30,6 +30,7 @@ from typing import Any, cast
 import polars as pl
 import pyarrow as pa
 
+from ..errors import InputError
 from ..ingest.dataset import TASK_ROWS, bucket_groups
 
 __all__ = ["ENGINES", "RAY_INSTALL", "BucketTask", "EngineUnavailable", "map_buckets", "ray_available"]
@@ -80,10 +81,16 @@ def _on_ray(root: str, buckets: list[list[str]], task: BucketTask, address: str 
     ray.data.DataContext.get_current().enable_progress_bars = False
     ds = ray.data.from_items([{"parts": parts} for parts in buckets], override_num_blocks=len(buckets))
     out = ds.map_batches(cast(Any, _ray_batch), batch_size=1, batch_format="pyarrow", fn_kwargs={"root": root, "task": task})
-    for batch in out.iter_batches(batch_format="pyarrow", batch_size=None):
-        frame = pl.from_arrow(batch)
-        assert isinstance(frame, pl.DataFrame)
-        yield frame
+    try:
+        for batch in out.iter_batches(batch_format="pyarrow", batch_size=None):
+            frame = pl.from_arrow(batch)
+            assert isinstance(frame, pl.DataFrame)
+            yield frame
+    except Exception as e:  # a task's bad input comes back wrapped in Ray's error: one line, as locally
+        cause = getattr(e, "cause", None)
+        if isinstance(cause, InputError):
+            raise cause from None
+        raise
 
 
 def _ray_batch(batch: pa.Table, *, root: str, task: BucketTask) -> pa.Table:

@@ -35,6 +35,7 @@ import polars as pl
 import pyarrow.parquet as pq
 
 from ..ingest.dataset import TASK_ROWS, bucket_groups, scan_dataset, scan_parts
+from ..ingest.dataset.store import collect
 from ..policy import splits as compute_splits
 from ..policy import turns as compute_turns
 from ..policy.splits import budget_series
@@ -49,8 +50,8 @@ MERGE_EVERY = 16
 
 
 def _bucket(root: str, parts: list[str], with_sessions: bool) -> tuple[pl.DataFrame, pl.DataFrame | None]:
-    messages = scan_parts(root, "messages", parts).collect()
-    sessions = scan_parts(root, "sessions", parts).select("session_id").collect() if with_sessions else None
+    messages = collect(scan_parts(root, "messages", parts), root)
+    sessions = collect(scan_parts(root, "sessions", parts).select("session_id"), root) if with_sessions else None
     return messages, sessions
 
 
@@ -115,7 +116,7 @@ def recommend_dataset(root: str | Path, budgets: int | Iterable[int], criteria: 
     criteria = (criteria or Criteria()).or_default()
     hist = dataset_histograms(root, budgets, with_sessions=False, engine=engine, address=address, task_rows=task_rows)
     table = coverage_from(hist, criteria)
-    windows = scan_dataset(root, "sessions").select(pl.col("context_window").unique()).collect().to_series().to_list()
+    windows = collect(scan_dataset(root, "sessions").select(pl.col("context_window").unique()), root).to_series().to_list()
     return recommend_from_table(table, criteria, outcomes=lambda b: _outcomes(root, b, engine, address, task_rows),
                                 windows=windows)
 

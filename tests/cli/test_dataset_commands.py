@@ -89,3 +89,14 @@ def test_buckets_of_an_existing_dataset_cannot_change(dataset):
     result = run("ingest", DATA, "--dataset", dataset, "--buckets", "4")
     assert result.exit_code == 1
     assert result.output.count("\n") == 1 and "has 8 buckets, not 4" in result.output
+
+
+@pytest.mark.parametrize("command", [["sweep"], ["recommend"], ["report", "-o", "rep"]])
+def test_a_corrupt_part_is_one_line_of_bad_input(tmp_path, command, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert run("ingest", DATA, "--dataset", "ds", "--buckets", "2").exit_code == 0
+    part = next((tmp_path / "ds" / "messages").rglob("part-*.parquet"))
+    part.write_bytes(b"not parquet")
+    result = run(command[0], "ds", *command[1:])
+    assert result.exit_code == 1
+    assert result.output.count("\n") == 1 and result.output.startswith("error: ds: unreadable dataset")

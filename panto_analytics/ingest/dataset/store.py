@@ -41,7 +41,7 @@ from ..corpus import Corpus
 __all__ = [
     "DATASET_MANIFEST_SCHEMA", "DEFAULT_BUCKETS", "INFO_FILE", "MANIFEST_FILE", "ROW_GROUP_ROWS", "TABLES",
     "TASK_ROWS", "DatasetInfo", "bucket_groups", "bucket_parts", "dataset_corpus", "is_dataset", "new_part_name",
-    "part_path", "read_info", "read_manifest", "read_part", "scan_dataset", "scan_parts", "write_info",
+    "collect", "part_path", "read_info", "read_manifest", "read_part", "scan_dataset", "scan_parts", "write_info",
     "write_manifest", "write_part",
 ]
 
@@ -171,7 +171,23 @@ def _row_group_cuts(frame: pl.DataFrame, target: int = ROW_GROUP_ROWS) -> np.nda
 
 def read_part(root: str | Path, table: str, part: str) -> pl.DataFrame:
     """One part of ``table``, in the table's schema."""
-    return scan_parts(root, table, [part]).collect()
+    return collect(scan_parts(root, table, [part]), root)
+
+
+def collect(lf: pl.LazyFrame, root: str | Path) -> pl.DataFrame:
+    """``lf.collect()``; a missing or corrupt part of the dataset at ``root`` is one line of bad input.
+
+    >>> collect(pl.scan_parquet("/nonexistent/part.parquet"), "/nonexistent")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    panto_analytics.errors.InputError: /nonexistent: unreadable dataset (...
+    """
+    try:
+        return lf.collect()
+    except (pl.exceptions.PolarsError, OSError) as e:
+        reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise InputError(root, None, f"unreadable dataset ({reason}); write it again with "
+                         "'panto-analytics ingest PATH... --dataset DIR'", skippable=False) from None
 
 
 def scan_parts(root: str | Path, table: str, parts: list[str]) -> pl.LazyFrame:
@@ -192,7 +208,7 @@ def dataset_corpus(root: str | Path) -> Corpus:
     streaming path reads); its report counts the dataset's files, sessions and messages."""
     info = read_info(root)
     report = IngestReport(files=info.files, sessions=info.sessions, messages=info.messages)
-    tables = [scan_dataset(root, t).collect() for t in TABLES]
+    tables = [collect(scan_dataset(root, t), root) for t in TABLES]
     return Corpus(tables[0], tables[1], tables[2], report)
 
 
