@@ -92,6 +92,8 @@ def sweep(paths, format_, skip_invalid, budgets, output, plot, engine, ray_addre
       panto-analytics sweep corpus.ds/ -b 0:200k:21 --engine ray
     """
     ds = check_engine(paths, engine, ray_address)
+    if engine == "ray" and plot is not None:
+        raise click.UsageError("--plot draws every split in memory; --engine ray does not apply to it")
     if ds is not None and plot is None:
         from ..analysis.streaming import sweep_dataset
 
