@@ -46,7 +46,7 @@ from .recommend import Criteria, Outcomes, Recommendation, outcomes_at, recommen
 __all__ = ["MERGE_EVERY", "dataset_histograms", "recommend_dataset", "sweep_dataset", "write_splits"]
 
 #: Bucket tables held before they are merged into one.
-MERGE_EVERY = 16
+MERGE_EVERY = 4
 
 
 def _bucket(root: str, parts: list[str], with_sessions: bool) -> tuple[pl.DataFrame, pl.DataFrame | None]:

@@ -235,8 +235,12 @@ def bucket_groups(root: str | Path, rows: int = TASK_ROWS) -> list[list[str]]:
     Every group holds whole sessions (a session lives in one bucket); each is
     one task of :func:`panto_analytics.analysis.engines.map_buckets`.
     """
-    per_part = (read_manifest(root).filter(pl.col("part").is_not_null())
-                .group_by("bucket", "part").agg(pl.col("messages").sum()).sort("bucket", "part"))
+    # Only the three columns needed are read: the manifest has a row per source file.
+    per_part = (collect(pl.scan_parquet(Path(root) / MANIFEST_FILE).select("bucket", "part", "messages")
+                        .filter(pl.col("part").is_not_null()).group_by("bucket", "part").agg(pl.col("messages").sum())
+                        .sort("bucket", "part"), root)
+                if (Path(root) / MANIFEST_FILE).exists() else pl.DataFrame(schema={"bucket": pl.UInt16, "part": pl.String,
+                                                                                    "messages": pl.UInt32}))
     per_bucket = per_part.group_by("bucket", maintain_order=True).agg("part", pl.col("messages").sum())
     # A new group starts where the messages before a bucket pass a multiple of `rows`.
     before = per_bucket["messages"].cast(pl.Int64).cum_sum() - per_bucket["messages"].cast(pl.Int64)
