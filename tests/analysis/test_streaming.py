@@ -2,11 +2,15 @@
 from __future__ import annotations
 
 import shutil
+import tempfile
 from pathlib import Path
 
 import polars as pl
 import pytest
+import strategies
 from conftest import DATA, REALDATA
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
 import panto_analytics as pa
@@ -111,3 +115,23 @@ def test_ray_engine_equals_local_engine(dataset):
         local_rec = recommend_dataset(dataset, BUDGETS, criteria)
         assert_frame_equal(ray_rec.table, local_rec.table, check_exact=True)
         assert ray_rec.to_text() == local_rec.to_text()
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(strategies.conversations(max_pieces=6), min_size=1, max_size=8), strategies.budgets())
+def test_random_corpora_stream_to_the_in_memory_figures(sessions, budgets):
+    """Agent-shaped and chaotic conversations (some empty), cut into buckets: the same sweep and recommendation."""
+    from benchmarks import reference_port as ref
+
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "src"
+        src.mkdir()
+        for i, msgs in enumerate(sessions):
+            ref.write_session(src / f"s{i}.jsonl", msgs, session_id=f"session-{i}")
+        write_dataset([src], Path(tmp) / "ds", buckets=3, cache=False)
+        corpus = pa.read_corpus([src])
+        expected = pa.sweep(pa.splits(corpus.messages, budgets, sessions=corpus.sessions))
+        assert_frame_equal(sweep_dataset(Path(tmp) / "ds", budgets, task_rows=1), expected, check_exact=True)
+        rec = pa.recommend(pa.splits(corpus.messages, budgets), None, turns=pa.turns(corpus.messages),
+                           windows=corpus.sessions["context_window"].to_list())
+        assert recommend_dataset(Path(tmp) / "ds", budgets, task_rows=1).to_text() == rec.to_text()
