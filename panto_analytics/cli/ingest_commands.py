@@ -85,7 +85,8 @@ def _ingest_dataset(paths, format_, skip_invalid, dataset_dir: Path, buckets: in
         update = write_dataset(files, dataset_dir, buckets=buckets, format=format_, skip_invalid=skip_invalid,
                                report=report, **read_settings())
     report_skips(report)
-    click.echo(format_summary(report, update.cache))
+    if update.files_read:  # the summary counts what was read this time; nothing read, nothing to count
+        click.echo(format_summary(report, update.cache))
     click.echo(update.describe())
 
 

@@ -25,7 +25,7 @@ def dataset(tmp_path_factory):
 def test_second_ingest_reads_nothing(dataset):
     result = run("ingest", DATA, "--dataset", dataset)
     assert result.exit_code == 0
-    assert "dataset: 0 file(s) read, 40 unchanged, 0 removed" in result.output
+    assert result.output.startswith("dataset: 0 file(s) read, 40 unchanged, 0 removed")
 
 
 @pytest.mark.parametrize("command", [["sweep", "-b", "0:100k:5"], ["splits", "-b", "8k,20k"],
