@@ -295,6 +295,9 @@ _STATE = ("sid", "bi", "B", "a", "c_from", "na", "c_to", "S", "sig", "ne")
 class _Engine:
     """The per-corpus arrays and the rounds of :func:`replay`."""
 
+    #: The events' columns (a subclass replaying another policy adds its own).
+    event_schema: dict[str, pl.DataType] = EVENT_SCHEMA
+
     def __init__(self, frame: pl.DataFrame, budget: pl.Series, *, window: int, reserve: int, summary_tokens: int):
         self.frame, self.budget = frame, budget
         self.window, self.reserve, self.summary_tokens = window, reserve, summary_tokens
@@ -509,7 +512,7 @@ class _Engine:
 
     def _result(self, events: list[dict[str, Array]], segments: list[dict[str, Array]]) -> Replay:
         ids, nb = self.ids, len(self.budget)
-        ev_cols = [c for c in EVENT_SCHEMA if c not in (S, "budget")]
+        ev_cols = [c for c in self.event_schema if c not in (S, "budget")]
         ev = {c: np.concatenate([e[c] for e in events]) if events else np.zeros(0, dtype=np.int64)
               for c in ["sid", "bi", *ev_cols]}
         order = np.lexsort((ev["event"], ev["bi"], ev["sid"]))
@@ -545,7 +548,7 @@ class _Engine:
         })
         events_out = pl.DataFrame({S: ids.gather(ev["sid"]), "budget": self.budget.gather(ev["bi"]),
                                    **{c: ev[c] for c in ev_cols}})
-        return Replay(events=_schema(events_out, EVENT_SCHEMA, ids.dtype),
+        return Replay(events=_schema(events_out, self.event_schema, ids.dtype),
                       sessions=_schema(sessions, REPLAY_SESSION_SCHEMA, ids.dtype),
                       window=self.window, reserve=self.reserve, summary_tokens=self.summary_tokens)
 

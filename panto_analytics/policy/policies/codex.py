@@ -1,0 +1,65 @@
+"""``codex``: Codex CLI's local compaction: keep the user messages, newest first, up to 20,000 tokens.
+
+Source: openai/codex ``codex-rs/core/src/compact.rs`` (read at commit
+0100b103625752f6a10c21b79a8c423761dc4c6a: ``COMPACT_USER_MESSAGE_MAX_TOKENS``,
+``collect_user_messages``, ``build_compacted_history_with_limit``).
+
+- Trigger: the context exceeds ``trigger_ratio`` (0.9) of the window. **Not
+  verified against source**: Codex's ``auto_compact_token_limit`` comes per
+  model; 90% of the window is the figure the issue states.
+- Cut: the whole history is summarized; the new history is the summary plus
+  the user messages (not tool results, not earlier summaries), newest first,
+  while they fit ``user_tokens`` (20,000) by ``approx_token_count``
+  (bytes / 4, rounded up); the first that does not fit is truncated to what is
+  left, and the walk stops. All assistant messages and tool traffic go to the
+  summary. Since the kept user messages stay in the history, the next
+  compaction collects again from the latest recorded summary on
+  (``from_anchor``). Codex's filtering of its own session-prefix messages
+  (AGENTS.md, environment context) is not reproduced; bytes are the frame's
+  ``serialized_bytes``; the truncation marker's few tokens are not counted.
+
+>>> import polars as pl
+>>> w = pl.DataFrame({"state": [0] * 4, "seq": [0, 1, 2, 3], "user": [True, False, True, False],
+...     "summary": [False] * 4, "chars": [40_000, 10, 40_000, 10], "first": [0] * 4, "trigger": [3] * 4})
+>>> Codex(user_tokens=15_000).cut(w).select("prefix_end", "kept_start", "kept_messages", "kept_tokens").rows()
+[(4, 0, 2, 15000)]
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import polars as pl
+
+from .base import Policy, chars_to_tokens
+
+__all__ = ["Codex"]
+
+
+@dataclass(frozen=True)
+class Codex(Policy):
+    """Codex's ``build_compacted_history``: user messages up to ``user_tokens``, at ``trigger_ratio`` of the window."""
+
+    name = "codex"
+    from_anchor = True
+    trigger_ratio: float = 0.9
+    user_tokens: int = 20_000
+
+    def threshold(self, window: int) -> int:
+        return math.floor(window * self.trigger_ratio)
+
+    def budget(self) -> int:
+        return self.user_tokens
+
+    def cut(self, frame: pl.DataFrame) -> pl.DataFrame:
+        kept = pl.col("user") & ~pl.col("summary")
+        tokens = chars_to_tokens(pl.col("chars")).filter(kept).reverse()
+        before = tokens.cum_sum() - tokens  # tokens of the newer kept messages
+        selected = before < self.user_tokens
+        return frame.group_by("state", maintain_order=True).agg(
+            prefix_end=pl.col("trigger").first().cast(pl.Int64) + 1,
+            kept_start=pl.col("seq").filter(kept).reverse().filter(selected).min().cast(pl.Int64),
+            kept_messages=selected.sum().cast(pl.Int64),
+            kept_tokens=pl.min_horizontal(tokens.sum(), pl.lit(self.user_tokens)).cast(pl.Int64),
+            split_turn=pl.lit(False),
+        )

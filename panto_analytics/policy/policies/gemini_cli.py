@@ -1,0 +1,58 @@
+"""``gemini-cli``: Gemini CLI's chat compression: keep the newest 30% of the history by characters.
+
+Source: google-gemini/gemini-cli ``packages/core/src/services/chatCompressionService.ts``
+(``DEFAULT_COMPRESSION_TOKEN_THRESHOLD`` 0.5, ``COMPRESSION_PRESERVE_THRESHOLD`` 0.3,
+``findCompressSplitPoint``), read from copies in the search index, not pinned to
+a commit of google-gemini/gemini-cli itself; later versions changed the
+split (tool-call split points), so treat the defaults as unverified for the
+newest release.
+
+- Trigger: the prompt's token count reaches ``threshold`` (0.5) of the window
+  (``>=``; here: the context exceeds ``ceil(0.5 * window) - 1``).
+- Cut: with each message's characters and ``target = total * (1 - preserve)``,
+  the first user message that is not a tool result and has at least
+  ``target`` characters before it; if none, everything when the newest
+  message is an assistant's that calls no tool, else the last such user
+  message (the window's start, i.e. nothing, when there is none). Characters
+  are the frame's ``serialized_bytes`` (Gemini counts ``JSON.stringify`` of
+  each content); a call is taken to call a tool when a tool result follows it.
+
+>>> import polars as pl
+>>> w = pl.DataFrame({"state": [0] * 4, "seq": [0, 1, 2, 3], "user": [True, False, True, False],
+...     "chars": [100, 600, 100, 200], "next_tool_result": [False] * 4, "first": [0] * 4, "trigger": [3] * 4})
+>>> GeminiCli().cut(w).select("prefix_end").rows()
+[(2,)]
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import polars as pl
+
+from .base import Policy, suffix_cut
+
+__all__ = ["GeminiCli"]
+
+
+@dataclass(frozen=True)
+class GeminiCli(Policy):
+    """Gemini CLI's ``findCompressSplitPoint`` at ``threshold`` of the window."""
+
+    name = "gemini-cli"
+    threshold_ratio: float = 0.5
+    preserve: float = 0.3
+
+    def threshold(self, window: int) -> int:
+        return math.ceil(window * self.threshold_ratio) - 1
+
+    def cut(self, frame: pl.DataFrame) -> pl.DataFrame:
+        seq, chars = pl.col("seq"), pl.col("chars").cast(pl.Int64)
+        before = chars.cum_sum() - chars
+        target = chars.sum().cast(pl.Float64) * (1 - self.preserve)
+        candidate = pl.col("user")
+        first_past = seq.filter(candidate & (before.cast(pl.Float64) >= target)).min()
+        at_trigger = seq == pl.col("trigger")
+        ends_clean = ~pl.col("next_tool_result").filter(at_trigger).first()
+        fallback = pl.when(ends_clean).then(pl.col("trigger").first() + 1).otherwise(seq.filter(candidate).max())
+        return suffix_cut(frame, pl.coalesce(first_past, fallback))

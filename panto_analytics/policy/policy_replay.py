@@ -1,0 +1,223 @@
+"""Replay under any compaction policy: :func:`replay_policies`, one engine for the policies of :mod:`.policies`.
+
+The rules are :func:`~panto_analytics.policy.replay.replay`'s (calls, the
+simulated context, one compaction at most per call, restarts at recorded
+summaries, no-ops that are not events), with the policy's trigger and cut in
+place of libpanto's:
+
+- A compaction fires after a call whose simulated context exceeds the
+  policy's ``threshold(window)``. The policy cuts the *active window*: the
+  recorded messages from the previous cut's ``prefix_end`` (or the latest
+  recorded summary, or 0) up to and including the trigger (for Codex, from
+  the latest recorded summary on: it keeps user messages and re-reads them).
+- A cut that summarizes nothing (``prefix_end`` at the window's start) is a
+  no-op: not an event, the next call is checked again.
+- ``kept_tokens``: for a policy that keeps a suffix, the recorded context it
+  keeps, ``cum(trigger) - cum(last call before kept_start)`` (libpanto's
+  cumulative-usage measure); for Codex, its own estimate of the kept user
+  messages. An event's ``summarized_tokens`` is ``max(context - kept, 0)``
+  with ``context = max(recorded - summarized so far, 0)`` (the simulated
+  context without the summary), so that after it the simulated context is
+  ``kept_tokens + summary_tokens``. ``kept_turns``: libpanto turns whose start
+  is kept (0 for a policy that keeps no suffix); ``kept_messages``;
+  ``split_turn``: pi cut inside a turn.
+
+libpanto itself runs on :func:`~panto_analytics.policy.replay.replay`'s own
+engine, unchanged. The others share :class:`_PolicyEngine`, which reuses that
+engine's per-corpus arrays and its search for the next trigger (binary
+lifting over running maxima of the recorded context); each round gathers the
+active windows of every live state into one frame and runs the policy's cut
+on all of them at once (a ``group_by`` over the state). The only Python loop
+is over rounds.
+
+>>> import panto_analytics as pa
+>>> m = pa.read_sessions(["data/"])  # doctest: +SKIP
+>>> replay_policies(m, ["libpanto", "pi"], window=200_000).events["policy"].unique()  # doctest: +SKIP
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+
+import numpy as np
+import polars as pl
+
+from . import expressions as ex
+from .policies import LibPanto, Policy, parse_policy
+from .replay import DEFAULT_RESERVE, EVENT_SCHEMA, Replay, _Engine, _np, replay, summary_size, validate_parameters
+from .replay_request import with_request_bytes
+from .splits import budget_series
+from .turns import check_order
+
+__all__ = ["POLICY_EVENT_SCHEMA", "replay_policies"]
+
+S = ex.SESSION
+Array = np.ndarray
+
+#: The events of a policy replay: :data:`~panto_analytics.policy.replay.EVENT_SCHEMA` plus two columns.
+POLICY_EVENT_SCHEMA: dict[str, pl.DataType] = {**EVENT_SCHEMA, "kept_messages": pl.UInt32(), "split_turn": pl.Boolean()}
+
+_CUT = ("prefix_end", "kept_start", "kept_messages", "kept_tokens", "split_turn")
+_KEYS = ("sid", "bi", "B", "a", "a0", "c_from", "na", "c_to", "S", "sig", "ne")
+
+
+class _PolicyEngine(_Engine):
+    """The rounds of a policy replay: next trigger, the policy's cut on every live state's window, next state."""
+
+    event_schema = POLICY_EVENT_SCHEMA
+
+    def __init__(self, frame: pl.DataFrame, policy: Policy, *, window: int, summary_tokens: int):
+        super().__init__(frame, budget_series([policy.budget()]), window=window, reserve=0,
+                         summary_tokens=summary_tokens)
+        self.policy = policy
+        self.threshold = policy.threshold(window)
+
+    def _prepare(self) -> None:
+        super()._prepare()
+        role = pl.col("role")
+        user_msg = (role == "user") & ~pl.col("has_tool_result")
+        chars = pl.col("serialized_bytes") if "serialized_bytes" in self.frame.columns else pl.lit(0)
+        self.rows = self.frame.select(
+            pl.col("seq").cast(pl.Int64), role=role.cast(pl.String), user=user_msg & ~pl.col("has_summary"),
+            tool_result="has_tool_result", summary="has_summary",
+            call=ex.assistant_cumulative().is_not_null(), cum=ex.assistant_cumulative().cast(pl.Int64),
+            chars=chars.fill_null(0).cast(pl.Int64),
+            turn_start=user_msg & ~ex.follows_user(),
+            next_tool_result=pl.when(ex.session_end()).then(False).otherwise(pl.col("has_tool_result").shift(-1)),
+        )
+        self.before_row = _np(self.frame.select(ex.prior_assistant_cumulative().fill_null(0)).to_series(), pad=0)
+
+    def _initial_states(self) -> dict[str, Array]:
+        st = super()._initial_states()
+        st["a0"] = st["a"].copy()
+        return st
+
+    def _cut(self, hit: dict[str, Array], k: Array) -> dict[str, Array]:
+        """The policy's cut of each state's window ``[a, trigger]`` (``[a0, trigger]`` for ``from_anchor``)."""
+        row0 = self.row0[hit["sid"]]
+        trigger = self.call_seq[k]
+        first = hit["a0"] if self.policy.from_anchor else hit["a"]
+        lens = trigger + 1 - first
+        owner = np.repeat(np.arange(len(k)), lens)
+        offsets = np.arange(int(lens.sum())) - np.repeat(np.cumsum(lens) - lens, lens)
+        idx = row0[owner] + first[owner] + offsets
+        window = self.rows[idx].with_columns(
+            state=pl.Series(owner), first=pl.Series(first[owner]), trigger=pl.Series(trigger[owner]))
+        cut = self.policy.cut(window).sort("state")
+        return {c: cut[c].to_numpy() for c in _CUT}
+
+    def _round(self, st: dict[str, Array]) -> tuple[dict[str, Array], dict[str, Array], dict[str, Array]]:
+        sid, c_from, c_to, summarized, sig = (st[key] for key in ("sid", "c_from", "c_to", "S", "sig"))
+        x = np.where(sig > self.threshold, -1, self.threshold - sig + summarized)
+        k = self.cum_table.first_above(c_from, c_to, x)
+        found = k < c_to
+        segments = {"sid": sid, "bi": st["bi"], "S": summarized, "sig": sig, "lo": c_from,
+                    "hi": np.where(found, k + 1, c_to)}
+        hit = {key: v[found] for key, v in st.items()}
+        kk = k[found]
+        cut = self._cut(hit, kk) if len(kk) else {c: np.zeros(0, dtype=np.int64) for c in _CUT}
+        noop = cut["prefix_end"] <= hit["a"]
+        fire = {key: v[~noop] for key, v in hit.items()}
+        events, after = self._policy_events(fire, kk[~noop], {c: v[~noop] for c, v in cut.items()})
+        waiting = {key: v[noop] for key, v in hit.items()}
+        waiting["c_from"] = kk[noop] + 1
+        rest_mask = ~found & (st["na"] < self.n[sid])
+        rest = {key: v[rest_mask] for key, v in st.items()}
+        r, r_row0, r_n = rest["na"], self.row0[rest["sid"]], self.n[rest["sid"]]
+        na = np.where(r + 1 < r_n, self.next_anchor.take(r_row0 + r + 1, mode="clip"), r_n)
+        zero = np.zeros(len(r), dtype=np.int64)
+        rest.update(a=r + 1, a0=r + 1, c_from=self.next_call[r_row0 + r], na=na, c_to=self.next_call[r_row0 + na],
+                    S=zero, sig=zero)
+        nxt = {key: np.concatenate([after[key], waiting[key], rest[key]]) for key in _KEYS}
+        return events, segments, nxt
+
+    def _policy_events(self, hit: dict[str, Array], k: Array,
+                cut: dict[str, Array]) -> tuple[dict[str, Array], dict[str, Array]]:
+        row0 = self.row0[hit["sid"]]
+        cum, seq = self.cum[k], self.call_seq[k]
+        summarized_before, sig = hit["S"], hit["sig"]
+        start = np.nan_to_num(cut["kept_start"].astype(np.float64), nan=-1).astype(np.int64)
+        some = start >= 0
+        from_usage = np.maximum(cum - self.before_row.take(row0 + np.maximum(start, 0), mode="clip"), 0)
+        own = cut["kept_tokens"]
+        own_given = ~np.isnan(own.astype(np.float64))
+        kept_tokens = np.where(own_given, np.nan_to_num(own.astype(np.float64)).astype(np.int64),
+                               np.where(some, from_usage, 0))
+        kept_turns = np.where(some & ~own_given, self.next_turn[row0 + seq + 1]
+                              - self.next_turn.take(row0 + np.maximum(start, 0), mode="clip"), 0)
+        context = np.maximum(cum - summarized_before, 0)
+        summarized_now = np.maximum(context - kept_tokens, 0)
+        summarized = summarized_before + summarized_now
+        events = {
+            "sid": hit["sid"], "bi": hit["bi"], "event": hit["ne"], "trigger_seq": seq,
+            "context_before": context + sig, "active_start": hit["a"], "prefix_end": cut["prefix_end"],
+            "kept_turns": kept_turns, "kept_tokens": kept_tokens, "summarized_tokens": summarized_now,
+            "context_after": np.maximum(cum - summarized, 0) + self.summary_tokens,
+            "kept_messages": cut["kept_messages"], "split_turn": cut["split_turn"],
+        }
+        after = {**hit, "a": cut["prefix_end"], "c_from": k + 1, "S": summarized,
+                 "sig": np.full(len(k), self.summary_tokens, dtype=np.int64), "ne": hit["ne"] + 1}
+        return events, after
+
+
+def _with_policy(result: Replay, policy: Policy, frame: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """``result``'s frames with a leading ``policy`` column and the request sizes (libpanto's: the two extra columns)."""
+    name = pl.lit(policy.spec(), pl.String).alias("policy")
+    events = result.events
+    if "kept_messages" not in events.columns:
+        events = events.with_columns(
+            kept_messages=(pl.col("trigger_seq").cast(pl.Int64) + 1 - pl.col("prefix_end").cast(pl.Int64))
+            .clip(0).cast(pl.UInt32), split_turn=pl.lit(False))
+    else:
+        events = with_request_bytes(events, frame, result.summary_tokens)
+        per_session = events.group_by(S, "budget").agg(request_bytes=pl.col("request_bytes").sum())
+        sessions = result.sessions.join(per_session, on=[S, "budget"], how="left", maintain_order="left")
+        result = replace(result, sessions=sessions.with_columns(
+            pl.col("request_bytes").fill_null(0) if "serialized_bytes" in frame.columns else pl.col("request_bytes")))
+    return (events.select(name, *POLICY_EVENT_SCHEMA, "transcript_bytes", "request_bytes"),
+            result.sessions.select(name, pl.all()))
+
+
+def replay_policies(messages: pl.DataFrame | pl.LazyFrame, policies: Sequence[str | Policy] | str | Policy, *,
+                    window: int, budgets: Iterable[int] | None = None, summary_tokens: int | None = None) -> Replay:
+    """Replay each of ``policies`` over each session's life under ``window``; one frame, a ``policy`` column.
+
+    ``policies``: names or ``NAME:k=v`` specs (:func:`~panto_analytics.policy.policies.parse_policy`) or
+    :class:`~panto_analytics.policy.policies.Policy` objects. ``libpanto``
+    runs at every budget of ``budgets`` (default: 20,000) with its
+    ``reserve``; the other policies run at their own settings, their
+    ``budget`` column holding their token budget (0 where they have none).
+    Events have :data:`POLICY_EVENT_SCHEMA`'s columns and the request sizes;
+    sessions one row per (policy, session, budget). The result's ``reserve``
+    is libpanto's default. ValueError (one line) on a bad policy or size.
+
+    >>> import polars as pl
+    >>> replay_policies(pl.DataFrame(schema=__import__("panto_analytics").schema.MESSAGE_SCHEMA),
+    ...                 ["pi", "codex"], window=100_000, summary_tokens=500).events.height
+    0
+    """
+    frame = messages.collect() if isinstance(messages, pl.LazyFrame) else messages
+    parsed = [parse_policy(p) for p in ([policies] if isinstance(policies, (str, Policy)) else policies)]
+    if not parsed:
+        raise ValueError("no policy given")
+    source = "given"
+    if summary_tokens is None:
+        summary_tokens, source = summary_size(frame)
+    validate_parameters(window, DEFAULT_RESERVE if window > DEFAULT_RESERVE else 0, summary_tokens)
+    check_order(frame)
+    events, sessions = [], []
+    for policy in parsed:
+        if policy.threshold(window) < 0:
+            raise ValueError(f"policy {policy.spec()}: its trigger ({policy.threshold(window)}) is below 0 "
+                             f"at a window of {window}")
+        if isinstance(policy, LibPanto):
+            result = replay(frame, [20_000] if budgets is None else budgets, window=window, reserve=policy.reserve,
+                            summary_tokens=summary_tokens)
+        else:
+            result = _PolicyEngine(frame, policy, window=window, summary_tokens=summary_tokens).run()
+            result = replace(result, summary_tokens=summary_tokens)
+        e, s = _with_policy(result, policy, frame)
+        events.append(e)
+        sessions.append(s)
+    return Replay(events=pl.concat(events, how="vertical_relaxed"), sessions=pl.concat(sessions, how="vertical_relaxed"),
+                  window=window, reserve=DEFAULT_RESERVE, summary_tokens=summary_tokens, summary_source=source)
