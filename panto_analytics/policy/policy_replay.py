@@ -55,7 +55,8 @@ S = ex.SESSION
 Array = np.ndarray
 
 #: The events of a policy replay: :data:`~panto_analytics.policy.replay.EVENT_SCHEMA` plus two columns.
-POLICY_EVENT_SCHEMA: dict[str, pl.DataType] = {**EVENT_SCHEMA, "kept_messages": pl.UInt32(), "split_turn": pl.Boolean()}
+POLICY_EVENT_SCHEMA: dict[str, pl.DataType] = {**EVENT_SCHEMA, "kept_start": pl.UInt32(), "kept_messages": pl.UInt32(),
+                                               "split_turn": pl.Boolean()}
 
 _CUT = ("prefix_end", "kept_start", "kept_messages", "kept_tokens", "split_turn")
 _KEYS = ("sid", "bi", "B", "a", "a0", "c_from", "na", "c_to", "S", "sig", "ne")
@@ -64,7 +65,8 @@ _KEYS = ("sid", "bi", "B", "a", "a0", "c_from", "na", "c_to", "S", "sig", "ne")
 class _PolicyEngine(_Engine):
     """The rounds of a policy replay: next trigger, the policy's cut on every live state's window, next state."""
 
-    event_schema = POLICY_EVENT_SCHEMA
+    #: ``kept_start`` is -1 for none here (numpy has no null); :func:`_with_policy` makes it null.
+    event_schema = {**POLICY_EVENT_SCHEMA, "kept_start": pl.Int64()}
 
     def __init__(self, frame: pl.DataFrame, policy: Policy, *, window: int, summary_tokens: int):
         super().__init__(frame, budget_series([policy.budget()]), window=window, reserve=0,
@@ -153,7 +155,7 @@ class _PolicyEngine(_Engine):
             "context_before": context + sig, "active_start": hit["a"], "prefix_end": cut["prefix_end"],
             "kept_turns": kept_turns, "kept_tokens": kept_tokens, "summarized_tokens": summarized_now,
             "context_after": np.maximum(cum - summarized, 0) + self.summary_tokens,
-            "kept_messages": cut["kept_messages"], "split_turn": cut["split_turn"],
+            "kept_start": start, "kept_messages": cut["kept_messages"], "split_turn": cut["split_turn"],
         }
         after = {**hit, "a": cut["prefix_end"], "c_from": k + 1, "S": summarized,
                  "sig": np.full(len(k), self.summary_tokens, dtype=np.int64), "ne": hit["ne"] + 1}
@@ -166,10 +168,12 @@ def _with_policy(result: Replay, policy: Policy, frame: pl.DataFrame) -> tuple[p
     events = result.events
     if "kept_messages" not in events.columns:
         events = events.with_columns(
+            kept_start=pl.when(pl.col("kept_turns") > 0).then(pl.col("prefix_end")),
             kept_messages=(pl.col("trigger_seq").cast(pl.Int64) + 1 - pl.col("prefix_end").cast(pl.Int64))
             .clip(0).cast(pl.UInt32), split_turn=pl.lit(False))
     else:
-        events = with_request_bytes(events, frame, result.summary_tokens)
+        kept_start = pl.when(pl.col("kept_start") >= 0).then(pl.col("kept_start")).cast(pl.UInt32)
+        events = with_request_bytes(events.with_columns(kept_start), frame, result.summary_tokens)
         per_session = events.group_by(S, "budget").agg(request_bytes=pl.col("request_bytes").sum())
         sessions = result.sessions.join(per_session, on=[S, "budget"], how="left", maintain_order="left")
         result = replace(result, sessions=sessions.with_columns(

@@ -33,11 +33,15 @@ class LastNTurns(Policy):
     n: int = 2
     reserve: int = DEFAULT_RESERVE
 
+    def __post_init__(self) -> None:
+        if self.n < 1:
+            raise ValueError(f"last-n-turns: n must be at least 1, got {self.n}")
+
     def threshold(self, window: int) -> int:
         return window - self.reserve
 
     def cut(self, frame: pl.DataFrame) -> pl.DataFrame:
         starts = pl.col("seq").filter(pl.col("turn_start"))
-        nth_newest = starts.sort(descending=True).slice(max(self.n, 1) - 1, 1).first()
+        nth_newest = starts.sort(descending=True).slice(self.n - 1, 1).first()
         keep_all = starts.len() <= self.n
         return suffix_cut(frame, pl.when(keep_all).then(pl.lit(None, pl.Int64)).otherwise(nth_newest))
