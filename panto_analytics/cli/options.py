@@ -21,7 +21,7 @@ from ..ingest.paths import SESSION_PATTERNS, expand_paths
 __all__ = [
     "PLOT_SUFFIXES", "STDOUT_FORMATS", "BudgetList", "OutputPathError", "Tokens", "budgets_option", "check_output",
     "check_output_path", "check_replay", "file_output_option", "friendly_errors", "input_options", "output_option",
-    "read_input", "read_input_corpus", "read_settings", "replay_options", "report_skips", "session_files", "write_frame",
+    "policy_option", "read_input", "read_input_corpus", "read_settings", "replay_options", "report_skips", "session_files", "write_frame",
 ]
 
 
@@ -330,6 +330,26 @@ def replay_options(*, required: bool):
             fn = option(fn)
         return fn
     return decorate
+
+
+def _parse_policies(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]):
+    from ..policy.policies import parse_policy
+
+    try:
+        return tuple(parse_policy(v) if v.strip() != "libpanto" else "libpanto" for v in value)
+    except ValueError as e:
+        raise click.BadParameter(str(e), ctx, param) from None
+
+
+def policy_option(fn):
+    """--policy NAME[:k=v,...], repeatable: replay under these compaction policies and compare them."""
+    from ..policy.policies import POLICIES
+
+    return click.option(
+        "--policy", "policies", multiple=True, callback=_parse_policies, metavar="NAME[:k=v,...]",
+        help=f"Replay under this compaction policy ({', '.join(POLICIES)}), with settings over its defaults "
+             "(pi:keep_recent_tokens=30k); repeat to compare. libpanto runs at every --budgets value; "
+             "the others at their own settings (docs/replay.md).")(fn)
 
 
 def check_replay(window: int | None, reserve: int, summary_tokens: int | None) -> None:

@@ -44,12 +44,13 @@ import polars as pl
 
 from . import expressions as ex
 from .policies import LibPanto, Policy, parse_policy
-from .replay import DEFAULT_RESERVE, EVENT_SCHEMA, Replay, _Engine, _np, replay, summary_size, validate_parameters
+from .replay import DEFAULT_RESERVE, EVENT_SCHEMA, Replay, _Engine, _np, summary_size, validate_parameters
+from .replay import replay as replay_libpanto
 from .replay_request import with_request_bytes
 from .splits import budget_series
 from .turns import check_order
 
-__all__ = ["POLICY_EVENT_SCHEMA", "replay_policies"]
+__all__ = ["POLICY_EVENT_SCHEMA", "replay", "replay_policies"]
 
 S = ex.SESSION
 Array = np.ndarray
@@ -182,8 +183,31 @@ def _with_policy(result: Replay, policy: Policy, frame: pl.DataFrame) -> tuple[p
             result.sessions.select(name, pl.all()))
 
 
+def replay(messages: pl.DataFrame | pl.LazyFrame, budgets: Iterable[int], *, window: int,
+           reserve: int = DEFAULT_RESERVE, summary_tokens: int | None = None,
+           policy: Sequence[str | Policy] | str | Policy | None = None) -> Replay:
+    """:func:`~panto_analytics.policy.replay.replay` (libpanto at every budget), or, given ``policy``, :func:`replay_policies`.
+
+    ``policy``: one policy or several (names, ``NAME:k=v`` specs or
+    :class:`~panto_analytics.policy.policies.Policy` objects); the result then
+    gains a ``policy`` column. A plain ``"libpanto"`` runs at ``budgets`` with
+    ``reserve``.
+
+    >>> import polars as pl
+    >>> from panto_analytics.schema import MESSAGE_SCHEMA
+    >>> replay(pl.DataFrame(schema=MESSAGE_SCHEMA), [20_000], window=100_000, summary_tokens=500,
+    ...        policy=["libpanto", "pi"]).sessions.columns[0]
+    'policy'
+    """
+    if policy is None:
+        return replay_libpanto(messages, budgets, window=window, reserve=reserve, summary_tokens=summary_tokens)
+    return replay_policies(messages, policy, window=window, budgets=budgets, reserve=reserve,
+                           summary_tokens=summary_tokens)
+
+
 def replay_policies(messages: pl.DataFrame | pl.LazyFrame, policies: Sequence[str | Policy] | str | Policy, *,
-                    window: int, budgets: Iterable[int] | None = None, summary_tokens: int | None = None) -> Replay:
+                    window: int, budgets: Iterable[int] | None = None, reserve: int = DEFAULT_RESERVE,
+                    summary_tokens: int | None = None) -> Replay:
     """Replay each of ``policies`` over each session's life under ``window``; one frame, a ``policy`` column.
 
     ``policies``: names or ``NAME:k=v`` specs (:func:`~panto_analytics.policy.policies.parse_policy`) or
@@ -191,6 +215,7 @@ def replay_policies(messages: pl.DataFrame | pl.LazyFrame, policies: Sequence[st
     runs at every budget of ``budgets`` (default: 20,000) with its
     ``reserve``; the other policies run at their own settings, their
     ``budget`` column holding their token budget (0 where they have none).
+    A plain ``"libpanto"`` (no settings) uses ``reserve``.
     Events have :data:`POLICY_EVENT_SCHEMA`'s columns and the request sizes;
     sessions one row per (policy, session, budget). The result's ``reserve``
     is libpanto's default. ValueError (one line) on a bad policy or size.
@@ -201,13 +226,15 @@ def replay_policies(messages: pl.DataFrame | pl.LazyFrame, policies: Sequence[st
     0
     """
     frame = messages.collect() if isinstance(messages, pl.LazyFrame) else messages
-    parsed = [parse_policy(p) for p in ([policies] if isinstance(policies, (str, Policy)) else policies)]
+    given = [policies] if isinstance(policies, (str, Policy)) else list(policies)
+    parsed = [LibPanto(reserve=reserve) if isinstance(p, str) and p.strip() == "libpanto" else parse_policy(p)
+              for p in given]
     if not parsed:
         raise ValueError("no policy given")
     source = "given"
     if summary_tokens is None:
         summary_tokens, source = summary_size(frame)
-    validate_parameters(window, DEFAULT_RESERVE if window > DEFAULT_RESERVE else 0, summary_tokens)
+    validate_parameters(window, 0, summary_tokens)
     check_order(frame)
     events, sessions = [], []
     for policy in parsed:
@@ -215,7 +242,7 @@ def replay_policies(messages: pl.DataFrame | pl.LazyFrame, policies: Sequence[st
             raise ValueError(f"policy {policy.spec()}: its trigger ({policy.threshold(window)}) is below 0 "
                              f"at a window of {window}")
         if isinstance(policy, LibPanto):
-            result = replay(frame, [20_000] if budgets is None else budgets, window=window, reserve=policy.reserve,
+            result = replay_libpanto(frame, [20_000] if budgets is None else budgets, window=window, reserve=policy.reserve,
                             summary_tokens=summary_tokens)
         else:
             result = _PolicyEngine(frame, policy, window=window, summary_tokens=summary_tokens).run()
