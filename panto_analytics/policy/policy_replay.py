@@ -50,7 +50,7 @@ from .replay_request import with_request_bytes
 from .splits import budget_series
 from .turns import check_order
 
-__all__ = ["POLICY_EVENT_SCHEMA", "replay", "replay_policies"]
+__all__ = ["POLICY_EVENT_SCHEMA", "replay", "replay_policies", "window_columns"]
 
 S = ex.SESSION
 Array = np.ndarray
@@ -61,6 +61,29 @@ POLICY_EVENT_SCHEMA: dict[str, pl.DataType] = {**EVENT_SCHEMA, "kept_start": pl.
 
 _CUT = ("prefix_end", "kept_start", "kept_messages", "kept_tokens", "split_turn")
 _KEYS = ("sid", "bi", "B", "a", "a0", "c_from", "na", "c_to", "S", "sig", "ne")
+
+
+def window_columns(frame: pl.DataFrame) -> pl.DataFrame:
+    """Per message row of ``frame``: the columns a policy's cut reads (:data:`~.policies.base.WINDOW_COLUMNS`
+    but ``state``, ``first`` and ``trigger``, which belong to the window), plus ``before``, the recorded
+    context of the session's last call before the row (0 when none).
+
+    >>> from panto_analytics.schema import MESSAGE_SCHEMA
+    >>> window_columns(pl.DataFrame(schema=MESSAGE_SCHEMA)).columns[:4]
+    ['seq', 'role', 'user', 'tool_result']
+    """
+    role = pl.col("role")
+    user_msg = (role == "user") & ~pl.col("has_tool_result")
+    chars = pl.col("serialized_bytes") if "serialized_bytes" in frame.columns else pl.lit(0)
+    return frame.select(
+        pl.col("seq").cast(pl.Int64), role=role.cast(pl.String), user=user_msg & ~pl.col("has_summary"),
+        tool_result="has_tool_result", summary="has_summary",
+        call=ex.assistant_cumulative().is_not_null(), cum=ex.assistant_cumulative().cast(pl.Int64),
+        chars=chars.fill_null(0).cast(pl.Int64),
+        turn_start=user_msg & ~ex.follows_user(),
+        next_tool_result=pl.when(ex.session_end()).then(False).otherwise(pl.col("has_tool_result").shift(-1)),
+        before=ex.prior_assistant_cumulative().fill_null(0).cast(pl.Int64),
+    )
 
 
 class _PolicyEngine(_Engine):
@@ -77,18 +100,8 @@ class _PolicyEngine(_Engine):
 
     def _prepare(self) -> None:
         super()._prepare()
-        role = pl.col("role")
-        user_msg = (role == "user") & ~pl.col("has_tool_result")
-        chars = pl.col("serialized_bytes") if "serialized_bytes" in self.frame.columns else pl.lit(0)
-        self.rows = self.frame.select(
-            pl.col("seq").cast(pl.Int64), role=role.cast(pl.String), user=user_msg & ~pl.col("has_summary"),
-            tool_result="has_tool_result", summary="has_summary",
-            call=ex.assistant_cumulative().is_not_null(), cum=ex.assistant_cumulative().cast(pl.Int64),
-            chars=chars.fill_null(0).cast(pl.Int64),
-            turn_start=user_msg & ~ex.follows_user(),
-            next_tool_result=pl.when(ex.session_end()).then(False).otherwise(pl.col("has_tool_result").shift(-1)),
-        )
-        self.before_row = _np(self.frame.select(ex.prior_assistant_cumulative().fill_null(0)).to_series(), pad=0)
+        self.rows = window_columns(self.frame)
+        self.before_row = _np(self.rows["before"], pad=0)
 
     def _initial_states(self) -> dict[str, Array]:
         st = super()._initial_states()

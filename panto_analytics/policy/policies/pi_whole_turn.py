@@ -48,7 +48,8 @@ class PiWholeTurn(Policy):
 
     def cut(self, frame: pl.DataFrame) -> pl.DataFrame:
         seq, call = pl.col("seq"), pl.col("call")
-        newest = pl.col("cum").filter(call).sort_by(seq.filter(call)).last()
-        far = seq.filter(call & (seq < pl.col("trigger")) & (newest - pl.col("cum") >= self.keep_recent_tokens)).max()
+        newest_seq = seq.filter(call).max()
+        newest = pl.col("cum").filter(seq == newest_seq).first()
+        far = seq.filter(call & (seq < newest_seq) & (newest - pl.col("cum") >= self.keep_recent_tokens)).max()
         last_kept = seq.filter(call & (seq > far)).min()
         return suffix_cut(frame, seq.filter(pl.col("user") & (seq <= last_kept)).max())
