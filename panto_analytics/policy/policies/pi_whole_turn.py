@@ -13,6 +13,8 @@ the search tool.
   ``keep_recent_tokens`` (20,000) below the newest's, keep from the last user
   message at or before the call just newer than it. If no call is that far
   back, or the window has no user message, nothing is cut (a no-op here).
+  Without any call in the window (possible at a recorded compaction, never at
+  a replay's trigger), pi keeps the last turn only.
 
 >>> import polars as pl
 >>> w = pl.DataFrame({"state": [0] * 6, "seq": [0, 1, 2, 3, 4, 5],
@@ -52,4 +54,6 @@ class PiWholeTurn(Policy):
         newest = pl.col("cum").filter(seq == newest_seq).first()
         far = seq.filter(call & (seq < newest_seq) & (newest - pl.col("cum") >= self.keep_recent_tokens)).max()
         last_kept = seq.filter(call & (seq > far)).min()
-        return suffix_cut(frame, seq.filter(pl.col("user") & (seq <= last_kept)).max())
+        by_usage = seq.filter(pl.col("user") & (seq <= last_kept)).max()
+        # No call in the window (not at a replay's trigger, which is one): pi keeps the last turn only.
+        return suffix_cut(frame, pl.when(newest_seq.is_null()).then(seq.filter(pl.col("user")).max()).otherwise(by_usage))
