@@ -103,3 +103,15 @@ def test_an_unknown_policy_or_setting_is_a_one_line_usage_error():
     assert out.exit_code == 2 and "unknown policy 'aider'" in out.output and "Traceback" not in out.output
     out = run("--window", "64k", "--policy", "pi:keep=3")
     assert out.exit_code == 2 and "unknown setting 'keep=3'" in out.output
+
+
+def test_policy_cuts_summarizes_the_rows_it_writes(tmp_path):
+    out = CliRunner().invoke(main, ["policy-cuts", str(DATA), "--no-cache", "--policy", "pi", "--policy",
+                                    "claude-code", "-o", str(tmp_path / "t.csv"), "--rows", str(tmp_path / "r.csv")])
+    assert out.exit_code == 0, out.output
+    rows, table = pl.read_csv(tmp_path / "r.csv"), pl.read_csv(tmp_path / "t.csv")
+    assert rows["policy"].unique(maintain_order=True).to_list() == ["pi", "claude-code"]
+    assert table.select("policy", "recorded", "exact").rows() == [
+        ("pi", 7, int(rows.filter(pl.col("policy") == "pi")["exact"].sum())), ("claude-code", 7, 7)]
+    out = CliRunner().invoke(main, ["policy-cuts", str(DATA), "--no-cache", "--policy", "libpanto"])
+    assert out.exit_code == 2 and "compactions -b" in out.output
