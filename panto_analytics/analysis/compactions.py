@@ -69,13 +69,10 @@ def policies_vs_agents(corpus: Corpus, policies: Sequence[str | Policy] | None =
     chosen = list(policies) if policies is not None else [p for p in POLICIES if p != "libpanto"]
     rows = policy_cuts_at(corpus.messages, corpus.compactions, chosen)
     formats = corpus.sessions.select(pl.col("session_id").cast(pl.String), pl.col("source_format").cast(pl.String))
-    own = pl.DataFrame([(f, p) for f, ps in AGENT_POLICIES.items() for p in ps], schema=["source_format", "_own"],
-                       orient="row")
+    own = [f"{f}/{p}" for f, ps in AGENT_POLICIES.items() for p in ps]
+    base = pl.col("policy").str.split(":").list.first()
     return (rows.join(formats, on="session_id", how="left", maintain_order="left")
-            .with_columns(_base=pl.col("policy").str.split(":").list.first())
-            .join(own, left_on=["source_format", "_base"], right_on=["source_format", "_own"], how="left",
-                  maintain_order="left", coalesce=False)
-            .with_columns(own=pl.col("_own").is_not_null()).drop("_base", "_own"))
+            .with_columns(own=pl.concat_str(pl.col("source_format"), pl.lit("/"), base).is_in(own).fill_null(False)))
 
 
 def recorded_cut_summary(rows: pl.DataFrame) -> pl.DataFrame:
