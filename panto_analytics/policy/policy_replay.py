@@ -59,6 +59,9 @@ Array = np.ndarray
 POLICY_EVENT_SCHEMA: dict[str, pl.DataType] = {**EVENT_SCHEMA, "kept_start": pl.UInt32(), "kept_messages": pl.UInt32(),
                                                "split_turn": pl.Boolean()}
 
+#: Triggers of a state cut in one round (see ``_PolicyEngine._round``).
+LOOKAHEAD = 4
+
 _CUT = ("prefix_end", "kept_start", "kept_messages", "kept_tokens", "split_turn")
 _KEYS = ("sid", "bi", "B", "a", "a0", "c_from", "na", "c_to", "S", "sig", "ne")
 
@@ -123,20 +126,48 @@ class _PolicyEngine(_Engine):
         return {c: cut[c].to_numpy() for c in _CUT}
 
     def _round(self, st: dict[str, Array]) -> tuple[dict[str, Array], dict[str, Array], dict[str, Array]]:
+        """One round: each state's next event (its first trigger whose cut is no no-op), or restart, or end.
+
+        A no-op leaves the state as it was, so the next :data:`LOOKAHEAD`
+        triggers of each state are cut in the same frame and the first that
+        summarizes something fires: a chain of no-ops costs one round per
+        ``LOOKAHEAD`` triggers instead of one per trigger.
+        """
         sid, c_from, c_to, summarized, sig = (st[key] for key in ("sid", "c_from", "c_to", "S", "sig"))
         x = np.where(sig > self.threshold, -1, self.threshold - sig + summarized)
         k = self.cum_table.first_above(c_from, c_to, x)
         found = k < c_to
-        segments = {"sid": sid, "bi": st["bi"], "S": summarized, "sig": sig, "lo": c_from,
-                    "hi": np.where(found, k + 1, c_to)}
         hit = {key: v[found] for key, v in st.items()}
-        kk = k[found]
-        cut = self._cut(hit, kk) if len(kk) else {c: np.zeros(0, dtype=np.int64) for c in _CUT}
-        noop = cut["prefix_end"] <= hit["a"]
-        fire = {key: v[~noop] for key, v in hit.items()}
-        events, after = self._policy_events(fire, kk[~noop], {c: v[~noop] for c, v in cut.items()})
-        waiting = {key: v[noop] for key, v in hit.items()}
-        waiting["c_from"] = kk[noop] + 1
+        hi, xs = c_to[found], x[found]
+        candidates = [k[found]]
+        for _ in range(LOOKAHEAD - 1):
+            prev = candidates[-1]
+            candidates.append(np.where(prev < hi, self.cum_table.first_above(np.minimum(prev + 1, hi), hi, xs), hi))
+        ks = np.stack(candidates)  # (LOOKAHEAD, found states)
+        valid = ks < hi
+        j_idx, s_idx = np.nonzero(valid)
+        cut_flat = self._cut({key: v[s_idx] for key, v in hit.items()}, ks[j_idx, s_idx]) if len(s_idx) \
+            else {c: np.zeros(0, dtype=np.int64) for c in _CUT}
+        fires = np.zeros(ks.shape, dtype=bool)
+        fires[j_idx, s_idx] = cut_flat["prefix_end"] > hit["a"][s_idx]
+        fired = fires.any(axis=0)
+        first = np.argmax(fires, axis=0)
+        # Per fired state, its row in the flat cut: the position of (first[i], i) among the valid pairs.
+        flat = np.full(ks.shape, -1, dtype=np.int64)
+        flat[j_idx, s_idx] = np.arange(len(j_idx))
+        pick = flat[first[fired], np.flatnonzero(fired)]
+        kk = ks[first, np.arange(ks.shape[1])]
+        fire = {key: v[fired] for key, v in hit.items()}
+        events, after = self._policy_events(fire, kk[fired], {c: v[pick] for c, v in cut_flat.items()})
+        waiting = {key: v[~fired] for key, v in hit.items()}
+        last = ks[-1][~fired]
+        waiting["c_from"] = np.where(last < hi[~fired], last + 1, hi[~fired])
+        seg_hi = c_to.copy()
+        found_hi = np.empty(int(found.sum()), dtype=np.int64)
+        found_hi[fired] = kk[fired] + 1
+        found_hi[~fired] = waiting["c_from"]
+        seg_hi[found] = found_hi
+        segments = {"sid": sid, "bi": st["bi"], "S": summarized, "sig": sig, "lo": c_from, "hi": seg_hi}
         rest_mask = ~found & (st["na"] < self.n[sid])
         rest = {key: v[rest_mask] for key, v in st.items()}
         r, r_row0, r_n = rest["na"], self.row0[rest["sid"]], self.n[rest["sid"]]

@@ -24,7 +24,8 @@ import polars as pl
 
 from ...budgets import parse_budget
 
-__all__ = ["CUT_COLUMNS", "Policy", "WINDOW_COLUMNS", "chars_to_tokens", "parse_settings", "suffix_cut"]
+__all__ = ["CUT_COLUMNS", "Policy", "WINDOW_COLUMNS", "at_or_after", "chars_to_tokens", "parse_settings", "state_max",
+           "state_min", "suffix_cut"]
 
 #: The window frame's columns: ``state`` (the state's row in the round), ``seq``, ``role`` (a string),
 #: ``user`` (a user message that is not a tool result), ``tool_result``, ``summary`` (a recorded compaction
@@ -107,18 +108,40 @@ class Policy:
         return self.name + (":" + ",".join(changed) if changed else "")
 
 
+def at_or_after(value: pl.Expr) -> pl.Expr:
+    """Per row: the sum of ``value`` over this row and the later rows of its state (a suffix sum, no group loop).
+
+    >>> df = pl.DataFrame({"state": [0, 0, 0, 1], "v": [1, 2, 3, 4]})
+    >>> df.select(at_or_after(pl.col("v"))).to_series().to_list()
+    [6, 5, 3, 4]
+    """
+    return value.sum().over("state") - value.cum_sum().over("state") + value
+
+
+def state_max(value: pl.Expr) -> pl.Expr:
+    """``value``'s largest non-null value in the row's state, on every row of it."""
+    return value.max().over("state")
+
+
+def state_min(value: pl.Expr) -> pl.Expr:
+    """``value``'s smallest non-null value in the row's state, on every row of it."""
+    return value.min().over("state")
+
+
 def suffix_cut(frame: pl.DataFrame, cut_seq: pl.Expr, *, split_turn: pl.Expr | None = None) -> pl.DataFrame:
-    """The cut of a policy that keeps a suffix: ``cut_seq`` (an aggregate per state) is its first kept seq.
+    """The cut of a policy that keeps a suffix: ``cut_seq`` (a row expression, equal on every row of a state,
+    built with :func:`state_max` and the like) is its first kept seq.
 
     ``prefix_end = kept_start = cut_seq`` (null ``cut_seq``: the window's first
     seq, i.e. nothing summarized). Kept tokens are left to the engine (usage).
+    The frame's rows must be grouped by state; every operation is a column
+    expression or a window over the state, never a per-group evaluation.
     """
-    agg = frame.group_by("state", maintain_order=True).agg(
-        cut=cut_seq, first=pl.col("first").first(), trigger=pl.col("trigger").first(),
-        split=split_turn if split_turn is not None else pl.lit(False))
-    cut = pl.coalesce(pl.col("cut"), pl.col("first")).cast(pl.Int64)
-    return agg.select(
+    one = frame.with_columns(_cut=cut_seq, _split=split_turn if split_turn is not None else pl.lit(False)) \
+        .filter(pl.col("state").is_first_distinct())
+    cut = pl.coalesce(pl.col("_cut"), pl.col("first")).cast(pl.Int64)
+    return one.select(
         "state", prefix_end=cut,
         kept_start=pl.when(cut <= pl.col("trigger")).then(cut),
-        kept_messages=pl.max_horizontal(pl.col("trigger") + 1 - cut, 0),
-        kept_tokens=pl.lit(None, pl.Int64), split_turn=pl.col("split").fill_null(False))
+        kept_messages=pl.max_horizontal(pl.col("trigger") + 1 - cut, 0).cast(pl.Int64),
+        kept_tokens=pl.lit(None, pl.Int64), split_turn=pl.col("_split").fill_null(False))

@@ -38,4 +38,4 @@ class ClaudeCode(Policy):
         return window - self.output_reserve - self.buffer
 
     def cut(self, frame: pl.DataFrame) -> pl.DataFrame:
-        return suffix_cut(frame, pl.col("trigger").first() + 1)
+        return suffix_cut(frame, pl.col("trigger") + 1)

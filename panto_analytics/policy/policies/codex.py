@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from .base import Policy, chars_to_tokens
+from .base import Policy, at_or_after, chars_to_tokens
 
 __all__ = ["Codex"]
 
@@ -53,13 +53,17 @@ class Codex(Policy):
 
     def cut(self, frame: pl.DataFrame) -> pl.DataFrame:
         kept = pl.col("user") & ~pl.col("summary")
-        tokens = chars_to_tokens(pl.col("chars")).filter(kept).reverse()
-        before = tokens.cum_sum() - tokens  # tokens of the newer kept messages
-        selected = before < self.user_tokens
-        return frame.group_by("state", maintain_order=True).agg(
-            prefix_end=pl.col("trigger").first().cast(pl.Int64) + 1,
-            kept_start=pl.col("seq").filter(kept).reverse().filter(selected).min().cast(pl.Int64),
-            kept_messages=selected.sum().cast(pl.Int64),
-            kept_tokens=pl.min_horizontal(tokens.sum(), pl.lit(self.user_tokens)).cast(pl.Int64),
-            split_turn=pl.lit(False),
-        )
+        tokens = pl.when(kept).then(chars_to_tokens(pl.col("chars"))).otherwise(0)
+        newer = at_or_after(tokens) - tokens  # tokens of the newer user messages
+        selected = kept & (newer < self.user_tokens)
+        rows = frame.with_columns(
+            _selected=selected, _seq=pl.when(selected).then(pl.col("seq")), _total=tokens.sum().over("state"))
+        return rows.filter(pl.col("state").is_first_distinct()).select(
+            "state", prefix_end=pl.col("trigger").cast(pl.Int64) + 1).join(
+            rows.group_by("state").agg(kept_start=pl.col("_seq").min().cast(pl.Int64),
+                                       kept_messages=pl.col("_selected").sum().cast(pl.Int64),
+                                       _total=pl.col("_total").first()),
+            on="state", how="left", maintain_order="left").select(
+            "state", "prefix_end", "kept_start", "kept_messages",
+            kept_tokens=pl.min_horizontal(pl.col("_total"), pl.lit(self.user_tokens)).cast(pl.Int64),
+            split_turn=pl.lit(False))

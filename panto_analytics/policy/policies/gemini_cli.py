@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from .base import Policy, suffix_cut
+from .base import Policy, state_max, state_min, suffix_cut
 
 __all__ = ["GeminiCli"]
 
@@ -48,11 +48,10 @@ class GeminiCli(Policy):
 
     def cut(self, frame: pl.DataFrame) -> pl.DataFrame:
         seq, chars = pl.col("seq"), pl.col("chars").cast(pl.Int64)
-        before = chars.cum_sum() - chars
-        target = chars.sum().cast(pl.Float64) * (1 - self.preserve)
+        before = chars.cum_sum().over("state") - chars
+        target = chars.sum().over("state").cast(pl.Float64) * (1 - self.preserve)
         candidate = pl.col("user")
-        first_past = seq.filter(candidate & (before.cast(pl.Float64) >= target)).min()
-        at_trigger = seq == pl.col("trigger")
-        ends_clean = ~pl.col("next_tool_result").filter(at_trigger).first()
-        fallback = pl.when(ends_clean).then(pl.col("trigger").first() + 1).otherwise(seq.filter(candidate).max())
+        first_past = state_min(pl.when(candidate & (before.cast(pl.Float64) >= target)).then(seq))
+        calls_tool = state_max(pl.when(seq == pl.col("trigger")).then(pl.col("next_tool_result")))
+        fallback = pl.when(~calls_tool).then(pl.col("trigger") + 1).otherwise(state_max(pl.when(candidate).then(seq)))
         return suffix_cut(frame, pl.coalesce(first_past, fallback))

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from ..replay import DEFAULT_RESERVE
-from .base import Policy, suffix_cut
+from .base import Policy, at_or_after, state_max, suffix_cut
 
 __all__ = ["LastNTurns"]
 
@@ -41,7 +41,7 @@ class LastNTurns(Policy):
         return window - self.reserve
 
     def cut(self, frame: pl.DataFrame) -> pl.DataFrame:
-        starts = pl.col("seq").filter(pl.col("turn_start"))
-        nth_newest = starts.sort(descending=True).slice(self.n - 1, 1).first()
-        keep_all = starts.len() <= self.n
+        start = pl.col("turn_start").cast(pl.Int64)
+        nth_newest = state_max(pl.when(pl.col("turn_start") & (at_or_after(start) == self.n)).then(pl.col("seq")))
+        keep_all = start.sum().over("state") <= self.n
         return suffix_cut(frame, pl.when(keep_all).then(pl.lit(None, pl.Int64)).otherwise(nth_newest))

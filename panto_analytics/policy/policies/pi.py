@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from .base import Policy, chars_to_tokens, suffix_cut
+from .base import Policy, at_or_after, chars_to_tokens, state_max, state_min, suffix_cut
 
 __all__ = ["Pi"]
 
@@ -51,11 +51,12 @@ class Pi(Policy):
 
     def cut(self, frame: pl.DataFrame) -> pl.DataFrame:
         seq = pl.col("seq")
-        newest_first = chars_to_tokens(pl.col("chars")).reverse().cum_sum().reverse()
-        reached = seq.filter(newest_first >= self.keep_recent_tokens).max()
-        valid = (pl.col("role") == "user") & ~pl.col("tool_result") | (pl.col("role") == "assistant")
-        first_valid = seq.filter(valid).min()
-        cut = pl.coalesce(seq.filter(valid & (seq >= reached)).min(), first_valid)
-        at_assistant = pl.col("role").filter(seq == cut).first() == "assistant"
-        turn_before = seq.filter(pl.col("role").eq("user") & ~pl.col("tool_result")).min() <= cut
+        newest_first = at_or_after(chars_to_tokens(pl.col("chars")))
+        reached = state_max(pl.when(newest_first >= self.keep_recent_tokens).then(seq))
+        prompt = (pl.col("role") == "user") & ~pl.col("tool_result")
+        valid = prompt | (pl.col("role") == "assistant")
+        first_valid = state_min(pl.when(valid).then(seq))
+        cut = pl.coalesce(state_min(pl.when(valid & (seq >= reached)).then(seq)), first_valid)
+        at_assistant = state_max(pl.when(seq == cut).then(pl.col("role") == "assistant"))
+        turn_before = state_min(pl.when(prompt).then(seq)) <= cut
         return suffix_cut(frame, cut, split_turn=at_assistant & turn_before)

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from .base import Policy, suffix_cut
+from .base import Policy, state_max, state_min, suffix_cut
 
 __all__ = ["PiWholeTurn"]
 
@@ -50,10 +50,11 @@ class PiWholeTurn(Policy):
 
     def cut(self, frame: pl.DataFrame) -> pl.DataFrame:
         seq, call = pl.col("seq"), pl.col("call")
-        newest_seq = seq.filter(call).max()
-        newest = pl.col("cum").filter(seq == newest_seq).first()
-        far = seq.filter(call & (seq < newest_seq) & (newest - pl.col("cum") >= self.keep_recent_tokens)).max()
-        last_kept = seq.filter(call & (seq > far)).min()
-        by_usage = seq.filter(pl.col("user") & (seq <= last_kept)).max()
+        newest_seq = state_max(pl.when(call).then(seq))
+        newest = state_max(pl.when(seq == newest_seq).then(pl.col("cum")))
+        far = state_max(pl.when(call & (seq < newest_seq) & (newest - pl.col("cum") >= self.keep_recent_tokens)).then(seq))
+        last_kept = state_min(pl.when(call & (seq > far)).then(seq))
+        by_usage = state_max(pl.when(pl.col("user") & (seq <= last_kept)).then(seq))
         # No call in the window (not at a replay's trigger, which is one): pi keeps the last turn only.
-        return suffix_cut(frame, pl.when(newest_seq.is_null()).then(seq.filter(pl.col("user")).max()).otherwise(by_usage))
+        last_turn = state_max(pl.when(pl.col("user")).then(seq))
+        return suffix_cut(frame, pl.when(newest_seq.is_null()).then(last_turn).otherwise(by_usage))
