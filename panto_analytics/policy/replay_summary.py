@@ -63,9 +63,10 @@ def summarize_replay(events: pl.DataFrame, sessions: pl.DataFrame, *, by: Sequen
                 "request_bytes_per_session", "overflow_share", "ineffective_share")
     )
     # Budgets ascending (within each group of the other keys, kept in the order they first appear).
-    return table.with_row_index("_i").sort(
-        [pl.col("_i").min().over(keys[:-1]) if len(keys) > 1 else pl.lit(0), pl.col("budget")],
-        maintain_order=True).drop("_i")
+    if len(keys) == 1:
+        return table.sort(keys)
+    return table.with_row_index("_i").sort([pl.col("_i").min().over(keys[:-1]), pl.col(keys[-1])],
+                                           maintain_order=True).drop("_i")
 
 
 def compare_policies(events: pl.DataFrame, sessions: pl.DataFrame) -> pl.DataFrame:
