@@ -60,6 +60,8 @@ def parse_settings(text: str, types: dict[str, type]) -> dict[str, object]:
             continue
         key, sep, value = part.partition("=")
         key = key.strip().replace("-", "_")
+        if not sep and key in types:
+            raise ValueError(f"setting {key} needs a value ({key}=...)")
         if not sep or key not in types:
             raise ValueError(f"unknown setting {part!r}; settings: {', '.join(types) or 'none'}")
         kind = types[key]
