@@ -109,6 +109,8 @@ class Table:
 def _cell(v) -> str:
     if v is None:
         return "-"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
     if isinstance(v, float):
         return f"{v:,.0f}" if v.is_integer() else f"{v:,.3g}"
     if isinstance(v, int):
@@ -366,7 +368,10 @@ def _policy_section(report: Report, messages: pl.DataFrame, corpus: Corpus | Non
         plots.policy_comparison(compare_policies(result.events, result.sessions))))
     others = [p for p in policies if str(p).split(":")[0] != "libpanto"]
     if corpus is not None and others and not corpus.compactions.is_empty():
-        report.policy_cuts = Table.from_frame(recorded_cut_summary(policies_vs_agents(corpus, others)))
+        summary = recorded_cut_summary(policies_vs_agents(corpus, others)).rename({
+            "source_format": "format", "own": "agent's policy", "distance_messages_p50": "off by (messages) p50",
+            "distance_messages_max": "max", "distance_tokens_p50": "off by (tokens) p50", "distance_tokens_max": "max "})
+        report.policy_cuts = Table.from_frame(summary)
 
 
 def _a_few(budgets: list[int], chosen: int | None, n: int = 5) -> list[int]:
