@@ -16,8 +16,10 @@ way for both sides: for a policy that keeps a suffix, the recorded context it
 keeps (the newest call's context minus the context of the last call before
 the first kept message, libpanto's cumulative-usage measure); for Codex, which
 keeps copies of user messages, ``ceil(bytes / 4)`` of each kept message.
-``exact``: the same number of kept messages and, for a suffix, the same first
-kept message. ``distance_messages`` / ``distance_tokens``: absolute
+``exact``: the same number of kept messages and the same first kept message;
+against copies (Codex's replacement history, which has no place in the
+conversation), the same number and size of kept messages, which only a
+policy that keeps copies can match. ``distance_messages`` / ``distance_tokens``: absolute
 differences of the kept messages and tokens.
 
 >>> import polars as pl
@@ -113,13 +115,19 @@ def policy_cuts_at(messages: pl.DataFrame, cuts: pl.DataFrame, policies: Sequenc
             pl.max_horizontal(pl.col("newest") - pl.col("before"), 0))
         out.append(cut.select(
             "state", policy=pl.lit(policy.spec()), kept_start_seq="orig_seq",
+            _copies_kept=pl.col("kept_tokens").is_not_null(),
             kept_messages=pl.col("kept_messages").cast(pl.Int64),
             kept_tokens=pl.coalesce(pl.col("kept_tokens").cast(pl.Int64), usage)))
     rows = agent.join(pl.concat(out), on="state", how="left", maintain_order="left")
-    same_start = pl.col("copies") | (pl.col("kept_start_seq").eq_missing(pl.col("agent_first_kept_seq")))
+    same_count = pl.col("kept_messages") == pl.col("agent_kept_messages")
+    # Copies (Codex's replacement history) have no place in the conversation: a policy that keeps copies
+    # matches them by count and size; a suffix never does (unless neither keeps anything).
+    exact_copies = same_count & ((pl.col("_copies_kept") & (pl.col("kept_tokens") == pl.col("agent_kept_tokens")))
+                                 | (pl.col("kept_messages") == 0))
+    exact_suffix = same_count & pl.col("kept_start_seq").eq_missing(pl.col("agent_first_kept_seq"))
     return rows.with_columns(
         cut=pl.col("state").cast(pl.UInt32),
-        exact=(pl.col("kept_messages") == pl.col("agent_kept_messages")) & same_start,
+        exact=pl.when(pl.col("copies")).then(exact_copies).otherwise(exact_suffix),
         distance_messages=(pl.col("kept_messages") - pl.col("agent_kept_messages")).abs(),
         distance_tokens=(pl.col("kept_tokens") - pl.col("agent_kept_tokens")).abs(),
     ).sort("cut", maintain_order=True).select(POLICY_CUT_COLUMNS)

@@ -6,7 +6,7 @@ import dataclasses
 
 import polars as pl
 import pytest
-from conftest import DATA, REALDATA
+from conftest import DATA, REALDATA, REPO
 
 import panto_analytics as pa
 from benchmarks import reference_policies as ref
@@ -80,3 +80,17 @@ def test_every_real_recording(folder):
     rows = check(corpus)
     formats = set(corpus.sessions["source_format"].cast(pl.String))
     assert set(rows["source_format"].unique()) <= formats
+
+
+def test_codex_copies_are_matched_by_count_and_size_never_by_a_suffix():
+    corpus = pa.read_corpus(REPO / "tests" / "fixtures" / "codex" / "compacted.jsonl")
+    rows = check(corpus)
+    copies = corpus.compactions.with_row_index("cut").filter(
+        pl.col("first_kept_seq") >= pl.col("trigger_seq"))["cut"].to_list()
+    assert copies, "the fixture records a replacement history"
+    at_copies = rows.filter(pl.col("cut").is_in(copies))
+    suffix = at_copies.filter(pl.col("policy") != "codex")
+    assert not suffix.filter(pl.col("kept_messages") > 0)["exact"].any()
+    codex = at_copies.filter(pl.col("policy") == "codex")
+    assert codex["exact"].to_list() == ((codex["kept_messages"] == codex["agent_kept_messages"])
+                                        & (codex["kept_tokens"] == codex["agent_kept_tokens"])).to_list()

@@ -19,6 +19,7 @@ newest release.
 
 >>> import polars as pl
 >>> w = pl.DataFrame({"state": [0] * 4, "seq": [0, 1, 2, 3], "user": [True, False, True, False],
+...     "role": ["user", "assistant"] * 2,
 ...     "chars": [100, 600, 100, 200], "next_tool_result": [False] * 4, "first": [0] * 4, "trigger": [3] * 4})
 >>> GeminiCli().cut(w).select("prefix_end").rows()
 [(2,)]
@@ -52,6 +53,7 @@ class GeminiCli(Policy):
         target = chars.sum().over("state").cast(pl.Float64) * (1 - self.preserve)
         candidate = pl.col("user")
         first_past = state_min(pl.when(candidate & (before.cast(pl.Float64) >= target)).then(seq))
-        calls_tool = state_max(pl.when(seq == pl.col("trigger")).then(pl.col("next_tool_result")))
-        fallback = pl.when(~calls_tool).then(pl.col("trigger") + 1).otherwise(state_max(pl.when(candidate).then(seq)))
+        at_trigger = seq == pl.col("trigger")
+        ends_clean = state_max(pl.when(at_trigger).then((pl.col("role") == "assistant") & ~pl.col("next_tool_result")))
+        fallback = pl.when(ends_clean).then(pl.col("trigger") + 1).otherwise(state_max(pl.when(candidate).then(seq)))
         return suffix_cut(frame, pl.coalesce(first_past, fallback))
