@@ -6,7 +6,12 @@ Source: openai/codex ``codex-rs/core/src/compact.rs`` (read at commit
 
 - Trigger: the context exceeds ``trigger_ratio`` (0.9) of the window. **Not
   verified against source**: Codex's ``auto_compact_token_limit`` comes per
-  model; 90% of the window is the figure the issue states.
+  model and version. At openai/codex 156676256ddf530c8ec729844f9b24008b748c7d,
+  ``codex-rs/core/src/openai_model_info.rs`` sets a fixed 256,000 tokens for
+  every model (``DEFAULT_AUTO_COMPACT_TOKEN_LIMIT``: 94% of gpt-5's 272k
+  window); 90% of the window is the figure the issue states and other
+  versions are reported to use, not found in the source read here.
+  ``codex:trigger_ratio=0.94`` approximates the fixed limit at 272k.
 - Cut: the whole history is summarized; the new history is the summary plus
   the user messages (not tool results, not earlier summaries), newest first,
   while they fit ``user_tokens`` (20,000) by ``approx_token_count``
