@@ -1,11 +1,12 @@
 """``gemini-cli``: Gemini CLI's chat compression: keep the newest 30% of the history by characters.
 
 Source: google-gemini/gemini-cli ``packages/core/src/services/chatCompressionService.ts``
-(``DEFAULT_COMPRESSION_TOKEN_THRESHOLD`` 0.5, ``COMPRESSION_PRESERVE_THRESHOLD`` 0.3,
-``findCompressSplitPoint``), read from copies in the search index, not pinned to
-a commit of google-gemini/gemini-cli itself; later versions changed the
-split (tool-call split points), so treat the defaults as unverified for the
-newest release.
+(read at commit 02b2885cb824fecd2f9ed666aa6c7e397fc26384:
+``DEFAULT_COMPRESSION_TOKEN_THRESHOLD`` 0.5, ``COMPRESSION_PRESERVE_THRESHOLD`` 0.3,
+``findCompressSplitPoint``, ``ChatCompressionService.compress``). Not reproduced:
+that version first truncates tool responses older than a 50,000-token budget
+(``truncateHistoryToBudget``) before it splits, and the split here counts the
+untruncated characters; some forks split at tool calls too.
 
 - Trigger: the prompt's token count reaches ``threshold`` (0.5) of the window
   (``>=``; here: the context exceeds ``ceil(0.5 * window) - 1``).
