@@ -167,3 +167,19 @@ def test_the_drawn_corpora_do_compact():
                    Codex(user_tokens=1_000), ClaudeCode(output_reserve=500, buffer=500), GeminiCli(),
                    LastNTurns(n=2, reserve=500)):
         assert check(sessions, policy, window=8_000, summary_tokens=500).height >= 2, policy
+
+
+def test_libpanto_in_a_policy_replay_is_todays_replay():
+    from conftest import DATA
+
+    import panto_analytics as pa
+
+    messages = pa.read_sessions(DATA)
+    plain = pa.replay(messages, [2_000, 20_000], window=24_000, reserve=4_000, summary_tokens=300)
+    named = pa.replay(messages, [2_000, 20_000], window=24_000, reserve=4_000, summary_tokens=300, policy="libpanto")
+    assert not plain.events.is_empty()
+    assert named.events.drop("policy", "kept_start", "kept_messages", "split_turn").equals(plain.events)
+    assert named.sessions.drop("policy").equals(plain.sessions)
+    assert set(named.events["policy"]) == {"libpanto:reserve=4000"}  # the spec names what differs from the defaults
+    # kept_start: the first kept message when a turn is kept, else null.
+    assert named.events.select((pl.col("kept_start").is_null() == (pl.col("kept_turns") == 0)).all()).item()
