@@ -17,7 +17,13 @@ progress, jobs) and keeps what the files say about each session::
 Sessions (one row per session, in file order):
 
 - ``session_id``, ``file``, ``source_format``: as in the message frame;
-- ``model``: the session's, else the last model a message names;
+- ``model``: the session's, else the last model a message names, normalized
+  for grouping (:func:`~panto_analytics.ingest.models.normalized_model`);
+  ``model_raw``: as recorded;
+- ``project``: the recorded working directory (pi, Codex, Claude Code's
+  ``cwd``; a Claude Code transcript without one: its project folder);
+  ``is_subagent``: a subagent's own context (Claude Code sidechain files,
+  Codex spawned threads);
 - ``context_window``: where the file records it;
 - ``first_timestamp``, ``last_timestamp``: earliest and latest of the
   session's creation time and its messages' timestamps;
@@ -58,6 +64,7 @@ from ..policy import expressions as ex
 from ..schema import COMPACTIONS_SCHEMA, SESSION_META_SCHEMA, SESSIONS_SCHEMA
 from .cache import Cache, CacheStats
 from .formats.base import ParsedFile, SessionMeta
+from .models import normalized_model
 from .paths import PathLike
 from .pipeline import read_files
 
@@ -127,8 +134,9 @@ def sessions_table(parsed: list[ParsedFile], messages: pl.DataFrame) -> pl.DataF
     table = meta.join(per_session, on="session_id", how="left", maintain_order="left")
     return table.select(
         "session_id", "file", "source_format",
-        pl.coalesce("model", "message_model").alias("model"),
-        "context_window",
+        normalized_model(pl.coalesce("model", "message_model")).alias("model"),
+        pl.coalesce("model", "message_model").alias("model_raw"),
+        "project", "is_subagent", "context_window",
         pl.min_horizontal("created_at", "first_message").alias("first_timestamp"),
         pl.max_horizontal("created_at", "last_message").alias("last_timestamp"),
         pl.col("messages").fill_null(0),
@@ -156,6 +164,8 @@ def sessions_frame(parsed: list[ParsedFile]) -> pl.DataFrame:
             "context_window": _session(p).context_window,
             "parent_session_id": _session(p).parent_session_id,
             "created_at": _session(p).created_at,
+            "project": _session(p).project,
+            "is_subagent": _session(p).is_subagent,
         }
         for p in parsed
     ]

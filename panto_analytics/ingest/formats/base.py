@@ -112,6 +112,10 @@ class SessionMeta:
     context_window: int | None = None
     parent_session_id: str | None = None
     created_at: datetime | None = None
+    #: The working directory the agent recorded (pi, Codex, Claude Code's ``cwd``); None when unrecorded.
+    project: str | None = None
+    #: A subagent's own context (Claude Code sidechain files, Codex spawned threads), not a main session.
+    is_subagent: bool = False
     #: Recorded compaction events: dicts with anchor_index (index of the
     #: summary message among the messages yielded), trigger, tokens_before,
     #: first_kept_index (or None), trigger_index (one past the last message of

@@ -213,6 +213,8 @@ class _Session:
         if isinstance(sid, str) and sid:
             self.meta.session_id = sid
         self.meta.created_at = parse_timestamp(header.get("timestamp"))
+        if isinstance(header.get("cwd"), str) and header["cwd"]:
+            self.meta.project = header["cwd"]
         parent = header.get("parentSession") or header.get("branchedFrom")
         if isinstance(parent, str) and parent:
             # pi names files <timestamp>_<session id>.jsonl.
