@@ -9,7 +9,7 @@ raw name beside it (``model_raw``).
 
 >>> import polars as pl
 >>> names = ["claude-opus-4-5-20251101", "claude-opus-4-5", "gpt-4o-2024-08-06", "openrouter/anthropic/claude-sonnet-4",
-...          "us.anthropic.claude-3-5-sonnet-20240620-v1:0", "claude-3-5-sonnet@20240620", "<synthetic>", None]
+...          "us.anthropic.claude-3-5-sonnet-20240620-v1:0", "claude-3-5-sonnet@20240620", "<synthetic>", "deepseek-v3", None]
 >>> for name in pl.DataFrame({"m": names}).select(normalized_model("m"))["m"]:
 ...     print(name)
 claude-opus-4-5

@@ -43,12 +43,14 @@ from ...errors import IngestReport
 from ...policy.expressions import is_api_call
 from ...schema import MAX_USAGE
 from .base import (
+    BAD_RECORD,
     Invalid,
     Message,
     ParsedFile,
     ReadFrames,
     SessionMeta,
     SourceFile,
+    bad_record,
     parse_timestamp,
     session_stem,
     usage_counter,
@@ -99,8 +101,8 @@ def parse(src: SourceFile) -> Iterator[Message]:
     for lineno, rec in records(src):
         try:
             state.record(rec, lineno)
-        except Invalid as e:
-            src.invalid(lineno, str(e))
+        except BAD_RECORD as e:
+            src.invalid(lineno, bad_record(e))
         if state.out:
             yield from state.drain()
     state.finish()

@@ -26,7 +26,7 @@ from typing import Any, cast
 
 import orjson
 
-from .base import Invalid, Message, Postprocess, ReadFrames, SourceFile, parse_timestamp, usage_counter
+from .base import BAD_RECORD, Invalid, Message, Postprocess, ReadFrames, SourceFile, bad_record, parse_timestamp, usage_counter
 from .jsonl import json_type, records
 
 __all__ = ["ENVELOPES", "NAME", "parse", "postprocess", "read_frames", "sniff"]
@@ -91,8 +91,8 @@ def parse(src: SourceFile) -> Iterator[Message]:
     for lineno, rec in records(src):
         try:
             rollout.record(lineno, rec)
-        except Invalid as e:
-            src.invalid(lineno, str(e))
+        except BAD_RECORD as e:
+            src.invalid(lineno, bad_record(e))
         if rollout.ready:
             yield from rollout.take()
     rollout.finish()
