@@ -45,6 +45,12 @@ def worst_served(messages: pl.DataFrame | pl.LazyFrame, budget: int, n: int | No
         ``last_turn_share`` (how much of it the budget covers, at most 1),
         ``kept_turns``, ``kept_tokens``, ``noop`` and ``file``/``line`` where
         the last turn starts. Sessions without turns are left out.
+
+    Examples
+    --------
+    >>> from panto_analytics import examples
+    >>> worst_served(examples.messages(), 2_000).select("session_id", "last_turn_share", "line").rows()
+    [('a', 0.6666666666666666, 5), ('b', 1.0, 1)]
     """
     lf = messages.lazy()
     last = (turns(lf).group_by("session_id").agg(pl.all().sort_by("turn").last())

@@ -84,8 +84,27 @@ class Corpus:
 def read_corpus(paths: Iterable[PathLike] | PathLike, *, format: str | None = None, skip_invalid: bool = False,
                 report: IngestReport | None = None, cache: Cache | PathLike | bool | None = None,
                 progress: bool = False, jobs: int | None = None) -> Corpus:
-    """Read the sessions under ``paths`` into a :class:`Corpus`; options as in
-    :func:`~panto_analytics.ingest.pipeline.read_sessions`."""
+    """Read the sessions under ``paths`` into a :class:`Corpus`.
+
+    Parameters
+    ----------
+    paths, format, skip_invalid, report, cache, progress, jobs
+        As in :func:`~panto_analytics.ingest.pipeline.read_sessions`.
+
+    Returns
+    -------
+    Corpus
+        ``messages``, ``sessions``, ``compactions``, ``report`` and ``cache`` (see the module docstring).
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / "s.jsonl").write_text('{"type":"message","role":"user","content":[{"type":"text","text":"hi"}]}\\n')
+    >>> corpus = read_corpus(d)
+    >>> corpus.messages.height, corpus.sessions["session_id"].to_list(), corpus.compactions.height
+    (1, ['s'], 0)
+    """
     read = read_files(paths, format=format, skip_invalid=skip_invalid, report=report, cache=cache,
                       progress=progress, jobs=jobs)
     return Corpus(read.messages, sessions_table(read.files, read.messages), compactions_table(read.files),
@@ -93,12 +112,55 @@ def read_corpus(paths: Iterable[PathLike] | PathLike, *, format: str | None = No
 
 
 def sessions(source: Corpus | Iterable[PathLike] | PathLike, **options) -> pl.DataFrame:
-    """One row per session (``SESSIONS_SCHEMA``) of a :class:`Corpus`, or of the files under ``source``."""
+    """One row per session (``SESSIONS_SCHEMA``) of a :class:`Corpus`, or of the files under ``source``.
+
+    Parameters
+    ----------
+    source
+        A :class:`Corpus`, or paths to read.
+    **options
+        Read options for paths, as :func:`read_corpus` takes them.
+
+    Returns
+    -------
+    pl.DataFrame
+        The sessions table (see the module docstring for its columns).
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / "s.jsonl").write_text('{"type":"session","id":"s1","model":"claude-opus-4-5-20251101"}\\n'
+    ...     '{"type":"message","role":"user","content":[{"type":"text","text":"hi"}]}\\n')
+    >>> sessions(d).select("session_id", "model", "model_raw", "messages").rows()
+    [('s1', 'claude-opus-4-5', 'claude-opus-4-5-20251101', 1)]
+    """
     return _corpus(source, options).sessions
 
 
 def compactions(source: Corpus | Iterable[PathLike] | PathLike, **options) -> pl.DataFrame:
-    """The recorded compaction events (``COMPACTIONS_SCHEMA``) of a :class:`Corpus`, or of the files under ``source``."""
+    """The recorded compaction events (``COMPACTIONS_SCHEMA``) of a :class:`Corpus`, or of the files under ``source``.
+
+    Parameters
+    ----------
+    source
+        A :class:`Corpus`, or paths to read.
+    **options
+        Read options for paths, as :func:`read_corpus` takes them.
+
+    Returns
+    -------
+    pl.DataFrame
+        One row per recorded compaction, in file and event order.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / "s.jsonl").write_text('{"type":"message","role":"user","content":[{"type":"text","text":"hi"}]}\\n')
+    >>> compactions(d).height
+    0
+    """
     return _corpus(source, options).compactions
 
 

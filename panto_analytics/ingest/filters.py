@@ -155,6 +155,19 @@ def filter_corpus(corpus: Corpus, session_filter: SessionFilter) -> Corpus:
     -------
     Corpus
         The same kind of corpus; its report is the original one (what was read).
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> for sid, day in (("old", "2026-01-05"), ("new", "2026-11-05")):
+    ...     _ = (d / f"{sid}.jsonl").write_text(
+    ...         f'{{"type":"session","id":"{sid}","created_at":"{day}T10:00:00Z"}}\\n'
+    ...         '{"type":"message","role":"user","content":[{"type":"text","text":"hi"}]}\\n')
+    >>> from panto_analytics.ingest.corpus import read_corpus
+    >>> corpus = read_corpus(d)
+    >>> filter_corpus(corpus, SessionFilter.parse(since="2026-11-01")).sessions["session_id"].to_list()
+    ['new']
     """
     if not session_filter.active:
         return corpus
