@@ -426,7 +426,7 @@ def build_report(messages: pl.DataFrame, budgets: Iterable[int], *, criteria: Cr
                                  compactions=compactions),
         breakdowns={"source format": breakdown(messages, "source_format"), "model": breakdown(messages, "model")},
     )
-    segments = {kind: session_segments(messages, kind) for kind in segment_by}
+    segments = {kind: session_segments(messages, kind, sessions=sessions) for kind in segment_by}
     report.figures = report_figures(per_session, turns, highlight=rec.budget, segments=segments)
     if replayed is not None:
         report.replay, report.replay_table = replayed, replay_table(replayed, rec.budget)

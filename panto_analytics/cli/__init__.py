@@ -16,8 +16,9 @@ from . import (
     replay_command,
     report_commands,
     request_command,
+    sessions_command,
 )
 from .app import main
 
-__all__ = ["bench_command", "compactions_command", "policy_cuts_command",
-           "core_commands", "ingest_commands", "main", "replay_command", "report_commands", "request_command"]
+__all__ = ["bench_command", "compactions_command", "core_commands", "ingest_commands", "main", "policy_cuts_command",
+           "replay_command", "report_commands", "request_command", "sessions_command"]

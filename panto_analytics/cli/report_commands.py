@@ -126,7 +126,7 @@ def recommend_cmd(paths, format_, skip_invalid, budgets, min_kept_turns, coverag
               callback=lambda ctx, param, value: value and check_output_path(value, None, "-o", folder=True),
               help="Folder to write index.html, report.md, the PNGs, sweep.parquet and splits.parquet into.")
 @click.option("--by", "segment_by", type=click.Choice(SEGMENT_KINDS), multiple=True,
-              help="Also plot by segment: model, source_format or length (session-length bucket). Repeatable.")
+              help="Also plot by segment: model, source_format, project or length (session-length bucket). Repeatable.")
 @click.option("--title", default=None, help="The report's title.")
 @replay_options(required=False)
 @policy_option

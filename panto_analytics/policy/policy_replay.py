@@ -230,18 +230,46 @@ def _with_policy(result: Replay, policy: Policy, frame: pl.DataFrame) -> tuple[p
 def replay(messages: pl.DataFrame | pl.LazyFrame, budgets: Iterable[int], *, window: int,
            reserve: int = DEFAULT_RESERVE, summary_tokens: int | None = None,
            policy: Sequence[str | Policy] | str | Policy | None = None) -> Replay:
-    """:func:`~panto_analytics.policy.replay.replay` (libpanto at every budget), or, given ``policy``, :func:`replay_policies`.
+    """Replay compaction over each session's life under ``window``: libpanto at every budget, or the given policies.
 
-    ``policy``: one policy or several (names, ``NAME:k=v`` specs or
-    :class:`~panto_analytics.policy.policies.Policy` objects); the result then
-    gains a ``policy`` column. A plain ``"libpanto"`` runs at ``budgets`` with
-    ``reserve``.
+    Without ``policy`` this is :func:`~panto_analytics.policy.replay.replay`,
+    unchanged (its docstring states the rules). Given ``policy`` it is
+    :func:`replay_policies`: the same sessions compacted as each policy would
+    (``"libpanto"``, ``"pi"``, ``"pi-whole-turn"``, ``"codex"``,
+    ``"claude-code"``, ``"gemini-cli"``, ``"last-n-turns"``, each with
+    ``NAME:k=v`` settings over its defaults), and both frames gain a
+    ``policy`` column. Raises ValueError (one line) on bad parameters or an
+    unknown policy or setting.
 
-    >>> import polars as pl
-    >>> from panto_analytics.schema import MESSAGE_SCHEMA
-    >>> replay(pl.DataFrame(schema=MESSAGE_SCHEMA), [20_000], window=100_000, summary_tokens=500,
-    ...        policy=["libpanto", "pi"]).sessions.columns[0]
-    'policy'
+    Parameters
+    ----------
+    messages
+        A message frame (``DataFrame`` or ``LazyFrame``), ordered by ``(session_id, seq)``.
+    budgets
+        ``keep_verbatim`` budgets, in tokens (libpanto's; the other policies have their own settings).
+    window
+        The model's context window, in tokens.
+    reserve
+        libpanto's reserve below the window (for a plain ``"libpanto"`` too).
+    summary_tokens
+        Size of a simulated summary; None: the median of the recorded ones, else 2,000.
+    policy
+        None (libpanto), or one policy or several: names, ``NAME:k=v`` specs or
+        :class:`~panto_analytics.policy.policies.Policy` objects.
+
+    Returns
+    -------
+    Replay
+        ``events`` (one row per compaction) and ``sessions`` (one row per session and budget, or per
+        policy, session and budget), and the parameters used.
+
+    Examples
+    --------
+    >>> from panto_analytics import examples
+    >>> r = replay(examples.messages(), [1_000], window=8_000, reserve=4_000, summary_tokens=500,
+    ...            policy=["libpanto", "pi:reserve_tokens=4k,keep_recent_tokens=100"])
+    >>> r.events.select("policy", "trigger_seq", "prefix_end", "kept_messages", "split_turn").rows()
+    [('libpanto:reserve=4000', 5, 6, 0, False), ('pi:reserve_tokens=4000,keep_recent_tokens=100', 5, 5, 1, True)]
     """
     if policy is None:
         return replay_libpanto(messages, budgets, window=window, reserve=reserve, summary_tokens=summary_tokens)

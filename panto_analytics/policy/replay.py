@@ -193,6 +193,31 @@ def replay(messages: pl.DataFrame | pl.LazyFrame, budgets: Iterable[int], *, win
     ``messages``, else :data:`DEFAULT_SUMMARY_TOKENS`; ``summary_source``
     says which. Raises ValueError on bad parameters (``window <= reserve``,
     negative sizes).
+
+    Parameters
+    ----------
+    messages
+        A message frame (see above).
+    budgets
+        ``keep_verbatim`` budgets, in tokens.
+    window
+        The model's context window, in tokens.
+    reserve
+        Tokens kept free below the window: a compaction fires past ``window - reserve``.
+    summary_tokens
+        Size of a simulated summary; None: :func:`summary_size`.
+
+    Returns
+    -------
+    Replay
+        ``events``, ``sessions`` and the parameters used.
+
+    Examples
+    --------
+    >>> from panto_analytics import examples
+    >>> r = replay(examples.messages(), [1_000, 3_000], window=20_000, summary_tokens=500)
+    >>> r.events.select("session_id", "budget", "trigger_seq", "kept_turns", "context_after").rows()
+    [('a', 1000, 5, 0, 500), ('a', 3000, 5, 1, 3500)]
     """
     frame = messages.collect() if isinstance(messages, pl.LazyFrame) else messages
     source = "given"

@@ -32,6 +32,24 @@ def summarize_replay(events: pl.DataFrame, sessions: pl.DataFrame, *, by: Sequen
     ``request_bytes_per_session`` (summarizer input, mean over sessions);
     ``overflow_share`` and ``ineffective_share`` of sessions. Percentiles
     pick observed values ("nearest"), so they stay whole.
+
+    Parameters
+    ----------
+    events, sessions
+        :attr:`~panto_analytics.policy.replay.Replay.events` and ``.sessions``.
+
+    Returns
+    -------
+    pl.DataFrame
+        One row per budget, ascending.
+
+    Examples
+    --------
+    >>> import panto_analytics as pa
+    >>> from panto_analytics import examples
+    >>> r = pa.replay(examples.messages(), [1_000, 3_000], window=20_000, summary_tokens=500)
+    >>> summarize_replay(r.events, r.sessions).select("budget", "events", "kept_tokens_p50").rows()
+    [(1000, 1, 0), (3000, 1, 3000)]
     """
     keys = list(by)
     per_session = sessions.group_by(keys, maintain_order=True).agg(
