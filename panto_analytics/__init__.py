@@ -3,7 +3,7 @@
 A tour, from files to a budget::
 
     import panto_analytics as pa
-    messages = pa.read_sessions(["~/.claude/projects"])   # read: one row per message
+    messages = pa.read_sessions(["~/.claude/projects"])   # read: one row per message (pa.examples.messages(): a tiny one)
     turns = pa.turns(messages)                            # turns: one row per turn, with its token cost
     splits = pa.splits(messages, [8_000, 20_000])         # splits: one row per (session, budget); one budget is fine
     table = pa.sweep(splits)                              # sweep: one row per budget
@@ -11,8 +11,10 @@ A tour, from files to a budget::
     rec = pa.recommend(splits, pa.Criteria(min_kept_turns=2))   # recommend: a budget, and why
     pa.report.build_report(messages, [8_000, 20_000])     # report: HTML, Markdown, PNGs, Parquet
 
-``pa.read_corpus`` adds the sessions and compactions tables; ``pa.Cache``
-is the Parquet cache of parsed files.
+``pa.read_corpus`` adds the sessions and compactions tables, and
+``pa.filter_corpus(corpus, pa.SessionFilter.parse(since="2026-11-01", subagents=False))``
+keeps the sessions you ask for; ``pa.worst_served(messages, budget, n)`` lists
+the sessions a budget serves worst; ``pa.Cache`` is the Parquet cache of parsed files.
 
 Past one machine's memory: ``pa.write_dataset(paths, "corpus.ds")`` writes a
 Parquet dataset partitioned by session, ``pa.scan_dataset("corpus.ds")`` is
@@ -37,11 +39,12 @@ True
 import importlib
 from typing import Any
 
-from .analysis import Criteria, Recommendation, recommend, recommend_dataset, sweep_dataset
+from .analysis import Criteria, Recommendation, recommend, recommend_dataset, sweep_dataset, worst_served
 from .budgets import parse_budget, parse_budgets
 from .errors import IngestReport, InputError
 from .ingest import Cache, Corpus, compactions, read_corpus, read_sessions, sessions, summary_request
 from .ingest.dataset import scan_dataset, write_dataset
+from .ingest.filters import SessionFilter, filter_corpus
 from .policy import Replay, annotate, replay, splits, summarize_replay, summarize_splits, turns
 
 __all__ = [
@@ -52,8 +55,10 @@ __all__ = [
     "InputError",
     "Recommendation",
     "Replay",
+    "SessionFilter",
     "annotate",
     "compactions",
+    "filter_corpus",
     "parse_budget",
     "parse_budgets",
     "read_corpus",
@@ -70,6 +75,7 @@ __all__ = [
     "sweep",
     "sweep_dataset",
     "turns",
+    "worst_served",
     "write_dataset",
 ]
 
@@ -77,7 +83,8 @@ __all__ = [
 sweep = summarize_splits
 
 #: Submodules reachable as ``pa.plots`` and ``pa.report``, imported on first use (matplotlib is heavy).
-_LAZY = {"plots": ".analysis.plots", "report": ".analysis.report", "plot_data": ".analysis.plot_data"}
+_LAZY = {"plots": ".analysis.plots", "report": ".analysis.report", "plot_data": ".analysis.plot_data",
+         "examples": ".examples"}
 
 
 def __getattr__(name: str) -> Any:

@@ -4,6 +4,7 @@
 - :mod:`.plots`: matplotlib figures of those frames.
 - :mod:`.recommend`: the budget a stated rule picks, with reasons and warnings.
 - :mod:`.report`: one folder (HTML, Markdown, PNGs, Parquet) that answers "what does each budget do?".
+- :mod:`.worst`: the sessions a budget serves worst, with the file and line to open.
 - :mod:`.formatting`: how token counts are written for people.
 - :mod:`.histograms`, :mod:`.streaming`, :mod:`.engines`: the sweep and the recommendation of a dataset, bucket by
   bucket, here or on Ray Data.
@@ -12,5 +13,7 @@
 """
 from .recommend import Criteria, Recommendation, recommend
 from .streaming import recommend_dataset, sweep_dataset, write_splits
+from .worst import worst_served
 
-__all__ = ["Criteria", "Recommendation", "recommend", "recommend_dataset", "sweep_dataset", "write_splits"]
+__all__ = ["Criteria", "Recommendation", "recommend", "recommend_dataset", "sweep_dataset", "worst_served",
+           "write_splits"]

@@ -10,7 +10,6 @@ from .options import (
     PLOT_SUFFIXES,
     budgets_option,
     check_engine,
-    dataset_path,
     engine_options,
     file_output_option,
     friendly_errors,
@@ -54,7 +53,7 @@ def splits(paths, format_, skip_invalid, budgets, output):
       panto-analytics splits ~/.pi/agent/sessions -b 8k,20k,50k -o splits.parquet
       panto-analytics splits corpus.ds/ -b 0:200k:21 -o splits.parquet
     """
-    ds = dataset_path(paths)
+    ds = check_engine(paths, "local", None)
     if ds is not None and output is not None and output.suffix.lower() == ".parquet":
         from ..analysis.streaming import write_splits
 
