@@ -80,7 +80,36 @@ def dataset_histograms(root: str | Path, budgets: int | Iterable[int], *, with_s
 def sweep_dataset(root: str | Path, budgets: int | Iterable[int], *, engine: str = "local",
                   address: str | None = None, task_rows: int = TASK_ROWS) -> pl.DataFrame:
     """One row per budget (:func:`~panto_analytics.policy.summarize_splits`) over the dataset at ``root``,
-    sessions without messages included; options as in :func:`dataset_histograms`."""
+    task by task in bounded memory, sessions without messages included.
+
+    Parameters
+    ----------
+    root
+        A dataset folder (:func:`~panto_analytics.write_dataset`).
+    budgets
+        One budget or many.
+    engine
+        ``"local"`` (task after task here) or ``"ray"`` (Ray Data; the ``[ray]`` extra).
+    address
+        With ``engine="ray"``: the cluster to join; None starts Ray here.
+    task_rows
+        Messages per task (:func:`~panto_analytics.ingest.dataset.bucket_groups`).
+
+    Returns
+    -------
+    pl.DataFrame
+        Equal, bit for bit, to ``sweep(splits(messages, budgets, sessions=sessions))`` of the same corpus.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> from panto_analytics.ingest.dataset import write_dataset
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / "s.jsonl").write_text('{"type":"message","role":"user","content":[{"type":"text","text":"hi"}]}\\n')
+    >>> _ = write_dataset([d], d / "ds", buckets=2)
+    >>> sweep_dataset(d / "ds", [0, 100]).select("budget", "sessions", "noop_share").rows()
+    [(0, 1, 0.0), (100, 1, 1.0)]
+    """
     return sweep_from(dataset_histograms(root, budgets, engine=engine, address=address, task_rows=task_rows))
 
 
@@ -110,9 +139,31 @@ def _outcomes(root: str | Path, budget: int, engine: str, address: str | None, t
 
 def recommend_dataset(root: str | Path, budgets: int | Iterable[int], criteria: Criteria | None = None, *,
                       engine: str = "local", address: str | None = None, task_rows: int = TASK_ROWS) -> Recommendation:
-    """:func:`~panto_analytics.recommend` over the dataset at ``root``, bucket by bucket: the same budget,
-    reasons, table and warnings as the in-memory path (``recommend(splits(messages, budgets), criteria,
-    turns=turns(messages), windows=sessions.context_window)``)."""
+    """:func:`~panto_analytics.recommend` over the dataset at ``root``, task by task in bounded memory.
+
+    Parameters
+    ----------
+    root, budgets, engine, address, task_rows
+        As in :func:`sweep_dataset`.
+    criteria
+        The rules (:class:`~panto_analytics.Criteria`); None: the default rule.
+
+    Returns
+    -------
+    Recommendation
+        The same budget, reasons, table and warnings as ``recommend(splits(messages, budgets), criteria,
+        turns=turns(messages), windows=sessions["context_window"])`` (what ``panto-analytics recommend`` prints).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> from panto_analytics.ingest.dataset import write_dataset
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / "s.jsonl").write_text('{"type":"message","role":"user","content":[{"type":"text","text":"hi"}]}\\n')
+    >>> _ = write_dataset([d], d / "ds", buckets=2)
+    >>> recommend_dataset(d / "ds", [0, 100]).budget
+    100
+    """
     criteria = (criteria or Criteria()).or_default()
     hist = dataset_histograms(root, budgets, with_sessions=False, engine=engine, address=address, task_rows=task_rows)
     table = coverage_from(hist, criteria)

@@ -254,15 +254,34 @@ def bucket_groups(root: str | Path, rows: int = TASK_ROWS) -> list[list[str]]:
 def scan_dataset(root: str | Path, table: str = "messages", *, buckets: Iterable[int] | None = None) -> pl.LazyFrame:
     """A LazyFrame over one table of the dataset at ``root`` (all buckets, or those given).
 
-    ``table`` is ``"messages"`` (the message frame, sessions contiguous and
-    in ``seq`` order, as :func:`~panto_analytics.read_sessions` gives it),
-    ``"sessions"`` or ``"compactions"``. Nothing is read until the frame is
-    collected; a bucket's parts are read only when asked for.
+    Nothing is read until the frame is collected, and only the parts of the
+    buckets asked for.
+
+    Parameters
+    ----------
+    root
+        A dataset folder (:func:`~panto_analytics.write_dataset`).
+    table
+        ``"messages"`` (the message frame, each session's rows contiguous and in
+        ``seq`` order, as :func:`~panto_analytics.read_sessions` gives it),
+        ``"sessions"`` or ``"compactions"``.
+    buckets
+        Only these buckets; None: all.
+
+    Returns
+    -------
+    pl.LazyFrame
+        The table's rows in its schema (``schema.py``), sessions grouped by bucket.
 
     Examples
     --------
-    >>> import panto_analytics as pa                                   # doctest: +SKIP
-    >>> pa.scan_dataset("corpus.ds").group_by("role").len().collect()  # doctest: +SKIP
+    >>> import tempfile, pathlib
+    >>> from panto_analytics.ingest.dataset import write_dataset
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / "s.jsonl").write_text('{"type":"message","role":"user","content":[{"type":"text","text":"hi"}]}\\n')
+    >>> _ = write_dataset([d], d / "ds", buckets=2)
+    >>> scan_dataset(d / "ds").select("session_id", "role", "words").collect().rows()
+    [('s', 'user', 1)]
     """
     if table not in TABLES:
         raise ValueError(f"table is one of {', '.join(TABLES)}, got {table!r}")

@@ -206,12 +206,20 @@ def write_dataset(paths: Iterable[PathLike] | PathLike, root: PathLike, *, bucke
     buckets
         Buckets of a new dataset (default :data:`~.store.DEFAULT_BUCKETS`); an existing one keeps its own.
     chunk_files
-        Files read per chunk.
+        Files read per chunk (a folder is never split between chunks).
 
     Returns
     -------
     DatasetUpdate
         Files read, unchanged and removed; parts written and rewritten; the dataset's totals.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / "s.jsonl").write_text('{"type":"message","role":"user","content":[{"type":"text","text":"hi"}]}\\n')
+    >>> write_dataset([d], d / "ds", buckets=2).sessions
+    1
     """
     report = report if report is not None else IngestReport()
     store = as_cache(cache)
