@@ -117,7 +117,8 @@ def synthetic_frames(start: int, n_sessions: int, *, seed: int = 0, median_turns
         last_timestamp=pl.col("timestamp").max(), messages=pl.len(), api_calls=(pl.col("role") == "assistant").sum(),
         final_context=(pl.col("input").cast(pl.UInt64) + pl.col("output")).drop_nulls().last(),
     ).with_columns(context_window=pl.Series([m[1] for m in MODELS]).gather(model_idx), compactions=pl.lit(0),
-                   parent_session_id=pl.lit(None, pl.String))
+                   parent_session_id=pl.lit(None, pl.String), model_raw=pl.col("model"), project=pl.lit("synth"),
+                   is_subagent=pl.lit(False))
     sessions = sessions.select(list(SESSIONS_SCHEMA)).cast(cast("dict[Any, pl.DataType]", SESSIONS_SCHEMA))
     return Frames(messages, sessions, pl.DataFrame(schema=COMPACTIONS_SCHEMA))
 
