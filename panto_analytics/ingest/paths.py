@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ..errors import InputError
 
-__all__ = ["SESSION_PATTERNS", "SESSION_SUFFIXES", "PathLike", "expand_paths", "is_session_file"]
+__all__ = ["SESSION_PATTERNS", "SESSION_SUFFIXES", "PathLike", "expand_names", "expand_paths", "is_session_file"]
 
 PathLike = str | Path
 
@@ -35,6 +35,18 @@ def expand_paths(paths: Iterable[PathLike] | PathLike) -> list[Path]:
 
     Order is stable (sorted within a directory or glob) and duplicates are dropped.
     """
+    return [Path(name) for name in expand_names(paths)]
+
+
+def expand_names(paths: Iterable[PathLike] | PathLike) -> list[str]:
+    """:func:`expand_paths` as strings: no ``Path`` object per file (a cached re-read of many files needs none).
+
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / "b.jsonl").write_text(""), (d / "a.jsonl").write_text(""), (d / "c.txt").write_text("")
+    >>> [pathlib.Path(n).name for n in expand_names(d)]
+    ['a.jsonl', 'b.jsonl']
+    """
     if isinstance(paths, (str, Path)):
         paths = [paths]
     out: list[tuple[str, bool | None]] = []  # (path, is a link; None: not known yet)
@@ -51,12 +63,12 @@ def expand_paths(paths: Iterable[PathLike] | PathLike) -> list[Path]:
             raise InputError(p, None, "no such file or directory", skippable=False)
     seen: set[str] = set()
     real = _RealPaths()
-    unique: list[Path] = []
+    unique: list[str] = []
     for path, is_link in out:
         r = real(path, is_link)
         if r not in seen:
             seen.add(r)
-            unique.append(Path(path))
+            unique.append(path)
     return unique
 
 
