@@ -49,6 +49,7 @@ def expand_names(paths: Iterable[PathLike] | PathLike) -> list[str]:
     """
     if isinstance(paths, (str, Path)):
         paths = [paths]
+    paths = list(paths)
     out: list[tuple[str, bool | None]] = []  # (path, is a link; None: not known yet)
     for p in paths:
         p = Path(p).expanduser()
@@ -61,6 +62,9 @@ def expand_names(paths: Iterable[PathLike] | PathLike) -> list[str]:
                                                       if os.path.isfile(q)))
         else:
             raise InputError(p, None, "no such file or directory", skippable=False)
+    if len(paths) == 1 and all(is_link is False for _, is_link in out):
+        # One folder walked without following links: every file is there once, under one name.
+        return [path for path, _ in out]
     seen: set[str] = set()
     real = _RealPaths()
     unique: list[str] = []
