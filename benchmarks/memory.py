@@ -37,9 +37,6 @@ def rss():
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 paths, cache = json.loads(sys.argv[1]), json.loads(sys.argv[2])
-if cache is not None:
-    read_files(paths, cache=cache)  # fill it: the figures are those of the re-read
-    gc.collect()
 base = rss()
 peak_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 read = read_files(paths, cache=cache)
@@ -52,7 +49,7 @@ print(json.dumps({"messages": read.messages.height, "frame_bytes": read.messages
 
 
 def resident(paths: list[Path], cache: str | Path | None = None) -> dict:
-    """Memory figures of ``read_files(paths, cache=cache)`` in a fresh process (with a cache: of the re-read).
+    """Memory figures of ``read_files(paths, cache=cache)`` in a fresh process (a filled cache: a re-read).
 
     ``peak_over_frame`` is meaningful only when the read raised the peak
     (``peak`` above the peak before it); otherwise it is None.
