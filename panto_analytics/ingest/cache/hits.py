@@ -35,17 +35,28 @@ class CachedFile(ParsedFile):
 
     It is a :class:`ParsedFile` in every way; the slice is taken when
     ``messages`` is first read, and a ``messages`` assigned (by an adapter's
-    ``postprocess``) replaces it.
+    ``postprocess``) replaces it. Made with ParsedFile's own arguments (as
+    ``dataclasses.replace`` does), it is a plain parsed file.
+
+    >>> from dataclasses import replace
+    >>> f = CachedFile(pl.DataFrame({"x": [1, 2]}), 1, 1, SessionMeta("a"), "a.jsonl", "pi")
+    >>> replace(f, session=SessionMeta("b")).messages["x"].to_list()
+    [2]
     """
 
-    def __init__(self, pack: pl.DataFrame, offset: int, rows: int, session: SessionMeta | None, path: str | Path,
-                 source_format: str | None) -> None:
+    def __init__(self, pack: pl.DataFrame, offset: int, rows: int, session: SessionMeta | None,
+                 path: str | Path, source_format: str | None) -> None:
         self._pack: pl.DataFrame | None = pack
         self._offset, self._rows = offset, rows
         self._messages: pl.DataFrame | None = None
         self._path = path
         self.session = session
         self.source_format = source_format
+
+    def __new__(cls, *args: object, **kwargs: object) -> CachedFile:
+        if "messages" in kwargs and not args:  # ParsedFile's arguments (dataclasses.replace): a plain parsed file
+            return ParsedFile(**kwargs)  # type: ignore[arg-type,return-value]
+        return super().__new__(cls)
 
     @property
     def messages(self) -> pl.DataFrame:
