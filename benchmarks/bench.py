@@ -427,7 +427,7 @@ def format_report(r: dict) -> str:
     def goal(key: str) -> str:
         g = goals[key]
         sign = "<=" if g["direction"] == "max" else ">="
-        unit = {"bytes_per_message": "", "reread_seconds": " s"}.get(key, "x")
+        unit = {"bytes_per_message": "", "claude_resident_bytes": "", "reread_seconds": " s"}.get(key, "x")
         return f"goal {sign} {g['target']:g}{unit}  {_verdict(g)}"
 
     def ingest_lines(ing: dict, cache: dict, indent: str = "", prefix: str = "") -> list[str]:

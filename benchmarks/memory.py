@@ -43,7 +43,8 @@ read = read_files(paths, cache=cache)
 gc.collect()
 after = rss()
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-print(json.dumps({"messages": read.messages.height, "frame_bytes": read.messages.estimated_size(),
+print(json.dumps({"messages": read.messages.height, "hits": read.cache.hits if read.cache else None,
+                  "frame_bytes": read.messages.estimated_size(),
                   "base": base, "after": after, "peak": peak, "peak_before": peak_before}))
 """
 
@@ -68,7 +69,7 @@ def resident(paths: list[Path], cache: str | Path | None = None) -> dict:
         return {"available": False, "note": f"not available: the child failed ({e})"}
     n = max(m["messages"], 1)
     raised = m["peak"] > m["peak_before"]
-    return {"available": True, "messages": m["messages"], "frame_bytes": m["frame_bytes"],
+    return {"available": True, "messages": m["messages"], "cache_hits": m["hits"], "frame_bytes": m["frame_bytes"],
             "resident_bytes_per_message": (m["after"] - m["base"]) / n,
             "frame_bytes_per_message": m["frame_bytes"] / n,
             "peak_over_frame": (m["peak"] - m["base"]) / max(m["frame_bytes"], 1) if raised else None}

@@ -99,3 +99,27 @@ def test_a_re_read_after_any_changes_equals_a_cold_read(tmp_path_factory, monkey
         elif len(list(d.iterdir())) > 1:
             f.unlink()
     assert_same(read(d, None), read(d, cache))
+
+
+def test_a_pack_of_the_wrong_shape_among_good_ones_invalidates_its_own_files(tmp_path, monkeypatch):
+    """Packs are read together; one whose footer passes but whose rows are not ours is found and dropped alone."""
+    from panto_analytics.ingest import schedule
+    from panto_analytics.ingest.cache import codec
+
+    monkeypatch.setattr(schedule, "BATCH_FILES", 2)
+    d = tmp_path / "s"
+    d.mkdir()
+    for i in range(6):
+        write_session(d / f"s{i}.jsonl", i + 1)
+    cold = read(d, None)
+    cache = Cache(tmp_path / "c")
+    read(d, cache)
+    packs = sorted(cache.packs_dir.glob("*.parquet"))
+    assert len(packs) == 3
+    victim = packs[1]
+    meta = codec.read_meta(victim, "pack")
+    assert meta is not None
+    codec.write_parquet(pl.DataFrame({"x": list(range(meta["rows"]))}), victim, meta)  # right rows, wrong columns
+    again = read(d, cache)
+    assert again.cache.rebuilt == 1 and again.cache.hits == 4 and again.cache.misses == 2
+    assert_same(cold, again)

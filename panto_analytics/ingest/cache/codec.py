@@ -24,6 +24,7 @@ from typing import Any, Final, Literal
 
 import orjson
 import polars as pl
+import pyarrow.parquet as pq
 
 from ...errors import IngestReport, InputError
 from ...schema import MESSAGE_SCHEMA
@@ -33,7 +34,7 @@ __all__ = [
     "BadEntry", "COUNT_COLUMNS", "Entry", "FileKey", "KEY_TABLE_SCHEMA", "LAYOUT", "MAGIC", "MANIFEST_SCHEMA",
     "META_KEY", "SESSION_COLUMNS", "check_record", "decoded", "decoded_session", "key_digest", "key_table",
     "keys_of", "make_meta", "manifest_rows", "merge_report", "mode_of", "pack_name", "parser_version", "read_frame",
-    "read_manifest", "read_meta", "record_of", "report_of", "write_parquet"
+    "read_manifest", "read_footer", "read_meta", "record_of", "report_of", "write_parquet"
 ]
 
 #: Marks our metadata in a Parquet file; anything without it is foreign.
@@ -201,18 +202,25 @@ def read_meta(path: Path, kind: str) -> dict | None:
     ``None`` for a file of another layout: stale, not bad (a plain miss,
     replaced by the next write).
     """
+    return read_footer(path, kind)[0]
+
+
+def read_footer(path: Path, kind: str) -> tuple[dict | None, int]:
+    """:func:`read_meta` and the number of rows the file really holds, from one read of its footer."""
     try:
-        raw = pl.read_parquet_metadata(path).get(META_KEY)
+        footer = pq.read_metadata(path)
+        raw = (footer.metadata or {}).get(META_KEY.encode())
         meta = orjson.loads(raw) if raw is not None else None
+        rows = footer.num_rows
     except Exception as e:  # any failure to read the footer means a corrupt file
         raise BadEntry(f"unreadable: {e}") from None
     if not isinstance(meta, dict) or meta.get("magic") != MAGIC:
         raise BadEntry("not a panto_analytics cache file")
     if meta.get("layout") != LAYOUT:
-        return None
+        return None, rows
     if meta.get("kind") != kind:
         raise BadEntry(f"not a {kind}")
-    return meta
+    return meta, rows
 
 
 def read_manifest(path: Path) -> pl.DataFrame | None:

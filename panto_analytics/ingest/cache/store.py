@@ -53,6 +53,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import orjson
 import polars as pl
 
@@ -68,9 +69,9 @@ from .codec import (
     make_meta,
     merge_report,
     mode_of,
+    read_footer,
     read_frame,
     read_manifest,
-    read_meta,
     report_of,
     write_parquet,
 )
@@ -205,12 +206,8 @@ class Cache:
         if manifest is None or not keys.height:
             return found
         matches = _matches(manifest, keys, format, skip_invalid)
-        names, packs = [], []
-        for name in matches["pack"].unique(maintain_order=True).to_list():
-            frame = self._read_pack(name)
-            if frame is not None:
-                names.append(name)
-                packs.append(frame)
+        read_packs = self._read_packs(matches["pack"].unique(maintain_order=True).to_list())
+        names, packs = list(read_packs), list(read_packs.values())
         read = pl.DataFrame({"pack": names, "pack_index": range(len(names)), "pack_rows": [f.height for f in packs]},
                             schema={"pack": pl.String, "pack_index": pl.Int64, "pack_rows": pl.Int64})
         rows = matches.join(read, on="pack", how="inner", maintain_order="left")
@@ -223,18 +220,43 @@ class Cache:
         self.stats.hits += len(found.index)
         return found
 
-    def _read_pack(self, pack: str) -> pl.DataFrame | None:
-        """The rows of one pack, or None if it is missing (pruned by another read) or bad (then deleted)."""
-        path = self.pack_path(pack)
-        if not path.exists():
-            return None
+    def _read_packs(self, names: list[str]) -> dict[str, pl.DataFrame]:
+        """The rows of each pack named, by name, read in one call; missing packs (pruned by another read) and
+        bad ones (then deleted) left out.
+
+        Each pack's footer is checked first (ours, of this batch, with the rows
+        it says); the good ones are then read together, which costs a third of
+        reading them one by one, and sliced apart. If that read fails, the
+        packs are read one by one to find the bad one.
+        """
+        good: dict[str, int] = {}
+        for name in names:
+            path = self.pack_path(name)
+            if not path.exists():
+                continue
+            try:
+                meta, rows = read_footer(path, "pack")
+                if meta is None or meta.get("pack") != name or meta.get("rows") != rows:
+                    raise BadEntry("pack of another batch")
+            except BadEntry:
+                self._discard(path)
+                continue
+            good[name] = rows
+        if not good:
+            return {}
         try:
-            meta = read_meta(path, "pack")
-            if meta is None or meta.get("pack") != pack or not isinstance(meta.get("rows"), int):
-                raise BadEntry("pack of another batch")
-            return read_frame(path, meta["rows"])
+            whole = read_frame([self.pack_path(name) for name in good], sum(good.values()))
         except BadEntry:
-            self._discard(path)
+            return {name: frame for name in good if (frame := self._read_pack(name, good[name])) is not None}
+        starts = np.cumsum([0, *good.values()])
+        return {name: whole.slice(int(start), rows) for (name, rows), start in zip(good.items(), starts)}
+
+    def _read_pack(self, name: str, rows: int) -> pl.DataFrame | None:
+        """The rows of one pack whose footer is checked, or None if it is bad (then deleted)."""
+        try:
+            return read_frame(self.pack_path(name), rows)
+        except BadEntry:
+            self._discard(self.pack_path(name))
             return None
 
     def _serve(self, rows: pl.DataFrame, packs: list[pl.DataFrame], keys: pl.DataFrame, found: Found) -> None:
