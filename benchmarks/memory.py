@@ -11,8 +11,9 @@ are measured in a child process, so that nothing the parent already holds
 - **peak / frame**: the peak RSS above the imports over the frame's
   ``estimated_size`` (goal for a cached re-read: at most 1.5x).
 
-RSS is read from ``/proc/self/statm`` (Linux); elsewhere the section says it
-is not available. No figure here is a test.
+RSS is read from ``/proc/self/statm`` and the peak from ``VmHWM`` in
+``/proc/self/status`` (Linux; ``ru_maxrss`` would keep the parent's peak
+across ``exec``); elsewhere the section says it is not available. No figure here is a test.
 
 >>> resident([], None)["available"] in (True, False)
 True
@@ -28,7 +29,7 @@ import orjson
 
 __all__ = ["resident"]
 
-_CHILD = """import gc, json, os, resource, sys
+_CHILD = """import gc, json, os, sys
 import polars as pl
 from panto_analytics.ingest import read_files
 
@@ -36,13 +37,17 @@ def rss():
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
+def peak_rss():  # VmHWM: this process image's own peak (ru_maxrss keeps the parent's across exec)
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmHWM:"))
+
 paths, cache = json.loads(sys.argv[1]), json.loads(sys.argv[2])
 base = rss()
-peak_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+peak_before = peak_rss()
 read = read_files(paths, cache=cache)
 gc.collect()
 after = rss()
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+peak = peak_rss()
 print(json.dumps({"messages": read.messages.height, "hits": read.cache.hits if read.cache else None,
                   "frame_bytes": read.messages.estimated_size(),
                   "base": base, "after": after, "peak": peak, "peak_before": peak_before}))
