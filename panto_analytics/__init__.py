@@ -3,7 +3,7 @@
 A tour, from files to a budget::
 
     import panto_analytics as pa
-    messages = pa.read_sessions(["~/.claude/projects"])   # read: one row per message
+    messages = pa.read_sessions(["~/.claude/projects"])   # read: one row per message (pa.examples.messages(): a tiny one)
     turns = pa.turns(messages)                            # turns: one row per turn, with its token cost
     splits = pa.splits(messages, [8_000, 20_000])         # splits: one row per (session, budget); one budget is fine
     table = pa.sweep(splits)                              # sweep: one row per budget
@@ -11,8 +11,10 @@ A tour, from files to a budget::
     rec = pa.recommend(splits, pa.Criteria(min_kept_turns=2))   # recommend: a budget, and why
     pa.report.build_report(messages, [8_000, 20_000])     # report: HTML, Markdown, PNGs, Parquet
 
-``pa.read_corpus`` adds the sessions and compactions tables; ``pa.Cache``
-is the Parquet cache of parsed files.
+``pa.read_corpus`` adds the sessions and compactions tables, and
+``pa.filter_corpus(corpus, pa.SessionFilter.parse(since="2026-11-01", subagents=False))``
+keeps the sessions you ask for; ``pa.worst_served(messages, budget, n)`` lists
+the sessions a budget serves worst; ``pa.Cache`` is the Parquet cache of parsed files.
 
 The package has three floors, and imports only go down:
 
@@ -31,10 +33,11 @@ True
 import importlib
 from typing import Any
 
-from .analysis import Criteria, Recommendation, recommend
+from .analysis import Criteria, Recommendation, recommend, worst_served
 from .budgets import parse_budget, parse_budgets
 from .errors import IngestReport, InputError
 from .ingest import Cache, Corpus, compactions, read_corpus, read_sessions, sessions, summary_request
+from .ingest.filters import SessionFilter, filter_corpus
 from .policy import Replay, annotate, replay, splits, summarize_replay, summarize_splits, turns
 
 __all__ = [
@@ -45,8 +48,10 @@ __all__ = [
     "InputError",
     "Recommendation",
     "Replay",
+    "SessionFilter",
     "annotate",
     "compactions",
+    "filter_corpus",
     "parse_budget",
     "parse_budgets",
     "read_corpus",
@@ -60,13 +65,15 @@ __all__ = [
     "summary_request",
     "sweep",
     "turns",
+    "worst_served",
 ]
 
 #: The sweep: one row per budget (the same function as ``summarize_splits``).
 sweep = summarize_splits
 
 #: Submodules reachable as ``pa.plots`` and ``pa.report``, imported on first use (matplotlib is heavy).
-_LAZY = {"plots": ".analysis.plots", "report": ".analysis.report", "plot_data": ".analysis.plot_data"}
+_LAZY = {"plots": ".analysis.plots", "report": ".analysis.report", "plot_data": ".analysis.plot_data",
+         "examples": ".examples"}
 
 
 def __getattr__(name: str) -> Any:

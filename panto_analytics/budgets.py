@@ -22,7 +22,23 @@ _BUDGET = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*([kKmMgG]?)\s*$")
 
 
 def parse_budget(text: str) -> int:
-    """One token budget; a suffix ``k``/``M``/``G`` multiplies by 10^3/10^6/10^9."""
+    """One token budget; a suffix ``k``/``M``/``G`` multiplies by 10^3/10^6/10^9.
+
+    Parameters
+    ----------
+    text
+        ``20000``, ``20k``, ``1.5M``, ...
+
+    Returns
+    -------
+    int
+        The budget in tokens; :class:`ValueError` says what is wrong with ``text``.
+
+    Examples
+    --------
+    >>> parse_budget("20k"), parse_budget("1.5M")
+    (20000, 1500000)
+    """
     m = _BUDGET.match(text)
     if not m:
         raise ValueError(f"not a token budget: {text!r} (examples: 20000, 20k, 1.5M)")
@@ -40,7 +56,20 @@ def parse_budget(text: str) -> int:
 def parse_budgets(text: str) -> list[int]:
     """A comma list of budgets, or ``START:STOP:N`` for N evenly spaced budgets (rounded).
 
-    Returns sorted unique budgets (:func:`budgets_as_written` says whether that changed the list).
+    Parameters
+    ----------
+    text
+        ``8k,20k,50k`` or ``0:200k:5``.
+
+    Returns
+    -------
+    list of int
+        Sorted unique budgets (:func:`budgets_as_written` says whether that changed the list).
+
+    Examples
+    --------
+    >>> parse_budgets("50k,8k,8k"), parse_budgets("0:200k:5")
+    ([8000, 50000], [0, 50000, 100000, 150000, 200000])
     """
     text = text.strip()
     if text.count(":") == 2:

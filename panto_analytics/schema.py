@@ -88,6 +88,8 @@ SESSION_META_SCHEMA: dict[str, pl.DataType] = {
     "context_window": pl.UInt64(),
     "parent_session_id": pl.String(),
     "created_at": pl.Datetime("ms", "UTC"),
+    "project": pl.String(),
+    "is_subagent": pl.Boolean(),
 }
 
 
@@ -96,7 +98,13 @@ SESSIONS_SCHEMA: dict[str, pl.DataType] = {
     "session_id": pl.Categorical(),
     "file": pl.String(),
     "source_format": SourceFormat,
+    #: The model, normalized for grouping (``claude-opus-4-5-20251101`` is ``claude-opus-4-5``).
     "model": pl.String(),
+    #: The model as recorded.
+    "model_raw": pl.String(),
+    #: The recorded working directory (Claude Code without one: its project folder).
+    "project": pl.String(),
+    "is_subagent": pl.Boolean(),
     "context_window": pl.UInt64(),
     "first_timestamp": pl.Datetime("ms", "UTC"),
     "last_timestamp": pl.Datetime("ms", "UTC"),

@@ -1,6 +1,7 @@
 """The package's plan, checked on its import graph and on the wheel it builds.
 
 Layers, top to bottom: ``cli`` -> ``analysis`` -> ``ingest`` -> ``policy`` ->
+``examples`` (a tiny message frame for doctests, built from the schema) ->
 the shared vocabulary (``schema``, ``errors``, ``budgets``, ``words``). An
 import may stay in its layer or go down, never up; the vocabulary imports
 nothing of ours; nothing inside imports the package's own ``__init__``; and
@@ -21,6 +22,7 @@ PACKAGE = "panto_analytics"
 #: Layers from the bottom up; a module belongs to the first whose prefix it has.
 LAYERS = (
     ("shared", ("schema", "errors", "budgets", "words", "transcript")),
+    ("examples", ("examples",)),
     ("policy", ("policy",)),
     ("ingest", ("ingest",)),
     ("analysis", ("analysis",)),

@@ -4,10 +4,12 @@
 - :mod:`.plots`: matplotlib figures of those frames.
 - :mod:`.recommend`: the budget a stated rule picks, with reasons and warnings.
 - :mod:`.report`: one folder (HTML, Markdown, PNGs, Parquet) that answers "what does each budget do?".
+- :mod:`.worst`: the sessions a budget serves worst, with the file and line to open.
 - :mod:`.formatting`: how token counts are written for people.
 
 :mod:`.plots` and :mod:`.report` load matplotlib: import them when you draw.
 """
 from .recommend import Criteria, Recommendation, recommend
+from .worst import worst_served
 
-__all__ = ["Criteria", "Recommendation", "recommend"]
+__all__ = ["Criteria", "Recommendation", "recommend", "worst_served"]

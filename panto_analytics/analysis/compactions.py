@@ -9,15 +9,21 @@ and tokens, for people.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import polars as pl
 
 from ..ingest.corpus import Corpus
 from ..policy.cuts import splits_at
+from ..policy.policies import POLICIES, Policy
+from ..policy.policy_cuts import policy_cuts_at
 from .formatting import format_tokens
 
-__all__ = ["agent_vs_libpanto", "compaction_table"]
+__all__ = ["AGENT_POLICIES", "agent_vs_libpanto", "compaction_table", "policies_vs_agents", "recorded_cut_summary"]
+
+#: The policies each format's agent ran (pi's whole-turn version wrote the v1 files with ``firstKeptEntryIndex``).
+AGENT_POLICIES: dict[str, tuple[str, ...]] = {
+    "pi": ("pi", "pi-whole-turn"), "codex": ("codex",), "claude-code": ("claude-code",), "canonical": ()}
 
 
 def agent_vs_libpanto(corpus: Corpus, budgets: Iterable[int]) -> pl.DataFrame:
@@ -50,3 +56,42 @@ def compaction_table(rows: pl.DataFrame) -> pl.DataFrame:
     return out.drop("cut").rename({"session_id": "session", "anchor_seq": "anchor",
                                    "agent_first_kept_seq": "agent_first_kept",
                                    "agent_kept_messages": "agent_messages", "agent_kept_tokens": "agent_tokens"})
+
+
+def policies_vs_agents(corpus: Corpus, policies: Sequence[str | Policy] | None = None) -> pl.DataFrame:
+    """One row per (recorded compaction, policy): the policy's cut at that moment beside the agent's.
+
+    :func:`~panto_analytics.policy.policy_cuts.policy_cuts_at`'s columns, plus
+    ``source_format`` and ``own`` (the policy is one the format's agent ran,
+    :data:`AGENT_POLICIES`). ``policies`` defaults to every policy but
+    libpanto (whose split at these moments is :func:`agent_vs_libpanto`'s).
+    """
+    chosen = list(policies) if policies is not None else [p for p in POLICIES if p != "libpanto"]
+    rows = policy_cuts_at(corpus.messages, corpus.compactions, chosen)
+    formats = corpus.sessions.select(pl.col("session_id").cast(pl.String), pl.col("source_format").cast(pl.String))
+    own = [f"{f}/{p}" for f, ps in AGENT_POLICIES.items() for p in ps]
+    base = pl.col("policy").str.split(":").list.first()
+    return (rows.join(formats, on="session_id", how="left", maintain_order="left")
+            .with_columns(own=pl.concat_str(pl.col("source_format"), pl.lit("/"), base).is_in(own).fill_null(False)))
+
+
+def recorded_cut_summary(rows: pl.DataFrame) -> pl.DataFrame:
+    """Per (policy, source format): recorded compactions, exact matches, and the distance where they differ.
+
+    ``rows``: :func:`policies_vs_agents`'s. ``distance_messages_p50`` /
+    ``_max`` and ``distance_tokens_p50`` / ``_max`` are over the compactions
+    the policy does not match (null when it matches all).
+
+    >>> rows = pl.DataFrame({"policy": ["pi", "pi"], "source_format": ["pi", "pi"], "own": [True, True],
+    ...     "exact": [True, False], "distance_messages": [0, 23], "distance_tokens": [0, 5596]})
+    >>> recorded_cut_summary(rows).select("recorded", "exact", "distance_messages_max").rows()
+    [(2, 1, 23)]
+    """
+    differ = ~pl.col("exact")
+    return rows.group_by("policy", "source_format", maintain_order=True).agg(
+        own=pl.col("own").first(), recorded=pl.len(), exact=pl.col("exact").sum(),
+        distance_messages_p50=pl.col("distance_messages").filter(differ).quantile(0.5, "nearest"),
+        distance_messages_max=pl.col("distance_messages").filter(differ).max(),
+        distance_tokens_p50=pl.col("distance_tokens").filter(differ).quantile(0.5, "nearest"),
+        distance_tokens_max=pl.col("distance_tokens").filter(differ).max(),
+    )

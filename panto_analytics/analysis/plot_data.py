@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from ..ingest.models import normalized_model
 from ..policy import session_turns, summarize_splits
 from ..policy.expressions import SESSION
 
@@ -39,7 +40,7 @@ __all__ = [
 ALL = "all sessions"
 
 #: Ways to split a corpus into segments (see :func:`session_segments`).
-SEGMENT_KINDS = ("model", "source_format", "length")
+SEGMENT_KINDS = ("model", "source_format", "project", "length")
 
 #: Session-length buckets by number of turns: (lowest turn count, label).
 LENGTH_BUCKETS = ((0, "no turns"), (1, "1-4 turns"), (5, "5-19 turns"), (20, "20-99 turns"), (100, "100+ turns"))
@@ -55,14 +56,16 @@ OUTCOMES = (
 )
 
 
-def session_segments(messages: pl.DataFrame | pl.LazyFrame, by: str, *, top: int = 6) -> pl.DataFrame:
+def session_segments(messages: pl.DataFrame | pl.LazyFrame, by: str, *, top: int = 6,
+                     sessions: pl.DataFrame | None = None) -> pl.DataFrame:
     """One row per session: ``session_id`` and its ``segment`` (an ordered Enum).
 
-    ``by`` is ``model`` (the session's most frequent model, ``unknown`` when
-    none is recorded), ``source_format``, or ``length`` (a bucket of the
-    number of turns libpanto sees, from :data:`LENGTH_BUCKETS`). Model and
-    format keep the ``top`` most common values, by sessions, and lump the rest
-    into ``other`` so a legend stays readable.
+    ``by`` is ``model`` (the session's most frequent model, normalized as the
+    sessions table does, ``unknown`` when none is recorded), ``source_format``,
+    ``project`` (from the ``sessions`` table, which it needs), or ``length`` (a
+    bucket of the number of turns libpanto sees, from :data:`LENGTH_BUCKETS`).
+    Model, format and project keep the ``top`` most common values, by
+    sessions, and lump the rest into ``other`` so a legend stays readable.
 
     >>> import polars as pl
     >>> m = pl.DataFrame({"session_id": ["a", "a", "b"], "model": ["x", "x", None],
@@ -80,9 +83,14 @@ def session_segments(messages: pl.DataFrame | pl.LazyFrame, by: str, *, top: int
         order = [label for _, label in LENGTH_BUCKETS if label in set(out["segment"])]
         return out.with_columns(pl.col("segment").cast(pl.Enum(order)))
     if by == "model":
-        value = pl.col("model").cast(pl.String).drop_nulls().mode().sort().first().fill_null("unknown")
+        value = normalized_model(pl.col("model").cast(pl.String).drop_nulls().mode().sort().first()).fill_null("unknown")
     elif by == "source_format":
         value = pl.col("source_format").cast(pl.String).first()
+    elif by == "project" and sessions is not None:
+        value = pl.col("project").first().fill_null("unknown")
+        lf = sessions.lazy().select(SESSION, "project")
+    elif by == "project":
+        raise ValueError("segmenting by project needs the sessions table (sessions=corpus.sessions)")
     else:
         raise ValueError(f"cannot segment by {by!r}: choose one of {', '.join(SEGMENT_KINDS)}")
     out = lf.group_by(SESSION, maintain_order=True).agg(segment=value).collect()

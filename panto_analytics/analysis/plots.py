@@ -42,7 +42,7 @@ from .formatting import format_tokens
 __all__ = [
     "BUDGET_LABEL", "DPI", "FIGSIZE", "GREY", "OUTCOME_COLORS", "PALETTE", "PlotFigure", "SOURCE_COLORS", "SOURCE_LABELS",
     "STYLE", "agent_vs_libpanto_kept", "kept_tokens_by_budget", "kept_turns_by_budget", "outcome_shares_by_budget",
-    "png_bytes", "replay_by_budget", "save", "style",
+    "png_bytes", "policy_comparison", "replay_by_budget", "save", "style",
     "summarized_share_by_budget", "turn_sizes",
 ]
 
@@ -376,6 +376,43 @@ def replay_by_budget(replay_sessions, value: str, *, ylabel: str, title: str, to
         _legend(ax, loc="upper left")
         _title(ax, title)
         _note(fig, "sessions · line: median · dark band: quartiles · light band: 10th-90th percentile")
+    return fig
+
+
+def policy_comparison(table) -> Figure:
+    """Policies side by side under one window, from :func:`~panto_analytics.policy.compare_policies`'s table.
+
+    Left: tokens kept verbatim at each compaction (dot: median, bar: 10th-90th
+    percentile). Right: compactions per session (mean) and, as labels, the
+    median tokens each compaction summarizes.
+
+    >>> import polars as pl
+    >>> t = pl.DataFrame({"policy": ["pi"], "budget": [20_000], "kept_tokens_p10": [5_000], "kept_tokens_p50": [21_000],
+    ...     "kept_tokens_p90": [30_000], "compactions_mean": [1.5], "summarized_tokens_p50": [150_000]})
+    >>> policy_comparison(t).axes[1].get_xlabel()
+    'compactions per session (mean)'
+    """
+    labels = [p if p != "libpanto" else f"libpanto {format_tokens(b)}" for p, b in zip(table["policy"], table["budget"])]
+    y = list(range(len(labels)))[::-1]
+    with style():
+        fig, (left, right) = _figure(2, 1, size=(FIGSIZE[0] * 1.4, 0.45 * len(labels) + 1.8), sharey=True)
+        p50 = table["kept_tokens_p50"].fill_null(0).to_list()
+        lo = [m - (a or 0) for m, a in zip(p50, table["kept_tokens_p10"].to_list())]
+        hi = [(b or 0) - m for m, b in zip(p50, table["kept_tokens_p90"].to_list())]
+        colors = [PALETTE[i % len(PALETTE)] for i in range(len(labels))]
+        for yy, m, l_, h_, c in zip(y, p50, lo, hi, colors):
+            left.errorbar([m], [yy], xerr=[[l_], [h_]], fmt="o", color=c, capsize=3)
+        left.set_yticks(y, labels)
+        _token_axis(left.xaxis)
+        left.set_xlim(left=0)
+        left.set_xlabel("kept verbatim at a compaction (tokens)")
+        right.barh(y, table["compactions_mean"].fill_null(0).to_list(), color=colors)
+        for yy, v, s in zip(y, table["compactions_mean"].fill_null(0).to_list(), table["summarized_tokens_p50"].to_list()):
+            right.annotate(f" summarizes {format_tokens(s)}" if s is not None else "", (v, yy), va="center",
+                           fontsize=8.5, color=GREY)
+        right.set_xlabel("compactions per session (mean)")
+        _title(left, "Policies under one window")
+        _note(fig, "compaction events · dot: median · bar: 10th-90th percentile · label: median tokens summarized")
     return fig
 
 

@@ -186,6 +186,29 @@ def recommend(splits: pl.DataFrame | pl.LazyFrame, criteria: Criteria | None = N
     keep nothing name their last turn's size, and ``windows`` (the sessions
     table's ``context_window``) to be warned when the budget takes more than
     :data:`WINDOW_SHARE_WARNING` of the smallest known window.
+
+    Parameters
+    ----------
+    splits
+        What :func:`~panto_analytics.splits` returns, at several budgets.
+    criteria
+        The rule (:class:`Criteria`); None: the default one.
+    turns
+        The turns of the same messages, for the zero-kept warning.
+    windows
+        Context windows of the sessions (None where unknown), for the window-share warning.
+
+    Returns
+    -------
+    Recommendation
+        ``budget`` (None when no budget meets the rule), the per-budget ``table``, reasons and warnings.
+
+    Examples
+    --------
+    >>> import panto_analytics as pa
+    >>> from panto_analytics import examples
+    >>> pa.recommend(pa.splits(examples.messages(), [500, 2_000, 5_000])).budget
+    5000
     """
     criteria = (criteria or Criteria()).or_default()
     table = coverage_table(splits, criteria)

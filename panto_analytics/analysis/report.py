@@ -35,21 +35,21 @@ import polars as pl
 
 from ..errors import IngestReport
 from ..ingest.corpus import Corpus
-from ..policy import Replay, events_as_splits, replay, summarize_replay, summarize_splits
+from ..policy import Replay, compare_policies, events_as_splits, replay, summarize_replay, summarize_splits
 from ..policy import splits as compute_splits
 from ..policy import turns as compute_turns
 from ..policy.expressions import SESSION
 from ..policy.replay import DEFAULT_RESERVE
 from ..schema import COMPACTIONS_SCHEMA
 from . import plots
-from .compactions import agent_vs_libpanto, compaction_table
+from .compactions import agent_vs_libpanto, compaction_table, policies_vs_agents, recorded_cut_summary
 from .formatting import format_tokens
 from .plot_data import session_segments
 from .recommend import Criteria, Recommendation, recommend, recommend_at_compactions
 
 __all__ = [
     "MAX_INPUTS", "Report", "ReportFigure", "SEGMENT_TITLES", "Table", "breakdown", "build_report", "corpus_overview",
-    "render_html", "render_markdown", "replay_figures", "replay_table", "report_figures", "sweep_table", "write_report",
+    "policy_table", "render_html", "render_markdown", "replay_figures", "replay_table", "report_figures", "sweep_table", "write_report",
 ]
 
 if TYPE_CHECKING:
@@ -109,6 +109,8 @@ class Table:
 def _cell(v) -> str:
     if v is None:
         return "-"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
     if isinstance(v, float):
         return f"{v:,.0f}" if v.is_integer() else f"{v:,.3g}"
     if isinstance(v, int):
@@ -142,6 +144,11 @@ class Report:
     replay_table: Table | None = None
     #: With recorded compactions: what the agents kept beside libpanto's split at the same moment.
     recorded: Table | None = None
+    #: With a window and policies: the replay under each policy and its comparison table; with recorded
+    #: compactions too, each policy's cut at them beside the agents'.
+    policies: Replay | None = None
+    policy_table: Table | None = None
+    policy_cuts: Table | None = None
 
 
 def corpus_overview(messages: pl.DataFrame, turns: pl.DataFrame, splits: pl.DataFrame, *,
@@ -333,6 +340,40 @@ def replay_figures(result: Replay, *, highlight: int | None = None) -> list[Repo
     ]
 
 
+def policy_table(result: Replay) -> Table:
+    """The comparison of policies (:func:`~panto_analytics.policy.compare_policies`), formatted."""
+    t = compare_policies(result.events, result.sessions)
+    cols = {
+        "policy": ("policy", _cell), "budget": ("budget", _tokens), "compacted_share": ("compacted", _pct),
+        "compactions_mean": ("compactions/session", _cell), "events": ("events", _cell),
+        "kept_tokens_p10": ("kept p10", _tokens), "kept_tokens_p50": ("kept p50", _tokens),
+        "kept_tokens_p90": ("kept p90", _tokens), "summarized_tokens_p50": ("summarized p50", _tokens),
+        "request_bytes_per_session": ("summarizer bytes/session", _cell), "overflow_share": ("overflow", _pct),
+    }
+    return Table([name for name, _ in cols.values()], [[fmt(row[c]) for c, (_, fmt) in cols.items()]
+                                                       for row in t.iter_rows(named=True)])
+
+
+def _policy_section(report: Report, messages: pl.DataFrame, corpus: Corpus | None, policies: Sequence[str],
+                    *, window: int, reserve: int, summary_tokens: int | None) -> None:
+    """Replay under each policy (libpanto at the recommended budget), the table, the plot, the recorded cuts."""
+    budget = report.recommendation.budget if report.recommendation.budget is not None else 20_000
+    result = replay(messages, [budget], window=window, reserve=reserve, summary_tokens=summary_tokens,
+                    policy=list(policies))
+    report.policies, report.policy_table = result, policy_table(result)
+    report.figures.append(ReportFigure(
+        "policies", "Policies under the same window",
+        f"Each policy replayed over the sessions' life under a {format_tokens(window)} window at its own "
+        "trigger and defaults (libpanto at the recommended budget).",
+        plots.policy_comparison(compare_policies(result.events, result.sessions))))
+    others = [p for p in policies if str(p).split(":")[0] != "libpanto"]
+    if corpus is not None and others and not corpus.compactions.is_empty():
+        summary = recorded_cut_summary(policies_vs_agents(corpus, others)).rename({
+            "source_format": "format", "own": "agent's policy", "distance_messages_p50": "off by (messages) p50",
+            "distance_messages_max": "max", "distance_tokens_p50": "off by (tokens) p50", "distance_tokens_max": "max "})
+        report.policy_cuts = Table.from_frame(summary)
+
+
 def _a_few(budgets: list[int], chosen: int | None, n: int = 5) -> list[int]:
     """About ``n`` of ``budgets``, evenly spread with the largest, plus the chosen one: for a table that must stay narrow.
 
@@ -348,7 +389,8 @@ def build_report(messages: pl.DataFrame, budgets: Iterable[int], *, criteria: Cr
                  segment_by: Sequence[str] = (), ingest: IngestReport | None = None,
                  sessions: pl.DataFrame | None = None, compactions: pl.DataFrame | None = None,
                  title: str | None = None, inputs: Sequence[str] = (), window: int | None = None,
-                 reserve: int = DEFAULT_RESERVE, summary_tokens: int | None = None) -> Report:
+                 reserve: int = DEFAULT_RESERVE, summary_tokens: int | None = None,
+                 policies: Sequence[str] = ()) -> Report:
     """Compute everything a report shows.
 
     ``sessions`` (the sessions table, when available) adds sessions without
@@ -356,7 +398,10 @@ def build_report(messages: pl.DataFrame, budgets: Iterable[int], *, criteria: Cr
     them to the overview. Both are optional. With a ``window``, compaction is
     replayed over each session's life (:func:`panto_analytics.replay`), the
     recommendation is judged on its compaction events, and the report gains
-    a section and three plots on it.
+    a section and three plots on it. With a ``window`` and ``policies``
+    (``NAME[:k=v]``), the report compares them: each replayed under the same
+    window (libpanto at the recommended budget), a table, a plot and, with
+    recorded compactions, each policy's cut at them beside the agents'.
     """
     budgets = sorted({int(b) for b in budgets})
     turns = compute_turns(messages)
@@ -381,7 +426,7 @@ def build_report(messages: pl.DataFrame, budgets: Iterable[int], *, criteria: Cr
                                  compactions=compactions),
         breakdowns={"source format": breakdown(messages, "source_format"), "model": breakdown(messages, "model")},
     )
-    segments = {kind: session_segments(messages, kind) for kind in segment_by}
+    segments = {kind: session_segments(messages, kind, sessions=sessions) for kind in segment_by}
     report.figures = report_figures(per_session, turns, highlight=rec.budget, segments=segments)
     if replayed is not None:
         report.replay, report.replay_table = replayed, replay_table(replayed, rec.budget)
@@ -397,6 +442,12 @@ def build_report(messages: pl.DataFrame, budgets: Iterable[int], *, criteria: Cr
             "Each dot: libpanto's kept suffix for the conversation as it stood when the agent compacted; the "
             "dotted lines: what the agent itself kept, which no budget changes.",
             plots.agent_vs_libpanto_kept(rows)))
+    if policies and window is not None:
+        corpus = Corpus(messages, sessions, compactions, ingest or IngestReport()) if (
+            compactions is not None and sessions is not None and set(COMPACTIONS_SCHEMA) <= set(compactions.columns)
+            and "source_format" in sessions.columns) else None
+        _policy_section(report, messages, corpus, policies, window=window, reserve=reserve,
+                        summary_tokens=summary_tokens)
     for fig in report.figures:
         fig.png = plots.png_bytes(cast("Figure", fig.figure))
     return report
@@ -410,6 +461,9 @@ def write_report(report: Report, out_dir: str | Path) -> Path:
         (out / f"{fig.name}.png").write_bytes(fig.png)
     report.sweep.write_parquet(out / "sweep.parquet")
     report.splits.write_parquet(out / "splits.parquet")
+    if report.policies is not None:
+        report.policies.events.write_parquet(out / "policy_events.parquet")
+        report.policies.sessions.write_parquet(out / "policy_sessions.parquet")
     if report.replay is not None:
         report.replay.events.write_parquet(out / "replay_events.parquet")
         report.replay.sessions.write_parquet(out / "replay_sessions.parquet")
@@ -440,6 +494,14 @@ def _replay_text(result: Replay) -> str:
             "the rules of the recommendation ran on these events (docs/replay.md).")
 
 
+_POLICY_TEXT = ("Each policy replayed over the sessions' life under the same window, at its own trigger and "
+                "defaults: how often it compacts, what it keeps verbatim (in recorded-usage tokens; Codex: its "
+                "estimate of the user messages it keeps) and what its summarizer reads. docs/replay.md states "
+                "each policy's rules and sources.")
+_POLICY_CUTS_TEXT = ("Each policy's cut of the conversation as it stood at every compaction an agent recorded, "
+                     "beside the agent's own cut: exact matches, and how far the others are (messages, tokens).")
+
+
 def render_markdown(report: Report) -> str:
     """``report.md``: headings, tables and links to the PNGs beside it."""
     rec = report.recommendation
@@ -462,6 +524,11 @@ def render_markdown(report: Report) -> str:
     if report.recorded is not None:
         out += ["## What the agents did at their recorded compactions", "", _RECORDED_TEXT, "",
                 report.recorded.markdown(), ""]
+    if report.policy_table is not None:
+        out += ["## Policies under the same window", "", _POLICY_TEXT, "", report.policy_table.markdown(), ""]
+    if report.policy_cuts is not None:
+        out += ["### Each policy at the recorded compactions", "", _POLICY_CUTS_TEXT, "",
+                report.policy_cuts.markdown(), ""]
     out += ["## Plots", ""]
     for fig in report.figures:
         out += [f"### {fig.title}", "", fig.caption, "", f"![{fig.title}]({fig.name}.png)", ""]
@@ -513,6 +580,11 @@ def render_html(report: Report) -> str:
     if report.recorded is not None:
         parts += ["<h2>What the agents did at their recorded compactions</h2>", f"<p>{e(_RECORDED_TEXT)}</p>",
                   report.recorded.html()]
+    if report.policy_table is not None:
+        parts += ["<h2>Policies under the same window</h2>", f"<p>{e(_POLICY_TEXT)}</p>", report.policy_table.html()]
+    if report.policy_cuts is not None:
+        parts += ["<h3>Each policy at the recorded compactions</h3>", f"<p>{e(_POLICY_CUTS_TEXT)}</p>",
+                  report.policy_cuts.html()]
     parts += ["<h2>Plots</h2>"]
     for fig in report.figures:
         data = base64.b64encode(fig.png).decode("ascii")

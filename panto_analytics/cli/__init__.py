@@ -7,8 +7,18 @@ Exit codes: 0 success, 1 bad input or failed work, 2 usage error.
 from __future__ import annotations
 
 # Commands register themselves on :data:`main` when their module is imported.
-from . import bench_command, compactions_command, core_commands, ingest_commands, replay_command, report_commands, request_command
+from . import (
+    bench_command,
+    compactions_command,
+    core_commands,
+    ingest_commands,
+    policy_cuts_command,
+    replay_command,
+    report_commands,
+    request_command,
+    sessions_command,
+)
 from .app import main
 
-__all__ = ["bench_command", "compactions_command",
-           "core_commands", "ingest_commands", "main", "replay_command", "report_commands", "request_command"]
+__all__ = ["bench_command", "compactions_command", "core_commands", "ingest_commands", "main", "policy_cuts_command",
+           "replay_command", "report_commands", "request_command", "sessions_command"]

@@ -35,6 +35,11 @@ def main() -> None:
     Codex), finds the turns libpanto sees, and computes libpanto's
     computeSplit for every session and budget, exactly.
 
+    Every command that reads sessions takes PATHS (files, folders, globs;
+    none: ~/.pi/agent/sessions, ~/.claude/projects and ~/.codex/sessions,
+    those that exist) and the filters --since/--until DATE, --project NAME,
+    --model NAME and --no-subagents.
+
     \b
     Start with:
       panto-analytics sweep data/ --budgets 0:200k:21 --plot sweep.png

@@ -16,12 +16,13 @@ from ..budgets import budgets_as_written, parse_budget, parse_budgets
 from ..errors import IngestReport, InputError
 from ..ingest.formats import ADAPTERS
 from ..ingest.formats.base import TRUNCATED
-from ..ingest.paths import SESSION_PATTERNS, expand_paths
+from ..ingest.paths import SESSION_PATTERNS, default_locations, expand_paths, known_locations
 
 __all__ = [
     "PLOT_SUFFIXES", "STDOUT_FORMATS", "BudgetList", "OutputPathError", "Tokens", "budgets_option", "check_output",
     "check_output_path", "check_replay", "file_output_option", "friendly_errors", "input_options", "output_option",
-    "read_input", "read_input_corpus", "read_settings", "replay_options", "report_skips", "session_files", "write_frame",
+    "policy_option", "read_input", "read_input_corpus", "read_settings", "replay_options", "report_skips",
+    "session_files", "session_filter", "write_frame",
 ]
 
 
@@ -32,13 +33,13 @@ def input_options(fn):
     function: they are kept on the click context, and :func:`read_input` /
     :func:`read_input_corpus` apply them.
     """
-    for option in reversed(_READ_OPTIONS):
+    for option in reversed(_READ_OPTIONS + _FILTER_OPTIONS):
         fn = option(fn)
     fn = click.option("--skip-invalid", is_flag=True,
                       help="Skip bad lines instead of stopping; skips are counted and reported on stderr.")(fn)
     fn = click.option("--format", "format_", type=click.Choice(sorted(ADAPTERS)), default=None,
                       help="Force a source format instead of detecting it per file.")(fn)
-    fn = click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))(fn)
+    fn = click.argument("paths", nargs=-1, type=click.Path(path_type=Path))(fn)
     return fn
 
 
@@ -64,6 +65,42 @@ _READ_OPTIONS = (
 )
 
 
+def _check_when(ctx: click.Context, param: click.Parameter, value: str | None):
+    if value is not None:
+        from ..ingest.filters import parse_when
+
+        try:
+            parse_when(value)
+        except ValueError as e:
+            raise click.BadParameter(str(e), ctx, param) from None
+    return _remember(ctx, param, value)
+
+
+_FILTER_OPTIONS = (
+    click.option("--since", metavar="DATE", default=None, expose_value=False, callback=_check_when,
+                 help="Only sessions that began on or after DATE (YYYY-MM-DD, YYYYMMDD or an ISO datetime; UTC)."),
+    click.option("--until", metavar="DATE", default=None, expose_value=False, callback=_check_when,
+                 help="Only sessions that began on or before DATE (a date includes its whole day)."),
+    click.option("--project", metavar="NAME", multiple=True, expose_value=False, callback=_remember,
+                 help="Only sessions of this project: its recorded working directory, that folder's name, or "
+                      "Claude Code's project folder name. Repeatable."),
+    click.option("--model", metavar="NAME", multiple=True, expose_value=False, callback=_remember,
+                 help="Only sessions of this model (claude-opus-4-5 also matches claude-opus-4-5-20251101). "
+                      "Repeatable."),
+    click.option("--no-subagents", is_flag=True, expose_value=False, callback=_remember,
+                 help="Main sessions only: leave out subagents' own transcripts (Claude Code, Codex)."),
+)
+
+
+def session_filter():
+    """The :class:`~panto_analytics.ingest.filters.SessionFilter` the command line asks for."""
+    from ..ingest.filters import SessionFilter
+
+    given = click.get_current_context().meta.get(_READ_KEY, {})
+    return SessionFilter.parse(since=given.get("since"), until=given.get("until"), project=given.get("project", ()),
+                               model=given.get("model", ()), subagents=not given.get("no_subagents"))
+
+
 def read_settings() -> dict:
     """``cache``, ``progress`` and ``jobs`` for ``read_sessions``/``read_corpus``, from the command line."""
     from ..ingest.cache import default_cache_dir
@@ -74,7 +111,16 @@ def read_settings() -> dict:
 
 
 def session_files(paths) -> list[Path]:
-    """The session files PATHS name; :class:`InputError` (one line saying what was searched) when there are none."""
+    """The session files PATHS name; :class:`InputError` (one line saying what was searched) when there are none.
+
+    No PATHS: the agents' default locations that exist (said on stderr), an error when none does.
+    """
+    if not paths:
+        paths = default_locations()
+        if not paths:
+            raise InputError(", ".join(str(p) for p in known_locations()), None,
+                             "no PATH given and none of the default session folders exists", skippable=False)
+        click.echo(f"note: no PATH given: reading {', '.join(str(p) for p in paths)}", err=True)
     files = expand_paths(paths)
     if not files:
         raise InputError(", ".join(str(p) for p in paths), None,
@@ -83,7 +129,7 @@ def session_files(paths) -> list[Path]:
 
 
 def _nothing_read(paths, report: IngestReport) -> InputError:
-    where = ", ".join(str(p) for p in paths)
+    where = ", ".join(str(p) for p in paths) or "the default session folders"
     return InputError(where, None, f"no sessions in the {report.files} file(s) read", skippable=False)
 
 
@@ -91,6 +137,11 @@ def read_input(paths, format_, skip_invalid, report: IngestReport | None = None)
     """The message frame of PATHS, read as the command line says; skips and cache trouble on stderr."""
     from ..ingest import read_sessions
 
+    if session_filter().active:
+        corpus = read_input_corpus(paths, format_, skip_invalid)
+        if report is not None:
+            report.merge(corpus.report)
+        return corpus.messages
     report = report if report is not None else IngestReport()
     files = session_files(paths)
     with _cache_warnings_on_stderr():
@@ -113,7 +164,24 @@ def read_input_corpus(paths, format_, skip_invalid, *, list_skips: bool = True):
         report_skips(corpus.report)
     if corpus.sessions.is_empty():
         raise _nothing_read(paths, corpus.report)
-    return corpus
+    return _filtered(corpus, paths)
+
+
+def _filtered(corpus, paths):
+    """The corpus with the sessions the filter options accept; a note says how many, an error if none."""
+    from ..ingest.filters import filter_corpus
+
+    wanted = session_filter()
+    if not wanted.active:
+        return corpus
+    kept = filter_corpus(corpus, wanted)
+    what = " ".join(wanted.described)
+    if kept.sessions.is_empty():
+        where = ", ".join(str(p) for p in paths)
+        raise InputError(where, None, f"none of the {corpus.sessions.height} session(s) read matches {what}",
+                         skippable=False)
+    click.echo(f"note: {what}: kept {kept.sessions.height} of {corpus.sessions.height} session(s)", err=True)
+    return kept
 
 
 @contextlib.contextmanager
@@ -330,6 +398,26 @@ def replay_options(*, required: bool):
             fn = option(fn)
         return fn
     return decorate
+
+
+def _parse_policies(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]):
+    from ..policy.policies import parse_policy
+
+    try:
+        return tuple(parse_policy(v) if v.strip() != "libpanto" else "libpanto" for v in value)
+    except ValueError as e:
+        raise click.BadParameter(str(e), ctx, param) from None
+
+
+def policy_option(fn):
+    """--policy NAME[:k=v,...], repeatable: replay under these compaction policies and compare them."""
+    from ..policy.policies import POLICIES
+
+    return click.option(
+        "--policy", "policies", multiple=True, callback=_parse_policies, metavar="NAME[:k=v,...]",
+        help=f"Replay under this compaction policy ({', '.join(POLICIES)}), with settings over its defaults "
+             "(pi:keep_recent_tokens=30k); repeat to compare. libpanto runs at every --budgets value; "
+             "the others at their own settings (docs/replay.md).")(fn)
 
 
 def check_replay(window: int | None, reserve: int, summary_tokens: int | None) -> None:

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import click
 
-from ..policy.replay import replay
-from ..policy.replay_summary import summarize_replay
+from ..policy.policy_replay import replay
+from ..policy.replay_summary import compare_policies, summarize_replay
 from .app import main
 from .options import (
     budgets_option,
@@ -13,6 +13,7 @@ from .options import (
     friendly_errors,
     input_options,
     output_option,
+    policy_option,
     read_input,
     replay_options,
     write_frame,
@@ -25,13 +26,15 @@ __all__ = ["replay_cmd"]
 @input_options
 @budgets_option(default="0:100k:11")
 @replay_options(required=True)
+@policy_option
 @output_option
 @file_output_option("--sessions", dest="sessions_out",
                     help="Also write one row per (session, budget) to this file (.csv, .parquet, .json, .ndjson).")
 @file_output_option("--events", dest="events_out",
                     help="Also write one row per compaction event to this file (.csv, .parquet, .json, .ndjson).")
 @friendly_errors
-def replay_cmd(paths, format_, skip_invalid, budgets, window, reserve, summary_tokens, output, sessions_out, events_out):
+def replay_cmd(paths, format_, skip_invalid, budgets, window, reserve, summary_tokens, policies, output, sessions_out,
+               events_out):
     """Replay libpanto's compaction over each session's life in PATHS.
 
     An agent compacts when its context nears the model's window, again and
@@ -46,16 +49,25 @@ def replay_cmd(paths, format_, skip_invalid, budgets, window, reserve, summary_t
     or stayed above the trigger after compacting. docs/replay.md states the
     rules.
 
+    With --policy (repeatable), the same replay runs under each policy that
+    agents ship (pi, pi-whole-turn, codex, claude-code, gemini-cli, and the
+    last-n-turns baseline, beside libpanto) and the table compares them: one
+    row per policy (per budget for libpanto), with compactions, kept tokens
+    percentiles, summarized tokens, summarizer input and overflow.
+
     \b
     Examples:
       panto-analytics replay data/ --window 200k
       panto-analytics replay ~/.claude/projects --window 200k -b 8k,20k,50k --events events.parquet
+      panto-analytics replay data/ --window 200k -b 20k --policy libpanto --policy pi --policy codex
     """
     check_replay(window, reserve, summary_tokens)
     messages = read_input(paths, format_, skip_invalid)
-    result = replay(messages, budgets, window=window, reserve=reserve, summary_tokens=summary_tokens)
+    result = replay(messages, budgets, window=window, reserve=reserve, summary_tokens=summary_tokens,
+                    policy=list(policies) or None)
     click.echo(f"summary: {result.summary_tokens:,} tokens ({result.summary_source})", err=True)
     for frame, target in ((result.sessions, sessions_out), (result.events, events_out)):
         if target is not None:
             write_frame(frame, target)
-    write_frame(summarize_replay(result.events, result.sessions), output)
+    table = compare_policies if policies else summarize_replay
+    write_frame(table(result.events, result.sessions), output)

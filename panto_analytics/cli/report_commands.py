@@ -20,6 +20,7 @@ from .options import (
     friendly_errors,
     input_options,
     output_option,
+    policy_option,
     read_input_corpus,
     replay_options,
     write_frame,
@@ -125,34 +126,40 @@ def recommend_cmd(paths, format_, skip_invalid, budgets, min_kept_turns, coverag
               callback=lambda ctx, param, value: value and check_output_path(value, None, "-o", folder=True),
               help="Folder to write index.html, report.md, the PNGs, sweep.parquet and splits.parquet into.")
 @click.option("--by", "segment_by", type=click.Choice(SEGMENT_KINDS), multiple=True,
-              help="Also plot by segment: model, source_format or length (session-length bucket). Repeatable.")
+              help="Also plot by segment: model, source_format, project or length (session-length bucket). Repeatable.")
 @click.option("--title", default=None, help="The report's title.")
 @replay_options(required=False)
+@policy_option
 @friendly_errors
 def report(paths, format_, skip_invalid, budgets, min_kept_turns, coverage, max_kept_share, context_window,
-           out_dir, segment_by, title, window, reserve, summary_tokens):
+           out_dir, segment_by, title, window, reserve, summary_tokens, policies):
     """A report on what each budget does to the sessions in PATHS: HTML, Markdown, PNGs, Parquet.
 
     DIR/index.html opens offline (plots embedded); DIR/report.md links the
     PNGs beside it; sweep.parquet and splits.parquet hold the numbers. The
     report shows the corpus, the budget table, the plots and a recommended
-    budget by the same rules as `recommend`.
+    budget by the same rules as `recommend`. With --window and --policy
+    (repeatable), a section compares the policies under that window.
 
     \b
     Examples:
       panto-analytics report data/ -o report/
       panto-analytics report data/ -o report/ --window 200k
+      panto-analytics report data/ -o report/ --window 64k --policy libpanto --policy pi --policy codex
       panto-analytics report ~/.pi/agent/sessions ~/.claude/projects -o report/ --by model --by length
     """
     from ..analysis.report import build_report, write_report  # matplotlib: loaded only when a report is asked for
 
     criteria = _criteria(min_kept_turns, coverage, max_kept_share, context_window)
     check_replay(window, reserve, summary_tokens)
+    if policies and window is None:
+        raise click.UsageError("--policy compares policies under a context window: give --window (e.g. 200k)")
     corpus = read_input_corpus(paths, format_, skip_invalid)
     rep = build_report(corpus.messages, budgets, criteria=criteria, segment_by=list(dict.fromkeys(segment_by)),
                        ingest=corpus.report, sessions=corpus.sessions, compactions=corpus.compactions,
                        title=title, inputs=[str(p) for p in paths], window=window, reserve=reserve,
-                       summary_tokens=summary_tokens)
+                       summary_tokens=summary_tokens,
+                       policies=[p if isinstance(p, str) else p.spec() for p in policies])
     out = write_report(rep, out_dir)
     click.echo(rep.recommendation.headline())
     click.echo(f"wrote {out / 'index.html'} and {out / 'report.md'} ({len(rep.figures)} plots)", err=True)

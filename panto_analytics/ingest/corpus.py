@@ -17,7 +17,13 @@ progress, jobs) and keeps what the files say about each session::
 Sessions (one row per session, in file order):
 
 - ``session_id``, ``file``, ``source_format``: as in the message frame;
-- ``model``: the session's, else the last model a message names;
+- ``model``: the session's, else the last model a message names, normalized
+  for grouping (:func:`~panto_analytics.ingest.models.normalized_model`);
+  ``model_raw``: as recorded;
+- ``project``: the recorded working directory (pi, Codex, Claude Code's
+  ``cwd``; a Claude Code transcript without one: its project folder);
+  ``is_subagent``: a subagent's own context (Claude Code sidechain files,
+  Codex spawned threads);
 - ``context_window``: where the file records it;
 - ``first_timestamp``, ``last_timestamp``: earliest and latest of the
   session's creation time and its messages' timestamps;
@@ -58,6 +64,7 @@ from ..policy import expressions as ex
 from ..schema import COMPACTIONS_SCHEMA, SESSION_META_SCHEMA, SESSIONS_SCHEMA
 from .cache import Cache, CacheStats
 from .formats.base import ParsedFile, SessionMeta
+from .models import normalized_model
 from .paths import PathLike
 from .pipeline import read_files
 
@@ -77,8 +84,27 @@ class Corpus:
 def read_corpus(paths: Iterable[PathLike] | PathLike, *, format: str | None = None, skip_invalid: bool = False,
                 report: IngestReport | None = None, cache: Cache | PathLike | bool | None = None,
                 progress: bool = False, jobs: int | None = None) -> Corpus:
-    """Read the sessions under ``paths`` into a :class:`Corpus`; options as in
-    :func:`~panto_analytics.ingest.pipeline.read_sessions`."""
+    """Read the sessions under ``paths`` into a :class:`Corpus`.
+
+    Parameters
+    ----------
+    paths, format, skip_invalid, report, cache, progress, jobs
+        As in :func:`~panto_analytics.ingest.pipeline.read_sessions`.
+
+    Returns
+    -------
+    Corpus
+        ``messages``, ``sessions``, ``compactions``, ``report`` and ``cache`` (see the module docstring).
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / "s.jsonl").write_text('{"type":"message","role":"user","content":[{"type":"text","text":"hi"}]}\\n')
+    >>> corpus = read_corpus(d)
+    >>> corpus.messages.height, corpus.sessions["session_id"].to_list(), corpus.compactions.height
+    (1, ['s'], 0)
+    """
     read = read_files(paths, format=format, skip_invalid=skip_invalid, report=report, cache=cache,
                       progress=progress, jobs=jobs)
     return Corpus(read.messages, sessions_table(read.files, read.messages), compactions_table(read.files),
@@ -86,12 +112,55 @@ def read_corpus(paths: Iterable[PathLike] | PathLike, *, format: str | None = No
 
 
 def sessions(source: Corpus | Iterable[PathLike] | PathLike, **options) -> pl.DataFrame:
-    """One row per session (``SESSIONS_SCHEMA``) of a :class:`Corpus`, or of the files under ``source``."""
+    """One row per session (``SESSIONS_SCHEMA``) of a :class:`Corpus`, or of the files under ``source``.
+
+    Parameters
+    ----------
+    source
+        A :class:`Corpus`, or paths to read.
+    **options
+        Read options for paths, as :func:`read_corpus` takes them.
+
+    Returns
+    -------
+    pl.DataFrame
+        The sessions table (see the module docstring for its columns).
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / "s.jsonl").write_text('{"type":"session","id":"s1","model":"claude-opus-4-5-20251101"}\\n'
+    ...     '{"type":"message","role":"user","content":[{"type":"text","text":"hi"}]}\\n')
+    >>> sessions(d).select("session_id", "model", "model_raw", "messages").rows()
+    [('s1', 'claude-opus-4-5', 'claude-opus-4-5-20251101', 1)]
+    """
     return _corpus(source, options).sessions
 
 
 def compactions(source: Corpus | Iterable[PathLike] | PathLike, **options) -> pl.DataFrame:
-    """The recorded compaction events (``COMPACTIONS_SCHEMA``) of a :class:`Corpus`, or of the files under ``source``."""
+    """The recorded compaction events (``COMPACTIONS_SCHEMA``) of a :class:`Corpus`, or of the files under ``source``.
+
+    Parameters
+    ----------
+    source
+        A :class:`Corpus`, or paths to read.
+    **options
+        Read options for paths, as :func:`read_corpus` takes them.
+
+    Returns
+    -------
+    pl.DataFrame
+        One row per recorded compaction, in file and event order.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / "s.jsonl").write_text('{"type":"message","role":"user","content":[{"type":"text","text":"hi"}]}\\n')
+    >>> compactions(d).height
+    0
+    """
     return _corpus(source, options).compactions
 
 
@@ -127,8 +196,9 @@ def sessions_table(parsed: list[ParsedFile], messages: pl.DataFrame) -> pl.DataF
     table = meta.join(per_session, on="session_id", how="left", maintain_order="left")
     return table.select(
         "session_id", "file", "source_format",
-        pl.coalesce("model", "message_model").alias("model"),
-        "context_window",
+        normalized_model(pl.coalesce("model", "message_model")).alias("model"),
+        pl.coalesce("model", "message_model").alias("model_raw"),
+        "project", "is_subagent", "context_window",
         pl.min_horizontal("created_at", "first_message").alias("first_timestamp"),
         pl.max_horizontal("created_at", "last_message").alias("last_timestamp"),
         pl.col("messages").fill_null(0),
@@ -156,6 +226,8 @@ def sessions_frame(parsed: list[ParsedFile]) -> pl.DataFrame:
             "context_window": _session(p).context_window,
             "parent_session_id": _session(p).parent_session_id,
             "created_at": _session(p).created_at,
+            "project": _session(p).project,
+            "is_subagent": _session(p).is_subagent,
         }
         for p in parsed
     ]

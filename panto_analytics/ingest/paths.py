@@ -11,7 +11,8 @@ from pathlib import Path
 
 from ..errors import InputError
 
-__all__ = ["SESSION_PATTERNS", "SESSION_SUFFIXES", "PathLike", "expand_names", "expand_paths", "is_session_file"]
+__all__ = ["SESSION_PATTERNS", "SESSION_SUFFIXES", "PathLike", "default_locations", "expand_names", "expand_paths",
+           "is_session_file", "known_locations"]
 
 PathLike = str | Path
 
@@ -119,3 +120,24 @@ class _RealPaths:
             else:  # a plain folder: its parent's real path, plus its name
                 self._folders[folder] = os.path.join(self._folder(parent), name)
         return self._folders[folder]
+
+
+def known_locations() -> list[Path]:
+    """Where pi, Claude Code and Codex keep their sessions: ``~/.pi/agent/sessions``, ``~/.claude/projects``
+    (each folder of ``$CLAUDE_CONFIG_DIR``, comma-separated, when set) and ``~/.codex/sessions``
+    (under ``$CODEX_HOME`` when set).
+
+    >>> [p.name for p in known_locations()][-1]
+    'sessions'
+    """
+    home = Path.home()
+    claude = os.environ.get("CLAUDE_CONFIG_DIR")
+    claude_dirs = [Path(d).expanduser() for d in claude.split(",") if d.strip()] if claude else [home / ".claude"]
+    codex = Path(os.environ.get("CODEX_HOME") or home / ".codex").expanduser()
+    return [home / ".pi" / "agent" / "sessions", *(d / "projects" for d in claude_dirs), codex / "sessions"]
+
+
+def default_locations() -> list[Path]:
+    """The :func:`known_locations` that exist on this machine: what commands read when given no PATH."""
+    return [p for p in known_locations() if p.is_dir()]
+

@@ -95,6 +95,14 @@ def read_sessions(paths: Iterable[PathLike] | PathLike, *, format: str | None = 
     -------
     pl.DataFrame
         One row per message (``schema.MESSAGE_SCHEMA``), sessions contiguous and in ``seq`` order.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / "s.jsonl").write_text('{"type":"message","role":"user","content":[{"type":"text","text":"hi"}]}\\n')
+    >>> read_sessions(d).select("session_id", "seq", "role", "words").rows()
+    [('s', 0, 'user', 1)]
     """
     return read_files(paths, format=format, skip_invalid=skip_invalid, report=report, cache=cache,
                       progress=progress, jobs=jobs).messages

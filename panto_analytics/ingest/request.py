@@ -57,6 +57,19 @@ def summary_request(messages: pl.DataFrame, session_id: str, budget: int) -> str
     str or None
         The request body, whose UTF-8 length is the split's ``request_bytes``;
         None where the split summarizes nothing (no request is sent).
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import panto_analytics as pa
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / "s.jsonl").write_text("".join(
+    ...     '{"type":"message","role":"%s","content":[{"type":"text","text":"%s"}]}\\n' % (r, t)
+    ...     for r, t in [("user", "fix the bug"), ("assistant", "done"), ("user", "thanks")]))
+    >>> m = pa.read_sessions(d)
+    >>> body = summary_request(m, "s", 0)
+    >>> len(body.encode()) == pa.splits(m, 0)["request_bytes"][0]
+    True
     """
     session = messages.filter(pl.col(SESSION).cast(pl.String) == session_id)
     if session.is_empty():
@@ -88,6 +101,8 @@ def session_messages(session: pl.DataFrame) -> list[RoleBlocks]:
 
 
 def _parse(path: Path, source_format: str | None) -> list[Message]:
+    if not path.is_file():
+        raise InputError(path, None, "the session's file is gone (moved or deleted since it was read): read it again")
     fmt = source_format or detect_format(path)
     return list(adapter(fmt).parse(SourceFile(path, fmt, skip_invalid=True)))
 

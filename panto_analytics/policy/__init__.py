@@ -8,16 +8,18 @@
 - :mod:`.replay`: :func:`replay`, compaction over each session's life under a context window;
   :mod:`.replay_request`, what each event sends to the summarizer; :mod:`.replay_summary`,
   :func:`summarize_replay`, one row per budget.
+- :mod:`.policies`: the compaction policies agents ship (pi, Codex, Claude Code, Gemini CLI, ...);
+  :mod:`.policy_replay`: :func:`replay_policies`, the replay under any of them (``replay(..., policy=...)``).
 """
 from .cuts import splits_at
-from .replay import Replay, replay
-from .replay_summary import events_as_splits, summarize_replay
+from .policy_replay import replay, replay_policies
+from .replay import Replay
+from .replay_summary import compare_policies, events_as_splits, summarize_replay
 from .splits import budget_series, splits
 from .sweep import summarize_splits
 from .turns import annotate, check_order, session_turns, turns
 
 __all__ = [
-    "Replay", "annotate", "budget_series", "check_order", "events_as_splits", "replay", "session_turns", "splits",
-    "splits_at", "summarize_replay",
-    "summarize_splits", "turns",
+    "Replay", "annotate", "budget_series", "check_order", "compare_policies", "events_as_splits", "replay",
+    "replay_policies", "session_turns", "splits", "splits_at", "summarize_replay", "summarize_splits", "turns",
 ]

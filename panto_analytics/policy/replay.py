@@ -193,6 +193,31 @@ def replay(messages: pl.DataFrame | pl.LazyFrame, budgets: Iterable[int], *, win
     ``messages``, else :data:`DEFAULT_SUMMARY_TOKENS`; ``summary_source``
     says which. Raises ValueError on bad parameters (``window <= reserve``,
     negative sizes).
+
+    Parameters
+    ----------
+    messages
+        A message frame (see above).
+    budgets
+        ``keep_verbatim`` budgets, in tokens.
+    window
+        The model's context window, in tokens.
+    reserve
+        Tokens kept free below the window: a compaction fires past ``window - reserve``.
+    summary_tokens
+        Size of a simulated summary; None: :func:`summary_size`.
+
+    Returns
+    -------
+    Replay
+        ``events``, ``sessions`` and the parameters used.
+
+    Examples
+    --------
+    >>> from panto_analytics import examples
+    >>> r = replay(examples.messages(), [1_000, 3_000], window=20_000, summary_tokens=500)
+    >>> r.events.select("session_id", "budget", "trigger_seq", "kept_turns", "context_after").rows()
+    [('a', 1000, 5, 0, 500), ('a', 3000, 5, 1, 3500)]
     """
     frame = messages.collect() if isinstance(messages, pl.LazyFrame) else messages
     source = "given"
@@ -294,6 +319,9 @@ _STATE = ("sid", "bi", "B", "a", "c_from", "na", "c_to", "S", "sig", "ne")
 
 class _Engine:
     """The per-corpus arrays and the rounds of :func:`replay`."""
+
+    #: The events' columns (a subclass replaying another policy adds its own).
+    event_schema: dict[str, pl.DataType] = EVENT_SCHEMA
 
     def __init__(self, frame: pl.DataFrame, budget: pl.Series, *, window: int, reserve: int, summary_tokens: int):
         self.frame, self.budget = frame, budget
@@ -509,7 +537,7 @@ class _Engine:
 
     def _result(self, events: list[dict[str, Array]], segments: list[dict[str, Array]]) -> Replay:
         ids, nb = self.ids, len(self.budget)
-        ev_cols = [c for c in EVENT_SCHEMA if c not in (S, "budget")]
+        ev_cols = [c for c in self.event_schema if c not in (S, "budget")]
         ev = {c: np.concatenate([e[c] for e in events]) if events else np.zeros(0, dtype=np.int64)
               for c in ["sid", "bi", *ev_cols]}
         order = np.lexsort((ev["event"], ev["bi"], ev["sid"]))
@@ -545,7 +573,7 @@ class _Engine:
         })
         events_out = pl.DataFrame({S: ids.gather(ev["sid"]), "budget": self.budget.gather(ev["bi"]),
                                    **{c: ev[c] for c in ev_cols}})
-        return Replay(events=_schema(events_out, EVENT_SCHEMA, ids.dtype),
+        return Replay(events=_schema(events_out, self.event_schema, ids.dtype),
                       sessions=_schema(sessions, REPLAY_SESSION_SCHEMA, ids.dtype),
                       window=self.window, reserve=self.reserve, summary_tokens=self.summary_tokens)
 

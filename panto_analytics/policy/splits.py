@@ -63,6 +63,26 @@ def splits(messages: Frame, budgets: int | Iterable[int], *, sessions: pl.DataFr
     A session with no messages has no rows in the message frame; pass
     ``sessions`` (any frame with a ``session_id`` column, e.g. the sessions
     table) to get a row for it too, in that frame's order.
+
+    Parameters
+    ----------
+    messages
+        A message frame, ordered by ``(session_id, seq)`` (DataFrame or LazyFrame).
+    budgets
+        One ``keep_verbatim`` budget or many, in tokens.
+    sessions
+        A frame with a ``session_id`` column listing every session (see above).
+
+    Returns
+    -------
+    DataFrame or LazyFrame
+        The same kind as ``messages``: :data:`~panto_analytics.schema.SPLIT_SCHEMA`.
+
+    Examples
+    --------
+    >>> from panto_analytics import examples
+    >>> splits(examples.messages(), [2_000, 5_000]).select("session_id", "budget", "kept_turns", "kept_tokens").rows()
+    [('a', 2000, 0, 0), ('a', 5000, 3, 5000), ('b', 2000, 1, 400), ('b', 5000, 1, 400)]
     """
     budget = budget_series(budgets)
     annotated = annotate(_checked(messages).lazy())

@@ -26,6 +26,23 @@ def summarize_splits(splits: Frame) -> Frame:
     ``zero_kept_share`` counts sessions with turns where not even the last
     turn fits (nothing kept verbatim); sessions without turns are excluded
     from it.
+
+    Parameters
+    ----------
+    splits
+        What :func:`~panto_analytics.splits` returns (DataFrame or LazyFrame).
+
+    Returns
+    -------
+    DataFrame or LazyFrame
+        The same kind as ``splits``: one row per budget, ascending.
+
+    Examples
+    --------
+    >>> import panto_analytics as pa
+    >>> from panto_analytics import examples
+    >>> pa.sweep(pa.splits(examples.messages(), [2_000, 5_000])).select("budget", "zero_kept_share").rows()
+    [(2000, 0.5), (5000, 0.0)]
     """
     has_turns = pl.col("n_turns") > 0
     kept = pl.col("kept_tokens")

@@ -79,6 +79,22 @@ def annotate(messages: Frame) -> Frame:
     starts so far in the session, past the 4096 cap too), ``turn`` (0-based
     index of the turn the message belongs to, null outside turns),
     ``message_tokens``, ``assistant_cumulative`` and ``prior_cumulative``.
+
+    Parameters
+    ----------
+    messages
+        A message frame, ordered by ``(session_id, seq)``.
+
+    Returns
+    -------
+    DataFrame or LazyFrame
+        The same kind as ``messages``, with the columns above added.
+
+    Examples
+    --------
+    >>> from panto_analytics import examples
+    >>> annotate(examples.messages()).select("seq", "is_turn_start", "turn").head(3).rows()
+    [(0, True, 0), (1, False, 0), (2, True, 1)]
     """
     lf = (
         _checked(messages).lazy()
@@ -107,6 +123,22 @@ def turns(messages: Frame) -> Frame:
     ``token_source`` is ``usage`` when the cost is the cumulative-usage delta
     between final assistants, and ``words`` when it falls back to per-message
     estimates (a message's own usage total, else ``ceil(words * 1.3)``).
+
+    Parameters
+    ----------
+    messages
+        A message frame, ordered by ``(session_id, seq)``.
+
+    Returns
+    -------
+    DataFrame or LazyFrame
+        The same kind as ``messages``: one row per turn (:data:`~panto_analytics.schema.TURN_SCHEMA`).
+
+    Examples
+    --------
+    >>> from panto_analytics import examples
+    >>> turns(examples.messages()).select("session_id", "turn", "tokens").rows()
+    [('a', 0, 1000), ('a', 1, 1000), ('a', 2, 3000), ('b', 0, 400)]
     """
     return _same_kind(_turns(annotate(_checked(messages).lazy())), messages)
 

@@ -214,3 +214,13 @@ def test_plots_on_the_real_recordings(tmp_path):
     for fig in (plots.kept_tokens_by_budget(splits, log=True), plots.outcome_shares_by_budget(splits, segments=seg),
                 plots.turn_sizes(pa.turns(msgs), segments=seg)):
         assert plots.png_bytes(fig).startswith(b"\x89PNG")
+
+
+def test_segments_by_project_come_from_the_sessions_table():
+    msgs = pl.DataFrame({"session_id": ["a", "b", "c"], "model": ["claude-opus-4-5-20251101", "claude-opus-4-5", None]})
+    sessions = pl.DataFrame({"session_id": ["a", "b", "c"], "project": ["/w/app", "/w/app", None]})
+    seg = data.session_segments(msgs, "project", sessions=sessions)
+    assert dict(seg.iter_rows()) == {"a": "/w/app", "b": "/w/app", "c": "unknown"}
+    assert set(data.session_segments(msgs, "model")["segment"]) == {"claude-opus-4-5", "unknown"}
+    with pytest.raises(ValueError, match="needs the sessions table"):
+        data.session_segments(msgs, "project")

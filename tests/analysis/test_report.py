@@ -236,3 +236,23 @@ def test_recorded_compactions_get_their_section(tmp_path):
     assert "What the agents did at their recorded compactions" in render_markdown(rep)
     no_compactions = build_report(pa.read_sessions(FIXTURE), [0, 20_000])
     assert no_compactions.recorded is None
+
+
+def test_policies_get_a_section_a_plot_and_the_recorded_cuts(tmp_path):
+    corpus = pa.read_corpus(REPO / "data")
+    policies = ["libpanto", "pi", "codex", "claude-code"]
+    rep = build_report(corpus.messages, [0, 20_000, 50_000], sessions=corpus.sessions, compactions=corpus.compactions,
+                       window=64_000, policies=policies)
+    assert rep.policies is not None and rep.policy_table is not None and rep.policy_cuts is not None
+    # One row per policy (libpanto at the recommended budget), in the order given.
+    assert [r[0] for r in rep.policy_table.rows] == policies
+    chosen = rep.recommendation.budget if rep.recommendation.budget is not None else 20_000  # none met: 20k
+    assert set(rep.policies.sessions["budget"].filter(rep.policies.sessions["policy"] == "libpanto")) == {chosen}
+    # The recorded cuts: every policy but libpanto, each at data/'s 7 recorded compactions.
+    assert [(r[0], r[3]) for r in rep.policy_cuts.rows] == [(p, "7") for p in policies[1:]]
+    assert "policies" in [f.name for f in rep.figures]
+    md = render_markdown(rep)
+    assert "## Policies under the same window" in md and "![Policies under the same window](policies.png)" in md
+    out = CliRunner().invoke(main, ["report", str(REPO / "data"), "--no-cache", "-o", str(tmp_path / "r"),
+                                    "--policy", "pi"])
+    assert out.exit_code == 2 and "--window" in out.output

@@ -78,3 +78,40 @@ def test_the_summary_size_defaults_to_the_recorded_median_and_says_so():
     assert out.exit_code == 0 and f"summary: {tokens:,} tokens ({source})" in out.stderr
     given = run("--window", "64k", "-b", "20k", "--summary-tokens", "3k")
     assert "summary: 3,000 tokens (given)" in given.stderr
+
+
+def test_policies_are_compared_in_one_table(tmp_path):
+    out = run("--window", "64k", "-b", "8k,20k", "--policy", "libpanto", "--policy", "pi", "--policy",
+              "codex:user_tokens=10k", "--policy", "claude-code", "-o", str(tmp_path / "t.csv"),
+              "--events", str(tmp_path / "e.parquet"))
+    assert out.exit_code == 0, out.output
+    result = pa.replay(pa.read_sessions(DATA), [8_000, 20_000], window=64_000,
+                       policy=["libpanto", "pi", "codex:user_tokens=10k", "claude-code"])
+    assert pl.read_parquet(tmp_path / "e.parquet").equals(result.events)
+    table = pl.read_csv(tmp_path / "t.csv")
+    assert table.select("policy", "budget").rows() == [("libpanto", 8_000), ("libpanto", 20_000), ("pi", 20_000),
+                                                       ("codex:user_tokens=10000", 10_000), ("claude-code", 0)]
+    per_policy = result.events.group_by("policy", "budget").len()
+    for policy, budget, events in table.select("policy", "budget", "events").rows():
+        expected = per_policy.filter((pl.col("policy") == policy) & (pl.col("budget") == budget))["len"]
+        assert events == (expected.item() if len(expected) else 0)
+    assert (table.filter(pl.col("policy") == "claude-code")["kept_tokens_p90"] == 0).all()
+
+
+def test_an_unknown_policy_or_setting_is_a_one_line_usage_error():
+    out = run("--window", "64k", "--policy", "aider")
+    assert out.exit_code == 2 and "unknown policy 'aider'" in out.output and "Traceback" not in out.output
+    out = run("--window", "64k", "--policy", "pi:keep=3")
+    assert out.exit_code == 2 and "unknown setting 'keep=3'" in out.output
+
+
+def test_policy_cuts_summarizes_the_rows_it_writes(tmp_path):
+    out = CliRunner().invoke(main, ["policy-cuts", str(DATA), "--no-cache", "--policy", "pi", "--policy",
+                                    "claude-code", "-o", str(tmp_path / "t.csv"), "--rows", str(tmp_path / "r.csv")])
+    assert out.exit_code == 0, out.output
+    rows, table = pl.read_csv(tmp_path / "r.csv"), pl.read_csv(tmp_path / "t.csv")
+    assert rows["policy"].unique(maintain_order=True).to_list() == ["pi", "claude-code"]
+    assert table.select("policy", "recorded", "exact").rows() == [
+        ("pi", 7, int(rows.filter(pl.col("policy") == "pi")["exact"].sum())), ("claude-code", 7, 7)]
+    out = CliRunner().invoke(main, ["policy-cuts", str(DATA), "--no-cache", "--policy", "libpanto"])
+    assert out.exit_code == 2 and "compactions -b" in out.output

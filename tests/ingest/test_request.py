@@ -75,3 +75,14 @@ def test_a_file_changed_since_it_was_read_is_named(tmp_path):
     with pytest.raises(InputError, match="no longer in the file") as e:
         pa.summary_request(frame, "s", 0)
     assert e.value.path == str(path) and e.value.line == 2
+
+
+def test_a_file_gone_since_it_was_read_is_named(tmp_path):
+    path = tmp_path / "s.jsonl"
+    path.write_text('{"type":"message","role":"user","content":[{"type":"text","text":"a b c"}]}\n'
+                    '{"type":"message","role":"assistant","content":[{"type":"text","text":"d e"}]}\n')
+    frame = pa.read_sessions(path)
+    path.unlink()
+    with pytest.raises(InputError, match="file is gone") as e:
+        pa.summary_request(frame, "s", 0)
+    assert e.value.path == str(path)

@@ -11,7 +11,7 @@ import orjson
 
 from ...errors import InputError
 from . import canonical, claude_code, codex, jsonl, pi
-from .base import Adapter, open_session_file
+from .base import BAD_RECORD, Adapter, open_session_file
 
 __all__ = ["ADAPTERS", "Adapter", "adapter", "detect_format"]
 
@@ -53,7 +53,7 @@ def detect_format(path: str | Path) -> str:
                 break
             # Most files are known by their first record; read on only while none claims it.
             for name, candidate in ADAPTERS.items():
-                if candidate.sniff(record) and (seen == 0 or name not in _FIRST_RECORD_ONLY):
+                if _claims(candidate, record) and (seen == 0 or name not in _FIRST_RECORD_ONLY):
                     return name
             seen += 1
             if seen >= _SNIFF_LINES:
@@ -62,6 +62,14 @@ def detect_format(path: str | Path) -> str:
         return canonical.NAME
     raise InputError(path, None, f"unknown session format (known: {', '.join(ADAPTERS)}); "
                      "use --format to force one")
+
+
+def _claims(candidate: Adapter, record: object) -> bool:
+    """Whether an adapter claims a record; one of an unexpected shape (a list where a string is usual) is not its."""
+    try:
+        return candidate.sniff(record)
+    except BAD_RECORD:
+        return False
 
 
 def adapter(name: str) -> Adapter:

@@ -30,7 +30,8 @@ from ...transcript import serialized_bytes
 from ...words import message_words
 
 __all__ = [
-    "COMPRESSED_SUFFIXES", "TRUNCATED", "Adapter", "FrameBuilder", "Invalid", "Message", "ParsedFile", "Postprocess",
+    "BAD_RECORD", "COMPRESSED_SUFFIXES", "TRUNCATED", "Adapter", "bad_record",
+    "FrameBuilder", "Invalid", "Message", "ParsedFile", "Postprocess",
     "ReadFrames", "SessionMeta", "SourceFile", "open_session_file", "session_stem", "parse_timestamp", "usage_counter",
 ]
 
@@ -112,6 +113,10 @@ class SessionMeta:
     context_window: int | None = None
     parent_session_id: str | None = None
     created_at: datetime | None = None
+    #: The working directory the agent recorded (pi, Codex, Claude Code's ``cwd``); None when unrecorded.
+    project: str | None = None
+    #: A subagent's own context (Claude Code sidechain files, Codex spawned threads), not a main session.
+    is_subagent: bool = False
     #: Recorded compaction events: dicts with anchor_index (index of the
     #: summary message among the messages yielded), trigger, tokens_before,
     #: first_kept_index (or None), trigger_index (one past the last message of
@@ -194,6 +199,22 @@ class Invalid(ValueError):
     """Raised by validators inside an adapter; the adapter reports it with its line."""
 
 
+#: What converting one record can raise on input of an unexpected shape: :class:`Invalid` from a
+#: validator, ``TypeError`` where a field of another JSON type reached code that assumed one (a list
+#: used as a key), ``RecursionError`` from nesting deeper than Python recurses. Adapters report each
+#: as a bad line (:func:`bad_record`), so no input ends in a traceback.
+BAD_RECORD = (Invalid, TypeError, RecursionError)
+
+
+def bad_record(error: Exception) -> str:
+    """The reason reported for a record that raised one of :data:`BAD_RECORD`.
+
+    >>> bad_record(Invalid("usage.input must be an integer")), bad_record(TypeError("unhashable type: 'list'"))
+    ('usage.input must be an integer', "unexpected record shape: TypeError: unhashable type: 'list'")
+    """
+    return str(error) if isinstance(error, Invalid) else f"unexpected record shape: {type(error).__name__}: {error}"
+
+
 def usage_counter(value: Any, key: str) -> int:
     """A usage counter as an int, or :class:`Invalid` saying what is wrong with it.
 
@@ -220,6 +241,8 @@ def parse_timestamp(value: Any) -> datetime | None:
     '2025-01-02T03:04:05.678000+00:00'
     >>> parse_timestamp(1735787045678).year
     2025
+    >>> parse_timestamp(10**30) is None   # no datetime holds it
+    True
     """
     if isinstance(value, str):
         try:
@@ -228,7 +251,10 @@ def parse_timestamp(value: Any) -> datetime | None:
             return None
         return ts if ts.tzinfo else ts.replace(tzinfo=UTC)
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return datetime.fromtimestamp(value / 1000, tz=UTC)
+        try:
+            return datetime.fromtimestamp(value / 1000, tz=UTC)
+        except (OverflowError, OSError, ValueError):  # beyond the years a datetime holds: no time known
+            return None
     return None
 
 

@@ -33,6 +33,7 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -42,12 +43,14 @@ from ...errors import IngestReport
 from ...policy.expressions import is_api_call
 from ...schema import MAX_USAGE
 from .base import (
+    BAD_RECORD,
     Invalid,
     Message,
     ParsedFile,
     ReadFrames,
     SessionMeta,
     SourceFile,
+    bad_record,
     parse_timestamp,
     session_stem,
     usage_counter,
@@ -98,8 +101,8 @@ def parse(src: SourceFile) -> Iterator[Message]:
     for lineno, rec in records(src):
         try:
             state.record(rec, lineno)
-        except Invalid as e:
-            src.invalid(lineno, str(e))
+        except BAD_RECORD as e:
+            src.invalid(lineno, bad_record(e))
         if state.out:
             yield from state.drain()
     state.finish()
@@ -218,9 +221,12 @@ class _Transcript:
         if self.sidechain and self.session_id is not None:
             agent = self.agent_id or stem.removeprefix("agent-")
             meta.parent_session_id = self.session_id
+            meta.is_subagent = True
             meta.session_id = f"{self.session_id}/agent-{agent}"
         elif self.session_id is not None:
             meta.session_id = self.session_id
+        if meta.project is None:
+            meta.project = _project_folder(self.src.path, meta.is_subagent)
         meta.api_calls = self.api_calls
         meta.model = self.models.most_common(1)[0][0] if self.models else None   # the model of most calls
         meta.created_at = self.created_at
@@ -282,6 +288,8 @@ class _Transcript:
             self.agent_id = agent
         if self.created_at is None:
             self.created_at = parse_timestamp(rec.get("timestamp"))
+        if self.src.meta.project is None and isinstance(rec.get("cwd"), str) and rec["cwd"]:
+            self.src.meta.project = rec["cwd"]
         if uid is not None and uid in self.preserved and self.kept is None:
             # The first message a later compaction keeps verbatim: hold messages from here on
             # (with the call streaming now, if this record is part of it) until that
@@ -652,3 +660,15 @@ def _fold(pred: ParsedFile, succ: ParsedFile, report: IngestReport) -> None:
     succ.session = replace(smeta, compactions=compactions, message_ids=list(pids[:k]) + list(sids),
                            api_calls=(smeta.api_calls or 0) + head_calls,
                            created_at=pmeta.created_at or smeta.created_at, model=smeta.model or pmeta.model)
+
+
+def _project_folder(path: Path, is_subagent: bool) -> str:
+    """The project folder a transcript lies in (``projects/<project>/<session>.jsonl``; a subagent's lies in
+    ``<project>/<session>/subagents/``), for transcripts that record no ``cwd``.
+
+    >>> _project_folder(Path("p/-home-me-app/s.jsonl"), False), _project_folder(Path("p/-home-me-app/s/subagents/a.jsonl"), True)
+    ('-home-me-app', '-home-me-app')
+    """
+    parents = path.parents
+    return (parents[2] if is_subagent and parents[0].name == "subagents" and len(parents) > 2 else parents[0]).name
+

@@ -22,11 +22,11 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 import orjson
 
-from .base import Invalid, Message, Postprocess, ReadFrames, SourceFile, parse_timestamp, usage_counter
+from .base import BAD_RECORD, Invalid, Message, Postprocess, ReadFrames, SourceFile, bad_record, parse_timestamp, usage_counter
 from .jsonl import json_type, records
 
 __all__ = ["ENVELOPES", "NAME", "parse", "postprocess", "read_frames", "sniff"]
@@ -91,8 +91,8 @@ def parse(src: SourceFile) -> Iterator[Message]:
     for lineno, rec in records(src):
         try:
             rollout.record(lineno, rec)
-        except Invalid as e:
-            src.invalid(lineno, str(e))
+        except BAD_RECORD as e:
+            src.invalid(lineno, bad_record(e))
         if rollout.ready:
             yield from rollout.take()
     rollout.finish()
@@ -172,6 +172,9 @@ class _Rollout:
         self.meta.session_id = sid
         self.meta.created_at = parse_timestamp(payload.get("timestamp")) or ts
         self.meta.parent_session_id = _parent_id(payload)
+        self.meta.is_subagent = _spawned_by(payload) is not None
+        if isinstance(payload.get("cwd"), str) and payload["cwd"]:
+            self.meta.project = payload["cwd"]
         if isinstance(payload.get("model"), str):
             self.set_model(payload["model"])
 
@@ -455,13 +458,26 @@ def _parent_id(payload: dict[str, Any]) -> str | None:
     """The thread a subagent (or fork) was spawned from, where the header records it."""
     parent = payload.get("parent_thread_id")
     if parent is None:
-        source = payload.get("source")
-        spawn = source.get("subagent", {}) if isinstance(source, dict) else None
-        spawn = spawn.get("thread_spawn") if isinstance(spawn, dict) else None
+        spawn = _spawned_by(payload)
         parent = spawn.get("parent_thread_id") if isinstance(spawn, dict) else None
     if parent is None:
         parent = payload.get("forked_from_id")
     return parent if isinstance(parent, str) and parent else None
+
+
+def _spawned_by(payload: dict[str, Any]) -> dict[str, Any] | str | None:
+    """What a subagent's header says spawned it (``source: {"subagent": ...}``); None for a main thread.
+
+    >>> _spawned_by({"source": {"subagent": {"thread_spawn": {"parent_thread_id": "t"}}}})
+    {'parent_thread_id': 't'}
+    >>> _spawned_by({"source": {"subagent": "review"}}), _spawned_by({"source": "cli"})
+    ('review', None)
+    """
+    source = payload.get("source")
+    spawn = source.get("subagent") if isinstance(source, dict) else None
+    if isinstance(spawn, dict) and isinstance(spawn.get("thread_spawn"), dict):
+        return cast("dict[str, Any]", spawn["thread_spawn"])
+    return spawn if isinstance(spawn, (dict, str)) else None
 
 
 def _usage(last: Any, where: str) -> dict[str, int]:

@@ -27,7 +27,7 @@ from typing import Any
 
 import orjson
 
-from .base import Invalid, Message, Postprocess, ReadFrames, SourceFile, parse_timestamp, usage_counter
+from .base import BAD_RECORD, Invalid, Message, Postprocess, ReadFrames, SourceFile, bad_record, parse_timestamp, usage_counter
 from .jsonl import json_type, records, reread
 
 __all__ = ["NAME", "parse", "postprocess", "read_frames", "sniff"]
@@ -132,8 +132,8 @@ def _scan(src: SourceFile) -> _Layout:
                 entry.parent = parent
             if kind == "compaction":
                 compactions[lineno] = _compaction(rec, lineno, version)
-        except Invalid as e:
-            src.invalid(lineno, str(e))
+        except BAD_RECORD as e:
+            src.invalid(lineno, bad_record(e))
             continue
         if entry.id is not None:
             by_id[entry.id] = len(entries)
@@ -213,6 +213,8 @@ class _Session:
         if isinstance(sid, str) and sid:
             self.meta.session_id = sid
         self.meta.created_at = parse_timestamp(header.get("timestamp"))
+        if isinstance(header.get("cwd"), str) and header["cwd"]:
+            self.meta.project = header["cwd"]
         parent = header.get("parentSession") or header.get("branchedFrom")
         if isinstance(parent, str) and parent:
             # pi names files <timestamp>_<session id>.jsonl.
@@ -232,8 +234,8 @@ class _Session:
                 self.recorded_at[lineno]["trigger_index"] = self.count
             try:
                 msg = self._entry(rec, lineno)
-            except Invalid as e:
-                self.src.invalid(lineno, str(e))
+            except BAD_RECORD as e:
+                self.src.invalid(lineno, bad_record(e))
                 continue
             if msg is not None:
                 self.count += 1

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import tempfile
 from pathlib import Path
 
@@ -68,11 +69,8 @@ def _mutate(line: bytes, how: str, data: st.DataObject) -> bytes:
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=False, reason=(
-    "finds adapter bugs not fixed yet (issue 8): TypeError 'unhashable type: list' on a retyped field, "
-    "OSError/OverflowError on a huge epoch timestamp, RecursionError on 5000-deep arrays"))
 @pytest.mark.parametrize("fmt", sorted(SOURCES))
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=int(os.environ.get('FUZZ_EXAMPLES', 30)), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_a_mutated_file_gives_a_frame_or_an_input_error_with_file_and_line(fmt, data):
     lines = SOURCES[fmt].read_bytes().splitlines()

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ....schema import ROLES, USAGE_COLUMNS
-from ..base import Invalid, Message, SourceFile, parse_timestamp, usage_counter
+from ..base import BAD_RECORD, Invalid, Message, SourceFile, bad_record, parse_timestamp, usage_counter
 from ..jsonl import records
 
 __all__ = ["NAME", "SYSTEM_MODES", "header", "parse", "record_compactions", "sniff"]
@@ -53,8 +53,8 @@ def parse(src: SourceFile) -> Iterator[Message]:
                 header(src, rec)
             else:
                 raise Invalid(f"unknown record type {kind!r} (expected 'session' or 'message')")
-        except Invalid as e:
-            src.invalid(lineno, str(e))
+        except BAD_RECORD as e:
+            src.invalid(lineno, bad_record(e))
         first = False
 
 

@@ -1,0 +1,44 @@
+"""``policy-cuts``: each compaction policy's cut at the compactions agents recorded, beside the agent's."""
+from __future__ import annotations
+
+import click
+
+from ..analysis.compactions import policies_vs_agents, recorded_cut_summary
+from .app import main
+from .options import file_output_option, friendly_errors, input_options, output_option, policy_option, read_input_corpus, write_frame
+
+__all__ = ["policy_cuts_cmd"]
+
+
+@main.command("policy-cuts")
+@input_options
+@policy_option
+@output_option
+@file_output_option("--rows", dest="rows_out",
+                    help="Also write one row per (recorded compaction, policy) to this file "
+                         "(.csv, .parquet, .json, .ndjson).")
+@friendly_errors
+def policy_cuts_cmd(paths, format_, skip_invalid, policies, output, rows_out):
+    """Each policy's cut at every compaction the agents in PATHS recorded, beside what the agent kept.
+
+    The conversation as it stood when the agent compacted is cut by each
+    policy (default: pi, pi-whole-turn, codex, claude-code, gemini-cli,
+    last-n-turns) at that moment. One row per (policy, source format):
+    recorded compactions, exact matches (same first kept message and count),
+    and the distance in messages and tokens where they differ; `own` marks
+    the policies the format's agent ran. docs/replay.md explains the rules.
+
+    \b
+    Examples:
+      panto-analytics policy-cuts ~/.pi/agent/sessions
+      panto-analytics policy-cuts ~/.codex/sessions --policy codex --policy codex:user_tokens=10k --rows cuts.csv
+    """
+    if "libpanto" in policies:
+        raise click.UsageError("libpanto's split at recorded compactions is `panto-analytics compactions -b LIST`")
+    corpus = read_input_corpus(paths, format_, skip_invalid)
+    rows = policies_vs_agents(corpus, list(policies) or None)
+    if not rows.height:
+        click.echo("no recorded compactions in these sessions", err=True)
+    if rows_out is not None:
+        write_frame(rows, rows_out)
+    write_frame(recorded_cut_summary(rows), output)

@@ -1,0 +1,96 @@
+"""Each policy's cut at the compactions agents recorded (policies_vs_agents), on data/ and on every real
+recording in ../shared/realdata; every cut also equals the literal reference's on the same conversation."""
+from __future__ import annotations
+
+import dataclasses
+
+import polars as pl
+import pytest
+from conftest import DATA, REALDATA, REPO
+
+import panto_analytics as pa
+from benchmarks import reference_policies as ref
+from panto_analytics.analysis.compactions import policies_vs_agents, recorded_cut_summary
+from panto_analytics.policy.cuts import cut_conversations
+from panto_analytics.policy.policies import POLICIES, parse_policy
+
+needs_realdata = pytest.mark.skipif(not REALDATA.is_dir(), reason="../shared/realdata is not present")
+OTHERS = [p for p in POLICIES if p != "libpanto"]
+
+
+def recordings() -> list:
+    """Every recording folder of ../shared/realdata (one corpus each), or nothing when it is absent."""
+    if not REALDATA.is_dir():
+        return []
+    return sorted(p for p in REALDATA.glob("*/*") if p.is_dir()) + sorted(
+        p for p in REALDATA.glob("*") if p.is_dir() and any(p.glob("*.jsonl")))
+
+
+def reference_cuts(corpus: pa.Corpus) -> dict[tuple[int, str], int | None]:
+    """(compaction, policy) -> the literal reference's first kept seq (of the recorded session)."""
+    conversation = cut_conversations(corpus.messages, corpus.compactions).collect()
+    out: dict[tuple[int, str], int | None] = {}
+    for (cut,), rows in conversation.group_by("session_id", maintain_order=True):
+        msgs = rows.sort("seq").to_dicts()
+        first = max((i + 1 for i, m in enumerate(msgs) if m["has_summary"]), default=0)
+        for name in OTHERS:
+            policy = parse_policy(name)
+            settings = {f.name: getattr(policy, f.name) for f in dataclasses.fields(policy)}
+            kept = ref.cut_of(name, msgs, first, len(msgs) - 1, settings).kept_start
+            out[(int(cut), name)] = None if kept is None else msgs[kept]["orig_seq"]
+    return out
+
+
+def check(corpus: pa.Corpus) -> pl.DataFrame:
+    rows = policies_vs_agents(corpus)
+    assert rows.height == corpus.compactions.height * len(OTHERS)
+    assert rows.select("cut", "policy").rows() == [(c, p) for c in range(corpus.compactions.height) for p in OTHERS]
+    expected = reference_cuts(corpus)
+    assert {(r["cut"], r["policy"]): r["kept_start_seq"] for r in rows.to_dicts()} == expected
+    # The distances are what they say: |kept - agent's kept| in messages and tokens, 0 on exact matches.
+    assert (rows["distance_messages"] == (rows["kept_messages"] - rows["agent_kept_messages"]).abs()).all()
+    assert rows.filter("exact").select(pl.col("distance_messages").max()).item() in (None, 0)
+    return rows
+
+
+def test_the_bundled_corpus_compactions_keep_nothing_as_claude_code_does():
+    rows = check(pa.read_corpus(DATA))
+    summary = recorded_cut_summary(rows)
+    # data/'s canonical compactions keep nothing verbatim: only a summarize-everything policy matches them all.
+    assert summary.filter(pl.col("exact") == pl.col("recorded"))["policy"].to_list() == ["claude-code"]
+    assert (summary["recorded"] == 7).all()
+
+
+@needs_realdata
+def test_pi_whole_turn_matches_both_compactions_pi_recorded():
+    rows = check(pa.read_corpus(REALDATA / "pi-compactions"))
+    own = rows.filter(pl.col("own"))
+    assert own.filter(pl.col("policy") == "pi-whole-turn").select("agent_first_kept_seq", "exact").rows() == [
+        (289, True), (547, True)]
+    # pi's current rule (chars/4, cuts at assistant messages) keeps more, from earlier: the finding in docs/replay.md.
+    pi_now = own.filter(pl.col("policy") == "pi")
+    assert not pi_now["exact"].any()
+    assert (pi_now["kept_start_seq"] < pi_now["agent_first_kept_seq"]).all()
+
+
+@needs_realdata
+@pytest.mark.parametrize("folder", recordings(), ids=lambda p: p.relative_to(REALDATA).as_posix())
+def test_every_real_recording(folder):
+    corpus = pa.read_corpus(folder, skip_invalid=True)
+    rows = check(corpus)
+    formats = set(corpus.sessions["source_format"].cast(pl.String))
+    assert set(rows["source_format"].unique()) <= formats
+
+
+def test_codex_copies_are_matched_by_count_and_size_never_by_a_suffix():
+    corpus = pa.read_corpus(REPO / "tests" / "fixtures" / "codex" / "compacted.jsonl")
+    rows = check(corpus)
+    copies = corpus.compactions.with_row_index("cut").filter(
+        pl.col("first_kept_seq") >= pl.col("trigger_seq"))["cut"].to_list()
+    assert copies, "the fixture records a replacement history"
+    at_copies = rows.filter(pl.col("cut").is_in(copies))
+    suffix = at_copies.filter(pl.col("policy") != "codex")
+    assert not suffix.filter(pl.col("kept_messages") > 0)["exact"].any()
+    codex = at_copies.filter(pl.col("policy") == "codex")
+    assert codex["exact"].to_list() == ((codex["kept_messages"] == codex["agent_kept_messages"])
+                                        & (codex["kept_tokens"] == codex["agent_kept_tokens"])).to_list()
