@@ -123,3 +123,23 @@ def test_a_pack_of_the_wrong_shape_among_good_ones_invalidates_its_own_files(tmp
     again = read(d, cache)
     assert again.cache.rebuilt == 1 and again.cache.hits == 4 and again.cache.misses == 2
     assert_same(cold, again)
+
+
+@pytest.mark.parametrize("meta, simple", [
+    (SessionMeta("s", model="m", context_window=5, api_calls=2, project="/home/p", is_subagent=True), True),
+    (SessionMeta("s", parent_session_id="p", project=None), True),
+    (SessionMeta("s", context_window=2**63), False),            # does not fit the column: kept in the record
+    (SessionMeta("s", message_ids=["u1", None]), False),         # a field without a column
+])
+def test_session_fields_round_trip_through_columns_or_record(tmp_path, meta, simple):
+    from panto_analytics.errors import IngestReport
+    from panto_analytics.ingest.cache import Entry
+
+    frame = read_files([], cache=None).messages
+    src = write_session(tmp_path / "x.jsonl", 0)
+    cache = Cache(tmp_path / "c")
+    key = FileKey.of(src)
+    assert cache.store(key, None, Entry(frame, meta, "canonical", IngestReport(1, 1, 0, 2)))
+    assert pl.read_parquet(cache.manifest_path)["simple"].to_list() == [simple]
+    (back,) = cache.lookup([key], None, skip_invalid=False)
+    assert back is not None and back.session == meta and back.report == IngestReport(1, 1, 0, 2)

@@ -57,12 +57,13 @@ MANIFEST_SCHEMA: Final[dict[str, pl.DataType]] = {
     # the columns say it all (every other SessionMeta field at its default, no skips, nothing ignored), and
     # ``record`` is left empty; otherwise ``record`` holds it all.
     "session_id": pl.String(), "model": pl.String(), "context_window": pl.Int64(), "parent_session_id": pl.String(),
-    "api_calls": pl.Int64(), "n_files": pl.Int64(), "n_sessions": pl.Int64(), "n_messages": pl.Int64(),
+    "api_calls": pl.Int64(), "project": pl.String(), "is_subagent": pl.Boolean(),
+    "n_files": pl.Int64(), "n_sessions": pl.Int64(), "n_messages": pl.Int64(),
     "n_api_calls": pl.Int64(), "simple": pl.Boolean(),
 }
 
 #: The :class:`SessionMeta` fields a manifest row holds as columns (of the same names).
-SESSION_COLUMNS = ("session_id", "model", "context_window", "parent_session_id", "api_calls")
+SESSION_COLUMNS = ("session_id", "model", "context_window", "parent_session_id", "api_calls", "project", "is_subagent")
 #: The report counts (files, sessions, messages, API calls) a manifest row holds as columns.
 COUNT_COLUMNS = ("n_files", "n_sessions", "n_messages", "n_api_calls")
 _INT64 = range(-(2**63), 2**63)
@@ -259,17 +260,20 @@ def manifest_rows(keys: list[FileKey], records: list[dict], format: str | None, 
         "source_format": [r.get("source_format") for r in records],
         "skipped": [bool(r["report"]["skipped"]) for r in records],
         "record": ["" if simple else orjson.dumps(r).decode() for r, simple in zip(records, simples)],
-        **{name: [_column_value(s.get(name)) for s in sessions] for name in SESSION_COLUMNS},
+        **{name: [_column_value(name, s.get(name)) for s in sessions] for name in SESSION_COLUMNS},
         **{name: [c[k] for c in counts] for k, name in enumerate(COUNT_COLUMNS)},
         "simple": simples,
     }, schema=MANIFEST_SCHEMA)
 
 
-def _column_value(value: Any) -> Any:
+def _column_value(name: str, value: Any) -> Any:
     """A session field as its column holds it (None where it does not fit, and the row is not simple)."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value if value in _INT64 else None
-    return value if value is None or isinstance(value, str) else None
+    dtype = MANIFEST_SCHEMA[name]
+    if dtype == pl.Int64:
+        return value if type(value) is int and value in _INT64 else None
+    if dtype == pl.Boolean:
+        return value if type(value) is bool else None
+    return value if type(value) is str else None
 
 
 @lru_cache(maxsize=1)
@@ -291,7 +295,7 @@ def _is_simple(rec: dict) -> bool:
         return False
     if any(session[name] != default for name, default in _defaults().items()):
         return False
-    return all(session[name] is None or _column_value(session[name]) == session[name] for name in SESSION_COLUMNS) \
+    return all(session[name] is None or _column_value(name, session[name]) is session[name] for name in SESSION_COLUMNS) \
         and isinstance(session["session_id"], str)
 
 

@@ -289,12 +289,13 @@ class Cache:
         """One :class:`~.hits.CachedFile` per served row: from its columns if simple, else from its record."""
         columns = [rows[name].to_list() for name in ("i", "pack_index", "row_offset", "rows", "source_format",
                                                      "now_path", "simple", *codec.SESSION_COLUMNS)]
-        for i, pack, offset, n, fmt, path, simple, sid, model, window, parent, calls in zip(*columns):
+        for i, pack, offset, n, fmt, path, simple, sid, model, window, parent, calls, project, sub in zip(*columns):
             if simple:
                 if sid is None:  # a session always has an id: the row is corrupt
                     self.stats.rebuilt += 1
                     continue
-                session = SessionMeta(sid, model, window, parent, api_calls=calls)
+                session = SessionMeta(sid, model, window, parent, api_calls=calls, project=project,
+                                      is_subagent=bool(sub))
             else:
                 rec = decoded_of[i]
                 try:
