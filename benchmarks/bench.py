@@ -56,7 +56,7 @@ from panto_analytics.budgets import parse_budgets
 from panto_analytics.ingest import read_sessions
 from panto_analytics.policy import annotate, replay, splits, turns
 
-from . import ingest_scale
+from . import ingest_scale, memory
 from . import reference_port as port
 from .ingest_scale import orjson_floor
 from .synth import write_corpus
@@ -77,6 +77,8 @@ GOALS = (
     ("small_ingest_vs_floor", "small files: cold ingest / orjson parse-only floor", 1.5, "max"),
     ("small_cache_cold_cost", "small files: cold ingest into an empty cache / --no-cache", 1.1, "max"),
     ("reread_seconds", "cached re-read of 30,000 unchanged files, seconds", 1.0, "max"),
+    ("reread_peak_over_frame", "cached re-read of many files: peak memory / frame", 1.5, "max"),
+    ("claude_resident_bytes", "Claude Code: resident bytes per message after a cold ingest", 200.0, "max"),
 )
 
 #: Small canonical files (about 60 KB each) and tiny files for the re-read, by default.
@@ -179,7 +181,9 @@ def claude_code(sessions: int, seed: int, workdir: Path, progress: Progress = _q
     paths, gen_seconds = _timed(write_claude_code_corpus, config / "projects" / "synth", sessions, seed)
     messages, figures, cache = ingest(paths, lambda line: progress(f"Claude Code: {line}"))
     progress("Claude Code: ccusage daily --json --offline")
-    return {"available": True, "ccusage": ingest_scale.ccusage(config, figures["seconds"]),
+    cc = ingest_scale.ccusage(config, figures["seconds"])
+    progress("Claude Code: resident memory of a cold ingest (a fresh process)")
+    return {"available": True, "ccusage": cc, "memory": memory.resident(paths),
             "corpus": {"sessions": len(paths), "seed": seed, "messages": messages.height,
                        "bytes": sum(p.stat().st_size for p in paths), "generate_seconds": gen_seconds},
             "ingest": figures, "cache": cache}
@@ -374,6 +378,9 @@ def run_bench(sessions: int = 1000, seed: int = 0, n_budgets: int = 64, *, port_
         "small_ingest_vs_floor": small["vs_floor"] if small["available"] else None,
         "small_cache_cold_cost": small["cache"]["ratio"] if small["available"] else None,
         "reread_seconds": many["seconds"] if many["available"] else None,
+        "reread_peak_over_frame": (many["memory"].get("peak_over_frame") if many["available"] else None),
+        "claude_resident_bytes": (claude["memory"].get("resident_bytes_per_message")
+                                  if claude["available"] else None),
     }
     goals = []
     for key, what, target, direction in GOALS:
@@ -420,7 +427,7 @@ def format_report(r: dict) -> str:
     def goal(key: str) -> str:
         g = goals[key]
         sign = "<=" if g["direction"] == "max" else ">="
-        unit = {"bytes_per_message": "", "reread_seconds": " s"}.get(key, "x")
+        unit = {"bytes_per_message": "", "claude_resident_bytes": "", "reread_seconds": " s"}.get(key, "x")
         return f"goal {sign} {g['target']:g}{unit}  {_verdict(g)}"
 
     def ingest_lines(ing: dict, cache: dict, indent: str = "", prefix: str = "") -> list[str]:
@@ -455,7 +462,9 @@ def format_report(r: dict) -> str:
         k = cc["corpus"]
         lines += [f"Claude Code JSONL: {k['sessions']:,} synthetic sessions (seed {k['seed']}), "
                   f"{k['messages']:,} messages, {k['bytes'] / 1e6:.1f} MB (written in {k['generate_seconds']:.1f} s)",
-                  *ingest_lines(cc["ingest"], cc["cache"], "  ", "claude_"), *_ccusage_lines(cc, goal), ""]
+                  *ingest_lines(cc["ingest"], cc["cache"], "  ", "claude_"), *_ccusage_lines(cc, goal),
+                  *_memory_lines(cc["memory"], "  resident after a cold ingest", "resident_bytes_per_message",
+                                 "bytes/message", goal("claude_resident_bytes")), ""]
     else:
         lines += [f"Claude Code JSONL: {cc['note']}", ""]
     lines += [*_small_lines(r["small_files"], goal), *_reread_lines(r["reread_many"], goal), ""]
@@ -512,4 +521,16 @@ def _reread_lines(many: dict, goal: Callable[[str], str]) -> list[str]:
     if not many["available"]:
         return [f"cached re-read of many files: {many['note']}"]
     what = f"cached re-read, {many['files']:,} unchanged files"
-    return [f"{what:<38}{many['seconds']:>9.3f} s   (filled in {many['fill_seconds']:.2f} s)   {goal('reread_seconds')}"]
+    return [f"{what:<38}{many['seconds']:>9.3f} s   (CPU {many['cpu_seconds']:.3f} s; filled in "
+            f"{many['fill_seconds']:.2f} s)   {goal('reread_seconds')}",
+            *_memory_lines(many["memory"], "  peak memory of the re-read", "peak_over_frame", "x the frame",
+                           goal("reread_peak_over_frame"))]
+
+
+def _memory_lines(mem: dict, what: str, key: str, unit: str, verdict: str) -> list[str]:
+    if not mem["available"]:
+        return [f"{what:<38}{mem['note']}"]
+    value = mem.get(key)
+    shown = "n/a (below the peak of the imports)" if value is None else f"{value:.1f} {unit}"
+    return [f"{what:<38}{shown:>24}   (frame {mem['frame_bytes_per_message']:.1f} bytes/message, "
+            f"resident {mem['resident_bytes_per_message']:.0f})   {verdict}"]

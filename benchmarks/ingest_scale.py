@@ -27,6 +27,7 @@ import orjson
 
 from panto_analytics.ingest import read_sessions
 
+from . import memory
 from .synth import write_corpus
 
 __all__ = ["CCUSAGE_HOWTO", "CCUSAGE_VERSION", "cache_cost", "ccusage", "ccusage_binary", "reread_many",
@@ -126,8 +127,17 @@ def reread_many(n: int, workdir: Path) -> dict:
     with tempfile.TemporaryDirectory(prefix="panto-bench-many-") as cache:
         _, fill = _best(1, read_sessions, [folder], cache=cache)
         frame, seconds = _best(2, read_sessions, [folder], cache=cache)
-    return {"available": True, "files": n, "fill_seconds": fill, "seconds": seconds,
-            "messages": frame.height}  # type: ignore[attr-defined]
+        cpu = min(_cpu_seconds(read_sessions, [folder], cache=cache) for _ in range(2))
+        mem = memory.resident([folder], cache)
+    return {"available": True, "files": n, "fill_seconds": fill, "seconds": seconds, "cpu_seconds": cpu,
+            "messages": frame.height, "memory": mem}  # type: ignore[attr-defined]
+
+
+def _cpu_seconds(fn, *args, **kwargs) -> float:
+    """The CPU time of this process (all its threads) in ``fn``: what a loaded machine does not stretch."""
+    t0 = time.process_time()
+    fn(*args, **kwargs)
+    return time.process_time() - t0
 
 
 def orjson_floor(paths: list[Path]) -> float:

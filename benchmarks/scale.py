@@ -3,7 +3,7 @@
 ``python -m benchmarks.scale`` writes a synthetic dataset per size
 (:mod:`benchmarks.synth_dataset`, reused when already there), then runs a
 21-budget sweep over each, each (size, engine) in a fresh Python process
-that reports its own peak RSS (``getrusage``), so no measurement inherits
+that reports its own peak RSS (``VmHWM``), so no measurement inherits
 another's memory. Engines:
 
 - ``memory``: the whole dataset read into one frame, ``splits`` then ``sweep`` (the in-memory path);
@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import subprocess
 import sys
 import time
@@ -33,7 +32,9 @@ BUDGETS = "0:200k:21"
 
 
 def _peak_rss_mib() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    """This process image's own peak RSS (``VmHWM``; ``ru_maxrss`` would keep the parent's peak across exec)."""
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) / 1024 for line in f if line.startswith("VmHWM:"))
 
 
 def measure(root: Path, engine: str, budgets: list[int], repeat: int) -> dict:

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from ..errors import InputError
 
-__all__ = ["SESSION_PATTERNS", "SESSION_SUFFIXES", "PathLike", "default_locations", "expand_paths", "is_session_file",
-           "known_locations"]
+__all__ = ["SESSION_PATTERNS", "SESSION_SUFFIXES", "PathLike", "default_locations", "expand_names", "expand_paths",
+           "is_session_file", "known_locations"]
 
 PathLike = str | Path
 
@@ -36,8 +36,21 @@ def expand_paths(paths: Iterable[PathLike] | PathLike) -> list[Path]:
 
     Order is stable (sorted within a directory or glob) and duplicates are dropped.
     """
+    return [Path(name) for name in expand_names(paths)]
+
+
+def expand_names(paths: Iterable[PathLike] | PathLike) -> list[str]:
+    """:func:`expand_paths` as strings: no ``Path`` object per file (a cached re-read of many files needs none).
+
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / "b.jsonl").write_text(""), (d / "a.jsonl").write_text(""), (d / "c.txt").write_text("")
+    >>> [pathlib.Path(n).name for n in expand_names(d)]
+    ['a.jsonl', 'b.jsonl']
+    """
     if isinstance(paths, (str, Path)):
         paths = [paths]
+    paths = list(paths)
     out: list[tuple[str, bool | None]] = []  # (path, is a link; None: not known yet)
     for p in paths:
         p = Path(p).expanduser()
@@ -50,14 +63,17 @@ def expand_paths(paths: Iterable[PathLike] | PathLike) -> list[Path]:
                                                       if os.path.isfile(q)))
         else:
             raise InputError(p, None, "no such file or directory", skippable=False)
+    if len(paths) == 1 and all(is_link is False for _, is_link in out):
+        # One folder walked without following links: every file is there once, under one name.
+        return [path for path, _ in out]
     seen: set[str] = set()
     real = _RealPaths()
-    unique: list[Path] = []
+    unique: list[str] = []
     for path, is_link in out:
         r = real(path, is_link)
         if r not in seen:
             seen.add(r)
-            unique.append(Path(path))
+            unique.append(path)
     return unique
 
 

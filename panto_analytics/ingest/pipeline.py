@@ -31,9 +31,11 @@ from ..policy.expressions import is_api_call
 from ..schema import empty_messages
 from . import parallel, schedule
 from .cache import Cache, CacheStats, CacheWarning, Entry, FileKey, as_cache
+from .cache.codec import key_table, keys_of
+from .cache.hits import Found, gather_messages
 from .formats import ADAPTERS, adapter, detect_format
 from .formats.base import FrameBuilder, ParsedFile, SessionMeta, SourceFile, session_stem
-from .paths import PathLike, expand_paths
+from .paths import PathLike, expand_names
 from .progress import Progress
 
 __all__ = ["Ingested", "concat_messages", "parse_files", "parse_here", "read_files", "read_sessions"]
@@ -57,10 +59,10 @@ def read_files(paths: Iterable[PathLike] | PathLike, *, format: str | None = Non
     report = report if report is not None else IngestReport()
     store = as_cache(cache)
     before = dataclasses.replace(store.stats) if store is not None else None
-    parsed = parse_files(expand_paths(paths), format=format, skip_invalid=skip_invalid, report=report,
+    parsed = parse_files(expand_names(paths), format=format, skip_invalid=skip_invalid, report=report,
                          cache=store, progress=progress, jobs=jobs)
     stats = store.stats.since(before) if store is not None and before is not None else None
-    return Ingested(parsed, concat_messages([p.messages for p in parsed]), report, stats)
+    return Ingested(parsed, gather_messages(parsed), report, stats)
 
 
 def read_sessions(paths: Iterable[PathLike] | PathLike, *, format: str | None = None,
@@ -207,7 +209,7 @@ def _counted_api_calls(frames: list[pl.DataFrame]) -> list[int]:
     return np.bincount(owner, weights=is_call, minlength=len(frames)).astype(int).tolist()
 
 
-def parse_files(files: list[Path], *, format: str | None = None, skip_invalid: bool = False,
+def parse_files(files: Sequence[PathLike], *, format: str | None = None, skip_invalid: bool = False,
                 report: IngestReport | None = None, cache: Cache | PathLike | bool | None = None,
                 progress: bool = False, jobs: int | None = None) -> list[ParsedFile]:
     """Parse files and check that no session id is claimed by two of them.
@@ -221,15 +223,18 @@ def parse_files(files: list[Path], *, format: str | None = None, skip_invalid: b
     report = report if report is not None else IngestReport()
     cache = as_cache(cache)
     before = dataclasses.replace(cache.stats) if cache is not None else None
-    keys = [FileKey.of(f) for f in files]
-    entries = cache.lookup(keys, format, skip_invalid) if cache is not None else [None] * len(keys)
-    todo = [i for i, e in enumerate(entries) if e is None]
-    bar = Progress(len(keys), sum(k.size for k in keys), enabled=None if progress else False)
-    bar.advance(sum(keys[i].size for i, e in enumerate(entries) if e is not None),
-                files=len(keys) - len(todo), cached=True)
+    table = key_table(files)  # one stat per file
+    found = cache.find(table, format, skip_invalid) if cache is not None else Found()
+    hit = np.zeros(table.height, dtype=bool)
+    hit[found.index] = True
+    todo = np.flatnonzero(~hit).tolist()
+    todo_keys = keys_of(table[todo]) if todo else []
+    sizes = table["size"].to_numpy()
+    bar = Progress(table.height, int(sizes.sum()), enabled=None if progress else False)
+    bar.advance(int(sizes[hit].sum()), files=len(found.index), cached=True)
     with bar:
-        pool_from = schedule.pool_threshold([keys[i] for i in todo], format)
-        batches = schedule.batches([keys[i] for i in todo], jobs, pool_from)
+        pool_from = schedule.pool_threshold(todo_keys, format)
+        batches = schedule.batches(todo_keys, jobs, pool_from)
         batch_results = parallel.run(
             _parse_batch, [(batch, format, skip_invalid, cache) for batch in batches],
             weights=[sum(k.size for k in batch) for batch in batches], jobs=jobs, min_weight=pool_from,
@@ -240,9 +245,6 @@ def parse_files(files: list[Path], *, format: str | None = None, skip_invalid: b
         raise InputError(*errors[0])
     done = cast("list[tuple]", batch_results)  # every batch ran: none stopped the others
     parsed_entries = [entry for _, batch_entries, _, _, _ in done for entry in batch_entries]
-    for i, entry in zip(todo, parsed_entries):
-        entries[i] = entry
-    found = cast("list[Entry]", entries)  # every file is cached or parsed by now (an error raised above)
     if cache is not None:
         assert before is not None  # taken whenever there is a cache
         for _, _, _, stats, error in done:
@@ -250,10 +252,17 @@ def parse_files(files: list[Path], *, format: str | None = None, skip_invalid: b
         cache.count_misses(len(todo))
         cache.commit([rows for _, _, rows, _, _ in done])
         _warn_about(cache, before)
-    for entry in found:
+    report.merge(found.report)
+    files_in_order: list[ParsedFile | None] = [None] * table.height
+    for i, cached in zip(found.index, found.files):
+        files_in_order[i] = cached  # its Path is made when asked for
+    for i, entry in zip(todo, parsed_entries):
         report.merge(entry.report)
-    parsed = [ParsedFile(e.messages, e.session, f if isinstance(f, Path) else Path(f), e.source_format)
-              for f, e in zip(files, found) if e.session is not None]
+        if entry.session is not None:
+            f = files[i]
+            files_in_order[i] = ParsedFile(entry.messages, entry.session, f if isinstance(f, Path) else Path(f),
+                                           entry.source_format)
+    parsed = [p for p in files_in_order if p is not None]
     parsed = postprocess(parsed, report)
     return check_unique_sessions(parsed, skip_invalid=skip_invalid, report=report)
 
@@ -320,6 +329,9 @@ def check_unique_sessions(parsed: list[ParsedFile], *, skip_invalid: bool = Fals
     backup, a copy) is dropped, its messages uncounted, and the skip noted
     with both files.
     """
+    ids = [p.session.session_id for p in parsed if p.session is not None]
+    if len(set(ids)) == len(parsed):  # the usual case, in one pass
+        return parsed
     owner: dict[str, Path] = {}
     kept: list[ParsedFile] = []
     for p in parsed:

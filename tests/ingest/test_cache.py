@@ -391,7 +391,8 @@ def test_session_metadata_round_trips_exactly(tmp_path):
     assert back.session == meta and back.report == report and back.source_format == "canonical"
 
 
-def test_entry_with_malformed_session_metadata_is_not_trusted(corpus, big_corpus, cache):
+@pytest.mark.parametrize("where", ["record", "columns"])
+def test_entry_with_malformed_session_metadata_is_not_trusted(corpus, big_corpus, cache, where):
     for folder in (corpus, big_corpus):
         cold = read(folder, None)
         read(folder, cache)
@@ -399,10 +400,16 @@ def test_entry_with_malformed_session_metadata_is_not_trusted(corpus, big_corpus
         meta = json.loads(pl.read_parquet_metadata(path)[cache_codec.META_KEY])
         manifest = pl.read_parquet(path)
         first = str(folder / sorted(p.name for p in folder.iterdir())[0])
-        record = json.loads(manifest.filter(pl.col("path") == first)["record"].item())
-        record["session"] = {"no_such_field": 1}
-        manifest = manifest.with_columns(
-            pl.when(pl.col("path") == first).then(pl.lit(json.dumps(record))).otherwise(pl.col("record")).alias("record"))
+        mine = pl.col("path") == first
+        if where == "record":  # a row served from its record (not simple): a record of the wrong shape
+            row = manifest.filter(mine).row(0, named=True)
+            record = json.loads(row["record"]) if row["record"] else {"report": {}, "datetimes": []}
+            record["session"] = {"no_such_field": 1}
+            manifest = manifest.with_columns(pl.when(mine).then(pl.lit(json.dumps(record))).otherwise("record")
+                                             .alias("record"), pl.when(mine).then(False).otherwise("simple").alias("simple"))
+        else:  # a row served from its columns (simple): a session without an id
+            manifest = manifest.with_columns(pl.when(mine).then(True).otherwise("simple").alias("simple"),
+                                             pl.when(mine).then(None).otherwise("session_id").alias("session_id"))
         cache_codec.write_parquet(manifest, path, meta)
         again = read(folder, cache)
         assert again.cache.rebuilt == 1

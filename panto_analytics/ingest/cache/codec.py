@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
@@ -23,23 +24,26 @@ from typing import Any, Final, Literal
 
 import orjson
 import polars as pl
+import pyarrow.parquet as pq
 
 from ...errors import IngestReport, InputError
 from ...schema import MESSAGE_SCHEMA
 from ..formats.base import SessionMeta
 
 __all__ = [
-    "BadEntry", "Entry", "FileKey", "LAYOUT", "MAGIC", "MANIFEST_SCHEMA", "META_KEY", "check_record", "decoded",
-    "key_digest", "make_meta", "manifest_rows", "mode_of", "pack_name", "parser_version", "read_frame", "read_manifest",
-    "read_meta", "record_of", "write_parquet",
+    "BadEntry", "COUNT_COLUMNS", "Entry", "FileKey", "KEY_TABLE_SCHEMA", "LAYOUT", "MAGIC", "MANIFEST_SCHEMA",
+    "META_KEY", "SESSION_COLUMNS", "check_record", "decoded", "decoded_session", "key_digest", "key_table",
+    "keys_of", "make_meta", "manifest_rows", "merge_report", "mode_of", "pack_name", "parser_version", "read_frame",
+    "read_manifest", "read_footer", "read_meta", "record_of", "report_of", "write_parquet"
 ]
 
 #: Marks our metadata in a Parquet file; anything without it is foreign.
 MAGIC = "panto_analytics.cache"
 
 
-#: Bumped when the layout or the metadata encoding changes (2: packs per batch and a manifest).
-LAYOUT = 2
+#: Bumped when the layout or the metadata encoding changes (2: packs per batch and a manifest; 3: the
+#: session's scalar fields and the report counts as manifest columns).
+LAYOUT = 3
 
 
 #: One row per cached file. Columns may be added (issue 9 will add a session-hash
@@ -49,7 +53,20 @@ MANIFEST_SCHEMA: Final[dict[str, pl.DataType]] = {
     "size": pl.Int64(), "mtime_ns": pl.Int64(), "inode": pl.UInt64(),
     "parser": pl.String(), "pack": pl.String(), "row_offset": pl.Int64(), "rows": pl.Int64(),
     "source_format": pl.String(), "skipped": pl.Boolean(), "record": pl.String(),
+    # What a re-read needs of most files, as columns (:data:`SESSION_COLUMNS`, :data:`COUNT_COLUMNS`); ``simple``:
+    # the columns say it all (every other SessionMeta field at its default, no skips, nothing ignored), and
+    # ``record`` is left empty; otherwise ``record`` holds it all.
+    "session_id": pl.String(), "model": pl.String(), "context_window": pl.Int64(), "parent_session_id": pl.String(),
+    "api_calls": pl.Int64(), "project": pl.String(), "is_subagent": pl.Boolean(),
+    "n_files": pl.Int64(), "n_sessions": pl.Int64(), "n_messages": pl.Int64(),
+    "n_api_calls": pl.Int64(), "simple": pl.Boolean(),
 }
+
+#: The :class:`SessionMeta` fields a manifest row holds as columns (of the same names).
+SESSION_COLUMNS = ("session_id", "model", "context_window", "parent_session_id", "api_calls", "project", "is_subagent")
+#: The report counts (files, sessions, messages, API calls) a manifest row holds as columns.
+COUNT_COLUMNS = ("n_files", "n_sessions", "n_messages", "n_api_calls")
+_INT64 = range(-(2**63), 2**63)
 
 
 #: The Parquet key-value metadata key.
@@ -104,6 +121,58 @@ class FileKey:
         return [self.path, self.size, self.mtime_ns, self.inode]
 
 
+#: The state of many files at once (:func:`key_table`): one row per file, in the order given.
+KEY_TABLE_SCHEMA: Final[dict[str, pl.DataType]] = {
+    "path": pl.String(), "abspath": pl.String(), "size": pl.Int64(), "mtime_ns": pl.Int64(), "inode": pl.UInt64(),
+}
+
+#: Path pieces that ``os.path.abspath`` would normalise away.
+_UNNORMAL = r"//|/\./|/\.\./|/\.$|/\.\.$|/$"
+
+
+def key_table(paths: Sequence[str | Path]) -> pl.DataFrame:
+    """What :meth:`FileKey.of` says of each file, as one frame (:data:`KEY_TABLE_SCHEMA`): one stat per file.
+
+    The absolute paths are computed as columns: ``os.path.abspath`` runs only
+    on the rare path that is relative to the working folder's parent or not
+    normalised. A file that cannot be stat'ed is an :class:`InputError`.
+
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "s.jsonl"
+    >>> _ = p.write_text("{}\\n")
+    >>> row = key_table([p]).row(0, named=True)
+    >>> row["abspath"] == str(p) and row["size"] == 3
+    True
+    """
+    names = [os.fspath(p) for p in paths]
+    stats = []
+    stat = os.stat
+    for name in names:
+        try:
+            stats.append(stat(name))
+        except OSError as e:
+            raise InputError(name, None, f"cannot read: {e.strerror or e}") from None
+    cwd = os.getcwd()
+    table = pl.DataFrame({
+        "path": names,
+        "size": [st.st_size for st in stats], "mtime_ns": [st.st_mtime_ns for st in stats],
+        "inode": [st.st_ino for st in stats],
+    }, schema={k: v for k, v in KEY_TABLE_SCHEMA.items() if k != "abspath"})
+    path = pl.col("path")
+    joined = pl.when(path.str.starts_with("/")).then(path).otherwise(pl.lit(cwd.rstrip("/") + "/") + path)
+    table = table.with_columns(abspath=joined).select(list(KEY_TABLE_SCHEMA))
+    odd = table.select(pl.col("abspath").str.contains(_UNNORMAL)).to_series()
+    if odd.any():
+        fixed = [os.path.abspath(a) if o else a for a, o in zip(table["abspath"], odd)]
+        table = table.with_columns(abspath=pl.Series(fixed, dtype=pl.String))
+    return table
+
+
+def keys_of(table: pl.DataFrame) -> list[FileKey]:
+    """The :class:`FileKey` of each row of a :func:`key_table`."""
+    return [FileKey(*row) for row in table.select("path", "abspath", "size", "mtime_ns", "inode").iter_rows()]
+
+
 @dataclass
 class Entry:
     """What parsing one file produced: its frame rows, session, format and report share."""
@@ -134,18 +203,25 @@ def read_meta(path: Path, kind: str) -> dict | None:
     ``None`` for a file of another layout: stale, not bad (a plain miss,
     replaced by the next write).
     """
+    return read_footer(path, kind)[0]
+
+
+def read_footer(path: Path, kind: str) -> tuple[dict | None, int]:
+    """:func:`read_meta` and the number of rows the file really holds, from one read of its footer."""
     try:
-        raw = pl.read_parquet_metadata(path).get(META_KEY)
+        footer = pq.read_metadata(path)
+        raw = (footer.metadata or {}).get(META_KEY.encode())
         meta = orjson.loads(raw) if raw is not None else None
+        rows = footer.num_rows
     except Exception as e:  # any failure to read the footer means a corrupt file
         raise BadEntry(f"unreadable: {e}") from None
     if not isinstance(meta, dict) or meta.get("magic") != MAGIC:
         raise BadEntry("not a panto_analytics cache file")
     if meta.get("layout") != LAYOUT:
-        return None
+        return None, rows
     if meta.get("kind") != kind:
         raise BadEntry(f"not a {kind}")
-    return meta
+    return meta, rows
 
 
 def read_manifest(path: Path) -> pl.DataFrame | None:
@@ -174,14 +250,53 @@ def manifest_rows(keys: list[FileKey], records: list[dict], format: str | None, 
     offsets = [0]
     for n in sizes[:-1]:
         offsets.append(offsets[-1] + n)
+    sessions = [r.get("session") or {} for r in records]
+    counts = [r["report"].get("counts") or [0, 0, 0, 0] for r in records]
+    simples = [_is_simple(r) for r in records]
     return pl.DataFrame({
         "abspath": [k.abspath for k in keys], "path": [k.path for k in keys], "mode": mode_of(format),
         "size": [k.size for k in keys], "mtime_ns": [k.mtime_ns for k in keys], "inode": [k.inode for k in keys],
         "parser": parser_version(), "pack": pack, "row_offset": offsets, "rows": sizes,
         "source_format": [r.get("source_format") for r in records],
         "skipped": [bool(r["report"]["skipped"]) for r in records],
-        "record": [orjson.dumps(r).decode() for r in records],
+        "record": ["" if simple else orjson.dumps(r).decode() for r, simple in zip(records, simples)],
+        **{name: [_column_value(name, s.get(name)) for s in sessions] for name in SESSION_COLUMNS},
+        **{name: [c[k] for c in counts] for k, name in enumerate(COUNT_COLUMNS)},
+        "simple": simples,
     }, schema=MANIFEST_SCHEMA)
+
+
+def _column_value(name: str, value: Any) -> Any:
+    """A session field as its column holds it (None where it does not fit, and the row is not simple)."""
+    dtype = MANIFEST_SCHEMA[name]
+    if dtype == pl.Int64:
+        return value if type(value) is int and value in _INT64 else None
+    if dtype == pl.Boolean:
+        return value if type(value) is bool else None
+    return value if type(value) is str else None
+
+
+@lru_cache(maxsize=1)
+def _defaults() -> dict[str, Any]:
+    """The default of every :class:`SessionMeta` field that has no column."""
+    out = {}
+    for f in dataclasses.fields(SessionMeta):
+        if f.name not in SESSION_COLUMNS:
+            out[f.name] = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+    return out
+
+
+def _is_simple(rec: dict) -> bool:
+    """Whether the manifest columns say all a record holds (so a re-read need not parse it)."""
+    session, report = rec.get("session"), rec.get("report")
+    if not isinstance(session, dict) or not isinstance(report, dict) or rec.get("datetimes"):
+        return False
+    if report.get("skipped") or report.get("ignored") or set(session) != set(SESSION_COLUMNS) | set(_defaults()):
+        return False
+    if any(session[name] != default for name, default in _defaults().items()):
+        return False
+    return all(session[name] is None or _column_value(name, session[name]) is session[name] for name in SESSION_COLUMNS) \
+        and isinstance(session["session_id"], str)
 
 
 def pack_name(keys: list[FileKey], format: str | None) -> str:
@@ -233,6 +348,65 @@ def decoded(rec: dict) -> tuple[SessionMeta, IngestReport]:
         return SessionMeta(**_with_datetimes(rec["session"], rec["datetimes"])), _decode_report(rec["report"])
     except (TypeError, ValueError, LookupError) as e:
         raise BadEntry(f"malformed metadata: {e}") from None
+
+
+def decoded_session(rec: Any) -> SessionMeta:
+    """The session a record holds, its report share checked but not built; :class:`BadEntry` if malformed.
+
+    With :func:`merge_report`, what a re-read of many files does per file:
+    no :class:`IngestReport` of its own.
+    """
+    try:
+        check_record(rec)
+        _check_report(rec["report"])
+        return SessionMeta(**_with_datetimes(rec["session"], rec["datetimes"]))
+    except (TypeError, ValueError, LookupError) as e:
+        raise BadEntry(f"malformed metadata: {e}") from None
+
+
+def report_of(share: dict) -> IngestReport:
+    """The :class:`IngestReport` of one file's share, as a record holds it (checked by :func:`decoded_session`)."""
+    return _decode_report(share)
+
+
+def merge_report(report: IngestReport, shares: list[dict]) -> None:
+    """Add the report shares of many records (checked by :func:`decoded_session`) to ``report``.
+
+    The counts are summed in one pass; only shares that skipped or ignored
+    something touch the counters.
+    """
+    counts = [0, 0, 0, 0]
+    for share in shares:
+        c = share["counts"]
+        counts[0] += c[0]
+        counts[1] += c[1]
+        counts[2] += c[2]
+        counts[3] += c[3]
+        if share["skipped"]:
+            for f, r, n in share["skipped"]:
+                report.skipped[(f, r)] += n
+        if share["ignored"]:
+            for f, t, n in share["ignored"]:
+                report.ignored[(f, t)] += n
+    report.files += counts[0]
+    report.sessions += counts[1]
+    report.messages += counts[2]
+    report.api_calls += counts[3]
+
+
+def _check_report(d: Any) -> None:
+    """Raise TypeError unless ``d`` has the shape of an encoded report."""
+    if not isinstance(d, dict):
+        raise TypeError("report is not an object")
+    counts = d.get("counts")
+    if not isinstance(counts, list) or len(counts) != 4 or not all(type(c) is int for c in counts):
+        raise TypeError("report counts are not four integers")
+    for name in ("skipped", "ignored"):
+        rows = d.get(name)
+        if not isinstance(rows, list) or not all(
+                isinstance(r, list) and len(r) == 3 and isinstance(r[0], str) and isinstance(r[1], str)
+                and type(r[2]) is int for r in rows):
+            raise TypeError(f"report {name} is not a list of [key, key, count]")
 
 
 def _encode_report(report: IngestReport) -> dict:

@@ -1,0 +1,80 @@
+"""Resident memory of a read, measured in a fresh process: bytes per message, and the peak against the frame.
+
+A read's memory is what stays resident with what it returns (the message
+frame, the parsed files and their metadata) and the peak on the way. Both
+are measured in a child process, so that nothing the parent already holds
+(an earlier read, a warm allocator) hides or inflates them:
+
+- **resident bytes per message**: RSS after the read (its result alive)
+  minus RSS after the imports, over the number of messages (goal for Claude
+  Code: at most 200 bytes);
+- **peak / frame**: the peak RSS above the imports over the frame's
+  ``estimated_size`` (goal for a cached re-read: at most 1.5x).
+
+RSS is read from ``/proc/self/statm`` and the peak from ``VmHWM`` in
+``/proc/self/status`` (Linux; ``ru_maxrss`` would keep the parent's peak
+across ``exec``); elsewhere the section says it is not available. No figure here is a test.
+
+>>> resident([], None)["available"] in (True, False)
+True
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+
+__all__ = ["resident"]
+
+_CHILD = """import gc, json, os, sys
+import polars as pl
+from panto_analytics.ingest import read_files
+
+def rss():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+def peak_rss():  # VmHWM: this process image's own peak (ru_maxrss keeps the parent's across exec)
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmHWM:"))
+
+paths, cache = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+base = rss()
+peak_before = peak_rss()
+read = read_files(paths, cache=cache)
+gc.collect()
+after = rss()
+peak = peak_rss()
+print(json.dumps({"messages": read.messages.height, "hits": read.cache.hits if read.cache else None,
+                  "frame_bytes": read.messages.estimated_size(),
+                  "base": base, "after": after, "peak": peak, "peak_before": peak_before}))
+"""
+
+
+def resident(paths: list[Path], cache: str | Path | None = None) -> dict:
+    """Memory figures of ``read_files(paths, cache=cache)`` in a fresh process (a filled cache: a re-read).
+
+    ``peak_over_frame`` is meaningful only when the read raised the peak
+    (``peak`` above the peak before it); otherwise it is None.
+    """
+    if not Path("/proc/self/statm").exists():
+        return {"available": False, "note": "not available: no /proc/self/statm"}
+    names = [str(p) for p in paths]
+    args = [sys.executable, "-c", _CHILD,
+            orjson.dumps(names).decode(), orjson.dumps(None if cache is None else str(cache)).decode()]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(Path(__file__).resolve().parent.parent),
+                                                                    os.environ.get("PYTHONPATH")) if p)}
+    try:
+        out = subprocess.run(args, capture_output=True, check=True, timeout=900, env=env)
+        m = orjson.loads(out.stdout.splitlines()[-1])
+    except (OSError, subprocess.SubprocessError, ValueError, IndexError) as e:
+        return {"available": False, "note": f"not available: the child failed ({e})"}
+    n = max(m["messages"], 1)
+    raised = m["peak"] > m["peak_before"]
+    return {"available": True, "messages": m["messages"], "cache_hits": m["hits"], "frame_bytes": m["frame_bytes"],
+            "resident_bytes_per_message": (m["after"] - m["base"]) / n,
+            "frame_bytes_per_message": m["frame_bytes"] / n,
+            "peak_over_frame": (m["peak"] - m["base"]) / max(m["frame_bytes"], 1) if raised else None}
