@@ -199,8 +199,9 @@ def _scan(paths: list[Path], table: str) -> pl.LazyFrame:
     schema = TABLES[table]
     if not paths:
         return pl.LazyFrame(schema=schema)
-    return pl.scan_parquet(paths, hive_partitioning=False).select(list(schema)).cast(
-        cast("dict[Any, pl.DataType]", schema))
+    # Columns the schema gained since a part was written read as nulls; columns it lost are ignored.
+    return pl.scan_parquet(paths, hive_partitioning=False, schema=schema, missing_columns="insert",
+                           extra_columns="ignore").select(list(schema))
 
 
 def dataset_corpus(root: str | Path) -> Corpus:

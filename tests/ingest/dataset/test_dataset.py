@@ -196,3 +196,14 @@ def test_bucket_groups_hold_whole_buckets_up_to_the_rows_asked(tmp_path):
     assert [sorted(g) for g in bucket_groups(tmp_path / "ds", 10**9)] == [every]
     middle = bucket_groups(tmp_path / "ds", 1_000)
     assert 1 < len(middle) < 8 and sorted(p for g in middle for p in g) == every
+
+
+def test_a_part_written_before_a_column_was_added_reads_it_as_null(tmp_path):
+    from panto_analytics.ingest.dataset.store import read_part
+    from panto_analytics.schema import SESSIONS_SCHEMA
+
+    old = pl.DataFrame({"session_id": ["s"], "file": ["s.jsonl"], "no_longer_a_column": [1]})
+    write_part(tmp_path, "sessions", "p.parquet", old)
+    got = read_part(tmp_path, "sessions", "p.parquet")
+    assert got.schema == SESSIONS_SCHEMA
+    assert got.row(0, named=True)["file"] == "s.jsonl" and got.row(0, named=True)["project"] is None
