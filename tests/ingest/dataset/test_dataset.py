@@ -202,7 +202,8 @@ def test_a_part_written_before_a_column_was_added_reads_it_as_null(tmp_path):
     from panto_analytics.ingest.dataset.store import read_part
     from panto_analytics.schema import SESSIONS_SCHEMA
 
-    old = pl.DataFrame({"session_id": ["s"], "file": ["s.jsonl"], "no_longer_a_column": [1]})
+    old = pl.DataFrame({"session_id": ["s"], "file": ["s.jsonl"], "no_longer_a_column": [1]},
+                       schema_overrides={"session_id": pl.Categorical})
     write_part(tmp_path, "sessions", "p.parquet", old)
     got = read_part(tmp_path, "sessions", "p.parquet")
     assert got.schema == SESSIONS_SCHEMA
