@@ -32,14 +32,13 @@ import polars as pl
 
 from .base import Policy, at_or_after, chars_to_tokens, state_max, state_min, suffix_cut
 
-__all__ = ["Pi"]
+__all__ = ["Pi", "PiSettings"]
 
 
 @dataclass(frozen=True)
-class Pi(Policy):
-    """pi's ``findCutPoint`` under ``window - reserve_tokens``."""
+class PiSettings(Policy):
+    """pi's compaction settings, shared by its current and its whole-turn policy (``DEFAULT_COMPACTION_SETTINGS``)."""
 
-    name = "pi"
     reserve_tokens: int = 16_384
     keep_recent_tokens: int = 20_000
 
@@ -48,6 +47,13 @@ class Pi(Policy):
 
     def budget(self) -> int:
         return self.keep_recent_tokens
+
+
+@dataclass(frozen=True)
+class Pi(PiSettings):
+    """pi's ``findCutPoint`` under ``window - reserve_tokens``."""
+
+    name = "pi"
 
     def cut(self, frame: pl.DataFrame) -> pl.DataFrame:
         seq = pl.col("seq")

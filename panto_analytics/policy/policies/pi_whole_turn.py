@@ -29,24 +29,17 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from .base import Policy, state_max, state_min, suffix_cut
+from .base import state_max, state_min, suffix_cut
+from .pi import PiSettings
 
 __all__ = ["PiWholeTurn"]
 
 
 @dataclass(frozen=True)
-class PiWholeTurn(Policy):
+class PiWholeTurn(PiSettings):
     """pi's whole-turn ``findCutPoint`` (usage differences) under ``window - reserve_tokens``."""
 
     name = "pi-whole-turn"
-    reserve_tokens: int = 16_384
-    keep_recent_tokens: int = 20_000
-
-    def threshold(self, window: int) -> int:
-        return window - self.reserve_tokens
-
-    def budget(self) -> int:
-        return self.keep_recent_tokens
 
     def cut(self, frame: pl.DataFrame) -> pl.DataFrame:
         seq, call = pl.col("seq"), pl.col("call")
