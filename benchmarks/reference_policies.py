@@ -16,6 +16,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from .reference_replay import Event
+
 __all__ = ["PolicyEvent", "cut_of", "expected_policy_replay", "replay_session"]
 
 USAGE = ("input", "output", "cache_read", "cache_write")
@@ -168,16 +170,9 @@ def cut_of(name: str, msgs: list[dict], first: int, k: int, settings: dict) -> C
 
 
 @dataclass(frozen=True)
-class PolicyEvent:
-    event: int
-    trigger_seq: int
-    context_before: int
-    active_start: int
-    prefix_end: int
-    kept_turns: int
-    kept_tokens: int
-    summarized_tokens: int
-    context_after: int
+class PolicyEvent(Event):
+    """A libpanto replay event plus what a policy's cut adds (where the kept messages start, how many, a split turn)."""
+
     kept_start: int | None
     kept_messages: int
     split_turn: bool
