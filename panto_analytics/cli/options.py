@@ -149,21 +149,17 @@ def dataset_path(paths) -> Path | None:
     return datasets[0]
 
 
-def read_input(paths, format_, skip_invalid, report: IngestReport | None = None) -> pl.DataFrame:
+def read_input(paths, format_, skip_invalid) -> pl.DataFrame:
     """The message frame of PATHS, read as the command line says; skips and cache trouble on stderr.
 
-    A dataset folder is read whole (see :func:`dataset_path`).
+    A dataset folder (see :func:`dataset_path`), or session filters, which need the sessions table,
+    take the corpus read of :func:`read_input_corpus`.
     """
     from ..ingest import read_sessions
 
-    if (ds := dataset_path(paths)) is not None:
-        return read_input_corpus([ds], format_, skip_invalid).messages
-    if session_filter().active:
-        corpus = read_input_corpus(paths, format_, skip_invalid)
-        if report is not None:
-            report.merge(corpus.report)
-        return corpus.messages
-    report = report if report is not None else IngestReport()
+    if dataset_path(paths) is not None or session_filter().active:
+        return read_input_corpus(paths, format_, skip_invalid).messages
+    report = IngestReport()
     files = session_files(paths)
     with cache_warnings_on_stderr():
         messages = read_sessions(files, format=format_, skip_invalid=skip_invalid, report=report,
