@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from strategies import conversations, random_conversation
 
 from panto_analytics.errors import InputError
+from panto_analytics.ingest.formats import columnar
 from panto_analytics.ingest.formats.base import FrameBuilder, SourceFile
 from panto_analytics.ingest.formats.canonical import fast as canonical_fast
 from panto_analytics.ingest.formats.canonical import reference as canonical
@@ -127,7 +128,7 @@ def test_blank_lines_send_only_their_file_to_the_reference(tmp_path):
 
 def test_very_large_files_stream_through_the_reference(tmp_path, monkeypatch):
     path = write(tmp_path / "big.jsonl", random_conversation(random.Random(5)))
-    monkeypatch.setattr(canonical_fast, "MAX_FILE_BYTES", path.stat().st_size - 1)
+    monkeypatch.setattr(columnar, "MAX_FILE_BYTES", path.stat().st_size - 1)
     assert fast([path])[0][0] is None
 
 

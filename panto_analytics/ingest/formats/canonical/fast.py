@@ -27,19 +27,14 @@ import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
 from ....schema import MAX_USAGE, MESSAGE_SCHEMA, ROLES, USAGE_COLUMNS
-from ....transcript import BLOCK_FIELDS, MEDIA_NOTE_BYTES, SEPARATOR, label_bytes
-from ....words import MEDIA_PART_WORDS, count_words_arrow
 from ..base import Invalid, SourceFile
+from ..columnar import BLOCK, bad_timestamps, parse_timestamps, per_owner, read_whole, serialized_bytes, words_and_flags
 from . import reference as canonical
 
-__all__ = ["MAX_FILE_BYTES", "read_frames"]
+__all__ = ["read_frames"]
 
-_PART = pa.struct([("type", pa.string()), ("text", pa.large_string()), ("media_type", pa.string())])
-_BLOCK = pa.struct([
-    ("type", pa.string()), ("text", pa.large_string()), ("id", pa.string()), ("name", pa.string()),
-    ("input", pa.large_string()), ("tool_use_id", pa.string()), ("mode", pa.string()),
-    ("parts", pa.list_(_PART)),
-])
+#: The canonical block as it is on disk: :data:`~..columnar.BLOCK` and a system block's ``mode``.
+_BLOCK = pa.struct([*BLOCK, ("mode", pa.string())])
 _MESSAGE = pa.struct([
     ("type", pa.string()), ("role", pa.string()), ("content", pa.list_(_BLOCK)),
     ("usage", pa.struct([(k, pa.int64()) for k in USAGE_COLUMNS])), ("timestamp", pa.string()),
@@ -54,16 +49,13 @@ _REQUIRED = {
     "text": ("text",), "thinking": ("text",), "compaction_summary": ("text",), "system": ("text", "mode"),
     "tool_use": ("id", "name", "input"), "tool_result": ("tool_use_id", "parts"),
 }
-#: Timestamps the fast path parses itself; a file with any other kind goes to the reference adapter.
-_ISO_UTC = r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,6})?(Z|\+00:00)$"
-
 
 def read_frames(sources: list[SourceFile]) -> list[pl.DataFrame | None]:
     """The message frame of each clean file, or None to fall back to :func:`canonical.parse`.
 
     One JSON parse and one vectorized pass over all the files' messages.
     """
-    return _frames(sources, [_load(src) for src in sources])
+    return _frames(sources, [read_whole(src) for src in sources])
 
 
 def _frames(sources: list[SourceFile], loaded: list[bytes | None]) -> list[pl.DataFrame | None]:
@@ -92,39 +84,6 @@ def _frames(sources: list[SourceFile], loaded: list[bytes | None]) -> list[pl.Da
             canonical.record_compactions(sources[i], frame["seq"].filter(frame["has_summary"]).to_list())
             frames[i] = frame
     return frames
-
-
-#: Larger files take the reference path, which streams them line by line in
-#: bounded memory; the fast path holds a file's bytes and its Arrow table at once.
-MAX_FILE_BYTES = 64_000_000
-
-
-def _load(src: SourceFile) -> bytes | None:
-    """The file's bytes, newline-terminated; None for an empty or a very large file."""
-    if src.path.stat().st_size > MAX_FILE_BYTES:
-        return None
-    with src.open() as f:
-        data = f.read()
-    if not data.isascii() and not _valid_utf8(data):
-        return None
-    if data and not data.endswith(b"\n"):
-        data += b"\n"
-    return data or None
-
-
-def _valid_utf8(data: bytes) -> bool:
-    """Whether ``data`` is valid UTF-8, checked by Arrow's SIMD validator without a copy.
-
-    Arrow's JSON reader does not check it, and the reference (orjson) refuses
-    a line with bad bytes anywhere, ignored fields included.
-    """
-    offsets = np.array([0, len(data)], dtype=np.int64)
-    as_string = pa.Array.from_buffers(pa.large_string(), 1, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
-    try:
-        as_string.validate(full=True)
-    except pa.ArrowInvalid:
-        return False
-    return True
 
 
 def _parse_json(files: list[bytes], n_lines: int) -> pa.StructArray | None:
@@ -175,10 +134,10 @@ def _batch_frame(table: pa.StructArray, file_of: np.ndarray, sources: list[Sourc
     n_files = len(sources)
     blocks = table.field("content").flatten()
     block_owner = pc.list_parent_indices(table.field("content")).to_numpy()
-    bad_record = _bad_records(table) | _per_owner(_bad_blocks(blocks), block_owner, len(table))
-    bad_record |= _bad_timestamps(table.field("timestamp"))
-    words, has_tool_result, has_summary = _words_and_flags(blocks, block_owner, len(table))
-    serialized = _serialized_bytes(table.field("role"), blocks, block_owner, len(table))
+    bad_record = _bad_records(table) | per_owner(_bad_blocks(blocks), block_owner, len(table))
+    bad_record |= bad_timestamps(table.field("timestamp"))
+    words, has_tool_result, has_summary = words_and_flags(blocks, block_owner, len(table))
+    serialized = serialized_bytes(table.field("role"), blocks, block_owner, len(table))
     usage = table.field("usage")
     has_usage = pc.is_valid(usage)
     counters = {}
@@ -204,17 +163,12 @@ def _batch_frame(table: pa.StructArray, file_of: np.ndarray, sources: list[Sourc
         **{k: pl.Series(v) for k, v in counters.items()},
         "source_format": per_file([src.source_format for src in sources]),
         "model": per_file([src.meta.model for src in sources]),
-        "timestamp": _parse_timestamps(table.field("timestamp")),
+        "timestamp": parse_timestamps(table.field("timestamp")),
         "file": per_file([str(src.path) for src in sources]),
         "line": line_numbers.astype(np.uint32),
     }).cast(cast("dict[Any, pl.DataType]", MESSAGE_SCHEMA))
     clean = np.bincount(file_of, weights=bad_record, minlength=n_files) == 0
     return frame, clean
-
-
-def _per_owner(bad: np.ndarray, owner: np.ndarray, n: int) -> np.ndarray:
-    """Whether each of ``n`` owners has a bad child."""
-    return np.bincount(owner, weights=bad, minlength=n) > 0
 
 
 def _bad_records(table: pa.StructArray) -> np.ndarray:
@@ -236,7 +190,7 @@ def _bad_blocks(blocks: pa.StructArray) -> np.ndarray:
     parts_list = blocks.field("parts")
     parts = parts_list.flatten()
     if len(parts):
-        bad |= _per_owner(_bad_parts(parts), pc.list_parent_indices(parts_list).to_numpy(), len(blocks))
+        bad |= per_owner(_bad_parts(parts), pc.list_parent_indices(parts_list).to_numpy(), len(blocks))
     return bad
 
 
@@ -248,65 +202,3 @@ def _bad_parts(parts: pa.StructArray) -> np.ndarray:
     return ~np.asarray(pc.fill_null(ok, False))
 
 
-def _words_and_flags(blocks: pa.StructArray, owner: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per message: libpanto's word count, and whether it holds a tool result / a summary."""
-    kinds = blocks.field("type")
-    block_words = count_words_arrow(blocks.field("text")) + count_words_arrow(blocks.field("input"))
-    parts_list = blocks.field("parts")
-    parts = parts_list.flatten()
-    if len(parts):
-        is_media = np.asarray(pc.fill_null(pc.equal(parts.field("type"), "media"), False))
-        part_words = np.where(is_media, MEDIA_PART_WORDS, count_words_arrow(parts.field("text")))
-        part_owner = pc.list_parent_indices(parts_list).to_numpy()
-        block_words += np.bincount(part_owner, weights=part_words, minlength=len(blocks)).astype(np.int64)
-    words = np.bincount(owner, weights=block_words, minlength=n).astype(np.int64)
-    is_result = np.asarray(pc.fill_null(pc.equal(kinds, "tool_result"), False))
-    is_summary = np.asarray(pc.fill_null(pc.equal(kinds, "compaction_summary"), False))
-    return words, _per_owner(is_result, owner, n), _per_owner(is_summary, owner, n)
-
-
-def _serialized_bytes(roles: pa.Array, blocks: pa.StructArray, owner: np.ndarray, n: int) -> np.ndarray:
-    """Per message: what it adds to a summarizer request (:func:`panto_analytics.transcript.serialized_bytes`)."""
-    kinds = blocks.field("type")
-    block_roles = roles.take(pa.array(owner, pa.int64())) if len(blocks) else pa.array([], pa.string())
-    size = np.zeros(len(blocks), dtype=np.int64)
-    for kind, fields in BLOCK_FIELDS.items():
-        is_kind = np.asarray(pc.fill_null(pc.equal(kinds, kind), False))
-        if not is_kind.any():
-            continue
-        label = np.where(np.asarray(pc.fill_null(pc.equal(block_roles, "assistant"), False)),
-                         label_bytes("assistant", kind), label_bytes("user", kind))
-        text = sum((_byte_lengths(blocks.field(name)) for name in fields), np.zeros(len(blocks), dtype=np.int64))
-        size += np.where(is_kind, label + text, 0)
-    parts_list = blocks.field("parts")
-    parts = parts_list.flatten()
-    if len(parts):
-        is_media = np.asarray(pc.fill_null(pc.equal(parts.field("type"), "media"), False))
-        part_size = np.where(is_media, MEDIA_NOTE_BYTES + _byte_lengths(parts.field("media_type")),
-                             _byte_lengths(parts.field("text")))
-        part_owner = pc.list_parent_indices(parts_list).to_numpy()
-        size += np.bincount(part_owner, weights=part_size, minlength=len(blocks)).astype(np.int64)
-    per_message = np.bincount(owner, weights=size + len(SEPARATOR), minlength=n).astype(np.int64)
-    per_message[np.asarray(pc.fill_null(pc.equal(roles, "system"), False))] = 0
-    # A message holding a summary contributes its (first) summary's text instead.
-    is_summary = np.asarray(pc.fill_null(pc.equal(kinds, "compaction_summary"), False))
-    first = np.flatnonzero(is_summary)
-    owners, at = np.unique(owner[first], return_index=True)
-    per_message[owners] = _byte_lengths(blocks.field("text"))[first[at]]
-    return per_message
-
-
-def _byte_lengths(values: pa.Array) -> np.ndarray:
-    """UTF-8 byte length of each string, 0 for null."""
-    return np.asarray(pc.fill_null(pc.binary_length(values), 0)).astype(np.int64)
-
-
-def _bad_timestamps(values: pa.Array) -> np.ndarray:
-    matches = pc.match_substring_regex(values, _ISO_UTC)
-    return ~np.asarray(pc.fill_null(matches, True))
-
-
-def _parse_timestamps(values: pa.Array) -> pl.Series:
-    # Rows of unclean files may fail to parse: they are dropped anyway, so parse leniently.
-    series = pl.Series(values).str.replace(r"\+00:00$", "Z")
-    return series.str.to_datetime("%Y-%m-%dT%H:%M:%S%.fZ", time_unit="ms", time_zone="UTC", strict=False)

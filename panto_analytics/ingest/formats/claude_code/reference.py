@@ -39,15 +39,14 @@ from typing import Any
 import orjson
 import polars as pl
 
-from ...errors import IngestReport
-from ...policy.expressions import is_api_call
-from ...schema import MAX_USAGE
-from .base import (
+from ....errors import IngestReport
+from ....policy.expressions import is_api_call
+from ....schema import MAX_USAGE
+from ..base import (
     BAD_RECORD,
     Invalid,
     Message,
     ParsedFile,
-    ReadFrames,
     SessionMeta,
     SourceFile,
     bad_record,
@@ -55,14 +54,12 @@ from .base import (
     session_stem,
     usage_counter,
 )
-from .jsonl import records
+from ..jsonl import records
 
-__all__ = ["NAME", "SYNTHETIC_MODEL", "parse", "postprocess", "read_frames", "sniff"]
+__all__ = ["NAME", "SYNTHETIC_MODEL", "PRESERVED_MARK", "TOOL_USE_BLOCKS", "USAGE_KEYS",
+           "parse", "postprocess", "project_folder", "sniff", "text_of"]
 
 NAME = "claude-code"
-
-#: No columnar fast path (see :class:`.base.Adapter`).
-read_frames: ReadFrames | None = None
 
 #: ``message.model`` of the messages Claude Code writes itself (API errors, ...).
 SYNTHETIC_MODEL = "<synthetic>"
@@ -76,10 +73,13 @@ _OWN_TYPES = frozenset({
 _TREE_TYPES = frozenset({"user", "assistant", "system", "attachment", "progress"})
 
 #: How Anthropic usage counters map onto libpanto's.
-_USAGE_KEYS = (("input", "input_tokens"), ("output", "output_tokens"),
+USAGE_KEYS = (("input", "input_tokens"), ("output", "output_tokens"),
                ("cache_read", "cache_read_input_tokens"), ("cache_write", "cache_creation_input_tokens"))
 
-_COMPACT_MARK = b"preservedSegment"
+#: Assistant block types that are a tool call (their ``input`` is counted as its compact JSON).
+TOOL_USE_BLOCKS = ("tool_use", "server_tool_use", "mcp_tool_use")
+
+PRESERVED_MARK = b"preservedSegment"
 
 
 def sniff(record: Any) -> bool:
@@ -226,7 +226,7 @@ class _Transcript:
         elif self.session_id is not None:
             meta.session_id = self.session_id
         if meta.project is None:
-            meta.project = _project_folder(self.src.path, meta.is_subagent)
+            meta.project = project_folder(self.src.path, meta.is_subagent)
         meta.api_calls = self.api_calls
         meta.model = self.models.most_common(1)[0][0] if self.models else None   # the model of most calls
         meta.created_at = self.created_at
@@ -302,7 +302,7 @@ class _Transcript:
         message = _message(rec, "user")
         content = message.get("content")
         if rec.get("isCompactSummary") is True:
-            text = _text_of(content)
+            text = text_of(content)
             if self._foreign(rec, "user"):
                 return
             self._conversation(rec, uid, joins_call=True)
@@ -384,7 +384,7 @@ class _Transcript:
         kind = att.get("type") if isinstance(att, dict) else None
         if kind == "queued_command" and isinstance(att, dict) and att.get("prompt") is not None:
             # A prompt the user typed while the agent worked, handed to the model mid-turn.
-            text = _text_of(att["prompt"])
+            text = text_of(att["prompt"])
             if self._foreign(rec, "attachment"):
                 return
             self._conversation(rec, uid)
@@ -445,7 +445,7 @@ class _Transcript:
                 blocks.append({"type": "thinking", "text": _string(block.get("thinking"), f"content[{i}].thinking")})
             elif kind == "redacted_thinking":
                 blocks.append({"type": "thinking", "text": ""})
-            elif kind in ("tool_use", "server_tool_use", "mcp_tool_use"):
+            elif kind in TOOL_USE_BLOCKS:
                 blocks.append({"type": "tool_use", "id": _string(block.get("id"), f"content[{i}].id"),
                                "name": _string(block.get("name"), f"content[{i}].name"),
                                "input": orjson.dumps(block.get("input")).decode()})
@@ -495,14 +495,19 @@ def _usage(usage: Any) -> dict[str, int] | None:
     if not isinstance(usage, dict):
         raise Invalid(f"message.usage must be an object, got {type(usage).__name__}")
     out = {}
-    for name, key in _USAGE_KEYS:
+    for name, key in USAGE_KEYS:
         value = usage.get(key)
         # Fast path for the usual case; usage_counter says what is wrong otherwise.
         out[name] = value if type(value) is int and 0 <= value <= MAX_USAGE else usage_counter(value, name)
     return out
 
 
-def _text_of(content: Any) -> str:
+def text_of(content: Any) -> str:
+    """A compact summary's or a queued prompt's text: the string, or a list's text blocks joined by newlines.
+
+    >>> text_of([{"type": "text", "text": "a"}, {"type": "image"}, {"type": "text", "text": "b"}])
+    'a\\nb'
+    """
     if isinstance(content, str):
         return content
     if isinstance(content, list):
@@ -528,14 +533,14 @@ def _preserved_heads(src: SourceFile) -> dict[str, str]:
         if os.path.getsize(src.path) == 0:
             return {}
         with src.open() as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-            if mm.find(_COMPACT_MARK) < 0:
+            if mm.find(PRESERVED_MARK) < 0:
                 return {}
     except (OSError, ValueError):
         pass    # no mmap here (a pipe, an odd file system): the line scan below decides
     heads = {}
     with src.open() as f:
         for raw in f:
-            if _COMPACT_MARK not in raw:
+            if PRESERVED_MARK not in raw:
                 continue
             try:
                 rec = orjson.loads(raw)
@@ -662,11 +667,11 @@ def _fold(pred: ParsedFile, succ: ParsedFile, report: IngestReport) -> None:
                            created_at=pmeta.created_at or smeta.created_at, model=smeta.model or pmeta.model)
 
 
-def _project_folder(path: Path, is_subagent: bool) -> str:
+def project_folder(path: Path, is_subagent: bool) -> str:
     """The project folder a transcript lies in (``projects/<project>/<session>.jsonl``; a subagent's lies in
     ``<project>/<session>/subagents/``), for transcripts that record no ``cwd``.
 
-    >>> _project_folder(Path("p/-home-me-app/s.jsonl"), False), _project_folder(Path("p/-home-me-app/s/subagents/a.jsonl"), True)
+    >>> project_folder(Path("p/-home-me-app/s.jsonl"), False), project_folder(Path("p/-home-me-app/s/subagents/a.jsonl"), True)
     ('-home-me-app', '-home-me-app')
     """
     parents = path.parents
