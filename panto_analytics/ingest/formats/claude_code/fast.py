@@ -79,8 +79,8 @@ _SHAPES = {
     "result parts": _schema(pa.list_(_block(pa.list_(_CC_PART)))),
     "list": _schema(pa.list_(_block(_TEXT))),
 }
-_STRING_CONTENT = r'"role":"user","content":"'
-_RESULT_PARTS = r'"tool_result"(?:,"\w+":(?:"[^"\\]*"|true|false))*,"content":\['
+_STRING_CONTENT = r'"role"\s*:\s*"user"\s*,\s*"content"\s*:\s*"'
+_RESULT_PARTS = r'"tool_result"\s*(?:,\s*"\w+"\s*:\s*(?:"[^"\\]*"|true|false)\s*)*,\s*"content"\s*:\s*\['
 #: Lines the fast path leaves to the reference: a lone surrogate escape (Arrow reads it, orjson
 #: refuses the line) and a compaction's preserved segment (its messages are moved).
 _LEFT_TO_THE_REFERENCE = (r"\\u[dD][89a-fA-F]", PRESERVED_MARK.decode())
@@ -118,6 +118,30 @@ def _frames(sources: list[SourceFile], lines: _Lines, files: np.ndarray) -> list
 
 
 # -- lines ----------------------------------------------------------------------------
+
+#: A run of brackets this long starts nesting that may go deeper than orjson parses (see :func:`_too_deep`).
+_DEEP_RUN = b"[" * 64
+
+
+def _too_deep(data: bytearray, array: pa.LargeBinaryArray) -> np.ndarray:
+    """Which lines the reference refuses for nesting deeper than orjson's limit (Arrow has none).
+
+    Only lines with a long run of ``[`` are checked (by orjson itself), and
+    only when the buffer has one at all: one memchr-speed search. Deep nesting
+    built otherwise (``{"a":[{"a":[`` ...) inside a field neither parser
+    reads for the message is not caught: the one known case where the fast
+    path reads a line the reference refuses.
+    """
+    deep = np.zeros(len(array), dtype=bool)
+    if data.find(_DEEP_RUN) < 0:
+        return deep
+    for row in np.flatnonzero(np.asarray(pc.match_substring(array, _DEEP_RUN.decode()))):
+        try:
+            orjson.loads(array[int(row)].as_py())
+        except orjson.JSONDecodeError:
+            deep[row] = True
+    return deep
+
 
 class _Lines:
     """The non-blank lines of many files in one buffer, each with its file and line number.
@@ -377,7 +401,8 @@ class _Queued:
                     texts.append((row, text_of(prompt)))
             except (*BAD_RECORD, orjson.JSONDecodeError, KeyError, AttributeError):
                 bad.append(row)
-        self.bad_rows = np.array(bad, dtype=np.int64)
+        self.bad = np.zeros(records.height, dtype=bool)
+        self.bad[bad] = True
         line = np.array([row for row, _ in texts], dtype=np.int64)
         self.has_prompt[line] = True
         self.blocks = _Blocks.texts(line, pa.array([text for _, text in texts], _TEXT))
@@ -442,6 +467,7 @@ def _read_batch(sources: list[SourceFile], lines: _Lines, files: np.ndarray) -> 
     declined = lines.odd[files].copy()
     for pattern in _LEFT_TO_THE_REFERENCE:   # one pattern each: RE2 scans an alternation far slower
         declined[file_of[np.asarray(pc.match_substring_regex(array, pattern))]] = True
+    declined[file_of[_too_deep(lines.data, array)]] = True
     shapes = _parse(lines, array)
     if shapes is None:
         return None
@@ -455,11 +481,11 @@ def _read_batch(sources: list[SourceFile], lines: _Lines, files: np.ndarray) -> 
     bad_row = np.bincount(line[np.concatenate([b.bad for b in blocks])], minlength=n) > 0
     bad_row[np.concatenate([b.bad_rows for b in blocks])] = True
     queued = _Queued(array, records)
-    bad_row[queued.bad_rows] = True
     blocks.append(queued.blocks)
     line = np.concatenate((line, queued.blocks.line))
     code = np.concatenate((code, queued.blocks.code))
     records = records.with_columns(bad_blocks=pl.Series(bad_row), prompt=pl.Series(queued.has_prompt),
+                                   bad_prompt=pl.Series(queued.bad),
                                    results=pl.Series(np.bincount(line[code == _AS_RESULT], minlength=n)))
     inputs = _inputs_of(array, line, np.concatenate([b.tool_use for b in blocks]))
     if inputs is None:
@@ -555,6 +581,7 @@ def _declined(records: pl.DataFrame, n_files: int) -> np.ndarray:
         | (live & _USER & pl.col("compact_summary").eq_missing(True))
         | (live & (pl.col("type") == "system") & pl.col("subtype").eq_missing("compact_boundary"))
         | (conv & pl.col("bad_blocks"))
+        | (live & pl.col("bad_prompt"))
         | (conv & ~pl.col("timestamp").str.contains(ISO_UTC).fill_null(True))
         | (live & _ASSISTANT & ~pl.col("synthetic") & pl.col("has_usage") & over_max)
         | (conv & ~first_sidechain & pl.col("sidechain").eq_missing(True))
@@ -633,7 +660,8 @@ def _assemble(sources: list[SourceFile], records: pl.DataFrame, canonical: pa.St
     usage_rows = messages["usage_row"]
     # A message without a usage row has no usage; a counter missing from a usage is 0.
     has_usage = usage_rows.is_not_null()
-    usage = {c: pl.select(pl.when(has_usage).then(records[c].gather(usage_rows).fill_null(0))).to_series()
+    usage = {c: pl.select(pl.when(has_usage).then(records[c].gather(usage_rows).fill_null(0)))
+             .to_series().cast(pl.UInt32, strict=False)   # out of range: only in files declined
              for c in USAGE_COLUMNS}
     facts = _sessions(records, len(sources)).rows(named=True)
     file_of = messages["file"].to_numpy()

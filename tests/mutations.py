@@ -1,0 +1,62 @@
+"""Ways to break one line of a session file, for fuzz and differential tests (hypothesis draws them).
+
+Each mutation keeps the file's other lines as they are: ``truncate`` cuts the
+line short, ``retype`` gives one field (at the top or one level down) a value
+of another JSON type, ``huge`` makes a number too big for 64 bits, ``deep``
+nests arrays deeper than Python recurses, ``bad utf-8`` inserts invalid
+bytes, ``bom`` and ``crlf`` add a byte-order mark and a carriage return,
+``drop`` empties the line.
+"""
+from __future__ import annotations
+
+import json
+
+from hypothesis import strategies as st
+
+__all__ = ["MUTATIONS", "mutate", "retype"]
+
+
+def _deep(depth: int) -> object:
+    value: object = 1
+    for _ in range(depth):
+        value = {"a": [value]}
+    return value
+
+
+def retype(line: bytes, data: st.DataObject) -> bytes:
+    """One field of the record (at the top or one level down) given a value of another type."""
+    try:
+        record = json.loads(line)
+    except (ValueError, RecursionError):
+        return line
+    if not isinstance(record, dict) or not record:
+        return line
+    target = record
+    key = data.draw(st.sampled_from(sorted(target)))
+    if isinstance(target[key], dict) and target[key] and data.draw(st.booleans()):
+        target = target[key]
+        key = data.draw(st.sampled_from(sorted(target)))
+    target[key] = data.draw(st.sampled_from([None, True, -1, 1.5, 2**70, "x", [], {}, [[]], _deep(100)]))
+    return json.dumps(record).encode()
+
+
+MUTATIONS = ["truncate", "retype", "huge", "deep", "bad utf-8", "bom", "crlf", "drop"]
+
+
+def mutate(line: bytes, how: str, data: st.DataObject) -> bytes:
+    if how == "truncate":
+        return line[: data.draw(st.integers(0, max(0, len(line) - 1)))]
+    if how == "retype":
+        return retype(line, data)
+    if how == "huge":
+        return line.replace(b"1", b"9" * 30, 1)
+    if how == "deep":
+        return b'{"type": "message", "role": "user", "content": ' + b"[" * 5000 + b"]" * 5000 + b"}"
+    if how == "bad utf-8":
+        at = data.draw(st.integers(0, len(line)))
+        return line[:at] + b"\xff\xfe" + line[at:]
+    if how == "bom":
+        return b"\xef\xbb\xbf" + line
+    if how == "crlf":
+        return line + b"\r"
+    return b""
