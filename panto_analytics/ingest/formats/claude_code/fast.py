@@ -86,7 +86,6 @@ _RESULT_PARTS = r'"tool_result"\s*(?:,\s*"\w+"\s*:\s*(?:"[^"\\]*"|true|false)\s*
 _LEFT_TO_THE_REFERENCE = (r"\\u[dD][89a-fA-F]", PRESERVED_MARK.decode())
 _BLOCK_BYTES = 1 << 22
 
-_CONVERSATION = ("user", "assistant")
 
 
 def read_frames(sources: list[SourceFile]) -> list[pl.DataFrame | None]:
@@ -270,8 +269,8 @@ def _mask(values: np.ndarray) -> pa.BooleanArray:
 # -- blocks ---------------------------------------------------------------------------
 
 #: Canonical block types by code; a block the reference drops gets the last (null), and no message.
-_KINDS = pa.array(["text", "thinking", "tool_use", "tool_result", None], _STR)
-_AS_TEXT, _AS_THINKING, _AS_TOOL_USE, _AS_RESULT, _DROPPED = range(5)
+_KINDS = pa.array(["text", "thinking", "tool_use", "tool_result", "compaction_summary", None], _STR)
+_AS_TEXT, _AS_THINKING, _AS_TOOL_USE, _AS_RESULT, _AS_SUMMARY, _DROPPED = range(6)
 
 
 class _Blocks:
@@ -292,28 +291,15 @@ class _Blocks:
         else:
             self._lists(shape, rows, content, is_user)
 
-    @classmethod
-    def texts(cls, line: np.ndarray, texts: pa.Array) -> _Blocks:
-        """One text block on each of ``line`` (rows), holding ``texts``."""
-        blocks = cls.__new__(cls)
-        blocks._texts(line, texts)
-        return blocks
-
-    def _texts(self, line: np.ndarray, texts: pa.Array) -> None:
-        n = len(line)
-        self.line, self.code = line, np.full(n, _AS_TEXT, dtype=np.int8)
-        self.bad, self.tool_use = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
-        self.bad_rows = np.zeros(0, dtype=np.int64)
-        self.dropped = (np.zeros(0, dtype=np.int64), pa.nulls(0, _STR))
-        nothing = pa.nulls(n, _STR)
-        no_parts = pa.ListArray.from_arrays(pa.array(np.zeros(n + 1, dtype=np.int32)), pa.array([], PART))
-        self.canonical = _canonical(self.code, texts, nothing, nothing, nothing, no_parts)
-
     def _strings(self, rows: np.ndarray, content: pa.Array, is_user: np.ndarray) -> None:
         """``message.content`` a string: a user message's one text block; an assistant's must be a list."""
         has = _valid(content) & is_user
-        self._texts(rows[has], content.filter(_mask(has)))
+        n = int(has.sum())
+        self.line, self.code = rows[has], np.full(n, _AS_TEXT, dtype=np.int8)
+        self.bad, self.tool_use = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
         self.bad_rows = rows[_valid(content) & ~is_user]
+        self.dropped = (np.zeros(0, dtype=np.int64), pa.nulls(0, _STR))
+        self.canonical = _text_blocks(self.code, content.filter(_mask(has)))
 
     def _lists(self, shape: str, rows: np.ndarray, content: pa.ListArray, is_user: np.ndarray) -> None:
         blocks = pc.list_flatten(content)
@@ -379,33 +365,51 @@ def _parts(content: pa.ListArray) -> tuple[pa.ListArray, np.ndarray, np.ndarray,
     return pa.ListArray.from_arrays(pa.array(offsets), canonical), bad, owner, dropped, labels
 
 
-class _Queued:
-    """Prompts the user typed while the agent worked (``queued_command`` attachments): a user message each.
+class _Rare:
+    """Records whose fields Arrow cannot type, read again by orjson as the reference reads them.
 
-    A prompt is a string or a list of blocks, which Arrow cannot type as
-    one field; these records are rare and short, so each is parsed again by
-    orjson, and its text taken as the reference takes it
-    (:func:`.reference.text_of`). ``has_prompt`` marks the records that are
-    messages (a queued command without a prompt is ignored), ``bad_rows``
-    those the reference refuses, ``blocks`` their text blocks.
+    They are rare and short: a prompt queued mid-turn (``attachment.prompt``,
+    a string or a list of blocks), a compaction boundary (its
+    ``compactMetadata``) and a compact summary (its text, from a string or a
+    list of blocks, :func:`.reference.text_of`). :meth:`columns` gives, per
+    record: ``text`` (the prompt's or the summary's), ``prompt`` (a queued
+    prompt that is a message), ``trigger`` and ``tokens_before`` (of a
+    boundary), ``bad_rare`` (the reference refuses it).
     """
 
     def __init__(self, array: pa.LargeBinaryArray, records: pl.DataFrame):
-        rows = records.filter((pl.col("type") == "attachment") & pl.col("attachment").eq_missing("queued_command"))["row"]
-        self.has_prompt = np.zeros(records.height, dtype=bool)
-        texts, bad = [], []
-        for row, raw in zip(rows.to_list(), array.take(rows.to_arrow()).to_pylist()):
+        n = records.height
+        self.text: list[str | None] = [None] * n
+        self.trigger: list[str | None] = [None] * n
+        self.tokens: list[int | None] = [None] * n
+        self.prompt, self.bad = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
+        which = records.select("row", which=pl.when(_QUEUED).then(pl.lit("queued")).when(_BOUNDARY)
+                               .then(pl.lit("boundary")).when(_SUMMARY).then(pl.lit("summary"))).drop_nulls()
+        for row, kind, raw in zip(which["row"].to_list(), which["which"].to_list(),
+                                  array.take(which["row"].to_arrow()).to_pylist()):
             try:
-                prompt = orjson.loads(raw)["attachment"].get("prompt")
-                if prompt is not None:
-                    texts.append((row, text_of(prompt)))
+                self._read(row, kind, orjson.loads(raw))
             except (*BAD_RECORD, orjson.JSONDecodeError, KeyError, AttributeError):
-                bad.append(row)
-        self.bad = np.zeros(records.height, dtype=bool)
-        self.bad[bad] = True
-        line = np.array([row for row, _ in texts], dtype=np.int64)
-        self.has_prompt[line] = True
-        self.blocks = _Blocks.texts(line, pa.array([text for _, text in texts], _TEXT))
+                self.bad[row] = True
+
+    def _read(self, row: int, kind: str, record: dict[str, Any]) -> None:
+        if kind == "queued":
+            prompt = record["attachment"].get("prompt")
+            if prompt is not None:
+                self.text[row], self.prompt[row] = text_of(prompt), True
+        elif kind == "boundary":
+            meta = record.get("compactMetadata")
+            meta = meta if isinstance(meta, dict) else {}
+            trigger, tokens = meta.get("trigger"), meta.get("preTokens")
+            self.trigger[row] = trigger if isinstance(trigger, str) else None
+            self.tokens[row] = tokens if isinstance(tokens, int) and not isinstance(tokens, bool) else None
+        else:
+            self.text[row] = text_of(record["message"].get("content"))
+
+    def columns(self) -> dict[str, pl.Series]:
+        return {"text": pl.Series(self.text, dtype=pl.String), "prompt": pl.Series(self.prompt),
+                "trigger": pl.Series(self.trigger, dtype=pl.String),
+                "tokens_before": pl.Series(self.tokens, dtype=pl.Int64), "bad_rare": pl.Series(self.bad)}
 
 
 def _canonical(code: np.ndarray, text: pa.Array, ids: pa.Array, names: pa.Array, tool_use_ids: pa.Array,
@@ -414,6 +418,13 @@ def _canonical(code: np.ndarray, text: pa.Array, ids: pa.Array, names: pa.Array,
     return pa.StructArray.from_arrays(
         [_KINDS.take(pa.array(code)), text.cast(_TEXT), ids, names, pa.nulls(len(code), _TEXT), tool_use_ids,
          parts], fields=list(BLOCK))
+
+
+def _text_blocks(code: np.ndarray, texts: pa.Array) -> pa.StructArray:
+    """Canonical blocks of the given codes holding only a text (a text block, a compaction summary)."""
+    nothing = pa.nulls(len(code), _STR)
+    no_parts = pa.ListArray.from_arrays(pa.array(np.zeros(len(code) + 1, dtype=np.int32)), pa.array([], PART))
+    return _canonical(code, texts, nothing, nothing, nothing, no_parts)
 
 
 def _with_inputs(blocks: pa.StructArray, inputs: pa.Array) -> pa.StructArray:
@@ -480,12 +491,7 @@ def _read_batch(sources: list[SourceFile], lines: _Lines, files: np.ndarray) -> 
     code = np.concatenate([b.code for b in blocks])
     bad_row = np.bincount(line[np.concatenate([b.bad for b in blocks])], minlength=n) > 0
     bad_row[np.concatenate([b.bad_rows for b in blocks])] = True
-    queued = _Queued(array, records)
-    blocks.append(queued.blocks)
-    line = np.concatenate((line, queued.blocks.line))
-    code = np.concatenate((code, queued.blocks.code))
-    records = records.with_columns(bad_blocks=pl.Series(bad_row), prompt=pl.Series(queued.has_prompt),
-                                   bad_prompt=pl.Series(queued.bad),
+    records = records.with_columns(bad_blocks=pl.Series(bad_row), **_Rare(array, records).columns(),
                                    results=pl.Series(np.bincount(line[code == _AS_RESULT], minlength=n)))
     inputs = _inputs_of(array, line, np.concatenate([b.tool_use for b in blocks]))
     if inputs is None:
@@ -518,6 +524,9 @@ def _inputs_of(lines: pa.LargeBinaryArray, line: np.ndarray, tool_use: np.ndarra
 # -- the state machine ------------------------------------------------------------------
 
 _USER, _ASSISTANT = pl.col("type") == "user", pl.col("type") == "assistant"
+_QUEUED = (pl.col("type") == "attachment") & pl.col("attachment").eq_missing("queued_command")
+_BOUNDARY = (pl.col("type") == "system") & pl.col("subtype").eq_missing("compact_boundary")
+_SUMMARY = _USER & pl.col("compact_summary").eq_missing(True)
 
 
 def _state(records: pl.DataFrame) -> pl.DataFrame:
@@ -531,15 +540,20 @@ def _state(records: pl.DataFrame) -> pl.DataFrame:
     line with the streaming call's (message id, request id) extends it; a
     tool result written while it streams is a message of its own after it;
     a call whose key came before is a message, but not another API call, and
-    its usage is not counted again.
+    its usage is not counted again; a compaction boundary is a summary
+    message, which the compact summary right after it fills in (one without a
+    boundary before it is its own). ``talks``: the records the reference
+    takes the session's facts from (every message record but a boundary).
     """
     live = ~(pl.col("uuid").is_not_null() & ~pl.col("uuid").is_first_distinct().over("file"))
-    transcript_only = _USER & pl.col("transcript_only").fill_null(False)
+    transcript_only = _USER & pl.col("transcript_only").fill_null(False) & ~_SUMMARY
     records = records.with_columns(live=live).with_columns(
-        conv=pl.col("live") & ((_USER & ~transcript_only) | _ASSISTANT | pl.col("prompt")),
-        role=pl.when(_ASSISTANT).then(pl.lit("assistant")).otherwise(pl.lit("user")))
+        conv=pl.col("live") & ((_USER & ~transcript_only) | _ASSISTANT | pl.col("prompt") | _BOUNDARY),
+        role=pl.when(_ASSISTANT).then(pl.lit("assistant")).otherwise(pl.lit("user")),
+        compaction=_BOUNDARY | _SUMMARY,
+    ).with_columns(talks=pl.col("conv") & ~_BOUNDARY)
     conv = records.filter("conv").with_columns(pos=pl.int_range(pl.len(), dtype=pl.Int64))
-    is_res = _USER & (pl.col("results") > 0)
+    is_res = _USER & (pl.col("results") > 0) & ~_SUMMARY
     keyed = _ASSISTANT & pl.col("msg_id").is_not_null()
     conv = conv.with_columns(
         active=pl.when(~is_res).then(_ASSISTANT).forward_fill().over("file").fill_null(False),
@@ -552,12 +566,13 @@ def _state(records: pl.DataFrame) -> pl.DataFrame:
     )
     same_call = (keyed & pl.col("streaming") & (pl.col("msg_id") == pl.col("prev_id")).fill_null(False)
                  & pl.col("request").eq_missing(pl.col("prev_request")))
-    conv = conv.with_columns(opens=~same_call).with_columns(
+    fills_boundary = _SUMMARY & _BOUNDARY.shift(1).over("file").fill_null(False)
+    conv = conv.with_columns(opens=~same_call & ~fills_boundary).with_columns(
         message=pl.col("opens").cum_sum().cast(pl.Int64) - 1,
         repeated=keyed & pl.col("opens") & ~pl.col("first_key"),
         synthetic=_ASSISTANT & pl.col("model").eq_missing(SYNTHETIC_MODEL),
     ).with_columns(
-        owner=pl.when("opens").then("message").otherwise(
+        owner=pl.when(pl.col("opens") | ~_ASSISTANT).then("message").otherwise(
             pl.when(_ASSISTANT & pl.col("opens")).then("message").forward_fill().over("file")),
         counted=_ASSISTANT & pl.col("opens") & ~pl.col("repeated") & ~pl.col("synthetic"),
         # The call's usage is its last line's that has one; a repeated call's first line has none.
@@ -570,21 +585,19 @@ def _state(records: pl.DataFrame) -> pl.DataFrame:
 
 def _declined(records: pl.DataFrame, n_files: int) -> np.ndarray:
     """Which files have a record the fast path leaves to the reference (refused there, or a rule not ported)."""
-    live, conv = pl.col("live"), pl.col("conv")
+    live, conv, talks = pl.col("live"), pl.col("conv"), pl.col("talks")
     over_max = pl.any_horizontal([~pl.col(c).is_between(0, MAX_USAGE) for c in USAGE_COLUMNS]).fill_null(False)
-    first_sidechain = pl.col("sidechain").filter(conv).first().over("file").eq_missing(True)
+    first_sidechain = pl.col("sidechain").filter(talks).first().over("file").eq_missing(True)
     refused = (
         pl.col("type").is_null()
         | (live & (_USER | _ASSISTANT) & ~pl.col("has_message"))
         | (live & _ASSISTANT & ~(pl.col("has_content") & pl.col("content_is_list")))
-        | (conv & _USER & ~pl.col("has_content"))
-        | (live & _USER & pl.col("compact_summary").eq_missing(True))
-        | (live & (pl.col("type") == "system") & pl.col("subtype").eq_missing("compact_boundary"))
-        | (conv & pl.col("bad_blocks"))
-        | (live & pl.col("bad_prompt"))
+        | (conv & _USER & ~_SUMMARY & ~pl.col("has_content"))
+        | (conv & ~pl.col("compaction") & pl.col("bad_blocks"))
+        | (live & pl.col("bad_rare"))
         | (conv & ~pl.col("timestamp").str.contains(ISO_UTC).fill_null(True))
         | (live & _ASSISTANT & ~pl.col("synthetic") & pl.col("has_usage") & over_max)
-        | (conv & ~first_sidechain & pl.col("sidechain").eq_missing(True))
+        | (talks & ~first_sidechain & pl.col("sidechain").eq_missing(True))
     )
     files = records.filter(refused.fill_null(True))["file"].to_numpy()
     out = np.zeros(n_files, dtype=bool)
@@ -598,28 +611,29 @@ def _ignored(records: pl.DataFrame, blocks: list[_Blocks]) -> pl.DataFrame:
     """``(file, label, n)``: what the reference counts as ignored in each file (records, dropped blocks and parts)."""
     kind = pl.col("type")
     label = (pl.when(~pl.col("live")).then(kind + " (duplicate uuid)")
-             .when(_USER & ~pl.col("conv")).then(pl.lit("user (transcript only)"))
+             .when(pl.col("conv")).then(pl.lit(None, pl.String))
+             .when(_USER).then(pl.lit("user (transcript only)"))
              .when(kind == "system").then("system/" + pl.col("subtype").fill_null("None"))
-             .when((kind == "attachment") & ~pl.col("conv")).then("attachment/" + pl.col("attachment").fill_null("None"))
-             .when(~kind.is_in([*_CONVERSATION, "attachment"])).then(kind))
+             .when(kind == "attachment").then("attachment/" + pl.col("attachment").fill_null("None"))
+             .when(kind != "assistant").then(kind))
     labels = records.select("file", label=label)
     rows = np.concatenate([b.dropped[0] for b in blocks])
     dropped = pl.DataFrame({"row": rows, "label": pl.Series(pa.concat_arrays([b.dropped[1] for b in blocks]))})
-    conv_rows = records.select("row", "file", "conv")
-    dropped = dropped.join(conv_rows, on="row").filter("conv").select("file", "label")
+    counted = records.select("row", "file", own_blocks=pl.col("conv") & ~pl.col("compaction"))
+    dropped = dropped.join(counted, on="row").filter("own_blocks").select("file", "label")
     both = pl.concat([labels, dropped.cast(labels.schema)]).drop_nulls()
     return both.group_by("file", "label").len()
 
 
 def _sessions(records: pl.DataFrame, n_files: int) -> pl.DataFrame:
     """What each file says of its session, one row per file (``file`` 0 to n - 1)."""
-    conv = pl.col("conv")
+    talks = pl.col("talks")
     facts = records.group_by("file").agg(
         session=pl.col("session").filter("live").drop_nulls().last(),
-        sidechain=pl.col("sidechain").filter(conv).first(),
-        agent=pl.col("agent").filter(conv).drop_nulls().last(),
-        created=pl.col("timestamp").filter(conv).drop_nulls().first(),
-        project=pl.col("cwd").filter(conv & (pl.col("cwd") != "")).first(),
+        sidechain=pl.col("sidechain").filter(talks).first(),
+        agent=pl.col("agent").filter(talks).drop_nulls().last(),
+        created=pl.col("timestamp").filter(talks).drop_nulls().first(),
+        project=pl.col("cwd").filter(talks & (pl.col("cwd") != "")).first(),
         api_calls=pl.col("counted").sum(),
     )
     # The model of most calls; on a tie, the one called first.
@@ -631,13 +645,37 @@ def _sessions(records: pl.DataFrame, n_files: int) -> pl.DataFrame:
     return files.join(facts, on="file", how="left").join(models, on="file", how="left").sort("file")
 
 
-def _meta(src: SourceFile, facts: dict[str, Any], message_ids: list[str | None]) -> SessionMeta:
+def _compactions(conv: pl.DataFrame) -> pl.DataFrame:
+    """One row per summary message: its ``owner`` (message), ``text``, ``uuid``, ``trigger`` and ``tokens_before``.
+
+    A boundary's message takes the text of the compact summary that fills it
+    (none: empty), and its uuid (none: the summary's); a summary without a
+    boundary has no trigger.
+    """
+    return (conv.filter("compaction").group_by("owner", maintain_order=True)
+            .agg(pl.col("file").first(), text=pl.col("text").drop_nulls().first().fill_null(""),
+                 uuid=pl.col("uuid").drop_nulls().first(), trigger=pl.col("trigger").first(),
+                 tokens_before=pl.col("tokens_before").first()))
+
+
+def _events(compactions: pl.DataFrame, starts: np.ndarray, n_files: int) -> list[list[dict[str, Any]]]:
+    """Each file's recorded compactions, as :class:`..base.SessionMeta` lists them."""
+    events: list[list[dict[str, Any]]] = [[] for _ in range(n_files)]
+    for file, owner, trigger, tokens in compactions.select("file", "owner", "trigger", "tokens_before").rows():
+        anchor = owner - int(starts[file])
+        events[file].append({"anchor_index": anchor, "trigger": trigger, "tokens_before": tokens,
+                             "first_kept_index": None, "trigger_index": anchor, "kept_end_index": None})
+    return events
+
+
+def _meta(src: SourceFile, facts: dict[str, Any], message_ids: list[str | None],
+          compactions: list[dict[str, Any]]) -> SessionMeta:
     """The session metadata the reference's ``finish`` gives the file."""
     stem = session_stem(src.path)
     session, subagent = facts["session"], facts["sidechain"] is True and facts["session"] is not None
     meta = SessionMeta(session_id=session if session is not None else stem, model=facts["model"],
                        created_at=parse_timestamp(facts["created"]), api_calls=facts["api_calls"] or 0,
-                       message_ids=message_ids)
+                       message_ids=message_ids, compactions=compactions)
     if subagent:
         meta.parent_session_id, meta.is_subagent = session, True
         meta.session_id = f"{session}/agent-{facts['agent'] or stem.removeprefix('agent-')}"
@@ -650,11 +688,20 @@ def _assemble(sources: list[SourceFile], records: pl.DataFrame, canonical: pa.St
     """The frame of every file not declined; each one's source gets its session metadata and report."""
     messages = records.filter("opens")
     n = messages.height
-    row_owner = np.full(records.height, n, dtype=np.int64)
     conv = records.filter("conv")
-    row_owner[conv["row"].to_numpy()] = conv["owner"].to_numpy()
+    # Blocks parsed from a record count for its message; a compaction's and a queued prompt's are made here.
+    row_owner = np.full(records.height, n, dtype=np.int64)
+    own = conv.filter(~pl.col("compaction"))
+    row_owner[own["row"].to_numpy()] = own["owner"].to_numpy()
     owner = np.where(code == _DROPPED, n, row_owner[line])
-    words, has_result, _ = words_and_flags(canonical, owner, n + 1)
+    prompts = conv.filter("prompt")
+    compactions = _compactions(conv)
+    made = pa.concat_arrays([
+        _text_blocks(np.full(prompts.height, _AS_TEXT, dtype=np.int8), prompts["text"].to_arrow()),
+        _text_blocks(np.full(compactions.height, _AS_SUMMARY, dtype=np.int8), compactions["text"].to_arrow())])
+    canonical = pa.concat_arrays([canonical, _with_inputs(made, pa.nulls(len(made), _TEXT))])
+    owner = np.concatenate((owner, prompts["owner"].to_numpy(), compactions["owner"].to_numpy()))
+    words, has_result, has_summary = words_and_flags(canonical, owner, n + 1)
     roles = pa.concat_arrays([messages["role"].to_arrow().cast(_STR), pa.array(["user"], _STR)])
     size = serialized_bytes(roles, canonical, owner, n + 1)
     usage_rows = messages["usage_row"]
@@ -665,10 +712,11 @@ def _assemble(sources: list[SourceFile], records: pl.DataFrame, canonical: pa.St
              for c in USAGE_COLUMNS}
     facts = _sessions(records, len(sources)).rows(named=True)
     file_of = messages["file"].to_numpy()
-    ids = messages["uuid"].to_list()
+    ids = messages["uuid"].scatter(compactions["owner"], compactions["uuid"]).to_list()
     counts = np.bincount(file_of, minlength=len(sources))
     starts = np.concatenate(([0], np.cumsum(counts)))
-    metas = [_meta(src, f, ids[starts[k]:starts[k + 1]]) for k, (src, f) in enumerate(zip(sources, facts))]
+    events = _events(compactions, starts, len(sources))
+    metas = [_meta(src, f, ids[starts[k]:starts[k + 1]], events[k]) for k, (src, f) in enumerate(zip(sources, facts))]
     def per_file(values: list[str | None]) -> pl.Series:  # a file-level value on each of its messages
         return pl.Series(values, dtype=pl.String).gather(pl.Series(file_of))
 
@@ -679,7 +727,7 @@ def _assemble(sources: list[SourceFile], records: pl.DataFrame, canonical: pa.St
         words=pl.Series(words[:n]),
         serialized_bytes=pl.Series(size[:n]),
         has_tool_result=pl.Series(has_result[:n]),
-        has_summary=pl.lit(False),
+        has_summary=pl.Series(has_summary[:n]),
         **usage,
         source_format=pl.lit(NAME),
         model=pl.col("model").fill_null(per_file([m.model for m in metas])),
