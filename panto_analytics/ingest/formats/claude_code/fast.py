@@ -29,6 +29,7 @@ and real transcripts and on files broken one way each.
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any, cast
 
 import numpy as np
@@ -155,7 +156,7 @@ class _Lines:
     def __init__(self, data: bytearray, spans: list[tuple[int, int]]):
         self.data = data
         raw = np.frombuffer(data, dtype=np.uint8)
-        ends = np.flatnonzero(raw == 10)   # every file ends with a newline (read_together)
+        ends = _newlines(raw)   # every file ends with a newline (read_together)
         starts = np.concatenate(([0], ends[:-1] + 1))
         per_file = np.diff(np.searchsorted(ends, [spans[0][0], *(end for _, end in spans)]))
         file_of = np.repeat(np.arange(len(spans)), per_file)
@@ -176,6 +177,12 @@ class _Lines:
             return self.array, rows
         return cast(pa.LargeBinaryArray, self.array.take(pa.array(rows))), rows
 
+    def records(self, rows: np.ndarray) -> Iterator[memoryview]:
+        """The bytes of ``rows`` of :attr:`array`, one at a time, without a copy (for orjson)."""
+        view = memoryview(self.data)
+        for start, end in zip(self.starts[rows].tolist(), self.ends[rows].tolist()):
+            yield view[start:end]
+
     def blank_out(self, rows: np.ndarray) -> np.ndarray:
         """Overwrite ``rows`` of :attr:`array` with ``{}`` and spaces; returns what :meth:`restore` needs."""
         at = _ranges(self.starts[rows], self.ends[rows])
@@ -187,6 +194,16 @@ class _Lines:
 
     def restore(self, saved: np.ndarray) -> None:
         np.frombuffer(self.data, dtype=np.uint8)[saved[0]] = saved[1].astype(np.uint8)
+
+
+def _newlines(raw: np.ndarray, step: int = 1 << 22) -> np.ndarray:
+    """Where the newlines are, found a few MB at a time (a mask of the whole buffer costs more than the search).
+
+    >>> _newlines(np.frombuffer(b"a\\nbc\\n\\n", dtype=np.uint8), step=2).tolist()
+    [1, 4, 5]
+    """
+    found = [np.flatnonzero(raw[at:at + step] == 10) + at for at in range(0, len(raw), step)]
+    return np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
 
 
 def _ranges(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
@@ -377,7 +394,7 @@ class _Rare:
     boundary), ``bad_rare`` (the reference refuses it).
     """
 
-    def __init__(self, array: pa.LargeBinaryArray, records: pl.DataFrame):
+    def __init__(self, lines: _Lines, at: np.ndarray, records: pl.DataFrame):
         n = records.height
         self.text: list[str | None] = [None] * n
         self.trigger: list[str | None] = [None] * n
@@ -385,8 +402,8 @@ class _Rare:
         self.prompt, self.bad = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
         which = records.select("row", which=pl.when(_QUEUED).then(pl.lit("queued")).when(_BOUNDARY)
                                .then(pl.lit("boundary")).when(_SUMMARY).then(pl.lit("summary"))).drop_nulls()
-        for row, kind, raw in zip(which["row"].to_list(), which["which"].to_list(),
-                                  array.take(which["row"].to_arrow()).to_pylist()):
+        rows = which["row"].to_numpy()
+        for row, kind, raw in zip(rows.tolist(), which["which"].to_list(), lines.records(at[rows])):
             try:
                 self._read(row, kind, orjson.loads(raw))
             except (*BAD_RECORD, orjson.JSONDecodeError, KeyError, AttributeError):
@@ -433,7 +450,7 @@ def _with_inputs(blocks: pa.StructArray, inputs: pa.Array) -> pa.StructArray:
     return pa.StructArray.from_arrays(fields, fields=list(BLOCK))
 
 
-def _tool_inputs(lines: pa.LargeBinaryArray, rows: np.ndarray) -> list[list[str]] | None:
+def _tool_inputs(lines: _Lines, rows: np.ndarray) -> list[list[str]] | None:
     """The compact JSON of each tool call's ``input`` on each of ``rows``, as the reference writes it.
 
     Arrow cannot give an object's JSON text, so these lines (assistant lines
@@ -441,7 +458,7 @@ def _tool_inputs(lines: pa.LargeBinaryArray, rows: np.ndarray) -> list[list[str]
     reference parses them. None if orjson refuses one (Arrow let it through).
     """
     out = []
-    for raw in lines.take(pa.array(rows)).to_pylist():
+    for raw in lines.records(rows):
         try:
             content = orjson.loads(raw)["message"]["content"]
             out.append([orjson.dumps(b.get("input")).decode() for b in content if b.get("type") in TOOL_USE_BLOCKS])
@@ -491,9 +508,9 @@ def _read_batch(sources: list[SourceFile], lines: _Lines, files: np.ndarray) -> 
     code = np.concatenate([b.code for b in blocks])
     bad_row = np.bincount(line[np.concatenate([b.bad for b in blocks])], minlength=n) > 0
     bad_row[np.concatenate([b.bad_rows for b in blocks])] = True
-    records = records.with_columns(bad_blocks=pl.Series(bad_row), **_Rare(array, records).columns(),
+    records = records.with_columns(bad_blocks=pl.Series(bad_row), **_Rare(lines, at, records).columns(),
                                    results=pl.Series(np.bincount(line[code == _AS_RESULT], minlength=n)))
-    inputs = _inputs_of(array, line, np.concatenate([b.tool_use for b in blocks]))
+    inputs = _inputs_of(lines, at, line, np.concatenate([b.tool_use for b in blocks]))
     if inputs is None:
         return [None] * len(sources)
     canonical = _with_inputs(pa.concat_arrays([b.canonical for b in blocks]), inputs)
@@ -502,14 +519,14 @@ def _read_batch(sources: list[SourceFile], lines: _Lines, files: np.ndarray) -> 
     return _assemble(sources, records, canonical, line, code, blocks, declined)
 
 
-def _inputs_of(lines: pa.LargeBinaryArray, line: np.ndarray, tool_use: np.ndarray) -> pa.Array | None:
+def _inputs_of(lines: _Lines, at: np.ndarray, line: np.ndarray, tool_use: np.ndarray) -> pa.Array | None:
     """The ``input`` field of every block: a tool call's compact JSON, null elsewhere."""
     inputs: list[str | None] = [None] * len(line)
     calls = np.flatnonzero(tool_use)
     if not len(calls):
         return pa.nulls(len(line), _TEXT)
     rows, first = np.unique(line[calls], return_index=True)
-    found = _tool_inputs(lines, rows)
+    found = _tool_inputs(lines, at[rows])
     if found is None:
         return None
     flat = [text for per_line in found for text in per_line]
