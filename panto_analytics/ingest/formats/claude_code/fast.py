@@ -103,6 +103,8 @@ def read_frames(sources: list[SourceFile]) -> list[pl.DataFrame | None]:
     lines = _Lines(data, [cast("tuple[int, int]", spans[k]) for k in good])
     for k, frame in zip(good, _frames([sources[k] for k in good], lines, np.arange(len(good)))):
         frames[k] = frame
+    # The parse's Arrow memory is free now: hand it back rather than keep it cached for the next batch.
+    pa.default_memory_pool().release_unused()
     return frames
 
 
