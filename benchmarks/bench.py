@@ -56,7 +56,7 @@ from panto_analytics.budgets import parse_budgets
 from panto_analytics.ingest import read_sessions
 from panto_analytics.policy import annotate, replay, splits, turns
 
-from . import ingest_scale, memory
+from . import ingest_scale, memory, real_formats
 from . import reference_port as port
 from .ingest_scale import orjson_floor
 from .synth import write_corpus
@@ -79,7 +79,12 @@ GOALS = (
     ("reread_seconds", "cached re-read of 30,000 unchanged files, seconds", 1.0, "max"),
     ("reread_peak_over_frame", "cached re-read of many files: peak memory / frame", 1.5, "max"),
     ("claude_resident_bytes", "Claude Code: resident bytes per message after a cold ingest", 200.0, "max"),
+    ("pi_vs_floor", "pi (real recordings, copied): cold ingest / orjson parse-only floor", 1.5, "max"),
+    ("codex_vs_floor", "Codex (real recordings, copied): cold ingest / orjson parse-only floor", 1.5, "max"),
 )
+
+#: Copies of the real pi and Codex recordings timed, by default.
+REAL_COPIES = 20
 
 #: Small canonical files (about 60 KB each) and tiny files for the re-read, by default.
 SMALL_FILES = 3000
@@ -304,7 +309,7 @@ def native(sessions: list[tuple[str, list[dict]]], budgets: list[int], ours: dic
 def run_bench(sessions: int = 1000, seed: int = 0, n_budgets: int = 64, *, port_seconds: float = 20.0,
               workdir: str | Path | None = None, shared: Path | None | bool = True,
               claude_sessions: int = CLAUDE_SESSIONS, small_files: int = 0, reread_files: int = 0,
-              progress: Progress = _quiet) -> dict:
+              real_copies: int = 0, progress: Progress = _quiet) -> dict:
     """Generate a corpus and measure everything; returns the results as a dict.
 
     Parameters
@@ -326,6 +331,10 @@ def run_bench(sessions: int = 1000, seed: int = 0, n_budgets: int = 64, *, port_
     small_files, reread_files
         Small canonical files for the many-files ingest, and tiny files for
         the cached re-read; 0 (the default here, not on the command line) skips them.
+    real_copies
+        Copies of the real pi and Codex recordings in ``../shared`` timed
+        against their orjson floor (:mod:`benchmarks.real_formats`); 0 (the
+        default here, not on the command line) skips them.
     progress
         Called with a short line before each step.
     """
@@ -333,7 +342,7 @@ def run_bench(sessions: int = 1000, seed: int = 0, n_budgets: int = 64, *, port_
         with tempfile.TemporaryDirectory(prefix="panto-bench-") as tmp:
             return run_bench(sessions, seed, n_budgets, port_seconds=port_seconds, workdir=tmp,
                              shared=shared, claude_sessions=claude_sessions, small_files=small_files,
-                             reread_files=reread_files, progress=progress)
+                             reread_files=reread_files, real_copies=real_copies, progress=progress)
     shared = shared_dir() if shared is True else (shared or None)
     budgets = bench_budgets(n_budgets)
 
@@ -348,6 +357,8 @@ def run_bench(sessions: int = 1000, seed: int = 0, n_budgets: int = 64, *, port_
     small = ingest_scale.small_files(small_files, seed, Path(workdir))
     progress(f"cached re-read of {reread_files} files")
     many = ingest_scale.reread_many(reread_files, Path(workdir))
+    progress(f"pi and Codex: {real_copies} copies of the real recordings")
+    real = {fmt: real_formats.real_format(fmt, shared_dir(), real_copies, Path(workdir)) for fmt in real_formats.FORMATS}
 
     progress(f"{len(budgets)}-budget sweep (polars)")
     result, sweep_info = sweep(messages, budgets)
@@ -381,6 +392,7 @@ def run_bench(sessions: int = 1000, seed: int = 0, n_budgets: int = 64, *, port_
         "reread_peak_over_frame": (many["memory"].get("peak_over_frame") if many["available"] else None),
         "claude_resident_bytes": (claude["memory"].get("resident_bytes_per_message")
                                   if claude["available"] else None),
+        **{f"{fmt}_vs_floor": figures["vs_floor"] if figures["available"] else None for fmt, figures in real.items()},
     }
     goals = []
     for key, what, target, direction in GOALS:
@@ -397,6 +409,7 @@ def run_bench(sessions: int = 1000, seed: int = 0, n_budgets: int = 64, *, port_
         "cache_cold": cold_cache,
         "small_files": small,
         "reread_many": many,
+        "real_formats": real,
         "frame": {"bytes": frame_bytes, "rows": messages.height,
                   "bytes_per_message": values["bytes_per_message"]},
         "sweep": sweep_info,
@@ -468,6 +481,7 @@ def format_report(r: dict) -> str:
     else:
         lines += [f"Claude Code JSONL: {cc['note']}", ""]
     lines += [*_small_lines(r["small_files"], goal), *_reread_lines(r["reread_many"], goal), ""]
+    lines += [*_real_lines(r.get("real_formats", {}), goal), ""]
     lines += [
         f"{f'{n}-budget sweep, polars splits()':<38}{sw['seconds']:>9.3f} s"
         f"  (of which, alone: annotate() {sw['annotate_seconds']:.3f} s, turns() {sw['turns_seconds']:.3f} s)",
@@ -515,6 +529,19 @@ def _small_lines(sm: dict, goal: Callable[[str], str]) -> list[str]:
             f"{'  cold ingest into an empty cache':<38}{c['cold_seconds']:>9.2f} s   {'':>13}cache/no-cache "
             f"{c['ratio']:.2f}x   {goal('small_cache_cold_cost')}",
             f"{'  cache re-read':<38}{c['reread_seconds']:>9.3f} s   {'':>13}cold/re-read {c['reread_speedup']:.1f}x"]
+
+
+def _real_lines(real: dict, goal: Callable[[str], str]) -> list[str]:
+    out = []
+    for fmt, f in real.items():
+        if not f["available"]:
+            out.append(f"{fmt} (real recordings): {f['note']}")
+            continue
+        out += [f"{fmt} (real recordings, {f['copies']} copies with fresh ids): {f['files']:,} files, "
+                f"{f['messages']:,} messages, {f['bytes'] / 1e6:.1f} MB",
+                f"{'  ingest, cold (--no-cache)':<38}{f['seconds']:>9.2f} s   {'':>13}ingest/floor "
+                f"{f['vs_floor']:.2f}x (floor {f['floor_seconds']:.2f} s)   {goal(fmt + '_vs_floor')}"]
+    return out
 
 
 def _reread_lines(many: dict, goal: Callable[[str], str]) -> list[str]:

@@ -9,7 +9,7 @@ import sys
 import click
 import orjson
 
-from .bench import CLAUDE_SESSIONS, REREAD_FILES, SMALL_FILES, format_report, run_bench
+from .bench import CLAUDE_SESSIONS, REAL_COPIES, REREAD_FILES, SMALL_FILES, format_report, run_bench
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -29,10 +29,13 @@ from .bench import CLAUDE_SESSIONS, REREAD_FILES, SMALL_FILES, format_report, ru
                    "0 skips it.")
 @click.option("--reread-files", type=click.IntRange(min=0), default=REREAD_FILES, show_default=True,
               help="Tiny files for the cached re-read of many unchanged files; 0 skips it.")
+@click.option("--real-copies", type=click.IntRange(min=0), default=REAL_COPIES, show_default=True,
+              help="Copies (with fresh ids) of the real pi and Codex recordings in ../shared, timed against "
+                   "their orjson floor; 0 skips them.")
 @click.option("--no-native", is_flag=True, help="Skip libpanto's native computeSplit even when ../shared is present.")
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON instead of a table.")
-def bench(sessions, seed, n_budgets, port_seconds, claude_sessions, small_files, reread_files, no_native,
-          as_json):
+def bench(sessions, seed, n_budgets, port_seconds, claude_sessions, small_files, reread_files, real_copies,
+          no_native, as_json):
     """Measure ingest, frame size and the budget sweep on a synthetic corpus.
 
     Writes SESSIONS synthetic sessions to a temporary folder, then prints side
@@ -47,7 +50,8 @@ def bench(sessions, seed, n_budgets, port_seconds, claude_sessions, small_files,
     (ccusage daily --json --offline, version 20.0.24) reads too when it is
     installed (PANTO_CCUSAGE names it, else PATH). The cost of a cache on a
     cold read, the ingest of --small-files small files and a cached re-read
-    of --reread-files unchanged files follow. Each goal is marked PASS or
+    of --reread-files unchanged files follow, then pi and Codex: --real-copies
+    copies of their real recordings against their orjson floor. Each goal is marked PASS or
     MISS, and the splits are checked against both references.
 
     \b
@@ -59,7 +63,7 @@ def bench(sessions, seed, n_budgets, port_seconds, claude_sessions, small_files,
     progress = (lambda line: click.echo(f"... {line}", err=True)) if sys.stderr.isatty() else (lambda line: None)
     results = run_bench(sessions, seed, n_budgets, port_seconds=port_seconds,
                         shared=not no_native, claude_sessions=claude_sessions, small_files=small_files,
-                        reread_files=reread_files, progress=progress)
+                        reread_files=reread_files, real_copies=real_copies, progress=progress)
     if as_json:
         click.echo(orjson.dumps(results, option=orjson.OPT_INDENT_2).decode())
     else:
