@@ -4,12 +4,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import polars as pl
 from conftest import oracle_module
 
 import panto_analytics as pa
-from panto_analytics.errors import IngestReport
+from panto_analytics.errors import IngestReport, InputError
 from panto_analytics.ingest.formats import adapter, detect_format
-from panto_analytics.ingest.formats.base import Message, SessionMeta, SourceFile
+from panto_analytics.ingest.formats.base import FrameBuilder, Message, SessionMeta, SourceFile
 
 #: Budgets for oracle comparisons: zero, small, around real turn sizes, past every session.
 BUDGETS = [0, 1, 100, 1_000, 5_000, 10_000, 20_000, 50_000, 100_000, 200_000, 500_000, 10**9, 2**64 - 1]
@@ -23,6 +24,20 @@ def parse(path: Path, *, format: str | None = None, skip_invalid: bool = False
     src = SourceFile(path, fmt, skip_invalid=skip_invalid, report=report)
     messages = list(adapter(fmt).parse(src))
     return messages, src.meta, report
+
+
+def reference_frame(path: Path, fmt: str) -> tuple[pl.DataFrame, SourceFile] | InputError:
+    """The frame the format's line-by-line adapter gives one file, and its source (metadata, report); or its error.
+
+    What a columnar fast path must equal for every file it takes.
+    """
+    src = SourceFile(path, fmt, report=IngestReport())
+    builder = FrameBuilder()
+    try:
+        builder.add_session(src, adapter(fmt).parse(src))
+    except InputError as e:
+        return e
+    return builder.finish(), src
 
 
 def canonical(messages: list[Message]) -> list[dict]:

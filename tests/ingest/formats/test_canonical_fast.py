@@ -11,6 +11,7 @@ import random
 
 import polars as pl
 import pytest
+from adapter_checks import reference_frame
 from conftest import REPO
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -18,19 +19,13 @@ from strategies import conversations, random_conversation
 
 from panto_analytics.errors import InputError
 from panto_analytics.ingest.formats import columnar
-from panto_analytics.ingest.formats.base import FrameBuilder, SourceFile
+from panto_analytics.ingest.formats.base import SourceFile
 from panto_analytics.ingest.formats.canonical import fast as canonical_fast
 from panto_analytics.ingest.formats.canonical import reference as canonical
 
 
 def reference(path) -> tuple[pl.DataFrame, SourceFile] | InputError:
-    src = SourceFile(path, "canonical")
-    builder = FrameBuilder()
-    try:
-        builder.add_session(src, canonical.parse(src))
-    except InputError as e:
-        return e
-    return builder.finish(), src
+    return reference_frame(path, canonical.NAME)
 
 
 def fast(paths) -> list[tuple[pl.DataFrame | None, SourceFile]]:

@@ -13,8 +13,8 @@ import random
 import tempfile
 from pathlib import Path
 
-import polars as pl
 import pytest
+from adapter_checks import reference_frame
 from conftest import FIXTURES, SHARED
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -22,21 +22,11 @@ from mutations import MUTATIONS, mutate
 
 from benchmarks.synth_claude_code import generate_session, write_corpus
 from panto_analytics.errors import IngestReport, InputError
-from panto_analytics.ingest.formats.base import FrameBuilder, SourceFile
+from panto_analytics.ingest.formats.base import SourceFile
 from panto_analytics.ingest.formats.claude_code import fast, reference
 
 REAL = SHARED / "realdata" / "claude-code"
 needs_real = pytest.mark.skipif(not REAL.is_dir(), reason=f"{REAL} is absent")
-
-
-def by_reference(path: Path) -> tuple[pl.DataFrame, SourceFile] | InputError:
-    src = SourceFile(path, reference.NAME, report=IngestReport())
-    builder = FrameBuilder()
-    try:
-        builder.add_session(src, reference.parse(src))
-    except InputError as e:
-        return e
-    return builder.finish(), src
 
 
 def assert_agrees(paths: list[Path]) -> list[bool]:
@@ -48,7 +38,7 @@ def assert_agrees(paths: list[Path]) -> list[bool]:
         if frame is None:
             assert not src.report.ignored, f"{path}: a declined file must leave its report alone"
             continue
-        ref = by_reference(path)
+        ref = reference_frame(path, reference.NAME)
         assert not isinstance(ref, InputError), f"the fast path took a file the reference refuses: {ref}"
         ref_frame, ref_src = ref
         assert frame.schema == ref_frame.schema
