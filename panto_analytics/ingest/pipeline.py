@@ -224,7 +224,7 @@ def parse_files(files: Sequence[PathLike], *, format: str | None = None, skip_in
     cache = as_cache(cache)
     before = dataclasses.replace(cache.stats) if cache is not None else None
     table = key_table(files)  # one stat per file
-    found = cache.find(table, format, skip_invalid) if cache is not None else Found()
+    found = cache.find(table, format, skip_invalid, files) if cache is not None else Found()
     hit = np.zeros(table.height, dtype=bool)
     hit[found.index] = True
     todo = np.flatnonzero(~hit).tolist()

@@ -44,6 +44,8 @@ class CachedFile(ParsedFile):
     [2]
     """
 
+    __slots__ = ("_messages", "_offset", "_pack", "_path", "_rows")
+
     def __init__(self, pack: pl.DataFrame, offset: int, rows: int, session: SessionMeta | None,
                  path: str | Path, source_format: str | None) -> None:
         self._pack: pl.DataFrame | None = pack
