@@ -75,7 +75,7 @@ from .codec import (
     report_of,
     write_parquet,
 )
-from .hits import CachedFile, Found
+from .hits import CachedFile, Found, Served
 
 __all__ = ["Cache", "CacheStats", "CacheWarning", "as_cache", "default_cache_dir"]
 
@@ -290,38 +290,25 @@ class Cache:
         if not isinstance(decoded_all, list) or len(decoded_all) != len(records):
             decoded_all = [_loads_or_none(r) for r in records]  # some record is not one JSON value: find which
         decoded_of = dict(zip(others["i"].to_list(), decoded_all))
-        servable = pl.col("simple") & pl.col("session_id").is_not_null()
-        simple_counts = rows.filter(servable).select(pl.col(list(codec.COUNT_COLUMNS)).sum()).row(0)
+        corrupt = pl.col("simple") & pl.col("session_id").is_null()  # a session always has an id
+        self.stats.rebuilt += int(rows.select(corrupt.sum()).item())
+        simple_counts = rows.select(pl.col(list(codec.COUNT_COLUMNS)).filter(pl.col("simple") & ~corrupt).sum()).row(0)
         for name, n in zip(("files", "sessions", "messages", "api_calls"), simple_counts):
             setattr(found.report, name, getattr(found.report, name) + (n or 0))
+        given: dict[int, SessionMeta] = {}  # the sessions of the other rows, from their records
         shares: list[dict] = []
         with _gc_paused():  # tens of thousands of small objects, no cycles: collections would double the cost
-            self._build(rows, packs, paths, decoded_of, shares, found)
-        merge_report(found.report, shares)
-
-    def _build(self, rows: pl.DataFrame, packs: list[pl.DataFrame], paths: Sequence[str | Path],
-               decoded_of: dict[int, Any], shares: list[dict], found: Found) -> None:
-        """One :class:`~.hits.CachedFile` per served row: from its columns if simple, else from its record."""
-        columns = [rows[name].to_list() for name in ("i", "pack_index", "row_offset", "rows", "source_format",
-                                                     "simple", *codec.SESSION_COLUMNS)]
-        for i, pack, offset, n, fmt, simple, sid, model, window, parent, calls, project, sub in zip(*columns):
-            path = paths[i]
-            if simple:
-                if sid is None:  # a session always has an id: the row is corrupt
-                    self.stats.rebuilt += 1
-                    continue
-                session = SessionMeta(sid, model, window, parent, api_calls=calls, project=project,
-                                      is_subagent=bool(sub))
-            else:
-                rec = decoded_of[i]
+            for i, rec in decoded_of.items():
                 try:
-                    session = decoded_session(rec)
+                    given[i] = decoded_session(rec)
                 except BadEntry:
                     self.stats.rebuilt += 1  # the file is parsed again, and its row replaced
                     continue
                 shares.append(rec["report"])
-            found.index.append(i)
-            found.files.append(CachedFile(packs[pack], offset, n, session, path, fmt))
+            rows = rows.filter(~corrupt & (pl.col("simple") | pl.col("i").is_in(list(given))))
+            _build(rows, packs, len(paths), paths, given, found)
+        merge_report(found.report, shares)
+
 
     def _load_manifest(self) -> pl.DataFrame | None:
         """The manifest, or None; a bad one is deleted (and counted)."""
@@ -477,6 +464,31 @@ class Cache:
         for folder in (self.entries_dir, self.packs_dir, self.root):
             _rmdir(folder)  # only if empty: the user's own files are never touched
         return n, size
+
+
+def _build(rows: pl.DataFrame, packs: list[pl.DataFrame], n: int, paths: Sequence[str | Path],
+           given: dict[int, SessionMeta], found: Found) -> None:
+    """One :class:`~.hits.CachedFile` per served row, file ``i`` of one :class:`~.hits.Served` (of ``n`` files).
+
+    Where each file's rows are, and the session columns, stay columns; per
+    file there is only the CachedFile (a simple row's session is built when
+    first asked for; the others' are ``given``).
+    """
+    i = rows["i"].to_numpy()
+    pack_index, offsets, counts, row_of = (np.zeros(n, dtype=np.int64) for _ in range(4))
+    pack_index[i], offsets[i], counts[i] = rows["pack_index"].to_numpy(), rows["row_offset"].to_numpy(), rows["rows"].to_numpy()
+    row_of[i] = np.arange(rows.height)
+    served = Served(packs, pack_index, offsets, counts, rows.select(codec.SESSION_COLUMNS), row_of)
+    index = rows["i"].to_list()
+    formats = _shared(rows["source_format"].to_list())
+    found.index.extend(index)
+    found.files.extend(CachedFile(served, k, paths[k], fmt, given.get(k)) for k, fmt in zip(index, formats))
+
+
+def _shared(values: list) -> list:
+    """``values`` with equal values one object (a column's few distinct strings, not one string per row)."""
+    seen: dict = {}
+    return [seen.setdefault(v, v) for v in values]
 
 
 def _matches(manifest: pl.DataFrame, keys: pl.DataFrame, format: str | None, skip_invalid: bool) -> pl.DataFrame:
