@@ -187,17 +187,30 @@ def session_ids(parsed: list[ParsedFile]) -> pl.Series:
     A cached file whose session was not asked for yet gives its id from the
     lookup's column: checking the ids of many cached files builds no session.
     """
-    plain: list[str | None] = [None] * len(parsed)
-    lazy = _ByServed()
-    for pos, p in enumerate(parsed):
+    servers: dict[int, int] = {}  # id of a Served -> its number
+    owners: list[Served] = []
+    k_of = np.zeros(len(parsed), dtype=np.int64)
+
+    def owner(pos: int, p: ParsedFile) -> int:
+        """The number of the Served that holds ``p``'s session id (its ``k`` noted), or -1."""
         where = p.lazy_session() if isinstance(p, CachedFile) else None
         if where is None:
-            plain[pos] = p.session.session_id if p.session is not None else None
-        else:
-            lazy.add(pos, *where)
+            return -1
+        served, k_of[pos] = where
+        number = servers.get(id(served))
+        if number is None:
+            number = servers[id(served)] = len(owners)
+            owners.append(served)
+        return number
+
+    # Arrays, not a list of pairs: nothing is kept per file but what the ids themselves need.
+    owner_of = np.fromiter((owner(pos, p) for pos, p in enumerate(parsed)), dtype=np.int64, count=len(parsed))
+    plain = [None if o >= 0 else p.session.session_id if p.session is not None else None
+             for p, o in zip(parsed, owner_of.tolist())]
     ids = pl.Series("session_id", plain, dtype=pl.String)
-    for served, positions, ks in lazy.groups():
-        ids = ids.scatter(positions, served.session_ids(ks))
+    for number, served in enumerate(owners):
+        positions = np.flatnonzero(owner_of == number)
+        ids = ids.scatter(positions, served.session_ids(k_of[positions]))
     return ids
 
 
