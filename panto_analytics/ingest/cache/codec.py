@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Any, BinaryIO, Final, Literal
 
 import numpy as np
 import orjson
@@ -35,8 +35,8 @@ from ..formats.base import SessionMeta
 __all__ = [
     "BadEntry", "COUNT_COLUMNS", "Entry", "FileKey", "KEY_TABLE_SCHEMA", "LAYOUT", "MAGIC", "MANIFEST_SCHEMA",
     "META_KEY", "SESSION_COLUMNS", "check_record", "decoded", "decoded_session", "key_digest", "key_table",
-    "keys_of", "make_meta", "manifest_rows", "merge_report", "mode_of", "pack_name", "parser_version", "read_frame",
-    "read_manifest", "read_footer", "read_meta", "record_of", "report_of", "write_parquet"
+    "keys_of", "make_meta", "manifest_rows", "merge_report", "mode_of", "open_manifest", "pack_name", "parser_version",
+    "read_columns", "read_frame", "read_manifest", "read_footer", "read_meta", "record_of", "report_of", "write_parquet"
 ]
 
 #: Marks our metadata in a Parquet file; anything without it is foreign.
@@ -203,7 +203,7 @@ def make_meta(kind: str, **body) -> dict:
     return {"magic": MAGIC, "layout": LAYOUT, "kind": kind, **body}
 
 
-def read_meta(path: Path, kind: str) -> dict | None:
+def read_meta(path: Path | BinaryIO, kind: str) -> dict | None:
     """Our metadata of the pack or manifest ``path``; :class:`BadEntry` if unreadable or not ours.
 
     ``None`` for a file of another layout: stale, not bad (a plain miss,
@@ -212,7 +212,7 @@ def read_meta(path: Path, kind: str) -> dict | None:
     return read_footer(path, kind)[0]
 
 
-def read_footer(path: Path, kind: str) -> tuple[dict | None, int]:
+def read_footer(path: Path | BinaryIO, kind: str) -> tuple[dict | None, int]:
     """:func:`read_meta` and the number of rows the file really holds, from one read of its footer."""
     try:
         footer = pq.read_metadata(path)
@@ -243,6 +243,46 @@ def read_manifest(path: Path) -> pl.DataFrame | None:
     if any(frame.schema.get(name) != dtype for name, dtype in MANIFEST_SCHEMA.items()):
         raise BadEntry("manifest of another shape")
     return frame
+
+
+def open_manifest(path: Path) -> BinaryIO | None:
+    """The manifest opened and checked (ours, of this layout and shape), to read columns of with :func:`read_columns`.
+
+    None if there is none (or of another layout); :class:`BadEntry` if it is
+    bad. Every read of the one open file sees the same manifest, even if
+    another process replaces it meanwhile, so columns read apart line up.
+    """
+    try:
+        f = open(path, "rb")
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        raise BadEntry(f"unreadable manifest: {e}") from None
+    try:
+        if read_meta(f, "manifest") is None:
+            f.close()
+            return None
+        f.seek(0)
+        schema = pl.read_parquet_schema(f)
+    except BadEntry:
+        f.close()
+        raise
+    except Exception as e:
+        f.close()
+        raise BadEntry(f"unreadable manifest: {e}") from None
+    if any(schema.get(name) != dtype for name, dtype in MANIFEST_SCHEMA.items()):
+        f.close()
+        raise BadEntry("manifest of another shape")
+    return f
+
+
+def read_columns(manifest: BinaryIO, columns: list[str]) -> pl.DataFrame:
+    """Some columns of a manifest that :func:`open_manifest` opened; :class:`BadEntry` if they cannot be read."""
+    try:
+        manifest.seek(0)
+        return pl.read_parquet(manifest, columns=columns)
+    except Exception as e:
+        raise BadEntry(f"unreadable manifest: {e}") from None
 
 
 def manifest_rows(keys: list[FileKey], records: list[dict], format: str | None, pack: str,
