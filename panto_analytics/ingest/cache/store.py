@@ -203,8 +203,8 @@ class Cache:
         ``paths``: the names ``keys["path"]`` was made from, if the caller
         holds them, so that the files found share them instead of copies.
 
-        Memory: the manifest is let go once it is matched (only the columns
-        the serving needs are kept), before the packs are read.
+        Memory: only the manifest columns the serving needs are kept once
+        it is matched, before the packs are read.
         """
         self._read_from_ns = time.time_ns()
         found = Found()
@@ -213,16 +213,15 @@ class Cache:
             return found
         read_packs = self._read_packs(matches["pack"].unique(maintain_order=True).to_list())
         names, packs = list(read_packs), list(read_packs.values())
-        read = pl.DataFrame({"pack": names, "pack_index": range(len(names)), "pack_rows": [f.height for f in packs]},
-                            schema={"pack": pl.String, "pack_index": pl.Int64, "pack_rows": pl.Int64})
-        inside = (pl.col("row_offset") >= 0) & (pl.col("rows") >= 0) \
-            & (pl.col("row_offset") + pl.col("rows") <= pl.col("pack_rows"))
-        rows = matches.join(read, on="pack", how="inner", maintain_order="left") \
-            .with_columns(inside=inside).drop("pack", "pack_rows")
+        # Each row's pack by a lookup among the few packs read (not a join): null where its pack could not be read.
+        pack = pl.col("pack").replace_strict(names, list(range(len(names))), default=None, return_dtype=pl.Int64)
+        pack_rows = pl.col("pack").replace_strict(names, [f.height for f in packs], default=None,
+                                                  return_dtype=pl.Int64)
+        inside = (pl.col("row_offset") >= 0) & (pl.col("rows") >= 0) & (pl.col("row_offset") + pl.col("rows") <= pack_rows)
+        in_read, usable = matches.select(read=pack.is_not_null().sum(), usable=(pack.is_not_null() & inside).sum()).row(0)
+        served = matches.filter(pack.is_not_null() & inside).with_columns(pack_index=pack).drop("pack")
         del matches
-        served = rows.filter("inside").drop("inside")
-        self.stats.rebuilt += rows.height - served.height  # parsed again, and their rows replaced
-        del rows
+        self.stats.rebuilt += in_read - usable  # parsed again, and their rows replaced
         if served.height:
             self._serve(served, packs, paths if paths is not None else keys["path"].to_list(), found)  # in i order
         self.stats.hits += len(found.index)
@@ -310,7 +309,8 @@ class Cache:
             decoded_all = [_loads_or_none(r) for r in records]  # some record is not one JSON value: find which
         decoded_of = dict(zip(others["i"].to_list(), decoded_all))
         corrupt = pl.col("simple") & pl.col("session_id").is_null()  # a session always has an id
-        self.stats.rebuilt += int(rows.select(corrupt.sum()).item())
+        corrupt_rows = int(rows.select(corrupt.sum()).item())
+        self.stats.rebuilt += corrupt_rows
         simple_counts = rows.select(pl.col(list(codec.COUNT_COLUMNS)).filter(pl.col("simple") & ~corrupt).sum()).row(0)
         for name, n in zip(("files", "sessions", "messages", "api_calls"), simple_counts):
             setattr(found.report, name, getattr(found.report, name) + (n or 0))
@@ -324,7 +324,8 @@ class Cache:
                     self.stats.rebuilt += 1  # the file is parsed again, and its row replaced
                     continue
                 shares.append(rec["report"])
-            rows = rows.filter(~corrupt & (pl.col("simple") | pl.col("i").is_in(list(given))))
+            if corrupt_rows or len(given) < len(decoded_of):  # some rows are not served: leave them out
+                rows = rows.filter(~corrupt & (pl.col("simple") | pl.col("i").is_in(list(given))))
             _build(rows, packs, len(paths), paths, given, found)
         merge_report(found.report, shares)
 
@@ -491,15 +492,19 @@ def _build(rows: pl.DataFrame, packs: list[pl.DataFrame], n: int, paths: Sequenc
     row_of[i] = np.arange(rows.height)
     served = Served(packs, pack_index, offsets, counts, rows.select(codec.SESSION_COLUMNS), row_of)
     index = rows["i"].to_list()
-    formats = _shared(rows["source_format"].to_list())
     found.index.extend(index)
-    found.files.extend(CachedFile(served, k, paths[k], fmt, given.get(k)) for k, fmt in zip(index, formats))
+    found.files.extend(CachedFile(served, k, paths[k], fmt, given.get(k))
+                       for k, fmt in zip(index, _few_strings(rows["source_format"])))
 
 
-def _shared(values: list) -> list:
-    """``values`` with equal values one object (a column's few distinct strings, not one string per row)."""
-    seen: dict = {}
-    return [seen.setdefault(v, v) for v in values]
+def _few_strings(column: pl.Series) -> list[str | None]:
+    """A column of few distinct strings as a list whose equal strings are one object (not one string per row).
+
+    >>> _few_strings(pl.Series(["pi", None, "pi"]))
+    ['pi', None, 'pi']
+    """
+    values = column.drop_nulls().unique().sort().to_list()
+    return [None if code is None else values[code - 1] for code in column.rank("dense").to_list()]
 
 
 def _matches(manifest: pl.DataFrame, keys: pl.DataFrame, format: str | None, skip_invalid: bool) -> pl.DataFrame:
