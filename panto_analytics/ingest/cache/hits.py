@@ -98,8 +98,8 @@ class CachedFile(ParsedFile):
 
     >>> from dataclasses import replace
     >>> f = CachedFile.of(pl.DataFrame({"x": [1, 2]}), 1, 1, SessionMeta("a"), "a.jsonl", "pi")
-    >>> replace(f, session=SessionMeta("b")).messages["x"].to_list()
-    [2]
+    >>> replace(f, session=SessionMeta("b")).messages["x"].to_list(), CachedFile.of(f.messages, 0, 1, None, "b", "pi").session
+    ([2], None)
     """
 
     __slots__ = ("_k", "_messages", "_path", "_served", "_session")
@@ -140,8 +140,8 @@ class CachedFile(ParsedFile):
 
     @property
     def session(self) -> SessionMeta | None:
-        if self._session is None and self._served is not None:
-            self._session = self._served.session(self._k)
+        if self.lazy_session() is not None:
+            self._session = self._served.session(self._k)  # type: ignore[union-attr]
         return self._session
 
     @session.setter
@@ -166,7 +166,8 @@ class CachedFile(ParsedFile):
 
     def lazy_session(self) -> tuple[Served, int] | None:
         """``(served, k)`` while its session is still only in the lookup's columns, else None."""
-        return (self._served, self._k) if self._session is None and self._served is not None else None
+        lazy = self._session is None and self._served is not None and self._served.columns is not None
+        return (self._served, self._k) if lazy else None  # type: ignore[return-value]
 
 
 @dataclass
