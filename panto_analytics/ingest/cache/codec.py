@@ -251,6 +251,14 @@ def open_manifest(path: Path) -> BinaryIO | None:
     None if there is none (or of another layout); :class:`BadEntry` if it is
     bad. Every read of the one open file sees the same manifest, even if
     another process replaces it meanwhile, so columns read apart line up.
+
+    >>> import tempfile
+    >>> path = Path(tempfile.mkdtemp()) / "manifest.parquet"
+    >>> rows = manifest_rows([FileKey("a", "/a", 1, 2, 3)], [{"report": {"skipped": []}}], None, "p", [4])
+    >>> write_parquet(rows, path, make_meta("manifest"))
+    >>> with open_manifest(path) as f:
+    ...     read_columns(f, ["path", "rows"]).row(0), read_columns(f, ["pack"]).row(0)
+    (('a', 4), ('p',))
     """
     try:
         f = open(path, "rb")

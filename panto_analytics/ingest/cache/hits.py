@@ -187,6 +187,11 @@ def session_ids(parsed: list[ParsedFile]) -> pl.Series:
 
     A cached file whose session was not asked for yet gives its id from the
     lookup's column: checking the ids of many cached files builds no session.
+
+    >>> served = Served([pl.DataFrame({"x": [1, 2]})], [0, 0], [0, 1], [1, 1], pl.DataFrame({"session_id": ["a", "b"]}))
+    >>> files = [CachedFile(served, 1, "b.jsonl", "pi"), ParsedFile(pl.DataFrame(), SessionMeta("c"), Path("c"), "pi")]
+    >>> session_ids(files).to_list(), files[0].lazy_session() is not None
+    (['b', 'c'], True)
     """
     servers: dict[int, int] = {}  # id of a Served -> its number
     owners: list[Served] = []
