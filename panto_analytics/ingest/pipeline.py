@@ -32,7 +32,7 @@ from ..schema import empty_messages
 from . import parallel, schedule
 from .cache import Cache, CacheStats, CacheWarning, Entry, FileKey, as_cache
 from .cache.codec import key_table, keys_of
-from .cache.hits import Found, gather_messages
+from .cache.hits import Found, gather_messages, session_ids
 from .formats import ADAPTERS, adapter, detect_format
 from .formats.base import FrameBuilder, ParsedFile, SessionMeta, SourceFile, session_stem
 from .paths import PathLike, expand_names
@@ -224,7 +224,7 @@ def parse_files(files: Sequence[PathLike], *, format: str | None = None, skip_in
     cache = as_cache(cache)
     before = dataclasses.replace(cache.stats) if cache is not None else None
     table = key_table(files)  # one stat per file
-    found = cache.find(table, format, skip_invalid) if cache is not None else Found()
+    found = cache.find(table, format, skip_invalid, files) if cache is not None else Found()
     hit = np.zeros(table.height, dtype=bool)
     hit[found.index] = True
     todo = np.flatnonzero(~hit).tolist()
@@ -329,8 +329,8 @@ def check_unique_sessions(parsed: list[ParsedFile], *, skip_invalid: bool = Fals
     backup, a copy) is dropped, its messages uncounted, and the skip noted
     with both files.
     """
-    ids = [p.session.session_id for p in parsed if p.session is not None]
-    if len(set(ids)) == len(parsed):  # the usual case, in one pass
+    ids = session_ids(parsed)  # a cached file's from the lookup's columns: no session built for this check
+    if ids.null_count() == 0 and ids.n_unique() == len(parsed):  # the usual case, in one pass
         return parsed
     owner: dict[str, Path] = {}
     kept: list[ParsedFile] = []

@@ -327,6 +327,20 @@ def test_a_corrupt_manifest_is_rebuilt(corpus, cache):
     assert read(corpus, cache).cache.hits == 3
 
 
+@pytest.mark.parametrize("change", ["a column gone", "a column of another type"])
+def test_a_manifest_of_another_shape_is_rebuilt(corpus, cache, change):
+    cold = read(corpus, None)
+    read(corpus, cache)
+    meta = cache_codec.read_meta(cache.manifest_path, "manifest")
+    manifest = pl.read_parquet(cache.manifest_path)
+    manifest = manifest.drop("record") if change == "a column gone" else manifest.with_columns(pl.col("rows").cast(pl.Int32))
+    cache_codec.write_parquet(manifest, cache.manifest_path, meta)
+    again = read(corpus, cache)
+    assert (again.cache.rebuilt, again.cache.misses, again.cache.hits) == (1, 3, 0)
+    assert_same(cold, again)
+    assert read(corpus, cache).cache.hits == 3
+
+
 def test_info_and_clear_touch_only_cache_files(corpus, cache, big_corpus):
     read(corpus, cache)
     read(big_corpus, cache)

@@ -15,7 +15,7 @@ from test_cache import assert_same, read, write_session
 
 from panto_analytics.ingest.cache import Cache, FileKey
 from panto_analytics.ingest.cache.codec import key_table, keys_of
-from panto_analytics.ingest.cache.hits import CachedFile
+from panto_analytics.ingest.cache.hits import CachedFile, session_ids
 from panto_analytics.ingest.formats.base import ParsedFile, SessionMeta
 from panto_analytics.ingest.pipeline import read_files
 
@@ -143,3 +143,51 @@ def test_session_fields_round_trip_through_columns_or_record(tmp_path, meta, sim
     assert pl.read_parquet(cache.manifest_path)["simple"].to_list() == [simple]
     (back,) = cache.lookup([key], None, skip_invalid=False)
     assert back is not None and back.session == meta and back.report == IngestReport(1, 1, 0, 2)
+
+
+def test_a_re_read_builds_no_session_per_file_until_one_is_asked_for(tmp_path):
+    d = tmp_path / "s"
+    d.mkdir()
+    for i in range(5):  # a header with a datetime: that file's session is kept in its record, built at once
+        write_session(d / f"s{i}.jsonl", i + 1, sid="with-header" if i == 3 else None)
+    cold = read_files(d, jobs=1)
+    read_files(d, cache=tmp_path / "c", jobs=1)
+    again = read_files(d, cache=tmp_path / "c", jobs=1)
+    lazy = [isinstance(p, CachedFile) and p.lazy_session() is not None for p in again.files]
+    assert lazy == [True, True, True, False, True]
+    assert session_ids(again.files).to_list() == [p.session.session_id for p in cold.files]
+    assert [isinstance(p, CachedFile) and p.lazy_session() is not None for p in again.files] == lazy  # from the column
+    assert [p.session for p in again.files] == [p.session for p in cold.files]
+    assert all(p.lazy_session() is None for p in again.files)  # built once asked for, and kept
+    assert again.files[0].session is again.files[0].session
+
+
+def test_session_ids_in_order_whatever_holds_them(tmp_path):
+    d = tmp_path / "s"
+    d.mkdir()
+    for i in range(3):
+        write_session(d / f"id{i}.jsonl", 1)
+    read_files(d, cache=tmp_path / "c", jobs=1)
+    first, second = (read_files(d, cache=tmp_path / "c", jobs=1).files for _ in range(2))  # two lookups
+    asked = first[1]
+    assert asked.session is not None  # built: its id now comes from the session
+    renamed = replace(first[2], session=SessionMeta("renamed"))  # a plain ParsedFile
+    replaced = second[0]
+    replaced.messages = replaced.messages.head(0)  # what a postprocess hook may do: the session stays
+    files = [second[2], asked, renamed, first[0], replaced, second[1]]
+    assert session_ids(files).to_list() == ["id2", "id1", "renamed", "id0", "id0", "id1"]
+    assert replaced.session == SessionMeta("id0") and replaced.in_pack() is None
+
+
+def test_a_duplicate_session_served_from_the_cache_is_skipped_as_a_cold_read_skips_it(tmp_path):
+    from panto_analytics.errors import IngestReport
+
+    d = tmp_path / "dup"
+    (d / "x").mkdir(parents=True)
+    write_session(d / "s.jsonl", 1)
+    write_session(d / "x" / "s.jsonl", 2)
+    reports = [IngestReport() for _ in range(3)]
+    frames = [read_files(d, cache=cache, skip_invalid=True, report=r, jobs=1).messages
+              for cache, r in zip((None, tmp_path / "c", tmp_path / "c"), reports)]
+    assert frames[0].equals(frames[1]) and frames[0].equals(frames[2]) and frames[0].height == 2
+    assert reports[0] == reports[1] == reports[2] and reports[0].n_skipped == 1

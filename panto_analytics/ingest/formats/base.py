@@ -104,9 +104,9 @@ class Message:
     model: str | None = None
 
 
-@dataclass
+@dataclass(slots=True)
 class SessionMeta:
-    """What a file says about its session as a whole."""
+    """What a file says about its session as a whole (slots: a cached re-read holds one per file)."""
 
     session_id: str
     model: str | None = None
@@ -162,9 +162,12 @@ class SourceFile:
         return open_session_file(self.path)
 
 
-@dataclass
+@dataclass(slots=True)
 class ParsedFile:
-    """The messages and session metadata of one file (``session`` None: skipped whole under skip_invalid)."""
+    """The messages and session metadata of one file (``session`` None: skipped whole under skip_invalid).
+
+    Slots, not a ``__dict__``: a cached re-read of tens of thousands of files holds one per file.
+    """
 
     messages: pl.DataFrame
     session: SessionMeta | None
