@@ -11,21 +11,26 @@ shape only picks the schema, the parsed fields say what the line is.
 
 The transcript state machine of :mod:`.reference` (API calls streamed over
 several lines and merged, tool results written while a call streams,
-duplicate records, repeated calls, synthetic messages) then runs as
-window expressions over the records of every file at once, and the blocks
-of all messages are counted by :mod:`..columnar`, as for canonical files.
-Only a tool call's ``input`` is re-serialized per line with orjson: its
-words and bytes are those of its compact JSON, which Arrow cannot give.
+duplicate records, repeated calls, synthetic messages, compaction
+boundaries filled by their summaries, prompts queued mid-turn) then runs
+as window expressions over the records of every file at once, and the
+blocks of all messages are counted by :mod:`..columnar`, as for canonical
+files. What Arrow cannot give is read again by orjson, line by line, as the
+reference reads it: the compact JSON of a tool call's ``input`` (its words
+and bytes are those of that text), a queued prompt or a compact summary (a
+string or a list of blocks), a boundary's ``compactMetadata``.
 
 What the fast path does not handle, it declines (returns None for the
 file), and :mod:`.reference` reads the file, names the file and line of a
-bad record, or counts the skips: compactions (a compact boundary, a
-compact summary, a preserved segment), prompts queued mid-turn, sidechain
-records inside a main transcript, server tool results, invalid records or
-blocks, timestamps other than ISO UTC, blank or non-object lines, invalid
-UTF-8. ``tests/ingest/formats/test_claude_code_fast.py`` checks the frame,
-the session metadata and the report against the reference, on synthetic
-and real transcripts and on files broken one way each.
+bad record, or counts the skips: a compaction's preserved segment,
+sidechain records inside a main transcript, server tool results, invalid
+records or blocks, timestamps other than ISO UTC, lines that do not start
+with ``{``, lone surrogate escapes, nesting deeper than orjson parses (see
+:func:`_too_deep`), invalid UTF-8.
+``tests/ingest/formats/test_claude_code_fast.py`` checks the frame, the
+session metadata and the report against the reference, on the fixtures,
+synthetic and real transcripts, files broken one way each and random
+mutations.
 """
 from __future__ import annotations
 
@@ -85,7 +90,6 @@ _RESULT_PARTS = r'"tool_result"\s*(?:,\s*"\w+"\s*:\s*(?:"[^"\\]*"|true|false)\s*
 #: A lone surrogate escape: Arrow reads it, orjson (the reference) refuses the line.
 _SURROGATE = r"\\u[dD][89a-fA-F]"
 _BLOCK_BYTES = 1 << 22
-
 
 
 def read_frames(sources: list[SourceFile]) -> list[pl.DataFrame | None]:
