@@ -531,7 +531,7 @@ def _inputs_of(lines: _Lines, at: np.ndarray, line: np.ndarray, tool_use: np.nda
     calls = np.flatnonzero(tool_use)
     if not len(calls):
         return pa.nulls(len(line), _TEXT)
-    rows, first = np.unique(line[calls], return_index=True)
+    rows = np.unique(line[calls])
     found = _tool_inputs(lines, at[rows])
     if found is None:
         return None
