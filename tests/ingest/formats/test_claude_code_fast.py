@@ -241,6 +241,16 @@ def test_a_file_it_cannot_judge_is_declined_and_the_rest_of_the_batch_taken(tmp_
     assert assert_agrees([clean[0], broken, clean[1], clean[2]]) == [True, False, True, True]
 
 
+@pytest.mark.parametrize("blank", [b"\n", b"\n\n\n", b""])
+def test_a_file_of_blank_lines_is_left_to_the_reference_alone_or_in_a_batch(tmp_path, blank):
+    clean = _write(tmp_path / "clean.jsonl", *FEATURES["duplicate records and a repeated call"])
+    empty = [tmp_path / "e1.jsonl", tmp_path / "e2.jsonl"]
+    for path in empty:
+        path.write_bytes(blank)
+    assert assert_agrees(empty) == [False, False]
+    assert assert_agrees([empty[0], clean, empty[1]]) == [False, True, False]
+
+
 # -- random breakage -------------------------------------------------------------------
 
 EXTRA = ["duplicate", "swap"]

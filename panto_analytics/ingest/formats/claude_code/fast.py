@@ -155,7 +155,9 @@ class _Lines:
     buffer (a blank line after it, or its newline, is JSON whitespace at its
     end); ``odd`` says which files have a line that is not blank and does not
     start with ``{`` (the reference judges those: whitespace, a JSON value
-    that is not an object, pretty-printed JSON).
+    that is not an object, pretty-printed JSON), or have no line that is not
+    blank (the reference reads those as empty sessions; there is nothing to
+    parse).
     """
 
     def __init__(self, data: bytearray, spans: list[tuple[int, int]]):
@@ -169,6 +171,7 @@ class _Lines:
         keep = ends > starts
         self.odd = np.zeros(len(spans), dtype=bool)
         self.odd[file_of[keep & (raw[np.minimum(starts, len(raw) - 1)] != ord("{"))]] = True
+        self.odd[np.bincount(file_of[keep], minlength=len(spans)) == 0] = True
         self.starts, self.ends = starts[keep], ends[keep]
         offsets = np.concatenate((self.starts, [len(data)])).astype(np.int64)
         self.array = cast(pa.LargeBinaryArray, pa.Array.from_buffers(
@@ -496,6 +499,8 @@ def _record_columns(shape: str, rows: np.ndarray, records: pa.StructArray) -> pa
 def _read_batch(sources: list[SourceFile], lines: _Lines, files: np.ndarray) -> list[pl.DataFrame | None] | None:
     """The frame of each of ``files`` (None: declined), or None when Arrow refuses some line of them."""
     array, at = lines.of(files)
+    if not len(array):   # only files of blank lines, all declined
+        return [None] * len(files)
     file_of = np.searchsorted(files, lines.file_of[at])
     declined = lines.odd[files].copy()
     declined[file_of[np.asarray(pc.match_substring_regex(array, _SURROGATE))]] = True
