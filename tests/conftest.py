@@ -2,13 +2,34 @@
 from __future__ import annotations
 
 import functools
+import os
 import sys
 from pathlib import Path
 
 import polars as pl
 import pytest
+from hypothesis import settings
 
 import panto_analytics as pa
+
+# Hypothesis draws the same examples on every run unless asked to explore, so a
+# run of the suite (CI's included) passes or fails on the code alone. Exploring
+# is a separate, deliberate step: HYPOTHESIS_PROFILE=explore draws fresh
+# examples each run (failures are kept in .hypothesis/ and replayed first), and
+# FUZZ_SCALE=20 draws twenty times as many of them.
+settings.register_profile("repeatable", derandomize=True, database=None, print_blob=True)
+settings.register_profile("explore", derandomize=False, print_blob=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "repeatable"))
+
+
+def examples(n: int) -> int:
+    """How many examples a property test draws: ``n`` times ``FUZZ_SCALE`` (1 unless set).
+
+    >>> examples(40) >= 1
+    True
+    """
+    return max(1, round(n * float(os.environ.get("FUZZ_SCALE", "1"))))
+
 
 #: The repository root.
 REPO = Path(__file__).resolve().parents[1]

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import zlib
 
-from conftest import DATA, oracle_module
+from conftest import DATA, examples, oracle_module
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import conversations
@@ -35,7 +35,7 @@ def our_request_bytes(msgs: list[dict], prefix_end: int) -> int:
     return tr.request_bytes(contributions, summary)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(conversations(), st.integers(0, 300_000))
 def test_text_and_size_equal_the_literal_port(msgs, budget):
     split = ref.compute_split(msgs, ref.usages_of(msgs), budget)
@@ -66,7 +66,7 @@ def test_sizes_and_text_equal_libpanto_on_the_bundled_corpus():
     assert compared == len(sessions) * len(budgets) > 0
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(st.lists(conversations(), min_size=1, max_size=4))
 def test_sizes_and_text_equal_libpanto_on_drawn_sessions(sessions):
     oracle = oracle_module()

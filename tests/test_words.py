@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pytest
+from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import ALPHABET, blocks, texts
@@ -11,14 +12,14 @@ from benchmarks import reference_port as ref
 from panto_analytics.words import MEDIA_PART_WORDS, WORD_TO_TOKEN_FACTOR, count_words, count_words_arrow, message_words
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(500), deadline=None)
 @given(st.one_of(texts, st.text(st.characters(codec="utf-8"))))
 def test_count_words_equals_count_words_in(text):
     assert count_words(text) == ref.count_words_in(text)
 
 
 @pytest.mark.slow
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(blocks(), max_size=6))
 def test_message_words_equals_count_words(content):
     assert message_words(content) == ref.count_words({"role": "user", "content": content})
@@ -42,7 +43,7 @@ def test_every_whitespace_like_character_of_the_alphabet_is_covered():
     assert {" ", "\t", "\n", "\r", "\x0b", "\x0c", "\u00a0", "\u3000"} <= set(ALPHABET)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(st.one_of(st.none(), texts, st.text(st.characters(codec="utf-8"))), max_size=8),
        st.integers(0, 3))
 def test_count_words_arrow_equals_count_words(values, offset):

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import polars as pl
+from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
@@ -40,14 +41,14 @@ def _merged(splits: pl.DataFrame, buckets: list[int]) -> pl.DataFrame:
     return merge(histograms(part.drop("_b")) for part in tagged.partition_by("_b"))
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(split_frames())
 def test_sweep_from_merged_buckets_equals_in_memory(frame):
     splits, buckets = frame
     assert_frame_equal(sweep_from(_merged(splits, buckets)), summarize_splits(splits), check_exact=True)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(split_frames(), st.one_of(st.none(), st.integers(1, 5)), st.one_of(st.none(), st.floats(0.01, 1.0)),
        st.sampled_from([0.1, 0.5, 0.9, 1.0]))
 def test_coverage_from_merged_buckets_equals_in_memory(frame, k, share, coverage):
@@ -58,7 +59,7 @@ def test_coverage_from_merged_buckets_equals_in_memory(frame, k, share, coverage
                        check_exact=True)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(st.lists(st.integers(0, 5), min_size=1, max_size=300))
 def test_percentiles_from_counts_equal_polars_nearest(values):
     """The rank rule on its own: many ties, lengths up to 300 (so q * (n - 1) often ends in .5)."""

@@ -8,7 +8,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 import strategies
-from conftest import DATA, REALDATA
+from conftest import DATA, REALDATA, examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
@@ -117,7 +117,7 @@ def test_ray_engine_equals_local_engine(dataset):
         assert ray_rec.to_text() == local_rec.to_text()
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(strategies.conversations(max_pieces=6), min_size=1, max_size=8), strategies.budgets())
 def test_random_corpora_stream_to_the_in_memory_figures(sessions, budgets):
     """Agent-shaped and chaotic conversations (some empty), cut into buckets: the same sweep and recommendation."""

@@ -14,7 +14,7 @@ import random
 from pathlib import Path
 
 import pytest
-from conftest import DATA, HARNESS, oracle_module
+from conftest import DATA, HARNESS, examples, oracle_module
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from strategies import U64_MAX, boundary_budgets, budgets, conversations, random_conversation
@@ -153,7 +153,7 @@ def test_seeded_batch_port(seeded_batch, seeded_oracle):
 # --- hypothesis batches: port and engine against the oracle, boundary budgets --
 
 @pytest.mark.slow
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(batch=st.lists(conversations(), min_size=1, max_size=5), drawn=budgets())
 def test_drawn_batches(oracle, engine, tmp_path_factory, batch, drawn):
     sessions = {f"h{i}": msgs for i, msgs in enumerate(batch)}

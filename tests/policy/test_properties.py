@@ -12,7 +12,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from conftest import FRAME_KINDS
+from conftest import FRAME_KINDS, examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from strategies import boundary_budgets, budgets, conversations, long_conversations
@@ -27,7 +27,7 @@ def suffix_sums(msgs: list[dict]) -> list[int]:
     return [sum(costs[:k]) for k in range(len(costs) + 1)]
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=SLOW_OK)
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=SLOW_OK)
 @given(sessions=st.lists(conversations(), min_size=1, max_size=4), drawn=budgets(),
        kind=st.sampled_from(FRAME_KINDS), headers=st.booleans(), with_sessions=st.booleans())
 @pytest.mark.slow
@@ -39,7 +39,7 @@ def test_frame_equals_reference(engine, sessions, drawn, kind, headers, with_ses
 
 
 @pytest.mark.slow
-@settings(max_examples=5, deadline=None, suppress_health_check=SLOW_OK)
+@settings(max_examples=examples(5), deadline=None, suppress_health_check=SLOW_OK)
 @given(long=long_conversations(), short=conversations(), drawn=budgets(), kind=st.sampled_from(FRAME_KINDS))
 def test_frame_equals_reference_past_4096_turns(engine, long, short, drawn, kind):
     # Boundary budgets only for the short session: each one costs the port a

@@ -10,7 +10,7 @@ from unittest.mock import patch
 
 import polars as pl
 import pytest
-from conftest import DATA, oracle_module
+from conftest import DATA, examples, oracle_module
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from strategies import budgets, conversations, random_conversation
@@ -223,7 +223,7 @@ def parameters(draw) -> dict:
 small_budgets = st.lists(st.integers(0, 6000), min_size=1, max_size=5)
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=SLOW_OK)
+@settings(max_examples=examples(120), deadline=None, suppress_health_check=SLOW_OK)
 @given(sessions=st.lists(conversations(), min_size=1, max_size=4), drawn=small_budgets, more=budgets(),
        params=parameters(), lazy=st.booleans())
 def test_replay_equals_reference(sessions, drawn, more, params, lazy):
@@ -232,7 +232,7 @@ def test_replay_equals_reference(sessions, drawn, more, params, lazy):
 
 
 @pytest.mark.slow
-@settings(max_examples=60, deadline=None, suppress_health_check=SLOW_OK)
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=SLOW_OK)
 @given(sessions=st.lists(conversations(), min_size=1, max_size=4), drawn=small_budgets, params=parameters(),
        alternations=st.sampled_from([0, 1]))
 def test_replay_equals_reference_scanning(sessions, drawn, params, alternations):

@@ -8,14 +8,13 @@ records. It must never take a file the reference refuses.
 from __future__ import annotations
 
 import json
-import os
 import random
 import tempfile
 from pathlib import Path
 
 import pytest
 from adapter_checks import reference_frame
-from conftest import FIXTURES, SHARED
+from conftest import FIXTURES, SHARED, examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mutations import MUTATIONS, mutate
@@ -257,7 +256,7 @@ EXTRA = ["duplicate", "swap"]
 
 
 @pytest.mark.slow
-@settings(max_examples=int(os.environ.get("FUZZ_EXAMPLES", 40)), deadline=None,
+@settings(max_examples=examples(40), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**16), source=st.sampled_from(["synthetic", *sorted(FEATURES)]), data=st.data())
 def test_a_mutated_transcript_is_declined_or_read_as_the_reference_reads_it(seed, source, data):

@@ -1,12 +1,11 @@
 """Every adapter on mutated real lines: a frame, or an InputError naming the file and line; nothing else."""
 from __future__ import annotations
 
-import os
 import tempfile
 from pathlib import Path
 
 import pytest
-from conftest import DATA, FIXTURES
+from conftest import DATA, FIXTURES, examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mutations import MUTATIONS, mutate
@@ -24,7 +23,7 @@ SOURCES = {
 
 @pytest.mark.slow
 @pytest.mark.parametrize("fmt", sorted(SOURCES))
-@settings(max_examples=int(os.environ.get('FUZZ_EXAMPLES', 30)), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_a_mutated_file_gives_a_frame_or_an_input_error_with_file_and_line(fmt, data):
     lines = SOURCES[fmt].read_bytes().splitlines()

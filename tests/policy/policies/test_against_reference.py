@@ -6,6 +6,7 @@ import dataclasses
 
 import polars as pl
 import pytest
+from conftest import examples
 from hypothesis import HealthCheck, given, settings, target
 from hypothesis import strategies as st
 
@@ -143,7 +144,7 @@ policies = st.one_of(
 )
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(sessions=sessions_strategy(), policy=policies, window=st.integers(3_000, 12_000),
        summary_tokens=st.integers(0, 1_500))
 def test_engine_equals_reference(sessions, policy, window, summary_tokens):
