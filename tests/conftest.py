@@ -8,7 +8,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from hypothesis import settings
+from hypothesis import HealthCheck, settings
 
 import panto_analytics as pa
 
@@ -17,8 +17,11 @@ import panto_analytics as pa
 # is a separate, deliberate step: HYPOTHESIS_PROFILE=explore draws fresh
 # examples each run (failures are kept in .hypothesis/ and replayed first), and
 # FUZZ_SCALE=20 draws twenty times as many of them.
-settings.register_profile("repeatable", derandomize=True, database=None, print_blob=True)
-settings.register_profile("explore", derandomize=False, print_blob=True)
+# Neither depends on the machine's speed: no deadline, and no health check on
+# how slowly examples are drawn (CI machines are shared and slow at times).
+_UNTIMED = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow]}
+settings.register_profile("repeatable", derandomize=True, database=None, print_blob=True, **_UNTIMED)
+settings.register_profile("explore", derandomize=False, print_blob=True, **_UNTIMED)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "repeatable"))
 
 

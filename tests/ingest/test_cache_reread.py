@@ -72,7 +72,7 @@ def test_cached_files_are_parsed_files_sliced_only_when_asked(tmp_path):
     assert type(plain) is ParsedFile and plain.messages.height == 4 and plain.path == again.files[1].path
 
 
-@settings(max_examples=examples(12), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(12), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(turns=st.lists(st.integers(0, 3), min_size=1, max_size=8),
        changes=st.lists(st.tuples(st.integers(0, 7), st.sampled_from(["touch", "rewrite", "remove"])), max_size=4),
        batch_files=st.integers(1, 3))

@@ -81,7 +81,7 @@ def write(path, records, extra_lines=()):
 
 
 @pytest.mark.slow
-@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(sessions=st.lists(conversations(), min_size=1, max_size=4), data=st.data())
 def test_fast_path_equals_reference_on_random_files(tmp_path_factory, sessions, data):
     d = tmp_path_factory.mktemp("fast")

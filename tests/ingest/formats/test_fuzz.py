@@ -23,7 +23,7 @@ SOURCES = {
 
 @pytest.mark.slow
 @pytest.mark.parametrize("fmt", sorted(SOURCES))
-@settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(data=st.data())
 def test_a_mutated_file_gives_a_frame_or_an_input_error_with_file_and_line(fmt, data):
     lines = SOURCES[fmt].read_bytes().splitlines()
