@@ -257,7 +257,7 @@ EXTRA = ["duplicate", "swap", "cut"]   # "cut": the file ends before this line, 
 
 @st.composite
 def mutated_transcripts(draw: st.DrawFn) -> bytes:
-    """A synthetic or feature transcript with one to three lines broken, repeated or swapped."""
+    """A synthetic or feature transcript with one to three lines broken, repeated, swapped or cut off."""
     source = draw(st.sampled_from(["synthetic", *sorted(FEATURES)]), label="source")
     records = (generate_session(random.Random(draw(st.integers(0, 2**16), label="seed")), "s", median_turns=2, max_turns=4)
                if source == "synthetic" else FEATURES[source])
