@@ -22,13 +22,17 @@ a LazyFrame over it, and ``pa.sweep_dataset`` / ``pa.recommend_dataset``
 run bucket by bucket in bounded memory (``engine="ray"`` on Ray Data), with
 the same results as the in-memory path (``docs/scale.md``).
 
-The package has three floors, and imports only go down:
+The package is floors over a shared vocabulary, and imports only go down
+(``docs/architecture.md``):
 
 - :mod:`panto_analytics.cli`: the ``panto-analytics`` command, thin over the rest;
+- :mod:`panto_analytics.dataset`: the out-of-core lane (a Parquet dataset, bucket by bucket);
 - :mod:`panto_analytics.analysis`: plots, recommendation, report;
-- :mod:`panto_analytics.ingest`: files -> the message frame (adapters, cache);
-- :mod:`panto_analytics.policy`: the message frame -> turns, splits, sweeps (no I/O);
-- ``schema``, ``errors``, ``budgets``, ``words``: the shared vocabulary.
+- :mod:`panto_analytics.outcomes`: what a compaction costs and loses;
+- :mod:`panto_analytics.ingest`: files -> the message frame and the corpus tables (cache, workers);
+- :mod:`panto_analytics.formats`: one adapter per source format;
+- :mod:`panto_analytics.policy`: the message frame -> turns, splits, sweeps, replays (no I/O);
+- ``schema``, ``errors``, ``budgets``, ``words``, ``transcript``: the shared vocabulary.
 
 >>> import panto_analytics as pa
 >>> {"read_sessions", "sessions", "splits", "sweep"} <= set(pa.__all__)
@@ -39,11 +43,12 @@ True
 import importlib
 from typing import Any
 
-from .analysis import Criteria, Recommendation, recommend, recommend_dataset, sweep_dataset, worst_served
+from .analysis import Criteria, Recommendation, recommend, worst_served
 from .budgets import parse_budget, parse_budgets
+from .dataset import scan_dataset, write_dataset
+from .dataset.streaming import recommend_dataset, sweep_dataset
 from .errors import IngestReport, InputError
 from .ingest import Cache, Corpus, compactions, read_corpus, read_sessions, sessions, summary_request
-from .ingest.dataset import scan_dataset, write_dataset
 from .ingest.filters import SessionFilter, filter_corpus
 from .policy import Replay, annotate, replay, splits, summarize_replay, summarize_splits, turns
 

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import click
 
+from ..dataset import DEFAULT_BUCKETS, write_dataset
+from ..dataset.buckets import MAX_BUCKETS
 from ..errors import IngestReport
 from ..ingest.cache import Cache, CacheStats, default_cache_dir
-from ..ingest.dataset import DEFAULT_BUCKETS, write_dataset
-from ..ingest.dataset.buckets import MAX_BUCKETS
 from .app import main
 from .options import (
     cache_warnings_on_stderr,

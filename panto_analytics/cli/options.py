@@ -14,8 +14,8 @@ import polars as pl
 
 from ..budgets import budgets_as_written, parse_budget, parse_budgets
 from ..errors import IngestReport, InputError
-from ..ingest.formats import ADAPTERS
-from ..ingest.formats.base import TRUNCATED
+from ..formats import ADAPTERS
+from ..formats.base import TRUNCATED
 from ..ingest.paths import SESSION_PATTERNS, default_locations, expand_paths, known_locations
 
 __all__ = [
@@ -139,7 +139,7 @@ def dataset_path(paths) -> Path | None:
 
     A dataset is read alone: mixed with other paths, it is a usage error.
     """
-    from ..ingest.dataset import is_dataset
+    from ..dataset import is_dataset
 
     datasets = [Path(p) for p in paths if is_dataset(p)]
     if not datasets:
@@ -172,8 +172,8 @@ def read_input(paths, format_, skip_invalid) -> pl.DataFrame:
 
 def read_input_corpus(paths, format_, skip_invalid, *, list_skips: bool = True):
     """Like :func:`read_input`, but the whole :class:`~panto_analytics.ingest.corpus.Corpus`."""
+    from ..dataset import dataset_corpus
     from ..ingest import read_corpus
-    from ..ingest.dataset import dataset_corpus
 
     if (ds := dataset_path(paths)) is not None:
         corpus = dataset_corpus(ds)
@@ -404,7 +404,7 @@ class Tokens(click.ParamType):
 
 def engine_options(fn):
     """--engine local|ray and --ray-address: where the per-bucket work over a dataset folder runs."""
-    from ..analysis.engines import ENGINES, RAY_INSTALL
+    from ..dataset.engines import ENGINES, RAY_INSTALL
 
     fn = click.option("--ray-address", default=None, metavar="ADDRESS",
                       help="With --engine ray: the Ray cluster to join ('auto', 'ray://head:10001') [default: start "
@@ -417,7 +417,7 @@ def engine_options(fn):
 def check_engine(paths, engine: str, ray_address: str | None) -> Path | None:
     """The dataset folder PATHS name, to stream over, or None (session files, or session filters given: those
     run in memory); a usage error, before any work, for an engine that cannot run."""
-    from ..analysis.engines import RAY_INSTALL, ray_available
+    from ..dataset.engines import RAY_INSTALL, ray_available
 
     ds = dataset_path(paths)
     if ds is not None and session_filter().active:
@@ -438,7 +438,7 @@ def check_engine(paths, engine: str, ray_address: str | None) -> Path | None:
 
 def replay_options(*, required: bool):
     """--window, --reserve and --summary-tokens: the context window a replay runs under."""
-    from ..policy.replay import DEFAULT_RESERVE, DEFAULT_SUMMARY_TOKENS
+    from ..policy.replay.engine import DEFAULT_RESERVE, DEFAULT_SUMMARY_TOKENS
 
     def decorate(fn):
         what = ("The model's context window, in tokens (200k, 1M, ...)." if required else
@@ -458,7 +458,7 @@ def replay_options(*, required: bool):
 
 
 def _parse_policies(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]):
-    from ..policy.policies import parse_policy
+    from ..policy.replay.policies import parse_policy
 
     try:
         return tuple(parse_policy(v) if v.strip() != "libpanto" else "libpanto" for v in value)
@@ -468,7 +468,7 @@ def _parse_policies(ctx: click.Context, param: click.Parameter, value: tuple[str
 
 def policy_option(fn):
     """--policy NAME[:k=v,...], repeatable: replay under these compaction policies and compare them."""
-    from ..policy.policies import POLICIES
+    from ..policy.replay.policies import POLICIES
 
     return click.option(
         "--policy", "policies", multiple=True, callback=_parse_policies, metavar="NAME[:k=v,...]",
@@ -479,7 +479,7 @@ def policy_option(fn):
 
 def check_replay(window: int | None, reserve: int, summary_tokens: int | None) -> None:
     """A usage error, before any work, for replay parameters that cannot work (``window <= reserve``, ...)."""
-    from ..policy.replay import DEFAULT_SUMMARY_TOKENS, validate_parameters
+    from ..policy.replay.engine import DEFAULT_SUMMARY_TOKENS, validate_parameters
 
     if window is not None:
         try:

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import click
 
-from ..policy.policy_replay import replay
-from ..policy.replay_summary import compare_policies, summarize_replay
+from ..policy.replay.any_policy import replay
+from ..policy.replay.summary import compare_policies, summarize_replay
 from .app import main
 from .options import (
     budgets_option,

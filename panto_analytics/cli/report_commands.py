@@ -113,7 +113,7 @@ def recommend_cmd(paths, format_, skip_invalid, budgets, min_kept_turns, coverag
     check_replay(window, reserve, summary_tokens)
     ds = check_engine(paths, engine, ray_address)
     if ds is not None and window is None:
-        from ..analysis.streaming import recommend_dataset
+        from ..dataset.streaming import recommend_dataset
 
         _print_recommendation(recommend_dataset(ds, budgets, criteria, engine=engine, address=ray_address), output)
         return

@@ -5,8 +5,8 @@ import pytest
 from click.testing import CliRunner
 from conftest import DATA
 
-from panto_analytics.analysis import engines
 from panto_analytics.cli import main
+from panto_analytics.dataset import engines
 
 
 def run(*args):

@@ -70,7 +70,7 @@ def test_bad_replay_parameters_fail_before_any_work(tmp_path):
 
 
 def test_the_summary_size_defaults_to_the_recorded_median_and_says_so():
-    from panto_analytics.policy.replay import summary_size
+    from panto_analytics.policy.replay.engine import summary_size
 
     tokens, source = summary_size(pa.read_sessions(DATA))
     assert source.startswith("the median of") and tokens > 0
