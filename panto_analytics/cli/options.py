@@ -454,7 +454,7 @@ def replay_options(*, required: bool):
                 "Replay compaction under this context window (200k, 1M, ...) and judge the budgets at the "
                 "moments an agent compacts, instead of by end-of-session splits.")
         for option in reversed([
-            click.option("--window", type=Tokens(), required=required, help=what),
+            click.option("--window", "-w", type=Tokens(), required=required, help=what),
             click.option("--reserve", type=Tokens(), default=DEFAULT_RESERVE, show_default=True,
                          help="Tokens kept free below the window: a compaction fires past window - reserve."),
             click.option("--summary-tokens", type=Tokens(), default=None,
