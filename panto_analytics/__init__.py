@@ -105,10 +105,10 @@ _LAZY = {"plots": ".analysis.plots", "report": ".analysis.report", "plot_data": 
 if TYPE_CHECKING:
     from .analysis import Criteria, Recommendation, recommend, worst_served
     from .budgets import parse_budget, parse_budgets
-    from .errors import IngestReport, InputError
-    from .ingest import Cache, Corpus, compactions, read_corpus, read_sessions, sessions, summary_request
     from .dataset import scan_dataset, write_dataset
     from .dataset.streaming import recommend_dataset, sweep_dataset
+    from .errors import IngestReport, InputError
+    from .ingest import Cache, Corpus, compactions, read_corpus, read_sessions, sessions, summary_request
     from .ingest.filters import SessionFilter, filter_corpus
     from .outcomes import costs, load_prices
     from .policy import Replay, annotate, replay, splits, summarize_replay, summarize_splits, turns

@@ -17,7 +17,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from ...defaults import MAX_BUCKETS
+from ..defaults import MAX_BUCKETS
 
 __all__ = ["FNV_OFFSET", "FNV_PRIME", "MAX_BUCKETS", "fnv1a64", "session_buckets"]
 
