@@ -12,11 +12,7 @@ from __future__ import annotations
 import re
 from decimal import Decimal, InvalidOperation
 
-__all__ = ["DEFAULT_BUDGETS", "MAX_BUDGET", "budgets_as_written", "parse_budget", "parse_budgets"]
-
-#: The budgets every command tries when none are given: 0 to 100k in steps of 2.5k (one grid, so that
-#: ``sweep``, ``replay``, ``recommend`` and ``report`` on the same sessions speak of the same budgets).
-DEFAULT_BUDGETS = "0:100k:41"
+__all__ = ["MAX_BUDGET", "budgets_as_written", "parse_budget", "parse_budgets"]
 
 #: The largest budget libpanto can hold (a u64).
 MAX_BUDGET = 2**64 - 1

@@ -3,14 +3,11 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from ..analysis.plot_data import SEGMENT_KINDS
-from ..analysis.recommend import DEFAULT_COVERAGE, DEFAULT_MIN_KEPT_TURNS, Criteria, recommend, recommend_at_compactions
-from ..policy import replay
-from ..policy import splits as compute_splits
-from ..policy import turns as compute_turns
+from ..defaults import DEFAULT_COVERAGE, DEFAULT_MIN_KEPT_TURNS, SEGMENT_KINDS
 from .app import main
 from .options import (
     Tokens,
@@ -27,6 +24,9 @@ from .options import (
     replay_options,
     write_frame,
 )
+
+if TYPE_CHECKING:
+    from ..analysis.recommend import Criteria
 
 __all__ = ["Share", "criteria_options", "recommend_cmd", "report"]
 
@@ -70,6 +70,8 @@ def criteria_options(fn):
 
 
 def _criteria(min_kept_turns, coverage, max_kept_share, context_window) -> Criteria:
+    from ..analysis.recommend import Criteria
+
     if max_kept_share is not None and context_window is None:
         raise click.UsageError("--max-kept-share needs --context-window (e.g. --context-window 200k)")
     if context_window is not None and max_kept_share is None:
@@ -107,6 +109,11 @@ def recommend_cmd(paths, format_, skip_invalid, budgets, min_kept_turns, coverag
       panto-analytics recommend data/ -s 0.25 --context-window 200k -b 0:200k:81
       panto-analytics recommend corpus.ds/ -k 2 -p 90% --engine ray
     """
+    from ..analysis.recommend import recommend, recommend_at_compactions
+    from ..policy import replay
+    from ..policy import splits as compute_splits
+    from ..policy import turns as compute_turns
+
     criteria = _criteria(min_kept_turns, coverage, max_kept_share, context_window)
     check_replay(window, reserve, summary_tokens)
     ds = check_engine(paths, engine, ray_address)

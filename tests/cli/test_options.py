@@ -221,7 +221,8 @@ def test_each_short_option_means_one_thing_in_every_command():
 def test_every_command_tries_one_default_budget_grid(corpus):
     import click
 
-    from panto_analytics.budgets import DEFAULT_BUDGETS, parse_budgets
+    from panto_analytics.budgets import parse_budgets
+    from panto_analytics.defaults import DEFAULT_BUDGETS
 
     defaults = {name: param.default for name, command in _commands() for param in command.params
                 if isinstance(param, click.Option) and param.name == "budgets" and not param.required}
