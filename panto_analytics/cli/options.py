@@ -208,11 +208,14 @@ def _filtered(corpus, paths):
         return corpus
     kept = filter_corpus(corpus, wanted)
     what = " ".join(wanted.described)
+    from ..analysis.formatting import counted
+
+    read = counted(corpus.sessions.height, "session")
     if kept.sessions.is_empty():
         where = ", ".join(str(p) for p in paths)
-        raise InputError(where, None, f"none of the {corpus.sessions.height} session(s) read matches {what}",
-                         skippable=False)
-    click.echo(f"note: {what}: kept {kept.sessions.height} of {corpus.sessions.height} session(s)", err=True)
+        raise InputError(where, None, f"none of the {read} read matches {what} "
+                                      f"({wanted.what_exists(corpus.sessions)})", skippable=False)
+    click.echo(f"note: {what}: kept {kept.sessions.height:,} of {read}", err=True)
     return kept
 
 
