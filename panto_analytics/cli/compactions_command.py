@@ -5,7 +5,6 @@ from pathlib import Path
 
 import click
 
-from ..analysis.compactions import agent_vs_libpanto, compaction_table
 from .app import main
 from .options import budgets_option, check_output, friendly_errors, input_options, read_input_corpus, write_frame
 
@@ -39,6 +38,8 @@ def compactions_cmd(paths, format_, skip_invalid, budgets, output, plot):
       panto-analytics compactions ~/.pi/agent/sessions -b 8k,20k,50k
       panto-analytics compactions ~/.claude/projects -b 20k -o compactions.parquet --plot kept.png
     """
+    from ..analysis.compactions import agent_vs_libpanto, compaction_table
+
     corpus = read_input_corpus(paths, format_, skip_invalid)
     rows = agent_vs_libpanto(corpus, budgets)
     if plot is not None:

@@ -4,15 +4,11 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from ..analysis.decision import Decision, DecisionRule, decision_from_replay
-from ..analysis.plot_data import SEGMENT_KINDS
-from ..analysis.recommend import DEFAULT_COVERAGE, DEFAULT_MIN_KEPT_TURNS, Criteria, Recommendation, recommend
-from ..policy import replay
-from ..policy import splits as compute_splits
-from ..policy import turns as compute_turns
+from ..defaults import DEFAULT_COVERAGE, DEFAULT_MIN_KEPT_TURNS, SEGMENT_KINDS
 from .app import main
 from .options import (
     Tokens,
@@ -29,6 +25,10 @@ from .options import (
     replay_options,
     write_frame,
 )
+
+if TYPE_CHECKING:
+    from ..analysis.decision import Decision
+    from ..analysis.recommend import Criteria, Recommendation
 
 __all__ = ["DEFAULT_BUDGETS", "Share", "criteria_options", "recommend_cmd", "recommendation_object", "report"]
 
@@ -68,7 +68,7 @@ def criteria_options(fn):
         click.option("--max-kept-share", "-s", type=Share(), default=None,
                      help="Rule: the largest budget at which the kept suffix stays within S x CONTEXT_WINDOW "
                           "tokens for COVERAGE of sessions. Needs --context-window."),
-        click.option("--context-window", "-w", type=Tokens(), default=None,
+        click.option("--context-window", type=Tokens(), default=None,
                      help="The model's context window in tokens (e.g. 200k), for --max-kept-share."),
     ]
     for option in reversed(options):
@@ -77,10 +77,12 @@ def criteria_options(fn):
 
 
 def _criteria(min_kept_turns, coverage, max_kept_share, context_window, window=None) -> Criteria:
+    from ..analysis.recommend import Criteria
+
     if window is not None and context_window is None:
         context_window = window if max_kept_share is not None else None
     if max_kept_share is not None and context_window is None:
-        raise click.UsageError("--max-kept-share needs --context-window (e.g. -w 200k)")
+        raise click.UsageError("--max-kept-share needs --context-window (e.g. --context-window 200k)")
     if context_window is not None and max_kept_share is None:
         raise click.UsageError("--context-window is used by --max-kept-share; give both")
     return Criteria(min_kept_turns=min_kept_turns, coverage=coverage, max_kept_share=max_kept_share,
@@ -127,10 +129,16 @@ def recommend_cmd(paths, format_, skip_invalid, budgets, min_kept_turns, coverag
     Examples:
       panto-analytics recommend data/
       panto-analytics recommend ~/.claude/projects -k 3 -p 95%
-      panto-analytics recommend data/ -s 0.25 -w 200k -b 0:200k:81
+      panto-analytics recommend data/ -s 0.25 --context-window 200k -b 0:200k:81
       panto-analytics recommend corpus.ds/ -k 2 -p 90% --engine ray
       panto-analytics recommend data/ --window 32k -k 2 -p 90% -o - --output-format json
     """
+    from ..analysis.decision import DecisionRule, decision_from_replay
+    from ..analysis.recommend import recommend
+    from ..policy import replay
+    from ..policy import splits as compute_splits
+    from ..policy import turns as compute_turns
+
     criteria = _criteria(min_kept_turns, coverage, max_kept_share, context_window, window)
     check_replay(window, reserve, summary_tokens)
     if window is None and (policies or max_orphan_rate is not None):
@@ -161,7 +169,7 @@ def recommend_cmd(paths, format_, skip_invalid, budgets, min_kept_turns, coverag
 
 def recommendation_object(rec: Recommendation | Decision) -> dict:
     """The JSON object ``recommend`` writes: the choice, the rule, the rows around it, reasons and warnings."""
-    if isinstance(rec, Decision):
+    if hasattr(rec, "to_dict"):
         return rec.to_dict()
     rows = rec.around() if rec.budget is not None else rec.table
     return {"budget": rec.budget, "policy": None, "rule": rec.criteria.describe(), "window": None, "reserve": None,
@@ -195,7 +203,7 @@ def _print_recommendation(rec, output) -> None:
 @input_options
 @budgets_option(default=DEFAULT_BUDGETS)
 @criteria_options
-@click.option("--out", "-o", "out_dir", type=click.Path(file_okay=False, path_type=Path), required=True,
+@click.option("--output", "--out", "-o", "out_dir", type=click.Path(file_okay=False, path_type=Path), required=True,
               callback=lambda ctx, param, value: value and check_output_path(value, None, "-o", folder=True),
               help="Folder to write index.html, report.md, the PNGs, sweep.parquet and splits.parquet into.")
 @click.option("--by", "segment_by", type=click.Choice(SEGMENT_KINDS), multiple=True,
