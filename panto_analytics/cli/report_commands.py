@@ -131,7 +131,7 @@ def recommend_cmd(paths, format_, skip_invalid, budgets, min_kept_turns, coverag
       panto-analytics recommend ~/.claude/projects -k 3 -p 95%
       panto-analytics recommend data/ -s 0.25 --context-window 200k -b 0:200k:81
       panto-analytics recommend corpus.ds/ -k 2 -p 90% --engine ray
-      panto-analytics recommend data/ --window 32k -k 2 -p 90% -o - --output-format json
+      panto-analytics recommend data/ --window 32k -k 1 -p 50% -o - --output-format json
     """
     from ..analysis.decision import DecisionRule, decision_from_replay
     from ..analysis.recommend import recommend
