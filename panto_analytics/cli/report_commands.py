@@ -30,10 +30,8 @@ if TYPE_CHECKING:
     from ..analysis.decision import Decision
     from ..analysis.recommend import Criteria, Recommendation
 
-__all__ = ["DEFAULT_BUDGETS", "Share", "criteria_options", "recommend_cmd", "recommendation_object", "report"]
+__all__ = ["Share", "criteria_options", "recommend_cmd", "recommendation_object", "report"]
 
-#: Budgets tried when none are given: 0 to 200k in steps of 5k.
-DEFAULT_BUDGETS = "0:200k:41"
 
 
 class Share(click.ParamType):
@@ -91,7 +89,7 @@ def _criteria(min_kept_turns, coverage, max_kept_share, context_window, window=N
 
 @main.command("recommend")
 @input_options
-@budgets_option(default=DEFAULT_BUDGETS)
+@budgets_option()
 @criteria_options
 @click.option("--max-orphan-rate", type=Share(allow_zero=True), default=None,
               help="Rule (with --window): the cheapest point of the frontier (median cost per session against "
@@ -201,7 +199,7 @@ def _print_recommendation(rec, output) -> None:
 
 @main.command()
 @input_options
-@budgets_option(default=DEFAULT_BUDGETS)
+@budgets_option()
 @criteria_options
 @click.option("--output", "--out", "-o", "out_dir", type=click.Path(file_okay=False, path_type=Path), required=True,
               callback=lambda ctx, param, value: value and check_output_path(value, None, "-o", folder=True),
