@@ -158,7 +158,7 @@ class SessionFilter:
         if self.since is not None or self.until is not None:
             first = sessions["first_timestamp"].drop_nulls()
             said.append("no session has a timestamp" if first.is_empty() else
-                        f"sessions began {first.min():%Y-%m-%d} to {first.max():%Y-%m-%d}")
+                        "sessions began {} to {}".format(*first.dt.strftime("%Y-%m-%d").sort().gather([0, -1])))
         for wanted, column, what in ((self.projects, "project", "projects"), (self.models, "model", "models")):
             if wanted:
                 counts = (sessions[column].drop_nulls().value_counts(sort=True, name="n")
