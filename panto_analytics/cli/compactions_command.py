@@ -5,7 +5,6 @@ from pathlib import Path
 
 import click
 
-from ..analysis.compactions import agent_vs_libpanto, compaction_table
 from .app import main
 from .options import budgets_option, check_output, friendly_errors, input_options, read_input_corpus, write_frame
 
@@ -14,7 +13,7 @@ __all__ = ["compactions_cmd"]
 
 @main.command("compactions")
 @input_options
-@budgets_option()
+@budgets_option(required=True)
 @click.option("--output", "-o", type=click.Path(path_type=Path), default=None, callback=check_output,
               help="Write one row per (compaction, budget) with every column to this file "
                    "(.csv, .parquet, .json, .ndjson) instead of printing the table.")
@@ -39,6 +38,8 @@ def compactions_cmd(paths, format_, skip_invalid, budgets, output, plot):
       panto-analytics compactions ~/.pi/agent/sessions -b 8k,20k,50k
       panto-analytics compactions ~/.claude/projects -b 20k -o compactions.parquet --plot kept.png
     """
+    from ..analysis.compactions import agent_vs_libpanto, compaction_table
+
     corpus = read_input_corpus(paths, format_, skip_invalid)
     rows = agent_vs_libpanto(corpus, budgets)
     if plot is not None:

@@ -3,13 +3,12 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
+from ..defaults import DEFAULT_BUCKETS, MAX_BUCKETS
 from ..errors import IngestReport
-from ..ingest.cache import Cache, CacheStats, default_cache_dir
-from ..ingest.dataset import DEFAULT_BUCKETS, write_dataset
-from ..ingest.dataset.buckets import MAX_BUCKETS
 from .app import main
 from .options import (
     cache_warnings_on_stderr,
@@ -23,6 +22,9 @@ from .options import (
     session_files,
     write_frame,
 )
+
+if TYPE_CHECKING:
+    from ..ingest.cache import CacheStats
 
 __all__ = ["cache", "cache_clear", "cache_info", "format_summary", "ingest"]
 
@@ -79,6 +81,8 @@ def _ingest_dataset(paths, format_, skip_invalid, dataset_dir: Path, buckets: in
     if any(o is not None for o in outputs):
         raise click.UsageError("--dataset writes the tables into DIR; -o, --sessions and --compactions hold the corpus "
                                "in memory: use one or the other")
+    from ..ingest.dataset import write_dataset
+
     report = IngestReport()
     files = session_files(paths)
     with cache_warnings_on_stderr():
@@ -93,6 +97,7 @@ def _ingest_dataset(paths, format_, skip_invalid, dataset_dir: Path, buckets: in
 def format_summary(report: IngestReport, cache: CacheStats | None) -> str:
     """The ingest summary: counts first, right-aligned, then what they count.
 
+    >>> from panto_analytics.ingest.cache import CacheStats
     >>> r = IngestReport(files=2, sessions=2, messages=1200, api_calls=300)
     >>> r.skip("a.jsonl", "malformed JSON: unexpected character: line 1 column 5 (char 4)")
     >>> r.skip("b.jsonl", "malformed JSON: unexpected character: line 1 column 9 (char 8)")
@@ -164,6 +169,8 @@ def cache():
 @_cache_option
 def cache_info(cache_dir):
     """Where the cache is and what it holds."""
+    from ..ingest.cache import Cache, default_cache_dir
+
     info = Cache(cache_dir or default_cache_dir()).info()
     rows = [("cache", info["root"]), ("entries", f"{info['entries']:,}"), ("packs", f"{info['packs']:,}"),
             ("size", f"{info['bytes'] / 1e6:.1f} MB"), ("parser version", info["parser_version"])]
@@ -177,6 +184,8 @@ def cache_info(cache_dir):
 @_cache_option
 def cache_clear(cache_dir):
     """Delete every file the cache wrote (and nothing else)."""
+    from ..ingest.cache import Cache, default_cache_dir
+
     c = Cache(cache_dir or default_cache_dir())
     n, size = c.clear()
     click.echo(f"removed {n:,} file(s), {size / 1e6:.1f} MB, from {c.root}")

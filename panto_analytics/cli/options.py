@@ -1,4 +1,10 @@
-"""Options shared by several commands, as decorators (sqlite-utils style)."""
+"""Options shared by several commands, as decorators (sqlite-utils style).
+
+This module and every command module import, at their top, only click, the
+standard library and modules that import nothing heavy (``budgets``,
+``errors``, ``defaults``): ``--help`` runs before Polars, Arrow or NumPy
+load. The library is imported inside the functions that do the work.
+"""
 from __future__ import annotations
 
 import contextlib
@@ -8,15 +14,16 @@ import sys
 import warnings
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
-import polars as pl
 
 from ..budgets import budgets_as_written, parse_budget, parse_budgets
+from ..defaults import DEFAULT_BUDGETS, DEFAULT_RESERVE, DEFAULT_SUMMARY_TOKENS, ENGINES, POLICY_NAMES, RAY_INSTALL, SOURCE_FORMATS
 from ..errors import IngestReport, InputError
-from ..ingest.formats import ADAPTERS
-from ..ingest.formats.base import TRUNCATED
-from ..ingest.paths import SESSION_PATTERNS, default_locations, expand_paths, known_locations
+
+if TYPE_CHECKING:
+    import polars as pl
 
 __all__ = [
     "PLOT_SUFFIXES", "STDOUT_FORMATS", "BudgetList", "OutputPathError", "Tokens", "budgets_option",
@@ -38,7 +45,7 @@ def input_options(fn):
         fn = option(fn)
     fn = click.option("--skip-invalid", is_flag=True,
                       help="Skip bad lines instead of stopping; skips are counted and reported on stderr.")(fn)
-    fn = click.option("--format", "format_", type=click.Choice(sorted(ADAPTERS)), default=None,
+    fn = click.option("--format", "format_", type=click.Choice(sorted(SOURCE_FORMATS)), default=None,
                       help="Force a source format instead of detecting it per file.")(fn)
     fn = click.argument("paths", nargs=-1, type=click.Path(path_type=Path))(fn)
     return fn
@@ -116,6 +123,8 @@ def session_files(paths) -> list[Path]:
 
     No PATHS: the agents' default locations that exist (said on stderr), an error when none does.
     """
+    from ..ingest.paths import SESSION_PATTERNS, default_locations, expand_paths, known_locations
+
     if not paths:
         paths = default_locations()
         if not paths:
@@ -239,9 +248,12 @@ class BudgetList(click.ParamType):
         return budgets
 
 
-def budgets_option(default: str | None = None):
-    """--budgets/-b: required without a default (click 8.5 takes an explicit default=None as a default given)."""
-    extra = {"default": default, "show_default": True} if default is not None else {"required": True}
+def budgets_option(*, required: bool = False):
+    """--budgets/-b: the one default grid (:data:`~panto_analytics.defaults.DEFAULT_BUDGETS`), or required.
+
+    (click 8.5 takes an explicit default=None as a default given, hence no default at all when required.)
+    """
+    extra: dict = {"required": True} if required else {"default": DEFAULT_BUDGETS, "show_default": True}
     return click.option("--budgets", "-b", type=BudgetList(),
                         help="Token budgets (keep_verbatim): a list like 8k,20k,1.5M or START:STOP:N.", **extra)
 
@@ -337,6 +349,8 @@ TABLE_ROWS = 200
 
 def write_frame(df: pl.DataFrame, output: Path | None) -> None:
     """Write ``df`` to ``output`` by extension, to stdout for ``-`` (``--output-format``), or print it as a table."""
+    import polars as pl
+
     ctx = click.get_current_context(silent=True)
     fmt = ctx.meta.get(_FORMAT_KEY) if ctx is not None else None
     if (output is not None and str(output) == "-") or (output is None and fmt is not None):
@@ -357,6 +371,8 @@ def write_frame(df: pl.DataFrame, output: Path | None) -> None:
 
 def report_skips(report: IngestReport) -> None:
     """Tell stderr what was skipped, file by file: how many lines, and why."""
+    from ..ingest.formats.base import TRUNCATED
+
     truncated = {f for (f, reason) in report.skipped if reason == TRUNCATED}
     if truncated:
         click.echo(f"note: skipped the unfinished last line of {len(truncated)} file(s) "
@@ -404,8 +420,6 @@ class Tokens(click.ParamType):
 
 def engine_options(fn):
     """--engine local|ray and --ray-address: where the per-bucket work over a dataset folder runs."""
-    from ..analysis.engines import ENGINES, RAY_INSTALL
-
     fn = click.option("--ray-address", default=None, metavar="ADDRESS",
                       help="With --engine ray: the Ray cluster to join ('auto', 'ray://head:10001') [default: start "
                            "Ray on this machine].")(fn)
@@ -417,7 +431,7 @@ def engine_options(fn):
 def check_engine(paths, engine: str, ray_address: str | None) -> Path | None:
     """The dataset folder PATHS name, to stream over, or None (session files, or session filters given: those
     run in memory); a usage error, before any work, for an engine that cannot run."""
-    from ..analysis.engines import RAY_INSTALL, ray_available
+    from ..analysis.engines import ray_available
 
     ds = dataset_path(paths)
     if ds is not None and session_filter().active:
@@ -438,14 +452,12 @@ def check_engine(paths, engine: str, ray_address: str | None) -> Path | None:
 
 def replay_options(*, required: bool):
     """--window, --reserve and --summary-tokens: the context window a replay runs under."""
-    from ..policy.replay import DEFAULT_RESERVE, DEFAULT_SUMMARY_TOKENS
-
     def decorate(fn):
         what = ("The model's context window, in tokens (200k, 1M, ...)." if required else
                 "Replay compaction under this context window (200k, 1M, ...) and judge the budgets at the "
                 "moments an agent compacts, instead of by end-of-session splits.")
         for option in reversed([
-            click.option("--window", type=Tokens(), required=required, help=what),
+            click.option("--window", "-w", type=Tokens(), required=required, help=what),
             click.option("--reserve", type=Tokens(), default=DEFAULT_RESERVE, show_default=True,
                          help="Tokens kept free below the window: a compaction fires past window - reserve."),
             click.option("--summary-tokens", type=Tokens(), default=None,
@@ -468,18 +480,16 @@ def _parse_policies(ctx: click.Context, param: click.Parameter, value: tuple[str
 
 def policy_option(fn):
     """--policy NAME[:k=v,...], repeatable: replay under these compaction policies and compare them."""
-    from ..policy.policies import POLICIES
-
     return click.option(
         "--policy", "policies", multiple=True, callback=_parse_policies, metavar="NAME[:k=v,...]",
-        help=f"Replay under this compaction policy ({', '.join(POLICIES)}), with settings over its defaults "
+        help=f"Replay under this compaction policy ({', '.join(POLICY_NAMES)}), with settings over its defaults "
              "(pi:keep_recent_tokens=30k); repeat to compare. libpanto runs at every --budgets value; "
              "the others at their own settings (docs/replay.md).")(fn)
 
 
 def check_replay(window: int | None, reserve: int, summary_tokens: int | None) -> None:
     """A usage error, before any work, for replay parameters that cannot work (``window <= reserve``, ...)."""
-    from ..policy.replay import DEFAULT_SUMMARY_TOKENS, validate_parameters
+    from ..policy.replay import validate_parameters
 
     if window is not None:
         try:
