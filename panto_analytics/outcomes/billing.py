@@ -62,6 +62,7 @@ from collections.abc import Callable, Sequence
 import polars as pl
 
 from ..schema import USAGE_COLUMNS
+from .cost import COST_COLUMNS
 
 __all__ = [
     "BYTES_PER_TOKEN", "CACHE_WRITE_1H", "FIVE_MINUTES_MS", "ONE_HOUR_MS", "SUMMARIZER_MODES", "TOKEN_COLUMNS",
@@ -361,8 +362,8 @@ def summarizer_calls(events: pl.DataFrame, calls: pl.DataFrame, simulated: pl.Da
     )
 
 
-#: What a price function adds to a frame of calls: the four parts and their sum (:mod:`.cost`'s ``bill``).
-PARTS = ("input_usd", "output_usd", "cache_read_usd", "cache_write_usd", "cost_usd")
+#: What a price function adds to a frame of calls: the four parts and their sum (:func:`.cost.bill`'s columns).
+PARTS = COST_COLUMNS
 
 Price = Callable[[pl.DataFrame], pl.DataFrame]
 

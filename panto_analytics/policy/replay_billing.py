@@ -8,13 +8,14 @@ way of asking for its summary (``Policy.summarizer_cached``).
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import replace
 from pathlib import Path
 
 import polars as pl
 
 from ..outcomes.billing import SUMMARIZER_MODES, bill_replay
-from ..outcomes.cost import bill
+from ..outcomes.cost import UnpricedWarning, bill, unpriced
 from ..outcomes.prices import Prices, load_prices
 from .policies import POLICIES
 from .replay import Replay
@@ -55,11 +56,24 @@ def bill_replay_result(result: Replay, messages: pl.DataFrame | pl.LazyFrame, pr
     """``result`` with its calls billed: the session rows gain ``recorded_``, ``simulated_``, ``summarizer_``
     and ``total_`` costs (``cost_usd`` and its four parts), the events the summarizer call's tokens and cost
     and how the calls after them changed (:func:`~panto_analytics.outcomes.billing.bill_replay`), and
-    ``price_source`` says which table priced them."""
+    ``price_source`` says which table priced them. A model the table has no
+    price for costs null, never 0, and one :class:`~panto_analytics.outcomes.cost.UnpricedWarning`
+    per model says how many of its recorded calls and tokens went unpriced."""
     table = resolve_prices(prices)
+    cached = summarizer_cached(summarizer, has_policy="policy" in result.sessions.columns)
     has_policy = "policy" in result.sessions.columns
     keys = ["policy", "budget"] if has_policy else ["budget"]
-    events, sessions = bill_replay(
-        messages, result.events, result.sessions, keys=keys, summary_tokens=result.summary_tokens,
-        price=lambda calls: bill(calls, table), cached=summarizer_cached(summarizer, has_policy=has_policy))
+    missing: list[pl.DataFrame] = []
+
+    def price(calls: pl.DataFrame) -> pl.DataFrame:
+        billed = bill(calls, table)
+        if not missing:  # the first call of price is on the recorded calls
+            missing.append(unpriced(billed))
+        return billed
+
+    events, sessions = bill_replay(messages, result.events, result.sessions, keys=keys,
+                                   summary_tokens=result.summary_tokens, price=price, cached=cached)
+    for model, calls, tokens in (missing[0].iter_rows() if missing else ()):
+        warnings.warn(UnpricedWarning(f"no price for model {model}: {calls:,} recorded call(s), {tokens:,} "
+                                      "token(s) unpriced (their sessions' costs are null)"), stacklevel=2)
     return replace(result, events=events, sessions=sessions, price_source=table.source)

@@ -33,10 +33,10 @@ def cost_columns() -> list[pl.Expr]:
     sessions); ``cost_usd``, ``recorded_cost_usd`` and ``summarizer_cost_usd``, the totals (null when any
     call is unpriced); ``summarizer_share`` of the replayed total.
 
-    >>> s = pl.DataFrame({"total_cost_usd": [1.0, 3.0], "recorded_cost_usd": [2.0, 4.0],
-    ...                   "summarizer_cost_usd": [0.5, 0.5]})
+    >>> s = pl.DataFrame({"total_cost_usd": [1.0, 2.0, 9.0], "recorded_cost_usd": [2.0, 4.0, 6.0],
+    ...                   "summarizer_cost_usd": [0.5, 0.5, 0.5]})
     >>> s.select(cost_columns()).rows()
-    [(1.0, 3.0, 4.0, 6.0, 1.0, 0.25)]
+    [(2.0, 9.0, 12.0, 12.0, 1.5, 0.125)]
     """
     return [
         pl.col("total_cost_usd").quantile(0.5, "nearest").alias("cost_p50_usd"),

@@ -294,6 +294,8 @@ def real() -> pl.DataFrame:
 
 
 def test_the_rule_on_every_real_recording(real):
+    if "cache_write_1h" not in real.columns:
+        pytest.skip("the message frame has no 1-hour cache writes yet (issue 18, section 2)")
     check = check_cache_rule(real).filter(~pl.col("first"))
     shares = dict(check.group_by("source_format").agg(pl.col("within").mean()).iter_rows())
     naive = dict(check.group_by("source_format").agg(pl.col("naive_within").mean()).iter_rows())
