@@ -6,7 +6,16 @@ from pathlib import Path
 import click
 
 from .app import main
-from .options import budgets_option, check_output, friendly_errors, input_options, read_input_corpus, write_frame
+from .options import (
+    PLOT_SUFFIXES,
+    budgets_option,
+    check_output,
+    file_output_option,
+    friendly_errors,
+    input_options,
+    read_input_corpus,
+    write_frame,
+)
 
 __all__ = ["compactions_cmd"]
 
@@ -17,8 +26,9 @@ __all__ = ["compactions_cmd"]
 @click.option("--output", "-o", type=click.Path(path_type=Path), default=None, callback=check_output,
               help="Write one row per (compaction, budget) with every column to this file "
                    "(.csv, .parquet, .json, .ndjson) instead of printing the table.")
-@click.option("--plot", "plot", type=click.Path(path_type=Path), default=None,
-              help="Also save a plot (PNG): libpanto's kept tokens per budget against the agents'.")
+@file_output_option("--plot", dest="plot", suffixes=PLOT_SUFFIXES,
+                    help="Also save a plot (.png, .svg or .pdf): libpanto's kept tokens per budget against the "
+                         "agents'.")
 @friendly_errors
 def compactions_cmd(paths, format_, skip_invalid, budgets, output, plot):
     """What the agents in PATHS kept at each compaction they recorded, beside libpanto's split.
