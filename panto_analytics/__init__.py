@@ -45,6 +45,7 @@ from .errors import IngestReport, InputError
 from .ingest import Cache, Corpus, compactions, read_corpus, read_sessions, sessions, summary_request
 from .ingest.dataset import scan_dataset, write_dataset
 from .ingest.filters import SessionFilter, filter_corpus
+from .outcomes import Loss, loss, references
 from .policy import Replay, annotate, replay, splits, summarize_replay, summarize_splits, turns
 
 __all__ = [
@@ -53,18 +54,21 @@ __all__ = [
     "Criteria",
     "IngestReport",
     "InputError",
+    "Loss",
     "Recommendation",
     "Replay",
     "SessionFilter",
     "annotate",
     "compactions",
     "filter_corpus",
+    "loss",
     "parse_budget",
     "parse_budgets",
     "read_corpus",
     "read_sessions",
     "recommend",
     "recommend_dataset",
+    "references",
     "replay",
     "scan_dataset",
     "sessions",

@@ -1,6 +1,6 @@
 """The package's plan, checked on its import graph and on the wheel it builds.
 
-Layers, top to bottom: ``cli`` -> ``analysis`` -> ``ingest`` -> ``policy`` ->
+Layers, top to bottom: ``cli`` -> ``analysis`` -> ``ingest`` -> ``outcomes`` -> ``policy`` ->
 ``examples`` (a tiny message frame for doctests, built from the schema) ->
 the shared vocabulary (``schema``, ``errors``, ``budgets``, ``words``). An
 import may stay in its layer or go down, never up; the vocabulary imports
@@ -24,6 +24,7 @@ LAYERS = (
     ("shared", ("schema", "errors", "budgets", "words", "transcript")),
     ("examples", ("examples",)),
     ("policy", ("policy",)),
+    ("outcomes", ("outcomes",)),
     ("ingest", ("ingest",)),
     ("analysis", ("analysis",)),
     ("cli", ("cli",)),
