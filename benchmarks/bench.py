@@ -59,6 +59,7 @@ from panto_analytics.policy import annotate, replay, splits, turns
 from . import ingest_scale, memory, real_formats
 from . import reference_port as port
 from .ingest_scale import orjson_floor
+from .sizes import CLAUDE_SESSIONS
 from .synth import write_corpus
 from .synth_claude_code import write_corpus as write_claude_code_corpus
 
@@ -83,15 +84,6 @@ GOALS = (
     ("codex_vs_floor", "Codex (real recordings, copied): cold ingest / orjson parse-only floor", 1.5, "max"),
 )
 
-#: Copies of the real pi and Codex recordings timed, by default.
-REAL_COPIES = 20
-
-#: Small canonical files (about 60 KB each) and tiny files for the re-read, by default.
-SMALL_FILES = 3000
-REREAD_FILES = 30000
-
-#: Synthetic Claude Code sessions in the second ingest corpus: about 150 MB.
-CLAUDE_SESSIONS = 200
 
 REPO = Path(__file__).resolve().parent.parent
 

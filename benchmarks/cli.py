@@ -9,7 +9,7 @@ import sys
 import click
 import orjson
 
-from .bench import CLAUDE_SESSIONS, REAL_COPIES, REREAD_FILES, SMALL_FILES, format_report, run_bench
+from .sizes import CLAUDE_SESSIONS, REAL_COPIES, REREAD_FILES, SMALL_FILES
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -60,6 +60,8 @@ def bench(sessions, seed, n_budgets, port_seconds, claude_sessions, small_files,
       python -m benchmarks --sessions 50 --budgets 16 --json
       panto-analytics bench --claude-sessions 0
     """
+    from .bench import format_report, run_bench  # Polars and the package: loaded once there is work
+
     progress = (lambda line: click.echo(f"... {line}", err=True)) if sys.stderr.isatty() else (lambda line: None)
     results = run_bench(sessions, seed, n_budgets, port_seconds=port_seconds,
                         shared=not no_native, claude_sessions=claude_sessions, small_files=small_files,

@@ -15,6 +15,8 @@ A tour, from files to a budget::
 ``pa.filter_corpus(corpus, pa.SessionFilter.parse(since="2026-11-01", subagents=False))``
 keeps the sessions you ask for; ``pa.worst_served(messages, budget, n)`` lists
 the sessions a budget serves worst; ``pa.Cache`` is the Parquet cache of parsed files.
+``pa.costs(corpus, by="day")`` says what the recorded calls cost (prices: ``pa.load_prices``, genai-prices
+offline or a LiteLLM price file).
 
 Past one machine's memory: ``pa.write_dataset(paths, "corpus.ds")`` writes a
 Parquet dataset partitioned by session, ``pa.scan_dataset("corpus.ds")`` is
@@ -28,7 +30,8 @@ The package has three floors, and imports only go down:
 - :mod:`panto_analytics.analysis`: plots, recommendation, report;
 - :mod:`panto_analytics.ingest`: files -> the message frame (adapters, cache);
 - :mod:`panto_analytics.policy`: the message frame -> turns, splits, sweeps (no I/O);
-- ``schema``, ``errors``, ``budgets``, ``words``: the shared vocabulary.
+- :mod:`panto_analytics.outcomes`: prices and the cost of a call;
+- ``schema``, ``errors``, ``budgets``, ``words``, ``models``: the shared vocabulary.
 
 >>> import panto_analytics as pa
 >>> {"read_sessions", "sessions", "splits", "sweep"} <= set(pa.__all__)
@@ -37,16 +40,7 @@ True
 True
 """
 import importlib
-from typing import Any
-
-from .analysis import Criteria, Recommendation, recommend, recommend_dataset, sweep_dataset, worst_served
-from .budgets import parse_budget, parse_budgets
-from .errors import IngestReport, InputError
-from .ingest import Cache, Corpus, compactions, read_corpus, read_sessions, sessions, summary_request
-from .ingest.dataset import scan_dataset, write_dataset
-from .ingest.filters import SessionFilter, filter_corpus
-from .outcomes import Loss, loss, references
-from .policy import Replay, annotate, replay, splits, summarize_replay, summarize_splits, turns
+from typing import TYPE_CHECKING, Any
 
 __all__ = [
     "Cache",
@@ -60,7 +54,9 @@ __all__ = [
     "SessionFilter",
     "annotate",
     "compactions",
+    "costs",
     "filter_corpus",
+    "load_prices",
     "loss",
     "parse_budget",
     "parse_budgets",
@@ -83,21 +79,54 @@ __all__ = [
     "write_dataset",
 ]
 
-#: The sweep: one row per budget (the same function as ``summarize_splits``).
-sweep = summarize_splits
+#: Where each public name is defined. Nothing is imported until a name is asked for, so ``import
+#: panto_analytics`` (and every ``import panto_analytics.x``, the command line's included) loads no Polars,
+#: Arrow or NumPy by itself; the TYPE_CHECKING imports below say the same to type checkers.
+_FROM = {
+    **dict.fromkeys(["Criteria", "Recommendation", "recommend", "recommend_dataset", "sweep_dataset",
+                     "worst_served"], ".analysis"),
+    **dict.fromkeys(["parse_budget", "parse_budgets"], ".budgets"),
+    **dict.fromkeys(["IngestReport", "InputError"], ".errors"),
+    **dict.fromkeys(["Cache", "Corpus", "compactions", "read_corpus", "read_sessions", "sessions",
+                     "summary_request"], ".ingest"),
+    **dict.fromkeys(["scan_dataset", "write_dataset"], ".ingest.dataset"),
+    **dict.fromkeys(["SessionFilter", "filter_corpus"], ".ingest.filters"),
+    **dict.fromkeys(["Loss", "costs", "load_prices", "loss", "references"], ".outcomes"),
+    **dict.fromkeys(["Replay", "annotate", "replay", "splits", "summarize_replay", "summarize_splits", "turns",
+                     "sweep"], ".policy"),
+}
+
+#: Names that another name of a module stands for: the sweep is one row per budget (``summarize_splits``).
+_ALIASES = {"sweep": "summarize_splits"}
 
 #: Submodules reachable as ``pa.plots`` and ``pa.report``, imported on first use (matplotlib is heavy).
 _LAZY = {"plots": ".analysis.plots", "report": ".analysis.report", "plot_data": ".analysis.plot_data",
          "examples": ".examples"}
 
+if TYPE_CHECKING:
+    from .analysis import Criteria, Recommendation, recommend, recommend_dataset, sweep_dataset, worst_served
+    from .budgets import parse_budget, parse_budgets
+    from .errors import IngestReport, InputError
+    from .ingest import Cache, Corpus, compactions, read_corpus, read_sessions, sessions, summary_request
+    from .ingest.dataset import scan_dataset, write_dataset
+    from .ingest.filters import SessionFilter, filter_corpus
+    from .outcomes import Loss, costs, load_prices, loss, references
+    from .policy import Replay, annotate, replay, splits, summarize_replay, summarize_splits, turns
+
+    #: The sweep: one row per budget (the same function as ``summarize_splits``).
+    sweep = summarize_splits
+
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
-        module = importlib.import_module(_LAZY[name], __name__)
-        globals()[name] = module
-        return module
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        value = importlib.import_module(_LAZY[name], __name__)
+    elif name in _FROM:
+        value = getattr(importlib.import_module(_FROM[name], __name__), _ALIASES.get(name, name))
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
 
 
 def __dir__() -> list[str]:
-    return sorted([*globals(), *_LAZY])
+    return sorted({*globals(), *__all__, *_LAZY})

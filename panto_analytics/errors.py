@@ -8,8 +8,10 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import polars as pl
+if TYPE_CHECKING:  # Polars is loaded only when a frame is asked for: the command line starts without it
+    import polars as pl
 
 __all__ = ["IngestReport", "InputError"]
 
@@ -63,10 +65,14 @@ class IngestReport:
 
     def skipped_frame(self) -> pl.DataFrame:
         """One row per (file, reason) with the number of lines skipped."""
+        import polars as pl
+
         rows = [(f, r, n) for (f, r), n in sorted(self.skipped.items())]
         return pl.DataFrame(rows, schema={"file": pl.String, "reason": pl.String, "lines": pl.UInt64}, orient="row")
 
     def ignored_frame(self) -> pl.DataFrame:
         """One row per (source_format, record type) with the number of records ignored."""
+        import polars as pl
+
         rows = [(f, t, n) for (f, t), n in sorted(self.ignored.items())]
         return pl.DataFrame(rows, schema={"source_format": pl.String, "record_type": pl.String, "records": pl.UInt64}, orient="row")

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import polars as pl
 
+from .defaults import SOURCE_FORMATS
+
 __all__ = [
     "COMPACTIONS_SCHEMA", "MAX_USAGE", "MESSAGE_SCHEMA", "REFERENCE_SCHEMA", "REF_KINDS", "REF_STRUCT", "ROLES",
     "RefKind", "Role", "SESSIONS_SCHEMA", "SESSION_META_SCHEMA",
@@ -22,8 +24,6 @@ __all__ = [
 ROLES = ("system", "user", "assistant")
 Role = pl.Enum(list(ROLES))
 
-#: The source formats an adapter can read (see ``docs/formats.md``).
-SOURCE_FORMATS = ("canonical", "pi", "claude-code", "codex")
 SourceFormat = pl.Enum(list(SOURCE_FORMATS))
 
 #: libpanto's ``Usage`` counters, in the harness' wire order.

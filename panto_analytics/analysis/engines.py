@@ -30,15 +30,12 @@ from typing import Any, cast
 import polars as pl
 import pyarrow as pa
 
+from ..defaults import ENGINES, RAY_INSTALL
 from ..errors import InputError
 from ..ingest.dataset import TASK_ROWS, bucket_groups
 
 __all__ = ["ENGINES", "RAY_INSTALL", "BucketTask", "EngineUnavailable", "map_buckets", "ray_available"]
 
-ENGINES = ("local", "ray")
-
-#: How to get the Ray engine.
-RAY_INSTALL = "pip install 'panto_analytics[ray]'"
 
 BucketTask = Callable[[str, list[str]], pl.DataFrame]
 

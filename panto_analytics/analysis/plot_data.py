@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import polars as pl
 
-from ..ingest.models import normalized_model
+from ..defaults import SEGMENT_KINDS
+from ..models import normalized_model
 from ..policy import session_turns, summarize_splits
 from ..policy.expressions import SESSION
 
@@ -39,8 +40,6 @@ __all__ = [
 #: The segment value when the corpus is not split.
 ALL = "all sessions"
 
-#: Ways to split a corpus into segments (see :func:`session_segments`).
-SEGMENT_KINDS = ("model", "source_format", "project", "length")
 
 #: Session-length buckets by number of turns: (lowest turn count, label).
 LENGTH_BUCKETS = ((0, "no turns"), (1, "1-4 turns"), (5, "5-19 turns"), (20, "20-99 turns"), (100, "100+ turns"))

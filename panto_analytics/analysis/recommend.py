@@ -34,6 +34,7 @@ from typing import Any, cast
 
 import polars as pl
 
+from ..defaults import DEFAULT_COVERAGE, DEFAULT_MIN_KEPT_TURNS
 from ..policy import Replay, events_as_splits, summarize_splits
 from ..policy.expressions import SESSION
 from .formatting import format_tokens
@@ -44,9 +45,6 @@ __all__ = [
     "recommend_from_table", "window_warnings",
 ]
 
-#: The rule applied when none is given: 90% of sessions keep at least two whole turns.
-DEFAULT_MIN_KEPT_TURNS = 2
-DEFAULT_COVERAGE = 0.9
 
 
 @dataclass(frozen=True)

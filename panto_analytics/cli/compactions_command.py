@@ -5,19 +5,25 @@ from pathlib import Path
 
 import click
 
-from ..analysis.compactions import agent_vs_libpanto, compaction_table
 from .app import main
-from .options import budgets_option, check_output, friendly_errors, input_options, read_input_corpus, write_frame
+from .options import (
+    budgets_option,
+    friendly_errors,
+    input_options,
+    output_option,
+    read_input_corpus,
+    to_stdout,
+    write_frame,
+)
 
 __all__ = ["compactions_cmd"]
 
 
 @main.command("compactions")
 @input_options
-@budgets_option()
-@click.option("--output", "-o", type=click.Path(path_type=Path), default=None, callback=check_output,
-              help="Write one row per (compaction, budget) with every column to this file "
-                   "(.csv, .parquet, .json, .ndjson) instead of printing the table.")
+@budgets_option(required=True)
+@output_option(what="Without it the table of compactions is printed; with it, one row per (compaction, budget) "
+                   "with every column.")
 @click.option("--plot", "plot", type=click.Path(path_type=Path), default=None,
               help="Also save a plot (PNG): libpanto's kept tokens per budget against the agents'.")
 @friendly_errors
@@ -39,6 +45,8 @@ def compactions_cmd(paths, format_, skip_invalid, budgets, output, plot):
       panto-analytics compactions ~/.pi/agent/sessions -b 8k,20k,50k
       panto-analytics compactions ~/.claude/projects -b 20k -o compactions.parquet --plot kept.png
     """
+    from ..analysis.compactions import agent_vs_libpanto, compaction_table
+
     corpus = read_input_corpus(paths, format_, skip_invalid)
     rows = agent_vs_libpanto(corpus, budgets)
     if plot is not None:
@@ -48,7 +56,7 @@ def compactions_cmd(paths, format_, skip_invalid, budgets, output, plot):
         click.echo(f"wrote {plot}", err=True)
     if not rows.height:
         click.echo("no recorded compactions in these sessions", err=True)
-    if output is not None:
+    if output is not None or to_stdout(None):
         write_frame(rows, output)
     else:
         write_frame(compaction_table(rows), None)

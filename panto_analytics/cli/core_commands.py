@@ -3,8 +3,6 @@ from __future__ import annotations
 
 import click
 
-from ..policy import splits as compute_splits
-from ..policy import summarize_splits
 from .app import main
 from .options import (
     PLOT_SUFFIXES,
@@ -24,13 +22,15 @@ __all__ = ["splits", "sweep"]
 
 def _splits(paths, format_, skip_invalid, budgets):
     """Every session's split at every budget, sessions without messages included."""
+    from ..policy import splits as compute_splits
+
     corpus = read_input_corpus(paths, format_, skip_invalid)
     return compute_splits(corpus.messages, budgets, sessions=corpus.sessions)
 
 
 @main.command()
 @input_options
-@budgets_option()
+@budgets_option(required=True)
 @output_option
 @friendly_errors
 def splits(paths, format_, skip_invalid, budgets, output):
@@ -66,7 +66,7 @@ def splits(paths, format_, skip_invalid, budgets, output):
 
 @main.command()
 @input_options
-@budgets_option(default="0:200k:21")
+@budgets_option()
 @output_option
 @file_output_option("--plot", dest="plot", suffixes=PLOT_SUFFIXES,
                     help="Also save the kept-suffix size distribution per budget as an image (PNG, SVG, PDF).")
@@ -98,6 +98,8 @@ def sweep(paths, format_, skip_invalid, budgets, output, plot, engine, ray_addre
 
         write_frame(sweep_dataset(ds, budgets, engine=engine, address=ray_address), output)
         return
+    from ..policy import summarize_splits
+
     per_session = _splits(paths, format_, skip_invalid, budgets)
     write_frame(summarize_splits(per_session), output)
     if plot is not None:

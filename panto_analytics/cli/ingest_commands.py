@@ -3,13 +3,12 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
+from ..defaults import DEFAULT_BUCKETS, MAX_BUCKETS
 from ..errors import IngestReport
-from ..ingest.cache import Cache, CacheStats, default_cache_dir
-from ..ingest.dataset import DEFAULT_BUCKETS, write_dataset
-from ..ingest.dataset.buckets import MAX_BUCKETS
 from .app import main
 from .options import (
     cache_warnings_on_stderr,
@@ -17,12 +16,17 @@ from .options import (
     file_output_option,
     friendly_errors,
     input_options,
+    output_option,
     read_input_corpus,
     read_settings,
     report_skips,
     session_files,
+    to_stdout,
     write_frame,
 )
+
+if TYPE_CHECKING:
+    from ..ingest.cache import CacheStats
 
 __all__ = ["cache", "cache_clear", "cache_info", "format_summary", "ingest"]
 
@@ -32,8 +36,7 @@ _MAX_ITEMS = 20
 
 @main.command()
 @input_options
-@file_output_option("--output", "-o", dest="output",
-                    help="Also write the message frame to FILE (.parquet, .csv, .json or .ndjson).")
+@output_option(what="Without it, only the summary is printed. With '-', the summary goes to stderr.")
 @file_output_option("--sessions", dest="sessions_out",
                     help="Also write the sessions table (one row per session) to FILE (.csv, .parquet, .json, .ndjson).")
 @file_output_option("--compactions", dest="compactions_out",
@@ -50,8 +53,9 @@ def ingest(paths, format_, skip_invalid, output, sessions_out, compactions_out, 
 
     Ends with a summary: files, sessions, messages, API calls, skipped lines
     by reason, ignored (non-conversation) records by type, and what the cache
-    did. With -o, also writes the message frame; with --sessions and
-    --compactions, those tables.
+    did. With -o, also writes the message frame (-o - writes it to stdout,
+    and the summary to stderr); with --sessions and --compactions, those
+    tables.
 
     \b
     Examples:
@@ -65,13 +69,15 @@ def ingest(paths, format_, skip_invalid, output, sessions_out, compactions_out, 
         return
     if buckets is not None:
         raise click.UsageError("--buckets is for --dataset")
+    if output is None and to_stdout(None):  # --output-format alone: the frame to stdout, as every command does
+        output = Path("-")
     corpus = read_input_corpus(paths, format_, skip_invalid, list_skips=False)  # the summary counts them
     report_skips(corpus.report)  # and stderr says where
     for frame, target in ((corpus.messages, output), (corpus.sessions, sessions_out),
                           (corpus.compactions, compactions_out)):
         if target is not None:
             write_frame(frame, target)
-    click.echo(format_summary(corpus.report, corpus.cache))
+    click.echo(format_summary(corpus.report, corpus.cache), err=to_stdout(output))
 
 
 def _ingest_dataset(paths, format_, skip_invalid, dataset_dir: Path, buckets: int | None, outputs) -> None:
@@ -79,6 +85,8 @@ def _ingest_dataset(paths, format_, skip_invalid, dataset_dir: Path, buckets: in
     if any(o is not None for o in outputs):
         raise click.UsageError("--dataset writes the tables into DIR; -o, --sessions and --compactions hold the corpus "
                                "in memory: use one or the other")
+    from ..ingest.dataset import write_dataset
+
     report = IngestReport()
     files = session_files(paths)
     with cache_warnings_on_stderr():
@@ -93,6 +101,7 @@ def _ingest_dataset(paths, format_, skip_invalid, dataset_dir: Path, buckets: in
 def format_summary(report: IngestReport, cache: CacheStats | None) -> str:
     """The ingest summary: counts first, right-aligned, then what they count.
 
+    >>> from panto_analytics.ingest.cache import CacheStats
     >>> r = IngestReport(files=2, sessions=2, messages=1200, api_calls=300)
     >>> r.skip("a.jsonl", "malformed JSON: unexpected character: line 1 column 5 (char 4)")
     >>> r.skip("b.jsonl", "malformed JSON: unexpected character: line 1 column 9 (char 8)")
@@ -164,6 +173,8 @@ def cache():
 @_cache_option
 def cache_info(cache_dir):
     """Where the cache is and what it holds."""
+    from ..ingest.cache import Cache, default_cache_dir
+
     info = Cache(cache_dir or default_cache_dir()).info()
     rows = [("cache", info["root"]), ("entries", f"{info['entries']:,}"), ("packs", f"{info['packs']:,}"),
             ("size", f"{info['bytes'] / 1e6:.1f} MB"), ("parser version", info["parser_version"])]
@@ -177,6 +188,8 @@ def cache_info(cache_dir):
 @_cache_option
 def cache_clear(cache_dir):
     """Delete every file the cache wrote (and nothing else)."""
+    from ..ingest.cache import Cache, default_cache_dir
+
     c = Cache(cache_dir or default_cache_dir())
     n, size = c.clear()
     click.echo(f"removed {n:,} file(s), {size / 1e6:.1f} MB, from {c.root}")

@@ -1,4 +1,10 @@
-"""Options shared by several commands, as decorators (sqlite-utils style)."""
+"""Options shared by several commands, as decorators (sqlite-utils style).
+
+This module and every command module import, at their top, only click, the
+standard library and modules that import nothing heavy (``budgets``,
+``errors``, ``defaults``): ``--help`` runs before Polars, Arrow or NumPy
+load. The library is imported inside the functions that do the work.
+"""
 from __future__ import annotations
 
 import contextlib
@@ -8,22 +14,23 @@ import sys
 import warnings
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
-import polars as pl
 
 from ..budgets import budgets_as_written, parse_budget, parse_budgets
+from ..defaults import DEFAULT_BUDGETS, DEFAULT_RESERVE, DEFAULT_SUMMARY_TOKENS, ENGINES, POLICY_NAMES, RAY_INSTALL, SOURCE_FORMATS
 from ..errors import IngestReport, InputError
-from ..ingest.formats import ADAPTERS
-from ..ingest.formats.base import TRUNCATED
-from ..ingest.paths import SESSION_PATTERNS, default_locations, expand_paths, known_locations
+
+if TYPE_CHECKING:
+    import polars as pl
 
 __all__ = [
     "PLOT_SUFFIXES", "STDOUT_FORMATS", "BudgetList", "OutputPathError", "Tokens", "budgets_option",
     "cache_warnings_on_stderr", "check_engine", "check_output", "check_output_path", "check_replay", "dataset_path",
-    "engine_options", "file_output_option", "friendly_errors", "input_options", "output_option", "policy_option",
+    "engine_options", "file_output_option", "friendly_errors", "input_options", "is_device", "output_option", "policy_option",
     "read_input", "read_input_corpus", "read_settings", "replay_options", "report_skips", "session_files",
-    "session_filter", "write_frame",
+    "session_filter", "to_stdout", "write_frame",
 ]
 
 
@@ -38,7 +45,7 @@ def input_options(fn):
         fn = option(fn)
     fn = click.option("--skip-invalid", is_flag=True,
                       help="Skip bad lines instead of stopping; skips are counted and reported on stderr.")(fn)
-    fn = click.option("--format", "format_", type=click.Choice(sorted(ADAPTERS)), default=None,
+    fn = click.option("--format", "format_", type=click.Choice(sorted(SOURCE_FORMATS)), default=None,
                       help="Force a source format instead of detecting it per file.")(fn)
     fn = click.argument("paths", nargs=-1, type=click.Path(path_type=Path))(fn)
     return fn
@@ -116,6 +123,8 @@ def session_files(paths) -> list[Path]:
 
     No PATHS: the agents' default locations that exist (said on stderr), an error when none does.
     """
+    from ..ingest.paths import SESSION_PATTERNS, default_locations, expand_paths, known_locations
+
     if not paths:
         paths = default_locations()
         if not paths:
@@ -239,9 +248,12 @@ class BudgetList(click.ParamType):
         return budgets
 
 
-def budgets_option(default: str | None = None):
-    """--budgets/-b: required without a default (click 8.5 takes an explicit default=None as a default given)."""
-    extra = {"default": default, "show_default": True} if default is not None else {"required": True}
+def budgets_option(*, required: bool = False):
+    """--budgets/-b: the one default grid (:data:`~panto_analytics.defaults.DEFAULT_BUDGETS`), or required.
+
+    (click 8.5 takes an explicit default=None as a default given, hence no default at all when required.)
+    """
+    extra: dict = {"required": True} if required else {"default": DEFAULT_BUDGETS, "show_default": True}
     return click.option("--budgets", "-b", type=BudgetList(),
                         help="Token budgets (keep_verbatim): a list like 8k,20k,1.5M or START:STOP:N.", **extra)
 
@@ -270,6 +282,12 @@ def check_output_path(path: Path, suffixes: Iterable[str] | None, option: str, *
     that missing folders are created only inside the current directory
     (``folder``: the output is itself a folder, which may be created).
     """
+    if not folder and is_device(path):
+        if suffixes is None or not set(suffixes) <= set(_WRITERS):
+            raise OutputPathError(f"{option} {path}: not a file this output can be written to")
+        if not os.access(path, os.W_OK):
+            raise OutputPathError(f"{option} {path}: cannot write to it (permission denied)")
+        return path
     if suffixes is not None and path.suffix.lower() not in suffixes:
         raise OutputPathError(f"{option} {path}: cannot tell the format from {path.name!r}: "
                               f"use {', '.join(sorted(suffixes))}")
@@ -296,6 +314,19 @@ def check_output_path(path: Path, suffixes: Iterable[str] | None, option: str, *
     return path
 
 
+def is_device(path: Path) -> bool:
+    """Whether ``path`` is an existing file that is neither a regular file nor a folder (``/dev/null``, a pipe):
+    a table is written to it in ``--output-format``, whatever its name."""
+    return path.exists() and not path.is_file() and not path.is_dir()
+
+
+def to_stdout(output: Path | None) -> bool:
+    """Whether the command line asks for a table on stdout: ``-o -``, or ``--output-format`` without ``-o``."""
+    ctx = click.get_current_context(silent=True)
+    fmt = ctx.meta.get(_FORMAT_KEY) if ctx is not None else None
+    return (output is not None and str(output) == "-") or (output is None and fmt is not None)
+
+
 def check_output(ctx, param, value: Path | None) -> Path | None:
     # Checked before any work, so a typo never costs a whole run.
     if value is None or str(value) == "-":
@@ -308,8 +339,13 @@ def _remember_format(ctx: click.Context, param: click.Parameter, value):
     return value
 
 
-def output_option(fn):
-    """-o FILE|- and --output-format: write csv, parquet or json (by extension, or to stdout) instead of a table."""
+def output_option(fn=None, *, what: str = "Without it a table is printed."):
+    """-o FILE|- and --output-format: write csv, parquet or json (by extension, or to stdout) instead of a table.
+
+    ``what`` ends -o's help: what the command does without it. ``@output_option`` or ``@output_option(what=...)``.
+    """
+    if fn is None:
+        return functools.partial(output_option, what=what)
     fn = click.option("--output-format", type=click.Choice(sorted(STDOUT_FORMATS)), default=None, expose_value=False,
                       callback=_remember_format,
                       help="The format of -o - (stdout): csv, json or ndjson [default: csv]. Given without -o, "
@@ -317,7 +353,7 @@ def output_option(fn):
     return click.option("--output", "-o", type=click.Path(path_type=Path, allow_dash=True), default=None,
                         callback=check_output,
                         help="Write to FILE; .csv, .parquet, .json or .ndjson chooses the format. "
-                             "'-': stdout, as --output-format says. Without it a table is printed.")(fn)
+                             f"'-': stdout, as --output-format says; /dev/null: nothing. {what}")(fn)
 
 
 def file_output_option(*names: str, dest: str, help: str, suffixes: Iterable[str] = tuple(_WRITERS)):
@@ -337,11 +373,14 @@ TABLE_ROWS = 200
 
 def write_frame(df: pl.DataFrame, output: Path | None) -> None:
     """Write ``df`` to ``output`` by extension, to stdout for ``-`` (``--output-format``), or print it as a table."""
+    import polars as pl
+
     ctx = click.get_current_context(silent=True)
     fmt = ctx.meta.get(_FORMAT_KEY) if ctx is not None else None
-    if (output is not None and str(output) == "-") or (output is None and fmt is not None):
+    if to_stdout(output):
         text = getattr(df, STDOUT_FORMATS[fmt or "csv"])()
-        click.echo(text, nl=not text.endswith("\n"))
+        if text:
+            click.echo(text, nl=not text.endswith("\n"))
         return
     if output is None:
         with pl.Config(tbl_rows=min(len(df), TABLE_ROWS), tbl_cols=-1, tbl_width_chars=1000, fmt_str_lengths=1000,
@@ -350,13 +389,19 @@ def write_frame(df: pl.DataFrame, output: Path | None) -> None:
         if len(df) > TABLE_ROWS:
             click.echo(f"({len(df) - TABLE_ROWS:,} of {len(df):,} rows not shown; -o FILE or -o - writes them all)")
         return
-    output.parent.mkdir(parents=True, exist_ok=True)
-    getattr(df, _WRITERS[output.suffix.lower()])(output)
+    if is_device(output):
+        with open(output, "wb") as sink:
+            getattr(df, STDOUT_FORMATS[fmt or "csv"])(sink)
+    else:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        getattr(df, _WRITERS[output.suffix.lower()])(output)
     click.echo(f"wrote {len(df)} rows to {output}", err=True)
 
 
 def report_skips(report: IngestReport) -> None:
     """Tell stderr what was skipped, file by file: how many lines, and why."""
+    from ..ingest.formats.base import TRUNCATED
+
     truncated = {f for (f, reason) in report.skipped if reason == TRUNCATED}
     if truncated:
         click.echo(f"note: skipped the unfinished last line of {len(truncated)} file(s) "
@@ -404,8 +449,6 @@ class Tokens(click.ParamType):
 
 def engine_options(fn):
     """--engine local|ray and --ray-address: where the per-bucket work over a dataset folder runs."""
-    from ..analysis.engines import ENGINES, RAY_INSTALL
-
     fn = click.option("--ray-address", default=None, metavar="ADDRESS",
                       help="With --engine ray: the Ray cluster to join ('auto', 'ray://head:10001') [default: start "
                            "Ray on this machine].")(fn)
@@ -417,7 +460,7 @@ def engine_options(fn):
 def check_engine(paths, engine: str, ray_address: str | None) -> Path | None:
     """The dataset folder PATHS name, to stream over, or None (session files, or session filters given: those
     run in memory); a usage error, before any work, for an engine that cannot run."""
-    from ..analysis.engines import RAY_INSTALL, ray_available
+    from ..analysis.engines import ray_available
 
     ds = dataset_path(paths)
     if ds is not None and session_filter().active:
@@ -438,14 +481,12 @@ def check_engine(paths, engine: str, ray_address: str | None) -> Path | None:
 
 def replay_options(*, required: bool):
     """--window, --reserve and --summary-tokens: the context window a replay runs under."""
-    from ..policy.replay import DEFAULT_RESERVE, DEFAULT_SUMMARY_TOKENS
-
     def decorate(fn):
         what = ("The model's context window, in tokens (200k, 1M, ...)." if required else
                 "Replay compaction under this context window (200k, 1M, ...) and judge the budgets at the "
                 "moments an agent compacts, instead of by end-of-session splits.")
         for option in reversed([
-            click.option("--window", type=Tokens(), required=required, help=what),
+            click.option("--window", "-w", type=Tokens(), required=required, help=what),
             click.option("--reserve", type=Tokens(), default=DEFAULT_RESERVE, show_default=True,
                          help="Tokens kept free below the window: a compaction fires past window - reserve."),
             click.option("--summary-tokens", type=Tokens(), default=None,
@@ -468,18 +509,16 @@ def _parse_policies(ctx: click.Context, param: click.Parameter, value: tuple[str
 
 def policy_option(fn):
     """--policy NAME[:k=v,...], repeatable: replay under these compaction policies and compare them."""
-    from ..policy.policies import POLICIES
-
     return click.option(
         "--policy", "policies", multiple=True, callback=_parse_policies, metavar="NAME[:k=v,...]",
-        help=f"Replay under this compaction policy ({', '.join(POLICIES)}), with settings over its defaults "
+        help=f"Replay under this compaction policy ({', '.join(POLICY_NAMES)}), with settings over its defaults "
              "(pi:keep_recent_tokens=30k); repeat to compare. libpanto runs at every --budgets value; "
              "the others at their own settings (docs/replay.md).")(fn)
 
 
 def check_replay(window: int | None, reserve: int, summary_tokens: int | None) -> None:
     """A usage error, before any work, for replay parameters that cannot work (``window <= reserve``, ...)."""
-    from ..policy.replay import DEFAULT_SUMMARY_TOKENS, validate_parameters
+    from ..policy.replay import validate_parameters
 
     if window is not None:
         try:

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import click
 
-from ..analysis.compactions import policies_vs_agents, recorded_cut_summary
 from .app import main
 from .options import file_output_option, friendly_errors, input_options, output_option, policy_option, read_input_corpus, write_frame
 
@@ -35,6 +34,8 @@ def policy_cuts_cmd(paths, format_, skip_invalid, policies, output, rows_out):
     """
     if "libpanto" in policies:
         raise click.UsageError("libpanto's split at recorded compactions is `panto-analytics compactions -b LIST`")
+    from ..analysis.compactions import policies_vs_agents, recorded_cut_summary
+
     corpus = read_input_corpus(paths, format_, skip_invalid)
     rows = policies_vs_agents(corpus, list(policies) or None)
     if not rows.height:

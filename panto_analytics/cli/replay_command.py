@@ -3,8 +3,6 @@ from __future__ import annotations
 
 import click
 
-from ..policy.policy_replay import replay
-from ..policy.replay_summary import compare_policies, summarize_replay
 from .app import main
 from .options import (
     budgets_option,
@@ -24,7 +22,7 @@ __all__ = ["replay_cmd"]
 
 @main.command("replay")
 @input_options
-@budgets_option(default="0:100k:11")
+@budgets_option()
 @replay_options(required=True)
 @policy_option
 @output_option
@@ -61,6 +59,9 @@ def replay_cmd(paths, format_, skip_invalid, budgets, window, reserve, summary_t
       panto-analytics replay ~/.claude/projects --window 200k -b 8k,20k,50k --events events.parquet
       panto-analytics replay data/ --window 200k -b 20k --policy libpanto --policy pi --policy codex
     """
+    from ..policy.policy_replay import replay
+    from ..policy.replay_summary import compare_policies, summarize_replay
+
     check_replay(window, reserve, summary_tokens)
     messages = read_input(paths, format_, skip_invalid)
     result = replay(messages, budgets, window=window, reserve=reserve, summary_tokens=summary_tokens,

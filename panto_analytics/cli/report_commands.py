@@ -3,14 +3,11 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from ..analysis.plot_data import SEGMENT_KINDS
-from ..analysis.recommend import DEFAULT_COVERAGE, DEFAULT_MIN_KEPT_TURNS, Criteria, recommend, recommend_at_compactions
-from ..policy import replay
-from ..policy import splits as compute_splits
-from ..policy import turns as compute_turns
+from ..defaults import DEFAULT_COVERAGE, DEFAULT_MIN_KEPT_TURNS, SEGMENT_KINDS
 from .app import main
 from .options import (
     Tokens,
@@ -28,10 +25,11 @@ from .options import (
     write_frame,
 )
 
-__all__ = ["DEFAULT_BUDGETS", "Share", "criteria_options", "recommend_cmd", "report"]
+if TYPE_CHECKING:
+    from ..analysis.recommend import Criteria
 
-#: Budgets tried when none are given: 0 to 200k in steps of 5k.
-DEFAULT_BUDGETS = "0:200k:41"
+__all__ = ["Share", "criteria_options", "recommend_cmd", "report"]
+
 
 
 class Share(click.ParamType):
@@ -63,7 +61,7 @@ def criteria_options(fn):
         click.option("--max-kept-share", "-s", type=Share(), default=None,
                      help="Rule: the largest budget at which the kept suffix stays within S x CONTEXT_WINDOW "
                           "tokens for COVERAGE of sessions. Needs --context-window."),
-        click.option("--context-window", "-w", type=Tokens(), default=None,
+        click.option("--context-window", type=Tokens(), default=None,
                      help="The model's context window in tokens (e.g. 200k), for --max-kept-share."),
     ]
     for option in reversed(options):
@@ -72,8 +70,10 @@ def criteria_options(fn):
 
 
 def _criteria(min_kept_turns, coverage, max_kept_share, context_window) -> Criteria:
+    from ..analysis.recommend import Criteria
+
     if max_kept_share is not None and context_window is None:
-        raise click.UsageError("--max-kept-share needs --context-window (e.g. -w 200k)")
+        raise click.UsageError("--max-kept-share needs --context-window (e.g. --context-window 200k)")
     if context_window is not None and max_kept_share is None:
         raise click.UsageError("--context-window is used by --max-kept-share; give both")
     return Criteria(min_kept_turns=min_kept_turns, coverage=coverage, max_kept_share=max_kept_share,
@@ -82,7 +82,7 @@ def _criteria(min_kept_turns, coverage, max_kept_share, context_window) -> Crite
 
 @main.command("recommend")
 @input_options
-@budgets_option(default=DEFAULT_BUDGETS)
+@budgets_option()
 @criteria_options
 @replay_options(required=False)
 @output_option
@@ -106,9 +106,14 @@ def recommend_cmd(paths, format_, skip_invalid, budgets, min_kept_turns, coverag
     Examples:
       panto-analytics recommend data/
       panto-analytics recommend ~/.claude/projects -k 3 -p 95%
-      panto-analytics recommend data/ -s 0.25 -w 200k -b 0:200k:81
+      panto-analytics recommend data/ -s 0.25 --context-window 200k -b 0:200k:81
       panto-analytics recommend corpus.ds/ -k 2 -p 90% --engine ray
     """
+    from ..analysis.recommend import recommend, recommend_at_compactions
+    from ..policy import replay
+    from ..policy import splits as compute_splits
+    from ..policy import turns as compute_turns
+
     criteria = _criteria(min_kept_turns, coverage, max_kept_share, context_window)
     check_replay(window, reserve, summary_tokens)
     ds = check_engine(paths, engine, ray_address)
@@ -141,9 +146,9 @@ def _print_recommendation(rec, output) -> None:
 
 @main.command()
 @input_options
-@budgets_option(default=DEFAULT_BUDGETS)
+@budgets_option()
 @criteria_options
-@click.option("--out", "-o", "out_dir", type=click.Path(file_okay=False, path_type=Path), required=True,
+@click.option("--output", "--out", "-o", "out_dir", type=click.Path(file_okay=False, path_type=Path), required=True,
               callback=lambda ctx, param, value: value and check_output_path(value, None, "-o", folder=True),
               help="Folder to write index.html, report.md, the PNGs, sweep.parquet and splits.parquet into.")
 @click.option("--by", "segment_by", type=click.Choice(SEGMENT_KINDS), multiple=True,

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import click
-import polars as pl
 
 from .app import main
 from .options import Tokens, friendly_errors, input_options, output_option, read_input_corpus, write_frame
@@ -39,6 +38,8 @@ def sessions_cmd(paths, format_, skip_invalid, budget, worst, output):
     if budget is None:
         write_frame(corpus.sessions, output)
         return
+    import polars as pl
+
     from ..analysis.worst import worst_served
 
     ranked = worst_served(corpus.messages, budget, worst)

@@ -36,8 +36,8 @@ from datetime import UTC, date, datetime, timedelta
 
 import polars as pl
 
+from ..models import normalized_model
 from .corpus import Corpus
-from .models import normalized_model
 
 __all__ = ["SessionFilter", "filter_corpus", "parse_when"]
 

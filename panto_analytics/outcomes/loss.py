@@ -53,16 +53,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import polars as pl
 
-from ..policy import Replay
 from ..schema import REF_KINDS
 from .references import is_lookup, references
 
 __all__ = [
     "CUT_SCHEMA", "DEFAULT_HORIZON", "LOSS_COLUMNS", "ORPHAN_KINDS", "RESTORE", "Loss", "cut_loss", "loss",
-    "orphan_rate", "recorded_cuts", "replay_cuts", "summarize_loss",
+    "Replayed", "orphan_rate", "recorded_cuts", "replay_cuts", "summarize_loss",
 ]
 
 S = "session_id"
@@ -218,6 +218,16 @@ def recorded_cuts(compactions: pl.DataFrame | pl.LazyFrame, sessions: pl.DataFra
 # -- per (session, budget, policy) ------------------------------------------------------------------
 
 
+class Replayed(Protocol):
+    """What :func:`loss` reads of a replay (:class:`~panto_analytics.Replay`): its events and sessions."""
+
+    @property
+    def events(self) -> pl.DataFrame: ...
+
+    @property
+    def sessions(self) -> pl.DataFrame: ...
+
+
 @dataclass(frozen=True)
 class Loss:
     """What :func:`loss` returns: ``events`` (one row per compaction event) and ``sessions`` (one row per
@@ -235,7 +245,7 @@ def summarize_loss(events: pl.DataFrame | pl.LazyFrame, keys: Iterable[str]) -> 
             .with_columns(orphan_rate()).collect())
 
 
-def loss(messages: pl.DataFrame | pl.LazyFrame, replay: Replay, *, horizon: int = DEFAULT_HORIZON,
+def loss(messages: pl.DataFrame | pl.LazyFrame, replay: Replayed, *, horizon: int = DEFAULT_HORIZON,
          kinds: Sequence[str] = ORPHAN_KINDS) -> Loss:
     """What every compaction of a replay loses: orphan references among the next ``horizon`` tool calls.
 

@@ -29,16 +29,27 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from ..policy import expressions as ex
 from .loss import CUT_SCHEMA, DEFAULT_HORIZON, ORPHAN_KINDS, cut_loss, orphan_rate, recorded_cuts
 from .references import references
 
-__all__ = ["REFETCH_COLUMNS", "pseudo_cuts", "refetch", "refetch_summary", "reorientation", "target_loss"]
+__all__ = ["REFETCH_COLUMNS", "call_context", "pseudo_cuts", "refetch", "refetch_summary", "reorientation", "target_loss"]
 
 S = "session_id"
 
 #: The columns :func:`refetch` adds to the loss columns.
 REFETCH_COLUMNS = ("orphan_targets", "refetched_targets", "reorientation", "reorientation_start")
+
+
+def call_context() -> pl.Expr:
+    """The recorded context of an API call (an assistant message with usage), libpanto's ``cumulativeAt``:
+    ``input + cache_read + cache_write + output``; null on other messages.
+
+    >>> pl.DataFrame({"role": ["user", "assistant"], "input": [None, 5], "output": [None, 1], "cache_read": [None, 2],
+    ...               "cache_write": [None, 0]}).select(call_context()).to_series().to_list()
+    [None, 8]
+    """
+    total = sum((pl.col(c).cast(pl.Int64) for c in ("input", "output", "cache_read", "cache_write")), pl.lit(0, pl.Int64))
+    return pl.when(pl.col("role") == "assistant").then(total).alias("context")
 
 
 def pseudo_cuts(messages: pl.DataFrame | pl.LazyFrame, cuts: pl.DataFrame | pl.LazyFrame,
@@ -52,7 +63,7 @@ def pseudo_cuts(messages: pl.DataFrame | pl.LazyFrame, cuts: pl.DataFrame | pl.L
         .drop_nulls().unique()
     quiet = (sessions.lazy().filter(pl.col("compactions") == 0)
              .select(pl.col(S).cast(pl.String), pl.col("source_format").cast(pl.String)))
-    calls = (messages.lazy().with_columns(context=ex.assistant_cumulative().cast(pl.Int64))
+    calls = (messages.lazy().with_columns(context=call_context())
              .filter(pl.col("context").is_not_null())
              .select(pl.col(S).cast(pl.String), pl.col("seq").cast(pl.Int64),
                      reached=pl.col("context").cum_max().over(S)))
@@ -129,7 +140,7 @@ def refetch(messages: pl.DataFrame | pl.LazyFrame, compactions: pl.DataFrame | p
     """One row per recorded compaction and per pseudo-cut: ``cut`` (``compaction`` or ``baseline``),
     ``source_format``, ``context``, the cut, the loss columns and :data:`REFETCH_COLUMNS`."""
     refs = references(messages).collect()
-    context = (messages.lazy().with_columns(ctx=ex.assistant_cumulative().cast(pl.Int64))
+    context = (messages.lazy().with_columns(ctx=call_context())
                .filter(pl.col("ctx").is_not_null()).select(pl.col(S).cast(pl.String), pl.col("seq").cast(pl.Int64), "ctx"))
     recorded = (recorded_cuts(compactions, sessions).with_columns(_probe=pl.col("anchor_seq").cast(pl.Int64) - 1)
                 .sort("_probe")

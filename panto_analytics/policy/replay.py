@@ -76,6 +76,7 @@ from typing import cast
 import numpy as np
 import polars as pl
 
+from ..defaults import DEFAULT_RESERVE, DEFAULT_SUMMARY_TOKENS
 from . import expressions as ex
 from .replay_request import with_request_bytes
 from .splits import budget_series
@@ -88,11 +89,6 @@ __all__ = [
 
 S = ex.SESSION
 
-#: Tokens kept free below the window for the next prompt and output (``reserve``).
-DEFAULT_RESERVE = 16_384
-
-#: Size of a simulated summary when the caller has no median of recorded ones.
-DEFAULT_SUMMARY_TOKENS = 2_000
 
 #: Sizes (window, reserve, summary, budgets) are clamped or checked against this bound.
 _MAX_SIZE = 2**62

@@ -145,7 +145,7 @@ def test_cli_prints_budget_rule_rows_and_warnings():
 
 
 def test_cli_max_kept_share(tmp_path):
-    result = run("-s", "0.2", "-w", "10k", "-p", "0.75", "-o", str(tmp_path / "t.csv"))
+    result = run("-s", "0.2", "--context-window", "10k", "-p", "0.75", "-o", str(tmp_path / "t.csv"))
     assert result.exit_code == 0, result.output
     assert "recommended keep_verbatim: 3k" in result.output
     table = pl.read_csv(tmp_path / "t.csv")
@@ -153,16 +153,16 @@ def test_cli_max_kept_share(tmp_path):
 
 
 def test_cli_exits_1_when_no_budget_meets_the_rule():
-    result = run("-k", "2", "-p", "1", "-s", "0.2", "-w", "10k")
+    result = run("-k", "2", "-p", "1", "-s", "0.2", "--context-window", "10k")
     assert result.exit_code == 1
     assert "no budget tried meets the rule" in result.output
 
 
 @pytest.mark.parametrize("args, message", [
     (["-s", "0.2"], "needs --context-window"),
-    (["-w", "10k"], "give both"),
+    (["--context-window", "10k"], "give both"),
     (["-p", "150%"], "(0, 1]"),
-    (["-w", "lots", "-s", "0.1"], "not a token budget"),
+    (["--context-window", "lots", "-s", "0.1"], "not a token budget"),
 ])
 def test_cli_usage_errors(args, message):
     result = run(*args)

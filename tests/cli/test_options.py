@@ -187,3 +187,75 @@ def test_unsorted_and_repeated_budgets_are_accepted_and_said_once(corpus):
     assert result.stderr.count("note: budgets sorted and de-duplicated: 8000,20000") == 1
     assert sorted(set(pl.read_csv(io.StringIO(result.stdout))["budget"])) == [8000, 20000]
     assert "note" not in run("splits", corpus, "-b", "8k,20k", "-o", "-").stderr
+
+
+def _commands(group=main, path=""):
+    import click
+
+    for name, command in group.commands.items():
+        if isinstance(command, click.Group):
+            yield from _commands(command, f"{path}{name} ")
+        else:
+            yield f"{path}{name}", command
+
+
+#: Short options whose long names differ by command but say one thing (-b: the one budget, or the list of them).
+_SAME_MEANING = {"--budget": "--budgets"}
+
+
+def test_each_short_option_means_one_thing_in_every_command():
+    import click
+
+    meaning: dict[str, dict[str, list[str]]] = {}
+    for name, command in _commands():
+        for param in command.params:
+            if isinstance(param, click.Option):
+                long = max(param.opts, key=len)
+                for short in (o for o in param.opts if not o.startswith("--")):
+                    meaning.setdefault(short, {}).setdefault(_SAME_MEANING.get(long, long), []).append(name)
+    mixed = {short: longs for short, longs in meaning.items() if len(longs) > 1}
+    assert not mixed, f"a short option with several meanings: {mixed}"
+    assert "--window" in meaning["-w"]  # the docs write `replay -w 200k`
+
+
+def test_every_command_tries_one_default_budget_grid(corpus):
+    import click
+
+    from panto_analytics.budgets import parse_budgets
+    from panto_analytics.defaults import DEFAULT_BUDGETS
+
+    defaults = {name: param.default for name, command in _commands() for param in command.params
+                if isinstance(param, click.Option) and param.name == "budgets" and not param.required}
+    assert {"sweep", "replay", "recommend", "report"} <= set(defaults)
+    assert set(defaults.values()) == {DEFAULT_BUDGETS}, defaults
+    # and what runs is that grid: sweep's rows, recommend's table
+    swept = pl.read_csv(io.StringIO(run("sweep", corpus, "-o", "-").output))
+    assert swept["budget"].to_list() == parse_budgets(DEFAULT_BUDGETS)
+
+
+#: Every command that writes a table, with the arguments it needs (recommend: issue 21 makes its -o - JSON-only).
+_TABLE_COMMANDS = {
+    "splits": ["-b", "1k"], "sweep": ["-b", "1k"], "replay": ["--window", "20k", "--reserve", "1k", "-b", "1k"], "sessions": [],
+    "compactions": ["-b", "1k"], "policy-cuts": [], "ingest": [],
+}
+
+
+@pytest.mark.parametrize("command", sorted(_TABLE_COMMANDS))
+@pytest.mark.parametrize("fmt", ["csv", "json", "ndjson"])
+def test_every_table_command_writes_only_the_table_to_stdout_with_dash(corpus, command, fmt):
+    result = run(command, corpus, *_TABLE_COMMANDS[command], "-o", "-", "--output-format", fmt)
+    assert result.exit_code == 0, result.output
+    text = result.stdout
+    if fmt == "json":
+        assert isinstance(json.loads(text), list)
+    elif fmt == "ndjson":
+        assert all(isinstance(json.loads(line), dict) for line in text.splitlines())
+    else:
+        assert pl.read_csv(io.StringIO(text)).width > 1
+
+
+@pytest.mark.parametrize("command", sorted(_TABLE_COMMANDS))
+def test_every_table_command_writes_to_dev_null(corpus, command):
+    result = run(command, corpus, *_TABLE_COMMANDS[command], "-o", os.devnull)
+    assert result.exit_code == 0, result.output
+    assert result.stdout == "" or command == "ingest"  # ingest still says what it read

@@ -17,13 +17,13 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
+from ...defaults import MAX_BUCKETS
+
 __all__ = ["FNV_OFFSET", "FNV_PRIME", "MAX_BUCKETS", "fnv1a64", "session_buckets"]
 
 FNV_OFFSET = np.uint64(0xCBF29CE484222325)
 FNV_PRIME = np.uint64(0x100000001B3)
 
-#: Bucket folders are named with three digits (``bucket=017``).
-MAX_BUCKETS = 1000
 
 
 def fnv1a64(ids: pl.Series) -> np.ndarray:

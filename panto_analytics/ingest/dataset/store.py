@@ -34,6 +34,7 @@ import numpy as np
 import polars as pl
 import pyarrow.parquet as pq
 
+from ...defaults import DEFAULT_BUCKETS
 from ...errors import IngestReport, InputError
 from ...schema import COMPACTIONS_SCHEMA, MESSAGE_SCHEMA, SESSIONS_SCHEMA
 from ..corpus import Corpus
@@ -48,8 +49,6 @@ __all__ = [
 INFO_FILE = "dataset.json"
 MANIFEST_FILE = "manifest.parquet"
 
-#: Buckets a new dataset gets: a few thousand sessions per bucket at a million sessions.
-DEFAULT_BUCKETS = 256
 
 #: Rows a ``messages`` row group aims at; it ends at the first session boundary past it.
 ROW_GROUP_ROWS = 128 * 1024

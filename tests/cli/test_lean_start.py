@@ -1,0 +1,89 @@
+"""A lean start: help loads no heavy library, reading loads no matplotlib, plotting does.
+
+Checked on Python's import log (``-X importtime`` writes one line per module
+imported to stderr), never on a clock. Each check runs the console script's
+own entry point in a fresh process.
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+from importlib.metadata import entry_points
+
+import click
+import pytest
+from conftest import DATA
+
+import panto_analytics as pa
+from panto_analytics import defaults
+from panto_analytics.cli import main
+
+HEAVY = ("polars", "pyarrow", "numpy", "matplotlib")
+
+(ENTRY,) = entry_points(group="console_scripts", name="panto-analytics")
+
+
+def imported(code: str, *args: str) -> set[str]:
+    """The modules a fresh Python loads while running ``code`` with ``args``, read from ``-X importtime``."""
+    done = subprocess.run([sys.executable, "-X", "importtime", "-c", code, *args], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return {line.rpartition("|")[2].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+
+
+def run_cli(*args: str) -> set[str]:
+    """The modules ``panto-analytics ARGS`` loads, started through the installed entry point."""
+    module, _, attr = ENTRY.value.partition(":")
+    return imported(f"import sys; from {module} import {attr}; sys.exit({attr}())", *args)
+
+
+def heavy(modules: set[str]) -> list[str]:
+    return sorted(m for m in modules if m.partition(".")[0] in HEAVY)
+
+
+def test_the_import_log_is_read():
+    """The parser sees a heavy import when there is one: the checks below could fail."""
+    assert {"polars", "panto_analytics.schema"} <= imported("import panto_analytics.schema")
+
+
+def test_importing_the_package_loads_no_heavy_library():
+    assert heavy(imported("import panto_analytics, panto_analytics.cli")) == []
+
+
+def command_paths(group: click.Group = main, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    """Every command and subcommand, as the words that name it."""
+    paths = []
+    for name, command in sorted(group.commands.items()):
+        paths.append((*prefix, name))
+        if isinstance(command, click.Group):
+            paths += command_paths(command, (*prefix, name))
+    return paths
+
+
+@pytest.mark.parametrize("words", [(), *command_paths()], ids=lambda w: " ".join(w) or "panto-analytics")
+def test_help_loads_no_heavy_library(words):
+    assert heavy(run_cli(*words, "--help")) == []
+
+
+def test_reading_loads_no_matplotlib():
+    loaded = run_cli("sweep", str(DATA), "-b", "20k", "--no-cache", "-q")
+    assert "polars" in loaded
+    assert "matplotlib" not in loaded
+
+
+def test_a_plot_loads_matplotlib_when_asked_for(tmp_path):
+    assert "matplotlib" in run_cli("sweep", str(DATA), "-b", "20k", "--no-cache", "-q", "--plot",
+                                   str(tmp_path / "sweep.png"))
+
+
+def test_the_defaults_are_the_libraries_own():
+    """``defaults`` holds what help shows; the modules that use the values agree with it."""
+    from panto_analytics.ingest.formats import ADAPTERS
+    from panto_analytics.policy.policies import POLICIES
+
+    assert tuple(POLICIES) == defaults.POLICY_NAMES
+    assert sorted(ADAPTERS) == sorted(defaults.SOURCE_FORMATS)
+
+
+def test_the_package_resolves_every_public_name_lazily():
+    assert sorted(pa._FROM) == sorted(pa.__all__)
+    assert [name for name in pa.__all__ if getattr(pa, name, None) is None] == []
