@@ -62,7 +62,7 @@ from .references import is_lookup, references
 
 __all__ = [
     "CUT_SCHEMA", "DEFAULT_HORIZON", "LOSS_COLUMNS", "ORPHAN_KINDS", "RESTORE", "Loss", "cut_loss", "loss",
-    "Replayed", "orphan_rate", "recorded_cuts", "replay_cuts", "summarize_loss",
+    "Replayed", "orphan_rate", "recorded_cuts", "replay_cuts", "summarize_loss", "with_loss_columns",
 ]
 
 S = "session_id"
@@ -243,6 +243,24 @@ def summarize_loss(events: pl.DataFrame | pl.LazyFrame, keys: Iterable[str]) -> 
     return (events.lazy().group_by(list(keys), maintain_order=True)
             .agg(pl.col(c).sum() for c in LOSS_COLUMNS if c != "orphan_rate")
             .with_columns(orphan_rate()).collect())
+
+
+def with_loss_columns(table: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
+    """A replay's summary table (one row per budget, or per policy and budget) with the loss of its events:
+    ``window_calls``, ``orphan_calls``, ``orphan_rate`` (pooled), ``refetch_tokens`` (0 where nothing compacted).
+
+    >>> t = pl.DataFrame({"budget": [8, 20]})
+    >>> e = pl.DataFrame({"budget": [8, 8], "window_calls": [10, 10], "orphan_calls": [1, 3], "refetch_tokens": [5, 7],
+    ...                   "repeat_reads": [0, 0], "refetched_orphans": [0, 0], "orphan_rate": [0.1, 0.3]})
+    >>> with_loss_columns(t, e).rows()
+    [(8, 20, 4, 0.2, 12), (20, 0, 0, None, 0)]
+    """
+    keys = [k for k in ("policy", "budget") if k in table.columns]
+    summed = summarize_loss(events, keys).select(*keys, "window_calls", "orphan_calls", "orphan_rate",
+                                                 "refetch_tokens")
+    summed = summed.cast({k: table.schema[k] for k in keys})
+    return (table.join(summed, on=keys, how="left", maintain_order="left")
+            .with_columns(pl.col(c).fill_null(0) for c in ("window_calls", "orphan_calls", "refetch_tokens")))
 
 
 def loss(messages: pl.DataFrame | pl.LazyFrame, replay: Replayed, *, horizon: int = DEFAULT_HORIZON,
