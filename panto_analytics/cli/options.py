@@ -209,11 +209,14 @@ def _filtered(corpus, paths):
         return corpus
     kept = filter_corpus(corpus, wanted)
     what = " ".join(wanted.described)
+    from ..analysis.formatting import counted
+
+    read = counted(corpus.sessions.height, "session")
     if kept.sessions.is_empty():
         where = ", ".join(str(p) for p in paths)
-        raise InputError(where, None, f"none of the {corpus.sessions.height} session(s) read matches {what}",
-                         skippable=False)
-    click.echo(f"note: {what}: kept {kept.sessions.height} of {corpus.sessions.height} session(s)", err=True)
+        raise InputError(where, None, f"none of the {read} read matches {what} "
+                                      f"({wanted.what_exists(corpus.sessions)})", skippable=False)
+    click.echo(f"note: {what}: kept {kept.sessions.height:,} of {read}", err=True)
     return kept
 
 
@@ -304,14 +307,14 @@ def check_output_path(path: Path, suffixes: Iterable[str] | None, option: str, *
         raise OutputPathError(f"{option} {path}: {existing} is a file, not a folder")
     if not os.access(existing, os.W_OK | os.X_OK):
         raise OutputPathError(f"{option} {path}: cannot write in {existing} (permission denied)")
-    missing = target if folder else path.parent
-    if not missing.exists():
-        allowed = missing.parent if folder else None  # a report may create its own folder, not its parents
-        if allowed is None or not allowed.exists():
-            here = Path.cwd().resolve()
-            if not missing.resolve().is_relative_to(here):
-                raise OutputPathError(f"{option} {path}: folder {existing if folder else missing} does not exist "
-                                      "(outside the current folder nothing is created; create it first)")
+    if existing != target:
+        # A report may create its own folder, not its parents; outside the current folder nothing else is created.
+        needed = target.parent if folder else target
+        here = Path.cwd().resolve()
+        if needed != existing and not target.resolve().is_relative_to(here):
+            first_missing = next(p for p in (target, *target.parents) if p.parent == existing)
+            raise OutputPathError(f"{option} {path}: folder {first_missing} does not exist "
+                                  "(outside the current folder nothing is created; create it first)")
     return path
 
 
@@ -357,10 +360,10 @@ def output_option(fn=None, *, what: str = "Without it a table is printed."):
                              f"'-': stdout, as --output-format says; /dev/null: nothing. {what}")(fn)
 
 
-def file_output_option(*names: str, dest: str, help: str, suffixes: Iterable[str] = tuple(_WRITERS)):
-    """An option naming a file to write (checked before any work, like -o)."""
+def file_output_option(*names: str, dest: str, help: str, suffixes: Iterable[str] | None = tuple(_WRITERS)):
+    """An option naming a file to write (checked before any work, like -o); ``suffixes`` None: any name."""
     option = names[0]
-    allowed = set(suffixes)
+    allowed = None if suffixes is None else set(suffixes)
 
     def check(ctx, param, value: Path | None) -> Path | None:
         return None if value is None else check_output_path(value, allowed, option)
