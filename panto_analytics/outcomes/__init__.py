@@ -8,6 +8,8 @@
 - :mod:`~panto_analytics.outcomes.loss`: what every compaction loses (``loss``: orphan references among the
   next tool calls), and :mod:`~panto_analytics.outcomes.refetch`: what agents really fetched again after the
   compactions they recorded.
+- :mod:`~panto_analytics.outcomes.billing`: the tokens of every call a replay simulates (the cache rule,
+  the summarizer call) and ``bill_replay``, a replay's sessions and events priced.
 
 This floor sits below ``policy``, so that the replay can bill the calls it simulates.
 """
