@@ -50,6 +50,7 @@ __all__ = [
     "Criteria",
     "IngestReport",
     "InputError",
+    "Loss",
     "Recommendation",
     "Replay",
     "SessionFilter",
@@ -58,12 +59,14 @@ __all__ = [
     "costs",
     "filter_corpus",
     "load_prices",
+    "loss",
     "parse_budget",
     "parse_budgets",
     "read_corpus",
     "read_sessions",
     "recommend",
     "recommend_dataset",
+    "references",
     "replay",
     "scan_dataset",
     "sessions",
@@ -90,7 +93,7 @@ _FROM = {
     **dict.fromkeys(["scan_dataset", "write_dataset"], ".dataset"),
     **dict.fromkeys(["recommend_dataset", "sweep_dataset"], ".dataset.streaming"),
     **dict.fromkeys(["SessionFilter", "filter_corpus"], ".ingest.filters"),
-    **dict.fromkeys(["costs", "load_prices"], ".outcomes"),
+    **dict.fromkeys(["Loss", "costs", "load_prices", "loss", "references"], ".outcomes"),
     **dict.fromkeys(["Replay", "annotate", "replay", "splits", "summarize_replay", "summarize_splits", "turns",
                      "sweep"], ".policy"),
 }
@@ -110,7 +113,7 @@ if TYPE_CHECKING:
     from .errors import IngestReport, InputError
     from .ingest import Cache, Corpus, compactions, read_corpus, read_sessions, sessions, summary_request
     from .ingest.filters import SessionFilter, filter_corpus
-    from .outcomes import costs, load_prices
+    from .outcomes import Loss, costs, load_prices, loss, references
     from .policy import Replay, annotate, replay, splits, summarize_replay, summarize_splits, turns
 
     #: The sweep: one row per budget (the same function as ``summarize_splits``).

@@ -10,18 +10,26 @@ True
 from __future__ import annotations
 
 __all__ = [
-    "DEFAULT_BUCKETS", "DEFAULT_COVERAGE", "DEFAULT_MIN_KEPT_TURNS", "DEFAULT_RESERVE", "DEFAULT_SUMMARY_TOKENS",
-    "ENGINES", "MAX_BUCKETS", "POLICY_NAMES", "RAY_INSTALL", "SEGMENT_KINDS", "SOURCE_FORMATS",
+    "DEFAULT_BUCKETS", "DEFAULT_BUDGETS", "DEFAULT_COVERAGE", "DEFAULT_MIN_KEPT_TURNS", "DEFAULT_RESERVE", "DEFAULT_SUMMARY_TOKENS",
+    "ENGINES", "MAX_BUCKETS", "MIN_SUMMARY_TOKENS", "POLICY_NAMES", "RAY_INSTALL", "SEGMENT_KINDS", "SOURCE_FORMATS",
 ]
 
 #: The source formats an adapter can read (see ``docs/formats.md``).
 SOURCE_FORMATS = ("canonical", "pi", "claude-code", "codex")
+
+#: The budgets every command tries when none are given: 0 to 100k in steps of 2.5k (one grid, so that
+#: ``sweep``, ``replay``, ``recommend`` and ``report`` on the same sessions speak of the same budgets).
+DEFAULT_BUDGETS = "0:100k:41"
 
 #: Tokens kept free below the window for the next prompt and output (``reserve``).
 DEFAULT_RESERVE = 16_384
 
 #: Size of a simulated summary when the caller has no median of recorded ones.
 DEFAULT_SUMMARY_TOKENS = 2_000
+
+#: A median of recorded summaries below this many tokens is not a summary an agent wrote (redacted or
+#: placeholder text): the replay then assumes :data:`DEFAULT_SUMMARY_TOKENS` and says why.
+MIN_SUMMARY_TOKENS = 100
 
 #: The compaction policies by name, in the order comparisons list them (``policy.replay.policies.POLICIES``).
 POLICY_NAMES = ("libpanto", "pi", "pi-whole-turn", "codex", "claude-code", "gemini-cli", "last-n-turns")

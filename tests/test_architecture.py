@@ -2,10 +2,10 @@
 
 Layers, top to bottom: ``cli`` -> ``dataset`` -> ``analysis`` -> ``ingest`` ->
 ``formats`` -> ``policy`` -> ``outcomes`` (prices and the cost of a call, below
-the replay that bills with it) -> ``examples`` (a tiny message frame for
-doctests, built from the schema) -> the shared vocabulary (``schema``,
-``errors``, ``budgets``, ``words``, ``transcript``, ``defaults``, ``models``).
-An import may stay in its layer or go down, never up; the vocabulary imports
+the replay that bills with it; references and loss) -> ``examples`` (a tiny
+message frame for doctests, built from the schema) -> the shared vocabulary
+(``schema``, ``errors``, ``budgets``, ``words``, ``transcript``, ``defaults``,
+``models``). An import may stay in its layer or go down, never up; the vocabulary imports
 nothing of ours; nothing inside imports the package's own ``__init__``; and
 no two modules import each other, directly or around a loop.
 """

@@ -7,7 +7,20 @@
 - :mod:`.recorded_cuts`: each policy's cut at the recorded compactions.
 - :mod:`.policies`: one module per compaction policy.
 
-``panto_analytics.policy`` re-exports the public names; this package exports none itself.
+The engine's constants and :class:`~.engine.Replay` are reachable here too
+(``from panto_analytics.policy.replay import Replay``); ``replay`` itself, the
+function, is :mod:`panto_analytics.policy`'s (the replay under any policy).
 """
+from .engine import (
+    DEFAULT_RESERVE,
+    DEFAULT_SUMMARY_TOKENS,
+    EVENT_SCHEMA,
+    MIN_SUMMARY_TOKENS,
+    REPLAY_SESSION_SCHEMA,
+    Replay,
+    summary_size,
+    validate_parameters,
+)
 
-__all__ = []
+__all__ = ["DEFAULT_RESERVE", "DEFAULT_SUMMARY_TOKENS", "EVENT_SCHEMA", "MIN_SUMMARY_TOKENS", "REPLAY_SESSION_SCHEMA",
+           "Replay", "summary_size", "validate_parameters"]

@@ -1,4 +1,4 @@
-"""Every policy's vectorized replay (policy_replay) against its literal sequential reference
+"""Every policy's vectorized replay (policy/replay/any_policy.py) against its literal sequential reference
 (reference/policies.py): hand-made cases, then hypothesis-drawn corpora."""
 from __future__ import annotations
 
