@@ -92,7 +92,7 @@ def parser_version() -> str:
     """
     root = Path(__file__).resolve().parents[2]  # the package folder
     sources = (sorted(root.glob("ingest/formats/**/*.py")) + sorted(root.glob("ingest/cache/*.py"))
-               + sorted(root.glob("ingest/*.py")) + [root / name for name in ("words.py", "transcript.py", "schema.py", "errors.py")])
+               + sorted(root.glob("ingest/*.py")) + [root / name for name in ("words.py", "transcript.py", "schema.py", "errors.py", "models.py")])
     digest = hashlib.sha256(f"layout {LAYOUT}\n".encode())
     for path in sources:
         if path.exists():
