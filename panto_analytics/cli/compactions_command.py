@@ -13,7 +13,7 @@ __all__ = ["compactions_cmd"]
 
 @main.command("compactions")
 @input_options
-@budgets_option()
+@budgets_option(required=True)
 @click.option("--output", "-o", type=click.Path(path_type=Path), default=None, callback=check_output,
               help="Write one row per (compaction, budget) with every column to this file "
                    "(.csv, .parquet, .json, .ndjson) instead of printing the table.")

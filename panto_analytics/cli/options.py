@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import click
 
 from ..budgets import budgets_as_written, parse_budget, parse_budgets
-from ..defaults import DEFAULT_RESERVE, DEFAULT_SUMMARY_TOKENS, ENGINES, POLICY_NAMES, RAY_INSTALL, SOURCE_FORMATS
+from ..defaults import DEFAULT_BUDGETS, DEFAULT_RESERVE, DEFAULT_SUMMARY_TOKENS, ENGINES, POLICY_NAMES, RAY_INSTALL, SOURCE_FORMATS
 from ..errors import IngestReport, InputError
 
 if TYPE_CHECKING:
@@ -248,9 +248,12 @@ class BudgetList(click.ParamType):
         return budgets
 
 
-def budgets_option(default: str | None = None):
-    """--budgets/-b: required without a default (click 8.5 takes an explicit default=None as a default given)."""
-    extra = {"default": default, "show_default": True} if default is not None else {"required": True}
+def budgets_option(*, required: bool = False):
+    """--budgets/-b: the one default grid (:data:`~panto_analytics.defaults.DEFAULT_BUDGETS`), or required.
+
+    (click 8.5 takes an explicit default=None as a default given, hence no default at all when required.)
+    """
+    extra: dict = {"required": True} if required else {"default": DEFAULT_BUDGETS, "show_default": True}
     return click.option("--budgets", "-b", type=BudgetList(),
                         help="Token budgets (keep_verbatim): a list like 8k,20k,1.5M or START:STOP:N.", **extra)
 

@@ -28,10 +28,8 @@ from .options import (
 if TYPE_CHECKING:
     from ..analysis.recommend import Criteria
 
-__all__ = ["DEFAULT_BUDGETS", "Share", "criteria_options", "recommend_cmd", "report"]
+__all__ = ["Share", "criteria_options", "recommend_cmd", "report"]
 
-#: Budgets tried when none are given: 0 to 200k in steps of 5k.
-DEFAULT_BUDGETS = "0:200k:41"
 
 
 class Share(click.ParamType):
@@ -84,7 +82,7 @@ def _criteria(min_kept_turns, coverage, max_kept_share, context_window) -> Crite
 
 @main.command("recommend")
 @input_options
-@budgets_option(default=DEFAULT_BUDGETS)
+@budgets_option()
 @criteria_options
 @replay_options(required=False)
 @output_option
@@ -148,7 +146,7 @@ def _print_recommendation(rec, output) -> None:
 
 @main.command()
 @input_options
-@budgets_option(default=DEFAULT_BUDGETS)
+@budgets_option()
 @criteria_options
 @click.option("--output", "--out", "-o", "out_dir", type=click.Path(file_okay=False, path_type=Path), required=True,
               callback=lambda ctx, param, value: value and check_output_path(value, None, "-o", folder=True),

@@ -216,3 +216,18 @@ def test_each_short_option_means_one_thing_in_every_command():
     mixed = {short: longs for short, longs in meaning.items() if len(longs) > 1}
     assert not mixed, f"a short option with several meanings: {mixed}"
     assert "--window" in meaning["-w"]  # the docs write `replay -w 200k`
+
+
+def test_every_command_tries_one_default_budget_grid(corpus):
+    import click
+
+    from panto_analytics.budgets import parse_budgets
+    from panto_analytics.defaults import DEFAULT_BUDGETS
+
+    defaults = {name: param.default for name, command in _commands() for param in command.params
+                if isinstance(param, click.Option) and param.name == "budgets" and not param.required}
+    assert {"sweep", "replay", "recommend", "report"} <= set(defaults)
+    assert set(defaults.values()) == {DEFAULT_BUDGETS}, defaults
+    # and what runs is that grid: sweep's rows, recommend's table
+    swept = pl.read_csv(io.StringIO(run("sweep", corpus, "-o", "-").output))
+    assert swept["budget"].to_list() == parse_budgets(DEFAULT_BUDGETS)
