@@ -335,8 +335,9 @@ class _Session:
         self.model = model
         if model is not None:
             self.models[model] += 1
-        usage = _usage(msg.get("usage"))
-        cost = None if usage is None else _recorded_cost(msg.get("usage"))
+        raw = msg.get("usage")
+        usage = _usage(raw)
+        cost = _recorded_cost(raw) if usage is not None and isinstance(raw, dict) else None
         return Message("assistant", blocks, usage, lineno, ts, model, cost)
 
     def _user(self, texts: list[str], lineno: int, ts: datetime | None) -> Message:

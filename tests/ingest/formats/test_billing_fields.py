@@ -8,8 +8,8 @@ import pytest
 from conftest import FIXTURES, REALDATA
 
 from panto_analytics.ingest import read_sessions
-from panto_analytics.ingest.formats.claude_code.fast import read_frames
 from panto_analytics.ingest.formats.base import SourceFile
+from panto_analytics.ingest.formats.claude_code.fast import read_frames
 from panto_analytics.outcomes.cost import bill, call_tokens
 
 
