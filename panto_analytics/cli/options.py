@@ -27,10 +27,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "PLOT_SUFFIXES", "STDOUT_FORMATS", "BudgetList", "OutputPathError", "Tokens", "budgets_option",
-    "cache_warnings_on_stderr", "check_engine", "check_output", "check_output_path", "check_replay", "dataset_path",
-    "engine_options", "file_output_option", "friendly_errors", "input_options", "output_option", "policy_option",
-    "read_input", "read_input_corpus", "read_settings", "replay_options", "report_skips", "session_files",
-    "session_filter", "write_frame",
+    "cache_warnings_on_stderr", "check_engine", "check_output", "check_output_path", "check_replay", "cost_options",
+    "dataset_path", "engine_options", "file_output_option", "friendly_errors", "input_options", "is_device",
+    "output_option", "policy_option", "read_input", "read_input_corpus", "read_settings", "replay_options",
+    "replay_prices", "report_skips", "session_files", "session_filter", "to_stdout", "write_frame",
 ]
 
 
@@ -208,11 +208,14 @@ def _filtered(corpus, paths):
         return corpus
     kept = filter_corpus(corpus, wanted)
     what = " ".join(wanted.described)
+    from ..analysis.formatting import counted
+
+    read = counted(corpus.sessions.height, "session")
     if kept.sessions.is_empty():
         where = ", ".join(str(p) for p in paths)
-        raise InputError(where, None, f"none of the {corpus.sessions.height} session(s) read matches {what}",
-                         skippable=False)
-    click.echo(f"note: {what}: kept {kept.sessions.height} of {corpus.sessions.height} session(s)", err=True)
+        raise InputError(where, None, f"none of the {read} read matches {what} "
+                                      f"({wanted.what_exists(corpus.sessions)})", skippable=False)
+    click.echo(f"note: {what}: kept {kept.sessions.height:,} of {read}", err=True)
     return kept
 
 
@@ -282,6 +285,12 @@ def check_output_path(path: Path, suffixes: Iterable[str] | None, option: str, *
     that missing folders are created only inside the current directory
     (``folder``: the output is itself a folder, which may be created).
     """
+    if not folder and is_device(path):
+        if suffixes is None or not set(suffixes) <= set(_WRITERS):
+            raise OutputPathError(f"{option} {path}: not a file this output can be written to")
+        if not os.access(path, os.W_OK):
+            raise OutputPathError(f"{option} {path}: cannot write to it (permission denied)")
+        return path
     if suffixes is not None and path.suffix.lower() not in suffixes:
         raise OutputPathError(f"{option} {path}: cannot tell the format from {path.name!r}: "
                               f"use {', '.join(sorted(suffixes))}")
@@ -297,15 +306,28 @@ def check_output_path(path: Path, suffixes: Iterable[str] | None, option: str, *
         raise OutputPathError(f"{option} {path}: {existing} is a file, not a folder")
     if not os.access(existing, os.W_OK | os.X_OK):
         raise OutputPathError(f"{option} {path}: cannot write in {existing} (permission denied)")
-    missing = target if folder else path.parent
-    if not missing.exists():
-        allowed = missing.parent if folder else None  # a report may create its own folder, not its parents
-        if allowed is None or not allowed.exists():
-            here = Path.cwd().resolve()
-            if not missing.resolve().is_relative_to(here):
-                raise OutputPathError(f"{option} {path}: folder {existing if folder else missing} does not exist "
-                                      "(outside the current folder nothing is created; create it first)")
+    if existing != target:
+        # A report may create its own folder, not its parents; outside the current folder nothing else is created.
+        needed = target.parent if folder else target
+        here = Path.cwd().resolve()
+        if needed != existing and not target.resolve().is_relative_to(here):
+            first_missing = next(p for p in (target, *target.parents) if p.parent == existing)
+            raise OutputPathError(f"{option} {path}: folder {first_missing} does not exist "
+                                  "(outside the current folder nothing is created; create it first)")
     return path
+
+
+def is_device(path: Path) -> bool:
+    """Whether ``path`` is an existing file that is neither a regular file nor a folder (``/dev/null``, a pipe):
+    a table is written to it in ``--output-format``, whatever its name."""
+    return path.exists() and not path.is_file() and not path.is_dir()
+
+
+def to_stdout(output: Path | None) -> bool:
+    """Whether the command line asks for a table on stdout: ``-o -``, or ``--output-format`` without ``-o``."""
+    ctx = click.get_current_context(silent=True)
+    fmt = ctx.meta.get(_FORMAT_KEY) if ctx is not None else None
+    return (output is not None and str(output) == "-") or (output is None and fmt is not None)
 
 
 def check_output(ctx, param, value: Path | None) -> Path | None:
@@ -320,8 +342,13 @@ def _remember_format(ctx: click.Context, param: click.Parameter, value):
     return value
 
 
-def output_option(fn):
-    """-o FILE|- and --output-format: write csv, parquet or json (by extension, or to stdout) instead of a table."""
+def output_option(fn=None, *, what: str = "Without it a table is printed."):
+    """-o FILE|- and --output-format: write csv, parquet or json (by extension, or to stdout) instead of a table.
+
+    ``what`` ends -o's help: what the command does without it. ``@output_option`` or ``@output_option(what=...)``.
+    """
+    if fn is None:
+        return functools.partial(output_option, what=what)
     fn = click.option("--output-format", type=click.Choice(sorted(STDOUT_FORMATS)), default=None, expose_value=False,
                       callback=_remember_format,
                       help="The format of -o - (stdout): csv, json or ndjson [default: csv]. Given without -o, "
@@ -329,13 +356,13 @@ def output_option(fn):
     return click.option("--output", "-o", type=click.Path(path_type=Path, allow_dash=True), default=None,
                         callback=check_output,
                         help="Write to FILE; .csv, .parquet, .json or .ndjson chooses the format. "
-                             "'-': stdout, as --output-format says. Without it a table is printed.")(fn)
+                             f"'-': stdout, as --output-format says; /dev/null: nothing. {what}")(fn)
 
 
-def file_output_option(*names: str, dest: str, help: str, suffixes: Iterable[str] = tuple(_WRITERS)):
-    """An option naming a file to write (checked before any work, like -o)."""
+def file_output_option(*names: str, dest: str, help: str, suffixes: Iterable[str] | None = tuple(_WRITERS)):
+    """An option naming a file to write (checked before any work, like -o); ``suffixes`` None: any name."""
     option = names[0]
-    allowed = set(suffixes)
+    allowed = None if suffixes is None else set(suffixes)
 
     def check(ctx, param, value: Path | None) -> Path | None:
         return None if value is None else check_output_path(value, allowed, option)
@@ -353,9 +380,10 @@ def write_frame(df: pl.DataFrame, output: Path | None) -> None:
 
     ctx = click.get_current_context(silent=True)
     fmt = ctx.meta.get(_FORMAT_KEY) if ctx is not None else None
-    if (output is not None and str(output) == "-") or (output is None and fmt is not None):
+    if to_stdout(output):
         text = getattr(df, STDOUT_FORMATS[fmt or "csv"])()
-        click.echo(text, nl=not text.endswith("\n"))
+        if text:
+            click.echo(text, nl=not text.endswith("\n"))
         return
     if output is None:
         with pl.Config(tbl_rows=min(len(df), TABLE_ROWS), tbl_cols=-1, tbl_width_chars=1000, fmt_str_lengths=1000,
@@ -364,8 +392,12 @@ def write_frame(df: pl.DataFrame, output: Path | None) -> None:
         if len(df) > TABLE_ROWS:
             click.echo(f"({len(df) - TABLE_ROWS:,} of {len(df):,} rows not shown; -o FILE or -o - writes them all)")
         return
-    output.parent.mkdir(parents=True, exist_ok=True)
-    getattr(df, _WRITERS[output.suffix.lower()])(output)
+    if is_device(output):
+        with open(output, "wb") as sink:
+            getattr(df, STDOUT_FORMATS[fmt or "csv"])(sink)
+    else:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        getattr(df, _WRITERS[output.suffix.lower()])(output)
     click.echo(f"wrote {len(df)} rows to {output}", err=True)
 
 
@@ -485,6 +517,31 @@ def policy_option(fn):
         help=f"Replay under this compaction policy ({', '.join(POLICY_NAMES)}), with settings over its defaults "
              "(pi:keep_recent_tokens=30k); repeat to compare. libpanto runs at every --budgets value; "
              "the others at their own settings (docs/replay.md).")(fn)
+
+
+def cost_options(fn):
+    """--cost, --prices FILE and --summarizer: bill every call a replay simulates (docs/replay.md)."""
+    for option in reversed([
+        click.option("--cost", is_flag=True,
+                     help="Bill every call: the recorded cost, the replayed calls' cost and the summarizer calls' "
+                          "per session, and cost per session (p50, p90) and totals in the table."),
+        click.option("--prices", "prices_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+                     default=None, metavar="FILE",
+                     help="A LiteLLM model_prices_and_context_window.json price file [default: genai-prices' "
+                          "bundled table, offline]. Implies --cost."),
+        click.option("--summarizer", type=click.Choice(["separate", "cached"]), default=None,
+                     help="Bill every summarizer call as a separate uncached request, or on the cached "
+                          "conversation [default: each policy's own way]. Implies --cost."),
+    ]):
+        fn = option(fn)
+    return fn
+
+
+def replay_prices(cost: bool, prices_file: Path | None, summarizer: str | None) -> Path | bool | None:
+    """What ``replay(prices=...)`` gets from the cost options: None (no bill), True (genai-prices) or the file."""
+    if prices_file is not None:
+        return prices_file
+    return True if cost or summarizer is not None else None
 
 
 def check_replay(window: int | None, reserve: int, summary_tokens: int | None) -> None:
