@@ -50,7 +50,7 @@ def messages() -> pl.DataFrame:
                "cache_read": 0 if calls else None, "cache_write": 0 if calls else None,
                "cache_write_1h": 0 if calls else None, "recorded_cost": None, "source_format": "canonical",
                "model": "example-model" if calls else None, "timestamp": start + timedelta(minutes=i),
-               "file": f"{sid}.jsonl", "line": seq[sid] + 1}
+               "file": f"{sid}.jsonl", "line": seq[sid] + 1, "refs": None}
         seq[sid] += 1
         for name, value in row.items():
             cols[name].append(value)
