@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 __all__ = [
     "PLOT_SUFFIXES", "STDOUT_FORMATS", "BudgetList", "OutputPathError", "Tokens", "budgets_option",
     "cache_warnings_on_stderr", "check_engine", "check_output", "check_output_path", "check_replay", "cost_options",
-    "dataset_path", "engine_options", "file_output_option", "friendly_errors", "input_options", "is_device",
+    "dataset_path", "engine_options", "file_output_option", "friendly_errors", "horizon_option", "input_options", "is_device",
     "output_option", "policy_option", "read_input", "read_input_corpus", "read_settings", "replay_options",
     "replay_prices", "report_skips", "session_files", "session_filter", "to_stdout", "write_frame",
 ]
@@ -553,3 +553,9 @@ def check_replay(window: int | None, reserve: int, summary_tokens: int | None) -
             validate_parameters(window, reserve, DEFAULT_SUMMARY_TOKENS if summary_tokens is None else summary_tokens)
         except ValueError as e:
             raise click.UsageError(str(e)) from None
+
+
+def horizon_option(fn):
+    """--horizon N: tool calls looked at after each compaction (the loss measure's window)."""
+    return click.option("--horizon", type=click.IntRange(min=1), default=20, show_default=True, metavar="N",
+                        help="Tool calls looked at after each compaction for orphan references (docs/loss.md).")(fn)
