@@ -34,7 +34,8 @@ from ..words import message_words
 __all__ = [
     "BAD_RECORD", "COMPRESSED_SUFFIXES", "TRUNCATED", "Adapter", "DamagedFileError", "OnDamage", "bad_record",
     "FrameBuilder", "Invalid", "Message", "ParsedFile", "Postprocess",
-    "ReadFrames", "SessionMeta", "SourceFile", "open_session_file", "session_stem", "parse_timestamp", "usage_counter",
+    "ReadFrames", "SessionMeta", "SourceFile", "open_session_file", "session_stem", "parse_timestamp", "timestamp_field",
+    "usage_counter",
 ]
 
 #: Compressed session files read like ``.jsonl`` (the suffix after ``.jsonl``).
@@ -209,6 +210,8 @@ class Message:
     line: int
     timestamp: datetime | None = None
     model: str | None = None
+    #: The call's cost as the agent recorded it, in US dollars (``recorded_cost``); None where none is.
+    cost: float | None = None
 
 
 @dataclass(slots=True)
@@ -249,6 +252,8 @@ class SourceFile:
         self.skip_invalid = skip_invalid
         self.report = report if report is not None else IngestReport()
         self.meta = SessionMeta(session_id=session_stem(self.path))
+        #: Set by an adapter that found no record at all (an empty or blank file): it holds no session.
+        self.holds_nothing = False
 
     def invalid(self, line: int | None, reason: str) -> None:
         """A bad line: raise :class:`InputError`, or count it under ``skip_invalid``."""
@@ -380,6 +385,26 @@ def parse_timestamp(value: Any) -> datetime | None:
     return None
 
 
+def timestamp_field(value: Any, where: str) -> datetime | None:
+    """An optional timestamp field of a format that documents one (ISO-8601 or epoch ms): None when absent,
+    :class:`Invalid` naming the field when it is there but no time (a wrong type, text, out of range).
+
+    >>> timestamp_field(None, "message.timestamp") is None, timestamp_field(0, "message.timestamp").year
+    (True, 1970)
+    >>> timestamp_field("not a date", "message.timestamp")
+    Traceback (most recent call last):
+    ...
+    panto_analytics.formats.base.Invalid: message.timestamp must be an ISO-8601 string or epoch milliseconds, got 'not a date'
+    """
+    if value is None:
+        return None
+    ts = parse_timestamp(value)
+    if ts is None:
+        shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
+        raise Invalid(f"{where} must be an ISO-8601 string or epoch milliseconds, got {shown}")
+    return ts
+
+
 class FrameBuilder:
     """Accumulates messages as frame columns; text is counted, then dropped."""
 
@@ -412,6 +437,8 @@ class FrameBuilder:
             usage = msg.usage
             for name in USAGE_COLUMNS:
                 cols[name].append(None if usage is None else usage.get(name, 0))
+            cols["cache_write_1h"].append(None if usage is None else usage.get("cache_write_1h", 0))
+            cols["recorded_cost"].append(msg.cost)
             cols["model"].append(msg.model)
             cols["timestamp"].append(msg.timestamp)
             cols["line"].append(msg.line)

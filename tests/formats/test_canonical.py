@@ -54,13 +54,29 @@ def test_flags_and_words_over_every_block_kind(tmp_path):
     assert row["has_tool_result"] and row["has_summary"]
 
 
-def test_empty_and_header_only_files_are_sessions_without_messages(tmp_path):
+def test_a_header_only_file_is_a_session_without_messages_and_an_empty_one_is_none(tmp_path):
     write(tmp_path / "a.jsonl", {"type": "session", "id": "h"})
     (tmp_path / "b.jsonl").write_text("")
+    (tmp_path / "c.jsonl").write_text("\n \n")
     report = IngestReport()
     df = pa.read_sessions([tmp_path], report=report)
     assert df.height == 0
-    assert report.sessions == 2 and report.files == 2
+    assert report.sessions == 1 and report.files == 3 and not report.skipped
+    assert pa.sessions([tmp_path])["session_id"].to_list() == ["h"]
+
+
+@pytest.mark.parametrize("content", [b"", b"\n\n", b"\xef\xbb\xbf"])
+def test_only_empty_files_is_nothing_to_read_exit_1(tmp_path, content):
+    # The README: files with no sessions are exit 1. An empty file once counted as a session (exit 0, sessions=1).
+    from click.testing import CliRunner
+
+    from panto_analytics.cli import main
+
+    (tmp_path / "e.jsonl").write_bytes(content)
+    for _ in range(2):  # cold, then from the cache
+        result = CliRunner().invoke(main, ["ingest", str(tmp_path), "--cache", str(tmp_path / "cache")])
+        assert result.exit_code == 1, result.output
+        assert result.output.strip() == f"error: {tmp_path}: no sessions in the 1 file(s) read"
 
 
 def test_same_session_id_in_two_files_names_both(tmp_path):
@@ -145,3 +161,29 @@ def test_directories_recurse_and_globs_expand(tmp_path):
     assert sorted(by_dir["session_id"].cast(str).unique()) == ["deep", "top"]
     by_glob = pa.read_sessions([str(tmp_path / "*.jsonl")])
     assert by_glob["session_id"].cast(str).to_list() == ["top"]
+
+
+@pytest.mark.parametrize("stamp", [1e30, -1e30, "not a date", {"a": 1}, [1], True, ""])
+def test_a_timestamp_that_is_no_time_is_an_error_naming_the_field(tmp_path, stamp):
+    # docs/formats.md: a wrong-typed field is an error. These once became a null timestamp, exit 0.
+    from click.testing import CliRunner
+
+    from panto_analytics.cli import main
+
+    f = tmp_path / "s.jsonl"
+    f.write_text(json.dumps({"type": "message", "role": "user", "content": [], "timestamp": "2025-01-02T03:04:05Z"})
+                 + "\n" + json.dumps({"type": "message", "role": "user", "content": [], "timestamp": stamp}) + "\n")
+    with pytest.raises(InputError) as e:
+        pa.read_sessions([f])
+    assert (e.value.path, e.value.line) == (str(f), 2) and "message.timestamp" in e.value.reason
+    report = IngestReport()
+    assert pa.read_sessions([f], skip_invalid=True, report=report).height == 1 and report.n_skipped == 1
+    result = CliRunner().invoke(main, ["ingest", str(f), "--no-cache", "-q"])
+    assert result.exit_code == 1 and f"{f}:2: message.timestamp must be" in result.output
+
+
+@pytest.mark.parametrize("stamp", ["2025-01-02T03:04:05.678Z", "2025-01-02T03:04:05+02:00", 1735787045678, 0])
+def test_a_timestamp_as_documented_is_read(tmp_path, stamp):
+    f = tmp_path / "s.jsonl"
+    f.write_text(json.dumps({"type": "message", "role": "user", "content": [], "timestamp": stamp}) + "\n")
+    assert pa.read_sessions([f])["timestamp"].is_not_null().all()

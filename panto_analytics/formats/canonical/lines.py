@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ...schema import ROLES, USAGE_COLUMNS
-from ..base import BAD_RECORD, Invalid, Message, SourceFile, bad_record, parse_timestamp, usage_counter
+from ..base import BAD_RECORD, Invalid, Message, SourceFile, bad_record, parse_timestamp, timestamp_field, usage_counter
 from ..jsonl import records
 
 __all__ = ["NAME", "SYSTEM_MODES", "header", "parse", "record_compactions", "sniff"]
@@ -56,6 +56,8 @@ def parse(src: SourceFile) -> Iterator[Message]:
         except BAD_RECORD as e:
             src.invalid(lineno, bad_record(e))
         first = False
+    # No record at all (an empty or blank file, or only lines skipped): nothing to read, not a session.
+    src.holds_nothing = first
 
 
 def record_compactions(src: SourceFile, anchor_indices: list[int]) -> None:
@@ -92,7 +94,7 @@ def _message(rec: dict[str, Any], lineno: int) -> Message:
     for i, block in enumerate(content):
         _block(block, f"content[{i}]")
     return Message(role, content, _usage(rec.get("usage")), lineno,
-                   timestamp=parse_timestamp(rec.get("timestamp")))
+                   timestamp=timestamp_field(rec.get("timestamp"), "message.timestamp"))
 
 
 def _usage(usage: Any) -> dict[str, int] | None:
