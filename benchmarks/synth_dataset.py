@@ -103,13 +103,16 @@ def synthetic_frames(start: int, n_sessions: int, *, seed: int = 0, median_turns
         "output": usage(tokens),
         "cache_read": usage(np.zeros(n, np.int64)),
         "cache_write": usage(np.zeros(n, np.int64)),
+        "cache_write_1h": usage(np.zeros(n, np.int64)),
+        "recorded_cost": pl.Series([None] * n, dtype=pl.Float32),
         "source_format": "canonical",
         "model": pl.Series([m[0] for m in MODELS]).gather(model_idx).gather(session),
         "timestamp": pl.Series(np.repeat(clock, session_msgs) + seq * 20_000).cast(pl.Datetime("ms", "UTC")),
         "line": seq + 1,
     })
     files = pl.select(pl.format("synth/{}.jsonl", pl.lit(ids))).to_series()
-    messages = (messages.with_columns(file=files.gather(session)).select(list(MESSAGE_SCHEMA))
+    messages = (messages.with_columns(file=files.gather(session), refs=pl.lit(None, MESSAGE_SCHEMA["refs"]))
+                .select(list(MESSAGE_SCHEMA))
                 .cast(cast("dict[Any, pl.DataType]", MESSAGE_SCHEMA)))
     sessions = messages.group_by("session_id", maintain_order=True).agg(
         file=pl.col("file").first().cast(pl.String), source_format=pl.col("source_format").first(),

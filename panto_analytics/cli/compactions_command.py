@@ -1,13 +1,13 @@
 """``compactions``: what agents kept at their recorded compactions, beside libpanto's split at that moment."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 
 from .app import main
 from .options import (
+    PLOT_SUFFIXES,
     budgets_option,
+    file_output_option,
     friendly_errors,
     input_options,
     output_option,
@@ -24,8 +24,9 @@ __all__ = ["compactions_cmd"]
 @budgets_option(required=True)
 @output_option(what="Without it the table of compactions is printed; with it, one row per (compaction, budget) "
                    "with every column.")
-@click.option("--plot", "plot", type=click.Path(path_type=Path), default=None,
-              help="Also save a plot (PNG): libpanto's kept tokens per budget against the agents'.")
+@file_output_option("--plot", dest="plot", suffixes=PLOT_SUFFIXES,
+                    help="Also save a plot (.png, .svg or .pdf): libpanto's kept tokens per budget against the "
+                         "agents'.")
 @friendly_errors
 def compactions_cmd(paths, format_, skip_invalid, budgets, output, plot):
     """What the agents in PATHS kept at each compaction they recorded, beside libpanto's split.

@@ -19,7 +19,16 @@ from typing import TYPE_CHECKING
 import click
 
 from ..budgets import budgets_as_written, parse_budget, parse_budgets
-from ..defaults import DEFAULT_BUDGETS, DEFAULT_RESERVE, DEFAULT_SUMMARY_TOKENS, ENGINES, POLICY_NAMES, RAY_INSTALL, SOURCE_FORMATS
+from ..defaults import (
+    DEFAULT_BUDGETS,
+    DEFAULT_RESERVE,
+    DEFAULT_SUMMARY_TOKENS,
+    ENGINES,
+    MIN_SUMMARY_TOKENS,
+    POLICY_NAMES,
+    RAY_INSTALL,
+    SOURCE_FORMATS,
+)
 from ..errors import IngestReport, InputError
 
 if TYPE_CHECKING:
@@ -27,10 +36,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "PLOT_SUFFIXES", "STDOUT_FORMATS", "BudgetList", "OutputPathError", "Tokens", "budgets_option",
-    "cache_warnings_on_stderr", "check_engine", "check_output", "check_output_path", "check_replay", "dataset_path",
-    "engine_options", "file_output_option", "friendly_errors", "input_options", "is_device", "output_option", "policy_option",
-    "read_input", "read_input_corpus", "read_settings", "replay_options", "report_skips", "session_files",
-    "session_filter", "to_stdout", "write_frame",
+    "cache_warnings_on_stderr", "check_engine", "check_output", "check_output_path", "check_replay", "cost_options",
+    "dataset_path", "engine_options", "file_output_option", "friendly_errors", "horizon_option", "input_options", "is_device",
+    "output_option", "policy_option", "read_input", "read_input_corpus", "read_settings", "replay_options",
+    "replay_prices", "report_skips", "session_files", "session_filter", "to_stdout", "write_frame",
 ]
 
 
@@ -208,11 +217,14 @@ def _filtered(corpus, paths):
         return corpus
     kept = filter_corpus(corpus, wanted)
     what = " ".join(wanted.described)
+    from ..analysis.formatting import counted
+
+    read = counted(corpus.sessions.height, "session")
     if kept.sessions.is_empty():
         where = ", ".join(str(p) for p in paths)
-        raise InputError(where, None, f"none of the {corpus.sessions.height} session(s) read matches {what}",
-                         skippable=False)
-    click.echo(f"note: {what}: kept {kept.sessions.height} of {corpus.sessions.height} session(s)", err=True)
+        raise InputError(where, None, f"none of the {read} read matches {what} "
+                                      f"({wanted.what_exists(corpus.sessions)})", skippable=False)
+    click.echo(f"note: {what}: kept {kept.sessions.height:,} of {read}", err=True)
     return kept
 
 
@@ -303,14 +315,14 @@ def check_output_path(path: Path, suffixes: Iterable[str] | None, option: str, *
         raise OutputPathError(f"{option} {path}: {existing} is a file, not a folder")
     if not os.access(existing, os.W_OK | os.X_OK):
         raise OutputPathError(f"{option} {path}: cannot write in {existing} (permission denied)")
-    missing = target if folder else path.parent
-    if not missing.exists():
-        allowed = missing.parent if folder else None  # a report may create its own folder, not its parents
-        if allowed is None or not allowed.exists():
-            here = Path.cwd().resolve()
-            if not missing.resolve().is_relative_to(here):
-                raise OutputPathError(f"{option} {path}: folder {existing if folder else missing} does not exist "
-                                      "(outside the current folder nothing is created; create it first)")
+    if existing != target:
+        # A report may create its own folder, not its parents; outside the current folder nothing else is created.
+        needed = target.parent if folder else target
+        here = Path.cwd().resolve()
+        if needed != existing and not target.resolve().is_relative_to(here):
+            first_missing = next(p for p in (target, *target.parents) if p.parent == existing)
+            raise OutputPathError(f"{option} {path}: folder {first_missing} does not exist "
+                                  "(outside the current folder nothing is created; create it first)")
     return path
 
 
@@ -356,10 +368,10 @@ def output_option(fn=None, *, what: str = "Without it a table is printed."):
                              f"'-': stdout, as --output-format says; /dev/null: nothing. {what}")(fn)
 
 
-def file_output_option(*names: str, dest: str, help: str, suffixes: Iterable[str] = tuple(_WRITERS)):
-    """An option naming a file to write (checked before any work, like -o)."""
+def file_output_option(*names: str, dest: str, help: str, suffixes: Iterable[str] | None = tuple(_WRITERS)):
+    """An option naming a file to write (checked before any work, like -o); ``suffixes`` None: any name."""
     option = names[0]
-    allowed = set(suffixes)
+    allowed = None if suffixes is None else set(suffixes)
 
     def check(ctx, param, value: Path | None) -> Path | None:
         return None if value is None else check_output_path(value, allowed, option)
@@ -491,7 +503,8 @@ def replay_options(*, required: bool):
                          help="Tokens kept free below the window: a compaction fires past window - reserve."),
             click.option("--summary-tokens", type=Tokens(), default=None,
                          help="Size of the summary that replaces the summarized prefix, in tokens [default: the "
-                              f"median of the summaries recorded in PATHS, else {DEFAULT_SUMMARY_TOKENS}]."),
+                              f"median of the summaries recorded in PATHS; {DEFAULT_SUMMARY_TOKENS} when there are none, or when "
+                              f"their median is below {MIN_SUMMARY_TOKENS} tokens (redacted recordings)]."),
         ]):
             fn = option(fn)
         return fn
@@ -516,6 +529,31 @@ def policy_option(fn):
              "the others at their own settings (docs/replay.md).")(fn)
 
 
+def cost_options(fn):
+    """--cost, --prices FILE and --summarizer: bill every call a replay simulates (docs/replay.md)."""
+    for option in reversed([
+        click.option("--cost", is_flag=True,
+                     help="Bill every call: the recorded cost, the replayed calls' cost and the summarizer calls' "
+                          "per session, and cost per session (p50, p90) and totals in the table."),
+        click.option("--prices", "prices_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+                     default=None, metavar="FILE",
+                     help="A LiteLLM model_prices_and_context_window.json price file [default: genai-prices' "
+                          "bundled table, offline]. Implies --cost."),
+        click.option("--summarizer", type=click.Choice(["separate", "cached"]), default=None,
+                     help="Bill every summarizer call as a separate uncached request, or on the cached "
+                          "conversation [default: each policy's own way]. Implies --cost."),
+    ]):
+        fn = option(fn)
+    return fn
+
+
+def replay_prices(cost: bool, prices_file: Path | None, summarizer: str | None) -> Path | bool | None:
+    """What ``replay(prices=...)`` gets from the cost options: None (no bill), True (genai-prices) or the file."""
+    if prices_file is not None:
+        return prices_file
+    return True if cost or summarizer is not None else None
+
+
 def check_replay(window: int | None, reserve: int, summary_tokens: int | None) -> None:
     """A usage error, before any work, for replay parameters that cannot work (``window <= reserve``, ...)."""
     from ..policy.replay import validate_parameters
@@ -525,3 +563,9 @@ def check_replay(window: int | None, reserve: int, summary_tokens: int | None) -
             validate_parameters(window, reserve, DEFAULT_SUMMARY_TOKENS if summary_tokens is None else summary_tokens)
         except ValueError as e:
             raise click.UsageError(str(e)) from None
+
+
+def horizon_option(fn):
+    """--horizon N: tool calls looked at after each compaction (the loss measure's window)."""
+    return click.option("--horizon", type=click.IntRange(min=1), default=20, show_default=True, metavar="N",
+                        help="Tool calls looked at after each compaction for orphan references (docs/loss.md).")(fn)

@@ -151,6 +151,14 @@ def test_a_terminal_table_says_how_many_rows_it_hides(corpus):
     (["report", "C", "-o", "FILE"], "is a file"),
     (["splits", "C", "-b", "1k", "-o", "/nonexistent-panto/m.csv"], "does not exist"),
     (["splits", "C", "-b", "18446744073709551616"], "above the largest libpanto holds"),
+    (["request", "C", "-b", "1k", "-o", "/nonexistent-panto/r.txt"], "folder /nonexistent-panto does not exist"),
+    (["request", "C", "-b", "1k", "-o", "FILE/r.txt"], "is a file, not a folder"),
+    (["request", "C", "-b", "1k", "-o", "C"], "is a folder, not a file"),
+    (["compactions", "C", "-b", "1k", "--plot", "x.txt"], "cannot tell the format from 'x.txt'"),
+    (["compactions", "C", "-b", "1k", "--plot", "/nonexistent-panto/x.png"], "folder /nonexistent-panto does not"),
+    (["compactions", "C", "-b", "1k", "--plot", "FILE/x.png"], "is a file, not a folder"),
+    (["report", "C", "-o", "/nonexistent-panto/deeper/rep"], "folder /nonexistent-panto does not exist"),
+    (["report", "C", "-o", "/nonexistent-panto/rep"], "folder /nonexistent-panto does not exist"),
 ])
 def test_output_paths_and_budgets_are_checked_before_any_work_in_one_line(corpus, tmp_path, args, message):
     (tmp_path / "FILE").write_text("a file")
@@ -171,8 +179,10 @@ def test_a_read_only_folder_is_one_line(corpus, tmp_path):
     ro = tmp_path / "ro"
     ro.mkdir()
     ro.chmod(0o555)
-    result = run("splits", corpus, "-b", "1k", "-o", ro / "m.csv")
-    assert result.exit_code == 2 and "permission denied" in result.stderr
+    for args in (["splits", corpus, "-b", "1k", "-o", ro / "m.csv"], ["request", corpus, "-b", "1k", "-o", ro / "r"],
+                 ["compactions", corpus, "-b", "1k", "--plot", ro / "k.png"], ["report", corpus, "-o", ro / "rep"]):
+        result = run(*args)
+        assert result.exit_code == 2 and "permission denied" in result.stderr, args
 
 
 def test_missing_folders_are_created_only_under_the_current_one(corpus, tmp_path, monkeypatch):

@@ -26,6 +26,7 @@ from typing import IO, Any, Protocol
 import polars as pl
 
 from ...errors import IngestReport, InputError
+from ...outcomes.references import session_refs
 from ...schema import MAX_USAGE, MESSAGE_SCHEMA, USAGE_COLUMNS
 from ...transcript import serialized_bytes
 from ...words import message_words
@@ -33,7 +34,8 @@ from ...words import message_words
 __all__ = [
     "BAD_RECORD", "COMPRESSED_SUFFIXES", "TRUNCATED", "Adapter", "DamagedFileError", "OnDamage", "bad_record",
     "FrameBuilder", "Invalid", "Message", "ParsedFile", "Postprocess",
-    "ReadFrames", "SessionMeta", "SourceFile", "open_session_file", "session_stem", "parse_timestamp", "usage_counter",
+    "ReadFrames", "SessionMeta", "SourceFile", "open_session_file", "session_stem", "parse_timestamp", "timestamp_field",
+    "usage_counter",
 ]
 
 #: Compressed session files read like ``.jsonl`` (the suffix after ``.jsonl``).
@@ -208,6 +210,8 @@ class Message:
     line: int
     timestamp: datetime | None = None
     model: str | None = None
+    #: The call's cost as the agent recorded it, in US dollars (``recorded_cost``); None where none is.
+    cost: float | None = None
 
 
 @dataclass(slots=True)
@@ -379,11 +383,32 @@ def parse_timestamp(value: Any) -> datetime | None:
     return None
 
 
+def timestamp_field(value: Any, where: str) -> datetime | None:
+    """An optional timestamp field of a format that documents one (ISO-8601 or epoch ms): None when absent,
+    :class:`Invalid` naming the field when it is there but no time (a wrong type, text, out of range).
+
+    >>> timestamp_field(None, "message.timestamp") is None, timestamp_field(0, "message.timestamp").year
+    (True, 1970)
+    >>> timestamp_field("not a date", "message.timestamp")
+    Traceback (most recent call last):
+    ...
+    panto_analytics.ingest.formats.base.Invalid: message.timestamp must be an ISO-8601 string or epoch milliseconds, got 'not a date'
+    """
+    if value is None:
+        return None
+    ts = parse_timestamp(value)
+    if ts is None:
+        shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
+        raise Invalid(f"{where} must be an ISO-8601 string or epoch milliseconds, got {shown}")
+    return ts
+
+
 class FrameBuilder:
     """Accumulates messages as frame columns; text is counted, then dropped."""
 
     def __init__(self) -> None:
-        self._cols: dict[str, list[Any]] = {name: [] for name in MESSAGE_SCHEMA}
+        self._cols: dict[str, list[Any]] = {name: [] for name in MESSAGE_SCHEMA if name != "refs"}
+        self._refs: list[pl.Series] = []   # per session: what its tool calls reference
 
     @property
     def height(self) -> int:
@@ -394,8 +419,14 @@ class FrameBuilder:
         """Append all messages of one session; returns how many were added."""
         cols = self._cols
         n = 0
+        tools: list[dict[str, Any]] = []  # the tool calls and results, for the refs column
+        owners: list[int] = []
         for n, msg in enumerate(messages, 1):  # noqa: B007 (n is the count returned)
             kinds = {b["type"] for b in msg.content}
+            if "tool_use" in kinds or "tool_result" in kinds:
+                calls = [b for b in msg.content if b["type"] in ("tool_use", "tool_result")]
+                tools.extend(calls)
+                owners.extend([n - 1] * len(calls))
             cols["role"].append(msg.role)
             cols["words"].append(message_words(msg.content))
             cols["serialized_bytes"].append(serialized_bytes(msg.role, msg.content))
@@ -404,10 +435,13 @@ class FrameBuilder:
             usage = msg.usage
             for name in USAGE_COLUMNS:
                 cols[name].append(None if usage is None else usage.get(name, 0))
+            cols["cache_write_1h"].append(None if usage is None else usage.get("cache_write_1h", 0))
+            cols["recorded_cost"].append(msg.cost)
             cols["model"].append(msg.model)
             cols["timestamp"].append(msg.timestamp)
             cols["line"].append(msg.line)
         meta = src.meta
+        self._refs.append(session_refs(tools, owners, n, meta.project))
         cols["session_id"].extend([meta.session_id] * n)
         cols["seq"].extend(range(n))
         cols["source_format"].extend([src.source_format] * n)
@@ -421,4 +455,6 @@ class FrameBuilder:
         return n
 
     def finish(self) -> pl.DataFrame:
-        return pl.DataFrame(self._cols, schema=MESSAGE_SCHEMA)
+        refs = pl.concat(self._refs) if self._refs else pl.Series("refs", [], MESSAGE_SCHEMA["refs"])
+        schema = {k: v for k, v in MESSAGE_SCHEMA.items() if k != "refs"}
+        return pl.DataFrame(self._cols, schema=schema).with_columns(refs=refs).select(list(MESSAGE_SCHEMA))
