@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 __all__ = [
     "PLOT_SUFFIXES", "STDOUT_FORMATS", "BudgetList", "OutputPathError", "Tokens", "budgets_option",
     "cache_warnings_on_stderr", "check_engine", "check_output", "check_output_path", "check_replay", "dataset_path",
-    "engine_options", "file_output_option", "friendly_errors", "input_options", "output_option", "policy_option",
+    "engine_options", "file_output_option", "friendly_errors", "input_options", "launching", "output_option", "policy_option",
     "read_input", "read_input_corpus", "read_settings", "replay_options", "report_skips", "session_files",
     "session_filter", "write_frame",
 ]
@@ -40,7 +40,10 @@ def input_options(fn):
     --cache DIR / --no-cache, --jobs N and --quiet do not reach the command
     function: they are kept on the click context, and :func:`read_input` /
     :func:`read_input_corpus` apply them.
+
+    The command starts a parsing worker first thing (:func:`launching`).
     """
+    fn = launching(fn)
     for option in reversed(_READ_OPTIONS + _FILTER_OPTIONS):
         fn = option(fn)
     fn = click.option("--skip-invalid", is_flag=True,
@@ -52,6 +55,29 @@ def input_options(fn):
 
 
 _READ_KEY = "panto_analytics.read"
+
+
+def launching(fn):
+    """Run the command with a parsing worker started before anything else (unless ``--jobs 1``).
+
+    The worker imports the parsers (Polars, Arrow, the adapters) while this
+    process imports what the command needs and finds the files; the read
+    then parses on it (:func:`panto_analytics.ingest.parallel.launch`), and
+    it ends with the command. A process that has the parsers already (a
+    test or a notebook calling the command) starts none: there is no import
+    left to overlap.
+    """
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        from ..ingest import parallel  # the standard library only: the worker starts before Polars loads here
+
+        if parallel.PARSER_MODULE not in sys.modules:
+            parallel.launch(click.get_current_context().meta.get(_READ_KEY, {}).get("jobs"))
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            parallel.close()
+    return wrapper
 
 
 def _remember(ctx: click.Context, param: click.Parameter, value):
