@@ -15,6 +15,8 @@ A tour, from files to a budget::
 ``pa.filter_corpus(corpus, pa.SessionFilter.parse(since="2026-11-01", subagents=False))``
 keeps the sessions you ask for; ``pa.worst_served(messages, budget, n)`` lists
 the sessions a budget serves worst; ``pa.Cache`` is the Parquet cache of parsed files.
+``pa.costs(corpus, by="day")`` says what the recorded calls cost (prices: ``pa.load_prices``, genai-prices
+offline or a LiteLLM price file).
 
 Past one machine's memory: ``pa.write_dataset(paths, "corpus.ds")`` writes a
 Parquet dataset partitioned by session, ``pa.scan_dataset("corpus.ds")`` is
@@ -28,7 +30,8 @@ The package has three floors, and imports only go down:
 - :mod:`panto_analytics.analysis`: plots, recommendation, report;
 - :mod:`panto_analytics.ingest`: files -> the message frame (adapters, cache);
 - :mod:`panto_analytics.policy`: the message frame -> turns, splits, sweeps (no I/O);
-- ``schema``, ``errors``, ``budgets``, ``words``: the shared vocabulary.
+- :mod:`panto_analytics.outcomes`: prices and the cost of a call;
+- ``schema``, ``errors``, ``budgets``, ``words``, ``models``: the shared vocabulary.
 
 >>> import panto_analytics as pa
 >>> {"read_sessions", "sessions", "splits", "sweep"} <= set(pa.__all__)
@@ -50,7 +53,9 @@ __all__ = [
     "SessionFilter",
     "annotate",
     "compactions",
+    "costs",
     "filter_corpus",
+    "load_prices",
     "parse_budget",
     "parse_budgets",
     "read_corpus",
@@ -83,6 +88,7 @@ _FROM = {
                      "summary_request"], ".ingest"),
     **dict.fromkeys(["scan_dataset", "write_dataset"], ".ingest.dataset"),
     **dict.fromkeys(["SessionFilter", "filter_corpus"], ".ingest.filters"),
+    **dict.fromkeys(["costs", "load_prices"], ".outcomes"),
     **dict.fromkeys(["Replay", "annotate", "replay", "splits", "summarize_replay", "summarize_splits", "turns",
                      "sweep"], ".policy"),
 }
@@ -101,6 +107,7 @@ if TYPE_CHECKING:
     from .ingest import Cache, Corpus, compactions, read_corpus, read_sessions, sessions, summary_request
     from .ingest.dataset import scan_dataset, write_dataset
     from .ingest.filters import SessionFilter, filter_corpus
+    from .outcomes import costs, load_prices
     from .policy import Replay, annotate, replay, splits, summarize_replay, summarize_splits, turns
 
     #: The sweep: one row per budget (the same function as ``summarize_splits``).

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from decimal import Decimal, InvalidOperation
+from fractions import Fraction
 
 __all__ = ["MAX_BUDGET", "budgets_as_written", "parse_budget", "parse_budgets"]
 
@@ -82,7 +83,8 @@ def parse_budgets(text: str) -> list[int]:
             raise ValueError(f"in START:STOP:N, STOP ({stop}) must not be below START ({start})")
         if n == 1:
             return [start]
-        return sorted({round(start + (stop - start) * i / (n - 1)) for i in range(n)})
+        # Exact rational steps: a float step would round 2^64-1 up past what a u64 holds.
+        return sorted({round(start + Fraction((stop - start) * i, n - 1)) for i in range(n)})
     parts = [p for p in text.split(",") if p.strip()]
     if not parts:
         raise ValueError("no budgets given (examples: 8k,20k,50k or 0:200k:21)")

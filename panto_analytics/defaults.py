@@ -10,12 +10,16 @@ True
 from __future__ import annotations
 
 __all__ = [
-    "DEFAULT_BUCKETS", "DEFAULT_COVERAGE", "DEFAULT_MIN_KEPT_TURNS", "DEFAULT_RESERVE", "DEFAULT_SUMMARY_TOKENS",
+    "DEFAULT_BUCKETS", "DEFAULT_BUDGETS", "DEFAULT_COVERAGE", "DEFAULT_MIN_KEPT_TURNS", "DEFAULT_RESERVE", "DEFAULT_SUMMARY_TOKENS",
     "ENGINES", "MAX_BUCKETS", "POLICY_NAMES", "RAY_INSTALL", "SEGMENT_KINDS", "SOURCE_FORMATS",
 ]
 
 #: The source formats an adapter can read (see ``docs/formats.md``).
 SOURCE_FORMATS = ("canonical", "pi", "claude-code", "codex")
+
+#: The budgets every command tries when none are given: 0 to 100k in steps of 2.5k (one grid, so that
+#: ``sweep``, ``replay``, ``recommend`` and ``report`` on the same sessions speak of the same budgets).
+DEFAULT_BUDGETS = "0:100k:41"
 
 #: Tokens kept free below the window for the next prompt and output (``reserve``).
 DEFAULT_RESERVE = 16_384

@@ -1,9 +1,10 @@
 """The package's plan, checked on its import graph and on the wheel it builds.
 
 Layers, top to bottom: ``cli`` -> ``analysis`` -> ``ingest`` -> ``policy`` ->
-``examples`` (a tiny message frame for doctests, built from the schema) ->
-the shared vocabulary (``schema``, ``errors``, ``budgets``, ``words``, ``defaults``). An
-import may stay in its layer or go down, never up; the vocabulary imports
+``outcomes`` (prices and the cost of a call, below the replay that bills with it) ->
+``examples`` (a tiny message frame for doctests, built from the schema) -> the shared
+vocabulary (``schema``, ``errors``, ``budgets``, ``words``, ``transcript``, ``defaults``,
+``models``). An import may stay in its layer or go down, never up; the vocabulary imports
 nothing of ours; nothing inside imports the package's own ``__init__``; and
 no two modules import each other, directly or around a loop.
 """
@@ -22,8 +23,9 @@ DEFAULTS = f"{PACKAGE}.defaults"
 
 #: Layers from the bottom up; a module belongs to the first whose prefix it has.
 LAYERS = (
-    ("shared", ("schema", "errors", "budgets", "words", "transcript", "defaults")),
+    ("shared", ("schema", "errors", "budgets", "words", "transcript", "defaults", "models")),
     ("examples", ("examples",)),
+    ("outcomes", ("outcomes",)),
     ("policy", ("policy",)),
     ("ingest", ("ingest",)),
     ("analysis", ("analysis",)),

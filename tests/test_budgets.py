@@ -30,3 +30,12 @@ def test_list_is_sorted_and_unique():
 def test_parse_budgets_rejects(text):
     with pytest.raises(ValueError):
         parse_budgets(text)
+
+
+def test_range_to_the_largest_budget_stays_within_it():
+    from panto_analytics.budgets import MAX_BUDGET
+
+    values = parse_budgets(f"0:{MAX_BUDGET}:3")
+    assert values == [0, 2**63, MAX_BUDGET]  # (2^64-1)/2 = 2^63 - 1/2, rounded half to even
+    assert all(0 <= v <= MAX_BUDGET for v in parse_budgets(f"1:{MAX_BUDGET}:7"))
+

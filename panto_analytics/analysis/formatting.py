@@ -7,7 +7,16 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["format_tokens"]
+__all__ = ["counted", "format_tokens"]
+
+
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """``n`` and ``noun``, which agree: ``1 session``, ``2 sessions``, ``1,200 files``.
+
+    >>> counted(1, "session"), counted(0, "session"), counted(12_000, "file"), counted(2, "match", "matches")
+    ('1 session', '0 sessions', '12,000 files', '2 matches')
+    """
+    return f"{n:,} {noun if n == 1 else (plural or noun + 's')}"
 
 
 def format_tokens(n: float | int | None) -> str:

@@ -26,7 +26,7 @@ from __future__ import annotations
 import polars as pl
 
 from ..defaults import SEGMENT_KINDS
-from ..ingest.models import normalized_model
+from ..models import normalized_model
 from ..policy import session_turns, summarize_splits
 from ..policy.expressions import SESSION
 

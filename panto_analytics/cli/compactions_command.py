@@ -1,24 +1,32 @@
 """``compactions``: what agents kept at their recorded compactions, beside libpanto's split at that moment."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 
 from .app import main
-from .options import budgets_option, check_output, friendly_errors, input_options, read_input_corpus, write_frame
+from .options import (
+    PLOT_SUFFIXES,
+    budgets_option,
+    file_output_option,
+    friendly_errors,
+    input_options,
+    output_option,
+    read_input_corpus,
+    to_stdout,
+    write_frame,
+)
 
 __all__ = ["compactions_cmd"]
 
 
 @main.command("compactions")
 @input_options
-@budgets_option()
-@click.option("--output", "-o", type=click.Path(path_type=Path), default=None, callback=check_output,
-              help="Write one row per (compaction, budget) with every column to this file "
-                   "(.csv, .parquet, .json, .ndjson) instead of printing the table.")
-@click.option("--plot", "plot", type=click.Path(path_type=Path), default=None,
-              help="Also save a plot (PNG): libpanto's kept tokens per budget against the agents'.")
+@budgets_option(required=True)
+@output_option(what="Without it the table of compactions is printed; with it, one row per (compaction, budget) "
+                   "with every column.")
+@file_output_option("--plot", dest="plot", suffixes=PLOT_SUFFIXES,
+                    help="Also save a plot (.png, .svg or .pdf): libpanto's kept tokens per budget against the "
+                         "agents'.")
 @friendly_errors
 def compactions_cmd(paths, format_, skip_invalid, budgets, output, plot):
     """What the agents in PATHS kept at each compaction they recorded, beside libpanto's split.
@@ -49,7 +57,7 @@ def compactions_cmd(paths, format_, skip_invalid, budgets, output, plot):
         click.echo(f"wrote {plot}", err=True)
     if not rows.height:
         click.echo("no recorded compactions in these sessions", err=True)
-    if output is not None:
+    if output is not None or to_stdout(None):
         write_frame(rows, output)
     else:
         write_frame(compaction_table(rows), None)

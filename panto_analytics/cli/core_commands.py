@@ -30,7 +30,7 @@ def _splits(paths, format_, skip_invalid, budgets):
 
 @main.command()
 @input_options
-@budgets_option()
+@budgets_option(required=True)
 @output_option
 @friendly_errors
 def splits(paths, format_, skip_invalid, budgets, output):
@@ -66,7 +66,7 @@ def splits(paths, format_, skip_invalid, budgets, output):
 
 @main.command()
 @input_options
-@budgets_option(default="0:200k:21")
+@budgets_option()
 @output_option
 @file_output_option("--plot", dest="plot", suffixes=PLOT_SUFFIXES,
                     help="Also save the kept-suffix size distribution per budget as an image (PNG, SVG, PDF).")

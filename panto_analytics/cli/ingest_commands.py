@@ -16,10 +16,12 @@ from .options import (
     file_output_option,
     friendly_errors,
     input_options,
+    output_option,
     read_input_corpus,
     read_settings,
     report_skips,
     session_files,
+    to_stdout,
     write_frame,
 )
 
@@ -34,8 +36,7 @@ _MAX_ITEMS = 20
 
 @main.command()
 @input_options
-@file_output_option("--output", "-o", dest="output",
-                    help="Also write the message frame to FILE (.parquet, .csv, .json or .ndjson).")
+@output_option(what="Without it, only the summary is printed. With '-', the summary goes to stderr.")
 @file_output_option("--sessions", dest="sessions_out",
                     help="Also write the sessions table (one row per session) to FILE (.csv, .parquet, .json, .ndjson).")
 @file_output_option("--compactions", dest="compactions_out",
@@ -52,8 +53,9 @@ def ingest(paths, format_, skip_invalid, output, sessions_out, compactions_out, 
 
     Ends with a summary: files, sessions, messages, API calls, skipped lines
     by reason, ignored (non-conversation) records by type, and what the cache
-    did. With -o, also writes the message frame; with --sessions and
-    --compactions, those tables.
+    did. With -o, also writes the message frame (-o - writes it to stdout,
+    and the summary to stderr); with --sessions and --compactions, those
+    tables.
 
     \b
     Examples:
@@ -67,13 +69,15 @@ def ingest(paths, format_, skip_invalid, output, sessions_out, compactions_out, 
         return
     if buckets is not None:
         raise click.UsageError("--buckets is for --dataset")
+    if output is None and to_stdout(None):  # --output-format alone: the frame to stdout, as every command does
+        output = Path("-")
     corpus = read_input_corpus(paths, format_, skip_invalid, list_skips=False)  # the summary counts them
     report_skips(corpus.report)  # and stderr says where
     for frame, target in ((corpus.messages, output), (corpus.sessions, sessions_out),
                           (corpus.compactions, compactions_out)):
         if target is not None:
             write_frame(frame, target)
-    click.echo(format_summary(corpus.report, corpus.cache))
+    click.echo(format_summary(corpus.report, corpus.cache), err=to_stdout(output))
 
 
 def _ingest_dataset(paths, format_, skip_invalid, dataset_dir: Path, buckets: int | None, outputs) -> None:

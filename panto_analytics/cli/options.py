@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import click
 
 from ..budgets import budgets_as_written, parse_budget, parse_budgets
-from ..defaults import DEFAULT_RESERVE, DEFAULT_SUMMARY_TOKENS, ENGINES, POLICY_NAMES, RAY_INSTALL, SOURCE_FORMATS
+from ..defaults import DEFAULT_BUDGETS, DEFAULT_RESERVE, DEFAULT_SUMMARY_TOKENS, ENGINES, POLICY_NAMES, RAY_INSTALL, SOURCE_FORMATS
 from ..errors import IngestReport, InputError
 
 if TYPE_CHECKING:
@@ -28,9 +28,9 @@ if TYPE_CHECKING:
 __all__ = [
     "PLOT_SUFFIXES", "STDOUT_FORMATS", "BudgetList", "OutputPathError", "Tokens", "budgets_option",
     "cache_warnings_on_stderr", "check_engine", "check_output", "check_output_path", "check_replay", "dataset_path",
-    "engine_options", "file_output_option", "friendly_errors", "input_options", "launching", "output_option", "policy_option",
+    "engine_options", "file_output_option", "friendly_errors", "input_options", "is_device", "launching", "output_option", "policy_option",
     "read_input", "read_input_corpus", "read_settings", "replay_options", "report_skips", "session_files",
-    "session_filter", "write_frame",
+    "session_filter", "to_stdout", "write_frame",
 ]
 
 
@@ -234,11 +234,14 @@ def _filtered(corpus, paths):
         return corpus
     kept = filter_corpus(corpus, wanted)
     what = " ".join(wanted.described)
+    from ..analysis.formatting import counted
+
+    read = counted(corpus.sessions.height, "session")
     if kept.sessions.is_empty():
         where = ", ".join(str(p) for p in paths)
-        raise InputError(where, None, f"none of the {corpus.sessions.height} session(s) read matches {what}",
-                         skippable=False)
-    click.echo(f"note: {what}: kept {kept.sessions.height} of {corpus.sessions.height} session(s)", err=True)
+        raise InputError(where, None, f"none of the {read} read matches {what} "
+                                      f"({wanted.what_exists(corpus.sessions)})", skippable=False)
+    click.echo(f"note: {what}: kept {kept.sessions.height:,} of {read}", err=True)
     return kept
 
 
@@ -274,9 +277,12 @@ class BudgetList(click.ParamType):
         return budgets
 
 
-def budgets_option(default: str | None = None):
-    """--budgets/-b: required without a default (click 8.5 takes an explicit default=None as a default given)."""
-    extra = {"default": default, "show_default": True} if default is not None else {"required": True}
+def budgets_option(*, required: bool = False):
+    """--budgets/-b: the one default grid (:data:`~panto_analytics.defaults.DEFAULT_BUDGETS`), or required.
+
+    (click 8.5 takes an explicit default=None as a default given, hence no default at all when required.)
+    """
+    extra: dict = {"required": True} if required else {"default": DEFAULT_BUDGETS, "show_default": True}
     return click.option("--budgets", "-b", type=BudgetList(),
                         help="Token budgets (keep_verbatim): a list like 8k,20k,1.5M or START:STOP:N.", **extra)
 
@@ -305,6 +311,12 @@ def check_output_path(path: Path, suffixes: Iterable[str] | None, option: str, *
     that missing folders are created only inside the current directory
     (``folder``: the output is itself a folder, which may be created).
     """
+    if not folder and is_device(path):
+        if suffixes is None or not set(suffixes) <= set(_WRITERS):
+            raise OutputPathError(f"{option} {path}: not a file this output can be written to")
+        if not os.access(path, os.W_OK):
+            raise OutputPathError(f"{option} {path}: cannot write to it (permission denied)")
+        return path
     if suffixes is not None and path.suffix.lower() not in suffixes:
         raise OutputPathError(f"{option} {path}: cannot tell the format from {path.name!r}: "
                               f"use {', '.join(sorted(suffixes))}")
@@ -320,15 +332,28 @@ def check_output_path(path: Path, suffixes: Iterable[str] | None, option: str, *
         raise OutputPathError(f"{option} {path}: {existing} is a file, not a folder")
     if not os.access(existing, os.W_OK | os.X_OK):
         raise OutputPathError(f"{option} {path}: cannot write in {existing} (permission denied)")
-    missing = target if folder else path.parent
-    if not missing.exists():
-        allowed = missing.parent if folder else None  # a report may create its own folder, not its parents
-        if allowed is None or not allowed.exists():
-            here = Path.cwd().resolve()
-            if not missing.resolve().is_relative_to(here):
-                raise OutputPathError(f"{option} {path}: folder {existing if folder else missing} does not exist "
-                                      "(outside the current folder nothing is created; create it first)")
+    if existing != target:
+        # A report may create its own folder, not its parents; outside the current folder nothing else is created.
+        needed = target.parent if folder else target
+        here = Path.cwd().resolve()
+        if needed != existing and not target.resolve().is_relative_to(here):
+            first_missing = next(p for p in (target, *target.parents) if p.parent == existing)
+            raise OutputPathError(f"{option} {path}: folder {first_missing} does not exist "
+                                  "(outside the current folder nothing is created; create it first)")
     return path
+
+
+def is_device(path: Path) -> bool:
+    """Whether ``path`` is an existing file that is neither a regular file nor a folder (``/dev/null``, a pipe):
+    a table is written to it in ``--output-format``, whatever its name."""
+    return path.exists() and not path.is_file() and not path.is_dir()
+
+
+def to_stdout(output: Path | None) -> bool:
+    """Whether the command line asks for a table on stdout: ``-o -``, or ``--output-format`` without ``-o``."""
+    ctx = click.get_current_context(silent=True)
+    fmt = ctx.meta.get(_FORMAT_KEY) if ctx is not None else None
+    return (output is not None and str(output) == "-") or (output is None and fmt is not None)
 
 
 def check_output(ctx, param, value: Path | None) -> Path | None:
@@ -343,8 +368,13 @@ def _remember_format(ctx: click.Context, param: click.Parameter, value):
     return value
 
 
-def output_option(fn):
-    """-o FILE|- and --output-format: write csv, parquet or json (by extension, or to stdout) instead of a table."""
+def output_option(fn=None, *, what: str = "Without it a table is printed."):
+    """-o FILE|- and --output-format: write csv, parquet or json (by extension, or to stdout) instead of a table.
+
+    ``what`` ends -o's help: what the command does without it. ``@output_option`` or ``@output_option(what=...)``.
+    """
+    if fn is None:
+        return functools.partial(output_option, what=what)
     fn = click.option("--output-format", type=click.Choice(sorted(STDOUT_FORMATS)), default=None, expose_value=False,
                       callback=_remember_format,
                       help="The format of -o - (stdout): csv, json or ndjson [default: csv]. Given without -o, "
@@ -352,13 +382,13 @@ def output_option(fn):
     return click.option("--output", "-o", type=click.Path(path_type=Path, allow_dash=True), default=None,
                         callback=check_output,
                         help="Write to FILE; .csv, .parquet, .json or .ndjson chooses the format. "
-                             "'-': stdout, as --output-format says. Without it a table is printed.")(fn)
+                             f"'-': stdout, as --output-format says; /dev/null: nothing. {what}")(fn)
 
 
-def file_output_option(*names: str, dest: str, help: str, suffixes: Iterable[str] = tuple(_WRITERS)):
-    """An option naming a file to write (checked before any work, like -o)."""
+def file_output_option(*names: str, dest: str, help: str, suffixes: Iterable[str] | None = tuple(_WRITERS)):
+    """An option naming a file to write (checked before any work, like -o); ``suffixes`` None: any name."""
     option = names[0]
-    allowed = set(suffixes)
+    allowed = None if suffixes is None else set(suffixes)
 
     def check(ctx, param, value: Path | None) -> Path | None:
         return None if value is None else check_output_path(value, allowed, option)
@@ -376,9 +406,10 @@ def write_frame(df: pl.DataFrame, output: Path | None) -> None:
 
     ctx = click.get_current_context(silent=True)
     fmt = ctx.meta.get(_FORMAT_KEY) if ctx is not None else None
-    if (output is not None and str(output) == "-") or (output is None and fmt is not None):
+    if to_stdout(output):
         text = getattr(df, STDOUT_FORMATS[fmt or "csv"])()
-        click.echo(text, nl=not text.endswith("\n"))
+        if text:
+            click.echo(text, nl=not text.endswith("\n"))
         return
     if output is None:
         with pl.Config(tbl_rows=min(len(df), TABLE_ROWS), tbl_cols=-1, tbl_width_chars=1000, fmt_str_lengths=1000,
@@ -387,8 +418,12 @@ def write_frame(df: pl.DataFrame, output: Path | None) -> None:
         if len(df) > TABLE_ROWS:
             click.echo(f"({len(df) - TABLE_ROWS:,} of {len(df):,} rows not shown; -o FILE or -o - writes them all)")
         return
-    output.parent.mkdir(parents=True, exist_ok=True)
-    getattr(df, _WRITERS[output.suffix.lower()])(output)
+    if is_device(output):
+        with open(output, "wb") as sink:
+            getattr(df, STDOUT_FORMATS[fmt or "csv"])(sink)
+    else:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        getattr(df, _WRITERS[output.suffix.lower()])(output)
     click.echo(f"wrote {len(df)} rows to {output}", err=True)
 
 

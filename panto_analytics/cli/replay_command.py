@@ -22,7 +22,7 @@ __all__ = ["replay_cmd"]
 
 @main.command("replay")
 @input_options
-@budgets_option(default="0:100k:11")
+@budgets_option()
 @replay_options(required=True)
 @policy_option
 @output_option

@@ -1,6 +1,7 @@
 """``report`` and ``recommend``: from a corpus to a budget, with the reasons and the pictures."""
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -26,18 +27,20 @@ from .options import (
 )
 
 if TYPE_CHECKING:
-    from ..analysis.recommend import Criteria
+    from ..analysis.decision import Decision
+    from ..analysis.recommend import Criteria, Recommendation
 
-__all__ = ["DEFAULT_BUDGETS", "Share", "criteria_options", "recommend_cmd", "report"]
+__all__ = ["Share", "criteria_options", "recommend_cmd", "recommendation_object", "report"]
 
-#: Budgets tried when none are given: 0 to 200k in steps of 5k.
-DEFAULT_BUDGETS = "0:200k:41"
 
 
 class Share(click.ParamType):
     """A share written as 0.9 or 90%."""
 
     name = "SHARE"
+
+    def __init__(self, allow_zero: bool = False):
+        self.allow_zero = allow_zero
 
     def convert(self, value, param, ctx):
         if isinstance(value, float):
@@ -47,8 +50,8 @@ class Share(click.ParamType):
             share = float(text[:-1]) / 100 if text.endswith("%") else float(text)
         except ValueError:
             self.fail(f"not a share: {value!r} (examples: 0.9, 90%)", param, ctx)
-        if not 0 < share <= 1:
-            self.fail(f"a share must be in (0, 1], got {value!r}", param, ctx)
+        if not (0 <= share <= 1 if self.allow_zero else 0 < share <= 1):
+            self.fail(f"a share must be in {'[0' if self.allow_zero else '(0'}, 1], got {value!r}", param, ctx)
         return share
 
 
@@ -71,9 +74,11 @@ def criteria_options(fn):
     return fn
 
 
-def _criteria(min_kept_turns, coverage, max_kept_share, context_window) -> Criteria:
+def _criteria(min_kept_turns, coverage, max_kept_share, context_window, window=None) -> Criteria:
     from ..analysis.recommend import Criteria
 
+    if window is not None and context_window is None:
+        context_window = window if max_kept_share is not None else None
     if max_kept_share is not None and context_window is None:
         raise click.UsageError("--max-kept-share needs --context-window (e.g. --context-window 200k)")
     if context_window is not None and max_kept_share is None:
@@ -84,21 +89,35 @@ def _criteria(min_kept_turns, coverage, max_kept_share, context_window) -> Crite
 
 @main.command("recommend")
 @input_options
-@budgets_option(default=DEFAULT_BUDGETS)
+@budgets_option()
 @criteria_options
+@click.option("--max-orphan-rate", type=Share(allow_zero=True), default=None,
+              help="Rule (with --window): the cheapest point of the frontier (median cost per session against "
+                   "orphan rate, over every policy and budget) whose orphan rate is at most this, as 0.05 or 5%.")
 @replay_options(required=False)
+@policy_option
 @output_option
 @engine_options
 @friendly_errors
 def recommend_cmd(paths, format_, skip_invalid, budgets, min_kept_turns, coverage, max_kept_share,
-                  context_window, window, reserve, summary_tokens, output, engine, ray_address):
+                  context_window, max_orphan_rate, window, reserve, summary_tokens, policies, output, engine,
+                  ray_address):
     """Pick keep_verbatim for the sessions in PATHS by a stated rule, and say why.
 
     Prints the chosen budget, the rule, the reasons, the table rows around
     the choice, and warnings about sessions that keep nothing verbatim (their
     newest turn alone exceeds the budget) or are capped at 4096 turns.
     Exits with 1 when no budget tried meets the rule. -o writes the whole
-    per-budget table with each rule's coverage.
+    per-budget table with each rule's coverage; in JSON (-o - --output-format
+    json, or -o FILE.json) it writes one object instead: budget, policy,
+    rule, window, reserve, the rows around the choice, reasons and warnings.
+    With -o - the account goes to stderr, so stdout holds only the output.
+
+    With --window the rules run on per-session outcomes of a replay under
+    that window, for every policy given (--policy, repeatable; libpanto at
+    every budget): they count sessions (-k 2 -p 90%: 90% of the sessions that
+    reach the trigger keep 2 whole turns at every compaction they have), and a
+    budget at or above the trigger (window - reserve) is never proposed.
 
     PATHS may be one dataset folder (`ingest --dataset DIR`): without
     --window the rules then run bucket by bucket in bounded memory, here or
@@ -110,14 +129,18 @@ def recommend_cmd(paths, format_, skip_invalid, budgets, min_kept_turns, coverag
       panto-analytics recommend ~/.claude/projects -k 3 -p 95%
       panto-analytics recommend data/ -s 0.25 --context-window 200k -b 0:200k:81
       panto-analytics recommend corpus.ds/ -k 2 -p 90% --engine ray
+      panto-analytics recommend data/ --window 32k -k 1 -p 50% -o - --output-format json
     """
-    from ..analysis.recommend import recommend, recommend_at_compactions
+    from ..analysis.decision import DecisionRule, decision_from_replay
+    from ..analysis.recommend import recommend
     from ..policy import replay
     from ..policy import splits as compute_splits
     from ..policy import turns as compute_turns
 
-    criteria = _criteria(min_kept_turns, coverage, max_kept_share, context_window)
+    criteria = _criteria(min_kept_turns, coverage, max_kept_share, context_window, window)
     check_replay(window, reserve, summary_tokens)
+    if window is None and (policies or max_orphan_rate is not None):
+        raise click.UsageError("--policy and --max-orphan-rate judge a replay: give --window (e.g. 200k)")
     ds = check_engine(paths, engine, ray_address)
     if ds is not None and window is None:
         from ..analysis.streaming import recommend_dataset
@@ -128,19 +151,47 @@ def recommend_cmd(paths, format_, skip_invalid, budgets, min_kept_turns, coverag
         raise click.UsageError("--engine ray runs the end-of-session rules; --window replays in memory")
     corpus = read_input_corpus(paths, format_, skip_invalid)
     messages = corpus.messages
+    rec: Recommendation | Decision
     if window is None:
         rec = recommend(compute_splits(messages, budgets), criteria, turns=compute_turns(messages),
                         windows=corpus.sessions["context_window"].to_list())
     else:
-        result = replay(messages, budgets, window=window, reserve=reserve, summary_tokens=summary_tokens)
-        rec = recommend_at_compactions(result, criteria)
+        given = [p if isinstance(p, str) else p.spec() for p in policies]
+        result = replay(messages, budgets, window=window, reserve=reserve, summary_tokens=summary_tokens,
+                        policy=given or None)
+        rule = DecisionRule(min_kept_turns=min_kept_turns, coverage=coverage, max_kept_share=max_kept_share,
+                            max_orphan_rate=max_orphan_rate)
+        rec = decision_from_replay(result, rule)
     _print_recommendation(rec, output)
 
 
+def recommendation_object(rec: Recommendation | Decision) -> dict:
+    """The JSON object ``recommend`` writes: the choice, the rule, the rows around it, reasons and warnings."""
+    if hasattr(rec, "to_dict"):
+        return rec.to_dict()
+    rows = rec.around() if rec.budget is not None else rec.table
+    return {"budget": rec.budget, "policy": None, "rule": rec.criteria.describe(), "window": None, "reserve": None,
+            "rows": rows.to_dicts(), "reasons": rec.reasons, "warnings": rec.warnings}
+
+
 def _print_recommendation(rec, output) -> None:
-    """The account on stdout, the table to ``output``; exit 1 when no budget meets the rule."""
-    click.echo(rec.to_text())
-    if output is not None:
+    """The account (on stderr when stdout carries the output), the table or object to ``output``; exit 1 when no
+    budget meets the rule."""
+    ctx = click.get_current_context(silent=True)
+    fmt = ctx.meta.get("panto_analytics.output_format") if ctx is not None else None
+    to_stdout = (output is not None and str(output) == "-") or (output is None and fmt is not None)
+    click.echo(rec.to_text(), err=to_stdout)
+    as_json = (to_stdout and fmt == "json") or (output is not None and str(output) != "-"
+                                                 and output.suffix.lower() == ".json")
+    if as_json:
+        text = json.dumps(recommendation_object(rec), indent=2, default=str)
+        if to_stdout:
+            click.echo(text)
+        else:
+            output.parent.mkdir(parents=True, exist_ok=True)
+            output.write_text(text + "\n", encoding="utf-8")
+            click.echo(f"wrote the recommendation to {output}", err=True)
+    elif to_stdout or output is not None:
         write_frame(rec.table, output)
     if rec.budget is None:
         sys.exit(1)
@@ -148,7 +199,7 @@ def _print_recommendation(rec, output) -> None:
 
 @main.command()
 @input_options
-@budgets_option(default=DEFAULT_BUDGETS)
+@budgets_option()
 @criteria_options
 @click.option("--output", "--out", "-o", "out_dir", type=click.Path(file_okay=False, path_type=Path), required=True,
               callback=lambda ctx, param, value: value and check_output_path(value, None, "-o", folder=True),

@@ -1,12 +1,10 @@
 """``request``: the exact text libpanto would send to its summarizer for one session at one budget."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 
 from .app import main
-from .options import Tokens, friendly_errors, input_options, read_input
+from .options import Tokens, file_output_option, friendly_errors, input_options, read_input
 
 __all__ = ["request"]
 
@@ -16,8 +14,8 @@ __all__ = ["request"]
 @click.option("--budget", "-b", type=Tokens(), required=True, help="keep_verbatim, in tokens (20k, 1.5M, ...).")
 @click.option("--session", "session_id", default=None,
               help="The session, where PATHS hold more than one (its session_id, as `splits` prints it).")
-@click.option("--output", "-o", type=click.Path(dir_okay=False, writable=True, path_type=Path), default=None,
-              help="Write the request to this file instead of stdout.")
+@file_output_option("--output", "-o", dest="output", suffixes=None,
+                    help="Write the request to this file instead of stdout.")
 @friendly_errors
 def request(paths, format_, skip_invalid, budget, session_id, output):
     """The summarizer request libpanto would send for one session of PATHS at --budget.
@@ -54,5 +52,6 @@ def request(paths, format_, skip_invalid, budget, session_id, output):
     if output is None:
         click.echo(text)
     else:
+        output.parent.mkdir(parents=True, exist_ok=True)  # checked before any work: only inside the current folder
         output.write_text(text, encoding="utf-8")
         click.echo(f"wrote {len(text.encode())} bytes to {output}", err=True)

@@ -18,7 +18,7 @@ Sessions (one row per session, in file order):
 
 - ``session_id``, ``file``, ``source_format``: as in the message frame;
 - ``model``: the session's, else the last model a message names, normalized
-  for grouping (:func:`~panto_analytics.ingest.models.normalized_model`);
+  for grouping (:func:`~panto_analytics.models.normalized_model`);
   ``model_raw``: as recorded;
 - ``project``: the recorded working directory (pi, Codex, Claude Code's
   ``cwd``; a Claude Code transcript without one: its project folder);
@@ -60,11 +60,11 @@ from typing import Any, cast
 import polars as pl
 
 from ..errors import IngestReport
+from ..models import normalized_model
 from ..policy import expressions as ex
 from ..schema import COMPACTIONS_SCHEMA, SESSION_META_SCHEMA, SESSIONS_SCHEMA
 from .cache import Cache, CacheStats
 from .formats.base import ParsedFile, SessionMeta
-from .models import normalized_model
 from .paths import PathLike
 from .pipeline import read_files
 

@@ -14,9 +14,10 @@ Rules:
   an offset is UTC. A session without any timestamp fails a date filter.
 - ``projects``: the session's ``project`` equals one of them, or its last path
   component does, or its Claude Code folder name does (``/home/me/app`` is
-  ``app`` and ``-home-me-app``).
+  ``app`` and ``-home-me-app``), whatever the case.
 - ``models``: the normalized model equals one of them, normalized the same way
-  (``claude-opus-4-5`` matches ``claude-opus-4-5-20251101``), or the raw name does.
+  (``claude-opus-4-5`` matches ``claude-opus-4-5-20251101``), or the raw name does,
+  whatever the case.
 - ``subagents=False`` keeps main sessions only.
 
 >>> import polars as pl
@@ -36,8 +37,8 @@ from datetime import UTC, date, datetime, timedelta
 
 import polars as pl
 
+from ..models import normalized_model
 from .corpus import Corpus
-from .models import normalized_model
 
 __all__ = ["SessionFilter", "filter_corpus", "parse_when"]
 
@@ -131,14 +132,50 @@ class SessionFilter:
         if self.projects:
             project = pl.col("project")
             names = pl.concat_list(project, project.str.replace(r"^.*[/\\]", ""),
-                                   project.str.replace_all(r"[^A-Za-z0-9]", "-"))
-            keep &= names.list.eval(pl.element().is_in(list(self.projects))).list.any().fill_null(False)
+                                   project.str.replace_all(r"[^A-Za-z0-9]", "-")).list.eval(pl.element().str.to_lowercase())
+            wanted = [p.lower() for p in self.projects]
+            keep &= names.list.eval(pl.element().is_in(wanted)).list.any().fill_null(False)
         if self.models:
-            wanted = pl.DataFrame({"m": list(self.models)}).select(normalized_model("m"))["m"].to_list()
-            keep &= (pl.col("model").is_in(wanted) | pl.col("model_raw").is_in(list(self.models))).fill_null(False)
+            raw = [m.lower() for m in self.models]
+            wanted = pl.DataFrame({"m": raw}).select(normalized_model("m"))["m"].str.to_lowercase().to_list()
+            keep &= (pl.col("model").str.to_lowercase().is_in(wanted)
+                     | pl.col("model_raw").str.to_lowercase().is_in(raw)).fill_null(False)
         if not self.subagents:
             keep &= ~pl.col("is_subagent")
         return keep
+
+    def what_exists(self, sessions: pl.DataFrame, *, most: int = 10) -> str:
+        """What ``sessions`` hold of what this filter looks at, for the message when it keeps none.
+
+        The span of first timestamps for a date filter, the projects and the models (``most`` of each, by
+        sessions), and the subagents, each only when the filter asks about it.
+
+        >>> t = pl.DataFrame({"model": ["a", "b", "a"], "project": [None, None, None]})
+        >>> SessionFilter.parse(model=["c"], project=["x"]).what_exists(t)
+        'projects: none recorded; models: a (2 sessions), b (1 session)'
+        """
+        said = []
+        if self.since is not None or self.until is not None:
+            first = sessions["first_timestamp"].drop_nulls()
+            said.append("no session has a timestamp" if first.is_empty() else
+                        "sessions began {} to {}".format(*first.dt.strftime("%Y-%m-%d").sort().gather([0, -1])))
+        for wanted, column, what in ((self.projects, "project", "projects"), (self.models, "model", "models")):
+            if wanted:
+                counts = (sessions[column].drop_nulls().value_counts(sort=True, name="n")
+                          .sort(["n", column], descending=[True, False]))
+                if counts.is_empty():
+                    said.append(f"{what}: none recorded")
+                    continue
+                named = [f"{v} ({_sessions(n)})" for v, n in counts.head(most).iter_rows()]
+                more = f", and {counts.height - most} more" if counts.height > most else ""
+                said.append(f"{what}: {', '.join(named)}{more}")
+        if not self.subagents:
+            said.append(f"subagents: {_sessions(int(sessions['is_subagent'].sum()))} of {sessions.height}")
+        return "; ".join(said)
+
+
+def _sessions(n: int) -> str:
+    return f"{n:,} session" if n == 1 else f"{n:,} sessions"
 
 
 def filter_corpus(corpus: Corpus, session_filter: SessionFilter) -> Corpus:

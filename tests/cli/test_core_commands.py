@@ -113,3 +113,10 @@ def test_sessions_without_messages_get_split_rows(corpus, tmp_path):
 def test_splits_without_budgets_is_a_usage_error_not_a_traceback():
     out = CliRunner().invoke(main, ["splits", "data/", "--no-cache"])
     assert out.exit_code == 2 and "Missing option '--budgets'" in out.output
+
+
+def test_sweep_over_a_range_ending_at_the_largest_budget(corpus):
+    # 0:2^64-1:3 once rounded its last step in floats, past what a u64 holds: a traceback.
+    result = run("sweep", corpus, "-b", "0:18446744073709551615:3", "--no-cache")
+    assert result.exit_code == 0, result.output
+    assert "18446744073709551615" in result.output

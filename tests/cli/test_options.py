@@ -151,6 +151,14 @@ def test_a_terminal_table_says_how_many_rows_it_hides(corpus):
     (["report", "C", "-o", "FILE"], "is a file"),
     (["splits", "C", "-b", "1k", "-o", "/nonexistent-panto/m.csv"], "does not exist"),
     (["splits", "C", "-b", "18446744073709551616"], "above the largest libpanto holds"),
+    (["request", "C", "-b", "1k", "-o", "/nonexistent-panto/r.txt"], "folder /nonexistent-panto does not exist"),
+    (["request", "C", "-b", "1k", "-o", "FILE/r.txt"], "is a file, not a folder"),
+    (["request", "C", "-b", "1k", "-o", "C"], "is a folder, not a file"),
+    (["compactions", "C", "-b", "1k", "--plot", "x.txt"], "cannot tell the format from 'x.txt'"),
+    (["compactions", "C", "-b", "1k", "--plot", "/nonexistent-panto/x.png"], "folder /nonexistent-panto does not"),
+    (["compactions", "C", "-b", "1k", "--plot", "FILE/x.png"], "is a file, not a folder"),
+    (["report", "C", "-o", "/nonexistent-panto/deeper/rep"], "folder /nonexistent-panto does not exist"),
+    (["report", "C", "-o", "/nonexistent-panto/rep"], "folder /nonexistent-panto does not exist"),
 ])
 def test_output_paths_and_budgets_are_checked_before_any_work_in_one_line(corpus, tmp_path, args, message):
     (tmp_path / "FILE").write_text("a file")
@@ -171,8 +179,10 @@ def test_a_read_only_folder_is_one_line(corpus, tmp_path):
     ro = tmp_path / "ro"
     ro.mkdir()
     ro.chmod(0o555)
-    result = run("splits", corpus, "-b", "1k", "-o", ro / "m.csv")
-    assert result.exit_code == 2 and "permission denied" in result.stderr
+    for args in (["splits", corpus, "-b", "1k", "-o", ro / "m.csv"], ["request", corpus, "-b", "1k", "-o", ro / "r"],
+                 ["compactions", corpus, "-b", "1k", "--plot", ro / "k.png"], ["report", corpus, "-o", ro / "rep"]):
+        result = run(*args)
+        assert result.exit_code == 2 and "permission denied" in result.stderr, args
 
 
 def test_missing_folders_are_created_only_under_the_current_one(corpus, tmp_path, monkeypatch):
@@ -216,3 +226,46 @@ def test_each_short_option_means_one_thing_in_every_command():
     mixed = {short: longs for short, longs in meaning.items() if len(longs) > 1}
     assert not mixed, f"a short option with several meanings: {mixed}"
     assert "--window" in meaning["-w"]  # the docs write `replay -w 200k`
+
+
+def test_every_command_tries_one_default_budget_grid(corpus):
+    import click
+
+    from panto_analytics.budgets import parse_budgets
+    from panto_analytics.defaults import DEFAULT_BUDGETS
+
+    defaults = {name: param.default for name, command in _commands() for param in command.params
+                if isinstance(param, click.Option) and param.name == "budgets" and not param.required}
+    assert {"sweep", "replay", "recommend", "report"} <= set(defaults)
+    assert set(defaults.values()) == {DEFAULT_BUDGETS}, defaults
+    # and what runs is that grid: sweep's rows, recommend's table
+    swept = pl.read_csv(io.StringIO(run("sweep", corpus, "-o", "-").output))
+    assert swept["budget"].to_list() == parse_budgets(DEFAULT_BUDGETS)
+
+
+#: Every command that writes a table, with the arguments it needs (recommend: issue 21 makes its -o - JSON-only).
+_TABLE_COMMANDS = {
+    "splits": ["-b", "1k"], "sweep": ["-b", "1k"], "replay": ["--window", "20k", "--reserve", "1k", "-b", "1k"], "sessions": [],
+    "compactions": ["-b", "1k"], "policy-cuts": [], "ingest": [],
+}
+
+
+@pytest.mark.parametrize("command", sorted(_TABLE_COMMANDS))
+@pytest.mark.parametrize("fmt", ["csv", "json", "ndjson"])
+def test_every_table_command_writes_only_the_table_to_stdout_with_dash(corpus, command, fmt):
+    result = run(command, corpus, *_TABLE_COMMANDS[command], "-o", "-", "--output-format", fmt)
+    assert result.exit_code == 0, result.output
+    text = result.stdout
+    if fmt == "json":
+        assert isinstance(json.loads(text), list)
+    elif fmt == "ndjson":
+        assert all(isinstance(json.loads(line), dict) for line in text.splitlines())
+    else:
+        assert pl.read_csv(io.StringIO(text)).width > 1
+
+
+@pytest.mark.parametrize("command", sorted(_TABLE_COMMANDS))
+def test_every_table_command_writes_to_dev_null(corpus, command):
+    result = run(command, corpus, *_TABLE_COMMANDS[command], "-o", os.devnull)
+    assert result.exit_code == 0, result.output
+    assert result.stdout == "" or command == "ingest"  # ingest still says what it read

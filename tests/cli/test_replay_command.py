@@ -35,16 +35,18 @@ def test_the_window_is_required():
     assert out.exit_code == 2 and "--window" in out.output
 
 
-def test_recommend_with_a_window_judges_compaction_events():
-    out = CliRunner().invoke(main, ["recommend", str(DATA), "--no-cache", "--window", "64k", "-b", "0:40k:9",
+def test_recommend_with_a_window_judges_sessions_at_their_compactions():
+    out = CliRunner().invoke(main, ["recommend", str(DATA), "--no-cache", "--window", "32k", "-b", "0:16k:9",
                                     "-k", "1", "-p", "50%"])
     assert out.exit_code == 0, out.output
-    assert "of compaction events keep 1 or more whole turn" in out.output
-    assert "replayed under a 64k window" in out.output and "end-of-session" not in out.output
-    events = pa.replay(pa.read_sessions(DATA), pa.parse_budgets("0:40k:9"), window=64_000).events
+    assert "of the sessions that reach the trigger keep 1 or more whole turn verbatim at every compaction" in out.output
+    assert "replayed under a 32k window" in out.output and "end-of-session" not in out.output
+    r = pa.replay(pa.read_sessions(DATA), pa.parse_budgets("0:16k:9"), window=32_000)
     chosen = int(out.output.split("(")[1].split(" tokens")[0])
-    at = events.filter(pl.col("budget") == chosen)
-    assert (at["kept_turns"] >= 1).mean() >= 0.5
+    reaching = r.sessions.filter(pl.col("n_compactions").max().over("session_id") > 0)["session_id"].unique()
+    worst = r.events.filter(pl.col("budget") == chosen).group_by("session_id").agg(pl.col("kept_turns").min())
+    bad = worst.filter(pl.col("kept_turns") < 1).height
+    assert (len(reaching) - bad) / len(reaching) >= 0.5 and chosen < 32_000 - 16_384
 
 
 def test_report_with_a_window_has_the_replay_section(tmp_path):

@@ -65,7 +65,7 @@ def test_worst_needs_a_budget(corpus):
 def test_filters_apply_to_every_reading_command(corpus):
     result = run("splits", corpus, "-b", "5k", "--since", "2026-11-02", "--model", "claude-opus-4-5", "-o", "-")
     assert _csv(result)["session_id"].to_list() == ["mid"]
-    assert "--since 2026-11-02 --model claude-opus-4-5: kept 1 of 3 session(s)" in result.stderr
+    assert "--since 2026-11-02 --model claude-opus-4-5: kept 1 of 3 sessions" in result.stderr
     sweep = _csv(run("sweep", corpus, "-b", "5k", "--until", "2026-11-01", "-o", "-"))
     assert sweep["sessions"].to_list() == [1]
 
@@ -73,7 +73,7 @@ def test_filters_apply_to_every_reading_command(corpus):
 def test_a_filter_that_keeps_nothing_is_an_error_not_an_empty_table(corpus):
     result = run("sweep", corpus, "-b", "5k", "--project", "nowhere")
     assert result.exit_code == 1
-    assert "none of the 3 session(s) read matches --project nowhere" in result.stderr
+    assert "none of the 3 sessions read matches --project nowhere (projects: " in result.stderr
 
 
 def test_a_bad_date_is_a_usage_error(corpus):
@@ -96,3 +96,12 @@ def test_no_path_reads_the_default_locations_that_exist(corpus, tmp_path):
     assert result.exit_code == 1
     assert "no PATH given and none of the default session folders exists" in result.stderr
     assert str(empty / ".claude" / "projects") in result.stderr
+
+
+def test_a_filter_that_keeps_nothing_says_what_there_is(corpus):
+    result = run("sweep", corpus, "-b", "5k", "--model", "nothing")
+    assert result.exit_code == 1
+    line = result.stderr.strip()
+    assert "\n" not in line and "models: " in line
+    for model in _csv(run("sessions", corpus, "-o", "-"))["model"].unique().to_list():
+        assert model in line

@@ -93,3 +93,19 @@ def test_real_recordings_have_projects_and_subagents():
     # The date-stamped raw names group under one model.
     raw = s.filter(pl.col("model_raw") == "claude-opus-4-5-20251101")
     assert raw.height > 0 and set(raw["model"]) == {"claude-opus-4-5"}
+
+
+def test_models_and_projects_match_whatever_the_case(corpus, tmp_path):
+    assert _ids(corpus, model=["Claude-Opus-4-5"]) == ["a", "c"]
+    assert _ids(corpus, model=["GPT-5"]) == ["b"]
+    t = pl.DataFrame({"session_id": ["a", "b"], "project": ["/home/me/My-App", "/w/other"], "model": ["m", "m"],
+                      "model_raw": ["m", "m"], "is_subagent": [False, False], "first_timestamp": [None, None]})
+    for name in ("my-app", "MY-APP", "/home/me/my-app", "-HOME-ME-MY-APP"):
+        assert t.filter(SessionFilter.parse(project=[name]).expr())["session_id"].to_list() == ["a"], name
+
+
+def test_what_exists_lists_the_values_a_filter_could_have_matched(corpus):
+    text = SessionFilter.parse(model=["nothing"]).what_exists(corpus.sessions)
+    assert text == "models: claude-opus-4-5 (2 sessions), gpt-5 (1 session)"
+    text = SessionFilter.parse(since="2030-01-01", project=["x"]).what_exists(corpus.sessions)
+    assert text.startswith("sessions began 2026-10-31 to 2026-11-02; projects: none recorded")

@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import gzip
 import shutil
+import zlib
 from pathlib import Path
 
+import polars as pl
 import pytest
 import zstandard
 from conftest import DATA, FIXTURES
@@ -136,3 +138,81 @@ def test_a_utf8_bom_is_stripped(tmp_path, fmt):
     assert detect_format(f) == fmt
     assert pa.read_sessions([f]).drop("file").equals(pa.read_sessions([original]).drop("file"))
 
+
+
+def cut_compressed(lines: list[bytes], suffix: str, keep: int) -> tuple[bytes, bytes]:
+    """``lines`` compressed with a flush after the first ``keep``, cut halfway through the rest; and the whole
+    lines a decompressor gives of what is left (the reference: zlib's and zstd's own one-shot decoders)."""
+    head, rest = b"".join(lines[:keep]), b"".join(lines[keep:])
+    if suffix == ".gz":
+        c = zlib.compressobj(9, zlib.DEFLATED, 31)
+        first = c.compress(head) + c.flush(zlib.Z_FULL_FLUSH)
+        second = c.compress(rest) + c.flush()
+    else:
+        z = zstandard.ZstdCompressor().compressobj()
+        first = z.compress(head) + z.flush(zstandard.COMPRESSOBJ_FLUSH_BLOCK)
+        second = z.compress(rest) + z.flush()
+    cut = first + second[: len(second) // 2]
+    if suffix == ".gz":
+        out = zlib.decompressobj(31).decompress(cut)
+    else:
+        out = zstandard.ZstdDecompressor().decompressobj().decompress(cut)
+    assert out.startswith(head)
+    return cut, out[: out.rfind(b"\n") + 1]
+
+
+@pytest.mark.parametrize("suffix", [".gz", ".zst"])
+@pytest.mark.parametrize("fmt", sorted(ONE_PER_FORMAT))
+def test_a_truncated_compressed_file_is_one_error_or_its_whole_lines_and_a_counted_skip(tmp_path, fmt, suffix):
+    lines = ONE_PER_FORMAT[fmt].read_bytes().splitlines(keepends=True)
+    cut, whole = cut_compressed(lines, suffix, keep=len(lines) // 2)
+    name = ONE_PER_FORMAT[fmt].name
+    f = tmp_path / "in" / (name + suffix)
+    f.parent.mkdir()
+    f.write_bytes(cut)
+    with pytest.raises(InputError) as e:
+        pa.read_sessions([f], jobs=1)
+    assert e.value.path == str(f) and "truncated" in e.value.reason and "\n" not in str(e.value)
+    report = IngestReport()
+    got = pa.read_sessions([f], skip_invalid=True, report=report, jobs=1)
+    want = pa.read_sessions([copy_bytes(whole, tmp_path / "want" / name)])
+    assert got.drop("file").equals(want.drop("file"))
+    assert [(p, "truncated" in r, n) for (p, r), n in report.skipped.items()] == [(str(f), True, 1)]
+
+
+def copy_bytes(data: bytes, dst: Path) -> Path:
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    dst.write_bytes(data)
+    return dst
+
+
+def test_damaged_compressed_files_on_the_command_line(tmp_path):
+    from click.testing import CliRunner
+
+    from panto_analytics.cli import main
+
+    original, other = sorted(DATA.glob("*.jsonl"))[:2]
+    folder = tmp_path / "in"
+    gz = copy_bytes(cut_compressed(original.read_bytes().splitlines(keepends=True), ".gz", 10)[0],
+                    folder / "cut-a.jsonl.gz")
+    zst = copy_bytes(cut_compressed(other.read_bytes().splitlines(keepends=True), ".zst", 10)[0],
+                     folder / "cut-b.jsonl.zst")
+    corrupt = bytearray(zstandard.ZstdCompressor().compress(original.read_bytes()))
+    corrupt[len(corrupt) // 2: len(corrupt) // 2 + 32] = bytes(32)
+    bad_zst = copy_bytes(bytes(corrupt), folder / "corrupt.jsonl.zst")
+    bad_gz = copy_bytes(b"not gzip at all\n", folder / "corrupt.jsonl.gz")
+    for f, what in [(gz, "truncated gzip"), (zst, "truncated zstd"), (bad_zst, "corrupt zstd"),
+                    (bad_gz, "corrupt gzip")]:
+        result = CliRunner().invoke(main, ["ingest", str(f), "--no-cache", "-q"])
+        assert result.exit_code == 1, result.output
+        [line] = result.output.splitlines()
+        assert line.startswith(f"error: {f}: {what}"), line
+    # Under --skip-invalid each is counted and named; the cut ones keep their whole lines.
+    for f in (bad_zst, bad_gz):
+        f.unlink()
+    result = CliRunner().invoke(main, ["ingest", str(folder), "--no-cache", "-q", "--skip-invalid", "--format",
+                                       "canonical", "--sessions", str(tmp_path / "s.csv")])
+    assert result.exit_code == 0, result.output
+    assert f"{gz}: 1 line(s)" in result.output and f"{zst}: 1 line(s)" in result.output
+    sessions = pl.read_csv(tmp_path / "s.csv")
+    assert sessions.height == 2 and (sessions["messages"] >= 9).all()  # 10 lines before the flush: a header, 9 messages

@@ -11,7 +11,7 @@ import orjson
 
 from ...errors import InputError
 from . import canonical, claude_code, codex, jsonl, pi
-from .base import BAD_RECORD, Adapter, open_session_file
+from .base import BAD_RECORD, Adapter, DamagedFileError, open_session_file
 
 __all__ = ["ADAPTERS", "Adapter", "adapter", "detect_format"]
 
@@ -37,7 +37,8 @@ def detect_format(path: str | Path) -> str:
     Raises :class:`InputError` when no adapter recognises the file.
     """
     seen = 0
-    with open_session_file(path) as f:
+    damage: list[str] = []
+    with open_session_file(path, on_damage=damage.append) as f:
         for lineno, raw in enumerate(f, 1):
             if not raw.strip():
                 continue
@@ -58,6 +59,8 @@ def detect_format(path: str | Path) -> str:
             seen += 1
             if seen >= _SNIFF_LINES:
                 break
+    if damage and not seen:  # a damaged compressed file with nothing whole before the damage
+        raise DamagedFileError(path, damage[0])
     if not seen:
         return canonical.NAME
     raise InputError(path, None, f"unknown session format (known: {', '.join(ADAPTERS)}); "

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -30,7 +31,7 @@ from ...transcript import serialized_bytes
 from ...words import message_words
 
 __all__ = [
-    "BAD_RECORD", "COMPRESSED_SUFFIXES", "TRUNCATED", "Adapter", "bad_record",
+    "BAD_RECORD", "COMPRESSED_SUFFIXES", "TRUNCATED", "Adapter", "DamagedFileError", "OnDamage", "bad_record",
     "FrameBuilder", "Invalid", "Message", "ParsedFile", "Postprocess",
     "ReadFrames", "SessionMeta", "SourceFile", "open_session_file", "session_stem", "parse_timestamp", "usage_counter",
 ]
@@ -63,30 +64,135 @@ def session_stem(path: str | Path) -> str:
     return Path(name).stem
 
 
-def open_session_file(path: str | Path) -> IO[bytes]:
+class DamagedFileError(InputError):
+    """A ``.gz`` or ``.zst`` file whose compressed data is cut short or corrupt (one line: file and problem)."""
+
+    def __init__(self, path: str | Path, reason: str):
+        super().__init__(path, None, reason)
+
+
+#: What a reader does when a compressed file turns out damaged: raise (the default), or count it and stop there.
+OnDamage = Callable[[str], None]
+
+_CHUNK = 1 << 16
+
+
+def _gzip_chunks(raw: IO[bytes]) -> Iterator[bytes]:
+    """Decompressed chunks of a gzip stream (every member); :class:`_Damage` where it is cut or corrupt."""
+    with gzip.GzipFile(fileobj=raw, mode="rb") as g:
+        while True:
+            try:
+                chunk = g.read1(_CHUNK)
+            except EOFError:
+                raise _Damage("truncated gzip data: the file ends before its compressed stream does") from None
+            except (gzip.BadGzipFile, zlib.error) as e:
+                raise _Damage(f"corrupt gzip data ({e})") from None
+            if not chunk:
+                return
+            yield chunk
+
+
+def _zstd_chunks(raw: IO[bytes]) -> Iterator[bytes]:
+    """Decompressed chunks of a zstd stream (every frame); :class:`_Damage` where it is cut or corrupt."""
+    import zstandard
+
+    new = zstandard.ZstdDecompressor().decompressobj
+    dobj, pending = new(), False  # pending: a frame was begun and has not ended
+    while data := raw.read(_CHUNK):
+        while data:
+            try:
+                out = dobj.decompress(data)
+            except zstandard.ZstdError as e:
+                raise _Damage(f"corrupt zstd data ({e})") from None
+            pending = not dobj.eof
+            data = dobj.unused_data if dobj.eof else b""
+            if dobj.eof:
+                dobj = new()
+            if out:
+                yield out
+    if pending:
+        raise _Damage("truncated zstd data: the file ends before its compressed frame does")
+
+
+class _Damage(Exception):
+    """Raised by the chunk readers: the compressed data is damaged (the reason, for the one-line error)."""
+
+
+class _Decoded(io.RawIOBase):
+    """Decompressed bytes that stop at a damaged stream's last whole line.
+
+    Bytes after the last newline are held back until more data (or the
+    stream's clean end) shows the line whole, so where the data is cut or
+    corrupt a reader sees only whole lines; then ``on_damage`` is called with
+    the reason (it raises, or counts the file and lets the read end there).
+    """
+
+    def __init__(self, raw: IO[bytes], chunks: Iterator[bytes], on_damage: OnDamage):
+        self._raw, self._chunks, self._on_damage = raw, chunks, on_damage
+        self._out, self._pos, self._tail, self._done = b"", 0, b"", False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:  # type: ignore[no-untyped-def]
+        while self._pos >= len(self._out) and not self._done:
+            try:
+                chunk = next(self._chunks)
+            except StopIteration:
+                self._out, self._pos, self._tail, self._done = self._tail, 0, b"", True
+            except _Damage as e:
+                self._out, self._pos, self._tail, self._done = b"", 0, b"", True
+                self._on_damage(str(e))
+            else:
+                cut = chunk.rfind(b"\n") + 1
+                if cut:
+                    self._out, self._pos, self._tail = self._tail + chunk[:cut], 0, chunk[cut:]
+                else:
+                    self._tail += chunk
+        n = min(len(buffer), len(self._out) - self._pos)
+        buffer[:n] = self._out[self._pos:self._pos + n]
+        self._pos += n
+        return n
+
+    def close(self) -> None:
+        if not self.closed:
+            self._raw.close()
+        super().close()
+
+
+def open_session_file(path: str | Path, on_damage: OnDamage | None = None) -> IO[bytes]:
     """``path`` opened for reading bytes: ``.gz`` and ``.zst`` decompressed, a UTF-8 BOM skipped.
+
+    A compressed file that is cut short or corrupt reads as its whole lines
+    before the damage, then ``on_damage(reason)`` is called; by default it
+    raises :class:`DamagedFileError` (file and problem, one line).
 
     >>> import tempfile, pathlib, gzip
     >>> p = pathlib.Path(tempfile.mkdtemp()) / "s.jsonl.gz"
     >>> _ = p.write_bytes(gzip.compress(b"\\xef\\xbb\\xbf{}\\n"))
     >>> with open_session_file(p) as f: f.read()
     b'{}\\n'
+    >>> _ = p.write_bytes(gzip.compress(b'{"a": 1}\\n{"b": 2}\\n{"c"')[:-9])
+    >>> with open_session_file(p, on_damage=print) as f: f.read()
+    truncated gzip data: the file ends before its compressed stream does
+    b'{"a": 1}\\n{"b": 2}\\n'
     """
     path = Path(path)
-    f: io.BufferedReader
-    if path.suffix == ".gz":
-        f = _Decompressed(gzip.GzipFile(path, "rb"))
-    elif path.suffix == ".zst":
-        import zstandard
 
+    def damaged(reason: str) -> None:
+        raise DamagedFileError(path, reason)
+
+    f: io.BufferedReader
+    if path.suffix in COMPRESSED_SUFFIXES:
         raw = open(path, "rb")
-        f = _Decompressed(zstandard.ZstdDecompressor().stream_reader(raw, closefd=True))
+        chunks = _gzip_chunks(raw) if path.suffix == ".gz" else _zstd_chunks(raw)
+        f = _Decompressed(_Decoded(raw, chunks, on_damage or damaged))
     else:
         f = open(path, "rb")
     try:
         if f.peek(3)[:3] == _BOM:
             f.read(3)
-    except OSError:
+    except BaseException:
         f.close()
         raise
     return f
@@ -158,8 +264,20 @@ class SourceFile:
         self.report.ignore(self.source_format, record_type)
 
     def open(self) -> IO[bytes]:
-        """The file's bytes (decompressed, without a BOM): see :func:`open_session_file`."""
-        return open_session_file(self.path)
+        """The file's bytes (decompressed, without a BOM): see :func:`open_session_file`.
+
+        A damaged compressed file raises :class:`DamagedFileError`, or under
+        ``skip_invalid`` reads as its whole lines before the damage and is
+        counted as skipped once, however often it is opened.
+        """
+        return open_session_file(self.path, on_damage=self.damaged)
+
+    def damaged(self, reason: str) -> None:
+        """A compressed file cut short or corrupt: raise, or count it once under ``skip_invalid``."""
+        if not self.skip_invalid:
+            raise DamagedFileError(self.path, reason)
+        if (str(self.path), reason) not in self.report.skipped:
+            self.report.skip(self.path, reason)
 
 
 @dataclass(slots=True)

@@ -495,3 +495,24 @@ def test_fixture_splits_match_libpanto():
     paths = [FIXTURES / f for f in ("streaming.jsonl", "compaction.jsonl", "preserved.jsonl", "blocks.jsonl")]
     paths += [FIXTURES / "subagent" / "parent-1.jsonl", FIXTURES / "subagent/parent-1/subagents/agent-abc123.jsonl"]
     assert assert_splits_match_oracle(paths) == 6
+
+
+def test_skip_invalid_on_copies_of_one_transcript_each_with_another_bad_line(tmp_path):
+    # Copy 0 lacks line 5 and is folded into a copy that lacks another; the index of which file holds
+    # which message kept naming the dropped copy's lost messages: "ValueError: 'a1' is not in list".
+    from click.testing import CliRunner
+
+    from panto_analytics.cli import main
+
+    lines = (FIXTURES / "streaming.jsonl").read_text().splitlines(keepends=True)
+    for i, bad in enumerate([4, 1, 2]):
+        copy = list(lines)
+        copy[bad] = "{bad json\n"
+        (tmp_path / f"copy{i}.jsonl").write_text("".join(copy))
+    report = IngestReport()
+    frame = pa.read_sessions([tmp_path], skip_invalid=True, report=report, jobs=1)
+    assert frame["session_id"].unique().to_list() == ["s-stream"]
+    bad_json = {f: n for (f, reason), n in report.skipped.items() if reason.startswith("malformed JSON")}
+    assert bad_json == {str(tmp_path / f"copy{i}.jsonl"): 1 for i in range(3)}
+    result = CliRunner().invoke(main, ["ingest", str(tmp_path), "--skip-invalid", "--no-cache", "-q"])
+    assert result.exit_code == 0, result.output

@@ -591,8 +591,12 @@ def postprocess(files: list[ParsedFile], report: IngestReport) -> list[ParsedFil
             for mid in _ids(pred):
                 if mid is not None:
                     holders[mid].discard(id(pred))
-                    holders[mid].add(id(succ))
             _fold(pred, succ, report)
+            # succ now holds pred's messages before the copy point, not the ones after it that it
+            # lacks (a copy with other lines skipped): holders names only files that hold the id.
+            for mid in _ids(succ):
+                if mid is not None:
+                    holders.setdefault(mid, set()).add(id(succ))
             dropped.add(id(pred))
             changed = True
     return [p for p in files if id(p) not in dropped]

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from panto_analytics.ingest.models import normalized_model
+from panto_analytics.models import normalized_model
 
 
 def _norm(names):

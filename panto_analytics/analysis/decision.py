@@ -1,0 +1,459 @@
+"""The decision under a context window: per-session outcomes for every (policy, budget), a rule, a frontier.
+
+A replay (:func:`panto_analytics.replay`) gives one row per (policy, session,
+budget). :func:`outcomes_table` turns it into one row per (policy, budget):
+
+- ``sessions`` (all replayed), ``at_trigger`` (those whose context reaches the
+  policy's trigger at some budget: the sessions a budget can change; every
+  per-session figure below is over them), ``compacted``, ``events``,
+  ``compactions_per_session``;
+- cost per session, where the replay billed its calls (issue 18's
+  ``simulated_cost_usd``): ``cost_p50``, ``cost_p90``, ``cost_total``;
+- loss, where the replay measured it (``orphan_calls``, ``orphan_rate``,
+  ``refetch_tokens`` per session): ``orphan_rate`` pooled (orphan calls over
+  the calls looked at, all sessions together), ``orphan_rate_p50`` (the median
+  session's), ``refetch_tokens`` (total) and ``refetch_tokens_p50``;
+- summarizer input: ``summarized_p50`` (tokens summarized per session, median)
+  and ``request_bytes_total``;
+- the rules: ``keeps_k_share`` (sessions that keep K whole turns at every
+  compaction they have) and ``within_limit_share`` (sessions whose kept suffix
+  stays within the limit at every compaction);
+- ``threshold`` (the policy's trigger, ``window - reserve`` for libpanto) and
+  ``proposable``: a budget at or above the trigger is never proposed (the whole
+  active window fits it, so its splits are no-ops: it only looks good because
+  it never compacts).
+
+Rules count sessions, not events: a larger budget makes fewer events, so a
+share of events rises with the budget until the budget passes the trigger.
+
+:func:`decide` picks a (policy, budget) by a rule: the smallest proposable
+budget meeting ``-k``/``-s``, or, with ``max_orphan_rate``, the cheapest point
+of the Pareto front (cost per session against orphan rate) that meets it.
+
+>>> import polars as pl
+>>> s = pl.DataFrame({"session_id": ["a", "b"] * 2, "budget": [10, 10, 20, 20], "n_compactions": [1, 0, 1, 0],
+...     "zero_kept_events": [0] * 4, "summarized_tokens": [50, 0, 40, 0]})
+>>> e = pl.DataFrame({"session_id": ["a", "a"], "budget": [10, 20], "kept_turns": [1, 2], "kept_tokens": [9, 19]})
+>>> t = outcomes_table(e, s, window=100, reserve=50)
+>>> t.select("budget", "at_trigger", "keeps_k_share", "proposable").rows()
+[(10, 1, 0.0, True), (20, 1, 1.0, True)]
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+import polars as pl
+
+from ..policy.expressions import SESSION
+from ..policy.replay import Replay
+from .formatting import format_tokens
+
+__all__ = [
+    "FEW", "Decision", "DecisionRule", "decide", "decision_from_replay", "frontier", "outcomes_table", "thresholds_of",
+]
+
+#: Fewer sessions (or events) than this behind a figure: a warning with the count.
+FEW = 30
+
+#: Columns a replay's sessions gain from the cost issue (per session, US dollars).
+COST = "simulated_cost_usd"
+RECORDED_COST = "recorded_cost_usd"
+#: Columns a replay's sessions gain from the loss issue.
+ORPHAN_CALLS, ORPHAN_RATE, REFETCH = "orphan_calls", "orphan_rate", "refetch_tokens"
+
+
+@dataclass(frozen=True)
+class DecisionRule:
+    """What a chosen (policy, budget) must do, over the sessions that reach the trigger.
+
+    ``min_kept_turns`` with ``coverage``: the smallest budget at which that
+    share of sessions keep K whole turns at every compaction they have.
+    ``max_kept_share`` of ``window``: the largest budget at which that share of
+    sessions keep at most ``max_kept_share * window`` tokens at every
+    compaction. ``max_orphan_rate``: the cheapest point of the frontier whose
+    pooled orphan rate is at most this. ``policy``: choose among this policy's
+    budgets only (None: libpanto's when it was replayed, else any).
+    """
+
+    min_kept_turns: int | None = None
+    coverage: float = 0.9
+    max_kept_share: float | None = None
+    max_orphan_rate: float | None = None
+    policy: str | None = None
+    #: The window the rules are judged under (for the sentences and the kept-share limit).
+    window: int | None = None
+
+    def __post_init__(self):
+        if not 0 < self.coverage <= 1:
+            raise ValueError(f"coverage is a share of sessions in (0, 1], got {self.coverage}")
+        if self.max_orphan_rate is not None and not 0 <= self.max_orphan_rate <= 1:
+            raise ValueError(f"max_orphan_rate is a share of calls in [0, 1], got {self.max_orphan_rate}")
+
+    def or_default(self) -> DecisionRule:
+        """This rule, or ``-k 2`` when no rule is set."""
+        if self.min_kept_turns is None and self.max_kept_share is None and self.max_orphan_rate is None:
+            return DecisionRule(min_kept_turns=2, coverage=self.coverage, policy=self.policy, window=self.window)
+        return self
+
+    @property
+    def limit(self) -> int | None:
+        """``max_kept_share * window`` in whole tokens, or None."""
+        if self.max_kept_share is None or self.window is None:
+            return None
+        return int(self.max_kept_share * self.window)
+
+    def describe(self, window: int | None = None) -> list[str]:
+        """Each rule as a sentence."""
+        window = window if window is not None else (self.window or 0)
+        out = []
+        if self.min_kept_turns is not None:
+            k = self.min_kept_turns
+            out.append(f"the smallest budget at which at least {self.coverage:.0%} of the sessions that reach the "
+                       f"trigger keep {k} or more whole turn{'s' if k > 1 else ''} verbatim at every compaction "
+                       "they have")
+        if self.max_kept_share is not None:
+            out.append(f"the largest budget at which at least {self.coverage:.0%} of the sessions that reach the "
+                       f"trigger keep at most {self.max_kept_share:.0%} of the {format_tokens(window)} window "
+                       f"({format_tokens(int(self.max_kept_share * window))} tokens) at every compaction")
+        if self.max_orphan_rate is not None:
+            out.append(f"the cheapest point of the frontier (median cost per session against orphan rate) whose "
+                       f"orphan rate is at most {self.max_orphan_rate:.1%}")
+        out.append("never a budget at or above the policy's trigger (window - reserve)")
+        return out
+
+
+def thresholds_of(policies: list[str], window: int, reserve: int) -> dict[str, int]:
+    """Each policy spec's trigger under ``window`` (libpanto without a policy column: ``window - reserve``).
+
+    >>> thresholds_of(["libpanto", "pi:reserve_tokens=8k"], 100_000, 16_384)
+    {'libpanto': 83616, 'pi:reserve_tokens=8k': 92000}
+    """
+    from ..policy.policies import LibPanto, parse_policy
+
+    out = {}
+    for spec in policies:
+        policy = LibPanto(reserve=reserve) if spec == "libpanto" else parse_policy(spec)
+        out[spec] = policy.threshold(window)
+    return out
+
+
+def _with_policy(df: pl.DataFrame) -> pl.DataFrame:
+    return df if "policy" in df.columns else df.with_columns(policy=pl.lit("libpanto"))
+
+
+def outcomes_table(events: pl.DataFrame, sessions: pl.DataFrame, *, window: int, reserve: int,
+                   thresholds: Mapping[str, int] | None = None, min_kept_turns: int = 2,
+                   limit: int | None = None) -> pl.DataFrame:
+    """One row per (policy, budget) of a replay's ``events`` and ``sessions`` (see the module docstring).
+
+    ``thresholds``: each policy's trigger (default :func:`thresholds_of`);
+    ``min_kept_turns``: the K of ``keeps_k_share``; ``limit``: the token limit
+    of ``within_limit_share`` (None: the column is left out).
+    """
+    events, sessions = _with_policy(events), _with_policy(sessions)
+    keys = ["policy", SESSION, "budget"]
+    per = events.group_by(keys).agg(min_kept_turns=pl.col("kept_turns").min(), max_kept=pl.col("kept_tokens").max())
+    ses = sessions.join(per.with_columns(pl.col(SESSION).cast(sessions[SESSION].dtype)), on=keys, how="left")
+    reaches = (pl.col("n_compactions").max().over("policy", SESSION) > 0)
+    ses = ses.with_columns(_reach=reaches)
+    at = pl.col("_reach")
+    keeps = pl.col("min_kept_turns").is_null() | (pl.col("min_kept_turns") >= min_kept_turns)
+    n_at = at.sum()
+    aggs: dict[str, pl.Expr] = {
+        "sessions": pl.len().cast(pl.UInt32),
+        "at_trigger": n_at.cast(pl.UInt32),
+        "compacted": (pl.col("n_compactions") > 0).sum().cast(pl.UInt32),
+        "events": pl.col("n_compactions").sum().cast(pl.UInt64),
+        "compactions_per_session": pl.col("n_compactions").filter(at).mean(),
+        "zero_kept_events": pl.col("zero_kept_events").sum().cast(pl.UInt64),
+        "keeps_k_share": (keeps & at).sum() / n_at,
+        "summarized_p50": pl.col("summarized_tokens").filter(at).quantile(0.5, "nearest"),
+    }
+    if limit is not None:
+        aggs["within_limit_share"] = ((pl.col("max_kept").is_null() | (pl.col("max_kept") <= limit)) & at).sum() / n_at
+    if "request_bytes" in ses.columns:
+        aggs["request_bytes_total"] = pl.col("request_bytes").sum().cast(pl.UInt64)
+    if COST in ses.columns:
+        cost = pl.col(COST).filter(at)
+        aggs |= {"cost_p50": cost.quantile(0.5, "linear"), "cost_p90": cost.quantile(0.9, "linear"),
+                 "cost_total": pl.col(COST).sum(), "cost_unpriced": pl.col(COST).is_null().sum().cast(pl.UInt32)}
+    if RECORDED_COST in ses.columns:
+        aggs["recorded_cost_p50"] = pl.col(RECORDED_COST).filter(at).quantile(0.5, "linear")
+    if ORPHAN_CALLS in ses.columns and ORPHAN_RATE in ses.columns:
+        looked = _looked_at(ses)
+        if looked is not None:
+            aggs["orphan_rate"] = pl.col(ORPHAN_CALLS).sum() / looked.sum()
+        compacted = pl.col("n_compactions") > 0
+        aggs |= {"orphan_calls": pl.col(ORPHAN_CALLS).sum().cast(pl.UInt64),
+                 "orphan_rate_p50": pl.col(ORPHAN_RATE).filter(compacted).quantile(0.5, "linear")}
+        if "orphan_rate" not in aggs:  # no denominator column: the events' mean rate, each session weighed by events
+            aggs["orphan_rate"] = ((pl.col(ORPHAN_RATE).fill_null(0) * pl.col("n_compactions")).sum()
+                                   / pl.col("n_compactions").sum())
+    if REFETCH in ses.columns:
+        aggs |= {"refetch_tokens": pl.col(REFETCH).sum().cast(pl.UInt64),
+                 "refetch_tokens_p50": pl.col(REFETCH).filter(at).quantile(0.5, "nearest")}
+    table = ses.group_by("policy", "budget", maintain_order=True).agg(**aggs)
+    order = {p: i for i, p in enumerate(dict.fromkeys(sessions["policy"].to_list()))}
+    given = dict(thresholds) if thresholds is not None else thresholds_of(list(order), window, reserve)
+    thr = pl.col("policy").replace_strict(given, return_dtype=pl.Int64, default=window - reserve)
+    return (table.with_columns(threshold=thr, proposable=pl.col("budget").cast(pl.Int64) < thr,
+                               _o=pl.col("policy").replace_strict(order, return_dtype=pl.Int64))
+            .sort("_o", "budget").drop("_o"))
+
+
+def _looked_at(ses: pl.DataFrame) -> pl.Expr | None:
+    """The calls the orphan rate is a share of, per session, when the replay gives them."""
+    for name in ("orphan_window_calls", "calls_after", "next_calls", "lookahead_calls", "checked_calls"):
+        if name in ses.columns:
+            return pl.col(name)
+    return None
+
+
+def frontier(table: pl.DataFrame, *, cost: str = "cost_p50", loss: str = "orphan_rate") -> pl.DataFrame:
+    """The Pareto front of ``table``'s proposable rows: no other row is as cheap and loses as little, and one of
+    them strictly less. Sorted by cost; rows without both figures are left out.
+
+    >>> t = pl.DataFrame({"policy": ["p"] * 4, "budget": [1, 2, 3, 4], "cost_p50": [1.0, 2.0, 3.0, 2.5],
+    ...     "orphan_rate": [0.3, 0.1, 0.05, 0.2], "proposable": [True] * 4})
+    >>> frontier(t)["budget"].to_list()
+    [1, 2, 3]
+    """
+    pts = table.filter(pl.col("proposable") & pl.col(cost).is_not_null() & pl.col(loss).is_not_null())
+    pts = pts.filter(pl.col(cost).is_not_nan() & pl.col(loss).is_not_nan()).sort(cost, loss)
+    # Sorted by cost then loss: a row is on the front when its loss is below every cheaper row's.
+    best_before = pl.col(loss).cum_min().shift(1)
+    return pts.filter(best_before.is_null() | (pl.col(loss) < best_before))
+
+
+@dataclass
+class Decision:
+    """The chosen (policy, budget) under a window (None when no row meets the rule), why, and what to watch."""
+
+    budget: int | None
+    policy: str | None
+    rule: DecisionRule
+    window: int
+    reserve: int
+    table: pl.DataFrame
+    reasons: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def criteria(self) -> DecisionRule:
+        """The rule (named as :class:`~panto_analytics.analysis.recommend.Recommendation` names it)."""
+        return self.rule
+
+    def around(self, n: int = 2) -> pl.DataFrame:
+        """The chosen policy's rows: the chosen budget and ``n`` budgets either side; when none is chosen, every
+        proposable row and each policy's first row at or above its trigger."""
+        if self.budget is None or self.policy is None:
+            first_above = (~pl.col("proposable")) & ((~pl.col("proposable")).cum_sum().over("policy") == 1)
+            return self.table.filter(pl.col("proposable") | first_above)
+        rows = self.table.filter(pl.col("policy") == self.policy).with_row_index("_i")
+        idx = rows.filter(pl.col("budget") == self.budget)["_i"][0]
+        return rows.slice(max(0, idx - n), 2 * n + 1).drop("_i")
+
+    def headline(self) -> str:
+        if self.budget is None:
+            return "no proposable budget meets the rule"
+        of = "" if self.policy in (None, "libpanto") or self.policy.startswith("libpanto:") else f" ({self.policy})"
+        return f"recommended keep_verbatim: {format_tokens(self.budget)} ({self.budget} tokens){of}"
+
+    def to_dict(self, n: int = 2) -> dict[str, Any]:
+        """What ``-o - --output-format json`` prints: one JSON-ready object."""
+        return {"budget": self.budget, "policy": self.policy, "rule": self.rule.describe(self.window),
+                "window": self.window, "reserve": self.reserve, "rows": _json_rows(self.around(n)),
+                "reasons": list(self.reasons), "warnings": list(self.warnings)}
+
+    def to_text(self, n: int = 2) -> str:
+        """A plain-text account: the choice, the rule, the reasons, the rows around it and the warnings."""
+        lines = [self.headline(), ""]
+        lines += [f"rule: {r}" for r in self.rule.describe(self.window)]
+        lines += [f"why: {r}" for r in self.reasons]
+        rows = self.around(n)
+        if not rows.is_empty():
+            shown = rows.select(_display(rows)).with_columns(
+                pl.when(~pl.col("proposable")).then(pl.lit("at/above trigger"))
+                .when((pl.col("budget") == (self.budget or -1)) & (pl.col("policy") == (self.policy or "")))
+                .then(pl.lit("<- chosen")).otherwise(pl.lit("")).alias(" ")).drop("proposable")
+            with pl.Config(tbl_rows=len(shown), tbl_cols=-1, tbl_width_chars=240, tbl_hide_dataframe_shape=True,
+                           tbl_hide_column_data_types=True, float_precision=3, fmt_str_lengths=40):
+                lines += ["", str(shown)]
+        lines += [f"warning: {w}" for w in self.warnings]
+        return "\n".join(lines)
+
+
+def _display(table: pl.DataFrame) -> list[str]:
+    wanted = ["policy", "budget", "at_trigger", "events", "compactions_per_session", "keeps_k_share",
+              "within_limit_share", "cost_p50", "cost_p90", "orphan_rate", "orphan_rate_p50", "refetch_tokens",
+              "summarized_p50", "proposable"]
+    return [c for c in wanted if c in table.columns]
+
+
+def _json_rows(rows: pl.DataFrame) -> list[dict[str, Any]]:
+    out = []
+    for row in rows.to_dicts():
+        out.append({k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in row.items()})
+    return out
+
+
+def decide(table: pl.DataFrame, rule: DecisionRule, *, window: int, reserve: int) -> Decision:
+    """Pick a (policy, budget) from an :func:`outcomes_table` by ``rule`` (``-k 2`` when none is set).
+
+    >>> t = pl.DataFrame({"policy": ["libpanto"] * 3, "budget": [10, 20, 90], "at_trigger": [40] * 3,
+    ...     "events": [80, 60, 0], "keeps_k_share": [0.5, 0.95, 1.0], "threshold": [84] * 3,
+    ...     "proposable": [True, True, False]})
+    >>> decide(t, DecisionRule(min_kept_turns=2), window=100, reserve=16).budget
+    20
+    """
+    rule = dataclasses.replace(rule.or_default(), window=window)
+    dec = Decision(None, None, rule, window, reserve, table)
+    if table.is_empty() or int(cast(int, table["at_trigger"].max() or 0)) == 0:
+        dec.warnings.append(f"no session reaches the trigger under a {format_tokens(window)} window (reserve "
+                            f"{format_tokens(reserve)}): no budget changes anything; try a smaller --window")
+        return dec
+    policy = rule.policy
+    if policy is None:
+        policies = table["policy"].unique(maintain_order=True).to_list()
+        policy = next((p for p in policies if p.split(":")[0] == "libpanto"), None)
+    pool = table if policy is None or rule.max_orphan_rate is not None else table.filter(pl.col("policy") == policy)
+    if rule.policy is not None:
+        pool = table.filter(pl.col("policy") == rule.policy)
+    above = pool.filter(~pl.col("proposable"))
+    if not above.is_empty():
+        dec.reasons.append(f"{above.height} row(s) at or above the trigger are never proposed (from "
+                           f"{format_tokens(cast(int, above['budget'].min()))}: the whole active window fits them, so they "
+                           "never compact)")
+    ok = pool.filter("proposable")
+    met = pl.lit(True)
+    if rule.min_kept_turns is not None:
+        met = met & (pl.col("keeps_k_share") >= rule.coverage)
+    if rule.max_kept_share is not None:
+        met = met & (pl.col("within_limit_share") >= rule.coverage)
+    meeting = ok.filter(met)
+    if rule.max_orphan_rate is not None:
+        if "orphan_rate" not in table.columns or "cost_p50" not in table.columns:
+            missing = [c for c in ("cost_p50", "orphan_rate") if c not in table.columns]
+            dec.warnings.append(f"--max-orphan-rate needs cost and loss figures; the replay has no {', '.join(missing)}")
+            return dec
+        front = frontier(meeting)
+        fits = front.filter(pl.col("orphan_rate") <= rule.max_orphan_rate)
+        if fits.is_empty():
+            best = front.sort("orphan_rate").head(1)
+            dec.reasons.append("no point of the frontier meets the orphan rate" + (
+                f" (the lowest: {best['orphan_rate'][0]:.1%}, {best['policy'][0]} at "
+                f"{format_tokens(best['budget'][0])})" if not best.is_empty() else ""))
+        else:
+            pick = fits.row(0, named=True)
+            dec.policy, dec.budget = pick["policy"], int(pick["budget"])
+            dec.reasons.append(f"{front.height} point(s) on the frontier; the cheapest with an orphan rate of at "
+                               f"most {rule.max_orphan_rate:.1%}: {pick['policy']} at {format_tokens(dec.budget)}, "
+                               f"median ${pick['cost_p50']:.4f} per session, orphan rate {pick['orphan_rate']:.1%}")
+            dec.reasons += _neighbours(table, pick)
+    else:
+        if rule.max_kept_share is not None and rule.min_kept_turns is None:
+            chosen = meeting.sort("budget", descending=True).head(1)
+        else:
+            chosen = meeting.sort("budget").head(1)
+        if not chosen.is_empty():
+            pick = chosen.row(0, named=True)
+            dec.policy, dec.budget = pick["policy"], int(pick["budget"])
+            dec.reasons.append(_rule_reason(ok, pick, rule))
+            if "cost_p50" in table.columns or "orphan_rate" in table.columns:
+                dec.reasons += _neighbours(table, pick)
+        else:
+            best = ok.sort("keeps_k_share", descending=True).head(1) if "keeps_k_share" in ok.columns else ok.head(0)
+            dec.reasons.append("no proposable budget meets the rule" + (
+                f" (best: {best['keeps_k_share'][0]:.1%} of sessions at {format_tokens(best['budget'][0])})"
+                if not best.is_empty() and rule.min_kept_turns is not None else ""))
+    if dec.policy is not None:
+        dec.policy = str(dec.policy)
+    if dec.budget is not None:
+        dec.warnings += few_warnings(table.filter((pl.col("policy") == dec.policy) & (pl.col("budget") == dec.budget)))
+    else:
+        dec.warnings += few_warnings(pool.filter("proposable"))
+    return dec
+
+
+def _rule_reason(ok: pl.DataFrame, pick: dict[str, Any], rule: DecisionRule) -> str:
+    text = (f"at {format_tokens(pick['budget'])} ({pick['policy']}), "
+            + (f"{pick['keeps_k_share']:.1%} of the {pick['at_trigger']} sessions that reach the trigger keep "
+               f"{rule.min_kept_turns}+ whole turns at every compaction" if rule.min_kept_turns is not None else
+               f"{pick['within_limit_share']:.1%} of the {pick['at_trigger']} sessions that reach the trigger stay "
+               "within the limit at every compaction"))
+    mine = ok.filter(pl.col("policy") == pick["policy"]).sort("budget")
+    smaller = mine.filter(pl.col("budget") < pick["budget"]).tail(1)
+    if rule.min_kept_turns is not None and not smaller.is_empty():
+        text += (f"; at {format_tokens(smaller['budget'][0])}, the next smaller budget, only "
+                 f"{smaller['keeps_k_share'][0]:.1%}")
+    return text
+
+
+def _neighbours(table: pl.DataFrame, pick: dict[str, Any]) -> list[str]:
+    """What the next budgets down and up cost and lose against the chosen one (same policy)."""
+    mine = table.filter(pl.col("policy") == pick["policy"]).sort("budget")
+    out = []
+    for what, rows in (("down", mine.filter(pl.col("budget") < pick["budget"]).tail(1)),
+                       ("up", mine.filter(pl.col("budget") > pick["budget"]).head(1))):
+        if rows.is_empty():
+            out.append(f"no budget tried {'below' if what == 'down' else 'above'} {format_tokens(pick['budget'])}")
+            continue
+        r = rows.row(0, named=True)
+        parts = []
+        if "cost_p50" in r and r["cost_p50"] is not None and pick.get("cost_p50") is not None:
+            parts.append(f"median cost per session {_signed(r['cost_p50'] - pick['cost_p50'], '$', 4)}")
+        if "orphan_rate" in r and r["orphan_rate"] is not None and pick.get("orphan_rate") is not None:
+            parts.append(f"orphan rate {_signed(100 * (r['orphan_rate'] - pick['orphan_rate']), '', 1)} points")
+        if "refetch_tokens" in r and r["refetch_tokens"] is not None and pick.get("refetch_tokens") is not None:
+            parts.append(f"re-fetch tokens {int(r['refetch_tokens']) - int(pick['refetch_tokens']):+,}")
+        more = (r["compactions_per_session"] or 0) - (pick["compactions_per_session"] or 0)
+        parts.append(f"compactions per session {_signed(more, '', 2)}")
+        flag = "" if r["proposable"] else " (at or above the trigger: never proposed)"
+        out.append(f"one step {what}, at {format_tokens(r['budget'])}{flag}: " + ", ".join(parts))
+    return out
+
+
+def _signed(x: float, unit: str, digits: int) -> str:
+    return f"{'+' if x >= 0 else '-'}{unit}{abs(x):.{digits}f}"
+
+
+def few_warnings(rows: pl.DataFrame) -> list[str]:
+    """A warning for each figure in ``rows`` that rests on fewer than :data:`FEW` sessions or events."""
+    out: list[str] = []
+    if rows.is_empty():
+        return out
+    n = int(cast(int, rows["at_trigger"].min() or 0))
+    if n < FEW:
+        out.append(f"the figures rest on {n} session(s) that reach the trigger (fewer than {FEW}): read them as "
+                   "examples, not rates")
+    ev = int(cast(int, rows["events"].min() or 0))
+    if ev < FEW:
+        out.append(f"as few as {ev} compaction event(s) behind a row (fewer than {FEW})")
+    return out
+
+
+def decision_from_replay(result: Replay, rule: DecisionRule | None = None, *,
+                         thresholds: Mapping[str, int] | None = None) -> Decision:
+    """:func:`decide` on the :func:`outcomes_table` of a replay (with or without a ``policy`` column).
+
+    Examples
+    --------
+    >>> import panto_analytics as pa
+    >>> from panto_analytics import examples
+    >>> r = pa.replay(examples.messages(), [500, 1_000, 3_000, 30_000], window=8_000, reserve=4_000, summary_tokens=500)
+    >>> d = decision_from_replay(r, DecisionRule(min_kept_turns=1, coverage=1.0))
+    >>> d.budget, d.table.filter(~pl.col("proposable"))["budget"].to_list()
+    (3000, [30000])
+    """
+    rule = dataclasses.replace((rule or DecisionRule()).or_default(), window=result.window)
+    table = outcomes_table(result.events, result.sessions, window=result.window, reserve=result.reserve,
+                           thresholds=thresholds, min_kept_turns=rule.min_kept_turns or 2, limit=rule.limit)
+    dec = decide(table, rule, window=result.window, reserve=result.reserve)
+    dec.reasons.append(f"replayed under a {format_tokens(result.window)} window (summary "
+                       f"{format_tokens(result.summary_tokens)} tokens, {result.summary_source}); figures per session "
+                       "are over the sessions that reach the trigger")
+    return dec

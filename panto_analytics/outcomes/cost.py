@@ -1,0 +1,254 @@
+"""What an API call costs: the one definition, and the recorded sessions' bill.
+
+:func:`bill` prices calls. It takes one row per API call with the model and
+its token counters (:data:`CALL_COLUMNS`: ``model``, ``input`` uncached input,
+``output``, ``cache_read``, ``cache_write_5m``, ``cache_write_1h``) and adds
+the four parts and their sum (:data:`COST_COLUMNS`), in US dollars:
+
+- ``input_usd`` = input x the input rate;
+- ``output_usd`` = output x the output rate;
+- ``cache_read_usd`` = cache_read x the cache-read rate;
+- ``cache_write_usd`` = cache_write_5m x the 5-minute write rate + cache_write_1h x the 1-hour write rate;
+- ``cost_usd`` = their sum.
+
+A call whose model the price table lacks gets null in all five (never 0).
+Above the tier (200k prompt tokens) the table's rule applies (see
+:mod:`~panto_analytics.outcomes.prices`): ``cliff`` (genai-prices) bills every
+token of a call whose prompt (input + cache_read + both writes) passes the
+tier at the tier's rates; ``split`` (LiteLLM, ccusage) bills each counter's
+tokens above 200k at the higher rate. It is a join with the price frame and
+column arithmetic: no Python per row, lazy in, lazy out.
+
+:func:`costs` bills a message frame's API calls (its assistant messages with
+usage) and sums them per group: session, day, week, month, model, project or
+format, with the price source. A model without a price is reported once by an
+:class:`UnpricedWarning` (calls and tokens), and its groups' costs are null.
+
+>>> import polars as pl
+>>> calls = pl.DataFrame({"model": ["claude-opus-4-5-20251101", "mystery"], "input": [1_000, 5],
+...     "output": [100, 5], "cache_read": [10_000, 0], "cache_write_5m": [2_000, 0], "cache_write_1h": [0, 0]})
+>>> billed = bill(calls)  # genai-prices: $5 in, $25 out, $0.50 read, $6.25 5-minute write per MTok
+>>> billed["cost_usd"].to_list()  # 0.005 + 0.0025 + 0.005 + 0.0125
+[0.025, None]
+"""
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from typing import Any, Literal, TypeVar, cast
+
+import polars as pl
+
+from ..models import normalized_model
+from .prices import RATES, Prices, load_prices
+
+__all__ = [
+    "CALL_COLUMNS", "COST_COLUMNS", "GROUPINGS", "Grouping", "UnpricedWarning", "bill", "call_tokens", "costs",
+    "unpriced",
+]
+
+#: What :func:`bill` reads: the model and one token counter per rate.
+CALL_COLUMNS = ("model", *RATES)
+
+#: What :func:`bill` adds: the four parts, then their sum.
+COST_COLUMNS = ("input_usd", "output_usd", "cache_read_usd", "cache_write_usd", "cost_usd")
+
+#: The groupings :func:`costs` knows.
+GROUPINGS = ("session", "day", "week", "month", "model", "project", "format")
+Grouping = Literal["session", "day", "week", "month", "model", "project", "format"]
+
+F = TypeVar("F", pl.DataFrame, pl.LazyFrame)
+
+_PRICE = "__price_"  # prefix of the joined price columns, dropped again
+
+
+class UnpricedWarning(UserWarning):
+    """A model the price table has no price for: its calls cost null."""
+
+
+def bill(calls: F, prices: Prices | str | None = None) -> F:
+    """``calls`` with :data:`COST_COLUMNS` added (see the module docstring for the rule).
+
+    Parameters
+    ----------
+    calls
+        One row per API call: ``model`` (as recorded or normalized; it is normalized for the lookup) and
+        the counters ``input``, ``output``, ``cache_read``, ``cache_write_5m``, ``cache_write_1h``
+        (integers; null counts as 0). A DataFrame or a LazyFrame; the result is the same kind, in the
+        same row order.
+    prices
+        A :class:`~panto_analytics.outcomes.prices.Prices`, a LiteLLM price file, or None for genai-prices.
+        For a DataFrame, the table is first extended to the names the calls use (``Prices.covering``);
+        a LazyFrame is joined with the table as it is: call ``covering`` yourself for names the source
+        only finds by its matching rules.
+
+    Returns
+    -------
+    DataFrame or LazyFrame
+        ``calls`` and the five cost columns (Float64, US dollars); null where the model has no price.
+
+    Examples
+    --------
+    Above the tier genai-prices bills the whole call at the higher rates ($3 -> $6 in, $15 -> $22.50 out):
+
+    >>> calls = pl.DataFrame({"model": ["claude-sonnet-4-5"] * 2, "input": [200_000, 200_001], "output": [10, 10],
+    ...     "cache_read": [0, 0], "cache_write_5m": [0, 0], "cache_write_1h": [0, 0]})
+    >>> bill(calls)["cost_usd"].round(6).to_list()
+    [0.60015, 1.200231]
+    """
+    table = load_prices(prices)
+    if isinstance(calls, pl.DataFrame):
+        table = table.covering(calls.select(normalized_model("model").unique())["model"].to_list())
+    priced = table.frame.lazy().rename(lambda c: _PRICE + c)
+    out = (calls.lazy()
+           .with_columns(normalized_model("model").alias(_PRICE + "key"))
+           .join(priced, left_on=_PRICE + "key", right_on=_PRICE + "model", how="left", maintain_order="left")
+           .with_columns(_bill_exprs(table.rule))
+           .drop(pl.selectors.starts_with(_PRICE)))
+    return cast(F, out.collect() if isinstance(calls, pl.DataFrame) else out)
+
+
+def _bill_exprs(rule: str) -> list[pl.Expr]:
+    """The five cost columns over the calls joined with the price columns."""
+    count = {r: pl.col(r).cast(pl.Float64).fill_null(0.0) for r in RATES}
+    base = {r: pl.col(_PRICE + r) for r in RATES}
+    above = {r: pl.col(f"{_PRICE}{r}_above") for r in RATES}
+    start = pl.col(_PRICE + "tier_start").cast(pl.Float64)
+    tiered = start.is_not_null()
+    if rule == "cliff":
+        prompt = count["input"] + count["cache_read"] + count["cache_write_5m"] + count["cache_write_1h"]
+        over = tiered & (prompt > start)
+        part = {r: count[r] * pl.when(over).then(above[r]).otherwise(base[r]) for r in RATES}
+    else:
+        def split(r: str) -> pl.Expr:
+            past = (count[r] - start).clip(lower_bound=0.0)
+            return pl.when(tiered).then((count[r] - past) * base[r] + past * above[r]).otherwise(count[r] * base[r])
+        part = {r: split(r) for r in RATES}
+    exprs = [part["input"].alias("input_usd"), part["output"].alias("output_usd"),
+             part["cache_read"].alias("cache_read_usd"),
+             (part["cache_write_5m"] + part["cache_write_1h"]).alias("cache_write_usd")]
+    total = part["input"] + part["output"] + part["cache_read"] + (part["cache_write_5m"] + part["cache_write_1h"])
+    return [*exprs, total.alias("cost_usd")]
+
+
+def call_tokens(messages: F) -> F:
+    """The API calls of a message frame, as :func:`bill` reads them.
+
+    An API call is a message with usage (adapters store all four counters or none; only assistant messages
+    have them). ``cache_write_1h`` is the frame's where it has one, else 0: a write without a recorded
+    lifetime is a 5-minute write, and ``cache_write_5m`` is the rest of ``cache_write``.
+    """
+    one_hour = (pl.col("cache_write_1h") if "cache_write_1h" in messages.collect_schema().names()
+                else pl.lit(0)).cast(pl.UInt32).fill_null(0)
+    return (messages.filter(pl.col("input").is_not_null())
+            .with_columns(one_hour.alias("cache_write_1h"))
+            .with_columns((pl.col("cache_write").cast(pl.Int64) - pl.col("cache_write_1h")).clip(lower_bound=0)
+                          .cast(pl.UInt32).alias("cache_write_5m")))
+
+
+def _group_key(by: str, timezone: str) -> pl.Expr:
+    local = pl.col("timestamp").dt.convert_time_zone(timezone)
+    if by == "session":
+        return pl.col("session_id").cast(pl.String).alias("session_id")
+    if by == "day":
+        return local.dt.date().alias("day")
+    if by == "week":
+        return local.dt.truncate("1w").dt.date().alias("week")
+    if by == "month":
+        return local.dt.truncate("1mo").dt.date().alias("month")
+    if by == "model":
+        return normalized_model("model").alias("model")
+    if by == "project":
+        return pl.col("project")
+    if by == "format":
+        return pl.col("source_format").alias("source_format")
+    raise ValueError(f"unknown grouping {by!r}: one of {', '.join(GROUPINGS)}")
+
+
+def costs(messages: Any, *, by: Grouping | Sequence[Grouping] = (), prices: Prices | str | None = None,
+          timezone: str = "UTC", sessions: pl.DataFrame | None = None) -> pl.DataFrame:
+    """What the recorded API calls cost, one row per group.
+
+    Parameters
+    ----------
+    messages
+        A message frame (DataFrame or LazyFrame), or a corpus (anything with ``.messages`` and ``.sessions``,
+        such as :class:`~panto_analytics.ingest.corpus.Corpus`).
+    by
+        Groupings, in order: ``session``, ``day``, ``week`` (starting Monday), ``month`` (dates in
+        ``timezone``), ``model`` (normalized), ``project`` (needs the sessions table), ``format``.
+        None: one row for everything.
+    prices
+        As in :func:`bill`.
+    timezone
+        The time zone of days, weeks and months (IANA name).
+    sessions
+        The sessions table, for ``project`` (taken from a corpus when ``messages`` is one).
+
+    Returns
+    -------
+    pl.DataFrame
+        The group columns (``session_id``, ``day``, ``week``, ``month``, ``model``, ``project``,
+        ``source_format``), ``api_calls``, ``input``, ``output``, ``cache_read``, ``cache_write_5m``,
+        ``cache_write_1h`` (UInt64 sums), the five cost columns (null where any call of the group has no
+        price), ``unpriced_calls`` and ``price_source``; sorted by the groups.
+
+    Warns
+    -----
+    UnpricedWarning
+        Once per model without a price: how many calls and tokens went unpriced.
+
+    Examples
+    --------
+    >>> import panto_analytics as pa, warnings
+    >>> with warnings.catch_warnings(record=True) as notes:
+    ...     table = costs(pa.examples.messages(), by="model")   # example-model has no price
+    >>> table.select("model", "api_calls", "input", "cost_usd").rows(), len(notes)
+    ([('example-model', 4, 7700, None)], 1)
+    """
+    groups = [by] if isinstance(by, str) else list(by)
+    for g in groups:
+        if g not in GROUPINGS:
+            raise ValueError(f"unknown grouping {g!r}: one of {', '.join(GROUPINGS)}")
+    if hasattr(messages, "messages") and hasattr(messages, "sessions"):
+        sessions = messages.sessions if sessions is None else sessions
+        messages = messages.messages
+    calls = call_tokens(messages.lazy())
+    if "project" in groups:
+        if sessions is None:
+            raise ValueError("by='project' needs the sessions table: pass a corpus or sessions=")
+        about = sessions.lazy().select(pl.col("session_id").cast(pl.String).alias("__sid"), "project")
+        calls = calls.with_columns(pl.col("session_id").cast(pl.String).alias("__sid")).join(
+            about, on="__sid", how="left").drop("__sid")
+    names = calls.select(normalized_model("model").unique()).collect()["model"].to_list()
+    table = load_prices(prices).covering(names)
+    keys = [_group_key(g, timezone) for g in groups]
+    billed = bill(calls.with_columns(keys), table) if keys else bill(calls, table)
+    key_names = [k.meta.output_name() for k in keys]
+    token_cols = ["input", "output", "cache_read", "cache_write_5m", "cache_write_1h"]
+    aggs = [pl.len().cast(pl.UInt64).alias("api_calls"),
+            *[pl.col(c).cast(pl.UInt64).sum() for c in token_cols],
+            # A group with an unpriced call has no total: null, not a partial sum.
+            *[pl.when(pl.col(c).is_null().any()).then(None).otherwise(pl.col(c).sum()).alias(c)
+              for c in COST_COLUMNS],
+            pl.col("cost_usd").is_null().sum().cast(pl.UInt64).alias("unpriced_calls")]
+    grouped = (billed.group_by(key_names).agg(aggs).sort(key_names, nulls_last=True) if key_names
+               else billed.select(aggs))
+    out = grouped.with_columns(pl.lit(table.source).alias("price_source")).collect()
+    _warn_unpriced(unpriced(billed))
+    return out
+
+
+def unpriced(billed: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
+    """One row per model whose calls :func:`bill` left unpriced: ``model``, ``api_calls``, ``tokens``."""
+    return (billed.lazy().filter(pl.col("cost_usd").is_null())
+            .group_by(normalized_model("model").fill_null("(no model)").alias("model"))
+            .agg(pl.len().cast(pl.UInt64).alias("api_calls"),
+                 pl.sum_horizontal([pl.col(c).cast(pl.UInt64).fill_null(0) for c in RATES]).sum().alias("tokens"))
+            .sort("model").collect())
+
+
+def _warn_unpriced(table: pl.DataFrame) -> None:
+    for model, calls, tokens in table.iter_rows():
+        warnings.warn(UnpricedWarning(f"no price for model {model}: {calls:,} call(s), {tokens:,} token(s) "
+                                      "unpriced (their cost is null)"), stacklevel=3)
