@@ -35,6 +35,7 @@ import polars as pl
 
 from ..errors import IngestReport
 from ..ingest.corpus import Corpus
+from ..models import normalized_model, session_model
 from ..policy import Replay, compare_policies, events_as_splits, replay, summarize_replay, summarize_splits
 from ..policy import splits as compute_splits
 from ..policy import turns as compute_turns
@@ -231,12 +232,25 @@ def _compaction_detail(compactions: pl.DataFrame) -> str:
     return "; ".join(parts)
 
 
-def breakdown(messages: pl.DataFrame, column: str, *, top: int = 10) -> Table:
-    """Sessions and messages per value of ``column`` (e.g. ``source_format``, ``model``)."""
+def breakdown(messages: pl.DataFrame, column: str, *, top: int = 10, sessions: pl.DataFrame | None = None) -> Table:
+    """Sessions and messages per value of ``column`` (e.g. ``source_format``, ``model``), each session once.
+
+    A session's value is its first message's, except ``model``: the sessions
+    table's (normalized, the session's own), or without ``sessions`` the same
+    from the messages (:func:`~panto_analytics.models.session_model`), so
+    that one model is one row and ``<synthetic>`` none.
+    """
+    if column == "model" and sessions is not None and "model" in sessions.columns:
+        per_session = sessions.lazy().select(SESSION, pl.col("model").cast(pl.String))
+    elif column == "model":
+        per_session = messages.lazy().group_by(SESSION).agg(normalized_model(session_model("model")))
+    else:
+        per_session = messages.lazy().group_by(SESSION).agg(pl.col(column).first().cast(pl.String))
+    sizes = messages.lazy().group_by(SESSION).agg(messages=pl.len())
     frame = (
-        messages.lazy()
-        .group_by(pl.col(column).cast(pl.String).fill_null("unknown"))
-        .agg(sessions=pl.col(SESSION).n_unique(), messages=pl.len())
+        per_session.join(sizes, on=SESSION, how="left")
+        .group_by(pl.col(column).fill_null("unknown"))
+        .agg(sessions=pl.len().cast(pl.UInt32), messages=pl.col("messages").fill_null(0).sum().cast(pl.UInt32))
         .sort(["sessions", column], descending=[True, False])
         .collect()
     )
@@ -424,7 +438,8 @@ def build_report(messages: pl.DataFrame, budgets: Iterable[int], *, criteria: Cr
         recommendation=rec,
         overview=corpus_overview(messages, turns, per_session, ingest=ingest, sessions=sessions,
                                  compactions=compactions),
-        breakdowns={"source format": breakdown(messages, "source_format"), "model": breakdown(messages, "model")},
+        breakdowns={"source format": breakdown(messages, "source_format", sessions=sessions),
+                    "model": breakdown(messages, "model", sessions=sessions)},
     )
     segments = {kind: session_segments(messages, kind, sessions=sessions) for kind in segment_by}
     report.figures = report_figures(per_session, turns, highlight=rec.budget, segments=segments)

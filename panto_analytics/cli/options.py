@@ -27,10 +27,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "PLOT_SUFFIXES", "STDOUT_FORMATS", "BudgetList", "OutputPathError", "Tokens", "budgets_option",
-    "cache_warnings_on_stderr", "check_engine", "check_output", "check_output_path", "check_replay", "dataset_path",
-    "engine_options", "file_output_option", "friendly_errors", "input_options", "is_device", "launching", "output_option", "policy_option",
-    "read_input", "read_input_corpus", "read_settings", "replay_options", "report_skips", "session_files",
-    "session_filter", "to_stdout", "write_frame",
+    "cache_warnings_on_stderr", "check_engine", "check_output", "check_output_path", "check_replay", "cost_options",
+    "dataset_path", "engine_options", "file_output_option", "friendly_errors", "input_options", "is_device", "launching",
+    "output_option", "policy_option", "read_input", "read_input_corpus", "read_settings", "replay_options",
+    "replay_prices", "report_skips", "session_files", "session_filter", "to_stdout", "write_frame",
 ]
 
 
@@ -543,6 +543,31 @@ def policy_option(fn):
         help=f"Replay under this compaction policy ({', '.join(POLICY_NAMES)}), with settings over its defaults "
              "(pi:keep_recent_tokens=30k); repeat to compare. libpanto runs at every --budgets value; "
              "the others at their own settings (docs/replay.md).")(fn)
+
+
+def cost_options(fn):
+    """--cost, --prices FILE and --summarizer: bill every call a replay simulates (docs/replay.md)."""
+    for option in reversed([
+        click.option("--cost", is_flag=True,
+                     help="Bill every call: the recorded cost, the replayed calls' cost and the summarizer calls' "
+                          "per session, and cost per session (p50, p90) and totals in the table."),
+        click.option("--prices", "prices_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+                     default=None, metavar="FILE",
+                     help="A LiteLLM model_prices_and_context_window.json price file [default: genai-prices' "
+                          "bundled table, offline]. Implies --cost."),
+        click.option("--summarizer", type=click.Choice(["separate", "cached"]), default=None,
+                     help="Bill every summarizer call as a separate uncached request, or on the cached "
+                          "conversation [default: each policy's own way]. Implies --cost."),
+    ]):
+        fn = option(fn)
+    return fn
+
+
+def replay_prices(cost: bool, prices_file: Path | None, summarizer: str | None) -> Path | bool | None:
+    """What ``replay(prices=...)`` gets from the cost options: None (no bill), True (genai-prices) or the file."""
+    if prices_file is not None:
+        return prices_file
+    return True if cost or summarizer is not None else None
 
 
 def check_replay(window: int | None, reserve: int, summary_tokens: int | None) -> None:

@@ -7,6 +7,7 @@ from .app import main
 from .options import (
     budgets_option,
     check_replay,
+    cost_options,
     file_output_option,
     friendly_errors,
     input_options,
@@ -14,6 +15,7 @@ from .options import (
     policy_option,
     read_input,
     replay_options,
+    replay_prices,
     write_frame,
 )
 
@@ -25,14 +27,15 @@ __all__ = ["replay_cmd"]
 @budgets_option()
 @replay_options(required=True)
 @policy_option
+@cost_options
 @output_option
 @file_output_option("--sessions", dest="sessions_out",
                     help="Also write one row per (session, budget) to this file (.csv, .parquet, .json, .ndjson).")
 @file_output_option("--events", dest="events_out",
                     help="Also write one row per compaction event to this file (.csv, .parquet, .json, .ndjson).")
 @friendly_errors
-def replay_cmd(paths, format_, skip_invalid, budgets, window, reserve, summary_tokens, policies, output, sessions_out,
-               events_out):
+def replay_cmd(paths, format_, skip_invalid, budgets, window, reserve, summary_tokens, policies, cost, prices_file,
+               summarizer, output, sessions_out, events_out):
     """Replay libpanto's compaction over each session's life in PATHS.
 
     An agent compacts when its context nears the model's window, again and
@@ -53,20 +56,41 @@ def replay_cmd(paths, format_, skip_invalid, budgets, window, reserve, summary_t
     row per policy (per budget for libpanto), with compactions, kept tokens
     percentiles, summarized tokens, summarizer input and overflow.
 
+    With --cost (or --prices FILE), every call is billed: before a
+    session's first compaction as recorded, after it with the prompt the
+    compaction left and the cache reads it allows, plus one summarizer call
+    per compaction. The --sessions rows gain the recorded, replayed and
+    summarizer cost, the --events rows each summarizer call's cost, and the
+    table the cost per session (p50, p90) and the totals.
+
     \b
     Examples:
       panto-analytics replay data/ --window 200k
       panto-analytics replay ~/.claude/projects --window 200k -b 8k,20k,50k --events events.parquet
       panto-analytics replay data/ --window 200k -b 20k --policy libpanto --policy pi --policy codex
+      panto-analytics replay ~/.claude/projects -w 200k -b 20k --policy libpanto --policy claude-code --cost
     """
+    import warnings
+
+    from ..outcomes.cost import UnpricedWarning
     from ..policy.policy_replay import replay
     from ..policy.replay_summary import compare_policies, summarize_replay
 
     check_replay(window, reserve, summary_tokens)
     messages = read_input(paths, format_, skip_invalid)
-    result = replay(messages, budgets, window=window, reserve=reserve, summary_tokens=summary_tokens,
-                    policy=list(policies) or None)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UnpricedWarning)
+        result = replay(messages, budgets, window=window, reserve=reserve, summary_tokens=summary_tokens,
+                        policy=list(policies) or None, prices=replay_prices(cost, prices_file, summarizer),
+                        summarizer=summarizer)
+    for w in caught:
+        if issubclass(w.category, UnpricedWarning):
+            click.echo(f"note: {w.message}", err=True)
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     click.echo(f"summary: {result.summary_tokens:,} tokens ({result.summary_source})", err=True)
+    if result.price_source is not None:
+        click.echo(f"prices: {result.price_source}", err=True)
     for frame, target in ((result.sessions, sessions_out), (result.events, events_out)):
         if target is not None:
             write_frame(frame, target)

@@ -3,7 +3,9 @@
 - :mod:`~panto_analytics.outcomes.prices`: ``load_prices``, the price table (genai-prices offline, or a
   LiteLLM price file);
 - :mod:`~panto_analytics.outcomes.cost`: ``bill``, the one definition of a call's cost, and ``costs``,
-  the recorded sessions' bill per group.
+  the recorded sessions' bill per group;
+- :mod:`~panto_analytics.outcomes.billing`: the tokens of every call a replay simulates (the cache rule,
+  the summarizer call) and ``bill_replay``, a replay's sessions and events priced.
 
 This floor sits below ``policy``, so that the replay can bill the calls it simulates.
 """

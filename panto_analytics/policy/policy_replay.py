@@ -46,6 +46,7 @@ from . import expressions as ex
 from .policies import LibPanto, Policy, parse_policy
 from .replay import DEFAULT_RESERVE, EVENT_SCHEMA, Replay, _Engine, _np, summary_size, validate_parameters
 from .replay import replay as replay_libpanto
+from .replay_billing import PriceSpec, bill_replay_result
 from .replay_request import with_request_bytes
 from .splits import budget_series
 from .turns import check_order
@@ -229,7 +230,8 @@ def _with_policy(result: Replay, policy: Policy, frame: pl.DataFrame) -> tuple[p
 
 def replay(messages: pl.DataFrame | pl.LazyFrame, budgets: Iterable[int], *, window: int,
            reserve: int = DEFAULT_RESERVE, summary_tokens: int | None = None,
-           policy: Sequence[str | Policy] | str | Policy | None = None) -> Replay:
+           policy: Sequence[str | Policy] | str | Policy | None = None, prices: PriceSpec | None = None,
+           summarizer: str | None = None) -> Replay:
     """Replay compaction over each session's life under ``window``: libpanto at every budget, or the given policies.
 
     Without ``policy`` this is :func:`~panto_analytics.policy.replay.replay`,
@@ -238,8 +240,12 @@ def replay(messages: pl.DataFrame | pl.LazyFrame, budgets: Iterable[int], *, win
     (``"libpanto"``, ``"pi"``, ``"pi-whole-turn"``, ``"codex"``,
     ``"claude-code"``, ``"gemini-cli"``, ``"last-n-turns"``, each with
     ``NAME:k=v`` settings over its defaults), and both frames gain a
-    ``policy`` column. Raises ValueError (one line) on bad parameters or an
-    unknown policy or setting.
+    ``policy`` column. Given ``prices``, every call is billed
+    (:mod:`panto_analytics.outcomes.billing` states the rules, ``docs/replay.md``
+    too): the session rows gain ``recorded_cost_usd``, ``simulated_cost_usd``,
+    ``summarizer_cost_usd``, ``total_cost_usd`` and their parts, the events
+    their summarizer call's cost and the cost of the calls after them. Raises
+    ValueError (one line) on bad parameters or an unknown policy or setting.
 
     Parameters
     ----------
@@ -256,6 +262,12 @@ def replay(messages: pl.DataFrame | pl.LazyFrame, budgets: Iterable[int], *, win
     policy
         None (libpanto), or one policy or several: names, ``NAME:k=v`` specs or
         :class:`~panto_analytics.policy.policies.Policy` objects.
+    prices
+        None (no bill), True (genai-prices' bundled table, offline), a
+        :class:`~panto_analytics.outcomes.prices.Prices` or a LiteLLM price file.
+    summarizer
+        How the summarizer call is billed: ``"separate"`` (uncached) or ``"cached"`` (on the cached
+        conversation) for every policy; None: each policy's own way (``Policy.summarizer_cached``).
 
     Returns
     -------
@@ -272,9 +284,13 @@ def replay(messages: pl.DataFrame | pl.LazyFrame, budgets: Iterable[int], *, win
     [('libpanto:reserve=4000', 5, 6, 0, False), ('pi:reserve_tokens=4000,keep_recent_tokens=100', 5, 5, 1, True)]
     """
     if policy is None:
-        return replay_libpanto(messages, budgets, window=window, reserve=reserve, summary_tokens=summary_tokens)
-    return replay_policies(messages, policy, window=window, budgets=budgets, reserve=reserve,
-                           summary_tokens=summary_tokens)
+        result = replay_libpanto(messages, budgets, window=window, reserve=reserve, summary_tokens=summary_tokens)
+    else:
+        result = replay_policies(messages, policy, window=window, budgets=budgets, reserve=reserve,
+                                 summary_tokens=summary_tokens)
+    if prices is None:
+        return result
+    return bill_replay_result(result, messages, prices, summarizer=summarizer)
 
 
 def replay_policies(messages: pl.DataFrame | pl.LazyFrame, policies: Sequence[str | Policy] | str | Policy, *,

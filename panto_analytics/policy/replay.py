@@ -133,6 +133,8 @@ class Replay:
     summary_tokens: int
     #: Where ``summary_tokens`` came from: given, the recorded summaries' median, or the default.
     summary_source: str = "given"
+    #: The price table that billed the calls (``replay(..., prices=...)``); None when nothing was billed.
+    price_source: str | None = None
 
 
 def _check_size(name: str, value: int) -> int:

@@ -15,7 +15,37 @@ from collections.abc import Sequence
 
 import polars as pl
 
-__all__ = ["compare_policies", "events_as_splits", "summarize_replay"]
+__all__ = ["compare_policies", "cost_columns", "events_as_splits", "summarize_replay"]
+
+#: The cost columns of a billed replay's table (:func:`cost_columns`), in their order.
+COST_TABLE_COLUMNS = ("cost_p50_usd", "cost_p90_usd", "cost_usd", "recorded_cost_usd", "summarizer_cost_usd",
+                      "summarizer_share")
+
+
+def _sum_or_null(column: str) -> pl.Expr:
+    """The sum of ``column``, null when any value is (an unpriced call is never billed 0)."""
+    return pl.when(pl.col(column).is_null().any()).then(pl.lit(None, pl.Float64)).otherwise(pl.col(column).sum())
+
+
+def cost_columns() -> list[pl.Expr]:
+    """Aggregations over a billed replay's session rows: ``cost_p50_usd`` / ``cost_p90_usd``, a session's replayed
+    cost (its calls and its summarizer calls, ``total_cost_usd``) at the median and p90 (over the priced
+    sessions); ``cost_usd``, ``recorded_cost_usd`` and ``summarizer_cost_usd``, the totals (null when any
+    call is unpriced); ``summarizer_share`` of the replayed total.
+
+    >>> s = pl.DataFrame({"total_cost_usd": [1.0, 2.0, 9.0], "recorded_cost_usd": [2.0, 4.0, 6.0],
+    ...                   "summarizer_cost_usd": [0.5, 0.5, 0.5]})
+    >>> s.select(cost_columns()).rows()
+    [(2.0, 9.0, 12.0, 12.0, 1.5, 0.125)]
+    """
+    return [
+        pl.col("total_cost_usd").quantile(0.5, "nearest").alias("cost_p50_usd"),
+        pl.col("total_cost_usd").quantile(0.9, "nearest").alias("cost_p90_usd"),
+        _sum_or_null("total_cost_usd").alias("cost_usd"),
+        _sum_or_null("recorded_cost_usd").alias("recorded_cost_usd"),
+        _sum_or_null("summarizer_cost_usd").alias("summarizer_cost_usd"),
+        (_sum_or_null("summarizer_cost_usd") / _sum_or_null("total_cost_usd")).alias("summarizer_share"),
+    ]
 
 
 def summarize_replay(events: pl.DataFrame, sessions: pl.DataFrame, *, by: Sequence[str] = ("budget",)) -> pl.DataFrame:
@@ -31,7 +61,9 @@ def summarize_replay(events: pl.DataFrame, sessions: pl.DataFrame, *, by: Sequen
     ``kept_tokens_p50`` at events; ``request_bytes_p50`` and
     ``request_bytes_per_session`` (summarizer input, mean over sessions);
     ``overflow_share`` and ``ineffective_share`` of sessions. Percentiles
-    pick observed values ("nearest"), so they stay whole.
+    pick observed values ("nearest"), so they stay whole. A billed replay
+    (``replay(..., prices=...)``) adds :func:`cost_columns`: the cost per
+    session (median, p90), the totals and the summarizer's share.
 
     Parameters
     ----------
@@ -52,6 +84,7 @@ def summarize_replay(events: pl.DataFrame, sessions: pl.DataFrame, *, by: Sequen
     [(1000, 1, 0), (3000, 1, 3000)]
     """
     keys = list(by)
+    costs = COST_TABLE_COLUMNS if "total_cost_usd" in sessions.columns else ()
     per_session = sessions.group_by(keys, maintain_order=True).agg(
         sessions=pl.len(),
         compacted_share=(pl.col("n_compactions") > 0).mean(),
@@ -69,6 +102,9 @@ def summarize_replay(events: pl.DataFrame, sessions: pl.DataFrame, *, by: Sequen
         request_bytes_p50=pl.col("request_bytes").quantile(0.5, "nearest").cast(pl.UInt64),
         request_bytes_total=pl.col("request_bytes").sum(),
     )
+    if "total_cost_usd" in sessions.columns:
+        per_session = per_session.join(sessions.group_by(keys).agg(*cost_columns()), on=keys, how="left",
+                                       maintain_order="left")
     table = (
         per_session.join(per_event, on=keys, how="left", maintain_order="left")
         .with_columns(
@@ -78,7 +114,7 @@ def summarize_replay(events: pl.DataFrame, sessions: pl.DataFrame, *, by: Sequen
         .drop("request_bytes_total")
         .select(*keys, "sessions", "compacted_share", "compactions_mean", "compactions_max", "events",
                 "zero_kept_event_share", "kept_turns_p10", "kept_turns_p50", "kept_tokens_p50", "request_bytes_p50",
-                "request_bytes_per_session", "overflow_share", "ineffective_share")
+                "request_bytes_per_session", "overflow_share", "ineffective_share", *costs)
     )
     # Budgets ascending (within each group of the other keys, kept in the order they first appear).
     if len(keys) == 1:
@@ -117,7 +153,7 @@ def compare_policies(events: pl.DataFrame, sessions: pl.DataFrame) -> pl.DataFra
         *keys, "sessions", "compacted_share", "compactions_mean", "compactions_max", "events", "zero_kept_event_share",
         "kept_turns_p50", "kept_messages_p50", "kept_tokens_p10", "kept_tokens_p50", "kept_tokens_p90",
         "summarized_tokens_p50", "split_turn_share", "request_bytes_p50", "request_bytes_per_session",
-        "overflow_share", "ineffective_share")
+        "overflow_share", "ineffective_share", *(COST_TABLE_COLUMNS if "total_cost_usd" in sessions.columns else ()))
 
 
 #: ``n_turns`` of an event in :func:`events_as_splits`: more than it can keep (an event is never a no-op).

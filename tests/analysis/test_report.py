@@ -256,3 +256,43 @@ def test_policies_get_a_section_a_plot_and_the_recorded_cuts(tmp_path):
     out = CliRunner().invoke(main, ["report", str(REPO / "data"), "--no-cache", "-o", str(tmp_path / "r"),
                                     "--policy", "pi"])
     assert out.exit_code == 2 and "--window" in out.output
+
+
+def _mixed_models() -> pl.DataFrame:
+    """Three sessions: one names its model with and without the date and has a <synthetic> message, one has no
+    model, one another model."""
+    m = pa.examples.messages()
+    ids = m["session_id"].cast(str).unique(maintain_order=True).to_list()
+    assert len(ids) >= 2
+    names = {ids[0]: ["claude-opus-4-5-20251101", "<synthetic>", "claude-opus-4-5"], ids[1]: [None]}
+    rows = []
+    for sid in m["session_id"].cast(str):
+        options = names.get(sid, ["gpt-5"])
+        rows.append(options[len([r for r in rows if r[0] == sid]) % len(options)])
+        rows[-1] = (sid, rows[-1])
+    return m.with_columns(pl.Series("model", [model for _, model in rows], dtype=pl.String))
+
+
+def test_by_model_names_each_session_once_by_its_normalized_model():
+    from panto_analytics.analysis.report import breakdown
+
+    m = _mixed_models()
+    table = breakdown(m, "model")
+    models = [row[0] for row in table.rows]
+    assert "<synthetic>" not in models and "claude-opus-4-5-20251101" not in models
+    assert "claude-opus-4-5" in models
+    n_sessions = m["session_id"].n_unique()
+    assert sum(int(str(row[1]).replace(",", "")) for row in table.rows) == n_sessions
+
+
+def test_by_model_agrees_with_the_sessions_table_and_the_segments(tmp_path):
+    from panto_analytics.analysis.plot_data import session_segments
+    from panto_analytics.analysis.report import breakdown
+
+    corpus = pa.read_corpus(FIXTURES / "claude_code" / "resume", cache=None)
+    by_table = corpus.sessions.group_by("model").len().sort("model")
+    table = breakdown(corpus.messages, "model", sessions=corpus.sessions)
+    assert sorted((r[0], int(str(r[1]))) for r in table.rows) == sorted(
+        (m or "unknown", n) for m, n in by_table.iter_rows())
+    segments = session_segments(_mixed_models(), "model")
+    assert "<synthetic>" not in segments["segment"].cast(str).to_list()

@@ -82,10 +82,16 @@ class Policy:
     the cut of every state (see the module docstring). ``from_anchor``: the
     window frame starts at the latest recorded summary rather than at the
     previous cut (a policy that re-reads earlier messages, as Codex does).
+    ``summarizer_cached``: the agent sends its summary request on the cached
+    conversation (its prefix is the conversation itself), so the bill reads
+    it from cache; otherwise the request is a separate, uncached one.
     """
 
     name: ClassVar[str] = ""
     from_anchor: ClassVar[bool] = False
+    #: How the agent asks for its summary, for the bill (:mod:`panto_analytics.outcomes.billing`): on its cached
+    #: conversation (True) or as a separate, uncached request (False, the default).
+    summarizer_cached: ClassVar[bool] = False
 
     def threshold(self, window: int) -> int:  # pragma: no cover - abstract
         raise NotImplementedError

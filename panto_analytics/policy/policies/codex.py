@@ -22,6 +22,12 @@ Source: openai/codex ``codex-rs/core/src/compact.rs`` (read at commit
   (``from_anchor``). Codex's filtering of its own session-prefix messages
   (AGENTS.md, environment context) is not reproduced; bytes are the frame's
   ``serialized_bytes``; the truncation marker's few tokens are not counted.
+- Summarizer: on the cached conversation (``summarizer_cached``). Codex's
+  local compaction records the compact prompt into a clone of the history and
+  streams ``history.get_history_for_prompt()`` as an ordinary turn
+  (``run_compact_task_inner``), so the request's prefix is the conversation
+  the previous call sent, read from OpenAI's prefix cache ("Trim from the
+  beginning to preserve cache (prefix-based)", ibid.).
 
 >>> import polars as pl
 >>> w = pl.DataFrame({"state": [0] * 4, "seq": [0, 1, 2, 3], "user": [True, False, True, False],
@@ -46,6 +52,7 @@ class Codex(Policy):
     """Codex's ``build_compacted_history``: user messages up to ``user_tokens``, at ``trigger_ratio`` of the window."""
 
     name = "codex"
+    summarizer_cached = True
     from_anchor = True
     trigger_ratio: float = 0.9
     user_tokens: int = 20_000

@@ -1,0 +1,441 @@
+"""The tokens of every API call a replay simulates, under one cache rule: frames in, frames out.
+
+A replay (:func:`panto_analytics.policy.replay`) says where compactions fire;
+this module says what each API call would then have sent, split the way a
+provider bills it: ``input`` (uncached), ``cache_read``, ``cache_write_5m``,
+``cache_write_1h`` and ``output``. Pricing those columns is
+:mod:`panto_analytics.outcomes.cost`'s job; nothing here knows a price.
+
+**The cache rule** (:func:`cache_split`), per call ``j`` of a session, with
+``P`` its prompt (``input + cache_read + cache_write``):
+
+- The session *writes* its cache (Anthropic: some recorded call has
+  ``cache_write > 0``) or caches automatically (OpenAI: it never writes). A
+  writing call leaves its cache breakpoint before its uncached ``input``
+  tail, so what it leaves cached is ``P - tail`` with ``tail = min(input, P)``;
+  an automatic cache keeps the whole prompt (``tail = 0``).
+- ``cache_read = min(candidate, P - tail)``, where the candidate is
+
+  * the *stable head* on the session's first call after a compaction
+    (simulated or recorded): the system prompt and tools, which every session
+    of the agent shares. It is estimated as the session's first call's
+    recorded ``cache_read``: what the session found cached before it had
+    written anything (0 when it found nothing: then nothing is read back);
+  * what the previous call left cached, when the gap since that call is
+    within the cache lifetime: 1 hour when the latest write recorded at or
+    before the previous call was a 1-hour write (``cache_write_1h > 0``),
+    else 5 minutes. Every call reads or writes the prefix, so every call
+    refreshes its lifetime: the gap is measured from the previous call;
+  * the stable head again past the lifetime.
+- A writing session writes the rest, ``P - tail - cache_read``, at the kind of
+  the latest recorded write (1 hour or 5 minutes); an automatic one sends it
+  as uncached ``input``. ``output`` is the recorded output.
+
+**A replay's calls** (:func:`simulated_calls`): before a session's first
+simulated compaction, and after a recorded summary restarts the state, every
+call is billed exactly as recorded. After a compaction that summarized ``S``
+tokens so far (since the latest restart), a call's prompt is its recorded
+prompt minus ``S`` (never below 0) plus the summary (``summary_tokens``), and
+the rule above splits it, with the first call after each compaction reading
+only the stable head.
+
+**The summarizer call** (:func:`summarizer_calls`): one per event, on the
+trigger call's model. Its input is the request the replay computes
+(``request_bytes``) at :data:`BYTES_PER_TOKEN` bytes per token (the replay's
+own estimate for summary text, and pi's and Codex's chars/4), its output the
+summary (``summary_tokens``). ``"separate"``: an uncached request (pi, Gemini
+CLI, libpanto). ``"cached"``: the agent asks for the summary on its cached
+conversation (Codex's local compaction): it reads what the trigger call left
+cached and sends the rest of the conversation (the trigger's prompt and
+output) uncached; the instruction's own few tokens are not counted.
+
+>>> import polars as pl
+>>> calls = pl.DataFrame({"prompt": [1000, 1200], "input": [10, 10], "writes": [True, True],
+...                       "candidate": [400, 990]})
+>>> calls.select(cache_split(pl.col("prompt"), pl.col("input"), pl.col("writes"), pl.col("candidate"))).rows()
+[(10, 400, 590), (10, 990, 200)]
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import polars as pl
+
+from ..schema import USAGE_COLUMNS
+from .cost import COST_COLUMNS
+
+__all__ = [
+    "BYTES_PER_TOKEN", "CACHE_WRITE_1H", "FIVE_MINUTES_MS", "ONE_HOUR_MS", "SUMMARIZER_MODES", "TOKEN_COLUMNS",
+    "PARTS", "Price", "bill_replay", "cache_split", "call_rows", "check_cache_rule", "lifetime_ms", "simulated_calls",
+    "summarizer_calls",
+]
+
+S = "session_id"
+
+#: The per-call token columns a price applies to.
+TOKEN_COLUMNS = ("input", "output", "cache_read", "cache_write_5m", "cache_write_1h")
+
+#: The message frame's column of 1-hour cache writes (part of ``cache_write``); absent: every write is 5-minute.
+CACHE_WRITE_1H = "cache_write_1h"
+
+#: Anthropic's cache lifetimes (and OpenAI's usual one), in milliseconds.
+FIVE_MINUTES_MS = 5 * 60 * 1000
+ONE_HOUR_MS = 60 * 60 * 1000
+
+#: Bytes per token of the summarizer request (the replay's estimate for summary text; chars/4 in pi and Codex).
+BYTES_PER_TOKEN = 4
+
+#: How the summarizer call is billed: a separate uncached request, or on the cached conversation.
+SUMMARIZER_MODES = ("separate", "cached")
+
+_I = pl.Int64
+
+
+def _session_start() -> pl.Expr:
+    """True on the first row of each session (the frame is ordered by session)."""
+    return (pl.col(S) != pl.col(S).shift(1)).fill_null(True)
+
+
+def _is_call() -> pl.Expr:
+    """An assistant message with usage: one API call (the replay's definition: its four counters are recorded)."""
+    recorded = pl.all_horizontal(*(pl.col(c).is_not_null() for c in USAGE_COLUMNS))
+    return (pl.col("role") == "assistant") & recorded
+
+
+def lifetime_ms(one_hour: pl.Expr) -> pl.Expr:
+    """The cache lifetime in ms: 1 hour where ``one_hour``, else 5 minutes.
+
+    >>> pl.DataFrame({"h": [True, False]}).select(lifetime_ms(pl.col("h"))).to_series().to_list()
+    [3600000, 300000]
+    """
+    return pl.when(one_hour).then(pl.lit(ONE_HOUR_MS, _I)).otherwise(pl.lit(FIVE_MINUTES_MS, _I))
+
+
+def cache_split(prompt: pl.Expr, tail_input: pl.Expr, writes: pl.Expr, candidate: pl.Expr) -> list[pl.Expr]:
+    """``input``, ``cache_read`` and ``cache_write`` of a call whose prompt is ``prompt`` tokens.
+
+    ``tail_input``: the call's recorded uncached tail (kept uncached where the
+    session writes its cache); ``candidate``: what the cache holds for it (the
+    module docstring says which). The three add up to ``prompt``.
+    """
+    p = prompt.cast(_I)
+    tail = pl.when(writes).then(pl.min_horizontal(tail_input.cast(_I), p)).otherwise(0)
+    read = pl.min_horizontal(candidate.cast(_I).clip(0), p - tail)
+    write = pl.when(writes).then(p - tail - read).otherwise(0)
+    return [(p - read - write).alias("input"), read.alias("cache_read"), write.alias("cache_write")]
+
+
+def _prev(value: pl.Expr) -> pl.Expr:
+    """``value`` on the previous call of the same session and model (null on the first): each model has its
+    own cache, so a call reads what the previous call to its model left."""
+    return value.shift(1).over(S, "model")
+
+
+def call_rows(messages: pl.DataFrame | pl.LazyFrame) -> pl.LazyFrame:
+    """One row per recorded API call (an assistant message with usage), in session order, with what the rule needs.
+
+    Columns: ``session_id``, ``seq``, ``model``, ``timestamp``, the recorded
+    :data:`TOKEN_COLUMNS` (``cache_write_5m = cache_write - cache_write_1h``),
+    ``prompt`` (``input + cache_read + cache_write``), ``writes`` (the session
+    writes its cache), ``first`` (the first call of its session and model),
+    ``head`` (the stable head: that first call's ``cache_read``),
+    ``one_hour`` (the latest recorded write of the session and model at or
+    before the call was a 1-hour one), ``fresh`` (the gap since the previous
+    call to the model is within the lifetime of that call's kind; true
+    without timestamps), ``restart`` (the first call of a session and model,
+    or the first after a recorded summary at which the prompt shrank: where
+    the recorded compaction took effect), ``anchor`` (the seq of the latest
+    recorded summary before the call, -1 when none) and ``prev_seq`` (the
+    previous call's to the model).
+    """
+    lf = messages.lazy()
+    names = lf.collect_schema().names()
+    w1h = pl.col(CACHE_WRITE_1H).fill_null(0).cast(_I) if CACHE_WRITE_1H in names else pl.lit(0, _I)
+    has_time = "timestamp" in names
+    seq = pl.col("seq").cast(_I)
+    write = pl.col("cache_write").cast(_I)
+    anchored = lf.with_columns(
+        _anchor=pl.when(pl.col("has_summary")).then(seq).when(_session_start()).then(-1).forward_fill(),
+        _w1h=w1h,
+    )
+    calls = anchored.filter(_is_call()).select(
+        S, "seq", pl.col("model") if "model" in names else pl.lit(None, pl.String).alias("model"),
+        pl.col("timestamp") if has_time else pl.lit(None, pl.Datetime("ms", "UTC")).alias("timestamp"),
+        input=pl.col("input").cast(_I), output=pl.col("output").cast(_I), cache_read=pl.col("cache_read").cast(_I),
+        cache_write_5m=write - pl.min_horizontal("_w1h", write), cache_write_1h=pl.min_horizontal("_w1h", write),
+        prompt=pl.col("input").cast(_I) + pl.col("cache_read") + write,
+        anchor="_anchor",
+    )
+    wrote = pl.col("cache_write_5m") + pl.col("cache_write_1h") > 0
+    prev_seq = _prev(pl.col("seq").cast(_I))
+    first = prev_seq.is_null()
+    gap = (pl.col("timestamp") - _prev(pl.col("timestamp"))).dt.total_milliseconds()
+    shrank = (pl.col("anchor") > -1) & (pl.col("prompt") < _prev(pl.col("prompt")))
+    return (
+        calls.with_columns(
+            writes=wrote.cast(pl.UInt8).max().over(S).cast(pl.Boolean),
+            first=first,
+            head=pl.col("cache_read").first().over(S, "model"),
+            one_hour=(pl.when(wrote).then(pl.col("cache_write_1h") > 0).when(first).then(False)
+                      .forward_fill().over(S, "model")),
+            prev_seq=prev_seq,
+            _shrank=shrank,
+        )
+        .with_columns(
+            fresh=pl.when(pl.col("first")).then(True).otherwise(
+                (gap <= lifetime_ms(_prev(pl.col("one_hour")))).fill_null(True)),
+            # The first shrink after each recorded summary: where the recorded compaction took effect.
+            restart=pl.col("first") | (pl.col("_shrank")
+                                       & (pl.col("_shrank").cast(_I).cum_sum().over(S, "model", "anchor") == 1)),
+        )
+        .drop("_shrank")
+    )
+
+
+def _candidate(restart: pl.Expr, fresh: pl.Expr, prev_cached: pl.Expr) -> pl.Expr:
+    """What the cache holds for a call: past the lifetime, the head where the cache is automatic, else nothing;
+    within it, the head after a compaction, else what the previous call left."""
+    return (pl.when(~fresh).then(pl.when(pl.col("writes")).then(0).otherwise(pl.col("head")))
+            .when(restart).then(pl.col("head")).otherwise(prev_cached))
+
+
+def check_cache_rule(messages: pl.DataFrame | pl.LazyFrame, *, tolerance: float = 0.01) -> pl.DataFrame:
+    """The cache rule run on the recorded calls with no compaction, beside what each call recorded.
+
+    One row per recorded call: ``session_id``, ``seq``, ``source_format``
+    (when the frame has it), the recorded ``cache_read`` / ``cache_write``,
+    the rule's ``predicted_read`` / ``predicted_write``, the naive rule's
+    (``naive_read``: the previous call's whole prompt when the gap is within
+    5 minutes, else 0), ``first`` (the first call of its session and model:
+    its read is the head, so it does not test the rule), ``within`` and ``naive_within``
+    (read and write both within ``tolerance`` of the call's recorded prompt),
+    and ``reason``, why a call that is not within missed.
+    """
+    lf = messages.lazy()
+    has_format = "source_format" in lf.collect_schema().names()
+    rows = call_rows(lf)
+    if has_format:
+        fmt = lf.filter(_session_start()).select(S, "source_format")
+        rows = rows.join(fmt, on=S, how="left", maintain_order="left")
+    tail = pl.when(pl.col("writes")).then(pl.min_horizontal("input", "prompt")).otherwise(0)
+    rows = rows.with_columns(_cached=pl.col("prompt") - tail).with_columns(_prev_cached=_prev(pl.col("_cached")),
+                                                                           _prev_prompt=_prev(pl.col("prompt")))
+    split = cache_split(pl.col("prompt"), pl.col("input"), pl.col("writes"),
+                        _candidate(pl.col("restart"), pl.col("fresh"), pl.col("_prev_cached")))
+    gap = (pl.col("timestamp") - pl.col("timestamp").shift(1)).dt.total_milliseconds()
+    prev_prompt = pl.when(~_session_start()).then(pl.col("prompt").shift(1))
+    naive_read = pl.when(_session_start()).then(0).when(gap.fill_null(0) <= FIVE_MINUTES_MS) \
+        .then(pl.min_horizontal(prev_prompt, "prompt")).otherwise(0)
+    out = rows.with_columns(
+        recorded_write=pl.col("cache_write_5m") + pl.col("cache_write_1h"),
+        predicted_read=split[1], predicted_write=split[2], naive_read=naive_read,
+    ).with_columns(
+        naive_write=pl.when(pl.col("writes")).then((pl.col("prompt") - pl.col("input") - pl.col("naive_read")).clip(0))
+        .otherwise(0),
+    )
+    tol = pl.col("prompt").cast(pl.Float64) * tolerance
+
+    def close(a: str, b: str) -> pl.Expr:
+        return (pl.col(a) - pl.col(b)).abs().cast(pl.Float64) <= tol
+
+    within = close("predicted_read", "cache_read") & close("predicted_write", "recorded_write")
+    reason = (
+        pl.when(within).then(pl.lit(None, pl.String))
+        .when(pl.col("first")).then(pl.lit("first call: its read is the head"))
+        .when(pl.col("cache_read") > pl.col("_prev_prompt")).then(pl.lit("read more than the previous prompt"))
+        .when(pl.col("restart")).then(pl.lit("after a recorded compaction"))
+        .when(~pl.col("fresh") & (pl.col("cache_read") > pl.col("predicted_read")))
+        .then(pl.lit("past the lifetime, still read"))
+        .when(~pl.col("fresh")).then(pl.lit("past the lifetime, read less than the head"))
+        .when(pl.col("cache_read") < pl.col("predicted_read")).then(pl.lit("within the lifetime, read less"))
+        .otherwise(pl.lit("within the lifetime, read more"))
+    )
+    return out.select(
+        S, "seq", *(["source_format"] if has_format else []), "cache_read", cache_write="recorded_write",
+        predicted_read="predicted_read", predicted_write="predicted_write", naive_read="naive_read",
+        naive_write="naive_write", first="first", within=within,
+        naive_within=close("naive_read", "cache_read") & close("naive_write", "recorded_write"), reason=reason,
+    ).collect()
+
+
+def _event_state(events: pl.DataFrame, calls: pl.DataFrame, keys: Sequence[str]) -> pl.DataFrame:
+    """Per event: ``_at`` (trigger_seq + 1, where its state starts), ``_S`` (tokens summarized since the latest
+    restart, this event included) and ``_epoch`` (the trigger's latest recorded summary, -1 when none)."""
+    trig = calls.select(S, trigger_seq=pl.col("seq").cast(_I), _epoch="anchor")
+    ev = events.with_columns(pl.col("trigger_seq").cast(_I)).join(trig, on=[S, "trigger_seq"], how="left",
+                                                                  maintain_order="left")
+    group = [*keys, S, "_epoch"]
+    return ev.with_columns(
+        _at=pl.col("trigger_seq") + 1,
+        _S=pl.col("summarized_tokens").cast(_I).cum_sum().over(group, order_by="trigger_seq"),
+    )
+
+
+def simulated_calls(calls: pl.DataFrame, events: pl.DataFrame, *, keys: Sequence[str],
+                    summary_tokens: int) -> pl.DataFrame:
+    """The tokens of every call after each (key, session)'s first simulated compaction.
+
+    ``calls``: :func:`call_rows`, collected. ``events``: a replay's events
+    (``keys`` are their columns besides ``session_id`` that name a replay:
+    ``budget``, and ``policy`` for a policy replay). One row per (key, call
+    after the key's first trigger in its session), with the key, ``session_id``,
+    ``seq``, ``model``, the simulated :data:`TOKEN_COLUMNS`, the recorded ones
+    as ``recorded_*``, ``compacted`` (false: billed as recorded, after a
+    recorded summary restarted the state) and ``event`` (the latest
+    compaction before the call). Calls not listed bill as recorded.
+    """
+    keys = list(keys)
+    ev = _event_state(events, calls, keys)
+    state = ev.select(*keys, S, "event", "_at", "_S", "_epoch").sort([*keys, S, "_at"])
+    firsts = state.group_by([*keys, S]).agg(_first=pl.col("_at").min())
+    c = calls.with_columns(
+        _tail=pl.when(pl.col("writes")).then(pl.col("input")).otherwise(0),
+        _prev_prompt=_prev(pl.col("prompt")), _prev_input=_prev(pl.col("input")),
+    )
+    rows = (
+        firsts.join(c, on=S, how="inner")
+        .filter(pl.col("seq").cast(_I) >= pl.col("_first"))
+        .with_columns(pl.col("seq").cast(_I).alias("_seq"))
+        .sort([*keys, S, "_seq"])
+        .join_asof(state, left_on="_seq", right_on="_at", by=[*keys, S], strategy="backward", check_sortedness=False)
+    )
+    compacted = pl.col("anchor") < pl.col("_at")
+    summary = pl.lit(summary_tokens, _I)
+    prompt = (pl.col("prompt") - pl.col("_S")).clip(0) + summary
+    prev_prompt = (pl.col("_prev_prompt") - pl.col("_S")).clip(0) + summary
+    prev_tail = pl.when(pl.col("writes")).then(pl.min_horizontal("_prev_input", prev_prompt)).otherwise(0)
+    first_after = pl.col("prev_seq").is_null() | (pl.col("prev_seq") < pl.col("_at"))
+    candidate = _candidate(first_after, pl.col("fresh"), prev_prompt - prev_tail)
+    inp, read, write = cache_split(prompt, pl.col("input"), pl.col("writes"), candidate)
+    sim = rows.with_columns(
+        _compacted=compacted, _in=inp, _read=read, _write=write,
+    )
+    recorded = {c: pl.col(c) for c in TOKEN_COLUMNS}
+    one_hour = pl.col("one_hour")
+    simulated = {
+        "input": pl.col("_in"), "output": pl.col("output"), "cache_read": pl.col("_read"),
+        "cache_write_5m": pl.when(one_hour).then(0).otherwise(pl.col("_write")),
+        "cache_write_1h": pl.when(one_hour).then(pl.col("_write")).otherwise(0),
+    }
+    return sim.select(
+        *keys, S, pl.col("seq"), "model", "event", compacted=pl.col("_compacted"),
+        **{name: pl.when(pl.col("_compacted")).then(simulated[name]).otherwise(recorded[name]) for name in TOKEN_COLUMNS},
+        **{f"recorded_{name}": recorded[name] for name in TOKEN_COLUMNS},
+    )
+
+
+def summarizer_calls(events: pl.DataFrame, calls: pl.DataFrame, simulated: pl.DataFrame, *, keys: Sequence[str],
+                     summary_tokens: int, cached: pl.Expr | bool = False) -> pl.DataFrame:
+    """One summarizer call per event: the key, ``session_id``, ``event``, ``model`` (the trigger call's) and
+    the :data:`TOKEN_COLUMNS` (the module docstring states both modes).
+
+    ``cached``: per event (an expression over the events' columns, e.g. on
+    ``policy``) or for all, whether the agent asks on its cached conversation.
+    ``simulated``: :func:`simulated_calls`, for the trigger calls that were
+    themselves simulated (a later event's trigger follows an earlier event).
+    Null ``request_bytes`` gives null input.
+    """
+    keys = list(keys)
+    trig = calls.select(S, pl.col("seq").cast(_I).alias("trigger_seq"), "model", "writes",
+                        _p=pl.col("prompt"), _in=pl.col("input"), _out=pl.col("output"))
+    sim = simulated.select(*keys, S, pl.col("seq").cast(_I).alias("trigger_seq"), "compacted",
+                           _sp=pl.col("input") + pl.col("cache_read") + pl.col("cache_write_5m") + pl.col("cache_write_1h"),
+                           _sin=pl.col("input"))
+    ev = (events.with_columns(pl.col("trigger_seq").cast(_I), _cached=cached if isinstance(cached, pl.Expr)
+                              else pl.lit(cached))
+          .join(trig, on=[S, "trigger_seq"], how="left", maintain_order="left")
+          .join(sim, on=[*keys, S, "trigger_seq"], how="left", maintain_order="left"))
+    is_sim = pl.col("compacted").fill_null(False)
+    # The trigger call as it was billed, and what it left cached (a writing cache: all but its uncached tail).
+    trigger_prompt = pl.when(is_sim).then(pl.col("_sp")).otherwise(pl.col("_p"))
+    trigger_input = pl.when(is_sim).then(pl.col("_sin")).otherwise(pl.col("_in"))
+    left_cached = pl.when(pl.col("writes")).then(trigger_prompt - trigger_input).otherwise(trigger_prompt)
+    request = (pl.col("request_bytes").cast(_I) + (BYTES_PER_TOKEN - 1)) // BYTES_PER_TOKEN
+    conversation = trigger_prompt + pl.col("_out")
+    zero = pl.lit(0, _I)
+    return ev.select(
+        *keys, S, "event", "model",
+        input=pl.when(pl.col("_cached")).then(conversation - left_cached).otherwise(request),
+        output=pl.lit(summary_tokens, _I),
+        cache_read=pl.when(pl.col("_cached")).then(left_cached).otherwise(zero),
+        cache_write_5m=zero, cache_write_1h=zero,
+    )
+
+
+#: What a price function adds to a frame of calls: the four parts and their sum (:func:`.cost.bill`'s columns).
+PARTS = COST_COLUMNS
+
+Price = Callable[[pl.DataFrame], pl.DataFrame]
+
+
+def _total(column: str) -> pl.Expr:
+    """The sum of ``column``, null when any row is null (an unpriced call is never billed 0)."""
+    return pl.when(pl.col(column).is_null().any()).then(pl.lit(None, pl.Float64)).otherwise(pl.col(column).sum())
+
+
+def _priced(frame: pl.DataFrame, price: Price, parts: Sequence[str]) -> pl.DataFrame:
+    """``frame`` with ``parts`` priced from its model and :data:`TOKEN_COLUMNS` (the rows in order)."""
+    billed = price(frame.select("model", *TOKEN_COLUMNS))
+    return pl.concat([frame, billed.select(parts)], how="horizontal")
+
+
+def bill_replay(messages: pl.DataFrame | pl.LazyFrame, events: pl.DataFrame, sessions: pl.DataFrame, *,
+                keys: Sequence[str], summary_tokens: int, price: Price, cached: pl.Expr | bool = False,
+                parts: Sequence[str] = PARTS) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """A replay's ``events`` and ``sessions`` with what every call costs (the module docstring states the rules).
+
+    ``sessions`` (one row per key and session) gain, for each of ``parts``
+    (``cost_usd`` and its four parts, as ``price`` names them), its
+    ``recorded_`` sum (the session as recorded), ``simulated_`` sum (the
+    replayed calls: equal, to the last digit, where nothing fired),
+    ``summarizer_`` sum and ``total_`` (simulated plus summarizer); null where
+    any call is unpriced. ``events`` gain the summarizer call's tokens
+    (``summarizer_input``, ``summarizer_cache_read``, ``summarizer_output``)
+    and ``summarizer_`` parts, and how the calls billed after the event
+    (up to the next) changed: ``calls_after``, ``calls_recorded_cost_usd``,
+    ``calls_simulated_cost_usd``.
+
+    ``price`` takes one row per call (``model`` and :data:`TOKEN_COLUMNS`)
+    and returns the same rows with ``parts`` added (``outcomes.cost.bill``).
+    """
+    keys = list(keys)
+    calls = call_rows(messages).collect()
+    recorded = _priced(calls.select(S, "seq", "model", *TOKEN_COLUMNS), price, parts)
+    per_session = recorded.group_by(S, maintain_order=True).agg(
+        pl.len().alias("_calls"), *(_total(p).alias(f"recorded_{p}") for p in parts))
+    simulated = simulated_calls(calls, events, keys=keys, summary_tokens=summary_tokens)
+    sim = _priced(simulated, price, parts).join(
+        recorded.select(S, "seq", *(pl.col(p).alias(f"_rec_{p}") for p in parts)), on=[S, "seq"], how="left",
+        maintain_order="left")
+    summarizer = _priced(summarizer_calls(events, calls, simulated, keys=keys, summary_tokens=summary_tokens,
+                                          cached=cached), price, parts)
+    # Per key and session: the recorded cost of the re-billed calls, and their simulated cost.
+    rebilled = sim.group_by([*keys, S]).agg(
+        pl.len().alias("_n"), *(_total(p).alias(f"_sim_{p}") for p in parts),
+        *(_total(f"_rec_{p}").alias(f"_old_{p}") for p in parts))
+    summ = summarizer.group_by([*keys, S]).agg(_total(p).alias(f"summarizer_{p}") for p in parts)
+    out = (sessions.join(per_session, on=S, how="left", maintain_order="left")
+           .join(rebilled, on=[*keys, S], how="left", maintain_order="left")
+           .join(summ, on=[*keys, S], how="left", maintain_order="left"))
+    fired = pl.col("_n").is_not_null()  # some call was re-billed
+    # A session without calls costs nothing.
+    out = out.with_columns(pl.when(pl.col("_calls").is_null()).then(0.0).otherwise(pl.col(f"recorded_{p}"))
+                           .alias(f"recorded_{p}") for p in parts)
+    out = out.with_columns(
+        *(pl.when(fired).then(pl.col(f"recorded_{p}") - pl.col(f"_old_{p}") + pl.col(f"_sim_{p}"))
+          .otherwise(pl.col(f"recorded_{p}")).alias(f"simulated_{p}") for p in parts),
+        *(pl.when(pl.col("n_compactions") > 0).then(pl.col(f"summarizer_{p}")).otherwise(0.0)
+          .alias(f"summarizer_{p}") for p in parts),
+    ).with_columns(
+        *((pl.col(f"simulated_{p}") + pl.col(f"summarizer_{p}")).alias(f"total_{p}") for p in parts),
+    )
+    session_cols = [c for c in out.columns if not c.startswith("_")]
+    after = sim.filter("compacted").group_by([*keys, S, "event"]).agg(
+        calls_after=pl.len(), calls_recorded_cost_usd=_total(f"_rec_{parts[-1]}"),
+        calls_simulated_cost_usd=_total(parts[-1]))
+    ev = (events.join(summarizer.select(*keys, S, "event", summarizer_input="input", summarizer_cache_read="cache_read",
+                                        summarizer_output="output", **{f"summarizer_{p}": p for p in parts}),
+                      on=[*keys, S, "event"], how="left", maintain_order="left")
+          .join(after, on=[*keys, S, "event"], how="left", maintain_order="left")
+          .with_columns(pl.col("calls_after").fill_null(0)))
+    return ev, out.select(session_cols)
