@@ -109,7 +109,8 @@ def synthetic_frames(start: int, n_sessions: int, *, seed: int = 0, median_turns
         "line": seq + 1,
     })
     files = pl.select(pl.format("synth/{}.jsonl", pl.lit(ids))).to_series()
-    messages = (messages.with_columns(file=files.gather(session)).select(list(MESSAGE_SCHEMA))
+    messages = (messages.with_columns(file=files.gather(session), refs=pl.lit(None, MESSAGE_SCHEMA["refs"]))
+                .select(list(MESSAGE_SCHEMA))
                 .cast(cast("dict[Any, pl.DataType]", MESSAGE_SCHEMA)))
     sessions = messages.group_by("session_id", maintain_order=True).agg(
         file=pl.col("file").first().cast(pl.String), source_format=pl.col("source_format").first(),

@@ -48,6 +48,7 @@ __all__ = [
     "Criteria",
     "IngestReport",
     "InputError",
+    "Loss",
     "Recommendation",
     "Replay",
     "SessionFilter",
@@ -56,12 +57,14 @@ __all__ = [
     "costs",
     "filter_corpus",
     "load_prices",
+    "loss",
     "parse_budget",
     "parse_budgets",
     "read_corpus",
     "read_sessions",
     "recommend",
     "recommend_dataset",
+    "references",
     "replay",
     "scan_dataset",
     "sessions",
@@ -88,7 +91,7 @@ _FROM = {
                      "summary_request"], ".ingest"),
     **dict.fromkeys(["scan_dataset", "write_dataset"], ".ingest.dataset"),
     **dict.fromkeys(["SessionFilter", "filter_corpus"], ".ingest.filters"),
-    **dict.fromkeys(["costs", "load_prices"], ".outcomes"),
+    **dict.fromkeys(["Loss", "costs", "load_prices", "loss", "references"], ".outcomes"),
     **dict.fromkeys(["Replay", "annotate", "replay", "splits", "summarize_replay", "summarize_splits", "turns",
                      "sweep"], ".policy"),
 }
@@ -107,7 +110,7 @@ if TYPE_CHECKING:
     from .ingest import Cache, Corpus, compactions, read_corpus, read_sessions, sessions, summary_request
     from .ingest.dataset import scan_dataset, write_dataset
     from .ingest.filters import SessionFilter, filter_corpus
-    from .outcomes import costs, load_prices
+    from .outcomes import Loss, costs, load_prices, loss, references
     from .policy import Replay, annotate, replay, splits, summarize_replay, summarize_splits, turns
 
     #: The sweep: one row per budget (the same function as ``summarize_splits``).

@@ -1,7 +1,7 @@
 """The package's plan, checked on its import graph and on the wheel it builds.
 
 Layers, top to bottom: ``cli`` -> ``analysis`` -> ``ingest`` -> ``policy`` ->
-``outcomes`` (prices and the cost of a call, below the replay that bills with it) ->
+``outcomes`` (prices and the cost of a call, below the replay that bills with it; references and loss) ->
 ``examples`` (a tiny message frame for doctests, built from the schema) -> the shared
 vocabulary (``schema``, ``errors``, ``budgets``, ``words``, ``transcript``, ``defaults``,
 ``models``). An import may stay in its layer or go down, never up; the vocabulary imports

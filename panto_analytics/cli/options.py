@@ -21,6 +21,8 @@ import click
 from ..budgets import budgets_as_written, parse_budget, parse_budgets
 from ..defaults import DEFAULT_BUDGETS, DEFAULT_RESERVE, DEFAULT_SUMMARY_TOKENS, ENGINES, POLICY_NAMES, RAY_INSTALL, SOURCE_FORMATS
 from ..errors import IngestReport, InputError
+from .launch import READ_KEY as _READ_KEY
+from .launch import launching
 
 if TYPE_CHECKING:
     import polars as pl
@@ -28,7 +30,7 @@ if TYPE_CHECKING:
 __all__ = [
     "PLOT_SUFFIXES", "STDOUT_FORMATS", "BudgetList", "OutputPathError", "Tokens", "budgets_option",
     "cache_warnings_on_stderr", "check_engine", "check_output", "check_output_path", "check_replay", "cost_options",
-    "dataset_path", "engine_options", "file_output_option", "friendly_errors", "input_options", "is_device", "launching",
+    "dataset_path", "engine_options", "file_output_option", "friendly_errors", "horizon_option", "input_options", "is_device",
     "output_option", "policy_option", "read_input", "read_input_corpus", "read_settings", "replay_options",
     "replay_prices", "report_skips", "session_files", "session_filter", "to_stdout", "write_frame",
 ]
@@ -52,32 +54,6 @@ def input_options(fn):
                       help="Force a source format instead of detecting it per file.")(fn)
     fn = click.argument("paths", nargs=-1, type=click.Path(path_type=Path))(fn)
     return fn
-
-
-_READ_KEY = "panto_analytics.read"
-
-
-def launching(fn):
-    """Run the command with a parsing worker started before anything else (unless ``--jobs 1``).
-
-    The worker imports the parsers (Polars, Arrow, the adapters) while this
-    process imports what the command needs and finds the files; the read
-    then parses on it (:func:`panto_analytics.ingest.parallel.launch`), and
-    it ends with the command. A process that has the parsers already (a
-    test or a notebook calling the command) starts none: there is no import
-    left to overlap.
-    """
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        from ..ingest import parallel  # the standard library only: the worker starts before Polars loads here
-
-        if parallel.PARSER_MODULE not in sys.modules:
-            parallel.launch(click.get_current_context().meta.get(_READ_KEY, {}).get("jobs"))
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            parallel.close()
-    return wrapper
 
 
 def _remember(ctx: click.Context, param: click.Parameter, value):
@@ -579,3 +555,9 @@ def check_replay(window: int | None, reserve: int, summary_tokens: int | None) -
             validate_parameters(window, reserve, DEFAULT_SUMMARY_TOKENS if summary_tokens is None else summary_tokens)
         except ValueError as e:
             raise click.UsageError(str(e)) from None
+
+
+def horizon_option(fn):
+    """--horizon N: tool calls looked at after each compaction (the loss measure's window)."""
+    return click.option("--horizon", type=click.IntRange(min=1), default=20, show_default=True, metavar="N",
+                        help="Tool calls looked at after each compaction for orphan references (docs/loss.md).")(fn)

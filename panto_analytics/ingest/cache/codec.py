@@ -86,13 +86,15 @@ class BadEntry(Exception):
 def parser_version() -> str:
     """A digest of the code that turns a file into an entry.
 
-    It covers the adapters, word counting, the schemas, the report, ingest
+    It covers the adapters, word counting, the schemas, the report, ingest,
+    the normalization of tool-call targets (``outcomes/references.py``)
     and this module, so that any change to how a file is read invalidates
     what was cached from it, without anyone having to bump a number.
     """
     root = Path(__file__).resolve().parents[2]  # the package folder
     sources = (sorted(root.glob("ingest/formats/**/*.py")) + sorted(root.glob("ingest/cache/*.py"))
-               + sorted(root.glob("ingest/*.py")) + [root / name for name in ("words.py", "transcript.py", "schema.py", "errors.py")])
+               + sorted(root.glob("ingest/*.py"))
+               + [root / name for name in ("words.py", "transcript.py", "schema.py", "errors.py", "outcomes/references.py")])
     digest = hashlib.sha256(f"layout {LAYOUT}\n".encode())
     for path in sources:
         if path.exists():

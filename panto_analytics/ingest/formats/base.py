@@ -26,6 +26,7 @@ from typing import IO, Any, Protocol
 import polars as pl
 
 from ...errors import IngestReport, InputError
+from ...outcomes.references import session_refs
 from ...schema import MAX_USAGE, MESSAGE_SCHEMA, USAGE_COLUMNS
 from ...transcript import serialized_bytes
 from ...words import message_words
@@ -383,7 +384,8 @@ class FrameBuilder:
     """Accumulates messages as frame columns; text is counted, then dropped."""
 
     def __init__(self) -> None:
-        self._cols: dict[str, list[Any]] = {name: [] for name in MESSAGE_SCHEMA}
+        self._cols: dict[str, list[Any]] = {name: [] for name in MESSAGE_SCHEMA if name != "refs"}
+        self._refs: list[pl.Series] = []   # per session: what its tool calls reference
 
     @property
     def height(self) -> int:
@@ -394,8 +396,14 @@ class FrameBuilder:
         """Append all messages of one session; returns how many were added."""
         cols = self._cols
         n = 0
+        tools: list[dict[str, Any]] = []  # the tool calls and results, for the refs column
+        owners: list[int] = []
         for n, msg in enumerate(messages, 1):  # noqa: B007 (n is the count returned)
             kinds = {b["type"] for b in msg.content}
+            if "tool_use" in kinds or "tool_result" in kinds:
+                calls = [b for b in msg.content if b["type"] in ("tool_use", "tool_result")]
+                tools.extend(calls)
+                owners.extend([n - 1] * len(calls))
             cols["role"].append(msg.role)
             cols["words"].append(message_words(msg.content))
             cols["serialized_bytes"].append(serialized_bytes(msg.role, msg.content))
@@ -408,6 +416,7 @@ class FrameBuilder:
             cols["timestamp"].append(msg.timestamp)
             cols["line"].append(msg.line)
         meta = src.meta
+        self._refs.append(session_refs(tools, owners, n, meta.project))
         cols["session_id"].extend([meta.session_id] * n)
         cols["seq"].extend(range(n))
         cols["source_format"].extend([src.source_format] * n)
@@ -421,4 +430,6 @@ class FrameBuilder:
         return n
 
     def finish(self) -> pl.DataFrame:
-        return pl.DataFrame(self._cols, schema=MESSAGE_SCHEMA)
+        refs = pl.concat(self._refs) if self._refs else pl.Series("refs", [], MESSAGE_SCHEMA["refs"])
+        schema = {k: v for k, v in MESSAGE_SCHEMA.items() if k != "refs"}
+        return pl.DataFrame(self._cols, schema=schema).with_columns(refs=refs).select(list(MESSAGE_SCHEMA))

@@ -26,6 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
+from ....outcomes.references import refs_column
 from ....schema import MAX_USAGE, MESSAGE_SCHEMA, ROLES, USAGE_COLUMNS
 from ..base import Invalid, SourceFile
 from ..columnar import BLOCK, bad_timestamps, parse_timestamps, per_owner, read_whole, serialized_bytes, words_and_flags
@@ -166,6 +167,7 @@ def _batch_frame(table: pa.StructArray, file_of: np.ndarray, sources: list[Sourc
         "timestamp": parse_timestamps(table.field("timestamp")),
         "file": per_file([str(src.path) for src in sources]),
         "line": line_numbers.astype(np.uint32),
+        "refs": refs_column(blocks, block_owner, len(table), file_of, [src.meta.project for src in sources]),
     }).cast(cast("dict[Any, pl.DataType]", MESSAGE_SCHEMA))
     clean = np.bincount(file_of, weights=bad_record, minlength=n_files) == 0
     return frame, clean

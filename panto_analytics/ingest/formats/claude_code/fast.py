@@ -44,6 +44,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
+from ....outcomes.references import refs_column
 from ....schema import MAX_USAGE, MESSAGE_SCHEMA, USAGE_COLUMNS
 from ..base import BAD_RECORD, SessionMeta, SourceFile, parse_timestamp, session_stem
 from ..columnar import BLOCK, ISO_UTC, PART, parse_timestamps, read_together, serialized_bytes, words_and_flags
@@ -762,6 +763,7 @@ def _assemble(sources: list[SourceFile], records: pl.DataFrame, canonical: pa.St
         timestamp=parse_timestamps(messages["timestamp"].to_arrow().cast(_STR)),
         file=per_file([str(src.path) for src in sources]),
         line=pl.col("line"),
+        refs=refs_column(canonical, owner, n, file_of, [m.project for m in metas]),
     ).cast(cast("dict[Any, pl.DataType]", MESSAGE_SCHEMA))
     ignored = _ignored(records, blocks)
     out: list[pl.DataFrame | None] = [None] * len(sources)
