@@ -11,7 +11,7 @@ from __future__ import annotations
 
 __all__ = [
     "DEFAULT_BUCKETS", "DEFAULT_BUDGETS", "DEFAULT_COVERAGE", "DEFAULT_MIN_KEPT_TURNS", "DEFAULT_RESERVE", "DEFAULT_SUMMARY_TOKENS",
-    "ENGINES", "MAX_BUCKETS", "POLICY_NAMES", "RAY_INSTALL", "SEGMENT_KINDS", "SOURCE_FORMATS",
+    "ENGINES", "MAX_BUCKETS", "MIN_SUMMARY_TOKENS", "POLICY_NAMES", "RAY_INSTALL", "SEGMENT_KINDS", "SOURCE_FORMATS",
 ]
 
 #: The source formats an adapter can read (see ``docs/formats.md``).
@@ -26,6 +26,10 @@ DEFAULT_RESERVE = 16_384
 
 #: Size of a simulated summary when the caller has no median of recorded ones.
 DEFAULT_SUMMARY_TOKENS = 2_000
+
+#: A median of recorded summaries below this many tokens is not a summary an agent wrote (redacted or
+#: placeholder text): the replay then assumes :data:`DEFAULT_SUMMARY_TOKENS` and says why.
+MIN_SUMMARY_TOKENS = 100
 
 #: The compaction policies by name, in the order comparisons list them (``policy.policies.POLICIES``).
 POLICY_NAMES = ("libpanto", "pi", "pi-whole-turn", "codex", "claude-code", "gemini-cli", "last-n-turns")

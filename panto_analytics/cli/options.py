@@ -19,7 +19,16 @@ from typing import TYPE_CHECKING
 import click
 
 from ..budgets import budgets_as_written, parse_budget, parse_budgets
-from ..defaults import DEFAULT_BUDGETS, DEFAULT_RESERVE, DEFAULT_SUMMARY_TOKENS, ENGINES, POLICY_NAMES, RAY_INSTALL, SOURCE_FORMATS
+from ..defaults import (
+    DEFAULT_BUDGETS,
+    DEFAULT_RESERVE,
+    DEFAULT_SUMMARY_TOKENS,
+    ENGINES,
+    MIN_SUMMARY_TOKENS,
+    POLICY_NAMES,
+    RAY_INSTALL,
+    SOURCE_FORMATS,
+)
 from ..errors import IngestReport, InputError
 from .launch import READ_KEY as _READ_KEY
 from .launch import launching
@@ -496,7 +505,8 @@ def replay_options(*, required: bool):
                          help="Tokens kept free below the window: a compaction fires past window - reserve."),
             click.option("--summary-tokens", type=Tokens(), default=None,
                          help="Size of the summary that replaces the summarized prefix, in tokens [default: the "
-                              f"median of the summaries recorded in PATHS, else {DEFAULT_SUMMARY_TOKENS}]."),
+                              f"median of the summaries recorded in PATHS; {DEFAULT_SUMMARY_TOKENS} when there are none, or when "
+                              f"their median is below {MIN_SUMMARY_TOKENS} tokens (redacted recordings)]."),
         ]):
             fn = option(fn)
         return fn

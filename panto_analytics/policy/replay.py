@@ -76,14 +76,15 @@ from typing import cast
 import numpy as np
 import polars as pl
 
-from ..defaults import DEFAULT_RESERVE, DEFAULT_SUMMARY_TOKENS
+from ..defaults import DEFAULT_RESERVE, DEFAULT_SUMMARY_TOKENS, MIN_SUMMARY_TOKENS
 from . import expressions as ex
 from .replay_request import with_request_bytes
 from .splits import budget_series
 from .turns import _turns, check_order
 
 __all__ = [
-    "DEFAULT_RESERVE", "DEFAULT_SUMMARY_TOKENS", "EVENT_SCHEMA", "REPLAY_SESSION_SCHEMA", "Replay", "replay", "summary_size",
+    "DEFAULT_RESERVE", "DEFAULT_SUMMARY_TOKENS", "EVENT_SCHEMA", "MIN_SUMMARY_TOKENS", "REPLAY_SESSION_SCHEMA", "Replay",
+    "replay", "summary_size",
     "validate_parameters",
 ]
 
@@ -152,7 +153,8 @@ def summary_size(messages: pl.DataFrame) -> tuple[int, str]:
 
     The median of libpanto's word estimate (``ceil(words * 1.3)``) of the
     summaries recorded in ``messages`` (the messages holding one; an observed value), else
-    :data:`DEFAULT_SUMMARY_TOKENS`.
+    :data:`DEFAULT_SUMMARY_TOKENS`; the default also when that median is
+    below :data:`MIN_SUMMARY_TOKENS` (redacted recordings), and the source says so.
 
     >>> summary_size(pl.DataFrame({"words": [10, 100, 300], "has_summary": [True, False, True]}))
     (390, 'the median of 2 recorded summaries')
@@ -162,8 +164,13 @@ def summary_size(messages: pl.DataFrame) -> tuple[int, str]:
     sizes = messages.filter("has_summary").select(ex.word_tokens()).to_series()
     if sizes.is_empty():
         return DEFAULT_SUMMARY_TOKENS, "the default: no recorded summaries"
-    median = sizes.quantile(0.5, "nearest")
-    return int(cast(float, median)), f"the median of {len(sizes)} recorded summar{'y' if len(sizes) == 1 else 'ies'}"
+    median = int(cast(float, sizes.quantile(0.5, "nearest")))
+    recorded = f"{len(sizes)} recorded summar{'y' if len(sizes) == 1 else 'ies'}"
+    if median < MIN_SUMMARY_TOKENS:
+        return DEFAULT_SUMMARY_TOKENS, (f"the default: the median of {recorded} is {median:,} "
+                                        f"token{'' if median == 1 else 's'}, below {MIN_SUMMARY_TOKENS}, "
+                                        "too small to be a real summary (redacted?)")
+    return median, f"the median of {recorded}"
 
 
 def validate_parameters(window: int, reserve: int, summary_tokens: int) -> None:

@@ -88,10 +88,26 @@ class Policy:
     """
 
     name: ClassVar[str] = ""
+    #: Each setting's valid range, ``(low, high, low_open)`` (None: unbounded); a setting not named here is a
+    #: token count (an int, 0 to 2**62) or a share of the window (a float, in (0, 1]).
+    ranges: ClassVar[dict[str, tuple[float | None, float | None, bool]]] = {}
     from_anchor: ClassVar[bool] = False
     #: How the agent asks for its summary, for the bill (:mod:`panto_analytics.outcomes.billing`): on its cached
     #: conversation (True) or as a separate, uncached request (False, the default).
     summarizer_cached: ClassVar[bool] = False
+
+    def __post_init__(self) -> None:
+        """ValueError, in one line naming the setting and its valid range, for a setting out of range."""
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            low, high, low_open = self.ranges.get(f.name) or ((0, None, False) if isinstance(value, int)
+                                                              else (0, 1, True))
+            if isinstance(value, int) and high is None:
+                high = 2**62 - 1
+            if ((low is not None and (value <= low if low_open else value < low))
+                    or (high is not None and value > high)):
+                raise ValueError(f"{self.name}: {f.name}={value:g} is out of range: "
+                                 f"{f.name} must be {_describe_range(low, high, low_open)}")
 
     def threshold(self, window: int) -> int:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -114,6 +130,15 @@ class Policy:
                    else f"{f.name}={getattr(self, f.name)}"
                    for f in dataclasses.fields(self) if getattr(self, f.name) != f.default]
         return self.name + (":" + ",".join(changed) if changed else "")
+
+
+def _describe_range(low: float | None, high: float | None, low_open: bool) -> str:
+    """``in (0, 1]``, ``at least 1``, ``from 0 to 4611686018427387903``."""
+    if high is None:
+        return f"{'above' if low_open else 'at least'} {low:g}"
+    if isinstance(high, int) and high >= 2**62 - 1:
+        return f"at least {low:g} (and below 2**62)"
+    return f"in {'(' if low_open else '['}{low:g}, {high:g}]"
 
 
 def at_or_after(value: pl.Expr) -> pl.Expr:

@@ -30,12 +30,9 @@ class LastNTurns(Policy):
     """Keep the newest ``n`` whole turns; trigger at ``window - reserve``."""
 
     name = "last-n-turns"
+    ranges = {"n": (1, None, False)}
     n: int = 2
     reserve: int = DEFAULT_RESERVE
-
-    def __post_init__(self) -> None:
-        if self.n < 1:
-            raise ValueError(f"last-n-turns: n must be at least 1, got {self.n}")
 
     def threshold(self, window: int) -> int:
         return window - self.reserve

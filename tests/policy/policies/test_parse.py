@@ -27,6 +27,10 @@ def test_every_policy_parses_by_name_with_its_defaults_and_round_trips_its_spec(
     ("pi:keep_recent_tokens", "setting keep_recent_tokens needs a value"),
     ("codex:trigger_ratio=high", "setting trigger_ratio:"),
     ("last-n-turns:n=0", "n must be at least 1"),
+    ("codex:trigger_ratio=2", r"codex: trigger_ratio=2 is out of range: trigger_ratio must be in \(0, 1\]"),
+    ("codex:trigger_ratio=0", r"trigger_ratio must be in \(0, 1\]"),
+    ("gemini-cli:preserve=1.5", r"preserve must be in \(0, 1\]"),
+    ("pi:keep_recent_tokens=5000000000G", "below 2\\*\\*62"),
 ])
 def test_bad_specs_are_one_line_value_errors(spec, message):
     with pytest.raises(ValueError, match=message) as e:
