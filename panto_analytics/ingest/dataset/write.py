@@ -20,6 +20,7 @@ removed files (without those sessions); every other part is left alone.
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,7 +50,7 @@ from .store import (
     write_part,
 )
 
-__all__ = ["CHUNK_FILES", "DatasetUpdate", "DatasetWriter", "write_dataset"]
+__all__ = ["CHUNK_FILES", "DatasetUpdate", "DatasetWriter", "files_outside", "write_dataset"]
 
 _MANIFEST_CAST = cast("dict[Any, pl.DataType]", DATASET_MANIFEST_SCHEMA)
 
@@ -136,7 +137,7 @@ class DatasetWriter:
     def add(self, messages: pl.DataFrame, sessions: pl.DataFrame, compactions: pl.DataFrame,
             files: pl.DataFrame) -> None:
         """Add the sessions of one chunk: the three tables, and ``files`` (one row per source file read:
-        ``abspath``, ``path``, ``size``, ``mtime_ns``, ``inode``; a file whose path is not a session's
+        ``abspath``, ``path``, ``size``, ``mtime_ns``, ``inode``; a file whose absolute path is not a session's
         ``file`` gave no session)."""
         sid = pl.col("session_id").cast(pl.String)
         known = self.manifest.select(_sid="session_id").drop_nulls()
@@ -158,7 +159,7 @@ class DatasetWriter:
         counts = messages.group_by(sid).agg(messages=pl.len())
         per_file = (sessions.select("file", session_id=sid).join(parts, on="session_id", how="left")
                     .join(counts, on="session_id", how="left"))
-        rows = (files.join(per_file, left_on="path", right_on="file", how="left", maintain_order="left")
+        rows = (files.join(per_file, left_on="abspath", right_on="file", how="left", maintain_order="left")
                 .with_columns(pl.col("messages").fill_null(0)))
         self.manifest = pl.concat([self.manifest, rows.select(list(DATASET_MANIFEST_SCHEMA)).cast(_MANIFEST_CAST)])
         self._touched.update(names)
@@ -194,8 +195,12 @@ def _stats(files: list[Path]) -> pl.DataFrame:
 def write_dataset(paths: Iterable[PathLike] | PathLike, root: PathLike, *, buckets: int | None = None,
                   format: str | None = None, skip_invalid: bool = False, report: IngestReport | None = None,
                   cache: Cache | PathLike | bool | None = None, progress: bool = False, jobs: int | None = None,
-                  chunk_files: int = CHUNK_FILES) -> DatasetUpdate:
+                  chunk_files: int = CHUNK_FILES, replace: bool = False) -> DatasetUpdate:
     """Write (or bring up to date) the dataset at ``root`` from the session files under ``paths``.
+
+    Files the dataset already holds that ``paths`` do not name (:func:`files_outside`: a folder written
+    before) are kept, and brought up to date too; ``replace`` drops them, so the dataset holds ``paths``
+    alone. A file gone from a folder ``paths`` name is removed.
 
     Parameters
     ----------
@@ -207,6 +212,8 @@ def write_dataset(paths: Iterable[PathLike] | PathLike, root: PathLike, *, bucke
         Buckets of a new dataset (default :data:`~.store.DEFAULT_BUCKETS`); an existing one keeps its own.
     chunk_files
         Files read per chunk (a folder is never split between chunks).
+    replace
+        Drop the files the dataset holds that ``paths`` do not name.
 
     Returns
     -------
@@ -224,11 +231,25 @@ def write_dataset(paths: Iterable[PathLike] | PathLike, root: PathLike, *, bucke
     report = report if report is not None else IngestReport()
     store = as_cache(cache)
     counted = dataclasses.replace(store.stats) if store is not None else None
+    paths = [paths] if isinstance(paths, (str, Path)) else list(paths)
     before = read_manifest(root) if is_dataset(root) else None
     writer = DatasetWriter(root, buckets=buckets, mode=f"{mode_of(format)}:{'lenient' if skip_invalid else 'strict'}")
-    stats = _stats(expand_paths(paths)).with_columns(_folder(pl.col("abspath")))
+    stats = _stats(expand_paths(paths))
+    kept = pl.DataFrame(schema={"abspath": pl.String()})
+    if before is not None and not replace:
+        # Files the dataset holds that PATHS do not name stay: those still there are updated like the others,
+        # those gone are kept as they are (only naming their folder, or --replace, removes them).
+        outside = files_outside(before, paths, stats)["abspath"]
+        there = [os.path.exists(a) for a in outside]  # one stat per file, as for the files named
+        stats = pl.concat([stats, _stats([Path(a) for a, t in zip(outside, there) if t])])
+        kept = pl.DataFrame({"abspath": [a for a, t in zip(outside, there) if not t]}, schema={"abspath": pl.String()})
+        if kept.height and writer.manifest.is_empty():
+            raise InputError(root, None, f"this dataset must be rebuilt (it was read with another format, strictness "
+                             f"or parser version), and {kept.height} of its files not under PATHS are gone (first: "
+                             f"{kept['abspath'][0]}); --replace rebuilds it from PATHS alone", skippable=False)
+    stats = stats.with_columns(_folder(pl.col("abspath")))
     state = ["abspath", "size", "mtime_ns", "inode"]
-    old = writer.manifest.with_columns(_folder(pl.col("abspath")))
+    old = writer.manifest.join(kept, on="abspath", how="anti").with_columns(_folder(pl.col("abspath")))
     same = old.join(stats, on=state, how="semi")
     # A folder with a new, changed or removed file is read again whole: adapters join files of one folder
     # (a Claude Code session resumed into another file), so its sessions are rebuilt together.
@@ -238,13 +259,34 @@ def write_dataset(paths: Iterable[PathLike] | PathLike, root: PathLike, *, bucke
     fresh = stats.join(touched, on="folder", how="semi", maintain_order="left")
     writer.update.files_unchanged = same.join(touched, on="folder", how="anti").height
     for chunk in _chunks(fresh, chunk_files):  # one iteration per chunk of files
-        corpus = read_corpus(chunk["path"].to_list(), format=format, skip_invalid=skip_invalid, report=report,
+        # Read by absolute path, so the dataset's ``file`` columns name each file wherever it is read from
+        # (``request`` re-reads a session's file); the manifest keeps the path as named too.
+        corpus = read_corpus(chunk["abspath"].to_list(), format=format, skip_invalid=skip_invalid, report=report,
                              cache=store, progress=progress, jobs=jobs)
         writer.add(corpus.messages, corpus.sessions, corpus.compactions, chunk.drop("folder"))
         writer.update.files_read += chunk.height
-    writer.update.files_removed = _removed(before, stats)
+    writer.update.files_removed = _removed(before, pl.concat([stats.select("abspath"), kept]))
     writer.update.cache = store.stats.since(counted) if store is not None and counted is not None else None
     return writer.commit()
+
+
+def files_outside(manifest: pl.DataFrame, paths: Iterable[PathLike] | PathLike,
+                  named: pl.DataFrame | None = None) -> pl.DataFrame:
+    """The rows of a dataset ``manifest`` whose files ``paths`` do not name: not among the files found under
+    them (``named``, their :func:`_stats`; found again when None), nor inside a folder they name.
+
+    >>> m = pl.DataFrame({"abspath": ["/a/x.jsonl", "/b/y.jsonl"], "session_id": ["x", "y"]})
+    >>> files_outside(m, [], pl.DataFrame({"abspath": ["/a/x.jsonl"]}))["abspath"].to_list()
+    ['/b/y.jsonl']
+    """
+    paths = [paths] if isinstance(paths, (str, Path)) else list(paths)
+    if named is None:
+        named = _stats(expand_paths(paths))
+    folders = [os.path.abspath(Path(p).expanduser()).rstrip("/") + "/" for p in paths if Path(p).expanduser().is_dir()]
+    inside = pl.col("abspath").is_in(named["abspath"].implode())
+    for folder in folders:
+        inside = inside | pl.col("abspath").str.starts_with(folder)
+    return manifest.filter(~inside)
 
 
 def _folder(abspath: pl.Expr) -> pl.Expr:

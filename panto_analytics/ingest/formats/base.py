@@ -34,7 +34,8 @@ from ...words import message_words
 __all__ = [
     "BAD_RECORD", "COMPRESSED_SUFFIXES", "TRUNCATED", "Adapter", "DamagedFileError", "OnDamage", "bad_record",
     "FrameBuilder", "Invalid", "Message", "ParsedFile", "Postprocess",
-    "ReadFrames", "SessionMeta", "SourceFile", "open_session_file", "session_stem", "parse_timestamp", "usage_counter",
+    "ReadFrames", "SessionMeta", "SourceFile", "open_session_file", "session_stem", "parse_timestamp", "timestamp_field",
+    "usage_counter",
 ]
 
 #: Compressed session files read like ``.jsonl`` (the suffix after ``.jsonl``).
@@ -378,6 +379,26 @@ def parse_timestamp(value: Any) -> datetime | None:
         except (OverflowError, OSError, ValueError):  # beyond the years a datetime holds: no time known
             return None
     return None
+
+
+def timestamp_field(value: Any, where: str) -> datetime | None:
+    """An optional timestamp field of a format that documents one (ISO-8601 or epoch ms): None when absent,
+    :class:`Invalid` naming the field when it is there but no time (a wrong type, text, out of range).
+
+    >>> timestamp_field(None, "message.timestamp") is None, timestamp_field(0, "message.timestamp").year
+    (True, 1970)
+    >>> timestamp_field("not a date", "message.timestamp")
+    Traceback (most recent call last):
+    ...
+    panto_analytics.ingest.formats.base.Invalid: message.timestamp must be an ISO-8601 string or epoch milliseconds, got 'not a date'
+    """
+    if value is None:
+        return None
+    ts = parse_timestamp(value)
+    if ts is None:
+        shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
+        raise Invalid(f"{where} must be an ISO-8601 string or epoch milliseconds, got {shown}")
+    return ts
 
 
 class FrameBuilder:

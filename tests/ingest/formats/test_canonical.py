@@ -145,3 +145,29 @@ def test_directories_recurse_and_globs_expand(tmp_path):
     assert sorted(by_dir["session_id"].cast(str).unique()) == ["deep", "top"]
     by_glob = pa.read_sessions([str(tmp_path / "*.jsonl")])
     assert by_glob["session_id"].cast(str).to_list() == ["top"]
+
+
+@pytest.mark.parametrize("stamp", [1e30, -1e30, "not a date", {"a": 1}, [1], True, ""])
+def test_a_timestamp_that_is_no_time_is_an_error_naming_the_field(tmp_path, stamp):
+    # docs/formats.md: a wrong-typed field is an error. These once became a null timestamp, exit 0.
+    from click.testing import CliRunner
+
+    from panto_analytics.cli import main
+
+    f = tmp_path / "s.jsonl"
+    f.write_text(json.dumps({"type": "message", "role": "user", "content": [], "timestamp": "2025-01-02T03:04:05Z"})
+                 + "\n" + json.dumps({"type": "message", "role": "user", "content": [], "timestamp": stamp}) + "\n")
+    with pytest.raises(InputError) as e:
+        pa.read_sessions([f])
+    assert (e.value.path, e.value.line) == (str(f), 2) and "message.timestamp" in e.value.reason
+    report = IngestReport()
+    assert pa.read_sessions([f], skip_invalid=True, report=report).height == 1 and report.n_skipped == 1
+    result = CliRunner().invoke(main, ["ingest", str(f), "--no-cache", "-q"])
+    assert result.exit_code == 1 and f"{f}:2: message.timestamp must be" in result.output
+
+
+@pytest.mark.parametrize("stamp", ["2025-01-02T03:04:05.678Z", "2025-01-02T03:04:05+02:00", 1735787045678, 0])
+def test_a_timestamp_as_documented_is_read(tmp_path, stamp):
+    f = tmp_path / "s.jsonl"
+    f.write_text(json.dumps({"type": "message", "role": "user", "content": [], "timestamp": stamp}) + "\n")
+    assert pa.read_sessions([f])["timestamp"].is_not_null().all()

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ....schema import ROLES, USAGE_COLUMNS
-from ..base import BAD_RECORD, Invalid, Message, SourceFile, bad_record, parse_timestamp, usage_counter
+from ..base import BAD_RECORD, Invalid, Message, SourceFile, bad_record, parse_timestamp, timestamp_field, usage_counter
 from ..jsonl import records
 
 __all__ = ["NAME", "SYSTEM_MODES", "header", "parse", "record_compactions", "sniff"]
@@ -92,7 +92,7 @@ def _message(rec: dict[str, Any], lineno: int) -> Message:
     for i, block in enumerate(content):
         _block(block, f"content[{i}]")
     return Message(role, content, _usage(rec.get("usage")), lineno,
-                   timestamp=parse_timestamp(rec.get("timestamp")))
+                   timestamp=timestamp_field(rec.get("timestamp"), "message.timestamp"))
 
 
 def _usage(usage: Any) -> dict[str, int] | None:
