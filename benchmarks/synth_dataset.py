@@ -103,6 +103,8 @@ def synthetic_frames(start: int, n_sessions: int, *, seed: int = 0, median_turns
         "output": usage(tokens),
         "cache_read": usage(np.zeros(n, np.int64)),
         "cache_write": usage(np.zeros(n, np.int64)),
+        "cache_write_1h": usage(np.zeros(n, np.int64)),
+        "recorded_cost": pl.Series([None] * n, dtype=pl.Float32),
         "source_format": "canonical",
         "model": pl.Series([m[0] for m in MODELS]).gather(model_idx).gather(session),
         "timestamp": pl.Series(np.repeat(clock, session_msgs) + seq * 20_000).cast(pl.Datetime("ms", "UTC")),

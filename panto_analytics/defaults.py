@@ -10,6 +10,7 @@ True
 from __future__ import annotations
 
 __all__ = [
+    "COST_GROUPINGS",
     "DEFAULT_BUCKETS", "DEFAULT_BUDGETS", "DEFAULT_COVERAGE", "DEFAULT_MIN_KEPT_TURNS", "DEFAULT_RESERVE", "DEFAULT_SUMMARY_TOKENS",
     "ENGINES", "MAX_BUCKETS", "MIN_SUMMARY_TOKENS", "POLICY_NAMES", "RAY_INSTALL", "SEGMENT_KINDS", "SOURCE_FORMATS",
 ]
@@ -40,6 +41,9 @@ DEFAULT_COVERAGE = 0.9
 
 #: Ways to split a corpus into segments (``analysis.plot_data.session_segments``).
 SEGMENT_KINDS = ("model", "source_format", "project", "length")
+
+#: What ``cost --by`` groups the bill by (``outcomes.cost.costs``).
+COST_GROUPINGS = ("session", "day", "week", "month", "model", "project", "format")
 
 #: Where the per-bucket work over a dataset runs.
 ENGINES = ("local", "ray")

@@ -92,9 +92,9 @@ def parser_version() -> str:
     what was cached from it, without anyone having to bump a number.
     """
     root = Path(__file__).resolve().parents[2]  # the package folder
+    shared = ("words.py", "transcript.py", "schema.py", "errors.py", "models.py", "outcomes/references.py")
     sources = (sorted(root.glob("ingest/formats/**/*.py")) + sorted(root.glob("ingest/cache/*.py"))
-               + sorted(root.glob("ingest/*.py"))
-               + [root / name for name in ("words.py", "transcript.py", "schema.py", "errors.py", "outcomes/references.py")])
+               + sorted(root.glob("ingest/*.py")) + [root / name for name in shared])
     digest = hashlib.sha256(f"layout {LAYOUT}\n".encode())
     for path in sources:
         if path.exists():

@@ -210,6 +210,8 @@ class Message:
     line: int
     timestamp: datetime | None = None
     model: str | None = None
+    #: The call's cost as the agent recorded it, in US dollars (``recorded_cost``); None where none is.
+    cost: float | None = None
 
 
 @dataclass(slots=True)
@@ -433,6 +435,8 @@ class FrameBuilder:
             usage = msg.usage
             for name in USAGE_COLUMNS:
                 cols[name].append(None if usage is None else usage.get(name, 0))
+            cols["cache_write_1h"].append(None if usage is None else usage.get("cache_write_1h", 0))
+            cols["recorded_cost"].append(msg.cost)
             cols["model"].append(msg.model)
             cols["timestamp"].append(msg.timestamp)
             cols["line"].append(msg.line)

@@ -18,6 +18,7 @@ path, so memory stays small however long the session.
 """
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -334,7 +335,10 @@ class _Session:
         self.model = model
         if model is not None:
             self.models[model] += 1
-        return Message("assistant", blocks, _usage(msg.get("usage")), lineno, ts, model)
+        raw = msg.get("usage")
+        usage = _usage(raw)
+        cost = _recorded_cost(raw) if usage is not None and isinstance(raw, dict) else None
+        return Message("assistant", blocks, usage, lineno, ts, model, cost)
 
     def _user(self, texts: list[str], lineno: int, ts: datetime | None) -> Message:
         return Message("user", [{"type": "text", "text": t} for t in texts], None, lineno, ts, self.model)
@@ -393,6 +397,21 @@ def _usage(usage: Any) -> dict[str, int] | None:
         raise Invalid(f"message.usage must be an object, got {json_type(usage)}")
     out = {name: usage_counter(usage.get(key), key) for name, key in _USAGE_KEYS}
     return out if any(out.values()) else None
+
+
+def _recorded_cost(usage: dict[str, Any]) -> float | None:
+    """The cost pi recorded for the call (``usage.cost.total``, US dollars); None when it records none.
+
+    >>> _recorded_cost({"cost": {"input": 0.000009, "output": 0.002865, "total": 0.002874}})
+    0.002874
+    >>> _recorded_cost({"cost": {"total": "?"}}) is None
+    True
+    """
+    cost = usage.get("cost")
+    total = cost.get("total") if isinstance(cost, dict) else None
+    if isinstance(total, bool) or not isinstance(total, int | float) or not math.isfinite(total) or total < 0:
+        return None
+    return float(total)
 
 
 def _version(value: Any) -> int:

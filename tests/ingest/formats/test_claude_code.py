@@ -79,7 +79,7 @@ def test_streamed_call_is_one_assistant_message_with_its_final_usage():
     assert [b.get("id") for b in call.content[1:]] == ["toolu_1", "toolu_2"]
     assert call.content[1]["input"] == '{"command":"ls"}'
     # The first lines carry the partial usage of message_start; the last line the call's own.
-    assert call.usage == {"input": 3, "output": 42, "cache_read": 90, "cache_write": 7}
+    assert call.usage == {"input": 3, "output": 42, "cache_read": 90, "cache_write": 7, "cache_write_1h": 0}
     assert call.model == "claude-sonnet-4-6"
     assert src.meta.api_calls == 2
 

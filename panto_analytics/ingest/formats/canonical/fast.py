@@ -162,6 +162,9 @@ def _batch_frame(table: pa.StructArray, file_of: np.ndarray, sources: list[Sourc
         "has_tool_result": has_tool_result,
         "has_summary": has_summary,
         **{k: pl.Series(v) for k, v in counters.items()},
+        # Canonical usage records no cache lifetime: every write is a 5-minute write; no recorded cost.
+        "cache_write_1h": pl.Series(pc.if_else(has_usage, 0, None)),
+        "recorded_cost": pl.repeat(None, len(table), dtype=pl.Float32, eager=True),
         "source_format": per_file([src.source_format for src in sources]),
         "model": per_file([src.meta.model for src in sources]),
         "timestamp": parse_timestamps(table.field("timestamp")),

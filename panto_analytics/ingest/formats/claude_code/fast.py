@@ -56,7 +56,11 @@ __all__ = ["read_frames"]
 
 _STR = pa.string()
 _TEXT = pa.large_string()
-_USAGE = pa.struct([(key, pa.int64()) for _, key in USAGE_KEYS])
+#: The usage counters, and the 1-hour part of the cache writes (``cache_write_1h``).
+_USAGE = pa.struct([*((key, pa.int64()) for _, key in USAGE_KEYS),
+                    ("cache_creation", pa.struct([("ephemeral_1h_input_tokens", pa.int64())]))])
+#: The counters a usage row carries into the frame.
+_COUNTERS = (*USAGE_COLUMNS, "cache_write_1h")
 #: A tool result's part (image and document parts name their media type under ``source``).
 _CC_PART = pa.struct([("type", _STR), ("text", _TEXT), ("source", pa.struct([("media_type", _STR)]))])
 
@@ -493,6 +497,7 @@ def _record_columns(shape: str, rows: np.ndarray, records: pa.StructArray) -> pa
                "has_message": pc.is_valid(message), "msg_id": message.field("id"), "model": message.field("model"),
                "has_usage": pc.is_valid(usage),
                **{column: usage.field(key) for column, key in USAGE_KEYS},
+               "cache_write_1h": usage.field("cache_creation").field("ephemeral_1h_input_tokens"),
                "has_content": pc.is_valid(content), "content_is_list": pa.repeat(shape != "string", len(rows))}
     return pa.table(columns)
 
@@ -615,7 +620,7 @@ def _state(records: pl.DataFrame) -> pl.DataFrame:
 def _declined(records: pl.DataFrame, n_files: int) -> np.ndarray:
     """Which files have a record the fast path leaves to the reference (refused there, or a rule not ported)."""
     live, conv, talks = pl.col("live"), pl.col("conv"), pl.col("talks")
-    over_max = pl.any_horizontal([~pl.col(c).is_between(0, MAX_USAGE) for c in USAGE_COLUMNS]).fill_null(False)
+    over_max = pl.any_horizontal([~pl.col(c).is_between(0, MAX_USAGE) for c in _COUNTERS]).fill_null(False)
     first_sidechain = pl.col("sidechain").filter(talks).first().over("file").eq_missing(True)
     refused = (
         pl.col("type").is_null()
@@ -738,7 +743,7 @@ def _assemble(sources: list[SourceFile], records: pl.DataFrame, canonical: pa.St
     has_usage = usage_rows.is_not_null()
     usage = {c: pl.select(pl.when(has_usage).then(records[c].gather(usage_rows).fill_null(0)))
              .to_series().cast(pl.UInt32, strict=False)   # out of range: only in files declined
-             for c in USAGE_COLUMNS}
+             for c in _COUNTERS}
     facts = _sessions(records, len(sources)).rows(named=True)
     file_of = messages["file"].to_numpy()
     ids = messages["uuid"].scatter(compactions["owner"], compactions["uuid"]).to_list()
@@ -758,6 +763,7 @@ def _assemble(sources: list[SourceFile], records: pl.DataFrame, canonical: pa.St
         has_tool_result=pl.Series(has_result[:n]),
         has_summary=pl.Series(has_summary[:n]),
         **usage,
+        recorded_cost=pl.lit(None, pl.Float32),
         source_format=pl.lit(NAME),
         model=pl.col("model").fill_null(per_file([m.model for m in metas])),
         timestamp=parse_timestamps(messages["timestamp"].to_arrow().cast(_STR)),

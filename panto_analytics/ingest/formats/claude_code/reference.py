@@ -21,7 +21,7 @@ libpanto messages; every rule is listed in ``docs/formats.md`` (Claude Code).
 ...     '"usage":{"input_tokens":5,"output_tokens":7}}}\\n')
 >>> src = SourceFile(p, NAME)
 >>> [(m.role, len(m.content), m.usage) for m in parse(src)]
-[('user', 1, None), ('assistant', 2, {'input': 5, 'output': 7, 'cache_read': 0, 'cache_write': 0})]
+[('user', 1, None), ('assistant', 2, {'input': 5, 'output': 7, 'cache_read': 0, 'cache_write': 0, 'cache_write_1h': 0})]
 >>> src.meta.api_calls, src.meta.model
 (1, 'claude-x')
 """
@@ -486,9 +486,15 @@ def _string(value: Any, where: str) -> str:
 def _usage(usage: Any) -> dict[str, int] | None:
     """Anthropic ``usage`` as libpanto's counters; None when the line has none.
 
+    ``cache_write_1h`` is ``cache_creation.ephemeral_1h_input_tokens``, the part of the writes made to the
+    1-hour cache; 0 where the usage has no split (a 5-minute write).
+
     >>> _usage({"input_tokens": 3, "cache_read_input_tokens": 10, "cache_creation_input_tokens": 2,
     ...         "output_tokens": 5, "service_tier": "standard"})
-    {'input': 3, 'output': 5, 'cache_read': 10, 'cache_write': 2}
+    {'input': 3, 'output': 5, 'cache_read': 10, 'cache_write': 2, 'cache_write_1h': 0}
+    >>> _usage({"input_tokens": 3, "output_tokens": 5, "cache_creation_input_tokens": 9,
+    ...         "cache_creation": {"ephemeral_5m_input_tokens": 4, "ephemeral_1h_input_tokens": 5}})["cache_write_1h"]
+    5
     """
     if usage is None:
         return None
@@ -499,6 +505,9 @@ def _usage(usage: Any) -> dict[str, int] | None:
         value = usage.get(key)
         # Fast path for the usual case; usage_counter says what is wrong otherwise.
         out[name] = value if type(value) is int and 0 <= value <= MAX_USAGE else usage_counter(value, name)
+    split = usage.get("cache_creation")
+    one_hour = split.get("ephemeral_1h_input_tokens") if isinstance(split, dict) else None
+    out["cache_write_1h"] = usage_counter(one_hour, "cache_creation.ephemeral_1h_input_tokens")
     return out
 
 
