@@ -129,4 +129,6 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__, *_LAZY})
+    """The public names, the lazy submodules and the subpackages imported so far: not this module's machinery."""
+    loaded = {n for n, v in globals().items() if isinstance(v, type(importlib)) and n != "importlib"}
+    return sorted({*__all__, *_LAZY, *loaded})

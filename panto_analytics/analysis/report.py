@@ -26,13 +26,14 @@ from __future__ import annotations
 
 import base64
 import html
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 import polars as pl
 
+from ..budgets import Budgets, as_budgets
 from ..errors import IngestReport
 from ..ingest.corpus import Corpus
 from ..models import normalized_model, session_model
@@ -150,6 +151,23 @@ class Report:
     policies: Replay | None = None
     policy_table: Table | None = None
     policy_cuts: Table | None = None
+
+    def __repr__(self) -> str:
+        """One line: the title, the budgets, the recommendation and what the report holds."""
+        n = self.splits[SESSION].n_unique() if SESSION in self.splits.columns else 0
+        return (f"<Report {self.title!r}: {n:,} session{'' if n == 1 else 's'}, {len(self.budgets)} budgets, "
+                f"{self.recommendation.headline()}, {len(self.figures)} plots>")
+
+    def __str__(self) -> str:
+        """``print(report)``: the title, the corpus, the recommendation and the plots, as plain text."""
+        lines = [self.title, "=" * len(self.title), ""]
+        lines += [f"{row[0]}: {row[1]}" + "".join(f" ({note})" for note in row[2:] if note)
+                  for row in self.overview.rows]
+        for name, table in self.breakdowns.items():
+            lines += ["", f"By {name}: " + ", ".join(f"{row[0]} ({row[1]})" for row in table.rows)]
+        lines += ["", self.recommendation.to_text(), ""]
+        lines += [f"plot: {figure.title}" for figure in self.figures]
+        return "\n".join(lines)
 
 
 def corpus_overview(messages: pl.DataFrame, turns: pl.DataFrame, splits: pl.DataFrame, *,
@@ -399,7 +417,7 @@ def _a_few(budgets: list[int], chosen: int | None, n: int = 5) -> list[int]:
     return sorted(picked | ({chosen} if chosen is not None else set()))
 
 
-def build_report(messages: pl.DataFrame, budgets: Iterable[int], *, criteria: Criteria | None = None,
+def build_report(messages: pl.DataFrame, budgets: Budgets, *, criteria: Criteria | None = None,
                  segment_by: Sequence[str] = (), ingest: IngestReport | None = None,
                  sessions: pl.DataFrame | None = None, compactions: pl.DataFrame | None = None,
                  title: str | None = None, inputs: Sequence[str] = (), window: int | None = None,
@@ -417,7 +435,7 @@ def build_report(messages: pl.DataFrame, budgets: Iterable[int], *, criteria: Cr
     window (libpanto at the recommended budget), a table, a plot and, with
     recorded compactions, each policy's cut at them beside the agents'.
     """
-    budgets = sorted({int(b) for b in budgets})
+    budgets = as_budgets(budgets)
     turns = compute_turns(messages)
     per_session = compute_splits(messages, budgets, sessions=sessions)
     replayed = None

@@ -146,15 +146,18 @@ def parse_here(paths: list[PathLike], *, format: str | None = None, skip_invalid
             frames[i] = built.slice(start, n)
     filled = cast("list[pl.DataFrame]", frames)  # every file has its frame by now
     parsed = [ParsedFile(frame, None, Path(src.path), None) if isinstance(src, InputError)
+              else ParsedFile(frame, None, src.path, None) if src.holds_nothing
               else ParsedFile(frame, src.meta, src.path, src.source_format)
               for src, frame in zip(sources, filled)]
     counted = _counted_api_calls([p.messages for p in parsed])
-    for p, report, calls in zip(parsed, file_reports, counted):
+    for p, src, report, calls in zip(parsed, sources, file_reports, counted):
         if p.session is not None:
             report.files += 1
             report.sessions += 1
             report.messages += p.messages.height
             report.api_calls += p.session.api_calls if p.session.api_calls is not None else calls
+        elif isinstance(src, SourceFile):  # read, and nothing in it (an empty file): a file, not a session
+            report.files += 1
     return parsed
 
 

@@ -42,6 +42,7 @@ from dataclasses import replace
 import numpy as np
 import polars as pl
 
+from ..budgets import Budgets, as_budgets
 from . import expressions as ex
 from .policies import LibPanto, Policy, parse_policy
 from .replay import DEFAULT_RESERVE, EVENT_SCHEMA, Replay, _Engine, _np, summary_size, validate_parameters
@@ -228,7 +229,7 @@ def _with_policy(result: Replay, policy: Policy, frame: pl.DataFrame) -> tuple[p
             result.sessions.select(name, pl.all()))
 
 
-def replay(messages: pl.DataFrame | pl.LazyFrame, budgets: Iterable[int], *, window: int,
+def replay(messages: pl.DataFrame | pl.LazyFrame, budgets: Budgets, *, window: int,
            reserve: int = DEFAULT_RESERVE, summary_tokens: int | None = None,
            policy: Sequence[str | Policy] | str | Policy | None = None, prices: PriceSpec | None = None,
            summarizer: str | None = None) -> Replay:
@@ -252,7 +253,8 @@ def replay(messages: pl.DataFrame | pl.LazyFrame, budgets: Iterable[int], *, win
     messages
         A message frame (``DataFrame`` or ``LazyFrame``), ordered by ``(session_id, seq)``.
     budgets
-        ``keep_verbatim`` budgets, in tokens (libpanto's; the other policies have their own settings).
+        ``keep_verbatim`` budgets, in tokens (libpanto's; the other policies have their own settings): ints, or
+        strings as the command line takes them (``"20k"``, ``"8k,20k"``).
     window
         The model's context window, in tokens.
     reserve
@@ -283,6 +285,7 @@ def replay(messages: pl.DataFrame | pl.LazyFrame, budgets: Iterable[int], *, win
     >>> r.events.select("policy", "trigger_seq", "prefix_end", "kept_messages", "split_turn").rows()
     [('libpanto:reserve=4000', 5, 6, 0, False), ('pi:reserve_tokens=4000,keep_recent_tokens=100', 5, 5, 1, True)]
     """
+    budgets = as_budgets(budgets)
     if policy is None:
         result = replay_libpanto(messages, budgets, window=window, reserve=reserve, summary_tokens=summary_tokens)
     else:

@@ -296,3 +296,12 @@ def test_by_model_agrees_with_the_sessions_table_and_the_segments(tmp_path):
         (m or "unknown", n) for m, n in by_table.iter_rows())
     segments = session_segments(_mixed_models(), "model")
     assert "<synthetic>" not in segments["segment"].cast(str).to_list()
+
+
+def test_a_report_prints_as_a_person_reads_it():
+    rep = build_report(pa.read_sessions([FIXTURE], cache=None), "0:4k:5")
+    line = repr(rep)
+    assert "\n" not in line and line.startswith(f"<Report {rep.title!r}: ") and "5 budgets" in line
+    text = str(rep)
+    assert text.startswith(rep.title) and rep.recommendation.headline() in text
+    assert "shape:" not in text.split("rule:")[0]  # the overview is prose, not a DataFrame dump

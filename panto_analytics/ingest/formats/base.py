@@ -252,6 +252,8 @@ class SourceFile:
         self.skip_invalid = skip_invalid
         self.report = report if report is not None else IngestReport()
         self.meta = SessionMeta(session_id=session_stem(self.path))
+        #: Set by an adapter that found no record at all (an empty or blank file): it holds no session.
+        self.holds_nothing = False
 
     def invalid(self, line: int | None, reason: str) -> None:
         """A bad line: raise :class:`InputError`, or count it under ``skip_invalid``."""

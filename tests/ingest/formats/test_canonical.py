@@ -54,13 +54,29 @@ def test_flags_and_words_over_every_block_kind(tmp_path):
     assert row["has_tool_result"] and row["has_summary"]
 
 
-def test_empty_and_header_only_files_are_sessions_without_messages(tmp_path):
+def test_a_header_only_file_is_a_session_without_messages_and_an_empty_one_is_none(tmp_path):
     write(tmp_path / "a.jsonl", {"type": "session", "id": "h"})
     (tmp_path / "b.jsonl").write_text("")
+    (tmp_path / "c.jsonl").write_text("\n \n")
     report = IngestReport()
     df = pa.read_sessions([tmp_path], report=report)
     assert df.height == 0
-    assert report.sessions == 2 and report.files == 2
+    assert report.sessions == 1 and report.files == 3 and not report.skipped
+    assert pa.sessions([tmp_path])["session_id"].to_list() == ["h"]
+
+
+@pytest.mark.parametrize("content", [b"", b"\n\n", b"\xef\xbb\xbf"])
+def test_only_empty_files_is_nothing_to_read_exit_1(tmp_path, content):
+    # The README: files with no sessions are exit 1. An empty file once counted as a session (exit 0, sessions=1).
+    from click.testing import CliRunner
+
+    from panto_analytics.cli import main
+
+    (tmp_path / "e.jsonl").write_bytes(content)
+    for _ in range(2):  # cold, then from the cache
+        result = CliRunner().invoke(main, ["ingest", str(tmp_path), "--cache", str(tmp_path / "cache")])
+        assert result.exit_code == 1, result.output
+        assert result.output.strip() == f"error: {tmp_path}: no sessions in the 1 file(s) read"
 
 
 def test_same_session_id_in_two_files_names_both(tmp_path):

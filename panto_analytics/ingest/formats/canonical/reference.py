@@ -56,6 +56,8 @@ def parse(src: SourceFile) -> Iterator[Message]:
         except BAD_RECORD as e:
             src.invalid(lineno, bad_record(e))
         first = False
+    # No record at all (an empty or blank file, or only lines skipped): nothing to read, not a session.
+    src.holds_nothing = first
 
 
 def record_compactions(src: SourceFile, anchor_indices: list[int]) -> None:
