@@ -9,7 +9,10 @@ last-n-turns baseline. The replay rules around the cut are
 
 A session is a list of message-frame rows (dicts with ``role``,
 ``has_tool_result``, ``has_summary``, ``serialized_bytes`` and the four usage
-counters), so the reference reads exactly what the engine reads.
+counters, and optionally ``line`` and ``file``), so the reference reads exactly
+what the engine reads. After a recorded summary, the run of messages recorded
+before it (same file, a lower line: the agent's kept block, see
+``policy/replay.py``) is skipped: no trigger, no peak.
 """
 from __future__ import annotations
 
@@ -28,6 +31,14 @@ def call_context(m: dict) -> int | None:
     if m["role"] != "assistant" or any(m.get(c) is None for c in USAGE):
         return None
     return sum(m[c] for c in USAGE)
+
+
+def recorded_before(anchor: dict, m: dict) -> bool:
+    """``m``, a message after the recorded summary ``anchor``, was recorded before it: same file, lower line
+    (pi writes its compaction after the entries it keeps). Rows without a line never are."""
+    if m["has_summary"] or anchor.get("line") is None or m.get("line") is None:
+        return False
+    return m["line"] < anchor["line"] and m.get("file") == anchor.get("file")
 
 
 def is_user(m: dict) -> bool:
@@ -186,11 +197,19 @@ def replay_session(msgs: list[dict], name: str, settings: dict, *, threshold: in
     summarized = 0
     compacted = False
     peak: int | None = None
+    inert_until = 0  # calls before this index are the agent's kept block, recorded before its compaction
     for k, m in enumerate(msgs):
         if m["has_summary"]:
             active_start = anchor_start = k + 1
             summarized = 0
             compacted = False
+            inert_until = k + 1
+            while inert_until < len(msgs) and recorded_before(m, msgs[inert_until]):
+                inert_until += 1
+            if inert_until == k + 1:  # no kept block: the summary's own call, if any, is checked
+                inert_until = k
+        if k < inert_until:
+            continue
         recorded = call_context(m)
         if recorded is None:
             continue

@@ -101,8 +101,13 @@ def transcript_at(messages: list[dict], trigger: int, active_start: int, inserte
 
 
 def replay_session(messages: list[dict], budget: int, *, window: int, reserve: int,
-                   summary_tokens: int) -> SessionReplay:
-    """Replay one session (canonical message dicts) under one budget."""
+                   summary_tokens: int, recorded_before: list[bool] | None = None) -> SessionReplay:
+    """Replay one session (canonical message dicts) under one budget.
+
+    ``recorded_before[k]``: message ``k`` belongs to an agent's kept block recorded before its compaction
+    record (it follows a recorded summary in the transcript; pi writes its compaction after what it keeps):
+    its call is no trigger and no peak. A canonical file never has one.
+    """
     threshold = window - reserve
     usages = port.usages_of(messages)
     events: list[Event] = []
@@ -120,6 +125,9 @@ def replay_session(messages: list[dict], budget: int, *, window: int, reserve: i
             compacted = False
         if msg["role"] != "assistant" or usages[k] is None:
             continue
+        if recorded_before and (recorded_before[k] or (has_summary(msg) and k + 1 < len(messages)
+                                                         and recorded_before[k + 1])):
+            continue  # in an agent's kept block, or its summary when one follows
         recorded = port.cumulative_at(usages[k])
         context = max(recorded - summarized, 0) + (summary_tokens if compacted else 0)
         peak = context if peak is None else max(peak, context)
@@ -158,13 +166,15 @@ def replay_session(messages: list[dict], budget: int, *, window: int, reserve: i
 
 
 def expected_replay(sessions: dict[str, list[dict]], budgets: list[int], *, window: int, reserve: int,
-                    summary_tokens: int) -> tuple[list[dict], list[dict]]:
+                    summary_tokens: int, recorded_before: dict[str, list[bool]] | None = None,
+                    ) -> tuple[list[dict], list[dict]]:
     """``(events, sessions)`` row dicts for every session and budget, as ``replay`` orders them."""
     event_rows: list[dict] = []
     session_rows: list[dict] = []
     for sid, msgs in sessions.items():
         for budget in sorted(set(budgets)):
-            r = replay_session(msgs, budget, window=window, reserve=reserve, summary_tokens=summary_tokens)
+            r = replay_session(msgs, budget, window=window, reserve=reserve, summary_tokens=summary_tokens,
+                               recorded_before=(recorded_before or {}).get(sid))
             for e in r.events:
                 event_rows.append({"session_id": sid, "budget": budget, **e.__dict__})
             session_rows.append({

@@ -30,6 +30,8 @@ from ..defaults import (
     SOURCE_FORMATS,
 )
 from ..errors import IngestReport, InputError
+from .launch import READ_KEY as _READ_KEY
+from .launch import launching
 
 if TYPE_CHECKING:
     import polars as pl
@@ -49,7 +51,10 @@ def input_options(fn):
     --cache DIR / --no-cache, --jobs N and --quiet do not reach the command
     function: they are kept on the click context, and :func:`read_input` /
     :func:`read_input_corpus` apply them.
+
+    The command starts a parsing worker first thing (:func:`.launch.launching`).
     """
+    fn = launching(fn)
     for option in reversed(_READ_OPTIONS + _FILTER_OPTIONS):
         fn = option(fn)
     fn = click.option("--skip-invalid", is_flag=True,
@@ -58,9 +63,6 @@ def input_options(fn):
                       help="Force a source format instead of detecting it per file.")(fn)
     fn = click.argument("paths", nargs=-1, type=click.Path(path_type=Path))(fn)
     return fn
-
-
-_READ_KEY = "panto_analytics.read"
 
 
 def _remember(ctx: click.Context, param: click.Parameter, value):

@@ -175,8 +175,8 @@ class _PolicyEngine(_Engine):
         r, r_row0, r_n = rest["na"], self.row0[rest["sid"]], self.n[rest["sid"]]
         na = np.where(r + 1 < r_n, self.next_anchor.take(r_row0 + r + 1, mode="clip"), r_n)
         zero = np.zeros(len(r), dtype=np.int64)
-        rest.update(a=r + 1, a0=r + 1, c_from=self.next_call[r_row0 + r], na=na, c_to=self.next_call[r_row0 + na],
-                    S=zero, sig=zero)
+        rest.update(a=r + 1, a0=r + 1, c_from=self.next_call[r_row0 + self.resume[r_row0 + r]], na=na,
+                    c_to=self.next_call[r_row0 + na], S=zero, sig=zero)
         nxt = {key: np.concatenate([after[key], waiting[key], rest[key]]) for key in _KEYS}
         return events, segments, nxt
 

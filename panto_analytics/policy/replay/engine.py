@@ -33,6 +33,15 @@ the engine equals it on every row):
   no simulated summary is counted, since the recorded usage after it already
   holds the recorded summary. The latest anchor, recorded or simulated, starts
   the active window.
+- The agent's own kept block is where the simulated context starts after a
+  recorded anchor: the messages right after it that the agent recorded
+  *before* its compaction record (pi writes its compaction after the entries
+  it keeps; in the frame they follow the summary, with a lower file ``line``:
+  :func:`recorded_before_anchor`) carry the usage of the conversation before
+  the compaction, which is not growth of the context after it. Their calls
+  (and the summary's own, if it has one) are no triggers and count in no peak;
+  the first call after the block, whose recorded usage holds the agent's
+  summary and kept block, is the first one checked.
 - ``prefix_end`` and ``active_start`` are ``seq`` values of the recorded
   session (``prefix_end`` is ``trigger_seq + 1`` when no turn is kept).
   ``context_after`` is the trigger's simulated context after the compaction.
@@ -84,8 +93,7 @@ from .request import with_request_bytes
 
 __all__ = [
     "DEFAULT_RESERVE", "DEFAULT_SUMMARY_TOKENS", "EVENT_SCHEMA", "MIN_SUMMARY_TOKENS", "REPLAY_SESSION_SCHEMA", "Replay",
-    "replay", "summary_size",
-    "validate_parameters",
+    "recorded_before_anchor", "replay", "resume_after_anchor", "summary_size", "validate_parameters",
 ]
 
 S = ex.SESSION
@@ -171,6 +179,45 @@ def summary_size(messages: pl.DataFrame) -> tuple[int, str]:
                                         f"token{'' if median == 1 else 's'}, below {MIN_SUMMARY_TOKENS}, "
                                         "too small to be a real summary (redacted?)")
     return median, f"the median of {recorded}"
+
+
+def recorded_before_anchor(columns: Iterable[str]) -> pl.Expr:
+    """True on the rows of an agent's kept block recorded before its compaction: the rows right after a recorded
+    summary (``has_summary``), in one run, from the same ``file`` with a lower ``line`` than the summary's
+    (False everywhere when the frame has no ``line``). Over a frame ordered by ``(session_id, seq)``.
+
+    >>> f = pl.DataFrame({"session_id": ["s"] * 5, "has_summary": [False, True, False, False, False],
+    ...     "line": [1, 9, 2, 3, 10], "file": ["f"] * 5})
+    >>> f.select(recorded_before_anchor(f.columns)).to_series().to_list()
+    [False, False, True, True, False]
+    """
+    if "line" not in set(columns):
+        return pl.lit(False)
+    summary = pl.col("has_summary")
+    sid = ex.session_start().cast(pl.Int64).cum_sum()
+    same = (pl.when(summary).then(sid).forward_fill() == sid) & (pl.col("line") < pl.when(summary).then(pl.col("line"))
+                                                                 .forward_fill())
+    if "file" in set(columns):
+        same = same & (pl.col("file").cast(pl.String) == pl.when(summary).then(pl.col("file").cast(pl.String))
+                       .forward_fill())
+    cond = same.fill_null(False) & ~summary
+    broken = (~cond & ~summary).cast(pl.Int64).cum_sum()
+    return cond & (broken == pl.when(summary).then(broken).forward_fill())
+
+
+def resume_after_anchor(kept: pl.Expr) -> pl.Expr:
+    """Per row: the seq where the replay checks calls again after a recorded anchor on this row: the row itself
+    when no kept block follows it, else the first row after the agent's kept block (``kept``:
+    :func:`recorded_before_anchor`; ``n`` past the end).
+
+    >>> f = pl.DataFrame({"session_id": ["s"] * 4, "seq": [0, 1, 2, 3], "k": [False, False, True, True]})
+    >>> f.select(resume_after_anchor(pl.col("k"))).to_series().to_list()
+    [0, 4, 2, 3]
+    """
+    seq = pl.col("seq").cast(pl.Int64)
+    fresh = pl.when(~kept).then(seq).when(ex.session_end()).then(seq + 1).backward_fill()
+    block_follows = (~ex.session_end() & kept.shift(-1)).fill_null(False)
+    return pl.when(block_follows).then(fresh.shift(-1)).otherwise(seq)
 
 
 def validate_parameters(window: int, reserve: int, summary_tokens: int) -> None:
@@ -347,7 +394,12 @@ class _Engine:
                 _anchor=pl.when(pl.col("has_summary")).then(_as_int(pl.col("seq")))
                 .when(ex.session_end()).then(_as_int(pl.col("seq")) + 1).backward_fill(),
                 _sid=_as_int(ex.session_start()).cum_sum() - 1,
+                _kept=recorded_before_anchor(self.frame.columns),
             )
+            .with_columns(_resume=resume_after_anchor(pl.col("_kept")))
+            # A call the replay never checks: in an agent's kept block, or a summary's own when a block follows.
+            .with_columns(_inert=pl.col("_kept") | (pl.col("has_summary") & (_as_int(pl.col("_resume"))
+                                                                              > _as_int(pl.col("seq")))))
             # Every turn start of the recorded session, uncapped: the base turns.
             .with_columns(turn=pl.when(ex.count_in_session(pl.col("is_turn_start")) > 0)
                           .then(ex.count_in_session(pl.col("is_turn_start")) - 1))
@@ -364,8 +416,8 @@ class _Engine:
         turn_rows_lf = annotated.filter(pl.col("is_turn_start")).select(
             start_seq="seq", before=pl.col("prior_cumulative").fill_null(0), call_at_start="_calls_before")
         calls_lf = annotated.filter(pl.col("_call")).select(
-            "_sid", "seq", cum="assistant_cumulative", last_turn=pl.col("_turns_before") - 1)
-        per_row_lf = annotated.select("_calls_before", "_turns_before", "_anchor")
+            "_sid", "seq", "_inert", cum="assistant_cumulative", last_turn=pl.col("_turns_before") - 1)
+        per_row_lf = annotated.select("_calls_before", "_turns_before", "_anchor", "_resume")
         sessions_lf = annotated.filter(ex.session_start()).select(S, row0="_row", c0="_calls_before", g0="_turns_before")
         ends_lf = annotated.filter(ex.session_end()).select(
             n=_as_int(pl.col("seq")) + 1,
@@ -382,6 +434,8 @@ class _Engine:
         self.next_call = _np(per_row["_calls_before"], pad=n_calls)
         self.next_turn = _np(per_row["_turns_before"], pad=n_turns)
         self.next_anchor = _np(per_row["_anchor"], pad=0)
+        # Per row: after a recorded anchor on it, the seq of the first row past the agent's kept block.
+        self.resume = _np(per_row["_resume"], pad=0)
         # Per base turn (one dummy past the end): start seq, prior cumulative usage, first call at
         # or after its start; and the exclusive prefix sums of the costs (P[G] = the total).
         self.start_seq = _np(turn_rows["start_seq"], pad=0)
@@ -393,6 +447,7 @@ class _Engine:
         # cost of a window that starts at base turn 0 (-1 when no turn has started).
         self.call_sid = _np(calls["_sid"], pad=-1)
         self.call_seq = _np(calls["seq"], pad=0)
+        self.call_inert = calls["_inert"].to_numpy()
         self.cum = _np(calls["cum"], pad=-1)
         self.last_turn = _np(calls["last_turn"], pad=-1)
         lt = self.last_turn
@@ -412,7 +467,7 @@ class _Engine:
         context is the recorded one), so their only figure is the peak.
         """
         peak = np.full(len(self.row0), -1, dtype=np.int64)
-        np.maximum.at(peak, self.call_sid[:-1], self.cum[:-1])
+        np.maximum.at(peak, self.call_sid[:-1], np.where(self.call_inert, -1, self.cum[:-1]))
         self.cold_peak = peak
         hot = np.flatnonzero(peak > self.threshold)
         nb = len(self.budget)
@@ -494,7 +549,8 @@ class _Engine:
         r, r_row0, r_n = rest["na"], row0[rest_mask], n[rest_mask]
         na = np.where(r + 1 < r_n, self.next_anchor.take(r_row0 + r + 1, mode="clip"), r_n)
         zero = np.zeros(len(r), dtype=np.int64)
-        rest.update(a=r + 1, c_from=self.next_call[r_row0 + r], na=na, c_to=self.next_call[r_row0 + na], S=zero, sig=zero)
+        rest.update(a=r + 1, c_from=self.next_call[r_row0 + self.resume[r_row0 + r]], na=na,
+                    c_to=self.next_call[r_row0 + na], S=zero, sig=zero)
         nxt = {key: np.concatenate([after[key], rest[key]]) for key in _STATE}
         return events, segments, nxt
 
