@@ -15,6 +15,7 @@ the recommendation, the figures); :func:`write_report` writes
 ...     "input": [None, 100], "output": [None, 20], "cache_read": [None, 0], "cache_write": [None, 0],
 ...     "source_format": ["canonical"] * 2, "model": [None, "m"]},
 ...     schema_overrides={c: pl.UInt32 for c in ("input", "output", "cache_read", "cache_write")})
+>>> from panto_analytics.analysis.report import write_report
 >>> rep = build_report(msgs, [0, 200])
 >>> rep.recommendation.budget
 200
@@ -24,10 +25,7 @@ the recommendation, the figures); :func:`write_report` writes
 """
 from __future__ import annotations
 
-import base64
-import html
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
@@ -48,128 +46,17 @@ from ..compactions import agent_vs_libpanto, compaction_table, policies_vs_agent
 from ..formatting import format_tokens
 from ..plot_data import session_segments
 from ..recommend import Criteria, Recommendation, recommend, recommend_at_compactions
+from .model import SEGMENT_TITLES, Report, ReportFigure, Table, cell, percent, tokens
 
 __all__ = [
-    "MAX_INPUTS", "Report", "ReportFigure", "SEGMENT_TITLES", "Table", "breakdown", "build_report", "corpus_overview",
-    "policy_table", "render_html", "render_markdown", "replay_figures", "replay_table", "report_figures", "sweep_table", "write_report",
+    "breakdown", "build_report", "corpus_overview", "policy_table", "replay_figures", "replay_table", "report_figures",
+    "sweep_table",
 ]
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 #: Segment kinds the report can split plots by, with their headings.
-SEGMENT_TITLES = {"model": "model", "source_format": "source format", "length": "session length"}
-
-
-@dataclass
-class ReportFigure:
-    """One plot of the report: file name (without extension), heading, how to read it, the figure."""
-
-    name: str
-    title: str
-    caption: str
-    figure: object
-    png: bytes = b""
-
-
-@dataclass
-class Table:
-    """A small table of display strings, rendered to Markdown or HTML alike."""
-
-    header: list[str]
-    rows: list[list[str]]
-    highlight: int | None = None  # index of a row to emphasise
-    left: tuple[int, ...] = (0,)  # columns of text, aligned left; the others are numbers
-
-    @classmethod
-    def from_frame(cls, frame: pl.DataFrame, formats: dict | None = None) -> Table:
-        formats = formats or {}
-        rows = [[formats.get(c, _cell)(v) for c, v in zip(frame.columns, row)] for row in frame.iter_rows()]
-        return cls(list(frame.columns), rows)
-
-    def markdown(self) -> str:
-        def line(cells):
-            return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
-
-        rows = [[f"**{c}**" if i == self.highlight and c else c for c in r] for i, r in enumerate(self.rows)]
-        aligns = ["---" if i in self.left else "---:" for i in range(len(self.header))]
-        return "\n".join([line(self.header), line(aligns), *map(line, rows)])
-
-    def html(self) -> str:
-        def cls(j):
-            return " class='text'" if j in self.left else ""
-
-        head = "".join(f"<th{cls(j)}>{html.escape(h)}</th>" for j, h in enumerate(self.header))
-        body = "".join(
-            ("<tr class='chosen'>" if i == self.highlight else "<tr>")
-            + "".join(f"<td{cls(j)}>{html.escape(c)}</td>" for j, c in enumerate(r)) + "</tr>"
-            for i, r in enumerate(self.rows)
-        )
-        return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-
-
-def _cell(v) -> str:
-    if v is None:
-        return "-"
-    if isinstance(v, bool):
-        return "yes" if v else "no"
-    if isinstance(v, float):
-        return f"{v:,.0f}" if v.is_integer() else f"{v:,.3g}"
-    if isinstance(v, int):
-        return f"{v:,}"
-    return str(v)
-
-
-def _pct(v) -> str:
-    return "-" if v is None else f"{v:.1%}"
-
-
-def _tokens(v) -> str:
-    return "-" if v is None else format_tokens(v)
-
-
-@dataclass
-class Report:
-    """Everything a report shows, computed once; :func:`write_report` lays it out."""
-
-    title: str
-    inputs: list[str]
-    budgets: list[int]
-    splits: pl.DataFrame
-    sweep: pl.DataFrame
-    recommendation: Recommendation
-    overview: Table
-    breakdowns: dict[str, Table]
-    figures: list[ReportFigure] = field(default_factory=list)
-    #: With a window: the replay the recommendation was judged on, and its per-budget table.
-    replay: Replay | None = None
-    replay_table: Table | None = None
-    #: With recorded compactions: what the agents kept beside libpanto's split at the same moment.
-    recorded: Table | None = None
-    #: With a window and policies: the replay under each policy and its comparison table; with recorded
-    #: compactions too, each policy's cut at them beside the agents'.
-    policies: Replay | None = None
-    policy_table: Table | None = None
-    policy_cuts: Table | None = None
-
-    def __repr__(self) -> str:
-        """One line: the title, the budgets, the recommendation and what the report holds."""
-        n = self.splits[SESSION].n_unique() if SESSION in self.splits.columns else 0
-        return (f"<Report {self.title!r}: {n:,} session{'' if n == 1 else 's'}, {len(self.budgets)} budgets, "
-                f"{self.recommendation.headline()}, {len(self.figures)} plots>")
-
-    def __str__(self) -> str:
-        """``print(report)``: the title, the corpus, the recommendation and the plots, as plain text."""
-        lines = [self.title, "=" * len(self.title), ""]
-        lines += [f"{row[0]}: {row[1]}" + "".join(f" ({note})" for note in row[2:] if note)
-                  for row in self.overview.rows]
-        for name, table in self.breakdowns.items():
-            lines += ["", f"By {name}: " + ", ".join(f"{row[0]} ({row[1]})" for row in table.rows)]
-        lines += ["", self.recommendation.to_text(), ""]
-        lines += [f"plot: {figure.title}" for figure in self.figures]
-        return "\n".join(lines)
-
-
 def corpus_overview(messages: pl.DataFrame, turns: pl.DataFrame, splits: pl.DataFrame, *,
                     ingest: IngestReport | None = None, sessions: pl.DataFrame | None = None,
                     compactions: pl.DataFrame | None = None) -> Table:
@@ -283,17 +170,17 @@ def sweep_table(rec: Recommendation) -> Table:
     """The per-budget table, display-formatted, the chosen budget emphasised."""
     t = rec.table
     cols = {
-        "budget": ("budget", _tokens),
-        "noop_share": ("noop", _pct),
-        "zero_kept_share": ("zero kept", _pct),
-        "capped_share": ("capped", _pct),
-        "kept_tokens_p10": ("kept p10", _tokens),
-        "kept_tokens_p50": ("kept p50", _tokens),
-        "kept_tokens_p90": ("kept p90", _tokens),
-        "kept_turns_p50": ("kept turns p50", _cell),
-        "summarized_share": ("summarized", _pct),
-        "keeps_k_share": (f"keep {rec.criteria.min_kept_turns}+ turns", _pct),
-        "within_limit_share": (f"kept <= {_tokens(rec.criteria.limit)}", _pct),
+        "budget": ("budget", tokens),
+        "noop_share": ("noop", percent),
+        "zero_kept_share": ("zero kept", percent),
+        "capped_share": ("capped", percent),
+        "kept_tokens_p10": ("kept p10", tokens),
+        "kept_tokens_p50": ("kept p50", tokens),
+        "kept_tokens_p90": ("kept p90", tokens),
+        "kept_turns_p50": ("kept turns p50", cell),
+        "summarized_share": ("summarized", percent),
+        "keeps_k_share": (f"keep {rec.criteria.min_kept_turns}+ turns", percent),
+        "within_limit_share": (f"kept <= {tokens(rec.criteria.limit)}", percent),
     }
     present = [c for c in cols if c in t.columns]
     rows = [[cols[c][1](row[c]) for c in present] for row in t.iter_rows(named=True)]
@@ -342,11 +229,11 @@ def replay_table(result: Replay, chosen: int | None) -> Table:
     """The replay's per-budget table (:func:`~panto_analytics.policy.replay.summary.summarize_replay`), formatted."""
     t = summarize_replay(result.events, result.sessions)
     cols = {
-        "budget": ("budget", _tokens), "sessions": ("sessions", _cell), "compacted_share": ("compacted", _pct),
-        "compactions_mean": ("compactions/session", _cell), "events": ("events", _cell),
-        "zero_kept_event_share": ("events keeping nothing", _pct), "kept_turns_p50": ("kept turns p50", _cell),
-        "kept_tokens_p50": ("kept p50", _tokens), "request_bytes_per_session": ("summarizer bytes/session", _cell),
-        "overflow_share": ("overflow", _pct), "ineffective_share": ("ineffective", _pct),
+        "budget": ("budget", tokens), "sessions": ("sessions", cell), "compacted_share": ("compacted", percent),
+        "compactions_mean": ("compactions/session", cell), "events": ("events", cell),
+        "zero_kept_event_share": ("events keeping nothing", percent), "kept_turns_p50": ("kept turns p50", cell),
+        "kept_tokens_p50": ("kept p50", tokens), "request_bytes_per_session": ("summarizer bytes/session", cell),
+        "overflow_share": ("overflow", percent), "ineffective_share": ("ineffective", percent),
     }
     rows = [[fmt(row[c]) for c, (_, fmt) in cols.items()] for row in t.iter_rows(named=True)]
     highlight = t["budget"].to_list().index(chosen) if chosen in t["budget"].to_list() else None
@@ -376,11 +263,11 @@ def policy_table(result: Replay) -> Table:
     """The comparison of policies (:func:`~panto_analytics.policy.compare_policies`), formatted."""
     t = compare_policies(result.events, result.sessions)
     cols = {
-        "policy": ("policy", _cell), "budget": ("budget", _tokens), "compacted_share": ("compacted", _pct),
-        "compactions_mean": ("compactions/session", _cell), "events": ("events", _cell),
-        "kept_tokens_p10": ("kept p10", _tokens), "kept_tokens_p50": ("kept p50", _tokens),
-        "kept_tokens_p90": ("kept p90", _tokens), "summarized_tokens_p50": ("summarized p50", _tokens),
-        "request_bytes_per_session": ("summarizer bytes/session", _cell), "overflow_share": ("overflow", _pct),
+        "policy": ("policy", cell), "budget": ("budget", tokens), "compacted_share": ("compacted", percent),
+        "compactions_mean": ("compactions/session", cell), "events": ("events", cell),
+        "kept_tokens_p10": ("kept p10", tokens), "kept_tokens_p50": ("kept p50", tokens),
+        "kept_tokens_p90": ("kept p90", tokens), "summarized_tokens_p50": ("summarized p50", tokens),
+        "request_bytes_per_session": ("summarizer bytes/session", cell), "overflow_share": ("overflow", percent),
     }
     return Table([name for name, _ in cols.values()], [[fmt(row[c]) for c, (_, fmt) in cols.items()]
                                                        for row in t.iter_rows(named=True)])
@@ -484,147 +371,3 @@ def build_report(messages: pl.DataFrame, budgets: Budgets, *, criteria: Criteria
     for fig in report.figures:
         fig.png = plots.png_bytes(cast("Figure", fig.figure))
     return report
-
-
-def write_report(report: Report, out_dir: str | Path) -> Path:
-    """Write the report's files into ``out_dir`` (created if needed); returns the folder."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    for fig in report.figures:
-        (out / f"{fig.name}.png").write_bytes(fig.png)
-    report.sweep.write_parquet(out / "sweep.parquet")
-    report.splits.write_parquet(out / "splits.parquet")
-    if report.policies is not None:
-        report.policies.events.write_parquet(out / "policy_events.parquet")
-        report.policies.sessions.write_parquet(out / "policy_sessions.parquet")
-    if report.replay is not None:
-        report.replay.events.write_parquet(out / "replay_events.parquet")
-        report.replay.sessions.write_parquet(out / "replay_sessions.parquet")
-    (out / "report.md").write_text(render_markdown(report), encoding="utf-8")
-    (out / "index.html").write_text(render_html(report), encoding="utf-8")
-    return out
-
-
-#: Inputs named at the top of a report; the rest are counted.
-MAX_INPUTS = 6
-
-
-def _more(inputs: list[str]) -> str:
-    return f" and {len(inputs) - MAX_INPUTS} more" if len(inputs) > MAX_INPUTS else ""
-
-
-_RECORDED_TEXT = ("One row per compaction an agent recorded: what the agent kept verbatim (its first kept message, "
-                  "messages and tokens, in libpanto's turn costs), then the whole turns and tokens libpanto would "
-                  "keep at a few budgets for the conversation as it stood at that moment.")
-
-
-def _replay_text(result: Replay) -> str:
-    return (f"Each session replayed call by call under a {format_tokens(result.window)}-token window: a compaction "
-            f"fires when the context passes {format_tokens(result.window - result.reserve)} (window minus a "
-            f"{format_tokens(result.reserve)} reserve), libpanto splits the transcript as it stands, and a "
-            f"{format_tokens(result.summary_tokens)}-token summary ({result.summary_source}) replaces the summarized "
-            "prefix. One row per budget; "
-            "the rules of the recommendation ran on these events (docs/replay.md).")
-
-
-_POLICY_TEXT = ("Each policy replayed over the sessions' life under the same window, at its own trigger and "
-                "defaults: how often it compacts, what it keeps verbatim (in recorded-usage tokens; Codex: its "
-                "estimate of the user messages it keeps) and what its summarizer reads. docs/replay.md states "
-                "each policy's rules and sources.")
-_POLICY_CUTS_TEXT = ("Each policy's cut of the conversation as it stood at every compaction an agent recorded, "
-                     "beside the agent's own cut: exact matches, and how far the others are (messages, tokens).")
-
-
-def render_markdown(report: Report) -> str:
-    """``report.md``: headings, tables and links to the PNGs beside it."""
-    rec = report.recommendation
-    headline, rules, reasons, warnings = rec.headline(), rec.criteria.describe(), rec.reasons, rec.warnings
-    out = [f"# {report.title}", ""]
-    if report.inputs:
-        out += ["Inputs: " + ", ".join(f"`{p}`" for p in report.inputs[:MAX_INPUTS]) + _more(report.inputs), ""]
-    out += ["## Recommendation", "", f"**{headline}**", ""]
-    out += [f"- Rule: {r}" for r in rules] + [f"- Why: {r}" for r in reasons]
-    out += [f"- **Warning:** {w}" for w in warnings] + [""]
-    out += ["## Corpus", "", report.overview.markdown(), ""]
-    for name, table in report.breakdowns.items():
-        out += [f"### By {name}", "", table.markdown(), ""]
-    out += ["## Budgets", "", "One row per budget tried; the chosen one in bold. Kept sizes in tokens; shares of "
-            "sessions except *summarized* (all summarized tokens over all active tokens).", "",
-            sweep_table(rec).markdown(), ""]
-    if report.replay is not None and report.replay_table is not None:
-        out += ["## Compaction over the sessions' life", "", _replay_text(report.replay), "",
-                report.replay_table.markdown(), ""]
-    if report.recorded is not None:
-        out += ["## What the agents did at their recorded compactions", "", _RECORDED_TEXT, "",
-                report.recorded.markdown(), ""]
-    if report.policy_table is not None:
-        out += ["## Policies under the same window", "", _POLICY_TEXT, "", report.policy_table.markdown(), ""]
-    if report.policy_cuts is not None:
-        out += ["### Each policy at the recorded compactions", "", _POLICY_CUTS_TEXT, "",
-                report.policy_cuts.markdown(), ""]
-    out += ["## Plots", ""]
-    for fig in report.figures:
-        out += [f"### {fig.title}", "", fig.caption, "", f"![{fig.title}]({fig.name}.png)", ""]
-    out += ["## Files", "", "- `sweep.parquet`: the table above, unformatted",
-            "- `splits.parquet`: libpanto's split for every session and budget", ""]
-    return "\n".join(out)
-
-
-_CSS = """
-body { font: 15px/1.5 system-ui, -apple-system, "Segoe UI", sans-serif; color: #222; max-width: 1040px;
-       margin: 2em auto; padding: 0 1em; }
-h1 { font-size: 1.7em; margin-bottom: .2em; } h2 { margin-top: 2em; border-bottom: 1px solid #ddd; }
-.inputs { color: #666; } code { background: #f3f3f3; padding: 0 .3em; border-radius: 3px; }
-.headline { font-size: 1.35em; font-weight: 600; background: #eef5fb; border-left: 4px solid #0072B2;
-            padding: .5em .8em; }
-.warning { background: #fdf1e6; border-left: 4px solid #D55E00; padding: .3em .8em; margin: .4em 0; }
-table { border-collapse: collapse; margin: .8em 0; font-size: .9em; }
-th, td { padding: .25em .7em; border-bottom: 1px solid #e5e5e5; text-align: right; }
-th.text, td.text { text-align: left; } th { background: #f6f6f6; }
-tr.chosen td { font-weight: 700; background: #eef5fb; }
-figure { margin: 1.5em 0; } figure img { width: 100%; max-width: 1000px; height: auto; }
-figcaption { color: #555; font-size: .9em; }
-"""
-
-
-def render_html(report: Report) -> str:
-    """``index.html``: one self-contained page; images embedded as data URIs."""
-    rec = report.recommendation
-    headline, rules, reasons, warnings = rec.headline(), rec.criteria.describe(), rec.reasons, rec.warnings
-    e = html.escape
-    parts = [f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>{e(report.title)}</title>"
-             f"<meta name='viewport' content='width=device-width, initial-scale=1'><style>{_CSS}</style></head><body>",
-             f"<h1>{e(report.title)}</h1>"]
-    if report.inputs:
-        parts.append("<p class='inputs'>Inputs: " + ", ".join(f"<code>{e(p)}</code>" for p in report.inputs[:MAX_INPUTS])
-                     + _more(report.inputs) + "</p>")
-    parts += ["<h2>Recommendation</h2>", f"<p class='headline'>{e(headline)}</p><ul>"]
-    parts += [f"<li>Rule: {e(r)}</li>" for r in rules] + [f"<li>Why: {e(r)}</li>" for r in reasons] + ["</ul>"]
-    parts += [f"<p class='warning'>Warning: {e(w)}</p>" for w in warnings]
-    parts += ["<h2>Corpus</h2>", report.overview.html()]
-    for name, table in report.breakdowns.items():
-        parts += [f"<h3>By {e(name)}</h3>", table.html()]
-    parts += ["<h2>Budgets</h2>", "<p>One row per budget tried; the chosen one highlighted. Kept sizes in tokens; "
-              "shares of sessions except <em>summarized</em> (all summarized tokens over all active tokens).</p>",
-              sweep_table(rec).html()]
-    if report.replay is not None and report.replay_table is not None:
-        parts += ["<h2>Compaction over the sessions' life</h2>", f"<p>{e(_replay_text(report.replay))}</p>",
-                  report.replay_table.html()]
-    if report.recorded is not None:
-        parts += ["<h2>What the agents did at their recorded compactions</h2>", f"<p>{e(_RECORDED_TEXT)}</p>",
-                  report.recorded.html()]
-    if report.policy_table is not None:
-        parts += ["<h2>Policies under the same window</h2>", f"<p>{e(_POLICY_TEXT)}</p>", report.policy_table.html()]
-    if report.policy_cuts is not None:
-        parts += ["<h3>Each policy at the recorded compactions</h3>", f"<p>{e(_POLICY_CUTS_TEXT)}</p>",
-                  report.policy_cuts.html()]
-    parts += ["<h2>Plots</h2>"]
-    for fig in report.figures:
-        data = base64.b64encode(fig.png).decode("ascii")
-        parts.append(f"<figure id='{e(fig.name)}'>"
-                     f"<img alt='{e(fig.title)}' src='data:image/png;base64,{data}'>"
-                     f"<figcaption>{e(fig.caption)} <a href='{e(fig.name)}.png'>PNG</a></figcaption></figure>")
-    parts += ["<h2>Files</h2><ul><li><a href='sweep.parquet'>sweep.parquet</a>: the table above, unformatted</li>"
-              "<li><a href='splits.parquet'>splits.parquet</a>: libpanto's split for every session and budget</li>"
-              "<li><a href='report.md'>report.md</a>: this report in Markdown</li></ul></body></html>"]
-    return "\n".join(parts)
