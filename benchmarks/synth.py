@@ -48,7 +48,6 @@ import orjson
 
 from .synth_shape import MODELS, NO_USAGE_SHARE
 
-
 _EPOCH = datetime(2025, 1, 6, 9, 0, tzinfo=UTC)
 
 _PROSE = (

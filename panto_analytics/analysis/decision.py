@@ -244,7 +244,7 @@ class Decision:
 
     @property
     def criteria(self) -> DecisionRule:
-        """The rule (named as :class:`~panto_analytics.analysis.recommend.Recommendation` names it)."""
+        """The rule (named as :class:`~panto_analytics.analysis.recommendation.Recommendation` names it)."""
         return self.rule
 
     def around(self, n: int = 2) -> pl.DataFrame:

@@ -35,7 +35,7 @@ from ...budgets import Budgets, as_budgets
 from ...errors import IngestReport
 from ...ingest.corpus import Corpus
 from ...models import normalized_model, session_model
-from ...policy import Replay, compare_policies, events_as_splits, replay, summarize_replay, summarize_splits
+from ...policy import Replay, compare_policies, events_as_splits, replay, summarize_replay, sweep
 from ...policy import splits as compute_splits
 from ...policy import turns as compute_turns
 from ...policy.expressions import SESSION
@@ -45,7 +45,7 @@ from .. import plots
 from ..compactions import agent_vs_libpanto, compaction_table, policies_vs_agents, recorded_cut_summary
 from ..formatting import format_tokens
 from ..plot_data import session_segments
-from ..recommend import Criteria, Recommendation, recommend, recommend_at_compactions
+from ..recommendation import Criteria, Recommendation, recommend, recommend_at_compactions
 from .model import SEGMENT_TITLES, Report, ReportFigure, Table, cell, percent, tokens
 
 __all__ = [
@@ -339,7 +339,7 @@ def build_report(messages: pl.DataFrame, budgets: Budgets, *, criteria: Criteria
         inputs=[str(p) for p in inputs],
         budgets=budgets,
         splits=per_session,
-        sweep=summarize_splits(per_session),
+        sweep=sweep(per_session),
         recommendation=rec,
         overview=corpus_overview(messages, turns, per_session, ingest=ingest, sessions=sessions,
                                  compactions=compactions),

@@ -13,7 +13,7 @@ import polars as pl
 from ...policy import Replay
 from ...policy.expressions import SESSION
 from ..formatting import format_tokens
-from ..recommend import Recommendation
+from ..recommendation import Recommendation
 
 __all__ = ["Report", "ReportFigure", "SEGMENT_TITLES", "Table", "cell", "percent", "tokens"]
 

@@ -75,7 +75,7 @@ def test_parquet_files_hold_the_engine_results(report_dir):
     assert splits.height == 5 * 6  # sessions a..e at six budgets
     assert splits.with_columns(pl.col("session_id").cast(pl.String)).equals(
         expected.with_columns(pl.col("session_id").cast(pl.String)))
-    assert pl.read_parquet(report_dir / "sweep.parquet").equals(pa.summarize_splits(expected))
+    assert pl.read_parquet(report_dir / "sweep.parquet").equals(pa.sweep(expected))
 
 
 def test_html_is_one_self_contained_file(report_dir):
