@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import sys
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -145,6 +146,7 @@ def recommend_cmd(paths, format_, skip_invalid, budgets, min_kept_turns, coverag
     """
     from ..analysis.decision import DecisionRule, decision_from_replay, replay_outcomes
     from ..analysis.recommend import recommend
+    from ..outcomes.cost import UnpricedWarning
     from ..policy import splits as compute_splits
     from ..policy import turns as compute_turns
 
@@ -168,9 +170,19 @@ def recommend_cmd(paths, format_, skip_invalid, budgets, min_kept_turns, coverag
                         windows=corpus.sessions["context_window"].to_list())
     else:
         given = [p if isinstance(p, str) else p.spec() for p in policies]
-        result = replay_outcomes(messages, budgets, window=window, reserve=reserve, summary_tokens=summary_tokens,
-                                 policy=given or None, prices=replay_prices(True, prices_file, summarizer),
-                                 summarizer=summarizer, horizon=horizon)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", UnpricedWarning)
+            result = replay_outcomes(messages, budgets, window=window, reserve=reserve,
+                                     summary_tokens=summary_tokens, policy=given or None,
+                                     prices=replay_prices(True, prices_file, summarizer), summarizer=summarizer,
+                                     horizon=horizon)
+        for w in caught:
+            if issubclass(w.category, UnpricedWarning):
+                click.echo(f"note: {w.message}", err=True)
+            else:
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        if result.price_source is not None:
+            click.echo(f"prices: {result.price_source}", err=True)
         rule = DecisionRule(min_kept_turns=min_kept_turns, coverage=coverage, max_kept_share=max_kept_share,
                             max_orphan_rate=max_orphan_rate)
         rec = decision_from_replay(result, rule)
