@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["counted", "plural_of", "format_column", "format_share", "format_tokens"]
+__all__ = ["counted", "format_column", "format_share", "format_tokens", "plural_of"]
 
 
 def counted(n: int, noun: str, plural: str | None = None) -> str:
