@@ -94,8 +94,8 @@ def _ingest_dataset(paths, format_, skip_invalid, dataset_dir: Path, buckets: in
     if any(o is not None for o in outputs):
         raise click.UsageError("--dataset writes the tables into DIR; -o, --sessions and --compactions hold the corpus "
                                "in memory: use one or the other")
-    from ..ingest.dataset import is_dataset, read_manifest, write_dataset
-    from ..ingest.dataset.write import files_outside
+    from ..dataset import is_dataset, read_manifest, write_dataset
+    from ..dataset.write import files_outside
     from ..ingest.paths import default_locations
 
     report = IngestReport()

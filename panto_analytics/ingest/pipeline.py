@@ -27,14 +27,14 @@ import numpy as np
 import polars as pl
 
 from ..errors import IngestReport, InputError
+from ..formats import ADAPTERS, adapter, detect_format
+from ..formats.base import FrameBuilder, ParsedFile, SessionMeta, SourceFile, session_stem
 from ..policy.expressions import is_api_call
 from ..schema import empty_messages
 from . import parallel, schedule
 from .cache import Cache, CacheStats, CacheWarning, Entry, FileKey, as_cache
 from .cache.codec import key_table, keys_of
 from .cache.hits import Found, gather_messages, session_ids
-from .formats import ADAPTERS, adapter, detect_format
-from .formats.base import FrameBuilder, ParsedFile, SessionMeta, SourceFile, session_stem
 from .paths import PathLike, expand_names
 from .progress import Progress
 
