@@ -45,7 +45,7 @@ from ...policy.replay.engine import DEFAULT_RESERVE
 from ...schema import COMPACTIONS_SCHEMA
 from .. import plots
 from ..compactions import agent_vs_libpanto, compaction_table, policies_vs_agents, recorded_cut_summary
-from ..formatting import format_tokens
+from ..formatting import format_column, format_tokens
 from ..plot_data import session_segments
 from ..recommend import Criteria, Recommendation, recommend, recommend_at_compactions
 
@@ -84,8 +84,10 @@ class Table:
     @classmethod
     def from_frame(cls, frame: pl.DataFrame, formats: dict | None = None) -> Table:
         formats = formats or {}
-        rows = [[formats.get(c, _cell)(v) for c, v in zip(frame.columns, row)] for row in frame.iter_rows()]
-        return cls(list(frame.columns), rows)
+        # A column of plain numbers is written in one notation (format_column); the others value by value.
+        columns = [[formats[c](v) for v in frame[c].to_list()] if formats.get(c, _cell) is not _cell
+                   else format_column(frame[c].to_list()) for c in frame.columns]
+        return cls(list(frame.columns), [list(row) for row in zip(*columns)] if columns else [])
 
     def markdown(self) -> str:
         def line(cells):
@@ -226,7 +228,7 @@ def corpus_overview(messages: pl.DataFrame, turns: pl.DataFrame, splits: pl.Data
         files = ingest.files or m["files"]
         rows.insert(0, ["files", f"{files:,}", ""])
         rows.append(["invalid lines skipped", f"{ingest.n_skipped:,}",
-                     "; ".join(f"{r['lines']} x {r['reason']} in {Path(r['file']).name}"
+                     "; ".join(f"{r['lines']} x {r['reason']} in {r['file']}"
                                for r in ingest.skipped_frame().head(5).iter_rows(named=True))])
         ignored = sum(ingest.ignored.values())
         if ignored:
@@ -244,7 +246,8 @@ def _compaction_detail(compactions: pl.DataFrame) -> str:
     parts = []
     if "trigger" in compactions.columns:
         by = compactions.group_by("trigger").len().sort("len", descending=True)
-        parts.append(", ".join(f"{n} {t}" for t, n in by.iter_rows()))
+        parts.append(", ".join(f"{n:,} {t if t is not None else 'without a recorded trigger'}"
+                               for t, n in by.iter_rows()))
     if "tokens_before" in compactions.columns and compactions["tokens_before"].drop_nulls().len():
         parts.append(f"median {format_tokens(cast('float | None', compactions['tokens_before'].median()))} tokens before")
     return "; ".join(parts)
