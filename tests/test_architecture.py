@@ -187,5 +187,5 @@ def test_the_wheel_holds_the_package_and_no_benchmark(tmp_path):
     (wheel,) = tmp_path.glob("panto_analytics-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     assert "panto_analytics/py.typed" in names
-    assert "panto_analytics/policy/splits.py" in names and "panto_analytics/formats/pi.py" in names
+    assert "panto_analytics/policy/compute_split.py" in names and "panto_analytics/formats/pi.py" in names
     assert not [n for n in names if n.startswith(("benchmarks/", "reference/", "tests/")) or "synth" in n or "bench.py" in n]

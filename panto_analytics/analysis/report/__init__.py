@@ -15,10 +15,10 @@ from .build import (
     sweep_table,
 )
 from .model import SEGMENT_TITLES, Report, ReportFigure, Table
-from .render import MAX_INPUTS, render_html, render_markdown, write_report
+from .render import MAX_INPUTS, WRITTEN_LIST, render_html, render_markdown, write_report
 
 __all__ = [
-    "MAX_INPUTS", "Report", "ReportFigure", "SEGMENT_TITLES", "Table", "breakdown", "build_report", "corpus_overview",
+    "MAX_INPUTS", "Report", "ReportFigure", "SEGMENT_TITLES", "Table", "WRITTEN_LIST", "breakdown", "build_report", "corpus_overview",
     "policy_table", "render_html", "render_markdown", "replay_figures", "replay_table", "report_figures", "sweep_table",
     "write_report",
 ]

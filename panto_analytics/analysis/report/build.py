@@ -26,7 +26,6 @@ the recommendation, the figures); :func:`write_report` writes
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 import polars as pl
@@ -113,7 +112,7 @@ def corpus_overview(messages: pl.DataFrame, turns: pl.DataFrame, splits: pl.Data
         files = ingest.files or m["files"]
         rows.insert(0, ["files", f"{files:,}", ""])
         rows.append(["invalid lines skipped", f"{ingest.n_skipped:,}",
-                     "; ".join(f"{r['lines']} x {r['reason']} in {Path(r['file']).name}"
+                     "; ".join(f"{r['lines']} x {r['reason']} in {r['file']}"
                                for r in ingest.skipped_frame().head(5).iter_rows(named=True))])
         ignored = sum(ingest.ignored.values())
         if ignored:
@@ -131,7 +130,8 @@ def _compaction_detail(compactions: pl.DataFrame) -> str:
     parts = []
     if "trigger" in compactions.columns:
         by = compactions.group_by("trigger").len().sort("len", descending=True)
-        parts.append(", ".join(f"{n} {t}" for t, n in by.iter_rows()))
+        parts.append(", ".join(f"{n:,} {t if t is not None else 'without a recorded trigger'}"
+                               for t, n in by.iter_rows()))
     if "tokens_before" in compactions.columns and compactions["tokens_before"].drop_nulls().len():
         parts.append(f"median {format_tokens(cast('float | None', compactions['tokens_before'].median()))} tokens before")
     return "; ".join(parts)

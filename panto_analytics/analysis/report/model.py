@@ -12,7 +12,7 @@ import polars as pl
 
 from ...policy import Replay
 from ...policy.expressions import SESSION
-from ..formatting import format_tokens
+from ..formatting import format_column, format_tokens
 from ..recommendation import Recommendation
 
 __all__ = ["Report", "ReportFigure", "SEGMENT_TITLES", "Table", "cell", "percent", "tokens"]
@@ -47,8 +47,10 @@ class Table:
     @classmethod
     def from_frame(cls, frame: pl.DataFrame, formats: dict | None = None) -> Table:
         formats = formats or {}
-        rows = [[formats.get(c, cell)(v) for c, v in zip(frame.columns, row)] for row in frame.iter_rows()]
-        return cls(list(frame.columns), rows)
+        # A column of plain numbers is written in one notation (format_column); the others value by value.
+        columns = [[formats[c](v) for v in frame[c].to_list()] if formats.get(c, cell) is not cell
+                   else format_column(frame[c].to_list()) for c in frame.columns]
+        return cls(list(frame.columns), [list(row) for row in zip(*columns)] if columns else [])
 
     def markdown(self) -> str:
         def line(cells):
