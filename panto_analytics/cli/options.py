@@ -380,6 +380,10 @@ def write_frame(df: pl.DataFrame, output: Path | None) -> None:
 
     ctx = click.get_current_context(silent=True)
     fmt = ctx.meta.get(_FORMAT_KEY) if ctx is not None else None
+    csv = (output.suffix.lower() == ".csv") if output is not None and not (to_stdout(output) or is_device(output)) \
+        else (fmt or "csv") == "csv"
+    if csv and output is not None:
+        df = _csv_ready(df)
     if to_stdout(output):
         text = getattr(df, STDOUT_FORMATS[fmt or "csv"])()
         if text:
@@ -399,6 +403,21 @@ def write_frame(df: pl.DataFrame, output: Path | None) -> None:
         output.parent.mkdir(parents=True, exist_ok=True)
         getattr(df, _WRITERS[output.suffix.lower()])(output)
     click.echo(f"wrote {len(df)} rows to {output}", err=True)
+
+
+def _csv_ready(df: pl.DataFrame) -> pl.DataFrame:
+    """``df`` with its nested columns (the message frame's ``refs``) as JSON text: CSV has no nested values."""
+    import polars as pl
+
+    nested = {}
+    for name, dtype in df.schema.items():
+        if isinstance(dtype, pl.Struct):
+            nested[name] = pl.col(name).struct.json_encode()
+        elif isinstance(dtype, pl.List) and isinstance(dtype.inner, pl.Struct):
+            nested[name] = pl.format("[{}]", pl.col(name).list.eval(pl.element().struct.json_encode()).list.join(","))
+        elif isinstance(dtype, pl.List):
+            nested[name] = pl.format("[{}]", pl.col(name).cast(pl.List(pl.String)).list.join(","))
+    return df.with_columns(**nested) if nested else df
 
 
 def report_skips(report: IngestReport) -> None:
