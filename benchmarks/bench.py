@@ -15,7 +15,7 @@ into a temporary folder and measures, on that one corpus:
   ``computeSplit`` looped over the same budgets (the harness in
   ``../shared/reference/harness`` reports the time inside ``computeSplit``
   alone; goal: at least 4x faster) and against the pure-Python port in
-  ``benchmarks/reference_port.py`` (goal: at least 200x faster). The port is
+  ``reference/port.py`` (goal: at least 200x faster). The port is
   slow, so it runs on a random sample of sessions for a bounded time and its
   time is scaled to the whole corpus by message count. Both references'
   splits are compared with the frame's, pair by pair;
@@ -30,7 +30,7 @@ into a temporary folder and measures, on that one corpus:
   60 KB each, with their own orjson floor), and a cached re-read of
   ``reread_files`` unchanged files (goal: 30,000 in under a second).
 
-The Python port is :mod:`benchmarks.reference_port`; libpanto's native code
+The Python port is :mod:`reference.port`; libpanto's native code
 is found in ``../shared`` beside the checkout (``PANTO_SHARED`` overrides).
 Where it is missing its section says ``not available``; nothing fails.
 
@@ -55,9 +55,9 @@ import polars as pl
 from panto_analytics.budgets import parse_budgets
 from panto_analytics.ingest import read_sessions
 from panto_analytics.policy import annotate, replay, splits, turns
+from reference import port
 
 from . import ingest_scale, memory, real_formats
-from . import reference_port as port
 from .ingest_scale import orjson_floor
 from .sizes import CLAUDE_SESSIONS
 from .synth import write_corpus

@@ -57,6 +57,13 @@ MESSAGE_SCHEMA: dict[str, pl.DataType] = {
     "has_tool_result": pl.Boolean(),
     "has_summary": pl.Boolean(),
     **{name: pl.UInt32() for name in USAGE_COLUMNS},
+    #: Of ``cache_write``, the tokens written to the 1-hour cache (Claude Code's
+    #: ``cache_creation.ephemeral_1h_input_tokens``); 0 where the format records no lifetime (a 5-minute
+    #: write); null without usage, like the counters.
+    "cache_write_1h": pl.UInt32(),
+    #: The call's cost as the agent recorded it, in US dollars (pi's ``usage.cost.total``); null elsewhere.
+    #: Float32 (7 significant digits, 4 bytes) keeps the frame under 64 bytes per message.
+    "recorded_cost": pl.Float32(),
     "source_format": SourceFormat,
     "model": pl.Categorical(),
     "timestamp": pl.Datetime("ms", "UTC"),

@@ -49,7 +49,7 @@ from typing import Any, cast
 import polars as pl
 
 from ..policy.expressions import SESSION
-from ..policy.replay import Replay
+from ..policy.replay.engine import Replay
 from .formatting import format_tokens
 
 __all__ = [
@@ -132,7 +132,7 @@ def thresholds_of(policies: list[str], window: int, reserve: int) -> dict[str, i
     >>> thresholds_of(["libpanto", "pi:reserve_tokens=8k"], 100_000, 16_384)
     {'libpanto': 83616, 'pi:reserve_tokens=8k': 92000}
     """
-    from ..policy.policies import LibPanto, parse_policy
+    from ..policy.replay.policies import LibPanto, parse_policy
 
     out = {}
     for spec in policies:

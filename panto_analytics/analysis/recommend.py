@@ -142,6 +142,16 @@ class Recommendation:
         idx = self.table.with_row_index("_i").filter(pl.col("budget") == self.budget)["_i"][0]
         return self.table.slice(max(0, idx - n), 2 * n + 1)
 
+    def __str__(self) -> str:
+        """``print(rec)``: the account :meth:`to_text` gives, as ``panto-analytics recommend`` prints it."""
+        return self.to_text()
+
+    def __repr__(self) -> str:
+        """One line: the budget, the rule, how many budgets were tried and the warnings."""
+        rules = "; ".join(self.criteria.describe())
+        said = f", {len(self.warnings)} warning{'' if len(self.warnings) == 1 else 's'}" if self.warnings else ""
+        return f"<Recommendation: {self.headline()} (rule: {rules}; {self.table.height} budgets tried{said})>"
+
     def headline(self) -> str:
         if self.budget is None:
             return "no budget tried meets the rule"

@@ -11,6 +11,7 @@ from . import (
     bench_command,
     compactions_command,
     core_commands,
+    cost_command,
     ingest_commands,
     loss_command,
     policy_cuts_command,
@@ -21,6 +22,6 @@ from . import (
 )
 from .app import main
 
-__all__ = ["bench_command", "compactions_command", "core_commands", "ingest_commands", "loss_command", "main",
-           "policy_cuts_command",
+__all__ = ["bench_command", "compactions_command", "core_commands", "cost_command", "ingest_commands",
+           "loss_command", "main", "policy_cuts_command",
            "replay_command", "report_commands", "request_command", "sessions_command"]

@@ -47,8 +47,11 @@ _MAX_ITEMS = 20
                    "larger than memory; a second run reads only new and changed files (docs/scale.md).")
 @click.option("--buckets", type=click.IntRange(1, MAX_BUCKETS), default=None,
               help=f"Buckets of a new --dataset [default: {DEFAULT_BUCKETS}]; an existing one keeps its own.")
+@click.option("--replace", is_flag=True,
+              help="With --dataset: drop the files DIR holds that PATHS do not name [default: keep them, so "
+                   "another folder is added beside them].")
 @friendly_errors
-def ingest(paths, format_, skip_invalid, output, sessions_out, compactions_out, dataset_dir, buckets):
+def ingest(paths, format_, skip_invalid, output, sessions_out, compactions_out, dataset_dir, buckets, replace):
     """Read the sessions in PATHS, fill the cache, and say what was read.
 
     Ends with a summary: files, sessions, messages, API calls, skipped lines
@@ -63,12 +66,14 @@ def ingest(paths, format_, skip_invalid, output, sessions_out, compactions_out, 
       panto-analytics ingest data/ -o messages.parquet --sessions sessions.csv
       panto-analytics ingest logs/ --skip-invalid --no-cache
       panto-analytics ingest ~/.claude/projects --dataset corpus.ds/
+      panto-analytics ingest ~/.codex/sessions --dataset corpus.ds/   # added beside what it holds
     """
     if dataset_dir is not None:
-        _ingest_dataset(paths, format_, skip_invalid, dataset_dir, buckets, (output, sessions_out, compactions_out))
+        _ingest_dataset(paths, format_, skip_invalid, dataset_dir, buckets, replace,
+                        (output, sessions_out, compactions_out))
         return
-    if buckets is not None:
-        raise click.UsageError("--buckets is for --dataset")
+    if buckets is not None or replace:
+        raise click.UsageError(f"{'--buckets' if buckets is not None else '--replace'} is for --dataset")
     if output is None and to_stdout(None):  # --output-format alone: the frame to stdout, as every command does
         output = Path("-")
     corpus = read_input_corpus(paths, format_, skip_invalid, list_skips=False)  # the summary counts them
@@ -80,18 +85,33 @@ def ingest(paths, format_, skip_invalid, output, sessions_out, compactions_out, 
     click.echo(format_summary(corpus.report, corpus.cache), err=to_stdout(output))
 
 
-def _ingest_dataset(paths, format_, skip_invalid, dataset_dir: Path, buckets: int | None, outputs) -> None:
-    """``ingest --dataset``: the dataset written chunk by chunk from the cache-backed read, then the summary."""
+def _ingest_dataset(paths, format_, skip_invalid, dataset_dir: Path, buckets: int | None, replace: bool,
+                    outputs) -> None:
+    """``ingest --dataset``: the dataset written chunk by chunk from the cache-backed read, then the summary.
+
+    What happens to the files DIR already holds that PATHS do not name is said before anything is written.
+    """
     if any(o is not None for o in outputs):
         raise click.UsageError("--dataset writes the tables into DIR; -o, --sessions and --compactions hold the corpus "
                                "in memory: use one or the other")
-    from ..ingest.dataset import write_dataset
+    from ..dataset import is_dataset, read_manifest, write_dataset
+    from ..dataset.write import files_outside
+    from ..ingest.paths import default_locations
 
     report = IngestReport()
-    files = session_files(paths)
+    session_files(paths)  # nothing to read is an error before any work
+    named = list(paths) or default_locations()
+    if is_dataset(dataset_dir):
+        outside = files_outside(read_manifest(dataset_dir), named)
+        if outside.height:
+            what = (f"{outside.height:,} file(s) ({outside['session_id'].drop_nulls().len():,} session(s)) that "
+                    "PATHS do not name")
+            click.echo(f"note: {dataset_dir} holds {what}: " + (
+                "--replace drops them" if replace else "kept beside PATHS' sessions (--replace drops them)"),
+                err=True)
     with cache_warnings_on_stderr():
-        update = write_dataset(files, dataset_dir, buckets=buckets, format=format_, skip_invalid=skip_invalid,
-                               report=report, **read_settings())
+        update = write_dataset(named, dataset_dir, buckets=buckets, format=format_, skip_invalid=skip_invalid,
+                               report=report, replace=replace, **read_settings())
     report_skips(report)
     if update.files_read:  # the summary counts what was read this time; nothing read, nothing to count
         click.echo(format_summary(report, update.cache))

@@ -19,8 +19,19 @@ from typing import TYPE_CHECKING
 import click
 
 from ..budgets import budgets_as_written, parse_budget, parse_budgets
-from ..defaults import DEFAULT_BUDGETS, DEFAULT_RESERVE, DEFAULT_SUMMARY_TOKENS, ENGINES, POLICY_NAMES, RAY_INSTALL, SOURCE_FORMATS
+from ..defaults import (
+    DEFAULT_BUDGETS,
+    DEFAULT_RESERVE,
+    DEFAULT_SUMMARY_TOKENS,
+    ENGINES,
+    MIN_SUMMARY_TOKENS,
+    POLICY_NAMES,
+    RAY_INSTALL,
+    SOURCE_FORMATS,
+)
 from ..errors import IngestReport, InputError
+from .launch import READ_KEY as _READ_KEY
+from .launch import launching
 
 if TYPE_CHECKING:
     import polars as pl
@@ -40,7 +51,10 @@ def input_options(fn):
     --cache DIR / --no-cache, --jobs N and --quiet do not reach the command
     function: they are kept on the click context, and :func:`read_input` /
     :func:`read_input_corpus` apply them.
+
+    The command starts a parsing worker first thing (:func:`.launch.launching`).
     """
+    fn = launching(fn)
     for option in reversed(_READ_OPTIONS + _FILTER_OPTIONS):
         fn = option(fn)
     fn = click.option("--skip-invalid", is_flag=True,
@@ -49,9 +63,6 @@ def input_options(fn):
                       help="Force a source format instead of detecting it per file.")(fn)
     fn = click.argument("paths", nargs=-1, type=click.Path(path_type=Path))(fn)
     return fn
-
-
-_READ_KEY = "panto_analytics.read"
 
 
 def _remember(ctx: click.Context, param: click.Parameter, value):
@@ -148,7 +159,7 @@ def dataset_path(paths) -> Path | None:
 
     A dataset is read alone: mixed with other paths, it is a usage error.
     """
-    from ..ingest.dataset import is_dataset
+    from ..dataset import is_dataset
 
     datasets = [Path(p) for p in paths if is_dataset(p)]
     if not datasets:
@@ -181,8 +192,8 @@ def read_input(paths, format_, skip_invalid) -> pl.DataFrame:
 
 def read_input_corpus(paths, format_, skip_invalid, *, list_skips: bool = True):
     """Like :func:`read_input`, but the whole :class:`~panto_analytics.ingest.corpus.Corpus`."""
+    from ..dataset import dataset_corpus
     from ..ingest import read_corpus
-    from ..ingest.dataset import dataset_corpus
 
     if (ds := dataset_path(paths)) is not None:
         corpus = dataset_corpus(ds)
@@ -422,7 +433,7 @@ def _csv_ready(df: pl.DataFrame) -> pl.DataFrame:
 
 def report_skips(report: IngestReport) -> None:
     """Tell stderr what was skipped, file by file: how many lines, and why."""
-    from ..ingest.formats.base import TRUNCATED
+    from ..formats.base import TRUNCATED
 
     truncated = {f for (f, reason) in report.skipped if reason == TRUNCATED}
     if truncated:
@@ -482,7 +493,7 @@ def engine_options(fn):
 def check_engine(paths, engine: str, ray_address: str | None) -> Path | None:
     """The dataset folder PATHS name, to stream over, or None (session files, or session filters given: those
     run in memory); a usage error, before any work, for an engine that cannot run."""
-    from ..analysis.engines import ray_available
+    from ..dataset.engines import ray_available
 
     ds = dataset_path(paths)
     if ds is not None and session_filter().active:
@@ -513,7 +524,8 @@ def replay_options(*, required: bool):
                          help="Tokens kept free below the window: a compaction fires past window - reserve."),
             click.option("--summary-tokens", type=Tokens(), default=None,
                          help="Size of the summary that replaces the summarized prefix, in tokens [default: the "
-                              f"median of the summaries recorded in PATHS, else {DEFAULT_SUMMARY_TOKENS}]."),
+                              f"median of the summaries recorded in PATHS; {DEFAULT_SUMMARY_TOKENS} when there are none, or when "
+                              f"their median is below {MIN_SUMMARY_TOKENS} tokens (redacted recordings)]."),
         ]):
             fn = option(fn)
         return fn
@@ -521,7 +533,7 @@ def replay_options(*, required: bool):
 
 
 def _parse_policies(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]):
-    from ..policy.policies import parse_policy
+    from ..policy.replay.policies import parse_policy
 
     try:
         return tuple(parse_policy(v) if v.strip() != "libpanto" else "libpanto" for v in value)
@@ -565,7 +577,7 @@ def replay_prices(cost: bool, prices_file: Path | None, summarizer: str | None) 
 
 def check_replay(window: int | None, reserve: int, summary_tokens: int | None) -> None:
     """A usage error, before any work, for replay parameters that cannot work (``window <= reserve``, ...)."""
-    from ..policy.replay import validate_parameters
+    from ..policy.replay.engine import validate_parameters
 
     if window is not None:
         try:

@@ -143,7 +143,7 @@ def recommend_cmd(paths, format_, skip_invalid, budgets, min_kept_turns, coverag
         raise click.UsageError("--policy and --max-orphan-rate judge a replay: give --window (e.g. 200k)")
     ds = check_engine(paths, engine, ray_address)
     if ds is not None and window is None:
-        from ..analysis.streaming import recommend_dataset
+        from ..dataset.streaming import recommend_dataset
 
         _print_recommendation(recommend_dataset(ds, budgets, criteria, engine=engine, address=ray_address), output)
         return

@@ -39,6 +39,7 @@ from typing import Any, Literal, TypeVar, cast
 
 import polars as pl
 
+from ..defaults import COST_GROUPINGS
 from ..models import normalized_model
 from .prices import RATES, Prices, load_prices
 
@@ -54,7 +55,7 @@ CALL_COLUMNS = ("model", *RATES)
 COST_COLUMNS = ("input_usd", "output_usd", "cache_read_usd", "cache_write_usd", "cost_usd")
 
 #: The groupings :func:`costs` knows.
-GROUPINGS = ("session", "day", "week", "month", "model", "project", "format")
+GROUPINGS = COST_GROUPINGS
 Grouping = Literal["session", "day", "week", "month", "model", "project", "format"]
 
 F = TypeVar("F", pl.DataFrame, pl.LazyFrame)

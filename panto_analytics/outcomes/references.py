@@ -403,7 +403,7 @@ def refs_column(blocks: pa.StructArray, owner: np.ndarray, n: int, scope: np.nda
                 cwds: list[str | None]) -> pl.Series:
     """The ``refs`` column of ``n`` messages from their canonical blocks.
 
-    ``blocks`` holds canonical blocks (:data:`~panto_analytics.ingest.formats.columnar.BLOCK`),
+    ``blocks`` holds canonical blocks (:data:`~panto_analytics.formats.columnar.BLOCK`),
     ``owner`` the message of each (``n`` or more: a dropped block),
     ``scope`` the file (session) of each message: a result answers the call
     with its id in the same scope; ``cwds`` the working directory of each

@@ -12,7 +12,7 @@ from matplotlib.figure import Figure
 import panto_analytics as pa
 from panto_analytics.analysis import plot_data as data
 from panto_analytics.analysis import plots
-from panto_analytics.ingest.formats import ADAPTERS
+from panto_analytics.formats import ADAPTERS
 
 FIXTURE = FIXTURES / "recommend"
 REALDATA = REPO.parent / "shared" / "realdata"

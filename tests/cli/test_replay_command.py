@@ -72,7 +72,7 @@ def test_bad_replay_parameters_fail_before_any_work(tmp_path):
 
 
 def test_the_summary_size_defaults_to_the_recorded_median_and_says_so():
-    from panto_analytics.policy.replay import summary_size
+    from panto_analytics.policy.replay.engine import summary_size
 
     tokens, source = summary_size(pa.read_sessions(DATA))
     assert source.startswith("the median of") and tokens > 0
@@ -117,3 +117,22 @@ def test_policy_cuts_summarizes_the_rows_it_writes(tmp_path):
         ("pi", 7, int(rows.filter(pl.col("policy") == "pi")["exact"].sum())), ("claude-code", 7, 7)]
     out = CliRunner().invoke(main, ["policy-cuts", str(DATA), "--no-cache", "--policy", "libpanto"])
     assert out.exit_code == 2 and "compactions -b" in out.output
+
+
+def test_a_policy_setting_out_of_range_is_a_one_line_usage_error():
+    out = run("--window", "64k", "--policy", "codex:trigger_ratio=2")
+    assert out.exit_code == 2 and "Traceback" not in out.output
+    assert len(out.output.strip().splitlines()) == 1
+    assert "trigger_ratio must be in (0, 1]" in out.output
+
+
+def test_implausibly_small_recorded_summaries_give_way_to_the_default_and_say_why():
+    from panto_analytics.defaults import DEFAULT_SUMMARY_TOKENS
+    from panto_analytics.policy.replay.engine import MIN_SUMMARY_TOKENS, summary_size
+
+    tiny = pl.DataFrame({"words": [3, 3, 4], "has_summary": [True, True, True]})
+    tokens, source = summary_size(tiny)
+    assert tokens == DEFAULT_SUMMARY_TOKENS
+    assert "median of 3 recorded summaries is 4 tokens" in source and f"below {MIN_SUMMARY_TOKENS}" in source
+    plausible = pl.DataFrame({"words": [300], "has_summary": [True]})
+    assert summary_size(plausible) == (390, "the median of 1 recorded summary")

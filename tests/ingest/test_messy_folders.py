@@ -13,8 +13,8 @@ from conftest import DATA, FIXTURES
 
 import panto_analytics as pa
 from panto_analytics.errors import IngestReport, InputError
-from panto_analytics.ingest.formats import detect_format
-from panto_analytics.ingest.formats.base import TRUNCATED
+from panto_analytics.formats import detect_format
+from panto_analytics.formats.base import TRUNCATED
 
 #: One real-looking file per format.
 ONE_PER_FORMAT = {

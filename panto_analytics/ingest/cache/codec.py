@@ -5,7 +5,7 @@ rows of many files one after another; its key-value metadata says it is ours
 and how many rows it holds. The *manifest* is a Parquet table with one row
 per cached file (:data:`MANIFEST_SCHEMA`): the file's key, which pack holds
 its rows and where, and a JSON *record* with everything else a re-read must
-reproduce: the session's :class:`~panto_analytics.ingest.formats.base.SessionMeta`
+reproduce: the session's :class:`~panto_analytics.formats.base.SessionMeta`
 and the file's share of the :class:`~panto_analytics.errors.IngestReport`.
 Anything read back is checked, never trusted: :class:`BadEntry` marks what is
 corrupt or foreign.
@@ -29,8 +29,8 @@ import polars as pl
 import pyarrow.parquet as pq
 
 from ...errors import IngestReport, InputError
+from ...formats.base import SessionMeta
 from ...schema import MESSAGE_SCHEMA
-from ..formats.base import SessionMeta
 
 __all__ = [
     "BadEntry", "COUNT_COLUMNS", "Entry", "FileKey", "KEY_TABLE_SCHEMA", "LAYOUT", "MAGIC", "MANIFEST_SCHEMA",
@@ -92,9 +92,9 @@ def parser_version() -> str:
     what was cached from it, without anyone having to bump a number.
     """
     root = Path(__file__).resolve().parents[2]  # the package folder
-    sources = (sorted(root.glob("ingest/formats/**/*.py")) + sorted(root.glob("ingest/cache/*.py"))
-               + sorted(root.glob("ingest/*.py"))
-               + [root / name for name in ("words.py", "transcript.py", "schema.py", "errors.py", "outcomes/references.py")])
+    shared = ("words.py", "transcript.py", "schema.py", "errors.py", "models.py", "outcomes/references.py")
+    sources = (sorted(root.glob("formats/**/*.py")) + sorted(root.glob("ingest/cache/*.py"))
+               + sorted(root.glob("ingest/*.py")) + [root / name for name in shared])
     digest = hashlib.sha256(f"layout {LAYOUT}\n".encode())
     for path in sources:
         if path.exists():

@@ -1,0 +1,630 @@
+"""A report on what budgets do to a corpus: one folder with HTML, Markdown, PNGs and Parquet.
+
+:func:`build_report` computes everything (the corpus at a glance, the sweep,
+the recommendation, the figures); :func:`write_report` writes
+
+- ``index.html``: self-contained, the plots embedded as data URIs, so it opens
+  offline and can be mailed as one file;
+- ``report.md``: the same text, linking the PNGs next to it;
+- one PNG per plot, ``sweep.parquet`` (one row per budget) and
+  ``splits.parquet`` (one row per session and budget).
+
+>>> import polars as pl, tempfile, pathlib
+>>> msgs = pl.DataFrame({"session_id": ["s"] * 2, "seq": [0, 1], "role": ["user", "assistant"],
+...     "words": [3, 5], "has_tool_result": [False] * 2, "has_summary": [False] * 2,
+...     "input": [None, 100], "output": [None, 20], "cache_read": [None, 0], "cache_write": [None, 0],
+...     "source_format": ["canonical"] * 2, "model": [None, "m"]},
+...     schema_overrides={c: pl.UInt32 for c in ("input", "output", "cache_read", "cache_write")})
+>>> rep = build_report(msgs, [0, 200])
+>>> rep.recommendation.budget
+200
+>>> out = write_report(rep, pathlib.Path(tempfile.mkdtemp()) / "r")
+>>> sorted(p.name for p in out.iterdir())[:3]
+['index.html', 'kept_tokens.png', 'kept_turns.png']
+"""
+from __future__ import annotations
+
+import base64
+import html
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, cast
+
+import polars as pl
+
+from ...budgets import Budgets, as_budgets
+from ...errors import IngestReport
+from ...ingest.corpus import Corpus
+from ...models import normalized_model, session_model
+from ...policy import Replay, compare_policies, events_as_splits, replay, summarize_replay, summarize_splits
+from ...policy import splits as compute_splits
+from ...policy import turns as compute_turns
+from ...policy.expressions import SESSION
+from ...policy.replay.engine import DEFAULT_RESERVE
+from ...schema import COMPACTIONS_SCHEMA
+from .. import plots
+from ..compactions import agent_vs_libpanto, compaction_table, policies_vs_agents, recorded_cut_summary
+from ..formatting import format_tokens
+from ..plot_data import session_segments
+from ..recommend import Criteria, Recommendation, recommend, recommend_at_compactions
+
+__all__ = [
+    "MAX_INPUTS", "Report", "ReportFigure", "SEGMENT_TITLES", "Table", "breakdown", "build_report", "corpus_overview",
+    "policy_table", "render_html", "render_markdown", "replay_figures", "replay_table", "report_figures", "sweep_table", "write_report",
+]
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+#: Segment kinds the report can split plots by, with their headings.
+SEGMENT_TITLES = {"model": "model", "source_format": "source format", "length": "session length"}
+
+
+@dataclass
+class ReportFigure:
+    """One plot of the report: file name (without extension), heading, how to read it, the figure."""
+
+    name: str
+    title: str
+    caption: str
+    figure: object
+    png: bytes = b""
+
+
+@dataclass
+class Table:
+    """A small table of display strings, rendered to Markdown or HTML alike."""
+
+    header: list[str]
+    rows: list[list[str]]
+    highlight: int | None = None  # index of a row to emphasise
+    left: tuple[int, ...] = (0,)  # columns of text, aligned left; the others are numbers
+
+    @classmethod
+    def from_frame(cls, frame: pl.DataFrame, formats: dict | None = None) -> Table:
+        formats = formats or {}
+        rows = [[formats.get(c, _cell)(v) for c, v in zip(frame.columns, row)] for row in frame.iter_rows()]
+        return cls(list(frame.columns), rows)
+
+    def markdown(self) -> str:
+        def line(cells):
+            return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+
+        rows = [[f"**{c}**" if i == self.highlight and c else c for c in r] for i, r in enumerate(self.rows)]
+        aligns = ["---" if i in self.left else "---:" for i in range(len(self.header))]
+        return "\n".join([line(self.header), line(aligns), *map(line, rows)])
+
+    def html(self) -> str:
+        def cls(j):
+            return " class='text'" if j in self.left else ""
+
+        head = "".join(f"<th{cls(j)}>{html.escape(h)}</th>" for j, h in enumerate(self.header))
+        body = "".join(
+            ("<tr class='chosen'>" if i == self.highlight else "<tr>")
+            + "".join(f"<td{cls(j)}>{html.escape(c)}</td>" for j, c in enumerate(r)) + "</tr>"
+            for i, r in enumerate(self.rows)
+        )
+        return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _cell(v) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, float):
+        return f"{v:,.0f}" if v.is_integer() else f"{v:,.3g}"
+    if isinstance(v, int):
+        return f"{v:,}"
+    return str(v)
+
+
+def _pct(v) -> str:
+    return "-" if v is None else f"{v:.1%}"
+
+
+def _tokens(v) -> str:
+    return "-" if v is None else format_tokens(v)
+
+
+@dataclass
+class Report:
+    """Everything a report shows, computed once; :func:`write_report` lays it out."""
+
+    title: str
+    inputs: list[str]
+    budgets: list[int]
+    splits: pl.DataFrame
+    sweep: pl.DataFrame
+    recommendation: Recommendation
+    overview: Table
+    breakdowns: dict[str, Table]
+    figures: list[ReportFigure] = field(default_factory=list)
+    #: With a window: the replay the recommendation was judged on, and its per-budget table.
+    replay: Replay | None = None
+    replay_table: Table | None = None
+    #: With recorded compactions: what the agents kept beside libpanto's split at the same moment.
+    recorded: Table | None = None
+    #: With a window and policies: the replay under each policy and its comparison table; with recorded
+    #: compactions too, each policy's cut at them beside the agents'.
+    policies: Replay | None = None
+    policy_table: Table | None = None
+    policy_cuts: Table | None = None
+
+    def __repr__(self) -> str:
+        """One line: the title, the budgets, the recommendation and what the report holds."""
+        n = self.splits[SESSION].n_unique() if SESSION in self.splits.columns else 0
+        return (f"<Report {self.title!r}: {n:,} session{'' if n == 1 else 's'}, {len(self.budgets)} budgets, "
+                f"{self.recommendation.headline()}, {len(self.figures)} plots>")
+
+    def __str__(self) -> str:
+        """``print(report)``: the title, the corpus, the recommendation and the plots, as plain text."""
+        lines = [self.title, "=" * len(self.title), ""]
+        lines += [f"{row[0]}: {row[1]}" + "".join(f" ({note})" for note in row[2:] if note)
+                  for row in self.overview.rows]
+        for name, table in self.breakdowns.items():
+            lines += ["", f"By {name}: " + ", ".join(f"{row[0]} ({row[1]})" for row in table.rows)]
+        lines += ["", self.recommendation.to_text(), ""]
+        lines += [f"plot: {figure.title}" for figure in self.figures]
+        return "\n".join(lines)
+
+
+def corpus_overview(messages: pl.DataFrame, turns: pl.DataFrame, splits: pl.DataFrame, *,
+                    ingest: IngestReport | None = None, sessions: pl.DataFrame | None = None,
+                    compactions: pl.DataFrame | None = None) -> Table:
+    """The corpus at a glance: files, sessions, messages, turns and where their sizes came from, compactions.
+
+    ``sessions`` and ``compactions`` (the tables of :mod:`panto_analytics.ingest.corpus`)
+    add API calls as the formats record them, context windows and recorded
+    compaction events; without them the message frame says what it can.
+    """
+    m = messages.lazy().select(
+        sessions=pl.col(SESSION).n_unique(),
+        messages=pl.len(),
+        files=pl.col("file").n_unique() if "file" in messages.columns else pl.lit(None),
+        api_calls=((pl.col("role") == "assistant") & pl.col("input").is_not_null()).sum(),
+        summaries=pl.col("has_summary").sum(),
+        sessions_with_summary=pl.col(SESSION).filter(pl.col("has_summary")).n_unique(),
+    ).collect().row(0, named=True)
+    t = turns.lazy().select(
+        turns=pl.len(),
+        usage=(pl.col("token_source") == "usage").sum(),
+        words=(pl.col("token_source") == "words").sum(),
+        median=pl.col("tokens").median(),
+    ).collect().row(0, named=True)
+    first_budget = splits.lazy().filter(pl.col("budget") == pl.col("budget").min())
+    s = first_budget.select(sessions=pl.len(), with_turns=(pl.col("n_turns") > 0).sum(),
+                            capped=pl.col("capped").sum()).collect().row(0, named=True)
+    n_turns = max(t["turns"], 1)
+    if sessions is not None and "api_calls" in sessions.columns:
+        calls = f"{sessions['api_calls'].sum():,} API calls"
+    else:
+        calls = f"{m['api_calls']:,} assistant messages with provider usage"
+    rows = [
+        ["sessions", f"{s['sessions']:,}", f"{s['with_turns']:,} with at least one turn"],
+        ["messages", f"{m['messages']:,}", calls],
+        ["turns", f"{t['turns']:,}", f"median {format_tokens(t['median'])} tokens per turn" if t["turns"] else ""],
+        ["turns sized from provider usage", f"{t['usage'] / n_turns:.1%}", _count(t["usage"], "turn")],
+        ["turns sized from word estimates", f"{t['words'] / n_turns:.1%}",
+         f"{_count(t['words'], 'turn')} (no usage on the turn's final assistant message)"],
+        ["compaction summaries", f"{m['summaries']:,}",
+         f"in {m['sessions_with_summary']:,} sessions; only the turns after a session's latest one are active"
+         if m["summaries"] else "none: every session is active from its start"],
+    ]
+    if compactions is not None and len(compactions):
+        rows.append(["recorded compaction events", f"{len(compactions):,}", _compaction_detail(compactions)])
+    if sessions is not None and "context_window" in sessions.columns:
+        windows = sessions["context_window"].drop_nulls()
+        if len(windows):
+            rows.append(["context windows recorded", f"{len(windows):,}",
+                         ", ".join(f"{format_tokens(w)}: {n}" for w, n in
+                                   windows.value_counts(sort=True).head(5).iter_rows())])
+    if s["capped"]:
+        rows.append(["sessions over 4096 turns", f"{s['capped']:,}", "libpanto records only the first 4096 turn starts"])
+    if ingest is not None:
+        files = ingest.files or m["files"]
+        rows.insert(0, ["files", f"{files:,}", ""])
+        rows.append(["invalid lines skipped", f"{ingest.n_skipped:,}",
+                     "; ".join(f"{r['lines']} x {r['reason']} in {Path(r['file']).name}"
+                               for r in ingest.skipped_frame().head(5).iter_rows(named=True))])
+        ignored = sum(ingest.ignored.values())
+        if ignored:
+            rows.append(["non-conversation records ignored", f"{ignored:,}",
+                         ", ".join(f"{r['records']} {r['record_type']}" for r in
+                                   ingest.ignored_frame().sort("records", descending=True).head(6).iter_rows(named=True))])
+    return Table(["", "count", "detail"], rows, left=(0, 2))
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
+def _compaction_detail(compactions: pl.DataFrame) -> str:
+    parts = []
+    if "trigger" in compactions.columns:
+        by = compactions.group_by("trigger").len().sort("len", descending=True)
+        parts.append(", ".join(f"{n} {t}" for t, n in by.iter_rows()))
+    if "tokens_before" in compactions.columns and compactions["tokens_before"].drop_nulls().len():
+        parts.append(f"median {format_tokens(cast('float | None', compactions['tokens_before'].median()))} tokens before")
+    return "; ".join(parts)
+
+
+def breakdown(messages: pl.DataFrame, column: str, *, top: int = 10, sessions: pl.DataFrame | None = None) -> Table:
+    """Sessions and messages per value of ``column`` (e.g. ``source_format``, ``model``), each session once.
+
+    A session's value is its first message's, except ``model``: the sessions
+    table's (normalized, the session's own), or without ``sessions`` the same
+    from the messages (:func:`~panto_analytics.models.session_model`), so
+    that one model is one row and ``<synthetic>`` none.
+    """
+    if column == "model" and sessions is not None and "model" in sessions.columns:
+        per_session = sessions.lazy().select(SESSION, pl.col("model").cast(pl.String))
+    elif column == "model":
+        per_session = messages.lazy().group_by(SESSION).agg(normalized_model(session_model("model")))
+    else:
+        per_session = messages.lazy().group_by(SESSION).agg(pl.col(column).first().cast(pl.String))
+    sizes = messages.lazy().group_by(SESSION).agg(messages=pl.len())
+    frame = (
+        per_session.join(sizes, on=SESSION, how="left")
+        .group_by(pl.col(column).fill_null("unknown"))
+        .agg(sessions=pl.len().cast(pl.UInt32), messages=pl.col("messages").fill_null(0).sum().cast(pl.UInt32))
+        .sort(["sessions", column], descending=[True, False])
+        .collect()
+    )
+    if len(frame) > top:
+        rest = frame.slice(top - 1).select(pl.lit("other").alias(column), pl.col("sessions").sum(),
+                                           pl.col("messages").sum())
+        frame = pl.concat([frame.head(top - 1), rest.cast(frame.schema)])
+    return Table.from_frame(frame)
+
+
+def sweep_table(rec: Recommendation) -> Table:
+    """The per-budget table, display-formatted, the chosen budget emphasised."""
+    t = rec.table
+    cols = {
+        "budget": ("budget", _tokens),
+        "noop_share": ("noop", _pct),
+        "zero_kept_share": ("zero kept", _pct),
+        "capped_share": ("capped", _pct),
+        "kept_tokens_p10": ("kept p10", _tokens),
+        "kept_tokens_p50": ("kept p50", _tokens),
+        "kept_tokens_p90": ("kept p90", _tokens),
+        "kept_turns_p50": ("kept turns p50", _cell),
+        "summarized_share": ("summarized", _pct),
+        "keeps_k_share": (f"keep {rec.criteria.min_kept_turns}+ turns", _pct),
+        "within_limit_share": (f"kept <= {_tokens(rec.criteria.limit)}", _pct),
+    }
+    present = [c for c in cols if c in t.columns]
+    rows = [[cols[c][1](row[c]) for c in present] for row in t.iter_rows(named=True)]
+    chosen = t["budget"].to_list().index(rec.budget) if rec.budget is not None else None
+    return Table([cols[c][0] for c in present], rows, highlight=chosen)
+
+
+def report_figures(splits: pl.DataFrame, turns: pl.DataFrame, *, highlight: int | None = None,
+                   segments: dict[str, pl.DataFrame] | None = None) -> list[ReportFigure]:
+    """The report's plots, in reading order, each with a caption saying how to read it."""
+    figs = [
+        ReportFigure("kept_tokens", "Kept verbatim suffix per budget",
+               "The suffix libpanto keeps verbatim never exceeds the budget (orange marks). Where the boxes stop "
+               "rising, sessions fit whole: a larger budget changes nothing for them.",
+               plots.kept_tokens_by_budget(splits, highlight=highlight)),
+        ReportFigure("outcomes", "What the split does to each session",
+               "Noop: the whole active context fits, nothing is summarized. Zero kept: the newest turn alone is "
+               "larger than the budget, so everything is summarized. Capped: over 4096 turns.",
+               plots.outcome_shares_by_budget(splits, highlight=highlight)),
+        ReportFigure("summarized_share", "Share of the context summarized",
+               "Per session, the summarized tokens over the active tokens; the dashed line pools all tokens, "
+               "so long sessions weigh more.",
+               plots.summarized_share_by_budget(splits, highlight=highlight)),
+        ReportFigure("kept_turns", "Whole turns kept verbatim",
+               "libpanto never splits a turn: the kept suffix is a number of whole turns.",
+               plots.kept_turns_by_budget(splits, highlight=highlight)),
+        ReportFigure("turn_sizes", "Turn sizes",
+               "Tokens per turn on a log scale, by where libpanto gets the size: the provider's cumulative usage, "
+               "or ceil(words x 1.3) where the turn has none.",
+               plots.turn_sizes(turns)),
+    ]
+    for kind, seg in (segments or {}).items():
+        name = SEGMENT_TITLES.get(kind, kind)
+        figs += [
+            ReportFigure(f"kept_tokens_by_{kind}", f"Kept suffix by {name}", "Median and quartiles per segment.",
+                   plots.kept_tokens_by_budget(splits, segments=seg, highlight=highlight)),
+            ReportFigure(f"outcomes_by_{kind}", f"Outcomes by {name}", "Share of each segment's sessions.",
+                   plots.outcome_shares_by_budget(splits, segments=seg, highlight=highlight)),
+            ReportFigure(f"turn_sizes_by_{kind}", f"Turn sizes by {name}", "One panel per segment.",
+                   plots.turn_sizes(turns, segments=seg)),
+        ]
+    return figs
+
+
+def replay_table(result: Replay, chosen: int | None) -> Table:
+    """The replay's per-budget table (:func:`~panto_analytics.policy.replay.summary.summarize_replay`), formatted."""
+    t = summarize_replay(result.events, result.sessions)
+    cols = {
+        "budget": ("budget", _tokens), "sessions": ("sessions", _cell), "compacted_share": ("compacted", _pct),
+        "compactions_mean": ("compactions/session", _cell), "events": ("events", _cell),
+        "zero_kept_event_share": ("events keeping nothing", _pct), "kept_turns_p50": ("kept turns p50", _cell),
+        "kept_tokens_p50": ("kept p50", _tokens), "request_bytes_per_session": ("summarizer bytes/session", _cell),
+        "overflow_share": ("overflow", _pct), "ineffective_share": ("ineffective", _pct),
+    }
+    rows = [[fmt(row[c]) for c, (_, fmt) in cols.items()] for row in t.iter_rows(named=True)]
+    highlight = t["budget"].to_list().index(chosen) if chosen in t["budget"].to_list() else None
+    return Table([name for name, _ in cols.values()], rows, highlight=highlight)
+
+
+def replay_figures(result: Replay, *, highlight: int | None = None) -> list[ReportFigure]:
+    """The plots of compaction over the sessions' life: kept turns at events, compactions, summarizer input."""
+    return [
+        ReportFigure("replay_kept_turns", "Whole turns kept at each compaction",
+                     "Over the compaction events of the replay, not the sessions' ends: what survives verbatim each "
+                     "time the context passes the trigger.",
+                     plots.kept_turns_by_budget(events_as_splits(result.events), highlight=highlight)),
+        ReportFigure("replay_compactions", "Compactions per session",
+                     "How often each session would compact over its life under the window.",
+                     plots.replay_by_budget(result.sessions, "n_compactions", ylabel="compactions per session",
+                                            title="How often sessions compact", highlight=highlight)),
+        ReportFigure("replay_summarizer_input", "What the summarizer reads",
+                     "UTF-8 bytes of all summarizer requests of a session over its life (transcripts and framing; "
+                     "a simulated previous summary counts 4 bytes per token).",
+                     plots.replay_by_budget(result.sessions, "request_bytes", ylabel="request bytes per session",
+                                            title="Summarizer input per session", highlight=highlight)),
+    ]
+
+
+def policy_table(result: Replay) -> Table:
+    """The comparison of policies (:func:`~panto_analytics.policy.compare_policies`), formatted."""
+    t = compare_policies(result.events, result.sessions)
+    cols = {
+        "policy": ("policy", _cell), "budget": ("budget", _tokens), "compacted_share": ("compacted", _pct),
+        "compactions_mean": ("compactions/session", _cell), "events": ("events", _cell),
+        "kept_tokens_p10": ("kept p10", _tokens), "kept_tokens_p50": ("kept p50", _tokens),
+        "kept_tokens_p90": ("kept p90", _tokens), "summarized_tokens_p50": ("summarized p50", _tokens),
+        "request_bytes_per_session": ("summarizer bytes/session", _cell), "overflow_share": ("overflow", _pct),
+    }
+    return Table([name for name, _ in cols.values()], [[fmt(row[c]) for c, (_, fmt) in cols.items()]
+                                                       for row in t.iter_rows(named=True)])
+
+
+def _policy_section(report: Report, messages: pl.DataFrame, corpus: Corpus | None, policies: Sequence[str],
+                    *, window: int, reserve: int, summary_tokens: int | None) -> None:
+    """Replay under each policy (libpanto at the recommended budget), the table, the plot, the recorded cuts."""
+    budget = report.recommendation.budget if report.recommendation.budget is not None else 20_000
+    result = replay(messages, [budget], window=window, reserve=reserve, summary_tokens=summary_tokens,
+                    policy=list(policies))
+    report.policies, report.policy_table = result, policy_table(result)
+    report.figures.append(ReportFigure(
+        "policies", "Policies under the same window",
+        f"Each policy replayed over the sessions' life under a {format_tokens(window)} window at its own "
+        "trigger and defaults (libpanto at the recommended budget).",
+        plots.policy_comparison(compare_policies(result.events, result.sessions))))
+    others = [p for p in policies if str(p).split(":")[0] != "libpanto"]
+    if corpus is not None and others and not corpus.compactions.is_empty():
+        summary = recorded_cut_summary(policies_vs_agents(corpus, others)).rename({
+            "source_format": "format", "own": "agent's policy", "distance_messages_p50": "off by (messages) p50",
+            "distance_messages_max": "max", "distance_tokens_p50": "off by (tokens) p50", "distance_tokens_max": "max "})
+        report.policy_cuts = Table.from_frame(summary)
+
+
+def _a_few(budgets: list[int], chosen: int | None, n: int = 5) -> list[int]:
+    """About ``n`` of ``budgets``, evenly spread with the largest, plus the chosen one: for a table that must stay narrow.
+
+    >>> _a_few(list(range(0, 100, 10)), 35)
+    [0, 20, 35, 40, 60, 90]
+    """
+    step = max(1, len(budgets) // (n - 1)) if n > 1 else len(budgets)
+    picked = set(budgets[::step][: n - 1] + [budgets[-1]])
+    return sorted(picked | ({chosen} if chosen is not None else set()))
+
+
+def build_report(messages: pl.DataFrame, budgets: Budgets, *, criteria: Criteria | None = None,
+                 segment_by: Sequence[str] = (), ingest: IngestReport | None = None,
+                 sessions: pl.DataFrame | None = None, compactions: pl.DataFrame | None = None,
+                 title: str | None = None, inputs: Sequence[str] = (), window: int | None = None,
+                 reserve: int = DEFAULT_RESERVE, summary_tokens: int | None = None,
+                 policies: Sequence[str] = ()) -> Report:
+    """Compute everything a report shows.
+
+    ``sessions`` (the sessions table, when available) adds sessions without
+    messages; ``compactions`` (the recorded compactions table) adds a line on
+    them to the overview. Both are optional. With a ``window``, compaction is
+    replayed over each session's life (:func:`panto_analytics.replay`), the
+    recommendation is judged on its compaction events, and the report gains
+    a section and three plots on it. With a ``window`` and ``policies``
+    (``NAME[:k=v]``), the report compares them: each replayed under the same
+    window (libpanto at the recommended budget), a table, a plot and, with
+    recorded compactions, each policy's cut at them beside the agents'.
+    """
+    budgets = as_budgets(budgets)
+    turns = compute_turns(messages)
+    per_session = compute_splits(messages, budgets, sessions=sessions)
+    replayed = None
+    if window is not None:
+        replayed = replay(messages, budgets, window=window, reserve=reserve, summary_tokens=summary_tokens)
+        rec = recommend_at_compactions(replayed, criteria)
+    else:
+        windows = (sessions["context_window"].to_list() if sessions is not None and "context_window" in sessions.columns
+                   else None)
+        rec = recommend(per_session, criteria, turns=turns, windows=windows)
+    n = per_session[SESSION].n_unique()
+    report = Report(
+        title=title or f"What keep_verbatim does to {n:,} session{'s' if n != 1 else ''}",
+        inputs=[str(p) for p in inputs],
+        budgets=budgets,
+        splits=per_session,
+        sweep=summarize_splits(per_session),
+        recommendation=rec,
+        overview=corpus_overview(messages, turns, per_session, ingest=ingest, sessions=sessions,
+                                 compactions=compactions),
+        breakdowns={"source format": breakdown(messages, "source_format", sessions=sessions),
+                    "model": breakdown(messages, "model", sessions=sessions)},
+    )
+    segments = {kind: session_segments(messages, kind, sessions=sessions) for kind in segment_by}
+    report.figures = report_figures(per_session, turns, highlight=rec.budget, segments=segments)
+    if replayed is not None:
+        report.replay, report.replay_table = replayed, replay_table(replayed, rec.budget)
+        report.figures += replay_figures(replayed, highlight=rec.budget)
+    # The section needs the tables as read_corpus gives them (hand-built ones may hold a few columns only).
+    if (compactions is not None and sessions is not None and not compactions.is_empty()
+            and set(COMPACTIONS_SCHEMA) <= set(compactions.columns) and "source_format" in sessions.columns):
+        rows = agent_vs_libpanto(Corpus(messages, sessions, compactions, ingest or IngestReport()), budgets)
+        shown = rows.filter(pl.col("budget").is_in(_a_few(budgets, rec.budget)))
+        report.recorded = Table.from_frame(compaction_table(shown))
+        report.figures.append(ReportFigure(
+            "recorded_compactions", "What the agents kept at their recorded compactions",
+            "Each dot: libpanto's kept suffix for the conversation as it stood when the agent compacted; the "
+            "dotted lines: what the agent itself kept, which no budget changes.",
+            plots.agent_vs_libpanto_kept(rows)))
+    if policies and window is not None:
+        corpus = Corpus(messages, sessions, compactions, ingest or IngestReport()) if (
+            compactions is not None and sessions is not None and set(COMPACTIONS_SCHEMA) <= set(compactions.columns)
+            and "source_format" in sessions.columns) else None
+        _policy_section(report, messages, corpus, policies, window=window, reserve=reserve,
+                        summary_tokens=summary_tokens)
+    for fig in report.figures:
+        fig.png = plots.png_bytes(cast("Figure", fig.figure))
+    return report
+
+
+def write_report(report: Report, out_dir: str | Path) -> Path:
+    """Write the report's files into ``out_dir`` (created if needed); returns the folder."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    for fig in report.figures:
+        (out / f"{fig.name}.png").write_bytes(fig.png)
+    report.sweep.write_parquet(out / "sweep.parquet")
+    report.splits.write_parquet(out / "splits.parquet")
+    if report.policies is not None:
+        report.policies.events.write_parquet(out / "policy_events.parquet")
+        report.policies.sessions.write_parquet(out / "policy_sessions.parquet")
+    if report.replay is not None:
+        report.replay.events.write_parquet(out / "replay_events.parquet")
+        report.replay.sessions.write_parquet(out / "replay_sessions.parquet")
+    (out / "report.md").write_text(render_markdown(report), encoding="utf-8")
+    (out / "index.html").write_text(render_html(report), encoding="utf-8")
+    return out
+
+
+#: Inputs named at the top of a report; the rest are counted.
+MAX_INPUTS = 6
+
+
+def _more(inputs: list[str]) -> str:
+    return f" and {len(inputs) - MAX_INPUTS} more" if len(inputs) > MAX_INPUTS else ""
+
+
+_RECORDED_TEXT = ("One row per compaction an agent recorded: what the agent kept verbatim (its first kept message, "
+                  "messages and tokens, in libpanto's turn costs), then the whole turns and tokens libpanto would "
+                  "keep at a few budgets for the conversation as it stood at that moment.")
+
+
+def _replay_text(result: Replay) -> str:
+    return (f"Each session replayed call by call under a {format_tokens(result.window)}-token window: a compaction "
+            f"fires when the context passes {format_tokens(result.window - result.reserve)} (window minus a "
+            f"{format_tokens(result.reserve)} reserve), libpanto splits the transcript as it stands, and a "
+            f"{format_tokens(result.summary_tokens)}-token summary ({result.summary_source}) replaces the summarized "
+            "prefix. One row per budget; "
+            "the rules of the recommendation ran on these events (docs/replay.md).")
+
+
+_POLICY_TEXT = ("Each policy replayed over the sessions' life under the same window, at its own trigger and "
+                "defaults: how often it compacts, what it keeps verbatim (in recorded-usage tokens; Codex: its "
+                "estimate of the user messages it keeps) and what its summarizer reads. docs/replay.md states "
+                "each policy's rules and sources.")
+_POLICY_CUTS_TEXT = ("Each policy's cut of the conversation as it stood at every compaction an agent recorded, "
+                     "beside the agent's own cut: exact matches, and how far the others are (messages, tokens).")
+
+
+def render_markdown(report: Report) -> str:
+    """``report.md``: headings, tables and links to the PNGs beside it."""
+    rec = report.recommendation
+    headline, rules, reasons, warnings = rec.headline(), rec.criteria.describe(), rec.reasons, rec.warnings
+    out = [f"# {report.title}", ""]
+    if report.inputs:
+        out += ["Inputs: " + ", ".join(f"`{p}`" for p in report.inputs[:MAX_INPUTS]) + _more(report.inputs), ""]
+    out += ["## Recommendation", "", f"**{headline}**", ""]
+    out += [f"- Rule: {r}" for r in rules] + [f"- Why: {r}" for r in reasons]
+    out += [f"- **Warning:** {w}" for w in warnings] + [""]
+    out += ["## Corpus", "", report.overview.markdown(), ""]
+    for name, table in report.breakdowns.items():
+        out += [f"### By {name}", "", table.markdown(), ""]
+    out += ["## Budgets", "", "One row per budget tried; the chosen one in bold. Kept sizes in tokens; shares of "
+            "sessions except *summarized* (all summarized tokens over all active tokens).", "",
+            sweep_table(rec).markdown(), ""]
+    if report.replay is not None and report.replay_table is not None:
+        out += ["## Compaction over the sessions' life", "", _replay_text(report.replay), "",
+                report.replay_table.markdown(), ""]
+    if report.recorded is not None:
+        out += ["## What the agents did at their recorded compactions", "", _RECORDED_TEXT, "",
+                report.recorded.markdown(), ""]
+    if report.policy_table is not None:
+        out += ["## Policies under the same window", "", _POLICY_TEXT, "", report.policy_table.markdown(), ""]
+    if report.policy_cuts is not None:
+        out += ["### Each policy at the recorded compactions", "", _POLICY_CUTS_TEXT, "",
+                report.policy_cuts.markdown(), ""]
+    out += ["## Plots", ""]
+    for fig in report.figures:
+        out += [f"### {fig.title}", "", fig.caption, "", f"![{fig.title}]({fig.name}.png)", ""]
+    out += ["## Files", "", "- `sweep.parquet`: the table above, unformatted",
+            "- `splits.parquet`: libpanto's split for every session and budget", ""]
+    return "\n".join(out)
+
+
+_CSS = """
+body { font: 15px/1.5 system-ui, -apple-system, "Segoe UI", sans-serif; color: #222; max-width: 1040px;
+       margin: 2em auto; padding: 0 1em; }
+h1 { font-size: 1.7em; margin-bottom: .2em; } h2 { margin-top: 2em; border-bottom: 1px solid #ddd; }
+.inputs { color: #666; } code { background: #f3f3f3; padding: 0 .3em; border-radius: 3px; }
+.headline { font-size: 1.35em; font-weight: 600; background: #eef5fb; border-left: 4px solid #0072B2;
+            padding: .5em .8em; }
+.warning { background: #fdf1e6; border-left: 4px solid #D55E00; padding: .3em .8em; margin: .4em 0; }
+table { border-collapse: collapse; margin: .8em 0; font-size: .9em; }
+th, td { padding: .25em .7em; border-bottom: 1px solid #e5e5e5; text-align: right; }
+th.text, td.text { text-align: left; } th { background: #f6f6f6; }
+tr.chosen td { font-weight: 700; background: #eef5fb; }
+figure { margin: 1.5em 0; } figure img { width: 100%; max-width: 1000px; height: auto; }
+figcaption { color: #555; font-size: .9em; }
+"""
+
+
+def render_html(report: Report) -> str:
+    """``index.html``: one self-contained page; images embedded as data URIs."""
+    rec = report.recommendation
+    headline, rules, reasons, warnings = rec.headline(), rec.criteria.describe(), rec.reasons, rec.warnings
+    e = html.escape
+    parts = [f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>{e(report.title)}</title>"
+             f"<meta name='viewport' content='width=device-width, initial-scale=1'><style>{_CSS}</style></head><body>",
+             f"<h1>{e(report.title)}</h1>"]
+    if report.inputs:
+        parts.append("<p class='inputs'>Inputs: " + ", ".join(f"<code>{e(p)}</code>" for p in report.inputs[:MAX_INPUTS])
+                     + _more(report.inputs) + "</p>")
+    parts += ["<h2>Recommendation</h2>", f"<p class='headline'>{e(headline)}</p><ul>"]
+    parts += [f"<li>Rule: {e(r)}</li>" for r in rules] + [f"<li>Why: {e(r)}</li>" for r in reasons] + ["</ul>"]
+    parts += [f"<p class='warning'>Warning: {e(w)}</p>" for w in warnings]
+    parts += ["<h2>Corpus</h2>", report.overview.html()]
+    for name, table in report.breakdowns.items():
+        parts += [f"<h3>By {e(name)}</h3>", table.html()]
+    parts += ["<h2>Budgets</h2>", "<p>One row per budget tried; the chosen one highlighted. Kept sizes in tokens; "
+              "shares of sessions except <em>summarized</em> (all summarized tokens over all active tokens).</p>",
+              sweep_table(rec).html()]
+    if report.replay is not None and report.replay_table is not None:
+        parts += ["<h2>Compaction over the sessions' life</h2>", f"<p>{e(_replay_text(report.replay))}</p>",
+                  report.replay_table.html()]
+    if report.recorded is not None:
+        parts += ["<h2>What the agents did at their recorded compactions</h2>", f"<p>{e(_RECORDED_TEXT)}</p>",
+                  report.recorded.html()]
+    if report.policy_table is not None:
+        parts += ["<h2>Policies under the same window</h2>", f"<p>{e(_POLICY_TEXT)}</p>", report.policy_table.html()]
+    if report.policy_cuts is not None:
+        parts += ["<h3>Each policy at the recorded compactions</h3>", f"<p>{e(_POLICY_CUTS_TEXT)}</p>",
+                  report.policy_cuts.html()]
+    parts += ["<h2>Plots</h2>"]
+    for fig in report.figures:
+        data = base64.b64encode(fig.png).decode("ascii")
+        parts.append(f"<figure id='{e(fig.name)}'>"
+                     f"<img alt='{e(fig.title)}' src='data:image/png;base64,{data}'>"
+                     f"<figcaption>{e(fig.caption)} <a href='{e(fig.name)}.png'>PNG</a></figcaption></figure>")
+    parts += ["<h2>Files</h2><ul><li><a href='sweep.parquet'>sweep.parquet</a>: the table above, unformatted</li>"
+              "<li><a href='splits.parquet'>splits.parquet</a>: libpanto's split for every session and budget</li>"
+              "<li><a href='report.md'>report.md</a>: this report in Markdown</li></ul></body></html>"]
+    return "\n".join(parts)
