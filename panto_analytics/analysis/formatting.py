@@ -1,4 +1,4 @@
-"""How numbers are shown to people: one way to write a token count.
+"""How numbers are shown to people: one way to write a token count, a share, a column, a count of things.
 
 >>> format_tokens(20_000), format_tokens(1_500_000), format_tokens(950)
 ('20k', '1.5M', '950')
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["counted", "format_tokens"]
+__all__ = ["counted", "format_column", "format_share", "format_tokens", "plural_of"]
 
 
 def counted(n: int, noun: str, plural: str | None = None) -> str:
@@ -16,7 +16,16 @@ def counted(n: int, noun: str, plural: str | None = None) -> str:
     >>> counted(1, "session"), counted(0, "session"), counted(12_000, "file"), counted(2, "match", "matches")
     ('1 session', '0 sessions', '12,000 files', '2 matches')
     """
-    return f"{n:,} {noun if n == 1 else (plural or noun + 's')}"
+    return f"{n:,} {plural_of(n, noun, plural)}"
+
+
+def plural_of(n: int, noun: str, plural: str | None = None) -> str:
+    """``noun`` as it goes with ``n``: ``session`` for 1, ``sessions`` otherwise (``plural`` if irregular).
+
+    >>> plural_of(1, "file"), plural_of(3, "file"), plural_of(0, "summary", "summaries")
+    ('file', 'files', 'summaries')
+    """
+    return noun if n == 1 else (plural or noun + "s")
 
 
 def format_tokens(n: float | int | None) -> str:
@@ -33,3 +42,47 @@ def format_tokens(n: float | int | None) -> str:
             text = f"{value:.1f}" if value < 100 else f"{value:.0f}"
             return text.removesuffix(".0") + suffix
     return f"{n:.0f}"
+
+
+def format_share(x: float | None) -> str:
+    """A share as a percentage, up to ten times the whole; beyond that, how many times (a budget of 2^64-1
+    tokens is not "57646075230342352%" of a window).
+
+    >>> [format_share(x) for x in (0.25, 0.58, 1.5, 12.0, 5.7e16, None)]
+    ['25%', '58%', '150%', '12 times', 'more than 1,000 times', '-']
+    """
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "-"
+    if x < 10:
+        return f"{x:.0%}"
+    if x < 1000:
+        return f"{x:,.0f} times"
+    return "more than 1,000 times"
+
+
+def format_column(values: list) -> list[str]:
+    """A column of numbers in one notation: integers with thousands separators; floats all fixed-point, with
+    as many decimals as the column's largest magnitude leaves room for (never ``3.37e+04`` beside ``17,459``).
+    None is ``-``; text stays as it is.
+
+    >>> format_column([33_700.5, 17_459.0, None]), format_column([0.5, 0.125]), format_column([1_200, 3])
+    (['33,700', '17,459', '-'], ['0.500', '0.125'], ['1,200', '3'])
+    """
+    numbers = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    floats = [abs(v) for v in numbers if isinstance(v, float) and not math.isnan(v)]
+    if floats and not all(v.is_integer() for v in floats):
+        top = max(floats)
+        decimals = 0 if top >= 100 else 1 if top >= 10 else 2 if top >= 1 else 3
+    else:
+        decimals = 0
+    out = []
+    for v in values:
+        if v is None or (isinstance(v, float) and math.isnan(v)):
+            out.append("-")
+        elif isinstance(v, bool):
+            out.append("yes" if v else "no")
+        elif isinstance(v, (int, float)):
+            out.append(f"{v:,.{decimals}f}")
+        else:
+            out.append(str(v))
+    return out

@@ -151,7 +151,9 @@ def session_files(paths) -> list[Path]:
 
 def _nothing_read(paths, report: IngestReport) -> InputError:
     where = ", ".join(str(p) for p in paths) or "the default session folders"
-    return InputError(where, None, f"no sessions in the {report.files} file(s) read", skippable=False)
+    from ..analysis.formatting import counted
+
+    return InputError(where, None, f"no sessions in the {counted(report.files, 'file')} read", skippable=False)
 
 
 def dataset_path(paths) -> Path | None:
@@ -391,9 +393,11 @@ def write_frame(df: pl.DataFrame, output: Path | None) -> None:
 
     ctx = click.get_current_context(silent=True)
     fmt = ctx.meta.get(_FORMAT_KEY) if ctx is not None else None
-    csv = (output.suffix.lower() == ".csv") if output is not None and not (to_stdout(output) or is_device(output)) \
-        else (fmt or "csv") == "csv"
-    if csv and output is not None:
+    if to_stdout(output) or (output is not None and is_device(output)):
+        csv = (fmt or "csv") == "csv"
+    else:
+        csv = output is not None and output.suffix.lower() == ".csv"
+    if csv:
         df = _csv_ready(df)
     if to_stdout(output):
         text = getattr(df, STDOUT_FORMATS[fmt or "csv"])()
@@ -417,38 +421,42 @@ def write_frame(df: pl.DataFrame, output: Path | None) -> None:
 
 
 def _csv_ready(df: pl.DataFrame) -> pl.DataFrame:
-    """``df`` with its nested columns (the message frame's ``refs``) as JSON text: CSV has no nested values."""
+    """``df`` with each nested column (a list, a struct) as its JSON text, which CSV can hold."""
     import polars as pl
 
-    nested = {}
-    for name, dtype in df.schema.items():
-        if isinstance(dtype, pl.Struct):
-            nested[name] = pl.col(name).struct.json_encode()
-        elif isinstance(dtype, pl.List) and isinstance(dtype.inner, pl.Struct):
-            nested[name] = pl.format("[{}]", pl.col(name).list.eval(pl.element().struct.json_encode()).list.join(","))
-        elif isinstance(dtype, pl.List):
-            nested[name] = pl.format("[{}]", pl.col(name).cast(pl.List(pl.String)).list.join(","))
-    return df.with_columns(**nested) if nested else df
+    nested = [c for c, t in df.schema.items() if t.is_nested()]
+    if not nested:
+        return df
+    as_json = [pl.when(pl.col(c).is_null()).then(None)
+               .otherwise(pl.struct(pl.col(c).alias("v")).struct.json_encode().str.slice(len('{"v":')).str.strip_suffix("}"))
+               .alias(c) for c in nested]
+    return df.with_columns(as_json)
 
 
 def report_skips(report: IngestReport) -> None:
-    """Tell stderr what was skipped, file by file: how many lines, and why."""
+    """Tell stderr what was skipped, file by file: how many lines (or the whole file), and why."""
+    from ..analysis.formatting import counted
+    from ..errors import WHOLE_FILE
     from ..formats.base import TRUNCATED
 
     truncated = {f for (f, reason) in report.skipped if reason == TRUNCATED}
     if truncated:
-        click.echo(f"note: skipped the unfinished last line of {len(truncated)} file(s) "
+        click.echo(f"note: skipped the unfinished last line of {counted(len(truncated), 'file')} "
                    "(sessions still being written?)", err=True)
     invalid = {(f, r): n for (f, r), n in report.skipped.items() if r != TRUNCATED}
     if not invalid:
         return
-    click.echo(f"skipped {sum(invalid.values())} invalid line(s) in {len({f for f, _ in invalid})} file(s):", err=True)
+    lines = {(f, r): n for (f, r), n in invalid.items() if not r.startswith(WHOLE_FILE)}
+    whole = {f for (f, r) in invalid if r.startswith(WHOLE_FILE)}
+    said = ([f"{counted(sum(lines.values()), 'invalid line')} in {counted(len({f for f, _ in lines}), 'file')}"]
+            * bool(lines) + [f"{counted(len(whole), 'whole file')}"] * bool(whole))
+    click.echo(f"skipped {' and '.join(said)}:", err=True)
     by_file: dict[str, list[tuple[str, int]]] = {}
     for (f, reason), n in sorted(invalid.items()):
         by_file.setdefault(f, []).append((reason, n))
     for f, reasons in by_file.items():
-        total = sum(n for _, n in reasons)
-        click.echo(f"  {f}: {total} line(s)", err=True)
+        total = sum(n for r, n in reasons if not r.startswith(WHOLE_FILE))
+        click.echo(f"  {f}: {'the whole file' if f in whole and not total else counted(total, 'line')}", err=True)
         for reason, n in sorted(reasons, key=lambda rn: (-rn[1], rn[0])):
             click.echo(f"    {n} x {reason}", err=True)
 

@@ -342,22 +342,27 @@ def bad_record(error: Exception) -> str:
     return str(error) if isinstance(error, Invalid) else f"unexpected record shape: {type(error).__name__}: {error}"
 
 
-def usage_counter(value: Any, key: str) -> int:
+def usage_counter(value: Any, field: str) -> int:
     """A usage counter as an int, or :class:`Invalid` saying what is wrong with it.
 
-    >>> usage_counter(12, "input")
+    ``field`` is the counter's place in the file, as the file names it
+    (``message.usage.input_tokens`` in Claude Code, ``usage.input`` in the canonical format), so the
+    error points at what the file holds.
+
+    >>> usage_counter(12, "usage.input")
     12
-    >>> usage_counter(1.5, "output")
+    >>> usage_counter(1.5, "message.usage.output_tokens")
     Traceback (most recent call last):
     ...
-    panto_analytics.formats.base.Invalid: usage.output must be a non-negative integer, got 1.5
+    panto_analytics.formats.base.Invalid: message.usage.output_tokens must be a non-negative integer, got 1.5
     """
     if value is None:
         return 0
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise Invalid(f"usage.{key} must be a non-negative integer, got {value!r}")
+        shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
+        raise Invalid(f"{field} must be a non-negative integer, got {shown}")
     if value > MAX_USAGE:
-        raise Invalid(f"usage.{key} = {value} is above the supported maximum {MAX_USAGE}")
+        raise Invalid(f"{field} = {value} is above the supported maximum {MAX_USAGE}")
     return value
 
 

@@ -213,6 +213,6 @@ def test_damaged_compressed_files_on_the_command_line(tmp_path):
     result = CliRunner().invoke(main, ["ingest", str(folder), "--no-cache", "-q", "--skip-invalid", "--format",
                                        "canonical", "--sessions", str(tmp_path / "s.csv")])
     assert result.exit_code == 0, result.output
-    assert f"{gz}: 1 line(s)" in result.output and f"{zst}: 1 line(s)" in result.output
+    assert f"{gz}: 1 line\n" in result.output and f"{zst}: 1 line\n" in result.output
     sessions = pl.read_csv(tmp_path / "s.csv")
     assert sessions.height == 2 and (sessions["messages"] >= 9).all()  # 10 lines before the flush: a header, 9 messages

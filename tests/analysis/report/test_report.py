@@ -305,3 +305,47 @@ def test_a_report_prints_as_a_person_reads_it():
     text = str(rep)
     assert text.startswith(rep.title) and rep.recommendation.headline() in text
     assert "shape:" not in text.split("rule:")[0]  # the overview is prose, not a DataFrame dump
+
+
+def test_a_report_into_an_old_report_folder_leaves_nothing_of_the_old_run(tmp_path):
+    from panto_analytics.analysis.report.build import WRITTEN_LIST
+
+    out = tmp_path / "r"
+    run_report(out, "--window", "24k", "--by", "model")
+    first = {p.name for p in out.iterdir()}
+    assert {"replay_events.parquet", "kept_tokens_by_model.png"} <= first
+    (out / "notes.txt").write_text("mine")  # not the report's: never touched
+    run_report(out)
+    second = {p.name for p in out.iterdir()}
+    written = set((out / WRITTEN_LIST).read_text().split())
+    assert second == written | {"notes.txt", WRITTEN_LIST}
+    assert "replay_events.parquet" not in second and not any("_by_model" in n for n in second)
+    # A folder of a report from before the list: its fixed names are known, and removed when not written.
+    (out / WRITTEN_LIST).unlink()
+    (out / "replay_sessions.parquet").write_bytes(b"old")
+    run_report(out)
+    assert not (out / "replay_sessions.parquet").exists() and (out / "notes.txt").read_text() == "mine"
+
+
+def test_a_table_column_is_written_in_one_notation():
+    from panto_analytics.analysis.report import Table
+
+    t = Table.from_frame(pl.DataFrame({"what": ["a", "b", "c"], "mean": [33_712.25, 17_459.0, 2.5],
+                                       "share": [0.5, None, 0.125]}))
+    assert [row[1] for row in t.rows] == ["33,712", "17,459", "2"]
+    assert [row[2] for row in t.rows] == ["0.500", "-", "0.125"]
+    assert not any("e+" in cell or cell == "None" for row in t.rows for cell in row)
+
+
+def test_the_overview_names_triggers_and_skipped_files_as_people_read_them(tmp_path):
+    from panto_analytics.analysis.report import corpus_overview
+    from panto_analytics.errors import IngestReport
+
+    m = pa.examples.messages()
+    compactions = pl.DataFrame({"trigger": [None] * 7 + ["auto"], "tokens_before": [1_000] * 8})
+    report = IngestReport(files=2)
+    report.skip(str(tmp_path / "deep" / "x.jsonl"), "malformed JSON")
+    table = corpus_overview(m, pa.turns(m), pa.splits(m, [0]), ingest=report, compactions=compactions)
+    text = table.markdown()
+    assert "None" not in text and "7 without a recorded trigger" in text
+    assert str(tmp_path / "deep" / "x.jsonl") in text
