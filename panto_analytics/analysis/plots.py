@@ -41,7 +41,7 @@ from .formatting import format_tokens
 
 __all__ = [
     "BUDGET_LABEL", "DPI", "FIGSIZE", "GREY", "OUTCOME_COLORS", "PALETTE", "PlotFigure", "SOURCE_COLORS", "SOURCE_LABELS",
-    "STYLE", "agent_vs_libpanto_kept", "kept_tokens_by_budget", "kept_turns_by_budget", "outcome_shares_by_budget",
+    "STYLE", "agent_vs_libpanto_kept", "frontier", "kept_tokens_by_budget", "kept_turns_by_budget", "outcome_shares_by_budget",
     "png_bytes", "policy_comparison", "replay_by_budget", "save", "style",
     "summarized_share_by_budget", "turn_sizes",
 ]
@@ -87,6 +87,8 @@ STYLE = {
 
 BUDGET_LABEL = "budget (keep_verbatim, tokens)"
 GREY = "#555555"
+INK = "#222222"
+ACCENT = "#D55E00"
 
 
 @contextmanager
@@ -426,6 +428,64 @@ def policy_comparison(table) -> Figure:
         right.set_xlabel("compactions per session (mean)")
         _title(left, "Policies under one window")
         _note(fig, "compaction events · dot: median · bar: 10th-90th percentile · label: median tokens summarized")
+    return fig
+
+
+def frontier(table, *, recorded=None, chosen: tuple[str, int] | None = None) -> Figure:
+    """Cost per session against orphan rate, one point per (policy, budget), the Pareto front drawn.
+
+    ``table``: :func:`~panto_analytics.analysis.decision.outcomes_table` (``cost_p50``, ``orphan_rate``,
+    ``proposable``); rows at or above the trigger are hollow (never proposed). ``recorded``: the agents' own
+    points (:func:`~panto_analytics.analysis.decision.recorded_points`: ``agent``, ``cost_p50``,
+    ``orphan_rate``), drawn as stars. ``chosen``: the (policy, budget) to ring.
+
+    >>> import polars as pl
+    >>> t = pl.DataFrame({"policy": ["libpanto"] * 3, "budget": [0, 8_000, 90_000], "cost_p50": [1.0, 1.2, 0.9],
+    ...     "orphan_rate": [0.2, 0.05, 0.0], "proposable": [True, True, False]})
+    >>> frontier(t, chosen=("libpanto", 8_000)).axes[0].get_xlabel()
+    'orphan rate (orphan calls / calls after a compaction)'
+    """
+    from .decision import frontier as front_of
+
+    pts = table.filter(table["cost_p50"].is_not_null() & table["orphan_rate"].is_not_null())
+    with style():
+        fig, (ax,) = _figure(size=(FIGSIZE[0], FIGSIZE[1] * 1.1))
+        for i, policy in enumerate(pts["policy"].unique(maintain_order=True).to_list()):
+            mine = pts.filter(pts["policy"] == policy)
+            color = PALETTE[i % len(PALETTE)]
+            ok, above = mine.filter(mine["proposable"]), mine.filter(~mine["proposable"])
+            ax.scatter(ok["orphan_rate"].to_list(), ok["cost_p50"].to_list(), color=color, s=28, label=policy,
+                       zorder=3)
+            if above.height:
+                ax.scatter(above["orphan_rate"].to_list(), above["cost_p50"].to_list(), facecolors="none",
+                           edgecolors=color, s=28, zorder=3)
+        front = front_of(pts).sort("orphan_rate")
+        for row in front.iter_rows(named=True):
+            ax.annotate(f"{row['policy']} {format_tokens(row['budget'])}" if row["policy"] != "libpanto"
+                        else format_tokens(row["budget"]), (row["orphan_rate"], row["cost_p50"]),
+                        textcoords="offset points", xytext=(4, 4), fontsize=7.5, color=GREY)
+        if front.height:
+            ax.step(front["orphan_rate"].to_list(), front["cost_p50"].to_list(), where="post", color=INK,
+                    linewidth=1.2, linestyle="--", label="Pareto front", zorder=2)
+        if recorded is not None and recorded.height:
+            for row in recorded.iter_rows(named=True):
+                if row["cost_p50"] is None or row["orphan_rate"] is None:
+                    continue
+                ax.scatter([row["orphan_rate"]], [row["cost_p50"]], marker="*", s=160, color=ACCENT, zorder=4,
+                           edgecolors=INK, linewidths=0.6)
+                ax.annotate(f"{row['agent']} (recorded)", (row["orphan_rate"], row["cost_p50"]),
+                            textcoords="offset points", xytext=(6, -10), fontsize=8, color=INK)
+        if chosen is not None:
+            hit = pts.filter((pts["policy"] == chosen[0]) & (pts["budget"] == chosen[1]))
+            if hit.height:
+                ax.scatter(hit["orphan_rate"].to_list(), hit["cost_p50"].to_list(), s=220, facecolors="none",
+                           edgecolors=ACCENT, linewidths=2, zorder=5, label="chosen")
+        ax.xaxis.set_major_formatter(PercentFormatter(1.0))
+        ax.set_xlabel("orphan rate (orphan calls / calls after a compaction)")
+        ax.set_ylabel("cost per session, median (USD)")
+        _title(ax, "What each budget costs and loses")
+        _legend(ax)
+        _note(fig, "hollow: at or above the trigger, never proposed · dashed: the Pareto front · star: recorded")
     return fig
 
 

@@ -48,7 +48,9 @@ def detect_format(path: str | Path) -> str:
                 if not raw.endswith(b"\n"):
                     break  # the last line, still being written: judged by what came before it
                 if not seen:
+                    why = jsonl.malformed(raw, e)
                     hint = (jsonl.NOT_JSONL if raw.strip() in (b"{", b"[")
+                            else why if not why.startswith("malformed JSON: ")
                             else f"the first line is not valid JSON: {e.msg}")
                     raise InputError(path, lineno, hint) from None
                 break

@@ -491,11 +491,11 @@ def _usage(last: Any, where: str) -> dict[str, int]:
     for key in ("input_tokens", "output_tokens"):
         if key not in last:
             raise Invalid(f"{where}.{key} is missing")
-    inp = usage_counter(last["input_tokens"], "input_tokens")
-    cached = usage_counter(last.get("cached_input_tokens"), "cached_input_tokens")
+    inp = usage_counter(last["input_tokens"], f"{where}.input_tokens")
+    cached = usage_counter(last.get("cached_input_tokens"), f"{where}.cached_input_tokens")
     if cached > inp:
         raise Invalid(f"{where}.cached_input_tokens ({cached}) is more than input_tokens ({inp})")
-    return {"input": inp - cached, "output": usage_counter(last["output_tokens"], "output_tokens"),
+    return {"input": inp - cached, "output": usage_counter(last["output_tokens"], f"{where}.output_tokens"),
             "cache_read": cached, "cache_write": 0}
 
 

@@ -24,13 +24,52 @@ import orjson
 
 from .base import SourceFile
 
-__all__ = ["NOT_JSONL", "json_type", "records", "reread"]
+__all__ = ["NOT_JSONL", "json_type", "malformed", "records", "reread", "utf16"]
 
 #: Why a pretty-printed JSON file is rejected (one reason for all its lines).
 NOT_JSONL = ("not JSONL: the file looks like pretty-printed JSON (one document over many lines), "
              "not one JSON object per line")
 
 _JSON_TYPES = {list: "array", str: "string", int: "number", float: "number", bool: "boolean", type(None): "null"}
+
+
+def utf16(raw: bytes) -> str | None:
+    """``"little-endian"`` or ``"big-endian"`` when a line is UTF-16 text (a byte-order mark, or every other
+    byte NUL), else None.
+
+    >>> utf16('{"a": 1}'.encode("utf-16")), utf16('{"a": 1}'.encode("utf-16-be")), utf16(b'{"a": 1}')
+    ('little-endian', 'big-endian', None)
+    """
+    if raw.startswith(b"\xff\xfe"):
+        return "little-endian"
+    if raw.startswith(b"\xfe\xff"):
+        return "big-endian"
+    text = raw.rstrip(b"\r\n\x00")
+    if len(text) >= 4:
+        if text[1::2].count(0) * 4 >= len(text) * 3 // 2 and not text[0::2].count(0):
+            return "little-endian"
+        if text[0::2].count(0) * 4 >= len(text) * 3 // 2 and not text[1::2].count(0):
+            return "big-endian"
+    return None
+
+
+def malformed(raw: bytes, error: orjson.JSONDecodeError) -> str:
+    """Why a line is not JSON, in the file's terms: UTF-16 text, a byte that is not UTF-8 (and where), or
+    the JSON error.
+
+    >>> malformed(b'{"a": "caf\\xe9"}\\n', orjson.JSONDecodeError("str is not valid UTF-8: surrogates not allowed", "", 0))
+    'not UTF-8: byte 0xe9 at byte 10 of the line'
+    >>> malformed('{"a": 1}\\n'.encode("utf-16-le"), orjson.JSONDecodeError("x", "", 0))
+    'the file is UTF-16 (little-endian), not UTF-8: convert it, e.g. iconv -f UTF-16 -t UTF-8'
+    """
+    endian = utf16(raw)
+    if endian is not None:
+        return f"the file is UTF-16 ({endian}), not UTF-8: convert it, e.g. iconv -f UTF-16 -t UTF-8"
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        return f"not UTF-8: byte 0x{raw[e.start]:02x} at byte {e.start} of the line"
+    return f"malformed JSON: {error.msg}"
 
 
 def records(src: SourceFile) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -61,7 +100,7 @@ def records(src: SourceFile) -> Iterator[tuple[int, dict[str, Any]]]:
                     _reject_file(src, f, lineno)
                     return
                 seen_any = True
-                src.invalid(lineno, f"malformed JSON: {e.msg}")
+                src.invalid(lineno, malformed(raw, e))
                 continue
             seen_any = True
             if isinstance(rec, dict):

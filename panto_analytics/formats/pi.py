@@ -189,7 +189,7 @@ def _compaction(rec: dict[str, Any], lineno: int, version: int) -> _Compaction:
     summary = _string(rec.get("summary"), "compaction.summary")
     tokens = rec.get("tokensBefore")
     if tokens is not None:
-        tokens = usage_counter(tokens, "tokensBefore")
+        tokens = usage_counter(tokens, "compaction.tokensBefore")
     key = "firstKeptEntryId" if version >= 2 else "firstKeptEntryIndex"
     first_kept = rec.get(key)
     if first_kept is None and version < 2:
@@ -304,7 +304,7 @@ class _Session:
         if role == "compactionSummary":
             tokens = msg.get("tokensBefore")
             comp = _Compaction(lineno, _string(msg.get("summary"), "message.summary"),
-                               None if tokens is None else usage_counter(tokens, "tokensBefore"), None, None)
+                               None if tokens is None else usage_counter(tokens, "message.tokensBefore"), None, None)
             return self._anchor(comp, False, ts)
         if not isinstance(role, str):
             raise Invalid("message has no 'role'")
@@ -395,7 +395,7 @@ def _usage(usage: Any) -> dict[str, int] | None:
         return None
     if not isinstance(usage, dict):
         raise Invalid(f"message.usage must be an object, got {json_type(usage)}")
-    out = {name: usage_counter(usage.get(key), key) for name, key in _USAGE_KEYS}
+    out = {name: usage_counter(usage.get(key), f"message.usage.{key}") for name, key in _USAGE_KEYS}
     return out if any(out.values()) else None
 
 

@@ -76,7 +76,7 @@ def test_only_empty_files_is_nothing_to_read_exit_1(tmp_path, content):
     for _ in range(2):  # cold, then from the cache
         result = CliRunner().invoke(main, ["ingest", str(tmp_path), "--cache", str(tmp_path / "cache")])
         assert result.exit_code == 1, result.output
-        assert result.output.strip() == f"error: {tmp_path}: no sessions in the 1 file(s) read"
+        assert result.output.strip() == f"error: {tmp_path}: no sessions in the 1 file read"
 
 
 def test_same_session_id_in_two_files_names_both(tmp_path):

@@ -273,7 +273,7 @@ def test_boundary_without_summary_still_anchors(tmp_path):
 def test_bad_usage_is_an_error_naming_the_line(tmp_path):
     bad = _asst("a1", "m1", "a", -3)
     path = _write(tmp_path / "neg.jsonl", _user("u1", "q"), bad)
-    with pytest.raises(InputError, match=r"neg\.jsonl:2: usage\.output must be a non-negative integer"):
+    with pytest.raises(InputError, match=r"neg\.jsonl:2: message\.usage\.output_tokens must be a non-negative integer"):
         messages_of(path)
 
 

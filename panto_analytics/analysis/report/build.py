@@ -489,23 +489,57 @@ def build_report(messages: pl.DataFrame, budgets: Budgets, *, criteria: Criteria
     return report
 
 
+#: The list of files a report wrote, kept in its folder, so that the next report there removes the ones
+#: it does not write again (and nothing else).
+WRITTEN_LIST = ".panto-report-files"
+
+#: What every report before :data:`WRITTEN_LIST` existed wrote under these fixed names.
+_FIXED_NAMES = ("index.html", "report.md", "sweep.parquet", "splits.parquet", "policy_events.parquet",
+                "policy_sessions.parquet", "replay_events.parquet", "replay_sessions.parquet")
+
+
 def write_report(report: Report, out_dir: str | Path) -> Path:
-    """Write the report's files into ``out_dir`` (created if needed); returns the folder."""
+    """Write the report's files into ``out_dir`` (created if needed); returns the folder.
+
+    Into the folder of an earlier report, the files that report wrote and this one does not (a replay's
+    tables, the PNGs of other segments) are removed, so nothing of another run is left beside the new
+    files; files the reports did not write are never touched. The names written are listed in
+    :data:`WRITTEN_LIST`.
+    """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    for fig in report.figures:
-        (out / f"{fig.name}.png").write_bytes(fig.png)
-    report.sweep.write_parquet(out / "sweep.parquet")
-    report.splits.write_parquet(out / "splits.parquet")
+    files: dict[str, bytes | pl.DataFrame | str] = {f"{fig.name}.png": fig.png for fig in report.figures}
+    files.update({"sweep.parquet": report.sweep, "splits.parquet": report.splits})
     if report.policies is not None:
-        report.policies.events.write_parquet(out / "policy_events.parquet")
-        report.policies.sessions.write_parquet(out / "policy_sessions.parquet")
+        files.update({"policy_events.parquet": report.policies.events,
+                      "policy_sessions.parquet": report.policies.sessions})
     if report.replay is not None:
-        report.replay.events.write_parquet(out / "replay_events.parquet")
-        report.replay.sessions.write_parquet(out / "replay_sessions.parquet")
-    (out / "report.md").write_text(render_markdown(report), encoding="utf-8")
-    (out / "index.html").write_text(render_html(report), encoding="utf-8")
+        files.update({"replay_events.parquet": report.replay.events, "replay_sessions.parquet": report.replay.sessions})
+    files.update({"report.md": render_markdown(report), "index.html": render_html(report)})
+    for name in _written_before(out) - set(files):
+        (out / name).unlink(missing_ok=True)
+    for name, content in files.items():
+        if isinstance(content, pl.DataFrame):
+            content.write_parquet(out / name)
+        elif isinstance(content, str):
+            (out / name).write_text(content, encoding="utf-8")
+        else:
+            (out / name).write_bytes(content)
+    (out / WRITTEN_LIST).write_text("".join(f"{name}\n" for name in files), encoding="utf-8")
     return out
+
+
+def _written_before(out: Path) -> set[str]:
+    """The files an earlier report wrote into ``out``: its list, or (a report from before the list) its
+    fixed names, when an ``index.html`` and a ``report.md`` say a report was there."""
+    listed = out / WRITTEN_LIST
+    if listed.is_file():
+        names = {n for n in listed.read_text(encoding="utf-8").splitlines() if n and "/" not in n and n[0] != "."}
+    elif (out / "index.html").is_file() and (out / "report.md").is_file():
+        names = set(_FIXED_NAMES)
+    else:
+        return set()
+    return {n for n in names if (out / n).is_file() and not (out / n).is_symlink()}
 
 
 #: Inputs named at the top of a report; the rest are counted.

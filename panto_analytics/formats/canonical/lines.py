@@ -102,7 +102,7 @@ def _usage(usage: Any) -> dict[str, int] | None:
         return None
     if not isinstance(usage, dict):
         raise Invalid(f"message.usage must be an object or null, got {type(usage).__name__}")
-    return {key: usage_counter(usage.get(key), key) for key in USAGE_COLUMNS}
+    return {key: usage_counter(usage.get(key), f"usage.{key}") for key in USAGE_COLUMNS}
 
 
 def _block(block: Any, where: str) -> None:

@@ -504,10 +504,11 @@ def _usage(usage: Any) -> dict[str, int] | None:
     for name, key in USAGE_KEYS:
         value = usage.get(key)
         # Fast path for the usual case; usage_counter says what is wrong otherwise.
-        out[name] = value if type(value) is int and 0 <= value <= MAX_USAGE else usage_counter(value, name)
+        out[name] = (value if type(value) is int and 0 <= value <= MAX_USAGE
+                     else usage_counter(value, f"message.usage.{key}"))
     split = usage.get("cache_creation")
     one_hour = split.get("ephemeral_1h_input_tokens") if isinstance(split, dict) else None
-    out["cache_write_1h"] = usage_counter(one_hour, "cache_creation.ephemeral_1h_input_tokens")
+    out["cache_write_1h"] = usage_counter(one_hour, "message.usage.cache_creation.ephemeral_1h_input_tokens")
     return out
 
 

@@ -307,6 +307,26 @@ def test_a_report_prints_as_a_person_reads_it():
     assert "shape:" not in text.split("rule:")[0]  # the overview is prose, not a DataFrame dump
 
 
+def test_a_report_into_an_old_report_folder_leaves_nothing_of_the_old_run(tmp_path):
+    from panto_analytics.analysis.report.build import WRITTEN_LIST
+
+    out = tmp_path / "r"
+    run_report(out, "--window", "24k", "--by", "model")
+    first = {p.name for p in out.iterdir()}
+    assert {"replay_events.parquet", "kept_tokens_by_model.png"} <= first
+    (out / "notes.txt").write_text("mine")  # not the report's: never touched
+    run_report(out)
+    second = {p.name for p in out.iterdir()}
+    written = set((out / WRITTEN_LIST).read_text().split())
+    assert second == written | {"notes.txt", WRITTEN_LIST}
+    assert "replay_events.parquet" not in second and not any("_by_model" in n for n in second)
+    # A folder of a report from before the list: its fixed names are known, and removed when not written.
+    (out / WRITTEN_LIST).unlink()
+    (out / "replay_sessions.parquet").write_bytes(b"old")
+    run_report(out)
+    assert not (out / "replay_sessions.parquet").exists() and (out / "notes.txt").read_text() == "mine"
+
+
 def test_a_table_column_is_written_in_one_notation():
     from panto_analytics.analysis.report import Table
 
