@@ -3,7 +3,7 @@
 :mod:`benchmarks.synth` writes realistic session *files* (for ingest); a
 million sessions of them would take hours to write and read. This module
 builds the *message frame* of synthetic sessions directly, chunk by chunk,
-and writes it as a dataset (:mod:`panto_analytics.ingest.dataset`) for the
+and writes it as a dataset (:mod:`panto_analytics.dataset`) for the
 scaling measurements of ``benchmarks.scale``. The shapes follow
 :mod:`benchmarks.synth`: a system prompt, then turns of a user prompt and
 1 to 4 assistant calls, each call but the last followed by a tool result;
@@ -33,7 +33,7 @@ import numpy as np
 import polars as pl
 
 from benchmarks.synth import MODELS, NO_USAGE_SHARE
-from panto_analytics.ingest.dataset import DatasetUpdate, DatasetWriter
+from panto_analytics.dataset import DatasetUpdate, DatasetWriter
 from panto_analytics.schema import COMPACTIONS_SCHEMA, MESSAGE_SCHEMA, SESSIONS_SCHEMA
 
 __all__ = ["CHUNK_SESSIONS", "Frames", "synthetic_frames", "write_synthetic_dataset"]

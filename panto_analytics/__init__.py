@@ -24,9 +24,11 @@ a LazyFrame over it, and ``pa.sweep_dataset`` / ``pa.recommend_dataset``
 run bucket by bucket in bounded memory (``engine="ray"`` on Ray Data), with
 the same results as the in-memory path (``docs/scale.md``).
 
-The package has three floors, and imports only go down:
+The package is floors over a shared vocabulary, and imports only go down
+(``docs/architecture.md``):
 
 - :mod:`panto_analytics.cli`: the ``panto-analytics`` command, thin over the rest;
+- :mod:`panto_analytics.dataset`: the out-of-core lane (a Parquet dataset, bucket by bucket);
 - :mod:`panto_analytics.analysis`: plots, recommendation, report;
 - :mod:`panto_analytics.ingest`: files -> the message frame (adapters, cache);
 - :mod:`panto_analytics.policy`: the message frame -> turns, splits, sweeps (no I/O);
@@ -83,13 +85,13 @@ __all__ = [
 #: panto_analytics`` (and every ``import panto_analytics.x``, the command line's included) loads no Polars,
 #: Arrow or NumPy by itself; the TYPE_CHECKING imports below say the same to type checkers.
 _FROM = {
-    **dict.fromkeys(["Criteria", "Recommendation", "recommend", "recommend_dataset", "sweep_dataset",
-                     "worst_served"], ".analysis"),
+    **dict.fromkeys(["Criteria", "Recommendation", "recommend", "worst_served"], ".analysis"),
     **dict.fromkeys(["parse_budget", "parse_budgets"], ".budgets"),
     **dict.fromkeys(["IngestReport", "InputError"], ".errors"),
     **dict.fromkeys(["Cache", "Corpus", "compactions", "read_corpus", "read_sessions", "sessions",
                      "summary_request"], ".ingest"),
-    **dict.fromkeys(["scan_dataset", "write_dataset"], ".ingest.dataset"),
+    **dict.fromkeys(["scan_dataset", "write_dataset"], ".dataset"),
+    **dict.fromkeys(["recommend_dataset", "sweep_dataset"], ".dataset.streaming"),
     **dict.fromkeys(["SessionFilter", "filter_corpus"], ".ingest.filters"),
     **dict.fromkeys(["Loss", "costs", "load_prices", "loss", "references"], ".outcomes"),
     **dict.fromkeys(["Replay", "annotate", "replay", "splits", "summarize_replay", "summarize_splits", "turns",
@@ -104,11 +106,12 @@ _LAZY = {"plots": ".analysis.plots", "report": ".analysis.report", "plot_data": 
          "examples": ".examples"}
 
 if TYPE_CHECKING:
-    from .analysis import Criteria, Recommendation, recommend, recommend_dataset, sweep_dataset, worst_served
+    from .analysis import Criteria, Recommendation, recommend, worst_served
     from .budgets import parse_budget, parse_budgets
+    from .dataset import scan_dataset, write_dataset
+    from .dataset.streaming import recommend_dataset, sweep_dataset
     from .errors import IngestReport, InputError
     from .ingest import Cache, Corpus, compactions, read_corpus, read_sessions, sessions, summary_request
-    from .ingest.dataset import scan_dataset, write_dataset
     from .ingest.filters import SessionFilter, filter_corpus
     from .outcomes import Loss, costs, load_prices, loss, references
     from .policy import Replay, annotate, replay, splits, summarize_replay, summarize_splits, turns

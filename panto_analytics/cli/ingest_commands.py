@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import click
 
 from ..defaults import DEFAULT_BUCKETS, MAX_BUCKETS
-from ..errors import IngestReport
+from ..errors import WHOLE_FILE, IngestReport
 from .app import main
 from .options import (
     cache_warnings_on_stderr,
@@ -94,8 +94,8 @@ def _ingest_dataset(paths, format_, skip_invalid, dataset_dir: Path, buckets: in
     if any(o is not None for o in outputs):
         raise click.UsageError("--dataset writes the tables into DIR; -o, --sessions and --compactions hold the corpus "
                                "in memory: use one or the other")
-    from ..ingest.dataset import is_dataset, read_manifest, write_dataset
-    from ..ingest.dataset.write import files_outside
+    from ..dataset import is_dataset, read_manifest, write_dataset
+    from ..dataset.write import files_outside
     from ..ingest.paths import default_locations
 
     report = IngestReport()
@@ -125,7 +125,8 @@ def format_summary(report: IngestReport, cache: CacheStats | None) -> str:
     >>> r = IngestReport(files=2, sessions=2, messages=1200, api_calls=300)
     >>> r.skip("a.jsonl", "malformed JSON: unexpected character: line 1 column 5 (char 4)")
     >>> r.skip("b.jsonl", "malformed JSON: unexpected character: line 1 column 9 (char 8)")
-    >>> r.ignore("claude-code", "progress", 4)
+    >>> r.skip("c.json", "whole file skipped: not JSONL")
+    >>> r.ignore("claude-code", "progress", 1)
     >>> print(format_summary(r, CacheStats(hits=1, misses=1)))
         2  files
         2  sessions
@@ -133,19 +134,31 @@ def format_summary(report: IngestReport, cache: CacheStats | None) -> str:
       300  API calls
         2  skipped lines
         2    malformed JSON: unexpected character
-        4  ignored records
-        4    claude-code: progress
+        1  file skipped whole
+        1    not JSONL
+        1  ignored record
+        1    claude-code: progress
            cache: 1 cached, 1 parsed, 0 rebuilt
     """
+    from ..analysis.formatting import plural_of
+
     by_reason: dict[str, int] = {}
+    whole: dict[str, int] = {}
     for (_, reason), n in report.skipped.items():
+        if reason.startswith(WHOLE_FILE):
+            reason = reason.removeprefix(WHOLE_FILE).removeprefix(":").strip()
+            whole[reason] = whole.get(reason, 0) + n
+            continue
         reason = _WHERE_IN_LINE.sub("", reason)
         by_reason[reason] = by_reason.get(reason, 0) + n
     ignored = {f"{fmt}: {kind}": n for (fmt, kind), n in report.ignored.items()}
+    n_ignored, n_whole = sum(ignored.values()), sum(whole.values())
     rows: list[tuple[int | None, str]] = [
-        (report.files, "files"), (report.sessions, "sessions"), (report.messages, "messages"),
-        (report.api_calls, "API calls"), (report.n_skipped, "skipped lines"), *_items(by_reason),
-        (sum(ignored.values()), "ignored records"), *_items(ignored),
+        (report.files, plural_of(report.files, "file")), (report.sessions, plural_of(report.sessions, "session")),
+        (report.messages, plural_of(report.messages, "message")), (report.api_calls, plural_of(report.api_calls, "API call")),
+        (report.n_skipped_lines, plural_of(report.n_skipped_lines, "skipped line")), *_items(by_reason),
+        *([(n_whole, plural_of(n_whole, "file") + " skipped whole"), *_items(whole)] if whole else []),
+        (n_ignored, plural_of(n_ignored, "ignored record")), *_items(ignored),
     ]
     if cache is None:
         rows.append((None, "cache: off"))

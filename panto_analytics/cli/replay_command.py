@@ -80,8 +80,8 @@ def replay_cmd(paths, format_, skip_invalid, budgets, window, reserve, summary_t
     import warnings
 
     from ..outcomes.cost import UnpricedWarning
-    from ..policy.policy_replay import replay
-    from ..policy.replay_summary import compare_policies, summarize_replay
+    from ..policy.replay.any_policy import replay
+    from ..policy.replay.summary import compare_policies, summarize_replay
 
     check_replay(window, reserve, summary_tokens)
     messages = read_input(paths, format_, skip_invalid)

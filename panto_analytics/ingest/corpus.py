@@ -60,11 +60,11 @@ from typing import Any, cast
 import polars as pl
 
 from ..errors import IngestReport
+from ..formats.base import ParsedFile, SessionMeta
 from ..models import normalized_model, session_model
 from ..policy import expressions as ex
 from ..schema import COMPACTIONS_SCHEMA, SESSION_META_SCHEMA, SESSIONS_SCHEMA
 from .cache import Cache, CacheStats
-from .formats.base import ParsedFile, SessionMeta
 from .paths import PathLike
 from .pipeline import read_files
 

@@ -5,8 +5,8 @@ import pytest
 from click.testing import CliRunner
 from conftest import DATA
 
-from panto_analytics.analysis import engines
 from panto_analytics.cli import main
+from panto_analytics.dataset import engines
 
 
 def run(*args):
@@ -108,7 +108,7 @@ def test_a_dataset_names_its_files_absolutely_wherever_it_was_written_from(tmp_p
 
     import polars as pl
 
-    from panto_analytics.ingest.dataset import scan_dataset
+    from panto_analytics.dataset import scan_dataset
 
     here = tmp_path / "here"
     shutil.copytree(DATA, here / "src")
@@ -128,7 +128,7 @@ def test_ingesting_another_folder_adds_it_and_says_so_first(tmp_path):
     # `ingest B --dataset DS` into a dataset made from A once printed "20 removed" and dropped A's sessions.
     import shutil
 
-    from panto_analytics.ingest.dataset import read_info
+    from panto_analytics.dataset import read_info
 
     files = sorted(DATA.glob("*.jsonl"))
     a, b, ds = tmp_path / "A", tmp_path / "B", tmp_path / "ds"
@@ -158,7 +158,7 @@ def test_ingesting_another_folder_adds_it_and_says_so_first(tmp_path):
 def test_files_gone_from_a_folder_not_named_are_kept(tmp_path):
     import shutil
 
-    from panto_analytics.ingest.dataset import read_info
+    from panto_analytics.dataset import read_info
 
     files = sorted(DATA.glob("*.jsonl"))
     a, b, ds = tmp_path / "A", tmp_path / "B", tmp_path / "ds"

@@ -19,7 +19,7 @@ from panto_analytics.outcomes.loss import (
     summarize_loss,
 )
 from panto_analytics.outcomes.references import key_of, references
-from panto_analytics.policy.policy_replay import replay_policies
+from panto_analytics.policy.replay.any_policy import replay_policies
 
 LOOKUP = ("read", "run", "fetch")
 
