@@ -97,11 +97,14 @@ def bill(calls: F, prices: Prices | str | None = None) -> F:
     [0.60015, 1.200231]
     """
     table = load_prices(prices)
+    # Each distinct model name is normalized once, not once per call (a corpus has a few models, many calls).
+    keys = calls.lazy().select(pl.col("model").unique()).with_columns(normalized_model("model").alias(_PRICE + "key"))
     if isinstance(calls, pl.DataFrame):
-        table = table.covering(calls.select(normalized_model("model").unique())["model"].to_list())
+        keys = keys.collect().lazy()
+        table = table.covering(keys.select(_PRICE + "key").unique().collect()[_PRICE + "key"].to_list())
     priced = table.frame.lazy().rename(lambda c: _PRICE + c)
     out = (calls.lazy()
-           .with_columns(normalized_model("model").alias(_PRICE + "key"))
+           .join(keys, on="model", how="left", maintain_order="left", nulls_equal=True)
            .join(priced, left_on=_PRICE + "key", right_on=_PRICE + "model", how="left", maintain_order="left")
            .with_columns(_bill_exprs(table.rule))
            .drop(pl.selectors.starts_with(_PRICE)))
