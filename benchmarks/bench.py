@@ -15,7 +15,7 @@ into a temporary folder and measures, on that one corpus:
   ``computeSplit`` looped over the same budgets (the harness in
   ``../shared/reference/harness`` reports the time inside ``computeSplit``
   alone; goal: at least 4x faster) and against the pure-Python port in
-  ``benchmarks/reference_port.py`` (goal: at least 200x faster). The port is
+  ``reference/port.py`` (goal: at least 200x faster). The port is
   slow, so it runs on a random sample of sessions for a bounded time and its
   time is scaled to the whole corpus by message count. Both references'
   splits are compared with the frame's, pair by pair;
@@ -30,7 +30,7 @@ into a temporary folder and measures, on that one corpus:
   60 KB each, with their own orjson floor), and a cached re-read of
   ``reread_files`` unchanged files (goal: 30,000 in under a second).
 
-The Python port is :mod:`benchmarks.reference_port`; libpanto's native code
+The Python port is :mod:`reference.port`; libpanto's native code
 is found in ``../shared`` beside the checkout (``PANTO_SHARED`` overrides).
 Where it is missing its section says ``not available``; nothing fails.
 
@@ -55,9 +55,9 @@ import polars as pl
 from panto_analytics.budgets import parse_budgets
 from panto_analytics.ingest import read_sessions
 from panto_analytics.policy import annotate, replay, splits, turns
+from reference import port
 
-from . import ingest_scale, memory, real_formats
-from . import reference_port as port
+from . import cost_compare, ingest_scale, memory, real_formats
 from .ingest_scale import orjson_floor
 from .sizes import CLAUDE_SESSIONS
 from .synth import write_corpus
@@ -301,7 +301,7 @@ def native(sessions: list[tuple[str, list[dict]]], budgets: list[int], ours: dic
 def run_bench(sessions: int = 1000, seed: int = 0, n_budgets: int = 64, *, port_seconds: float = 20.0,
               workdir: str | Path | None = None, shared: Path | None | bool = True,
               claude_sessions: int = CLAUDE_SESSIONS, small_files: int = 0, reread_files: int = 0,
-              real_copies: int = 0, progress: Progress = _quiet) -> dict:
+              real_copies: int = 0, cost_messages: int = 0, progress: Progress = _quiet) -> dict:
     """Generate a corpus and measure everything; returns the results as a dict.
 
     Parameters
@@ -323,6 +323,11 @@ def run_bench(sessions: int = 1000, seed: int = 0, n_budgets: int = 64, *, port_
     small_files, reread_files
         Small canonical files for the many-files ingest, and tiny files for
         the cached re-read; 0 (the default here, not on the command line) skips them.
+    cost_messages
+        Messages of the synthetic frame ``cost`` is timed on (:func:`benchmarks.cost_compare.cost_speed`);
+        0 (the default here, not on the command line) skips it. The ccusage comparison of ``cost`` runs on
+        ``../shared/realdata/claude-code`` when present, else on the synthetic Claude Code tree, when
+        ccusage is installed.
     real_copies
         Copies of the real pi and Codex recordings in ``../shared`` timed
         against their orjson floor (:mod:`benchmarks.real_formats`); 0 (the
@@ -334,7 +339,8 @@ def run_bench(sessions: int = 1000, seed: int = 0, n_budgets: int = 64, *, port_
         with tempfile.TemporaryDirectory(prefix="panto-bench-") as tmp:
             return run_bench(sessions, seed, n_budgets, port_seconds=port_seconds, workdir=tmp,
                              shared=shared, claude_sessions=claude_sessions, small_files=small_files,
-                             reread_files=reread_files, real_copies=real_copies, progress=progress)
+                             reread_files=reread_files, real_copies=real_copies, cost_messages=cost_messages,
+                             progress=progress)
     shared = shared_dir() if shared is True else (shared or None)
     budgets = bench_budgets(n_budgets)
 
@@ -351,6 +357,8 @@ def run_bench(sessions: int = 1000, seed: int = 0, n_budgets: int = 64, *, port_
     many = ingest_scale.reread_many(reread_files, Path(workdir))
     progress(f"pi and Codex: {real_copies} copies of the real recordings")
     real = {fmt: real_formats.real_format(fmt, shared_dir(), real_copies, Path(workdir)) for fmt in real_formats.FORMATS}
+
+    cost = cost_figures(Path(workdir), claude["available"], cost_messages, progress)
 
     progress(f"{len(budgets)}-budget sweep (polars)")
     result, sweep_info = sweep(messages, budgets)
@@ -409,6 +417,7 @@ def run_bench(sessions: int = 1000, seed: int = 0, n_budgets: int = 64, *, port_
         "native": nat,
         "python_port": port,
         "claude_code": claude,
+        "cost": cost,
         "goals": goals,
         "machine": {"cpus": os.cpu_count(), "polars_threads": pl.thread_pool_size(),
                     "python": sys.version.split()[0], "polars": pl.__version__},
@@ -473,6 +482,8 @@ def format_report(r: dict) -> str:
     else:
         lines += [f"Claude Code JSONL: {cc['note']}", ""]
     lines += [*_small_lines(r["small_files"], goal), *_reread_lines(r["reread_many"], goal), ""]
+    if "cost" in r:
+        lines += [*_cost_lines(r["cost"]), ""]
     lines += [*_real_lines(r.get("real_formats", {}), goal), ""]
     lines += [
         f"{f'{n}-budget sweep, polars splits()':<38}{sw['seconds']:>9.3f} s"
@@ -500,6 +511,33 @@ def format_report(r: dict) -> str:
             verdict = "all equal" if ref["mismatches"] == 0 else f"{ref['mismatches']:,} DIFFER"
             lines.append(f"splits vs {name}: {ref['compared']:,} (session, budget) pairs compared, {verdict}")
     return "\n".join(lines)
+
+
+def cost_figures(workdir: Path, synthetic_claude: bool, messages: int, progress: Progress = _quiet) -> dict:
+    """``cost`` against ccusage (the real Claude Code tree, else the synthetic one) and its speed."""
+    shared = shared_dir()
+    real = shared / "realdata" / "claude-code" if shared is not None else None
+    if real is not None and real.is_dir():
+        tree: Path | None = real
+    else:
+        tree = workdir / "claude-config" / "projects" if synthetic_claude else None
+    progress(f"cost against ccusage daily --json --offline -z UTC on {tree}")
+    compared = (cost_compare.compare_ccusage(tree, workdir / "cost-ccusage") if tree is not None
+                else {"available": False, "note": "no Claude Code tree (no ../shared/realdata, --claude-sessions 0)"})
+    if compared.get("available"):
+        compared = {k: v for k, v in compared.items() if k != "days"} | {
+            "days": compared["days"].with_columns(pl.col(pl.Boolean).cast(pl.Int8)).to_dicts()}
+    progress(f"cost over {messages:,} synthetic messages")
+    speed = cost_compare.cost_speed(messages) if messages > 0 else {"available": False,
+                                                                    "note": "skipped (--cost-messages 0)"}
+    return {"ccusage": compared, "speed": speed}
+
+
+def _cost_lines(cost: dict) -> list[str]:
+    lines = cost_compare.format_comparison(cost["ccusage"]).splitlines()
+    sp = cost["speed"]
+    lines.append(cost_compare.format_speed(sp) if "messages" in sp else f"cost speed: {sp['note']}")
+    return lines
 
 
 def _ccusage_lines(cc: dict, goal: Callable[[str], str]) -> list[str]:

@@ -32,10 +32,12 @@ from .sizes import CLAUDE_SESSIONS, REAL_COPIES, REREAD_FILES, SMALL_FILES
 @click.option("--real-copies", type=click.IntRange(min=0), default=REAL_COPIES, show_default=True,
               help="Copies (with fresh ids) of the real pi and Codex recordings in ../shared, timed against "
                    "their orjson floor; 0 skips them.")
+@click.option("--cost-messages", type=click.IntRange(min=0), default=1_000_000, show_default=True,
+              help="Messages of the synthetic frame `cost` is timed on; 0 skips it.")
 @click.option("--no-native", is_flag=True, help="Skip libpanto's native computeSplit even when ../shared is present.")
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON instead of a table.")
 def bench(sessions, seed, n_budgets, port_seconds, claude_sessions, small_files, reread_files, real_copies,
-          no_native, as_json):
+          cost_messages, no_native, as_json):
     """Measure ingest, frame size and the budget sweep on a synthetic corpus.
 
     Writes SESSIONS synthetic sessions to a temporary folder, then prints side
@@ -51,7 +53,9 @@ def bench(sessions, seed, n_budgets, port_seconds, claude_sessions, small_files,
     installed (PANTO_CCUSAGE names it, else PATH). The cost of a cache on a
     cold read, the ingest of --small-files small files and a cached re-read
     of --reread-files unchanged files follow, then pi and Codex: --real-copies
-    copies of their real recordings against their orjson floor. Each goal is marked PASS or
+    copies of their real recordings against their orjson floor. Then `cost`: day by day against ccusage
+    (daily --json --offline -z UTC, with ccusage's own prices) on ../shared/realdata/claude-code (else the
+    synthetic tree), and its time over --cost-messages messages. Each goal is marked PASS or
     MISS, and the splits are checked against both references.
 
     \b
@@ -65,7 +69,8 @@ def bench(sessions, seed, n_budgets, port_seconds, claude_sessions, small_files,
     progress = (lambda line: click.echo(f"... {line}", err=True)) if sys.stderr.isatty() else (lambda line: None)
     results = run_bench(sessions, seed, n_budgets, port_seconds=port_seconds,
                         shared=not no_native, claude_sessions=claude_sessions, small_files=small_files,
-                        reread_files=reread_files, real_copies=real_copies, progress=progress)
+                        reread_files=reread_files, real_copies=real_copies, cost_messages=cost_messages,
+                        progress=progress)
     if as_json:
         click.echo(orjson.dumps(results, option=orjson.OPT_INDENT_2).decode())
     else:

@@ -40,7 +40,7 @@ def _peak_rss_mib() -> float:
 def measure(root: Path, engine: str, budgets: list[int], repeat: int) -> dict:
     """Run one engine's sweep ``repeat`` times in this process; the best time, the peak RSS, the table."""
     import panto_analytics as pa
-    from panto_analytics.ingest.dataset import dataset_corpus, read_info
+    from panto_analytics.dataset import dataset_corpus, read_info
 
     def run():
         if engine == "memory":

@@ -2,7 +2,7 @@
 
 Files shaped like those Claude Code writes to
 ``~/.claude/projects/<project>/<session id>.jsonl``, so that ingest is
-measured on what :mod:`panto_analytics.ingest.formats.claude_code` meets in real
+measured on what :mod:`panto_analytics.formats.claude_code` meets in real
 corpora:
 
 - ``user`` and ``assistant`` records in a ``parentUuid`` chain, each with the

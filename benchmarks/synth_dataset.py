@@ -3,7 +3,7 @@
 :mod:`benchmarks.synth` writes realistic session *files* (for ingest); a
 million sessions of them would take hours to write and read. This module
 builds the *message frame* of synthetic sessions directly, chunk by chunk,
-and writes it as a dataset (:mod:`panto_analytics.ingest.dataset`) for the
+and writes it as a dataset (:mod:`panto_analytics.dataset`) for the
 scaling measurements of ``benchmarks.scale``. The shapes follow
 :mod:`benchmarks.synth`: a system prompt, then turns of a user prompt and
 1 to 4 assistant calls, each call but the last followed by a tool result;
@@ -33,7 +33,7 @@ import numpy as np
 import polars as pl
 
 from benchmarks.synth import MODELS, NO_USAGE_SHARE
-from panto_analytics.ingest.dataset import DatasetUpdate, DatasetWriter
+from panto_analytics.dataset import DatasetUpdate, DatasetWriter
 from panto_analytics.schema import COMPACTIONS_SCHEMA, MESSAGE_SCHEMA, SESSIONS_SCHEMA
 
 __all__ = ["CHUNK_SESSIONS", "Frames", "synthetic_frames", "write_synthetic_dataset"]
@@ -103,13 +103,16 @@ def synthetic_frames(start: int, n_sessions: int, *, seed: int = 0, median_turns
         "output": usage(tokens),
         "cache_read": usage(np.zeros(n, np.int64)),
         "cache_write": usage(np.zeros(n, np.int64)),
+        "cache_write_1h": usage(np.zeros(n, np.int64)),
+        "recorded_cost": pl.Series([None] * n, dtype=pl.Float32),
         "source_format": "canonical",
         "model": pl.Series([m[0] for m in MODELS]).gather(model_idx).gather(session),
         "timestamp": pl.Series(np.repeat(clock, session_msgs) + seq * 20_000).cast(pl.Datetime("ms", "UTC")),
         "line": seq + 1,
     })
     files = pl.select(pl.format("synth/{}.jsonl", pl.lit(ids))).to_series()
-    messages = (messages.with_columns(file=files.gather(session)).select(list(MESSAGE_SCHEMA))
+    messages = (messages.with_columns(file=files.gather(session), refs=pl.lit(None, MESSAGE_SCHEMA["refs"]))
+                .select(list(MESSAGE_SCHEMA))
                 .cast(cast("dict[Any, pl.DataType]", MESSAGE_SCHEMA)))
     sessions = messages.group_by("session_id", maintain_order=True).agg(
         file=pl.col("file").first().cast(pl.String), source_format=pl.col("source_format").first(),

@@ -24,9 +24,11 @@ a LazyFrame over it, and ``pa.sweep_dataset`` / ``pa.recommend_dataset``
 run bucket by bucket in bounded memory (``engine="ray"`` on Ray Data), with
 the same results as the in-memory path (``docs/scale.md``).
 
-The package has three floors, and imports only go down:
+The package is floors over a shared vocabulary, and imports only go down
+(``docs/architecture.md``):
 
 - :mod:`panto_analytics.cli`: the ``panto-analytics`` command, thin over the rest;
+- :mod:`panto_analytics.dataset`: the out-of-core lane (a Parquet dataset, bucket by bucket);
 - :mod:`panto_analytics.analysis`: plots, recommendation, report;
 - :mod:`panto_analytics.ingest`: files -> the message frame (adapters, cache);
 - :mod:`panto_analytics.policy`: the message frame -> turns, splits, sweeps (no I/O);
@@ -48,6 +50,7 @@ __all__ = [
     "Criteria",
     "IngestReport",
     "InputError",
+    "Loss",
     "Recommendation",
     "Replay",
     "SessionFilter",
@@ -56,12 +59,14 @@ __all__ = [
     "costs",
     "filter_corpus",
     "load_prices",
+    "loss",
     "parse_budget",
     "parse_budgets",
     "read_corpus",
     "read_sessions",
     "recommend",
     "recommend_dataset",
+    "references",
     "replay",
     "scan_dataset",
     "sessions",
@@ -80,15 +85,15 @@ __all__ = [
 #: panto_analytics`` (and every ``import panto_analytics.x``, the command line's included) loads no Polars,
 #: Arrow or NumPy by itself; the TYPE_CHECKING imports below say the same to type checkers.
 _FROM = {
-    **dict.fromkeys(["Criteria", "Recommendation", "recommend", "recommend_dataset", "sweep_dataset",
-                     "worst_served"], ".analysis"),
+    **dict.fromkeys(["Criteria", "Recommendation", "recommend", "worst_served"], ".analysis"),
     **dict.fromkeys(["parse_budget", "parse_budgets"], ".budgets"),
     **dict.fromkeys(["IngestReport", "InputError"], ".errors"),
     **dict.fromkeys(["Cache", "Corpus", "compactions", "read_corpus", "read_sessions", "sessions",
                      "summary_request"], ".ingest"),
-    **dict.fromkeys(["scan_dataset", "write_dataset"], ".ingest.dataset"),
+    **dict.fromkeys(["scan_dataset", "write_dataset"], ".dataset"),
+    **dict.fromkeys(["recommend_dataset", "sweep_dataset"], ".dataset.streaming"),
     **dict.fromkeys(["SessionFilter", "filter_corpus"], ".ingest.filters"),
-    **dict.fromkeys(["costs", "load_prices"], ".outcomes"),
+    **dict.fromkeys(["Loss", "costs", "load_prices", "loss", "references"], ".outcomes"),
     **dict.fromkeys(["Replay", "annotate", "replay", "splits", "summarize_replay", "summarize_splits", "turns",
                      "sweep"], ".policy"),
 }
@@ -101,13 +106,14 @@ _LAZY = {"plots": ".analysis.plots", "report": ".analysis.report", "plot_data": 
          "examples": ".examples"}
 
 if TYPE_CHECKING:
-    from .analysis import Criteria, Recommendation, recommend, recommend_dataset, sweep_dataset, worst_served
+    from .analysis import Criteria, Recommendation, recommend, worst_served
     from .budgets import parse_budget, parse_budgets
+    from .dataset import scan_dataset, write_dataset
+    from .dataset.streaming import recommend_dataset, sweep_dataset
     from .errors import IngestReport, InputError
     from .ingest import Cache, Corpus, compactions, read_corpus, read_sessions, sessions, summary_request
-    from .ingest.dataset import scan_dataset, write_dataset
     from .ingest.filters import SessionFilter, filter_corpus
-    from .outcomes import costs, load_prices
+    from .outcomes import Loss, costs, load_prices, loss, references
     from .policy import Replay, annotate, replay, splits, summarize_replay, summarize_splits, turns
 
     #: The sweep: one row per budget (the same function as ``summarize_splits``).
@@ -126,4 +132,6 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__, *_LAZY})
+    """The public names, the lazy submodules and the subpackages imported so far: not this module's machinery."""
+    loaded = {n for n, v in globals().items() if isinstance(v, type(importlib)) and n != "importlib"}
+    return sorted({*__all__, *_LAZY, *loaded})

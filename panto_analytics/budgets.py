@@ -10,10 +10,11 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 
-__all__ = ["MAX_BUDGET", "budgets_as_written", "parse_budget", "parse_budgets"]
+__all__ = ["MAX_BUDGET", "Budgets", "as_budgets", "budgets_as_written", "parse_budget", "parse_budgets"]
 
 #: The largest budget libpanto can hold (a u64).
 MAX_BUDGET = 2**64 - 1
@@ -100,3 +101,21 @@ def budgets_as_written(text: str) -> list[int]:
     if text.strip().count(":") == 2:
         return parse_budgets(text)
     return [parse_budget(p) for p in text.split(",") if p.strip()]
+
+
+#: What the library's functions take as budgets: see :func:`as_budgets`.
+Budgets = int | str | Iterable[int | str]
+
+
+def as_budgets(budgets: Budgets) -> list[int]:
+    """Budgets as the library takes them, sorted and unique: an int, a string as the command line takes it
+    (``"20k"``, ``"8k,20k"``, ``"0:100k:41"``), or a list of ints and such strings.
+
+    >>> as_budgets(20_000), as_budgets("20k"), as_budgets("0:10k:3"), as_budgets(["8k", 2_000, "8k"])
+    ([20000], [20000], [0, 5000, 10000], [2000, 8000])
+    """
+    if isinstance(budgets, str):
+        return parse_budgets(budgets)
+    if isinstance(budgets, int):
+        return [int(budgets)]
+    return sorted({parse_budget(b) if isinstance(b, str) else int(b) for b in budgets})

@@ -10,8 +10,9 @@ True
 from __future__ import annotations
 
 __all__ = [
+    "COST_GROUPINGS",
     "DEFAULT_BUCKETS", "DEFAULT_BUDGETS", "DEFAULT_COVERAGE", "DEFAULT_MIN_KEPT_TURNS", "DEFAULT_RESERVE", "DEFAULT_SUMMARY_TOKENS",
-    "ENGINES", "MAX_BUCKETS", "POLICY_NAMES", "RAY_INSTALL", "SEGMENT_KINDS", "SOURCE_FORMATS",
+    "ENGINES", "MAX_BUCKETS", "MIN_SUMMARY_TOKENS", "POLICY_NAMES", "RAY_INSTALL", "SEGMENT_KINDS", "SOURCE_FORMATS",
 ]
 
 #: The source formats an adapter can read (see ``docs/formats.md``).
@@ -27,7 +28,11 @@ DEFAULT_RESERVE = 16_384
 #: Size of a simulated summary when the caller has no median of recorded ones.
 DEFAULT_SUMMARY_TOKENS = 2_000
 
-#: The compaction policies by name, in the order comparisons list them (``policy.policies.POLICIES``).
+#: A median of recorded summaries below this many tokens is not a summary an agent wrote (redacted or
+#: placeholder text): the replay then assumes :data:`DEFAULT_SUMMARY_TOKENS` and says why.
+MIN_SUMMARY_TOKENS = 100
+
+#: The compaction policies by name, in the order comparisons list them (``policy.replay.policies.POLICIES``).
 POLICY_NAMES = ("libpanto", "pi", "pi-whole-turn", "codex", "claude-code", "gemini-cli", "last-n-turns")
 
 #: The rule applied when none is given: 90% of sessions keep at least two whole turns.
@@ -36,6 +41,9 @@ DEFAULT_COVERAGE = 0.9
 
 #: Ways to split a corpus into segments (``analysis.plot_data.session_segments``).
 SEGMENT_KINDS = ("model", "source_format", "project", "length")
+
+#: What ``cost --by`` groups the bill by (``outcomes.cost.costs``).
+COST_GROUPINGS = ("session", "day", "week", "month", "model", "project", "format")
 
 #: Where the per-bucket work over a dataset runs.
 ENGINES = ("local", "ray")

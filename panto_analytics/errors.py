@@ -13,7 +13,10 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # Polars is loaded only when a frame is asked for: the command line starts without it
     import polars as pl
 
-__all__ = ["IngestReport", "InputError"]
+__all__ = ["WHOLE_FILE", "IngestReport", "InputError"]
+
+#: How a skip reason begins when the whole file was skipped, not a line of it (``whole file skipped: ...``).
+WHOLE_FILE = "whole file skipped"
 
 
 class InputError(ValueError):
@@ -61,7 +64,24 @@ class IngestReport:
 
     @property
     def n_skipped(self) -> int:
+        """Skips of every kind: lines, and files skipped whole (one each)."""
         return sum(self.skipped.values())
+
+    @property
+    def skipped_files(self) -> list[str]:
+        """The files skipped whole (a reason that begins with :data:`WHOLE_FILE`), in order.
+
+        >>> r = IngestReport()
+        >>> r.skip("a.json", "whole file skipped: not JSONL"); r.skip("b.jsonl", "malformed JSON")
+        >>> r.skipped_files, r.n_skipped_lines
+        (['a.json'], 1)
+        """
+        return sorted({f for (f, reason) in self.skipped if reason.startswith(WHOLE_FILE)})
+
+    @property
+    def n_skipped_lines(self) -> int:
+        """Lines skipped, files skipped whole left out."""
+        return sum(n for (_, reason), n in self.skipped.items() if not reason.startswith(WHOLE_FILE))
 
     def skipped_frame(self) -> pl.DataFrame:
         """One row per (file, reason) with the number of lines skipped."""

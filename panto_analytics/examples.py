@@ -47,9 +47,10 @@ def messages() -> pl.DataFrame:
         calls = inp is not None
         row = {"session_id": sid, "seq": seq[sid], "role": role, "words": words, "serialized_bytes": 6 * words + 10,
                "has_tool_result": False, "has_summary": False, "input": inp, "output": out,
-               "cache_read": 0 if calls else None, "cache_write": 0 if calls else None, "source_format": "canonical",
+               "cache_read": 0 if calls else None, "cache_write": 0 if calls else None,
+               "cache_write_1h": 0 if calls else None, "recorded_cost": None, "source_format": "canonical",
                "model": "example-model" if calls else None, "timestamp": start + timedelta(minutes=i),
-               "file": f"{sid}.jsonl", "line": seq[sid] + 1}
+               "file": f"{sid}.jsonl", "line": seq[sid] + 1, "refs": None}
         seq[sid] += 1
         for name, value in row.items():
             cols[name].append(value)

@@ -27,7 +27,11 @@ from __future__ import annotations
 import polars as pl
 from polars._typing import IntoExpr
 
-__all__ = ["MODEL_DECORATIONS", "normalized_model"]
+__all__ = ["MODEL_DECORATIONS", "NOT_A_MODEL", "normalized_model", "session_model"]
+
+#: Names an agent records where no model answered (Claude Code's ``<synthetic>``, its own messages): they
+#: name no session's model.
+NOT_A_MODEL = ("<synthetic>",)
 
 #: What is stripped, in order: a router or provider path, a Bedrock region and vendor prefix, a Bedrock
 #: version suffix, a Vertex ``@version``, a release date (``-YYYYMMDD`` or ``-YYYY-MM-DD``).
@@ -65,3 +69,20 @@ def normalized_model(model: IntoExpr = "model") -> pl.Expr:
     for pattern in MODEL_DECORATIONS:
         out = out.str.replace(pattern, "")
     return out
+
+
+def session_model(model: IntoExpr = "model") -> pl.Expr:
+    """A session's model from its messages' (an aggregation: use it in ``group_by(...).agg``): the last model
+    a message names, :data:`NOT_A_MODEL` left out, as recorded (normalize it with :func:`normalized_model`).
+
+    The sessions table takes it where the session itself names none; every per-model table and plot groups
+    by it, so that a session is counted once, under one name.
+
+    >>> import polars as pl
+    >>> m = pl.DataFrame({"s": ["a", "a", "a", "b"], "model": ["claude-opus-4-5-20251101", "<synthetic>", None, None]})
+    >>> m.group_by("s", maintain_order=True).agg(session_model()).rows()
+    [('a', 'claude-opus-4-5-20251101'), ('b', None)]
+    """
+    expr = pl.col(model) if isinstance(model, str) else model if isinstance(model, pl.Expr) else pl.lit(model)
+    name = expr.cast(pl.String)
+    return name.filter(name.is_not_null() & ~name.is_in(NOT_A_MODEL)).last()

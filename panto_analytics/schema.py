@@ -15,7 +15,8 @@ import polars as pl
 from .defaults import SOURCE_FORMATS
 
 __all__ = [
-    "COMPACTIONS_SCHEMA", "MAX_USAGE", "MESSAGE_SCHEMA", "ROLES", "Role", "SESSIONS_SCHEMA", "SESSION_META_SCHEMA",
+    "COMPACTIONS_SCHEMA", "MAX_USAGE", "MESSAGE_SCHEMA", "REFERENCE_SCHEMA", "REF_KINDS", "REF_STRUCT", "ROLES",
+    "RefKind", "Role", "SESSIONS_SCHEMA", "SESSION_META_SCHEMA",
     "SOURCE_FORMATS", "SPLIT_SCHEMA", "SourceFormat", "TURN_SCHEMA", "TokenSource", "USAGE_COLUMNS", "empty_messages",
 ]
 
@@ -36,6 +37,16 @@ MAX_USAGE = 2**32 - 1
 #: Where the turn cost came from (see :func:`panto_analytics.policy.turns`).
 TokenSource = pl.Enum(["usage", "words"])
 
+#: What a tool call does to its target (see :mod:`panto_analytics.outcomes.references`).
+REF_KINDS = ("read", "write", "run", "fetch", "other")
+RefKind = pl.Enum(list(REF_KINDS))
+
+#: One target of one tool call, on the message that made the call: the call's position among the
+#: message's tool calls, the 64-bit hash of the normalized target, its kind, whether the target is a file (not a
+#: listing, a search, a command, a URL), the result's tokens (null: none).
+REF_STRUCT = pl.Struct({"call": pl.UInt16(), "key": pl.UInt64(), "kind": RefKind, "file": pl.Boolean(),
+                        "tokens": pl.UInt32()})
+
 MESSAGE_SCHEMA: dict[str, pl.DataType] = {
     "session_id": pl.Categorical(),
     "seq": pl.UInt32(),
@@ -46,11 +57,32 @@ MESSAGE_SCHEMA: dict[str, pl.DataType] = {
     "has_tool_result": pl.Boolean(),
     "has_summary": pl.Boolean(),
     **{name: pl.UInt32() for name in USAGE_COLUMNS},
+    #: Of ``cache_write``, the tokens written to the 1-hour cache (Claude Code's
+    #: ``cache_creation.ephemeral_1h_input_tokens``); 0 where the format records no lifetime (a 5-minute
+    #: write); null without usage, like the counters.
+    "cache_write_1h": pl.UInt32(),
+    #: The call's cost as the agent recorded it, in US dollars (pi's ``usage.cost.total``); null elsewhere.
+    #: Float32 (7 significant digits, 4 bytes) keeps the frame under 64 bytes per message.
+    "recorded_cost": pl.Float32(),
     "source_format": SourceFormat,
     "model": pl.Categorical(),
     "timestamp": pl.Datetime("ms", "UTC"),
     "file": pl.Categorical(),
     "line": pl.UInt32(),
+    #: The targets of the message's tool calls (null: none); hashes only, no text.
+    "refs": pl.List(REF_STRUCT),
+}
+
+#: The references table (:func:`panto_analytics.outcomes.references.references`): one row per
+#: (session, message, tool call, target); ``call`` numbers the session's tool calls from 0.
+REFERENCE_SCHEMA: dict[str, pl.DataType] = {
+    "session_id": pl.Categorical(),
+    "seq": pl.UInt32(),
+    "call": pl.UInt32(),
+    "key": pl.UInt64(),
+    "kind": RefKind,
+    "file": pl.Boolean(),
+    "tokens": pl.UInt32(),
 }
 
 TURN_SCHEMA: dict[str, pl.DataType] = {

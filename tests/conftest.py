@@ -111,7 +111,7 @@ class Engine:
         With ``with_sessions`` the sessions table goes to ``splits`` too, so that
         sessions without messages get rows (computeSplit of an empty list).
         """
-        from benchmarks import reference_port as ref
+        from reference import port as ref
 
         for i, (sid, msgs) in enumerate(sessions.items()):
             ref.write_session(folder / (f"file{i}.jsonl" if headers else f"{sid}.jsonl"), msgs,

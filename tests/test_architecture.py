@@ -1,9 +1,10 @@
 """The package's plan, checked on its import graph and on the wheel it builds.
 
-Layers, top to bottom: ``cli`` -> ``analysis`` -> ``ingest`` -> ``policy`` ->
-``outcomes`` (prices and the cost of a call, below the replay that bills with it) ->
-``examples`` (a tiny message frame for doctests, built from the schema) -> the shared
-vocabulary (``schema``, ``errors``, ``budgets``, ``words``, ``transcript``, ``defaults``,
+Layers, top to bottom: ``cli`` -> ``dataset`` -> ``analysis`` -> ``ingest`` ->
+``formats`` -> ``policy`` -> ``outcomes`` (prices and the cost of a call, below
+the replay that bills with it; references and loss) -> ``examples`` (a tiny
+message frame for doctests, built from the schema) -> the shared vocabulary
+(``schema``, ``errors``, ``budgets``, ``words``, ``transcript``, ``defaults``,
 ``models``). An import may stay in its layer or go down, never up; the vocabulary imports
 nothing of ours; nothing inside imports the package's own ``__init__``; and
 no two modules import each other, directly or around a loop.
@@ -27,8 +28,10 @@ LAYERS = (
     ("examples", ("examples",)),
     ("outcomes", ("outcomes",)),
     ("policy", ("policy",)),
+    ("formats", ("formats",)),
     ("ingest", ("ingest",)),
     ("analysis", ("analysis",)),
+    ("dataset", ("dataset",)),
     ("cli", ("cli",)),
 )
 
@@ -124,5 +127,5 @@ def test_the_wheel_holds_the_package_and_no_benchmark(tmp_path):
     (wheel,) = tmp_path.glob("panto_analytics-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     assert "panto_analytics/py.typed" in names
-    assert "panto_analytics/policy/splits.py" in names and "panto_analytics/ingest/formats/pi.py" in names
-    assert not [n for n in names if n.startswith(("benchmarks/", "tests/")) or "synth" in n or "bench.py" in n]
+    assert "panto_analytics/policy/splits.py" in names and "panto_analytics/formats/pi.py" in names
+    assert not [n for n in names if n.startswith(("benchmarks/", "reference/", "tests/")) or "synth" in n or "bench.py" in n]

@@ -34,3 +34,28 @@ def test_help_gives_a_tour_with_the_functions_names():
     tour = [text.index(f"pa.{name}(") for name in ("read_sessions", "turns", "splits", "sweep", "recommend")]
     assert tour == sorted(tour)
     assert "pa.plots." in text and "pa.report." in text
+
+
+def test_budgets_are_taken_as_strings_as_the_command_line_takes_them():
+    messages = pa.examples.messages()
+    assert pa.splits(messages, "20k").equals(pa.splits(messages, 20_000))
+    assert pa.splits(messages, "8k,20k").equals(pa.splits(messages, [8_000, 20_000]))
+    assert pa.splits(messages, ["20k", 8_000]).equals(pa.splits(messages, [8_000, 20_000]))
+    assert pa.splits(messages, "0:10k:3")["budget"].unique().sort().to_list() == [0, 5_000, 10_000]
+    window = pa.replay(messages, "1k", window=30_000, reserve=1_000, summary_tokens=10)
+    assert window.events.equals(pa.replay(messages, [1_000], window=30_000, reserve=1_000, summary_tokens=10).events)
+
+
+def test_a_recommendation_prints_as_a_person_reads_it():
+    rec = pa.recommend(pa.splits(pa.examples.messages(), "0:2k:5"))
+    assert str(rec) == rec.to_text() and str(rec).startswith(rec.headline())
+    line = repr(rec)
+    assert "\n" not in line and line.startswith("<Recommendation: ") and "5 budgets tried" in line
+    assert "shape:" not in line  # no DataFrame dump
+
+
+def test_dir_holds_the_public_names_and_not_the_module_machinery():
+    names = dir(pa)
+    assert set(pa.__all__) <= set(names) and {"plots", "report", "examples"} <= set(names)
+    assert not {"importlib", "Any", "TYPE_CHECKING"} & set(names)
+    assert not [n for n in names if n.startswith("_") and not n.startswith("__")]

@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import conversations
 
-from benchmarks import reference_port as ref
 from panto_analytics import transcript as tr
+from reference import port as ref
 
 
 def role_blocks(msgs: list[dict]) -> list[tuple[str, list[dict]]]:

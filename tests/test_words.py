@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import ALPHABET, blocks, texts
 
-from benchmarks import reference_port as ref
 from panto_analytics.words import MEDIA_PART_WORDS, WORD_TO_TOKEN_FACTOR, count_words, count_words_arrow, message_words
+from reference import port as ref
 
 
 @settings(max_examples=examples(500), deadline=None)

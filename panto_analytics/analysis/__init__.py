@@ -6,14 +6,10 @@
 - :mod:`.report`: one folder (HTML, Markdown, PNGs, Parquet) that answers "what does each budget do?".
 - :mod:`.worst`: the sessions a budget serves worst, with the file and line to open.
 - :mod:`.formatting`: how token counts are written for people.
-- :mod:`.histograms`, :mod:`.streaming`, :mod:`.engines`: the sweep and the recommendation of a dataset, bucket by
-  bucket, here or on Ray Data.
 
 :mod:`.plots` and :mod:`.report` load matplotlib: import them when you draw.
 """
 from .recommend import Criteria, Recommendation, recommend
-from .streaming import recommend_dataset, sweep_dataset, write_splits
 from .worst import worst_served
 
-__all__ = ["Criteria", "Recommendation", "recommend", "recommend_dataset", "sweep_dataset", "worst_served",
-           "write_splits"]
+__all__ = ["Criteria", "Recommendation", "recommend", "worst_served"]

@@ -15,8 +15,8 @@ import polars as pl
 
 from ..ingest.corpus import Corpus
 from ..policy.cuts import splits_at
-from ..policy.policies import POLICIES, Policy
-from ..policy.policy_cuts import policy_cuts_at
+from ..policy.replay.policies import POLICIES, Policy
+from ..policy.replay.recorded_cuts import policy_cuts_at
 from .formatting import format_tokens
 
 __all__ = ["AGENT_POLICIES", "agent_vs_libpanto", "compaction_table", "policies_vs_agents", "recorded_cut_summary"]
@@ -61,7 +61,7 @@ def compaction_table(rows: pl.DataFrame) -> pl.DataFrame:
 def policies_vs_agents(corpus: Corpus, policies: Sequence[str | Policy] | None = None) -> pl.DataFrame:
     """One row per (recorded compaction, policy): the policy's cut at that moment beside the agent's.
 
-    :func:`~panto_analytics.policy.policy_cuts.policy_cuts_at`'s columns, plus
+    :func:`~panto_analytics.policy.replay.recorded_cuts.policy_cuts_at`'s columns, plus
     ``source_format`` and ``own`` (the policy is one the format's agent ran,
     :data:`AGENT_POLICIES`). ``policies`` defaults to every policy but
     libpanto (whose split at these moments is :func:`agent_vs_libpanto`'s).

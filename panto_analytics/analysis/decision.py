@@ -7,12 +7,16 @@ budget). :func:`outcomes_table` turns it into one row per (policy, budget):
   policy's trigger at some budget: the sessions a budget can change; every
   per-session figure below is over them), ``compacted``, ``events``,
   ``compactions_per_session``;
-- cost per session, where the replay billed its calls (issue 18's
-  ``simulated_cost_usd``): ``cost_p50``, ``cost_p90``, ``cost_total``;
-- loss, where the replay measured it (``orphan_calls``, ``orphan_rate``,
-  ``refetch_tokens`` per session): ``orphan_rate`` pooled (orphan calls over
-  the calls looked at, all sessions together), ``orphan_rate_p50`` (the median
-  session's), ``refetch_tokens`` (total) and ``refetch_tokens_p50``;
+- cost per session, where the replay billed its calls (``replay(...,
+  prices=...)``: ``total_cost_usd``, the replayed calls plus the summarizer's,
+  else ``simulated_cost_usd``): ``cost_p50``, ``cost_p90``, ``cost_total``,
+  ``cost_unpriced`` (sessions whose model has no price), and
+  ``recorded_cost_p50`` (the recording as it is);
+- loss, where it was measured (:func:`panto_analytics.loss`'s sessions:
+  ``window_calls``, ``orphan_calls``, ``orphan_rate``, ``refetch_tokens``):
+  ``orphan_rate`` pooled (orphan calls over the calls looked at, all sessions
+  together), ``orphan_rate_p50`` (the median compacted session's),
+  ``refetch_tokens`` (total) and ``refetch_tokens_p50``;
 - summarizer input: ``summarized_p50`` (tokens summarized per session, median)
   and ``request_bytes_total``;
 - the rules: ``keeps_k_share`` (sessions that keep K whole turns at every
@@ -49,18 +53,19 @@ from typing import Any, cast
 import polars as pl
 
 from ..policy.expressions import SESSION
-from ..policy.replay import Replay
+from ..policy.replay.engine import Replay
 from .formatting import format_tokens
 
 __all__ = [
-    "FEW", "Decision", "DecisionRule", "decide", "decision_from_replay", "frontier", "outcomes_table", "thresholds_of",
+    "FEW", "Decision", "DecisionRule", "decide", "decision_from_replay", "few_warnings", "frontier", "outcomes_table",
+    "recorded_points", "replay_outcomes", "thresholds_of",
 ]
 
 #: Fewer sessions (or events) than this behind a figure: a warning with the count.
 FEW = 30
 
-#: Columns a replay's sessions gain from the cost issue (per session, US dollars).
-COST = "simulated_cost_usd"
+#: Columns a replay's sessions gain from billing (per session, US dollars): the first present is the cost.
+COSTS = ("total_cost_usd", "simulated_cost_usd")
 RECORDED_COST = "recorded_cost_usd"
 #: Columns a replay's sessions gain from the loss issue.
 ORPHAN_CALLS, ORPHAN_RATE, REFETCH = "orphan_calls", "orphan_rate", "refetch_tokens"
@@ -132,7 +137,7 @@ def thresholds_of(policies: list[str], window: int, reserve: int) -> dict[str, i
     >>> thresholds_of(["libpanto", "pi:reserve_tokens=8k"], 100_000, 16_384)
     {'libpanto': 83616, 'pi:reserve_tokens=8k': 92000}
     """
-    from ..policy.policies import LibPanto, parse_policy
+    from ..policy.replay.policies import LibPanto, parse_policy
 
     out = {}
     for spec in policies:
@@ -177,10 +182,11 @@ def outcomes_table(events: pl.DataFrame, sessions: pl.DataFrame, *, window: int,
         aggs["within_limit_share"] = ((pl.col("max_kept").is_null() | (pl.col("max_kept") <= limit)) & at).sum() / n_at
     if "request_bytes" in ses.columns:
         aggs["request_bytes_total"] = pl.col("request_bytes").sum().cast(pl.UInt64)
-    if COST in ses.columns:
-        cost = pl.col(COST).filter(at)
+    billed = next((c for c in COSTS if c in ses.columns), None)
+    if billed is not None:
+        cost = pl.col(billed).filter(at)
         aggs |= {"cost_p50": cost.quantile(0.5, "linear"), "cost_p90": cost.quantile(0.9, "linear"),
-                 "cost_total": pl.col(COST).sum(), "cost_unpriced": pl.col(COST).is_null().sum().cast(pl.UInt32)}
+                 "cost_total": pl.col(billed).sum(), "cost_unpriced": pl.col(billed).is_null().sum().cast(pl.UInt32)}
     if RECORDED_COST in ses.columns:
         aggs["recorded_cost_p50"] = pl.col(RECORDED_COST).filter(at).quantile(0.5, "linear")
     if ORPHAN_CALLS in ses.columns and ORPHAN_RATE in ses.columns:
@@ -207,7 +213,7 @@ def outcomes_table(events: pl.DataFrame, sessions: pl.DataFrame, *, window: int,
 
 def _looked_at(ses: pl.DataFrame) -> pl.Expr | None:
     """The calls the orphan rate is a share of, per session, when the replay gives them."""
-    for name in ("orphan_window_calls", "calls_after", "next_calls", "lookahead_calls", "checked_calls"):
+    for name in ("window_calls",):
         if name in ses.columns:
             return pl.col(name)
     return None
@@ -353,6 +359,9 @@ def decide(table: pl.DataFrame, rule: DecisionRule, *, window: int, reserve: int
             dec.reasons.append(f"{front.height} point(s) on the frontier; the cheapest with an orphan rate of at "
                                f"most {rule.max_orphan_rate:.1%}: {pick['policy']} at {format_tokens(dec.budget)}, "
                                f"median ${pick['cost_p50']:.4f} per session, orphan rate {pick['orphan_rate']:.1%}")
+            dec.reasons.append("the frontier: " + "; ".join(
+                f"{r['policy']} {format_tokens(r['budget'])} (${r['cost_p50']:.4f}, {r['orphan_rate']:.1%})"
+                for r in front.iter_rows(named=True)))
             dec.reasons += _neighbours(table, pick)
     else:
         if rule.max_kept_share is not None and rule.min_kept_turns is None:
@@ -372,8 +381,16 @@ def decide(table: pl.DataFrame, rule: DecisionRule, *, window: int, reserve: int
                 if not best.is_empty() and rule.min_kept_turns is not None else ""))
     if dec.policy is not None:
         dec.policy = str(dec.policy)
+    if "cost_p50" in table.columns and table["cost_p50"].is_null().all():
+        dec.warnings.append("no cost: no session's model has a price in the price table (give a price file, "
+                            "--prices FILE)")
     if dec.budget is not None:
-        dec.warnings += few_warnings(table.filter((pl.col("policy") == dec.policy) & (pl.col("budget") == dec.budget)))
+        row = table.filter((pl.col("policy") == dec.policy) & (pl.col("budget") == dec.budget))
+        dec.warnings += few_warnings(row)
+        unpriced = int(cast(int, row["cost_unpriced"][0])) if "cost_unpriced" in row.columns else 0
+        if unpriced and not table["cost_p50"].is_null().all():
+            dec.warnings.append(f"{unpriced} session(s) have no price (their model is not in the price table): "
+                                "the cost figures leave them out")
     else:
         dec.warnings += few_warnings(pool.filter("proposable"))
     return dec
@@ -457,3 +474,67 @@ def decision_from_replay(result: Replay, rule: DecisionRule | None = None, *,
                        f"{format_tokens(result.summary_tokens)} tokens, {result.summary_source}); figures per session "
                        "are over the sessions that reach the trigger")
     return dec
+
+
+def replay_outcomes(messages: pl.DataFrame, budgets: Any, *, window: int, reserve: int,
+                    summary_tokens: int | None = None, policy: Any = None, prices: Any = True,
+                    summarizer: str | None = None, horizon: int | None = None) -> Replay:
+    """A replay with what the decision weighs: every call billed (``prices``: True for genai-prices' offline
+    table, a LiteLLM file, or None for no bill) and the loss of every compaction (orphan references among
+    the next ``horizon`` tool calls, :func:`panto_analytics.loss`) on the session rows.
+
+    Examples
+    --------
+    >>> from panto_analytics import examples
+    >>> r = replay_outcomes(examples.messages(), [1_000], window=8_000, reserve=4_000, summary_tokens=500, prices=None)
+    >>> {"orphan_rate", "window_calls", "refetch_tokens"} <= set(r.sessions.columns)
+    True
+    """
+    from ..outcomes.loss import DEFAULT_HORIZON, loss
+    from ..policy import replay
+
+    result = replay(messages, budgets, window=window, reserve=reserve, summary_tokens=summary_tokens, policy=policy,
+                    prices=prices, summarizer=summarizer)
+    lost = loss(messages, result, horizon=horizon or DEFAULT_HORIZON)
+    return dataclasses.replace(result, sessions=lost.sessions)
+
+
+def recorded_points(messages: pl.DataFrame, compactions: pl.DataFrame, sessions: pl.DataFrame,
+                    replay_sessions: pl.DataFrame | None = None, *, horizon: int | None = None) -> pl.DataFrame:
+    """The agents' own points on the frontier: per agent (``source_format``) that recorded compactions, the
+    pooled orphan rate at its recorded compactions and, where the replay billed the recording
+    (``recorded_cost_usd``), the median recorded cost of that agent's sessions that reach the replay's
+    trigger (the sessions the replayed points' costs are over: what the agent's own compaction cost them).
+    One row per agent: ``agent``, ``sessions`` and ``compactions`` (recorded), ``orphan_rate``, ``cost_p50``.
+
+    >>> import polars as pl
+    >>> from panto_analytics.schema import COMPACTIONS_SCHEMA, MESSAGE_SCHEMA
+    >>> recorded_points(pl.DataFrame(schema=MESSAGE_SCHEMA), pl.DataFrame(schema=COMPACTIONS_SCHEMA),
+    ...                 pl.DataFrame({"session_id": [], "source_format": []})).height
+    0
+    """
+    from ..outcomes.loss import DEFAULT_HORIZON, cut_loss, recorded_cuts
+    from ..outcomes.references import references
+
+    empty = pl.DataFrame(schema={"agent": pl.String, "sessions": pl.UInt32, "compactions": pl.UInt32,
+                                 "orphan_rate": pl.Float64, "cost_p50": pl.Float64})
+    if compactions.is_empty():
+        return empty
+    cuts = recorded_cuts(compactions, sessions)
+    lost = cut_loss(references(messages), cuts, horizon=horizon or DEFAULT_HORIZON).lazy().select(
+        pl.col(SESSION).cast(pl.String), pl.col("source_format").cast(pl.String), "window_calls", "orphan_calls"
+    ).collect()
+    out = lost.group_by(pl.col("source_format").alias("agent"), maintain_order=True).agg(
+        sessions=pl.col(SESSION).n_unique().cast(pl.UInt32), compactions=pl.len().cast(pl.UInt32),
+        orphan_rate=pl.col("orphan_calls").sum() / pl.col("window_calls").sum())
+    if replay_sessions is not None and RECORDED_COST in replay_sessions.columns:
+        reaching = (replay_sessions.group_by(pl.col(SESSION).cast(pl.String))
+                    .agg(pl.col("n_compactions").max(), pl.col(RECORDED_COST).first())
+                    .filter(pl.col("n_compactions") > 0))
+        formats = sessions.select(pl.col(SESSION).cast(pl.String), pl.col("source_format").cast(pl.String))
+        cost = (reaching.join(formats, on=SESSION)
+                .group_by(pl.col("source_format").alias("agent")).agg(cost_p50=pl.col(RECORDED_COST).median()))
+        out = out.join(cost, on="agent", how="left")
+    else:
+        out = out.with_columns(cost_p50=pl.lit(None, pl.Float64))
+    return out.select(list(empty.columns)).cast(dict(empty.schema))  # type: ignore[arg-type]

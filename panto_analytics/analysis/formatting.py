@@ -1,4 +1,4 @@
-"""How numbers are shown to people: one way to write a token count.
+"""How numbers are shown to people: one way to write a token count, a share, a column, a count of things.
 
 >>> format_tokens(20_000), format_tokens(1_500_000), format_tokens(950)
 ('20k', '1.5M', '950')
@@ -6,8 +6,9 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
-__all__ = ["counted", "format_tokens"]
+__all__ = ["TABLE_CONFIG", "counted", "format_column", "format_share", "format_tokens", "plural_of", "render_table"]
 
 
 def counted(n: int, noun: str, plural: str | None = None) -> str:
@@ -16,7 +17,16 @@ def counted(n: int, noun: str, plural: str | None = None) -> str:
     >>> counted(1, "session"), counted(0, "session"), counted(12_000, "file"), counted(2, "match", "matches")
     ('1 session', '0 sessions', '12,000 files', '2 matches')
     """
-    return f"{n:,} {noun if n == 1 else (plural or noun + 's')}"
+    return f"{n:,} {plural_of(n, noun, plural)}"
+
+
+def plural_of(n: int, noun: str, plural: str | None = None) -> str:
+    """``noun`` as it goes with ``n``: ``session`` for 1, ``sessions`` otherwise (``plural`` if irregular).
+
+    >>> plural_of(1, "file"), plural_of(3, "file"), plural_of(0, "summary", "summaries")
+    ('file', 'files', 'summaries')
+    """
+    return noun if n == 1 else (plural or noun + "s")
 
 
 def format_tokens(n: float | int | None) -> str:
@@ -33,3 +43,87 @@ def format_tokens(n: float | int | None) -> str:
             text = f"{value:.1f}" if value < 100 else f"{value:.0f}"
             return text.removesuffix(".0") + suffix
     return f"{n:.0f}"
+
+
+def format_share(x: float | None) -> str:
+    """A share as a percentage, up to ten times the whole; beyond that, how many times (a budget of 2^64-1
+    tokens is not "57646075230342352%" of a window).
+
+    >>> [format_share(x) for x in (0.25, 0.58, 1.5, 12.0, 5.7e16, None)]
+    ['25%', '58%', '150%', '12 times', 'more than 1,000 times', '-']
+    """
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "-"
+    if x < 10:
+        return f"{x:.0%}"
+    if x < 1000:
+        return f"{x:,.0f} times"
+    return "more than 1,000 times"
+
+
+def format_column(values: list) -> list[str]:
+    """A column of numbers in one notation: integers with thousands separators; floats all fixed-point, with
+    as many decimals as the column's largest magnitude leaves room for (never ``3.37e+04`` beside ``17,459``).
+    None is ``-``; text stays as it is.
+
+    >>> format_column([33_700.5, 17_459.0, None]), format_column([0.5, 0.125]), format_column([1_200, 3])
+    (['33,700', '17,459', '-'], ['0.500', '0.125'], ['1,200', '3'])
+    """
+    numbers = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    floats = [abs(v) for v in numbers if isinstance(v, float) and not math.isnan(v)]
+    if floats and not all(v.is_integer() for v in floats):
+        top = max(floats)
+        decimals = 0 if top >= 100 else 1 if top >= 10 else 2 if top >= 1 else 3
+    else:
+        decimals = 0
+    out = []
+    for v in values:
+        if v is None or (isinstance(v, float) and math.isnan(v)):
+            out.append("-")
+        elif isinstance(v, bool):
+            out.append("yes" if v else "no")
+        elif isinstance(v, (int, float)):
+            out.append(f"{v:,.{decimals}f}")
+        else:
+            out.append(str(v))
+    return out
+
+
+#: How polars draws a table for people: every column, strings whole, no shape or types.
+TABLE_CONFIG: dict[str, Any] = {"tbl_cols": -1, "tbl_width_chars": 65_535, "fmt_str_lengths": 65_535,
+                "tbl_hide_dataframe_shape": True, "tbl_hide_column_data_types": True}
+
+
+def render_table(df, *, width: int | None = None, rows: int = 200) -> tuple[str, list[str]]:
+    """``df`` drawn as a table of at most ``width`` characters, and the columns left out to fit.
+
+    Text is never shortened (a session id or a path is whole or absent): whole columns are left out
+    instead, the later ones first, and each column that still fits is kept, so a narrow column after a
+    wide one stays. The first column always shows. ``width`` None: every column.
+
+    >>> import polars as pl
+    >>> df = pl.DataFrame({"id": ["a"], "path": ["/" + "x" * 60], "n": [1]})
+    >>> text, hidden = render_table(df, width=40)
+    >>> hidden, max(len(line) for line in text.splitlines()) <= 40
+    (['path'], True)
+    """
+    import polars as pl
+
+    def draw(frame) -> str:
+        with pl.Config(tbl_rows=min(len(frame), rows), **TABLE_CONFIG):
+            return str(frame)
+
+    def wide(text: str) -> int:
+        return max(map(len, text.splitlines()), default=0)
+
+    if width is None or wide(full := draw(df)) <= width:
+        return (draw(df) if width is None else full), []
+    # A column's share of the width: alone, drawn with its borders; side by side they share one border.
+    sizes = [wide(draw(df.select(c))) - 1 for c in df.columns]
+    kept: list[str] = []
+    used = 1
+    for c, size in zip(df.columns, sizes, strict=True):
+        if not kept or used + size <= width:
+            kept.append(c)
+            used += size
+    return draw(df.select(kept)), [c for c in df.columns if c not in kept]

@@ -26,7 +26,7 @@ from __future__ import annotations
 import polars as pl
 
 from ..defaults import SEGMENT_KINDS
-from ..models import normalized_model
+from ..models import normalized_model, session_model
 from ..policy import session_turns, summarize_splits
 from ..policy.expressions import SESSION
 
@@ -59,8 +59,9 @@ def session_segments(messages: pl.DataFrame | pl.LazyFrame, by: str, *, top: int
                      sessions: pl.DataFrame | None = None) -> pl.DataFrame:
     """One row per session: ``session_id`` and its ``segment`` (an ordered Enum).
 
-    ``by`` is ``model`` (the session's most frequent model, normalized as the
-    sessions table does, ``unknown`` when none is recorded), ``source_format``,
+    ``by`` is ``model`` (the sessions table's ``model`` when ``sessions`` is
+    given, else the same from the messages: the last model they name, normalized,
+    ``unknown`` when none is recorded), ``source_format``,
     ``project`` (from the ``sessions`` table, which it needs), or ``length`` (a
     bucket of the number of turns libpanto sees, from :data:`LENGTH_BUCKETS`).
     Model, format and project keep the ``top`` most common values, by
@@ -81,8 +82,11 @@ def session_segments(messages: pl.DataFrame | pl.LazyFrame, by: str, *, top: int
         out = session_turns(lf).select(SESSION, segment=bucket).collect()
         order = [label for _, label in LENGTH_BUCKETS if label in set(out["segment"])]
         return out.with_columns(pl.col("segment").cast(pl.Enum(order)))
-    if by == "model":
-        value = normalized_model(pl.col("model").cast(pl.String).drop_nulls().mode().sort().first()).fill_null("unknown")
+    if by == "model" and sessions is not None and "model" in sessions.columns:
+        value = pl.col("model").first().fill_null("unknown")
+        lf = sessions.lazy().select(SESSION, pl.col("model").cast(pl.String))
+    elif by == "model":
+        value = normalized_model(session_model("model")).fill_null("unknown")
     elif by == "source_format":
         value = pl.col("source_format").cast(pl.String).first()
     elif by == "project" and sessions is not None:

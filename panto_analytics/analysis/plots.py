@@ -41,7 +41,7 @@ from .formatting import format_tokens
 
 __all__ = [
     "BUDGET_LABEL", "DPI", "FIGSIZE", "GREY", "OUTCOME_COLORS", "PALETTE", "PlotFigure", "SOURCE_COLORS", "SOURCE_LABELS",
-    "STYLE", "agent_vs_libpanto_kept", "kept_tokens_by_budget", "kept_turns_by_budget", "outcome_shares_by_budget",
+    "STYLE", "agent_vs_libpanto_kept", "frontier", "kept_tokens_by_budget", "kept_turns_by_budget", "outcome_shares_by_budget",
     "png_bytes", "policy_comparison", "replay_by_budget", "save", "style",
     "summarized_share_by_budget", "turn_sizes",
 ]
@@ -87,6 +87,8 @@ STYLE = {
 
 BUDGET_LABEL = "budget (keep_verbatim, tokens)"
 GREY = "#555555"
+INK = "#222222"
+ACCENT = "#D55E00"
 
 
 @contextmanager
@@ -133,9 +135,22 @@ def _highlight(ax, budget: int | None, x: float | None = None) -> None:
                label=f"recommended: {format_tokens(budget)}")
 
 
-def _legend(ax, **kw) -> None:
-    """A legend, when there is something to name (an empty corpus draws nothing)."""
-    if ax.get_legend_handles_labels()[0] or kw.get("handles"):
+def _legend(ax, *, outside: bool = False, **kw) -> None:
+    """A legend, when there is something to name (an empty corpus draws nothing).
+
+    ``outside``: below the plot, under every axes (the constrained layout makes room), where it covers no
+    line: for the legends that name segments, whose labels (a project's path) run long and many.
+    """
+    handles, labels = ax.get_legend_handles_labels()
+    if not (handles or kw.get("handles")):
+        return
+    if outside:
+        kw.pop("loc", None)
+        # Two columns while they fit the figure's width; long names (a project's path) one under the other.
+        ncols = 2 if max(map(len, labels), default=0) <= 45 else 1
+        ax.figure.legend(*(() if kw.get("handles") else (handles, labels)), loc="outside lower center", ncols=ncols,
+                         **kw)
+    else:
         ax.legend(**kw)
 
 
@@ -232,7 +247,7 @@ def kept_tokens_by_budget(splits, *, log: bool = False, segments=None, highlight
         ax.set_ylabel("kept verbatim suffix (tokens)")
         _title(ax, "How much each budget keeps verbatim")
         _note(fig, note)
-        _legend(ax, loc="upper left")
+        _legend(ax, outside=segments is not None, loc="upper left")
     return fig
 
 
@@ -311,7 +326,7 @@ def outcome_shares_by_budget(splits, *, segments=None, highlight: int | None = N
             ax.set_xlabel(BUDGET_LABEL)
             ax.set_xlim(left=0)
             _highlight(ax, highlight)
-        _legend(axes[-1], loc="center right")
+        _legend(axes[-1], outside=segments is not None, loc="center right")
         axes[0].set_ylabel("share of sessions")
         if segments is None:
             _note(fig, "noop: the whole active context fits · zero kept: the newest turn alone exceeds the budget"
@@ -336,7 +351,7 @@ def summarized_share_by_budget(splits, *, segments=None, highlight: int | None =
         ax.set_ylim(-0.03, 1.03)
         ax.set_ylabel("summarized share of the active context")
         _highlight(ax, highlight)
-        _legend(ax, loc="upper right")
+        _legend(ax, outside=segments is not None, loc="upper right")
         _title(ax, "How much of the context each budget summarizes")
         _note(fig, "per session: summarized / active tokens · line: median · band: quartiles")
     return fig
@@ -353,7 +368,7 @@ def kept_turns_by_budget(splits, *, segments=None, highlight: int | None = None,
         ax.set_ylim(bottom=0)
         ax.set_ylabel("kept turns (whole turns)")
         _highlight(ax, highlight)
-        _legend(ax, loc="upper left")
+        _legend(ax, outside=segments is not None, loc="upper left")
         _title(ax, "How many turns each budget keeps verbatim")
         _note(fig, "sessions with turns · line: median · dark band: quartiles · light band: 10th-90th percentile"
               if segments is None else "sessions with turns · line: median · band: quartiles")
@@ -413,6 +428,64 @@ def policy_comparison(table) -> Figure:
         right.set_xlabel("compactions per session (mean)")
         _title(left, "Policies under one window")
         _note(fig, "compaction events · dot: median · bar: 10th-90th percentile · label: median tokens summarized")
+    return fig
+
+
+def frontier(table, *, recorded=None, chosen: tuple[str, int] | None = None) -> Figure:
+    """Cost per session against orphan rate, one point per (policy, budget), the Pareto front drawn.
+
+    ``table``: :func:`~panto_analytics.analysis.decision.outcomes_table` (``cost_p50``, ``orphan_rate``,
+    ``proposable``); rows at or above the trigger are hollow (never proposed). ``recorded``: the agents' own
+    points (:func:`~panto_analytics.analysis.decision.recorded_points`: ``agent``, ``cost_p50``,
+    ``orphan_rate``), drawn as stars. ``chosen``: the (policy, budget) to ring.
+
+    >>> import polars as pl
+    >>> t = pl.DataFrame({"policy": ["libpanto"] * 3, "budget": [0, 8_000, 90_000], "cost_p50": [1.0, 1.2, 0.9],
+    ...     "orphan_rate": [0.2, 0.05, 0.0], "proposable": [True, True, False]})
+    >>> frontier(t, chosen=("libpanto", 8_000)).axes[0].get_xlabel()
+    'orphan rate (orphan calls / calls after a compaction)'
+    """
+    from .decision import frontier as front_of
+
+    pts = table.filter(table["cost_p50"].is_not_null() & table["orphan_rate"].is_not_null())
+    with style():
+        fig, (ax,) = _figure(size=(FIGSIZE[0], FIGSIZE[1] * 1.1))
+        for i, policy in enumerate(pts["policy"].unique(maintain_order=True).to_list()):
+            mine = pts.filter(pts["policy"] == policy)
+            color = PALETTE[i % len(PALETTE)]
+            ok, above = mine.filter(mine["proposable"]), mine.filter(~mine["proposable"])
+            ax.scatter(ok["orphan_rate"].to_list(), ok["cost_p50"].to_list(), color=color, s=28, label=policy,
+                       zorder=3)
+            if above.height:
+                ax.scatter(above["orphan_rate"].to_list(), above["cost_p50"].to_list(), facecolors="none",
+                           edgecolors=color, s=28, zorder=3)
+        front = front_of(pts).sort("orphan_rate")
+        for row in front.iter_rows(named=True):
+            ax.annotate(f"{row['policy']} {format_tokens(row['budget'])}" if row["policy"] != "libpanto"
+                        else format_tokens(row["budget"]), (row["orphan_rate"], row["cost_p50"]),
+                        textcoords="offset points", xytext=(4, 4), fontsize=7.5, color=GREY)
+        if front.height:
+            ax.step(front["orphan_rate"].to_list(), front["cost_p50"].to_list(), where="post", color=INK,
+                    linewidth=1.2, linestyle="--", label="Pareto front", zorder=2)
+        if recorded is not None and recorded.height:
+            for row in recorded.iter_rows(named=True):
+                if row["cost_p50"] is None or row["orphan_rate"] is None:
+                    continue
+                ax.scatter([row["orphan_rate"]], [row["cost_p50"]], marker="*", s=160, color=ACCENT, zorder=4,
+                           edgecolors=INK, linewidths=0.6)
+                ax.annotate(f"{row['agent']} (recorded)", (row["orphan_rate"], row["cost_p50"]),
+                            textcoords="offset points", xytext=(6, -10), fontsize=8, color=INK)
+        if chosen is not None:
+            hit = pts.filter((pts["policy"] == chosen[0]) & (pts["budget"] == chosen[1]))
+            if hit.height:
+                ax.scatter(hit["orphan_rate"].to_list(), hit["cost_p50"].to_list(), s=220, facecolors="none",
+                           edgecolors=ACCENT, linewidths=2, zorder=5, label="chosen")
+        ax.xaxis.set_major_formatter(PercentFormatter(1.0))
+        ax.set_xlabel("orphan rate (orphan calls / calls after a compaction)")
+        ax.set_ylabel("cost per session, median (USD)")
+        _title(ax, "What each budget costs and loses")
+        _legend(ax)
+        _note(fig, "hollow: at or above the trigger, never proposed · dashed: the Pareto front · star: recorded")
     return fig
 
 

@@ -37,7 +37,7 @@ import polars as pl
 from ..defaults import DEFAULT_COVERAGE, DEFAULT_MIN_KEPT_TURNS
 from ..policy import Replay, events_as_splits, summarize_splits
 from ..policy.expressions import SESSION
-from .formatting import format_tokens
+from .formatting import counted, format_share, format_tokens
 
 __all__ = [
     "DEFAULT_COVERAGE", "DEFAULT_MIN_KEPT_TURNS", "WINDOW_SHARE_WARNING", "Criteria", "Outcomes", "Recommendation",
@@ -141,6 +141,16 @@ class Recommendation:
             return self.table.head(0)
         idx = self.table.with_row_index("_i").filter(pl.col("budget") == self.budget)["_i"][0]
         return self.table.slice(max(0, idx - n), 2 * n + 1)
+
+    def __str__(self) -> str:
+        """``print(rec)``: the account :meth:`to_text` gives, as ``panto-analytics recommend`` prints it."""
+        return self.to_text()
+
+    def __repr__(self) -> str:
+        """One line: the budget, the rule, how many budgets were tried and the warnings."""
+        rules = "; ".join(self.criteria.describe())
+        said = f", {len(self.warnings)} warning{'' if len(self.warnings) == 1 else 's'}" if self.warnings else ""
+        return f"<Recommendation: {self.headline()} (rule: {rules}; {self.table.height} budgets tried{said})>"
 
     def headline(self) -> str:
         if self.budget is None:
@@ -265,7 +275,8 @@ def recommend_from_table(table: pl.DataFrame, criteria: Criteria, *, outcomes: C
         rec.warnings += window_warnings(rec.budget, windows)
     no_turns = int(table["sessions"][0] - table["sessions_with_turns"][0])
     if no_turns:
-        rec.reasons.append(f"{no_turns} session(s) without turns are left out: they keep nothing at any budget")
+        rec.reasons.append(f"{counted(no_turns, 'session')} without turns {'is' if no_turns == 1 else 'are'} left out: "
+                           "they keep nothing at any budget")
     return rec
 
 
@@ -362,7 +373,8 @@ class Outcomes:
                        f"nothing verbatim at {format_tokens(self.budget)}: their last turn alone exceeds the budget, so "
                        f"libpanto summarizes everything (e.g. {shown}{more})")
         if self.capped:
-            out.append(f"{self.capped} session(s) have more than 4096 turns: libpanto records only the first "
+            out.append(f"{counted(self.capped, 'session')} {'has' if self.capped == 1 else 'have'} more than 4096 "
+                       "turns: libpanto records only the first "
                        "4096 turn starts, so everything after them counts as one long last turn")
         return out
 
@@ -411,6 +423,9 @@ def window_warnings(budget: int, windows: Iterable[int | None] | None) -> list[s
     ['115k is 57% of the smallest known context window (200k): after a compaction, the kept suffix alone would fill more than 25% of it']
     >>> window_warnings(20_000, [200_000])
     []
+    >>> window_warnings(2**64 - 1, [32_000])[0].split(":")[0]
+    '18446744074G is more than 1,000 times the smallest known context window (32k)'
+
     """
     known = [w for w in (windows or ()) if w]
     if not known:
@@ -418,7 +433,9 @@ def window_warnings(budget: int, windows: Iterable[int | None] | None) -> list[s
     smallest = min(known)
     if budget <= WINDOW_SHARE_WARNING * smallest:
         return []
-    return [f"{format_tokens(budget)} is {budget / smallest:.0%} of the smallest known context window "
+    share = budget / smallest  # "57% of" it, or "12 times" it
+    how = format_share(share) + (" of" if share < 10 else "")
+    return [f"{format_tokens(budget)} is {how} the smallest known context window "
             f"({format_tokens(smallest)}): after a compaction, the kept suffix alone would fill more than "
             f"{WINDOW_SHARE_WARNING:.0%} of it"]
 

@@ -11,7 +11,9 @@ from . import (
     bench_command,
     compactions_command,
     core_commands,
+    cost_command,
     ingest_commands,
+    loss_command,
     policy_cuts_command,
     replay_command,
     report_commands,
@@ -20,5 +22,6 @@ from . import (
 )
 from .app import main
 
-__all__ = ["bench_command", "compactions_command", "core_commands", "ingest_commands", "main", "policy_cuts_command",
+__all__ = ["bench_command", "compactions_command", "core_commands", "cost_command", "ingest_commands",
+           "loss_command", "main", "policy_cuts_command",
            "replay_command", "report_commands", "request_command", "sessions_command"]

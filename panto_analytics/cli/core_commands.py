@@ -55,7 +55,7 @@ def splits(paths, format_, skip_invalid, budgets, output):
     """
     ds = check_engine(paths, "local", None)
     if ds is not None and output is not None and output.suffix.lower() == ".parquet":
-        from ..analysis.streaming import write_splits
+        from ..dataset.streaming import write_splits
 
         output.parent.mkdir(parents=True, exist_ok=True)
         rows = write_splits(ds, budgets, output)
@@ -94,7 +94,7 @@ def sweep(paths, format_, skip_invalid, budgets, output, plot, engine, ray_addre
     if engine == "ray" and plot is not None:
         raise click.UsageError("--plot draws every split in memory; --engine ray does not apply to it")
     if ds is not None and plot is None:
-        from ..analysis.streaming import sweep_dataset
+        from ..dataset.streaming import sweep_dataset
 
         write_frame(sweep_dataset(ds, budgets, engine=engine, address=ray_address), output)
         return

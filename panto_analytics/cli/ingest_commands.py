@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import click
 
 from ..defaults import DEFAULT_BUCKETS, MAX_BUCKETS
-from ..errors import IngestReport
+from ..errors import WHOLE_FILE, IngestReport
 from .app import main
 from .options import (
     cache_warnings_on_stderr,
@@ -47,8 +47,11 @@ _MAX_ITEMS = 20
                    "larger than memory; a second run reads only new and changed files (docs/scale.md).")
 @click.option("--buckets", type=click.IntRange(1, MAX_BUCKETS), default=None,
               help=f"Buckets of a new --dataset [default: {DEFAULT_BUCKETS}]; an existing one keeps its own.")
+@click.option("--replace", is_flag=True,
+              help="With --dataset: drop the files DIR holds that PATHS do not name [default: keep them, so "
+                   "another folder is added beside them].")
 @friendly_errors
-def ingest(paths, format_, skip_invalid, output, sessions_out, compactions_out, dataset_dir, buckets):
+def ingest(paths, format_, skip_invalid, output, sessions_out, compactions_out, dataset_dir, buckets, replace):
     """Read the sessions in PATHS, fill the cache, and say what was read.
 
     Ends with a summary: files, sessions, messages, API calls, skipped lines
@@ -63,12 +66,14 @@ def ingest(paths, format_, skip_invalid, output, sessions_out, compactions_out, 
       panto-analytics ingest data/ -o messages.parquet --sessions sessions.csv
       panto-analytics ingest logs/ --skip-invalid --no-cache
       panto-analytics ingest ~/.claude/projects --dataset corpus.ds/
+      panto-analytics ingest ~/.codex/sessions --dataset corpus.ds/   # added beside what it holds
     """
     if dataset_dir is not None:
-        _ingest_dataset(paths, format_, skip_invalid, dataset_dir, buckets, (output, sessions_out, compactions_out))
+        _ingest_dataset(paths, format_, skip_invalid, dataset_dir, buckets, replace,
+                        (output, sessions_out, compactions_out))
         return
-    if buckets is not None:
-        raise click.UsageError("--buckets is for --dataset")
+    if buckets is not None or replace:
+        raise click.UsageError(f"{'--buckets' if buckets is not None else '--replace'} is for --dataset")
     if output is None and to_stdout(None):  # --output-format alone: the frame to stdout, as every command does
         output = Path("-")
     corpus = read_input_corpus(paths, format_, skip_invalid, list_skips=False)  # the summary counts them
@@ -80,18 +85,33 @@ def ingest(paths, format_, skip_invalid, output, sessions_out, compactions_out, 
     click.echo(format_summary(corpus.report, corpus.cache), err=to_stdout(output))
 
 
-def _ingest_dataset(paths, format_, skip_invalid, dataset_dir: Path, buckets: int | None, outputs) -> None:
-    """``ingest --dataset``: the dataset written chunk by chunk from the cache-backed read, then the summary."""
+def _ingest_dataset(paths, format_, skip_invalid, dataset_dir: Path, buckets: int | None, replace: bool,
+                    outputs) -> None:
+    """``ingest --dataset``: the dataset written chunk by chunk from the cache-backed read, then the summary.
+
+    What happens to the files DIR already holds that PATHS do not name is said before anything is written.
+    """
     if any(o is not None for o in outputs):
         raise click.UsageError("--dataset writes the tables into DIR; -o, --sessions and --compactions hold the corpus "
                                "in memory: use one or the other")
-    from ..ingest.dataset import write_dataset
+    from ..dataset import is_dataset, read_manifest, write_dataset
+    from ..dataset.write import files_outside
+    from ..ingest.paths import default_locations
 
     report = IngestReport()
-    files = session_files(paths)
+    session_files(paths)  # nothing to read is an error before any work
+    named = list(paths) or default_locations()
+    if is_dataset(dataset_dir):
+        outside = files_outside(read_manifest(dataset_dir), named)
+        if outside.height:
+            what = (f"{outside.height:,} file(s) ({outside['session_id'].drop_nulls().len():,} session(s)) that "
+                    "PATHS do not name")
+            click.echo(f"note: {dataset_dir} holds {what}: " + (
+                "--replace drops them" if replace else "kept beside PATHS' sessions (--replace drops them)"),
+                err=True)
     with cache_warnings_on_stderr():
-        update = write_dataset(files, dataset_dir, buckets=buckets, format=format_, skip_invalid=skip_invalid,
-                               report=report, **read_settings())
+        update = write_dataset(named, dataset_dir, buckets=buckets, format=format_, skip_invalid=skip_invalid,
+                               report=report, replace=replace, **read_settings())
     report_skips(report)
     if update.files_read:  # the summary counts what was read this time; nothing read, nothing to count
         click.echo(format_summary(report, update.cache))
@@ -105,7 +125,8 @@ def format_summary(report: IngestReport, cache: CacheStats | None) -> str:
     >>> r = IngestReport(files=2, sessions=2, messages=1200, api_calls=300)
     >>> r.skip("a.jsonl", "malformed JSON: unexpected character: line 1 column 5 (char 4)")
     >>> r.skip("b.jsonl", "malformed JSON: unexpected character: line 1 column 9 (char 8)")
-    >>> r.ignore("claude-code", "progress", 4)
+    >>> r.skip("c.json", "whole file skipped: not JSONL")
+    >>> r.ignore("claude-code", "progress", 1)
     >>> print(format_summary(r, CacheStats(hits=1, misses=1)))
         2  files
         2  sessions
@@ -113,19 +134,31 @@ def format_summary(report: IngestReport, cache: CacheStats | None) -> str:
       300  API calls
         2  skipped lines
         2    malformed JSON: unexpected character
-        4  ignored records
-        4    claude-code: progress
+        1  file skipped whole
+        1    not JSONL
+        1  ignored record
+        1    claude-code: progress
            cache: 1 cached, 1 parsed, 0 rebuilt
     """
+    from ..analysis.formatting import plural_of
+
     by_reason: dict[str, int] = {}
+    whole: dict[str, int] = {}
     for (_, reason), n in report.skipped.items():
+        if reason.startswith(WHOLE_FILE):
+            reason = reason.removeprefix(WHOLE_FILE).removeprefix(":").strip()
+            whole[reason] = whole.get(reason, 0) + n
+            continue
         reason = _WHERE_IN_LINE.sub("", reason)
         by_reason[reason] = by_reason.get(reason, 0) + n
     ignored = {f"{fmt}: {kind}": n for (fmt, kind), n in report.ignored.items()}
+    n_ignored, n_whole = sum(ignored.values()), sum(whole.values())
     rows: list[tuple[int | None, str]] = [
-        (report.files, "files"), (report.sessions, "sessions"), (report.messages, "messages"),
-        (report.api_calls, "API calls"), (report.n_skipped, "skipped lines"), *_items(by_reason),
-        (sum(ignored.values()), "ignored records"), *_items(ignored),
+        (report.files, plural_of(report.files, "file")), (report.sessions, plural_of(report.sessions, "session")),
+        (report.messages, plural_of(report.messages, "message")), (report.api_calls, plural_of(report.api_calls, "API call")),
+        (report.n_skipped_lines, plural_of(report.n_skipped_lines, "skipped line")), *_items(by_reason),
+        *([(n_whole, plural_of(n_whole, "file") + " skipped whole"), *_items(whole)] if whole else []),
+        (n_ignored, plural_of(n_ignored, "ignored record")), *_items(ignored),
     ]
     if cache is None:
         rows.append((None, "cache: off"))

@@ -19,8 +19,19 @@ from typing import TYPE_CHECKING
 import click
 
 from ..budgets import budgets_as_written, parse_budget, parse_budgets
-from ..defaults import DEFAULT_BUDGETS, DEFAULT_RESERVE, DEFAULT_SUMMARY_TOKENS, ENGINES, POLICY_NAMES, RAY_INSTALL, SOURCE_FORMATS
+from ..defaults import (
+    DEFAULT_BUDGETS,
+    DEFAULT_RESERVE,
+    DEFAULT_SUMMARY_TOKENS,
+    ENGINES,
+    MIN_SUMMARY_TOKENS,
+    POLICY_NAMES,
+    RAY_INSTALL,
+    SOURCE_FORMATS,
+)
 from ..errors import IngestReport, InputError
+from .launch import READ_KEY as _READ_KEY
+from .launch import launching
 
 if TYPE_CHECKING:
     import polars as pl
@@ -28,9 +39,9 @@ if TYPE_CHECKING:
 __all__ = [
     "PLOT_SUFFIXES", "STDOUT_FORMATS", "BudgetList", "OutputPathError", "Tokens", "budgets_option",
     "cache_warnings_on_stderr", "check_engine", "check_output", "check_output_path", "check_replay", "cost_options",
-    "dataset_path", "engine_options", "file_output_option", "friendly_errors", "input_options", "is_device",
+    "dataset_path", "engine_options", "file_output_option", "friendly_errors", "horizon_option", "input_options", "is_device",
     "output_option", "policy_option", "read_input", "read_input_corpus", "read_settings", "replay_options",
-    "replay_prices", "report_skips", "session_files", "session_filter", "to_stdout", "write_frame",
+    "replay_prices", "report_skips", "session_files", "session_filter", "terminal_width", "to_stdout", "write_frame",
 ]
 
 
@@ -40,7 +51,10 @@ def input_options(fn):
     --cache DIR / --no-cache, --jobs N and --quiet do not reach the command
     function: they are kept on the click context, and :func:`read_input` /
     :func:`read_input_corpus` apply them.
+
+    The command starts a parsing worker first thing (:func:`.launch.launching`).
     """
+    fn = launching(fn)
     for option in reversed(_READ_OPTIONS + _FILTER_OPTIONS):
         fn = option(fn)
     fn = click.option("--skip-invalid", is_flag=True,
@@ -49,9 +63,6 @@ def input_options(fn):
                       help="Force a source format instead of detecting it per file.")(fn)
     fn = click.argument("paths", nargs=-1, type=click.Path(path_type=Path))(fn)
     return fn
-
-
-_READ_KEY = "panto_analytics.read"
 
 
 def _remember(ctx: click.Context, param: click.Parameter, value):
@@ -140,7 +151,9 @@ def session_files(paths) -> list[Path]:
 
 def _nothing_read(paths, report: IngestReport) -> InputError:
     where = ", ".join(str(p) for p in paths) or "the default session folders"
-    return InputError(where, None, f"no sessions in the {report.files} file(s) read", skippable=False)
+    from ..analysis.formatting import counted
+
+    return InputError(where, None, f"no sessions in the {counted(report.files, 'file')} read", skippable=False)
 
 
 def dataset_path(paths) -> Path | None:
@@ -148,7 +161,7 @@ def dataset_path(paths) -> Path | None:
 
     A dataset is read alone: mixed with other paths, it is a usage error.
     """
-    from ..ingest.dataset import is_dataset
+    from ..dataset import is_dataset
 
     datasets = [Path(p) for p in paths if is_dataset(p)]
     if not datasets:
@@ -181,8 +194,8 @@ def read_input(paths, format_, skip_invalid) -> pl.DataFrame:
 
 def read_input_corpus(paths, format_, skip_invalid, *, list_skips: bool = True):
     """Like :func:`read_input`, but the whole :class:`~panto_analytics.ingest.corpus.Corpus`."""
+    from ..dataset import dataset_corpus
     from ..ingest import read_corpus
-    from ..ingest.dataset import dataset_corpus
 
     if (ds := dataset_path(paths)) is not None:
         corpus = dataset_corpus(ds)
@@ -374,23 +387,42 @@ def file_output_option(*names: str, dest: str, help: str, suffixes: Iterable[str
 TABLE_ROWS = 200
 
 
+def terminal_width() -> int | None:
+    """The width a printed table must fit: the terminal's (or $COLUMNS), None (no limit) when stdout is neither a
+    terminal nor given a width (a table written to a file keeps every column)."""
+    import shutil
+
+    if sys.stdout.isatty() or os.environ.get("COLUMNS", "").isdigit():
+        return shutil.get_terminal_size().columns
+    return None
+
+
 def write_frame(df: pl.DataFrame, output: Path | None) -> None:
     """Write ``df`` to ``output`` by extension, to stdout for ``-`` (``--output-format``), or print it as a table."""
-    import polars as pl
 
     ctx = click.get_current_context(silent=True)
     fmt = ctx.meta.get(_FORMAT_KEY) if ctx is not None else None
+    if to_stdout(output) or (output is not None and is_device(output)):
+        csv = (fmt or "csv") == "csv"
+    else:
+        csv = output is not None and output.suffix.lower() == ".csv"
+    if csv:
+        df = _csv_ready(df)
     if to_stdout(output):
         text = getattr(df, STDOUT_FORMATS[fmt or "csv"])()
         if text:
             click.echo(text, nl=not text.endswith("\n"))
         return
     if output is None:
-        with pl.Config(tbl_rows=min(len(df), TABLE_ROWS), tbl_cols=-1, tbl_width_chars=1000, fmt_str_lengths=1000,
-                       tbl_hide_dataframe_shape=True, tbl_hide_column_data_types=True):
-            click.echo(df)
+        from ..analysis.formatting import render_table
+
+        text, hidden = render_table(df, width=terminal_width(), rows=TABLE_ROWS)
+        click.echo(text)
         if len(df) > TABLE_ROWS:
             click.echo(f"({len(df) - TABLE_ROWS:,} of {len(df):,} rows not shown; -o FILE or -o - writes them all)")
+        if hidden:
+            click.echo(f"({len(hidden)} column{'' if len(hidden) == 1 else 's'} not shown to fit the terminal: "
+                       f"{', '.join(hidden)}; -o FILE or -o - writes them all)")
         return
     if is_device(output):
         with open(output, "wb") as sink:
@@ -401,24 +433,43 @@ def write_frame(df: pl.DataFrame, output: Path | None) -> None:
     click.echo(f"wrote {len(df)} rows to {output}", err=True)
 
 
+def _csv_ready(df: pl.DataFrame) -> pl.DataFrame:
+    """``df`` with each nested column (a list, a struct) as its JSON text, which CSV can hold."""
+    import polars as pl
+
+    nested = [c for c, t in df.schema.items() if t.is_nested()]
+    if not nested:
+        return df
+    as_json = [pl.when(pl.col(c).is_null()).then(None)
+               .otherwise(pl.struct(pl.col(c).alias("v")).struct.json_encode().str.slice(len('{"v":')).str.strip_suffix("}"))
+               .alias(c) for c in nested]
+    return df.with_columns(as_json)
+
+
 def report_skips(report: IngestReport) -> None:
-    """Tell stderr what was skipped, file by file: how many lines, and why."""
-    from ..ingest.formats.base import TRUNCATED
+    """Tell stderr what was skipped, file by file: how many lines (or the whole file), and why."""
+    from ..analysis.formatting import counted
+    from ..errors import WHOLE_FILE
+    from ..formats.base import TRUNCATED
 
     truncated = {f for (f, reason) in report.skipped if reason == TRUNCATED}
     if truncated:
-        click.echo(f"note: skipped the unfinished last line of {len(truncated)} file(s) "
+        click.echo(f"note: skipped the unfinished last line of {counted(len(truncated), 'file')} "
                    "(sessions still being written?)", err=True)
     invalid = {(f, r): n for (f, r), n in report.skipped.items() if r != TRUNCATED}
     if not invalid:
         return
-    click.echo(f"skipped {sum(invalid.values())} invalid line(s) in {len({f for f, _ in invalid})} file(s):", err=True)
+    lines = {(f, r): n for (f, r), n in invalid.items() if not r.startswith(WHOLE_FILE)}
+    whole = {f for (f, r) in invalid if r.startswith(WHOLE_FILE)}
+    said = ([f"{counted(sum(lines.values()), 'invalid line')} in {counted(len({f for f, _ in lines}), 'file')}"]
+            * bool(lines) + [f"{counted(len(whole), 'whole file')}"] * bool(whole))
+    click.echo(f"skipped {' and '.join(said)}:", err=True)
     by_file: dict[str, list[tuple[str, int]]] = {}
     for (f, reason), n in sorted(invalid.items()):
         by_file.setdefault(f, []).append((reason, n))
     for f, reasons in by_file.items():
-        total = sum(n for _, n in reasons)
-        click.echo(f"  {f}: {total} line(s)", err=True)
+        total = sum(n for r, n in reasons if not r.startswith(WHOLE_FILE))
+        click.echo(f"  {f}: {'the whole file' if f in whole and not total else counted(total, 'line')}", err=True)
         for reason, n in sorted(reasons, key=lambda rn: (-rn[1], rn[0])):
             click.echo(f"    {n} x {reason}", err=True)
 
@@ -463,7 +514,7 @@ def engine_options(fn):
 def check_engine(paths, engine: str, ray_address: str | None) -> Path | None:
     """The dataset folder PATHS name, to stream over, or None (session files, or session filters given: those
     run in memory); a usage error, before any work, for an engine that cannot run."""
-    from ..analysis.engines import ray_available
+    from ..dataset.engines import ray_available
 
     ds = dataset_path(paths)
     if ds is not None and session_filter().active:
@@ -494,7 +545,8 @@ def replay_options(*, required: bool):
                          help="Tokens kept free below the window: a compaction fires past window - reserve."),
             click.option("--summary-tokens", type=Tokens(), default=None,
                          help="Size of the summary that replaces the summarized prefix, in tokens [default: the "
-                              f"median of the summaries recorded in PATHS, else {DEFAULT_SUMMARY_TOKENS}]."),
+                              f"median of the summaries recorded in PATHS; {DEFAULT_SUMMARY_TOKENS} when there are none, or when "
+                              f"their median is below {MIN_SUMMARY_TOKENS} tokens (redacted recordings)]."),
         ]):
             fn = option(fn)
         return fn
@@ -502,7 +554,7 @@ def replay_options(*, required: bool):
 
 
 def _parse_policies(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]):
-    from ..policy.policies import parse_policy
+    from ..policy.replay.policies import parse_policy
 
     try:
         return tuple(parse_policy(v) if v.strip() != "libpanto" else "libpanto" for v in value)
@@ -546,10 +598,16 @@ def replay_prices(cost: bool, prices_file: Path | None, summarizer: str | None) 
 
 def check_replay(window: int | None, reserve: int, summary_tokens: int | None) -> None:
     """A usage error, before any work, for replay parameters that cannot work (``window <= reserve``, ...)."""
-    from ..policy.replay import validate_parameters
+    from ..policy.replay.engine import validate_parameters
 
     if window is not None:
         try:
             validate_parameters(window, reserve, DEFAULT_SUMMARY_TOKENS if summary_tokens is None else summary_tokens)
         except ValueError as e:
             raise click.UsageError(str(e)) from None
+
+
+def horizon_option(fn):
+    """--horizon N: tool calls looked at after each compaction (the loss measure's window)."""
+    return click.option("--horizon", type=click.IntRange(min=1), default=20, show_default=True, metavar="N",
+                        help="Tool calls looked at after each compaction for orphan references (docs/loss.md).")(fn)

@@ -10,6 +10,7 @@ from .options import (
     cost_options,
     file_output_option,
     friendly_errors,
+    horizon_option,
     input_options,
     output_option,
     policy_option,
@@ -33,9 +34,14 @@ __all__ = ["replay_cmd"]
                     help="Also write one row per (session, budget) to this file (.csv, .parquet, .json, .ndjson).")
 @file_output_option("--events", dest="events_out",
                     help="Also write one row per compaction event to this file (.csv, .parquet, .json, .ndjson).")
+@click.option("--loss", "with_loss", is_flag=True,
+              help="Add what each compaction loses: orphan references among the next --horizon tool calls "
+                   "(orphan_calls, orphan_rate, refetch_tokens; docs/loss.md), to the table, --sessions and --events.")
+@horizon_option
 @friendly_errors
 def replay_cmd(paths, format_, skip_invalid, budgets, window, reserve, summary_tokens, policies, cost, prices_file,
-               summarizer, output, sessions_out, events_out):
+               summarizer, output, sessions_out, events_out,
+               with_loss, horizon):
     """Replay libpanto's compaction over each session's life in PATHS.
 
     An agent compacts when its context nears the model's window, again and
@@ -69,12 +75,13 @@ def replay_cmd(paths, format_, skip_invalid, budgets, window, reserve, summary_t
       panto-analytics replay ~/.claude/projects --window 200k -b 8k,20k,50k --events events.parquet
       panto-analytics replay data/ --window 200k -b 20k --policy libpanto --policy pi --policy codex
       panto-analytics replay ~/.claude/projects -w 200k -b 20k --policy libpanto --policy claude-code --cost
+      panto-analytics replay data/ --window 64k -b 8k,20k --policy libpanto --policy claude-code --loss
     """
     import warnings
 
     from ..outcomes.cost import UnpricedWarning
-    from ..policy.policy_replay import replay
-    from ..policy.replay_summary import compare_policies, summarize_replay
+    from ..policy.replay.any_policy import replay
+    from ..policy.replay.summary import compare_policies, summarize_replay
 
     check_replay(window, reserve, summary_tokens)
     messages = read_input(paths, format_, skip_invalid)
@@ -91,8 +98,20 @@ def replay_cmd(paths, format_, skip_invalid, budgets, window, reserve, summary_t
     click.echo(f"summary: {result.summary_tokens:,} tokens ({result.summary_source})", err=True)
     if result.price_source is not None:
         click.echo(f"prices: {result.price_source}", err=True)
+    lost = None
+    if with_loss:
+        from dataclasses import replace
+
+        from ..outcomes.loss import loss
+
+        lost = loss(messages, result, horizon=horizon)
+        result = replace(result, events=lost.events, sessions=lost.sessions)
     for frame, target in ((result.sessions, sessions_out), (result.events, events_out)):
         if target is not None:
             write_frame(frame, target)
-    table = compare_policies if policies else summarize_replay
-    write_frame(table(result.events, result.sessions), output)
+    table = (compare_policies if policies else summarize_replay)(result.events, result.sessions)
+    if lost is not None:
+        from ..outcomes.loss import with_loss_columns
+
+        table = with_loss_columns(table, lost.events)
+    write_frame(table, output)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import sys
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -16,13 +17,16 @@ from .options import (
     check_engine,
     check_output_path,
     check_replay,
+    cost_options,
     engine_options,
     friendly_errors,
+    horizon_option,
     input_options,
     output_option,
     policy_option,
     read_input_corpus,
     replay_options,
+    replay_prices,
     write_frame,
 )
 
@@ -96,12 +100,14 @@ def _criteria(min_kept_turns, coverage, max_kept_share, context_window, window=N
                    "orphan rate, over every policy and budget) whose orphan rate is at most this, as 0.05 or 5%.")
 @replay_options(required=False)
 @policy_option
+@cost_options
+@horizon_option
 @output_option
 @engine_options
 @friendly_errors
 def recommend_cmd(paths, format_, skip_invalid, budgets, min_kept_turns, coverage, max_kept_share,
-                  context_window, max_orphan_rate, window, reserve, summary_tokens, policies, output, engine,
-                  ray_address):
+                  context_window, max_orphan_rate, window, reserve, summary_tokens, policies, cost, prices_file,
+                  summarizer, horizon, output, engine, ray_address):
     """Pick keep_verbatim for the sessions in PATHS by a stated rule, and say why.
 
     Prints the chosen budget, the rule, the reasons, the table rows around
@@ -115,9 +121,15 @@ def recommend_cmd(paths, format_, skip_invalid, budgets, min_kept_turns, coverag
 
     With --window the rules run on per-session outcomes of a replay under
     that window, for every policy given (--policy, repeatable; libpanto at
-    every budget): they count sessions (-k 2 -p 90%: 90% of the sessions that
-    reach the trigger keep 2 whole turns at every compaction they have), and a
-    budget at or above the trigger (window - reserve) is never proposed.
+    every budget), with every call billed (genai-prices' offline table, or
+    --prices FILE) and the loss of every compaction measured (orphan
+    references among the next --horizon tool calls): they count sessions
+    (-k 2 -p 90%: 90% of the sessions that reach the trigger keep 2 whole
+    turns at every compaction they have), and a budget at or above the
+    trigger (window - reserve) is never proposed. --max-orphan-rate picks
+    the cheapest point of the frontier (median cost per session against
+    pooled orphan rate) that meets it, and says what the next budgets up and
+    down cost and lose.
 
     PATHS may be one dataset folder (`ingest --dataset DIR`): without
     --window the rules then run bucket by bucket in bounded memory, here or
@@ -130,10 +142,11 @@ def recommend_cmd(paths, format_, skip_invalid, budgets, min_kept_turns, coverag
       panto-analytics recommend data/ -s 0.25 --context-window 200k -b 0:200k:81
       panto-analytics recommend corpus.ds/ -k 2 -p 90% --engine ray
       panto-analytics recommend data/ --window 32k -k 1 -p 50% -o - --output-format json
+      panto-analytics recommend data/ --window 32k --policy libpanto --policy pi --max-orphan-rate 5% --prices docs/synth-prices.json
     """
-    from ..analysis.decision import DecisionRule, decision_from_replay
+    from ..analysis.decision import DecisionRule, decision_from_replay, replay_outcomes
     from ..analysis.recommend import recommend
-    from ..policy import replay
+    from ..outcomes.cost import UnpricedWarning
     from ..policy import splits as compute_splits
     from ..policy import turns as compute_turns
 
@@ -143,7 +156,7 @@ def recommend_cmd(paths, format_, skip_invalid, budgets, min_kept_turns, coverag
         raise click.UsageError("--policy and --max-orphan-rate judge a replay: give --window (e.g. 200k)")
     ds = check_engine(paths, engine, ray_address)
     if ds is not None and window is None:
-        from ..analysis.streaming import recommend_dataset
+        from ..dataset.streaming import recommend_dataset
 
         _print_recommendation(recommend_dataset(ds, budgets, criteria, engine=engine, address=ray_address), output)
         return
@@ -157,8 +170,19 @@ def recommend_cmd(paths, format_, skip_invalid, budgets, min_kept_turns, coverag
                         windows=corpus.sessions["context_window"].to_list())
     else:
         given = [p if isinstance(p, str) else p.spec() for p in policies]
-        result = replay(messages, budgets, window=window, reserve=reserve, summary_tokens=summary_tokens,
-                        policy=given or None)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", UnpricedWarning)
+            result = replay_outcomes(messages, budgets, window=window, reserve=reserve,
+                                     summary_tokens=summary_tokens, policy=given or None,
+                                     prices=replay_prices(True, prices_file, summarizer), summarizer=summarizer,
+                                     horizon=horizon)
+        for w in caught:
+            if issubclass(w.category, UnpricedWarning):
+                click.echo(f"note: {w.message}", err=True)
+            else:
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        if result.price_source is not None:
+            click.echo(f"prices: {result.price_source}", err=True)
         rule = DecisionRule(min_kept_turns=min_kept_turns, coverage=coverage, max_kept_share=max_kept_share,
                             max_orphan_rate=max_orphan_rate)
         rec = decision_from_replay(result, rule)
@@ -209,36 +233,57 @@ def _print_recommendation(rec, output) -> None:
 @click.option("--title", default=None, help="The report's title.")
 @replay_options(required=False)
 @policy_option
+@click.option("--max-orphan-rate", type=Share(allow_zero=True), default=None,
+              help="Rule (with --window): the cheapest point of the frontier whose orphan rate is at most this.")
+@cost_options
+@horizon_option
 @friendly_errors
 def report(paths, format_, skip_invalid, budgets, min_kept_turns, coverage, max_kept_share, context_window,
-           out_dir, segment_by, title, window, reserve, summary_tokens, policies):
+           out_dir, segment_by, title, window, reserve, summary_tokens, policies, max_orphan_rate, cost, prices_file,
+           summarizer, horizon):
     """A report on what each budget does to the sessions in PATHS: HTML, Markdown, PNGs, Parquet.
 
     DIR/index.html opens offline (plots embedded); DIR/report.md links the
     PNGs beside it; sweep.parquet and splits.parquet hold the numbers. The
     report shows the corpus, the budget table, the plots and a recommended
-    budget by the same rules as `recommend`. With --window and --policy
-    (repeatable), a section compares the policies under that window.
+    budget by the same rules as `recommend`. With --window it leads with the
+    decision under that window: the frontier (median cost per session against
+    orphan rate, one point per policy and budget, the agents' recorded points
+    marked) and the chosen point, every call billed (genai-prices' offline
+    table, or --prices FILE); with --policy (repeatable), a section compares
+    the policies under that window too.
 
     \b
     Examples:
       panto-analytics report data/ -o report/
-      panto-analytics report data/ -o report/ --window 200k
-      panto-analytics report data/ -o report/ --window 64k --policy libpanto --policy pi --policy codex
+      panto-analytics report data/ -o report/ --window 32k --prices docs/synth-prices.json
+      panto-analytics report data/ -o report/ --window 48k --policy libpanto --policy pi --policy codex
       panto-analytics report ~/.pi/agent/sessions ~/.claude/projects -o report/ --by model --by length
     """
     from ..analysis.report import build_report, write_report  # matplotlib: loaded only when a report is asked for
+    from ..outcomes.cost import UnpricedWarning
 
-    criteria = _criteria(min_kept_turns, coverage, max_kept_share, context_window)
+    criteria = _criteria(min_kept_turns, coverage, max_kept_share, context_window, window)
     check_replay(window, reserve, summary_tokens)
     if policies and window is None:
         raise click.UsageError("--policy compares policies under a context window: give --window (e.g. 200k)")
+    if max_orphan_rate is not None and window is None:
+        raise click.UsageError("--max-orphan-rate judges a replay: give --window (e.g. 200k)")
     corpus = read_input_corpus(paths, format_, skip_invalid)
-    rep = build_report(corpus.messages, budgets, criteria=criteria, segment_by=list(dict.fromkeys(segment_by)),
-                       ingest=corpus.report, sessions=corpus.sessions, compactions=corpus.compactions,
-                       title=title, inputs=[str(p) for p in paths], window=window, reserve=reserve,
-                       summary_tokens=summary_tokens,
-                       policies=[p if isinstance(p, str) else p.spec() for p in policies])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UnpricedWarning)
+        rep = build_report(corpus.messages, budgets, criteria=criteria, segment_by=list(dict.fromkeys(segment_by)),
+                           ingest=corpus.report, sessions=corpus.sessions, compactions=corpus.compactions,
+                           title=title, inputs=[str(p) for p in paths], window=window, reserve=reserve,
+                           summary_tokens=summary_tokens,
+                           policies=[p if isinstance(p, str) else p.spec() for p in policies],
+                           prices=replay_prices(True, prices_file, summarizer), horizon=horizon,
+                           max_orphan_rate=max_orphan_rate)
+    for w in caught:
+        if issubclass(w.category, UnpricedWarning):
+            click.echo(f"note: {w.message}", err=True)
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     out = write_report(rep, out_dir)
     click.echo(rep.recommendation.headline())
     click.echo(f"wrote {out / 'index.html'} and {out / 'report.md'} ({len(rep.figures)} plots)", err=True)

@@ -8,11 +8,31 @@
 - :mod:`.cache`: the Parquet cache of parsed files.
 - :mod:`.schedule`, :mod:`.parallel`, :mod:`.progress`: batching, worker processes, the progress bar.
 """
-from .cache import Cache, CacheStats
-from .corpus import Corpus, compactions, read_corpus, sessions
-from .paths import expand_paths
-from .pipeline import read_files, read_sessions
-from .request import summary_request
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __all__ = ["Cache", "CacheStats", "Corpus", "compactions", "expand_paths", "read_corpus", "read_files",
            "read_sessions", "sessions", "summary_request"]
+
+#: Where each name is defined, imported on first use: ``import panto_analytics.ingest.parallel`` (the
+#: command line starts its parsing worker with it) loads no Polars.
+_FROM = {"Cache": ".cache", "CacheStats": ".cache", "Corpus": ".corpus", "compactions": ".corpus",
+         "read_corpus": ".corpus", "sessions": ".corpus", "expand_paths": ".paths", "read_files": ".pipeline",
+         "read_sessions": ".pipeline", "summary_request": ".request"}
+
+if TYPE_CHECKING:
+    from .cache import Cache, CacheStats
+    from .corpus import Corpus, compactions, read_corpus, sessions
+    from .paths import expand_paths
+    from .pipeline import read_files, read_sessions
+    from .request import summary_request
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _FROM:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(_FROM[name], __name__), name)
+    globals()[name] = value
+    return value

@@ -60,11 +60,11 @@ from typing import Any, cast
 import polars as pl
 
 from ..errors import IngestReport
-from ..models import normalized_model
+from ..formats.base import ParsedFile, SessionMeta
+from ..models import normalized_model, session_model
 from ..policy import expressions as ex
 from ..schema import COMPACTIONS_SCHEMA, SESSION_META_SCHEMA, SESSIONS_SCHEMA
 from .cache import Cache, CacheStats
-from .formats.base import ParsedFile, SessionMeta
 from .paths import PathLike
 from .pipeline import read_files
 
@@ -189,7 +189,7 @@ def sessions_table(parsed: list[ParsedFile], messages: pl.DataFrame) -> pl.DataF
         messages=pl.len(),
         first_message=pl.col("timestamp").min(),
         last_message=pl.col("timestamp").max(),
-        message_model=pl.col("model").drop_nulls().last().cast(pl.String),
+        message_model=session_model("model"),
         counted_api_calls=ex.is_api_call().sum(),
         final_context=ex.assistant_cumulative().drop_nulls().last(),
     )

@@ -12,11 +12,20 @@ holds any of them); big ones keep every core busy, and the biggest files,
 started first, do not straggle at the end. If the pool breaks (a worker
 killed, say by the OOM killer), the calling process finishes alone.
 
+A program that knows it will read can :func:`launch` a worker first thing
+(the command line does, before it imports Polars): the worker's start and
+imports then overlap the caller's, and :func:`run` gives it the work. Below
+``min_weight`` the launched worker parses everything, one item after the
+other, and the calling process only waits: it holds the results (message
+frames), never the parser's working memory. :func:`close` ends it.
+
 >>> run(abs, [-1, -2, 3], weights=[1, 2, 3], jobs=1)
 [1, 2, 3]
 """
 from __future__ import annotations
 
+import contextlib
+import importlib
 import multiprocessing
 import os
 import sys
@@ -30,7 +39,7 @@ from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from typing import Any, Generic, TypeVar
 
-__all__ = ["MIN_PARALLEL_BYTES", "default_jobs", "run"]
+__all__ = ["MIN_PARALLEL_BYTES", "close", "default_jobs", "launch", "launched", "run"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -48,6 +57,51 @@ def default_jobs() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
         return os.cpu_count() or 1
+
+
+#: The worker pool :func:`launch` started, or None.
+_launched: ProcessPoolExecutor | None = None
+
+#: What a launched worker imports as it starts: the parsing code and its libraries.
+PARSER_MODULE = "panto_analytics.ingest.pipeline"
+
+
+def launch(jobs: int | None = None, module: str = PARSER_MODULE) -> bool:
+    """Start a worker process now, importing ``module``, so that its start overlaps the caller's own.
+
+    :func:`run` uses it from then on. Nothing is started with one job, or
+    when a worker is already launched; returns whether one was started. The
+    pool may grow to ``jobs - 1`` workers when a read is big enough for a
+    pool (see :func:`run`).
+    """
+    global _launched
+    jobs = default_jobs() if jobs is None else jobs
+    if _launched is not None or jobs < 2:
+        return False
+    pool = ProcessPoolExecutor(max_workers=jobs - 1, mp_context=multiprocessing.get_context("spawn"),
+                               initializer=importlib.import_module, initargs=(module,))
+    with _main_not_inherited():
+        pool.submit(_ready)  # starts one worker, which imports ``module``
+    _launched = pool
+    return True
+
+
+def launched() -> bool:
+    """Whether a launched worker pool is there to parse on."""
+    return _launched is not None
+
+
+def close() -> None:
+    """End the launched workers now, without waiting for one still starting (nothing is left for them)."""
+    global _launched
+    pool, _launched = _launched, None
+    if pool is None:
+        return
+    processes = list(getattr(pool, "_processes", None) or {})
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        with contextlib.suppress(Exception):
+            process.terminate()
 
 
 def run(fn: Callable[[T], R], items: Sequence[T], *, weights: Sequence[int], jobs: int | None = None,
@@ -78,7 +132,10 @@ def run(fn: Callable[[T], R], items: Sequence[T], *, weights: Sequence[int], job
     """
     jobs = default_jobs() if jobs is None else max(1, jobs)
     min_weight = MIN_PARALLEL_BYTES if min_weight is None else min_weight
-    if jobs == 1 or len(items) < 2 or sum(weights) < min_weight:
+    small = len(items) < 2 or sum(weights) < min_weight
+    if _launched is not None and items and (small or jobs == 1):
+        return _run_on_launched(_launched, fn, items, on_done, stop)
+    if jobs == 1 or small:
         results: list[R | None] = [None] * len(items)
         for i in range(len(items)):  # in order: the first bad file is the one reported
             result = fn(items[i])
@@ -91,19 +148,44 @@ def run(fn: Callable[[T], R], items: Sequence[T], *, weights: Sequence[int], job
 
     schedule = _Schedule(fn, items, sorted(range(len(items)), key=lambda i: -weights[i]), on_done, stop)
     workers = min(jobs - 1, len(items) - 1)
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
+    own = _launched is None
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) if own \
+        else _launched
+    assert pool is not None
     try:
-        with _main_not_inherited():  # the workers start on these submits
+        with _main_not_inherited():  # the workers start on these submits (a launched one is up, or nearly)
             for _ in range(workers):
                 pool.submit(_ready).add_done_callback(lambda f: schedule.feed(pool))
         schedule.work_here()
         schedule.wait()
     finally:
-        # Do not wait for workers still starting up.
-        pool.shutdown(wait=False, cancel_futures=True)
+        if own:  # do not wait for workers still starting up
+            pool.shutdown(wait=False, cancel_futures=True)
     if schedule.errors:
         raise schedule.errors[min(schedule.errors)]
     return schedule.results
+
+
+def _run_on_launched(pool: ProcessPoolExecutor, fn: Callable[[T], R], items: Sequence[T],
+                     on_done: Callable[[int, R], None] | None, stop: Callable[[R], bool] | None) -> list[R | None]:
+    """Every item on the launched worker, in order, one at a time (so no second worker starts); the rest here
+    if the pool breaks. An exception raised by ``fn`` is raised here."""
+    results: list[R | None] = [None] * len(items)
+    for i in range(len(items)):
+        try:
+            future: Future[R] | None = pool.submit(fn, items[i])
+        except RuntimeError:  # broken (BrokenProcessPool is one) or shut down
+            future = None
+        try:
+            result = future.result() if future is not None else fn(items[i])
+        except BrokenProcessPool:  # the worker died on it: this process does it
+            result = fn(items[i])
+        results[i] = result
+        if on_done is not None:
+            on_done(i, result)
+        if stop is not None and stop(result):
+            break
+    return results
 
 
 class _Schedule(Generic[T, R]):

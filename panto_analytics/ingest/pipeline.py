@@ -26,15 +26,15 @@ from typing import cast
 import numpy as np
 import polars as pl
 
-from ..errors import IngestReport, InputError
+from ..errors import WHOLE_FILE, IngestReport, InputError
+from ..formats import ADAPTERS, adapter, detect_format
+from ..formats.base import FrameBuilder, ParsedFile, SessionMeta, SourceFile, session_stem
 from ..policy.expressions import is_api_call
 from ..schema import empty_messages
 from . import parallel, schedule
 from .cache import Cache, CacheStats, CacheWarning, Entry, FileKey, as_cache
 from .cache.codec import key_table, keys_of
 from .cache.hits import Found, gather_messages, session_ids
-from .formats import ADAPTERS, adapter, detect_format
-from .formats.base import FrameBuilder, ParsedFile, SessionMeta, SourceFile, session_stem
 from .paths import PathLike, expand_names
 from .progress import Progress
 
@@ -134,7 +134,7 @@ def parse_here(paths: list[PathLike], *, format: str | None = None, skip_invalid
                 raise src
             # Not a session file at all (say, pretty-printed JSON): skipped whole, and counted.
             report.files += 1
-            report.skip(src.path, f"whole file skipped: {src.reason}")
+            report.skip(src.path, f"{WHOLE_FILE}: {src.reason}")
             frames[i] = empty_messages()
         elif frame is None:
             src.meta = SessionMeta(session_id=session_stem(src.path))  # forget what a failed fast path read
@@ -146,15 +146,18 @@ def parse_here(paths: list[PathLike], *, format: str | None = None, skip_invalid
             frames[i] = built.slice(start, n)
     filled = cast("list[pl.DataFrame]", frames)  # every file has its frame by now
     parsed = [ParsedFile(frame, None, Path(src.path), None) if isinstance(src, InputError)
+              else ParsedFile(frame, None, src.path, None) if src.holds_nothing
               else ParsedFile(frame, src.meta, src.path, src.source_format)
               for src, frame in zip(sources, filled)]
     counted = _counted_api_calls([p.messages for p in parsed])
-    for p, report, calls in zip(parsed, file_reports, counted):
+    for p, src, report, calls in zip(parsed, sources, file_reports, counted):
         if p.session is not None:
             report.files += 1
             report.sessions += 1
             report.messages += p.messages.height
             report.api_calls += p.session.api_calls if p.session.api_calls is not None else calls
+        elif isinstance(src, SourceFile):  # read, and nothing in it (an empty file): a file, not a session
+            report.files += 1
     return parsed
 
 
@@ -342,7 +345,7 @@ def check_unique_sessions(parsed: list[ParsedFile], *, skip_invalid: bool = Fals
             if not skip_invalid:
                 raise InputError(p.path, None, reason)
             if report is not None:
-                report.skip(p.path, f"whole file skipped: {reason} (the first one kept)")
+                report.skip(p.path, f"{WHOLE_FILE}: {reason} (the first one kept)")
                 report.sessions -= 1
                 report.messages -= p.messages.height
                 recorded = p.session.api_calls

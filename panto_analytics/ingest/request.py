@@ -31,11 +31,11 @@ from pathlib import Path
 import polars as pl
 
 from ..errors import InputError
+from ..formats import adapter, detect_format
+from ..formats.base import Message, SourceFile
 from ..policy import splits
 from ..policy.expressions import SESSION
 from ..transcript import RoleBlocks, build_request_body, latest_summary_text, serialize_transcript, serialized_bytes
-from .formats import adapter, detect_format
-from .formats.base import Message, SourceFile
 
 __all__ = ["session_messages", "summary_request"]
 

@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 from ..errors import InputError
+from ..formats import adapter, detect_format
 from . import parallel
 from .cache import FileKey
-from .formats import adapter, detect_format
 from .paths import PathLike
 
 __all__ = ["batches", "pool_threshold"]

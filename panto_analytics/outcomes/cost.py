@@ -39,6 +39,7 @@ from typing import Any, Literal, TypeVar, cast
 
 import polars as pl
 
+from ..defaults import COST_GROUPINGS
 from ..models import normalized_model
 from .prices import RATES, Prices, load_prices
 
@@ -54,7 +55,7 @@ CALL_COLUMNS = ("model", *RATES)
 COST_COLUMNS = ("input_usd", "output_usd", "cache_read_usd", "cache_write_usd", "cost_usd")
 
 #: The groupings :func:`costs` knows.
-GROUPINGS = ("session", "day", "week", "month", "model", "project", "format")
+GROUPINGS = COST_GROUPINGS
 Grouping = Literal["session", "day", "week", "month", "model", "project", "format"]
 
 F = TypeVar("F", pl.DataFrame, pl.LazyFrame)
@@ -97,18 +98,20 @@ def bill(calls: F, prices: Prices | str | None = None) -> F:
     [0.60015, 1.200231]
     """
     table = load_prices(prices)
-    # Each distinct model name is normalized once, not once per call (a corpus has a few models, many calls).
-    keys = calls.lazy().select(pl.col("model").unique()).with_columns(normalized_model("model").alias(_PRICE + "key"))
     if isinstance(calls, pl.DataFrame):
-        keys = keys.collect().lazy()
-        table = table.covering(keys.select(_PRICE + "key").unique().collect()[_PRICE + "key"].to_list())
-    priced = table.frame.lazy().rename(lambda c: _PRICE + c)
-    out = (calls.lazy()
-           .join(keys, on="model", how="left", maintain_order="left", nulls_equal=True)
-           .join(priced, left_on=_PRICE + "key", right_on=_PRICE + "model", how="left", maintain_order="left")
-           .with_columns(_bill_exprs(table.rule))
-           .drop(pl.selectors.starts_with(_PRICE)))
+        table = table.covering(calls.select(normalized_model(pl.col("model").unique()))["model"].to_list())
+    out = _priced(calls.lazy(), table).with_columns(_bill_exprs(table.rule)).drop(pl.selectors.starts_with(_PRICE))
     return cast(F, out.collect() if isinstance(calls, pl.DataFrame) else out)
+
+
+def _priced(calls: pl.LazyFrame, table: Prices) -> pl.LazyFrame:
+    """``calls`` with the price columns of their model (prefixed ``_PRICE``) and ``_PRICE + "key"``, the model
+    normalized. The names are normalized once per distinct name, not once per call, then joined back."""
+    raw = _PRICE + "raw"
+    names = (calls.select(pl.col("model").unique().alias(raw)).with_columns(normalized_model(raw).alias(_PRICE + "key"))
+             .join(table.frame.lazy().rename(lambda c: _PRICE + c), left_on=_PRICE + "key",
+                   right_on=_PRICE + "model", how="left"))
+    return calls.join(names, left_on="model", right_on=raw, how="left", maintain_order="left")
 
 
 def _bill_exprs(rule: str) -> list[pl.Expr]:
@@ -223,11 +226,13 @@ def costs(messages: Any, *, by: Grouping | Sequence[Grouping] = (), prices: Pric
         about = sessions.lazy().select(pl.col("session_id").cast(pl.String).alias("__sid"), "project")
         calls = calls.with_columns(pl.col("session_id").cast(pl.String).alias("__sid")).join(
             about, on="__sid", how="left").drop("__sid")
-    names = calls.select(normalized_model("model").unique()).collect()["model"].to_list()
+    names = calls.select(normalized_model(pl.col("model").unique())).collect()["model"].to_list()
     table = load_prices(prices).covering(names)
-    keys = [_group_key(g, timezone) for g in groups]
-    billed = bill(calls.with_columns(keys), table) if keys else bill(calls, table)
-    key_names = [k.meta.output_name() for k in keys]
+    keys = [_group_key(g, timezone) for g in groups if g != "model"]
+    # The model, normalized once per distinct name by the price lookup, replaces the recorded one.
+    billed = (_priced(calls.with_columns(keys), table).with_columns(_bill_exprs(table.rule))
+              .with_columns(pl.col(_PRICE + "key").alias("model")).drop(pl.selectors.starts_with(_PRICE)))
+    key_names = [_group_key(g, timezone).meta.output_name() for g in groups]
     token_cols = ["input", "output", "cache_read", "cache_write_5m", "cache_write_1h"]
     aggs = [pl.len().cast(pl.UInt64).alias("api_calls"),
             *[pl.col(c).cast(pl.UInt64).sum() for c in token_cols],
@@ -237,18 +242,24 @@ def costs(messages: Any, *, by: Grouping | Sequence[Grouping] = (), prices: Pric
             pl.col("cost_usd").is_null().sum().cast(pl.UInt64).alias("unpriced_calls")]
     grouped = (billed.group_by(key_names).agg(aggs).sort(key_names, nulls_last=True) if key_names
                else billed.select(aggs))
-    out = grouped.with_columns(pl.lit(table.source).alias("price_source")).collect()
-    _warn_unpriced(unpriced(billed))
+    out, missing = pl.collect_all([grouped.with_columns(pl.lit(table.source).alias("price_source")),
+                                   _unpriced(billed)])
+    _warn_unpriced(missing)
     return out
 
 
 def unpriced(billed: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
     """One row per model whose calls :func:`bill` left unpriced: ``model``, ``api_calls``, ``tokens``."""
-    return (billed.lazy().filter(pl.col("cost_usd").is_null())
-            .group_by(normalized_model("model").fill_null("(no model)").alias("model"))
+    return _unpriced(billed.lazy().with_columns(normalized_model("model"))).collect()
+
+
+def _unpriced(billed: pl.LazyFrame) -> pl.LazyFrame:
+    """:func:`unpriced` of calls whose ``model`` is normalized already."""
+    return (billed.filter(pl.col("cost_usd").is_null())
+            .group_by(pl.col("model").fill_null("(no model)"))
             .agg(pl.len().cast(pl.UInt64).alias("api_calls"),
                  pl.sum_horizontal([pl.col(c).cast(pl.UInt64).fill_null(0) for c in RATES]).sum().alias("tokens"))
-            .sort("model").collect())
+            .sort("model"))
 
 
 def _warn_unpriced(table: pl.DataFrame) -> None:

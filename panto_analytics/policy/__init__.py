@@ -6,15 +6,15 @@
 - :mod:`.cuts`: :func:`splits_at`, the split at given moments (an agent's recorded compactions).
 - :mod:`.sweep`: :func:`summarize_splits`, one row per budget.
 - :mod:`.replay`: :func:`replay`, compaction over each session's life under a context window;
-  :mod:`.replay_request`, what each event sends to the summarizer; :mod:`.replay_summary`,
+  :mod:`.replay.request`, what each event sends to the summarizer; :mod:`.replay.summary`,
   :func:`summarize_replay`, one row per budget.
 - :mod:`.policies`: the compaction policies agents ship (pi, Codex, Claude Code, Gemini CLI, ...);
-  :mod:`.policy_replay`: :func:`replay_policies`, the replay under any of them (``replay(..., policy=...)``).
+  :mod:`.replay.any_policy`: :func:`replay_policies`, the replay under any of them (``replay(..., policy=...)``).
 """
 from .cuts import splits_at
-from .policy_replay import replay, replay_policies
-from .replay import Replay
-from .replay_summary import compare_policies, events_as_splits, summarize_replay
+from .replay.any_policy import replay, replay_policies
+from .replay.engine import Replay
+from .replay.summary import compare_policies, events_as_splits, summarize_replay
 from .splits import budget_series, splits
 from .sweep import summarize_splits
 from .turns import annotate, check_order, session_turns, turns

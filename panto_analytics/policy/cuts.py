@@ -44,10 +44,9 @@ libpanto's ``turnTokenEstimate`` charges for the messages the agent kept:
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 import polars as pl
 
+from ..budgets import Budgets, as_budgets
 from . import expressions as ex
 from .splits import splits
 from .turns import annotate
@@ -131,7 +130,7 @@ def _kept_cost(annotated: pl.LazyFrame) -> pl.LazyFrame:
 
 
 def splits_at(messages: pl.DataFrame | pl.LazyFrame, cuts: pl.DataFrame | pl.LazyFrame,
-              budgets: Iterable[int]) -> pl.DataFrame:
+              budgets: Budgets) -> pl.DataFrame:
     """One row per (cut, budget): libpanto's split of the cut's conversation, and what the agent kept.
 
     ``cut`` numbers the cuts in input order. ``n_messages``, ``n_turns``,
@@ -143,7 +142,7 @@ def splits_at(messages: pl.DataFrame | pl.LazyFrame, cuts: pl.DataFrame | pl.Laz
     ``agent_kept_messages`` and ``agent_kept_tokens`` are the agent's (see the
     module docstring); ``anchor_seq`` and ``trigger_seq`` are the cut's.
     """
-    budget_list = list(budgets)
+    budget_list = as_budgets(budgets)
     numbered = _numbered(cuts).collect().lazy()
     conversation = _renumbered(_in_cut(messages, numbered, _conversation_rows())).collect()
     ids = numbered.select(pl.col("cut").alias(S)).collect()

@@ -18,10 +18,11 @@ against them (see :func:`splits`).
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 import polars as pl
 
+from ..budgets import Budgets, as_budgets
 from ..schema import SPLIT_SCHEMA
 from . import expressions as ex
 from .turns import Frame, _cast, _checked, _same_kind, _sessions, _turns, annotate
@@ -31,15 +32,15 @@ __all__ = ["budget_series", "splits"]
 S = ex.SESSION
 
 
-def budget_series(budgets: int | Iterable[int]) -> pl.Series:
-    """Budgets (one, or many) as a sorted, unique UInt64 series.
+def budget_series(budgets: Budgets) -> pl.Series:
+    """Budgets (one, or many; ints or strings as the command line takes them) as a sorted, unique UInt64 series.
 
     >>> budget_series([20_000, 0, 20_000]).to_list()
     [0, 20000]
-    >>> budget_series(20_000).to_list()
-    [20000]
+    >>> budget_series(20_000).to_list(), budget_series("8k,20k").to_list()
+    ([20000], [8000, 20000])
     """
-    values = sorted({int(budgets)} if isinstance(budgets, int) else {int(b) for b in budgets})
+    values = as_budgets(budgets)
     if values and values[0] < 0:
         raise ValueError(f"budgets must be non-negative, got {values[0]}")
     if values and values[-1] >= 2**64:
@@ -47,7 +48,7 @@ def budget_series(budgets: int | Iterable[int]) -> pl.Series:
     return pl.Series("budget", values, dtype=pl.UInt64)
 
 
-def splits(messages: Frame, budgets: int | Iterable[int], *, sessions: pl.DataFrame | pl.LazyFrame | None = None) -> Frame:
+def splits(messages: Frame, budgets: Budgets, *, sessions: pl.DataFrame | pl.LazyFrame | None = None) -> Frame:
     """One row per (session, budget): libpanto's split and what it keeps.
 
     ``prefix_end`` and ``kept_turns`` equal ``computeSplit(messages, usages,
@@ -69,7 +70,8 @@ def splits(messages: Frame, budgets: int | Iterable[int], *, sessions: pl.DataFr
     messages
         A message frame, ordered by ``(session_id, seq)`` (DataFrame or LazyFrame).
     budgets
-        One ``keep_verbatim`` budget or many, in tokens.
+        One ``keep_verbatim`` budget or many, in tokens: ints, or strings as the command line takes them
+        (``"20k"``, ``"8k,20k"``, ``"0:100k:41"``).
     sessions
         A frame with a ``session_id`` column listing every session (see above).
 

@@ -186,3 +186,49 @@ def test_few_sessions_warn_with_the_count():
     assert any("12 session(s)" in w for w in dec.warnings) and any("7 compaction event(s)" in w for w in dec.warnings)
     enough = t.with_columns(at_trigger=pl.lit(FEW), events=pl.lit(FEW))
     assert decide(enough, DecisionRule(min_kept_turns=2), window=200_000, reserve=16_384).warnings == []
+
+
+# -- with cost and loss: the frontier on data/ ------------------------------------------------------------
+
+PRICES = DATA.parent / "docs" / "synth-prices.json"
+
+
+def test_recommend_max_orphan_rate_on_data_picks_a_front_point_that_meets_it():
+    out = CliRunner().invoke(main, ["recommend", str(DATA), "--no-cache", "--window", "32k", "--policy", "libpanto",
+                                    "--policy", "gemini-cli", "-b", "0:16k:9", "--max-orphan-rate", "5%",
+                                    "--prices", str(PRICES), "-o", "-", "--output-format", "json"])
+    assert out.exit_code == 0, out.output
+    obj = json.loads(out.stdout)
+    chosen = next(r for r in obj["rows"] if r["budget"] == obj["budget"] and r["policy"] == obj["policy"])
+    assert chosen["orphan_rate"] <= 0.05 and chosen["proposable"]
+    # Recomputed from the library: the chosen point is on the front and no cheaper front point meets 5%.
+    from panto_analytics.analysis.decision import replay_outcomes
+
+    r = replay_outcomes(pa.read_sessions(DATA), "0:16k:9", window=32_000, reserve=16_384,
+                        policy=["libpanto", "gemini-cli"], prices=PRICES)
+    t = outcomes_table(r.events, r.sessions, window=32_000, reserve=16_384)
+    front = frontier(t)
+    meets = front.filter(pl.col("orphan_rate") <= 0.05).sort("cost_p50")
+    assert (meets["policy"][0], meets["budget"][0]) == (obj["policy"], obj["budget"])
+    assert chosen["cost_p50"] == pytest.approx(meets["cost_p50"][0])
+    # The pooled rate is orphan calls over the calls looked at, summed over sessions.
+    s = r.sessions.filter((pl.col("policy") == obj["policy"]) & (pl.col("budget") == obj["budget"]))
+    assert chosen["orphan_rate"] == pytest.approx(s["orphan_calls"].sum() / s["window_calls"].sum())
+
+
+def test_recorded_points_and_the_frontier_plot():
+    from panto_analytics.analysis import plots
+    from panto_analytics.analysis.decision import recorded_points, replay_outcomes
+
+    c = pa.read_corpus([DATA])
+    r = replay_outcomes(c.messages, "0:16k:5", window=32_000, reserve=16_384, policy=["libpanto", "gemini-cli"],
+                        prices=PRICES)
+    rec = recorded_points(c.messages, c.compactions, c.sessions, r.sessions)
+    assert rec["agent"].to_list() == ["canonical"] and rec["compactions"].item() == c.compactions.height
+    assert 0 <= rec["orphan_rate"].item() <= 1 and rec["cost_p50"].item() > 0
+    t = outcomes_table(r.events, r.sessions, window=32_000, reserve=16_384)
+    fig = plots.frontier(t, recorded=rec, chosen=("libpanto", 0))
+    ax = fig.axes[0]
+    assert ax.get_ylabel() == "cost per session, median (USD)"
+    labels = [h.get_label() for h in ax.get_legend().legend_handles]
+    assert {"libpanto", "gemini-cli", "Pareto front", "chosen"} <= set(labels)

@@ -98,7 +98,7 @@ def test_warns_about_capped_sessions():
 def test_sessions_without_turns_are_left_out_and_said_to_be(splits):
     rec = recommend(splits, Criteria(min_kept_turns=1, coverage=1.0))
     assert rec.budget == 4000  # b's last turn is 4000 tokens; e has no turns and does not block 100%
-    assert any("1 session(s) without turns" in r for r in rec.reasons)
+    assert any("1 session without turns is left out" in r for r in rec.reasons)
 
 
 def test_smallest_budget_in_the_grid_is_flagged(splits):

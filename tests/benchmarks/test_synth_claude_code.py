@@ -17,7 +17,7 @@ import pytest
 
 from benchmarks.synth_claude_code import SYNTHETIC_MODEL, generate_session, write_corpus
 from panto_analytics import IngestReport, read_corpus, read_sessions
-from panto_analytics.ingest.formats import detect_format
+from panto_analytics.formats import detect_format
 
 N, SEED = 16, 5
 

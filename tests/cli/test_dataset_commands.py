@@ -5,8 +5,8 @@ import pytest
 from click.testing import CliRunner
 from conftest import DATA
 
-from panto_analytics.analysis import engines
 from panto_analytics.cli import main
+from panto_analytics.dataset import engines
 
 
 def run(*args):
@@ -100,3 +100,74 @@ def test_a_corrupt_part_is_one_line_of_bad_input(tmp_path, command, monkeypatch)
     result = run(command[0], "ds", *command[1:])
     assert result.exit_code == 1
     assert result.output.count("\n") == 1 and result.output.startswith("error: ds: unreadable dataset")
+
+
+def test_a_dataset_names_its_files_absolutely_wherever_it_was_written_from(tmp_path, monkeypatch):
+    # A dataset written from `ingest src/` once stored `src/x.jsonl`: request from elsewhere said the file was gone.
+    import shutil
+
+    import polars as pl
+
+    from panto_analytics.dataset import scan_dataset
+
+    here = tmp_path / "here"
+    shutil.copytree(DATA, here / "src")
+    monkeypatch.chdir(here)
+    assert run("ingest", "src", "--dataset", "ds", "--no-cache").exit_code == 0
+    files = scan_dataset(here / "ds", "sessions").select(pl.col("file").cast(pl.String)).collect()["file"]
+    assert files.str.starts_with(str(here / "src") + "/").all()
+    sid = sorted(DATA.glob("*.jsonl"))[0].stem
+    monkeypatch.chdir(tmp_path)
+    result = run("request", here / "ds", "-b", "1k", "--session", sid)
+    assert result.exit_code == 0 and result.output.strip(), result.output
+    monkeypatch.chdir(here)  # and updating it from where it was written finds nothing changed
+    assert run("ingest", "src", "--dataset", "ds", "--no-cache").output.startswith("dataset: 0 file(s) read, 40 unchanged")
+
+
+def test_ingesting_another_folder_adds_it_and_says_so_first(tmp_path):
+    # `ingest B --dataset DS` into a dataset made from A once printed "20 removed" and dropped A's sessions.
+    import shutil
+
+    from panto_analytics.dataset import read_info
+
+    files = sorted(DATA.glob("*.jsonl"))
+    a, b, ds = tmp_path / "A", tmp_path / "B", tmp_path / "ds"
+    for folder, share in ((a, files[:25]), (b, files[25:])):
+        folder.mkdir()
+        for f in share:
+            shutil.copy(f, folder / f.name)
+    assert run("ingest", a, "--dataset", ds, "--no-cache").exit_code == 0
+    result = CliRunner().invoke(main, ["ingest", str(b), "--dataset", str(ds), "--no-cache"])
+    assert result.exit_code == 0, result.output
+    note = f"note: {ds} holds 25 file(s) (25 session(s)) that PATHS do not name: kept beside PATHS' sessions"
+    assert note in result.stderr and "0 removed" in result.stdout
+    assert result.output.index(note) < result.output.index("dataset: ")  # said before it happens
+    assert (read_info(ds).files, read_info(ds).sessions) == (40, 40)
+    # Updating either folder leaves the other alone; a file gone from a folder named is removed.
+    (a / files[0].name).unlink()
+    result = CliRunner().invoke(main, ["ingest", str(a), "--dataset", str(ds), "--no-cache"])
+    assert "1 removed" in result.stdout and read_info(ds).sessions == 39
+    # --replace: the dataset holds PATHS alone, and says so first.
+    result = CliRunner().invoke(main, ["ingest", str(b), "--dataset", str(ds), "--no-cache", "--replace"])
+    assert result.exit_code == 0, result.output
+    assert f"note: {ds} holds 24 file(s) (24 session(s)) that PATHS do not name: --replace drops them" in result.stderr
+    assert "24 removed" in result.stdout and read_info(ds).sessions == 15
+    assert run("ingest", b, "--replace").exit_code == 2  # --replace is for --dataset
+
+
+def test_files_gone_from_a_folder_not_named_are_kept(tmp_path):
+    import shutil
+
+    from panto_analytics.dataset import read_info
+
+    files = sorted(DATA.glob("*.jsonl"))
+    a, b, ds = tmp_path / "A", tmp_path / "B", tmp_path / "ds"
+    for folder, share in ((a, files[:2]), (b, files[2:4])):
+        folder.mkdir()
+        for f in share:
+            shutil.copy(f, folder / f.name)
+    assert run("ingest", a, "--dataset", ds, "--no-cache").exit_code == 0
+    shutil.rmtree(a)  # the recordings are gone; the dataset is their copy
+    result = CliRunner().invoke(main, ["ingest", str(b), "--dataset", str(ds), "--no-cache"])
+    assert result.exit_code == 0 and "0 removed" in result.stdout
+    assert read_info(ds).sessions == 4

@@ -141,3 +141,17 @@ def test_cache_info_and_clear(corpus, env, tmp_path):
     assert cleared.exit_code == 0 and "removed 3 file(s)" in cleared.stdout  # the pack, the manifest and the tag
     assert not cache.exists()
     assert re.search(r"^entries\s+0$", run(env, "cache", "info", "--cache", cache).stdout, re.M)
+
+
+def test_the_summary_counts_agree_and_a_whole_skipped_file_is_a_file(tmp_path):
+    one = tmp_path / "one"
+    one.mkdir()
+    (one / "s.jsonl").write_text('{"type":"session","id":"s"}\n'
+                                 '{"type":"message","role":"user","content":[{"type":"text","text":"hi"}]}\n')
+    (one / "pretty.jsonl").write_text('{\n  "a": 1\n}\n')
+    result = CliRunner().invoke(main, ["ingest", str(one), "--no-cache", "--skip-invalid"])
+    assert result.exit_code == 0, result.output
+    rows = dict(m.group(2, 1) for m in re.finditer(r"^\s*([\d,]+)  (\S.*)$", result.stdout, re.M))
+    assert rows["session"] == "1" and rows["message"] == "1"
+    assert rows["file skipped whole"] == "1" and rows["skipped lines"] == "0"
+    assert "1 sessions" not in result.stdout and "skipped line\n" not in result.stdout

@@ -77,8 +77,8 @@ def test_a_plot_loads_matplotlib_when_asked_for(tmp_path):
 
 def test_the_defaults_are_the_libraries_own():
     """``defaults`` holds what help shows; the modules that use the values agree with it."""
-    from panto_analytics.ingest.formats import ADAPTERS
-    from panto_analytics.policy.policies import POLICIES
+    from panto_analytics.formats import ADAPTERS
+    from panto_analytics.policy.replay.policies import POLICIES
 
     assert tuple(POLICIES) == defaults.POLICY_NAMES
     assert sorted(ADAPTERS) == sorted(defaults.SOURCE_FORMATS)
@@ -87,3 +87,19 @@ def test_the_defaults_are_the_libraries_own():
 def test_the_package_resolves_every_public_name_lazily():
     assert sorted(pa._FROM) == sorted(pa.__all__)
     assert [name for name in pa.__all__ if getattr(pa, name, None) is None] == []
+
+
+def test_a_read_launches_a_parsing_worker_at_start():
+    """The worker inherits ``-X importtime``: its imports are logged too, so the parsers are imported twice."""
+    module, _, attr = ENTRY.value.partition(":")
+    code = f"import sys; from {module} import {attr}; sys.exit({attr}())"
+    fast_path = "panto_analytics.formats.claude_code.fast"
+
+    def times_imported(jobs: str) -> int:
+        done = subprocess.run([sys.executable, "-X", "importtime", "-c", code, "ingest", str(DATA), "--no-cache",
+                               "-q", "--jobs", jobs], capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr[-2000:]
+        return sum(line.rpartition("|")[2].strip() == fast_path for line in done.stderr.splitlines())
+
+    assert times_imported("1") == 1
+    assert times_imported("2") == 2

@@ -49,7 +49,7 @@ def test_an_unfinished_last_line_is_a_note_not_an_error(corpus):
         f.write('{"type": "message", "role": "us')
     result = run("splits", corpus, "-b", "1k", "-o", "-")
     assert result.exit_code == 0, result.output
-    assert "note: skipped the unfinished last line of 1 file(s)" in result.stderr
+    assert "note: skipped the unfinished last line of 1 file " in result.stderr
     assert "invalid" not in result.stderr
 
 
@@ -92,10 +92,10 @@ def test_skip_invalid_reports_each_file_with_its_lines_and_reasons(corpus):
     result = run("splits", corpus, "-b", "1k", "--skip-invalid")
     assert result.exit_code == 0
     lines = result.stderr.splitlines()
-    assert lines[0] == "skipped 4 invalid line(s) in 2 file(s):"
-    assert lines[1] == f"  {corpus / 'a.jsonl'}: 3 line(s)"
+    assert lines[0] == "skipped 4 invalid lines in 2 files:"
+    assert lines[1] == f"  {corpus / 'a.jsonl'}: 3 lines"
     assert lines[2].startswith("    2 x malformed JSON") and lines[3].startswith("    1 x unknown record type 'nope'")
-    assert lines[4] == f"  {corpus / 'b.jsonl'}: 1 line(s)" and lines[5] == "    1 x expected a JSON object, got array"
+    assert lines[4] == f"  {corpus / 'b.jsonl'}: 1 line" and lines[5] == "    1 x expected a JSON object, got array"
 
 
 def test_a_copied_session_is_one_error_or_a_note(corpus):
@@ -106,7 +106,8 @@ def test_a_copied_session_is_one_error_or_a_note(corpus):
     result = run("splits", corpus, "-b", "1k", "-o", "-", "--skip-invalid")
     assert result.exit_code == 0
     assert pl.read_csv(io.StringIO(result.stdout))["session_id"].to_list() == ["a", "b"]
-    assert f"{corpus / 'backup' / 'a.jsonl'}: 1 line(s)" in result.stderr and str(corpus / "a.jsonl") in result.stderr
+    assert f"{corpus / 'backup' / 'a.jsonl'}: the whole file" in result.stderr and str(corpus / "a.jsonl") in result.stderr
+    assert "skipped 1 whole file:" in result.stderr  # a file, not "1 invalid lines"
 
 
 def test_a_forced_format_on_another_format_is_an_error(tmp_path):
@@ -269,3 +270,20 @@ def test_every_table_command_writes_to_dev_null(corpus, command):
     result = run(command, corpus, *_TABLE_COMMANDS[command], "-o", os.devnull)
     assert result.exit_code == 0, result.output
     assert result.stdout == "" or command == "ingest"  # ingest still says what it read
+
+
+def test_a_terminal_table_fits_the_terminal_and_names_the_columns_it_leaves_out(tmp_path):
+    sid = "0123456789abcdef-0123456789abcdef-0123456789abcdef"
+    d = tmp_path / ("a-long-folder-name-" * 4)
+    d.mkdir()
+    _session(d / "s.jsonl", 2, sid)
+    result = CliRunner().invoke(main, ["sessions", str(d), "--no-cache"], env={"COLUMNS": "100"})
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    table = [line for line in lines if not line.startswith("(")]
+    assert max(map(len, table)) <= 100
+    assert sid in result.stdout  # whole, never shortened
+    [note] = [line for line in lines if "not shown to fit the terminal" in line]
+    assert "file" in note and "-o FILE or -o - writes them all" in note
+    wide = CliRunner().invoke(main, ["sessions", str(d), "--no-cache"], env={"COLUMNS": "1000"})
+    assert "not shown" not in wide.stdout and str(d / "s.jsonl") in wide.stdout

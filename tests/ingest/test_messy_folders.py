@@ -13,8 +13,8 @@ from conftest import DATA, FIXTURES
 
 import panto_analytics as pa
 from panto_analytics.errors import IngestReport, InputError
-from panto_analytics.ingest.formats import detect_format
-from panto_analytics.ingest.formats.base import TRUNCATED
+from panto_analytics.formats import detect_format
+from panto_analytics.formats.base import TRUNCATED
 
 #: One real-looking file per format.
 ONE_PER_FORMAT = {
@@ -213,6 +213,6 @@ def test_damaged_compressed_files_on_the_command_line(tmp_path):
     result = CliRunner().invoke(main, ["ingest", str(folder), "--no-cache", "-q", "--skip-invalid", "--format",
                                        "canonical", "--sessions", str(tmp_path / "s.csv")])
     assert result.exit_code == 0, result.output
-    assert f"{gz}: 1 line(s)" in result.output and f"{zst}: 1 line(s)" in result.output
+    assert f"{gz}: 1 line\n" in result.output and f"{zst}: 1 line\n" in result.output
     sessions = pl.read_csv(tmp_path / "s.csv")
     assert sessions.height == 2 and (sessions["messages"] >= 9).all()  # 10 lines before the flush: a header, 9 messages

@@ -113,3 +113,47 @@ def test_a_script_without_a_main_guard_can_use_the_pool(tmp_path):
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[1, 2, 3, 4]"
     assert "Traceback" not in done.stderr
+
+
+@pytest.fixture
+def launched():
+    """A worker launched for the test (importing this module, as the command line's imports the parsers)."""
+    assert parallel.launch(jobs=2, module=__name__)
+    yield
+    parallel.close()
+
+
+def pid_of(x: int) -> tuple[int, int]:
+    return x * x, os.getpid()
+
+
+def test_a_launched_worker_does_all_of_a_small_read_and_the_caller_none(launched):
+    results = parallel.run(pid_of, list(range(6)), weights=[1] * 6, jobs=2)  # far below MIN_PARALLEL_BYTES
+    assert [r[0] for r in results] == [x * x for x in range(6)]
+    assert {r[1] for r in results} != {MAIN} and MAIN not in {r[1] for r in results}
+    assert len({r[1] for r in results}) == 1  # one worker, never a second
+
+
+def test_launch_starts_one_pool_and_close_ends_it():
+    assert not parallel.launch(jobs=1) and not parallel.launched()  # one job: nothing to launch
+    assert parallel.launch(jobs=2, module=__name__)
+    assert not parallel.launch(jobs=2, module=__name__)  # already there
+    parallel.close()
+    assert not parallel.launched()
+    assert parallel.run(pid_of, [3], weights=[1], jobs=2) == [(9, MAIN)]  # closed: the caller does it
+
+
+def test_an_exception_on_the_launched_worker_is_raised_here(main_pid, launched):
+    with pytest.raises(ValueError, match="worker failed on 0"):
+        parallel.run(fail_in_a_worker, [0, 1], weights=[1, 1], jobs=2)
+
+
+def test_a_launched_worker_that_dies_leaves_the_work_to_the_caller(main_pid, launched):
+    results = parallel.run(die_in_a_worker, list(range(4)), weights=[1] * 4, jobs=2)
+    assert results == [0, -1, -2, -3]
+
+
+def test_a_big_read_shares_the_launched_pool_with_the_caller(main_pid, launched):
+    results = parallel.run(where, list(range(40)), weights=[1] * 40, jobs=2, min_weight=0)
+    assert [r[0] for r in results] == [x * x for x in range(40)]
+    assert MAIN in {r[1] for r in results} and len({r[1] for r in results}) == 2

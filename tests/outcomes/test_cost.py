@@ -204,7 +204,9 @@ def messages() -> pl.DataFrame:
                             source_format="canonical", model=m, timestamp=t, file=f"{s}.jsonl", line=q + 1)
                        for s, q, r, i, o, cr, cw, m, t in rows],
                       schema_overrides={"timestamp": pl.String})
-    df = df.with_columns(pl.col("timestamp").str.to_datetime("%Y-%m-%dT%H:%M:%S", time_zone="UTC"))
+    df = df.with_columns(pl.col("timestamp").str.to_datetime("%Y-%m-%dT%H:%M:%S", time_zone="UTC"),
+                         cache_write_1h=pl.when(pl.col("input").is_not_null()).then(0), recorded_cost=None,
+                         refs=pl.lit(None, MESSAGE_SCHEMA["refs"]))
     return df.cast({k: v for k, v in MESSAGE_SCHEMA.items() if k in df.columns}).select(list(MESSAGE_SCHEMA))
 
 

@@ -21,7 +21,7 @@ from strategies import U64_MAX, boundary_budgets, budgets, conversations, random
 from test_properties import suffix_sums
 
 import panto_analytics as pa
-from benchmarks import reference_port as ref
+from reference import port as ref
 
 #: Budgets for fixed batches: every small value, a geometric ladder, the u64 maximum.
 LADDER = sorted({*range(0, 41), *(int(1.6**k) for k in range(60)), 20_000, 200_000, U64_MAX})

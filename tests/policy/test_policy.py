@@ -4,7 +4,7 @@ Every scenario is written as canonical JSONL, read with ``read_corpus``
 (``read_sessions``' frame and the sessions table) and run through
 ``turns``/``splits``; each test states the values it expects
 (derived by hand in its comments) and :func:`check` also compares every
-column with what the Python port of computeSplit (``reference_port``) gives.
+column with what the Python port of computeSplit (``reference.port``) gives.
 """
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ import polars as pl
 import pytest
 
 import panto_analytics as pa
-from benchmarks import reference_port as ref
-from benchmarks.reference_port import U64_MAX, asst_msg, summary_msg, system_msg, tool_result_msg, user_msg
+from reference import port as ref
+from reference.port import U64_MAX, asst_msg, summary_msg, system_msg, tool_result_msg, user_msg
 
 BUDGETS = [0, 1, 2, 5, 10, 100, 199, 200, 201, 250, 1_000, 20_000, 1_000_000, U64_MAX]
 

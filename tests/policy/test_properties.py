@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from strategies import boundary_budgets, budgets, conversations, long_conversations
 
-from benchmarks import reference_port as ref
+from reference import port as ref
 
 SLOW_OK = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example]
 

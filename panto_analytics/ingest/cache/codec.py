@@ -5,7 +5,7 @@ rows of many files one after another; its key-value metadata says it is ours
 and how many rows it holds. The *manifest* is a Parquet table with one row
 per cached file (:data:`MANIFEST_SCHEMA`): the file's key, which pack holds
 its rows and where, and a JSON *record* with everything else a re-read must
-reproduce: the session's :class:`~panto_analytics.ingest.formats.base.SessionMeta`
+reproduce: the session's :class:`~panto_analytics.formats.base.SessionMeta`
 and the file's share of the :class:`~panto_analytics.errors.IngestReport`.
 Anything read back is checked, never trusted: :class:`BadEntry` marks what is
 corrupt or foreign.
@@ -29,8 +29,8 @@ import polars as pl
 import pyarrow.parquet as pq
 
 from ...errors import IngestReport, InputError
+from ...formats.base import SessionMeta
 from ...schema import MESSAGE_SCHEMA
-from ..formats.base import SessionMeta
 
 __all__ = [
     "BadEntry", "COUNT_COLUMNS", "Entry", "FileKey", "KEY_TABLE_SCHEMA", "LAYOUT", "MAGIC", "MANIFEST_SCHEMA",
@@ -86,13 +86,15 @@ class BadEntry(Exception):
 def parser_version() -> str:
     """A digest of the code that turns a file into an entry.
 
-    It covers the adapters, word counting, the schemas, the report, ingest
+    It covers the adapters, word counting, the schemas, the report, ingest,
+    the normalization of tool-call targets (``outcomes/references.py``)
     and this module, so that any change to how a file is read invalidates
     what was cached from it, without anyone having to bump a number.
     """
     root = Path(__file__).resolve().parents[2]  # the package folder
-    sources = (sorted(root.glob("ingest/formats/**/*.py")) + sorted(root.glob("ingest/cache/*.py"))
-               + sorted(root.glob("ingest/*.py")) + [root / name for name in ("words.py", "transcript.py", "schema.py", "errors.py")])
+    shared = ("words.py", "transcript.py", "schema.py", "errors.py", "models.py", "outcomes/references.py")
+    sources = (sorted(root.glob("formats/**/*.py")) + sorted(root.glob("ingest/cache/*.py"))
+               + sorted(root.glob("ingest/*.py")) + [root / name for name in shared])
     digest = hashlib.sha256(f"layout {LAYOUT}\n".encode())
     for path in sources:
         if path.exists():
@@ -117,7 +119,8 @@ class FileKey:
             st = os.stat(path)
         except OSError as e:
             raise InputError(path, None, f"cannot read: {e.strerror or e}") from None
-        return cls(str(path), os.path.abspath(path), st.st_size, st.st_mtime_ns, st.st_ino)
+        folder, name = os.path.split(os.path.abspath(path))
+        return cls(str(path), os.path.join(os.path.realpath(folder), name), st.st_size, st.st_mtime_ns, st.st_ino)
 
     def state(self) -> list:
         return [self.path, self.size, self.mtime_ns, self.inode]
@@ -171,6 +174,15 @@ def key_table(paths: Sequence[str | Path]) -> pl.DataFrame:
     if odd.any():
         fixed = [os.path.abspath(a) if o else a for a, o in zip(table["abspath"], odd)]
         table = table.with_columns(abspath=pl.Series(fixed, dtype=pl.String))
+    # Resolved: each folder once (a corpus has far fewer folders than files), so a folder reached through a
+    # link, or by another spelling, is one file for the cache.
+    folder = pl.col("abspath").str.replace(r"/[^/]*$", "")
+    folders = table.select(folder.unique().alias("folder"))["folder"].to_list()
+    real = {f: os.path.realpath(f or "/") for f in folders}
+    moved = {f: r for f, r in real.items() if r != (f or "/")}
+    if moved:
+        table = table.with_columns(abspath=folder.replace(moved).str.strip_suffix("/")
+                                   + pl.col("abspath").str.extract(r"(/[^/]*)$"))
     return table
 
 

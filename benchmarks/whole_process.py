@@ -1,0 +1,132 @@
+"""Whole processes side by side: Claude Code cold ingest as a user runs it, against ccusage.
+
+``python -m benchmarks.whole_process`` copies the real Claude Code recordings
+of ``../shared/realdata`` ``--copies`` times with fresh ids (about 4 MB a
+copy) into ``projects/copies/`` of a temporary Claude config folder, then
+runs each command below in a fresh process, interleaved, ``--rounds`` times,
+and keeps each one's best wall time and best CPU time (user + system of the
+process and its children):
+
+- ``ccusage daily --json --offline`` with ``CLAUDE_CONFIG_DIR`` on that
+  folder (``$PANTO_CCUSAGE`` names the binary, else ``ccusage`` on PATH);
+- ``panto-analytics ingest TREE -o messages.parquet`` into an empty cache
+  (as a user runs it: the default cache, here a fresh folder each round);
+- ``panto-analytics ingest TREE -q`` into an empty cache (the cache's cost)
+  and with ``--no-cache``;
+- the same read cached (a re-read), and ``panto-analytics --help``.
+
+Ratios are taken within one run, so both sides meet the same load; the load
+average is printed with them. ``--memory`` adds the resident bytes per
+message of a cold read (``benchmarks.memory``, a fresh process).
+"""
+from __future__ import annotations
+
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import click
+
+from .ingest_scale import ccusage_binary
+from .real_formats import write_copies
+
+__all__ = ["Command", "run_side_by_side"]
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+class Command:
+    """One command line to time, with a fresh setup before each run (an empty cache folder, say)."""
+
+    def __init__(self, name: str, argv: list[str], env: dict[str, str] | None = None, fresh_cache: bool = False):
+        self.name, self.argv, self.env, self.fresh_cache = name, argv, env or {}, fresh_cache
+        self.walls: list[float] = []
+        self.cpus: list[float] = []
+
+    def run(self, scratch: Path) -> None:
+        env = {**os.environ, **self.env, "NO_COLOR": "1"}
+        argv = list(self.argv)
+        if self.fresh_cache:
+            cache = Path(tempfile.mkdtemp(prefix="cache-", dir=scratch))
+            env["PANTO_ANALYTICS_CACHE"] = str(cache)
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        start = time.perf_counter()
+        subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=True, cwd=scratch)
+        self.walls.append(time.perf_counter() - start)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        self.cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+        if self.fresh_cache:
+            shutil.rmtree(cache, ignore_errors=True)
+
+
+def run_side_by_side(commands: list[Command], rounds: int, scratch: Path) -> None:
+    """Each command once per round, in order, ``rounds`` times: interleaved, so that load hits all alike."""
+    for _ in range(rounds):
+        for c in commands:
+            c.run(scratch)
+
+
+def _cli() -> list[str]:
+    script = Path(sys.executable).parent / "panto-analytics"
+    return [str(script)] if script.exists() else [sys.executable, "-c",
+                                                  "import sys; from panto_analytics.cli import main; sys.exit(main())"]
+
+
+@click.command()
+@click.option("--copies", type=click.IntRange(min=1), default=37, show_default=True,
+              help="Copies of the real Claude Code recordings (about 4 MB each; 37: about 150 MB).")
+@click.option("--rounds", type=click.IntRange(min=1), default=5, show_default=True, help="Runs of each command.")
+@click.option("--memory", is_flag=True, help="Also the resident bytes per message of a cold read.")
+def main(copies: int, rounds: int, memory: bool) -> None:
+    """Time Claude Code ingest against ccusage, whole processes, side by side."""
+    source = REPO.parent / "shared" / "realdata" / "claude-code"
+    if not source.is_dir():
+        raise click.UsageError(f"no real recordings at {source}")
+    with tempfile.TemporaryDirectory(prefix="panto-whole-") as tmp:
+        work = Path(tmp)
+        tree = work / "claude" / "projects" / "copies"
+        paths = write_copies(source, copies, tree)
+        size = sum(p.stat().st_size for p in paths)
+        warm = work / "warm-cache"
+        cli = _cli()
+        subprocess.run([*cli, "ingest", str(tree), "-q", "--cache", str(warm)], check=True, capture_output=True)
+        commands = [
+            Command("panto-analytics --help", [*cli, "--help"]),
+            Command("ingest TREE -o messages.parquet (empty cache)", [*cli, "ingest", str(tree), "-o",
+                                                                       "messages.parquet"], fresh_cache=True),
+            Command("ingest TREE -q (empty cache)", [*cli, "ingest", str(tree), "-q"], fresh_cache=True),
+            Command("ingest TREE --no-cache -q", [*cli, "ingest", str(tree), "--no-cache", "-q"]),
+            Command("ingest TREE --no-cache -q --jobs 1 (no worker)", [*cli, "ingest", str(tree), "--no-cache", "-q",
+                                                                       "--jobs", "1"]),
+            Command("ingest TREE -q (cached)", [*cli, "ingest", str(tree), "-q", "--cache", str(warm)]),
+        ]
+        binary = ccusage_binary()
+        if binary is not None:
+            commands.insert(1, Command("ccusage daily --json --offline", [binary, "daily", "--json", "--offline"],
+                                       {"CLAUDE_CONFIG_DIR": str(work / "claude")}))
+        run_side_by_side(commands, rounds, work)
+        load = os.getloadavg()
+        click.echo(f"{len(paths)} files, {size / 1e6:.0f} MB of Claude Code ({copies} copies); best of {rounds}, "
+                   f"interleaved; load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+        base = next((c for c in commands if c.name.startswith("ccusage")), None)
+        for c in commands:
+            wall, cpu = min(c.walls), min(c.cpus)
+            versus = f"  {wall / min(base.walls):5.2f}x wall  {cpu / min(base.cpus):5.2f}x CPU" if base else ""
+            click.echo(f"  {c.name:<48}{wall:6.2f} s wall {cpu:6.2f} s CPU{versus}")
+        by = {c.name: min(c.walls) for c in commands}
+        click.echo(f"  empty cache / --no-cache: {by['ingest TREE -q (empty cache)'] / by['ingest TREE --no-cache -q']:.2f}x")
+        if memory:
+            from .memory import resident
+
+            m = resident(paths, launch=True)
+            click.echo(f"  resident after a cold read: {m.get('resident_bytes_per_message', float('nan')):.0f} "
+                       f"bytes/message ({m.get('messages')} messages)")
+
+
+if __name__ == "__main__":
+    main()

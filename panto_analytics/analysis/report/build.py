@@ -1,0 +1,786 @@
+"""A report on what budgets do to a corpus: one folder with HTML, Markdown, PNGs and Parquet.
+
+:func:`build_report` computes everything (the corpus at a glance, the sweep,
+the recommendation, the figures); :func:`write_report` writes
+
+- ``index.html``: self-contained, the plots embedded as data URIs, so it opens
+  offline and can be mailed as one file;
+- ``report.md``: the same text, linking the PNGs next to it;
+- one PNG per plot, ``sweep.parquet`` (one row per budget) and
+  ``splits.parquet`` (one row per session and budget).
+
+>>> import polars as pl, tempfile, pathlib
+>>> msgs = pl.DataFrame({"session_id": ["s"] * 2, "seq": [0, 1], "role": ["user", "assistant"],
+...     "words": [3, 5], "has_tool_result": [False] * 2, "has_summary": [False] * 2,
+...     "input": [None, 100], "output": [None, 20], "cache_read": [None, 0], "cache_write": [None, 0],
+...     "source_format": ["canonical"] * 2, "model": [None, "m"]},
+...     schema_overrides={c: pl.UInt32 for c in ("input", "output", "cache_read", "cache_write")})
+>>> rep = build_report(msgs, [0, 200])
+>>> rep.recommendation.budget
+200
+>>> out = write_report(rep, pathlib.Path(tempfile.mkdtemp()) / "r")
+>>> sorted(p.name for p in out.iterdir())[:3]
+['index.html', 'kept_tokens.png', 'kept_turns.png']
+"""
+from __future__ import annotations
+
+import base64
+import html
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, cast
+
+import polars as pl
+
+from ...budgets import Budgets, as_budgets
+from ...errors import IngestReport
+from ...ingest.corpus import Corpus
+from ...models import normalized_model, session_model
+from ...policy import Replay, compare_policies, events_as_splits, replay, summarize_replay, summarize_splits
+from ...policy import splits as compute_splits
+from ...policy import turns as compute_turns
+from ...policy.expressions import SESSION
+from ...policy.replay.engine import DEFAULT_RESERVE
+from ...schema import COMPACTIONS_SCHEMA
+from .. import plots
+from ..compactions import agent_vs_libpanto, compaction_table, policies_vs_agents, recorded_cut_summary
+from ..decision import Decision, DecisionRule, decision_from_replay, recorded_points, replay_outcomes
+from ..formatting import format_column, format_tokens
+from ..plot_data import session_segments
+from ..recommend import Criteria, Recommendation, recommend
+
+__all__ = [
+    "MAX_INPUTS", "Report", "ReportFigure", "SEGMENT_TITLES", "Table", "breakdown", "build_report", "corpus_overview",
+    "decision_table", "policy_table", "render_html", "render_markdown", "replay_figures", "replay_table", "report_figures",
+    "sweep_table", "write_report",
+]
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+#: Segment kinds the report can split plots by, with their headings.
+SEGMENT_TITLES = {"model": "model", "source_format": "source format", "length": "session length"}
+
+
+@dataclass
+class ReportFigure:
+    """One plot of the report: file name (without extension), heading, how to read it, the figure."""
+
+    name: str
+    title: str
+    caption: str
+    figure: object
+    png: bytes = b""
+
+
+@dataclass
+class Table:
+    """A small table of display strings, rendered to Markdown or HTML alike."""
+
+    header: list[str]
+    rows: list[list[str]]
+    highlight: int | None = None  # index of a row to emphasise
+    left: tuple[int, ...] = (0,)  # columns of text, aligned left; the others are numbers
+
+    @classmethod
+    def from_frame(cls, frame: pl.DataFrame, formats: dict | None = None) -> Table:
+        formats = formats or {}
+        # A column of plain numbers is written in one notation (format_column); the others value by value.
+        columns = [[formats[c](v) for v in frame[c].to_list()] if formats.get(c, _cell) is not _cell
+                   else format_column(frame[c].to_list()) for c in frame.columns]
+        return cls(list(frame.columns), [list(row) for row in zip(*columns)] if columns else [])
+
+    def markdown(self) -> str:
+        def line(cells):
+            return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+
+        rows = [[f"**{c}**" if i == self.highlight and c else c for c in r] for i, r in enumerate(self.rows)]
+        aligns = ["---" if i in self.left else "---:" for i in range(len(self.header))]
+        return "\n".join([line(self.header), line(aligns), *map(line, rows)])
+
+    def html(self) -> str:
+        def cls(j):
+            return " class='text'" if j in self.left else ""
+
+        head = "".join(f"<th{cls(j)}>{html.escape(h)}</th>" for j, h in enumerate(self.header))
+        body = "".join(
+            ("<tr class='chosen'>" if i == self.highlight else "<tr>")
+            + "".join(f"<td{cls(j)}>{html.escape(c)}</td>" for j, c in enumerate(r)) + "</tr>"
+            for i, r in enumerate(self.rows)
+        )
+        return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _cell(v) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, float):
+        return f"{v:,.0f}" if v.is_integer() else f"{v:,.3g}"
+    if isinstance(v, int):
+        return f"{v:,}"
+    return str(v)
+
+
+def _pct(v) -> str:
+    return "-" if v is None else f"{v:.1%}"
+
+
+def _tokens(v) -> str:
+    return "-" if v is None else format_tokens(v)
+
+
+@dataclass
+class Report:
+    """Everything a report shows, computed once; :func:`write_report` lays it out."""
+
+    title: str
+    inputs: list[str]
+    budgets: list[int]
+    splits: pl.DataFrame
+    sweep: pl.DataFrame
+    recommendation: Recommendation | Decision
+    overview: Table
+    breakdowns: dict[str, Table]
+    figures: list[ReportFigure] = field(default_factory=list)
+    #: With a window: the replay the recommendation was judged on, and its per-budget table.
+    replay: Replay | None = None
+    replay_table: Table | None = None
+    #: With recorded compactions: what the agents kept beside libpanto's split at the same moment.
+    recorded: Table | None = None
+    #: With a window and policies: the replay under each policy and its comparison table; with recorded
+    #: compactions too, each policy's cut at them beside the agents'.
+    policies: Replay | None = None
+    policy_table: Table | None = None
+    policy_cuts: Table | None = None
+    #: With a window: the decision's frontier (cost per session against orphan rate), which leads the report,
+    #: its points as a table, and the replay (every policy, billed, with loss) the decision was made on.
+    frontier: ReportFigure | None = None
+    frontier_table: Table | None = None
+    outcomes: Replay | None = None
+
+    def __repr__(self) -> str:
+        """One line: the title, the budgets, the recommendation and what the report holds."""
+        n = self.splits[SESSION].n_unique() if SESSION in self.splits.columns else 0
+        return (f"<Report {self.title!r}: {n:,} session{'' if n == 1 else 's'}, {len(self.budgets)} budgets, "
+                f"{self.recommendation.headline()}, {len(self.figures)} plots>")
+
+    def __str__(self) -> str:
+        """``print(report)``: the title, the corpus, the recommendation and the plots, as plain text."""
+        lines = [self.title, "=" * len(self.title), ""]
+        lines += [f"{row[0]}: {row[1]}" + "".join(f" ({note})" for note in row[2:] if note)
+                  for row in self.overview.rows]
+        for name, table in self.breakdowns.items():
+            lines += ["", f"By {name}: " + ", ".join(f"{row[0]} ({row[1]})" for row in table.rows)]
+        lines += ["", self.recommendation.to_text(), ""]
+        lines += [f"plot: {figure.title}" for figure in self.figures]
+        return "\n".join(lines)
+
+
+def corpus_overview(messages: pl.DataFrame, turns: pl.DataFrame, splits: pl.DataFrame, *,
+                    ingest: IngestReport | None = None, sessions: pl.DataFrame | None = None,
+                    compactions: pl.DataFrame | None = None) -> Table:
+    """The corpus at a glance: files, sessions, messages, turns and where their sizes came from, compactions.
+
+    ``sessions`` and ``compactions`` (the tables of :mod:`panto_analytics.ingest.corpus`)
+    add API calls as the formats record them, context windows and recorded
+    compaction events; without them the message frame says what it can.
+    """
+    m = messages.lazy().select(
+        sessions=pl.col(SESSION).n_unique(),
+        messages=pl.len(),
+        files=pl.col("file").n_unique() if "file" in messages.columns else pl.lit(None),
+        api_calls=((pl.col("role") == "assistant") & pl.col("input").is_not_null()).sum(),
+        summaries=pl.col("has_summary").sum(),
+        sessions_with_summary=pl.col(SESSION).filter(pl.col("has_summary")).n_unique(),
+    ).collect().row(0, named=True)
+    t = turns.lazy().select(
+        turns=pl.len(),
+        usage=(pl.col("token_source") == "usage").sum(),
+        words=(pl.col("token_source") == "words").sum(),
+        median=pl.col("tokens").median(),
+    ).collect().row(0, named=True)
+    first_budget = splits.lazy().filter(pl.col("budget") == pl.col("budget").min())
+    s = first_budget.select(sessions=pl.len(), with_turns=(pl.col("n_turns") > 0).sum(),
+                            capped=pl.col("capped").sum()).collect().row(0, named=True)
+    n_turns = max(t["turns"], 1)
+    if sessions is not None and "api_calls" in sessions.columns:
+        calls = f"{sessions['api_calls'].sum():,} API calls"
+    else:
+        calls = f"{m['api_calls']:,} assistant messages with provider usage"
+    rows = [
+        ["sessions", f"{s['sessions']:,}", f"{s['with_turns']:,} with at least one turn"],
+        ["messages", f"{m['messages']:,}", calls],
+        ["turns", f"{t['turns']:,}", f"median {format_tokens(t['median'])} tokens per turn" if t["turns"] else ""],
+        ["turns sized from provider usage", f"{t['usage'] / n_turns:.1%}", _count(t["usage"], "turn")],
+        ["turns sized from word estimates", f"{t['words'] / n_turns:.1%}",
+         f"{_count(t['words'], 'turn')} (no usage on the turn's final assistant message)"],
+        ["compaction summaries", f"{m['summaries']:,}",
+         f"in {m['sessions_with_summary']:,} sessions; only the turns after a session's latest one are active"
+         if m["summaries"] else "none: every session is active from its start"],
+    ]
+    if compactions is not None and len(compactions):
+        rows.append(["recorded compaction events", f"{len(compactions):,}", _compaction_detail(compactions)])
+    if sessions is not None and "context_window" in sessions.columns:
+        windows = sessions["context_window"].drop_nulls()
+        if len(windows):
+            rows.append(["context windows recorded", f"{len(windows):,}",
+                         ", ".join(f"{format_tokens(w)}: {n}" for w, n in
+                                   windows.value_counts(sort=True).head(5).iter_rows())])
+    if s["capped"]:
+        rows.append(["sessions over 4096 turns", f"{s['capped']:,}", "libpanto records only the first 4096 turn starts"])
+    if ingest is not None:
+        files = ingest.files or m["files"]
+        rows.insert(0, ["files", f"{files:,}", ""])
+        rows.append(["invalid lines skipped", f"{ingest.n_skipped:,}",
+                     "; ".join(f"{r['lines']} x {r['reason']} in {r['file']}"
+                               for r in ingest.skipped_frame().head(5).iter_rows(named=True))])
+        ignored = sum(ingest.ignored.values())
+        if ignored:
+            rows.append(["non-conversation records ignored", f"{ignored:,}",
+                         ", ".join(f"{r['records']} {r['record_type']}" for r in
+                                   ingest.ignored_frame().sort("records", descending=True).head(6).iter_rows(named=True))])
+    return Table(["", "count", "detail"], rows, left=(0, 2))
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
+def _compaction_detail(compactions: pl.DataFrame) -> str:
+    parts = []
+    if "trigger" in compactions.columns:
+        by = compactions.group_by("trigger").len().sort("len", descending=True)
+        parts.append(", ".join(f"{n:,} {t if t is not None else 'without a recorded trigger'}"
+                               for t, n in by.iter_rows()))
+    if "tokens_before" in compactions.columns and compactions["tokens_before"].drop_nulls().len():
+        parts.append(f"median {format_tokens(cast('float | None', compactions['tokens_before'].median()))} tokens before")
+    return "; ".join(parts)
+
+
+def breakdown(messages: pl.DataFrame, column: str, *, top: int = 10, sessions: pl.DataFrame | None = None) -> Table:
+    """Sessions and messages per value of ``column`` (e.g. ``source_format``, ``model``), each session once.
+
+    A session's value is its first message's, except ``model``: the sessions
+    table's (normalized, the session's own), or without ``sessions`` the same
+    from the messages (:func:`~panto_analytics.models.session_model`), so
+    that one model is one row and ``<synthetic>`` none.
+    """
+    if column == "model" and sessions is not None and "model" in sessions.columns:
+        per_session = sessions.lazy().select(SESSION, pl.col("model").cast(pl.String))
+    elif column == "model":
+        per_session = messages.lazy().group_by(SESSION).agg(normalized_model(session_model("model")))
+    else:
+        per_session = messages.lazy().group_by(SESSION).agg(pl.col(column).first().cast(pl.String))
+    sizes = messages.lazy().group_by(SESSION).agg(messages=pl.len())
+    frame = (
+        per_session.join(sizes, on=SESSION, how="left")
+        .group_by(pl.col(column).fill_null("unknown"))
+        .agg(sessions=pl.len().cast(pl.UInt32), messages=pl.col("messages").fill_null(0).sum().cast(pl.UInt32))
+        .sort(["sessions", column], descending=[True, False])
+        .collect()
+    )
+    if len(frame) > top:
+        rest = frame.slice(top - 1).select(pl.lit("other").alias(column), pl.col("sessions").sum(),
+                                           pl.col("messages").sum())
+        frame = pl.concat([frame.head(top - 1), rest.cast(frame.schema)])
+    return Table.from_frame(frame)
+
+
+def sweep_table(rec: Recommendation) -> Table:
+    """The per-budget table, display-formatted, the chosen budget emphasised."""
+    t = rec.table
+    cols = {
+        "budget": ("budget", _tokens),
+        "noop_share": ("noop", _pct),
+        "zero_kept_share": ("zero kept", _pct),
+        "capped_share": ("capped", _pct),
+        "kept_tokens_p10": ("kept p10", _tokens),
+        "kept_tokens_p50": ("kept p50", _tokens),
+        "kept_tokens_p90": ("kept p90", _tokens),
+        "kept_turns_p50": ("kept turns p50", _cell),
+        "summarized_share": ("summarized", _pct),
+        "keeps_k_share": (f"keep {rec.criteria.min_kept_turns}+ turns", _pct),
+        "within_limit_share": (f"kept <= {_tokens(rec.criteria.limit)}", _pct),
+    }
+    present = [c for c in cols if c in t.columns]
+    rows = [[cols[c][1](row[c]) for c in present] for row in t.iter_rows(named=True)]
+    chosen = t["budget"].to_list().index(rec.budget) if rec.budget is not None else None
+    return Table([cols[c][0] for c in present], rows, highlight=chosen)
+
+
+def decision_table(rec: Decision) -> Table:
+    """The decision's table under the window (one row per policy and budget), display-formatted, the chosen row
+    emphasised; rows at or above the trigger say so."""
+    t = rec.table
+    money = lambda v: "-" if v is None else f"${v:,.4f}"  # noqa: E731
+    cols = {
+        "policy": ("policy", _cell), "budget": ("budget", _tokens), "at_trigger": ("sessions at trigger", _cell),
+        "compactions_per_session": ("compactions/session", lambda v: "-" if v is None else f"{v:.2f}"),
+        "keeps_k_share": (f"keep {rec.rule.min_kept_turns or 2}+ turns", _pct),
+        "within_limit_share": (f"kept <= {_tokens(rec.rule.limit)}", _pct),
+        "cost_p50": ("cost/session p50", money), "cost_p90": ("p90", money),
+        "orphan_rate": ("orphan rate", _pct), "orphan_rate_p50": ("orphan p50", _pct),
+        "refetch_tokens": ("re-fetch tokens", _tokens), "summarized_p50": ("summarized p50", _tokens),
+        "proposable": ("", lambda v: "" if v else "at/above trigger"),
+    }
+    present = [c for c in cols if c in t.columns]
+    rows = [[cols[c][1](row[c]) for c in present] for row in t.iter_rows(named=True)]
+    chosen = None
+    for i, row in enumerate(t.iter_rows(named=True)):
+        if row["policy"] == rec.policy and row["budget"] == rec.budget:
+            chosen = i
+    return Table([cols[c][0] for c in present], rows, highlight=chosen, left=(0,))
+
+
+def report_figures(splits: pl.DataFrame, turns: pl.DataFrame, *, highlight: int | None = None,
+                   segments: dict[str, pl.DataFrame] | None = None) -> list[ReportFigure]:
+    """The report's plots, in reading order, each with a caption saying how to read it."""
+    figs = [
+        ReportFigure("kept_tokens", "Kept verbatim suffix per budget",
+               "The suffix libpanto keeps verbatim never exceeds the budget (orange marks). Where the boxes stop "
+               "rising, sessions fit whole: a larger budget changes nothing for them.",
+               plots.kept_tokens_by_budget(splits, highlight=highlight)),
+        ReportFigure("outcomes", "What the split does to each session",
+               "Noop: the whole active context fits, nothing is summarized. Zero kept: the newest turn alone is "
+               "larger than the budget, so everything is summarized. Capped: over 4096 turns.",
+               plots.outcome_shares_by_budget(splits, highlight=highlight)),
+        ReportFigure("summarized_share", "Share of the context summarized",
+               "Per session, the summarized tokens over the active tokens; the dashed line pools all tokens, "
+               "so long sessions weigh more.",
+               plots.summarized_share_by_budget(splits, highlight=highlight)),
+        ReportFigure("kept_turns", "Whole turns kept verbatim",
+               "libpanto never splits a turn: the kept suffix is a number of whole turns.",
+               plots.kept_turns_by_budget(splits, highlight=highlight)),
+        ReportFigure("turn_sizes", "Turn sizes",
+               "Tokens per turn on a log scale, by where libpanto gets the size: the provider's cumulative usage, "
+               "or ceil(words x 1.3) where the turn has none.",
+               plots.turn_sizes(turns)),
+    ]
+    for kind, seg in (segments or {}).items():
+        name = SEGMENT_TITLES.get(kind, kind)
+        figs += [
+            ReportFigure(f"kept_tokens_by_{kind}", f"Kept suffix by {name}", "Median and quartiles per segment.",
+                   plots.kept_tokens_by_budget(splits, segments=seg, highlight=highlight)),
+            ReportFigure(f"outcomes_by_{kind}", f"Outcomes by {name}", "Share of each segment's sessions.",
+                   plots.outcome_shares_by_budget(splits, segments=seg, highlight=highlight)),
+            ReportFigure(f"turn_sizes_by_{kind}", f"Turn sizes by {name}", "One panel per segment.",
+                   plots.turn_sizes(turns, segments=seg)),
+        ]
+    return figs
+
+
+def replay_table(result: Replay, chosen: int | None) -> Table:
+    """The replay's per-budget table (:func:`~panto_analytics.policy.replay.summary.summarize_replay`), formatted."""
+    t = summarize_replay(result.events, result.sessions)
+    cols = {
+        "budget": ("budget", _tokens), "sessions": ("sessions", _cell), "compacted_share": ("compacted", _pct),
+        "compactions_mean": ("compactions/session", _cell), "events": ("events", _cell),
+        "zero_kept_event_share": ("events keeping nothing", _pct), "kept_turns_p50": ("kept turns p50", _cell),
+        "kept_tokens_p50": ("kept p50", _tokens), "request_bytes_per_session": ("summarizer bytes/session", _cell),
+        "overflow_share": ("overflow", _pct), "ineffective_share": ("ineffective", _pct),
+    }
+    rows = [[fmt(row[c]) for c, (_, fmt) in cols.items()] for row in t.iter_rows(named=True)]
+    highlight = t["budget"].to_list().index(chosen) if chosen in t["budget"].to_list() else None
+    return Table([name for name, _ in cols.values()], rows, highlight=highlight)
+
+
+def replay_figures(result: Replay, *, highlight: int | None = None) -> list[ReportFigure]:
+    """The plots of compaction over the sessions' life: kept turns at events, compactions, summarizer input."""
+    return [
+        ReportFigure("replay_kept_turns", "Whole turns kept at each compaction",
+                     "Over the compaction events of the replay, not the sessions' ends: what survives verbatim each "
+                     "time the context passes the trigger.",
+                     plots.kept_turns_by_budget(events_as_splits(result.events), highlight=highlight)),
+        ReportFigure("replay_compactions", "Compactions per session",
+                     "How often each session would compact over its life under the window.",
+                     plots.replay_by_budget(result.sessions, "n_compactions", ylabel="compactions per session",
+                                            title="How often sessions compact", highlight=highlight)),
+        ReportFigure("replay_summarizer_input", "What the summarizer reads",
+                     "UTF-8 bytes of all summarizer requests of a session over its life (transcripts and framing; "
+                     "a simulated previous summary counts 4 bytes per token).",
+                     plots.replay_by_budget(result.sessions, "request_bytes", ylabel="request bytes per session",
+                                            title="Summarizer input per session", highlight=highlight)),
+    ]
+
+
+def policy_table(result: Replay) -> Table:
+    """The comparison of policies (:func:`~panto_analytics.policy.compare_policies`), formatted."""
+    t = compare_policies(result.events, result.sessions)
+    cols = {
+        "policy": ("policy", _cell), "budget": ("budget", _tokens), "compacted_share": ("compacted", _pct),
+        "compactions_mean": ("compactions/session", _cell), "events": ("events", _cell),
+        "kept_tokens_p10": ("kept p10", _tokens), "kept_tokens_p50": ("kept p50", _tokens),
+        "kept_tokens_p90": ("kept p90", _tokens), "summarized_tokens_p50": ("summarized p50", _tokens),
+        "request_bytes_per_session": ("summarizer bytes/session", _cell), "overflow_share": ("overflow", _pct),
+    }
+    return Table([name for name, _ in cols.values()], [[fmt(row[c]) for c, (_, fmt) in cols.items()]
+                                                       for row in t.iter_rows(named=True)])
+
+
+def _policy_section(report: Report, messages: pl.DataFrame, corpus: Corpus | None, policies: Sequence[str],
+                    *, window: int, reserve: int, summary_tokens: int | None) -> None:
+    """Replay under each policy (libpanto at the recommended budget), the table, the plot, the recorded cuts."""
+    budget = report.recommendation.budget if report.recommendation.budget is not None else 20_000
+    result = replay(messages, [budget], window=window, reserve=reserve, summary_tokens=summary_tokens,
+                    policy=list(policies))
+    report.policies, report.policy_table = result, policy_table(result)
+    report.figures.append(ReportFigure(
+        "policies", "Policies under the same window",
+        f"Each policy replayed over the sessions' life under a {format_tokens(window)} window at its own "
+        "trigger and defaults (libpanto at the recommended budget).",
+        plots.policy_comparison(compare_policies(result.events, result.sessions))))
+    others = [p for p in policies if str(p).split(":")[0] != "libpanto"]
+    if corpus is not None and others and not corpus.compactions.is_empty():
+        summary = recorded_cut_summary(policies_vs_agents(corpus, others)).rename({
+            "source_format": "format", "own": "agent's policy", "distance_messages_p50": "off by (messages) p50",
+            "distance_messages_max": "max", "distance_tokens_p50": "off by (tokens) p50", "distance_tokens_max": "max "})
+        report.policy_cuts = Table.from_frame(summary)
+
+
+def _a_few(budgets: list[int], chosen: int | None, n: int = 5) -> list[int]:
+    """About ``n`` of ``budgets``, evenly spread with the largest, plus the chosen one: for a table that must stay narrow.
+
+    >>> _a_few(list(range(0, 100, 10)), 35)
+    [0, 20, 35, 40, 60, 90]
+    """
+    step = max(1, len(budgets) // (n - 1)) if n > 1 else len(budgets)
+    picked = set(budgets[::step][: n - 1] + [budgets[-1]])
+    return sorted(picked | ({chosen} if chosen is not None else set()))
+
+
+def build_report(messages: pl.DataFrame, budgets: Budgets, *, criteria: Criteria | None = None,
+                 segment_by: Sequence[str] = (), ingest: IngestReport | None = None,
+                 sessions: pl.DataFrame | None = None, compactions: pl.DataFrame | None = None,
+                 title: str | None = None, inputs: Sequence[str] = (), window: int | None = None,
+                 reserve: int = DEFAULT_RESERVE, summary_tokens: int | None = None,
+                 policies: Sequence[str] = (), prices: object = True, horizon: int | None = None,
+                 max_orphan_rate: float | None = None) -> Report:
+    """Compute everything a report shows.
+
+    ``sessions`` (the sessions table, when available) adds sessions without
+    messages; ``compactions`` (the recorded compactions table) adds a line on
+    them to the overview. Both are optional. With a ``window``, compaction is
+    replayed over each session's life (:func:`panto_analytics.replay`), under
+    libpanto at every budget and each of ``policies``, every call billed
+    (``prices``: genai-prices' offline table by default, a LiteLLM file, or
+    None) and the loss of every compaction measured (``horizon`` tool calls);
+    the recommendation is :func:`~panto_analytics.analysis.decision.decide`'s on
+    those per-session outcomes (``max_orphan_rate``: the frontier rule), and
+    the report leads with the frontier (cost per session against orphan rate)
+    and the chosen point, then a section and three plots on libpanto's replay. With a ``window`` and ``policies``
+    (``NAME[:k=v]``), the report compares them: each replayed under the same
+    window (libpanto at the recommended budget), a table, a plot and, with
+    recorded compactions, each policy's cut at them beside the agents'.
+    """
+    budgets = as_budgets(budgets)
+    turns = compute_turns(messages)
+    per_session = compute_splits(messages, budgets, sessions=sessions)
+    replayed = outcomes = None
+    rec: Recommendation | Decision
+    if window is not None:
+        named = ["libpanto", *[p for p in policies if str(p).split(":")[0] != "libpanto"]] if policies else None
+        outcomes = replay_outcomes(messages, budgets, window=window, reserve=reserve, summary_tokens=summary_tokens,
+                                   policy=named, prices=prices, horizon=horizon)
+        c = criteria or Criteria()
+        rec = decision_from_replay(outcomes, DecisionRule(min_kept_turns=c.min_kept_turns, coverage=c.coverage,
+                                                          max_kept_share=c.max_kept_share,
+                                                          max_orphan_rate=max_orphan_rate))
+        replayed = _libpanto_only(outcomes)
+    else:
+        windows = (sessions["context_window"].to_list() if sessions is not None and "context_window" in sessions.columns
+                   else None)
+        rec = recommend(per_session, criteria, turns=turns, windows=windows)
+    n = per_session[SESSION].n_unique()
+    report = Report(
+        title=title or f"What keep_verbatim does to {n:,} session{'s' if n != 1 else ''}",
+        inputs=[str(p) for p in inputs],
+        budgets=budgets,
+        splits=per_session,
+        sweep=summarize_splits(per_session),
+        recommendation=rec,
+        overview=corpus_overview(messages, turns, per_session, ingest=ingest, sessions=sessions,
+                                 compactions=compactions),
+        breakdowns={"source format": breakdown(messages, "source_format", sessions=sessions),
+                    "model": breakdown(messages, "model", sessions=sessions)},
+    )
+    segments = {kind: session_segments(messages, kind, sessions=sessions) for kind in segment_by}
+    report.figures = report_figures(per_session, turns, highlight=rec.budget, segments=segments)
+    if replayed is not None:
+        report.replay, report.replay_table = replayed, replay_table(replayed, rec.budget)
+        report.figures += replay_figures(replayed, highlight=rec.budget)
+    if isinstance(rec, Decision) and outcomes is not None:
+        report.outcomes = outcomes
+        _frontier_section(report, rec, messages, sessions, compactions, horizon=horizon)
+    # The section needs the tables as read_corpus gives them (hand-built ones may hold a few columns only).
+    if (compactions is not None and sessions is not None and not compactions.is_empty()
+            and set(COMPACTIONS_SCHEMA) <= set(compactions.columns) and "source_format" in sessions.columns):
+        rows = agent_vs_libpanto(Corpus(messages, sessions, compactions, ingest or IngestReport()), budgets)
+        shown = rows.filter(pl.col("budget").is_in(_a_few(budgets, rec.budget)))
+        report.recorded = Table.from_frame(compaction_table(shown))
+        report.figures.append(ReportFigure(
+            "recorded_compactions", "What the agents kept at their recorded compactions",
+            "Each dot: libpanto's kept suffix for the conversation as it stood when the agent compacted; the "
+            "dotted lines: what the agent itself kept, which no budget changes.",
+            plots.agent_vs_libpanto_kept(rows)))
+    if policies and window is not None:
+        corpus = Corpus(messages, sessions, compactions, ingest or IngestReport()) if (
+            compactions is not None and sessions is not None and set(COMPACTIONS_SCHEMA) <= set(compactions.columns)
+            and "source_format" in sessions.columns) else None
+        _policy_section(report, messages, corpus, policies, window=window, reserve=reserve,
+                        summary_tokens=summary_tokens)
+    for fig in [*report.figures, *([report.frontier] if report.frontier is not None else [])]:
+        fig.png = plots.png_bytes(cast("Figure", fig.figure))
+    return report
+
+
+def _libpanto_only(result: Replay) -> Replay:
+    """libpanto's rows of a replay that may hold several policies, without the ``policy`` column."""
+    if "policy" not in result.events.columns:
+        return result
+    mine = pl.col("policy").cast(pl.String).str.split(":").list.first() == "libpanto"
+    return Replay(events=result.events.filter(mine).drop("policy"), sessions=result.sessions.filter(mine).drop("policy"),
+                  window=result.window, reserve=result.reserve, summary_tokens=result.summary_tokens,
+                  summary_source=result.summary_source)
+
+
+def _frontier_section(report: Report, rec: Decision, messages: pl.DataFrame, sessions: pl.DataFrame | None,
+                      compactions: pl.DataFrame | None, *, horizon: int | None) -> None:
+    """The figure and table that lead a report under a window: every (policy, budget) by cost and loss."""
+    from ..decision import frontier
+
+    t = rec.table
+    if "cost_p50" not in t.columns or "orphan_rate" not in t.columns or t["cost_p50"].is_null().all():
+        report.frontier_table = Table(["note"], [["no frontier: no session's model has a price (give --prices FILE); "
+                                                  "the table below has the loss figures"]])
+        return
+    recorded = None
+    if (compactions is not None and sessions is not None and not compactions.is_empty()
+            and set(COMPACTIONS_SCHEMA) <= set(compactions.columns) and "source_format" in sessions.columns):
+        recorded = recorded_points(messages, compactions, sessions, report.outcomes.sessions if report.outcomes
+                                   else None, horizon=horizon)
+    chosen = (rec.policy, rec.budget) if rec.budget is not None and rec.policy is not None else None
+    report.frontier = ReportFigure(
+        "frontier", "What each budget costs and loses",
+        "One point per (policy, budget) under the window: the median cost per session (over the sessions that "
+        "reach the trigger) against the orphan rate (tool calls after a compaction that reach for something only "
+        "the summary held). The dashed line joins the Pareto front; hollow points are at or above the trigger "
+        "and never proposed; stars are what the agents recorded; the ring is the chosen point.",
+        plots.frontier(t, recorded=recorded, chosen=chosen))
+    front = frontier(t).select("policy", "budget", "cost_p50", "cost_p90", "orphan_rate", "refetch_tokens")
+    rows = [[r["policy"], _tokens(r["budget"]), f"${r['cost_p50']:,.4f}", f"${r['cost_p90']:,.4f}",
+             _pct(r["orphan_rate"]), _tokens(r["refetch_tokens"])] for r in front.iter_rows(named=True)]
+    if recorded is not None:
+        rows += [[f"{r['agent']} (recorded)", "-", "-" if r["cost_p50"] is None else f"${r['cost_p50']:,.4f}", "-",
+                  _pct(r["orphan_rate"]), "-"] for r in recorded.iter_rows(named=True)]
+    hit = next((i for i, r in enumerate(front.iter_rows(named=True))
+                if chosen is not None and (r["policy"], r["budget"]) == chosen), None)
+    report.frontier_table = Table(["point", "budget", "cost/session p50", "p90", "orphan rate", "re-fetch tokens"],
+                                  rows, highlight=hit)
+
+
+#: The list of files a report wrote, kept in its folder, so that the next report there removes the ones
+#: it does not write again (and nothing else).
+WRITTEN_LIST = ".panto-report-files"
+
+#: What every report before :data:`WRITTEN_LIST` existed wrote under these fixed names.
+_FIXED_NAMES = ("index.html", "report.md", "sweep.parquet", "splits.parquet", "policy_events.parquet",
+                "policy_sessions.parquet", "replay_events.parquet", "replay_sessions.parquet")
+
+
+def write_report(report: Report, out_dir: str | Path) -> Path:
+    """Write the report's files into ``out_dir`` (created if needed); returns the folder.
+
+    Into the folder of an earlier report, the files that report wrote and this one does not (a replay's
+    tables, the PNGs of other segments) are removed, so nothing of another run is left beside the new
+    files; files the reports did not write are never touched. The names written are listed in
+    :data:`WRITTEN_LIST`.
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    files: dict[str, bytes | pl.DataFrame | str] = {f"{fig.name}.png": fig.png for fig in report.figures}
+    if report.frontier is not None:
+        files[f"{report.frontier.name}.png"] = report.frontier.png
+    if report.outcomes is not None:
+        files["decision.parquet"] = report.recommendation.table
+    files.update({"sweep.parquet": report.sweep, "splits.parquet": report.splits})
+    if report.policies is not None:
+        files.update({"policy_events.parquet": report.policies.events,
+                      "policy_sessions.parquet": report.policies.sessions})
+    if report.replay is not None:
+        files.update({"replay_events.parquet": report.replay.events, "replay_sessions.parquet": report.replay.sessions})
+    files.update({"report.md": render_markdown(report), "index.html": render_html(report)})
+    for name in _written_before(out) - set(files):
+        (out / name).unlink(missing_ok=True)
+    for name, content in files.items():
+        if isinstance(content, pl.DataFrame):
+            content.write_parquet(out / name)
+        elif isinstance(content, str):
+            (out / name).write_text(content, encoding="utf-8")
+        else:
+            (out / name).write_bytes(content)
+    (out / WRITTEN_LIST).write_text("".join(f"{name}\n" for name in files), encoding="utf-8")
+    return out
+
+
+def _written_before(out: Path) -> set[str]:
+    """The files an earlier report wrote into ``out``: its list, or (a report from before the list) its
+    fixed names, when an ``index.html`` and a ``report.md`` say a report was there."""
+    listed = out / WRITTEN_LIST
+    if listed.is_file():
+        names = {n for n in listed.read_text(encoding="utf-8").splitlines() if n and "/" not in n and n[0] != "."}
+    elif (out / "index.html").is_file() and (out / "report.md").is_file():
+        names = set(_FIXED_NAMES)
+    else:
+        return set()
+    return {n for n in names if (out / n).is_file() and not (out / n).is_symlink()}
+
+
+#: Inputs named at the top of a report; the rest are counted.
+MAX_INPUTS = 6
+
+
+def _more(inputs: list[str]) -> str:
+    return f" and {len(inputs) - MAX_INPUTS} more" if len(inputs) > MAX_INPUTS else ""
+
+
+_RECORDED_TEXT = ("One row per compaction an agent recorded: what the agent kept verbatim (its first kept message, "
+                  "messages and tokens, in libpanto's turn costs), then the whole turns and tokens libpanto would "
+                  "keep at a few budgets for the conversation as it stood at that moment.")
+
+
+def _replay_text(result: Replay) -> str:
+    return (f"Each session replayed call by call under a {format_tokens(result.window)}-token window: a compaction "
+            f"fires when the context passes {format_tokens(result.window - result.reserve)} (window minus a "
+            f"{format_tokens(result.reserve)} reserve), libpanto splits the transcript as it stands, and a "
+            f"{format_tokens(result.summary_tokens)}-token summary ({result.summary_source}) replaces the summarized "
+            "prefix. One row per budget; "
+            "the rules of the recommendation ran on these events (docs/replay.md).")
+
+
+_DECISION_TEXT = ("One row per (policy, budget) of the replay under the window, the chosen one emphasised. Figures "
+                  "per session are over the sessions that reach the trigger; a rule counts sessions (keep k+ turns: "
+                  "at every compaction the session has). A budget at or above the trigger (window - reserve) is "
+                  "never proposed. Cost: the replayed calls and the summarizer's; orphan rate: pooled over the "
+                  "tool calls after each compaction; re-fetch tokens: the results those orphan calls fetch again.")
+
+_POLICY_TEXT = ("Each policy replayed over the sessions' life under the same window, at its own trigger and "
+                "defaults: how often it compacts, what it keeps verbatim (in recorded-usage tokens; Codex: its "
+                "estimate of the user messages it keeps) and what its summarizer reads. docs/replay.md states "
+                "each policy's rules and sources.")
+_POLICY_CUTS_TEXT = ("Each policy's cut of the conversation as it stood at every compaction an agent recorded, "
+                     "beside the agent's own cut: exact matches, and how far the others are (messages, tokens).")
+
+
+def render_markdown(report: Report) -> str:
+    """``report.md``: headings, tables and links to the PNGs beside it."""
+    rec = report.recommendation
+    headline, rules, reasons, warnings = rec.headline(), rec.criteria.describe(), rec.reasons, rec.warnings
+    out = [f"# {report.title}", ""]
+    if report.inputs:
+        out += ["Inputs: " + ", ".join(f"`{p}`" for p in report.inputs[:MAX_INPUTS]) + _more(report.inputs), ""]
+    out += ["## Recommendation", "", f"**{headline}**", ""]
+    out += [f"- Rule: {r}" for r in rules] + [f"- Why: {r}" for r in reasons]
+    out += [f"- **Warning:** {w}" for w in warnings] + [""]
+    if report.frontier is not None:
+        out += ["### The frontier", "", report.frontier.caption, "", f"![{report.frontier.title}](frontier.png)", ""]
+    if report.frontier_table is not None:
+        out += [report.frontier_table.markdown(), ""]
+    out += ["## Corpus", "", report.overview.markdown(), ""]
+    for name, table in report.breakdowns.items():
+        out += [f"### By {name}", "", table.markdown(), ""]
+    if isinstance(rec, Decision):
+        out += ["## Budgets under the window", "", _DECISION_TEXT, "", decision_table(rec).markdown(), ""]
+    else:
+        out += ["## Budgets", "", "One row per budget tried; the chosen one in bold. Kept sizes in tokens; shares "
+                "of sessions except *summarized* (all summarized tokens over all active tokens).", "",
+                sweep_table(rec).markdown(), ""]
+    if report.replay is not None and report.replay_table is not None:
+        out += ["## Compaction over the sessions' life", "", _replay_text(report.replay), "",
+                report.replay_table.markdown(), ""]
+    if report.recorded is not None:
+        out += ["## What the agents did at their recorded compactions", "", _RECORDED_TEXT, "",
+                report.recorded.markdown(), ""]
+    if report.policy_table is not None:
+        out += ["## Policies under the same window", "", _POLICY_TEXT, "", report.policy_table.markdown(), ""]
+    if report.policy_cuts is not None:
+        out += ["### Each policy at the recorded compactions", "", _POLICY_CUTS_TEXT, "",
+                report.policy_cuts.markdown(), ""]
+    out += ["## Plots", ""]
+    for fig in report.figures:
+        out += [f"### {fig.title}", "", fig.caption, "", f"![{fig.title}]({fig.name}.png)", ""]
+    out += ["## Files", "", "- `sweep.parquet`: the table above, unformatted",
+            "- `splits.parquet`: libpanto's split for every session and budget", ""]
+    return "\n".join(out)
+
+
+_CSS = """
+body { font: 15px/1.5 system-ui, -apple-system, "Segoe UI", sans-serif; color: #222; max-width: 1040px;
+       margin: 2em auto; padding: 0 1em; }
+h1 { font-size: 1.7em; margin-bottom: .2em; } h2 { margin-top: 2em; border-bottom: 1px solid #ddd; }
+.inputs { color: #666; } code { background: #f3f3f3; padding: 0 .3em; border-radius: 3px; }
+.headline { font-size: 1.35em; font-weight: 600; background: #eef5fb; border-left: 4px solid #0072B2;
+            padding: .5em .8em; }
+.warning { background: #fdf1e6; border-left: 4px solid #D55E00; padding: .3em .8em; margin: .4em 0; }
+table { border-collapse: collapse; margin: .8em 0; font-size: .9em; }
+th, td { padding: .25em .7em; border-bottom: 1px solid #e5e5e5; text-align: right; }
+th.text, td.text { text-align: left; } th { background: #f6f6f6; }
+tr.chosen td { font-weight: 700; background: #eef5fb; }
+figure { margin: 1.5em 0; } figure img { width: 100%; max-width: 1000px; height: auto; }
+figcaption { color: #555; font-size: .9em; }
+"""
+
+
+def render_html(report: Report) -> str:
+    """``index.html``: one self-contained page; images embedded as data URIs."""
+    rec = report.recommendation
+    headline, rules, reasons, warnings = rec.headline(), rec.criteria.describe(), rec.reasons, rec.warnings
+    e = html.escape
+    parts = [f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>{e(report.title)}</title>"
+             f"<meta name='viewport' content='width=device-width, initial-scale=1'><style>{_CSS}</style></head><body>",
+             f"<h1>{e(report.title)}</h1>"]
+    if report.inputs:
+        parts.append("<p class='inputs'>Inputs: " + ", ".join(f"<code>{e(p)}</code>" for p in report.inputs[:MAX_INPUTS])
+                     + _more(report.inputs) + "</p>")
+    parts += ["<h2>Recommendation</h2>", f"<p class='headline'>{e(headline)}</p><ul>"]
+    parts += [f"<li>Rule: {e(r)}</li>" for r in rules] + [f"<li>Why: {e(r)}</li>" for r in reasons] + ["</ul>"]
+    parts += [f"<p class='warning'>Warning: {e(w)}</p>" for w in warnings]
+    if report.frontier is not None:
+        data = base64.b64encode(report.frontier.png).decode("ascii")
+        parts += ["<h3>The frontier</h3>", f"<figure id='frontier'><img alt='{e(report.frontier.title)}' "
+                  f"src='data:image/png;base64,{data}'><figcaption>{e(report.frontier.caption)} "
+                  "<a href='frontier.png'>PNG</a></figcaption></figure>"]
+    if report.frontier_table is not None:
+        parts.append(report.frontier_table.html())
+    parts += ["<h2>Corpus</h2>", report.overview.html()]
+    for name, table in report.breakdowns.items():
+        parts += [f"<h3>By {e(name)}</h3>", table.html()]
+    if isinstance(rec, Decision):
+        parts += ["<h2>Budgets under the window</h2>", f"<p>{e(_DECISION_TEXT)}</p>", decision_table(rec).html()]
+    else:
+        parts += ["<h2>Budgets</h2>", "<p>One row per budget tried; the chosen one highlighted. Kept sizes in "
+                  "tokens; shares of sessions except <em>summarized</em> (all summarized tokens over all active "
+                  "tokens).</p>", sweep_table(rec).html()]
+    if report.replay is not None and report.replay_table is not None:
+        parts += ["<h2>Compaction over the sessions' life</h2>", f"<p>{e(_replay_text(report.replay))}</p>",
+                  report.replay_table.html()]
+    if report.recorded is not None:
+        parts += ["<h2>What the agents did at their recorded compactions</h2>", f"<p>{e(_RECORDED_TEXT)}</p>",
+                  report.recorded.html()]
+    if report.policy_table is not None:
+        parts += ["<h2>Policies under the same window</h2>", f"<p>{e(_POLICY_TEXT)}</p>", report.policy_table.html()]
+    if report.policy_cuts is not None:
+        parts += ["<h3>Each policy at the recorded compactions</h3>", f"<p>{e(_POLICY_CUTS_TEXT)}</p>",
+                  report.policy_cuts.html()]
+    parts += ["<h2>Plots</h2>"]
+    for fig in report.figures:
+        data = base64.b64encode(fig.png).decode("ascii")
+        parts.append(f"<figure id='{e(fig.name)}'>"
+                     f"<img alt='{e(fig.title)}' src='data:image/png;base64,{data}'>"
+                     f"<figcaption>{e(fig.caption)} <a href='{e(fig.name)}.png'>PNG</a></figcaption></figure>")
+    parts += ["<h2>Files</h2><ul><li><a href='sweep.parquet'>sweep.parquet</a>: the table above, unformatted</li>"
+              "<li><a href='splits.parquet'>splits.parquet</a>: libpanto's split for every session and budget</li>"
+              "<li><a href='report.md'>report.md</a>: this report in Markdown</li></ul></body></html>"]
+    return "\n".join(parts)

@@ -1,0 +1,67 @@
+"""``cost``: what the recorded sessions cost, per group, with the price source."""
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import click
+
+from ..defaults import COST_GROUPINGS
+from .app import main
+from .options import friendly_errors, input_options, output_option, read_input_corpus, write_frame
+
+__all__ = ["cost_cmd"]
+
+
+def _check_timezone(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    try:
+        ZoneInfo(value)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise click.BadParameter(f"{value!r} is not an IANA time zone (e.g. UTC, Europe/Paris)") from None
+    return value
+
+
+@main.command("cost")
+@input_options
+@click.option("--by", "by", multiple=True, type=click.Choice(COST_GROUPINGS),
+              help="Group the bill by this (repeatable, in order): session, day, week (from Monday), month, "
+                   "model, project, format. None: one row for everything.")
+@click.option("--prices", "prices_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              metavar="FILE",
+              help="A LiteLLM price file (model_prices_and_context_window.json, as ccusage uses) instead of the "
+                   "genai-prices tables this version ships.")
+@click.option("--timezone", default="UTC", show_default=True, callback=_check_timezone, metavar="TZ",
+              help="The time zone of --by day, week and month (an IANA name).")
+@output_option
+@friendly_errors
+def cost_cmd(paths, format_, skip_invalid, by, prices_file, timezone, output):
+    """What the API calls recorded in PATHS cost, in US dollars, one row per group.
+
+    Each row: the group, api_calls, the token counts (input, output,
+    cache_read, cache_write_5m, cache_write_1h), input_usd, output_usd,
+    cache_read_usd, cache_write_usd and cost_usd, and the price source. A
+    model without a price costs null, never 0: a note on stderr says how
+    many calls and tokens went unpriced. Prices come from the genai-prices
+    tables shipped with this version (offline), or from --prices FILE; above
+    200k prompt tokens each source's own rule applies (docs/cost.md).
+
+    \b
+    Examples:
+      panto-analytics cost ~/.claude/projects --by day
+      panto-analytics cost data/ --by model --by month -o costs.csv
+      panto-analytics cost ~/.pi/agent/sessions --by session --timezone Europe/Paris -o - --output-format json
+    """
+    from ..outcomes import UnpricedWarning, costs, load_prices
+
+    prices = load_prices(prices_file)   # a bad price file is an error before any reading
+    corpus = read_input_corpus(paths, format_, skip_invalid)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UnpricedWarning)
+        table = costs(corpus, by=list(by), prices=prices, timezone=timezone)
+    for note in caught:
+        if issubclass(note.category, UnpricedWarning):
+            click.echo(f"note: {note.message}", err=True)
+    click.echo(f"note: prices from {prices.source}", err=True)
+    write_frame(table, output)

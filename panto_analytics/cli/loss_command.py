@@ -1,0 +1,57 @@
+"""``loss``: what agents really fetched again after the compactions they recorded, against a baseline."""
+from __future__ import annotations
+
+import click
+
+from .app import main
+from .options import file_output_option, friendly_errors, horizon_option, input_options, output_option, read_input_corpus, write_frame
+
+__all__ = ["loss_cmd"]
+
+#: Fewer cuts than this behind a row: a warning with the count.
+FEW = 30
+
+
+@main.command("loss")
+@input_options
+@horizon_option
+@output_option
+@file_output_option("--cuts", dest="cuts_out",
+                    help="Also write one row per cut (each recorded compaction and each pseudo-cut) to this file "
+                         "(.csv, .parquet, .json, .ndjson).")
+@friendly_errors
+def loss_cmd(paths, format_, skip_invalid, horizon, output, cuts_out):
+    """Check the loss measure on the compactions the agents in PATHS recorded.
+
+    After each recorded compaction, and at pseudo-cuts in sessions of the
+    same agent that never compacted (after the first call whose context
+    reaches the size at which the agent compacted), look at the next
+    --horizon tool calls: re-reads of a target read before the cut
+    (repeat_reads, repeat_rate), orphan references (orphan_calls,
+    orphan_rate), how many of the orphan targets the agent really fetched
+    again (refetched_targets of orphan_targets), and the tool calls until the
+    first write, after the cut and from the session's start (re-orientation).
+    One row per agent and kind of cut (compaction, baseline). docs/loss.md
+    states the rules.
+
+    \b
+    Examples:
+      panto-analytics loss ~/.pi/agent/sessions
+      panto-analytics loss data/ --horizon 10 --cuts cuts.csv
+    """
+    from ..outcomes.refetch import refetch, refetch_summary
+
+    corpus = read_input_corpus(paths, format_, skip_invalid)
+    cuts = refetch(corpus.messages, corpus.compactions, corpus.sessions, horizon=horizon)
+    if cuts_out is not None:
+        write_frame(cuts, cuts_out)
+    table = refetch_summary(cuts)
+    agents = sorted(set(corpus.sessions["source_format"].cast(str).unique().to_list()))
+    compacted = set(table.filter(table["cut"] == "compaction")["source_format"].to_list())
+    for agent in agents:
+        if agent not in compacted:
+            click.echo(f"note: {agent}: no recorded compaction, nothing to check", err=True)
+    for agent, kind, n in table.select("source_format", "cut", "cuts").rows():
+        if n < FEW:
+            click.echo(f"warning: {agent} {kind}: only {n} cut(s) behind these figures", err=True)
+    write_frame(table, output)

@@ -1,0 +1,35 @@
+"""A session-partitioned Parquet dataset: a corpus too large for one frame, read bucket by bucket.
+
+- :mod:`.buckets`: the stable hash that puts each session in its bucket.
+- :mod:`.store`: the layout, the manifest, :func:`scan_dataset`.
+- :mod:`.write`: :func:`write_dataset`, incremental like the cache, and :class:`DatasetWriter`.
+- :mod:`.histograms`, :mod:`.streaming`, :mod:`.engines`: the sweep and the recommendation of a dataset, bucket by
+  bucket, here or on Ray Data.
+
+It is a package of its own (not a part of ``ingest/``) so that its code is not
+part of the cache's parser version: changing how datasets are written does not
+invalidate parsed files. ``docs/scale.md`` says why the cache and the dataset
+are two layouts. It sits above ``analysis``: it runs the analysis's own rules
+(the sweep, the recommendation) bucket by bucket.
+"""
+from .buckets import session_buckets
+from .store import (
+    DEFAULT_BUCKETS,
+    TASK_ROWS,
+    DatasetInfo,
+    bucket_groups,
+    bucket_parts,
+    dataset_corpus,
+    is_dataset,
+    read_info,
+    read_manifest,
+    scan_dataset,
+    scan_parts,
+)
+from .write import DatasetUpdate, DatasetWriter, write_dataset
+
+__all__ = [
+    "DEFAULT_BUCKETS", "TASK_ROWS", "DatasetInfo", "DatasetUpdate", "DatasetWriter", "bucket_groups", "bucket_parts",
+    "dataset_corpus", "is_dataset", "read_info", "read_manifest", "scan_dataset", "scan_parts", "session_buckets",
+    "write_dataset",
+]

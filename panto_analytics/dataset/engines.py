@@ -1,0 +1,102 @@
+"""Where the per-bucket work of a dataset runs: here, bucket after bucket (``"local"``), or on Ray Data (``"ray"``).
+
+A *bucket task* is a picklable callable ``task(root, parts) -> DataFrame``
+that reads some whole buckets' parts of the dataset at ``root`` and returns
+a small frame (a histogram table, say). :func:`map_buckets` runs it once per
+group of buckets (:func:`~panto_analytics.dataset.bucket_groups`:
+consecutive buckets up to about ``rows`` messages, so that a small bucket
+does not pay a query's fixed cost alone) and yields the frames; the caller
+merges them. A session never spans two buckets, so every task sees whole
+sessions, and memory is bounded by ``rows``, not by the corpus.
+
+``"ray"`` runs the same task on Ray Data: one row per group of buckets
+(``ray.data.from_items``), ``map_batches`` with one group per batch (one
+task each), Arrow tables out. ``ray.init()`` starts Ray on this machine, or joins the cluster
+at ``address`` (``"auto"``, ``"ray://head:10001"``). Ray is an optional
+extra: ``pip install 'panto_analytics[ray]'``.
+
+>>> import tempfile
+>>> list(map_buckets(tempfile.mkdtemp(), lambda root, parts: None, engine="local"))
+[]
+"""
+from __future__ import annotations
+
+import importlib.util
+import logging
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, cast
+
+import polars as pl
+import pyarrow as pa
+
+from ..defaults import ENGINES, RAY_INSTALL
+from ..errors import InputError
+from .store import TASK_ROWS, bucket_groups
+
+__all__ = ["ENGINES", "RAY_INSTALL", "BucketTask", "EngineUnavailable", "map_buckets", "ray_available"]
+
+
+BucketTask = Callable[[str, list[str]], pl.DataFrame]
+
+
+class EngineUnavailable(RuntimeError):
+    """An engine that cannot run here (Ray not installed); the message says how to get it."""
+
+
+def ray_available() -> bool:
+    """Whether Ray Data can be imported."""
+    return importlib.util.find_spec("ray") is not None
+
+
+def map_buckets(root: str | Path, task: BucketTask, *, engine: str = "local", address: str | None = None,
+                rows: int = TASK_ROWS) -> Iterator[pl.DataFrame]:
+    """``task(root, parts)`` for every group of buckets of the dataset at ``root``, in bucket order for
+    ``"local"`` (in the order Ray finishes them for ``"ray"``)."""
+    if engine not in ENGINES:
+        raise ValueError(f"engine is one of {', '.join(ENGINES)}, got {engine!r}")
+    groups = bucket_groups(root, rows)
+    if engine == "local":
+        for parts in groups:  # one iteration per group of buckets; the work inside is vectorized
+            yield task(str(root), parts)
+        return
+    yield from _on_ray(str(root), groups, task, address)
+
+
+def _on_ray(root: str, buckets: list[list[str]], task: BucketTask, address: str | None) -> Iterator[pl.DataFrame]:
+    if not ray_available():
+        raise EngineUnavailable(f"the Ray engine needs Ray Data: {RAY_INSTALL}")
+    if not buckets:
+        return
+    import ray
+    import ray.data
+
+    if not ray.is_initialized():
+        ray.init(address=address, ignore_reinit_error=True, include_dashboard=False, log_to_driver=False,
+                 logging_level=logging.ERROR)
+    logging.getLogger("ray.data").setLevel(logging.ERROR)  # no per-run INFO lines on stderr
+    ray.data.DataContext.get_current().enable_progress_bars = False
+    ds = ray.data.from_items([{"parts": parts} for parts in buckets], override_num_blocks=len(buckets))
+    out = ds.map_batches(cast(Any, _ray_batch), batch_size=1, batch_format="pyarrow", fn_kwargs={"root": root, "task": task})
+    try:
+        for batch in out.iter_batches(batch_format="pyarrow", batch_size=None):
+            frame = pl.from_arrow(batch)
+            assert isinstance(frame, pl.DataFrame)
+            yield frame
+    except Exception as e:  # a task's bad input comes back wrapped in Ray's error: one line, as locally
+        cause = getattr(e, "cause", None)
+        if isinstance(cause, InputError):
+            raise cause from None
+        raise
+
+
+def _ray_batch(batch: pa.Table, *, root: str, task: BucketTask) -> pa.Table:
+    """One Ray task: the buckets of ``batch`` (one, with ``batch_size=1``) through ``task``, as Arrow.
+
+    Enum and Categorical columns travel as strings (Ray concatenates blocks
+    whose dictionaries differ); the caller casts them back.
+    """
+    frames = [task(root, list(parts)) for parts in batch.column("parts").to_pylist()]
+    frame = pl.concat(frames) if frames else pl.DataFrame()
+    strings: dict[Any, Any] = {c: pl.String for c, t in frame.schema.items() if isinstance(t, (pl.Enum, pl.Categorical))}
+    return frame.cast(strings).to_arrow()

@@ -1,0 +1,193 @@
+"""The sweep, the recommendation and the splits of a dataset, bucket by bucket, in bounded memory.
+
+Each bucket of a dataset (:mod:`panto_analytics.dataset`) holds whole
+sessions, so libpanto's split is computed per bucket and reduced at once to
+exact per-budget histograms (:mod:`.histograms`); only those are merged.
+Peak memory is one task's splits (a group of whole buckets of about
+:data:`~panto_analytics.dataset.TASK_ROWS` messages) plus the merged histograms (bounded by
+the budgets), whatever the number of buckets. The results equal the
+in-memory path's bit for bit:
+
+- :func:`sweep_dataset` is ``summarize_splits(splits(messages, budgets, sessions=sessions))``, what
+  ``panto-analytics sweep`` prints;
+- :func:`recommend_dataset` is ``recommend(splits(messages, budgets), criteria, turns=turns(messages),
+  windows=...)``, what ``panto-analytics recommend`` prints;
+- :func:`write_splits` writes the rows of ``splits`` (bucket after bucket) to Parquet without holding them.
+
+``engine="ray"`` runs the per-bucket function on Ray Data (:mod:`.engines`).
+
+>>> import tempfile, pathlib
+>>> from panto_analytics.dataset import write_dataset
+>>> d = pathlib.Path(tempfile.mkdtemp())
+>>> _ = (d / "s.jsonl").write_text('{"type":"message","role":"user","content":[{"type":"text","text":"hi"}]}\\n'
+...     '{"type":"message","role":"assistant","content":[],"usage":{"input":9,"output":1,"cache_read":0,"cache_write":0}}\\n')
+>>> _ = write_dataset([d], d / "ds", buckets=2)
+>>> sweep_dataset(d / "ds", [0, 20]).select("budget", "sessions", "kept_tokens_p50").rows()
+[(0, 1, 0), (20, 1, 10)]
+"""
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable
+from pathlib import Path
+
+import polars as pl
+import pyarrow.parquet as pq
+
+from ..analysis.recommend import Criteria, Outcomes, Recommendation, outcomes_at, recommend_from_table
+from ..policy import splits as compute_splits
+from ..policy import turns as compute_turns
+from ..policy.splits import budget_series
+from .engines import map_buckets
+from .histograms import coverage_from, histograms, merge, sweep_from
+from .store import TASK_ROWS, bucket_groups, collect, scan_dataset, scan_parts
+
+__all__ = ["MERGE_EVERY", "dataset_histograms", "recommend_dataset", "sweep_dataset", "write_splits"]
+
+#: Bucket tables held before they are merged into one.
+MERGE_EVERY = 4
+
+
+def _bucket(root: str, parts: list[str], with_sessions: bool) -> tuple[pl.DataFrame, pl.DataFrame | None]:
+    messages = collect(scan_parts(root, "messages", parts), root)
+    sessions = collect(scan_parts(root, "sessions", parts).select("session_id"), root) if with_sessions else None
+    return messages, sessions
+
+
+def _histogram_task(root: str, parts: list[str], *, budgets: list[int], with_sessions: bool) -> pl.DataFrame:
+    """One bucket's histogram table (the per-bucket function both engines run)."""
+    messages, sessions = _bucket(root, parts, with_sessions)
+    return histograms(compute_splits(messages, budgets, sessions=sessions))
+
+
+def dataset_histograms(root: str | Path, budgets: int | Iterable[int], *, with_sessions: bool = True,
+                       engine: str = "local", address: str | None = None, task_rows: int = TASK_ROWS) -> pl.DataFrame:
+    """The merged histogram table (:mod:`.histograms`) of every session of the dataset at ``root``.
+
+    ``with_sessions``: count sessions without messages too (as ``sweep`` does; ``recommend`` does not).
+    ``task_rows``: messages per task (:func:`~panto_analytics.dataset.bucket_groups`).
+    """
+    task = functools.partial(_histogram_task, budgets=budget_series(budgets).to_list(), with_sessions=with_sessions)
+    merged: list[pl.DataFrame] = []
+    for table in map_buckets(root, task, engine=engine, address=address, rows=task_rows):
+        merged.append(table)
+        if len(merged) >= MERGE_EVERY:
+            merged = [merge(merged)]
+    return merge(merged)
+
+
+def sweep_dataset(root: str | Path, budgets: int | Iterable[int], *, engine: str = "local",
+                  address: str | None = None, task_rows: int = TASK_ROWS) -> pl.DataFrame:
+    """One row per budget (:func:`~panto_analytics.policy.summarize_splits`) over the dataset at ``root``,
+    task by task in bounded memory, sessions without messages included.
+
+    Parameters
+    ----------
+    root
+        A dataset folder (:func:`~panto_analytics.write_dataset`).
+    budgets
+        One budget or many.
+    engine
+        ``"local"`` (task after task here) or ``"ray"`` (Ray Data; the ``[ray]`` extra).
+    address
+        With ``engine="ray"``: the cluster to join; None starts Ray here.
+    task_rows
+        Messages per task (:func:`~panto_analytics.dataset.bucket_groups`).
+
+    Returns
+    -------
+    pl.DataFrame
+        Equal, bit for bit, to ``sweep(splits(messages, budgets, sessions=sessions))`` of the same corpus.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> from panto_analytics.dataset import write_dataset
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / "s.jsonl").write_text('{"type":"message","role":"user","content":[{"type":"text","text":"hi"}]}\\n')
+    >>> _ = write_dataset([d], d / "ds", buckets=2)
+    >>> sweep_dataset(d / "ds", [0, 100]).select("budget", "sessions", "noop_share").rows()
+    [(0, 1, 0.0), (100, 1, 1.0)]
+    """
+    return sweep_from(dataset_histograms(root, budgets, engine=engine, address=address, task_rows=task_rows))
+
+
+def _outcome_task(root: str, parts: list[str], *, budget: int) -> pl.DataFrame:
+    """One bucket's :class:`Outcomes` at ``budget``, as a frame: the examples, then one row of counts."""
+    messages, _ = _bucket(root, parts, False)
+    o = outcomes_at(compute_splits(messages, [budget]), budget, turns=compute_turns(messages))
+    counts = pl.DataFrame({"session_id": [None], "last_turn_tokens": [None], "zero": [o.zero],
+                           "with_turns": [o.with_turns], "capped": [o.capped]})
+    examples = o.examples.with_columns(zero=pl.lit(None, pl.Int64), with_turns=pl.lit(None, pl.Int64),
+                                       capped=pl.lit(None, pl.Int64))
+    return pl.concat([examples, counts], how="vertical_relaxed")
+
+
+def _outcomes(root: str | Path, budget: int, engine: str, address: str | None, task_rows: int) -> list[str]:
+    task = functools.partial(_outcome_task, budget=budget)
+    frames = list(map_buckets(root, task, engine=engine, address=address, rows=task_rows))
+    parts = []
+    for f in frames:  # one per bucket
+        rows = f.filter(pl.col("zero").is_not_null())
+        examples = f.filter(pl.col("zero").is_null()).select(pl.col("session_id").cast(pl.String),
+                                                              pl.col("last_turn_tokens").cast(pl.UInt64))
+        for zero, with_turns, capped in rows.select("zero", "with_turns", "capped").iter_rows():
+            parts.append(Outcomes(budget, examples, int(zero), int(with_turns), int(capped)))
+    return Outcomes.merge(parts).warnings() if parts else []
+
+
+def recommend_dataset(root: str | Path, budgets: int | Iterable[int], criteria: Criteria | None = None, *,
+                      engine: str = "local", address: str | None = None, task_rows: int = TASK_ROWS) -> Recommendation:
+    """:func:`~panto_analytics.recommend` over the dataset at ``root``, task by task in bounded memory.
+
+    Parameters
+    ----------
+    root, budgets, engine, address, task_rows
+        As in :func:`sweep_dataset`.
+    criteria
+        The rules (:class:`~panto_analytics.Criteria`); None: the default rule.
+
+    Returns
+    -------
+    Recommendation
+        The same budget, reasons, table and warnings as ``recommend(splits(messages, budgets), criteria,
+        turns=turns(messages), windows=sessions["context_window"])`` (what ``panto-analytics recommend`` prints).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> from panto_analytics.dataset import write_dataset
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / "s.jsonl").write_text('{"type":"message","role":"user","content":[{"type":"text","text":"hi"}]}\\n')
+    >>> _ = write_dataset([d], d / "ds", buckets=2)
+    >>> recommend_dataset(d / "ds", [0, 100]).budget
+    100
+    """
+    criteria = (criteria or Criteria()).or_default()
+    hist = dataset_histograms(root, budgets, with_sessions=False, engine=engine, address=address, task_rows=task_rows)
+    table = coverage_from(hist, criteria)
+    windows = collect(scan_dataset(root, "sessions").select(pl.col("context_window").unique()), root).to_series().to_list()
+    return recommend_from_table(table, criteria, outcomes=lambda b: _outcomes(root, b, engine, address, task_rows),
+                                windows=windows)
+
+
+def write_splits(root: str | Path, budgets: int | Iterable[int], output: str | Path, *,
+                 task_rows: int = TASK_ROWS) -> int:
+    """Write every (session, budget) split of the dataset at ``root`` to the Parquet file ``output``, one row
+    group per group of buckets, holding one group's rows at a time; returns the number of rows."""
+    rows = 0
+    writer: pq.ParquetWriter | None = None
+    try:
+        for parts in bucket_groups(root, task_rows):  # one iteration per group of buckets
+            messages, sessions = _bucket(str(root), parts, True)
+            table = compute_splits(messages, budgets, sessions=sessions).to_arrow()
+            if writer is None:
+                writer = pq.ParquetWriter(output, table.schema, compression="zstd")
+            writer.write_table(table)
+            rows += table.num_rows
+    finally:
+        if writer is not None:
+            writer.close()
+    if writer is None:
+        compute_splits(pl.DataFrame(schema=scan_dataset(root).collect_schema()), budgets).write_parquet(output)
+    return rows

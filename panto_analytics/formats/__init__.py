@@ -1,0 +1,85 @@
+"""Source-format adapters, one module per format (each satisfies :class:`.base.Adapter`), and format detection.
+
+>>> sorted(ADAPTERS)
+['canonical', 'claude-code', 'codex', 'pi']
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+
+from ..errors import InputError
+from . import canonical, claude_code, codex, jsonl, pi
+from .base import BAD_RECORD, Adapter, DamagedFileError, open_session_file
+
+__all__ = ["ADAPTERS", "Adapter", "adapter", "detect_format"]
+
+#: Tried in this order when detecting. pi and Codex come first: their legacy
+#: records also look canonical (a "message" with a role).
+_DETECTION_ORDER: tuple[Adapter, ...] = (pi, codex, canonical, claude_code)
+
+#: Adapters by format name, in detection order.
+ADAPTERS: dict[str, Adapter] = {a.NAME: a for a in _DETECTION_ORDER}
+
+_SNIFF_LINES = 20
+
+#: Formats whose files start with a record of their own: a file whose first
+#: record is foreign (say, a sanitized export's ``sanitization_notice``) is
+#: not theirs, whatever follows.
+_FIRST_RECORD_ONLY = frozenset({canonical.NAME})
+
+
+def detect_format(path: str | Path) -> str:
+    """The format of ``path``, judged from its first JSON records.
+
+    An empty (or blank) file is canonical: a session with no messages.
+    Raises :class:`InputError` when no adapter recognises the file.
+    """
+    seen = 0
+    damage: list[str] = []
+    with open_session_file(path, on_damage=damage.append) as f:
+        for lineno, raw in enumerate(f, 1):
+            if not raw.strip():
+                continue
+            try:
+                record = orjson.loads(raw)
+            except orjson.JSONDecodeError as e:
+                if not raw.endswith(b"\n"):
+                    break  # the last line, still being written: judged by what came before it
+                if not seen:
+                    why = jsonl.malformed(raw, e)
+                    hint = (jsonl.NOT_JSONL if raw.strip() in (b"{", b"[")
+                            else why if not why.startswith("malformed JSON: ")
+                            else f"the first line is not valid JSON: {e.msg}")
+                    raise InputError(path, lineno, hint) from None
+                break
+            # Most files are known by their first record; read on only while none claims it.
+            for name, candidate in ADAPTERS.items():
+                if _claims(candidate, record) and (seen == 0 or name not in _FIRST_RECORD_ONLY):
+                    return name
+            seen += 1
+            if seen >= _SNIFF_LINES:
+                break
+    if damage and not seen:  # a damaged compressed file with nothing whole before the damage
+        raise DamagedFileError(path, damage[0])
+    if not seen:
+        return canonical.NAME
+    raise InputError(path, None, f"unknown session format (known: {', '.join(ADAPTERS)}); "
+                     "use --format to force one")
+
+
+def _claims(candidate: Adapter, record: object) -> bool:
+    """Whether an adapter claims a record; one of an unexpected shape (a list where a string is usual) is not its."""
+    try:
+        return candidate.sniff(record)
+    except BAD_RECORD:
+        return False
+
+
+def adapter(name: str) -> Adapter:
+    """The adapter of format ``name``; ValueError naming the known formats otherwise."""
+    try:
+        return ADAPTERS[name]
+    except KeyError:
+        raise ValueError(f"unknown format {name!r} (known: {', '.join(ADAPTERS)})") from None

@@ -1,0 +1,471 @@
+"""What every adapter shares: the contract it satisfies, the message it yields, the file it reads.
+
+An adapter is a module that satisfies :class:`Adapter`: ``NAME`` (a
+``schema.SOURCE_FORMATS`` entry), ``sniff(record) -> bool`` (does this first
+JSON record look like my format?), ``parse(src: SourceFile) ->
+Iterator[Message]``, and two optional hooks, ``read_frames`` (a columnar fast
+path over many files) and ``postprocess`` (cross-file rules over every
+:class:`ParsedFile` of the format), each ``None`` where the format has none.
+``parse`` yields libpanto messages, in the order the agent had them, with
+*canonical* content blocks (see ``docs/formats.md``); :class:`FrameBuilder`
+turns them into frame rows. Bad lines go through :meth:`SourceFile.invalid`,
+which raises or counts a skip; records that are not conversation go through
+:meth:`SourceFile.ignore`.
+"""
+from __future__ import annotations
+
+import gzip
+import io
+import zlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, Any, Protocol
+
+import polars as pl
+
+from ..errors import IngestReport, InputError
+from ..outcomes.references import tool_refs
+from ..schema import MAX_USAGE, MESSAGE_SCHEMA, USAGE_COLUMNS
+from ..transcript import serialized_bytes
+from ..words import message_words
+
+__all__ = [
+    "BAD_RECORD", "COMPRESSED_SUFFIXES", "TRUNCATED", "Adapter", "DamagedFileError", "OnDamage", "bad_record",
+    "FrameBuilder", "Invalid", "Message", "ParsedFile", "Postprocess",
+    "ReadFrames", "SessionMeta", "SourceFile", "open_session_file", "session_stem", "parse_timestamp", "timestamp_field",
+    "usage_counter",
+]
+
+#: Compressed session files read like ``.jsonl`` (the suffix after ``.jsonl``).
+COMPRESSED_SUFFIXES = (".gz", ".zst")
+
+#: Why the last line of a file was skipped: it has no newline and is not JSON (the agent is still writing it).
+TRUNCATED = "truncated final line (the session is still being written?)"
+
+_BOM = b"\xef\xbb\xbf"
+
+
+class _Decompressed(io.BufferedReader):
+    """A decompressed stream: no ``fileno`` (so nobody maps the compressed bytes by mistake)."""
+
+    def fileno(self) -> int:
+        raise io.UnsupportedOperation("a decompressed stream has no file descriptor")
+
+
+def session_stem(path: str | Path) -> str:
+    """A session file's name without ``.jsonl`` and a compression suffix: its session id by default.
+
+    >>> session_stem("a/b.jsonl"), session_stem("b.jsonl.gz"), session_stem("b.jsonl.zst")
+    ('b', 'b', 'b')
+    """
+    name = Path(path).name
+    for suffix in COMPRESSED_SUFFIXES:
+        name = name.removesuffix(suffix)
+    return Path(name).stem
+
+
+class DamagedFileError(InputError):
+    """A ``.gz`` or ``.zst`` file whose compressed data is cut short or corrupt (one line: file and problem)."""
+
+    def __init__(self, path: str | Path, reason: str):
+        super().__init__(path, None, reason)
+
+
+#: What a reader does when a compressed file turns out damaged: raise (the default), or count it and stop there.
+OnDamage = Callable[[str], None]
+
+_CHUNK = 1 << 16
+
+
+def _gzip_chunks(raw: IO[bytes]) -> Iterator[bytes]:
+    """Decompressed chunks of a gzip stream (every member); :class:`_Damage` where it is cut or corrupt."""
+    with gzip.GzipFile(fileobj=raw, mode="rb") as g:
+        while True:
+            try:
+                chunk = g.read1(_CHUNK)
+            except EOFError:
+                raise _Damage("truncated gzip data: the file ends before its compressed stream does") from None
+            except (gzip.BadGzipFile, zlib.error) as e:
+                raise _Damage(f"corrupt gzip data ({e})") from None
+            if not chunk:
+                return
+            yield chunk
+
+
+def _zstd_chunks(raw: IO[bytes]) -> Iterator[bytes]:
+    """Decompressed chunks of a zstd stream (every frame); :class:`_Damage` where it is cut or corrupt."""
+    import zstandard
+
+    new = zstandard.ZstdDecompressor().decompressobj
+    dobj, pending = new(), False  # pending: a frame was begun and has not ended
+    while data := raw.read(_CHUNK):
+        while data:
+            try:
+                out = dobj.decompress(data)
+            except zstandard.ZstdError as e:
+                raise _Damage(f"corrupt zstd data ({e})") from None
+            pending = not dobj.eof
+            data = dobj.unused_data if dobj.eof else b""
+            if dobj.eof:
+                dobj = new()
+            if out:
+                yield out
+    if pending:
+        raise _Damage("truncated zstd data: the file ends before its compressed frame does")
+
+
+class _Damage(Exception):
+    """Raised by the chunk readers: the compressed data is damaged (the reason, for the one-line error)."""
+
+
+class _Decoded(io.RawIOBase):
+    """Decompressed bytes that stop at a damaged stream's last whole line.
+
+    Bytes after the last newline are held back until more data (or the
+    stream's clean end) shows the line whole, so where the data is cut or
+    corrupt a reader sees only whole lines; then ``on_damage`` is called with
+    the reason (it raises, or counts the file and lets the read end there).
+    """
+
+    def __init__(self, raw: IO[bytes], chunks: Iterator[bytes], on_damage: OnDamage):
+        self._raw, self._chunks, self._on_damage = raw, chunks, on_damage
+        self._out, self._pos, self._tail, self._done = b"", 0, b"", False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:  # type: ignore[no-untyped-def]
+        while self._pos >= len(self._out) and not self._done:
+            try:
+                chunk = next(self._chunks)
+            except StopIteration:
+                self._out, self._pos, self._tail, self._done = self._tail, 0, b"", True
+            except _Damage as e:
+                self._out, self._pos, self._tail, self._done = b"", 0, b"", True
+                self._on_damage(str(e))
+            else:
+                cut = chunk.rfind(b"\n") + 1
+                if cut:
+                    self._out, self._pos, self._tail = self._tail + chunk[:cut], 0, chunk[cut:]
+                else:
+                    self._tail += chunk
+        n = min(len(buffer), len(self._out) - self._pos)
+        buffer[:n] = self._out[self._pos:self._pos + n]
+        self._pos += n
+        return n
+
+    def close(self) -> None:
+        if not self.closed:
+            self._raw.close()
+        super().close()
+
+
+def open_session_file(path: str | Path, on_damage: OnDamage | None = None) -> IO[bytes]:
+    """``path`` opened for reading bytes: ``.gz`` and ``.zst`` decompressed, a UTF-8 BOM skipped.
+
+    A compressed file that is cut short or corrupt reads as its whole lines
+    before the damage, then ``on_damage(reason)`` is called; by default it
+    raises :class:`DamagedFileError` (file and problem, one line).
+
+    >>> import tempfile, pathlib, gzip
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "s.jsonl.gz"
+    >>> _ = p.write_bytes(gzip.compress(b"\\xef\\xbb\\xbf{}\\n"))
+    >>> with open_session_file(p) as f: f.read()
+    b'{}\\n'
+    >>> _ = p.write_bytes(gzip.compress(b'{"a": 1}\\n{"b": 2}\\n{"c"')[:-9])
+    >>> with open_session_file(p, on_damage=print) as f: f.read()
+    truncated gzip data: the file ends before its compressed stream does
+    b'{"a": 1}\\n{"b": 2}\\n'
+    """
+    path = Path(path)
+
+    def damaged(reason: str) -> None:
+        raise DamagedFileError(path, reason)
+
+    f: io.BufferedReader
+    if path.suffix in COMPRESSED_SUFFIXES:
+        raw = open(path, "rb")
+        chunks = _gzip_chunks(raw) if path.suffix == ".gz" else _zstd_chunks(raw)
+        f = _Decompressed(_Decoded(raw, chunks, on_damage or damaged))
+    else:
+        f = open(path, "rb")
+    try:
+        if f.peek(3)[:3] == _BOM:
+            f.read(3)
+    except BaseException:
+        f.close()
+        raise
+    return f
+
+
+@dataclass(slots=True)
+class Message:
+    """One libpanto message: role, canonical blocks, usage (or None), provenance."""
+
+    role: str
+    content: list[dict[str, Any]]
+    usage: dict[str, int] | None
+    line: int
+    timestamp: datetime | None = None
+    model: str | None = None
+    #: The call's cost as the agent recorded it, in US dollars (``recorded_cost``); None where none is.
+    cost: float | None = None
+
+
+@dataclass(slots=True)
+class SessionMeta:
+    """What a file says about its session as a whole (slots: a cached re-read holds one per file)."""
+
+    session_id: str
+    model: str | None = None
+    context_window: int | None = None
+    parent_session_id: str | None = None
+    created_at: datetime | None = None
+    #: The working directory the agent recorded (pi, Codex, Claude Code's ``cwd``); None when unrecorded.
+    project: str | None = None
+    #: A subagent's own context (Claude Code sidechain files, Codex spawned threads), not a main session.
+    is_subagent: bool = False
+    #: Recorded compaction events: dicts with anchor_index (index of the
+    #: summary message among the messages yielded), trigger, tokens_before,
+    #: first_kept_index (or None), trigger_index (one past the last message of
+    #: the conversation the agent compacted: rows ``[0, anchor_index)`` plus
+    #: ``(anchor_index, trigger_index)``; equal to anchor_index unless what was
+    #: kept verbatim was recorded before the compaction, as in pi) and
+    #: kept_end_index (one past the last message kept verbatim, or None).
+    compactions: list[dict[str, Any]] = field(default_factory=list)
+    api_calls: int | None = None
+    #: A source id per yielded message, in order (Claude Code: the uuid of the
+    #: record that opened it), for cross-file rules in an adapter's
+    #: ``postprocess``; None when the format has no such ids.
+    message_ids: list[str | None] | None = None
+
+
+class SourceFile:
+    """A file being parsed: its path, its session's metadata, its error policy."""
+
+    def __init__(self, path: str | Path, source_format: str, *, skip_invalid: bool = False,
+                 report: IngestReport | None = None):
+        self.path = Path(path)
+        self.source_format = source_format
+        self.skip_invalid = skip_invalid
+        self.report = report if report is not None else IngestReport()
+        self.meta = SessionMeta(session_id=session_stem(self.path))
+        #: Set by an adapter that found no record at all (an empty or blank file): it holds no session.
+        self.holds_nothing = False
+
+    def invalid(self, line: int | None, reason: str) -> None:
+        """A bad line: raise :class:`InputError`, or count it under ``skip_invalid``."""
+        if not self.skip_invalid:
+            raise InputError(self.path, line, reason)
+        self.report.skip(self.path, reason)
+
+    def truncated(self, line: int) -> None:
+        """The file's last line has no newline and is not JSON: skipped and counted, never fatal."""
+        self.report.skip(self.path, TRUNCATED)
+
+    def ignore(self, record_type: str) -> None:
+        """A valid record that is not conversation: counted, never fatal."""
+        self.report.ignore(self.source_format, record_type)
+
+    def open(self) -> IO[bytes]:
+        """The file's bytes (decompressed, without a BOM): see :func:`open_session_file`.
+
+        A damaged compressed file raises :class:`DamagedFileError`, or under
+        ``skip_invalid`` reads as its whole lines before the damage and is
+        counted as skipped once, however often it is opened.
+        """
+        return open_session_file(self.path, on_damage=self.damaged)
+
+    def damaged(self, reason: str) -> None:
+        """A compressed file cut short or corrupt: raise, or count it once under ``skip_invalid``."""
+        if not self.skip_invalid:
+            raise DamagedFileError(self.path, reason)
+        if (str(self.path), reason) not in self.report.skipped:
+            self.report.skip(self.path, reason)
+
+
+@dataclass(slots=True)
+class ParsedFile:
+    """The messages and session metadata of one file (``session`` None: skipped whole under skip_invalid).
+
+    Slots, not a ``__dict__``: a cached re-read of tens of thousands of files holds one per file.
+    """
+
+    messages: pl.DataFrame
+    session: SessionMeta | None
+    path: Path
+    source_format: str | None
+
+
+#: A columnar fast path: the message frame of each file, or None where it declines (the file is then parsed).
+ReadFrames = Callable[[list[SourceFile]], list[pl.DataFrame | None]]
+#: Cross-file rules: every parsed file of the format in, the files kept out (in order; a kept one may be updated).
+Postprocess = Callable[[list[ParsedFile], IngestReport], list[ParsedFile]]
+
+
+class Adapter(Protocol):
+    """What the ingest pipeline needs of a source format; each format module satisfies it."""
+
+    @property
+    def NAME(self) -> str: ...  # noqa: N802 (a module constant)
+
+    def sniff(self, record: Any) -> bool: ...
+
+    def parse(self, src: SourceFile) -> Iterator[Message]: ...
+
+    @property
+    def read_frames(self) -> ReadFrames | None: ...
+
+    @property
+    def postprocess(self) -> Postprocess | None: ...
+
+
+class Invalid(ValueError):
+    """Raised by validators inside an adapter; the adapter reports it with its line."""
+
+
+#: What converting one record can raise on input of an unexpected shape: :class:`Invalid` from a
+#: validator, ``TypeError`` where a field of another JSON type reached code that assumed one (a list
+#: used as a key), ``RecursionError`` from nesting deeper than Python recurses. Adapters report each
+#: as a bad line (:func:`bad_record`), so no input ends in a traceback.
+BAD_RECORD = (Invalid, TypeError, RecursionError)
+
+
+def bad_record(error: Exception) -> str:
+    """The reason reported for a record that raised one of :data:`BAD_RECORD`.
+
+    >>> bad_record(Invalid("usage.input must be an integer")), bad_record(TypeError("unhashable type: 'list'"))
+    ('usage.input must be an integer', "unexpected record shape: TypeError: unhashable type: 'list'")
+    """
+    return str(error) if isinstance(error, Invalid) else f"unexpected record shape: {type(error).__name__}: {error}"
+
+
+def usage_counter(value: Any, field: str) -> int:
+    """A usage counter as an int, or :class:`Invalid` saying what is wrong with it.
+
+    ``field`` is the counter's place in the file, as the file names it
+    (``message.usage.input_tokens`` in Claude Code, ``usage.input`` in the canonical format), so the
+    error points at what the file holds.
+
+    >>> usage_counter(12, "usage.input")
+    12
+    >>> usage_counter(1.5, "message.usage.output_tokens")
+    Traceback (most recent call last):
+    ...
+    panto_analytics.formats.base.Invalid: message.usage.output_tokens must be a non-negative integer, got 1.5
+    """
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
+        raise Invalid(f"{field} must be a non-negative integer, got {shown}")
+    if value > MAX_USAGE:
+        raise Invalid(f"{field} = {value} is above the supported maximum {MAX_USAGE}")
+    return value
+
+
+def parse_timestamp(value: Any) -> datetime | None:
+    """An ISO-8601 string or epoch milliseconds as an aware UTC datetime, else None.
+
+    >>> parse_timestamp("2025-01-02T03:04:05.678Z").isoformat()
+    '2025-01-02T03:04:05.678000+00:00'
+    >>> parse_timestamp(1735787045678).year
+    2025
+    >>> parse_timestamp(10**30) is None   # no datetime holds it
+    True
+    """
+    if isinstance(value, str):
+        try:
+            ts = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            return None
+        return ts if ts.tzinfo else ts.replace(tzinfo=UTC)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        try:
+            return datetime.fromtimestamp(value / 1000, tz=UTC)
+        except (OverflowError, OSError, ValueError):  # beyond the years a datetime holds: no time known
+            return None
+    return None
+
+
+def timestamp_field(value: Any, where: str) -> datetime | None:
+    """An optional timestamp field of a format that documents one (ISO-8601 or epoch ms): None when absent,
+    :class:`Invalid` naming the field when it is there but no time (a wrong type, text, out of range).
+
+    >>> timestamp_field(None, "message.timestamp") is None, timestamp_field(0, "message.timestamp").year
+    (True, 1970)
+    >>> timestamp_field("not a date", "message.timestamp")
+    Traceback (most recent call last):
+    ...
+    panto_analytics.formats.base.Invalid: message.timestamp must be an ISO-8601 string or epoch milliseconds, got 'not a date'
+    """
+    if value is None:
+        return None
+    ts = parse_timestamp(value)
+    if ts is None:
+        shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
+        raise Invalid(f"{where} must be an ISO-8601 string or epoch milliseconds, got {shown}")
+    return ts
+
+
+class FrameBuilder:
+    """Accumulates messages as frame columns; text is counted, then dropped."""
+
+    def __init__(self) -> None:
+        self._cols: dict[str, list[Any]] = {name: [] for name in MESSAGE_SCHEMA if name != "refs"}
+        # For the refs column, built once in finish: tool calls and results, their rows, each session's size and cwd.
+        self._tools: list[dict[str, Any]] = []
+        self._tool_rows: list[int] = []
+        self._sizes: list[int] = []
+        self._cwds: list[str | None] = []
+
+    @property
+    def height(self) -> int:
+        """Rows added so far."""
+        return len(self._cols["seq"])
+
+    def add_session(self, src: SourceFile, messages: Iterator[Message]) -> int:
+        """Append all messages of one session; returns how many were added."""
+        cols = self._cols
+        n = 0
+        first = self.height
+        for n, msg in enumerate(messages, 1):  # noqa: B007 (n is the count returned)
+            kinds = {b["type"] for b in msg.content}
+            if "tool_use" in kinds or "tool_result" in kinds:
+                calls = [b for b in msg.content if b["type"] in ("tool_use", "tool_result")]
+                self._tools.extend(calls)
+                self._tool_rows.extend([first + n - 1] * len(calls))
+            cols["role"].append(msg.role)
+            cols["words"].append(message_words(msg.content))
+            cols["serialized_bytes"].append(serialized_bytes(msg.role, msg.content))
+            cols["has_tool_result"].append("tool_result" in kinds)
+            cols["has_summary"].append("compaction_summary" in kinds)
+            usage = msg.usage
+            for name in USAGE_COLUMNS:
+                cols[name].append(None if usage is None else usage.get(name, 0))
+            cols["cache_write_1h"].append(None if usage is None else usage.get("cache_write_1h", 0))
+            cols["recorded_cost"].append(msg.cost)
+            cols["model"].append(msg.model)
+            cols["timestamp"].append(msg.timestamp)
+            cols["line"].append(msg.line)
+        meta = src.meta
+        self._sizes.append(n)
+        self._cwds.append(meta.project)
+        cols["session_id"].extend([meta.session_id] * n)
+        cols["seq"].extend(range(n))
+        cols["source_format"].extend([src.source_format] * n)
+        cols["file"].extend([str(src.path)] * n)
+        # Messages without a model of their own inherit the session's.
+        if meta.model is not None:
+            model = cols["model"]
+            for i in range(len(model) - n, len(model)):
+                if model[i] is None:
+                    model[i] = meta.model
+        return n
+
+    def finish(self) -> pl.DataFrame:
+        refs = tool_refs(self._tools, self._tool_rows, self._sizes, self._cwds)
+        schema = {k: v for k, v in MESSAGE_SCHEMA.items() if k != "refs"}
+        return pl.DataFrame(self._cols, schema=schema).with_columns(refs=refs).select(list(MESSAGE_SCHEMA))

@@ -1,0 +1,214 @@
+"""What the columnar fast paths share: whole files in, canonical blocks held in Arrow arrays counted at once.
+
+A fast path (canonical, Claude Code) reads whole clean files, parses their
+lines with Arrow's JSON reader, and maps each source's blocks onto the
+canonical block struct (``type``, ``text``, ``id``, ``name``, ``input``,
+``tool_use_id``, ``parts``). What follows is the same for every format:
+libpanto's word count and the summarizer-request bytes of each message
+(:func:`words_and_flags`, :func:`serialized_bytes`, which reproduce
+:func:`~panto_analytics.words.message_words` and
+:func:`~panto_analytics.transcript.serialized_bytes` over whole arrays),
+and the timestamps the fast paths take (:func:`bad_timestamps`,
+:func:`parse_timestamps`).
+
+>>> blocks = pa.array([{"type": "text", "text": "a b", "id": None, "name": None, "input": None,
+...                     "tool_use_id": None, "parts": []}], type=BLOCK)
+>>> words, has_result, has_summary = words_and_flags(blocks, np.array([0]), 1)
+>>> words.tolist(), serialized_bytes(pa.array(["user"]), blocks, np.array([0]), 1).tolist()
+([2], [13])
+"""
+from __future__ import annotations
+
+import io
+from typing import cast
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..transcript import BLOCK_FIELDS, MEDIA_NOTE_BYTES, SEPARATOR, label_bytes
+from ..words import MEDIA_PART_WORDS, count_words_arrow
+from .base import COMPRESSED_SUFFIXES, SourceFile
+
+__all__ = ["BLOCK", "ISO_UTC", "MAX_FILE_BYTES", "PART", "bad_timestamps", "byte_lengths", "parse_timestamps", "per_owner",
+           "read_together", "read_whole", "serialized_bytes", "valid_utf8", "words_and_flags"]
+
+#: A canonical tool-result part, as the fast paths hold it.
+PART = pa.struct([("type", pa.string()), ("text", pa.large_string()), ("media_type", pa.string())])
+#: A canonical content block, as the fast paths hold it (fields a block type has not are null).
+BLOCK = pa.struct([
+    ("type", pa.string()), ("text", pa.large_string()), ("id", pa.string()), ("name", pa.string()),
+    ("input", pa.large_string()), ("tool_use_id", pa.string()), ("parts", pa.list_(PART)),
+])
+
+#: Timestamps the fast paths parse themselves; a file with any other kind goes to the reference adapter.
+ISO_UTC = r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,6})?(Z|\+00:00)$"
+
+
+#: Larger files take the reference path, which streams them line by line in
+#: bounded memory; the fast path holds a file's bytes and its Arrow table at once.
+MAX_FILE_BYTES = 64_000_000
+
+
+def read_whole(src: SourceFile) -> bytes | None:
+    """The file's bytes, newline-terminated; None for an empty or a very large file."""
+    if src.path.stat().st_size > MAX_FILE_BYTES:
+        return None
+    with src.open() as f:
+        data = f.read()
+    if not data.isascii() and not valid_utf8(data):
+        return None
+    if data and not data.endswith(b"\n"):
+        data += b"\n"
+    return data or None
+
+
+def read_together(sources: list[SourceFile]) -> tuple[bytearray, list[tuple[int, int] | None]]:
+    """The bytes of many files in one writable buffer, each newline-terminated, and each one's ``(start, end)``.
+
+    A file :func:`read_whole` would not take (empty, very large, not UTF-8)
+    gets None. Plain files are read straight into the buffer (no copy per
+    file); compressed ones are decompressed first.
+
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / "a.jsonl").write_bytes(b"{}"), (d / "b.jsonl").write_bytes(b""), (d / "c.jsonl").write_bytes(b"[]\\n")
+    >>> data, spans = read_together([SourceFile(d / name, "canonical") for name in ("a.jsonl", "b.jsonl", "c.jsonl")])
+    >>> bytes(data), spans
+    (b'{}\\n[]\\n', [(0, 3), None, (3, 6)])
+    """
+    decompressed: dict[int, bytes | None] = {}
+    sizes = []
+    for k, src in enumerate(sources):
+        if src.path.suffix in COMPRESSED_SUFFIXES:
+            decompressed[k] = read_whole(src)
+            sizes.append(len(decompressed[k] or b""))
+        else:
+            size = src.path.stat().st_size
+            sizes.append(size if size <= MAX_FILE_BYTES else 0)
+    data = bytearray(sum(sizes) + len(sizes))
+    view = memoryview(data)
+    spans: list[tuple[int, int] | None] = []
+    pos = 0
+    for k, (src, size) in enumerate(zip(sources, sizes)):
+        if k in decompressed:
+            chunk = decompressed[k] or b""
+            view[pos:pos + len(chunk)] = chunk
+            n = len(chunk)
+        elif size:
+            with src.open() as f:   # a BOM is skipped: fewer bytes than the size
+                n = cast("io.BufferedReader", f).readinto(view[pos:pos + size])
+                if f.read(1):       # the file grew since its size was taken: judged alone
+                    n = 0
+        else:
+            n = 0
+        if n == 0:
+            spans.append(None)
+            continue
+        if data[pos + n - 1] != 10:
+            data[pos + n] = 10
+            n += 1
+        spans.append((pos, pos + n))
+        pos += n
+    view.release()
+    del data[pos:]
+    if data.isascii() or valid_utf8(data):
+        return data, spans
+    # Some file is not UTF-8: the buffer is built again without it (rare, so a copy is fine).
+    kept = [span if span is not None and valid_utf8(memoryview(data)[span[0]:span[1]]) else None for span in spans]
+    rebuilt, pos, spans = bytearray(), 0, []
+    for span in kept:
+        if span is None:
+            spans.append(None)
+            continue
+        rebuilt += data[span[0]:span[1]]
+        spans.append((pos, len(rebuilt)))
+        pos = len(rebuilt)
+    return rebuilt, spans
+
+
+def valid_utf8(data: bytes | bytearray | memoryview) -> bool:
+    """Whether ``data`` is valid UTF-8, checked by Arrow's SIMD validator without a copy.
+
+    Arrow's JSON reader does not check it, and the reference (orjson) refuses
+    a line with bad bytes anywhere, ignored fields included.
+    """
+    offsets = np.array([0, len(data)], dtype=np.int64)
+    as_string = pa.Array.from_buffers(pa.large_string(), 1, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+    try:
+        as_string.validate(full=True)
+    except pa.ArrowInvalid:
+        return False
+    return True
+
+
+
+def per_owner(bad: np.ndarray, owner: np.ndarray, n: int) -> np.ndarray:
+    """Whether each of ``n`` owners has a bad child."""
+    return np.bincount(owner, weights=bad, minlength=n) > 0
+
+
+
+def words_and_flags(blocks: pa.StructArray, owner: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per message: libpanto's word count, and whether it holds a tool result / a summary."""
+    kinds = blocks.field("type")
+    block_words = count_words_arrow(blocks.field("text")) + count_words_arrow(blocks.field("input"))
+    parts_list = blocks.field("parts")
+    parts = parts_list.flatten()
+    if len(parts):
+        is_media = np.asarray(pc.fill_null(pc.equal(parts.field("type"), "media"), False))
+        part_words = np.where(is_media, MEDIA_PART_WORDS, count_words_arrow(parts.field("text")))
+        part_owner = pc.list_parent_indices(parts_list).to_numpy()
+        block_words += np.bincount(part_owner, weights=part_words, minlength=len(blocks)).astype(np.int64)
+    words = np.bincount(owner, weights=block_words, minlength=n).astype(np.int64)
+    is_result = np.asarray(pc.fill_null(pc.equal(kinds, "tool_result"), False))
+    is_summary = np.asarray(pc.fill_null(pc.equal(kinds, "compaction_summary"), False))
+    return words, per_owner(is_result, owner, n), per_owner(is_summary, owner, n)
+
+
+def serialized_bytes(roles: pa.Array, blocks: pa.StructArray, owner: np.ndarray, n: int) -> np.ndarray:
+    """Per message: what it adds to a summarizer request (:func:`panto_analytics.transcript.serialized_bytes`)."""
+    kinds = blocks.field("type")
+    block_roles = roles.take(pa.array(owner, pa.int64())) if len(blocks) else pa.array([], pa.string())
+    size = np.zeros(len(blocks), dtype=np.int64)
+    for kind, fields in BLOCK_FIELDS.items():
+        is_kind = np.asarray(pc.fill_null(pc.equal(kinds, kind), False))
+        if not is_kind.any():
+            continue
+        label = np.where(np.asarray(pc.fill_null(pc.equal(block_roles, "assistant"), False)),
+                         label_bytes("assistant", kind), label_bytes("user", kind))
+        text = sum((byte_lengths(blocks.field(name)) for name in fields), np.zeros(len(blocks), dtype=np.int64))
+        size += np.where(is_kind, label + text, 0)
+    parts_list = blocks.field("parts")
+    parts = parts_list.flatten()
+    if len(parts):
+        is_media = np.asarray(pc.fill_null(pc.equal(parts.field("type"), "media"), False))
+        part_size = np.where(is_media, MEDIA_NOTE_BYTES + byte_lengths(parts.field("media_type")),
+                             byte_lengths(parts.field("text")))
+        part_owner = pc.list_parent_indices(parts_list).to_numpy()
+        size += np.bincount(part_owner, weights=part_size, minlength=len(blocks)).astype(np.int64)
+    per_message = np.bincount(owner, weights=size + len(SEPARATOR), minlength=n).astype(np.int64)
+    per_message[np.asarray(pc.fill_null(pc.equal(roles, "system"), False))] = 0
+    # A message holding a summary contributes its (first) summary's text instead.
+    is_summary = np.asarray(pc.fill_null(pc.equal(kinds, "compaction_summary"), False))
+    first = np.flatnonzero(is_summary)
+    owners, at = np.unique(owner[first], return_index=True)
+    per_message[owners] = byte_lengths(blocks.field("text"))[first[at]]
+    return per_message
+
+
+def byte_lengths(values: pa.Array) -> np.ndarray:
+    """UTF-8 byte length of each string, 0 for null."""
+    return np.asarray(pc.fill_null(pc.binary_length(values), 0)).astype(np.int64)
+
+
+def bad_timestamps(values: pa.Array) -> np.ndarray:
+    matches = pc.match_substring_regex(values, ISO_UTC)
+    return ~np.asarray(pc.fill_null(matches, True))
+
+
+def parse_timestamps(values: pa.Array) -> pl.Series:
+    # Rows of unclean files may fail to parse: they are dropped anyway, so parse leniently.
+    series = pl.Series(values).str.replace(r"\+00:00$", "Z")
+    return series.str.to_datetime("%Y-%m-%dT%H:%M:%S%.fZ", time_unit="ms", time_zone="UTC", strict=False)

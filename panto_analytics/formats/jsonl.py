@@ -1,0 +1,144 @@
+"""Reading JSON Lines: one JSON object per line, every bad line reported with its number.
+
+The adapters of real recordings (pi, Codex) read their files through
+:func:`records`, so that a line that is not JSON, a line that is not an
+object, and a file that is not JSONL at all are reported the same way, with
+reasons stable enough to group skips by.
+
+>>> import tempfile, pathlib
+>>> from panto_analytics.formats.base import SourceFile
+>>> p = pathlib.Path(tempfile.mkdtemp()) / "s.jsonl"
+>>> _ = p.write_text('{"a": 1}\\n\\n[2]\\n{"b": 3}\\n')
+>>> src = SourceFile(p, "pi", skip_invalid=True)
+>>> list(records(src))
+[(1, {'a': 1}), (4, {'b': 3})]
+>>> dict(src.report.skipped).popitem()[0][1]
+'expected a JSON object, got array'
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import orjson
+
+from .base import SourceFile
+
+__all__ = ["NOT_JSONL", "json_type", "malformed", "records", "reread", "utf16"]
+
+#: Why a pretty-printed JSON file is rejected (one reason for all its lines).
+NOT_JSONL = ("not JSONL: the file looks like pretty-printed JSON (one document over many lines), "
+             "not one JSON object per line")
+
+_JSON_TYPES = {list: "array", str: "string", int: "number", float: "number", bool: "boolean", type(None): "null"}
+
+
+def utf16(raw: bytes) -> str | None:
+    """``"little-endian"`` or ``"big-endian"`` when a line is UTF-16 text (a byte-order mark, or every other
+    byte NUL), else None.
+
+    >>> utf16('{"a": 1}'.encode("utf-16")), utf16('{"a": 1}'.encode("utf-16-be")), utf16(b'{"a": 1}')
+    ('little-endian', 'big-endian', None)
+    """
+    if raw.startswith(b"\xff\xfe"):
+        return "little-endian"
+    if raw.startswith(b"\xfe\xff"):
+        return "big-endian"
+    text = raw.rstrip(b"\r\n\x00")
+    if len(text) >= 4:
+        if text[1::2].count(0) * 4 >= len(text) * 3 // 2 and not text[0::2].count(0):
+            return "little-endian"
+        if text[0::2].count(0) * 4 >= len(text) * 3 // 2 and not text[1::2].count(0):
+            return "big-endian"
+    return None
+
+
+def malformed(raw: bytes, error: orjson.JSONDecodeError) -> str:
+    """Why a line is not JSON, in the file's terms: UTF-16 text, a byte that is not UTF-8 (and where), or
+    the JSON error.
+
+    >>> malformed(b'{"a": "caf\\xe9"}\\n', orjson.JSONDecodeError("str is not valid UTF-8: surrogates not allowed", "", 0))
+    'not UTF-8: byte 0xe9 at byte 10 of the line'
+    >>> malformed('{"a": 1}\\n'.encode("utf-16-le"), orjson.JSONDecodeError("x", "", 0))
+    'the file is UTF-16 (little-endian), not UTF-8: convert it, e.g. iconv -f UTF-16 -t UTF-8'
+    """
+    endian = utf16(raw)
+    if endian is not None:
+        return f"the file is UTF-16 ({endian}), not UTF-8: convert it, e.g. iconv -f UTF-16 -t UTF-8"
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        return f"not UTF-8: byte 0x{raw[e.start]:02x} at byte {e.start} of the line"
+    return f"malformed JSON: {error.msg}"
+
+
+def records(src: SourceFile) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(line number, object)`` for every line of ``src`` that holds a JSON object.
+
+    Blank lines are skipped. The last line, when it has no newline and is
+    not a JSON object, is being written: it is counted as a skip
+    (:meth:`SourceFile.truncated`), never an error. A line that is not JSON, or is JSON but not an
+    object, goes through :meth:`SourceFile.invalid`. When the first line is
+    not JSON but a lone ``{`` or ``[``, the file is pretty-printed JSON: the
+    error names line 1, and under ``skip_invalid`` every non-blank line of
+    the file is counted as skipped for that one reason.
+    """
+    seen_any = False
+    with src.open() as f:
+        for lineno, raw in enumerate(f, 1):
+            # Parse first: blank lines are rare, so strip only when parsing fails.
+            try:
+                rec = orjson.loads(raw)
+            except orjson.JSONDecodeError as e:
+                stripped = raw.strip()
+                if not stripped:
+                    continue
+                if not raw.endswith(b"\n"):  # the last line, cut short: a session still being written
+                    src.truncated(lineno)
+                    continue
+                if not seen_any and stripped in (b"{", b"["):
+                    _reject_file(src, f, lineno)
+                    return
+                seen_any = True
+                src.invalid(lineno, malformed(raw, e))
+                continue
+            seen_any = True
+            if isinstance(rec, dict):
+                yield lineno, rec
+            elif not raw.endswith(b"\n"):
+                src.truncated(lineno)
+            else:
+                src.invalid(lineno, f"expected a JSON object, got {json_type(rec)}")
+
+
+def reread(src: SourceFile, wanted: set[int]) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(line number, object)`` again for the ``wanted`` lines, which :func:`records` already yielded.
+
+    For adapters that need a second pass: lines are parsed only when wanted,
+    and nothing is reported twice.
+    """
+    if not wanted:
+        return
+    last = max(wanted)
+    with src.open() as f:
+        for lineno, raw in enumerate(f, 1):
+            if lineno in wanted:
+                yield lineno, orjson.loads(raw)
+                if lineno == last:
+                    return
+
+
+def _reject_file(src: SourceFile, rest: Iterable[bytes], first: int) -> None:
+    src.invalid(first, NOT_JSONL)  # raises unless skip_invalid
+    for lineno, raw in enumerate(rest, first + 1):
+        if raw.strip():
+            src.invalid(lineno, NOT_JSONL)
+
+
+def json_type(value: Any) -> str:
+    """The JSON name of a parsed value's type, for error messages.
+
+    >>> json_type([]), json_type(None), json_type({})
+    ('array', 'null', 'object')
+    """
+    return "object" if isinstance(value, dict) else _JSON_TYPES.get(type(value), type(value).__name__)

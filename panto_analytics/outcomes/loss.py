@@ -1,0 +1,304 @@
+"""What a compaction loses: orphan references among the tool calls that follow it.
+
+A compaction turns a prefix of the conversation into a summary. The tool
+calls the agent makes next show what that cost it: a call that reaches for
+a target (a file, a search, a command, a URL; see
+:mod:`~panto_analytics.outcomes.references`) whose content the context held
+only in the summarized part must fetch it again.
+
+Every compaction is described by a *cut* (:data:`CUT_SCHEMA`): ``after_seq``,
+the first message after it; ``kept_start``/``kept_end``, the messages kept
+verbatim (a half-open range, empty when nothing is kept); ``restore``, how
+many recently touched files the agent puts back by itself; messages before
+``after_seq`` outside the kept range are summarized. A replay event
+(:func:`replay_cuts`) is ``after_seq = trigger_seq + 1``, kept
+``[prefix_end, trigger_seq + 1)``; a recorded compaction (:func:`recorded_cuts`)
+is what the agent recorded (``first_kept_seq`` .. ``kept_end_seq``).
+
+For each cut, the *window* is the next ``horizon`` tool calls (calls of
+messages at or after ``after_seq``, in order; fewer at the session's end).
+A reference in the window is an **orphan** when it is the first touch of
+its target after the cut (nothing read or wrote it since), its target was
+touched before the cut, and that last touch lies in the summarized part (not
+in the kept range), and the agent did not restore the target itself. Then:
+
+- ``window_calls``: calls in the window; ``orphan_calls``: calls with at least
+  one orphan reference (``kind`` in ``kinds``, default every kind but
+  ``other``); ``orphan_rate = orphan_calls / window_calls`` (null for an
+  empty window);
+- ``refetch_tokens``: the results of the orphan calls, in tokens (what the
+  agent pays to fetch them again);
+- ``repeat_reads``: calls in the window with a read or fetch whose target's
+  last touch before it is a read or fetch before the cut (a re-read with no
+  write between): the observed re-fetch, whatever was kept;
+  ``refetched_orphans``: orphan calls among them.
+
+What agents restore (:data:`RESTORE`): Claude Code re-reads up to five
+recently read files after its summary (``services/compact/compact.ts``:
+``POST_COMPACT_MAX_FILES_TO_RESTORE = 5``, from ``readFileState``, which Read
+and the edit tools update); those files are not orphans under the
+``claude-code`` policy or after a recorded Claude Code compaction. The other
+agents restore no tool result (``docs/loss.md`` cites each).
+
+>>> import polars as pl
+>>> from panto_analytics.outcomes.references import key_of
+>>> a, b = key_of("file:/a"), key_of("file:/b")
+>>> refs = pl.DataFrame({"session_id": ["s"] * 4, "seq": [1, 3, 9, 11], "call": [0, 1, 2, 3], "key": [a, b, a, b],
+...                      "kind": ["read"] * 4, "file": [True] * 4, "tokens": [100, 50, 100, 50]})
+>>> cuts = pl.DataFrame({"session_id": ["s"], "after_seq": [8], "kept_start": [3], "kept_end": [8], "restore": [0]})
+>>> cut_loss(refs, cuts).select("window_calls", "orphan_calls", "refetch_tokens").rows()
+[(2, 1, 100)]
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import polars as pl
+
+from ..schema import REF_KINDS
+from .references import is_lookup, references
+
+__all__ = [
+    "CUT_SCHEMA", "DEFAULT_HORIZON", "LOSS_COLUMNS", "ORPHAN_KINDS", "RESTORE", "Loss", "cut_loss", "loss",
+    "Replayed", "orphan_rate", "recorded_cuts", "replay_cuts", "summarize_loss", "with_loss_columns",
+]
+
+S = "session_id"
+
+#: How many tool calls after a compaction are looked at.
+DEFAULT_HORIZON = 20
+
+#: The kinds of reference that can be orphans (``other`` touches nothing).
+ORPHAN_KINDS: tuple[str, ...] = tuple(k for k in REF_KINDS if k != "other")
+
+#: Files an agent restores by itself after its compaction, per policy name (and per recording format).
+RESTORE: dict[str, int] = {"claude-code": 5}
+
+#: A cut: where a compaction is, what it kept, what the agent restores; other columns are carried through.
+CUT_SCHEMA: dict[str, pl.DataType] = {
+    "after_seq": pl.Int64(), "kept_start": pl.Int64(), "kept_end": pl.Int64(), "restore": pl.Int64(),
+}
+
+#: The loss columns of a cut, and (summed, with the rate pooled) of a (session, budget, policy).
+LOSS_COLUMNS = ("window_calls", "orphan_calls", "orphan_rate", "refetch_tokens", "repeat_reads", "refetched_orphans")
+
+
+def orphan_rate(orphans: pl.Expr | str = "orphan_calls", calls: pl.Expr | str = "window_calls") -> pl.Expr:
+    """``orphans / calls``, null where there is no call.
+
+    >>> pl.DataFrame({"orphan_calls": [1, 0], "window_calls": [4, 0]}).select(orphan_rate()).to_series().to_list()
+    [0.25, None]
+    """
+    o = pl.col(orphans) if isinstance(orphans, str) else orphans
+    c = pl.col(calls) if isinstance(calls, str) else calls
+    return pl.when(c > 0).then(o.cast(pl.Float64) / c.cast(pl.Float64)).alias("orphan_rate")
+
+
+def _touches(refs: pl.LazyFrame) -> pl.LazyFrame:
+    """Each reference with the previous touch of its target in the session (its seq, call and kind; null: none)."""
+    return (refs.sort(S, "key", "call")
+            .with_columns(prev_seq=pl.col("seq").shift(1).over(S, "key").cast(pl.Int64),
+                          prev_call=pl.col("call").shift(1).over(S, "key").cast(pl.Int64),
+                          prev_kind=pl.col("kind").shift(1).over(S, "key")))
+
+
+def _first_calls(refs: pl.LazyFrame, cuts: pl.LazyFrame) -> pl.LazyFrame:
+    """Each cut with ``first_call``: the session's first call at or after ``after_seq`` (the count of calls before)."""
+    # Per message with calls: one past its last call (a message's calls share its seq: one row per seq).
+    calls = refs.group_by(S, pl.col("seq").cast(pl.Int64)).agg(before=pl.col("call").max().cast(pl.Int64) + 1)
+    # The last call before after_seq: its ordinal + 1 is the first call at or after it (0 when none).
+    probe = cuts.with_columns(_probe=pl.col("after_seq") - 1).sort("_probe")
+    return (probe.join_asof(calls.sort("seq"), left_on="_probe", right_on="seq", by=S, strategy="backward",
+                             check_sortedness=False)
+            .with_columns(first_call=pl.col("before").fill_null(0)).drop("_probe", "seq", "before"))
+
+
+def cut_loss(refs: pl.DataFrame | pl.LazyFrame, cuts: pl.DataFrame | pl.LazyFrame, *,
+             horizon: int = DEFAULT_HORIZON, kinds: Sequence[str] = ORPHAN_KINDS) -> pl.DataFrame:
+    """The loss of each cut (:data:`LOSS_COLUMNS` added to ``cuts``' columns, in ``cuts``' order).
+
+    ``refs`` is a references table (:data:`~panto_analytics.schema.REFERENCE_SCHEMA`);
+    ``cuts`` has ``session_id`` and :data:`CUT_SCHEMA`'s columns (any other
+    column is carried through). The rules are in the module docstring.
+    """
+    if horizon < 0:
+        raise ValueError(f"horizon must be >= 0, got {horizon}")
+    refs_lf = refs.lazy().with_columns(pl.col(S).cast(pl.String))
+    base = (cuts.lazy().with_row_index("_cut").with_columns(pl.col(S).cast(pl.String).alias("_sid"))
+            .with_columns(pl.col(c).cast(t) for c, t in CUT_SCHEMA.items()))
+    keyed = base.select("_cut", pl.col("_sid").alias(S), *CUT_SCHEMA)
+    located = _first_calls(refs_lf, keyed)
+    window = (located.with_columns(call=pl.int_ranges(pl.col("first_call"), pl.col("first_call") + horizon))
+              .explode("call").drop_nulls("call").with_columns(pl.col("call").cast(pl.UInt32)))
+    touches = _touches(refs_lf.with_columns(pl.col("call").cast(pl.UInt32)))
+    hits = window.join(touches, on=[S, "call"], how="inner")
+    before = pl.col("prev_seq").is_not_null() & (pl.col("prev_seq") < pl.col("after_seq"))
+    kept = pl.col("kept_start").is_not_null() & (pl.col("prev_seq") >= pl.col("kept_start")) \
+        & (pl.col("prev_seq") < pl.col("kept_end"))
+    candidate = before & ~kept & pl.col("kind").cast(pl.String).is_in(list(kinds))
+    hits = hits.with_columns(_orphan=candidate, _repeat=is_lookup("kind") & before & is_lookup("prev_kind")
+                             & (pl.col("kind") != "run"))
+    hits = _unrestored(hits, touches)
+    per_call = (hits.group_by("_cut", "call")
+                .agg(orphan=pl.col("_orphan").any(), repeat=pl.col("_repeat").any(),
+                     tokens=pl.col("tokens").max().fill_null(0).cast(pl.UInt64)))
+    per_cut = per_call.group_by("_cut").agg(
+        window_calls=pl.len().cast(pl.UInt32),
+        orphan_calls=pl.col("orphan").sum().cast(pl.UInt32),
+        refetch_tokens=pl.col("tokens").filter("orphan").sum().cast(pl.UInt64),
+        repeat_reads=pl.col("repeat").sum().cast(pl.UInt32),
+        refetched_orphans=(pl.col("orphan") & pl.col("repeat")).sum().cast(pl.UInt32))
+    out = (base.join(per_cut, on="_cut", how="left", maintain_order="left")
+           .with_columns(pl.col(c).fill_null(0) for c in ("window_calls", "orphan_calls", "refetch_tokens",
+                                                          "repeat_reads", "refetched_orphans"))
+           .with_columns(orphan_rate())
+           .drop("_cut", "_sid"))
+    cols = [c for c in out.collect_schema().names() if c not in LOSS_COLUMNS] + list(LOSS_COLUMNS)
+    return out.select(cols).collect()
+
+
+def _unrestored(hits: pl.LazyFrame, touches: pl.LazyFrame) -> pl.LazyFrame:
+    """``hits`` with ``_orphan`` cleared where the agent restores the target: one of the ``restore`` files
+    read or written most recently before the cut (the latest call first; within a call, the larger key)."""
+    cuts = hits.filter(pl.col("_orphan") & (pl.col("restore") > 0)).select("_cut", S, "after_seq", "restore").unique()
+    files = touches.filter(pl.col("file") & pl.col("kind").is_in(["read", "write"])).select(S, "key", "call", "seq")
+    last = (cuts.join(files, on=S).filter(pl.col("seq").cast(pl.Int64) < pl.col("after_seq"))
+            .group_by("_cut", "key").agg(last=pl.col("call").max(), restore=pl.col("restore").first())
+            .sort("_cut", "last", "key", descending=[False, True, True])
+            .filter(pl.int_range(pl.len()).over("_cut") < pl.col("restore"))
+            .select("_cut", "key", restored=pl.lit(True)))
+    return (hits.join(last, on=["_cut", "key"], how="left")
+            .with_columns(_orphan=pl.col("_orphan") & pl.col("restored").is_null()).drop("restored"))
+
+
+# -- cuts ---------------------------------------------------------------------------------------------
+
+
+def replay_cuts(events: pl.DataFrame | pl.LazyFrame, *, restore: dict[str, int] | None = None) -> pl.LazyFrame:
+    """The cuts of a replay's events: after the trigger call, kept ``[prefix_end, trigger_seq + 1)``.
+
+    ``restore`` maps a policy name to the files its agent restores (default :data:`RESTORE`);
+    events without a ``policy`` column are libpanto's.
+    """
+    lf = events.lazy()
+    if "policy" not in lf.collect_schema().names():
+        lf = lf.with_columns(policy=pl.lit("libpanto"))
+    table = RESTORE if restore is None else restore
+    name = pl.col("policy").cast(pl.String).str.split(":").list.first()
+    return lf.with_columns(
+        after_seq=pl.col("trigger_seq").cast(pl.Int64) + 1,
+        kept_start=pl.col("prefix_end").cast(pl.Int64),
+        kept_end=pl.col("trigger_seq").cast(pl.Int64) + 1,
+        restore=name.replace_strict(list(table), list(table.values()), default=0, return_dtype=pl.Int64))
+
+
+def recorded_cuts(compactions: pl.DataFrame | pl.LazyFrame, sessions: pl.DataFrame | pl.LazyFrame, *,
+                  restore: dict[str, int] | None = None) -> pl.LazyFrame:
+    """The cuts of the compactions agents recorded (:data:`~panto_analytics.schema.COMPACTIONS_SCHEMA`).
+
+    After the compaction: the first message past both the summary and what
+    the agent compacted (``max(anchor_seq + 1, trigger_seq)``); kept: the
+    recorded ``first_kept_seq`` .. ``kept_end_seq``. ``sessions`` gives each
+    session's ``source_format``, whose agent restores as :data:`RESTORE` says.
+    """
+    table = RESTORE if restore is None else restore
+    formats = sessions.lazy().select(pl.col(S).cast(pl.String), pl.col("source_format").cast(pl.String))
+    return (compactions.lazy().with_columns(pl.col(S).cast(pl.String))
+            .join(formats, on=S, how="left", maintain_order="left")
+            .with_columns(after_seq=pl.max_horizontal(pl.col("anchor_seq").cast(pl.Int64) + 1,
+                                                      pl.col("trigger_seq").cast(pl.Int64)),
+                          kept_start=pl.col("first_kept_seq").cast(pl.Int64),
+                          kept_end=pl.col("kept_end_seq").cast(pl.Int64),
+                          restore=pl.col("source_format").replace_strict(list(table), list(table.values()),
+                                                                         default=0, return_dtype=pl.Int64)))
+
+
+# -- per (session, budget, policy) ------------------------------------------------------------------
+
+
+class Replayed(Protocol):
+    """What :func:`loss` reads of a replay (:class:`~panto_analytics.Replay`): its events and sessions."""
+
+    @property
+    def events(self) -> pl.DataFrame: ...
+
+    @property
+    def sessions(self) -> pl.DataFrame: ...
+
+
+@dataclass(frozen=True)
+class Loss:
+    """What :func:`loss` returns: ``events`` (one row per compaction event) and ``sessions`` (one row per
+    (policy, session, budget) of the replay, zeros where nothing compacted)."""
+
+    events: pl.DataFrame
+    sessions: pl.DataFrame
+    horizon: int
+
+
+def summarize_loss(events: pl.DataFrame | pl.LazyFrame, keys: Iterable[str]) -> pl.DataFrame:
+    """The events' loss summed per ``keys``; the rate pooled (orphan calls over window calls)."""
+    return (events.lazy().group_by(list(keys), maintain_order=True)
+            .agg(pl.col(c).sum() for c in LOSS_COLUMNS if c != "orphan_rate")
+            .with_columns(orphan_rate()).collect())
+
+
+def with_loss_columns(table: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
+    """A replay's summary table (one row per budget, or per policy and budget) with the loss of its events:
+    ``window_calls``, ``orphan_calls``, ``orphan_rate`` (pooled), ``refetch_tokens`` (0 where nothing compacted).
+
+    >>> t = pl.DataFrame({"budget": [8, 20]})
+    >>> e = pl.DataFrame({"budget": [8, 8], "window_calls": [10, 10], "orphan_calls": [1, 3], "refetch_tokens": [5, 7],
+    ...                   "repeat_reads": [0, 0], "refetched_orphans": [0, 0], "orphan_rate": [0.1, 0.3]})
+    >>> with_loss_columns(t, e).rows()
+    [(8, 20, 4, 0.2, 12), (20, 0, 0, None, 0)]
+    """
+    keys = [k for k in ("policy", "budget") if k in table.columns]
+    summed = summarize_loss(events, keys).select(*keys, "window_calls", "orphan_calls", "orphan_rate",
+                                                 "refetch_tokens")
+    summed = summed.cast({k: table.schema[k] for k in keys})
+    return (table.join(summed, on=keys, how="left", maintain_order="left")
+            .with_columns(pl.col(c).fill_null(0) for c in ("window_calls", "orphan_calls", "refetch_tokens")))
+
+
+def loss(messages: pl.DataFrame | pl.LazyFrame, replay: Replayed, *, horizon: int = DEFAULT_HORIZON,
+         kinds: Sequence[str] = ORPHAN_KINDS) -> Loss:
+    """What every compaction of a replay loses: orphan references among the next ``horizon`` tool calls.
+
+    Parameters
+    ----------
+    messages
+        The message frame the replay ran on (its ``refs`` column).
+    replay
+        A :class:`~panto_analytics.Replay` (``pa.replay`` or ``replay_policies``): its ``events`` and ``sessions``.
+    horizon
+        Tool calls looked at after each compaction.
+    kinds
+        Reference kinds that can be orphans (default: all but ``other``).
+
+    Returns
+    -------
+    Loss
+        ``events``: the replay's events with :data:`LOSS_COLUMNS` (``orphan_calls``,
+        ``orphan_rate``, ``refetch_tokens``, ...); ``sessions``: one row per
+        replayed (policy, session, budget), the events' figures summed and
+        ``orphan_rate`` pooled (zeros where nothing compacted).
+
+    Examples
+    --------
+    >>> import panto_analytics as pa
+    >>> m = pa.examples.messages()
+    >>> pa.loss(m, pa.replay(m, [1_000], window=20_000, summary_tokens=500)).sessions.columns[-3:]
+    ['repeat_reads', 'refetched_orphans', 'orphan_rate']
+    """
+    events, sessions = replay.events, replay.sessions
+    refs = references(messages)
+    per_event = cut_loss(refs, replay_cuts(events), horizon=horizon, kinds=kinds).drop(list(CUT_SCHEMA))
+    keys = [k for k in ("policy", S, "budget") if k in sessions.columns]
+    summed = summarize_loss(per_event, keys)
+    cast = {k: sessions.schema[k] for k in keys}
+    out = (sessions.join(summed.cast(cast), on=keys, how="left", maintain_order="left")  # type: ignore[arg-type]
+           .with_columns(pl.col(c).fill_null(0) for c in LOSS_COLUMNS if c != "orphan_rate"))
+    return Loss(events=per_event, sessions=out, horizon=horizon)

@@ -1,0 +1,525 @@
+"""What each tool call touches: its targets, normalized and hashed, and the size of its result.
+
+A tool call *references* one or more targets: a file it reads or writes, a
+search it runs, a shell command, a URL. At ingest every tool call becomes one
+or more entries of the message frame's ``refs`` column (on the assistant
+message that made the call), each a ``(call, key, kind, tokens)`` struct:
+
+- ``call``: the call's position among the message's tool calls;
+- ``key``: a 64-bit hash (BLAKE2b, first 8 bytes, little-endian) of the
+  normalized target, so no text is kept;
+- ``kind``: ``read`` (reading a file, listing, searching), ``write``
+  (editing, writing, patching, a shell redirect), ``run`` (a shell command,
+  normalized), ``fetch`` (a URL or a web search) or ``other`` (a call that
+  touches nothing: a todo list, a subagent, a question to the user; its key
+  is the tool's name, and it is never an orphan);
+- ``file``: whether the target is a file (not a listing, a search, a
+  command or a URL): what an agent can restore after its compaction;
+- ``tokens``: the size of the call's result, ``ceil(words * 1.3)`` of the
+  tool result with the call's id (libpanto's word estimate), null when the
+  recording has no result for it.
+
+The normalization (``docs/loss.md``):
+
+- file paths are made absolute against the session's working directory (a
+  shell call's own ``workdir``, and ``cd DIR &&`` inside it, take
+  precedence), then normalized (``.``, ``..``, repeated and trailing
+  separators; Windows paths get forward slashes). ``~`` is left as written.
+- line ranges (``offset``/``limit``, ``sed -n 1,80p``, ``head -n``) are
+  dropped: a target is a file, so a read of lines 1-100 and a read of lines
+  200-300 after a compaction re-fetch the same file, and an edit (which has
+  no range) is a write of the same target as the read before it.
+- a shell command is split on ``&&``, ``||``, ``;``, ``|`` and newlines; a
+  segment that reads files (``cat``, ``head``, ``tail``, ``sed -n``, ``nl``,
+  ``less``, ``wc``, ``Get-Content``, ...) is a read of each, ``> FILE``,
+  ``tee FILE`` and ``sed -i`` are writes, ``apply_patch`` writes the files
+  its patch names; a command with anything else is also one ``run`` of the
+  whole command (whitespace collapsed, prefixed by its directory).
+
+>>> [(k, t) for k, t in targets("Read", '{"file_path": "src/a.py", "offset": 10}', "/repo")]
+[('read', 'file:/repo/src/a.py')]
+>>> targets("bash", '{"command": "cd pkg && cat a.ts | head -5"}', "/repo")
+[('read', 'file:/repo/pkg/a.ts')]
+>>> key_of("file:/repo/src/a.py") == key_of("file:/repo/src/a.py"), key_of("x") < 2**64
+(True, True)
+"""
+from __future__ import annotations
+
+import hashlib
+import ntpath
+import posixpath
+import re
+import shlex
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import orjson
+import polars as pl
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..schema import REF_KINDS, REF_STRUCT, REFERENCE_SCHEMA, RefKind
+from ..words import MEDIA_PART_WORDS, count_words_arrow
+
+__all__ = [
+    "REF_KINDS", "is_lookup", "is_write", "key_of", "normalize_path", "references", "refs_column", "result_tokens",
+    "shell_targets", "targets", "tool_refs",
+]
+
+#: libpanto's words-to-tokens factor (``messageTokenEstimate``'s fallback).
+_WORD_TOKENS = 1.3
+
+# -- what a tool's name says it does (lower-cased, so Claude Code's ``Read`` and pi's ``read`` are one) --------
+
+_READ_TOOLS = frozenset({"read", "read_file", "view", "view_file", "open_file", "cat"})
+_WRITE_TOOLS = frozenset({"edit", "write", "multiedit", "notebookedit", "write_file", "edit_file", "create_file",
+                          "str_replace_editor", "str_replace_based_edit_tool", "replace", "insert"})
+_LIST_TOOLS = frozenset({"ls", "list", "list_dir", "list_directory", "read_folder"})
+_SEARCH_TOOLS = frozenset({"grep", "glob", "find", "search", "search_files", "grep_search", "file_search", "rg"})
+_SHELL_TOOLS = frozenset({"bash", "shell", "shell_command", "exec_command", "local_shell", "run_shell_command",
+                          "run_terminal_cmd", "terminal", "powershell"})
+_FETCH_TOOLS = frozenset({"webfetch", "web_fetch", "fetch", "read_url", "open_url"})
+_WEB_SEARCH_TOOLS = frozenset({"websearch", "web_search", "google_web_search", "search_query"})
+_PATH_FIELDS = ("file_path", "path", "notebook_path", "filePath", "absolute_path", "filename", "file")
+
+# -- shell commands -----------------------------------------------------------------------------------
+
+#: Commands whose file operands are read (options skipped; a pipe's later stages read their input, not files).
+_READ_COMMANDS = frozenset({"cat", "head", "tail", "less", "more", "nl", "wc", "bat", "batcat", "view",
+                            "get-content", "gc", "type", "sed", "awk", "xxd", "hexdump", "od", "strings", "file",
+                            "stat", "md5sum", "sha256sum", "diff", "jq", "yq"})
+#: Options of those commands that take a value (so the value is not a file).
+_VALUED = frozenset({"-n", "-c", "-e", "-f", "--lines", "--bytes", "-F", "-v", "-s", "-l", "-d", "-A", "-B", "-C",
+                     "-TotalCount", "-Tail", "-Head", "-First", "-Last"})
+#: Options of ``sed`` and ``awk`` that take a value.
+_SCRIPT_VALUED = frozenset({"-e", "-f", "-F", "-v", "--expression", "--file"})
+#: A word: runs of unquoted characters (an escaped one included), single- or double-quoted strings;
+#: ``bad``: an unterminated quote.
+_WORD = re.compile(r"""(?:[^\s'"\\]|\\.|'[^']*'|"(?:[^"\\]|\\.)*")+|(?P<bad>['"])""", re.S)
+_UNQUOTE = re.compile(r"""'([^']*)'|"((?:[^"\\]|\\.)*)"|\\(.)""", re.S)
+#: A here-document's body (``<<EOF ... EOF``): text for a command, not commands.
+_HEREDOC = re.compile(r"<<-?\s*(['\"]?)(\w+)\1([^\n]*)\n.*?\n\s*\2\s*(?:\n|$)", re.S)
+_SEPARATORS = re.compile(r"\s*(?:&&|\|\||;|\||\n)\s*")
+_APPLY_PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+?)\s*$|^\*\*\* Move to: (.+?)\s*$", re.M)
+#: Codex's code-mode ``exec`` tool: JavaScript that calls ``tools.NAME({json})``.
+_JS_TOOL_CALL = re.compile(r"tools\.(\w+)\(")
+_WINDOWS_ABSOLUTE = re.compile(r"^(?:[A-Za-z]:[\\/]|\\\\)")
+_WHITESPACE = re.compile(r"\s+")
+
+
+def key_of(target: str) -> int:
+    """The 64-bit key of a normalized target: the first 8 bytes of its BLAKE2b digest, little-endian.
+
+    Stable across processes, platforms and library versions (Polars' own hash is not).
+
+    >>> key_of("file:/a")
+    6675673868126107620
+    """
+    return int.from_bytes(hashlib.blake2b(target.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little")
+
+
+def normalize_path(path: str, cwd: str | None) -> str:
+    """``path`` made absolute against ``cwd`` (when it is relative and a cwd is known) and normalized.
+
+    >>> normalize_path("./src/../lib/a.py", "/repo/"), normalize_path("/x//y/", None), normalize_path("a", None)
+    ('/repo/lib/a.py', '/x/y', 'a')
+    >>> normalize_path("src\\\\a.ts", "D:\\\\web\\\\app")
+    'D:/web/app/src/a.ts'
+    """
+    path = path.strip()
+    windows = bool(_WINDOWS_ABSOLUTE.match(path)) or (cwd is not None and bool(_WINDOWS_ABSOLUTE.match(cwd)))
+    if windows:
+        if not _WINDOWS_ABSOLUTE.match(path) and cwd:
+            path = ntpath.join(cwd, path)
+        return ntpath.normpath(path).replace("\\", "/")
+    if not path.startswith(("/", "~")) and cwd:
+        path = posixpath.join(cwd, path)
+    return posixpath.normpath(path) if path else path
+
+
+def _file(path: str, cwd: str | None) -> str:
+    return "file:" + normalize_path(path, cwd)
+
+
+def _string(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def targets(name: str, input_text: str | None, cwd: str | None) -> list[tuple[str, str]]:
+    """The ``(kind, normalized target)`` pairs one tool call references, in order, without repeats.
+
+    ``name`` is the tool's name, ``input_text`` its input as the canonical
+    block holds it (JSON text, or a freeform patch), ``cwd`` the session's
+    working directory.
+
+    >>> targets("Edit", '{"file_path": "/r/a.py", "old_string": "x"}', "/r")
+    [('write', 'file:/r/a.py')]
+    >>> targets("Grep", '{"pattern": "TODO", "path": "src"}', "/r")
+    [('read', 'search:grep:TODO@/r/src')]
+    >>> targets("TodoWrite", '{"todos": []}', "/r")
+    [('other', 'tool:todowrite')]
+    """
+    out: list[tuple[str, str]] = []
+    for pair in _targets(name, input_text or "", cwd):
+        if pair not in out:
+            out.append(pair)
+    return out or [("other", "tool:" + name.lower())]
+
+
+def _targets(name: str, text: str, cwd: str | None) -> Iterator[tuple[str, str]]:
+    tool = name.lower()
+    if tool == "apply_patch":
+        args = _json(text)
+        given = args.get("input") if isinstance(args, dict) else None
+        patch = given if isinstance(given, str) else text
+        yield from _patch_targets(patch, cwd)
+        return
+    if tool == "exec" and "tools." in text:
+        yield from _code_mode_targets(text, cwd)
+        return
+    args = _json(text)
+    if not isinstance(args, dict):
+        if tool in _SHELL_TOOLS and text:
+            yield from shell_targets(text, cwd)
+        return
+    if tool in _SHELL_TOOLS:
+        workdir = _string(args.get("workdir")) or _string(args.get("working_directory")) or _string(args.get("cwd"))
+        base = normalize_path(workdir, cwd) if workdir else cwd
+        command = args.get("command", args.get("cmd"))
+        if isinstance(command, list) and all(isinstance(c, str) for c in command):
+            command = _unwrap(command)
+        if isinstance(command, str) and command:
+            yield from shell_targets(command, base)
+        return
+    if tool in _READ_TOOLS or tool in _WRITE_TOOLS:
+        path = next((p for f in _PATH_FIELDS if (p := _string(args.get(f)))), None)
+        if path is not None:
+            yield ("read" if tool in _READ_TOOLS else "write"), _file(path, cwd)
+        for edit in args.get("edits") or () if tool == "multiedit" else ():
+            if isinstance(edit, dict) and (path := _string(edit.get("file_path"))):
+                yield "write", _file(path, cwd)
+        return
+    if tool in _LIST_TOOLS:
+        yield "read", "dir:" + normalize_path(_string(args.get("path")) or _string(args.get("dir_path")) or ".", cwd)
+        return
+    if tool in _SEARCH_TOOLS:
+        pattern = _string(args.get("pattern")) or _string(args.get("query")) or _string(args.get("regex")) or ""
+        where = normalize_path(_string(args.get("path")) or ".", cwd)
+        extra = "".join(f" {k}={args[k]}" for k in ("glob", "type", "include") if _string(args.get(k)))
+        yield "read", f"search:{tool}:{pattern}{extra}@{where}"
+        return
+    if tool in _FETCH_TOOLS:
+        url = _string(args.get("url")) or _string(args.get("uri"))
+        if url:
+            yield "fetch", "url:" + url.strip()
+        return
+    if tool in _WEB_SEARCH_TOOLS:
+        query = _string(args.get("query")) or _string(args.get("q"))
+        action = args.get("action")
+        within = action if isinstance(action, dict) else args
+        query = query or _string(within.get("query")) or _string(within.get("url"))
+        if query:
+            yield "fetch", "web:" + _WHITESPACE.sub(" ", query.strip())
+        return
+    if tool == "web__run" or tool == "web_run":
+        for ref in args.get("open") or ():
+            if isinstance(ref, dict) and (url := _string(ref.get("ref_id"))):
+                yield "fetch", "url:" + url.strip()
+        for ref in (args.get("click") or []) + (args.get("find") or []):
+            if isinstance(ref, dict) and (page := _string(ref.get("ref_id"))):
+                link = ref.get("id")
+                yield "fetch", "url:" + page + ("" if link is None else f"#{link}")
+        for query in args.get("search_query") or ():
+            if isinstance(query, dict) and (q := _string(query.get("q"))):
+                yield "fetch", "web:" + _WHITESPACE.sub(" ", q.strip())
+
+
+def _json(text: str) -> Any:
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None
+
+
+def _unwrap(argv: list[str]) -> str:
+    """A command given as argv: ``bash -lc SCRIPT`` is SCRIPT, anything else its words joined."""
+    if len(argv) >= 3 and posixpath.basename(argv[0]) in ("bash", "sh", "zsh", "powershell", "pwsh") \
+            and argv[1] in ("-c", "-lc", "-Command", "-command"):
+        return argv[2]
+    return shlex.join(argv)
+
+
+def _patch_targets(patch: str, cwd: str | None) -> Iterator[tuple[str, str]]:
+    for added, moved in _APPLY_PATCH_FILE.findall(patch):
+        yield "write", _file(added or moved, cwd)
+
+
+def _code_mode_targets(code: str, cwd: str | None) -> Iterator[tuple[str, str]]:
+    """Codex's ``exec`` (JavaScript): each ``tools.NAME({...})`` call it makes, mapped as that tool's call."""
+    if "tools.apply_patch(" in code and "*** Begin Patch" in code:   # the patch held in a variable
+        yield from _patch_targets(code, cwd)
+    decoder_end = len(code)
+    for match in _JS_TOOL_CALL.finditer(code):
+        start = match.end()
+        if start >= decoder_end or code[start] != "{":
+            continue
+        try:
+            args, _ = _raw_decode(code[start:])
+        except ValueError:
+            continue
+        yield from _targets(match.group(1), orjson.dumps(args).decode(), cwd)
+
+
+def _raw_decode(text: str) -> tuple[Any, int]:
+    import json
+
+    return json.JSONDecoder().raw_decode(text)
+
+
+def shell_targets(command: str, cwd: str | None) -> list[tuple[str, str]]:
+    """What a shell command references: files read and written, and one ``run`` unless it only reads or writes.
+
+    >>> shell_targets("sed -n '1,80p' src/a.py", "/r")
+    [('read', 'file:/r/src/a.py')]
+    >>> shell_targets("pytest -q  tests", "/r")
+    [('run', 'run:/r$ pytest -q tests')]
+    >>> shell_targets("echo hi > out.txt", "/r")
+    [('write', 'file:/r/out.txt')]
+    """
+    if "*** Begin Patch" in command:
+        return list(_patch_targets(command, cwd))
+    out: list[tuple[str, str]] = []
+    other = False
+    base = cwd
+    # PowerShell (a Windows working directory): backslashes are separators, not escapes.
+    posix = not (cwd and _WINDOWS_ABSOLUTE.match(cwd))
+    for k, segment in enumerate(s for s in _SEPARATORS.split(_HEREDOC.sub(r"\3\n", command.strip())) if s):
+        words = _words(segment if posix else segment.replace("\\", "/"))
+        if words is None:
+            other = True
+            continue
+        words, redirects = _redirects(words)
+        out.extend(("write", _file(path, base)) for path in redirects)
+        if not words:
+            continue
+        program = posixpath.basename(words[0]).lower()
+        if program == "cd" and len(words) == 2:
+            base = normalize_path(words[1], base)
+            continue
+        if program in ("echo", "printf", "true", ":") or (program == "cat" and redirects and len(words) == 1):
+            continue                # prints what it was given (to a file, if redirected), reads nothing
+        if program in ("tee",):
+            out.extend(("write", _file(w, base)) for w in words[1:] if not w.startswith("-"))
+            continue
+        if program == "sed" and any(w == "-i" or w.startswith("-i") for w in words[1:]):
+            files = _operands([w for w in words[1:] if not w.startswith("-i")], _SCRIPT_VALUED)
+            if not any(w in ("-e", "-f", "--expression", "--file") for w in words):
+                files = files[1:]   # the script comes first
+            out.extend(("write", _file(w, base)) for w in files)
+            continue
+        if program in _READ_COMMANDS:
+            files = _operands(words[1:], _SCRIPT_VALUED if program in ("sed", "awk") else _VALUED)
+            if program in ("sed", "awk") and files and not any(w in ("-e", "-f") for w in words):
+                files = files[1:]   # the script comes first
+            if files:
+                out.extend(("read", _file(f, base)) for f in files)
+                continue
+            if k > 0:
+                continue            # a filter in a pipe
+        other = True
+    if other or not out:
+        out.append(("run", f"run:{cwd or ''}$ " + _WHITESPACE.sub(" ", command.strip())))
+    return out
+
+
+def _words(segment: str) -> list[str] | None:
+    """A shell segment's words, quotes removed (a regular expression, not a shell: fast on long commands);
+    None for an unterminated quote.
+
+    >>> _words("sed -n '1,80p' 'a b.py' c\\\\ d"), _words("echo 'x")
+    (['sed', '-n', '1,80p', 'a b.py', 'c d'], None)
+    """
+    words = []
+    for match in _WORD.finditer(segment):
+        if match.group("bad") is not None:
+            return None
+        word = match.group(0)
+        words.append(_UNQUOTE.sub(lambda m: m.group(1) or m.group(2) or m.group(3) or "", word))
+    return words
+
+
+def _redirects(words: list[str]) -> tuple[list[str], list[str]]:
+    """The words without output redirections, and the files those write (``2>&1``, ``/dev/null`` ignored)."""
+    kept, written = [], []
+    i = 0
+    while i < len(words):
+        word = words[i]
+        match = re.match(r"^(?:\d|&)?>>?(.*)$", word)
+        if match:
+            target = match.group(1) or (words[i + 1] if i + 1 < len(words) else "")
+            i += 1 if match.group(1) else 2
+            if target and not target.startswith("&") and target != "/dev/null":
+                written.append(target)
+            continue
+        if word.startswith("<"):
+            i += 1 if len(word) > 1 else 2
+            continue
+        kept.append(word)
+        i += 1
+    return kept, written
+
+
+def _operands(words: list[str], valued: frozenset[str] = _VALUED) -> list[str]:
+    """The operands among ``words``: not options, not the value of an option in ``valued``."""
+    out, skip = [], False
+    for word in words:
+        if skip:
+            skip = False
+            continue
+        if word.startswith("-") and len(word) > 1:
+            skip = word in valued
+            continue
+        if word.startswith("+") or any(c in word for c in "*?$`"):
+            continue
+        out.append(word)
+    return out
+
+
+# -- the ``refs`` column, from canonical blocks ----------------------------------------------------------
+
+
+def result_tokens(words: pl.Expr | str = "words") -> pl.Expr:
+    """``ceil(words * 1.3)``: libpanto's estimate of a result's tokens from its words.
+
+    >>> pl.DataFrame({"words": [0, 1, 10]}).select(result_tokens()).to_series().to_list()
+    [0, 2, 13]
+    """
+    col = pl.col(words) if isinstance(words, str) else words
+    return (col.cast(pl.Float64) * _WORD_TOKENS).ceil().cast(pl.UInt32)
+
+
+def refs_column(blocks: pa.StructArray, owner: np.ndarray, n: int, scope: np.ndarray,
+                cwds: list[str | None]) -> pl.Series:
+    """The ``refs`` column of ``n`` messages from their canonical blocks.
+
+    ``blocks`` holds canonical blocks (:data:`~panto_analytics.formats.columnar.BLOCK`),
+    ``owner`` the message of each (``n`` or more: a dropped block),
+    ``scope`` the file (session) of each message: a result answers the call
+    with its id in the same scope; ``cwds`` the working directory of each
+    scope. Every reader (the line-by-line :class:`FrameBuilder` and the
+    columnar fast paths) builds the column here, so they agree.
+    """
+    kinds = blocks.field("type")
+    inside = owner < n
+    is_call = np.asarray(pc.fill_null(pc.equal(kinds, "tool_use"), False)) & inside
+    is_result = np.asarray(pc.fill_null(pc.equal(kinds, "tool_result"), False)) & inside
+    empty = pl.Series("refs", [None] * n, dtype=pl.List(REF_STRUCT))
+    calls_at = np.flatnonzero(is_call)
+    if not len(calls_at):
+        return empty
+    call_owner = owner[calls_at]
+    call_scope = scope[call_owner]
+    names = blocks.field("name").take(pa.array(calls_at)).to_pylist()
+    inputs = blocks.field("input").take(pa.array(calls_at)).to_pylist()
+    ids = blocks.field("id").take(pa.array(calls_at))
+    rows: list[tuple[int, int, int, str, bool]] = []   # (call row, target ordinal, key, kind, file)
+    for i, (name, text, s) in enumerate(zip(names, inputs, call_scope.tolist())):
+        for kind, target in targets(name or "", text, cwds[s]):
+            rows.append((i, len(rows), key_of(target), kind, target.startswith("file:")))
+    calls = pl.DataFrame({
+        "i": np.arange(len(calls_at)), "owner": call_owner, "scope": call_scope, "id": pl.Series(ids, dtype=pl.String),
+    }).with_columns(call=pl.int_range(pl.len()).over("owner").cast(pl.UInt16))
+    results_at = np.flatnonzero(is_result)
+    results = pl.DataFrame({"scope": scope[owner[results_at]],
+                            "id": pl.Series(blocks.field("tool_use_id").take(pa.array(results_at)), dtype=pl.String),
+                            "words": _result_words(blocks, results_at)})
+    results = results.unique(["scope", "id"], keep="first", maintain_order=True)
+    calls = calls.join(results, on=["scope", "id"], how="left").sort("i")
+    refs = (pl.DataFrame(rows, schema={"i": pl.Int64, "ord": pl.Int64, "key": pl.UInt64, "kind": pl.String,
+                                       "file": pl.Boolean}, orient="row")
+            .join(calls.select("i", "owner", "call", tokens=result_tokens()), on="i").sort("ord"))
+    per_message = (refs.group_by("owner", maintain_order=True)
+                   .agg(refs=pl.struct("call", "key", pl.col("kind").cast(RefKind), "file", "tokens")))
+    out = pl.DataFrame({"owner": np.arange(n)}).join(per_message, on="owner", how="left", maintain_order="left")
+    return out["refs"].cast(pl.List(REF_STRUCT))
+
+
+#: The fields of a canonical block :func:`refs_column` reads.
+_TOOL_BLOCK = pa.struct([("type", pa.string()), ("id", pa.string()), ("name", pa.string()), ("input", pa.large_string()),
+                         ("tool_use_id", pa.string()),
+                         ("parts", pa.list_(pa.struct([("type", pa.string()), ("text", pa.large_string())])))])
+
+
+def tool_refs(blocks: list[dict[str, Any]], rows: list[int], sizes: list[int], cwds: list[str | None]) -> pl.Series:
+    """The ``refs`` column of consecutive sessions from their canonical tool blocks (dicts).
+
+    ``rows`` is each block's message row (counted over all sessions), ``sizes``
+    each session's number of messages and ``cwds`` its working directory.
+
+    >>> calls = [{"type": "tool_use", "id": "c1", "name": "read", "input": '{"path": "a.py"}'},
+    ...          {"type": "tool_result", "tool_use_id": "c1", "parts": [{"type": "text", "text": "x y z"}]}]
+    >>> tool_refs(calls, [1, 2], [3], ["/r"]).to_list()[1] == [{"call": 0, "key": key_of("file:/r/a.py"),
+    ...                                                        "kind": "read", "file": True, "tokens": 4}]
+    True
+    """
+    n = sum(sizes)
+    if not blocks:
+        return pl.Series("refs", [None] * n, dtype=pl.List(REF_STRUCT))
+    scope = np.repeat(np.arange(len(sizes)), sizes)
+    return refs_column(pa.array(blocks, type=_TOOL_BLOCK), np.asarray(rows, dtype=np.int64), n, scope, cwds)
+
+
+def _result_words(blocks: pa.StructArray, at: np.ndarray) -> np.ndarray:
+    """libpanto's words of each tool result block at ``at``: text parts by words, media parts 800."""
+    parts_list = blocks.field("parts").take(pa.array(at))
+    parts = parts_list.flatten()
+    words = np.zeros(len(at), dtype=np.int64)
+    if len(parts):
+        is_media = np.asarray(pc.fill_null(pc.equal(parts.field("type"), "media"), False))
+        part_words = np.where(is_media, MEDIA_PART_WORDS, count_words_arrow(parts.field("text")))
+        words += np.bincount(pc.list_parent_indices(parts_list).to_numpy(), weights=part_words,
+                             minlength=len(at)).astype(np.int64)
+    return words
+
+
+# -- the references table and its expressions ---------------------------------------------------------------
+
+
+def is_write(kind: pl.Expr | str = "kind") -> pl.Expr:
+    """Whether a reference writes its target."""
+    return (pl.col(kind) if isinstance(kind, str) else kind) == "write"
+
+
+def is_lookup(kind: pl.Expr | str = "kind") -> pl.Expr:
+    """Whether a reference fetches its target's content into the context (a read, a run, a fetch)."""
+    return (pl.col(kind) if isinstance(kind, str) else kind).is_in(["read", "run", "fetch"])
+
+
+def references(messages: pl.DataFrame | pl.LazyFrame) -> pl.LazyFrame:
+    """The references table of a message frame: what every tool call touched.
+
+    Parameters
+    ----------
+    messages
+        A message frame (its ``refs`` column, filled at ingest).
+
+    Returns
+    -------
+    pl.LazyFrame
+        :data:`~panto_analytics.schema.REFERENCE_SCHEMA`: one row per
+        (session, message, call, target), in session and call order; ``call``
+        numbers the session's tool calls from 0.
+
+    Examples
+    --------
+    >>> import panto_analytics as pa
+    >>> references(pa.examples.messages()).collect().columns
+    ['session_id', 'seq', 'call', 'key', 'kind', 'file', 'tokens']
+    """
+    lf = messages.lazy()
+    calls = (lf.select("session_id", "seq", "refs").filter(pl.col("refs").list.len() > 0)
+             .explode("refs").unnest("refs").rename({"call": "at"}))
+    order = pl.col("seq").cast(pl.Int64) * 65536 + pl.col("at").cast(pl.Int64)
+    return (calls.with_columns(call=(order.rank("dense").over("session_id") - 1).cast(pl.UInt32))
+            .select(list(REFERENCE_SCHEMA)).cast(REFERENCE_SCHEMA))  # type: ignore[arg-type]

@@ -1,0 +1,171 @@
+"""Does the orphan measure mean something? What agents really did after the compactions they recorded.
+
+After each compaction an agent recorded (:func:`~panto_analytics.outcomes.loss.recorded_cuts`),
+and at *pseudo-cuts* in sessions of the same agent that never compacted
+(:func:`pseudo_cuts`: the first call whose recorded context reaches the
+context at which one of the agent's compactions fired; nothing kept, nothing
+restored), :func:`refetch` measures, over the next ``horizon`` tool calls:
+
+- the :mod:`~panto_analytics.outcomes.loss` columns (``repeat_reads``: a
+  read or fetch of a target whose last touch was a read or fetch before the
+  cut, no write between; ``orphan_calls``; ...);
+- ``orphan_targets``: targets whose last touch before the cut is in the
+  summarized part (for a pseudo-cut: everything before it) and that the agent
+  did not restore; ``refetched_targets``: those of them the agent read or
+  fetched again within the window: how many of the orphan targets did the
+  agent really fetch again;
+- ``reorientation``: tool calls from the cut to the first write (null when
+  no write follows: censored); ``reorientation_start``: the same count from
+  the session's start.
+
+:func:`refetch_summary` pools them per agent (``source_format``) and kind of
+cut (``compaction`` or ``baseline``): if agents re-read more after a
+compaction than at the same context size without one, the orphans are a loss
+they feel.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import polars as pl
+
+from .loss import CUT_SCHEMA, DEFAULT_HORIZON, ORPHAN_KINDS, cut_loss, orphan_rate, recorded_cuts
+from .references import references
+
+__all__ = ["REFETCH_COLUMNS", "call_context", "pseudo_cuts", "refetch", "refetch_summary", "reorientation", "target_loss"]
+
+S = "session_id"
+
+#: The columns :func:`refetch` adds to the loss columns.
+REFETCH_COLUMNS = ("orphan_targets", "refetched_targets", "reorientation", "reorientation_start")
+
+
+def call_context() -> pl.Expr:
+    """The recorded context of an API call (an assistant message with usage), libpanto's ``cumulativeAt``:
+    ``input + cache_read + cache_write + output``; null on other messages.
+
+    >>> pl.DataFrame({"role": ["user", "assistant"], "input": [None, 5], "output": [None, 1], "cache_read": [None, 2],
+    ...               "cache_write": [None, 0]}).select(call_context()).to_series().to_list()
+    [None, 8]
+    """
+    total = sum((pl.col(c).cast(pl.Int64) for c in ("input", "output", "cache_read", "cache_write")), pl.lit(0, pl.Int64))
+    return pl.when(pl.col("role") == "assistant").then(total).alias("context")
+
+
+def pseudo_cuts(messages: pl.DataFrame | pl.LazyFrame, cuts: pl.DataFrame | pl.LazyFrame,
+                sessions: pl.DataFrame | pl.LazyFrame) -> pl.LazyFrame:
+    """Cuts at the same context sizes as ``cuts`` (recorded, with ``context``), in sessions of the same agent
+    (``source_format``) that recorded no compaction: after the first call whose recorded context reaches it.
+
+    Nothing is kept and nothing restored. A session that never reaches a size has no cut at it.
+    """
+    sizes = cuts.lazy().select(pl.col("source_format").cast(pl.String), size=pl.col("context").cast(pl.Int64)) \
+        .drop_nulls().unique()
+    quiet = (sessions.lazy().filter(pl.col("compactions") == 0)
+             .select(pl.col(S).cast(pl.String), pl.col("source_format").cast(pl.String)))
+    calls = (messages.lazy().with_columns(context=call_context())
+             .filter(pl.col("context").is_not_null())
+             .select(pl.col(S).cast(pl.String), pl.col("seq").cast(pl.Int64),
+                     reached=pl.col("context").cum_max().over(S)))
+    wanted = quiet.join(sizes, on="source_format").sort("size")
+    found = wanted.join_asof(calls.sort("reached", "seq"), left_on="size", right_on="reached", by=S, strategy="forward",
+                             check_sortedness=False)
+    return (found.filter(pl.col("seq").is_not_null())
+            .select(S, "source_format", context=pl.col("size"), after_seq=pl.col("seq") + 1,
+                    kept_start=pl.lit(None, pl.Int64), kept_end=pl.lit(None, pl.Int64), restore=pl.lit(0, pl.Int64))
+            .sort(S, "after_seq", "context"))
+
+
+def target_loss(refs: pl.DataFrame | pl.LazyFrame, cuts: pl.DataFrame | pl.LazyFrame, *,
+                horizon: int = DEFAULT_HORIZON) -> pl.DataFrame:
+    """Per cut (in order): ``orphan_targets`` and ``refetched_targets`` (see the module docstring).
+
+    Restored targets (the ``restore`` files touched last) are not orphan targets.
+    """
+    r = refs.lazy().with_columns(pl.col(S).cast(pl.String), pl.col("call").cast(pl.Int64), pl.col("seq").cast(pl.Int64))
+    base = cuts.lazy().with_row_index("_cut").select("_cut", pl.col(S).cast(pl.String),
+                                                     *(pl.col(c).cast(t) for c, t in CUT_SCHEMA.items()))
+    # Each target's last touch before each cut.
+    last = (base.join(r.filter(pl.col("kind") != "other"), on=S)
+            .filter(pl.col("seq") < pl.col("after_seq"))
+            .group_by("_cut", "key")
+            .agg(last_seq=pl.col("seq").max(), last_call=pl.col("call").max(),
+                 file=(pl.col("file") & pl.col("kind").is_in(["read", "write"])).any(),
+                 kept_start=pl.col("kept_start").first(), kept_end=pl.col("kept_end").first(),
+                 restore=pl.col("restore").first()))
+    restored = (last.filter(pl.col("file"))
+                .sort("_cut", "last_call", "key", descending=[False, True, True])
+                .filter(pl.int_range(pl.len()).over("_cut") < pl.col("restore"))
+                .select("_cut", "key", restored=pl.lit(True)))
+    kept = pl.col("kept_start").is_not_null() & (pl.col("last_seq") >= pl.col("kept_start")) \
+        & (pl.col("last_seq") < pl.col("kept_end"))
+    orphans = (last.join(restored, on=["_cut", "key"], how="left")
+               .filter(~kept & pl.col("restored").is_null()).select("_cut", "key"))
+    # The window: the first ``horizon`` calls at or after the cut; its reads and fetches.
+    calls = r.group_by(S, "call").agg(pl.col("seq").first())
+    first = (base.join(calls, on=S).filter(pl.col("seq") >= pl.col("after_seq"))
+             .group_by("_cut").agg(first_call=pl.col("call").min()))
+    fetched = (base.join(first, on="_cut").join(r.filter(pl.col("kind").is_in(["read", "fetch"])), on=S)
+               .filter((pl.col("call") >= pl.col("first_call")) & (pl.col("call") < pl.col("first_call") + horizon))
+               .select("_cut", "key").unique())
+    per_cut = orphans.group_by("_cut").agg(orphan_targets=pl.len().cast(pl.UInt32))
+    again = orphans.join(fetched, on=["_cut", "key"]).group_by("_cut").agg(refetched_targets=pl.len().cast(pl.UInt32))
+    return (base.select("_cut").join(per_cut, on="_cut", how="left", maintain_order="left")
+            .join(again, on="_cut", how="left", maintain_order="left")
+            .select(pl.col("orphan_targets").fill_null(0), pl.col("refetched_targets").fill_null(0)).collect())
+
+
+def reorientation(refs: pl.DataFrame | pl.LazyFrame, cuts: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
+    """Per cut (in order): tool calls from the cut to the first write (``reorientation``, null when none
+    follows) and from the session's start to its first write (``reorientation_start``)."""
+    r = refs.lazy().with_columns(pl.col(S).cast(pl.String), pl.col("call").cast(pl.Int64), pl.col("seq").cast(pl.Int64))
+    base = cuts.lazy().with_row_index("_cut").select("_cut", pl.col(S).cast(pl.String), pl.col("after_seq").cast(pl.Int64))
+    calls = r.group_by(S, "call").agg(pl.col("seq").first())
+    writes = r.filter(pl.col("kind") == "write").group_by(S, "call").agg(pl.col("seq").first())
+    first = (base.join(calls, on=S).filter(pl.col("seq") >= pl.col("after_seq"))
+             .group_by("_cut").agg(first_call=pl.col("call").min()))
+    first_write = (base.join(writes, on=S).filter(pl.col("seq") >= pl.col("after_seq"))
+                   .group_by("_cut").agg(write_call=pl.col("call").min()))
+    start = writes.group_by(S).agg(reorientation_start=pl.col("call").min().cast(pl.UInt32))
+    return (base.join(first, on="_cut", how="left", maintain_order="left")
+            .join(first_write, on="_cut", how="left", maintain_order="left")
+            .join(start, on=S, how="left", maintain_order="left")
+            .select(reorientation=(pl.col("write_call") - pl.col("first_call")).cast(pl.UInt32),
+                    reorientation_start=pl.col("reorientation_start")).collect())
+
+
+def refetch(messages: pl.DataFrame | pl.LazyFrame, compactions: pl.DataFrame | pl.LazyFrame,
+            sessions: pl.DataFrame | pl.LazyFrame, *, horizon: int = DEFAULT_HORIZON,
+            kinds: Sequence[str] = ORPHAN_KINDS) -> pl.DataFrame:
+    """One row per recorded compaction and per pseudo-cut: ``cut`` (``compaction`` or ``baseline``),
+    ``source_format``, ``context``, the cut, the loss columns and :data:`REFETCH_COLUMNS`."""
+    refs = references(messages).collect()
+    context = (messages.lazy().with_columns(ctx=call_context())
+               .filter(pl.col("ctx").is_not_null()).select(pl.col(S).cast(pl.String), pl.col("seq").cast(pl.Int64), "ctx"))
+    recorded = (recorded_cuts(compactions, sessions).with_columns(_probe=pl.col("anchor_seq").cast(pl.Int64) - 1)
+                .sort("_probe")
+                .join_asof(context.sort("seq"), left_on="_probe", right_on="seq", by=S, strategy="backward",
+                           check_sortedness=False)
+                .with_columns(context=pl.coalesce(pl.col("tokens_before").cast(pl.Int64), pl.col("ctx")))
+                .select(S, "source_format", "context", *CUT_SCHEMA).sort(S, "after_seq", "context")
+                .with_columns(cut=pl.lit("compaction")))
+    baseline = pseudo_cuts(messages, recorded, sessions).with_columns(cut=pl.lit("baseline"))
+    cuts = pl.concat([recorded, baseline], how="vertical_relaxed").select("cut", S, "source_format", "context",
+                                                                          *CUT_SCHEMA).collect()
+    lost = cut_loss(refs, cuts, horizon=horizon, kinds=kinds)
+    return pl.concat([lost, target_loss(refs, cuts, horizon=horizon), reorientation(refs, cuts)], how="horizontal")
+
+
+def refetch_summary(cuts: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
+    """:func:`refetch`'s rows pooled per agent and kind of cut: counts summed, rates pooled, medians of the
+    re-orientation counts (``reoriented``: cuts with a write after them)."""
+    return (cuts.lazy().group_by("source_format", "cut")
+            .agg(cuts=pl.len().cast(pl.UInt32),
+                 **{c: pl.col(c).sum() for c in ("window_calls", "repeat_reads", "orphan_calls", "refetched_orphans",
+                                                 "orphan_targets", "refetched_targets", "refetch_tokens")},
+                 reoriented=pl.col("reorientation").is_not_null().sum().cast(pl.UInt32),
+                 reorientation_median=pl.col("reorientation").median(),
+                 reorientation_start_median=pl.col("reorientation_start").median())
+            .with_columns(repeat_rate=orphan_rate("repeat_reads", "window_calls"), orphan_rate=orphan_rate(),
+                          refetched_share=orphan_rate("refetched_targets", "orphan_targets"))
+            .sort("source_format", "cut", descending=[False, True]).collect())

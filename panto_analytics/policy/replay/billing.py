@@ -1,0 +1,78 @@
+"""A replay's bill: every simulated call and summarizer call priced (:func:`bill_replay_result`).
+
+The rules are :mod:`panto_analytics.outcomes.billing`'s; the price of a call
+is :func:`panto_analytics.outcomes.cost.bill`'s, the one definition. This
+module only ties them to a :class:`~panto_analytics.policy.replay.engine.Replay`:
+its keys (``budget``, and ``policy`` for a policy replay) and each policy's
+way of asking for its summary (``Policy.summarizer_cached``).
+"""
+from __future__ import annotations
+
+import warnings
+from dataclasses import replace
+from pathlib import Path
+
+import polars as pl
+
+from ...outcomes.billing import SUMMARIZER_MODES, bill_replay
+from ...outcomes.cost import UnpricedWarning, bill, unpriced
+from ...outcomes.prices import Prices, load_prices
+from .engine import Replay
+from .policies import POLICIES
+
+__all__ = ["PriceSpec", "bill_replay_result", "resolve_prices", "summarizer_cached"]
+
+#: What ``prices=`` accepts: True (genai-prices, offline), a loaded table, or a LiteLLM price file.
+PriceSpec = Prices | str | Path | bool
+
+
+def resolve_prices(prices: PriceSpec) -> Prices:
+    """The price table ``prices`` names (True: genai-prices' bundled table)."""
+    if isinstance(prices, Prices):
+        return prices
+    if prices is True:
+        return load_prices()
+    if prices is False:
+        raise ValueError("prices=False: pass None for no bill")
+    return load_prices(prices)
+
+
+def summarizer_cached(summarizer: str | None, *, has_policy: bool) -> pl.Expr | bool:
+    """Per event, whether the summarizer reads the conversation from cache: ``summarizer`` for all
+    (``"separate"`` or ``"cached"``), else each policy's own setting (libpanto's replay: separate)."""
+    if summarizer is not None:
+        if summarizer not in SUMMARIZER_MODES:
+            raise ValueError(f"summarizer must be one of {', '.join(SUMMARIZER_MODES)}, got {summarizer!r}")
+        return summarizer == "cached"
+    if not has_policy:
+        return False
+    by_name = {name: cls.summarizer_cached for name, cls in POLICIES.items()}
+    return pl.col("policy").str.split(":").list.first().replace_strict(by_name, default=False,
+                                                                       return_dtype=pl.Boolean)
+
+
+def bill_replay_result(result: Replay, messages: pl.DataFrame | pl.LazyFrame, prices: PriceSpec, *,
+                       summarizer: str | None = None) -> Replay:
+    """``result`` with its calls billed: the session rows gain ``recorded_``, ``simulated_``, ``summarizer_``
+    and ``total_`` costs (``cost_usd`` and its four parts), the events the summarizer call's tokens and cost
+    and how the calls after them changed (:func:`~panto_analytics.outcomes.billing.bill_replay`), and
+    ``price_source`` says which table priced them. A model the table has no
+    price for costs null, never 0, and one :class:`~panto_analytics.outcomes.cost.UnpricedWarning`
+    per model says how many of its recorded calls and tokens went unpriced."""
+    table = resolve_prices(prices)
+    cached = summarizer_cached(summarizer, has_policy="policy" in result.sessions.columns)
+    has_policy = "policy" in result.sessions.columns
+    keys = ["policy", "budget"] if has_policy else ["budget"]
+    missing: list[pl.DataFrame] = []
+
+    def price(calls: pl.DataFrame) -> pl.DataFrame:
+        billed = bill(calls, table)
+        missing.append(unpriced(billed.filter("_recorded")) if "_recorded" in billed.columns else unpriced(billed))
+        return billed
+
+    events, sessions = bill_replay(messages, result.events, result.sessions, keys=keys,
+                                   summary_tokens=result.summary_tokens, price=price, cached=cached)
+    for model, calls, tokens in (missing[0].iter_rows() if missing else ()):
+        warnings.warn(UnpricedWarning(f"no price for model {model}: {calls:,} recorded call(s), {tokens:,} "
+                                      "token(s) unpriced (their sessions' costs are null)"), stacklevel=2)
+    return replace(result, events=events, sessions=sessions, price_source=table.source)

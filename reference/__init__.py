@@ -1,0 +1,12 @@
+"""The test oracles of panto_analytics: literal, sequential Python the tests hold the engine to.
+
+Outside the package and outside the wheel, like ``benchmarks/``; the tests
+import it from the checkout (``pyproject.toml`` puts the checkout on the test
+path).
+
+- :mod:`.port`: the literal Python port of libpanto's compaction.zig, with every one of its tests.
+- :mod:`.replay`: compaction over a session's life, one call at a time (``policy.replay``'s statement).
+- :mod:`.policies`: each compaction policy's cut and replay, the way its source states it.
+"""
+
+__all__ = []

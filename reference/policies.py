@@ -1,0 +1,260 @@
+"""A literal, sequential reference of :func:`panto_analytics.policy.replay.any_policy.replay_policies`.
+
+One session, one policy, one message at a time, each policy's cut written
+as its source writes it (a walk over the messages, not a formula): pi's
+``findCutPoint`` (both versions), Codex's ``build_compacted_history_with_limit``,
+Gemini CLI's ``findCompressSplitPoint``, Claude Code's summarize-all and the
+last-n-turns baseline. The replay rules around the cut are
+:mod:`reference.replay`'s (see ``any_policy``'s docstring).
+
+A session is a list of message-frame rows (dicts with ``role``,
+``has_tool_result``, ``has_summary``, ``serialized_bytes`` and the four usage
+counters, and optionally ``line`` and ``file``), so the reference reads exactly
+what the engine reads. After a recorded summary, the run of messages recorded
+before it (same file, a lower line: the agent's kept block, see
+``policy/replay.py``) is skipped: no trigger, no peak.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .replay import Event
+
+__all__ = ["PolicyEvent", "cut_of", "expected_policy_replay", "replay_session"]
+
+USAGE = ("input", "output", "cache_read", "cache_write")
+
+
+def call_context(m: dict) -> int | None:
+    """The recorded context of an assistant message with usage (``cumulativeAt``); None otherwise."""
+    if m["role"] != "assistant" or any(m.get(c) is None for c in USAGE):
+        return None
+    return sum(m[c] for c in USAGE)
+
+
+def recorded_before(anchor: dict, m: dict) -> bool:
+    """``m``, a message after the recorded summary ``anchor``, was recorded before it: same file, lower line
+    (pi writes its compaction after the entries it keeps). Rows without a line never are."""
+    if m["has_summary"] or anchor.get("line") is None or m.get("line") is None:
+        return False
+    return m["line"] < anchor["line"] and m.get("file") == anchor.get("file")
+
+
+def is_user(m: dict) -> bool:
+    """A user message that is neither a tool result nor a recorded summary."""
+    return m["role"] == "user" and not m["has_tool_result"] and not m["has_summary"]
+
+
+def is_turn_start(msgs: list[dict], i: int) -> bool:
+    """libpanto's turn start over the whole session: a prompt whose nearest earlier conversational message is not a user's."""
+    m = msgs[i]
+    if m["role"] != "user" or m["has_tool_result"]:
+        return False
+    for j in range(i - 1, -1, -1):
+        p = msgs[j]
+        if p["role"] == "system" or p["has_summary"]:
+            continue
+        return p["role"] != "user"
+    return True
+
+
+def tokens4(chars: int) -> int:
+    return math.ceil(chars / 4)
+
+
+@dataclass(frozen=True)
+class Cut:
+    prefix_end: int
+    kept_start: int | None
+    kept_tokens: int | None = None
+    split_turn: bool = False
+    kept_messages: int | None = None
+
+
+def _suffix(cut: int, k: int, split: bool = False) -> Cut:
+    return Cut(cut, cut if cut <= k else None, None, split)
+
+
+def cut_pi(msgs, first, k, keep_recent_tokens, **_) -> Cut:
+    cut_points = [i for i in range(first, k + 1)
+                  if (msgs[i]["role"] == "user" and not msgs[i]["has_tool_result"]) or msgs[i]["role"] == "assistant"]
+    if not cut_points:
+        return _suffix(first, k)
+    accumulated = 0
+    cut = cut_points[0]
+    for i in range(k, first - 1, -1):
+        accumulated += tokens4(msgs[i]["serialized_bytes"])
+        if accumulated >= keep_recent_tokens:
+            for c in cut_points:
+                if c >= i:
+                    cut = c
+                    break
+            break
+    user_at_cut = msgs[cut]["role"] == "user"
+    turn_start = -1
+    if not user_at_cut:
+        for i in range(cut, first - 1, -1):
+            if msgs[i]["role"] == "user" and not msgs[i]["has_tool_result"]:
+                turn_start = i
+                break
+    return _suffix(cut, k, not user_at_cut and turn_start != -1)
+
+
+def cut_pi_whole_turn(msgs, first, k, keep_recent_tokens, **_) -> Cut:
+    boundaries = [i for i in range(first, k + 1) if is_user(msgs[i])]
+    if not boundaries:
+        return _suffix(first, k)
+    usages = [(i, call_context(msgs[i])) for i in range(k, first - 1, -1) if call_context(msgs[i]) is not None]
+    if not usages:
+        return _suffix(boundaries[-1], k)
+    newest = usages[0][1]
+    cut = first
+    for j in range(1, len(usages)):
+        if newest - usages[j][1] >= keep_recent_tokens:
+            last_kept = usages[j - 1][0]
+            for b in reversed(boundaries):
+                if b <= last_kept:
+                    cut = b
+                    break
+            break
+    return _suffix(cut, k)
+
+
+def cut_codex(msgs, first, k, user_tokens, **_) -> Cut:
+    user_messages = [i for i in range(first, k + 1) if is_user(msgs[i])]
+    selected: list[int] = []
+    kept = 0
+    if user_tokens > 0:
+        remaining = user_tokens
+        for i in reversed(user_messages):
+            if remaining == 0:
+                break
+            t = tokens4(msgs[i]["serialized_bytes"])
+            if t <= remaining:
+                selected.append(i)
+                remaining -= t
+                kept += t
+            else:
+                selected.append(i)
+                kept += remaining
+                break
+    return Cut(k + 1, min(selected) if selected else None, kept, False, len(selected))
+
+
+def cut_claude_code(msgs, first, k, **_) -> Cut:
+    return _suffix(k + 1, k)
+
+
+def cut_gemini_cli(msgs, first, k, preserve, **_) -> Cut:
+    contents = msgs[first:k + 1]
+    chars = [m["serialized_bytes"] for m in contents]
+    target = sum(chars) * (1 - preserve)
+    last_split = 0
+    cumulative = 0
+    for i, m in enumerate(contents):
+        if is_user(m):
+            if cumulative >= target:
+                return _suffix(first + i, k)
+            last_split = i
+        cumulative += chars[i]
+    calls_tool = k + 1 < len(msgs) and msgs[k + 1]["has_tool_result"]
+    if contents[-1]["role"] == "assistant" and not calls_tool:
+        return _suffix(first + len(contents), k)
+    return _suffix(first + last_split, k)
+
+
+def cut_last_n_turns(msgs, first, k, n, **_) -> Cut:
+    starts = [i for i in range(first, k + 1) if is_turn_start(msgs, i)]
+    if len(starts) <= n:
+        return _suffix(first, k)
+    return _suffix(starts[-n], k)
+
+
+CUTS = {"pi": cut_pi, "pi-whole-turn": cut_pi_whole_turn, "codex": cut_codex, "claude-code": cut_claude_code,
+        "gemini-cli": cut_gemini_cli, "last-n-turns": cut_last_n_turns}
+
+
+def cut_of(name: str, msgs: list[dict], first: int, k: int, settings: dict) -> Cut:
+    """The named policy's cut of ``msgs[first:k + 1]``."""
+    return CUTS[name](msgs, first, k, **settings)
+
+
+@dataclass(frozen=True)
+class PolicyEvent(Event):
+    """A libpanto replay event plus what a policy's cut adds (where the kept messages start, how many, a split turn)."""
+
+    kept_start: int | None
+    kept_messages: int
+    split_turn: bool
+
+
+def replay_session(msgs: list[dict], name: str, settings: dict, *, threshold: int, window: int,
+                   summary_tokens: int, from_anchor: bool = False) -> tuple[list[PolicyEvent], dict]:
+    """Replay one session under one policy: its events and its per-session row (without ids)."""
+    events: list[PolicyEvent] = []
+    active_start = anchor_start = 0
+    summarized = 0
+    compacted = False
+    peak: int | None = None
+    inert_until = 0  # calls before this index are the agent's kept block, recorded before its compaction
+    for k, m in enumerate(msgs):
+        if m["has_summary"]:
+            active_start = anchor_start = k + 1
+            summarized = 0
+            compacted = False
+            inert_until = k + 1
+            while inert_until < len(msgs) and recorded_before(m, msgs[inert_until]):
+                inert_until += 1
+            if inert_until == k + 1:  # no kept block: the summary's own call, if any, is checked
+                inert_until = k
+        if k < inert_until:
+            continue
+        recorded = call_context(m)
+        if recorded is None:
+            continue
+        context = max(recorded - summarized, 0) + (summary_tokens if compacted else 0)
+        peak = context if peak is None else max(peak, context)
+        if context <= threshold:
+            continue
+        cut = cut_of(name, msgs, anchor_start if from_anchor else active_start, k, settings)
+        if cut.prefix_end <= active_start:
+            continue  # nothing summarized: a no-op, not an event
+        if cut.kept_tokens is not None:  # Codex: its own estimate of the user messages it keeps
+            kept_tokens, kept_turns, kept_messages = cut.kept_tokens, 0, cut.kept_messages or 0
+        else:
+            kept_tokens = kept_turns = 0
+            if cut.kept_start is not None:
+                before = 0
+                for j in range(cut.kept_start - 1, -1, -1):
+                    if call_context(msgs[j]) is not None:
+                        before = call_context(msgs[j])
+                        break
+                kept_tokens = max(recorded - before, 0)
+                kept_turns = sum(1 for i in range(cut.kept_start, k + 1) if is_turn_start(msgs, i))
+            kept_messages = 0 if cut.kept_start is None else k + 1 - cut.kept_start
+        without_summary = max(recorded - summarized, 0)
+        now = max(without_summary - kept_tokens, 0)
+        summarized += now
+        compacted = True
+        events.append(PolicyEvent(len(events), k, context, active_start, cut.prefix_end, kept_turns, kept_tokens, now,
+                                  max(recorded - summarized, 0) + summary_tokens, cut.kept_start, kept_messages,
+                                  cut.split_turn))
+        active_start = cut.prefix_end
+    row = {"n_compactions": len(events), "zero_kept_events": sum(1 for e in events if e.kept_turns == 0),
+           "summarized_tokens": sum(e.summarized_tokens for e in events), "peak_context": peak,
+           "overflow": peak is not None and peak > window,
+           "ineffective": any(e.context_after > threshold for e in events)}
+    return events, row
+
+
+def expected_policy_replay(sessions: dict[str, list[dict]], name: str, settings: dict, *, threshold: int,
+                           window: int, summary_tokens: int, from_anchor: bool = False) -> tuple[list[dict], list[dict]]:
+    """``(events, sessions)`` row dicts (session ids included, no policy or budget) for every session."""
+    event_rows, session_rows = [], []
+    for sid, msgs in sessions.items():
+        events, row = replay_session(msgs, name, settings, threshold=threshold, window=window,
+                                     summary_tokens=summary_tokens, from_anchor=from_anchor)
+        event_rows += [{"session_id": sid, **e.__dict__} for e in events]
+        session_rows.append({"session_id": sid, **row})
+    return event_rows, session_rows

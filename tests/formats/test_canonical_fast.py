@@ -1,0 +1,138 @@
+"""The columnar fast path against the line-by-line reference adapter.
+
+The fast path may decline any file (the reference then reads it), but a frame
+it returns must be exactly the reference's, and it must never accept a file
+the reference refuses.
+"""
+from __future__ import annotations
+
+import json
+import random
+
+import polars as pl
+import pytest
+from adapter_checks import reference_frame
+from conftest import REPO, examples
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from strategies import conversations, random_conversation
+
+from panto_analytics.errors import InputError
+from panto_analytics.formats import columnar
+from panto_analytics.formats.base import SourceFile
+from panto_analytics.formats.canonical import fast as canonical_fast
+from panto_analytics.formats.canonical import lines as canonical
+
+
+def reference(path) -> tuple[pl.DataFrame, SourceFile] | InputError:
+    return reference_frame(path, canonical.NAME)
+
+
+def fast(paths) -> list[tuple[pl.DataFrame | None, SourceFile]]:
+    sources = [SourceFile(p, "canonical") for p in paths]
+    return list(zip(canonical_fast.read_frames(sources), sources))
+
+
+def assert_agrees(paths) -> list[bool]:
+    """Check every file; return which ones the fast path took."""
+    taken = []
+    for path, (frame, src) in zip(paths, fast(paths)):
+        ref = reference(path)
+        if frame is None:
+            taken.append(False)
+            continue
+        assert not isinstance(ref, InputError), f"fast path accepted a file the reference refuses: {ref}"
+        ref_frame, ref_src = ref
+        assert frame.equals(ref_frame), path
+        assert src.meta == ref_src.meta
+        taken.append(True)
+    return taken
+
+
+# Lines that break a file in one way each; the reference refuses all of them.
+BREAKAGES = [
+    '{"type":"message","role":"user","content":[{"type":"text","text":5}]}',
+    '{"type":"message","role":"user","content":[{"type":"text"}]}',
+    '{"type":"message","role":"user","content":null}',
+    '{"type":"message","role":"assistant","content":[],"usage":{"input":1.5}}',
+    '{"type":"message","role":"assistant","content":[],"usage":{"input":1.0}}',
+    '{"type":"message","role":"assistant","content":[],"usage":{"output":true}}',
+    '{"type":"message","role":"assistant","content":[],"usage":{"output":-3}}',
+    '{"type":"message","role":"assistant","content":[],"usage":{"output":4294967296}}',
+    '{"type":"message","role":"robot","content":[]}',
+    '{"type":"message","role":"user","content":[null]}',
+    '{"type":"message","role":"user","content":[{"type":"tool_result","tool_use_id":"t","parts":[{"type":"text"}]}]}',
+    '{"type":"message","role":"user","content":[{"type":"tool_result","tool_use_id":"t","parts":[{"type":"gif"}]}]}',
+    '{"type":"message","role":"user","content":[{"type":"tool_result","tool_use_id":"t"}]}',
+    '{"type":"message","role":"system","content":[{"type":"system","text":"s","mode":"prepend"}]}',
+    '{"type":"message","role":"system","content":[{"type":"system","text":"s","mode":null}]}',
+    '{"type":"message","role":"user","content":[{"type":"tool_use","id":"i","name":"n","input":{"a":1}}]}',
+    '{"type":"note"}',
+    '{"type":"session","id":"late"}',
+    '[1, 2]',
+    '{"type":"message","role":"user"',
+]
+
+
+def write(path, records, extra_lines=()):
+    lines = [json.dumps(r if "type" in r else {"type": "message", **r}) for r in records] + list(extra_lines)
+    path.write_text("".join(line + "\n" for line in lines))
+    return path
+
+
+@pytest.mark.slow
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(sessions=st.lists(conversations(), min_size=1, max_size=4), data=st.data())
+def test_fast_path_equals_reference_on_random_files(tmp_path_factory, sessions, data):
+    d = tmp_path_factory.mktemp("fast")
+    paths = []
+    for i, msgs in enumerate(sessions):
+        extra = [data.draw(st.sampled_from(BREAKAGES))] if data.draw(st.booleans()) else []
+        header = [{"type": "session", "id": f"s{i}", "model": "m"}] if data.draw(st.booleans()) else []
+        paths.append(write(d / f"f{i}.jsonl", header + msgs, extra))
+    assert_agrees(paths)
+
+
+@pytest.mark.parametrize("breakage", BREAKAGES)
+def test_fast_path_declines_every_broken_file_but_keeps_its_clean_neighbours(tmp_path, breakage):
+    rng = random.Random(7)
+    clean = [write(tmp_path / f"clean{i}.jsonl", random_conversation(rng)) for i in range(3)]
+    broken = write(tmp_path / "broken.jsonl", random_conversation(rng), [breakage])
+    taken = assert_agrees([clean[0], broken, clean[1], clean[2]])
+    assert taken == [True, False, True, True]
+
+
+def test_fast_path_takes_the_bundled_corpus(tmp_path):
+    paths = sorted((REPO / "data").glob("*.jsonl"))
+    assert paths, "data/ holds the bundled corpus"
+    assert all(assert_agrees(paths))
+
+
+def test_blank_lines_send_only_their_file_to_the_reference(tmp_path):
+    rng = random.Random(3)
+    clean = [write(tmp_path / f"clean{i}.jsonl", random_conversation(rng)) for i in range(2)]
+    blank = tmp_path / "blank.jsonl"
+    msgs = random_conversation(rng)
+    blank.write_text("\n".join(json.dumps({"type": "message", **m}) for m in msgs) + "\n\n  \n")
+    # Arrow skips blank lines, so its rows would not be line numbers: the file is declined ...
+    assert assert_agrees([clean[0], blank, clean[1]]) == [True, False, True]
+    # ... and read by the reference, line numbers intact.
+    frame, _ = reference(blank)
+    assert frame["line"].to_list() == list(range(1, len(msgs) + 1))
+
+
+def test_very_large_files_stream_through_the_reference(tmp_path, monkeypatch):
+    path = write(tmp_path / "big.jsonl", random_conversation(random.Random(5)))
+    monkeypatch.setattr(columnar, "MAX_FILE_BYTES", path.stat().st_size - 1)
+    assert fast([path])[0][0] is None
+
+
+@pytest.mark.parametrize("bad_bytes", [b"\xff\xfe", b"\xed\xa0\x80", b"\xc0\xaf", b"\xf4\x90\x80\x80"],
+                         ids=["invalid", "surrogate", "overlong", "beyond-unicode"])
+def test_invalid_utf8_is_declined_like_the_reference_refuses_it(tmp_path, bad_bytes):
+    clean = write(tmp_path / "clean.jsonl", random_conversation(random.Random(9)))
+    bad = tmp_path / "bad.jsonl"
+    # In an ignored field too: orjson checks the whole line.
+    bad.write_bytes(clean.read_bytes() + b'{"type":"message","role":"user","content":[],"note":"' + bad_bytes + b'"}\n')
+    assert isinstance(reference(bad), InputError)
+    assert assert_agrees([clean, bad]) == [True, False]

@@ -1,0 +1,302 @@
+"""The Claude Code columnar fast path against the line-by-line reference adapter.
+
+The fast path may decline any file (the reference then reads it), but what it
+returns for a file it takes must be exactly the reference's: the frame, the
+session metadata (message ids included) and the report's counts of ignored
+records. It must never take a file the reference refuses.
+"""
+from __future__ import annotations
+
+import json
+import random
+import tempfile
+from pathlib import Path
+
+import pytest
+from adapter_checks import reference_frame
+from conftest import FIXTURES, SHARED, examples
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from mutations import MUTATIONS, mutate
+
+from benchmarks.synth_claude_code import generate_session, write_corpus
+from panto_analytics.errors import IngestReport, InputError
+from panto_analytics.formats.base import SourceFile
+from panto_analytics.formats.claude_code import fast, lines
+
+REAL = SHARED / "realdata" / "claude-code"
+needs_real = pytest.mark.skipif(not REAL.is_dir(), reason=f"{REAL} is absent")
+
+
+def assert_agrees(paths: list[Path]) -> list[bool]:
+    """Read ``paths`` in one fast-path batch, check each file it takes; return which ones it took."""
+    sources = [SourceFile(p, lines.NAME, report=IngestReport()) for p in paths]
+    taken = []
+    for path, src, frame in zip(paths, sources, fast.read_frames(sources)):
+        taken.append(frame is not None)
+        if frame is None:
+            assert not src.report.ignored, f"{path}: a declined file must leave its report alone"
+            continue
+        ref = reference_frame(path, lines.NAME)
+        assert not isinstance(ref, InputError), f"the fast path took a file the reference refuses: {ref}"
+        ref_frame, ref_src = ref
+        assert frame.schema == ref_frame.schema
+        assert frame.equals(ref_frame), f"{path}: frames differ"
+        assert src.meta == ref_src.meta, path
+        assert src.report.ignored == ref_src.report.ignored, path
+    return taken
+
+
+def has_compaction(path: Path) -> bool:
+    return b'"compact_boundary"' in path.read_bytes() or b'"isCompactSummary":true' in path.read_bytes()
+
+
+# -- what it takes, it reads as the reference does ------------------------------------
+
+def test_synthetic_transcripts_are_all_taken(tmp_path):
+    paths = write_corpus(tmp_path / "short", 24, seed=3) + write_corpus(tmp_path / "long", 6, seed=3, median_turns=80)
+    assert all(assert_agrees(paths))
+    assert sum(has_compaction(p) for p in paths) >= 3   # long sessions compact near the window
+
+
+def test_fixtures_agree():
+    paths = sorted(p for p in (FIXTURES / "claude_code").rglob("*.jsonl"))
+    taken = dict(zip(paths, assert_agrees(paths)))
+    assert taken[FIXTURES / "claude_code" / "streaming.jsonl"]
+    # A server tool's result and a sidechain record in a main transcript: left to the reference.
+    assert not taken[FIXTURES / "claude_code" / "blocks.jsonl"]
+    assert not taken[FIXTURES / "claude_code" / "malformed.jsonl"]
+    assert not taken[FIXTURES / "claude_code" / "preserved.jsonl"]
+
+
+@needs_real
+def test_real_recordings_agree():
+    paths = sorted(REAL.rglob("*.jsonl"))
+    taken = assert_agrees(paths)
+    assert all(t for p, t in zip(paths, taken) if b"preservedSegment" not in p.read_bytes())
+    assert sum(taken) >= len(paths) // 2
+
+
+# -- one feature each --------------------------------------------------------------
+
+def _write(path: Path, *records: dict, raw: bytes = b"", separators: tuple[str, str] = (",", ":")) -> Path:
+    """Records as Claude Code writes them (compact JSON, unless ``separators`` say otherwise)."""
+    path.write_bytes(b"".join(json.dumps(r, ensure_ascii=False, separators=separators).encode() + b"\n"
+                              for r in records) + raw)
+    return path
+
+
+def _user(uid: str, content, **extra) -> dict:
+    return {"type": "user", "uuid": uid, "parentUuid": None, "sessionId": "s", "timestamp": "2026-01-01T00:00:00.000Z",
+            "message": {"role": "user", "content": content}, **extra}
+
+
+def _asst(uid: str, mid: str, blocks: list, usage: dict | None = None, **extra) -> dict:
+    message = {"id": mid, "role": "assistant", "model": extra.pop("model", "claude-x"), "content": blocks}
+    if usage is not None:
+        message["usage"] = usage
+    return {"type": "assistant", "uuid": uid, "parentUuid": None, "sessionId": "s", "requestId": extra.pop("rid", "r-" + mid),
+            "timestamp": "2026-01-01T00:00:01.000Z", "message": message, **extra}
+
+
+def _use(tid: str, inp: object) -> dict:
+    return {"type": "tool_use", "id": tid, "name": "Bash", "input": inp}
+
+
+def _result(tid: str, content) -> dict:
+    return {"tool_use_id": tid, "type": "tool_result", "content": content}
+
+
+FEATURES = {
+    "streamed call, results written while it streams": [
+        _user("u1", "run it"),
+        _asst("a1", "m1", [{"type": "thinking", "thinking": "hm", "signature": "x"}], {"input_tokens": 5, "output_tokens": 1}),
+        _asst("a2", "m1", [_use("t1", {"cmd": "ls -la", "n": 1.5})], {"input_tokens": 5, "output_tokens": 2}),
+        _user("u2", [_result("t1", "a b\tc")]),
+        _asst("a3", "m1", [_use("t2", {})], {"input_tokens": 5, "output_tokens": 9}),
+        _user("u3", [_result("t2", [{"type": "text", "text": "x y"}, {"type": "image", "source": {"media_type": "image/png"}}])]),
+        {"type": "progress", "uuid": "p1", "parentUuid": "u3", "sessionId": "s", "data": {"message": {"type": "user"}}},
+        _asst("a4", "m2", [{"type": "text", "text": "done"}], {"input_tokens": 7, "output_tokens": 3,
+                                                                "cache_read_input_tokens": 100}),
+    ],
+    "duplicate records and a repeated call": [
+        _user("u1", "hi"),
+        _asst("a1", "m1", [{"type": "text", "text": "one"}], {"input_tokens": 1, "output_tokens": 1}),
+        _asst("a1", "m1", [{"type": "text", "text": "one"}], {"input_tokens": 1, "output_tokens": 1}),
+        _user("u2", "again"),
+        _asst("a2", "m1", [{"type": "text", "text": "late line"}], {"input_tokens": 1, "output_tokens": 4}),
+        _asst("a3", "m1", [{"type": "text", "text": "later"}], {"input_tokens": 1, "output_tokens": 6}),
+    ],
+    "synthetic error, unknown blocks, redacted thinking, transcript-only": [
+        _user("u1", [{"type": "text", "text": "look"}, {"type": "image", "source": {}}]),
+        _asst("a1", "m1", [{"type": "redacted_thinking", "data": "zz"}, {"type": "mystery"}], {"input_tokens": 3}),
+        _asst("a2", "m2", [{"type": "text", "text": "API Error"}], {"input_tokens": 0}, model="<synthetic>"),
+        _user("u2", "shown only", isVisibleInTranscriptOnly=True),
+        {"type": "system", "subtype": "turn_duration", "uuid": "y1", "parentUuid": None, "sessionId": "s"},
+        {"type": "system", "uuid": "y2", "parentUuid": None, "sessionId": "s"},
+        {"type": "attachment", "uuid": "t1", "parentUuid": None, "sessionId": "s", "attachment": {"type": "skill_listing"}},
+        {"type": "attachment", "uuid": "t2", "parentUuid": None, "sessionId": "s", "attachment": {}},
+        {"type": "ai-title", "aiTitle": "x", "sessionId": "s2"},
+    ],
+    "queued prompts, string and list": [
+        _user("u1", "go"),
+        _asst("a1", "m1", [_use("t1", {"a": [1, "é"]})], {"input_tokens": 2, "output_tokens": 2}),
+        {"type": "attachment", "uuid": "q1", "parentUuid": None, "sessionId": "s", "timestamp": "2026-01-01T00:00:02Z",
+         "attachment": {"type": "queued_command", "prompt": "also this"}},
+        _user("u2", [_result("t1", "ok")]),
+        {"type": "attachment", "uuid": "q2", "parentUuid": None, "sessionId": "s",
+         "attachment": {"type": "queued_command", "prompt": [{"type": "text", "text": "a"}, {"type": "image"}, "x",
+                                                               {"type": "text", "text": "b"}]}},
+        {"type": "attachment", "uuid": "q3", "parentUuid": None, "sessionId": "s", "attachment": {"type": "queued_command"}},
+    ],
+    "usage with missing and null counters, no usage, null model": [
+        _user("u1", ""),
+        _asst("a1", "m1", [], {"output_tokens": 3, "input_tokens": None}),
+        _asst("a2", "m2", [{"type": "text", "text": ""}], None, model=None),
+        _user("u2", []),
+    ],
+    "compactions: a boundary and its summary, a lone boundary, a lone summary": [
+        _user("u1", "go"),
+        _asst("a1", "m1", [_use("t1", {})], {"input_tokens": 2, "output_tokens": 2}),
+        {"type": "system", "subtype": "compact_boundary", "uuid": "b1", "parentUuid": None, "sessionId": "s",
+         "timestamp": "2026-01-01T00:00:03Z", "compactMetadata": {"trigger": "auto", "preTokens": 170000}},
+        {"type": "progress", "uuid": "p1", "parentUuid": None, "sessionId": "s"},
+        _user("s1", [{"type": "text", "text": "This session is being continued."}, {"type": "image"},
+                     {"type": "text", "text": "Summary: a b"}], isCompactSummary=True, isVisibleInTranscriptOnly=True),
+        _user("u2", [_result("t1", "late result")]),
+        {"type": "system", "subtype": "compact_boundary", "uuid": "b2", "parentUuid": None, "sessionId": "s",
+         "compactMetadata": {"trigger": 5, "preTokens": True}},
+        _user("u3", "next"),
+        _user("s2", "Older summary form", isCompactSummary=True),
+        _asst("a2", "m2", [{"type": "text", "text": "ok"}], {"input_tokens": 2, "output_tokens": 2}),
+        {"type": "system", "subtype": "compact_boundary", "uuid": None, "parentUuid": None, "sessionId": "s",
+         "compactMetadata": "none"},
+        _user("s3", "joined to a boundary without a uuid", isCompactSummary=True),
+    ],
+    "a subagent transcript": [
+        _user("u1", "task", isSidechain=True, agentId="abc", cwd="/home/me/app"),
+        _asst("a1", "m1", [{"type": "text", "text": "ok"}], {"input_tokens": 1}, isSidechain=True, agentId="abc"),
+    ],
+    "no id on the calls": [
+        _user("u1", "x", cwd=""),
+        {**_asst("a1", "m1", [{"type": "text", "text": "a"}]), "message": {"role": "assistant", "content": [], "model": "m"}},
+        {**_asst("a2", "m1", [{"type": "text", "text": "b"}], rid=None)},
+        {**_asst("a3", "m1", [{"type": "text", "text": "c"}], rid=None)},
+    ],
+}
+
+
+@pytest.mark.parametrize("name", sorted(FEATURES))
+def test_each_feature_is_taken_and_agrees(tmp_path, name):
+    path = _write(tmp_path / "s.jsonl", *FEATURES[name])
+    assert assert_agrees([path]) == [True]
+
+
+def test_spaced_json_is_taken_too(tmp_path):
+    path = _write(tmp_path / "s.jsonl", *FEATURES["streamed call, results written while it streams"], separators=(", ", ": "))
+    assert assert_agrees([path]) == [True]
+
+
+def test_blank_lines_a_bom_and_a_missing_final_newline_keep_line_numbers(tmp_path):
+    body = _write(tmp_path / "x.jsonl", *FEATURES["streamed call, results written while it streams"]).read_bytes()
+    lines = body.splitlines()
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + lines[0] + b"\n\n" + b"\n".join(lines[1:]))
+    assert assert_agrees([path]) == [True]
+
+
+# -- what it must leave to the reference ------------------------------------------------
+
+REFUSED_OR_LEFT = {
+    "not JSON": b'{"type":"user",\n',
+    "not an object": b"[1, 2]\n",
+    "no type": b'{"uuid":"z1","parentUuid":null}\n',
+    "message not an object": json.dumps({**_user("z1", "x"), "message": "hi"}).encode() + b"\n",
+    "assistant content a string": json.dumps(_asst("z1", "mz", "text")).encode() + b"\n",
+    "user content null": json.dumps(_user("z1", None)).encode() + b"\n",
+    "text block without text": json.dumps(_user("z1", [{"type": "text"}])).encode() + b"\n",
+    "tool result without id": json.dumps(_user("z1", [{"type": "tool_result", "content": "x"}])).encode() + b"\n",
+    "a part without text": json.dumps(_user("z1", [_result("t", [{"type": "text"}])])).encode() + b"\n",
+    "a null block": json.dumps(_user("z1", [None])).encode() + b"\n",
+    "negative usage": json.dumps(_asst("z1", "mz", [], {"input_tokens": -1})).encode() + b"\n",
+    "fractional usage": json.dumps(_asst("z1", "mz", [], {"input_tokens": 1.5})).encode() + b"\n",
+    "usage beyond u32": json.dumps(_asst("z1", "mz", [], {"input_tokens": 2**32})).encode() + b"\n",
+    "a compact summary of another type": json.dumps(_user("z1", 5, isCompactSummary=True)).encode() + b"\n",
+    "a sidechain record in a main transcript": json.dumps(_user("z1", "x", isSidechain=True)).encode() + b"\n",
+    "a server tool result": json.dumps(_asst("z1", "mz", [{"type": "web_search_tool_result", "content": []}])).encode() + b"\n",
+    "a prompt of another type": json.dumps({"type": "attachment", "uuid": "z1", "parentUuid": None,
+                                            "attachment": {"type": "queued_command", "prompt": 5}}).encode() + b"\n",
+    "an odd timestamp": json.dumps(_user("z1", "x", timestamp="yesterday")).encode() + b"\n",
+    "a lone surrogate": b'{"type":"user","uuid":"z1","parentUuid":null,"message":{"role":"user","content":"\\ud800"}}\n',
+    "invalid UTF-8": b'{"type":"ai-title","aiTitle":"\xff"}\n',
+    "leading whitespace": b'  {"type":"ai-title"}\n',
+}
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED_OR_LEFT))
+def test_a_file_it_cannot_judge_is_declined_and_the_rest_of_the_batch_taken(tmp_path, name):
+    clean = [_write(tmp_path / f"c{k}.jsonl", *FEATURES[f]) for k, f in enumerate(sorted(FEATURES)[:3])]
+    broken = _write(tmp_path / "broken.jsonl", *FEATURES["duplicate records and a repeated call"], raw=REFUSED_OR_LEFT[name])
+    assert assert_agrees([clean[0], broken, clean[1], clean[2]]) == [True, False, True, True]
+
+
+@pytest.mark.parametrize("blank", [b"\n", b"\n\n\n", b""])
+def test_a_file_of_blank_lines_is_left_to_the_reference_alone_or_in_a_batch(tmp_path, blank):
+    clean = _write(tmp_path / "clean.jsonl", *FEATURES["duplicate records and a repeated call"])
+    empty = [tmp_path / "e1.jsonl", tmp_path / "e2.jsonl"]
+    for path in empty:
+        path.write_bytes(blank)
+    assert assert_agrees(empty) == [False, False]
+    assert assert_agrees([empty[0], clean, empty[1]]) == [False, True, False]
+
+
+# -- random breakage -------------------------------------------------------------------
+
+EXTRA = ["duplicate", "swap", "cut"]   # "cut": the file ends before this line, as one caught mid-write
+
+
+@st.composite
+def mutated_transcripts(draw: st.DrawFn) -> bytes:
+    """A synthetic or feature transcript with one to three lines broken, repeated, swapped or cut off."""
+    source = draw(st.sampled_from(["synthetic", *sorted(FEATURES)]), label="source")
+    records = (generate_session(random.Random(draw(st.integers(0, 2**16), label="seed")), "s", median_turns=2, max_turns=4)
+               if source == "synthetic" else FEATURES[source])
+    lines = [json.dumps(r, ensure_ascii=False, separators=(",", ":")).encode() for r in records]
+    data = draw(st.data())
+    for _ in range(draw(st.integers(1, 3), label="mutations")):
+        if not lines:
+            break
+        at = draw(st.integers(0, len(lines) - 1), label="line")
+        how = draw(st.sampled_from(MUTATIONS + EXTRA), label="how")
+        if how == "duplicate":
+            lines.insert(at, lines[at])
+        elif how == "swap":
+            lines[at], lines[-1 - at] = lines[-1 - at], lines[at]
+        elif how == "cut":
+            del lines[at:]
+        else:
+            lines[at] = mutate(lines[at], how, data)
+    return b"\n".join(lines) + b"\n"
+
+
+def _agrees_on(contents: list[bytes]) -> None:
+    with tempfile.TemporaryDirectory() as d:
+        paths = [Path(d) / f"s{k}.jsonl" for k in range(len(contents))]
+        for path, content in zip(paths, contents):
+            path.write_bytes(content)
+        assert_agrees(paths)
+
+
+@pytest.mark.slow
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(content=mutated_transcripts())
+def test_a_mutated_transcript_is_declined_or_read_as_the_reference_reads_it(content):
+    _agrees_on([content])
+
+
+@pytest.mark.slow
+@settings(max_examples=examples(20), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(contents=st.lists(mutated_transcripts(), min_size=2, max_size=4))
+def test_a_batch_of_mutated_transcripts_is_halved_to_the_files_arrow_refuses(contents):
+    # One batch: the files Arrow refuses are found by halving, the others read together.
+    _agrees_on(contents)
