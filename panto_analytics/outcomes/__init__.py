@@ -16,7 +16,8 @@ This floor sits below ``policy``, so that the replay can bill the calls it simul
 from .cost import COST_COLUMNS, GROUPINGS, UnpricedWarning, bill, costs, unpriced
 from .orphan_loss import Loss, loss
 from .prices import Prices, load_prices
+from .recorded_refetch import refetch, refetch_summary
 from .tool_targets import references
 
 __all__ = ["COST_COLUMNS", "GROUPINGS", "Loss", "Prices", "UnpricedWarning", "bill", "costs", "load_prices", "loss",
-           "references", "unpriced"]
+           "references", "refetch", "refetch_summary", "unpriced"]

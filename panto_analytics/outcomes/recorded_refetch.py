@@ -68,12 +68,12 @@ def pseudo_cuts(messages: pl.DataFrame | pl.LazyFrame, cuts: pl.DataFrame | pl.L
              .select(pl.col(S).cast(pl.String), pl.col("seq").cast(pl.Int64),
                      reached=pl.col("context").cum_max().over(S)))
     wanted = quiet.join(sizes, on="source_format").sort("size")
-    found = wanted.join_asof(calls.sort("reached"), left_on="size", right_on="reached", by=S, strategy="forward",
+    found = wanted.join_asof(calls.sort("reached", "seq"), left_on="size", right_on="reached", by=S, strategy="forward",
                              check_sortedness=False)
     return (found.filter(pl.col("seq").is_not_null())
             .select(S, "source_format", context=pl.col("size"), after_seq=pl.col("seq") + 1,
                     kept_start=pl.lit(None, pl.Int64), kept_end=pl.lit(None, pl.Int64), restore=pl.lit(0, pl.Int64))
-            .sort(S, "after_seq"))
+            .sort(S, "after_seq", "context"))
 
 
 def target_loss(refs: pl.DataFrame | pl.LazyFrame, cuts: pl.DataFrame | pl.LazyFrame, *,
@@ -137,8 +137,31 @@ def reorientation(refs: pl.DataFrame | pl.LazyFrame, cuts: pl.DataFrame | pl.Laz
 def refetch(messages: pl.DataFrame | pl.LazyFrame, compactions: pl.DataFrame | pl.LazyFrame,
             sessions: pl.DataFrame | pl.LazyFrame, *, horizon: int = DEFAULT_HORIZON,
             kinds: Sequence[str] = ORPHAN_KINDS) -> pl.DataFrame:
-    """One row per recorded compaction and per pseudo-cut: ``cut`` (``compaction`` or ``baseline``),
-    ``source_format``, ``context``, the cut, the loss columns and :data:`REFETCH_COLUMNS`."""
+    """What agents did after the compactions they recorded, and at pseudo-cuts in sessions that never compacted.
+
+    Parameters
+    ----------
+    messages, compactions, sessions
+        A corpus' three tables (:func:`~panto_analytics.read_corpus`).
+    horizon
+        Tool calls looked at after each cut.
+    kinds
+        Reference kinds that can be orphans (default: all but ``other``).
+
+    Returns
+    -------
+    pl.DataFrame
+        One row per recorded compaction and per pseudo-cut: ``cut`` (``compaction`` or ``baseline``),
+        ``session_id``, ``source_format``, ``context``, the cut's columns, the loss columns and
+        :data:`REFETCH_COLUMNS`; :func:`refetch_summary` pools them per agent.
+
+    Examples
+    --------
+    >>> import panto_analytics as pa
+    >>> c = pa.read_corpus(["data/"])
+    >>> pa.refetch(c.messages, c.compactions, c.sessions)["cut"].unique().sort().to_list()
+    ['baseline', 'compaction']
+    """
     refs = references(messages).collect()
     context = (messages.lazy().with_columns(ctx=call_context())
                .filter(pl.col("ctx").is_not_null()).select(pl.col(S).cast(pl.String), pl.col("seq").cast(pl.Int64), "ctx"))
@@ -147,7 +170,7 @@ def refetch(messages: pl.DataFrame | pl.LazyFrame, compactions: pl.DataFrame | p
                 .join_asof(context.sort("seq"), left_on="_probe", right_on="seq", by=S, strategy="backward",
                            check_sortedness=False)
                 .with_columns(context=pl.coalesce(pl.col("tokens_before").cast(pl.Int64), pl.col("ctx")))
-                .select(S, "source_format", "context", *CUT_SCHEMA).sort(S, "after_seq")
+                .select(S, "source_format", "context", *CUT_SCHEMA).sort(S, "after_seq", "context")
                 .with_columns(cut=pl.lit("compaction")))
     baseline = pseudo_cuts(messages, recorded, sessions).with_columns(cut=pl.lit("baseline"))
     cuts = pl.concat([recorded, baseline], how="vertical_relaxed").select("cut", S, "source_format", "context",

@@ -42,14 +42,15 @@ from ...policy.replay.engine import DEFAULT_RESERVE
 from ...schema import COMPACTIONS_SCHEMA
 from .. import plots
 from ..compactions import agent_vs_libpanto, compaction_table, policies_vs_agents, recorded_cut_summary
+from ..decision import Decision, DecisionRule, decision_from_replay, recorded_points, replay_outcomes
 from ..formatting import format_tokens
 from ..plot_data import session_segments
-from ..recommendation import Criteria, Recommendation, recommend, recommend_at_compactions
+from ..recommendation import Criteria, Recommendation, recommend
 from .model import SEGMENT_TITLES, Report, ReportFigure, Table, cell, percent, tokens
 
 __all__ = [
-    "breakdown", "build_report", "corpus_overview", "policy_table", "replay_figures", "replay_table", "report_figures",
-    "sweep_table",
+    "breakdown", "build_report", "corpus_overview", "decision_table", "policy_table", "replay_figures",
+    "replay_table", "report_figures", "sweep_table",
 ]
 
 if TYPE_CHECKING:
@@ -188,6 +189,30 @@ def sweep_table(rec: Recommendation) -> Table:
     return Table([cols[c][0] for c in present], rows, highlight=chosen)
 
 
+def decision_table(rec: Decision) -> Table:
+    """The decision's table under the window (one row per policy and budget), display-formatted, the chosen row
+    emphasised; rows at or above the trigger say so."""
+    t = rec.table
+    money = lambda v: "-" if v is None else f"${v:,.4f}"  # noqa: E731
+    cols = {
+        "policy": ("policy", cell), "budget": ("budget", tokens), "at_trigger": ("sessions at trigger", cell),
+        "compactions_per_session": ("compactions/session", lambda v: "-" if v is None else f"{v:.2f}"),
+        "keeps_k_share": (f"keep {rec.rule.min_kept_turns or 2}+ turns", percent),
+        "within_limit_share": (f"kept <= {tokens(rec.rule.limit)}", percent),
+        "cost_p50": ("cost/session p50", money), "cost_p90": ("p90", money),
+        "orphan_rate": ("orphan rate", percent), "orphan_rate_p50": ("orphan p50", percent),
+        "refetch_tokens": ("re-fetch tokens", tokens), "summarized_p50": ("summarized p50", tokens),
+        "proposable": ("", lambda v: "" if v else "at/above trigger"),
+    }
+    present = [c for c in cols if c in t.columns]
+    rows = [[cols[c][1](row[c]) for c in present] for row in t.iter_rows(named=True)]
+    chosen = None
+    for i, row in enumerate(t.iter_rows(named=True)):
+        if row["policy"] == rec.policy and row["budget"] == rec.budget:
+            chosen = i
+    return Table([cols[c][0] for c in present], rows, highlight=chosen, left=(0,))
+
+
 def report_figures(splits: pl.DataFrame, turns: pl.DataFrame, *, highlight: int | None = None,
                    segments: dict[str, pl.DataFrame] | None = None) -> list[ReportFigure]:
     """The report's plots, in reading order, each with a caption saying how to read it."""
@@ -309,15 +334,21 @@ def build_report(messages: pl.DataFrame, budgets: Budgets, *, criteria: Criteria
                  sessions: pl.DataFrame | None = None, compactions: pl.DataFrame | None = None,
                  title: str | None = None, inputs: Sequence[str] = (), window: int | None = None,
                  reserve: int = DEFAULT_RESERVE, summary_tokens: int | None = None,
-                 policies: Sequence[str] = ()) -> Report:
+                 policies: Sequence[str] = (), prices: object = True, horizon: int | None = None,
+                 max_orphan_rate: float | None = None) -> Report:
     """Compute everything a report shows.
 
     ``sessions`` (the sessions table, when available) adds sessions without
     messages; ``compactions`` (the recorded compactions table) adds a line on
     them to the overview. Both are optional. With a ``window``, compaction is
-    replayed over each session's life (:func:`panto_analytics.replay`), the
-    recommendation is judged on its compaction events, and the report gains
-    a section and three plots on it. With a ``window`` and ``policies``
+    replayed over each session's life (:func:`panto_analytics.replay`), under
+    libpanto at every budget and each of ``policies``, every call billed
+    (``prices``: genai-prices' offline table by default, a LiteLLM file, or
+    None) and the loss of every compaction measured (``horizon`` tool calls);
+    the recommendation is :func:`~panto_analytics.analysis.decision.decide`'s on
+    those per-session outcomes (``max_orphan_rate``: the frontier rule), and
+    the report leads with the frontier (cost per session against orphan rate)
+    and the chosen point, then a section and three plots on libpanto's replay. With a ``window`` and ``policies``
     (``NAME[:k=v]``), the report compares them: each replayed under the same
     window (libpanto at the recommended budget), a table, a plot and, with
     recorded compactions, each policy's cut at them beside the agents'.
@@ -325,10 +356,17 @@ def build_report(messages: pl.DataFrame, budgets: Budgets, *, criteria: Criteria
     budgets = as_budgets(budgets)
     turns = compute_turns(messages)
     per_session = compute_splits(messages, budgets, sessions=sessions)
-    replayed = None
+    replayed = outcomes = None
+    rec: Recommendation | Decision
     if window is not None:
-        replayed = replay(messages, budgets, window=window, reserve=reserve, summary_tokens=summary_tokens)
-        rec = recommend_at_compactions(replayed, criteria)
+        named = ["libpanto", *[p for p in policies if str(p).split(":")[0] != "libpanto"]] if policies else None
+        outcomes = replay_outcomes(messages, budgets, window=window, reserve=reserve, summary_tokens=summary_tokens,
+                                   policy=named, prices=prices, horizon=horizon)
+        c = criteria or Criteria()
+        rec = decision_from_replay(outcomes, DecisionRule(min_kept_turns=c.min_kept_turns, coverage=c.coverage,
+                                                          max_kept_share=c.max_kept_share,
+                                                          max_orphan_rate=max_orphan_rate))
+        replayed = _libpanto_only(outcomes)
     else:
         windows = (sessions["context_window"].to_list() if sessions is not None and "context_window" in sessions.columns
                    else None)
@@ -351,6 +389,9 @@ def build_report(messages: pl.DataFrame, budgets: Budgets, *, criteria: Criteria
     if replayed is not None:
         report.replay, report.replay_table = replayed, replay_table(replayed, rec.budget)
         report.figures += replay_figures(replayed, highlight=rec.budget)
+    if isinstance(rec, Decision) and outcomes is not None:
+        report.outcomes = outcomes
+        _frontier_section(report, rec, messages, sessions, compactions, horizon=horizon)
     # The section needs the tables as read_corpus gives them (hand-built ones may hold a few columns only).
     if (compactions is not None and sessions is not None and not compactions.is_empty()
             and set(COMPACTIONS_SCHEMA) <= set(compactions.columns) and "source_format" in sessions.columns):
@@ -368,6 +409,51 @@ def build_report(messages: pl.DataFrame, budgets: Budgets, *, criteria: Criteria
             and "source_format" in sessions.columns) else None
         _policy_section(report, messages, corpus, policies, window=window, reserve=reserve,
                         summary_tokens=summary_tokens)
-    for fig in report.figures:
+    for fig in [*report.figures, *([report.frontier] if report.frontier is not None else [])]:
         fig.png = plots.png_bytes(cast("Figure", fig.figure))
     return report
+
+
+def _libpanto_only(result: Replay) -> Replay:
+    """libpanto's rows of a replay that may hold several policies, without the ``policy`` column."""
+    if "policy" not in result.events.columns:
+        return result
+    mine = pl.col("policy").cast(pl.String).str.split(":").list.first() == "libpanto"
+    return Replay(events=result.events.filter(mine).drop("policy"), sessions=result.sessions.filter(mine).drop("policy"),
+                  window=result.window, reserve=result.reserve, summary_tokens=result.summary_tokens,
+                  summary_source=result.summary_source)
+
+
+def _frontier_section(report: Report, rec: Decision, messages: pl.DataFrame, sessions: pl.DataFrame | None,
+                      compactions: pl.DataFrame | None, *, horizon: int | None) -> None:
+    """The figure and table that lead a report under a window: every (policy, budget) by cost and loss."""
+    from ..decision import frontier
+
+    t = rec.table
+    if "cost_p50" not in t.columns or "orphan_rate" not in t.columns or t["cost_p50"].is_null().all():
+        report.frontier_table = Table(["note"], [["no frontier: no session's model has a price (give --prices FILE); "
+                                                  "the table below has the loss figures"]])
+        return
+    recorded = None
+    if (compactions is not None and sessions is not None and not compactions.is_empty()
+            and set(COMPACTIONS_SCHEMA) <= set(compactions.columns) and "source_format" in sessions.columns):
+        recorded = recorded_points(messages, compactions, sessions, report.outcomes.sessions if report.outcomes
+                                   else None, horizon=horizon)
+    chosen = (rec.policy, rec.budget) if rec.budget is not None and rec.policy is not None else None
+    report.frontier = ReportFigure(
+        "frontier", "What each budget costs and loses",
+        "One point per (policy, budget) under the window: the median cost per session (over the sessions that "
+        "reach the trigger) against the orphan rate (tool calls after a compaction that reach for something only "
+        "the summary held). The dashed line joins the Pareto front; hollow points are at or above the trigger "
+        "and never proposed; stars are what the agents recorded; the ring is the chosen point.",
+        plots.frontier(t, recorded=recorded, chosen=chosen))
+    front = frontier(t).select("policy", "budget", "cost_p50", "cost_p90", "orphan_rate", "refetch_tokens")
+    rows = [[r["policy"], tokens(r["budget"]), f"${r['cost_p50']:,.4f}", f"${r['cost_p90']:,.4f}",
+             percent(r["orphan_rate"]), tokens(r["refetch_tokens"])] for r in front.iter_rows(named=True)]
+    if recorded is not None:
+        rows += [[f"{r['agent']} (recorded)", "-", "-" if r["cost_p50"] is None else f"${r['cost_p50']:,.4f}", "-",
+                  percent(r["orphan_rate"]), "-"] for r in recorded.iter_rows(named=True)]
+    hit = next((i for i, r in enumerate(front.iter_rows(named=True))
+                if chosen is not None and (r["policy"], r["budget"]) == chosen), None)
+    report.frontier_table = Table(["point", "budget", "cost/session p50", "p90", "orphan rate", "re-fetch tokens"],
+                                  rows, highlight=hit)

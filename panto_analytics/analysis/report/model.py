@@ -12,6 +12,7 @@ import polars as pl
 
 from ...policy import Replay
 from ...policy.expressions import SESSION
+from ..decision import Decision
 from ..formatting import format_column, format_tokens
 from ..recommendation import Recommendation
 
@@ -102,7 +103,7 @@ class Report:
     budgets: list[int]
     splits: pl.DataFrame
     sweep: pl.DataFrame
-    recommendation: Recommendation
+    recommendation: Recommendation | Decision
     overview: Table
     breakdowns: dict[str, Table]
     figures: list[ReportFigure] = field(default_factory=list)
@@ -116,6 +117,11 @@ class Report:
     policies: Replay | None = None
     policy_table: Table | None = None
     policy_cuts: Table | None = None
+    #: With a window: the decision's frontier (cost per session against orphan rate), which leads the report,
+    #: its points as a table, and the replay (every policy, billed, with loss) the decision was made on.
+    frontier: ReportFigure | None = None
+    frontier_table: Table | None = None
+    outcomes: Replay | None = None
 
     def __repr__(self) -> str:
         """One line: the title, the budgets, the recommendation and what the report holds."""
@@ -133,5 +139,3 @@ class Report:
         lines += ["", self.recommendation.to_text(), ""]
         lines += [f"plot: {figure.title}" for figure in self.figures]
         return "\n".join(lines)
-
-

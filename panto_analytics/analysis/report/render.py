@@ -10,11 +10,69 @@ from pathlib import Path
 import polars as pl
 
 from ...policy import Replay
+from ..decision import Decision
 from ..formatting import format_tokens
-from .build import sweep_table
+from .build import decision_table, sweep_table
 from .model import Report
 
 __all__ = ["MAX_INPUTS", "WRITTEN_LIST", "render_html", "render_markdown", "write_report"]
+
+#: The list of files a report wrote, kept in its folder, so that the next report there removes the ones
+#: it does not write again (and nothing else).
+WRITTEN_LIST = ".panto-report-files"
+
+#: What every report before :data:`WRITTEN_LIST` existed wrote under these fixed names.
+_FIXED_NAMES = ("index.html", "report.md", "sweep.parquet", "splits.parquet", "policy_events.parquet",
+                "policy_sessions.parquet", "replay_events.parquet", "replay_sessions.parquet")
+
+
+def write_report(report: Report, out_dir: str | Path) -> Path:
+    """Write the report's files into ``out_dir`` (created if needed); returns the folder.
+
+    Into the folder of an earlier report, the files that report wrote and this one does not (a replay's
+    tables, the PNGs of other segments) are removed, so nothing of another run is left beside the new
+    files; files the reports did not write are never touched. The names written are listed in
+    :data:`WRITTEN_LIST`.
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    files: dict[str, bytes | pl.DataFrame | str] = {f"{fig.name}.png": fig.png for fig in report.figures}
+    if report.frontier is not None:
+        files[f"{report.frontier.name}.png"] = report.frontier.png
+    if report.outcomes is not None:
+        files["decision.parquet"] = report.recommendation.table
+    files.update({"sweep.parquet": report.sweep, "splits.parquet": report.splits})
+    if report.policies is not None:
+        files.update({"policy_events.parquet": report.policies.events,
+                      "policy_sessions.parquet": report.policies.sessions})
+    if report.replay is not None:
+        files.update({"replay_events.parquet": report.replay.events, "replay_sessions.parquet": report.replay.sessions})
+    files.update({"report.md": render_markdown(report), "index.html": render_html(report)})
+    for name in _written_before(out) - set(files):
+        (out / name).unlink(missing_ok=True)
+    for name, content in files.items():
+        if isinstance(content, pl.DataFrame):
+            content.write_parquet(out / name)
+        elif isinstance(content, str):
+            (out / name).write_text(content, encoding="utf-8")
+        else:
+            (out / name).write_bytes(content)
+    (out / WRITTEN_LIST).write_text("".join(f"{name}\n" for name in files), encoding="utf-8")
+    return out
+
+
+def _written_before(out: Path) -> set[str]:
+    """The files an earlier report wrote into ``out``: its list, or (a report from before the list) its
+    fixed names, when an ``index.html`` and a ``report.md`` say a report was there."""
+    listed = out / WRITTEN_LIST
+    if listed.is_file():
+        names = {n for n in listed.read_text(encoding="utf-8").splitlines() if n and "/" not in n and n[0] != "."}
+    elif (out / "index.html").is_file() and (out / "report.md").is_file():
+        names = set(_FIXED_NAMES)
+    else:
+        return set()
+    return {n for n in names if (out / n).is_file() and not (out / n).is_symlink()}
+
 
 #: Inputs named at the top of a report; the rest are counted.
 MAX_INPUTS = 6
@@ -38,6 +96,12 @@ def _replay_text(result: Replay) -> str:
             "the rules of the recommendation ran on these events (docs/replay.md).")
 
 
+_DECISION_TEXT = ("One row per (policy, budget) of the replay under the window, the chosen one emphasised. Figures "
+                  "per session are over the sessions that reach the trigger; a rule counts sessions (keep k+ turns: "
+                  "at every compaction the session has). A budget at or above the trigger (window - reserve) is "
+                  "never proposed. Cost: the replayed calls and the summarizer's; orphan rate: pooled over the "
+                  "tool calls after each compaction; re-fetch tokens: the results those orphan calls fetch again.")
+
 _POLICY_TEXT = ("Each policy replayed over the sessions' life under the same window, at its own trigger and "
                 "defaults: how often it compacts, what it keeps verbatim (in recorded-usage tokens; Codex: its "
                 "estimate of the user messages it keeps) and what its summarizer reads. docs/replay.md states "
@@ -56,12 +120,19 @@ def render_markdown(report: Report) -> str:
     out += ["## Recommendation", "", f"**{headline}**", ""]
     out += [f"- Rule: {r}" for r in rules] + [f"- Why: {r}" for r in reasons]
     out += [f"- **Warning:** {w}" for w in warnings] + [""]
+    if report.frontier is not None:
+        out += ["### The frontier", "", report.frontier.caption, "", f"![{report.frontier.title}](frontier.png)", ""]
+    if report.frontier_table is not None:
+        out += [report.frontier_table.markdown(), ""]
     out += ["## Corpus", "", report.overview.markdown(), ""]
     for name, table in report.breakdowns.items():
         out += [f"### By {name}", "", table.markdown(), ""]
-    out += ["## Budgets", "", "One row per budget tried; the chosen one in bold. Kept sizes in tokens; shares of "
-            "sessions except *summarized* (all summarized tokens over all active tokens).", "",
-            sweep_table(rec).markdown(), ""]
+    if isinstance(rec, Decision):
+        out += ["## Budgets under the window", "", _DECISION_TEXT, "", decision_table(rec).markdown(), ""]
+    else:
+        out += ["## Budgets", "", "One row per budget tried; the chosen one in bold. Kept sizes in tokens; shares "
+                "of sessions except *summarized* (all summarized tokens over all active tokens).", "",
+                sweep_table(rec).markdown(), ""]
     if report.replay is not None and report.replay_table is not None:
         out += ["## Compaction over the sessions' life", "", _replay_text(report.replay), "",
                 report.replay_table.markdown(), ""]
@@ -112,12 +183,22 @@ def render_html(report: Report) -> str:
     parts += ["<h2>Recommendation</h2>", f"<p class='headline'>{e(headline)}</p><ul>"]
     parts += [f"<li>Rule: {e(r)}</li>" for r in rules] + [f"<li>Why: {e(r)}</li>" for r in reasons] + ["</ul>"]
     parts += [f"<p class='warning'>Warning: {e(w)}</p>" for w in warnings]
+    if report.frontier is not None:
+        data = base64.b64encode(report.frontier.png).decode("ascii")
+        parts += ["<h3>The frontier</h3>", f"<figure id='frontier'><img alt='{e(report.frontier.title)}' "
+                  f"src='data:image/png;base64,{data}'><figcaption>{e(report.frontier.caption)} "
+                  "<a href='frontier.png'>PNG</a></figcaption></figure>"]
+    if report.frontier_table is not None:
+        parts.append(report.frontier_table.html())
     parts += ["<h2>Corpus</h2>", report.overview.html()]
     for name, table in report.breakdowns.items():
         parts += [f"<h3>By {e(name)}</h3>", table.html()]
-    parts += ["<h2>Budgets</h2>", "<p>One row per budget tried; the chosen one highlighted. Kept sizes in tokens; "
-              "shares of sessions except <em>summarized</em> (all summarized tokens over all active tokens).</p>",
-              sweep_table(rec).html()]
+    if isinstance(rec, Decision):
+        parts += ["<h2>Budgets under the window</h2>", f"<p>{e(_DECISION_TEXT)}</p>", decision_table(rec).html()]
+    else:
+        parts += ["<h2>Budgets</h2>", "<p>One row per budget tried; the chosen one highlighted. Kept sizes in "
+                  "tokens; shares of sessions except <em>summarized</em> (all summarized tokens over all active "
+                  "tokens).</p>", sweep_table(rec).html()]
     if report.replay is not None and report.replay_table is not None:
         parts += ["<h2>Compaction over the sessions' life</h2>", f"<p>{e(_replay_text(report.replay))}</p>",
                   report.replay_table.html()]
@@ -139,56 +220,3 @@ def render_html(report: Report) -> str:
               "<li><a href='splits.parquet'>splits.parquet</a>: libpanto's split for every session and budget</li>"
               "<li><a href='report.md'>report.md</a>: this report in Markdown</li></ul></body></html>"]
     return "\n".join(parts)
-
-
-#: The list of files a report wrote, kept in its folder, so that the next report there removes the ones
-#: it does not write again (and nothing else).
-WRITTEN_LIST = ".panto-report-files"
-
-#: What every report before :data:`WRITTEN_LIST` existed wrote under these fixed names.
-_FIXED_NAMES = ("index.html", "report.md", "sweep.parquet", "splits.parquet", "policy_events.parquet",
-                "policy_sessions.parquet", "replay_events.parquet", "replay_sessions.parquet")
-
-
-def write_report(report: Report, out_dir: str | Path) -> Path:
-    """Write the report's files into ``out_dir`` (created if needed); returns the folder.
-
-    Into the folder of an earlier report, the files that report wrote and this one does not (a replay's
-    tables, the PNGs of other segments) are removed, so nothing of another run is left beside the new
-    files; files the reports did not write are never touched. The names written are listed in
-    :data:`WRITTEN_LIST`.
-    """
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    files: dict[str, bytes | pl.DataFrame | str] = {f"{fig.name}.png": fig.png for fig in report.figures}
-    files.update({"sweep.parquet": report.sweep, "splits.parquet": report.splits})
-    if report.policies is not None:
-        files.update({"policy_events.parquet": report.policies.events,
-                      "policy_sessions.parquet": report.policies.sessions})
-    if report.replay is not None:
-        files.update({"replay_events.parquet": report.replay.events, "replay_sessions.parquet": report.replay.sessions})
-    files.update({"report.md": render_markdown(report), "index.html": render_html(report)})
-    for name in _written_before(out) - set(files):
-        (out / name).unlink(missing_ok=True)
-    for name, content in files.items():
-        if isinstance(content, pl.DataFrame):
-            content.write_parquet(out / name)
-        elif isinstance(content, str):
-            (out / name).write_text(content, encoding="utf-8")
-        else:
-            (out / name).write_bytes(content)
-    (out / WRITTEN_LIST).write_text("".join(f"{name}\n" for name in files), encoding="utf-8")
-    return out
-
-
-def _written_before(out: Path) -> set[str]:
-    """The files an earlier report wrote into ``out``: its list, or (a report from before the list) its
-    fixed names, when an ``index.html`` and a ``report.md`` say a report was there."""
-    listed = out / WRITTEN_LIST
-    if listed.is_file():
-        names = {n for n in listed.read_text(encoding="utf-8").splitlines() if n and "/" not in n and n[0] != "."}
-    elif (out / "index.html").is_file() and (out / "report.md").is_file():
-        names = set(_FIXED_NAMES)
-    else:
-        return set()
-    return {n for n in names if (out / n).is_file() and not (out / n).is_symlink()}
