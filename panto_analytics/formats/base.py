@@ -26,7 +26,7 @@ from typing import IO, Any, Protocol
 import polars as pl
 
 from ..errors import IngestReport, InputError
-from ..outcomes.references import session_refs
+from ..outcomes.references import tool_refs
 from ..schema import MAX_USAGE, MESSAGE_SCHEMA, USAGE_COLUMNS
 from ..transcript import serialized_bytes
 from ..words import message_words
@@ -415,7 +415,11 @@ class FrameBuilder:
 
     def __init__(self) -> None:
         self._cols: dict[str, list[Any]] = {name: [] for name in MESSAGE_SCHEMA if name != "refs"}
-        self._refs: list[pl.Series] = []   # per session: what its tool calls reference
+        # For the refs column, built once in finish: tool calls and results, their rows, each session's size and cwd.
+        self._tools: list[dict[str, Any]] = []
+        self._tool_rows: list[int] = []
+        self._sizes: list[int] = []
+        self._cwds: list[str | None] = []
 
     @property
     def height(self) -> int:
@@ -426,14 +430,13 @@ class FrameBuilder:
         """Append all messages of one session; returns how many were added."""
         cols = self._cols
         n = 0
-        tools: list[dict[str, Any]] = []  # the tool calls and results, for the refs column
-        owners: list[int] = []
+        first = self.height
         for n, msg in enumerate(messages, 1):  # noqa: B007 (n is the count returned)
             kinds = {b["type"] for b in msg.content}
             if "tool_use" in kinds or "tool_result" in kinds:
                 calls = [b for b in msg.content if b["type"] in ("tool_use", "tool_result")]
-                tools.extend(calls)
-                owners.extend([n - 1] * len(calls))
+                self._tools.extend(calls)
+                self._tool_rows.extend([first + n - 1] * len(calls))
             cols["role"].append(msg.role)
             cols["words"].append(message_words(msg.content))
             cols["serialized_bytes"].append(serialized_bytes(msg.role, msg.content))
@@ -448,7 +451,8 @@ class FrameBuilder:
             cols["timestamp"].append(msg.timestamp)
             cols["line"].append(msg.line)
         meta = src.meta
-        self._refs.append(session_refs(tools, owners, n, meta.project))
+        self._sizes.append(n)
+        self._cwds.append(meta.project)
         cols["session_id"].extend([meta.session_id] * n)
         cols["seq"].extend(range(n))
         cols["source_format"].extend([src.source_format] * n)
@@ -462,6 +466,6 @@ class FrameBuilder:
         return n
 
     def finish(self) -> pl.DataFrame:
-        refs = pl.concat(self._refs) if self._refs else pl.Series("refs", [], MESSAGE_SCHEMA["refs"])
+        refs = tool_refs(self._tools, self._tool_rows, self._sizes, self._cwds)
         schema = {k: v for k, v in MESSAGE_SCHEMA.items() if k != "refs"}
         return pl.DataFrame(self._cols, schema=schema).with_columns(refs=refs).select(list(MESSAGE_SCHEMA))

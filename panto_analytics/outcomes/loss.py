@@ -106,8 +106,8 @@ def _touches(refs: pl.LazyFrame) -> pl.LazyFrame:
 
 def _first_calls(refs: pl.LazyFrame, cuts: pl.LazyFrame) -> pl.LazyFrame:
     """Each cut with ``first_call``: the session's first call at or after ``after_seq`` (the count of calls before)."""
-    calls = (refs.group_by(S, "call").agg(pl.col("seq").first().cast(pl.Int64))
-             .with_columns(before=(pl.col("call").cast(pl.Int64) + 1)).select(S, "seq", "before"))
+    # Per message with calls: one past its last call (a message's calls share its seq: one row per seq).
+    calls = refs.group_by(S, pl.col("seq").cast(pl.Int64)).agg(before=pl.col("call").max().cast(pl.Int64) + 1)
     # The last call before after_seq: its ordinal + 1 is the first call at or after it (0 when none).
     probe = cuts.with_columns(_probe=pl.col("after_seq") - 1).sort("_probe")
     return (probe.join_asof(calls.sort("seq"), left_on="_probe", right_on="seq", by=S, strategy="backward",

@@ -64,7 +64,7 @@ from ..words import MEDIA_PART_WORDS, count_words_arrow
 
 __all__ = [
     "REF_KINDS", "is_lookup", "is_write", "key_of", "normalize_path", "references", "refs_column", "result_tokens",
-    "session_refs", "shell_targets", "targets",
+    "shell_targets", "targets", "tool_refs",
 ]
 
 #: libpanto's words-to-tokens factor (``messageTokenEstimate``'s fallback).
@@ -94,6 +94,12 @@ _VALUED = frozenset({"-n", "-c", "-e", "-f", "--lines", "--bytes", "-F", "-v", "
                      "-TotalCount", "-Tail", "-Head", "-First", "-Last"})
 #: Options of ``sed`` and ``awk`` that take a value.
 _SCRIPT_VALUED = frozenset({"-e", "-f", "-F", "-v", "--expression", "--file"})
+#: A word: runs of unquoted characters (an escaped one included), single- or double-quoted strings;
+#: ``bad``: an unterminated quote.
+_WORD = re.compile(r"""(?:[^\s'"\\]|\\.|'[^']*'|"(?:[^"\\]|\\.)*")+|(?P<bad>['"])""", re.S)
+_UNQUOTE = re.compile(r"""'([^']*)'|"((?:[^"\\]|\\.)*)"|\\(.)""", re.S)
+#: A here-document's body (``<<EOF ... EOF``): text for a command, not commands.
+_HEREDOC = re.compile(r"<<-?\s*(['\"]?)(\w+)\1([^\n]*)\n.*?\n\s*\2\s*(?:\n|$)", re.S)
 _SEPARATORS = re.compile(r"\s*(?:&&|\|\||;|\||\n)\s*")
 _APPLY_PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+?)\s*$|^\*\*\* Move to: (.+?)\s*$", re.M)
 #: Codex's code-mode ``exec`` tool: JavaScript that calls ``tools.NAME({json})``.
@@ -220,6 +226,10 @@ def _targets(name: str, text: str, cwd: str | None) -> Iterator[tuple[str, str]]
         for ref in args.get("open") or ():
             if isinstance(ref, dict) and (url := _string(ref.get("ref_id"))):
                 yield "fetch", "url:" + url.strip()
+        for ref in (args.get("click") or []) + (args.get("find") or []):
+            if isinstance(ref, dict) and (page := _string(ref.get("ref_id"))):
+                link = ref.get("id")
+                yield "fetch", "url:" + page + ("" if link is None else f"#{link}")
         for query in args.get("search_query") or ():
             if isinstance(query, dict) and (q := _string(query.get("q"))):
                 yield "fetch", "web:" + _WHITESPACE.sub(" ", q.strip())
@@ -247,6 +257,8 @@ def _patch_targets(patch: str, cwd: str | None) -> Iterator[tuple[str, str]]:
 
 def _code_mode_targets(code: str, cwd: str | None) -> Iterator[tuple[str, str]]:
     """Codex's ``exec`` (JavaScript): each ``tools.NAME({...})`` call it makes, mapped as that tool's call."""
+    if "tools.apply_patch(" in code and "*** Begin Patch" in code:   # the patch held in a variable
+        yield from _patch_targets(code, cwd)
     decoder_end = len(code)
     for match in _JS_TOOL_CALL.finditer(code):
         start = match.end()
@@ -282,11 +294,9 @@ def shell_targets(command: str, cwd: str | None) -> list[tuple[str, str]]:
     base = cwd
     # PowerShell (a Windows working directory): backslashes are separators, not escapes.
     posix = not (cwd and _WINDOWS_ABSOLUTE.match(cwd))
-    for k, segment in enumerate(s for s in _SEPARATORS.split(command.strip()) if s):
-        try:
-            words = shlex.split(segment, posix=True) if posix else \
-                [w.strip("'\"") for w in shlex.split(segment.replace("\\", "/"), posix=False)]
-        except ValueError:
+    for k, segment in enumerate(s for s in _SEPARATORS.split(_HEREDOC.sub(r"\3\n", command.strip())) if s):
+        words = _words(segment if posix else segment.replace("\\", "/"))
+        if words is None:
             other = True
             continue
         words, redirects = _redirects(words)
@@ -321,6 +331,22 @@ def shell_targets(command: str, cwd: str | None) -> list[tuple[str, str]]:
     if other or not out:
         out.append(("run", f"run:{cwd or ''}$ " + _WHITESPACE.sub(" ", command.strip())))
     return out
+
+
+def _words(segment: str) -> list[str] | None:
+    """A shell segment's words, quotes removed (a regular expression, not a shell: fast on long commands);
+    None for an unterminated quote.
+
+    >>> _words("sed -n '1,80p' 'a b.py' c\\\\ d"), _words("echo 'x")
+    (['sed', '-n', '1,80p', 'a b.py', 'c d'], None)
+    """
+    words = []
+    for match in _WORD.finditer(segment):
+        if match.group("bad") is not None:
+            return None
+        word = match.group(0)
+        words.append(_UNQUOTE.sub(lambda m: m.group(1) or m.group(2) or m.group(3) or "", word))
+    return words
 
 
 def _redirects(words: list[str]) -> tuple[list[str], list[str]]:
@@ -425,19 +451,23 @@ _TOOL_BLOCK = pa.struct([("type", pa.string()), ("id", pa.string()), ("name", pa
                          ("parts", pa.list_(pa.struct([("type", pa.string()), ("text", pa.large_string())])))])
 
 
-def session_refs(blocks: list[dict[str, Any]], owner: list[int], n: int, cwd: str | None) -> pl.Series:
-    """The ``refs`` column of one session's ``n`` messages from its canonical tool blocks (dicts) and their owners.
+def tool_refs(blocks: list[dict[str, Any]], rows: list[int], sizes: list[int], cwds: list[str | None]) -> pl.Series:
+    """The ``refs`` column of consecutive sessions from their canonical tool blocks (dicts).
+
+    ``rows`` is each block's message row (counted over all sessions), ``sizes``
+    each session's number of messages and ``cwds`` its working directory.
 
     >>> calls = [{"type": "tool_use", "id": "c1", "name": "read", "input": '{"path": "a.py"}'},
     ...          {"type": "tool_result", "tool_use_id": "c1", "parts": [{"type": "text", "text": "x y z"}]}]
-    >>> session_refs(calls, [1, 2], 3, "/r").to_list()[1] == [{"call": 0, "key": key_of("file:/r/a.py"),
+    >>> tool_refs(calls, [1, 2], [3], ["/r"]).to_list()[1] == [{"call": 0, "key": key_of("file:/r/a.py"),
     ...                                                        "kind": "read", "file": True, "tokens": 4}]
     True
     """
+    n = sum(sizes)
     if not blocks:
         return pl.Series("refs", [None] * n, dtype=pl.List(REF_STRUCT))
-    array = pa.array(blocks, type=_TOOL_BLOCK)
-    return refs_column(array, np.asarray(owner, dtype=np.int64), n, np.zeros(n, dtype=np.int64), [cwd])
+    scope = np.repeat(np.arange(len(sizes)), sizes)
+    return refs_column(pa.array(blocks, type=_TOOL_BLOCK), np.asarray(rows, dtype=np.int64), n, scope, cwds)
 
 
 def _result_words(blocks: pa.StructArray, at: np.ndarray) -> np.ndarray:

@@ -68,12 +68,12 @@ def pseudo_cuts(messages: pl.DataFrame | pl.LazyFrame, cuts: pl.DataFrame | pl.L
              .select(pl.col(S).cast(pl.String), pl.col("seq").cast(pl.Int64),
                      reached=pl.col("context").cum_max().over(S)))
     wanted = quiet.join(sizes, on="source_format").sort("size")
-    found = wanted.join_asof(calls.sort("reached"), left_on="size", right_on="reached", by=S, strategy="forward",
+    found = wanted.join_asof(calls.sort("reached", "seq"), left_on="size", right_on="reached", by=S, strategy="forward",
                              check_sortedness=False)
     return (found.filter(pl.col("seq").is_not_null())
             .select(S, "source_format", context=pl.col("size"), after_seq=pl.col("seq") + 1,
                     kept_start=pl.lit(None, pl.Int64), kept_end=pl.lit(None, pl.Int64), restore=pl.lit(0, pl.Int64))
-            .sort(S, "after_seq"))
+            .sort(S, "after_seq", "context"))
 
 
 def target_loss(refs: pl.DataFrame | pl.LazyFrame, cuts: pl.DataFrame | pl.LazyFrame, *,
@@ -147,7 +147,7 @@ def refetch(messages: pl.DataFrame | pl.LazyFrame, compactions: pl.DataFrame | p
                 .join_asof(context.sort("seq"), left_on="_probe", right_on="seq", by=S, strategy="backward",
                            check_sortedness=False)
                 .with_columns(context=pl.coalesce(pl.col("tokens_before").cast(pl.Int64), pl.col("ctx")))
-                .select(S, "source_format", "context", *CUT_SCHEMA).sort(S, "after_seq")
+                .select(S, "source_format", "context", *CUT_SCHEMA).sort(S, "after_seq", "context")
                 .with_columns(cut=pl.lit("compaction")))
     baseline = pseudo_cuts(messages, recorded, sessions).with_columns(cut=pl.lit("baseline"))
     cuts = pl.concat([recorded, baseline], how="vertical_relaxed").select("cut", S, "source_format", "context",

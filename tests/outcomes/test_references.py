@@ -61,6 +61,10 @@ def test_codex_code_mode_calls_are_mapped_as_the_tools_they_call():
     code = ('const r = await tools.exec_command({"cmd":"sed -n \'1,260p\' /u/SKILL.md","workdir":"/w"});\n'
             'const s = await tools.web__run({"open":[{"ref_id":"https://x.org/l"}]}); text(r);')
     assert targets("exec", code, CWD) == [("read", "file:/u/SKILL.md"), ("fetch", "url:https://x.org/l")]
+    clicks = 'await tools.web__run({"click":[{"ref_id":"turn3view0","id":18}],"find":[{"ref_id":"turn7view0"}]});'
+    assert targets("exec", clicks, CWD) == [("fetch", "url:turn3view0#18"), ("fetch", "url:turn7view0")]
+    patch = 'const patch = `*** Begin Patch\n*** Add File: src/m.rs\n+x\n*** End Patch`;\nawait tools.apply_patch(patch);'
+    assert targets("exec", patch, CWD) == [("write", "file:/repo/src/m.rs")]
 
 
 @pytest.mark.parametrize(("command", "expected"), [
@@ -72,6 +76,7 @@ def test_codex_code_mode_calls_are_mapped_as_the_tools_they_call():
     ("pytest -q 2>&1 > /dev/null", [("run", "run:/repo$ pytest -q 2>&1 > /dev/null")]),
     ("make && cat log.txt", [("read", "file:/repo/log.txt"), ("run", "run:/repo$ make && cat log.txt")]),
     ("echo 'unterminated", [("run", "run:/repo$ echo 'unterminated")]),
+    ("cat > x.py <<'EOF'\nimport os; rm -rf /\nEOF\ncat x.py", [("write", "file:/repo/x.py"), ("read", "file:/repo/x.py")]),
 ])
 def test_shell_commands_read_write_or_run(command, expected):
     assert shell_targets(command, CWD) == expected

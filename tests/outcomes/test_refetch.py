@@ -1,0 +1,95 @@
+"""The re-fetch check: recorded compactions against pseudo-cuts, orphan targets fetched again, re-orientation."""
+from __future__ import annotations
+
+import polars as pl
+import pytest
+from conftest import REALDATA, examples
+from hypothesis import given, settings
+from test_loss import REF_TYPES, sessions_and_cuts
+from tool_sessions import pi_session
+
+import panto_analytics as pa
+from panto_analytics.outcomes.refetch import pseudo_cuts, refetch, refetch_summary, reorientation, target_loss
+
+CUT_TYPES = {"session_id": pl.String, "after_seq": pl.Int64, "kept_start": pl.Int64, "kept_end": pl.Int64,
+             "restore": pl.Int64}
+
+
+def reference_targets(refs: list[dict], cut: dict, horizon: int) -> tuple[int, int, int | None, int | None]:
+    """Literally: orphan targets, those read again in the window, calls to the first write after and from the start."""
+    mine = sorted((r for r in refs if r["session_id"] == cut["session_id"]), key=lambda r: (r["call"], r["key"]))
+    after = cut["after_seq"]
+    last: dict[int, dict] = {}
+    for r in mine:
+        if r["kind"] != "other" and r["seq"] < after:
+            last[r["key"]] = r
+    restored: set[int] = set()
+    if cut["restore"]:
+        files = {k: max(x["call"] for x in mine if x["key"] == k and x["seq"] < after and x["file"]
+                        and x["kind"] in ("read", "write"))
+                 for k in last if any(x["key"] == k and x["seq"] < after and x["file"] and x["kind"] in ("read", "write")
+                                      for x in mine)}
+        restored = set(sorted(files, key=lambda k: (-files[k], -k))[:cut["restore"]])
+    start, end = cut["kept_start"], cut["kept_end"]
+    orphans = {k for k, r in last.items() if not (start is not None and start <= r["seq"] < end) and k not in restored}
+    calls = sorted({r["call"]: r["seq"] for r in mine}.items())
+    window = [c for c, s in calls if s >= after][:horizon]
+    fetched = {r["key"] for r in mine if r["call"] in window and r["kind"] in ("read", "fetch")}
+    after_calls = [c for c, s in calls if s >= after]
+    writes = sorted({r["call"] for r in mine if r["kind"] == "write"})
+    first_write_after = next((w for w in writes if w in after_calls), None)
+    reorient = None if first_write_after is None else after_calls.index(first_write_after)
+    return len(orphans), len(orphans & fetched), reorient, (writes[0] if writes else None)
+
+
+@settings(max_examples=examples(100))
+@given(sessions_and_cuts())
+def test_targets_and_reorientation_equal_the_literal_reference(data):
+    refs, cuts = data
+    frame = pl.DataFrame(refs, schema=REF_TYPES)
+    cut_frame = pl.DataFrame(cuts, schema=CUT_TYPES)
+    targets = target_loss(frame, cut_frame, horizon=5)
+    reoriented = reorientation(frame, cut_frame)
+    for k, cut in enumerate(cuts):
+        want = reference_targets(refs, cut, 5)
+        got = (*targets.row(k), *reoriented.row(k))
+        assert got == want, (cut, refs)
+
+
+def test_pseudo_cuts_sit_where_a_quiet_session_reaches_the_compaction_size():
+    messages = pl.DataFrame({
+        "session_id": ["quiet"] * 4 + ["other"] * 2,
+        "seq": [0, 1, 2, 3, 0, 1],
+        "role": ["user", "assistant", "assistant", "assistant", "user", "assistant"],
+        "input": [None, 100, 300, 200, None, 1_000], "output": [None, 0, 0, 0, None, 0],
+        "cache_read": [None, 0, 0, 0, None, 0], "cache_write": [None, 0, 0, 0, None, 0]})
+    sessions = pl.DataFrame({"session_id": ["quiet", "other"], "source_format": ["pi", "codex"], "compactions": [0, 0]})
+    recorded = pl.DataFrame({"source_format": ["pi", "pi", "codex"], "context": [250, 400, 10]})
+    cuts = pseudo_cuts(messages, recorded, sessions).collect()
+    # quiet reaches 250 at seq 2 (never 400); other is Codex, whose size 10 it passes at seq 1
+    assert cuts.select("session_id", "context", "after_seq").rows() == [("other", 10, 2), ("quiet", 250, 3)]
+
+
+def test_refetch_on_a_recorded_compaction(tmp_path):
+    corpus = pa.read_corpus([pi_session(tmp_path)])
+    assert corpus.compactions.height == 1
+    cuts = refetch(corpus.messages, corpus.compactions, corpus.sessions)
+    row = cuts.row(0, named=True)
+    assert (row["cut"], row["window_calls"], row["orphan_calls"], row["repeat_reads"]) == ("compaction", 2, 1, 1)
+    assert (row["orphan_targets"], row["refetched_targets"], row["reorientation"], row["reorientation_start"]) == \
+        (2, 1, 1, 3)
+    summary = refetch_summary(cuts)
+    assert summary.select("source_format", "cut", "cuts", "refetched_share").rows() == [("canonical", "compaction", 1, 0.5)]
+
+
+@pytest.mark.skipif(not (REALDATA / "pi-compactions").exists(), reason="../shared/realdata absent")
+def test_the_pi_compactions_are_checked_against_a_baseline():
+    corpus = pa.read_corpus([REALDATA / "pi", REALDATA / "pi-compactions"])
+    cuts = refetch(corpus.messages, corpus.compactions, corpus.sessions)
+    recorded = cuts.filter(pl.col("cut") == "compaction")
+    assert recorded["context"].to_list() == [175_004, 185_014]
+    assert recorded["window_calls"].to_list() == [20, 20]
+    # pi's own recorded kept block: the targets last touched there are not orphans
+    assert (recorded["orphan_targets"] > 0).all() and (recorded["refetched_targets"] <= recorded["orphan_targets"]).all()
+    # large-session.jsonl reaches the first size, never the second
+    assert cuts.filter(pl.col("cut") == "baseline")["context"].to_list() == [175_004]
