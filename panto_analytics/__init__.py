@@ -16,7 +16,10 @@ A tour, from files to a budget::
 keeps the sessions you ask for; ``pa.worst_served(messages, budget, n)`` lists
 the sessions a budget serves worst; ``pa.Cache`` is the Parquet cache of parsed files.
 ``pa.costs(corpus, by="day")`` says what the recorded calls cost (prices: ``pa.load_prices``, genai-prices
-offline or a LiteLLM price file).
+offline or a LiteLLM price file). ``pa.loss(messages, pa.replay(messages, budgets, window=...))`` says what each
+compaction loses (orphan references among the next tool calls; ``pa.references(messages)``: what every tool call
+touched), and ``pa.refetch(corpus.messages, corpus.compactions, corpus.sessions)`` checks it on the compactions
+agents recorded (``docs/loss.md``).
 
 Past one machine's memory: ``pa.write_dataset(paths, "corpus.ds")`` writes a
 Parquet dataset partitioned by session, ``pa.scan_dataset("corpus.ds")`` is
@@ -67,6 +70,7 @@ __all__ = [
     "recommend",
     "recommend_dataset",
     "references",
+    "refetch",
     "replay",
     "scan_dataset",
     "sessions",
@@ -93,7 +97,8 @@ _FROM = {
     **dict.fromkeys(["scan_dataset", "write_dataset"], ".dataset"),
     **dict.fromkeys(["recommend_dataset", "sweep_dataset"], ".dataset.streaming"),
     **dict.fromkeys(["SessionFilter", "filter_corpus"], ".ingest.filters"),
-    **dict.fromkeys(["Loss", "costs", "load_prices", "loss", "references"], ".outcomes"),
+    **dict.fromkeys(["Loss", "costs", "load_prices", "loss", "references", "refetch"],
+                    ".outcomes"),
     **dict.fromkeys(["Replay", "annotate", "replay", "splits", "summarize_replay", "summarize_splits", "turns",
                      "sweep"], ".policy"),
 }
@@ -113,7 +118,7 @@ if TYPE_CHECKING:
     from .errors import IngestReport, InputError
     from .ingest import Cache, Corpus, compactions, read_corpus, read_sessions, sessions, summary_request
     from .ingest.filters import SessionFilter, filter_corpus
-    from .outcomes import Loss, costs, load_prices, loss, references
+    from .outcomes import Loss, costs, load_prices, loss, references, refetch
     from .policy import Replay, annotate, replay, splits, summarize_replay, summarize_splits, turns
 
     #: The sweep: one row per budget (the same function as ``summarize_splits``).

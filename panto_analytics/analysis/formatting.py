@@ -6,8 +6,9 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
-__all__ = ["counted", "format_column", "format_share", "format_tokens", "plural_of"]
+__all__ = ["TABLE_CONFIG", "counted", "format_column", "format_share", "format_tokens", "plural_of", "render_table"]
 
 
 def counted(n: int, noun: str, plural: str | None = None) -> str:
@@ -86,3 +87,43 @@ def format_column(values: list) -> list[str]:
         else:
             out.append(str(v))
     return out
+
+
+#: How polars draws a table for people: every column, strings whole, no shape or types.
+TABLE_CONFIG: dict[str, Any] = {"tbl_cols": -1, "tbl_width_chars": 65_535, "fmt_str_lengths": 65_535,
+                "tbl_hide_dataframe_shape": True, "tbl_hide_column_data_types": True}
+
+
+def render_table(df, *, width: int | None = None, rows: int = 200) -> tuple[str, list[str]]:
+    """``df`` drawn as a table of at most ``width`` characters, and the columns left out to fit.
+
+    Text is never shortened (a session id or a path is whole or absent): whole columns are left out
+    instead, the later ones first, and each column that still fits is kept, so a narrow column after a
+    wide one stays. The first column always shows. ``width`` None: every column.
+
+    >>> import polars as pl
+    >>> df = pl.DataFrame({"id": ["a"], "path": ["/" + "x" * 60], "n": [1]})
+    >>> text, hidden = render_table(df, width=40)
+    >>> hidden, max(len(line) for line in text.splitlines()) <= 40
+    (['path'], True)
+    """
+    import polars as pl
+
+    def draw(frame) -> str:
+        with pl.Config(tbl_rows=min(len(frame), rows), **TABLE_CONFIG):
+            return str(frame)
+
+    def wide(text: str) -> int:
+        return max(map(len, text.splitlines()), default=0)
+
+    if width is None or wide(full := draw(df)) <= width:
+        return (draw(df) if width is None else full), []
+    # A column's share of the width: alone, drawn with its borders; side by side they share one border.
+    sizes = [wide(draw(df.select(c))) - 1 for c in df.columns]
+    kept: list[str] = []
+    used = 1
+    for c, size in zip(df.columns, sizes, strict=True):
+        if not kept or used + size <= width:
+            kept.append(c)
+            used += size
+    return draw(df.select(kept)), [c for c in df.columns if c not in kept]

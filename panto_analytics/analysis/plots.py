@@ -136,9 +136,22 @@ def _highlight(ax, budget: int | None, x: float | None = None) -> None:
                label=f"recommended: {format_tokens(budget)}")
 
 
-def _legend(ax, **kw) -> None:
-    """A legend, when there is something to name (an empty corpus draws nothing)."""
-    if ax.get_legend_handles_labels()[0] or kw.get("handles"):
+def _legend(ax, *, outside: bool = False, **kw) -> None:
+    """A legend, when there is something to name (an empty corpus draws nothing).
+
+    ``outside``: below the plot, under every axes (the constrained layout makes room), where it covers no
+    line: for the legends that name segments, whose labels (a project's path) run long and many.
+    """
+    handles, labels = ax.get_legend_handles_labels()
+    if not (handles or kw.get("handles")):
+        return
+    if outside:
+        kw.pop("loc", None)
+        # Two columns while they fit the figure's width; long names (a project's path) one under the other.
+        ncols = 2 if max(map(len, labels), default=0) <= 45 else 1
+        ax.figure.legend(*(() if kw.get("handles") else (handles, labels)), loc="outside lower center", ncols=ncols,
+                         **kw)
+    else:
         ax.legend(**kw)
 
 
@@ -235,7 +248,7 @@ def kept_tokens_by_budget(splits, *, log: bool = False, segments=None, highlight
         ax.set_ylabel("kept verbatim suffix (tokens)")
         _title(ax, "How much each budget keeps verbatim")
         _note(fig, note)
-        _legend(ax, loc="upper left")
+        _legend(ax, outside=segments is not None, loc="upper left")
     return fig
 
 
@@ -314,7 +327,7 @@ def outcome_shares_by_budget(splits, *, segments=None, highlight: int | None = N
             ax.set_xlabel(BUDGET_LABEL)
             ax.set_xlim(left=0)
             _highlight(ax, highlight)
-        _legend(axes[-1], loc="center right")
+        _legend(axes[-1], outside=segments is not None, loc="center right")
         axes[0].set_ylabel("share of sessions")
         if segments is None:
             _note(fig, "noop: the whole active context fits · zero kept: the newest turn alone exceeds the budget"
@@ -339,7 +352,7 @@ def summarized_share_by_budget(splits, *, segments=None, highlight: int | None =
         ax.set_ylim(-0.03, 1.03)
         ax.set_ylabel("summarized share of the active context")
         _highlight(ax, highlight)
-        _legend(ax, loc="upper right")
+        _legend(ax, outside=segments is not None, loc="upper right")
         _title(ax, "How much of the context each budget summarizes")
         _note(fig, "per session: summarized / active tokens · line: median · band: quartiles")
     return fig
@@ -356,7 +369,7 @@ def kept_turns_by_budget(splits, *, segments=None, highlight: int | None = None,
         ax.set_ylim(bottom=0)
         ax.set_ylabel("kept turns (whole turns)")
         _highlight(ax, highlight)
-        _legend(ax, loc="upper left")
+        _legend(ax, outside=segments is not None, loc="upper left")
         _title(ax, "How many turns each budget keeps verbatim")
         _note(fig, "sessions with turns · line: median · dark band: quartiles · light band: 10th-90th percentile"
               if segments is None else "sessions with turns · line: median · band: quartiles")

@@ -41,7 +41,7 @@ __all__ = [
     "cache_warnings_on_stderr", "check_engine", "check_output", "check_output_path", "check_replay", "cost_options",
     "dataset_path", "engine_options", "file_output_option", "friendly_errors", "horizon_option", "input_options", "is_device",
     "output_option", "policy_option", "read_input", "read_input_corpus", "read_settings", "replay_options",
-    "replay_prices", "report_skips", "session_files", "session_filter", "to_stdout", "write_frame",
+    "replay_prices", "report_skips", "session_files", "session_filter", "terminal_width", "to_stdout", "write_frame",
 ]
 
 
@@ -387,9 +387,18 @@ def file_output_option(*names: str, dest: str, help: str, suffixes: Iterable[str
 TABLE_ROWS = 200
 
 
+def terminal_width() -> int | None:
+    """The width a printed table must fit: the terminal's (or $COLUMNS), None (no limit) when stdout is neither a
+    terminal nor given a width (a table written to a file keeps every column)."""
+    import shutil
+
+    if sys.stdout.isatty() or os.environ.get("COLUMNS", "").isdigit():
+        return shutil.get_terminal_size().columns
+    return None
+
+
 def write_frame(df: pl.DataFrame, output: Path | None) -> None:
     """Write ``df`` to ``output`` by extension, to stdout for ``-`` (``--output-format``), or print it as a table."""
-    import polars as pl
 
     ctx = click.get_current_context(silent=True)
     fmt = ctx.meta.get(_FORMAT_KEY) if ctx is not None else None
@@ -405,11 +414,15 @@ def write_frame(df: pl.DataFrame, output: Path | None) -> None:
             click.echo(text, nl=not text.endswith("\n"))
         return
     if output is None:
-        with pl.Config(tbl_rows=min(len(df), TABLE_ROWS), tbl_cols=-1, tbl_width_chars=1000, fmt_str_lengths=1000,
-                       tbl_hide_dataframe_shape=True, tbl_hide_column_data_types=True):
-            click.echo(df)
+        from ..analysis.formatting import render_table
+
+        text, hidden = render_table(df, width=terminal_width(), rows=TABLE_ROWS)
+        click.echo(text)
         if len(df) > TABLE_ROWS:
             click.echo(f"({len(df) - TABLE_ROWS:,} of {len(df):,} rows not shown; -o FILE or -o - writes them all)")
+        if hidden:
+            click.echo(f"({len(hidden)} column{'' if len(hidden) == 1 else 's'} not shown to fit the terminal: "
+                       f"{', '.join(hidden)}; -o FILE or -o - writes them all)")
         return
     if is_device(output):
         with open(output, "wb") as sink:

@@ -233,36 +233,57 @@ def _print_recommendation(rec, output) -> None:
 @click.option("--title", default=None, help="The report's title.")
 @replay_options(required=False)
 @policy_option
+@click.option("--max-orphan-rate", type=Share(allow_zero=True), default=None,
+              help="Rule (with --window): the cheapest point of the frontier whose orphan rate is at most this.")
+@cost_options
+@horizon_option
 @friendly_errors
 def report(paths, format_, skip_invalid, budgets, min_kept_turns, coverage, max_kept_share, context_window,
-           out_dir, segment_by, title, window, reserve, summary_tokens, policies):
+           out_dir, segment_by, title, window, reserve, summary_tokens, policies, max_orphan_rate, cost, prices_file,
+           summarizer, horizon):
     """A report on what each budget does to the sessions in PATHS: HTML, Markdown, PNGs, Parquet.
 
     DIR/index.html opens offline (plots embedded); DIR/report.md links the
     PNGs beside it; sweep.parquet and splits.parquet hold the numbers. The
     report shows the corpus, the budget table, the plots and a recommended
-    budget by the same rules as `recommend`. With --window and --policy
-    (repeatable), a section compares the policies under that window.
+    budget by the same rules as `recommend`. With --window it leads with the
+    decision under that window: the frontier (median cost per session against
+    orphan rate, one point per policy and budget, the agents' recorded points
+    marked) and the chosen point, every call billed (genai-prices' offline
+    table, or --prices FILE); with --policy (repeatable), a section compares
+    the policies under that window too.
 
     \b
     Examples:
       panto-analytics report data/ -o report/
-      panto-analytics report data/ -o report/ --window 200k
-      panto-analytics report data/ -o report/ --window 64k --policy libpanto --policy pi --policy codex
+      panto-analytics report data/ -o report/ --window 32k --prices docs/synth-prices.json
+      panto-analytics report data/ -o report/ --window 48k --policy libpanto --policy pi --policy codex
       panto-analytics report ~/.pi/agent/sessions ~/.claude/projects -o report/ --by model --by length
     """
     from ..analysis.report import build_report, write_report  # matplotlib: loaded only when a report is asked for
+    from ..outcomes.cost import UnpricedWarning
 
-    criteria = _criteria(min_kept_turns, coverage, max_kept_share, context_window)
+    criteria = _criteria(min_kept_turns, coverage, max_kept_share, context_window, window)
     check_replay(window, reserve, summary_tokens)
     if policies and window is None:
         raise click.UsageError("--policy compares policies under a context window: give --window (e.g. 200k)")
+    if max_orphan_rate is not None and window is None:
+        raise click.UsageError("--max-orphan-rate judges a replay: give --window (e.g. 200k)")
     corpus = read_input_corpus(paths, format_, skip_invalid)
-    rep = build_report(corpus.messages, budgets, criteria=criteria, segment_by=list(dict.fromkeys(segment_by)),
-                       ingest=corpus.report, sessions=corpus.sessions, compactions=corpus.compactions,
-                       title=title, inputs=[str(p) for p in paths], window=window, reserve=reserve,
-                       summary_tokens=summary_tokens,
-                       policies=[p if isinstance(p, str) else p.spec() for p in policies])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UnpricedWarning)
+        rep = build_report(corpus.messages, budgets, criteria=criteria, segment_by=list(dict.fromkeys(segment_by)),
+                           ingest=corpus.report, sessions=corpus.sessions, compactions=corpus.compactions,
+                           title=title, inputs=[str(p) for p in paths], window=window, reserve=reserve,
+                           summary_tokens=summary_tokens,
+                           policies=[p if isinstance(p, str) else p.spec() for p in policies],
+                           prices=replay_prices(True, prices_file, summarizer), horizon=horizon,
+                           max_orphan_rate=max_orphan_rate)
+    for w in caught:
+        if issubclass(w.category, UnpricedWarning):
+            click.echo(f"note: {w.message}", err=True)
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     out = write_report(rep, out_dir)
     click.echo(rep.recommendation.headline())
     click.echo(f"wrote {out / 'index.html'} and {out / 'report.md'} ({len(rep.figures)} plots)", err=True)

@@ -184,9 +184,10 @@ class DatasetWriter:
 
 
 def _stats(files: list[Path]) -> pl.DataFrame:
-    """The stat of each file (one ``os.stat`` each, as the cache does)."""
+    """The stat of each file (one ``os.stat`` each, as the cache does); ``abspath``: the absolute path as named
+    (the dataset's ``file`` columns name it so), not resolved through links as the cache's key is."""
     keys = [FileKey.of(f) for f in files]
-    return pl.DataFrame({"abspath": [k.abspath for k in keys], "path": [k.path for k in keys],
+    return pl.DataFrame({"abspath": [os.path.abspath(k.path) for k in keys], "path": [k.path for k in keys],
                          "size": [k.size for k in keys], "mtime_ns": [k.mtime_ns for k in keys],
                          "inode": [k.inode for k in keys]},
                         schema={c: DATASET_MANIFEST_SCHEMA[c] for c in ("abspath", "path", "size", "mtime_ns", "inode")})

@@ -17,6 +17,7 @@ from .cost import COST_COLUMNS, GROUPINGS, UnpricedWarning, bill, costs, unprice
 from .loss import Loss, loss
 from .prices import Prices, load_prices
 from .references import references
+from .refetch import refetch, refetch_summary
 
 __all__ = ["COST_COLUMNS", "GROUPINGS", "Loss", "Prices", "UnpricedWarning", "bill", "costs", "load_prices", "loss",
-           "references", "unpriced"]
+           "references", "refetch", "refetch_summary", "unpriced"]

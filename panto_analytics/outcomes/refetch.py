@@ -137,8 +137,31 @@ def reorientation(refs: pl.DataFrame | pl.LazyFrame, cuts: pl.DataFrame | pl.Laz
 def refetch(messages: pl.DataFrame | pl.LazyFrame, compactions: pl.DataFrame | pl.LazyFrame,
             sessions: pl.DataFrame | pl.LazyFrame, *, horizon: int = DEFAULT_HORIZON,
             kinds: Sequence[str] = ORPHAN_KINDS) -> pl.DataFrame:
-    """One row per recorded compaction and per pseudo-cut: ``cut`` (``compaction`` or ``baseline``),
-    ``source_format``, ``context``, the cut, the loss columns and :data:`REFETCH_COLUMNS`."""
+    """What agents did after the compactions they recorded, and at pseudo-cuts in sessions that never compacted.
+
+    Parameters
+    ----------
+    messages, compactions, sessions
+        A corpus' three tables (:func:`~panto_analytics.read_corpus`).
+    horizon
+        Tool calls looked at after each cut.
+    kinds
+        Reference kinds that can be orphans (default: all but ``other``).
+
+    Returns
+    -------
+    pl.DataFrame
+        One row per recorded compaction and per pseudo-cut: ``cut`` (``compaction`` or ``baseline``),
+        ``session_id``, ``source_format``, ``context``, the cut's columns, the loss columns and
+        :data:`REFETCH_COLUMNS`; :func:`refetch_summary` pools them per agent.
+
+    Examples
+    --------
+    >>> import panto_analytics as pa
+    >>> c = pa.read_corpus(["data/"])
+    >>> pa.refetch(c.messages, c.compactions, c.sessions)["cut"].unique().sort().to_list()
+    ['baseline', 'compaction']
+    """
     refs = references(messages).collect()
     context = (messages.lazy().with_columns(ctx=call_context())
                .filter(pl.col("ctx").is_not_null()).select(pl.col(S).cast(pl.String), pl.col("seq").cast(pl.Int64), "ctx"))

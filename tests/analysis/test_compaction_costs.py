@@ -69,3 +69,15 @@ def test_the_report_section(billed):
     assert "## What compaction costs" in text and "summarizer share" in text
     assert "What compaction costs</h2>" in render_html(report)
     assert report.figures[-1].name == "cost_by_budget"
+
+
+def test_a_report_under_a_window_has_the_section():
+    from panto_analytics.analysis.report.build import build_report, render_markdown
+
+    messages = pa.read_sessions(DATA, cache=False)
+    report = build_report(messages, [8_000, 20_000], window=64_000, policies=["pi"], prices=PRICES)
+    assert report.costs is not None
+    assert [r[0] for r in report.costs.rows] == ["libpanto", "libpanto", "pi"]
+    assert "## What compaction costs" in render_markdown(report)
+    assert any(f.name == "cost_by_budget" and f.png for f in report.figures)
+

@@ -172,7 +172,7 @@ def test_segment_plots_have_one_line_per_segment(corpus):
     msgs, splits, _ = corpus
     seg = data.session_segments(msgs, "model")
     fig = plots.kept_turns_by_budget(splits, segments=seg)
-    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    labels = [t.get_text() for t in _legends(fig)[0].get_texts()]
     # Most sessions first: m2 has c, d and e, but e has no turns to count.
     assert labels == ["m2: median of 2 sessions", "m1: median of 2 sessions"]
 
@@ -224,3 +224,27 @@ def test_segments_by_project_come_from_the_sessions_table():
     assert set(data.session_segments(msgs, "model")["segment"]) == {"claude-opus-4-5", "unknown"}
     with pytest.raises(ValueError, match="needs the sessions table"):
         data.session_segments(msgs, "project")
+
+
+def _legends(fig) -> list:
+    return [*fig.legends, *(ax.get_legend() for ax in fig.axes if ax.get_legend() is not None)]
+
+
+def test_legends_of_segments_cover_no_line(corpus):
+    # --by project: many segments with long names; each legend stands beside the axes, not on them.
+    msgs, splits, _ = corpus
+    ids = msgs["session_id"].unique(maintain_order=True).to_list()
+    seg = pl.DataFrame({"session_id": ids,
+                        "segment": [f"/home/someone/projects/a-rather-long-project-name-{i}" for i in range(len(ids))]})
+    seg = seg.with_columns(pl.col("segment").cast(pl.Enum(seg["segment"].to_list())))
+    for draw in (plots.kept_tokens_by_budget, plots.outcome_shares_by_budget, plots.summarized_share_by_budget,
+                 plots.kept_turns_by_budget):
+        fig = draw(splits, segments=seg, highlight=2000)
+        fig.draw_without_rendering()  # lays the figure out, as saving it does
+        legends = _legends(fig)
+        assert legends, draw.__name__
+        for legend in legends:
+            box = legend.get_window_extent()
+            for ax in fig.axes:
+                if ax.get_visible():
+                    assert not box.overlaps(ax.get_window_extent()), draw.__name__

@@ -99,9 +99,12 @@ def _copy(files: list[Path], folder: Path) -> None:
 
 @pytest.fixture(scope="module")
 def workdir(tmp_path_factory) -> Path:
-    """The folder commands run in: data/, logs/, a home with the agents' folders, a dataset, a cache."""
+    """The folder commands run in: data/, docs/synth-prices.json, logs/, a home with the agents' folders, a dataset,
+    a cache."""
     root = tmp_path_factory.mktemp("docs")
     (root / "data").symlink_to(DATA, target_is_directory=True)
+    (root / "docs").mkdir()
+    shutil.copy(REPO / "docs" / "synth-prices.json", root / "docs")  # the price file of data/'s fictional models
     home = root / "home"
     cc, pi, codex = FIXTURES / "claude_code", FIXTURES / "pi", FIXTURES / "codex"
     _copy([cc / "blocks.jsonl", cc / "compaction.jsonl", cc / "preserved.jsonl", cc / "streaming.jsonl",

@@ -270,3 +270,20 @@ def test_every_table_command_writes_to_dev_null(corpus, command):
     result = run(command, corpus, *_TABLE_COMMANDS[command], "-o", os.devnull)
     assert result.exit_code == 0, result.output
     assert result.stdout == "" or command == "ingest"  # ingest still says what it read
+
+
+def test_a_terminal_table_fits_the_terminal_and_names_the_columns_it_leaves_out(tmp_path):
+    sid = "0123456789abcdef-0123456789abcdef-0123456789abcdef"
+    d = tmp_path / ("a-long-folder-name-" * 4)
+    d.mkdir()
+    _session(d / "s.jsonl", 2, sid)
+    result = CliRunner().invoke(main, ["sessions", str(d), "--no-cache"], env={"COLUMNS": "100"})
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    table = [line for line in lines if not line.startswith("(")]
+    assert max(map(len, table)) <= 100
+    assert sid in result.stdout  # whole, never shortened
+    [note] = [line for line in lines if "not shown to fit the terminal" in line]
+    assert "file" in note and "-o FILE or -o - writes them all" in note
+    wide = CliRunner().invoke(main, ["sessions", str(d), "--no-cache"], env={"COLUMNS": "1000"})
+    assert "not shown" not in wide.stdout and str(d / "s.jsonl") in wide.stdout

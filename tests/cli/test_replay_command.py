@@ -1,6 +1,8 @@
 """``panto-analytics replay``: the per-budget table and the two frames behind it."""
 from __future__ import annotations
 
+import json
+
 import polars as pl
 from click.testing import CliRunner
 from conftest import DATA
@@ -42,7 +44,7 @@ def test_recommend_with_a_window_judges_sessions_at_their_compactions():
     assert "of the sessions that reach the trigger keep 1 or more whole turn verbatim at every compaction" in out.output
     assert "replayed under a 32k window" in out.output and "end-of-session" not in out.output
     r = pa.replay(pa.read_sessions(DATA), pa.parse_budgets("0:16k:9"), window=32_000)
-    chosen = int(out.output.split("(")[1].split(" tokens")[0])
+    chosen = int(out.stdout.split("(")[1].split(" tokens")[0])
     reaching = r.sessions.filter(pl.col("n_compactions").max().over("session_id") > 0)["session_id"].unique()
     worst = r.events.filter(pl.col("budget") == chosen).group_by("session_id").agg(pl.col("kept_turns").min())
     bad = worst.filter(pl.col("kept_turns") < 1).height
@@ -50,18 +52,43 @@ def test_recommend_with_a_window_judges_sessions_at_their_compactions():
 
 
 def test_report_with_a_window_has_the_replay_section(tmp_path):
-    out = CliRunner().invoke(main, ["report", str(DATA), "--no-cache", "--window", "64k", "-b", "0:40k:5",
+    out = CliRunner().invoke(main, ["report", str(DATA), "--no-cache", "--window", "32k", "-b", "0:16k:5",
                                     "-k", "1", "-p", "50%", "-o", str(tmp_path / "r")])
     assert out.exit_code == 0, out.output
     folder = tmp_path / "r"
     md = (folder / "report.md").read_text()
-    assert "## Compaction over the sessions' life" in md and "of compaction events keep" in md
+    assert "## Compaction over the sessions' life" in md and "of the sessions that reach the trigger keep" in md
     for name in ("replay_kept_turns", "replay_compactions", "replay_summarizer_input"):
         assert (folder / f"{name}.png").stat().st_size > 1000 and f"({name}.png)" in md
     events = pl.read_parquet(folder / "replay_events.parquet")
-    want = pa.replay(pa.read_sessions(DATA), pa.parse_budgets("0:40k:5"), window=64_000).events
-    assert events.equals(want)
+    want = pa.replay(pa.read_sessions(DATA), pa.parse_budgets("0:16k:5"), window=32_000).events
+    assert events.select(want.columns).equals(want)
     assert "Compaction over the sessions" in (folder / "index.html").read_text()
+    # data/'s models have no price in genai-prices: no frontier, and the report says why.
+    assert "no frontier: no session's model has a price" in md and not (folder / "frontier.png").exists()
+
+
+def test_report_under_a_window_leads_with_the_frontier_and_the_chosen_point(tmp_path):
+    prices = DATA.parent / "docs" / "synth-prices.json"
+    out = CliRunner().invoke(main, ["report", str(DATA), "--no-cache", "--window", "32k", "-b", "0:16k:9",
+                                    "--policy", "gemini-cli", "--max-orphan-rate", "5%", "--prices", str(prices),
+                                    "-o", str(tmp_path / "r")])
+    assert out.exit_code == 0, out.output
+    folder = tmp_path / "r"
+    md = (folder / "report.md").read_text()
+    # The decision comes first: the recommendation, then the frontier, before the corpus.
+    assert md.index("## Recommendation") < md.index("### The frontier") < md.index("## Corpus")
+    assert (folder / "frontier.png").stat().st_size > 1000 and "![What each budget costs and loses](frontier.png)" in md
+    assert "canonical (recorded)" in md and "## Budgets under the window" in md
+    table = pl.read_parquet(folder / "decision.parquet")
+    assert {"cost_p50", "orphan_rate", "proposable"} <= set(table.columns)
+    rec = CliRunner().invoke(main, ["recommend", str(DATA), "--no-cache", "--window", "32k", "-b", "0:16k:9",
+                                    "--policy", "libpanto", "--policy", "gemini-cli", "--max-orphan-rate", "5%",
+                                    "--prices", str(prices), "-o", "-", "--output-format", "json"])
+    obj = json.loads(rec.stdout)
+    headline = next(line for line in rec.stderr.splitlines() if line.startswith(("recommended", "no proposable")))
+    assert out.stdout.splitlines()[0] == headline  # the report and recommend make the same choice
+    assert obj["budget"] is not None and f"**{obj['policy']}**" in md
 
 
 def test_bad_replay_parameters_fail_before_any_work(tmp_path):

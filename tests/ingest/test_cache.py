@@ -166,15 +166,35 @@ def test_lenient_read_uses_entries_of_a_strict_read(tmp_path, cache):
     assert_same(strict, lenient)
 
 
-def test_forced_format_and_path_spelling_are_part_of_the_key(corpus, cache, monkeypatch):
-    read(corpus, cache)
+def test_the_forced_format_is_part_of_the_key_and_the_paths_spelling_is_not(corpus, cache, monkeypatch):
+    # The README: the cache matches on the absolute path. Keyed on the path as typed, `corpus`, its absolute
+    # path and another spelling each missed and parsed again (three manifest rows per file).
+    first = read(corpus, cache)
     forced = read(corpus, cache, format="canonical")
     assert forced.cache.misses == 3
     monkeypatch.chdir(corpus.parent)
-    relative = read(Path("corpus"), cache)
-    assert relative.cache.misses == 3  # the file column names files as given
-    assert relative.messages["file"].cast(str).str.starts_with("corpus/").all()
-    assert read(Path("corpus"), cache).cache.hits == 3
+    (corpus.parent / "link").symlink_to(corpus)
+    for spelling in (Path("corpus"), Path("./corpus/../corpus/"), Path("link")):
+        again = read(spelling, cache)
+        assert (again.cache.hits, again.cache.misses) == (3, 0), spelling
+        files = again.messages["file"].cast(str).unique().sort().to_list()
+        assert files == [str(spelling / f) for f in ("a.jsonl", "b.jsonl", "c.jsonl")]  # named as given now
+        assert again.messages.drop("file").equals(first.messages.drop("file"))
+        # c.jsonl's skipped line is reported under the name given now too.
+        assert {f for f, _ in again.report.skipped} == {str(spelling / "c.jsonl")}
+    manifest = pl.read_parquet(cache.manifest_path)
+    assert manifest.height == 6  # one row per file and format mode, whatever the spelling
+    assert set(manifest["abspath"]) == {str(corpus.resolve() / f) for f in ("a.jsonl", "b.jsonl", "c.jsonl")}
+
+
+def test_a_file_parsed_again_under_another_spelling_replaces_its_row(corpus, cache, monkeypatch):
+    read(corpus, cache)
+    monkeypatch.chdir(corpus.parent)
+    write_session(Path("corpus") / "b.jsonl", 4)  # changed: parsed again, named relatively this time
+    again = read(Path("corpus"), cache)
+    assert (again.cache.hits, again.cache.misses) == (2, 1)
+    assert pl.read_parquet(cache.manifest_path).height == 3
+    assert read(corpus, cache).cache.hits == 3
 
 
 def _entry_path(cache: Cache, path: Path) -> Path:

@@ -160,5 +160,8 @@ def test_skip_invalid_skips_a_file_that_is_not_jsonl_at_all(tmp_path):
 def test_a_first_line_that_is_not_json_says_why(tmp_path):
     bad = tmp_path / "bad.jsonl"
     bad.write_bytes(b'{"type":"message","role":"user","content":[{"type":"text","text":"\xff"}]}\n')
-    with pytest.raises(InputError, match=r"bad\.jsonl:1: the first line is not valid JSON: .*UTF-8"):
+    with pytest.raises(InputError, match=r"bad\.jsonl:1: not UTF-8: byte 0xff at byte 66 of the line"):
+        pa.read_sessions(bad)
+    bad.write_bytes(b'{"type":"message","role":"user",\n')
+    with pytest.raises(InputError, match=r"bad\.jsonl:1: the first line is not valid JSON: "):
         pa.read_sessions(bad)

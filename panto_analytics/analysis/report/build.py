@@ -46,13 +46,15 @@ from ...schema import COMPACTIONS_SCHEMA
 from .. import plots
 from ..compaction_costs import compaction_costs
 from ..compactions import agent_vs_libpanto, compaction_table, policies_vs_agents, recorded_cut_summary
+from ..decision import Decision, DecisionRule, decision_from_replay, recorded_points, replay_outcomes
 from ..formatting import format_column, format_tokens
 from ..plot_data import session_segments
-from ..recommend import Criteria, Recommendation, recommend, recommend_at_compactions
+from ..recommend import Criteria, Recommendation, recommend
 
 __all__ = [
-    "MAX_INPUTS", "Report", "ReportFigure", "SEGMENT_TITLES", "Table", "breakdown", "build_report", "corpus_overview", "costs_section",
-    "policy_table", "render_html", "render_markdown", "replay_figures", "replay_table", "report_figures", "sweep_table", "write_report",
+    "MAX_INPUTS", "Report", "ReportFigure", "SEGMENT_TITLES", "Table", "breakdown", "build_report", "corpus_overview",
+    "costs_section", "decision_table", "policy_table", "render_html", "render_markdown", "replay_figures", "replay_table",
+    "report_figures", "sweep_table", "write_report",
 ]
 
 if TYPE_CHECKING:
@@ -140,7 +142,7 @@ class Report:
     budgets: list[int]
     splits: pl.DataFrame
     sweep: pl.DataFrame
-    recommendation: Recommendation
+    recommendation: Recommendation | Decision
     overview: Table
     breakdowns: dict[str, Table]
     figures: list[ReportFigure] = field(default_factory=list)
@@ -156,6 +158,11 @@ class Report:
     policies: Replay | None = None
     policy_table: Table | None = None
     policy_cuts: Table | None = None
+    #: With a window: the decision's frontier (cost per session against orphan rate), which leads the report,
+    #: its points as a table, and the replay (every policy, billed, with loss) the decision was made on.
+    frontier: ReportFigure | None = None
+    frontier_table: Table | None = None
+    outcomes: Replay | None = None
 
     def __repr__(self) -> str:
         """One line: the title, the budgets, the recommendation and what the report holds."""
@@ -307,6 +314,30 @@ def sweep_table(rec: Recommendation) -> Table:
     return Table([cols[c][0] for c in present], rows, highlight=chosen)
 
 
+def decision_table(rec: Decision) -> Table:
+    """The decision's table under the window (one row per policy and budget), display-formatted, the chosen row
+    emphasised; rows at or above the trigger say so."""
+    t = rec.table
+    money = lambda v: "-" if v is None else f"${v:,.4f}"  # noqa: E731
+    cols = {
+        "policy": ("policy", _cell), "budget": ("budget", _tokens), "at_trigger": ("sessions at trigger", _cell),
+        "compactions_per_session": ("compactions/session", lambda v: "-" if v is None else f"{v:.2f}"),
+        "keeps_k_share": (f"keep {rec.rule.min_kept_turns or 2}+ turns", _pct),
+        "within_limit_share": (f"kept <= {_tokens(rec.rule.limit)}", _pct),
+        "cost_p50": ("cost/session p50", money), "cost_p90": ("p90", money),
+        "orphan_rate": ("orphan rate", _pct), "orphan_rate_p50": ("orphan p50", _pct),
+        "refetch_tokens": ("re-fetch tokens", _tokens), "summarized_p50": ("summarized p50", _tokens),
+        "proposable": ("", lambda v: "" if v else "at/above trigger"),
+    }
+    present = [c for c in cols if c in t.columns]
+    rows = [[cols[c][1](row[c]) for c in present] for row in t.iter_rows(named=True)]
+    chosen = None
+    for i, row in enumerate(t.iter_rows(named=True)):
+        if row["policy"] == rec.policy and row["budget"] == rec.budget:
+            chosen = i
+    return Table([cols[c][0] for c in present], rows, highlight=chosen, left=(0,))
+
+
 def report_figures(splits: pl.DataFrame, turns: pl.DataFrame, *, highlight: int | None = None,
                    segments: dict[str, pl.DataFrame] | None = None) -> list[ReportFigure]:
     """The report's plots, in reading order, each with a caption saying how to read it."""
@@ -448,15 +479,21 @@ def build_report(messages: pl.DataFrame, budgets: Budgets, *, criteria: Criteria
                  sessions: pl.DataFrame | None = None, compactions: pl.DataFrame | None = None,
                  title: str | None = None, inputs: Sequence[str] = (), window: int | None = None,
                  reserve: int = DEFAULT_RESERVE, summary_tokens: int | None = None,
-                 policies: Sequence[str] = ()) -> Report:
+                 policies: Sequence[str] = (), prices: object = True, horizon: int | None = None,
+                 max_orphan_rate: float | None = None) -> Report:
     """Compute everything a report shows.
 
     ``sessions`` (the sessions table, when available) adds sessions without
     messages; ``compactions`` (the recorded compactions table) adds a line on
     them to the overview. Both are optional. With a ``window``, compaction is
-    replayed over each session's life (:func:`panto_analytics.replay`), the
-    recommendation is judged on its compaction events, and the report gains
-    a section and three plots on it. With a ``window`` and ``policies``
+    replayed over each session's life (:func:`panto_analytics.replay`), under
+    libpanto at every budget and each of ``policies``, every call billed
+    (``prices``: genai-prices' offline table by default, a LiteLLM file, or
+    None) and the loss of every compaction measured (``horizon`` tool calls);
+    the recommendation is :func:`~panto_analytics.analysis.decision.decide`'s on
+    those per-session outcomes (``max_orphan_rate``: the frontier rule), and
+    the report leads with the frontier (cost per session against orphan rate)
+    and the chosen point, then a section and three plots on libpanto's replay. With a ``window`` and ``policies``
     (``NAME[:k=v]``), the report compares them: each replayed under the same
     window (libpanto at the recommended budget), a table, a plot and, with
     recorded compactions, each policy's cut at them beside the agents'.
@@ -464,10 +501,17 @@ def build_report(messages: pl.DataFrame, budgets: Budgets, *, criteria: Criteria
     budgets = as_budgets(budgets)
     turns = compute_turns(messages)
     per_session = compute_splits(messages, budgets, sessions=sessions)
-    replayed = None
+    replayed = outcomes = None
+    rec: Recommendation | Decision
     if window is not None:
-        replayed = replay(messages, budgets, window=window, reserve=reserve, summary_tokens=summary_tokens)
-        rec = recommend_at_compactions(replayed, criteria)
+        named = ["libpanto", *[p for p in policies if str(p).split(":")[0] != "libpanto"]] if policies else None
+        outcomes = replay_outcomes(messages, budgets, window=window, reserve=reserve, summary_tokens=summary_tokens,
+                                   policy=named, prices=prices, horizon=horizon)
+        c = criteria or Criteria()
+        rec = decision_from_replay(outcomes, DecisionRule(min_kept_turns=c.min_kept_turns, coverage=c.coverage,
+                                                          max_kept_share=c.max_kept_share,
+                                                          max_orphan_rate=max_orphan_rate))
+        replayed = _libpanto_only(outcomes)
     else:
         windows = (sessions["context_window"].to_list() if sessions is not None and "context_window" in sessions.columns
                    else None)
@@ -490,7 +534,10 @@ def build_report(messages: pl.DataFrame, budgets: Budgets, *, criteria: Criteria
     if replayed is not None:
         report.replay, report.replay_table = replayed, replay_table(replayed, rec.budget)
         report.figures += replay_figures(replayed, highlight=rec.budget)
-    billed = getattr(report, "outcomes", None) or report.replay   # every policy's, where the report has it
+    if isinstance(rec, Decision) and outcomes is not None:
+        report.outcomes = outcomes
+        _frontier_section(report, rec, messages, sessions, compactions, horizon=horizon)
+    billed = report.outcomes or report.replay   # every policy's, where the report has it
     if billed is not None and "total_cost_usd" in billed.sessions.columns:
         costs_section(report, billed, rec.budget)
     # The section needs the tables as read_corpus gives them (hand-built ones may hold a few columns only).
@@ -510,9 +557,54 @@ def build_report(messages: pl.DataFrame, budgets: Budgets, *, criteria: Criteria
             and "source_format" in sessions.columns) else None
         _policy_section(report, messages, corpus, policies, window=window, reserve=reserve,
                         summary_tokens=summary_tokens)
-    for fig in report.figures:
+    for fig in [*report.figures, *([report.frontier] if report.frontier is not None else [])]:
         fig.png = plots.png_bytes(cast("Figure", fig.figure))
     return report
+
+
+def _libpanto_only(result: Replay) -> Replay:
+    """libpanto's rows of a replay that may hold several policies, without the ``policy`` column."""
+    if "policy" not in result.events.columns:
+        return result
+    mine = pl.col("policy").cast(pl.String).str.split(":").list.first() == "libpanto"
+    return Replay(events=result.events.filter(mine).drop("policy"), sessions=result.sessions.filter(mine).drop("policy"),
+                  window=result.window, reserve=result.reserve, summary_tokens=result.summary_tokens,
+                  summary_source=result.summary_source)
+
+
+def _frontier_section(report: Report, rec: Decision, messages: pl.DataFrame, sessions: pl.DataFrame | None,
+                      compactions: pl.DataFrame | None, *, horizon: int | None) -> None:
+    """The figure and table that lead a report under a window: every (policy, budget) by cost and loss."""
+    from ..decision import frontier
+
+    t = rec.table
+    if "cost_p50" not in t.columns or "orphan_rate" not in t.columns or t["cost_p50"].is_null().all():
+        report.frontier_table = Table(["note"], [["no frontier: no session's model has a price (give --prices FILE); "
+                                                  "the table below has the loss figures"]])
+        return
+    recorded = None
+    if (compactions is not None and sessions is not None and not compactions.is_empty()
+            and set(COMPACTIONS_SCHEMA) <= set(compactions.columns) and "source_format" in sessions.columns):
+        recorded = recorded_points(messages, compactions, sessions, report.outcomes.sessions if report.outcomes
+                                   else None, horizon=horizon)
+    chosen = (rec.policy, rec.budget) if rec.budget is not None and rec.policy is not None else None
+    report.frontier = ReportFigure(
+        "frontier", "What each budget costs and loses",
+        "One point per (policy, budget) under the window: the median cost per session (over the sessions that "
+        "reach the trigger) against the orphan rate (tool calls after a compaction that reach for something only "
+        "the summary held). The dashed line joins the Pareto front; hollow points are at or above the trigger "
+        "and never proposed; stars are what the agents recorded; the ring is the chosen point.",
+        plots.frontier(t, recorded=recorded, chosen=chosen))
+    front = frontier(t).select("policy", "budget", "cost_p50", "cost_p90", "orphan_rate", "refetch_tokens")
+    rows = [[r["policy"], _tokens(r["budget"]), f"${r['cost_p50']:,.4f}", f"${r['cost_p90']:,.4f}",
+             _pct(r["orphan_rate"]), _tokens(r["refetch_tokens"])] for r in front.iter_rows(named=True)]
+    if recorded is not None:
+        rows += [[f"{r['agent']} (recorded)", "-", "-" if r["cost_p50"] is None else f"${r['cost_p50']:,.4f}", "-",
+                  _pct(r["orphan_rate"]), "-"] for r in recorded.iter_rows(named=True)]
+    hit = next((i for i, r in enumerate(front.iter_rows(named=True))
+                if chosen is not None and (r["policy"], r["budget"]) == chosen), None)
+    report.frontier_table = Table(["point", "budget", "cost/session p50", "p90", "orphan rate", "re-fetch tokens"],
+                                  rows, highlight=hit)
 
 
 #: The list of files a report wrote, kept in its folder, so that the next report there removes the ones
@@ -535,6 +627,10 @@ def write_report(report: Report, out_dir: str | Path) -> Path:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     files: dict[str, bytes | pl.DataFrame | str] = {f"{fig.name}.png": fig.png for fig in report.figures}
+    if report.frontier is not None:
+        files[f"{report.frontier.name}.png"] = report.frontier.png
+    if report.outcomes is not None:
+        files["decision.parquet"] = report.recommendation.table
     files.update({"sweep.parquet": report.sweep, "splits.parquet": report.splits})
     if report.policies is not None:
         files.update({"policy_events.parquet": report.policies.events,
@@ -597,6 +693,12 @@ _COSTS_TEXT = ("Every call of the replay billed (docs/cost.md; the rules in docs
                "and the kept suffix) against the shorter prompts read and rewritten. Totals over the sessions; "
                "a total with an unpriced session is '-'.")
 
+_DECISION_TEXT = ("One row per (policy, budget) of the replay under the window, the chosen one emphasised. Figures "
+                  "per session are over the sessions that reach the trigger; a rule counts sessions (keep k+ turns: "
+                  "at every compaction the session has). A budget at or above the trigger (window - reserve) is "
+                  "never proposed. Cost: the replayed calls and the summarizer's; orphan rate: pooled over the "
+                  "tool calls after each compaction; re-fetch tokens: the results those orphan calls fetch again.")
+
 _POLICY_TEXT = ("Each policy replayed over the sessions' life under the same window, at its own trigger and "
                 "defaults: how often it compacts, what it keeps verbatim (in recorded-usage tokens; Codex: its "
                 "estimate of the user messages it keeps) and what its summarizer reads. docs/replay.md states "
@@ -615,12 +717,19 @@ def render_markdown(report: Report) -> str:
     out += ["## Recommendation", "", f"**{headline}**", ""]
     out += [f"- Rule: {r}" for r in rules] + [f"- Why: {r}" for r in reasons]
     out += [f"- **Warning:** {w}" for w in warnings] + [""]
+    if report.frontier is not None:
+        out += ["### The frontier", "", report.frontier.caption, "", f"![{report.frontier.title}](frontier.png)", ""]
+    if report.frontier_table is not None:
+        out += [report.frontier_table.markdown(), ""]
     out += ["## Corpus", "", report.overview.markdown(), ""]
     for name, table in report.breakdowns.items():
         out += [f"### By {name}", "", table.markdown(), ""]
-    out += ["## Budgets", "", "One row per budget tried; the chosen one in bold. Kept sizes in tokens; shares of "
-            "sessions except *summarized* (all summarized tokens over all active tokens).", "",
-            sweep_table(rec).markdown(), ""]
+    if isinstance(rec, Decision):
+        out += ["## Budgets under the window", "", _DECISION_TEXT, "", decision_table(rec).markdown(), ""]
+    else:
+        out += ["## Budgets", "", "One row per budget tried; the chosen one in bold. Kept sizes in tokens; shares "
+                "of sessions except *summarized* (all summarized tokens over all active tokens).", "",
+                sweep_table(rec).markdown(), ""]
     if report.replay is not None and report.replay_table is not None:
         out += ["## Compaction over the sessions' life", "", _replay_text(report.replay), "",
                 report.replay_table.markdown(), ""]
@@ -673,12 +782,22 @@ def render_html(report: Report) -> str:
     parts += ["<h2>Recommendation</h2>", f"<p class='headline'>{e(headline)}</p><ul>"]
     parts += [f"<li>Rule: {e(r)}</li>" for r in rules] + [f"<li>Why: {e(r)}</li>" for r in reasons] + ["</ul>"]
     parts += [f"<p class='warning'>Warning: {e(w)}</p>" for w in warnings]
+    if report.frontier is not None:
+        data = base64.b64encode(report.frontier.png).decode("ascii")
+        parts += ["<h3>The frontier</h3>", f"<figure id='frontier'><img alt='{e(report.frontier.title)}' "
+                  f"src='data:image/png;base64,{data}'><figcaption>{e(report.frontier.caption)} "
+                  "<a href='frontier.png'>PNG</a></figcaption></figure>"]
+    if report.frontier_table is not None:
+        parts.append(report.frontier_table.html())
     parts += ["<h2>Corpus</h2>", report.overview.html()]
     for name, table in report.breakdowns.items():
         parts += [f"<h3>By {e(name)}</h3>", table.html()]
-    parts += ["<h2>Budgets</h2>", "<p>One row per budget tried; the chosen one highlighted. Kept sizes in tokens; "
-              "shares of sessions except <em>summarized</em> (all summarized tokens over all active tokens).</p>",
-              sweep_table(rec).html()]
+    if isinstance(rec, Decision):
+        parts += ["<h2>Budgets under the window</h2>", f"<p>{e(_DECISION_TEXT)}</p>", decision_table(rec).html()]
+    else:
+        parts += ["<h2>Budgets</h2>", "<p>One row per budget tried; the chosen one highlighted. Kept sizes in "
+                  "tokens; shares of sessions except <em>summarized</em> (all summarized tokens over all active "
+                  "tokens).</p>", sweep_table(rec).html()]
     if report.replay is not None and report.replay_table is not None:
         parts += ["<h2>Compaction over the sessions' life</h2>", f"<p>{e(_replay_text(report.replay))}</p>",
                   report.replay_table.html()]

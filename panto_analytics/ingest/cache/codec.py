@@ -119,7 +119,8 @@ class FileKey:
             st = os.stat(path)
         except OSError as e:
             raise InputError(path, None, f"cannot read: {e.strerror or e}") from None
-        return cls(str(path), os.path.abspath(path), st.st_size, st.st_mtime_ns, st.st_ino)
+        folder, name = os.path.split(os.path.abspath(path))
+        return cls(str(path), os.path.join(os.path.realpath(folder), name), st.st_size, st.st_mtime_ns, st.st_ino)
 
     def state(self) -> list:
         return [self.path, self.size, self.mtime_ns, self.inode]
@@ -173,6 +174,15 @@ def key_table(paths: Sequence[str | Path]) -> pl.DataFrame:
     if odd.any():
         fixed = [os.path.abspath(a) if o else a for a, o in zip(table["abspath"], odd)]
         table = table.with_columns(abspath=pl.Series(fixed, dtype=pl.String))
+    # Resolved: each folder once (a corpus has far fewer folders than files), so a folder reached through a
+    # link, or by another spelling, is one file for the cache.
+    folder = pl.col("abspath").str.replace(r"/[^/]*$", "")
+    folders = table.select(folder.unique().alias("folder"))["folder"].to_list()
+    real = {f: os.path.realpath(f or "/") for f in folders}
+    moved = {f: r for f, r in real.items() if r != (f or "/")}
+    if moved:
+        table = table.with_columns(abspath=folder.replace(moved).str.strip_suffix("/")
+                                   + pl.col("abspath").str.extract(r"(/[^/]*)$"))
     return table
 
 

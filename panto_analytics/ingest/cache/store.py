@@ -83,7 +83,8 @@ _CACHEDIR_TAG = ("Signature: 8a477f597d28d172789f06886806bc55\n"
                  "# This file is a cache directory tag created by panto_analytics.\n"
                  "# For information about cache directory tags see https://bford.info/cachedir/\n")
 
-_KEY = ["abspath", "path", "mode"]
+#: One manifest row per file and format mode: the file is its absolute, resolved path, however it was named.
+_KEY = ["abspath", "mode"]
 
 
 class CacheWarning(UserWarning):
@@ -169,8 +170,7 @@ class Cache:
         manifest = self._manifest_or_none()
         if manifest is None:
             return None
-        row = manifest.filter((pl.col("abspath") == key.abspath) & (pl.col("path") == key.path)
-                              & (pl.col("mode") == mode_of(format)))
+        row = manifest.filter((pl.col("abspath") == key.abspath) & (pl.col("mode") == mode_of(format)))
         return self.pack_path(row["pack"][0]) if row.height else None
 
     # -- reading ----------------------------------------------------------
@@ -183,11 +183,12 @@ class Cache:
         out: list[Entry | None] = [None] * len(keys)
         manifest = self._manifest_or_none() if found.index else None
         rows = {} if manifest is None else {
-            (a, p): (r, counts) for a, p, r, *counts in manifest.filter(pl.col("mode") == mode_of(format))
+            a: (p, r, counts) for a, p, r, *counts in manifest.filter(pl.col("mode") == mode_of(format))
             .select("abspath", "path", "record", *codec.COUNT_COLUMNS).iter_rows()}
         for i, f in zip(found.index, found.files):
-            record, counts = rows[(keys[i].abspath, keys[i].path)]
-            report = report_of(orjson.loads(record)["report"]) if record else IngestReport(*counts)
+            cached_as, record, counts = rows[keys[i].abspath]
+            share = orjson.loads(record)["report"] if record else None
+            report = report_of(_renamed(share, cached_as, keys[i].path)) if share else IngestReport(*counts)
             out[i] = Entry(f.messages, f.session, f.source_format, report, "pack")
         return out
 
@@ -223,6 +224,9 @@ class Cache:
         del matches
         self.stats.rebuilt += in_read - usable  # parsed again, and their rows replaced
         if served.height:
+            named = keys.select("path").with_row_index("i").with_columns(pl.col("i").cast(pl.Int64))
+            served = served.join(named.rename({"path": "named"}), on="i", how="left", maintain_order="left")
+            _rename_in_packs(served, packs)
             self._serve(served, packs, paths if paths is not None else keys["path"].to_list(), found)  # in i order
         self.stats.hits += len(found.index)
         return found
@@ -308,6 +312,10 @@ class Cache:
         if not isinstance(decoded_all, list) or len(decoded_all) != len(records):
             decoded_all = [_loads_or_none(r) for r in records]  # some record is not one JSON value: find which
         decoded_of = dict(zip(others["i"].to_list(), decoded_all))
+        renamed = others.filter(pl.col("path") != pl.col("named"))
+        for i, was, now in renamed.select("i", "path", "named").iter_rows():  # only files named another way
+            if isinstance(decoded_of.get(i), dict) and isinstance(decoded_of[i].get("report"), dict):
+                decoded_of[i]["report"] = _renamed(decoded_of[i]["report"], was, now)
         corrupt = pl.col("simple") & pl.col("session_id").is_null()  # a session always has an id
         corrupt_rows = int(rows.select(corrupt.sum()).item())
         self.stats.rebuilt += corrupt_rows
@@ -478,6 +486,26 @@ class Cache:
         return n, size
 
 
+def _rename_in_packs(served: pl.DataFrame, packs: list[pl.DataFrame]) -> None:
+    """Where a file was cached under another spelling of its path (``path``) than it is named now
+    (``named``), its rows in ``packs`` name it as it is named now (only the packs that hold such a file
+    are touched)."""
+    renamed = served.filter(pl.col("path") != pl.col("named")).select("pack_index", "path", "named")
+    for (k,), group in renamed.partition_by("pack_index", as_dict=True).items():  # one per pack touched
+        mapping = dict(zip(group["path"].to_list(), group["named"].to_list()))
+        pack = packs[int(k)]
+        dtype = pack.schema["file"]
+        packs[int(k)] = pack.with_columns(pl.col("file").cast(pl.String).replace(mapping).cast(dtype))
+
+
+def _renamed(share: dict, was: str, now: str) -> dict:
+    """A report share (as a record holds it) with its file named ``now`` instead of ``was``."""
+    if was == now or not isinstance(share.get("skipped"), list):
+        return share
+    skipped = [[now, *s[1:]] if isinstance(s, list) and s[:1] == [was] else s for s in share["skipped"]]
+    return {**share, "skipped": skipped}
+
+
 def _build(rows: pl.DataFrame, packs: list[pl.DataFrame], n: int, paths: Sequence[str | Path],
            given: dict[int, SessionMeta], found: Found) -> None:
     """One :class:`~.hits.CachedFile` per served row, file ``i`` of one :class:`~.hits.Served` (of ``n`` files).
@@ -527,16 +555,16 @@ def _matches(manifest: pl.DataFrame, keys: pl.DataFrame, format: str | None, ski
     # which spares the row encoding of a two-column key, and keeps the keys' order, which spares a sort.
     wanted = manifest.select(pl.int_range(pl.len(), dtype=pl.Int64).alias("m"), *_KEY_STATE) \
         .filter((pl.col("mode") == mode_of(format)) & (pl.col("parser") == codec.parser_version()))
-    return now.join(wanted, on="abspath", how="inner", maintain_order="left") \
-        .filter(usable & (pl.col("path") == pl.col("path_right"))).select("i", "m")
+    # The file is its absolute path: the path as it was named then (``path``) may be another spelling of it.
+    return now.join(wanted, on="abspath", how="inner", maintain_order="left").filter(usable).select("i", "m")
 
 
 #: The manifest columns a lookup matches on.
-_KEY_STATE = ["abspath", "path", "mode", "parser", "size", "mtime_ns", "inode", "skipped"]
+_KEY_STATE = ["abspath", "mode", "parser", "size", "mtime_ns", "inode", "skipped"]
 
 
 #: The manifest columns a lookup serves from, with ``i`` (the file's row among the keys).
-_SERVED = ["i", "pack", "row_offset", "rows", "source_format", "simple", "record", *codec.SESSION_COLUMNS,
+_SERVED = ["i", "pack", "path", "row_offset", "rows", "source_format", "simple", "record", *codec.SESSION_COLUMNS,
            *codec.COUNT_COLUMNS]
 
 
