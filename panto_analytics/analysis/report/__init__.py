@@ -8,6 +8,8 @@ from .build import (
     breakdown,
     build_report,
     corpus_overview,
+    costs_section,
+    decision_table,
     policy_table,
     replay_figures,
     replay_table,
@@ -18,7 +20,7 @@ from .model import SEGMENT_TITLES, Report, ReportFigure, Table
 from .render import MAX_INPUTS, WRITTEN_LIST, render_html, render_markdown, write_report
 
 __all__ = [
-    "MAX_INPUTS", "Report", "ReportFigure", "SEGMENT_TITLES", "Table", "WRITTEN_LIST", "breakdown", "build_report", "corpus_overview",
-    "policy_table", "render_html", "render_markdown", "replay_figures", "replay_table", "report_figures", "sweep_table",
-    "write_report",
+    "MAX_INPUTS", "SEGMENT_TITLES", "WRITTEN_LIST", "Report", "ReportFigure", "Table", "breakdown", "build_report",
+    "corpus_overview", "costs_section", "decision_table", "policy_table", "render_html", "render_markdown",
+    "replay_figures", "replay_table", "report_figures", "sweep_table", "write_report",
 ]

@@ -42,6 +42,7 @@ from ...policy.replay.engine import DEFAULT_RESERVE
 from ...schema import COMPACTIONS_SCHEMA
 from .. import plots
 from ..compactions import agent_vs_libpanto, compaction_table, policies_vs_agents, recorded_cut_summary
+from ..cost_table import compaction_costs
 from ..decision import Decision, DecisionRule, decision_from_replay, recorded_points, replay_outcomes
 from ..formatting import format_tokens
 from ..plot_data import session_segments
@@ -49,8 +50,8 @@ from ..recommendation import Criteria, Recommendation, recommend
 from .model import SEGMENT_TITLES, Report, ReportFigure, Table, cell, percent, tokens
 
 __all__ = [
-    "breakdown", "build_report", "corpus_overview", "decision_table", "policy_table", "replay_figures",
-    "replay_table", "report_figures", "sweep_table",
+    "breakdown", "build_report", "corpus_overview", "costs_section", "decision_table", "policy_table",
+    "replay_figures", "replay_table", "report_figures", "sweep_table",
 ]
 
 if TYPE_CHECKING:
@@ -284,6 +285,26 @@ def replay_figures(result: Replay, *, highlight: int | None = None) -> list[Repo
     ]
 
 
+def costs_section(report: Report, result: Replay, chosen: int | None = None) -> None:
+    """"What compaction costs" from a billed replay (its sessions have ``total_cost_usd``): the table, the plot."""
+    money = lambda v: "-" if v is None else f"${v:,.2f}"  # noqa: E731
+    cols = {"policy": ("policy", cell), "budget": ("budget", tokens), "sessions": ("sessions", cell),
+            "compactions": ("compactions", cell), "recorded_usd": ("recorded", money),
+            "replayed_usd": ("replayed", money), "change_usd": ("change", money),
+            "summarizer_usd": ("summarizer", money), "summarizer_share": ("summarizer share", percent),
+            "cache_write_change_usd": ("cache writes change", money),
+            "cache_read_change_usd": ("cache reads change", money)}
+    t = compaction_costs(result.sessions)
+    report.costs = Table([name for name, _ in cols.values()],
+                         [[fmt(row[c]) for c, (_, fmt) in cols.items()] for row in t.iter_rows(named=True)])
+    report.figures.append(ReportFigure(
+        "cost_by_budget", "What each budget costs per session",
+        "Each session's replayed calls and summarizer call, billed (docs/cost.md, docs/replay.md): the median per "
+        "budget, one line per policy (a policy with a budget of its own: one point), the 10th-90th percentile band, "
+        "and the recorded sessions' median as the dashed line.",
+        plots.cost_by_budget(result.sessions, highlight=chosen)))
+
+
 def policy_table(result: Replay) -> Table:
     """The comparison of policies (:func:`~panto_analytics.policy.compare_policies`), formatted."""
     t = compare_policies(result.events, result.sessions)
@@ -392,6 +413,9 @@ def build_report(messages: pl.DataFrame, budgets: Budgets, *, criteria: Criteria
     if isinstance(rec, Decision) and outcomes is not None:
         report.outcomes = outcomes
         _frontier_section(report, rec, messages, sessions, compactions, horizon=horizon)
+    billed = report.outcomes or report.replay   # every policy's, where the report has it
+    if billed is not None and "total_cost_usd" in billed.sessions.columns:
+        costs_section(report, billed, rec.budget)
     # The section needs the tables as read_corpus gives them (hand-built ones may hold a few columns only).
     if (compactions is not None and sessions is not None and not compactions.is_empty()
             and set(COMPACTIONS_SCHEMA) <= set(compactions.columns) and "source_format" in sessions.columns):

@@ -16,7 +16,9 @@ from ..decision import Decision
 from ..formatting import format_column, format_tokens
 from ..recommendation import Recommendation
 
-__all__ = ["Report", "ReportFigure", "SEGMENT_TITLES", "Table", "cell", "percent", "tokens"]
+__all__ = [
+    "SEGMENT_TITLES", "Report", "ReportFigure", "Table", "cell", "percent", "tokens",
+]
 
 if TYPE_CHECKING:
     pass
@@ -110,6 +112,8 @@ class Report:
     #: With a window: the replay the recommendation was judged on, and its per-budget table.
     replay: Replay | None = None
     replay_table: Table | None = None
+    #: With a billed replay: "What compaction costs" (analysis.cost_table), one row per policy and budget.
+    costs: Table | None = None
     #: With recorded compactions: what the agents kept beside libpanto's split at the same moment.
     recorded: Table | None = None
     #: With a window and policies: the replay under each policy and its comparison table; with recorded

@@ -12,10 +12,15 @@ import polars as pl
 from ...policy import Replay
 from ..decision import Decision
 from ..formatting import format_tokens
-from .build import decision_table, sweep_table
+from .build import (
+    decision_table,
+    sweep_table,
+)
 from .model import Report
 
-__all__ = ["MAX_INPUTS", "WRITTEN_LIST", "render_html", "render_markdown", "write_report"]
+__all__ = [
+    "MAX_INPUTS", "WRITTEN_LIST", "render_html", "render_markdown", "write_report",
+]
 
 #: The list of files a report wrote, kept in its folder, so that the next report there removes the ones
 #: it does not write again (and nothing else).
@@ -96,6 +101,13 @@ def _replay_text(result: Replay) -> str:
             "the rules of the recommendation ran on these events (docs/replay.md).")
 
 
+_COSTS_TEXT = ("Every call of the replay billed (docs/cost.md; the rules in docs/replay.md): what the sessions cost "
+               "as recorded, as replayed (the calls after each compaction, with their shorter prompts and cache "
+               "misses, plus the summarizer's calls), the change, the summarizer's share of the replayed cost, and "
+               "how cache writes and reads changed: the writes after each compaction (a cache miss on the summary "
+               "and the kept suffix) against the shorter prompts read and rewritten. Totals over the sessions; "
+               "a total with an unpriced session is '-'.")
+
 _DECISION_TEXT = ("One row per (policy, budget) of the replay under the window, the chosen one emphasised. Figures "
                   "per session are over the sessions that reach the trigger; a rule counts sessions (keep k+ turns: "
                   "at every compaction the session has). A budget at or above the trigger (window - reserve) is "
@@ -139,6 +151,8 @@ def render_markdown(report: Report) -> str:
     if report.recorded is not None:
         out += ["## What the agents did at their recorded compactions", "", _RECORDED_TEXT, "",
                 report.recorded.markdown(), ""]
+    if report.costs is not None:
+        out += ["## What compaction costs", "", _COSTS_TEXT, "", report.costs.markdown(), ""]
     if report.policy_table is not None:
         out += ["## Policies under the same window", "", _POLICY_TEXT, "", report.policy_table.markdown(), ""]
     if report.policy_cuts is not None:
@@ -205,6 +219,8 @@ def render_html(report: Report) -> str:
     if report.recorded is not None:
         parts += ["<h2>What the agents did at their recorded compactions</h2>", f"<p>{e(_RECORDED_TEXT)}</p>",
                   report.recorded.html()]
+    if report.costs is not None:
+        parts += ["<h2>What compaction costs</h2>", f"<p>{e(_COSTS_TEXT)}</p>", report.costs.html()]
     if report.policy_table is not None:
         parts += ["<h2>Policies under the same window</h2>", f"<p>{e(_POLICY_TEXT)}</p>", report.policy_table.html()]
     if report.policy_cuts is not None:
