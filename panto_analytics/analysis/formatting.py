@@ -73,7 +73,7 @@ def format_column(values: list) -> list[str]:
     floats = [abs(v) for v in numbers if isinstance(v, float) and not math.isnan(v)]
     if floats and not all(v.is_integer() for v in floats):
         top = max(floats)
-        decimals = 0 if top >= 100 else 1 if top >= 10 else 2 if top >= 1 else 3
+        decimals = 0 if top >= 100 else 1 if top >= 10 else 3
     else:
         decimals = 0
     out = []
@@ -99,15 +99,33 @@ def render_table(df, *, width: int | None = None, rows: int = 200) -> tuple[str,
 
     Text is never shortened (a session id or a path is whole or absent): whole columns are left out
     instead, the later ones first, and each column that still fits is kept, so a narrow column after a
-    wide one stays. The first column always shows. ``width`` None: every column.
+    wide one stays. The first column always shows. ``width`` None: every column. Numbers are written as
+    :func:`format_column` writes them (one notation per column, thousands separated), aligned right; the
+    first ``rows`` rows are shown.
 
     >>> import polars as pl
     >>> df = pl.DataFrame({"id": ["a"], "path": ["/" + "x" * 60], "n": [1]})
     >>> text, hidden = render_table(df, width=40)
     >>> hidden, max(len(line) for line in text.splitlines()) <= 40
     (['path'], True)
+    >>> print(render_table(pl.DataFrame({"budget": [0, 25_000], "share": [0.0, 0.368948]}))[0])
+    ┌────────┬───────┐
+    │ budget ┆ share │
+    ╞════════╪═══════╡
+    │      0 ┆ 0.000 │
+    │ 25,000 ┆ 0.369 │
+    └────────┴───────┘
     """
     import polars as pl
+
+    df = df.head(rows)
+    numeric = [c for c, t in df.schema.items() if t.is_numeric()]
+    if numeric:
+        def right(header: str, cells: list[str]) -> list[str]:  # right-aligned under the header too
+            return [cell.rjust(max(len(header), *map(len, cells))) for cell in cells]
+
+        df = df.with_columns(pl.Series(c, right(c, format_column(df[c].to_list())), dtype=pl.String)
+                             for c in numeric)
 
     def draw(frame) -> str:
         with pl.Config(tbl_rows=min(len(frame), rows), **TABLE_CONFIG):
