@@ -66,8 +66,8 @@ def format_column(values: list) -> list[str]:
     as many decimals as the column's largest magnitude leaves room for (never ``3.37e+04`` beside ``17,459``).
     None is ``-``; text stays as it is.
 
-    >>> format_column([33_700.5, 17_459.0, None]), format_column([0.5, 0.125]), format_column([1_200, 3])
-    (['33,700', '17,459', '-'], ['0.500', '0.125'], ['1,200', '3'])
+    >>> format_column([33_700.5, 17_459.0, None]), format_column([0.5, 0.125]), format_column([1_200, 2**64 - 1])
+    (['33,700', '17,459', '-'], ['0.500', '0.125'], ['1,200', '18,446,744,073,709,551,615'])
     """
     numbers = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
     floats = [abs(v) for v in numbers if isinstance(v, float) and not math.isnan(v)]
@@ -82,7 +82,9 @@ def format_column(values: list) -> list[str]:
             out.append("-")
         elif isinstance(v, bool):
             out.append("yes" if v else "no")
-        elif isinstance(v, (int, float)):
+        elif isinstance(v, int):  # exactly, past what a float holds (2^64-1)
+            out.append(f"{v:,}" if not decimals else f"{v:,.{decimals}f}")
+        elif isinstance(v, float):
             out.append(f"{v:,.{decimals}f}")
         else:
             out.append(str(v))
