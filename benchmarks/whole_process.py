@@ -13,7 +13,9 @@ process and its children):
   (as a user runs it: the default cache, here a fresh folder each round);
 - ``panto-analytics ingest TREE -q`` into an empty cache (the cache's cost)
   and with ``--no-cache``;
-- the same read cached (a re-read), and ``panto-analytics --help``.
+- the same read cached (a re-read), and ``panto-analytics --help``;
+- the cached re-read of ``--reread-files`` tiny files, as a whole process
+  and (the benchmark's own figure, ``ingest_scale.reread_many``) in process.
 
 Ratios are taken within one run, so both sides meet the same load; the load
 average is printed with them. ``--memory`` adds the resident bytes per
@@ -32,7 +34,7 @@ from pathlib import Path
 
 import click
 
-from .ingest_scale import ccusage_binary
+from .ingest_scale import ccusage_binary, reread_many, write_tiny_sessions
 from .real_formats import write_copies
 
 __all__ = ["Command", "run_side_by_side"]
@@ -71,6 +73,23 @@ def run_side_by_side(commands: list[Command], rounds: int, scratch: Path) -> Non
             c.run(scratch)
 
 
+def cache_cost_cpu(paths: list[Path], rounds: int, scratch: Path) -> tuple[float, float]:
+    """CPU seconds (best of ``rounds``, interleaved) of a cold read into an empty cache and of one without."""
+    from panto_analytics.ingest import read_sessions
+
+    cold, bare = [], []
+    for _ in range(rounds):
+        cache = Path(tempfile.mkdtemp(prefix="cache-", dir=scratch))
+        t0 = time.process_time()
+        read_sessions(paths, cache=cache)
+        cold.append(time.process_time() - t0)
+        shutil.rmtree(cache, ignore_errors=True)
+        t0 = time.process_time()
+        read_sessions(paths)
+        bare.append(time.process_time() - t0)
+    return min(cold), min(bare)
+
+
 def _cli() -> list[str]:
     script = Path(sys.executable).parent / "panto-analytics"
     return [str(script)] if script.exists() else [sys.executable, "-c",
@@ -81,8 +100,14 @@ def _cli() -> list[str]:
 @click.option("--copies", type=click.IntRange(min=1), default=37, show_default=True,
               help="Copies of the real Claude Code recordings (about 4 MB each; 37: about 150 MB).")
 @click.option("--rounds", type=click.IntRange(min=1), default=5, show_default=True, help="Runs of each command.")
-@click.option("--memory", is_flag=True, help="Also the resident bytes per message of a cold read.")
-def main(copies: int, rounds: int, memory: bool) -> None:
+@click.option("--memory", is_flag=True, help="Also the resident bytes per message of a cold read, with the parsing "
+              "worker and without.")
+@click.option("--reread-files", type=click.IntRange(min=0), default=30_000, show_default=True,
+              help="Tiny files for the cached re-read; 0 skips it.")
+@click.option("--in-process", is_flag=True, help="Also the cache's cost on a cold read in process, by CPU time.")
+@click.option("--whole/--no-whole", default=True, show_default=True,
+              help="Time the Claude Code commands as whole processes (--no-whole: only what else is asked).")
+def main(copies: int, rounds: int, memory: bool, reread_files: int, in_process: bool, whole: bool) -> None:
     """Time Claude Code ingest against ccusage, whole processes, side by side."""
     source = REPO.parent / "shared" / "realdata" / "claude-code"
     if not source.is_dir():
@@ -95,7 +120,7 @@ def main(copies: int, rounds: int, memory: bool) -> None:
         warm = work / "warm-cache"
         cli = _cli()
         subprocess.run([*cli, "ingest", str(tree), "-q", "--cache", str(warm)], check=True, capture_output=True)
-        commands = [
+        commands = [] if not whole else [
             Command("panto-analytics --help", [*cli, "--help"]),
             Command("ingest TREE -o messages.parquet (empty cache)", [*cli, "ingest", str(tree), "-o",
                                                                        "messages.parquet"], fresh_cache=True),
@@ -105,8 +130,15 @@ def main(copies: int, rounds: int, memory: bool) -> None:
                                                                        "--jobs", "1"]),
             Command("ingest TREE -q (cached)", [*cli, "ingest", str(tree), "-q", "--cache", str(warm)]),
         ]
+        if reread_files:
+            many, many_cache = work / "many", work / "many-cache"
+            write_tiny_sessions(many, reread_files)
+            subprocess.run([*cli, "ingest", str(many), "-q", "--cache", str(many_cache)], check=True,
+                           capture_output=True)
+            commands.append(Command(f"ingest MANY -q (cached, {reread_files:,} files)",
+                                    [*cli, "ingest", str(many), "-q", "--cache", str(many_cache)]))
         binary = ccusage_binary()
-        if binary is not None:
+        if binary is not None and whole:
             commands.insert(1, Command("ccusage daily --json --offline", [binary, "daily", "--json", "--offline"],
                                        {"CLAUDE_CONFIG_DIR": str(work / "claude")}))
         run_side_by_side(commands, rounds, work)
@@ -118,14 +150,28 @@ def main(copies: int, rounds: int, memory: bool) -> None:
             wall, cpu = min(c.walls), min(c.cpus)
             versus = f"  {wall / min(base.walls):5.2f}x wall  {cpu / min(base.cpus):5.2f}x CPU" if base else ""
             click.echo(f"  {c.name:<48}{wall:6.2f} s wall {cpu:6.2f} s CPU{versus}")
-        by = {c.name: min(c.walls) for c in commands}
-        click.echo(f"  empty cache / --no-cache: {by['ingest TREE -q (empty cache)'] / by['ingest TREE --no-cache -q']:.2f}x")
+        if whole:
+            cold, bare = (next(c for c in commands if c.name == n) for n in ("ingest TREE -q (empty cache)",
+                                                                               "ingest TREE --no-cache -q"))
+            click.echo(f"  empty cache / --no-cache, whole processes: {min(cold.walls) / min(bare.walls):.2f}x wall, "
+                       f"{min(cold.cpus) / min(bare.cpus):.2f}x CPU")
+        if in_process:
+            cpu_cold, cpu_bare = cache_cost_cpu(paths, rounds, work)
+            click.echo(f"  empty cache / --no-cache, in process (read_sessions, CPU time, best of {rounds}): "
+                       f"{cpu_cold:.2f} s / {cpu_bare:.2f} s = {cpu_cold / cpu_bare:.2f}x")
+        if reread_files:
+            inside = reread_many(reread_files, work / "inside")
+            click.echo(f"  cached re-read of {reread_files:,} files in process (read_sessions): "
+                       f"{inside['seconds']:.2f} s wall, {inside['cpu_seconds']:.2f} s CPU")
         if memory:
             from .memory import resident
 
-            m = resident(paths, launch=True)
-            click.echo(f"  resident after a cold read: {m.get('resident_bytes_per_message', float('nan')):.0f} "
-                       f"bytes/message ({m.get('messages')} messages)")
+            for launch in (True, False):
+                m = resident(paths, launch=launch)
+                where = "the parsing worker launched first" if launch else "parsed in the same process"
+                click.echo(f"  resident after a cold read, {where}: "
+                           f"{m.get('resident_bytes_per_message', float('nan')):.0f} bytes/message "
+                           f"({m.get('messages')} messages)")
 
 
 if __name__ == "__main__":

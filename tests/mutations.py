@@ -2,18 +2,20 @@
 
 Each mutation keeps the file's other lines as they are: ``truncate`` cuts the
 line short, ``retype`` gives one field (at the top or one level down) a value
-of another JSON type, ``huge`` makes a number too big for 64 bits, ``deep``
-nests arrays deeper than Python recurses, ``bad utf-8`` inserts invalid
+of another JSON type, ``huge`` makes a number too big for 64 bits, ``big``
+puts a number that JSON holds but no counter or timestamp does (2^32, 2^63, 2^64-1, 1e30, ...) where
+the line has one, ``deep`` nests arrays deeper than Python recurses, ``bad utf-8`` inserts invalid
 bytes, ``bom`` and ``crlf`` add a byte-order mark and a carriage return,
 ``drop`` empties the line.
 """
 from __future__ import annotations
 
 import json
+import re
 
 from hypothesis import strategies as st
 
-__all__ = ["MUTATIONS", "mutate", "retype"]
+__all__ = ["BIG_NUMBERS", "MUTATIONS", "mutate", "retype"]
 
 
 def _deep(depth: int) -> object:
@@ -40,7 +42,11 @@ def retype(line: bytes, data: st.DataObject) -> bytes:
     return json.dumps(record).encode()
 
 
-MUTATIONS = ["truncate", "retype", "huge", "deep", "bad utf-8", "bom", "crlf", "drop"]
+MUTATIONS = ["truncate", "retype", "huge", "big", "deep", "bad utf-8", "bom", "crlf", "drop"]
+
+#: Numbers JSON holds that no usage counter (u32) or timestamp (a datetime) holds.
+BIG_NUMBERS = [b"4294967296", b"9007199254740993", b"9223372036854775808", b"18446744073709551615", b"1e30",
+               b"-1e30", b"1.7e308"]
 
 
 def mutate(line: bytes, how: str, data: st.DataObject) -> bytes:
@@ -50,6 +56,12 @@ def mutate(line: bytes, how: str, data: st.DataObject) -> bytes:
         return retype(line, data)
     if how == "huge":
         return line.replace(b"1", b"9" * 30, 1)
+    if how == "big":
+        numbers = [m for m in re.finditer(rb"(?<![\w.\"-])\d+(?![\w.\"])", line)]
+        if not numbers:
+            return line
+        m = numbers[data.draw(st.integers(0, len(numbers) - 1))]
+        return line[:m.start()] + data.draw(st.sampled_from(BIG_NUMBERS)) + line[m.end():]
     if how == "deep":
         return b'{"type": "message", "role": "user", "content": ' + b"[" * 5000 + b"]" * 5000 + b"}"
     if how == "bad utf-8":

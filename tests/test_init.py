@@ -59,3 +59,10 @@ def test_dir_holds_the_public_names_and_not_the_module_machinery():
     assert set(pa.__all__) <= set(names) and {"plots", "report", "examples"} <= set(names)
     assert not {"importlib", "Any", "TYPE_CHECKING"} & set(names)
     assert not [n for n in names if n.startswith("_") and not n.startswith("__")]
+
+
+def test_help_opens_with_the_tour():
+    text = pydoc.render_doc(pa, renderer=pydoc.plaintext)
+    description = text.split("DESCRIPTION", 1)[1].strip()
+    assert description.startswith("A tour"), description[:200]
+    assert description.index("pa.read_sessions(") < description.index("Cache")

@@ -27,7 +27,6 @@ enough turns and leaves the most room.
 """
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -35,14 +34,14 @@ from typing import Any, cast
 import polars as pl
 
 from ..defaults import DEFAULT_COVERAGE, DEFAULT_MIN_KEPT_TURNS
-from ..policy import Replay, events_as_splits, summarize_splits
+from ..policy import summarize_splits
 from ..policy.expressions import SESSION
 from .formatting import counted, format_share, format_tokens
 
 __all__ = [
     "DEFAULT_COVERAGE", "DEFAULT_MIN_KEPT_TURNS", "WINDOW_SHARE_WARNING", "Criteria", "Outcomes", "Recommendation",
-    "coverage_table", "display_columns", "outcome_warnings", "outcomes_at", "recommend", "recommend_at_compactions",
-    "recommend_from_table", "window_warnings",
+    "coverage_table", "display_columns", "outcome_warnings", "outcomes_at", "recommend", "recommend_from_table",
+    "window_warnings",
 ]
 
 
@@ -438,22 +437,3 @@ def window_warnings(budget: int, windows: Iterable[int | None] | None) -> list[s
     return [f"{format_tokens(budget)} is {how} the smallest known context window "
             f"({format_tokens(smallest)}): after a compaction, the kept suffix alone would fill more than "
             f"{WINDOW_SHARE_WARNING:.0%} of it"]
-
-
-def recommend_at_compactions(result: Replay, criteria: Criteria | None = None) -> Recommendation:
-    """Pick a budget by ``criteria`` judged on the compaction events of a replay (see :func:`panto_analytics.replay`).
-
-    The rules read "of compaction events" instead of "of sessions": e.g. the
-    smallest budget at which 90% of compactions keep at least two whole
-    turns. The table's ``events`` column counts them; the budget is checked
-    against a quarter of the replay's window.
-    """
-    criteria = dataclasses.replace(criteria or Criteria(), unit="compaction events")
-    rec = recommend(events_as_splits(result.events), criteria, windows=[result.window])
-    # Rows are events here; a share of no-op or capped events means nothing (an event never is one).
-    rec.table = rec.table.rename({"sessions": "events"}).drop("noop_share", "capped_share")
-    rec.reasons.append(
-        f"replayed under a {format_tokens(result.window)} window (reserve {format_tokens(result.reserve)}, summary "
-        f"{format_tokens(result.summary_tokens)} tokens, {result.summary_source}): {result.events.height:,} compaction events over "
-        f"{result.sessions['session_id'].n_unique():,} sessions")
-    return rec

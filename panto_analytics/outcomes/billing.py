@@ -128,7 +128,7 @@ def cache_split(prompt: pl.Expr, tail_input: pl.Expr, writes: pl.Expr, candidate
 def _prev(value: pl.Expr) -> pl.Expr:
     """``value`` on the previous call of the same session and model (null on the first): each model has its
     own cache, so a call reads what the previous call to its model left."""
-    return value.shift(1).over(S, "model")
+    return value.shift(1).over("_gm")
 
 
 def call_rows(messages: pl.DataFrame | pl.LazyFrame) -> pl.LazyFrame:
@@ -165,6 +165,10 @@ def call_rows(messages: pl.DataFrame | pl.LazyFrame) -> pl.LazyFrame:
         cache_write_5m=write - pl.min_horizontal("_w1h", write), cache_write_1h=pl.min_horizontal("_w1h", write),
         prompt=pl.col("input").cast(_I) + pl.col("cache_read") + write,
         anchor="_anchor",
+    ).with_columns(
+        # One integer per (session, model): the windows below group by it.
+        _gm=(pl.col(S).cast(pl.Categorical).to_physical().cast(pl.UInt64) * 2**32
+             + pl.col("model").cast(pl.Categorical).to_physical().cast(pl.UInt64).fill_null(2**32 - 1)),
     )
     wrote = pl.col("cache_write_5m") + pl.col("cache_write_1h") > 0
     prev_seq = _prev(pl.col("seq").cast(_I))
@@ -175,9 +179,9 @@ def call_rows(messages: pl.DataFrame | pl.LazyFrame) -> pl.LazyFrame:
         calls.with_columns(
             writes=wrote.cast(pl.UInt8).max().over(S).cast(pl.Boolean),
             first=first,
-            head=pl.col("cache_read").first().over(S, "model"),
+            head=pl.col("cache_read").first().over("_gm"),
             one_hour=(pl.when(wrote).then(pl.col("cache_write_1h") > 0).when(first).then(False)
-                      .forward_fill().over(S, "model")),
+                      .forward_fill().over("_gm")),
             prev_seq=prev_seq,
             _shrank=shrank,
         )
@@ -186,7 +190,7 @@ def call_rows(messages: pl.DataFrame | pl.LazyFrame) -> pl.LazyFrame:
                 (gap <= lifetime_ms(_prev(pl.col("one_hour")))).fill_null(True)),
             # The first shrink after each recorded summary: where the recorded compaction took effect.
             restart=pl.col("first") | (pl.col("_shrank")
-                                       & (pl.col("_shrank").cast(_I).cum_sum().over(S, "model", "anchor") == 1)),
+                                       & (pl.col("_shrank").cast(_I).cum_sum().over("_gm", "anchor") == 1)),
         )
         .drop("_shrank")
     )
@@ -258,16 +262,56 @@ def check_cache_rule(messages: pl.DataFrame | pl.LazyFrame, *, tolerance: float 
     ).collect()
 
 
-def _event_state(events: pl.DataFrame, calls: pl.DataFrame, keys: Sequence[str]) -> pl.DataFrame:
-    """Per event: ``_at`` (trigger_seq + 1, where its state starts), ``_S`` (tokens summarized since the latest
-    restart, this event included) and ``_epoch`` (the trigger's latest recorded summary, -1 when none)."""
-    trig = calls.select(S, trigger_seq=pl.col("seq").cast(_I), _epoch="anchor")
-    ev = events.with_columns(pl.col("trigger_seq").cast(_I)).join(trig, on=[S, "trigger_seq"], how="left",
-                                                                  maintain_order="left")
-    group = [*keys, S, "_epoch"]
-    return ev.with_columns(
-        _at=pl.col("trigger_seq") + 1,
-        _S=pl.col("summarized_tokens").cast(_I).cum_sum().over(group, order_by="trigger_seq"),
+def _simulate(calls: pl.DataFrame, events: pl.DataFrame, keys: list[str],
+              summary_tokens: int) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The events with ``_eid`` (their row), and one row per (event, call it governs) with the call's row ``_ci``.
+
+    An event governs the calls after its trigger up to and including the next
+    trigger of its key and session (or the session's last call): a range of
+    rows of ``calls`` (sessions are contiguous there), so the rows are ranges
+    exploded and gathered, with no search.
+    """
+    idx = calls.select(S, trigger_seq=pl.col("seq").cast(_I), _ti=pl.int_range(pl.len(), dtype=_I),
+                       _epoch="anchor")
+    last = idx.group_by(S).agg(_last=pl.col("_ti").max())
+    group = [*keys, S]
+    ev = (events.with_columns(pl.col("trigger_seq").cast(_I)).with_row_index("_eid")
+          .join(idx, on=[S, "trigger_seq"], how="left", maintain_order="left")
+          .join(last, on=S, how="left", maintain_order="left")
+          .sort([*group, "trigger_seq"], maintain_order=True)
+          .with_columns(
+              _at=pl.col("trigger_seq") + 1,
+              _hi=pl.coalesce(pl.col("_ti").shift(-1).over(group), pl.col("_last")) + 1,
+              _S=pl.col("summarized_tokens").cast(_I).cum_sum().over([*group, "_epoch"]),
+          ))
+    rows = (ev.select(*keys, S, "event", "_eid", "_at", "_S", _ci=pl.int_ranges(pl.col("_ti") + 1, "_hi", dtype=_I))
+            .explode("_ci").drop_nulls("_ci"))
+    gathered = calls.with_columns(
+        _prev_prompt=_prev(pl.col("prompt")), _prev_input=_prev(pl.col("input"))).drop(S)[rows["_ci"]]
+    return ev, pl.concat([rows, gathered], how="horizontal")
+
+
+def _simulated_tokens(rows: pl.DataFrame, summary_tokens: int) -> pl.DataFrame:
+    """``rows`` (from :func:`_simulate`) with ``compacted`` and the simulated :data:`TOKEN_COLUMNS`."""
+    compacted = pl.col("anchor") < pl.col("_at")
+    summary = pl.lit(summary_tokens, _I)
+    prompt = (pl.col("prompt") - pl.col("_S")).clip(0) + summary
+    prev_prompt = (pl.col("_prev_prompt") - pl.col("_S")).clip(0) + summary
+    prev_tail = pl.when(pl.col("writes")).then(pl.min_horizontal("_prev_input", prev_prompt)).otherwise(0)
+    first_after = pl.col("prev_seq").is_null() | (pl.col("prev_seq") < pl.col("_at"))
+    candidate = _candidate(first_after, pl.col("fresh"), prev_prompt - prev_tail)
+    inp, read, write = cache_split(prompt, pl.col("input"), pl.col("writes"), candidate)
+    one_hour = pl.col("one_hour")
+    simulated = {
+        "input": inp, "output": pl.col("output"), "cache_read": read,
+        "cache_write_5m": pl.when(one_hour).then(0).otherwise(write),
+        "cache_write_1h": pl.when(one_hour).then(write).otherwise(0),
+    }
+    return rows.with_columns(
+        pl.col(c).alias(f"recorded_{c}") for c in TOKEN_COLUMNS
+    ).with_columns(
+        compacted=compacted,
+        **{name: pl.when(compacted).then(expr).otherwise(pl.col(f"recorded_{name}")) for name, expr in simulated.items()},
     )
 
 
@@ -284,44 +328,9 @@ def simulated_calls(calls: pl.DataFrame, events: pl.DataFrame, *, keys: Sequence
     recorded summary restarted the state) and ``event`` (the latest
     compaction before the call). Calls not listed bill as recorded.
     """
-    keys = list(keys)
-    ev = _event_state(events, calls, keys)
-    state = ev.select(*keys, S, "event", "_at", "_S", "_epoch").sort([*keys, S, "_at"])
-    firsts = state.group_by([*keys, S]).agg(_first=pl.col("_at").min())
-    c = calls.with_columns(
-        _tail=pl.when(pl.col("writes")).then(pl.col("input")).otherwise(0),
-        _prev_prompt=_prev(pl.col("prompt")), _prev_input=_prev(pl.col("input")),
-    )
-    rows = (
-        firsts.join(c, on=S, how="inner")
-        .filter(pl.col("seq").cast(_I) >= pl.col("_first"))
-        .with_columns(pl.col("seq").cast(_I).alias("_seq"))
-        .sort([*keys, S, "_seq"])
-        .join_asof(state, left_on="_seq", right_on="_at", by=[*keys, S], strategy="backward", check_sortedness=False)
-    )
-    compacted = pl.col("anchor") < pl.col("_at")
-    summary = pl.lit(summary_tokens, _I)
-    prompt = (pl.col("prompt") - pl.col("_S")).clip(0) + summary
-    prev_prompt = (pl.col("_prev_prompt") - pl.col("_S")).clip(0) + summary
-    prev_tail = pl.when(pl.col("writes")).then(pl.min_horizontal("_prev_input", prev_prompt)).otherwise(0)
-    first_after = pl.col("prev_seq").is_null() | (pl.col("prev_seq") < pl.col("_at"))
-    candidate = _candidate(first_after, pl.col("fresh"), prev_prompt - prev_tail)
-    inp, read, write = cache_split(prompt, pl.col("input"), pl.col("writes"), candidate)
-    sim = rows.with_columns(
-        _compacted=compacted, _in=inp, _read=read, _write=write,
-    )
-    recorded = {c: pl.col(c) for c in TOKEN_COLUMNS}
-    one_hour = pl.col("one_hour")
-    simulated = {
-        "input": pl.col("_in"), "output": pl.col("output"), "cache_read": pl.col("_read"),
-        "cache_write_5m": pl.when(one_hour).then(0).otherwise(pl.col("_write")),
-        "cache_write_1h": pl.when(one_hour).then(pl.col("_write")).otherwise(0),
-    }
-    return sim.select(
-        *keys, S, pl.col("seq"), "model", "event", compacted=pl.col("_compacted"),
-        **{name: pl.when(pl.col("_compacted")).then(simulated[name]).otherwise(recorded[name]) for name in TOKEN_COLUMNS},
-        **{f"recorded_{name}": recorded[name] for name in TOKEN_COLUMNS},
-    )
+    _, rows = _simulate(calls, events, list(keys), summary_tokens)
+    return _simulated_tokens(rows, summary_tokens).select(
+        *keys, S, "seq", "model", "event", "compacted", *TOKEN_COLUMNS, *(f"recorded_{c}" for c in TOKEN_COLUMNS))
 
 
 def summarizer_calls(events: pl.DataFrame, calls: pl.DataFrame, simulated: pl.DataFrame, *, keys: Sequence[str],
@@ -373,12 +382,6 @@ def _total(column: str) -> pl.Expr:
     return pl.when(pl.col(column).is_null().any()).then(pl.lit(None, pl.Float64)).otherwise(pl.col(column).sum())
 
 
-def _priced(frame: pl.DataFrame, price: Price, parts: Sequence[str]) -> pl.DataFrame:
-    """``frame`` with ``parts`` priced from its model and :data:`TOKEN_COLUMNS` (the rows in order)."""
-    billed = price(frame.select("model", *TOKEN_COLUMNS))
-    return pl.concat([frame, billed.select(parts)], how="horizontal")
-
-
 def bill_replay(messages: pl.DataFrame | pl.LazyFrame, events: pl.DataFrame, sessions: pl.DataFrame, *,
                 keys: Sequence[str], summary_tokens: int, price: Price, cached: pl.Expr | bool = False,
                 parts: Sequence[str] = PARTS) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -395,29 +398,54 @@ def bill_replay(messages: pl.DataFrame | pl.LazyFrame, events: pl.DataFrame, ses
     (up to the next) changed: ``calls_after``, ``calls_recorded_cost_usd``,
     ``calls_simulated_cost_usd``.
 
-    ``price`` takes one row per call (``model`` and :data:`TOKEN_COLUMNS`)
-    and returns the same rows with ``parts`` added (``outcomes.cost.bill``).
+    ``price`` takes one row per call (``model``, :data:`TOKEN_COLUMNS` and
+    ``_recorded``, true on the recorded calls) and returns the same rows with
+    ``parts`` added (``outcomes.cost.bill``); it is called once, on every
+    call to price (recorded, replayed, summarizer).
     """
     keys = list(keys)
     calls = call_rows(messages).collect()
-    recorded = _priced(calls.select(S, "seq", "model", *TOKEN_COLUMNS), price, parts)
-    per_session = recorded.group_by(S, maintain_order=True).agg(
+    ev, rows = _simulate(calls, events, keys, summary_tokens)
+    sim = _simulated_tokens(rows, summary_tokens)
+    summarizer = summarizer_calls(events, calls, sim.select(*keys, S, "seq", "compacted", *TOKEN_COLUMNS), keys=keys,
+                                  summary_tokens=summary_tokens, cached=cached)
+    # One price call for everything: the recorded calls, the replayed calls that changed, the summarizer calls.
+    changed = sim.filter("compacted")
+    n_calls, n_changed = calls.height, changed.height
+    to_price = pl.concat([
+        calls.select("model", *TOKEN_COLUMNS, _recorded=pl.lit(True)),
+        changed.select("model", *TOKEN_COLUMNS, _recorded=pl.lit(False)),
+        summarizer.select(pl.col("model").cast(calls.schema["model"]), *TOKEN_COLUMNS, _recorded=pl.lit(False)),
+    ], how="vertical_relaxed")
+    priced = price(to_price).select(parts)
+    recorded = priced.slice(0, n_calls)
+    new = priced.slice(n_calls, n_changed)
+    summ_cost = priced.slice(n_calls + n_changed)
+    per_session = pl.concat([calls.select(S), recorded], how="horizontal").group_by(S, maintain_order=True).agg(
         pl.len().alias("_calls"), *(_total(p).alias(f"recorded_{p}") for p in parts))
-    simulated = simulated_calls(calls, events, keys=keys, summary_tokens=summary_tokens)
-    sim = _priced(simulated, price, parts).join(
-        recorded.select(S, "seq", *(pl.col(p).alias(f"_rec_{p}") for p in parts)), on=[S, "seq"], how="left",
-        maintain_order="left")
-    summarizer = _priced(summarizer_calls(events, calls, simulated, keys=keys, summary_tokens=summary_tokens,
-                                          cached=cached), price, parts)
-    # Per key and session: the recorded cost of the re-billed calls, and their simulated cost.
-    rebilled = sim.group_by([*keys, S]).agg(
-        pl.len().alias("_n"), *(_total(p).alias(f"_sim_{p}") for p in parts),
-        *(_total(f"_rec_{p}").alias(f"_old_{p}") for p in parts))
-    summ = summarizer.group_by([*keys, S]).agg(_total(p).alias(f"summarizer_{p}") for p in parts)
+    # Per event: the calls it changed, their recorded and replayed cost.
+    per_event = pl.concat([
+        changed.select("_eid"), new.rename(lambda c: f"_sim_{c}"),
+        recorded[changed["_ci"]].rename(lambda c: f"_old_{c}")], how="horizontal").group_by("_eid").agg(
+        pl.len().alias("calls_after"), *(_total(f"_sim_{p}").alias(f"_sim_{p}") for p in parts),
+        *(_total(f"_old_{p}").alias(f"_old_{p}") for p in parts))
+    summ = pl.concat([summarizer.select(*keys, S, "event"), summ_cost], how="horizontal")
+    ev = (ev.join(per_event, on="_eid", how="left")
+          .join(summ.select(*keys, S, "event", *(pl.col(p).alias(f"summarizer_{p}") for p in parts)),
+                on=[*keys, S, "event"], how="left")
+          .join(summarizer.select(*keys, S, "event", summarizer_input="input", summarizer_cache_read="cache_read",
+                                  summarizer_output="output"), on=[*keys, S, "event"], how="left")
+          .sort("_eid")
+          # An event whose calls all came before the next trigger changed nothing: 0, not null.
+          .with_columns(pl.when(pl.col("calls_after").is_null()).then(0.0).otherwise(pl.col(c)).alias(c)
+                        for p in parts for c in (f"_sim_{p}", f"_old_{p}")))
+    rebilled = ev.group_by(group := [*keys, S]).agg(
+        pl.col("calls_after").sum().alias("_n"),
+        *(_total(f"_sim_{p}").alias(f"_sim_{p}") for p in parts), *(_total(f"_old_{p}").alias(f"_old_{p}") for p in parts),
+        *(_total(f"summarizer_{p}").alias(f"summarizer_{p}") for p in parts))
     out = (sessions.join(per_session, on=S, how="left", maintain_order="left")
-           .join(rebilled, on=[*keys, S], how="left", maintain_order="left")
-           .join(summ, on=[*keys, S], how="left", maintain_order="left"))
-    fired = pl.col("_n").is_not_null()  # some call was re-billed
+           .join(rebilled, on=group, how="left", maintain_order="left"))
+    fired = pl.col("_n").fill_null(0) > 0  # some call was re-billed
     # A session without calls costs nothing.
     out = out.with_columns(pl.when(pl.col("_calls").is_null()).then(0.0).otherwise(pl.col(f"recorded_{p}"))
                            .alias(f"recorded_{p}") for p in parts)
@@ -429,13 +457,9 @@ def bill_replay(messages: pl.DataFrame | pl.LazyFrame, events: pl.DataFrame, ses
     ).with_columns(
         *((pl.col(f"simulated_{p}") + pl.col(f"summarizer_{p}")).alias(f"total_{p}") for p in parts),
     )
-    session_cols = [c for c in out.columns if not c.startswith("_")]
-    after = sim.filter("compacted").group_by([*keys, S, "event"]).agg(
-        calls_after=pl.len(), calls_recorded_cost_usd=_total(f"_rec_{parts[-1]}"),
-        calls_simulated_cost_usd=_total(parts[-1]))
-    ev = (events.join(summarizer.select(*keys, S, "event", summarizer_input="input", summarizer_cache_read="cache_read",
-                                        summarizer_output="output", **{f"summarizer_{p}": p for p in parts}),
-                      on=[*keys, S, "event"], how="left", maintain_order="left")
-          .join(after, on=[*keys, S, "event"], how="left", maintain_order="left")
-          .with_columns(pl.col("calls_after").fill_null(0)))
-    return ev, out.select(session_cols)
+    events_out = ev.with_columns(
+        pl.col("calls_after").fill_null(0).cast(pl.UInt32),
+        calls_recorded_cost_usd=pl.col(f"_old_{parts[-1]}"), calls_simulated_cost_usd=pl.col(f"_sim_{parts[-1]}"),
+    ).select(*events.columns, "summarizer_input", "summarizer_cache_read", "summarizer_output",
+             *(f"summarizer_{p}" for p in parts), "calls_after", "calls_recorded_cost_usd", "calls_simulated_cost_usd")
+    return events_out, out.select([c for c in out.columns if not c.startswith("_")])

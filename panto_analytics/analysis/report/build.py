@@ -44,6 +44,7 @@ from ...policy.expressions import SESSION
 from ...policy.replay.engine import DEFAULT_RESERVE
 from ...schema import COMPACTIONS_SCHEMA
 from .. import plots
+from ..compaction_costs import compaction_costs
 from ..compactions import agent_vs_libpanto, compaction_table, policies_vs_agents, recorded_cut_summary
 from ..decision import Decision, DecisionRule, decision_from_replay, recorded_points, replay_outcomes
 from ..formatting import format_column, format_tokens
@@ -52,8 +53,8 @@ from ..recommend import Criteria, Recommendation, recommend
 
 __all__ = [
     "MAX_INPUTS", "Report", "ReportFigure", "SEGMENT_TITLES", "Table", "breakdown", "build_report", "corpus_overview",
-    "decision_table", "policy_table", "render_html", "render_markdown", "replay_figures", "replay_table", "report_figures",
-    "sweep_table", "write_report",
+    "costs_section", "decision_table", "policy_table", "render_html", "render_markdown", "replay_figures", "replay_table",
+    "report_figures", "sweep_table", "write_report",
 ]
 
 if TYPE_CHECKING:
@@ -148,6 +149,8 @@ class Report:
     #: With a window: the replay the recommendation was judged on, and its per-budget table.
     replay: Replay | None = None
     replay_table: Table | None = None
+    #: With a billed replay: "What compaction costs" (analysis.compaction_costs), one row per policy and budget.
+    costs: Table | None = None
     #: With recorded compactions: what the agents kept beside libpanto's split at the same moment.
     recorded: Table | None = None
     #: With a window and policies: the replay under each policy and its comparison table; with recorded
@@ -406,6 +409,26 @@ def replay_figures(result: Replay, *, highlight: int | None = None) -> list[Repo
     ]
 
 
+def costs_section(report: Report, result: Replay, chosen: int | None = None) -> None:
+    """"What compaction costs" from a billed replay (its sessions have ``total_cost_usd``): the table, the plot."""
+    money = lambda v: "-" if v is None else f"${v:,.2f}"  # noqa: E731
+    cols = {"policy": ("policy", _cell), "budget": ("budget", _tokens), "sessions": ("sessions", _cell),
+            "compactions": ("compactions", _cell), "recorded_usd": ("recorded", money),
+            "replayed_usd": ("replayed", money), "change_usd": ("change", money),
+            "summarizer_usd": ("summarizer", money), "summarizer_share": ("summarizer share", _pct),
+            "cache_write_change_usd": ("cache writes change", money),
+            "cache_read_change_usd": ("cache reads change", money)}
+    t = compaction_costs(result.sessions)
+    report.costs = Table([name for name, _ in cols.values()],
+                         [[fmt(row[c]) for c, (_, fmt) in cols.items()] for row in t.iter_rows(named=True)])
+    report.figures.append(ReportFigure(
+        "cost_by_budget", "What each budget costs per session",
+        "Each session's replayed calls and summarizer call, billed (docs/cost.md, docs/replay.md): the median per "
+        "budget, one line per policy (a policy with a budget of its own: one point), the 10th-90th percentile band, "
+        "and the recorded sessions' median as the dashed line.",
+        plots.cost_by_budget(result.sessions, highlight=chosen)))
+
+
 def policy_table(result: Replay) -> Table:
     """The comparison of policies (:func:`~panto_analytics.policy.compare_policies`), formatted."""
     t = compare_policies(result.events, result.sessions)
@@ -514,6 +537,9 @@ def build_report(messages: pl.DataFrame, budgets: Budgets, *, criteria: Criteria
     if isinstance(rec, Decision) and outcomes is not None:
         report.outcomes = outcomes
         _frontier_section(report, rec, messages, sessions, compactions, horizon=horizon)
+    billed = report.outcomes or report.replay   # every policy's, where the report has it
+    if billed is not None and "total_cost_usd" in billed.sessions.columns:
+        costs_section(report, billed, rec.budget)
     # The section needs the tables as read_corpus gives them (hand-built ones may hold a few columns only).
     if (compactions is not None and sessions is not None and not compactions.is_empty()
             and set(COMPACTIONS_SCHEMA) <= set(compactions.columns) and "source_format" in sessions.columns):
@@ -660,6 +686,13 @@ def _replay_text(result: Replay) -> str:
             "the rules of the recommendation ran on these events (docs/replay.md).")
 
 
+_COSTS_TEXT = ("Every call of the replay billed (docs/cost.md; the rules in docs/replay.md): what the sessions cost "
+               "as recorded, as replayed (the calls after each compaction, with their shorter prompts and cache "
+               "misses, plus the summarizer's calls), the change, the summarizer's share of the replayed cost, and "
+               "how cache writes and reads changed: the writes after each compaction (a cache miss on the summary "
+               "and the kept suffix) against the shorter prompts read and rewritten. Totals over the sessions; "
+               "a total with an unpriced session is '-'.")
+
 _DECISION_TEXT = ("One row per (policy, budget) of the replay under the window, the chosen one emphasised. Figures "
                   "per session are over the sessions that reach the trigger; a rule counts sessions (keep k+ turns: "
                   "at every compaction the session has). A budget at or above the trigger (window - reserve) is "
@@ -703,6 +736,8 @@ def render_markdown(report: Report) -> str:
     if report.recorded is not None:
         out += ["## What the agents did at their recorded compactions", "", _RECORDED_TEXT, "",
                 report.recorded.markdown(), ""]
+    if report.costs is not None:
+        out += ["## What compaction costs", "", _COSTS_TEXT, "", report.costs.markdown(), ""]
     if report.policy_table is not None:
         out += ["## Policies under the same window", "", _POLICY_TEXT, "", report.policy_table.markdown(), ""]
     if report.policy_cuts is not None:
@@ -769,6 +804,8 @@ def render_html(report: Report) -> str:
     if report.recorded is not None:
         parts += ["<h2>What the agents did at their recorded compactions</h2>", f"<p>{e(_RECORDED_TEXT)}</p>",
                   report.recorded.html()]
+    if report.costs is not None:
+        parts += ["<h2>What compaction costs</h2>", f"<p>{e(_COSTS_TEXT)}</p>", report.costs.html()]
     if report.policy_table is not None:
         parts += ["<h2>Policies under the same window</h2>", f"<p>{e(_POLICY_TEXT)}</p>", report.policy_table.html()]
     if report.policy_cuts is not None:

@@ -67,8 +67,7 @@ def bill_replay_result(result: Replay, messages: pl.DataFrame | pl.LazyFrame, pr
 
     def price(calls: pl.DataFrame) -> pl.DataFrame:
         billed = bill(calls, table)
-        if not missing:  # the first call of price is on the recorded calls
-            missing.append(unpriced(billed))
+        missing.append(unpriced(billed.filter("_recorded")) if "_recorded" in billed.columns else unpriced(billed))
         return billed
 
     events, sessions = bill_replay(messages, result.events, result.sessions, keys=keys,
