@@ -9,7 +9,7 @@ from conftest import REALDATA
 
 import panto_analytics as pa
 from panto_analytics.ingest.cache import Cache
-from panto_analytics.outcomes.references import key_of, normalize_path, references, shell_targets, targets
+from panto_analytics.outcomes.tool_targets import key_of, normalize_path, references, shell_targets, targets
 from panto_analytics.schema import REFERENCE_SCHEMA
 
 CWD = "/repo"
