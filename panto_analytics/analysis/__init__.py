@@ -11,7 +11,7 @@
 
 :mod:`.plots` and :mod:`.report` load matplotlib: import them when you draw.
 """
-from .recommend import Criteria, Recommendation, recommend
+from .recommendation import Criteria, Recommendation, recommend
 from .worst import worst_served
 
 __all__ = ["Criteria", "Recommendation", "recommend", "worst_served"]

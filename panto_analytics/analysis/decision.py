@@ -267,7 +267,7 @@ class Decision:
 
     @property
     def criteria(self) -> DecisionRule:
-        """The rule (named as :class:`~panto_analytics.analysis.recommend.Recommendation` names it)."""
+        """The rule (named as :class:`~panto_analytics.analysis.recommendation.Recommendation` names it)."""
         return self.rule
 
     def around(self, n: int = 2) -> pl.DataFrame:
@@ -507,7 +507,7 @@ def replay_outcomes(messages: pl.DataFrame, budgets: Any, *, window: int, reserv
     >>> {"orphan_rate", "window_calls", "refetch_tokens"} <= set(r.sessions.columns)
     True
     """
-    from ..outcomes.loss import DEFAULT_HORIZON, loss
+    from ..outcomes.orphan_loss import DEFAULT_HORIZON, loss
     from ..policy import replay
 
     result = replay(messages, budgets, window=window, reserve=reserve, summary_tokens=summary_tokens, policy=policy,
@@ -530,8 +530,8 @@ def recorded_points(messages: pl.DataFrame, compactions: pl.DataFrame, sessions:
     ...                 pl.DataFrame({"session_id": [], "source_format": []})).height
     0
     """
-    from ..outcomes.loss import DEFAULT_HORIZON, cut_loss, recorded_cuts
-    from ..outcomes.references import references
+    from ..outcomes.orphan_loss import DEFAULT_HORIZON, cut_loss, recorded_cuts
+    from ..outcomes.tool_targets import references
 
     empty = pl.DataFrame(schema={"agent": pl.String, "sessions": pl.UInt32, "compactions": pl.UInt32,
                                  "orphan_rate": pl.Float64, "cost_p50": pl.Float64})

@@ -29,7 +29,7 @@ import polars as pl
 
 from ..defaults import SEGMENT_KINDS
 from ..models import normalized_model, session_model
-from ..policy import session_turns, summarize_splits
+from ..policy import session_turns, sweep
 from ..policy.expressions import SESSION
 
 __all__ = [
@@ -174,15 +174,15 @@ def summarized_share_stats(splits: pl.DataFrame, segments: pl.DataFrame | None =
 
 
 def per_segment_sweep(frame: pl.DataFrame) -> pl.DataFrame:
-    """:func:`~panto_analytics.policy.sweep.summarize_splits` for each segment of ``frame``.
+    """:func:`~panto_analytics.policy.budget_sweep.sweep` for each segment of ``frame``.
 
     One summary per segment (a handful), so the sweep's definitions of its
     shares stay in one place.
     """
     parts = [
-        summarize_splits(part.drop("segment")).with_columns(segment=pl.lit(part["segment"][0]))
+        sweep(part.drop("segment")).with_columns(segment=pl.lit(part["segment"][0]))
         for part in frame.partition_by("segment", maintain_order=True)
-    ] or [summarize_splits(frame.drop("segment")).with_columns(segment=pl.lit(None, pl.String))]
+    ] or [sweep(frame.drop("segment")).with_columns(segment=pl.lit(None, pl.String))]
     return pl.concat(parts, how="vertical_relaxed").with_columns(
         pl.col("segment").cast(frame.schema["segment"])).sort("budget", "segment")
 

@@ -32,7 +32,7 @@ from .options import (
 
 if TYPE_CHECKING:
     from ..analysis.decision import Decision
-    from ..analysis.recommend import Criteria, Recommendation
+    from ..analysis.recommendation import Criteria, Recommendation
 
 __all__ = ["Share", "criteria_options", "recommend_cmd", "recommendation_object", "report"]
 
@@ -60,7 +60,7 @@ class Share(click.ParamType):
 
 
 def criteria_options(fn):
-    """The rules a recommended budget must meet (see :mod:`panto_analytics.analysis.recommend`)."""
+    """The rules a recommended budget must meet (see :mod:`panto_analytics.analysis.recommendation`)."""
     options = [
         click.option("--min-kept-turns", "-k", type=click.IntRange(min=1), default=None,
                      help="Rule: the smallest budget at which COVERAGE of sessions keep at least K whole turns "
@@ -79,7 +79,7 @@ def criteria_options(fn):
 
 
 def _criteria(min_kept_turns, coverage, max_kept_share, context_window, window=None) -> Criteria:
-    from ..analysis.recommend import Criteria
+    from ..analysis.recommendation import Criteria
 
     if window is not None and context_window is None:
         context_window = window if max_kept_share is not None else None
@@ -146,7 +146,7 @@ def recommend_cmd(paths, format_, skip_invalid, budgets, min_kept_turns, coverag
       panto-analytics recommend data/ --window 32k --policy libpanto --policy pi --max-orphan-rate 5% --prices docs/synth-prices.json
     """
     from ..analysis.decision import DecisionRule, decision_from_replay, replay_outcomes
-    from ..analysis.recommend import recommend
+    from ..analysis.recommendation import recommend
     from ..outcomes.cost import UnpricedWarning
     from ..policy import splits as compute_splits
     from ..policy import turns as compute_turns

@@ -34,7 +34,7 @@ from typing import Any, cast
 import polars as pl
 
 from ..defaults import DEFAULT_COVERAGE, DEFAULT_MIN_KEPT_TURNS
-from ..policy import summarize_splits
+from ..policy import sweep
 from ..policy.expressions import SESSION
 from .formatting import counted, format_share, format_tokens
 
@@ -121,7 +121,7 @@ def coverage_table(splits: pl.DataFrame | pl.LazyFrame, criteria: Criteria) -> p
         aggs["within_limit_share"] = ((pl.col("kept_tokens") <= criteria.limit) & with_turns).sum() / n.clip(1)
         verdicts.append((pl.col("within_limit_share") >= criteria.coverage).alias("meets_max_kept_share"))
     rules = lf.group_by("budget").agg(**aggs).with_columns(verdicts)
-    return summarize_splits(lf).join(rules, on="budget", how="left").sort("budget").collect()
+    return sweep(lf).join(rules, on="budget", how="left").sort("budget").collect()
 
 
 @dataclass

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from conftest import DATA, FIXTURES
 
 import panto_analytics as pa
-from panto_analytics.analysis.recommend import Criteria, coverage_table, outcome_warnings, recommend
+from panto_analytics.analysis.recommendation import Criteria, coverage_table, outcome_warnings, recommend
 from panto_analytics.cli import main
 
 FIXTURE = FIXTURES / "recommend"

@@ -7,7 +7,7 @@ from conftest import DATA, REPO
 
 import panto_analytics as pa
 from panto_analytics.analysis import plots
-from panto_analytics.analysis.compaction_costs import COMPACTION_COST_COLUMNS, compaction_costs
+from panto_analytics.analysis.cost_table import COMPACTION_COST_COLUMNS, compaction_costs
 from panto_analytics.analysis.plot_data import cost_per_session
 
 PRICES = REPO / "docs" / "synth-prices.json"
@@ -59,7 +59,7 @@ def test_the_plot_has_a_line_per_policy_and_the_recorded_reference(billed):
 
 
 def test_the_report_section(billed):
-    from panto_analytics.analysis.report.build import build_report, costs_section, render_html, render_markdown
+    from panto_analytics.analysis.report import build_report, costs_section, render_html, render_markdown
 
     messages, result = billed
     report = build_report(messages, [8_000, 40_000])
@@ -72,7 +72,7 @@ def test_the_report_section(billed):
 
 
 def test_a_report_under_a_window_has_the_section():
-    from panto_analytics.analysis.report.build import build_report, render_markdown
+    from panto_analytics.analysis.report import build_report, render_markdown
 
     messages = pa.read_sessions(DATA, cache=False)
     report = build_report(messages, [8_000, 20_000], window=64_000, policies=["pi"], prices=PRICES)
