@@ -20,7 +20,7 @@ the recommendation, the figures); :func:`write_report` writes
 >>> rep.recommendation.budget
 200
 >>> out = write_report(rep, pathlib.Path(tempfile.mkdtemp()) / "r")
->>> sorted(p.name for p in out.iterdir())[:3]
+>>> sorted(p.name for p in out.iterdir() if not p.name.startswith("."))[:3]
 ['index.html', 'kept_tokens.png', 'kept_turns.png']
 """
 from __future__ import annotations
