@@ -39,7 +39,7 @@ from ..policy.expressions import SESSION
 from .formatting import counted, format_share, format_tokens
 
 __all__ = [
-    "DEFAULT_COVERAGE", "DEFAULT_MIN_KEPT_TURNS", "WINDOW_SHARE_WARNING", "Criteria", "Outcomes", "Recommendation",
+    "DEFAULT_COVERAGE", "DEFAULT_MIN_KEPT_TURNS", "FEW_SESSIONS", "WINDOW_SHARE_WARNING", "Criteria", "Outcomes", "Recommendation",
     "coverage_table", "display_columns", "outcome_warnings", "outcomes_at", "recommend", "recommend_from_table",
     "window_warnings",
 ]
@@ -272,6 +272,10 @@ def recommend_from_table(table: pl.DataFrame, criteria: Criteria, *, outcomes: C
                            "`--window` replays compaction at the moments an agent would compact")
     if rec.budget is not None:
         rec.warnings += window_warnings(rec.budget, windows)
+    with_turns = int(cast(int, table["sessions_with_turns"].max() or 0))
+    if 0 < with_turns < FEW_SESSIONS:
+        rec.warnings.append(f"the figures rest on {counted(with_turns, 'session')} with turns (fewer than "
+                            f"{FEW_SESSIONS}): read them as examples, not rates")
     no_turns = int(table["sessions"][0] - table["sessions_with_turns"][0])
     if no_turns:
         rec.reasons.append(f"{counted(no_turns, 'session')} without turns {'is' if no_turns == 1 else 'are'} left out: "
@@ -410,6 +414,9 @@ def outcome_warnings(splits: pl.DataFrame | pl.LazyFrame, budget: int, *,
     """
     return outcomes_at(splits, budget, turns=turns, examples=examples).warnings(examples)
 
+
+#: Fewer sessions than this behind the figures: a warning with the count (as the decision under a window gives).
+FEW_SESSIONS = 30
 
 #: A budget above this share of the model's context window leaves little room after a compaction.
 WINDOW_SHARE_WARNING = 0.25
