@@ -103,24 +103,24 @@ def render_table(df, *, width: int | None = None, rows: int = 200) -> tuple[str,
     instead, the later ones first, and each column that still fits is kept, so a narrow column after a
     wide one stays. The first column always shows. ``width`` None: every column. Numbers are written as
     :func:`format_column` writes them (one notation per column, thousands separated), aligned right; the
-    first ``rows`` rows are shown.
+    first ``rows`` rows are shown. A missing value is ``-``.
 
     >>> import polars as pl
     >>> df = pl.DataFrame({"id": ["a"], "path": ["/" + "x" * 60], "n": [1]})
     >>> text, hidden = render_table(df, width=40)
     >>> hidden, max(len(line) for line in text.splitlines()) <= 40
     (['path'], True)
-    >>> print(render_table(pl.DataFrame({"budget": [0, 25_000], "share": [0.0, 0.368948]}))[0])
-    ┌────────┬───────┐
-    │ budget ┆ share │
-    ╞════════╪═══════╡
-    │      0 ┆ 0.000 │
-    │ 25,000 ┆ 0.369 │
-    └────────┴───────┘
+    >>> print(render_table(pl.DataFrame({"budget": [0, 25_000], "share": [0.0, 0.368948], "p": ["/w", None]}))[0])
+    ┌────────┬───────┬────┐
+    │ budget ┆ share ┆ p  │
+    ╞════════╪═══════╪════╡
+    │      0 ┆ 0.000 ┆ /w │
+    │ 25,000 ┆ 0.369 ┆ -  │
+    └────────┴───────┴────┘
     """
     import polars as pl
 
-    df = df.head(rows)
+    df = df.head(rows).with_columns(pl.col(pl.String).fill_null("-"))  # no "null" where nothing was recorded
     numeric = [c for c, t in df.schema.items() if t.is_numeric()]
     if numeric:
         def right(header: str, cells: list[str]) -> list[str]:  # right-aligned under the header too
