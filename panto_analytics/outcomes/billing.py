@@ -404,29 +404,46 @@ def bill_replay(messages: pl.DataFrame | pl.LazyFrame, events: pl.DataFrame, ses
     call to price (recorded, replayed, summarizer).
     """
     keys = list(keys)
-    calls = call_rows(messages).collect()
+    lf = messages.lazy()
+    names = lf.collect_schema().names()
+    write = pl.col("cache_write").cast(_I)
+    w1h = pl.min_horizontal(pl.col(CACHE_WRITE_1H).fill_null(0).cast(_I) if CACHE_WRITE_1H in names else pl.lit(0, _I),
+                            write)
+    # The recorded calls, as recorded: every session's bill.
+    base = lf.filter(_is_call()).select(
+        S, pl.col("model") if "model" in names else pl.lit(None, pl.String).alias("model"),
+        input=pl.col("input").cast(_I), output=pl.col("output").cast(_I), cache_read=pl.col("cache_read").cast(_I),
+        cache_write_5m=write - w1h, cache_write_1h=w1h).collect()
+    # The rule's columns, only for the sessions where something fired.
+    fired_sessions = events.select(pl.col(S).unique())
+    calls = call_rows(lf.join(fired_sessions.lazy(), on=S, how="semi", maintain_order="left")).collect()
     ev, rows = _simulate(calls, events, keys, summary_tokens)
     sim = _simulated_tokens(rows, summary_tokens)
     summarizer = summarizer_calls(events, calls, sim.select(*keys, S, "seq", "compacted", *TOKEN_COLUMNS), keys=keys,
                                   summary_tokens=summary_tokens, cached=cached)
-    # One price call for everything: the recorded calls, the replayed calls that changed, the summarizer calls.
+    # One price call for everything: the recorded calls, the replayed calls that changed (as replayed and as
+    # recorded), the summarizer calls.
     changed = sim.filter("compacted")
-    n_calls, n_changed = calls.height, changed.height
+    n_calls, n_changed = base.height, changed.height
+    model_type = base.schema["model"]
     to_price = pl.concat([
-        calls.select("model", *TOKEN_COLUMNS, _recorded=pl.lit(True)),
-        changed.select("model", *TOKEN_COLUMNS, _recorded=pl.lit(False)),
-        summarizer.select(pl.col("model").cast(calls.schema["model"]), *TOKEN_COLUMNS, _recorded=pl.lit(False)),
+        base.select("model", *TOKEN_COLUMNS, _recorded=pl.lit(True)),
+        changed.select(pl.col("model").cast(model_type), *TOKEN_COLUMNS, _recorded=pl.lit(False)),
+        changed.select(pl.col("model").cast(model_type), *(pl.col(f"recorded_{c}").alias(c) for c in TOKEN_COLUMNS),
+                       _recorded=pl.lit(False)),
+        summarizer.select(pl.col("model").cast(model_type), *TOKEN_COLUMNS, _recorded=pl.lit(False)),
     ], how="vertical_relaxed")
     priced = price(to_price).select(parts)
     recorded = priced.slice(0, n_calls)
     new = priced.slice(n_calls, n_changed)
-    summ_cost = priced.slice(n_calls + n_changed)
-    per_session = pl.concat([calls.select(S), recorded], how="horizontal").group_by(S, maintain_order=True).agg(
+    old = priced.slice(n_calls + n_changed, n_changed)
+    summ_cost = priced.slice(n_calls + 2 * n_changed)
+    per_session = pl.concat([base.select(S), recorded], how="horizontal").group_by(S, maintain_order=True).agg(
         pl.len().alias("_calls"), *(_total(p).alias(f"recorded_{p}") for p in parts))
     # Per event: the calls it changed, their recorded and replayed cost.
     per_event = pl.concat([
-        changed.select("_eid"), new.rename(lambda c: f"_sim_{c}"),
-        recorded[changed["_ci"]].rename(lambda c: f"_old_{c}")], how="horizontal").group_by("_eid").agg(
+        changed.select("_eid"), new.rename(lambda c: f"_sim_{c}"), old.rename(lambda c: f"_old_{c}")],
+        how="horizontal").group_by("_eid").agg(
         pl.len().alias("calls_after"), *(_total(f"_sim_{p}").alias(f"_sim_{p}") for p in parts),
         *(_total(f"_old_{p}").alias(f"_old_{p}") for p in parts))
     summ = pl.concat([summarizer.select(*keys, S, "event"), summ_cost], how="horizontal")
