@@ -7,7 +7,9 @@ provider bills it: ``input`` (uncached), ``cache_read``, ``cache_write_5m``,
 :mod:`panto_analytics.outcomes.cost`'s job; nothing here knows a price.
 
 **The cache rule** (:func:`cache_split`), per call ``j`` of a session, with
-``P`` its prompt (``input + cache_read + cache_write``):
+``P`` its prompt (``input + cache_read + cache_write``). Each model has its
+own cache: "the previous call" is the previous call of the session to the
+same model, and "the first call" the first to it.
 
 - The session *writes* its cache (Anthropic: some recorded call has
   ``cache_write > 0``) or caches automatically (OpenAI: it never writes). A
@@ -16,17 +18,20 @@ provider bills it: ``input`` (uncached), ``cache_read``, ``cache_write_5m``,
   an automatic cache keeps the whole prompt (``tail = 0``).
 - ``cache_read = min(candidate, P - tail)``, where the candidate is
 
-  * the *stable head* on the session's first call after a compaction
-    (simulated or recorded): the system prompt and tools, which every session
-    of the agent shares. It is estimated as the session's first call's
-    recorded ``cache_read``: what the session found cached before it had
-    written anything (0 when it found nothing: then nothing is read back);
+  * the *stable head* on the first call after a compaction (simulated, or
+    recorded: the first call after a recorded summary at which the prompt
+    shrank): the system prompt and tools, which every session of the agent
+    shares. It is estimated as the first call's recorded ``cache_read``:
+    what the session found cached before it had written anything (0 when it
+    found nothing: then nothing is read back);
   * what the previous call left cached, when the gap since that call is
     within the cache lifetime: 1 hour when the latest write recorded at or
     before the previous call was a 1-hour write (``cache_write_1h > 0``),
     else 5 minutes. Every call reads or writes the prefix, so every call
     refreshes its lifetime: the gap is measured from the previous call;
-  * the stable head again past the lifetime.
+  * past the lifetime, nothing where the session writes its cache (the
+    whole prompt is written again), the stable head where it caches
+    automatically (OpenAI keeps the shared head).
 - A writing session writes the rest, ``P - tail - cache_read``, at the kind of
   the latest recorded write (1 hour or 5 minutes); an automatic one sends it
   as uncached ``input``. ``output`` is the recorded output.
