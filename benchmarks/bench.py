@@ -79,7 +79,8 @@ GOALS = (
     ("small_cache_cold_cost", "small files: cold ingest into an empty cache / --no-cache", 1.1, "max"),
     ("reread_seconds", "cached re-read of 30,000 unchanged files, seconds", 1.0, "max"),
     ("reread_peak_over_frame", "cached re-read of many files: peak memory / frame", 1.5, "max"),
-    ("claude_resident_bytes", "Claude Code: resident bytes per message after a cold ingest", 200.0, "max"),
+    ("claude_resident_bytes", "Claude Code: resident bytes per message after a cold ingest (parsing worker "
+     "launched first, as the command line does)", 1000.0, "max"),
     ("pi_vs_floor", "pi (real recordings, copied): cold ingest / orjson parse-only floor", 1.5, "max"),
     ("codex_vs_floor", "Codex (real recordings, copied): cold ingest / orjson parse-only floor", 1.5, "max"),
 )
@@ -180,7 +181,7 @@ def claude_code(sessions: int, seed: int, workdir: Path, progress: Progress = _q
     progress("Claude Code: ccusage daily --json --offline")
     cc = ingest_scale.ccusage(config, figures["seconds"])
     progress("Claude Code: resident memory of a cold ingest (a fresh process)")
-    return {"available": True, "ccusage": cc, "memory": memory.resident(paths),
+    return {"available": True, "ccusage": cc, "memory": memory.resident(paths, launch=True),
             "corpus": {"sessions": len(paths), "seed": seed, "messages": messages.height,
                        "bytes": sum(p.stat().st_size for p in paths), "generate_seconds": gen_seconds},
             "ingest": figures, "cache": cache}

@@ -46,11 +46,7 @@ from pathlib import Path
 
 import orjson
 
-#: (model name, context window in tokens, weight). Fictional names.
-MODELS = (("synth-mini", 32_000, 0.35), ("synth-pro", 128_000, 0.35), ("synth-max", 200_000, 0.30))
-
-#: Share of sessions recorded without any provider usage.
-NO_USAGE_SHARE = 0.15
+from .synth_shape import MODELS, NO_USAGE_SHARE
 
 _EPOCH = datetime(2025, 1, 6, 9, 0, tzinfo=UTC)
 
@@ -495,7 +491,7 @@ def corpus_main(prog: str, description: str, write, argv: list[str] | None = Non
 
 
 def main(argv: list[str] | None = None) -> None:
-    from benchmarks.synth_dataset import write_synthetic_dataset
+    from .synth_dataset import write_synthetic_dataset
 
     corpus_main("python -m benchmarks.synth",
                 "Write a deterministic synthetic corpus of canonical session JSONL files (or, with --dataset, "

@@ -9,7 +9,7 @@ scaling measurements of ``benchmarks.scale``. The shapes follow
 1 to 4 assistant calls, each call but the last followed by a tool result;
 turns per session log-normal around a median; provider usage cumulative,
 as providers report it, except in a share of sessions recorded without
-usage (:data:`benchmarks.synth.NO_USAGE_SHARE`). A chunk depends only on
+usage (:data:`benchmarks.synth_shape.NO_USAGE_SHARE`). A chunk depends only on
 ``(seed, chunk index)``.
 
 >>> frames = synthetic_frames(0, 3, seed=1)
@@ -32,7 +32,7 @@ from typing import Any, cast
 import numpy as np
 import polars as pl
 
-from benchmarks.synth import MODELS, NO_USAGE_SHARE
+from benchmarks.synth_shape import MODELS, NO_USAGE_SHARE
 from panto_analytics.dataset import DatasetUpdate, DatasetWriter
 from panto_analytics.schema import COMPACTIONS_SCHEMA, MESSAGE_SCHEMA, SESSIONS_SCHEMA
 

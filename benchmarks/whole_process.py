@@ -100,7 +100,8 @@ def _cli() -> list[str]:
 @click.option("--copies", type=click.IntRange(min=1), default=37, show_default=True,
               help="Copies of the real Claude Code recordings (about 4 MB each; 37: about 150 MB).")
 @click.option("--rounds", type=click.IntRange(min=1), default=5, show_default=True, help="Runs of each command.")
-@click.option("--memory", is_flag=True, help="Also the resident bytes per message of a cold read.")
+@click.option("--memory", is_flag=True, help="Also the resident bytes per message of a cold read, with the parsing "
+              "worker and without.")
 @click.option("--reread-files", type=click.IntRange(min=0), default=30_000, show_default=True,
               help="Tiny files for the cached re-read; 0 skips it.")
 @click.option("--in-process", is_flag=True, help="Also the cache's cost on a cold read in process, by CPU time.")
@@ -165,9 +166,12 @@ def main(copies: int, rounds: int, memory: bool, reread_files: int, in_process: 
         if memory:
             from .memory import resident
 
-            m = resident(paths, launch=True)
-            click.echo(f"  resident after a cold read: {m.get('resident_bytes_per_message', float('nan')):.0f} "
-                       f"bytes/message ({m.get('messages')} messages)")
+            for launch in (True, False):
+                m = resident(paths, launch=launch)
+                where = "the parsing worker launched first" if launch else "parsed in the same process"
+                click.echo(f"  resident after a cold read, {where}: "
+                           f"{m.get('resident_bytes_per_message', float('nan')):.0f} bytes/message "
+                           f"({m.get('messages')} messages)")
 
 
 if __name__ == "__main__":

@@ -41,8 +41,6 @@ The package is floors over a shared vocabulary, and imports only go down
 >>> import panto_analytics as pa
 >>> {"read_sessions", "sessions", "splits", "sweep"} <= set(pa.__all__)
 True
->>> pa.sweep is pa.summarize_splits
-True
 """
 import importlib
 from typing import TYPE_CHECKING, Any
@@ -76,7 +74,6 @@ __all__ = [
     "sessions",
     "splits",
     "summarize_replay",
-    "summarize_splits",
     "summary_request",
     "sweep",
     "sweep_dataset",
@@ -97,14 +94,9 @@ _FROM = {
     **dict.fromkeys(["scan_dataset", "write_dataset"], ".dataset"),
     **dict.fromkeys(["recommend_dataset", "sweep_dataset"], ".dataset.streaming"),
     **dict.fromkeys(["SessionFilter", "filter_corpus"], ".ingest.filters"),
-    **dict.fromkeys(["Loss", "costs", "load_prices", "loss", "references", "refetch"],
-                    ".outcomes"),
-    **dict.fromkeys(["Replay", "annotate", "replay", "splits", "summarize_replay", "summarize_splits", "turns",
-                     "sweep"], ".policy"),
+    **dict.fromkeys(["Loss", "costs", "load_prices", "loss", "references", "refetch"], ".outcomes"),
+    **dict.fromkeys(["Replay", "annotate", "replay", "splits", "summarize_replay", "sweep", "turns"], ".policy"),
 }
-
-#: Names that another name of a module stands for: the sweep is one row per budget (``summarize_splits``).
-_ALIASES = {"sweep": "summarize_splits"}
 
 #: Submodules reachable as ``pa.plots`` and ``pa.report``, imported on first use (matplotlib is heavy).
 _LAZY = {"plots": ".analysis.plots", "report": ".analysis.report", "plot_data": ".analysis.plot_data",
@@ -119,17 +111,14 @@ if TYPE_CHECKING:
     from .ingest import Cache, Corpus, compactions, read_corpus, read_sessions, sessions, summary_request
     from .ingest.filters import SessionFilter, filter_corpus
     from .outcomes import Loss, costs, load_prices, loss, references, refetch
-    from .policy import Replay, annotate, replay, splits, summarize_replay, summarize_splits, turns
-
-    #: The sweep: one row per budget (the same function as ``summarize_splits``).
-    sweep = summarize_splits
+    from .policy import Replay, annotate, replay, splits, summarize_replay, sweep, turns
 
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
         value = importlib.import_module(_LAZY[name], __name__)
     elif name in _FROM:
-        value = getattr(importlib.import_module(_FROM[name], __name__), _ALIASES.get(name, name))
+        value = getattr(importlib.import_module(_FROM[name], __name__), name)
     else:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     globals()[name] = value

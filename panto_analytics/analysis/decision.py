@@ -57,8 +57,8 @@ from ..policy.replay.engine import Replay
 from .formatting import format_tokens
 
 __all__ = [
-    "FEW", "Decision", "DecisionRule", "decide", "decision_from_replay", "few_warnings", "frontier", "outcomes_table",
-    "recorded_points", "replay_outcomes", "thresholds_of",
+    "FEW", "Decision", "DecisionRule", "decide", "decision_from_replay", "few_warnings", "frontier",
+    "outcomes_table", "recorded_points", "replay_outcomes", "session_outcomes", "table_from_sessions", "thresholds_of",
 ]
 
 #: Fewer sessions (or events) than this behind a figure: a warning with the count.
@@ -150,6 +150,19 @@ def _with_policy(df: pl.DataFrame) -> pl.DataFrame:
     return df if "policy" in df.columns else df.with_columns(policy=pl.lit("libpanto"))
 
 
+def session_outcomes(events: pl.DataFrame, sessions: pl.DataFrame) -> pl.DataFrame:
+    """A replay's session rows (one per policy, session and budget) with what the rules read of their events:
+    ``min_kept_turns`` and ``max_kept`` (null without an event), ``_reach`` (the session compacts under this
+    policy at some budget). Whole sessions in, so rows of disjoint sets of sessions concatenate
+    (:func:`panto_analytics.dataset.decision.decision_dataset`)."""
+    events, sessions = _with_policy(events), _with_policy(sessions)
+    keys = ["policy", SESSION, "budget"]
+    per = events.group_by(keys).agg(min_kept_turns=pl.col("kept_turns").min(), max_kept=pl.col("kept_tokens").max())
+    ses = sessions.join(per.with_columns(pl.col(SESSION).cast(sessions[SESSION].dtype)), on=keys, how="left")
+    return ses.with_columns(pl.col(SESSION).cast(pl.String), pl.col("policy").cast(pl.String),
+                            _reach=pl.col("n_compactions").max().over("policy", SESSION) > 0)
+
+
 def outcomes_table(events: pl.DataFrame, sessions: pl.DataFrame, *, window: int, reserve: int,
                    thresholds: Mapping[str, int] | None = None, min_kept_turns: int = 2,
                    limit: int | None = None) -> pl.DataFrame:
@@ -159,12 +172,17 @@ def outcomes_table(events: pl.DataFrame, sessions: pl.DataFrame, *, window: int,
     ``min_kept_turns``: the K of ``keeps_k_share``; ``limit``: the token limit
     of ``within_limit_share`` (None: the column is left out).
     """
-    events, sessions = _with_policy(events), _with_policy(sessions)
-    keys = ["policy", SESSION, "budget"]
-    per = events.group_by(keys).agg(min_kept_turns=pl.col("kept_turns").min(), max_kept=pl.col("kept_tokens").max())
-    ses = sessions.join(per.with_columns(pl.col(SESSION).cast(sessions[SESSION].dtype)), on=keys, how="left")
-    reaches = (pl.col("n_compactions").max().over("policy", SESSION) > 0)
-    ses = ses.with_columns(_reach=reaches)
+    return table_from_sessions(session_outcomes(events, sessions), window=window, reserve=reserve,
+                               thresholds=thresholds, min_kept_turns=min_kept_turns, limit=limit)
+
+
+def table_from_sessions(ses: pl.DataFrame, *, window: int, reserve: int, thresholds: Mapping[str, int] | None = None,
+                        min_kept_turns: int = 2, limit: int | None = None) -> pl.DataFrame:
+    """:func:`outcomes_table` from :func:`session_outcomes` rows (of one corpus, or of its buckets concatenated:
+    the rows are ordered by policy, session and budget first, so both give the same table to the last bit)."""
+    order = {p: i for i, p in enumerate(dict.fromkeys(ses["policy"].to_list()))}
+    ses = (ses.with_columns(_o=pl.col("policy").replace_strict(order, return_dtype=pl.Int64))
+           .sort("_o", SESSION, "budget").drop("_o"))
     at = pl.col("_reach")
     keeps = pl.col("min_kept_turns").is_null() | (pl.col("min_kept_turns") >= min_kept_turns)
     n_at = at.sum()
@@ -203,7 +221,6 @@ def outcomes_table(events: pl.DataFrame, sessions: pl.DataFrame, *, window: int,
         aggs |= {"refetch_tokens": pl.col(REFETCH).sum().cast(pl.UInt64),
                  "refetch_tokens_p50": pl.col(REFETCH).filter(at).quantile(0.5, "nearest")}
     table = ses.group_by("policy", "budget", maintain_order=True).agg(**aggs)
-    order = {p: i for i, p in enumerate(dict.fromkeys(sessions["policy"].to_list()))}
     given = dict(thresholds) if thresholds is not None else thresholds_of(list(order), window, reserve)
     thr = pl.col("policy").replace_strict(given, return_dtype=pl.Int64, default=window - reserve)
     return (table.with_columns(threshold=thr, proposable=pl.col("budget").cast(pl.Int64) < thr,
@@ -250,7 +267,7 @@ class Decision:
 
     @property
     def criteria(self) -> DecisionRule:
-        """The rule (named as :class:`~panto_analytics.analysis.recommend.Recommendation` names it)."""
+        """The rule (named as :class:`~panto_analytics.analysis.recommendation.Recommendation` names it)."""
         return self.rule
 
     def around(self, n: int = 2) -> pl.DataFrame:
@@ -490,7 +507,7 @@ def replay_outcomes(messages: pl.DataFrame, budgets: Any, *, window: int, reserv
     >>> {"orphan_rate", "window_calls", "refetch_tokens"} <= set(r.sessions.columns)
     True
     """
-    from ..outcomes.loss import DEFAULT_HORIZON, loss
+    from ..outcomes.orphan_loss import DEFAULT_HORIZON, loss
     from ..policy import replay
 
     result = replay(messages, budgets, window=window, reserve=reserve, summary_tokens=summary_tokens, policy=policy,
@@ -513,8 +530,8 @@ def recorded_points(messages: pl.DataFrame, compactions: pl.DataFrame, sessions:
     ...                 pl.DataFrame({"session_id": [], "source_format": []})).height
     0
     """
-    from ..outcomes.loss import DEFAULT_HORIZON, cut_loss, recorded_cuts
-    from ..outcomes.references import references
+    from ..outcomes.orphan_loss import DEFAULT_HORIZON, cut_loss, recorded_cuts
+    from ..outcomes.tool_targets import references
 
     empty = pl.DataFrame(schema={"agent": pl.String, "sessions": pl.UInt32, "compactions": pl.UInt32,
                                  "orphan_rate": pl.Float64, "cost_p50": pl.Float64})
@@ -538,3 +555,4 @@ def recorded_points(messages: pl.DataFrame, compactions: pl.DataFrame, sessions:
     else:
         out = out.with_columns(cost_p50=pl.lit(None, pl.Float64))
     return out.select(list(empty.columns)).cast(dict(empty.schema))  # type: ignore[arg-type]
+

@@ -66,14 +66,14 @@ def format_column(values: list) -> list[str]:
     as many decimals as the column's largest magnitude leaves room for (never ``3.37e+04`` beside ``17,459``).
     None is ``-``; text stays as it is.
 
-    >>> format_column([33_700.5, 17_459.0, None]), format_column([0.5, 0.125]), format_column([1_200, 3])
-    (['33,700', '17,459', '-'], ['0.500', '0.125'], ['1,200', '3'])
+    >>> format_column([33_700.5, 17_459.0, None]), format_column([0.5, 0.125]), format_column([1_200, 2**64 - 1])
+    (['33,700', '17,459', '-'], ['0.500', '0.125'], ['1,200', '18,446,744,073,709,551,615'])
     """
     numbers = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
     floats = [abs(v) for v in numbers if isinstance(v, float) and not math.isnan(v)]
     if floats and not all(v.is_integer() for v in floats):
         top = max(floats)
-        decimals = 0 if top >= 100 else 1 if top >= 10 else 2 if top >= 1 else 3
+        decimals = 0 if top >= 100 else 1 if top >= 10 else 3
     else:
         decimals = 0
     out = []
@@ -82,7 +82,9 @@ def format_column(values: list) -> list[str]:
             out.append("-")
         elif isinstance(v, bool):
             out.append("yes" if v else "no")
-        elif isinstance(v, (int, float)):
+        elif isinstance(v, int):  # exactly, past what a float holds (2^64-1)
+            out.append(f"{v:,}" if not decimals else f"{v:,.{decimals}f}")
+        elif isinstance(v, float):
             out.append(f"{v:,.{decimals}f}")
         else:
             out.append(str(v))
@@ -99,15 +101,33 @@ def render_table(df, *, width: int | None = None, rows: int = 200) -> tuple[str,
 
     Text is never shortened (a session id or a path is whole or absent): whole columns are left out
     instead, the later ones first, and each column that still fits is kept, so a narrow column after a
-    wide one stays. The first column always shows. ``width`` None: every column.
+    wide one stays. The first column always shows. ``width`` None: every column. Numbers are written as
+    :func:`format_column` writes them (one notation per column, thousands separated), aligned right; the
+    first ``rows`` rows are shown. A missing value is ``-``.
 
     >>> import polars as pl
     >>> df = pl.DataFrame({"id": ["a"], "path": ["/" + "x" * 60], "n": [1]})
     >>> text, hidden = render_table(df, width=40)
     >>> hidden, max(len(line) for line in text.splitlines()) <= 40
     (['path'], True)
+    >>> print(render_table(pl.DataFrame({"budget": [0, 25_000], "share": [0.0, 0.368948], "p": ["/w", None]}))[0])
+    ┌────────┬───────┬────┐
+    │ budget ┆ share ┆ p  │
+    ╞════════╪═══════╪════╡
+    │      0 ┆ 0.000 ┆ /w │
+    │ 25,000 ┆ 0.369 ┆ -  │
+    └────────┴───────┴────┘
     """
     import polars as pl
+
+    df = df.head(rows).with_columns(pl.col(pl.String).fill_null("-"))  # no "null" where nothing was recorded
+    numeric = [c for c, t in df.schema.items() if t.is_numeric()]
+    if numeric:
+        def right(header: str, cells: list[str]) -> list[str]:  # right-aligned under the header too
+            return [cell.rjust(max(len(header), *map(len, cells))) for cell in cells]
+
+        df = df.with_columns(pl.Series(c, right(c, format_column(df[c].to_list())), dtype=pl.String)
+                             for c in numeric)
 
     def draw(frame) -> str:
         with pl.Config(tbl_rows=min(len(frame), rows), **TABLE_CONFIG):

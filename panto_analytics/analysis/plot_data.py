@@ -23,15 +23,18 @@ use linear interpolation, as a box plot usually does.
 """
 from __future__ import annotations
 
+from typing import cast
+
 import polars as pl
 
 from ..defaults import SEGMENT_KINDS
 from ..models import normalized_model, session_model
-from ..policy import session_turns, summarize_splits
+from ..policy import session_turns, sweep
 from ..policy.expressions import SESSION
 
 __all__ = [
-    "ALL", "LENGTH_BUCKETS", "OUTCOMES", "QUANTILES", "SEGMENT_KINDS", "distribution", "kept_tokens_stats", "kept_turns_stats",
+    "ALL", "LENGTH_BUCKETS", "OUTCOMES", "QUANTILES", "SEGMENT_KINDS", "cost_per_session",
+    "distribution", "kept_tokens_stats", "kept_turns_stats",
     "log_bin", "outcome_shares", "per_segment_sweep", "per_session_stats", "session_segments", "summarized_share_stats",
     "token_source_shares",
     "turn_size_histogram", "with_segment",
@@ -171,15 +174,15 @@ def summarized_share_stats(splits: pl.DataFrame, segments: pl.DataFrame | None =
 
 
 def per_segment_sweep(frame: pl.DataFrame) -> pl.DataFrame:
-    """:func:`~panto_analytics.policy.sweep.summarize_splits` for each segment of ``frame``.
+    """:func:`~panto_analytics.policy.budget_sweep.sweep` for each segment of ``frame``.
 
     One summary per segment (a handful), so the sweep's definitions of its
     shares stay in one place.
     """
     parts = [
-        summarize_splits(part.drop("segment")).with_columns(segment=pl.lit(part["segment"][0]))
+        sweep(part.drop("segment")).with_columns(segment=pl.lit(part["segment"][0]))
         for part in frame.partition_by("segment", maintain_order=True)
-    ] or [summarize_splits(frame.drop("segment")).with_columns(segment=pl.lit(None, pl.String))]
+    ] or [sweep(frame.drop("segment")).with_columns(segment=pl.lit(None, pl.String))]
     return pl.concat(parts, how="vertical_relaxed").with_columns(
         pl.col("segment").cast(frame.schema["segment"])).sort("budget", "segment")
 
@@ -243,3 +246,30 @@ def token_source_shares(turns: pl.DataFrame, segments: pl.DataFrame | None = Non
 def per_session_stats(frame: pl.DataFrame, value: str) -> pl.DataFrame:
     """Per budget: the distribution of ``value`` over the rows of a per-(session, budget) frame (e.g. a replay's)."""
     return distribution(with_segment(frame, None), value, ["budget", "segment"])
+
+
+def cost_per_session(replay_sessions: pl.DataFrame, value: str = "total_cost_usd") -> tuple[pl.DataFrame, float | None]:
+    """Per (policy, budget): the distribution of a billed replay's cost per session, and the recorded cost's median.
+
+    ``replay_sessions``: the session rows of ``pa.replay(..., prices=...)`` (with a ``policy`` column when
+    several policies were replayed); ``value``: ``total_cost_usd`` (the simulated calls and the summarizer's)
+    or ``simulated_cost_usd``. Sessions with a null cost (an unpriced model) are left out. The policy is
+    the ``segment`` (``libpanto`` without a ``policy`` column); the second value is the median over the
+    sessions of ``recorded_cost_usd`` (None without one), the reference line.
+
+    >>> s = pl.DataFrame({"session_id": ["a", "b", "a", "b"], "budget": [0, 0, 8_000, 8_000],
+    ...     "total_cost_usd": [1.0, 3.0, 1.5, 2.5], "recorded_cost_usd": [2.0, 4.0, 2.0, 4.0]})
+    >>> stats, recorded = cost_per_session(s)
+    >>> stats.select("budget", "segment", "median").rows(), recorded
+    ([(0, 'libpanto', 2.0), (8000, 'libpanto', 2.0)], 3.0)
+    """
+    policy = (pl.col("policy").cast(pl.String) if "policy" in replay_sessions.columns else pl.lit("libpanto"))
+    frame = replay_sessions.with_columns(policy.alias("segment")).filter(pl.col(value).is_not_null())
+    order = frame["segment"].unique(maintain_order=True).to_list()
+    stats = distribution(frame.with_columns(pl.col("segment").cast(pl.Enum(order))), value, ["budget", "segment"])
+    recorded = None
+    if "recorded_cost_usd" in frame.columns:
+        per_session = frame.group_by(SESSION).agg(pl.col("recorded_cost_usd").first())["recorded_cost_usd"]
+        recorded = cast("float | None", per_session.median())
+    return stats, recorded
+

@@ -41,7 +41,8 @@ from .formatting import format_tokens
 
 __all__ = [
     "BUDGET_LABEL", "DPI", "FIGSIZE", "GREY", "OUTCOME_COLORS", "PALETTE", "PlotFigure", "SOURCE_COLORS", "SOURCE_LABELS",
-    "STYLE", "agent_vs_libpanto_kept", "frontier", "kept_tokens_by_budget", "kept_turns_by_budget", "outcome_shares_by_budget",
+    "STYLE", "agent_vs_libpanto_kept", "cost_by_budget",
+    "frontier", "kept_tokens_by_budget", "kept_turns_by_budget", "outcome_shares_by_budget",
     "png_bytes", "policy_comparison", "replay_by_budget", "save", "style",
     "summarized_share_by_budget", "turn_sizes",
 ]
@@ -391,6 +392,54 @@ def replay_by_budget(replay_sessions, value: str, *, ylabel: str, title: str, to
         _legend(ax, loc="upper left")
         _title(ax, title)
         _note(fig, "sessions · line: median · dark band: quartiles · light band: 10th-90th percentile")
+    return fig
+
+
+def cost_by_budget(replay_sessions, *, value: str = "total_cost_usd", highlight: int | None = None) -> Figure:
+    """Cost per session against budget, one line per policy (median, 10th-90th percentile band), and the
+    recorded cost as a reference line.
+
+    ``replay_sessions``: the session rows of a billed replay (``pa.replay(..., prices=...)``); ``value``:
+    ``total_cost_usd`` (the replayed calls and the summarizer's) or ``simulated_cost_usd``
+    (:func:`~panto_analytics.analysis.plot_data.cost_per_session`).
+
+    >>> import polars as pl
+    >>> s = pl.DataFrame({"policy": ["pi"] * 4, "session_id": ["a", "b"] * 2, "budget": [0, 0, 8_000, 8_000],
+    ...     "total_cost_usd": [1.0, 3.0, 1.5, 2.5], "recorded_cost_usd": [2.0, 4.0, 2.0, 4.0]})
+    >>> cost_by_budget(s).axes[0].get_ylabel()
+    'cost per session (USD)'
+    """
+    stats, recorded = data.cost_per_session(replay_sessions, value)
+    with style():
+        fig, (ax,) = _figure()
+        colors = _segment_colors(stats)
+        for seg, part in stats.partition_by("segment", as_dict=True, maintain_order=True).items():
+            x, median = part["budget"].to_numpy(), part["median"].to_numpy()
+            label = f"{seg[0]}: median of {_sessions(max(part['sessions'].to_list()))}"
+            if part.height > 1:
+                ax.fill_between(x, part["p10"], part["p90"], color=colors[seg[0]], alpha=0.15, lw=0)
+                ax.plot(x, median, color=colors[seg[0]], marker="o", ms=3.5, label=label)
+            else:  # a policy with a budget of its own: one point, its band as a bar
+                ax.errorbar(x, median, yerr=[median - part["p10"].to_numpy(), part["p90"].to_numpy() - median],
+                            fmt="o", color=colors[seg[0]], capsize=3, label=label)
+        if recorded is not None:
+            ax.axhline(recorded, color=GREY, lw=1.2, ls="--", zorder=1,
+                       label=f"recorded, median: ${recorded:,.2f}")
+        low, high = stats["p10"].min(), stats["p90"].max()
+        if isinstance(low, float) and isinstance(high, float) and low > 0 and high / low > 100:
+            ax.set_yscale("log")   # sessions' costs span orders of magnitude
+        else:
+            ax.set_ylim(bottom=0)
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"${v:,.2f}"))
+        _token_axis(ax.xaxis)
+        ax.set_xlabel(BUDGET_LABEL)
+        ax.set_xlim(left=0)
+        ax.set_ylabel("cost per session (USD)")
+        _highlight(ax, highlight)
+        _legend(ax, loc="best")
+        _title(ax, "What each budget costs per session")
+        what = "replayed calls and summarizer" if value == "total_cost_usd" else "replayed calls"
+        _note(fig, f"sessions · {what} · line: median · band: 10th-90th percentile · dashed: as recorded")
     return fig
 
 

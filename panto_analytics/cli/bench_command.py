@@ -1,7 +1,6 @@
 """``bench``: the benchmark of a source checkout (``python -m benchmarks``), run from the product's command."""
 from __future__ import annotations
 
-import importlib
 import sys
 from pathlib import Path
 
@@ -25,7 +24,10 @@ def benchmark_command() -> click.Command:
         raise click.UsageError(HOW_TO_GET)
     if str(CHECKOUT) not in sys.path:
         sys.path.append(str(CHECKOUT))
-    command: click.Command = importlib.import_module("benchmarks.cli").bench
+    # The one import of ours from outside the package, and a plain one: the architecture test sees it and allows
+    # it here only (docs/architecture.md).
+    from benchmarks.cli import bench as command
+
     return command
 
 

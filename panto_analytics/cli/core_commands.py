@@ -98,10 +98,10 @@ def sweep(paths, format_, skip_invalid, budgets, output, plot, engine, ray_addre
 
         write_frame(sweep_dataset(ds, budgets, engine=engine, address=ray_address), output)
         return
-    from ..policy import summarize_splits
+    from ..policy import sweep
 
     per_session = _splits(paths, format_, skip_invalid, budgets)
-    write_frame(summarize_splits(per_session), output)
+    write_frame(sweep(per_session), output)
     if plot is not None:
         from ..analysis.plots import kept_tokens_by_budget
 

@@ -39,7 +39,7 @@ def loss_cmd(paths, format_, skip_invalid, horizon, output, cuts_out):
       panto-analytics loss ~/.pi/agent/sessions
       panto-analytics loss data/ --horizon 10 --cuts cuts.csv
     """
-    from ..outcomes.refetch import refetch, refetch_summary
+    from ..outcomes.recorded_refetch import refetch, refetch_summary
 
     corpus = read_input_corpus(paths, format_, skip_invalid)
     cuts = refetch(corpus.messages, corpus.compactions, corpus.sessions, horizon=horizon)

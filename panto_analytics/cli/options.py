@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "PLOT_SUFFIXES", "STDOUT_FORMATS", "BudgetList", "OutputPathError", "Tokens", "budgets_option",
-    "cache_warnings_on_stderr", "check_engine", "check_output", "check_output_path", "check_replay", "cost_options",
+    "cache_warnings_on_stderr", "check_engine", "check_output", "check_output_path", "check_replay", "cost_options", "cut_policy_option",
     "dataset_path", "engine_options", "file_output_option", "friendly_errors", "horizon_option", "input_options", "is_device",
     "output_option", "policy_option", "read_input", "read_input_corpus", "read_settings", "replay_options",
     "replay_prices", "report_skips", "session_files", "session_filter", "terminal_width", "to_stdout", "write_frame",
@@ -569,6 +569,15 @@ def policy_option(fn):
         help=f"Replay under this compaction policy ({', '.join(POLICY_NAMES)}), with settings over its defaults "
              "(pi:keep_recent_tokens=30k); repeat to compare. libpanto runs at every --budgets value; "
              "the others at their own settings (docs/replay.md).")(fn)
+
+
+def cut_policy_option(fn):
+    """--policy NAME[:k=v,...] for ``policy-cuts``: the agents' policies only (libpanto's split is per budget)."""
+    names = ", ".join(n for n in POLICY_NAMES if n != "libpanto")
+    return click.option(
+        "--policy", "policies", multiple=True, callback=_parse_policies, metavar="NAME[:k=v,...]",
+        help=f"Cut under this compaction policy ({names}), with settings over its defaults "
+             "(pi:keep_recent_tokens=30k); repeat to compare (docs/replay.md).")(fn)
 
 
 def cost_options(fn):

@@ -4,14 +4,14 @@ from __future__ import annotations
 import click
 
 from .app import main
-from .options import file_output_option, friendly_errors, input_options, output_option, policy_option, read_input_corpus, write_frame
+from .options import cut_policy_option, file_output_option, friendly_errors, input_options, output_option, read_input_corpus, write_frame
 
 __all__ = ["policy_cuts_cmd"]
 
 
 @main.command("policy-cuts")
 @input_options
-@policy_option
+@cut_policy_option
 @output_option
 @file_output_option("--rows", dest="rows_out",
                     help="Also write one row per (recorded compaction, policy) to this file "

@@ -102,7 +102,7 @@ def replay_cmd(paths, format_, skip_invalid, budgets, window, reserve, summary_t
     if with_loss:
         from dataclasses import replace
 
-        from ..outcomes.loss import loss
+        from ..outcomes.orphan_loss import loss
 
         lost = loss(messages, result, horizon=horizon)
         result = replace(result, events=lost.events, sessions=lost.sessions)
@@ -111,7 +111,7 @@ def replay_cmd(paths, format_, skip_invalid, budgets, window, reserve, summary_t
             write_frame(frame, target)
     table = (compare_policies if policies else summarize_replay)(result.events, result.sessions)
     if lost is not None:
-        from ..outcomes.loss import with_loss_columns
+        from ..outcomes.orphan_loss import with_loss_columns
 
         table = with_loss_columns(table, lost.events)
     write_frame(table, output)

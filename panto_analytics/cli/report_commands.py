@@ -32,7 +32,7 @@ from .options import (
 
 if TYPE_CHECKING:
     from ..analysis.decision import Decision
-    from ..analysis.recommend import Criteria, Recommendation
+    from ..analysis.recommendation import Criteria, Recommendation
 
 __all__ = ["Share", "criteria_options", "recommend_cmd", "recommendation_object", "report"]
 
@@ -60,7 +60,7 @@ class Share(click.ParamType):
 
 
 def criteria_options(fn):
-    """The rules a recommended budget must meet (see :mod:`panto_analytics.analysis.recommend`)."""
+    """The rules a recommended budget must meet (see :mod:`panto_analytics.analysis.recommendation`)."""
     options = [
         click.option("--min-kept-turns", "-k", type=click.IntRange(min=1), default=None,
                      help="Rule: the smallest budget at which COVERAGE of sessions keep at least K whole turns "
@@ -79,7 +79,7 @@ def criteria_options(fn):
 
 
 def _criteria(min_kept_turns, coverage, max_kept_share, context_window, window=None) -> Criteria:
-    from ..analysis.recommend import Criteria
+    from ..analysis.recommendation import Criteria
 
     if window is not None and context_window is None:
         context_window = window if max_kept_share is not None else None
@@ -131,9 +131,10 @@ def recommend_cmd(paths, format_, skip_invalid, budgets, min_kept_turns, coverag
     pooled orphan rate) that meets it, and says what the next budgets up and
     down cost and lose.
 
-    PATHS may be one dataset folder (`ingest --dataset DIR`): without
-    --window the rules then run bucket by bucket in bounded memory, here or
-    on Ray (--engine ray), with the same result.
+    PATHS may be one dataset folder (`ingest --dataset DIR`): the rules then
+    run bucket by bucket, here or on Ray (--engine ray), with the same result
+    (without --window in bounded memory; with it, keeping one row per
+    policy, session and budget).
 
     \b
     Examples:
@@ -145,7 +146,7 @@ def recommend_cmd(paths, format_, skip_invalid, budgets, min_kept_turns, coverag
       panto-analytics recommend data/ --window 32k --policy libpanto --policy pi --max-orphan-rate 5% --prices docs/synth-prices.json
     """
     from ..analysis.decision import DecisionRule, decision_from_replay, replay_outcomes
-    from ..analysis.recommend import recommend
+    from ..analysis.recommendation import recommend
     from ..outcomes.cost import UnpricedWarning
     from ..policy import splits as compute_splits
     from ..policy import turns as compute_turns
@@ -160,8 +161,19 @@ def recommend_cmd(paths, format_, skip_invalid, budgets, min_kept_turns, coverag
 
         _print_recommendation(recommend_dataset(ds, budgets, criteria, engine=engine, address=ray_address), output)
         return
+    rule = DecisionRule(min_kept_turns=min_kept_turns, coverage=coverage, max_kept_share=max_kept_share,
+                        max_orphan_rate=max_orphan_rate)
+    given = [p if isinstance(p, str) else p.spec() for p in policies]
+    if ds is not None:
+        from ..dataset.decision import decision_dataset
+
+        _print_recommendation(decision_dataset(
+            ds, budgets, rule, window=window, reserve=reserve, summary_tokens=summary_tokens, policy=given or None,
+            prices=replay_prices(True, prices_file, summarizer), summarizer=summarizer, horizon=horizon,
+            engine=engine, address=ray_address), output)
+        return
     if engine == "ray":
-        raise click.UsageError("--engine ray runs the end-of-session rules; --window replays in memory")
+        raise click.UsageError("--engine ray runs on a dataset (ingest --dataset DIR)")
     corpus = read_input_corpus(paths, format_, skip_invalid)
     messages = corpus.messages
     rec: Recommendation | Decision
@@ -169,7 +181,6 @@ def recommend_cmd(paths, format_, skip_invalid, budgets, min_kept_turns, coverag
         rec = recommend(compute_splits(messages, budgets), criteria, turns=compute_turns(messages),
                         windows=corpus.sessions["context_window"].to_list())
     else:
-        given = [p if isinstance(p, str) else p.spec() for p in policies]
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", UnpricedWarning)
             result = replay_outcomes(messages, budgets, window=window, reserve=reserve,
@@ -183,8 +194,6 @@ def recommend_cmd(paths, format_, skip_invalid, budgets, min_kept_turns, coverag
                 warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
         if result.price_source is not None:
             click.echo(f"prices: {result.price_source}", err=True)
-        rule = DecisionRule(min_kept_turns=min_kept_turns, coverage=coverage, max_kept_share=max_kept_share,
-                            max_orphan_rate=max_orphan_rate)
         rec = decision_from_replay(result, rule)
     _print_recommendation(rec, output)
 

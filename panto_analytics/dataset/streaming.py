@@ -8,7 +8,7 @@ Peak memory is one task's splits (a group of whole buckets of about
 the budgets), whatever the number of buckets. The results equal the
 in-memory path's bit for bit:
 
-- :func:`sweep_dataset` is ``summarize_splits(splits(messages, budgets, sessions=sessions))``, what
+- :func:`sweep_dataset` is ``sweep(splits(messages, budgets, sessions=sessions))``, what
   ``panto-analytics sweep`` prints;
 - :func:`recommend_dataset` is ``recommend(splits(messages, budgets), criteria, turns=turns(messages),
   windows=...)``, what ``panto-analytics recommend`` prints;
@@ -34,12 +34,12 @@ from pathlib import Path
 import polars as pl
 import pyarrow.parquet as pq
 
-from ..analysis.recommend import Criteria, Outcomes, Recommendation, outcomes_at, recommend_from_table
+from ..analysis.recommendation import Criteria, Outcomes, Recommendation, outcomes_at, recommend_from_table
 from ..policy import splits as compute_splits
 from ..policy import turns as compute_turns
-from ..policy.splits import budget_series
+from ..policy.compute_split import budget_series
+from .budget_histograms import coverage_from, histograms, merge, sweep_from
 from .engines import map_buckets
-from .histograms import coverage_from, histograms, merge, sweep_from
 from .store import TASK_ROWS, bucket_groups, collect, scan_dataset, scan_parts
 
 __all__ = ["MERGE_EVERY", "dataset_histograms", "recommend_dataset", "sweep_dataset", "write_splits"]
@@ -78,7 +78,7 @@ def dataset_histograms(root: str | Path, budgets: int | Iterable[int], *, with_s
 
 def sweep_dataset(root: str | Path, budgets: int | Iterable[int], *, engine: str = "local",
                   address: str | None = None, task_rows: int = TASK_ROWS) -> pl.DataFrame:
-    """One row per budget (:func:`~panto_analytics.policy.summarize_splits`) over the dataset at ``root``,
+    """One row per budget (:func:`~panto_analytics.policy.sweep`) over the dataset at ``root``,
     task by task in bounded memory, sessions without messages included.
 
     Parameters

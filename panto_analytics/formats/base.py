@@ -26,7 +26,7 @@ from typing import IO, Any, Protocol
 import polars as pl
 
 from ..errors import IngestReport, InputError
-from ..outcomes.references import tool_refs
+from ..outcomes.tool_targets import tool_refs
 from ..schema import MAX_USAGE, MESSAGE_SCHEMA, USAGE_COLUMNS
 from ..transcript import serialized_bytes
 from ..words import message_words

@@ -27,7 +27,7 @@ from typing import Any, cast
 import orjson
 
 from .base import BAD_RECORD, Invalid, Message, Postprocess, ReadFrames, SourceFile, bad_record, parse_timestamp, usage_counter
-from .jsonl import json_type, records
+from .jsonl import json_type, records, require_string
 
 __all__ = ["ENVELOPES", "NAME", "parse", "postprocess", "read_frames", "sniff"]
 
@@ -296,11 +296,11 @@ class _Rollout:
             texts = self.texts(summary, f"{where}.summary") + self.texts(content, f"{where}.content")
             return ("call", [{"type": "thinking", "text": "\n".join(texts)}])
         if kind == "function_call":
-            return ("call", [_tool_use(item, "call_id", _string(item.get("name"), f"{where}.name"),
-                                       _string(item.get("arguments"), f"{where}.arguments"), where)])
+            return ("call", [_tool_use(item, "call_id", require_string(item.get("name"), f"{where}.name"),
+                                       require_string(item.get("arguments"), f"{where}.arguments"), where)])
         if kind == "custom_tool_call":
-            return ("call", [_tool_use(item, "call_id", _string(item.get("name"), f"{where}.name"),
-                                       _string(item.get("input"), f"{where}.input"), where)])
+            return ("call", [_tool_use(item, "call_id", require_string(item.get("name"), f"{where}.name"),
+                                       require_string(item.get("input"), f"{where}.input"), where)])
         if kind == "local_shell_call":
             key = "call_id" if isinstance(item.get("call_id"), str) else "id"
             return ("call", [_tool_use(item, key, "local_shell", _json(item.get("action")), where)])
@@ -310,13 +310,13 @@ class _Rollout:
         if kind == "tool_search_call":
             return ("call", [_tool_use(item, "call_id", "tool_search", _json(item.get("arguments")), where)])
         if kind in ("function_call_output", "custom_tool_call_output"):
-            call_id = _string(item.get("call_id"), f"{where}.call_id")
+            call_id = require_string(item.get("call_id"), f"{where}.call_id")
             if "output" not in item:
                 raise Invalid(f"{where}.output is missing")
             return ("output", {"type": "tool_result", "tool_use_id": call_id,
                                "parts": self.output_parts(item["output"], f"{where}.output")})
         if kind == "tool_search_output":
-            call_id = _string(item.get("call_id"), f"{where}.call_id")
+            call_id = require_string(item.get("call_id"), f"{where}.call_id")
             return ("output", {"type": "tool_result", "tool_use_id": call_id,
                                "parts": [{"type": "text", "text": _json(item.get("tools"))}]})
         if kind in _SUMMARY_ITEMS:
@@ -349,7 +349,7 @@ class _Rollout:
                 raise Invalid(f"{where}[{i}] must be an object, got {json_type(part)}")
             kind = part.get("type")
             if kind in _TEXT_PARTS:
-                out.append(_string(part.get(_TEXT_PARTS[kind]), f"{where}[{i}].{_TEXT_PARTS[kind]}"))
+                out.append(require_string(part.get(_TEXT_PARTS[kind]), f"{where}[{i}].{_TEXT_PARTS[kind]}"))
             elif kind in _IMAGE_PARTS:
                 # libpanto has media only inside tool results.
                 self.src.ignore(f"image in a {images_in or 'content'} message")
@@ -371,7 +371,7 @@ class _Rollout:
                 raise Invalid(f"{where}[{i}] must be an object, got {json_type(part)}")
             kind = part.get("type")
             if kind in _TEXT_PARTS:
-                parts.append({"type": "text", "text": _string(part.get(_TEXT_PARTS[kind]), f"{where}[{i}].text")})
+                parts.append({"type": "text", "text": require_string(part.get(_TEXT_PARTS[kind]), f"{where}[{i}].text")})
             elif kind in _IMAGE_PARTS:
                 parts.append({"type": "media", "media_type": _media_type(part.get("image_url"))})
             else:
@@ -507,7 +507,7 @@ def _difference(total: Any, previous: Any) -> dict[str, Any]:
 
 
 def _tool_use(item: dict[str, Any], id_key: str, name: str, text: str, where: str) -> dict[str, Any]:
-    return {"type": "tool_use", "id": _string(item.get(id_key), f"{where}.{id_key}"), "name": name, "input": text}
+    return {"type": "tool_use", "id": require_string(item.get(id_key), f"{where}.{id_key}"), "name": name, "input": text}
 
 
 def _json(value: Any) -> str:
@@ -528,7 +528,3 @@ def _media_type(url: Any) -> str:
     return "image"
 
 
-def _string(value: Any, where: str) -> str:
-    if not isinstance(value, str):
-        raise Invalid(f"{where} must be a string, got {json_type(value)}")
-    return value

@@ -22,9 +22,9 @@ from typing import Any
 
 import orjson
 
-from .base import SourceFile
+from .base import Invalid, SourceFile
 
-__all__ = ["NOT_JSONL", "json_type", "malformed", "records", "reread", "utf16"]
+__all__ = ["NOT_JSONL", "json_type", "malformed", "records", "require_string", "reread", "utf16"]
 
 #: Why a pretty-printed JSON file is rejected (one reason for all its lines).
 NOT_JSONL = ("not JSONL: the file looks like pretty-printed JSON (one document over many lines), "
@@ -142,3 +142,18 @@ def json_type(value: Any) -> str:
     ('array', 'null', 'object')
     """
     return "object" if isinstance(value, dict) else _JSON_TYPES.get(type(value), type(value).__name__)
+
+
+def require_string(value: Any, where: str) -> str:
+    """``value`` if it is a string, else :class:`~.base.Invalid` naming ``where`` and the JSON type found.
+
+    >>> require_string("a", "text")
+    'a'
+    >>> require_string(5, "content[0].text")
+    Traceback (most recent call last):
+    ...
+    panto_analytics.formats.base.Invalid: content[0].text must be a string, got number
+    """
+    if not isinstance(value, str):
+        raise Invalid(f"{where} must be a string, got {json_type(value)}")
+    return value

@@ -29,7 +29,7 @@ from typing import Any
 import orjson
 
 from .base import BAD_RECORD, Invalid, Message, Postprocess, ReadFrames, SourceFile, bad_record, parse_timestamp, usage_counter
-from .jsonl import json_type, records, reread
+from .jsonl import json_type, records, require_string, reread
 
 __all__ = ["NAME", "parse", "postprocess", "read_frames", "sniff"]
 
@@ -122,10 +122,10 @@ def _scan(src: SourceFile) -> _Layout:
                 continue
             entry = _Entry(lineno, kind, None, None)
             if version >= 2:
-                entry.id = _string(rec.get("id"), "entry.id")
+                entry.id = require_string(rec.get("id"), "entry.id")
                 parent = rec.get("parentId")
                 if parent is not None:
-                    parent = _string(parent, "entry.parentId")
+                    parent = require_string(parent, "entry.parentId")
                     if parent not in by_id:
                         raise Invalid(f"parentId {parent!r} is not the id of an earlier entry")
                 if entry.id in by_id:
@@ -186,7 +186,7 @@ def _anchors(entries: list[_Entry], on_path: list[int], kept_index: dict[Any, in
 
 
 def _compaction(rec: dict[str, Any], lineno: int, version: int) -> _Compaction:
-    summary = _string(rec.get("summary"), "compaction.summary")
+    summary = require_string(rec.get("summary"), "compaction.summary")
     tokens = rec.get("tokensBefore")
     if tokens is not None:
         tokens = usage_counter(tokens, "compaction.tokensBefore")
@@ -268,7 +268,7 @@ class _Session:
         if kind == "custom_message":
             return self._user(self._texts(rec.get("content"), "custom_message.content"), lineno, ts)
         if kind == "branch_summary":
-            summary = _string(rec.get("summary"), "branch_summary.summary")
+            summary = require_string(rec.get("summary"), "branch_summary.summary")
             return self._user([summary], lineno, ts) if summary else None
         if kind == "model_change":
             model = rec.get("modelId")
@@ -285,7 +285,7 @@ class _Session:
         if role == "user":
             return self._user(self._texts(msg.get("content"), "message.content"), lineno, ts)
         if role == "toolResult":
-            call_id = _string(msg.get("toolCallId"), "message.toolCallId")
+            call_id = require_string(msg.get("toolCallId"), "message.toolCallId")
             parts = self._parts(msg.get("content"), "message.content")
             return Message("user", [{"type": "tool_result", "tool_use_id": call_id, "parts": parts}], None,
                            lineno, ts, self.model)
@@ -293,17 +293,17 @@ class _Session:
             if msg.get("excludeFromContext"):
                 self.src.ignore("bashExecution excluded from context")
                 return None
-            command = _string(msg.get("command"), "message.command")
+            command = require_string(msg.get("command"), "message.command")
             output = msg.get("output")
-            output = "" if output is None else _string(output, "message.output")
+            output = "" if output is None else require_string(output, "message.output")
             return self._user([f"{command}\n{output}"], lineno, ts)
         if role in ("custom", "hookMessage"):
             return self._user(self._texts(msg.get("content"), "message.content"), lineno, ts)
         if role == "branchSummary":
-            return self._user([_string(msg.get("summary"), "message.summary")], lineno, ts)
+            return self._user([require_string(msg.get("summary"), "message.summary")], lineno, ts)
         if role == "compactionSummary":
             tokens = msg.get("tokensBefore")
-            comp = _Compaction(lineno, _string(msg.get("summary"), "message.summary"),
+            comp = _Compaction(lineno, require_string(msg.get("summary"), "message.summary"),
                                None if tokens is None else usage_counter(tokens, "message.tokensBefore"), None, None)
             return self._anchor(comp, False, ts)
         if not isinstance(role, str):
@@ -322,12 +322,12 @@ class _Session:
                 raise Invalid(f"{where} must be an object, got {json_type(block)}")
             kind = block.get("type")
             if kind == "text":
-                blocks.append({"type": "text", "text": _string(block.get("text"), f"{where}.text")})
+                blocks.append({"type": "text", "text": require_string(block.get("text"), f"{where}.text")})
             elif kind == "thinking":
-                blocks.append({"type": "thinking", "text": _string(block.get("thinking"), f"{where}.thinking")})
+                blocks.append({"type": "thinking", "text": require_string(block.get("thinking"), f"{where}.thinking")})
             elif kind == "toolCall":
-                blocks.append({"type": "tool_use", "id": _string(block.get("id"), f"{where}.id"),
-                               "name": _string(block.get("name"), f"{where}.name"),
+                blocks.append({"type": "tool_use", "id": require_string(block.get("id"), f"{where}.id"),
+                               "name": require_string(block.get("name"), f"{where}.name"),
                                "input": orjson.dumps(block.get("arguments", {})).decode()})
             else:
                 self.src.ignore(f"assistant block:{kind}")
@@ -355,7 +355,7 @@ class _Session:
                 raise Invalid(f"{where}[{i}] must be an object, got {json_type(block)}")
             kind = block.get("type")
             if kind == "text":
-                texts.append(_string(block.get("text"), f"{where}[{i}].text"))
+                texts.append(require_string(block.get("text"), f"{where}[{i}].text"))
             elif kind == "image":
                 # libpanto has media only inside tool results.
                 self.src.ignore("image in a user message")
@@ -375,9 +375,9 @@ class _Session:
                 raise Invalid(f"{where}[{i}] must be an object, got {json_type(block)}")
             kind = block.get("type")
             if kind == "text":
-                parts.append({"type": "text", "text": _string(block.get("text"), f"{where}[{i}].text")})
+                parts.append({"type": "text", "text": require_string(block.get("text"), f"{where}[{i}].text")})
             elif kind == "image":
-                parts.append({"type": "media", "media_type": _string(block.get("mimeType"), f"{where}[{i}].mimeType")})
+                parts.append({"type": "media", "media_type": require_string(block.get("mimeType"), f"{where}[{i}].mimeType")})
             else:
                 self.src.ignore(f"content block:{kind}")
         return parts
@@ -422,7 +422,3 @@ def _version(value: Any) -> int:
     return value
 
 
-def _string(value: Any, where: str) -> str:
-    if not isinstance(value, str):
-        raise Invalid(f"{where} must be a string, got {json_type(value)}")
-    return value

@@ -28,6 +28,7 @@ import contextlib
 import importlib
 import multiprocessing
 import os
+import signal
 import sys
 import threading
 import time
@@ -79,11 +80,17 @@ def launch(jobs: int | None = None, module: str = PARSER_MODULE) -> bool:
     if _launched is not None or jobs < 2:
         return False
     pool = ProcessPoolExecutor(max_workers=jobs - 1, mp_context=multiprocessing.get_context("spawn"),
-                               initializer=importlib.import_module, initargs=(module,))
+                               initializer=_start_worker, initargs=(module,))
     with _main_not_inherited():
         pool.submit(_ready)  # starts one worker, which imports ``module``
     _launched = pool
     return True
+
+
+def _start_worker(module: str) -> None:
+    """A launched worker's start: Ctrl-C is the caller's to handle (it ends the worker), then the imports."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    importlib.import_module(module)
 
 
 def launched() -> bool:

@@ -4,9 +4,9 @@
   LiteLLM price file);
 - :mod:`~panto_analytics.outcomes.cost`: ``bill``, the one definition of a call's cost, and ``costs``,
   the recorded sessions' bill per group;
-- :mod:`~panto_analytics.outcomes.references`: what each tool call touches (``references``), hashed at ingest;
-- :mod:`~panto_analytics.outcomes.loss`: what every compaction loses (``loss``: orphan references among the
-  next tool calls), and :mod:`~panto_analytics.outcomes.refetch`: what agents really fetched again after the
+- :mod:`~panto_analytics.outcomes.tool_targets`: what each tool call touches (``references``), hashed at ingest;
+- :mod:`~panto_analytics.outcomes.orphan_loss`: what every compaction loses (``loss``: orphan references among the
+  next tool calls), and :mod:`~panto_analytics.outcomes.recorded_refetch`: what agents really fetched again after the
   compactions they recorded.
 - :mod:`~panto_analytics.outcomes.billing`: the tokens of every call a replay simulates (the cache rule,
   the summarizer call) and ``bill_replay``, a replay's sessions and events priced.
@@ -14,10 +14,10 @@
 This floor sits below ``policy``, so that the replay can bill the calls it simulates.
 """
 from .cost import COST_COLUMNS, GROUPINGS, UnpricedWarning, bill, costs, unpriced
-from .loss import Loss, loss
+from .orphan_loss import Loss, loss
 from .prices import Prices, load_prices
-from .references import references
-from .refetch import refetch, refetch_summary
+from .recorded_refetch import refetch, refetch_summary
+from .tool_targets import references
 
 __all__ = ["COST_COLUMNS", "GROUPINGS", "Loss", "Prices", "UnpricedWarning", "bill", "costs", "load_prices", "loss",
            "references", "refetch", "refetch_summary", "unpriced"]

@@ -29,7 +29,7 @@ cache-write rate, 1-hour writes as 5-minute writes where it has no 1-hour
 rate, and cache reads as input where it has no read rate (its
 ``decompose`` rules, checked against ``genai_prices.calc_price`` in the
 tests); a LiteLLM file is read the same way (``cache_creation_input_token_cost_above_1hr``
-for 1-hour writes, else the 5-minute rate, as ccusage bills every write).
+for 1-hour writes, else the 5-minute rate), which is how ccusage 20.0.24 bills them.
 
 Prices never come from the network: genai-prices' bundled snapshot is read
 (its auto-update is never started), and the version is pinned in

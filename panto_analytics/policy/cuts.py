@@ -48,8 +48,8 @@ import polars as pl
 
 from ..budgets import Budgets, as_budgets
 from . import expressions as ex
-from .splits import splits
-from .turns import annotate
+from .compute_split import splits
+from .turn_costs import annotate
 
 __all__ = ["CUT_COLUMNS", "cut_conversations", "splits_at"]
 

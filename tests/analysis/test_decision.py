@@ -7,7 +7,7 @@ import math
 import polars as pl
 import pytest
 from click.testing import CliRunner
-from conftest import DATA, examples
+from conftest import DATA, REALDATA, examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -232,3 +232,21 @@ def test_recorded_points_and_the_frontier_plot():
     assert ax.get_ylabel() == "cost per session, median (USD)"
     labels = [h.get_label() for h in ax.get_legend().legend_handles]
     assert {"libpanto", "gemini-cli", "Pareto front", "chosen"} <= set(labels)
+
+
+@pytest.mark.skipif(not REALDATA.is_dir(), reason=f"{REALDATA} is not there")
+def test_the_decision_on_the_real_recordings_as_docs_replay_md_says():
+    """The old rule answered 120k at 64k and 128k windows here; now no budget past the trigger is proposed."""
+    for window in ("64k", "128k"):
+        out = CliRunner().invoke(main, ["recommend", str(REALDATA), "--no-cache", "--skip-invalid", "--window", window,
+                                        "-k", "2", "-p", "90%", "-o", "-", "--output-format", "json"])
+        obj = json.loads(out.stdout)
+        assert out.exit_code == 1 and obj["budget"] is None
+        assert all(r["proposable"] == (r["budget"] < r["threshold"]) for r in obj["rows"])
+    out = CliRunner().invoke(main, ["recommend", str(REALDATA), "--no-cache", "--skip-invalid", "--window", "128k",
+                                    "--policy", "libpanto", "--policy", "pi", "--policy", "claude-code",
+                                    "--max-orphan-rate", "5%", "-o", "-", "--output-format", "json"])
+    obj = json.loads(out.stdout)
+    assert out.exit_code == 0 and obj["budget"] < 128_000 - 16_384
+    chosen = next(r for r in obj["rows"] if r["budget"] == obj["budget"] and r["policy"] == obj["policy"])
+    assert chosen["orphan_rate"] <= 0.05

@@ -94,3 +94,15 @@ def test_codex_copies_are_matched_by_count_and_size_never_by_a_suffix():
     codex = at_copies.filter(pl.col("policy") == "codex")
     assert codex["exact"].to_list() == ((codex["kept_messages"] == codex["agent_kept_messages"])
                                         & (codex["kept_tokens"] == codex["agent_kept_tokens"])).to_list()
+
+
+REMOTE = REPO / "tests" / "fixtures" / "codex" / "remote_compacted.jsonl"
+
+
+def test_the_agent_side_of_a_replacement_history_is_its_user_messages_only():
+    # The fixture's replacement history: two user prompts, an assistant item and the opaque compaction item.
+    # Codex's kept user messages are compared with the user messages of it, like with like (item 22).
+    rows = check(pa.read_corpus(REMOTE))
+    codex = rows.filter(pl.col("policy") == "codex")
+    assert codex["agent_kept_messages"].to_list() == [2]
+

@@ -41,3 +41,13 @@ def test_library_pages_are_not_counted_as_the_reads_own(tmp_path):
     strings = sum(len(s.encode()) for name in ("session_id", "file", "model")
                   for s in frame[name].cast(pl.String).unique().drop_nulls())
     assert own["category_bytes"] == counted["category_bytes"] == strings
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RSS is read from /proc")
+def test_a_read_measured_with_the_worker_launched_first(tmp_path):
+    """``launch``: the child starts the parsing worker first, as the command line does; the read is the same."""
+    ingest_scale.write_tiny_sessions(tmp_path / "s", 300)
+    launched = memory.resident([tmp_path / "s"], launch=True)
+    here = memory.resident([tmp_path / "s"])
+    assert launched["available"] and launched["messages"] == here["messages"] == 600
+    assert launched["frame_bytes"] == here["frame_bytes"]

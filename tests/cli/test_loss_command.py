@@ -10,7 +10,7 @@ from tool_sessions import pi_session
 
 import panto_analytics as pa
 from panto_analytics.cli import main
-from panto_analytics.outcomes.refetch import refetch, refetch_summary
+from panto_analytics.outcomes.recorded_refetch import refetch, refetch_summary
 
 
 def test_replay_with_loss_adds_the_loss_of_every_event(tmp_path):

@@ -163,3 +163,12 @@ def test_implausibly_small_recorded_summaries_give_way_to_the_default_and_say_wh
     assert "median of 3 recorded summaries is 4 tokens" in source and f"below {MIN_SUMMARY_TOKENS}" in source
     plausible = pl.DataFrame({"words": [300], "has_summary": [True]})
     assert summary_size(plausible) == (390, "the median of 1 recorded summary")
+
+
+def test_policy_cuts_help_names_only_what_the_command_takes():
+    out = CliRunner().invoke(main, ["policy-cuts", "--help"], terminal_width=200)
+    assert out.exit_code == 0, out.output
+    policy_help = out.output[out.output.index("--policy NAME"):].split("\n  -", 1)[0]
+    assert "--budgets" not in out.output
+    assert "libpanto" not in policy_help
+    assert "codex" in policy_help and "pi-whole-turn" in policy_help

@@ -157,3 +157,14 @@ def test_a_big_read_shares_the_launched_pool_with_the_caller(main_pid, launched)
     results = parallel.run(where, list(range(40)), weights=[1] * 40, jobs=2, min_weight=0)
     assert [r[0] for r in results] == [x * x for x in range(40)]
     assert MAIN in {r[1] for r in results} and len({r[1] for r in results}) == 2
+
+
+def ignores_ctrl_c(_: int) -> bool:
+    import signal
+
+    return signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+
+
+def test_a_launched_worker_leaves_ctrl_c_to_the_caller(launched):
+    """No traceback from the worker when a user presses Ctrl-C: the caller stops and ends it."""
+    assert parallel.run(ignores_ctrl_c, [0], weights=[1], jobs=2) == [True]

@@ -15,20 +15,17 @@ the recommendation, the figures); :func:`write_report` writes
 ...     "input": [None, 100], "output": [None, 20], "cache_read": [None, 0], "cache_write": [None, 0],
 ...     "source_format": ["canonical"] * 2, "model": [None, "m"]},
 ...     schema_overrides={c: pl.UInt32 for c in ("input", "output", "cache_read", "cache_write")})
+>>> from panto_analytics.analysis.report import write_report
 >>> rep = build_report(msgs, [0, 200])
 >>> rep.recommendation.budget
 200
 >>> out = write_report(rep, pathlib.Path(tempfile.mkdtemp()) / "r")
->>> sorted(p.name for p in out.iterdir())[:3]
+>>> sorted(p.name for p in out.iterdir() if not p.name.startswith("."))[:3]
 ['index.html', 'kept_tokens.png', 'kept_turns.png']
 """
 from __future__ import annotations
 
-import base64
-import html
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 import polars as pl
@@ -37,7 +34,7 @@ from ...budgets import Budgets, as_budgets
 from ...errors import IngestReport
 from ...ingest.corpus import Corpus
 from ...models import normalized_model, session_model
-from ...policy import Replay, compare_policies, events_as_splits, replay, summarize_replay, summarize_splits
+from ...policy import Replay, compare_policies, events_as_splits, replay, summarize_replay, sweep
 from ...policy import splits as compute_splits
 from ...policy import turns as compute_turns
 from ...policy.expressions import SESSION
@@ -45,140 +42,22 @@ from ...policy.replay.engine import DEFAULT_RESERVE
 from ...schema import COMPACTIONS_SCHEMA
 from .. import plots
 from ..compactions import agent_vs_libpanto, compaction_table, policies_vs_agents, recorded_cut_summary
+from ..cost_table import compaction_costs
 from ..decision import Decision, DecisionRule, decision_from_replay, recorded_points, replay_outcomes
-from ..formatting import format_column, format_tokens
+from ..formatting import format_tokens
 from ..plot_data import session_segments
-from ..recommend import Criteria, Recommendation, recommend
+from ..recommendation import Criteria, Recommendation, recommend
+from .model import SEGMENT_TITLES, Report, ReportFigure, Table, cell, percent, tokens
 
 __all__ = [
-    "MAX_INPUTS", "Report", "ReportFigure", "SEGMENT_TITLES", "Table", "breakdown", "build_report", "corpus_overview",
-    "decision_table", "policy_table", "render_html", "render_markdown", "replay_figures", "replay_table", "report_figures",
-    "sweep_table", "write_report",
+    "breakdown", "build_report", "corpus_overview", "costs_section", "decision_table", "policy_table",
+    "replay_figures", "replay_table", "report_figures", "sweep_table",
 ]
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 #: Segment kinds the report can split plots by, with their headings.
-SEGMENT_TITLES = {"model": "model", "source_format": "source format", "length": "session length"}
-
-
-@dataclass
-class ReportFigure:
-    """One plot of the report: file name (without extension), heading, how to read it, the figure."""
-
-    name: str
-    title: str
-    caption: str
-    figure: object
-    png: bytes = b""
-
-
-@dataclass
-class Table:
-    """A small table of display strings, rendered to Markdown or HTML alike."""
-
-    header: list[str]
-    rows: list[list[str]]
-    highlight: int | None = None  # index of a row to emphasise
-    left: tuple[int, ...] = (0,)  # columns of text, aligned left; the others are numbers
-
-    @classmethod
-    def from_frame(cls, frame: pl.DataFrame, formats: dict | None = None) -> Table:
-        formats = formats or {}
-        # A column of plain numbers is written in one notation (format_column); the others value by value.
-        columns = [[formats[c](v) for v in frame[c].to_list()] if formats.get(c, _cell) is not _cell
-                   else format_column(frame[c].to_list()) for c in frame.columns]
-        return cls(list(frame.columns), [list(row) for row in zip(*columns)] if columns else [])
-
-    def markdown(self) -> str:
-        def line(cells):
-            return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
-
-        rows = [[f"**{c}**" if i == self.highlight and c else c for c in r] for i, r in enumerate(self.rows)]
-        aligns = ["---" if i in self.left else "---:" for i in range(len(self.header))]
-        return "\n".join([line(self.header), line(aligns), *map(line, rows)])
-
-    def html(self) -> str:
-        def cls(j):
-            return " class='text'" if j in self.left else ""
-
-        head = "".join(f"<th{cls(j)}>{html.escape(h)}</th>" for j, h in enumerate(self.header))
-        body = "".join(
-            ("<tr class='chosen'>" if i == self.highlight else "<tr>")
-            + "".join(f"<td{cls(j)}>{html.escape(c)}</td>" for j, c in enumerate(r)) + "</tr>"
-            for i, r in enumerate(self.rows)
-        )
-        return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-
-
-def _cell(v) -> str:
-    if v is None:
-        return "-"
-    if isinstance(v, bool):
-        return "yes" if v else "no"
-    if isinstance(v, float):
-        return f"{v:,.0f}" if v.is_integer() else f"{v:,.3g}"
-    if isinstance(v, int):
-        return f"{v:,}"
-    return str(v)
-
-
-def _pct(v) -> str:
-    return "-" if v is None else f"{v:.1%}"
-
-
-def _tokens(v) -> str:
-    return "-" if v is None else format_tokens(v)
-
-
-@dataclass
-class Report:
-    """Everything a report shows, computed once; :func:`write_report` lays it out."""
-
-    title: str
-    inputs: list[str]
-    budgets: list[int]
-    splits: pl.DataFrame
-    sweep: pl.DataFrame
-    recommendation: Recommendation | Decision
-    overview: Table
-    breakdowns: dict[str, Table]
-    figures: list[ReportFigure] = field(default_factory=list)
-    #: With a window: the replay the recommendation was judged on, and its per-budget table.
-    replay: Replay | None = None
-    replay_table: Table | None = None
-    #: With recorded compactions: what the agents kept beside libpanto's split at the same moment.
-    recorded: Table | None = None
-    #: With a window and policies: the replay under each policy and its comparison table; with recorded
-    #: compactions too, each policy's cut at them beside the agents'.
-    policies: Replay | None = None
-    policy_table: Table | None = None
-    policy_cuts: Table | None = None
-    #: With a window: the decision's frontier (cost per session against orphan rate), which leads the report,
-    #: its points as a table, and the replay (every policy, billed, with loss) the decision was made on.
-    frontier: ReportFigure | None = None
-    frontier_table: Table | None = None
-    outcomes: Replay | None = None
-
-    def __repr__(self) -> str:
-        """One line: the title, the budgets, the recommendation and what the report holds."""
-        n = self.splits[SESSION].n_unique() if SESSION in self.splits.columns else 0
-        return (f"<Report {self.title!r}: {n:,} session{'' if n == 1 else 's'}, {len(self.budgets)} budgets, "
-                f"{self.recommendation.headline()}, {len(self.figures)} plots>")
-
-    def __str__(self) -> str:
-        """``print(report)``: the title, the corpus, the recommendation and the plots, as plain text."""
-        lines = [self.title, "=" * len(self.title), ""]
-        lines += [f"{row[0]}: {row[1]}" + "".join(f" ({note})" for note in row[2:] if note)
-                  for row in self.overview.rows]
-        for name, table in self.breakdowns.items():
-            lines += ["", f"By {name}: " + ", ".join(f"{row[0]} ({row[1]})" for row in table.rows)]
-        lines += ["", self.recommendation.to_text(), ""]
-        lines += [f"plot: {figure.title}" for figure in self.figures]
-        return "\n".join(lines)
-
-
 def corpus_overview(messages: pl.DataFrame, turns: pl.DataFrame, splits: pl.DataFrame, *,
                     ingest: IngestReport | None = None, sessions: pl.DataFrame | None = None,
                     compactions: pl.DataFrame | None = None) -> Table:
@@ -293,17 +172,17 @@ def sweep_table(rec: Recommendation) -> Table:
     """The per-budget table, display-formatted, the chosen budget emphasised."""
     t = rec.table
     cols = {
-        "budget": ("budget", _tokens),
-        "noop_share": ("noop", _pct),
-        "zero_kept_share": ("zero kept", _pct),
-        "capped_share": ("capped", _pct),
-        "kept_tokens_p10": ("kept p10", _tokens),
-        "kept_tokens_p50": ("kept p50", _tokens),
-        "kept_tokens_p90": ("kept p90", _tokens),
-        "kept_turns_p50": ("kept turns p50", _cell),
-        "summarized_share": ("summarized", _pct),
-        "keeps_k_share": (f"keep {rec.criteria.min_kept_turns}+ turns", _pct),
-        "within_limit_share": (f"kept <= {_tokens(rec.criteria.limit)}", _pct),
+        "budget": ("budget", tokens),
+        "noop_share": ("noop", percent),
+        "zero_kept_share": ("zero kept", percent),
+        "capped_share": ("capped", percent),
+        "kept_tokens_p10": ("kept p10", tokens),
+        "kept_tokens_p50": ("kept p50", tokens),
+        "kept_tokens_p90": ("kept p90", tokens),
+        "kept_turns_p50": ("kept turns p50", cell),
+        "summarized_share": ("summarized", percent),
+        "keeps_k_share": (f"keep {rec.criteria.min_kept_turns}+ turns", percent),
+        "within_limit_share": (f"kept <= {tokens(rec.criteria.limit)}", percent),
     }
     present = [c for c in cols if c in t.columns]
     rows = [[cols[c][1](row[c]) for c in present] for row in t.iter_rows(named=True)]
@@ -317,13 +196,13 @@ def decision_table(rec: Decision) -> Table:
     t = rec.table
     money = lambda v: "-" if v is None else f"${v:,.4f}"  # noqa: E731
     cols = {
-        "policy": ("policy", _cell), "budget": ("budget", _tokens), "at_trigger": ("sessions at trigger", _cell),
+        "policy": ("policy", cell), "budget": ("budget", tokens), "at_trigger": ("sessions at trigger", cell),
         "compactions_per_session": ("compactions/session", lambda v: "-" if v is None else f"{v:.2f}"),
-        "keeps_k_share": (f"keep {rec.rule.min_kept_turns or 2}+ turns", _pct),
-        "within_limit_share": (f"kept <= {_tokens(rec.rule.limit)}", _pct),
+        "keeps_k_share": (f"keep {rec.rule.min_kept_turns or 2}+ turns", percent),
+        "within_limit_share": (f"kept <= {tokens(rec.rule.limit)}", percent),
         "cost_p50": ("cost/session p50", money), "cost_p90": ("p90", money),
-        "orphan_rate": ("orphan rate", _pct), "orphan_rate_p50": ("orphan p50", _pct),
-        "refetch_tokens": ("re-fetch tokens", _tokens), "summarized_p50": ("summarized p50", _tokens),
+        "orphan_rate": ("orphan rate", percent), "orphan_rate_p50": ("orphan p50", percent),
+        "refetch_tokens": ("re-fetch tokens", tokens), "summarized_p50": ("summarized p50", tokens),
         "proposable": ("", lambda v: "" if v else "at/above trigger"),
     }
     present = [c for c in cols if c in t.columns]
@@ -376,11 +255,11 @@ def replay_table(result: Replay, chosen: int | None) -> Table:
     """The replay's per-budget table (:func:`~panto_analytics.policy.replay.summary.summarize_replay`), formatted."""
     t = summarize_replay(result.events, result.sessions)
     cols = {
-        "budget": ("budget", _tokens), "sessions": ("sessions", _cell), "compacted_share": ("compacted", _pct),
-        "compactions_mean": ("compactions/session", _cell), "events": ("events", _cell),
-        "zero_kept_event_share": ("events keeping nothing", _pct), "kept_turns_p50": ("kept turns p50", _cell),
-        "kept_tokens_p50": ("kept p50", _tokens), "request_bytes_per_session": ("summarizer bytes/session", _cell),
-        "overflow_share": ("overflow", _pct), "ineffective_share": ("ineffective", _pct),
+        "budget": ("budget", tokens), "sessions": ("sessions", cell), "compacted_share": ("compacted", percent),
+        "compactions_mean": ("compactions/session", cell), "events": ("events", cell),
+        "zero_kept_event_share": ("events keeping nothing", percent), "kept_turns_p50": ("kept turns p50", cell),
+        "kept_tokens_p50": ("kept p50", tokens), "request_bytes_per_session": ("summarizer bytes/session", cell),
+        "overflow_share": ("overflow", percent), "ineffective_share": ("ineffective", percent),
     }
     rows = [[fmt(row[c]) for c, (_, fmt) in cols.items()] for row in t.iter_rows(named=True)]
     highlight = t["budget"].to_list().index(chosen) if chosen in t["budget"].to_list() else None
@@ -406,15 +285,35 @@ def replay_figures(result: Replay, *, highlight: int | None = None) -> list[Repo
     ]
 
 
+def costs_section(report: Report, result: Replay, chosen: int | None = None) -> None:
+    """"What compaction costs" from a billed replay (its sessions have ``total_cost_usd``): the table, the plot."""
+    money = lambda v: "-" if v is None else f"${v:,.2f}"  # noqa: E731
+    cols = {"policy": ("policy", cell), "budget": ("budget", tokens), "sessions": ("sessions", cell),
+            "compactions": ("compactions", cell), "recorded_usd": ("recorded", money),
+            "replayed_usd": ("replayed", money), "change_usd": ("change", money),
+            "summarizer_usd": ("summarizer", money), "summarizer_share": ("summarizer share", percent),
+            "cache_write_change_usd": ("cache writes change", money),
+            "cache_read_change_usd": ("cache reads change", money)}
+    t = compaction_costs(result.sessions)
+    report.costs = Table([name for name, _ in cols.values()],
+                         [[fmt(row[c]) for c, (_, fmt) in cols.items()] for row in t.iter_rows(named=True)])
+    report.figures.append(ReportFigure(
+        "cost_by_budget", "What each budget costs per session",
+        "Each session's replayed calls and summarizer call, billed (docs/cost.md, docs/replay.md): the median per "
+        "budget, one line per policy (a policy with a budget of its own: one point), the 10th-90th percentile band, "
+        "and the recorded sessions' median as the dashed line.",
+        plots.cost_by_budget(result.sessions, highlight=chosen)))
+
+
 def policy_table(result: Replay) -> Table:
     """The comparison of policies (:func:`~panto_analytics.policy.compare_policies`), formatted."""
     t = compare_policies(result.events, result.sessions)
     cols = {
-        "policy": ("policy", _cell), "budget": ("budget", _tokens), "compacted_share": ("compacted", _pct),
-        "compactions_mean": ("compactions/session", _cell), "events": ("events", _cell),
-        "kept_tokens_p10": ("kept p10", _tokens), "kept_tokens_p50": ("kept p50", _tokens),
-        "kept_tokens_p90": ("kept p90", _tokens), "summarized_tokens_p50": ("summarized p50", _tokens),
-        "request_bytes_per_session": ("summarizer bytes/session", _cell), "overflow_share": ("overflow", _pct),
+        "policy": ("policy", cell), "budget": ("budget", tokens), "compacted_share": ("compacted", percent),
+        "compactions_mean": ("compactions/session", cell), "events": ("events", cell),
+        "kept_tokens_p10": ("kept p10", tokens), "kept_tokens_p50": ("kept p50", tokens),
+        "kept_tokens_p90": ("kept p90", tokens), "summarized_tokens_p50": ("summarized p50", tokens),
+        "request_bytes_per_session": ("summarizer bytes/session", cell), "overflow_share": ("overflow", percent),
     }
     return Table([name for name, _ in cols.values()], [[fmt(row[c]) for c, (_, fmt) in cols.items()]
                                                        for row in t.iter_rows(named=True)])
@@ -499,7 +398,7 @@ def build_report(messages: pl.DataFrame, budgets: Budgets, *, criteria: Criteria
         inputs=[str(p) for p in inputs],
         budgets=budgets,
         splits=per_session,
-        sweep=summarize_splits(per_session),
+        sweep=sweep(per_session),
         recommendation=rec,
         overview=corpus_overview(messages, turns, per_session, ingest=ingest, sessions=sessions,
                                  compactions=compactions),
@@ -514,6 +413,9 @@ def build_report(messages: pl.DataFrame, budgets: Budgets, *, criteria: Criteria
     if isinstance(rec, Decision) and outcomes is not None:
         report.outcomes = outcomes
         _frontier_section(report, rec, messages, sessions, compactions, horizon=horizon)
+    billed = report.outcomes or report.replay   # every policy's, where the report has it
+    if billed is not None and "total_cost_usd" in billed.sessions.columns:
+        costs_section(report, billed, rec.budget)
     # The section needs the tables as read_corpus gives them (hand-built ones may hold a few columns only).
     if (compactions is not None and sessions is not None and not compactions.is_empty()
             and set(COMPACTIONS_SCHEMA) <= set(compactions.columns) and "source_format" in sessions.columns):
@@ -570,217 +472,12 @@ def _frontier_section(report: Report, rec: Decision, messages: pl.DataFrame, ses
         "and never proposed; stars are what the agents recorded; the ring is the chosen point.",
         plots.frontier(t, recorded=recorded, chosen=chosen))
     front = frontier(t).select("policy", "budget", "cost_p50", "cost_p90", "orphan_rate", "refetch_tokens")
-    rows = [[r["policy"], _tokens(r["budget"]), f"${r['cost_p50']:,.4f}", f"${r['cost_p90']:,.4f}",
-             _pct(r["orphan_rate"]), _tokens(r["refetch_tokens"])] for r in front.iter_rows(named=True)]
+    rows = [[r["policy"], tokens(r["budget"]), f"${r['cost_p50']:,.4f}", f"${r['cost_p90']:,.4f}",
+             percent(r["orphan_rate"]), tokens(r["refetch_tokens"])] for r in front.iter_rows(named=True)]
     if recorded is not None:
         rows += [[f"{r['agent']} (recorded)", "-", "-" if r["cost_p50"] is None else f"${r['cost_p50']:,.4f}", "-",
-                  _pct(r["orphan_rate"]), "-"] for r in recorded.iter_rows(named=True)]
+                  percent(r["orphan_rate"]), "-"] for r in recorded.iter_rows(named=True)]
     hit = next((i for i, r in enumerate(front.iter_rows(named=True))
                 if chosen is not None and (r["policy"], r["budget"]) == chosen), None)
     report.frontier_table = Table(["point", "budget", "cost/session p50", "p90", "orphan rate", "re-fetch tokens"],
                                   rows, highlight=hit)
-
-
-#: The list of files a report wrote, kept in its folder, so that the next report there removes the ones
-#: it does not write again (and nothing else).
-WRITTEN_LIST = ".panto-report-files"
-
-#: What every report before :data:`WRITTEN_LIST` existed wrote under these fixed names.
-_FIXED_NAMES = ("index.html", "report.md", "sweep.parquet", "splits.parquet", "policy_events.parquet",
-                "policy_sessions.parquet", "replay_events.parquet", "replay_sessions.parquet")
-
-
-def write_report(report: Report, out_dir: str | Path) -> Path:
-    """Write the report's files into ``out_dir`` (created if needed); returns the folder.
-
-    Into the folder of an earlier report, the files that report wrote and this one does not (a replay's
-    tables, the PNGs of other segments) are removed, so nothing of another run is left beside the new
-    files; files the reports did not write are never touched. The names written are listed in
-    :data:`WRITTEN_LIST`.
-    """
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    files: dict[str, bytes | pl.DataFrame | str] = {f"{fig.name}.png": fig.png for fig in report.figures}
-    if report.frontier is not None:
-        files[f"{report.frontier.name}.png"] = report.frontier.png
-    if report.outcomes is not None:
-        files["decision.parquet"] = report.recommendation.table
-    files.update({"sweep.parquet": report.sweep, "splits.parquet": report.splits})
-    if report.policies is not None:
-        files.update({"policy_events.parquet": report.policies.events,
-                      "policy_sessions.parquet": report.policies.sessions})
-    if report.replay is not None:
-        files.update({"replay_events.parquet": report.replay.events, "replay_sessions.parquet": report.replay.sessions})
-    files.update({"report.md": render_markdown(report), "index.html": render_html(report)})
-    for name in _written_before(out) - set(files):
-        (out / name).unlink(missing_ok=True)
-    for name, content in files.items():
-        if isinstance(content, pl.DataFrame):
-            content.write_parquet(out / name)
-        elif isinstance(content, str):
-            (out / name).write_text(content, encoding="utf-8")
-        else:
-            (out / name).write_bytes(content)
-    (out / WRITTEN_LIST).write_text("".join(f"{name}\n" for name in files), encoding="utf-8")
-    return out
-
-
-def _written_before(out: Path) -> set[str]:
-    """The files an earlier report wrote into ``out``: its list, or (a report from before the list) its
-    fixed names, when an ``index.html`` and a ``report.md`` say a report was there."""
-    listed = out / WRITTEN_LIST
-    if listed.is_file():
-        names = {n for n in listed.read_text(encoding="utf-8").splitlines() if n and "/" not in n and n[0] != "."}
-    elif (out / "index.html").is_file() and (out / "report.md").is_file():
-        names = set(_FIXED_NAMES)
-    else:
-        return set()
-    return {n for n in names if (out / n).is_file() and not (out / n).is_symlink()}
-
-
-#: Inputs named at the top of a report; the rest are counted.
-MAX_INPUTS = 6
-
-
-def _more(inputs: list[str]) -> str:
-    return f" and {len(inputs) - MAX_INPUTS} more" if len(inputs) > MAX_INPUTS else ""
-
-
-_RECORDED_TEXT = ("One row per compaction an agent recorded: what the agent kept verbatim (its first kept message, "
-                  "messages and tokens, in libpanto's turn costs), then the whole turns and tokens libpanto would "
-                  "keep at a few budgets for the conversation as it stood at that moment.")
-
-
-def _replay_text(result: Replay) -> str:
-    return (f"Each session replayed call by call under a {format_tokens(result.window)}-token window: a compaction "
-            f"fires when the context passes {format_tokens(result.window - result.reserve)} (window minus a "
-            f"{format_tokens(result.reserve)} reserve), libpanto splits the transcript as it stands, and a "
-            f"{format_tokens(result.summary_tokens)}-token summary ({result.summary_source}) replaces the summarized "
-            "prefix. One row per budget; "
-            "the rules of the recommendation ran on these events (docs/replay.md).")
-
-
-_DECISION_TEXT = ("One row per (policy, budget) of the replay under the window, the chosen one emphasised. Figures "
-                  "per session are over the sessions that reach the trigger; a rule counts sessions (keep k+ turns: "
-                  "at every compaction the session has). A budget at or above the trigger (window - reserve) is "
-                  "never proposed. Cost: the replayed calls and the summarizer's; orphan rate: pooled over the "
-                  "tool calls after each compaction; re-fetch tokens: the results those orphan calls fetch again.")
-
-_POLICY_TEXT = ("Each policy replayed over the sessions' life under the same window, at its own trigger and "
-                "defaults: how often it compacts, what it keeps verbatim (in recorded-usage tokens; Codex: its "
-                "estimate of the user messages it keeps) and what its summarizer reads. docs/replay.md states "
-                "each policy's rules and sources.")
-_POLICY_CUTS_TEXT = ("Each policy's cut of the conversation as it stood at every compaction an agent recorded, "
-                     "beside the agent's own cut: exact matches, and how far the others are (messages, tokens).")
-
-
-def render_markdown(report: Report) -> str:
-    """``report.md``: headings, tables and links to the PNGs beside it."""
-    rec = report.recommendation
-    headline, rules, reasons, warnings = rec.headline(), rec.criteria.describe(), rec.reasons, rec.warnings
-    out = [f"# {report.title}", ""]
-    if report.inputs:
-        out += ["Inputs: " + ", ".join(f"`{p}`" for p in report.inputs[:MAX_INPUTS]) + _more(report.inputs), ""]
-    out += ["## Recommendation", "", f"**{headline}**", ""]
-    out += [f"- Rule: {r}" for r in rules] + [f"- Why: {r}" for r in reasons]
-    out += [f"- **Warning:** {w}" for w in warnings] + [""]
-    if report.frontier is not None:
-        out += ["### The frontier", "", report.frontier.caption, "", f"![{report.frontier.title}](frontier.png)", ""]
-    if report.frontier_table is not None:
-        out += [report.frontier_table.markdown(), ""]
-    out += ["## Corpus", "", report.overview.markdown(), ""]
-    for name, table in report.breakdowns.items():
-        out += [f"### By {name}", "", table.markdown(), ""]
-    if isinstance(rec, Decision):
-        out += ["## Budgets under the window", "", _DECISION_TEXT, "", decision_table(rec).markdown(), ""]
-    else:
-        out += ["## Budgets", "", "One row per budget tried; the chosen one in bold. Kept sizes in tokens; shares "
-                "of sessions except *summarized* (all summarized tokens over all active tokens).", "",
-                sweep_table(rec).markdown(), ""]
-    if report.replay is not None and report.replay_table is not None:
-        out += ["## Compaction over the sessions' life", "", _replay_text(report.replay), "",
-                report.replay_table.markdown(), ""]
-    if report.recorded is not None:
-        out += ["## What the agents did at their recorded compactions", "", _RECORDED_TEXT, "",
-                report.recorded.markdown(), ""]
-    if report.policy_table is not None:
-        out += ["## Policies under the same window", "", _POLICY_TEXT, "", report.policy_table.markdown(), ""]
-    if report.policy_cuts is not None:
-        out += ["### Each policy at the recorded compactions", "", _POLICY_CUTS_TEXT, "",
-                report.policy_cuts.markdown(), ""]
-    out += ["## Plots", ""]
-    for fig in report.figures:
-        out += [f"### {fig.title}", "", fig.caption, "", f"![{fig.title}]({fig.name}.png)", ""]
-    out += ["## Files", "", "- `sweep.parquet`: the table above, unformatted",
-            "- `splits.parquet`: libpanto's split for every session and budget", ""]
-    return "\n".join(out)
-
-
-_CSS = """
-body { font: 15px/1.5 system-ui, -apple-system, "Segoe UI", sans-serif; color: #222; max-width: 1040px;
-       margin: 2em auto; padding: 0 1em; }
-h1 { font-size: 1.7em; margin-bottom: .2em; } h2 { margin-top: 2em; border-bottom: 1px solid #ddd; }
-.inputs { color: #666; } code { background: #f3f3f3; padding: 0 .3em; border-radius: 3px; }
-.headline { font-size: 1.35em; font-weight: 600; background: #eef5fb; border-left: 4px solid #0072B2;
-            padding: .5em .8em; }
-.warning { background: #fdf1e6; border-left: 4px solid #D55E00; padding: .3em .8em; margin: .4em 0; }
-table { border-collapse: collapse; margin: .8em 0; font-size: .9em; }
-th, td { padding: .25em .7em; border-bottom: 1px solid #e5e5e5; text-align: right; }
-th.text, td.text { text-align: left; } th { background: #f6f6f6; }
-tr.chosen td { font-weight: 700; background: #eef5fb; }
-figure { margin: 1.5em 0; } figure img { width: 100%; max-width: 1000px; height: auto; }
-figcaption { color: #555; font-size: .9em; }
-"""
-
-
-def render_html(report: Report) -> str:
-    """``index.html``: one self-contained page; images embedded as data URIs."""
-    rec = report.recommendation
-    headline, rules, reasons, warnings = rec.headline(), rec.criteria.describe(), rec.reasons, rec.warnings
-    e = html.escape
-    parts = [f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>{e(report.title)}</title>"
-             f"<meta name='viewport' content='width=device-width, initial-scale=1'><style>{_CSS}</style></head><body>",
-             f"<h1>{e(report.title)}</h1>"]
-    if report.inputs:
-        parts.append("<p class='inputs'>Inputs: " + ", ".join(f"<code>{e(p)}</code>" for p in report.inputs[:MAX_INPUTS])
-                     + _more(report.inputs) + "</p>")
-    parts += ["<h2>Recommendation</h2>", f"<p class='headline'>{e(headline)}</p><ul>"]
-    parts += [f"<li>Rule: {e(r)}</li>" for r in rules] + [f"<li>Why: {e(r)}</li>" for r in reasons] + ["</ul>"]
-    parts += [f"<p class='warning'>Warning: {e(w)}</p>" for w in warnings]
-    if report.frontier is not None:
-        data = base64.b64encode(report.frontier.png).decode("ascii")
-        parts += ["<h3>The frontier</h3>", f"<figure id='frontier'><img alt='{e(report.frontier.title)}' "
-                  f"src='data:image/png;base64,{data}'><figcaption>{e(report.frontier.caption)} "
-                  "<a href='frontier.png'>PNG</a></figcaption></figure>"]
-    if report.frontier_table is not None:
-        parts.append(report.frontier_table.html())
-    parts += ["<h2>Corpus</h2>", report.overview.html()]
-    for name, table in report.breakdowns.items():
-        parts += [f"<h3>By {e(name)}</h3>", table.html()]
-    if isinstance(rec, Decision):
-        parts += ["<h2>Budgets under the window</h2>", f"<p>{e(_DECISION_TEXT)}</p>", decision_table(rec).html()]
-    else:
-        parts += ["<h2>Budgets</h2>", "<p>One row per budget tried; the chosen one highlighted. Kept sizes in "
-                  "tokens; shares of sessions except <em>summarized</em> (all summarized tokens over all active "
-                  "tokens).</p>", sweep_table(rec).html()]
-    if report.replay is not None and report.replay_table is not None:
-        parts += ["<h2>Compaction over the sessions' life</h2>", f"<p>{e(_replay_text(report.replay))}</p>",
-                  report.replay_table.html()]
-    if report.recorded is not None:
-        parts += ["<h2>What the agents did at their recorded compactions</h2>", f"<p>{e(_RECORDED_TEXT)}</p>",
-                  report.recorded.html()]
-    if report.policy_table is not None:
-        parts += ["<h2>Policies under the same window</h2>", f"<p>{e(_POLICY_TEXT)}</p>", report.policy_table.html()]
-    if report.policy_cuts is not None:
-        parts += ["<h3>Each policy at the recorded compactions</h3>", f"<p>{e(_POLICY_CUTS_TEXT)}</p>",
-                  report.policy_cuts.html()]
-    parts += ["<h2>Plots</h2>"]
-    for fig in report.figures:
-        data = base64.b64encode(fig.png).decode("ascii")
-        parts.append(f"<figure id='{e(fig.name)}'>"
-                     f"<img alt='{e(fig.title)}' src='data:image/png;base64,{data}'>"
-                     f"<figcaption>{e(fig.caption)} <a href='{e(fig.name)}.png'>PNG</a></figcaption></figure>")
-    parts += ["<h2>Files</h2><ul><li><a href='sweep.parquet'>sweep.parquet</a>: the table above, unformatted</li>"
-              "<li><a href='splits.parquet'>splits.parquet</a>: libpanto's split for every session and budget</li>"
-              "<li><a href='report.md'>report.md</a>: this report in Markdown</li></ul></body></html>"]
-    return "\n".join(parts)

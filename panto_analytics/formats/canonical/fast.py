@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
-from ...outcomes.references import refs_column
+from ...outcomes.tool_targets import refs_column
 from ...schema import MAX_USAGE, MESSAGE_SCHEMA, ROLES, USAGE_COLUMNS
 from ..base import Invalid, SourceFile
 from ..columnar import BLOCK, bad_timestamps, parse_timestamps, per_owner, read_whole, serialized_bytes, words_and_flags

@@ -10,7 +10,7 @@ from typing import Any
 
 from ...schema import ROLES, USAGE_COLUMNS
 from ..base import BAD_RECORD, Invalid, Message, SourceFile, bad_record, parse_timestamp, timestamp_field, usage_counter
-from ..jsonl import records
+from ..jsonl import records, require_string
 
 __all__ = ["NAME", "SYSTEM_MODES", "header", "parse", "record_compactions", "sniff"]
 
@@ -69,9 +69,9 @@ def record_compactions(src: SourceFile, anchor_indices: list[int]) -> None:
 def header(src: SourceFile, rec: dict[str, Any]) -> None:
     sid = rec.get("id")
     if sid is not None:
-        src.meta.session_id = _string(sid, "session.id")
+        src.meta.session_id = require_string(sid, "session.id")
     model = rec.get("model")
-    src.meta.model = None if model is None else _string(model, "session.model")
+    src.meta.model = None if model is None else require_string(model, "session.model")
     cw = rec.get("context_window")
     if cw is not None:
         if isinstance(cw, bool) or not isinstance(cw, int) or cw < 0:
@@ -110,20 +110,20 @@ def _block(block: Any, where: str) -> None:
         raise Invalid(f"{where} must be an object")
     kind = block.get("type")
     if kind in _TEXT_BLOCKS:
-        _string(block.get("text"), f"{where}.text")
+        require_string(block.get("text"), f"{where}.text")
     elif kind == "tool_use":
-        _string(block.get("id"), f"{where}.id")
-        _string(block.get("name"), f"{where}.name")
-        _string(block.get("input"), f"{where}.input")
+        require_string(block.get("id"), f"{where}.id")
+        require_string(block.get("name"), f"{where}.name")
+        require_string(block.get("input"), f"{where}.input")
     elif kind == "tool_result":
-        _string(block.get("tool_use_id"), f"{where}.tool_use_id")
+        require_string(block.get("tool_use_id"), f"{where}.tool_use_id")
         parts = block.get("parts")
         if not isinstance(parts, list):
             raise Invalid(f"{where}.parts must be a list")
         for j, part in enumerate(parts):
             _part(part, f"{where}.parts[{j}]")
     elif kind == "system":
-        _string(block.get("text"), f"{where}.text")
+        require_string(block.get("text"), f"{where}.text")
         if block.get("mode", "append") not in SYSTEM_MODES:
             raise Invalid(f"{where}.mode must be 'append' or 'replace', got {block.get('mode')!r}")
     else:
@@ -135,15 +135,11 @@ def _part(part: Any, where: str) -> None:
         raise Invalid(f"{where} must be an object")
     kind = part.get("type")
     if kind == "text":
-        _string(part.get("text"), f"{where}.text")
+        require_string(part.get("text"), f"{where}.text")
     elif kind == "media":
-        _string(part.get("media_type"), f"{where}.media_type")
+        require_string(part.get("media_type"), f"{where}.media_type")
     else:
         raise Invalid(f"{where}: unknown part type {kind!r} (expected 'text' or 'media')")
 
 
-def _string(value: Any, where: str) -> str:
-    if not isinstance(value, str):
-        raise Invalid(f"{where} must be a string, got {type(value).__name__}")
-    return value
 

@@ -44,7 +44,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
-from ...outcomes.references import refs_column
+from ...outcomes.tool_targets import refs_column
 from ...schema import MAX_USAGE, MESSAGE_SCHEMA, USAGE_COLUMNS
 from ..base import BAD_RECORD, SessionMeta, SourceFile, parse_timestamp, session_stem
 from ..columnar import BLOCK, ISO_UTC, PART, parse_timestamps, read_together, serialized_bytes, words_and_flags

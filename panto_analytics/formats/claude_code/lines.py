@@ -54,7 +54,7 @@ from ..base import (
     session_stem,
     usage_counter,
 )
-from ..jsonl import records
+from ..jsonl import records, require_string
 
 __all__ = ["NAME", "SYNTHETIC_MODEL", "PRESERVED_MARK", "TOOL_USE_BLOCKS", "USAGE_KEYS",
            "parse", "postprocess", "project_folder", "sniff", "text_of"]
@@ -405,10 +405,10 @@ class _Transcript:
         for i, block in enumerate(content):
             kind = _block_type(block, i)
             if kind == "text":
-                blocks.append({"type": "text", "text": _string(block.get("text"), f"content[{i}].text")})
+                blocks.append({"type": "text", "text": require_string(block.get("text"), f"content[{i}].text")})
             elif kind == "tool_result":
                 blocks.append({"type": "tool_result",
-                               "tool_use_id": _string(block.get("tool_use_id"), f"content[{i}].tool_use_id"),
+                               "tool_use_id": require_string(block.get("tool_use_id"), f"content[{i}].tool_use_id"),
                                "parts": self._result_parts(block.get("content"), i)})
             else:
                 # Images and documents outside a tool result have no libpanto block.
@@ -426,7 +426,7 @@ class _Transcript:
         for j, part in enumerate(content):
             kind = _block_type(part, j, f"content[{i}].content")
             if kind == "text":
-                parts.append({"type": "text", "text": _string(part.get("text"), f"content[{i}].content[{j}].text")})
+                parts.append({"type": "text", "text": require_string(part.get("text"), f"content[{i}].content[{j}].text")})
             elif kind in ("image", "document"):
                 source = part.get("source")
                 media = source.get("media_type") if isinstance(source, dict) else None
@@ -440,14 +440,14 @@ class _Transcript:
         for i, block in enumerate(content):
             kind = _block_type(block, i)
             if kind == "text":
-                blocks.append({"type": "text", "text": _string(block.get("text"), f"content[{i}].text")})
+                blocks.append({"type": "text", "text": require_string(block.get("text"), f"content[{i}].text")})
             elif kind == "thinking":
-                blocks.append({"type": "thinking", "text": _string(block.get("thinking"), f"content[{i}].thinking")})
+                blocks.append({"type": "thinking", "text": require_string(block.get("thinking"), f"content[{i}].thinking")})
             elif kind == "redacted_thinking":
                 blocks.append({"type": "thinking", "text": ""})
             elif kind in TOOL_USE_BLOCKS:
-                blocks.append({"type": "tool_use", "id": _string(block.get("id"), f"content[{i}].id"),
-                               "name": _string(block.get("name"), f"content[{i}].name"),
+                blocks.append({"type": "tool_use", "id": require_string(block.get("id"), f"content[{i}].id"),
+                               "name": require_string(block.get("name"), f"content[{i}].name"),
                                "input": orjson.dumps(block.get("input")).decode()})
             elif kind.endswith("_tool_result"):
                 # A server tool's result sits in the assistant message itself; it is context all the same.
@@ -477,10 +477,6 @@ def _block_type(block: Any, i: int, where: str = "content") -> str:
     return kind
 
 
-def _string(value: Any, where: str) -> str:
-    if not isinstance(value, str):
-        raise Invalid(f"{where} must be a string, got {type(value).__name__}")
-    return value
 
 
 def _usage(usage: Any) -> dict[str, int] | None:

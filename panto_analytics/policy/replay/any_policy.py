@@ -44,8 +44,8 @@ import polars as pl
 
 from ...budgets import Budgets, as_budgets
 from .. import expressions as ex
-from ..splits import budget_series
-from ..turns import check_order
+from ..compute_split import budget_series
+from ..turn_costs import check_order
 from .billing import PriceSpec, bill_replay_result
 from .engine import DEFAULT_RESERVE, EVENT_SCHEMA, Replay, _Engine, _np, summary_size, validate_parameters
 from .engine import replay as replay_libpanto

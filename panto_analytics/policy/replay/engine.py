@@ -70,7 +70,7 @@ first turn) fixes the last turn, and the no-op test becomes a threshold on
 round: every live (session, budget) state's next event, or its restart at the
 next recorded summary, or its end), plus fixed loops over the levels of the
 tables. The per-corpus arrays come from one Polars query (the base turn costs
-from :mod:`~panto_analytics.policy.turns`' own machinery); the rounds do their
+from :mod:`~panto_analytics.policy.turn_costs`' own machinery); the rounds do their
 index arithmetic on numpy views of those columns, since at a few thousand
 live states Polars' per-operation overhead would dominate the late rounds.
 Sessions whose recorded context never exceeds ``window - reserve`` cannot
@@ -87,8 +87,8 @@ import polars as pl
 
 from ...defaults import DEFAULT_RESERVE, DEFAULT_SUMMARY_TOKENS, MIN_SUMMARY_TOKENS
 from .. import expressions as ex
-from ..splits import budget_series
-from ..turns import _turns, check_order
+from ..compute_split import budget_series
+from ..turn_costs import _turns, check_order
 from .request import with_request_bytes
 
 __all__ = [
@@ -411,7 +411,7 @@ class _Engine:
             .with_row_index("_row")
             .cache()
         )
-        # Base turn costs as complete turns (ending at the next base turn start): turns.py's own machinery.
+        # Base turn costs as complete turns (ending at the next base turn start): turn_costs.py's own machinery.
         base_turns = _turns(annotated).select(cost=_as_int(pl.col("tokens")))
         turn_rows_lf = annotated.filter(pl.col("is_turn_start")).select(
             start_seq="seq", before=pl.col("prior_cumulative").fill_null(0), call_at_start="_calls_before")

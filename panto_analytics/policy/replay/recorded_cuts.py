@@ -16,9 +16,12 @@ way for both sides: for a policy that keeps a suffix, the recorded context it
 keeps (the newest call's context minus the context of the last call before
 the first kept message, libpanto's cumulative-usage measure); for Codex, which
 keeps copies of user messages, ``ceil(bytes / 4)`` of each kept message.
+Against copies (Codex's replacement history, which has no place in the
+conversation) the agent's side is the user messages of the replacement
+history only, like with like: its assistant, developer and compaction items
+are not what a policy keeping user messages keeps.
 ``exact``: the same number of kept messages and the same first kept message;
-against copies (Codex's replacement history, which has no place in the
-conversation), the same number and size of kept messages, which only a
+against copies, the same number and size of kept user messages, which only a
 policy that keeps copies can match. ``distance_messages`` / ``distance_tokens``: absolute
 differences of the kept messages and tokens.
 
@@ -72,8 +75,11 @@ def _agent_side(messages: pl.DataFrame, cuts: pl.DataFrame, windows: pl.DataFram
     suffix = inside.group_by("state").agg(
         agent_first_kept_seq=pl.col("orig_seq").min(), agent_kept_messages=pl.len(),
         agent_kept_tokens=pl.max_horizontal(pl.col("newest").first() - pl.col("before").sort_by("seq").first(), 0))
-    sized = messages.select(sid=pl.col(S).cast(pl.String), seq=pl.col("seq").cast(pl.Int64),
-                            tokens=chars_to_tokens(pl.col("serialized_bytes").fill_null(0)))
+    # Like with like: Codex keeps copies of user messages, so of a replacement history only its user messages
+    # (not tool results, not the summary; not its assistant, developer or compaction items) are compared.
+    prompt = (pl.col("role") == "user") & ~pl.col("has_tool_result") & ~pl.col("has_summary")
+    sized = messages.filter(prompt).select(sid=pl.col(S).cast(pl.String), seq=pl.col("seq").cast(pl.Int64),
+                                           tokens=chars_to_tokens(pl.col("serialized_bytes").fill_null(0)))
     copies = numbered.filter(pl.col("first_kept") >= pl.col("trigger_seq")).join(sized, on="sid").filter(
         (pl.col("seq") >= pl.col("first_kept")) & (pl.col("seq") < pl.col("kept_end"))).group_by("state").agg(
         agent_first_kept_seq=pl.col("seq").min(), agent_kept_messages=pl.len(), agent_kept_tokens=pl.col("tokens").sum())

@@ -75,7 +75,7 @@ def test_parquet_files_hold_the_engine_results(report_dir):
     assert splits.height == 5 * 6  # sessions a..e at six budgets
     assert splits.with_columns(pl.col("session_id").cast(pl.String)).equals(
         expected.with_columns(pl.col("session_id").cast(pl.String)))
-    assert pl.read_parquet(report_dir / "sweep.parquet").equals(pa.summarize_splits(expected))
+    assert pl.read_parquet(report_dir / "sweep.parquet").equals(pa.sweep(expected))
 
 
 def test_html_is_one_self_contained_file(report_dir):
@@ -308,7 +308,7 @@ def test_a_report_prints_as_a_person_reads_it():
 
 
 def test_a_report_into_an_old_report_folder_leaves_nothing_of_the_old_run(tmp_path):
-    from panto_analytics.analysis.report.build import WRITTEN_LIST
+    from panto_analytics.analysis.report import WRITTEN_LIST
 
     out = tmp_path / "r"
     run_report(out, "--window", "24k", "--by", "model")

@@ -7,9 +7,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
-from panto_analytics.analysis.recommend import Criteria, coverage_table
-from panto_analytics.dataset.histograms import coverage_from, histograms, merge, sweep_from
-from panto_analytics.policy import summarize_splits
+from panto_analytics.analysis.recommendation import Criteria, coverage_table
+from panto_analytics.dataset.budget_histograms import coverage_from, histograms, merge, sweep_from
+from panto_analytics.policy import sweep
 from panto_analytics.schema import SPLIT_SCHEMA
 
 
@@ -45,7 +45,7 @@ def _merged(splits: pl.DataFrame, buckets: list[int]) -> pl.DataFrame:
 @given(split_frames())
 def test_sweep_from_merged_buckets_equals_in_memory(frame):
     splits, buckets = frame
-    assert_frame_equal(sweep_from(_merged(splits, buckets)), summarize_splits(splits), check_exact=True)
+    assert_frame_equal(sweep_from(_merged(splits, buckets)), sweep(splits), check_exact=True)
 
 
 @settings(max_examples=examples(100), deadline=None)

@@ -1,7 +1,7 @@
 """Exact, mergeable per-budget summaries of splits: the sweep and the recommendation from counts.
 
-Every figure of :func:`~panto_analytics.policy.summarize_splits` and of
-:func:`~panto_analytics.analysis.recommend.coverage_table` is a count, a
+Every figure of :func:`~panto_analytics.policy.sweep` and of
+:func:`~panto_analytics.analysis.recommendation.coverage_table` is a count, a
 sum of integers, or a percentile of integers. So a splits frame can be
 reduced to one long table of ``(budget, metric, value, count)`` rows
 (:func:`histograms`), tables of disjoint sets of sessions add up
@@ -19,12 +19,12 @@ The table's size is bounded by the budgets (``kept_tokens <= budget``), not
 by the corpus.
 
 >>> import polars as pl
->>> from panto_analytics.policy import summarize_splits
+>>> from panto_analytics.policy import sweep
 >>> s = pl.DataFrame({"session_id": ["a", "b", "c"], "budget": [10, 10, 10], "kept_turns": [0, 2, 1],
 ...     "kept_tokens": [0, 8, 5], "summarized_tokens": [30, 0, 4], "active_tokens": [30, 8, 9],
 ...     "n_turns": [3, 2, 2], "noop": [False, True, False], "capped": [False, False, False]})
 >>> one, two = histograms(s.head(1)), histograms(s.tail(2))
->>> sweep_from(merge([one, two])).equals(summarize_splits(s))
+>>> sweep_from(merge([one, two])).equals(sweep(s))
 True
 """
 from __future__ import annotations
@@ -34,8 +34,8 @@ from typing import Any, cast
 
 import polars as pl
 
-from ..analysis.recommend import Criteria, coverage_table
-from ..policy import summarize_splits
+from ..analysis.recommendation import Criteria, coverage_table
+from ..policy import sweep
 from ..schema import SPLIT_SCHEMA
 
 __all__ = ["HISTOGRAM_SCHEMA", "METRICS", "Metric", "coverage_from", "histograms", "merge", "nearest_rank", "sweep_from"]
@@ -134,7 +134,7 @@ def _table(hist: pl.DataFrame, **aggs: pl.Expr) -> pl.LazyFrame:
 
 
 def sweep_from(hist: pl.DataFrame) -> pl.DataFrame:
-    """:func:`~panto_analytics.policy.summarize_splits` of the sessions ``hist`` counts, bit for bit."""
+    """:func:`~panto_analytics.policy.sweep` of the sessions ``hist`` counts, bit for bit."""
     v = pl.col("value")
     no_turns = pl.col("sessions") - pl.col("with_turns")
     base = _table(hist, noop=_count("noop", v == 1), capped=_count("capped", v == 1), zero=_count("kept_turns", v == 0),
@@ -148,12 +148,12 @@ def sweep_from(hist: pl.DataFrame) -> pl.DataFrame:
     for metric, q, name in (("kept_tokens", 0.1, "kept_tokens_p10"), ("kept_tokens", 0.5, "kept_tokens_p50"),
                             ("kept_tokens", 0.9, "kept_tokens_p90"), ("kept_turns", 0.5, "kept_turns_p50")):
         out = out.join(_quantile(hist, metric, q, name), on="budget", how="left")
-    target = summarize_splits(pl.DataFrame(schema=SPLIT_SCHEMA)).schema
+    target = sweep(pl.DataFrame(schema=SPLIT_SCHEMA)).schema
     return out.select(list(target)).cast(cast("dict[Any, pl.DataType]", dict(target))).sort("budget").collect()
 
 
 def coverage_from(hist: pl.DataFrame, criteria: Criteria) -> pl.DataFrame:
-    """:func:`~panto_analytics.analysis.recommend.coverage_table` of the sessions ``hist`` counts, bit for bit."""
+    """:func:`~panto_analytics.analysis.recommendation.coverage_table` of the sessions ``hist`` counts, bit for bit."""
     v = pl.col("value")
     no_turns = pl.col("sessions") - pl.col("with_turns")
     aggs: dict[str, pl.Expr] = {}
@@ -173,6 +173,6 @@ def coverage_from(hist: pl.DataFrame, criteria: Criteria) -> pl.DataFrame:
         verdicts.append((pl.col("within_limit_share") >= criteria.coverage).alias("meets_max_kept_share"))
     rules = _table(hist, **aggs).select("budget", **cols).with_columns(verdicts)
     target = coverage_table(pl.DataFrame(schema=SPLIT_SCHEMA), criteria).schema
-    sweep = sweep_from(hist).lazy()
-    out = sweep.join(rules, on="budget", how="left").sort("budget")
+    per_budget = sweep_from(hist).lazy()
+    out = per_budget.join(rules, on="budget", how="left").sort("budget")
     return out.select(list(target)).cast(cast("dict[Any, pl.DataType]", dict(target))).collect()

@@ -3,7 +3,7 @@
 A compaction turns a prefix of the conversation into a summary. The tool
 calls the agent makes next show what that cost it: a call that reaches for
 a target (a file, a search, a command, a URL; see
-:mod:`~panto_analytics.outcomes.references`) whose content the context held
+:mod:`~panto_analytics.outcomes.tool_targets`) whose content the context held
 only in the summarized part must fetch it again.
 
 Every compaction is described by a *cut* (:data:`CUT_SCHEMA`): ``after_seq``,
@@ -41,7 +41,7 @@ and the edit tools update); those files are not orphans under the
 agents restore no tool result (``docs/loss.md`` cites each).
 
 >>> import polars as pl
->>> from panto_analytics.outcomes.references import key_of
+>>> from panto_analytics.outcomes.tool_targets import key_of
 >>> a, b = key_of("file:/a"), key_of("file:/b")
 >>> refs = pl.DataFrame({"session_id": ["s"] * 4, "seq": [1, 3, 9, 11], "call": [0, 1, 2, 3], "key": [a, b, a, b],
 ...                      "kind": ["read"] * 4, "file": [True] * 4, "tokens": [100, 50, 100, 50]})
@@ -58,7 +58,7 @@ from typing import Protocol
 import polars as pl
 
 from ..schema import REF_KINDS
-from .references import is_lookup, references
+from .tool_targets import is_lookup, references
 
 __all__ = [
     "CUT_SCHEMA", "DEFAULT_HORIZON", "LOSS_COLUMNS", "ORPHAN_KINDS", "RESTORE", "Loss", "cut_loss", "loss",

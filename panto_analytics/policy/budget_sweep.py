@@ -4,7 +4,7 @@
 >>> s = pl.DataFrame({"session_id": ["a", "b"], "budget": [10, 10], "kept_turns": [0, 2],
 ...     "kept_tokens": [0, 8], "summarized_tokens": [30, 0], "active_tokens": [30, 8],
 ...     "n_turns": [3, 2], "noop": [False, True], "capped": [False, False]})
->>> summarize_splits(s).select("budget", "sessions", "noop_share", "zero_kept_share").rows()
+>>> sweep(s).select("budget", "sessions", "noop_share", "zero_kept_share").rows()
 [(10, 2, 0.5, 0.5)]
 """
 from __future__ import annotations
@@ -13,12 +13,12 @@ from typing import TypeVar
 
 import polars as pl
 
-__all__ = ["Frame", "summarize_splits"]
+__all__ = ["Frame", "sweep"]
 
 Frame = TypeVar("Frame", pl.DataFrame, pl.LazyFrame)
 
 
-def summarize_splits(splits: Frame) -> Frame:
+def sweep(splits: Frame) -> Frame:
     """One row per budget: sessions, shares of noop / zero-kept / capped sessions,
     kept-token percentiles, median kept turns, and the summarized share of all
     active tokens.

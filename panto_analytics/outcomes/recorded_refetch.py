@@ -1,12 +1,12 @@
 """Does the orphan measure mean something? What agents really did after the compactions they recorded.
 
-After each compaction an agent recorded (:func:`~panto_analytics.outcomes.loss.recorded_cuts`),
+After each compaction an agent recorded (:func:`~panto_analytics.outcomes.orphan_loss.recorded_cuts`),
 and at *pseudo-cuts* in sessions of the same agent that never compacted
 (:func:`pseudo_cuts`: the first call whose recorded context reaches the
 context at which one of the agent's compactions fired; nothing kept, nothing
 restored), :func:`refetch` measures, over the next ``horizon`` tool calls:
 
-- the :mod:`~panto_analytics.outcomes.loss` columns (``repeat_reads``: a
+- the :mod:`~panto_analytics.outcomes.orphan_loss` columns (``repeat_reads``: a
   read or fetch of a target whose last touch was a read or fetch before the
   cut, no write between; ``orphan_calls``; ...);
 - ``orphan_targets``: targets whose last touch before the cut is in the
@@ -29,8 +29,8 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from .loss import CUT_SCHEMA, DEFAULT_HORIZON, ORPHAN_KINDS, cut_loss, orphan_rate, recorded_cuts
-from .references import references
+from .orphan_loss import CUT_SCHEMA, DEFAULT_HORIZON, ORPHAN_KINDS, cut_loss, orphan_rate, recorded_cuts
+from .tool_targets import references
 
 __all__ = ["REFETCH_COLUMNS", "call_context", "pseudo_cuts", "refetch", "refetch_summary", "reorientation", "target_loss"]
 

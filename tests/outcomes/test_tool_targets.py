@@ -2,14 +2,17 @@
 from __future__ import annotations
 
 import json
+import posixpath
 
 import polars as pl
 import pytest
-from conftest import REALDATA
+from conftest import REALDATA, examples
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import panto_analytics as pa
 from panto_analytics.ingest.cache import Cache
-from panto_analytics.outcomes.references import key_of, normalize_path, references, shell_targets, targets
+from panto_analytics.outcomes.tool_targets import key_of, normalize_path, references, shell_targets, targets
 from panto_analytics.schema import REFERENCE_SCHEMA
 
 CWD = "/repo"
@@ -162,3 +165,14 @@ def test_real_recordings_have_references_on_every_tool_call():
     # every tool call is in the table, and most have a result tied to them
     assert refs["tokens"].is_not_null().mean() > 0.9  # type: ignore[operator]
     assert set(refs["kind"].unique().to_list()) == {"read", "write", "run", "fetch", "other"}
+
+
+@settings(max_examples=examples(200))
+@given(st.lists(st.sampled_from(["a", "b", ".", "..", "", "c d"]), min_size=1, max_size=6),
+       st.sampled_from(["/r", "/r/s/", "/"]))
+def test_a_path_is_one_target_however_it_is_spelled(parts, cwd):
+    relative = "/".join(parts)
+    once = normalize_path(relative, cwd)
+    assert normalize_path(once, cwd) == once                      # normalizing twice changes nothing
+    assert normalize_path(posixpath.join(cwd, relative), None) == once   # relative to cwd = absolute
+    assert once.startswith("/") and "//" not in once and (once == "/" or not once.endswith("/"))

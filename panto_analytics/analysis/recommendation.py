@@ -27,7 +27,6 @@ enough turns and leaves the most room.
 """
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -35,14 +34,14 @@ from typing import Any, cast
 import polars as pl
 
 from ..defaults import DEFAULT_COVERAGE, DEFAULT_MIN_KEPT_TURNS
-from ..policy import Replay, events_as_splits, summarize_splits
+from ..policy import sweep
 from ..policy.expressions import SESSION
 from .formatting import counted, format_share, format_tokens
 
 __all__ = [
-    "DEFAULT_COVERAGE", "DEFAULT_MIN_KEPT_TURNS", "WINDOW_SHARE_WARNING", "Criteria", "Outcomes", "Recommendation",
-    "coverage_table", "display_columns", "outcome_warnings", "outcomes_at", "recommend", "recommend_at_compactions",
-    "recommend_from_table", "window_warnings",
+    "DEFAULT_COVERAGE", "DEFAULT_MIN_KEPT_TURNS", "FEW_SESSIONS", "WINDOW_SHARE_WARNING", "Criteria", "Outcomes", "Recommendation",
+    "coverage_table", "display_columns", "outcome_warnings", "outcomes_at", "recommend", "recommend_from_table",
+    "window_warnings",
 ]
 
 
@@ -122,7 +121,7 @@ def coverage_table(splits: pl.DataFrame | pl.LazyFrame, criteria: Criteria) -> p
         aggs["within_limit_share"] = ((pl.col("kept_tokens") <= criteria.limit) & with_turns).sum() / n.clip(1)
         verdicts.append((pl.col("within_limit_share") >= criteria.coverage).alias("meets_max_kept_share"))
     rules = lf.group_by("budget").agg(**aggs).with_columns(verdicts)
-    return summarize_splits(lf).join(rules, on="budget", how="left").sort("budget").collect()
+    return sweep(lf).join(rules, on="budget", how="left").sort("budget").collect()
 
 
 @dataclass
@@ -273,6 +272,10 @@ def recommend_from_table(table: pl.DataFrame, criteria: Criteria, *, outcomes: C
                            "`--window` replays compaction at the moments an agent would compact")
     if rec.budget is not None:
         rec.warnings += window_warnings(rec.budget, windows)
+    with_turns = int(cast(int, table["sessions_with_turns"].max() or 0))
+    if 0 < with_turns < FEW_SESSIONS:
+        rec.warnings.append(f"the figures rest on {counted(with_turns, 'session')} with turns (fewer than "
+                            f"{FEW_SESSIONS}): read them as examples, not rates")
     no_turns = int(table["sessions"][0] - table["sessions_with_turns"][0])
     if no_turns:
         rec.reasons.append(f"{counted(no_turns, 'session')} without turns {'is' if no_turns == 1 else 'are'} left out: "
@@ -412,6 +415,9 @@ def outcome_warnings(splits: pl.DataFrame | pl.LazyFrame, budget: int, *,
     return outcomes_at(splits, budget, turns=turns, examples=examples).warnings(examples)
 
 
+#: Fewer sessions than this behind the figures: a warning with the count (as the decision under a window gives).
+FEW_SESSIONS = 30
+
 #: A budget above this share of the model's context window leaves little room after a compaction.
 WINDOW_SHARE_WARNING = 0.25
 
@@ -438,22 +444,3 @@ def window_warnings(budget: int, windows: Iterable[int | None] | None) -> list[s
     return [f"{format_tokens(budget)} is {how} the smallest known context window "
             f"({format_tokens(smallest)}): after a compaction, the kept suffix alone would fill more than "
             f"{WINDOW_SHARE_WARNING:.0%} of it"]
-
-
-def recommend_at_compactions(result: Replay, criteria: Criteria | None = None) -> Recommendation:
-    """Pick a budget by ``criteria`` judged on the compaction events of a replay (see :func:`panto_analytics.replay`).
-
-    The rules read "of compaction events" instead of "of sessions": e.g. the
-    smallest budget at which 90% of compactions keep at least two whole
-    turns. The table's ``events`` column counts them; the budget is checked
-    against a quarter of the replay's window.
-    """
-    criteria = dataclasses.replace(criteria or Criteria(), unit="compaction events")
-    rec = recommend(events_as_splits(result.events), criteria, windows=[result.window])
-    # Rows are events here; a share of no-op or capped events means nothing (an event never is one).
-    rec.table = rec.table.rename({"sessions": "events"}).drop("noop_share", "capped_share")
-    rec.reasons.append(
-        f"replayed under a {format_tokens(result.window)} window (reserve {format_tokens(result.reserve)}, summary "
-        f"{format_tokens(result.summary_tokens)} tokens, {result.summary_source}): {result.events.height:,} compaction events over "
-        f"{result.sessions['session_id'].n_unique():,} sessions")
-    return rec

@@ -5,11 +5,11 @@ import polars as pl
 import pytest
 from conftest import REALDATA, examples
 from hypothesis import given, settings
-from test_loss import REF_TYPES, sessions_and_cuts
+from test_orphan_loss import REF_TYPES, sessions_and_cuts
 from tool_sessions import pi_session
 
 import panto_analytics as pa
-from panto_analytics.outcomes.refetch import pseudo_cuts, refetch, refetch_summary, reorientation, target_loss
+from panto_analytics.outcomes.recorded_refetch import pseudo_cuts, refetch, refetch_summary, reorientation, target_loss
 
 CUT_TYPES = {"session_id": pl.String, "after_seq": pl.Int64, "kept_start": pl.Int64, "kept_end": pl.Int64,
              "restore": pl.Int64}

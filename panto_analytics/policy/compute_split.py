@@ -3,7 +3,7 @@
 :func:`splits` takes a message frame (``DataFrame`` or ``LazyFrame``, as
 :func:`~panto_analytics.read_sessions` returns it) and returns the same kind.
 The split for every budget comes from suffix sums of the turn costs of
-:mod:`panto_analytics.policy.turns` and one ``search_sorted`` of the budgets
+:mod:`panto_analytics.policy.turn_costs` and one ``search_sorted`` of the budgets
 against them (see :func:`splits`).
 
 >>> import polars as pl
@@ -25,7 +25,7 @@ import polars as pl
 from ..budgets import Budgets, as_budgets
 from ..schema import SPLIT_SCHEMA
 from . import expressions as ex
-from .turns import Frame, _cast, _checked, _same_kind, _sessions, _turns, annotate
+from .turn_costs import Frame, _cast, _checked, _same_kind, _sessions, _turns, annotate
 
 __all__ = ["budget_series", "splits"]
 

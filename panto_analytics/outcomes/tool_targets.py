@@ -135,7 +135,9 @@ def normalize_path(path: str, cwd: str | None) -> str:
         return ntpath.normpath(path).replace("\\", "/")
     if not path.startswith(("/", "~")) and cwd:
         path = posixpath.join(cwd, path)
-    return posixpath.normpath(path) if path else path
+    # normpath keeps a leading "//" (POSIX leaves its meaning to the system); one spelling, one target.
+    return "/" + posixpath.normpath(path).lstrip("/") if path.startswith("/") else posixpath.normpath(path) if path \
+        else path
 
 
 def _file(path: str, cwd: str | None) -> str:

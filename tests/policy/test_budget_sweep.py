@@ -1,8 +1,8 @@
-"""summarize_splits: one row per budget, every column derived by hand from a small splits frame."""
+"""sweep: one row per budget, every column derived by hand from a small splits frame."""
 import polars as pl
 import pytest
 
-from panto_analytics.policy.sweep import summarize_splits
+from panto_analytics.policy.budget_sweep import sweep
 
 
 @pytest.fixture
@@ -22,13 +22,13 @@ def splits():
 
 
 def test_one_row_per_budget_in_order(splits):
-    table = summarize_splits(splits.reverse())
+    table = sweep(splits.reverse())
     assert table["budget"].to_list() == [100, 1000]
     assert table["sessions"].to_list() == [4, 4]
 
 
 def test_shares(splits):
-    row = summarize_splits(splits).row(0, named=True)
+    row = sweep(splits).row(0, named=True)
     assert row["noop_share"] == 2 / 4
     assert row["zero_kept_share"] == 1 / 3  # "a" keeps nothing; "d" has no turns and is not counted
     assert row["capped_share"] == 1 / 4
@@ -36,14 +36,14 @@ def test_shares(splits):
 
 
 def test_percentiles_are_observed_whole_values(splits):
-    row = summarize_splits(splits).row(1, named=True)
+    row = sweep(splits).row(1, named=True)
     # kept tokens at budget 1000: 0, 60, 500, 900 (nearest rank)
     assert (row["kept_tokens_p10"], row["kept_tokens_p50"], row["kept_tokens_p90"]) == (0, 500, 900)
     assert row["kept_turns_p50"] == 3
-    assert summarize_splits(splits).schema["kept_tokens_p50"] == pl.UInt64
+    assert sweep(splits).schema["kept_tokens_p50"] == pl.UInt64
 
 
 def test_lazy_in_lazy_out(splits):
-    lazy = summarize_splits(splits.lazy())
+    lazy = sweep(splits.lazy())
     assert isinstance(lazy, pl.LazyFrame)
-    assert lazy.collect().equals(summarize_splits(splits))
+    assert lazy.collect().equals(sweep(splits))

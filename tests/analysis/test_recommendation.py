@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from conftest import DATA, FIXTURES
 
 import panto_analytics as pa
-from panto_analytics.analysis.recommend import Criteria, coverage_table, outcome_warnings, recommend
+from panto_analytics.analysis.recommendation import Criteria, coverage_table, outcome_warnings, recommend
 from panto_analytics.cli import main
 
 FIXTURE = FIXTURES / "recommend"
@@ -189,3 +189,13 @@ def test_a_budget_past_a_quarter_of_the_smallest_known_window_is_warned():
     assert any("156% of the smallest known context window (128k)" in w for w in rec.warnings)
     quiet = pa.recommend(splits, pa.Criteria(min_kept_turns=1, coverage=0.01), windows=[None])
     assert not any("context window" in w for w in quiet.warnings)
+
+
+def test_fewer_than_thirty_sessions_behind_the_figures_warn_with_the_count(splits):
+    from panto_analytics.analysis.recommend import FEW_SESSIONS
+
+    n = splits.filter(pl.col("n_turns") > 0)["session_id"].n_unique()
+    assert n < FEW_SESSIONS
+    assert any(f"{n} sessions with turns (fewer than {FEW_SESSIONS})" in w for w in recommend(splits).warnings)
+    many = pl.concat([splits.with_columns(pl.col("session_id").cast(pl.String) + f"-{i}") for i in range(10)])
+    assert not any("fewer than" in w for w in recommend(many).warnings)

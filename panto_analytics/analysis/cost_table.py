@@ -1,0 +1,76 @@
+"""What compaction costs: a billed replay's totals per (policy, budget) against the recorded bill.
+
+From the session rows of ``pa.replay(..., prices=...)`` (the billing rules:
+``docs/replay.md``), one row per (policy, budget):
+
+- ``sessions``, ``compactions``;
+- ``recorded_usd``: what the sessions cost as recorded; ``replayed_usd``: the
+  replayed calls plus the summarizer's (``total_cost_usd``); ``change_usd``:
+  their difference (negative: compaction saves);
+- ``summarizer_usd`` and ``summarizer_share`` (of ``replayed_usd``);
+- ``cache_write_change_usd``: simulated minus recorded cache-write cost. It
+  adds the cache misses the compactions cause (after each one the next call
+  writes the summary and the kept suffix anew) to what shorter prompts save
+  where the recording rewrote its whole prompt (a cache past its lifetime),
+  so it can be negative; ``cache_read_change_usd``: simulated minus recorded
+  cache-read cost, the shorter prompts read after a compaction (negative:
+  saved).
+
+Sums are null when any session of the row is unpriced (never a partial sum).
+
+>>> import polars as pl
+>>> s = pl.DataFrame({"policy": ["pi"] * 2, "session_id": ["a", "b"], "budget": [20_000] * 2, "n_compactions": [1, 0],
+...     "recorded_cost_usd": [3.0, 1.0], "total_cost_usd": [2.5, 1.0], "summarizer_cost_usd": [0.25, 0.0],
+...     "recorded_cache_write_usd": [0.5, 0.1], "simulated_cache_write_usd": [0.9, 0.1],
+...     "recorded_cache_read_usd": [1.5, 0.4], "simulated_cache_read_usd": [0.6, 0.4]})
+>>> row = compaction_costs(s).row(0, named=True)
+>>> [round(row[c], 4) for c in ("change_usd", "summarizer_share", "cache_write_change_usd", "cache_read_change_usd")]
+[-0.5, 0.0714, 0.4, -0.9]
+"""
+from __future__ import annotations
+
+import polars as pl
+
+__all__ = ["COMPACTION_COST_COLUMNS", "compaction_costs"]
+
+COMPACTION_COST_COLUMNS = ("policy", "budget", "sessions", "compactions", "recorded_usd", "replayed_usd",
+                           "change_usd", "summarizer_usd", "summarizer_share", "cache_write_change_usd",
+                           "cache_read_change_usd")
+
+
+def _total(column: str) -> pl.Expr:
+    """The sum, null when any value is (an unpriced session)."""
+    return pl.when(pl.col(column).is_null().any()).then(None).otherwise(pl.col(column).sum())
+
+
+def compaction_costs(replay_sessions: pl.DataFrame) -> pl.DataFrame:
+    """One row per (policy, budget) of a billed replay's session rows (see the module docstring).
+
+    Parameters
+    ----------
+    replay_sessions
+        ``Replay.sessions`` of ``pa.replay(..., prices=...)``; without a ``policy`` column the policy is
+        ``libpanto``.
+
+    Returns
+    -------
+    pl.DataFrame
+        :data:`COMPACTION_COST_COLUMNS`, sorted by policy (in order of appearance) and budget.
+    """
+    policy = pl.col("policy").cast(pl.String) if "policy" in replay_sessions.columns else pl.lit("libpanto")
+    frame = replay_sessions.with_columns(policy.alias("policy"))
+    order = frame["policy"].unique(maintain_order=True).to_list()
+    return (frame.with_columns(pl.col("policy").cast(pl.Enum(order)))
+            .group_by("policy", "budget")
+            .agg(sessions=pl.len(), compactions=pl.col("n_compactions").sum().cast(pl.UInt64),
+                 recorded_usd=_total("recorded_cost_usd"), replayed_usd=_total("total_cost_usd"),
+                 summarizer_usd=_total("summarizer_cost_usd"),
+                 _sim_write=_total("simulated_cache_write_usd"), _rec_write=_total("recorded_cache_write_usd"),
+                 _sim_read=_total("simulated_cache_read_usd"), _rec_read=_total("recorded_cache_read_usd"))
+            .with_columns(change_usd=pl.col("replayed_usd") - pl.col("recorded_usd"),
+                          summarizer_share=pl.col("summarizer_usd") / pl.col("replayed_usd"),
+                          cache_write_change_usd=pl.col("_sim_write") - pl.col("_rec_write"),
+                          cache_read_change_usd=pl.col("_sim_read") - pl.col("_rec_read"))
+            .sort("policy", "budget")
+            .with_columns(pl.col("policy").cast(pl.String))
+            .select(COMPACTION_COST_COLUMNS))

@@ -1,0 +1,145 @@
+"""The report's model: what a report holds (:class:`Report`), its figures and its tables of display strings.
+
+:mod:`.build` fills it; :mod:`.render` lays it out as Markdown, HTML and a folder.
+"""
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import polars as pl
+
+from ...policy import Replay
+from ...policy.expressions import SESSION
+from ..decision import Decision
+from ..formatting import format_column, format_tokens
+from ..recommendation import Recommendation
+
+__all__ = [
+    "SEGMENT_TITLES", "Report", "ReportFigure", "Table", "cell", "percent", "tokens",
+]
+
+if TYPE_CHECKING:
+    pass
+
+#: Segment kinds the report can split plots by, with their headings.
+SEGMENT_TITLES = {"model": "model", "source_format": "source format", "length": "session length"}
+
+
+@dataclass
+class ReportFigure:
+    """One plot of the report: file name (without extension), heading, how to read it, the figure."""
+
+    name: str
+    title: str
+    caption: str
+    figure: object
+    png: bytes = b""
+
+
+@dataclass
+class Table:
+    """A small table of display strings, rendered to Markdown or HTML alike."""
+
+    header: list[str]
+    rows: list[list[str]]
+    highlight: int | None = None  # index of a row to emphasise
+    left: tuple[int, ...] = (0,)  # columns of text, aligned left; the others are numbers
+
+    @classmethod
+    def from_frame(cls, frame: pl.DataFrame, formats: dict | None = None) -> Table:
+        formats = formats or {}
+        # A column of plain numbers is written in one notation (format_column); the others value by value.
+        columns = [[formats[c](v) for v in frame[c].to_list()] if formats.get(c, cell) is not cell
+                   else format_column(frame[c].to_list()) for c in frame.columns]
+        return cls(list(frame.columns), [list(row) for row in zip(*columns)] if columns else [])
+
+    def markdown(self) -> str:
+        def line(cells):
+            return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+
+        rows = [[f"**{c}**" if i == self.highlight and c else c for c in r] for i, r in enumerate(self.rows)]
+        aligns = ["---" if i in self.left else "---:" for i in range(len(self.header))]
+        return "\n".join([line(self.header), line(aligns), *map(line, rows)])
+
+    def html(self) -> str:
+        def cls(j):
+            return " class='text'" if j in self.left else ""
+
+        head = "".join(f"<th{cls(j)}>{html.escape(h)}</th>" for j, h in enumerate(self.header))
+        body = "".join(
+            ("<tr class='chosen'>" if i == self.highlight else "<tr>")
+            + "".join(f"<td{cls(j)}>{html.escape(c)}</td>" for j, c in enumerate(r)) + "</tr>"
+            for i, r in enumerate(self.rows)
+        )
+        return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def cell(v) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, float):
+        return f"{v:,.0f}" if v.is_integer() else f"{v:,.3g}"
+    if isinstance(v, int):
+        return f"{v:,}"
+    return str(v)
+
+
+def percent(v) -> str:
+    return "-" if v is None else f"{v:.1%}"
+
+
+def tokens(v) -> str:
+    return "-" if v is None else format_tokens(v)
+
+
+@dataclass
+class Report:
+    """Everything a report shows, computed once; :func:`write_report` lays it out."""
+
+    title: str
+    inputs: list[str]
+    budgets: list[int]
+    splits: pl.DataFrame
+    sweep: pl.DataFrame
+    recommendation: Recommendation | Decision
+    overview: Table
+    breakdowns: dict[str, Table]
+    figures: list[ReportFigure] = field(default_factory=list)
+    #: With a window: the replay the recommendation was judged on, and its per-budget table.
+    replay: Replay | None = None
+    replay_table: Table | None = None
+    #: With a billed replay: "What compaction costs" (analysis.cost_table), one row per policy and budget.
+    costs: Table | None = None
+    #: With recorded compactions: what the agents kept beside libpanto's split at the same moment.
+    recorded: Table | None = None
+    #: With a window and policies: the replay under each policy and its comparison table; with recorded
+    #: compactions too, each policy's cut at them beside the agents'.
+    policies: Replay | None = None
+    policy_table: Table | None = None
+    policy_cuts: Table | None = None
+    #: With a window: the decision's frontier (cost per session against orphan rate), which leads the report,
+    #: its points as a table, and the replay (every policy, billed, with loss) the decision was made on.
+    frontier: ReportFigure | None = None
+    frontier_table: Table | None = None
+    outcomes: Replay | None = None
+
+    def __repr__(self) -> str:
+        """One line: the title, the budgets, the recommendation and what the report holds."""
+        n = self.splits[SESSION].n_unique() if SESSION in self.splits.columns else 0
+        return (f"<Report {self.title!r}: {n:,} session{'' if n == 1 else 's'}, {len(self.budgets)} budgets, "
+                f"{self.recommendation.headline()}, {len(self.figures)} plots>")
+
+    def __str__(self) -> str:
+        """``print(report)``: the title, the corpus, the recommendation and the plots, as plain text."""
+        lines = [self.title, "=" * len(self.title), ""]
+        lines += [f"{row[0]}: {row[1]}" + "".join(f" ({note})" for note in row[2:] if note)
+                  for row in self.overview.rows]
+        for name, table in self.breakdowns.items():
+            lines += ["", f"By {name}: " + ", ".join(f"{row[0]} ({row[1]})" for row in table.rows)]
+        lines += ["", self.recommendation.to_text(), ""]
+        lines += [f"plot: {figure.title}" for figure in self.figures]
+        return "\n".join(lines)

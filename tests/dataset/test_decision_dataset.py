@@ -1,0 +1,46 @@
+"""recommend --window on a dataset, bucket by bucket (dataset/decision.py): the same decision as in memory."""
+from __future__ import annotations
+
+import json
+
+import polars as pl
+import pytest
+from click.testing import CliRunner
+from conftest import DATA
+
+import panto_analytics as pa
+from panto_analytics.analysis.decision import DecisionRule, decision_from_replay, replay_outcomes
+from panto_analytics.cli import main
+from panto_analytics.dataset import write_dataset
+from panto_analytics.dataset.decision import decision_dataset
+
+PRICES = DATA.parent / "docs" / "synth-prices.json"
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory):
+    root = tmp_path_factory.mktemp("ds") / "data.ds"
+    write_dataset([DATA], root, buckets=7, cache=False)
+    return root
+
+
+@pytest.mark.parametrize("rule", [DecisionRule(min_kept_turns=1, coverage=0.5), DecisionRule(max_orphan_rate=0.05)])
+def test_the_dataset_decision_equals_the_in_memory_one(dataset, rule):
+    kw = {"window": 32_000, "reserve": 16_384, "policy": ["libpanto", "gemini-cli"], "prices": PRICES}
+    memory = decision_from_replay(replay_outcomes(pa.read_sessions(DATA), "0:16k:5", **kw), rule)
+    streamed = decision_dataset(dataset, "0:16k:5", rule, **kw)
+    assert streamed.table.equals(memory.table)  # to the last bit, nulls and all
+    assert (streamed.budget, streamed.policy) == (memory.budget, memory.policy)
+    assert streamed.warnings == memory.warnings
+
+
+def test_recommend_window_on_a_dataset_prints_the_same_json(dataset):
+    args = ["--window", "32k", "-b", "0:16k:5", "-k", "1", "-p", "50%", "--prices", str(PRICES), "-o", "-",
+            "--output-format", "json"]
+    on_files = CliRunner().invoke(main, ["recommend", str(DATA), "--no-cache", *args])
+    on_dataset = CliRunner().invoke(main, ["recommend", str(dataset), *args])
+    assert on_files.exit_code == on_dataset.exit_code == 0, on_dataset.output
+    a, b = json.loads(on_files.stdout), json.loads(on_dataset.stdout)
+    assert {k: a[k] for k in ("budget", "policy", "rows", "warnings")} == {k: b[k] for k in ("budget", "policy", "rows",
+                                                                                               "warnings")}
+    assert pl.DataFrame(a["rows"]).height > 1
