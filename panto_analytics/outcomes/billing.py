@@ -7,7 +7,9 @@ provider bills it: ``input`` (uncached), ``cache_read``, ``cache_write_5m``,
 :mod:`panto_analytics.outcomes.cost`'s job; nothing here knows a price.
 
 **The cache rule** (:func:`cache_split`), per call ``j`` of a session, with
-``P`` its prompt (``input + cache_read + cache_write``):
+``P`` its prompt (``input + cache_read + cache_write``). Each model has its
+own cache: "the previous call" is the previous call of the session to the
+same model, and "the first call" the first to it.
 
 - The session *writes* its cache (Anthropic: some recorded call has
   ``cache_write > 0``) or caches automatically (OpenAI: it never writes). A
@@ -16,17 +18,20 @@ provider bills it: ``input`` (uncached), ``cache_read``, ``cache_write_5m``,
   an automatic cache keeps the whole prompt (``tail = 0``).
 - ``cache_read = min(candidate, P - tail)``, where the candidate is
 
-  * the *stable head* on the session's first call after a compaction
-    (simulated or recorded): the system prompt and tools, which every session
-    of the agent shares. It is estimated as the session's first call's
-    recorded ``cache_read``: what the session found cached before it had
-    written anything (0 when it found nothing: then nothing is read back);
+  * the *stable head* on the first call after a compaction (simulated, or
+    recorded: the first call after a recorded summary at which the prompt
+    shrank): the system prompt and tools, which every session of the agent
+    shares. It is estimated as the first call's recorded ``cache_read``:
+    what the session found cached before it had written anything (0 when it
+    found nothing: then nothing is read back);
   * what the previous call left cached, when the gap since that call is
     within the cache lifetime: 1 hour when the latest write recorded at or
     before the previous call was a 1-hour write (``cache_write_1h > 0``),
     else 5 minutes. Every call reads or writes the prefix, so every call
     refreshes its lifetime: the gap is measured from the previous call;
-  * the stable head again past the lifetime.
+  * past the lifetime, nothing where the session writes its cache (the
+    whole prompt is written again), the stable head where it caches
+    automatically (OpenAI keeps the shared head).
 - A writing session writes the rest, ``P - tail - cache_read``, at the kind of
   the latest recorded write (1 hour or 5 minutes); an automatic one sends it
   as uncached ``input``. ``output`` is the recorded output.
@@ -69,7 +74,6 @@ __all__ = [
     "PARTS", "Price", "bill_replay", "cache_split", "call_rows", "check_cache_rule", "lifetime_ms", "simulated_calls",
     "summarizer_calls",
 ]
-
 
 #: The per-call token columns a price applies to.
 TOKEN_COLUMNS = ("input", "output", "cache_read", "cache_write_5m", "cache_write_1h")
@@ -403,29 +407,46 @@ def bill_replay(messages: pl.DataFrame | pl.LazyFrame, events: pl.DataFrame, ses
     call to price (recorded, replayed, summarizer).
     """
     keys = list(keys)
-    calls = call_rows(messages).collect()
+    lf = messages.lazy()
+    names = lf.collect_schema().names()
+    write = pl.col("cache_write").cast(_I)
+    w1h = pl.min_horizontal(pl.col(CACHE_WRITE_1H).fill_null(0).cast(_I) if CACHE_WRITE_1H in names else pl.lit(0, _I),
+                            write)
+    # The recorded calls, as recorded: every session's bill.
+    base = lf.filter(_is_call()).select(
+        SESSION, pl.col("model") if "model" in names else pl.lit(None, pl.String).alias("model"),
+        input=pl.col("input").cast(_I), output=pl.col("output").cast(_I), cache_read=pl.col("cache_read").cast(_I),
+        cache_write_5m=write - w1h, cache_write_1h=w1h).collect()
+    # The rule's columns, only for the sessions where something fired.
+    fired_sessions = events.select(pl.col(SESSION).unique())
+    calls = call_rows(lf.join(fired_sessions.lazy(), on=SESSION, how="semi", maintain_order="left")).collect()
     ev, rows = _simulate(calls, events, keys, summary_tokens)
     sim = _simulated_tokens(rows, summary_tokens)
     summarizer = summarizer_calls(events, calls, sim.select(*keys, SESSION, "seq", "compacted", *TOKEN_COLUMNS), keys=keys,
                                   summary_tokens=summary_tokens, cached=cached)
-    # One price call for everything: the recorded calls, the replayed calls that changed, the summarizer calls.
+    # One price call for everything: the recorded calls, the replayed calls that changed (as replayed and as
+    # recorded), the summarizer calls.
     changed = sim.filter("compacted")
-    n_calls, n_changed = calls.height, changed.height
+    n_calls, n_changed = base.height, changed.height
+    model_type = base.schema["model"]
     to_price = pl.concat([
-        calls.select("model", *TOKEN_COLUMNS, _recorded=pl.lit(True)),
-        changed.select("model", *TOKEN_COLUMNS, _recorded=pl.lit(False)),
-        summarizer.select(pl.col("model").cast(calls.schema["model"]), *TOKEN_COLUMNS, _recorded=pl.lit(False)),
+        base.select("model", *TOKEN_COLUMNS, _recorded=pl.lit(True)),
+        changed.select(pl.col("model").cast(model_type), *TOKEN_COLUMNS, _recorded=pl.lit(False)),
+        changed.select(pl.col("model").cast(model_type), *(pl.col(f"recorded_{c}").alias(c) for c in TOKEN_COLUMNS),
+                       _recorded=pl.lit(False)),
+        summarizer.select(pl.col("model").cast(model_type), *TOKEN_COLUMNS, _recorded=pl.lit(False)),
     ], how="vertical_relaxed")
     priced = price(to_price).select(parts)
     recorded = priced.slice(0, n_calls)
     new = priced.slice(n_calls, n_changed)
-    summ_cost = priced.slice(n_calls + n_changed)
-    per_session = pl.concat([calls.select(SESSION), recorded], how="horizontal").group_by(SESSION, maintain_order=True).agg(
+    old = priced.slice(n_calls + n_changed, n_changed)
+    summ_cost = priced.slice(n_calls + 2 * n_changed)
+    per_session = pl.concat([base.select(SESSION), recorded], how="horizontal").group_by(SESSION, maintain_order=True).agg(
         pl.len().alias("_calls"), *(_total(p).alias(f"recorded_{p}") for p in parts))
     # Per event: the calls it changed, their recorded and replayed cost.
     per_event = pl.concat([
-        changed.select("_eid"), new.rename(lambda c: f"_sim_{c}"),
-        recorded[changed["_ci"]].rename(lambda c: f"_old_{c}")], how="horizontal").group_by("_eid").agg(
+        changed.select("_eid"), new.rename(lambda c: f"_sim_{c}"), old.rename(lambda c: f"_old_{c}")],
+        how="horizontal").group_by("_eid").agg(
         pl.len().alias("calls_after"), *(_total(f"_sim_{p}").alias(f"_sim_{p}") for p in parts),
         *(_total(f"_old_{p}").alias(f"_old_{p}") for p in parts))
     summ = pl.concat([summarizer.select(*keys, SESSION, "event"), summ_cost], how="horizontal")
