@@ -78,6 +78,26 @@ def time_side_by_side(corpus: Path, prices: Path, *, window: int, budgets: list[
             "events": events, "load": os.getloadavg()}
 
 
+def _in_process(corpus: Path, prices: Path, args: argparse.Namespace) -> None:
+    import panto_analytics as pa
+
+    messages = pa.read_sessions([corpus], cache=False)
+    table = pa.load_prices(prices)
+    budgets = [int(b) for b in pa.parse_budgets(args.budgets)]
+    policy = args.policy or None
+    plain, cost = [], []
+    for _ in range(args.repeat):
+        for runs, priced in ((plain, None), (cost, table)):
+            start = time.perf_counter()
+            result = pa.replay(messages, budgets, window=args.window, policy=policy, prices=priced)
+            runs.append(time.perf_counter() - start)
+    load = os.getloadavg()
+    print(f"{args.sessions} sessions ({messages.height:,} messages), window {args.window:,}, budgets {args.budgets}: "
+          f"{result.events.height:,} events; best of {args.repeat}, in one process")
+    print(f"replay call {min(plain):.3f} s, with --cost {min(cost):.3f} s: {min(cost) / min(plain):.2f}x; "
+          f"load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}")
+
+
 def cache_rule_table(paths: list[str]):
     """Per source format: calls, first calls, checked, within 1% (the rule and the naive one), and the misses."""
     import polars as pl
@@ -104,6 +124,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--budgets", default="8k,20k,50k")
     parser.add_argument("--policy", action="append", default=[])
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--in-process", action="store_true",
+                        help="time both replays alternately in this process (best of --repeat), not in fresh ones")
     parser.add_argument("--cache-rule", nargs="+", metavar="PATH", help="check the cache rule on these recordings")
     args = parser.parse_args(argv)
     if args.cache_rule:
@@ -120,6 +142,9 @@ def main(argv: list[str] | None = None) -> None:
         write_corpus(folder / "corpus", args.sessions, seed=args.seed)
         models = pa.read_sessions([folder / "corpus"], cache=False)["model"].unique().drop_nulls().to_list()
         prices = _write_prices(folder, [str(m) for m in models])
+        if args.in_process:
+            _in_process(folder / "corpus", prices, args)
+            return
         row = time_side_by_side(folder / "corpus", prices, window=args.window,
                                 budgets=[int(b) for b in pa.parse_budgets(args.budgets)],
                                 policies=args.policy, repeat=args.repeat)

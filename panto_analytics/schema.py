@@ -15,10 +15,13 @@ import polars as pl
 from .defaults import SOURCE_FORMATS
 
 __all__ = [
-    "COMPACTIONS_SCHEMA", "MAX_USAGE", "MESSAGE_SCHEMA", "REFERENCE_SCHEMA", "REF_KINDS", "REF_STRUCT", "ROLES",
+    "COMPACTIONS_SCHEMA", "SESSION", "MAX_USAGE", "MESSAGE_SCHEMA", "REFERENCE_SCHEMA", "REF_KINDS", "REF_STRUCT", "ROLES",
     "RefKind", "Role", "SESSIONS_SCHEMA", "SESSION_META_SCHEMA",
     "SOURCE_FORMATS", "SPLIT_SCHEMA", "SourceFormat", "TURN_SCHEMA", "TokenSource", "USAGE_COLUMNS", "empty_messages",
 ]
+
+#: The column every frame is keyed by: one session (the frames' own name for it, written once).
+SESSION = "session_id"
 
 #: Message roles, in libpanto's order (``conversation.Role``).
 ROLES = ("system", "user", "assistant")
@@ -48,7 +51,7 @@ REF_STRUCT = pl.Struct({"call": pl.UInt16(), "key": pl.UInt64(), "kind": RefKind
                         "tokens": pl.UInt32()})
 
 MESSAGE_SCHEMA: dict[str, pl.DataType] = {
-    "session_id": pl.Categorical(),
+    SESSION: pl.Categorical(),
     "seq": pl.UInt32(),
     "role": Role,
     "words": pl.UInt32(),
@@ -76,7 +79,7 @@ MESSAGE_SCHEMA: dict[str, pl.DataType] = {
 #: The references table (:func:`panto_analytics.outcomes.tool_targets.references`): one row per
 #: (session, message, tool call, target); ``call`` numbers the session's tool calls from 0.
 REFERENCE_SCHEMA: dict[str, pl.DataType] = {
-    "session_id": pl.Categorical(),
+    SESSION: pl.Categorical(),
     "seq": pl.UInt32(),
     "call": pl.UInt32(),
     "key": pl.UInt64(),
@@ -86,7 +89,7 @@ REFERENCE_SCHEMA: dict[str, pl.DataType] = {
 }
 
 TURN_SCHEMA: dict[str, pl.DataType] = {
-    "session_id": pl.Categorical(),
+    SESSION: pl.Categorical(),
     "turn": pl.UInt32(),
     "start_seq": pl.UInt32(),
     "end_seq": pl.UInt32(),
@@ -96,7 +99,7 @@ TURN_SCHEMA: dict[str, pl.DataType] = {
 }
 
 SPLIT_SCHEMA: dict[str, pl.DataType] = {
-    "session_id": pl.Categorical(),
+    SESSION: pl.Categorical(),
     "budget": pl.UInt64(),
     "prefix_end": pl.UInt32(),
     "kept_turns": pl.UInt32(),
@@ -113,7 +116,7 @@ SPLIT_SCHEMA: dict[str, pl.DataType] = {
 
 #: What a file says about its session (the file-level part of :data:`SESSIONS_SCHEMA`).
 SESSION_META_SCHEMA: dict[str, pl.DataType] = {
-    "session_id": pl.Categorical(),
+    SESSION: pl.Categorical(),
     "file": pl.String(),
     "source_format": SourceFormat,
     "model": pl.String(),
@@ -127,7 +130,7 @@ SESSION_META_SCHEMA: dict[str, pl.DataType] = {
 
 #: The sessions table (:func:`panto_analytics.sessions`): one row per session.
 SESSIONS_SCHEMA: dict[str, pl.DataType] = {
-    "session_id": pl.Categorical(),
+    SESSION: pl.Categorical(),
     "file": pl.String(),
     "source_format": SourceFormat,
     #: The model, normalized for grouping (``claude-opus-4-5-20251101`` is ``claude-opus-4-5``).
@@ -149,7 +152,7 @@ SESSIONS_SCHEMA: dict[str, pl.DataType] = {
 
 #: The recorded compactions table (:func:`panto_analytics.compactions`).
 COMPACTIONS_SCHEMA: dict[str, pl.DataType] = {
-    "session_id": pl.Categorical(),
+    SESSION: pl.Categorical(),
     "anchor_seq": pl.UInt32(),
     "trigger": pl.String(),
     "tokens_before": pl.UInt64(),

@@ -7,6 +7,8 @@ path).
 - :mod:`.port`: the literal Python port of libpanto's compaction.zig, with every one of its tests.
 - :mod:`.replay`: compaction over a session's life, one call at a time (``policy.replay``'s statement).
 - :mod:`.policies`: each compaction policy's cut and replay, the way its source states it.
+- :mod:`.billing`: the tokens of every replayed call and summarizer call, one call at a time
+  (``outcomes.billing``'s statement).
 """
 
 __all__ = []

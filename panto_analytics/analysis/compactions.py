@@ -17,6 +17,7 @@ from ..ingest.corpus import Corpus
 from ..policy.cuts import splits_at
 from ..policy.replay.policies import POLICIES, Policy
 from ..policy.replay.recorded_cuts import policy_cuts_at
+from ..schema import SESSION
 from .formatting import format_tokens
 
 __all__ = ["AGENT_POLICIES", "agent_vs_libpanto", "compaction_table", "policies_vs_agents", "recorded_cut_summary"]
@@ -33,18 +34,18 @@ def agent_vs_libpanto(corpus: Corpus, budgets: Iterable[int]) -> pl.DataFrame:
     rows = splits_at(corpus.messages, corpus.compactions, budgets)
     recorded = corpus.compactions.with_row_index("cut").select(
         pl.col("cut").cast(pl.UInt32), "tokens_before")
-    formats = corpus.sessions.select(pl.col("session_id").cast(pl.String), "source_format")
+    formats = corpus.sessions.select(pl.col(SESSION).cast(pl.String), "source_format")
     return (rows.join(recorded, on="cut", how="left")
-            .join(formats, on="session_id", how="left")
-            .select("cut", "session_id", "source_format", "anchor_seq", "tokens_before",
-                    *[c for c in rows.columns if c not in ("cut", "session_id", "anchor_seq")]))
+            .join(formats, on=SESSION, how="left")
+            .select("cut", SESSION, "source_format", "anchor_seq", "tokens_before",
+                    *[c for c in rows.columns if c not in ("cut", SESSION, "anchor_seq")]))
 
 
 def compaction_table(rows: pl.DataFrame) -> pl.DataFrame:
     """One row per compaction: session, format, anchor, tokens before, the agent's first kept message,
     kept messages and tokens, then libpanto's kept turns and tokens at each budget (``turns@20k``,
     ``tokens@20k``)."""
-    keys = ["cut", "session_id", "source_format", "anchor_seq", "tokens_before",
+    keys = ["cut", SESSION, "source_format", "anchor_seq", "tokens_before",
             "agent_first_kept_seq", "agent_kept_messages", "agent_kept_tokens"]
     base = rows.select(keys).unique("cut", keep="first", maintain_order=True)
     out = base
@@ -53,7 +54,7 @@ def compaction_table(rows: pl.DataFrame) -> pl.DataFrame:
         per = rows.filter(pl.col("budget") == budget).select(
             "cut", pl.col("kept_turns").alias(f"turns@{label}"), pl.col("kept_tokens").alias(f"tokens@{label}"))
         out = out.join(per, on="cut", how="left", maintain_order="left")
-    return out.drop("cut").rename({"session_id": "session", "anchor_seq": "anchor",
+    return out.drop("cut").rename({SESSION: "session", "anchor_seq": "anchor",
                                    "agent_first_kept_seq": "agent_first_kept",
                                    "agent_kept_messages": "agent_messages", "agent_kept_tokens": "agent_tokens"})
 
@@ -68,10 +69,10 @@ def policies_vs_agents(corpus: Corpus, policies: Sequence[str | Policy] | None =
     """
     chosen = list(policies) if policies is not None else [p for p in POLICIES if p != "libpanto"]
     rows = policy_cuts_at(corpus.messages, corpus.compactions, chosen)
-    formats = corpus.sessions.select(pl.col("session_id").cast(pl.String), pl.col("source_format").cast(pl.String))
+    formats = corpus.sessions.select(pl.col(SESSION).cast(pl.String), pl.col("source_format").cast(pl.String))
     own = [f"{f}/{p}" for f, ps in AGENT_POLICIES.items() for p in ps]
     base = pl.col("policy").str.split(":").list.first()
-    return (rows.join(formats, on="session_id", how="left", maintain_order="left")
+    return (rows.join(formats, on=SESSION, how="left", maintain_order="left")
             .with_columns(own=pl.concat_str(pl.col("source_format"), pl.lit("/"), base).is_in(own).fill_null(False)))
 
 

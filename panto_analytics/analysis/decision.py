@@ -52,8 +52,8 @@ from typing import Any, cast
 
 import polars as pl
 
-from ..policy.expressions import SESSION
 from ..policy.replay.engine import Replay
+from ..schema import SESSION
 from .formatting import format_tokens
 
 __all__ = [

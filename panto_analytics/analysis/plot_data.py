@@ -30,7 +30,7 @@ import polars as pl
 from ..defaults import SEGMENT_KINDS
 from ..models import normalized_model, session_model
 from ..policy import session_turns, sweep
-from ..policy.expressions import SESSION
+from ..schema import SESSION
 
 __all__ = [
     "ALL", "LENGTH_BUCKETS", "OUTCOMES", "QUANTILES", "SEGMENT_KINDS", "cost_per_session",

@@ -35,7 +35,7 @@ import polars as pl
 
 from ..defaults import DEFAULT_COVERAGE, DEFAULT_MIN_KEPT_TURNS
 from ..policy import sweep
-from ..policy.expressions import SESSION
+from ..schema import SESSION
 from .formatting import counted, format_share, format_tokens
 
 __all__ = [

@@ -21,6 +21,7 @@ from __future__ import annotations
 import polars as pl
 
 from ..policy import splits, turns
+from ..schema import SESSION
 
 __all__ = ["worst_served"]
 
@@ -53,16 +54,16 @@ def worst_served(messages: pl.DataFrame | pl.LazyFrame, budget: int, n: int | No
     [('a', 0.6666666666666666, 5), ('b', 1.0, 1)]
     """
     lf = messages.lazy()
-    last = (turns(lf).group_by("session_id").agg(pl.all().sort_by("turn").last())
-            .select("session_id", pl.col("start_seq").alias("seq"), pl.col("tokens").alias("last_turn_tokens")))
-    where = lf.select("session_id", "seq", pl.col("file").cast(pl.String), "line")
-    split = splits(lf, budget).select("session_id", "n_turns", "kept_turns", "kept_tokens", "noop")
+    last = (turns(lf).group_by(SESSION).agg(pl.all().sort_by("turn").last())
+            .select(SESSION, pl.col("start_seq").alias("seq"), pl.col("tokens").alias("last_turn_tokens")))
+    where = lf.select(SESSION, "seq", pl.col("file").cast(pl.String), "line")
+    split = splits(lf, budget).select(SESSION, "n_turns", "kept_turns", "kept_tokens", "noop")
     share = pl.when(pl.col("last_turn_tokens") == 0).then(1.0).otherwise(
         pl.min_horizontal(pl.lit(budget, pl.Float64) / pl.col("last_turn_tokens"), pl.lit(1.0)))
-    ranked = (last.join(split, on="session_id").join(where, on=["session_id", "seq"], how="left")
+    ranked = (last.join(split, on=SESSION).join(where, on=[SESSION, "seq"], how="left")
               .with_columns(last_turn_share=share)
-              .sort(["last_turn_share", "kept_tokens", "last_turn_tokens", "session_id"],
+              .sort(["last_turn_share", "kept_tokens", "last_turn_tokens", SESSION],
                     descending=[False, False, True, False])
-              .select("session_id", "n_turns", "last_turn_tokens", "last_turn_share", "kept_turns", "kept_tokens",
+              .select(SESSION, "n_turns", "last_turn_tokens", "last_turn_share", "kept_turns", "kept_tokens",
                       "noop", "file", "line"))
     return (ranked if n is None else ranked.head(n)).collect()

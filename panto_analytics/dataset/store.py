@@ -37,7 +37,7 @@ import pyarrow.parquet as pq
 from ..defaults import DEFAULT_BUCKETS
 from ..errors import IngestReport, InputError
 from ..ingest.corpus import Corpus
-from ..schema import COMPACTIONS_SCHEMA, MESSAGE_SCHEMA, SESSIONS_SCHEMA
+from ..schema import COMPACTIONS_SCHEMA, MESSAGE_SCHEMA, SESSION, SESSIONS_SCHEMA
 
 __all__ = [
     "DATASET_MANIFEST_SCHEMA", "DEFAULT_BUCKETS", "INFO_FILE", "MANIFEST_FILE", "ROW_GROUP_ROWS", "TABLES",
@@ -61,7 +61,7 @@ TABLES: dict[str, dict[str, pl.DataType]] = {
 #: One row per source file (``session_id``, ``bucket`` and ``part`` null for a file that gave no session).
 DATASET_MANIFEST_SCHEMA: dict[str, pl.DataType] = {
     "abspath": pl.String(), "path": pl.String(), "size": pl.Int64(), "mtime_ns": pl.Int64(), "inode": pl.Int64(),
-    "session_id": pl.String(), "bucket": pl.UInt16(), "part": pl.String(), "messages": pl.UInt32(),
+    SESSION: pl.String(), "bucket": pl.UInt16(), "part": pl.String(), "messages": pl.UInt32(),
 }
 
 _FORMAT = "panto_analytics dataset"
@@ -160,7 +160,7 @@ def _row_group_cuts(frame: pl.DataFrame, target: int = ROW_GROUP_ROWS) -> np.nda
     """
     if frame.height == 0:
         return np.array([0, 0])
-    sid = pl.col("session_id")
+    sid = pl.col(SESSION)
     starts = frame.select((sid != sid.shift(1)).fill_null(True).arg_true()).to_series().to_numpy().astype(np.int64)
     wanted = np.arange(target, frame.height, target)
     picked = starts[np.minimum(np.searchsorted(starts, wanted, side="left"), len(starts) - 1)]

@@ -38,6 +38,7 @@ from ..analysis.recommendation import Criteria, Outcomes, Recommendation, outcom
 from ..policy import splits as compute_splits
 from ..policy import turns as compute_turns
 from ..policy.compute_split import budget_series
+from ..schema import SESSION
 from .budget_histograms import coverage_from, histograms, merge, sweep_from
 from .engines import map_buckets
 from .store import TASK_ROWS, bucket_groups, collect, scan_dataset, scan_parts
@@ -50,7 +51,7 @@ MERGE_EVERY = 4
 
 def _bucket(root: str, parts: list[str], with_sessions: bool) -> tuple[pl.DataFrame, pl.DataFrame | None]:
     messages = collect(scan_parts(root, "messages", parts), root)
-    sessions = collect(scan_parts(root, "sessions", parts).select("session_id"), root) if with_sessions else None
+    sessions = collect(scan_parts(root, "sessions", parts).select(SESSION), root) if with_sessions else None
     return messages, sessions
 
 
@@ -116,7 +117,7 @@ def _outcome_task(root: str, parts: list[str], *, budget: int) -> pl.DataFrame:
     """One bucket's :class:`Outcomes` at ``budget``, as a frame: the examples, then one row of counts."""
     messages, _ = _bucket(root, parts, False)
     o = outcomes_at(compute_splits(messages, [budget]), budget, turns=compute_turns(messages))
-    counts = pl.DataFrame({"session_id": [None], "last_turn_tokens": [None], "zero": [o.zero],
+    counts = pl.DataFrame({SESSION: [None], "last_turn_tokens": [None], "zero": [o.zero],
                            "with_turns": [o.with_turns], "capped": [o.capped]})
     examples = o.examples.with_columns(zero=pl.lit(None, pl.Int64), with_turns=pl.lit(None, pl.Int64),
                                        capped=pl.lit(None, pl.Int64))
@@ -129,7 +130,7 @@ def _outcomes(root: str | Path, budget: int, engine: str, address: str | None, t
     parts = []
     for f in frames:  # one per bucket
         rows = f.filter(pl.col("zero").is_not_null())
-        examples = f.filter(pl.col("zero").is_null()).select(pl.col("session_id").cast(pl.String),
+        examples = f.filter(pl.col("zero").is_null()).select(pl.col(SESSION).cast(pl.String),
                                                               pl.col("last_turn_tokens").cast(pl.UInt64))
         for zero, with_turns, capped in rows.select("zero", "with_turns", "capped").iter_rows():
             parts.append(Outcomes(budget, examples, int(zero), int(with_turns), int(capped)))

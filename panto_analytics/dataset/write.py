@@ -33,6 +33,7 @@ from ..ingest.cache import Cache, CacheStats, as_cache
 from ..ingest.cache.codec import FileKey, mode_of, parser_version
 from ..ingest.corpus import read_corpus
 from ..ingest.paths import PathLike, expand_paths
+from ..schema import SESSION
 from .buckets import MAX_BUCKETS, session_buckets
 from .store import (
     DATASET_MANIFEST_SCHEMA,
@@ -114,10 +115,10 @@ class DatasetWriter:
         if gone.is_empty():
             return
         affected = gone.filter(pl.col("part").is_not_null()).select("bucket", "part").unique().sort("part")
-        stale = gone["session_id"].drop_nulls()
+        stale = gone[SESSION].drop_nulls()
         remap: dict[str, str | None] = {}
         for bucket, part in affected.iter_rows():  # one iteration per affected part, not per session
-            frames = {t: read_part(self.root, t, part).filter(~pl.col("session_id").cast(pl.String).is_in(stale.implode()))
+            frames = {t: read_part(self.root, t, part).filter(~pl.col(SESSION).cast(pl.String).is_in(stale.implode()))
                       for t in TABLES}
             new = new_part_name(int(bucket)) if frames["sessions"].height else None
             if new is not None:
@@ -139,26 +140,26 @@ class DatasetWriter:
         """Add the sessions of one chunk: the three tables, and ``files`` (one row per source file read:
         ``abspath``, ``path``, ``size``, ``mtime_ns``, ``inode``; a file whose absolute path is not a session's
         ``file`` gave no session)."""
-        sid = pl.col("session_id").cast(pl.String)
-        known = self.manifest.select(_sid="session_id").drop_nulls()
+        sid = pl.col(SESSION).cast(pl.String)
+        known = self.manifest.select(_sid=SESSION).drop_nulls()
         dup = sessions.with_columns(_sid=sid).join(known, on="_sid", how="semi", maintain_order="left")
         if dup.height:
             row = dup.row(0, named=True)
-            other = self.manifest.filter(pl.col("session_id") == str(row["session_id"]))["path"][0]
+            other = self.manifest.filter(pl.col(SESSION) == str(row[SESSION]))["path"][0]
             raise InputError(row["file"], None, f"session {row['session_id']} is already in the dataset, from {other}",
                              skippable=False)
-        bucket_of = sessions.select(session_id=sid, bucket=session_buckets(sessions["session_id"], self.buckets))
+        bucket_of = sessions.select(session_id=sid, bucket=session_buckets(sessions[SESSION], self.buckets))
         names = {int(b): new_part_name(int(b)) for b in bucket_of["bucket"].unique().sort()}
         parts = bucket_of.with_columns(part=pl.col("bucket").replace_strict(names, return_dtype=pl.String))
         for table, frame in (("messages", messages), ("sessions", sessions), ("compactions", compactions)):
-            tagged = frame.with_columns(_sid=sid).join(parts.select(_sid="session_id", _part="part"), on="_sid",
+            tagged = frame.with_columns(_sid=sid).join(parts.select(_sid=SESSION, _part="part"), on="_sid",
                                                        how="left", maintain_order="left")
             by_part = {str(k[0]): rows for k, rows in tagged.partition_by("_part", as_dict=True, maintain_order=True).items()}
             for part in names.values():  # every part gets all three tables, empty where its sessions have no rows
                 write_part(self.root, table, part, by_part.get(part, tagged.head(0)).drop("_sid", "_part"))
         counts = messages.group_by(sid).agg(messages=pl.len())
-        per_file = (sessions.select("file", session_id=sid).join(parts, on="session_id", how="left")
-                    .join(counts, on="session_id", how="left"))
+        per_file = (sessions.select("file", session_id=sid).join(parts, on=SESSION, how="left")
+                    .join(counts, on=SESSION, how="left"))
         rows = (files.join(per_file, left_on="abspath", right_on="file", how="left", maintain_order="left")
                 .with_columns(pl.col("messages").fill_null(0)))
         self.manifest = pl.concat([self.manifest, rows.select(list(DATASET_MANIFEST_SCHEMA)).cast(_MANIFEST_CAST)])
@@ -170,7 +171,7 @@ class DatasetWriter:
         self.root.mkdir(parents=True, exist_ok=True)
         m = self.manifest
         self.info.files = m.height
-        self.info.sessions = int(m["session_id"].is_not_null().sum())
+        self.info.sessions = int(m[SESSION].is_not_null().sum())
         self.info.messages = int(m["messages"].sum() or 0)
         write_manifest(self.root, m)
         write_info(self.root, self.info)

@@ -63,7 +63,7 @@ from ..errors import IngestReport
 from ..formats.base import ParsedFile, SessionMeta
 from ..models import normalized_model, session_model
 from ..policy import expressions as ex
-from ..schema import COMPACTIONS_SCHEMA, SESSION_META_SCHEMA, SESSIONS_SCHEMA
+from ..schema import COMPACTIONS_SCHEMA, SESSION, SESSION_META_SCHEMA, SESSIONS_SCHEMA
 from .cache import Cache, CacheStats
 from .paths import PathLike
 from .pipeline import read_files
@@ -185,7 +185,7 @@ def sessions_table(parsed: list[ParsedFile], messages: pl.DataFrame) -> pl.DataF
         "compactions": [len(_session(p).compactions) for p in parsed],
     }, schema={"recorded_api_calls": pl.UInt32(), "compactions": pl.UInt32()})
     meta = pl.concat([sessions_frame(parsed), recorded], how="horizontal")
-    per_session = messages.group_by("session_id").agg(
+    per_session = messages.group_by(SESSION).agg(
         messages=pl.len(),
         first_message=pl.col("timestamp").min(),
         last_message=pl.col("timestamp").max(),
@@ -193,9 +193,9 @@ def sessions_table(parsed: list[ParsedFile], messages: pl.DataFrame) -> pl.DataF
         counted_api_calls=ex.is_api_call().sum(),
         final_context=ex.assistant_cumulative().drop_nulls().last(),
     )
-    table = meta.join(per_session, on="session_id", how="left", maintain_order="left")
+    table = meta.join(per_session, on=SESSION, how="left", maintain_order="left")
     return table.select(
-        "session_id", "file", "source_format",
+        SESSION, "file", "source_format",
         normalized_model(pl.coalesce("model", "message_model")).alias("model"),
         pl.coalesce("model", "message_model").alias("model_raw"),
         "project", "is_subagent", "context_window",
@@ -219,7 +219,7 @@ def sessions_frame(parsed: list[ParsedFile]) -> pl.DataFrame:
     """One row per parsed session with its file-level metadata."""
     rows = [
         {
-            "session_id": _session(p).session_id,
+            SESSION: _session(p).session_id,
             "file": str(p.path),
             "source_format": p.source_format,
             "model": _session(p).model,

@@ -38,6 +38,7 @@ from datetime import UTC, date, datetime, timedelta
 import polars as pl
 
 from ..models import normalized_model
+from ..schema import SESSION
 from .corpus import Corpus
 
 __all__ = ["SessionFilter", "filter_corpus", "parse_when"]
@@ -209,9 +210,9 @@ def filter_corpus(corpus: Corpus, session_filter: SessionFilter) -> Corpus:
     if not session_filter.active:
         return corpus
     sessions = corpus.sessions.filter(session_filter.expr())
-    kept = sessions.select("session_id")
+    kept = sessions.select(SESSION)
 
     def keep(frame: pl.DataFrame) -> pl.DataFrame:
-        return frame.join(kept, on="session_id", how="semi", maintain_order="left")
+        return frame.join(kept, on=SESSION, how="semi", maintain_order="left")
 
     return replace(corpus, sessions=sessions, messages=keep(corpus.messages), compactions=keep(corpus.compactions))

@@ -34,7 +34,7 @@ from ..errors import InputError
 from ..formats import adapter, detect_format
 from ..formats.base import Message, SourceFile
 from ..policy import splits
-from ..policy.expressions import SESSION
+from ..schema import SESSION
 from ..transcript import RoleBlocks, build_request_body, latest_summary_text, serialize_transcript, serialized_bytes
 
 __all__ = ["session_messages", "summary_request"]

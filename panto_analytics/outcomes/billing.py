@@ -7,7 +7,9 @@ provider bills it: ``input`` (uncached), ``cache_read``, ``cache_write_5m``,
 :mod:`panto_analytics.outcomes.cost`'s job; nothing here knows a price.
 
 **The cache rule** (:func:`cache_split`), per call ``j`` of a session, with
-``P`` its prompt (``input + cache_read + cache_write``):
+``P`` its prompt (``input + cache_read + cache_write``). Each model has its
+own cache: "the previous call" is the previous call of the session to the
+same model, and "the first call" the first to it.
 
 - The session *writes* its cache (Anthropic: some recorded call has
   ``cache_write > 0``) or caches automatically (OpenAI: it never writes). A
@@ -16,17 +18,20 @@ provider bills it: ``input`` (uncached), ``cache_read``, ``cache_write_5m``,
   an automatic cache keeps the whole prompt (``tail = 0``).
 - ``cache_read = min(candidate, P - tail)``, where the candidate is
 
-  * the *stable head* on the session's first call after a compaction
-    (simulated or recorded): the system prompt and tools, which every session
-    of the agent shares. It is estimated as the session's first call's
-    recorded ``cache_read``: what the session found cached before it had
-    written anything (0 when it found nothing: then nothing is read back);
+  * the *stable head* on the first call after a compaction (simulated, or
+    recorded: the first call after a recorded summary at which the prompt
+    shrank): the system prompt and tools, which every session of the agent
+    shares. It is estimated as the first call's recorded ``cache_read``:
+    what the session found cached before it had written anything (0 when it
+    found nothing: then nothing is read back);
   * what the previous call left cached, when the gap since that call is
     within the cache lifetime: 1 hour when the latest write recorded at or
     before the previous call was a 1-hour write (``cache_write_1h > 0``),
     else 5 minutes. Every call reads or writes the prefix, so every call
     refreshes its lifetime: the gap is measured from the previous call;
-  * the stable head again past the lifetime.
+  * past the lifetime, nothing where the session writes its cache (the
+    whole prompt is written again), the stable head where it caches
+    automatically (OpenAI keeps the shared head).
 - A writing session writes the rest, ``P - tail - cache_read``, at the kind of
   the latest recorded write (1 hour or 5 minutes); an automatic one sends it
   as uncached ``input``. ``output`` is the recorded output.
@@ -61,7 +66,7 @@ from collections.abc import Callable, Sequence
 
 import polars as pl
 
-from ..schema import USAGE_COLUMNS
+from ..schema import SESSION, USAGE_COLUMNS
 from .cost import COST_COLUMNS
 
 __all__ = [
@@ -69,8 +74,6 @@ __all__ = [
     "PARTS", "Price", "bill_replay", "cache_split", "call_rows", "check_cache_rule", "lifetime_ms", "simulated_calls",
     "summarizer_calls",
 ]
-
-S = "session_id"
 
 #: The per-call token columns a price applies to.
 TOKEN_COLUMNS = ("input", "output", "cache_read", "cache_write_5m", "cache_write_1h")
@@ -93,7 +96,7 @@ _I = pl.Int64
 
 def _session_start() -> pl.Expr:
     """True on the first row of each session (the frame is ordered by session)."""
-    return (pl.col(S) != pl.col(S).shift(1)).fill_null(True)
+    return (pl.col(SESSION) != pl.col(SESSION).shift(1)).fill_null(True)
 
 
 def _is_call() -> pl.Expr:
@@ -159,7 +162,7 @@ def call_rows(messages: pl.DataFrame | pl.LazyFrame) -> pl.LazyFrame:
         _w1h=w1h,
     )
     calls = anchored.filter(_is_call()).select(
-        S, "seq", pl.col("model") if "model" in names else pl.lit(None, pl.String).alias("model"),
+        SESSION, "seq", pl.col("model") if "model" in names else pl.lit(None, pl.String).alias("model"),
         pl.col("timestamp") if has_time else pl.lit(None, pl.Datetime("ms", "UTC")).alias("timestamp"),
         input=pl.col("input").cast(_I), output=pl.col("output").cast(_I), cache_read=pl.col("cache_read").cast(_I),
         cache_write_5m=write - pl.min_horizontal("_w1h", write), cache_write_1h=pl.min_horizontal("_w1h", write),
@@ -167,7 +170,7 @@ def call_rows(messages: pl.DataFrame | pl.LazyFrame) -> pl.LazyFrame:
         anchor="_anchor",
     ).with_columns(
         # One integer per (session, model): the windows below group by it.
-        _gm=(pl.col(S).cast(pl.Categorical).to_physical().cast(pl.UInt64) * 2**32
+        _gm=(pl.col(SESSION).cast(pl.Categorical).to_physical().cast(pl.UInt64) * 2**32
              + pl.col("model").cast(pl.Categorical).to_physical().cast(pl.UInt64).fill_null(2**32 - 1)),
     )
     wrote = pl.col("cache_write_5m") + pl.col("cache_write_1h") > 0
@@ -177,7 +180,7 @@ def call_rows(messages: pl.DataFrame | pl.LazyFrame) -> pl.LazyFrame:
     shrank = (pl.col("anchor") > -1) & (pl.col("prompt") < _prev(pl.col("prompt")))
     return (
         calls.with_columns(
-            writes=wrote.cast(pl.UInt8).max().over(S).cast(pl.Boolean),
+            writes=wrote.cast(pl.UInt8).max().over(SESSION).cast(pl.Boolean),
             first=first,
             head=pl.col("cache_read").first().over("_gm"),
             one_hour=(pl.when(wrote).then(pl.col("cache_write_1h") > 0).when(first).then(False)
@@ -219,8 +222,8 @@ def check_cache_rule(messages: pl.DataFrame | pl.LazyFrame, *, tolerance: float 
     has_format = "source_format" in lf.collect_schema().names()
     rows = call_rows(lf)
     if has_format:
-        fmt = lf.filter(_session_start()).select(S, "source_format")
-        rows = rows.join(fmt, on=S, how="left", maintain_order="left")
+        fmt = lf.filter(_session_start()).select(SESSION, "source_format")
+        rows = rows.join(fmt, on=SESSION, how="left", maintain_order="left")
     tail = pl.when(pl.col("writes")).then(pl.min_horizontal("input", "prompt")).otherwise(0)
     rows = rows.with_columns(_cached=pl.col("prompt") - tail).with_columns(_prev_cached=_prev(pl.col("_cached")),
                                                                            _prev_prompt=_prev(pl.col("prompt")))
@@ -255,7 +258,7 @@ def check_cache_rule(messages: pl.DataFrame | pl.LazyFrame, *, tolerance: float 
         .otherwise(pl.lit("within the lifetime, read more"))
     )
     return out.select(
-        S, "seq", *(["source_format"] if has_format else []), "cache_read", cache_write="recorded_write",
+        SESSION, "seq", *(["source_format"] if has_format else []), "cache_read", cache_write="recorded_write",
         predicted_read="predicted_read", predicted_write="predicted_write", naive_read="naive_read",
         naive_write="naive_write", first="first", within=within,
         naive_within=close("naive_read", "cache_read") & close("naive_write", "recorded_write"), reason=reason,
@@ -271,23 +274,23 @@ def _simulate(calls: pl.DataFrame, events: pl.DataFrame, keys: list[str],
     rows of ``calls`` (sessions are contiguous there), so the rows are ranges
     exploded and gathered, with no search.
     """
-    idx = calls.select(S, trigger_seq=pl.col("seq").cast(_I), _ti=pl.int_range(pl.len(), dtype=_I),
+    idx = calls.select(SESSION, trigger_seq=pl.col("seq").cast(_I), _ti=pl.int_range(pl.len(), dtype=_I),
                        _epoch="anchor")
-    last = idx.group_by(S).agg(_last=pl.col("_ti").max())
-    group = [*keys, S]
+    last = idx.group_by(SESSION).agg(_last=pl.col("_ti").max())
+    group = [*keys, SESSION]
     ev = (events.with_columns(pl.col("trigger_seq").cast(_I)).with_row_index("_eid")
-          .join(idx, on=[S, "trigger_seq"], how="left", maintain_order="left")
-          .join(last, on=S, how="left", maintain_order="left")
+          .join(idx, on=[SESSION, "trigger_seq"], how="left", maintain_order="left")
+          .join(last, on=SESSION, how="left", maintain_order="left")
           .sort([*group, "trigger_seq"], maintain_order=True)
           .with_columns(
               _at=pl.col("trigger_seq") + 1,
               _hi=pl.coalesce(pl.col("_ti").shift(-1).over(group), pl.col("_last")) + 1,
               _S=pl.col("summarized_tokens").cast(_I).cum_sum().over([*group, "_epoch"]),
           ))
-    rows = (ev.select(*keys, S, "event", "_eid", "_at", "_S", _ci=pl.int_ranges(pl.col("_ti") + 1, "_hi", dtype=_I))
+    rows = (ev.select(*keys, SESSION, "event", "_eid", "_at", "_S", _ci=pl.int_ranges(pl.col("_ti") + 1, "_hi", dtype=_I))
             .explode("_ci").drop_nulls("_ci"))
     gathered = calls.with_columns(
-        _prev_prompt=_prev(pl.col("prompt")), _prev_input=_prev(pl.col("input"))).drop(S)[rows["_ci"]]
+        _prev_prompt=_prev(pl.col("prompt")), _prev_input=_prev(pl.col("input"))).drop(SESSION)[rows["_ci"]]
     return ev, pl.concat([rows, gathered], how="horizontal")
 
 
@@ -330,7 +333,7 @@ def simulated_calls(calls: pl.DataFrame, events: pl.DataFrame, *, keys: Sequence
     """
     _, rows = _simulate(calls, events, list(keys), summary_tokens)
     return _simulated_tokens(rows, summary_tokens).select(
-        *keys, S, "seq", "model", "event", "compacted", *TOKEN_COLUMNS, *(f"recorded_{c}" for c in TOKEN_COLUMNS))
+        *keys, SESSION, "seq", "model", "event", "compacted", *TOKEN_COLUMNS, *(f"recorded_{c}" for c in TOKEN_COLUMNS))
 
 
 def summarizer_calls(events: pl.DataFrame, calls: pl.DataFrame, simulated: pl.DataFrame, *, keys: Sequence[str],
@@ -345,15 +348,15 @@ def summarizer_calls(events: pl.DataFrame, calls: pl.DataFrame, simulated: pl.Da
     Null ``request_bytes`` gives null input.
     """
     keys = list(keys)
-    trig = calls.select(S, pl.col("seq").cast(_I).alias("trigger_seq"), "model", "writes",
+    trig = calls.select(SESSION, pl.col("seq").cast(_I).alias("trigger_seq"), "model", "writes",
                         _p=pl.col("prompt"), _in=pl.col("input"), _out=pl.col("output"))
-    sim = simulated.select(*keys, S, pl.col("seq").cast(_I).alias("trigger_seq"), "compacted",
+    sim = simulated.select(*keys, SESSION, pl.col("seq").cast(_I).alias("trigger_seq"), "compacted",
                            _sp=pl.col("input") + pl.col("cache_read") + pl.col("cache_write_5m") + pl.col("cache_write_1h"),
                            _sin=pl.col("input"))
     ev = (events.with_columns(pl.col("trigger_seq").cast(_I), _cached=cached if isinstance(cached, pl.Expr)
                               else pl.lit(cached))
-          .join(trig, on=[S, "trigger_seq"], how="left", maintain_order="left")
-          .join(sim, on=[*keys, S, "trigger_seq"], how="left", maintain_order="left"))
+          .join(trig, on=[SESSION, "trigger_seq"], how="left", maintain_order="left")
+          .join(sim, on=[*keys, SESSION, "trigger_seq"], how="left", maintain_order="left"))
     is_sim = pl.col("compacted").fill_null(False)
     # The trigger call as it was billed, and what it left cached (a writing cache: all but its uncached tail).
     trigger_prompt = pl.when(is_sim).then(pl.col("_sp")).otherwise(pl.col("_p"))
@@ -363,7 +366,7 @@ def summarizer_calls(events: pl.DataFrame, calls: pl.DataFrame, simulated: pl.Da
     conversation = trigger_prompt + pl.col("_out")
     zero = pl.lit(0, _I)
     return ev.select(
-        *keys, S, "event", "model",
+        *keys, SESSION, "event", "model",
         input=pl.when(pl.col("_cached")).then(conversation - left_cached).otherwise(request),
         output=pl.lit(summary_tokens, _I),
         cache_read=pl.when(pl.col("_cached")).then(left_cached).otherwise(zero),
@@ -404,46 +407,63 @@ def bill_replay(messages: pl.DataFrame | pl.LazyFrame, events: pl.DataFrame, ses
     call to price (recorded, replayed, summarizer).
     """
     keys = list(keys)
-    calls = call_rows(messages).collect()
+    lf = messages.lazy()
+    names = lf.collect_schema().names()
+    write = pl.col("cache_write").cast(_I)
+    w1h = pl.min_horizontal(pl.col(CACHE_WRITE_1H).fill_null(0).cast(_I) if CACHE_WRITE_1H in names else pl.lit(0, _I),
+                            write)
+    # The recorded calls, as recorded: every session's bill.
+    base = lf.filter(_is_call()).select(
+        SESSION, pl.col("model") if "model" in names else pl.lit(None, pl.String).alias("model"),
+        input=pl.col("input").cast(_I), output=pl.col("output").cast(_I), cache_read=pl.col("cache_read").cast(_I),
+        cache_write_5m=write - w1h, cache_write_1h=w1h).collect()
+    # The rule's columns, only for the sessions where something fired.
+    fired_sessions = events.select(pl.col(SESSION).unique())
+    calls = call_rows(lf.join(fired_sessions.lazy(), on=SESSION, how="semi", maintain_order="left")).collect()
     ev, rows = _simulate(calls, events, keys, summary_tokens)
     sim = _simulated_tokens(rows, summary_tokens)
-    summarizer = summarizer_calls(events, calls, sim.select(*keys, S, "seq", "compacted", *TOKEN_COLUMNS), keys=keys,
+    summarizer = summarizer_calls(events, calls, sim.select(*keys, SESSION, "seq", "compacted", *TOKEN_COLUMNS), keys=keys,
                                   summary_tokens=summary_tokens, cached=cached)
-    # One price call for everything: the recorded calls, the replayed calls that changed, the summarizer calls.
+    # One price call for everything: the recorded calls, the replayed calls that changed (as replayed and as
+    # recorded), the summarizer calls.
     changed = sim.filter("compacted")
-    n_calls, n_changed = calls.height, changed.height
+    n_calls, n_changed = base.height, changed.height
+    model_type = base.schema["model"]
     to_price = pl.concat([
-        calls.select("model", *TOKEN_COLUMNS, _recorded=pl.lit(True)),
-        changed.select("model", *TOKEN_COLUMNS, _recorded=pl.lit(False)),
-        summarizer.select(pl.col("model").cast(calls.schema["model"]), *TOKEN_COLUMNS, _recorded=pl.lit(False)),
+        base.select("model", *TOKEN_COLUMNS, _recorded=pl.lit(True)),
+        changed.select(pl.col("model").cast(model_type), *TOKEN_COLUMNS, _recorded=pl.lit(False)),
+        changed.select(pl.col("model").cast(model_type), *(pl.col(f"recorded_{c}").alias(c) for c in TOKEN_COLUMNS),
+                       _recorded=pl.lit(False)),
+        summarizer.select(pl.col("model").cast(model_type), *TOKEN_COLUMNS, _recorded=pl.lit(False)),
     ], how="vertical_relaxed")
     priced = price(to_price).select(parts)
     recorded = priced.slice(0, n_calls)
     new = priced.slice(n_calls, n_changed)
-    summ_cost = priced.slice(n_calls + n_changed)
-    per_session = pl.concat([calls.select(S), recorded], how="horizontal").group_by(S, maintain_order=True).agg(
+    old = priced.slice(n_calls + n_changed, n_changed)
+    summ_cost = priced.slice(n_calls + 2 * n_changed)
+    per_session = pl.concat([base.select(SESSION), recorded], how="horizontal").group_by(SESSION, maintain_order=True).agg(
         pl.len().alias("_calls"), *(_total(p).alias(f"recorded_{p}") for p in parts))
     # Per event: the calls it changed, their recorded and replayed cost.
     per_event = pl.concat([
-        changed.select("_eid"), new.rename(lambda c: f"_sim_{c}"),
-        recorded[changed["_ci"]].rename(lambda c: f"_old_{c}")], how="horizontal").group_by("_eid").agg(
+        changed.select("_eid"), new.rename(lambda c: f"_sim_{c}"), old.rename(lambda c: f"_old_{c}")],
+        how="horizontal").group_by("_eid").agg(
         pl.len().alias("calls_after"), *(_total(f"_sim_{p}").alias(f"_sim_{p}") for p in parts),
         *(_total(f"_old_{p}").alias(f"_old_{p}") for p in parts))
-    summ = pl.concat([summarizer.select(*keys, S, "event"), summ_cost], how="horizontal")
+    summ = pl.concat([summarizer.select(*keys, SESSION, "event"), summ_cost], how="horizontal")
     ev = (ev.join(per_event, on="_eid", how="left")
-          .join(summ.select(*keys, S, "event", *(pl.col(p).alias(f"summarizer_{p}") for p in parts)),
-                on=[*keys, S, "event"], how="left")
-          .join(summarizer.select(*keys, S, "event", summarizer_input="input", summarizer_cache_read="cache_read",
-                                  summarizer_output="output"), on=[*keys, S, "event"], how="left")
+          .join(summ.select(*keys, SESSION, "event", *(pl.col(p).alias(f"summarizer_{p}") for p in parts)),
+                on=[*keys, SESSION, "event"], how="left")
+          .join(summarizer.select(*keys, SESSION, "event", summarizer_input="input", summarizer_cache_read="cache_read",
+                                  summarizer_output="output"), on=[*keys, SESSION, "event"], how="left")
           .sort("_eid")
           # An event whose calls all came before the next trigger changed nothing: 0, not null.
           .with_columns(pl.when(pl.col("calls_after").is_null()).then(0.0).otherwise(pl.col(c)).alias(c)
                         for p in parts for c in (f"_sim_{p}", f"_old_{p}")))
-    rebilled = ev.group_by(group := [*keys, S]).agg(
+    rebilled = ev.group_by(group := [*keys, SESSION]).agg(
         pl.col("calls_after").sum().alias("_n"),
         *(_total(f"_sim_{p}").alias(f"_sim_{p}") for p in parts), *(_total(f"_old_{p}").alias(f"_old_{p}") for p in parts),
         *(_total(f"summarizer_{p}").alias(f"summarizer_{p}") for p in parts))
-    out = (sessions.join(per_session, on=S, how="left", maintain_order="left")
+    out = (sessions.join(per_session, on=SESSION, how="left", maintain_order="left")
            .join(rebilled, on=group, how="left", maintain_order="left"))
     fired = pl.col("_n").fill_null(0) > 0  # some call was re-billed
     # A session without calls costs nothing.

@@ -41,6 +41,7 @@ import polars as pl
 
 from ..defaults import COST_GROUPINGS
 from ..models import normalized_model
+from ..schema import SESSION
 from .prices import RATES, Prices, load_prices
 
 __all__ = [
@@ -155,7 +156,7 @@ def call_tokens(messages: F) -> F:
 def _group_key(by: str, timezone: str) -> pl.Expr:
     local = pl.col("timestamp").dt.convert_time_zone(timezone)
     if by == "session":
-        return pl.col("session_id").cast(pl.String).alias("session_id")
+        return pl.col(SESSION).cast(pl.String).alias(SESSION)
     if by == "day":
         return local.dt.date().alias("day")
     if by == "week":
@@ -223,8 +224,8 @@ def costs(messages: Any, *, by: Grouping | Sequence[Grouping] = (), prices: Pric
     if "project" in groups:
         if sessions is None:
             raise ValueError("by='project' needs the sessions table: pass a corpus or sessions=")
-        about = sessions.lazy().select(pl.col("session_id").cast(pl.String).alias("__sid"), "project")
-        calls = calls.with_columns(pl.col("session_id").cast(pl.String).alias("__sid")).join(
+        about = sessions.lazy().select(pl.col(SESSION).cast(pl.String).alias("__sid"), "project")
+        calls = calls.with_columns(pl.col(SESSION).cast(pl.String).alias("__sid")).join(
             about, on="__sid", how="left").drop("__sid")
     names = calls.select(normalized_model(pl.col("model").unique())).collect()["model"].to_list()
     table = load_prices(prices).covering(names)

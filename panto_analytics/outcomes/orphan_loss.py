@@ -57,7 +57,7 @@ from typing import Protocol
 
 import polars as pl
 
-from ..schema import REF_KINDS
+from ..schema import REF_KINDS, SESSION
 from .tool_targets import is_lookup, references
 
 __all__ = [
@@ -65,7 +65,6 @@ __all__ = [
     "Replayed", "orphan_rate", "recorded_cuts", "replay_cuts", "summarize_loss", "with_loss_columns",
 ]
 
-S = "session_id"
 
 #: How many tool calls after a compaction are looked at.
 DEFAULT_HORIZON = 20
@@ -98,19 +97,19 @@ def orphan_rate(orphans: pl.Expr | str = "orphan_calls", calls: pl.Expr | str = 
 
 def _touches(refs: pl.LazyFrame) -> pl.LazyFrame:
     """Each reference with the previous touch of its target in the session (its seq, call and kind; null: none)."""
-    return (refs.sort(S, "key", "call")
-            .with_columns(prev_seq=pl.col("seq").shift(1).over(S, "key").cast(pl.Int64),
-                          prev_call=pl.col("call").shift(1).over(S, "key").cast(pl.Int64),
-                          prev_kind=pl.col("kind").shift(1).over(S, "key")))
+    return (refs.sort(SESSION, "key", "call")
+            .with_columns(prev_seq=pl.col("seq").shift(1).over(SESSION, "key").cast(pl.Int64),
+                          prev_call=pl.col("call").shift(1).over(SESSION, "key").cast(pl.Int64),
+                          prev_kind=pl.col("kind").shift(1).over(SESSION, "key")))
 
 
 def _first_calls(refs: pl.LazyFrame, cuts: pl.LazyFrame) -> pl.LazyFrame:
     """Each cut with ``first_call``: the session's first call at or after ``after_seq`` (the count of calls before)."""
     # Per message with calls: one past its last call (a message's calls share its seq: one row per seq).
-    calls = refs.group_by(S, pl.col("seq").cast(pl.Int64)).agg(before=pl.col("call").max().cast(pl.Int64) + 1)
+    calls = refs.group_by(SESSION, pl.col("seq").cast(pl.Int64)).agg(before=pl.col("call").max().cast(pl.Int64) + 1)
     # The last call before after_seq: its ordinal + 1 is the first call at or after it (0 when none).
     probe = cuts.with_columns(_probe=pl.col("after_seq") - 1).sort("_probe")
-    return (probe.join_asof(calls.sort("seq"), left_on="_probe", right_on="seq", by=S, strategy="backward",
+    return (probe.join_asof(calls.sort("seq"), left_on="_probe", right_on="seq", by=SESSION, strategy="backward",
                              check_sortedness=False)
             .with_columns(first_call=pl.col("before").fill_null(0)).drop("_probe", "seq", "before"))
 
@@ -125,15 +124,15 @@ def cut_loss(refs: pl.DataFrame | pl.LazyFrame, cuts: pl.DataFrame | pl.LazyFram
     """
     if horizon < 0:
         raise ValueError(f"horizon must be >= 0, got {horizon}")
-    refs_lf = refs.lazy().with_columns(pl.col(S).cast(pl.String))
-    base = (cuts.lazy().with_row_index("_cut").with_columns(pl.col(S).cast(pl.String).alias("_sid"))
+    refs_lf = refs.lazy().with_columns(pl.col(SESSION).cast(pl.String))
+    base = (cuts.lazy().with_row_index("_cut").with_columns(pl.col(SESSION).cast(pl.String).alias("_sid"))
             .with_columns(pl.col(c).cast(t) for c, t in CUT_SCHEMA.items()))
-    keyed = base.select("_cut", pl.col("_sid").alias(S), *CUT_SCHEMA)
+    keyed = base.select("_cut", pl.col("_sid").alias(SESSION), *CUT_SCHEMA)
     located = _first_calls(refs_lf, keyed)
     window = (located.with_columns(call=pl.int_ranges(pl.col("first_call"), pl.col("first_call") + horizon))
               .explode("call").drop_nulls("call").with_columns(pl.col("call").cast(pl.UInt32)))
     touches = _touches(refs_lf.with_columns(pl.col("call").cast(pl.UInt32)))
-    hits = window.join(touches, on=[S, "call"], how="inner")
+    hits = window.join(touches, on=[SESSION, "call"], how="inner")
     before = pl.col("prev_seq").is_not_null() & (pl.col("prev_seq") < pl.col("after_seq"))
     kept = pl.col("kept_start").is_not_null() & (pl.col("prev_seq") >= pl.col("kept_start")) \
         & (pl.col("prev_seq") < pl.col("kept_end"))
@@ -162,9 +161,9 @@ def cut_loss(refs: pl.DataFrame | pl.LazyFrame, cuts: pl.DataFrame | pl.LazyFram
 def _unrestored(hits: pl.LazyFrame, touches: pl.LazyFrame) -> pl.LazyFrame:
     """``hits`` with ``_orphan`` cleared where the agent restores the target: one of the ``restore`` files
     read or written most recently before the cut (the latest call first; within a call, the larger key)."""
-    cuts = hits.filter(pl.col("_orphan") & (pl.col("restore") > 0)).select("_cut", S, "after_seq", "restore").unique()
-    files = touches.filter(pl.col("file") & pl.col("kind").is_in(["read", "write"])).select(S, "key", "call", "seq")
-    last = (cuts.join(files, on=S).filter(pl.col("seq").cast(pl.Int64) < pl.col("after_seq"))
+    cuts = hits.filter(pl.col("_orphan") & (pl.col("restore") > 0)).select("_cut", SESSION, "after_seq", "restore").unique()
+    files = touches.filter(pl.col("file") & pl.col("kind").is_in(["read", "write"])).select(SESSION, "key", "call", "seq")
+    last = (cuts.join(files, on=SESSION).filter(pl.col("seq").cast(pl.Int64) < pl.col("after_seq"))
             .group_by("_cut", "key").agg(last=pl.col("call").max(), restore=pl.col("restore").first())
             .sort("_cut", "last", "key", descending=[False, True, True])
             .filter(pl.int_range(pl.len()).over("_cut") < pl.col("restore"))
@@ -204,9 +203,9 @@ def recorded_cuts(compactions: pl.DataFrame | pl.LazyFrame, sessions: pl.DataFra
     session's ``source_format``, whose agent restores as :data:`RESTORE` says.
     """
     table = RESTORE if restore is None else restore
-    formats = sessions.lazy().select(pl.col(S).cast(pl.String), pl.col("source_format").cast(pl.String))
-    return (compactions.lazy().with_columns(pl.col(S).cast(pl.String))
-            .join(formats, on=S, how="left", maintain_order="left")
+    formats = sessions.lazy().select(pl.col(SESSION).cast(pl.String), pl.col("source_format").cast(pl.String))
+    return (compactions.lazy().with_columns(pl.col(SESSION).cast(pl.String))
+            .join(formats, on=SESSION, how="left", maintain_order="left")
             .with_columns(after_seq=pl.max_horizontal(pl.col("anchor_seq").cast(pl.Int64) + 1,
                                                       pl.col("trigger_seq").cast(pl.Int64)),
                           kept_start=pl.col("first_kept_seq").cast(pl.Int64),
@@ -296,7 +295,7 @@ def loss(messages: pl.DataFrame | pl.LazyFrame, replay: Replayed, *, horizon: in
     events, sessions = replay.events, replay.sessions
     refs = references(messages)
     per_event = cut_loss(refs, replay_cuts(events), horizon=horizon, kinds=kinds).drop(list(CUT_SCHEMA))
-    keys = [k for k in ("policy", S, "budget") if k in sessions.columns]
+    keys = [k for k in ("policy", SESSION, "budget") if k in sessions.columns]
     summed = summarize_loss(per_event, keys)
     cast = {k: sessions.schema[k] for k in keys}
     out = (sessions.join(summed.cast(cast), on=keys, how="left", maintain_order="left")  # type: ignore[arg-type]

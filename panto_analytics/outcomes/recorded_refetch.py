@@ -29,12 +29,12 @@ from collections.abc import Sequence
 
 import polars as pl
 
+from ..schema import SESSION
 from .orphan_loss import CUT_SCHEMA, DEFAULT_HORIZON, ORPHAN_KINDS, cut_loss, orphan_rate, recorded_cuts
 from .tool_targets import references
 
 __all__ = ["REFETCH_COLUMNS", "call_context", "pseudo_cuts", "refetch", "refetch_summary", "reorientation", "target_loss"]
 
-S = "session_id"
 
 #: The columns :func:`refetch` adds to the loss columns.
 REFETCH_COLUMNS = ("orphan_targets", "refetched_targets", "reorientation", "reorientation_start")
@@ -62,18 +62,18 @@ def pseudo_cuts(messages: pl.DataFrame | pl.LazyFrame, cuts: pl.DataFrame | pl.L
     sizes = cuts.lazy().select(pl.col("source_format").cast(pl.String), size=pl.col("context").cast(pl.Int64)) \
         .drop_nulls().unique()
     quiet = (sessions.lazy().filter(pl.col("compactions") == 0)
-             .select(pl.col(S).cast(pl.String), pl.col("source_format").cast(pl.String)))
+             .select(pl.col(SESSION).cast(pl.String), pl.col("source_format").cast(pl.String)))
     calls = (messages.lazy().with_columns(context=call_context())
              .filter(pl.col("context").is_not_null())
-             .select(pl.col(S).cast(pl.String), pl.col("seq").cast(pl.Int64),
-                     reached=pl.col("context").cum_max().over(S)))
+             .select(pl.col(SESSION).cast(pl.String), pl.col("seq").cast(pl.Int64),
+                     reached=pl.col("context").cum_max().over(SESSION)))
     wanted = quiet.join(sizes, on="source_format").sort("size")
-    found = wanted.join_asof(calls.sort("reached", "seq"), left_on="size", right_on="reached", by=S, strategy="forward",
+    found = wanted.join_asof(calls.sort("reached", "seq"), left_on="size", right_on="reached", by=SESSION, strategy="forward",
                              check_sortedness=False)
     return (found.filter(pl.col("seq").is_not_null())
-            .select(S, "source_format", context=pl.col("size"), after_seq=pl.col("seq") + 1,
+            .select(SESSION, "source_format", context=pl.col("size"), after_seq=pl.col("seq") + 1,
                     kept_start=pl.lit(None, pl.Int64), kept_end=pl.lit(None, pl.Int64), restore=pl.lit(0, pl.Int64))
-            .sort(S, "after_seq", "context"))
+            .sort(SESSION, "after_seq", "context"))
 
 
 def target_loss(refs: pl.DataFrame | pl.LazyFrame, cuts: pl.DataFrame | pl.LazyFrame, *,
@@ -82,11 +82,11 @@ def target_loss(refs: pl.DataFrame | pl.LazyFrame, cuts: pl.DataFrame | pl.LazyF
 
     Restored targets (the ``restore`` files touched last) are not orphan targets.
     """
-    r = refs.lazy().with_columns(pl.col(S).cast(pl.String), pl.col("call").cast(pl.Int64), pl.col("seq").cast(pl.Int64))
-    base = cuts.lazy().with_row_index("_cut").select("_cut", pl.col(S).cast(pl.String),
+    r = refs.lazy().with_columns(pl.col(SESSION).cast(pl.String), pl.col("call").cast(pl.Int64), pl.col("seq").cast(pl.Int64))
+    base = cuts.lazy().with_row_index("_cut").select("_cut", pl.col(SESSION).cast(pl.String),
                                                      *(pl.col(c).cast(t) for c, t in CUT_SCHEMA.items()))
     # Each target's last touch before each cut.
-    last = (base.join(r.filter(pl.col("kind") != "other"), on=S)
+    last = (base.join(r.filter(pl.col("kind") != "other"), on=SESSION)
             .filter(pl.col("seq") < pl.col("after_seq"))
             .group_by("_cut", "key")
             .agg(last_seq=pl.col("seq").max(), last_call=pl.col("call").max(),
@@ -102,10 +102,10 @@ def target_loss(refs: pl.DataFrame | pl.LazyFrame, cuts: pl.DataFrame | pl.LazyF
     orphans = (last.join(restored, on=["_cut", "key"], how="left")
                .filter(~kept & pl.col("restored").is_null()).select("_cut", "key"))
     # The window: the first ``horizon`` calls at or after the cut; its reads and fetches.
-    calls = r.group_by(S, "call").agg(pl.col("seq").first())
-    first = (base.join(calls, on=S).filter(pl.col("seq") >= pl.col("after_seq"))
+    calls = r.group_by(SESSION, "call").agg(pl.col("seq").first())
+    first = (base.join(calls, on=SESSION).filter(pl.col("seq") >= pl.col("after_seq"))
              .group_by("_cut").agg(first_call=pl.col("call").min()))
-    fetched = (base.join(first, on="_cut").join(r.filter(pl.col("kind").is_in(["read", "fetch"])), on=S)
+    fetched = (base.join(first, on="_cut").join(r.filter(pl.col("kind").is_in(["read", "fetch"])), on=SESSION)
                .filter((pl.col("call") >= pl.col("first_call")) & (pl.col("call") < pl.col("first_call") + horizon))
                .select("_cut", "key").unique())
     per_cut = orphans.group_by("_cut").agg(orphan_targets=pl.len().cast(pl.UInt32))
@@ -118,18 +118,18 @@ def target_loss(refs: pl.DataFrame | pl.LazyFrame, cuts: pl.DataFrame | pl.LazyF
 def reorientation(refs: pl.DataFrame | pl.LazyFrame, cuts: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
     """Per cut (in order): tool calls from the cut to the first write (``reorientation``, null when none
     follows) and from the session's start to its first write (``reorientation_start``)."""
-    r = refs.lazy().with_columns(pl.col(S).cast(pl.String), pl.col("call").cast(pl.Int64), pl.col("seq").cast(pl.Int64))
-    base = cuts.lazy().with_row_index("_cut").select("_cut", pl.col(S).cast(pl.String), pl.col("after_seq").cast(pl.Int64))
-    calls = r.group_by(S, "call").agg(pl.col("seq").first())
-    writes = r.filter(pl.col("kind") == "write").group_by(S, "call").agg(pl.col("seq").first())
-    first = (base.join(calls, on=S).filter(pl.col("seq") >= pl.col("after_seq"))
+    r = refs.lazy().with_columns(pl.col(SESSION).cast(pl.String), pl.col("call").cast(pl.Int64), pl.col("seq").cast(pl.Int64))
+    base = cuts.lazy().with_row_index("_cut").select("_cut", pl.col(SESSION).cast(pl.String), pl.col("after_seq").cast(pl.Int64))
+    calls = r.group_by(SESSION, "call").agg(pl.col("seq").first())
+    writes = r.filter(pl.col("kind") == "write").group_by(SESSION, "call").agg(pl.col("seq").first())
+    first = (base.join(calls, on=SESSION).filter(pl.col("seq") >= pl.col("after_seq"))
              .group_by("_cut").agg(first_call=pl.col("call").min()))
-    first_write = (base.join(writes, on=S).filter(pl.col("seq") >= pl.col("after_seq"))
+    first_write = (base.join(writes, on=SESSION).filter(pl.col("seq") >= pl.col("after_seq"))
                    .group_by("_cut").agg(write_call=pl.col("call").min()))
-    start = writes.group_by(S).agg(reorientation_start=pl.col("call").min().cast(pl.UInt32))
+    start = writes.group_by(SESSION).agg(reorientation_start=pl.col("call").min().cast(pl.UInt32))
     return (base.join(first, on="_cut", how="left", maintain_order="left")
             .join(first_write, on="_cut", how="left", maintain_order="left")
-            .join(start, on=S, how="left", maintain_order="left")
+            .join(start, on=SESSION, how="left", maintain_order="left")
             .select(reorientation=(pl.col("write_call") - pl.col("first_call")).cast(pl.UInt32),
                     reorientation_start=pl.col("reorientation_start")).collect())
 
@@ -164,16 +164,16 @@ def refetch(messages: pl.DataFrame | pl.LazyFrame, compactions: pl.DataFrame | p
     """
     refs = references(messages).collect()
     context = (messages.lazy().with_columns(ctx=call_context())
-               .filter(pl.col("ctx").is_not_null()).select(pl.col(S).cast(pl.String), pl.col("seq").cast(pl.Int64), "ctx"))
+               .filter(pl.col("ctx").is_not_null()).select(pl.col(SESSION).cast(pl.String), pl.col("seq").cast(pl.Int64), "ctx"))
     recorded = (recorded_cuts(compactions, sessions).with_columns(_probe=pl.col("anchor_seq").cast(pl.Int64) - 1)
                 .sort("_probe")
-                .join_asof(context.sort("seq"), left_on="_probe", right_on="seq", by=S, strategy="backward",
+                .join_asof(context.sort("seq"), left_on="_probe", right_on="seq", by=SESSION, strategy="backward",
                            check_sortedness=False)
                 .with_columns(context=pl.coalesce(pl.col("tokens_before").cast(pl.Int64), pl.col("ctx")))
-                .select(S, "source_format", "context", *CUT_SCHEMA).sort(S, "after_seq", "context")
+                .select(SESSION, "source_format", "context", *CUT_SCHEMA).sort(SESSION, "after_seq", "context")
                 .with_columns(cut=pl.lit("compaction")))
     baseline = pseudo_cuts(messages, recorded, sessions).with_columns(cut=pl.lit("baseline"))
-    cuts = pl.concat([recorded, baseline], how="vertical_relaxed").select("cut", S, "source_format", "context",
+    cuts = pl.concat([recorded, baseline], how="vertical_relaxed").select("cut", SESSION, "source_format", "context",
                                                                           *CUT_SCHEMA).collect()
     lost = cut_loss(refs, cuts, horizon=horizon, kinds=kinds)
     return pl.concat([lost, target_loss(refs, cuts, horizon=horizon), reorientation(refs, cuts)], how="horizontal")

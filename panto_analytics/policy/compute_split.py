@@ -23,13 +23,12 @@ from collections.abc import Sequence
 import polars as pl
 
 from ..budgets import Budgets, as_budgets
-from ..schema import SPLIT_SCHEMA
+from ..schema import SESSION, SPLIT_SCHEMA
 from . import expressions as ex
 from .turn_costs import Frame, _cast, _checked, _same_kind, _sessions, _turns, annotate
 
 __all__ = ["budget_series", "splits"]
 
-S = ex.SESSION
 
 
 def budget_series(budgets: Budgets) -> pl.Series:
@@ -94,7 +93,7 @@ def splits(messages: Frame, budgets: Budgets, *, sessions: pl.DataFrame | pl.Laz
         annotated = annotated.with_columns(ex.request_bytes_before(active="is_active"), ex.latest_summary_bytes())
     annotated = annotated.cache()
     carry = ("request_bytes_before",) if sized else ()
-    tf = _turns(annotated, carry).with_columns(suffix=pl.col("tokens").cum_sum(reverse=True).over(S))
+    tf = _turns(annotated, carry).with_columns(suffix=pl.col("tokens").cum_sum(reverse=True).over(SESSION))
     per_session = _with_empty_sessions(_split_sessions(annotated, tf, sized), sessions, messages)
     ranges = _budget_ranges(tf, per_session, budget, carry)
     # One row per (session, budget index) the range covers.
@@ -125,30 +124,30 @@ def _request_bytes() -> pl.Expr:
 def _split_sessions(annotated: pl.LazyFrame, tf: pl.LazyFrame, sized: bool) -> pl.LazyFrame:
     """Per session: what :func:`_sessions` gives, plus ``active_tokens`` (all turns' cost) and,
     where the frame is ``sized``, the request sizes of its last row."""
-    active = tf.filter(pl.col("turn") == 0).select(S, active_tokens=pl.col("suffix"))
+    active = tf.filter(pl.col("turn") == 0).select(SESSION, active_tokens=pl.col("suffix"))
     per_session = (
         _sessions(annotated)
-        .join(active, on=S, how="left", maintain_order="left")
+        .join(active, on=SESSION, how="left", maintain_order="left")
         .with_columns(pl.col("active_tokens").fill_null(0))
     )
     if not sized:
         return per_session
     last_active = pl.when(pl.col("is_active")).then(pl.col("serialized_bytes")).otherwise(0)
     ends = annotated.filter(ex.session_end()).select(
-        S, _total_bytes=pl.col("request_bytes_before") + last_active, _summary_bytes=pl.col("latest_summary_bytes"))
-    return per_session.join(ends, on=S, how="left", maintain_order="left")
+        SESSION, _total_bytes=pl.col("request_bytes_before") + last_active, _summary_bytes=pl.col("latest_summary_bytes"))
+    return per_session.join(ends, on=SESSION, how="left", maintain_order="left")
 
 
 def _with_empty_sessions(per_session: pl.LazyFrame, sessions: pl.DataFrame | pl.LazyFrame | None,
                          messages: pl.DataFrame | pl.LazyFrame) -> pl.LazyFrame:
     """Add the sessions of ``sessions`` that have no messages (computeSplit gives (0, 0)), numbered in order."""
     if sessions is not None:
-        dtype = messages.lazy().collect_schema()[S]
+        dtype = messages.lazy().collect_schema()[SESSION]
         per_session = (
-            sessions.lazy().select(pl.col(S).cast(pl.String))
-            .join(per_session.with_columns(pl.col(S).cast(pl.String)), on=S, how="left", maintain_order="left")
+            sessions.lazy().select(pl.col(SESSION).cast(pl.String))
+            .join(per_session.with_columns(pl.col(SESSION).cast(pl.String)), on=SESSION, how="left", maintain_order="left")
             .with_columns(
-                pl.col(S).cast(dtype),
+                pl.col(SESSION).cast(dtype),
                 pl.col("n_messages", "n_turns", "first_turn_seq", "active_tokens").fill_null(0),
                 pl.col("capped").fill_null(False),
             )
@@ -170,19 +169,19 @@ def _budget_ranges(tf: pl.LazyFrame, per_session: pl.LazyFrame, budget: pl.Serie
     # opens each session, so a plain shift compares turns of one session.
     candidates = (
         tf.filter((pl.col("turn") == 0) | (pl.col("suffix") != pl.col("suffix").shift(1)))
-        .select(S, "suffix", *carry, kept_turn="turn", kept_start="start_seq", lo=first_at_least)
+        .select(SESSION, "suffix", *carry, kept_turn="turn", kept_start="start_seq", lo=first_at_least)
         .with_columns(hi=pl.when(pl.col("kept_turn") == 0).then(pl.lit(len(budget), pl.UInt32))
                       .otherwise(pl.col("lo").shift(1)))
     )
-    nothing_kept = candidates.group_by(S).agg(hi=pl.col("lo").min())
+    nothing_kept = candidates.group_by(SESSION).agg(hi=pl.col("lo").min())
     session_cols = per_session.collect_schema().names()
     zero_rows = (
-        per_session.join(nothing_kept, on=S, how="left")
+        per_session.join(nothing_kept, on=SESSION, how="left")
         .with_columns(lo=pl.lit(0, pl.UInt32), hi=pl.col("hi").fill_null(len(budget)),
                       kept_turn=pl.lit(None, pl.UInt32), kept_start=pl.lit(None, pl.UInt32),
                       suffix=pl.lit(None, pl.UInt64), **{c: pl.lit(None, pl.UInt64) for c in carry})
     )
-    turn_rows = candidates.join(per_session, on=S, how="inner")
+    turn_rows = candidates.join(per_session, on=SESSION, how="inner")
     cols = [*session_cols, "lo", "hi", "kept_turn", "kept_start", "suffix", *carry]
     return (
         pl.concat([zero_rows.select(cols), turn_rows.select(cols)], how="vertical_relaxed")

@@ -47,17 +47,16 @@ from __future__ import annotations
 import polars as pl
 
 from ..budgets import Budgets, as_budgets
-from . import expressions as ex
+from ..schema import SESSION
 from .compute_split import splits
 from .turn_costs import annotate
 
 __all__ = ["CUT_COLUMNS", "cut_conversations", "splits_at"]
 
-S = ex.SESSION
 
 #: The columns :func:`splits_at` returns, in order.
 CUT_COLUMNS = (
-    "cut", "session_id", "anchor_seq", "trigger_seq", "budget", "n_messages", "n_turns",
+    "cut", SESSION, "anchor_seq", "trigger_seq", "budget", "n_messages", "n_turns",
     "prefix_end", "first_kept_seq", "kept_turns", "kept_tokens", "summarized_tokens", "active_tokens", "noop",
     "agent_first_kept_seq", "agent_kept_messages", "agent_kept_tokens",
 )
@@ -71,7 +70,7 @@ def _numbered(cuts: pl.DataFrame | pl.LazyFrame) -> pl.LazyFrame:
         if optional not in names:
             lf = lf.with_columns(pl.lit(None, pl.UInt32).alias(optional))
     return lf.with_row_index("cut").select(
-        pl.col("cut").cast(pl.UInt32), pl.col(S).cast(pl.String),
+        pl.col("cut").cast(pl.UInt32), pl.col(SESSION).cast(pl.String),
         pl.col("anchor_seq").cast(pl.UInt32),
         pl.coalesce("trigger_seq", "anchor_seq").cast(pl.UInt32).alias("trigger_seq"),
         pl.col("first_kept_seq").cast(pl.UInt32),
@@ -85,7 +84,7 @@ def _renumbered(rows: pl.LazyFrame) -> pl.LazyFrame:
     return rows.sort("cut", "seq").with_columns(
         orig_seq=pl.col("seq"),
         seq=pl.int_range(pl.len(), dtype=pl.UInt32).over("cut"),
-    ).with_columns(pl.col("cut").alias(S)).drop("cut")
+    ).with_columns(pl.col("cut").alias(SESSION)).drop("cut")
 
 
 def cut_conversations(messages: pl.DataFrame | pl.LazyFrame, cuts: pl.DataFrame | pl.LazyFrame) -> pl.LazyFrame:
@@ -98,10 +97,10 @@ def cut_conversations(messages: pl.DataFrame | pl.LazyFrame, cuts: pl.DataFrame 
 def _in_cut(messages: pl.DataFrame | pl.LazyFrame, numbered: pl.LazyFrame, keep: pl.Expr) -> pl.LazyFrame:
     """The rows of each cut's session that ``keep`` selects, with the cut's columns."""
     return (
-        messages.lazy().with_columns(pl.col(S).cast(pl.String))
-        .join(numbered, on=S, how="inner")
+        messages.lazy().with_columns(pl.col(SESSION).cast(pl.String))
+        .join(numbered, on=SESSION, how="inner")
         .filter(keep)
-        .drop(S)
+        .drop(SESSION)
     )
 
 
@@ -118,15 +117,15 @@ def _kept_cost(annotated: pl.LazyFrame) -> pl.LazyFrame:
     before = pl.col("prior_cumulative").first().fill_null(0).cast(pl.Int64)
     per_turn = (
         annotated.filter(pl.col("turn").is_not_null())
-        .group_by(S, "turn")
+        .group_by(SESSION, "turn")
         .agg(_after=cumulative, _before=before, _fallback=pl.col("message_tokens").sum())
-        .select(S, tokens=pl.when(pl.col("_after").is_null()).then(pl.col("_fallback").cast(pl.Int64))
+        .select(SESSION, tokens=pl.when(pl.col("_after").is_null()).then(pl.col("_fallback").cast(pl.Int64))
                 .otherwise(pl.max_horizontal(pl.col("_after") - pl.col("_before"), 0)))
-        .group_by(S).agg(agent_kept_tokens=pl.col("tokens").sum().cast(pl.UInt64))
+        .group_by(SESSION).agg(agent_kept_tokens=pl.col("tokens").sum().cast(pl.UInt64))
     )
-    counts = annotated.group_by(S).agg(agent_kept_messages=pl.len().cast(pl.UInt32),
+    counts = annotated.group_by(SESSION).agg(agent_kept_messages=pl.len().cast(pl.UInt32),
                                        agent_first_kept_seq=pl.col("orig_seq").min())
-    return counts.join(per_turn, on=S, how="left").with_columns(pl.col("agent_kept_tokens").fill_null(0))
+    return counts.join(per_turn, on=SESSION, how="left").with_columns(pl.col("agent_kept_tokens").fill_null(0))
 
 
 def splits_at(messages: pl.DataFrame | pl.LazyFrame, cuts: pl.DataFrame | pl.LazyFrame,
@@ -145,16 +144,16 @@ def splits_at(messages: pl.DataFrame | pl.LazyFrame, cuts: pl.DataFrame | pl.Laz
     budget_list = as_budgets(budgets)
     numbered = _numbered(cuts).collect().lazy()
     conversation = _renumbered(_in_cut(messages, numbered, _conversation_rows())).collect()
-    ids = numbered.select(pl.col("cut").alias(S)).collect()
+    ids = numbered.select(pl.col("cut").alias(SESSION)).collect()
     split = splits(conversation.drop("orig_seq"), budget_list, sessions=ids).lazy()
-    first_kept = conversation.lazy().select(S, prefix_end=pl.col("seq"), first_kept_seq=pl.col("orig_seq"))
+    first_kept = conversation.lazy().select(SESSION, prefix_end=pl.col("seq"), first_kept_seq=pl.col("orig_seq"))
 
     # The agent's kept rows: a suffix of the conversation, or copies after the anchor read on their own.
     inside = pl.col("first_kept_seq") < pl.col("trigger_seq")
     in_conversation = (
         annotate(conversation.lazy())
-        .join(numbered.select(pl.col("cut").alias(S), agent_from=pl.when(inside).then("first_kept_seq")),
-              on=S, how="inner")
+        .join(numbered.select(pl.col("cut").alias(SESSION), agent_from=pl.when(inside).then("first_kept_seq")),
+              on=SESSION, how="inner")
         .filter(pl.col("orig_seq") >= pl.col("agent_from"))
         .drop("agent_from")
     )
@@ -165,10 +164,10 @@ def splits_at(messages: pl.DataFrame | pl.LazyFrame, cuts: pl.DataFrame | pl.Laz
     agent = _kept_cost(pl.concat([in_conversation, copied.select(columns)], how="vertical"))
 
     out = (
-        split.join(first_kept, on=[S, "prefix_end"], how="left")
-        .rename({S: "cut"})
-        .join(numbered.select("cut", S, "anchor_seq", "trigger_seq"), on="cut", how="left")
-        .join(agent.rename({S: "cut"}), on="cut", how="left")
+        split.join(first_kept, on=[SESSION, "prefix_end"], how="left")
+        .rename({SESSION: "cut"})
+        .join(numbered.select("cut", SESSION, "anchor_seq", "trigger_seq"), on="cut", how="left")
+        .join(agent.rename({SESSION: "cut"}), on="cut", how="left")
         .with_columns(pl.col("agent_kept_messages").fill_null(0), pl.col("agent_kept_tokens").fill_null(0))
         .sort("cut", "budget")
         .select(*CUT_COLUMNS)

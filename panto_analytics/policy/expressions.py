@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from ..schema import USAGE_COLUMNS
+from ..schema import SESSION, USAGE_COLUMNS
 from ..transcript import REQUEST_FRAME_BYTES, REQUEST_FRAME_WITH_SUMMARY_BYTES, SEPARATOR
 from ..words import WORD_TO_TOKEN_FACTOR
 
@@ -34,13 +34,11 @@ if TYPE_CHECKING:
     from polars._typing import IntoExpr
 
 __all__ = [
-    "MAX_TURNS", "SESSION", "assistant_cumulative", "count_in_session", "follows_user", "is_active", "is_api_call",
+    "MAX_TURNS", "assistant_cumulative", "count_in_session", "follows_user", "is_active", "is_api_call",
     "is_structural_frame", "is_turn_start", "last_before", "message_tokens",
     "latest_summary_bytes", "prior_assistant_cumulative", "request_bytes", "request_bytes_before", "session_end", "session_start",
     "sum_in_session", "transcript_bytes", "usage_total", "word_tokens",
 ]
-
-SESSION = "session_id"
 
 #: libpanto collects at most this many turn starts (``turn_starts_buf``).
 MAX_TURNS = 4096

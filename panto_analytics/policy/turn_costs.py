@@ -24,18 +24,17 @@ from typing import TypeVar
 
 import polars as pl
 
-from ..schema import TURN_SCHEMA
+from ..schema import SESSION, TURN_SCHEMA
 from . import expressions as ex
 
 __all__ = ["annotate", "check_order", "session_turns", "turns"]
 
 Frame = TypeVar("Frame", pl.DataFrame, pl.LazyFrame)
-S = ex.SESSION
 
 
 def _cast(lf: pl.LazyFrame, schema: dict[str, pl.DataType], keep: Sequence[str] = ()) -> pl.LazyFrame:
     """Cast to ``schema`` and order its columns (then ``keep``'s); ``session_id`` keeps the caller's dtype."""
-    return lf.cast({k: v for k, v in schema.items() if k != S}).select(*schema, *keep)
+    return lf.cast({k: v for k, v in schema.items() if k != SESSION}).select(*schema, *keep)
 
 
 def _same_kind(result: pl.LazyFrame, like: Frame) -> Frame:
@@ -58,7 +57,7 @@ def check_order(messages: pl.DataFrame) -> None:
     start = ex.session_start()
     expected_seq = pl.when(start).then(0).otherwise(pl.col("seq").shift(1) + 1)
     ok = messages.select(
-        (pl.col("seq") == expected_seq).all() & (start.sum() == pl.col(S).n_unique())
+        (pl.col("seq") == expected_seq).all() & (start.sum() == pl.col(SESSION).n_unique())
     ).item()
     if ok is False:
         raise ValueError("the message frame is not in order: sort it by session_id, seq "
@@ -166,7 +165,7 @@ def _turns(annotated: pl.LazyFrame, carry: Sequence[str] = ()) -> pl.LazyFrame:
         )
         .filter(is_last)
         .select(
-            S, "turn", "start_seq", *carry,
+            SESSION, "turn", "start_seq", *carry,
             end_seq=pl.col("seq") + 1,
             n_messages=pl.col("seq") + 1 - pl.col("start_seq"),
             tokens=pl.when(pl.col("_after") < 0).then(pl.col("_fallback"))
@@ -193,16 +192,16 @@ def _sessions(annotated: pl.LazyFrame) -> pl.LazyFrame:
     first_turn = (
         annotated.filter(pl.col("is_active") & (pl.col("role") != "system"))
         .filter(ex.session_start())
-        .select(S, first_turn_seq=pl.col("seq"))
+        .select(SESSION, first_turn_seq=pl.col("seq"))
     )
     return (
         annotated.filter(ex.session_end())
         .select(
-            S,
+            SESSION,
             n_messages=(pl.col("seq") + 1).cast(pl.UInt32),
             n_turns=pl.min_horizontal("turn_ordinal", ex.MAX_TURNS).cast(pl.UInt32),
             capped=pl.col("turn_ordinal") > ex.MAX_TURNS,
         )
-        .join(first_turn, on=S, how="left", maintain_order="left")
+        .join(first_turn, on=SESSION, how="left", maintain_order="left")
         .with_columns(pl.col("first_turn_seq").fill_null(pl.col("n_messages")))
     )

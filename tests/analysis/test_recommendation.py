@@ -192,7 +192,7 @@ def test_a_budget_past_a_quarter_of_the_smallest_known_window_is_warned():
 
 
 def test_fewer_than_thirty_sessions_behind_the_figures_warn_with_the_count(splits):
-    from panto_analytics.analysis.recommend import FEW_SESSIONS
+    from panto_analytics.analysis.recommendation import FEW_SESSIONS
 
     n = splits.filter(pl.col("n_turns") > 0)["session_id"].n_unique()
     assert n < FEW_SESSIONS

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import polars as pl
 import pytest
-import reference_billing as ref
 from conftest import REALDATA, examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -17,6 +16,7 @@ from panto_analytics.outcomes.billing import (
     simulated_calls,
     summarizer_calls,
 )
+from reference import billing as ref
 
 #: Per-token rates of a made-up model, so that every bill below can be checked by hand.
 RATES = {"input": 1.0, "output": 10.0, "cache_read": 0.1, "cache_write_5m": 1.25, "cache_write_1h": 2.0}

@@ -37,9 +37,8 @@ from ...models import normalized_model, session_model
 from ...policy import Replay, compare_policies, events_as_splits, replay, summarize_replay, sweep
 from ...policy import splits as compute_splits
 from ...policy import turns as compute_turns
-from ...policy.expressions import SESSION
 from ...policy.replay.engine import DEFAULT_RESERVE
-from ...schema import COMPACTIONS_SCHEMA
+from ...schema import COMPACTIONS_SCHEMA, SESSION
 from .. import plots
 from ..compactions import agent_vs_libpanto, compaction_table, policies_vs_agents, recorded_cut_summary
 from ..cost_table import compaction_costs

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from ...policy import Replay
-from ...policy.expressions import SESSION
+from ...schema import SESSION
 from ..decision import Decision
 from ..formatting import format_column, format_tokens
 from ..recommendation import Recommendation

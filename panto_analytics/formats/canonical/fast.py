@@ -29,7 +29,7 @@ import pyarrow.json as pa_json
 from ...outcomes.tool_targets import refs_column
 from ...schema import MAX_USAGE, MESSAGE_SCHEMA, ROLES, USAGE_COLUMNS
 from ..base import Invalid, SourceFile
-from ..columnar import BLOCK, bad_timestamps, parse_timestamps, per_owner, read_whole, serialized_bytes, words_and_flags
+from ..columnar import BLOCK, bad_timestamps, by_halving, parse_timestamps, per_owner, read_whole, serialized_bytes, words_and_flags
 from . import lines as canonical
 
 __all__ = ["read_frames"]
@@ -56,34 +56,37 @@ def read_frames(sources: list[SourceFile]) -> list[pl.DataFrame | None]:
 
     One JSON parse and one vectorized pass over all the files' messages.
     """
-    return _frames(sources, [read_whole(src) for src in sources])
-
-
-def _frames(sources: list[SourceFile], loaded: list[bytes | None]) -> list[pl.DataFrame | None]:
-    frames: list[pl.DataFrame | None] = [None] * len(sources)
+    loaded = [read_whole(src) for src in sources]
     good = [i for i, data in enumerate(loaded) if data is not None]
-    rows = np.array([cast(bytes, loaded[i]).count(b"\n") for i in good], dtype=np.int64)
-    table = _parse_json([cast(bytes, loaded[i]) for i in good], int(rows.sum()))
+    frames: list[pl.DataFrame | None] = [None] * len(sources)
+    # some file is not clean: the batch is halved until it is found
+    read = by_halving(lambda part: _frames([sources[good[k]] for k in part], [cast(bytes, loaded[good[k]]) for k in part]),
+                      len(good))
+    for i, frame in zip(good, read):
+        frames[i] = frame
+    return frames
+
+
+def _frames(sources: list[SourceFile], loaded: list[bytes]) -> list[pl.DataFrame | None] | None:
+    """The frame of each file (None: not clean), or None when Arrow refuses some line of them."""
+    frames: list[pl.DataFrame | None] = [None] * len(sources)
+    rows = np.array([data.count(b"\n") for data in loaded], dtype=np.int64)
+    table = _parse_json(loaded, int(rows.sum()))
     if table is None:
-        if len(good) > 1:  # some file is not clean: halve the batch until it is found
-            half = len(good) // 2
-            for part in (good[:half], good[half:]):
-                for i, frame in zip(part, _frames([sources[i] for i in part], [loaded[i] for i in part])):
-                    frames[i] = frame
-        return frames
-    file_of = np.repeat(np.arange(len(good)), rows)
-    is_header, bad_header = _headers(table, rows, [sources[i] for i in good], [cast(bytes, loaded[i]) for i in good])
+        return None
+    file_of = np.repeat(np.arange(len(sources)), rows)
+    is_header, bad_header = _headers(table, rows, sources, loaded)
     messages = table.filter(pa.array(~is_header))
-    counts = rows - np.bincount(file_of[is_header], minlength=len(good))
-    file_of = np.repeat(np.arange(len(good)), counts)
+    counts = rows - np.bincount(file_of[is_header], minlength=len(sources))
+    file_of = np.repeat(np.arange(len(sources)), counts)
     lines = np.arange(len(table), dtype=np.int64) - np.repeat(np.cumsum(rows) - rows, rows) + 1
-    batch, clean = _batch_frame(messages, file_of, [sources[i] for i in good], lines[~is_header])
+    batch, clean = _batch_frame(messages, file_of, sources, lines[~is_header])
     starts = np.concatenate(([0], np.cumsum(counts)))
-    for k, i in enumerate(good):
+    for k, source in enumerate(sources):
         if clean[k] and not bad_header[k]:
             frame = batch.slice(int(starts[k]), int(counts[k]))
-            canonical.record_compactions(sources[i], frame["seq"].filter(frame["has_summary"]).to_list())
-            frames[i] = frame
+            canonical.record_compactions(source, frame["seq"].filter(frame["has_summary"]).to_list())
+            frames[k] = frame
     return frames
 
 

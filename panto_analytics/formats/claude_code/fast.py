@@ -47,7 +47,7 @@ import pyarrow.json as pa_json
 from ...outcomes.tool_targets import refs_column
 from ...schema import MAX_USAGE, MESSAGE_SCHEMA, USAGE_COLUMNS
 from ..base import BAD_RECORD, SessionMeta, SourceFile, parse_timestamp, session_stem
-from ..columnar import BLOCK, ISO_UTC, PART, parse_timestamps, read_together, serialized_bytes, words_and_flags
+from ..columnar import BLOCK, ISO_UTC, PART, by_halving, parse_timestamps, read_together, serialized_bytes, words_and_flags
 from .lines import NAME, PRESERVED_MARK, SYNTHETIC_MODEL, TOOL_USE_BLOCKS, USAGE_KEYS, project_folder, text_of
 
 __all__ = ["read_frames"]
@@ -118,13 +118,7 @@ def read_frames(sources: list[SourceFile]) -> list[pl.DataFrame | None]:
 
 def _frames(sources: list[SourceFile], lines: _Lines, files: np.ndarray) -> list[pl.DataFrame | None]:
     """The frames of ``files`` (indices into ``lines``' files); a batch Arrow refuses is halved until the file is found."""
-    read = _read_batch(sources, lines, files)
-    if read is not None:
-        return read
-    if len(files) == 1:
-        return [None]
-    half = len(files) // 2
-    return _frames(sources[:half], lines, files[:half]) + _frames(sources[half:], lines, files[half:])
+    return by_halving(lambda part: _read_batch([sources[k] for k in part], lines, files[part]), len(files))
 
 
 # -- lines ----------------------------------------------------------------------------

@@ -30,7 +30,7 @@ import pyarrow.parquet as pq
 
 from ...errors import IngestReport, InputError
 from ...formats.base import SessionMeta
-from ...schema import MESSAGE_SCHEMA
+from ...schema import MESSAGE_SCHEMA, SESSION
 
 __all__ = [
     "BadEntry", "COUNT_COLUMNS", "Entry", "FileKey", "KEY_TABLE_SCHEMA", "LAYOUT", "MAGIC", "MANIFEST_SCHEMA",
@@ -58,14 +58,14 @@ MANIFEST_SCHEMA: Final[dict[str, pl.DataType]] = {
     # What a re-read needs of most files, as columns (:data:`SESSION_COLUMNS`, :data:`COUNT_COLUMNS`); ``simple``:
     # the columns say it all (every other SessionMeta field at its default, no skips, nothing ignored), and
     # ``record`` is left empty; otherwise ``record`` holds it all.
-    "session_id": pl.String(), "model": pl.String(), "context_window": pl.Int64(), "parent_session_id": pl.String(),
+    SESSION: pl.String(), "model": pl.String(), "context_window": pl.Int64(), "parent_session_id": pl.String(),
     "api_calls": pl.Int64(), "project": pl.String(), "is_subagent": pl.Boolean(),
     "n_files": pl.Int64(), "n_sessions": pl.Int64(), "n_messages": pl.Int64(),
     "n_api_calls": pl.Int64(), "simple": pl.Boolean(),
 }
 
 #: The :class:`SessionMeta` fields a manifest row holds as columns (of the same names).
-SESSION_COLUMNS = ("session_id", "model", "context_window", "parent_session_id", "api_calls", "project", "is_subagent")
+SESSION_COLUMNS = (SESSION, "model", "context_window", "parent_session_id", "api_calls", "project", "is_subagent")
 #: The report counts (files, sessions, messages, API calls) a manifest row holds as columns.
 COUNT_COLUMNS = ("n_files", "n_sessions", "n_messages", "n_api_calls")
 _INT64 = range(-(2**63), 2**63)
@@ -362,7 +362,7 @@ def _is_simple(rec: dict) -> bool:
     if any(session[name] != default for name, default in _defaults().items()):
         return False
     return all(session[name] is None or _column_value(name, session[name]) is session[name] for name in SESSION_COLUMNS) \
-        and isinstance(session["session_id"], str)
+        and isinstance(session[SESSION], str)
 
 
 def pack_name(keys: list[FileKey], format: str | None) -> str:

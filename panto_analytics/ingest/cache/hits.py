@@ -28,7 +28,7 @@ import polars as pl
 
 from ...errors import IngestReport
 from ...formats.base import ParsedFile, SessionMeta
-from ...schema import empty_messages
+from ...schema import SESSION, empty_messages
 from .codec import SESSION_COLUMNS
 
 __all__ = ["CachedFile", "Found", "Served", "gather_messages", "session_ids"]
@@ -76,7 +76,7 @@ class Served:
     def session_ids(self, ks: np.ndarray) -> pl.Series:
         """The session ids of files ``ks``, from the column (no session built)."""
         assert self.columns is not None
-        return self.columns["session_id"].gather(self.row_of[ks])
+        return self.columns[SESSION].gather(self.row_of[ks])
 
 
 def _sessions_from(columns: pl.DataFrame) -> list[SessionMeta]:
@@ -213,7 +213,7 @@ def session_ids(parsed: list[ParsedFile]) -> pl.Series:
     owner_of = np.fromiter((owner(pos, p) for pos, p in enumerate(parsed)), dtype=np.int64, count=len(parsed))
     plain = [None if o >= 0 else p.session.session_id if p.session is not None else None
              for p, o in zip(parsed, owner_of.tolist())]
-    ids = pl.Series("session_id", plain, dtype=pl.String)
+    ids = pl.Series(SESSION, plain, dtype=pl.String)
     for number, served in enumerate(owners):
         positions = np.flatnonzero(owner_of == number)
         ids = ids.scatter(positions, served.session_ids(k_of[positions]))

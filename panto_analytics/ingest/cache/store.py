@@ -59,7 +59,7 @@ import polars as pl
 
 from ...errors import IngestReport
 from ...formats.base import SessionMeta
-from ...schema import empty_messages
+from ...schema import SESSION, empty_messages
 from . import codec
 from .codec import (
     BadEntry,
@@ -316,7 +316,7 @@ class Cache:
         for i, was, now in renamed.select("i", "path", "named").iter_rows():  # only files named another way
             if isinstance(decoded_of.get(i), dict) and isinstance(decoded_of[i].get("report"), dict):
                 decoded_of[i]["report"] = _renamed(decoded_of[i]["report"], was, now)
-        corrupt = pl.col("simple") & pl.col("session_id").is_null()  # a session always has an id
+        corrupt = pl.col("simple") & pl.col(SESSION).is_null()  # a session always has an id
         corrupt_rows = int(rows.select(corrupt.sum()).item())
         self.stats.rebuilt += corrupt_rows
         simple_counts = rows.select(pl.col(list(codec.COUNT_COLUMNS)).filter(pl.col("simple") & ~corrupt).sum()).row(0)

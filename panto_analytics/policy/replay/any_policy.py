@@ -43,6 +43,7 @@ import numpy as np
 import polars as pl
 
 from ...budgets import Budgets, as_budgets
+from ...schema import SESSION
 from .. import expressions as ex
 from ..compute_split import budget_series
 from ..turn_costs import check_order
@@ -54,7 +55,6 @@ from .request import with_request_bytes
 
 __all__ = ["POLICY_EVENT_SCHEMA", "replay", "replay_policies", "window_columns"]
 
-S = ex.SESSION
 Array = np.ndarray
 
 #: The events of a policy replay: :data:`~panto_analytics.policy.replay.engine.EVENT_SCHEMA` plus two columns.
@@ -221,8 +221,8 @@ def _with_policy(result: Replay, policy: Policy, frame: pl.DataFrame) -> tuple[p
     else:
         kept_start = pl.when(pl.col("kept_start") >= 0).then(pl.col("kept_start")).cast(pl.UInt32)
         events = with_request_bytes(events.with_columns(kept_start), frame, result.summary_tokens)
-        per_session = events.group_by(S, "budget").agg(request_bytes=pl.col("request_bytes").sum())
-        sessions = result.sessions.join(per_session, on=[S, "budget"], how="left", maintain_order="left")
+        per_session = events.group_by(SESSION, "budget").agg(request_bytes=pl.col("request_bytes").sum())
+        sessions = result.sessions.join(per_session, on=[SESSION, "budget"], how="left", maintain_order="left")
         result = replace(result, sessions=sessions.with_columns(
             pl.col("request_bytes").fill_null(0) if "serialized_bytes" in frame.columns else pl.col("request_bytes")))
     return (events.select(name, *POLICY_EVENT_SCHEMA, "transcript_bytes", "request_bytes"),

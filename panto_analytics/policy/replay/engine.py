@@ -86,6 +86,7 @@ import numpy as np
 import polars as pl
 
 from ...defaults import DEFAULT_RESERVE, DEFAULT_SUMMARY_TOKENS, MIN_SUMMARY_TOKENS
+from ...schema import SESSION
 from .. import expressions as ex
 from ..compute_split import budget_series
 from ..turn_costs import _turns, check_order
@@ -96,7 +97,6 @@ __all__ = [
     "recorded_before_anchor", "replay", "resume_after_anchor", "summary_size", "validate_parameters",
 ]
 
-S = ex.SESSION
 
 
 #: Sizes (window, reserve, summary, budgets) are clamped or checked against this bound.
@@ -106,7 +106,7 @@ _MAX_SIZE = 2**62
 MAX_ALTERNATIONS = 4
 
 EVENT_SCHEMA: dict[str, pl.DataType] = {
-    "session_id": pl.Categorical(),
+    SESSION: pl.Categorical(),
     "budget": pl.UInt64(),
     "event": pl.UInt32(),
     "trigger_seq": pl.UInt32(),
@@ -120,7 +120,7 @@ EVENT_SCHEMA: dict[str, pl.DataType] = {
 }
 
 REPLAY_SESSION_SCHEMA: dict[str, pl.DataType] = {
-    "session_id": pl.Categorical(),
+    SESSION: pl.Categorical(),
     "budget": pl.UInt64(),
     "n_compactions": pl.UInt32(),
     "zero_kept_events": pl.UInt32(),
@@ -283,8 +283,8 @@ def replay(messages: pl.DataFrame | pl.LazyFrame, budgets: Iterable[int], *, win
     if "serialized_bytes" not in frame.columns:
         return replace(result, events=events, sessions=result.sessions.with_columns(request_bytes=pl.lit(None, pl.UInt64)),
                        summary_source=source)
-    per_session = events.group_by(S, "budget").agg(request_bytes=pl.col("request_bytes").sum())
-    sessions = result.sessions.join(per_session, on=[S, "budget"], how="left", maintain_order="left").with_columns(
+    per_session = events.group_by(SESSION, "budget").agg(request_bytes=pl.col("request_bytes").sum())
+    sessions = result.sessions.join(per_session, on=[SESSION, "budget"], how="left", maintain_order="left").with_columns(
         pl.col("request_bytes").fill_null(0).cast(pl.UInt64))
     return replace(result, events=events, sessions=sessions, summary_source=source)
 
@@ -418,15 +418,15 @@ class _Engine:
         calls_lf = annotated.filter(pl.col("_call")).select(
             "_sid", "seq", "_inert", cum="assistant_cumulative", last_turn=pl.col("_turns_before") - 1)
         per_row_lf = annotated.select("_calls_before", "_turns_before", "_anchor", "_resume")
-        sessions_lf = annotated.filter(ex.session_start()).select(S, row0="_row", c0="_calls_before", g0="_turns_before")
+        sessions_lf = annotated.filter(ex.session_start()).select(SESSION, row0="_row", c0="_calls_before", g0="_turns_before")
         ends_lf = annotated.filter(ex.session_end()).select(
             n=_as_int(pl.col("seq")) + 1,
             c1=pl.col("_calls_before") + _as_int(pl.col("_call")),
             g1=pl.col("_turns_before") + _as_int(pl.col("is_turn_start")))
         base_turns_df, turn_rows, calls, per_row, sessions, ends = pl.collect_all(
             [base_turns, turn_rows_lf, calls_lf, per_row_lf, sessions_lf, ends_lf])
-        self.ids = sessions[S]
-        ses = pl.concat([sessions.drop(S), ends], how="horizontal")
+        self.ids = sessions[SESSION]
+        ses = pl.concat([sessions.drop(SESSION), ends], how="horizontal")
         self.row0, self.n, self.c0, self.c1, self.g0, self.g1 = (_np(ses[c]) for c in ("row0", "n", "c0", "c1", "g0", "g1"))
         n_calls, n_turns = calls.height, turn_rows.height
         self.n_calls = n_calls
@@ -598,7 +598,7 @@ class _Engine:
 
     def _result(self, events: list[dict[str, Array]], segments: list[dict[str, Array]]) -> Replay:
         ids, nb = self.ids, len(self.budget)
-        ev_cols = [c for c in self.event_schema if c not in (S, "budget")]
+        ev_cols = [c for c in self.event_schema if c not in (SESSION, "budget")]
         ev = {c: np.concatenate([e[c] for e in events]) if events else np.zeros(0, dtype=np.int64)
               for c in ["sid", "bi", *ev_cols]}
         order = np.lexsort((ev["event"], ev["bi"], ev["sid"]))
@@ -627,12 +627,12 @@ class _Engine:
         sid_all = np.repeat(np.arange(n_sessions), nb)
         budget_all = np.tile(np.arange(nb), n_sessions)
         sessions = pl.DataFrame({
-            S: ids.gather(sid_all), "budget": self.budget.gather(budget_all),
+            SESSION: ids.gather(sid_all), "budget": self.budget.gather(budget_all),
             "n_compactions": n_comp, "zero_kept_events": zero_kept.astype(np.int64), "summarized_tokens": summarized,
             "peak_context": pl.Series(peak).set(pl.Series(peak < 0), None) if len(peak) else pl.Series([], dtype=pl.Int64),
             "overflow": peak > self.window, "ineffective": ineffective,
         })
-        events_out = pl.DataFrame({S: ids.gather(ev["sid"]), "budget": self.budget.gather(ev["bi"]),
+        events_out = pl.DataFrame({SESSION: ids.gather(ev["sid"]), "budget": self.budget.gather(ev["bi"]),
                                    **{c: ev[c] for c in ev_cols}})
         return Replay(events=_schema(events_out, self.event_schema, ids.dtype),
                       sessions=_schema(sessions, REPLAY_SESSION_SCHEMA, ids.dtype),
@@ -640,4 +640,4 @@ class _Engine:
 
 
 def _schema(df: pl.DataFrame, schema: dict[str, pl.DataType], id_dtype: pl.DataType) -> pl.DataFrame:
-    return df.cast({k: v for k, v in schema.items() if k != S}).with_columns(pl.col(S).cast(id_dtype)).select(list(schema))
+    return df.cast({k: v for k, v in schema.items() if k != SESSION}).with_columns(pl.col(SESSION).cast(id_dtype)).select(list(schema))

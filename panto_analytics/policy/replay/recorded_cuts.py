@@ -37,7 +37,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from .. import expressions as ex
+from ...schema import SESSION
 from ..cuts import cut_conversations
 from .any_policy import window_columns
 from .policies import LibPanto, Policy, parse_policy
@@ -45,10 +45,9 @@ from .policies.base import chars_to_tokens
 
 __all__ = ["POLICY_CUT_COLUMNS", "policy_cuts_at"]
 
-S = ex.SESSION
 
 POLICY_CUT_COLUMNS = (
-    "cut", "session_id", "policy", "kept_start_seq", "kept_messages", "kept_tokens", "agent_first_kept_seq",
+    "cut", SESSION, "policy", "kept_start_seq", "kept_messages", "kept_tokens", "agent_first_kept_seq",
     "agent_kept_messages", "agent_kept_tokens", "exact", "distance_messages", "distance_tokens",
 )
 
@@ -56,7 +55,7 @@ POLICY_CUT_COLUMNS = (
 def _windows(conversation: pl.DataFrame) -> pl.DataFrame:
     """Each cut's active window at its last message, as a window frame (``state`` = the cut)."""
     rows = window_columns(conversation).with_columns(
-        state=conversation[S].cast(pl.Int64), orig_seq=conversation["orig_seq"].cast(pl.Int64))
+        state=conversation[SESSION].cast(pl.Int64), orig_seq=conversation["orig_seq"].cast(pl.Int64))
     return rows.with_columns(
         first=(pl.when(pl.col("summary")).then(pl.col("seq") + 1).otherwise(0)).max().over("state"),
         trigger=pl.col("seq").max().over("state"),
@@ -69,7 +68,7 @@ def _agent_side(messages: pl.DataFrame, cuts: pl.DataFrame, windows: pl.DataFram
     numbered = cuts.with_row_index("cut").select(
         state=pl.col("cut").cast(pl.Int64), first_kept=pl.col("first_kept_seq").cast(pl.Int64),
         kept_end=pl.col("kept_end_seq").cast(pl.Int64), trigger_seq=pl.col("trigger_seq").cast(pl.Int64),
-        sid=pl.col(S).cast(pl.String))
+        sid=pl.col(SESSION).cast(pl.String))
     inside = windows.join(numbered, on="state").filter(
         (pl.col("first_kept") < pl.col("trigger_seq")) & (pl.col("orig_seq") >= pl.col("first_kept")))
     suffix = inside.group_by("state").agg(
@@ -78,7 +77,7 @@ def _agent_side(messages: pl.DataFrame, cuts: pl.DataFrame, windows: pl.DataFram
     # Like with like: Codex keeps copies of user messages, so of a replacement history only its user messages
     # (not tool results, not the summary; not its assistant, developer or compaction items) are compared.
     prompt = (pl.col("role") == "user") & ~pl.col("has_tool_result") & ~pl.col("has_summary")
-    sized = messages.filter(prompt).select(sid=pl.col(S).cast(pl.String), seq=pl.col("seq").cast(pl.Int64),
+    sized = messages.filter(prompt).select(sid=pl.col(SESSION).cast(pl.String), seq=pl.col("seq").cast(pl.Int64),
                                            tokens=chars_to_tokens(pl.col("serialized_bytes").fill_null(0)))
     copies = numbered.filter(pl.col("first_kept") >= pl.col("trigger_seq")).join(sized, on="sid").filter(
         (pl.col("seq") >= pl.col("first_kept")) & (pl.col("seq") < pl.col("kept_end"))).group_by("state").agg(
@@ -105,9 +104,9 @@ def policy_cuts_at(messages: pl.DataFrame, cuts: pl.DataFrame, policies: Sequenc
         raise ValueError("libpanto's split at recorded compactions is splits_at's (per budget), not a policy cut")
     if cuts.is_empty():
         return pl.DataFrame(schema=dict.fromkeys(POLICY_CUT_COLUMNS, pl.Int64)).with_columns(
-            pl.col("session_id", "policy").cast(pl.String), pl.col("exact").cast(pl.Boolean))
+            pl.col(SESSION, "policy").cast(pl.String), pl.col("exact").cast(pl.Boolean))
     windows = _windows(cut_conversations(messages, cuts).collect())
-    agent = _agent_side(messages, cuts, windows).rename({"S": "session_id"})
+    agent = _agent_side(messages, cuts, windows).rename({"S": SESSION})
     orig = windows.select("state", "seq", "orig_seq")
     before = windows.select("state", "seq", "before")
     newest = windows.group_by("state").agg(pl.col("newest").first())

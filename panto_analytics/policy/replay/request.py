@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import polars as pl
 
+from ...schema import SESSION
 from .. import expressions as ex
 
 __all__ = ["SUMMARY_BYTES_PER_TOKEN", "with_request_bytes"]
 
-S = ex.SESSION
 
 #: Bytes per token assumed for a simulated summary (English prose runs about 4).
 SUMMARY_BYTES_PER_TOKEN = 4
@@ -30,8 +30,8 @@ def with_request_bytes(events: pl.DataFrame, messages: pl.DataFrame, summary_tok
     """
     if "serialized_bytes" not in messages.columns or events.is_empty():
         return events.with_columns(transcript_bytes=pl.lit(None, pl.UInt64), request_bytes=pl.lit(None, pl.UInt64))
-    sid = pl.col(S).cast(pl.String)
-    rows = _rows(messages).with_columns(sid).rename({S: "_sid"})
+    sid = pl.col(SESSION).cast(pl.String)
+    rows = _rows(messages).with_columns(sid).rename({SESSION: "_sid"})
     out = (
         events.with_columns(_sid=sid)
         .join(rows.select("_sid", active_start="seq", _at_start="bytes_before"), on=["_sid", "active_start"],
@@ -57,7 +57,7 @@ def _rows(messages: pl.DataFrame) -> pl.DataFrame:
     sized = pl.col("serialized_bytes").cast(pl.UInt64)
     anchor = pl.when("has_summary").then(pl.col("seq").cast(pl.Int64)).when(ex.session_start()).then(-1).forward_fill()
     rows = messages.select(
-        S, "seq", sized.alias("_own"), _through=ex.sum_in_session(sized),
+        SESSION, "seq", sized.alias("_own"), _through=ex.sum_in_session(sized),
         anchor_seq=pl.when(anchor >= 0).then(anchor), summary_bytes=ex.latest_summary_bytes(),
     ).with_columns(bytes_before=pl.col("_through") - pl.col("_own")).drop("_own")
     ends = rows.filter(ex.session_end()).with_columns(seq=pl.col("seq") + 1, bytes_before="_through")

@@ -15,6 +15,8 @@ from collections.abc import Sequence
 
 import polars as pl
 
+from ...schema import SESSION
+
 __all__ = ["compare_policies", "cost_columns", "events_as_splits", "summarize_replay"]
 
 #: The cost columns of a billed replay's table (:func:`cost_columns`), in their order.
@@ -176,7 +178,7 @@ def events_as_splits(events: pl.DataFrame) -> pl.DataFrame:
     [(1, 38, False)]
     """
     return events.select(
-        "session_id", "budget", "prefix_end", "kept_turns", "kept_tokens", "summarized_tokens",
+        SESSION, "budget", "prefix_end", "kept_turns", "kept_tokens", "summarized_tokens",
         active_tokens=pl.col("kept_tokens") + pl.col("summarized_tokens"),
         n_turns=pl.lit(_MANY_TURNS, pl.UInt32), noop=pl.lit(False), capped=pl.lit(False),
         request_bytes="request_bytes",

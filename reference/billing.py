@@ -10,6 +10,8 @@ session: dicts with ``event``, ``trigger_seq``, ``summarized_tokens`` and
 """
 from __future__ import annotations
 
+__all__ = ["annotate", "calls_of", "check_rule", "simulate", "split", "summarizer"]
+
 FIVE_MINUTES_MS = 5 * 60 * 1000
 ONE_HOUR_MS = 60 * 60 * 1000
 BYTES_PER_TOKEN = 4
