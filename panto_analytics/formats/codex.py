@@ -29,7 +29,8 @@ import orjson
 from .base import BAD_RECORD, Invalid, Message, Postprocess, ReadFrames, SourceFile, bad_record, parse_timestamp, usage_counter
 from .jsonl import json_type, records, require_string
 
-__all__ = ["ENVELOPES", "NAME", "parse", "postprocess", "read_frames", "sniff"]
+__all__ = ["CONTEXTUAL_USER_FRAGMENTS", "ENVELOPES", "NAME", "is_contextual_fragment", "parse", "postprocess", "read_frames",
+           "sniff"]
 
 NAME = "codex"
 
@@ -54,6 +55,19 @@ _LEGACY_ITEMS = _CALL_ITEMS | _OUTPUT_ITEMS | {"message"}
 _TEXT_PARTS = {"input_text": "text", "output_text": "text", "text": "text", "summary_text": "text",
                "reasoning_text": "text", "refusal": "refusal"}
 _IMAGE_PARTS = frozenset({"input_image", "output_image"})
+
+#: The user-role messages Codex writes itself (openai/codex 07247fbfe770a94b82734c8b268c46fece4ae4ba,
+#: ``codex-rs/core/src/contextual_user_message.rs``, ``CONTEXTUAL_USER_FRAGMENTS``): a text part that,
+#: trimmed, starts and ends with one of these markers (ASCII case-insensitive) is AGENTS.md instructions,
+#: the environment context, a skill, a ``!`` shell command's record, an aborted turn's note, a subagent's
+#: notification or editor context, not the person's words. Codex does not count them as user messages
+#: (``parse_turn_item``), leaves them out of a compacted history's user messages and inserts them afresh.
+CONTEXTUAL_USER_FRAGMENTS = (
+    ("# agents.md instructions for ", "</instructions>"), ("<environment_context>", "</environment_context>"),
+    ("<skill>", "</skill>"), ("<user_shell_command>", "</user_shell_command>"),
+    ("<turn_aborted>", "</turn_aborted>"), ("<subagent_notification>", "</subagent_notification>"),
+    ("<additional_context>", "</additional_context>"),
+)
 
 #: Messages held back waiting for a token count, at most (only a rollout
 #: whose calls record no token count reaches it; memory stays bounded).
@@ -333,9 +347,9 @@ class _Rollout:
         texts = self.texts(item.get("content"), f"{where}.content", images_in=role)
         if role == "assistant":
             return ("call", [{"type": "text", "text": t} for t in texts])
-        if role == "user":
+        if role == "user" and not any(map(is_contextual_fragment, texts)):
             return ("message", "user", [{"type": "text", "text": t} for t in texts])
-        if role in ("developer", "system"):
+        if role in ("developer", "system", "user"):  # a user-role message Codex wrote itself: its context
             return ("message", "system", [{"type": "system", "text": t, "mode": "append"} for t in texts])
         raise Invalid(f"{where}.role must be user, assistant, developer or system, got {role!r}")
 
@@ -443,6 +457,18 @@ class _Rollout:
         if self.models:
             # The session's model: the one that answered most (first among equals).
             self.meta.model = self.models.most_common(1)[0][0]
+
+
+def is_contextual_fragment(text: str) -> bool:
+    """Whether ``text`` is one of the user-role messages Codex writes itself (:data:`CONTEXTUAL_USER_FRAGMENTS`).
+
+    >>> is_contextual_fragment("<environment_context>\\n  <cwd>/w</cwd>\\n</environment_context>\\n")
+    True
+    >>> is_contextual_fragment("what does <environment_context> hold?")
+    False
+    """
+    lowered = text.strip().lower()
+    return any(lowered.startswith(start) and lowered.endswith(end) for start, end in CONTEXTUAL_USER_FRAGMENTS)
 
 
 def _is_summary(converted: tuple[Any, ...], summary: str) -> bool:

@@ -106,3 +106,12 @@ def test_the_agent_side_of_a_replacement_history_is_its_user_messages_only():
     codex = rows.filter(pl.col("policy") == "codex")
     assert codex["agent_kept_messages"].to_list() == [2]
 
+
+def test_codex_keeps_the_users_prompts_not_its_own_session_prefix_and_matches_a_remote_compaction():
+    # AGENTS.md instructions and <environment_context> are user-role items Codex writes itself; its
+    # collect_user_messages leaves them out, as the recorded replacement history does (item 21).
+    corpus = pa.read_corpus(REMOTE)
+    rows = check(corpus)
+    codex = rows.filter(pl.col("policy") == "codex")
+    assert codex.select("kept_messages", "exact").rows() == [(2, True)]
+    assert codex["kept_tokens"].to_list() == codex["agent_kept_tokens"].to_list()

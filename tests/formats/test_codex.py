@@ -43,7 +43,8 @@ def test_calls_group_by_token_count():
     messages, meta, _ = parse(CODEX / "calls.jsonl")
     assert [(m.role, blocks(m), m.line) for m in messages] == [
         ("system", ["system"], 3),
-        ("user", ["text"], 4),  # <environment_context>: the model gets it as user input
+        # <environment_context>: user input to the model, but Codex's own (is_contextual_fragment), not the user's
+        ("system", ["system"], 4),
         ("user", ["text"], 7),
         # reasoning, commentary and two tool calls of one call; their results arrived before its count
         ("assistant", ["thinking", "text", "tool_use", "tool_use"], 10),
@@ -233,6 +234,11 @@ def raw_facts(path: Path) -> dict:
                     in_window = False
             elif rec["type"] == "response_item":
                 kind, role = payload["type"], payload.get("role")
+                texts = [c.get("text", "") for c in payload.get("content") or [] if c.get("type") == "input_text"]
+                if kind == "message" and role == "user" and any(
+                        t.strip().lower().startswith(("<environment_context>", "# agents.md instructions for "))
+                        for t in texts):
+                    role = "codex context"  # the session prefix Codex writes itself
                 items[kind, role] += 1
                 if kind == "message" and role == "assistant":
                     items["output_text"] += sum(c["type"] == "output_text" for c in payload["content"])
@@ -267,7 +273,7 @@ def test_real_rollout_counts(path):
     assert by_type["tool_use"] == items["function_call", None] + items["custom_tool_call", None]
     assert by_type["tool_result"] == items["function_call_output", None] + items["custom_tool_call_output", None]
     assert by_type["thinking"] == items["reasoning", None]
-    assert sum(m.role == "system" for m in messages) == items["message", "developer"]
+    assert sum(m.role == "system" for m in messages) == items["message", "developer"] + items["message", "codex context"]
     assert sum(b["type"] == "text" for m in messages if m.role == "assistant" for b in m.content) \
         == items["output_text"]
     assert sum(m.role == "user" and "tool_result" not in blocks(m) for m in messages) == items["message", "user"]

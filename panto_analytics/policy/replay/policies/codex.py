@@ -4,14 +4,22 @@ Source: openai/codex ``codex-rs/core/src/compact.rs`` (read at commit
 0100b103625752f6a10c21b79a8c423761dc4c6a: ``COMPACT_USER_MESSAGE_MAX_TOKENS``,
 ``collect_user_messages``, ``build_compacted_history_with_limit``).
 
-- Trigger: the context exceeds ``trigger_ratio`` (0.9) of the window. **Not
-  verified against source**: Codex's ``auto_compact_token_limit`` comes per
-  model and version. At openai/codex 156676256ddf530c8ec729844f9b24008b748c7d,
-  ``codex-rs/core/src/openai_model_info.rs`` sets a fixed 256,000 tokens for
-  every model (``DEFAULT_AUTO_COMPACT_TOKEN_LIMIT``: 94% of gpt-5's 272k
-  window); 90% of the window is the figure the issue states and other
-  versions are reported to use, not found in the source read here.
-  ``codex:trigger_ratio=0.94`` approximates the fixed limit at 272k.
+- Trigger: the context exceeds ``trigger_ratio`` (0.9) of the window: Codex's
+  ``auto_compact_token_limit`` is, unless the model's catalog entry or the
+  user's ``model_auto_compact_token_limit`` sets one, 90% of the model's
+  ``context_window`` (``(context_window * 9) / 10`` in
+  ``codex-rs/protocol/src/openai_models.rs`` at openai/codex
+  0d4367d0e6a976082b36d9eea8f8a579fca368cb; later versions take the smaller
+  of a configured limit and that 90%), and a compaction runs after a call
+  whose context reached it (``total_usage_tokens >= auto_compact_limit``).
+  The window here is the model's whole window (272k for gpt-5.x): Codex
+  records in ``token_count`` the *effective* window, 95% of it
+  (``effective_context_window_percent``: 258,400 of 272,000), so at a
+  recorded ``model_context_window`` the same rule is
+  ``codex:trigger_ratio=0.947``. A compaction seen at 82% of the recorded
+  window is not this default (a per-model or configured limit lowers it);
+  none of the real Codex recordings read here holds a compaction to check
+  it on.
 - Cut: the whole history is summarized; the new history is the summary plus
   the user messages (not tool results, not earlier summaries), newest first,
   while they fit ``user_tokens`` (20,000) by ``approx_token_count``
@@ -19,9 +27,13 @@ Source: openai/codex ``codex-rs/core/src/compact.rs`` (read at commit
   left, and the walk stops. All assistant messages and tool traffic go to the
   summary. Since the kept user messages stay in the history, the next
   compaction collects again from the latest recorded summary on
-  (``from_anchor``). Codex's filtering of its own session-prefix messages
-  (AGENTS.md, environment context) is not reproduced; bytes are the frame's
-  ``serialized_bytes``; the truncation marker's few tokens are not counted.
+  (``from_anchor``). The user-role messages Codex writes itself (AGENTS.md
+  instructions, ``<environment_context>``, ...) are not user messages here:
+  the Codex reader makes them system messages
+  (:data:`~panto_analytics.formats.codex.CONTEXTUAL_USER_FRAGMENTS`), as
+  Codex leaves them out of the user messages it keeps and inserts them
+  afresh. Bytes are the frame's ``serialized_bytes``; the truncation marker's
+  few tokens are not counted.
 - Summarizer: on the cached conversation (``summarizer_cached``). Codex's
   local compaction records the compact prompt into a clone of the history and
   streams ``history.get_history_for_prompt()`` as an ordinary turn

@@ -1,10 +1,16 @@
-"""``pi-whole-turn``: pi's policy before 2025-12-09 (whole turns, sized by provider usage).
+"""``pi-whole-turn``: pi's first policy, 2025-12-04 to 2025-12-09 (whole turns, sized by provider usage).
 
-Source: badlogic/pi-mono ``packages/coding-agent/src/compaction.ts`` as it stood
-before commit c89b1ec3 (which introduced cuts at assistant messages); the
-version read here is the index's copy with ``findTurnBoundaries`` and the
-usage-difference walk (``findCutPoint``), not pinned to a commit hash by
-the search tool.
+Source: badlogic/pi-mono ``packages/coding-agent/src/compaction.ts``
+(``src/core/compaction.ts`` from 83a6c269): ``findTurnBoundaries`` and the
+usage-difference walk of ``findCutPoint``. The rule came with commit
+c89b1ec3c2e711625cfb9100e74b804400345be7 (2025-12-04, compaction with
+``/compact`` and the auto-trigger) and is modelled as it last stood, at
+4227fd5996096887757de90ba22760ac9f307b30 (2025-12-09 02:45, the parent's
+version of the file at a38e6190); a38e6190952c695c226a8e9f17fad770e121d183
+(2025-12-09 17:18) replaced it with cuts at assistant messages (the ``pi``
+policy). pi-mono added its ``before-compaction.jsonl`` fixture, whose two
+compactions this rule matches exactly, four minutes after 4227fd59
+(66ba6305, 2025-12-09 02:49).
 
 - Trigger: ``contextTokens > contextWindow - reserveTokens`` (16,384).
 - Cut, only at a user message (a turn boundary): take the calls (assistant
@@ -15,6 +21,12 @@ the search tool.
   back, or the window has no user message, nothing is cut (a no-op here).
   Without any call in the window (possible at a recorded compaction, never at
   a replay's trigger), pi keeps the last turn only.
+- Not reproduced: in that version a turn starts at a ``user`` message only;
+  a ``bashExecution`` message (the user's ``!`` command, from bd0d0676) is
+  no turn start, and 4227fd59 keeps the ones just before the kept user
+  message (its backward scan). The pi reader gives a ``bashExecution`` as a
+  user message, and the frame has no column that tells it apart, so here it
+  starts a turn like a prompt.
 
 >>> import polars as pl
 >>> w = pl.DataFrame({"state": [0] * 6, "seq": [0, 1, 2, 3, 4, 5],
