@@ -90,8 +90,9 @@ _FROM = {
     **dict.fromkeys(["Criteria", "Recommendation", "recommend", "worst_served"], ".analysis"),
     **dict.fromkeys(["parse_budget", "parse_budgets"], ".budgets"),
     **dict.fromkeys(["IngestReport", "InputError"], ".errors"),
-    **dict.fromkeys(["Cache", "Corpus", "compactions", "open_corpus", "read_corpus", "read_sessions", "sessions",
-                     "summary_request"], ".ingest"),
+    **dict.fromkeys(["Cache", "Corpus", "compactions", "open_corpus", "read_corpus", "read_sessions", "sessions"],
+                    ".ingest"),
+    "summary_request": ".analysis.request",
     **dict.fromkeys(["scan_dataset", "write_dataset"], ".dataset"),
     **dict.fromkeys(["recommend_dataset", "sweep_dataset"], ".dataset.streaming"),
     **dict.fromkeys(["SessionFilter", "filter_corpus"], ".ingest.filters"),
@@ -109,7 +110,8 @@ if TYPE_CHECKING:
     from .dataset import scan_dataset, write_dataset
     from .dataset.streaming import recommend_dataset, sweep_dataset
     from .errors import IngestReport, InputError
-    from .ingest import Cache, Corpus, compactions, open_corpus, read_corpus, read_sessions, sessions, summary_request
+    from .analysis.request import summary_request
+    from .ingest import Cache, Corpus, compactions, open_corpus, read_corpus, read_sessions, sessions
     from .ingest.filters import SessionFilter, filter_corpus
     from .outcomes import Loss, costs, load_prices, loss, references, refetch
     from .policy import Replay, annotate, replay, splits, summarize_replay, sweep, turns

@@ -2,11 +2,13 @@
 
 - :mod:`.plot_data`: tidy frames, one row per point (testable without pixels).
 - :mod:`.plots`: matplotlib figures of those frames.
-- :mod:`.recommend`: the budget a stated rule picks, with reasons and warnings.
+- :mod:`.recommendation`: :func:`recommend`, the budget a stated rule picks, with reasons and warnings.
 - :mod:`.decision`: the decision under a context window: per-session outcomes (cost, loss, kept turns) for
   every (policy, budget), rules over sessions, budgets past the trigger never proposed, the frontier.
 - :mod:`.report`: one folder (HTML, Markdown, PNGs, Parquet) that answers "what does each budget do?".
 - :mod:`.worst`: the sessions a budget serves worst, with the file and line to open.
+- :mod:`.request`: :func:`~.request.summary_request`, the exact summarizer request of one split, re-read from the files.
+- :mod:`.cost_table`: what compaction costs, per policy and budget.
 - :mod:`.formatting`: how token counts are written for people.
 
 :mod:`.plots` and :mod:`.report` load matplotlib: import them when you draw.

@@ -33,7 +33,7 @@ def request(paths, format_, skip_invalid, budget, session_id, output):
       panto-analytics request data/0963a6d2-9c87-43a8-8b29-8037e82ed488.jsonl --budget 20k
       panto-analytics request ~/.claude/projects --session 5f1c... -b 50k -o request.txt
     """
-    from ..ingest import summary_request
+    from ..analysis.request import summary_request
 
     messages = read_input(paths, format_, skip_invalid)
     ids = messages["session_id"].cast(str).unique(maintain_order=True).to_list()
