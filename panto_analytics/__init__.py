@@ -11,9 +11,9 @@ A tour, from files to a budget::
     rec = pa.recommend(splits, pa.Criteria(min_kept_turns=2))   # recommend: a budget, and why
     pa.report.build_report(messages, [8_000, 20_000])     # report: HTML, Markdown, PNGs, Parquet
 
-``pa.read_corpus`` adds the sessions and compactions tables, and
-``pa.filter_corpus(corpus, pa.SessionFilter.parse(since="2026-11-01", subagents=False))``
-keeps the sessions you ask for; ``pa.worst_served(messages, budget, n)`` lists
+``pa.open_corpus(paths, filter=pa.SessionFilter.parse(since="2026-11-01", subagents=False))`` reads
+the sessions you ask for with their sessions and compactions tables (``pa.read_corpus`` then
+``pa.filter_corpus``, in one call); ``pa.worst_served(messages, budget, n)`` lists
 the sessions a budget serves worst; ``pa.Cache`` is the Parquet cache of parsed files.
 ``pa.costs(corpus, by="day")`` says what the recorded calls cost (prices: ``pa.load_prices``, genai-prices
 offline or a LiteLLM price file). ``pa.loss(messages, pa.replay(messages, budgets, window=...))`` says what each
@@ -60,6 +60,7 @@ __all__ = [
     "costs",
     "filter_corpus",
     "load_prices",
+    "open_corpus",
     "loss",
     "parse_budget",
     "parse_budgets",
@@ -89,7 +90,7 @@ _FROM = {
     **dict.fromkeys(["Criteria", "Recommendation", "recommend", "worst_served"], ".analysis"),
     **dict.fromkeys(["parse_budget", "parse_budgets"], ".budgets"),
     **dict.fromkeys(["IngestReport", "InputError"], ".errors"),
-    **dict.fromkeys(["Cache", "Corpus", "compactions", "read_corpus", "read_sessions", "sessions",
+    **dict.fromkeys(["Cache", "Corpus", "compactions", "open_corpus", "read_corpus", "read_sessions", "sessions",
                      "summary_request"], ".ingest"),
     **dict.fromkeys(["scan_dataset", "write_dataset"], ".dataset"),
     **dict.fromkeys(["recommend_dataset", "sweep_dataset"], ".dataset.streaming"),
@@ -108,7 +109,7 @@ if TYPE_CHECKING:
     from .dataset import scan_dataset, write_dataset
     from .dataset.streaming import recommend_dataset, sweep_dataset
     from .errors import IngestReport, InputError
-    from .ingest import Cache, Corpus, compactions, read_corpus, read_sessions, sessions, summary_request
+    from .ingest import Cache, Corpus, compactions, open_corpus, read_corpus, read_sessions, sessions, summary_request
     from .ingest.filters import SessionFilter, filter_corpus
     from .outcomes import Loss, costs, load_prices, loss, references, refetch
     from .policy import Replay, annotate, replay, splits, summarize_replay, sweep, turns

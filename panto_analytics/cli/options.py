@@ -195,7 +195,7 @@ def read_input(paths, format_, skip_invalid) -> pl.DataFrame:
 def read_input_corpus(paths, format_, skip_invalid, *, list_skips: bool = True):
     """Like :func:`read_input`, but the whole :class:`~panto_analytics.ingest.corpus.Corpus`."""
     from ..dataset import dataset_corpus
-    from ..ingest import read_corpus
+    from ..ingest import open_corpus
 
     if (ds := dataset_path(paths)) is not None:
         corpus = dataset_corpus(ds)
@@ -204,7 +204,7 @@ def read_input_corpus(paths, format_, skip_invalid, *, list_skips: bool = True):
         return _filtered(corpus, paths)
     files = session_files(paths)
     with cache_warnings_on_stderr():
-        corpus = read_corpus(files, format=format_, skip_invalid=skip_invalid, **read_settings())
+        corpus = open_corpus(files, format=format_, skip_invalid=skip_invalid, **read_settings())
     if list_skips:
         report_skips(corpus.report)
     if corpus.sessions.is_empty():

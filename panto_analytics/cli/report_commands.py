@@ -281,9 +281,8 @@ def report(paths, format_, skip_invalid, budgets, min_kept_turns, coverage, max_
     corpus = read_input_corpus(paths, format_, skip_invalid)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", UnpricedWarning)
-        rep = build_report(corpus.messages, budgets, criteria=criteria, segment_by=list(dict.fromkeys(segment_by)),
-                           ingest=corpus.report, sessions=corpus.sessions, compactions=corpus.compactions,
-                           title=title, inputs=[str(p) for p in paths], window=window, reserve=reserve,
+        rep = build_report(corpus, budgets, criteria=criteria, segment_by=list(dict.fromkeys(segment_by)), title=title,
+                           inputs=[str(p) for p in paths], window=window, reserve=reserve,
                            summary_tokens=summary_tokens,
                            policies=[p if isinstance(p, str) else p.spec() for p in policies],
                            prices=replay_prices(True, prices_file, summarizer), horizon=horizon,

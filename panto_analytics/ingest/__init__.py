@@ -2,9 +2,9 @@
 
 - :mod:`.paths`: which files a list of paths names.
 - :mod:`.pipeline`: :func:`read_sessions`, :func:`read_files`, the one path every read takes.
+- :mod:`.entry`: :func:`open_corpus`, the one call the command line and notebooks make (read, then filter).
 - :mod:`.corpus`: :func:`read_corpus` and the sessions and compactions tables.
 - :mod:`.request`: :func:`summary_request`, the exact summarizer request of one split, re-read from the files.
-- :mod:`.formats`: one adapter per source format, and detection.
 - :mod:`.cache`: the Parquet cache of parsed files.
 - :mod:`.schedule`, :mod:`.parallel`, :mod:`.progress`: batching, worker processes, the progress bar.
 """
@@ -13,18 +13,19 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__all__ = ["Cache", "CacheStats", "Corpus", "compactions", "expand_paths", "read_corpus", "read_files",
+__all__ = ["Cache", "CacheStats", "Corpus", "compactions", "expand_paths", "open_corpus", "read_corpus", "read_files",
            "read_sessions", "sessions", "summary_request"]
 
 #: Where each name is defined, imported on first use: ``import panto_analytics.ingest.parallel`` (the
 #: command line starts its parsing worker with it) loads no Polars.
 _FROM = {"Cache": ".cache", "CacheStats": ".cache", "Corpus": ".corpus", "compactions": ".corpus",
          "read_corpus": ".corpus", "sessions": ".corpus", "expand_paths": ".paths", "read_files": ".pipeline",
-         "read_sessions": ".pipeline", "summary_request": ".request"}
+         "read_sessions": ".pipeline", "summary_request": ".request", "open_corpus": ".entry"}
 
 if TYPE_CHECKING:
     from .cache import Cache, CacheStats
     from .corpus import Corpus, compactions, read_corpus, sessions
+    from .entry import open_corpus
     from .paths import expand_paths
     from .pipeline import read_files, read_sessions
     from .request import summary_request

@@ -349,7 +349,7 @@ def _a_few(budgets: list[int], chosen: int | None, n: int = 5) -> list[int]:
     return sorted(picked | ({chosen} if chosen is not None else set()))
 
 
-def build_report(messages: pl.DataFrame, budgets: Budgets, *, criteria: Criteria | None = None,
+def build_report(messages: pl.DataFrame | Corpus, budgets: Budgets, *, criteria: Criteria | None = None,
                  segment_by: Sequence[str] = (), ingest: IngestReport | None = None,
                  sessions: pl.DataFrame | None = None, compactions: pl.DataFrame | None = None,
                  title: str | None = None, inputs: Sequence[str] = (), window: int | None = None,
@@ -358,7 +358,11 @@ def build_report(messages: pl.DataFrame, budgets: Budgets, *, criteria: Criteria
                  max_orphan_rate: float | None = None) -> Report:
     """Compute everything a report shows.
 
-    ``sessions`` (the sessions table, when available) adds sessions without
+    ``messages`` is a :class:`~panto_analytics.ingest.corpus.Corpus` (what
+    :func:`~panto_analytics.ingest.open_corpus` returns: its tables and its
+    ingest report are used, and ``ingest``, ``sessions`` and ``compactions``
+    are not given) or a message frame. ``sessions`` (the sessions table, when
+    available) adds sessions without
     messages; ``compactions`` (the recorded compactions table) adds a line on
     them to the overview. Both are optional. With a ``window``, compaction is
     replayed over each session's life (:func:`panto_analytics.replay`), under
@@ -373,6 +377,19 @@ def build_report(messages: pl.DataFrame, budgets: Budgets, *, criteria: Criteria
     window (libpanto at the recommended budget), a table, a plot and, with
     recorded compactions, each policy's cut at them beside the agents'.
     """
+    corpus: Corpus | None
+    if isinstance(messages, Corpus):
+        given: Corpus = messages
+        corpus = given
+        messages, sessions, compactions, ingest = given.messages, given.sessions, given.compactions, given.report
+    else:
+        corpus = Corpus(messages, sessions, compactions, ingest or IngestReport()) if (
+            sessions is not None and compactions is not None) else None
+    # The sections on recorded compactions need the tables as read_corpus gives them (hand-built ones may hold a
+    # few columns only).
+    if corpus is not None and not (set(COMPACTIONS_SCHEMA) <= set(corpus.compactions.columns)
+                                   and "source_format" in corpus.sessions.columns):
+        corpus = None
     budgets = as_budgets(budgets)
     turns = compute_turns(messages)
     per_session = compute_splits(messages, budgets, sessions=sessions)
@@ -415,10 +432,8 @@ def build_report(messages: pl.DataFrame, budgets: Budgets, *, criteria: Criteria
     billed = report.outcomes or report.replay   # every policy's, where the report has it
     if billed is not None and "total_cost_usd" in billed.sessions.columns:
         costs_section(report, billed, rec.budget)
-    # The section needs the tables as read_corpus gives them (hand-built ones may hold a few columns only).
-    if (compactions is not None and sessions is not None and not compactions.is_empty()
-            and set(COMPACTIONS_SCHEMA) <= set(compactions.columns) and "source_format" in sessions.columns):
-        rows = agent_vs_libpanto(Corpus(messages, sessions, compactions, ingest or IngestReport()), budgets)
+    if corpus is not None and not corpus.compactions.is_empty():
+        rows = agent_vs_libpanto(corpus, budgets)
         shown = rows.filter(pl.col("budget").is_in(_a_few(budgets, rec.budget)))
         report.recorded = Table.from_frame(compaction_table(shown))
         report.figures.append(ReportFigure(
@@ -427,9 +442,6 @@ def build_report(messages: pl.DataFrame, budgets: Budgets, *, criteria: Criteria
             "dotted lines: what the agent itself kept, which no budget changes.",
             plots.agent_vs_libpanto_kept(rows)))
     if policies and window is not None:
-        corpus = Corpus(messages, sessions, compactions, ingest or IngestReport()) if (
-            compactions is not None and sessions is not None and set(COMPACTIONS_SCHEMA) <= set(compactions.columns)
-            and "source_format" in sessions.columns) else None
         _policy_section(report, messages, corpus, policies, window=window, reserve=reserve,
                         summary_tokens=summary_tokens)
     for fig in [*report.figures, *([report.frontier] if report.frontier is not None else [])]:
