@@ -105,6 +105,7 @@ def workdir(tmp_path_factory) -> Path:
     a cache."""
     root = tmp_path_factory.mktemp("docs")
     (root / "data").symlink_to(DATA, target_is_directory=True)
+    (root / "tests").symlink_to(REPO / "tests", target_is_directory=True)  # the fixtures some figures were read from
     (root / "docs").mkdir()
     shutil.copy(REPO / "docs" / "synth-prices.json", root / "docs")  # the price file of data/'s fictional models
     home = root / "home"
