@@ -106,11 +106,11 @@ _LAZY = {"plots": ".analysis.plots", "report": ".analysis.report", "plot_data": 
 
 if TYPE_CHECKING:
     from .analysis import Criteria, Recommendation, recommend, worst_served
+    from .analysis.request import summary_request
     from .budgets import parse_budget, parse_budgets
     from .dataset import scan_dataset, write_dataset
     from .dataset.streaming import recommend_dataset, sweep_dataset
     from .errors import IngestReport, InputError
-    from .analysis.request import summary_request
     from .ingest import Cache, Corpus, compactions, open_corpus, read_corpus, read_sessions, sessions
     from .ingest.filters import SessionFilter, filter_corpus
     from .outcomes import Loss, costs, load_prices, loss, references, refetch
