@@ -145,11 +145,9 @@ def recommend_cmd(paths, format_, skip_invalid, budgets, min_kept_turns, coverag
       panto-analytics recommend data/ --window 32k -k 1 -p 50% -o - --output-format json
       panto-analytics recommend data/ --window 32k --policy libpanto --policy pi --max-orphan-rate 5% --prices docs/synth-prices.json
     """
-    from ..analysis.decision import DecisionRule, decision_from_replay, replay_outcomes
-    from ..analysis.recommendation import recommend
+    from ..analysis.choice import choose_budget
+    from ..analysis.decision import DecisionRule
     from ..outcomes.cost import UnpricedWarning
-    from ..policy import splits as compute_splits
-    from ..policy import turns as compute_turns
 
     criteria = _criteria(min_kept_turns, coverage, max_kept_share, context_window, window)
     check_replay(window, reserve, summary_tokens)
@@ -175,26 +173,20 @@ def recommend_cmd(paths, format_, skip_invalid, budgets, min_kept_turns, coverag
     if engine == "ray":
         raise click.UsageError("--engine ray runs on a dataset (ingest --dataset DIR)")
     corpus = read_input_corpus(paths, format_, skip_invalid)
-    messages = corpus.messages
-    rec: Recommendation | Decision
-    if window is None:
-        rec = recommend(compute_splits(messages, budgets), criteria, turns=compute_turns(messages),
-                        windows=corpus.sessions["context_window"].to_list())
-    else:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", UnpricedWarning)
-            result = replay_outcomes(messages, budgets, window=window, reserve=reserve,
-                                     summary_tokens=summary_tokens, policy=given or None,
-                                     prices=replay_prices(True, prices_file, summarizer), summarizer=summarizer,
-                                     horizon=horizon)
-        for w in caught:
-            if issubclass(w.category, UnpricedWarning):
-                click.echo(f"note: {w.message}", err=True)
-            else:
-                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-        if result.price_source is not None:
-            click.echo(f"prices: {result.price_source}", err=True)
-        rec = decision_from_replay(result, rule)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UnpricedWarning)
+        rec, result = choose_budget(corpus.messages, budgets, criteria, window=window,
+                                    windows=corpus.sessions["context_window"].to_list(), reserve=reserve,
+                                    summary_tokens=summary_tokens, policy=given or None,
+                                    prices=replay_prices(True, prices_file, summarizer) if window is not None else None,
+                                    summarizer=summarizer, horizon=horizon, max_orphan_rate=max_orphan_rate)
+    for w in caught:
+        if issubclass(w.category, UnpricedWarning):
+            click.echo(f"note: {w.message}", err=True)
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    if result is not None and result.price_source is not None:
+        click.echo(f"prices: {result.price_source}", err=True)
     _print_recommendation(rec, output)
 
 

@@ -40,12 +40,13 @@ from ...policy import turns as compute_turns
 from ...policy.replay.engine import DEFAULT_RESERVE
 from ...schema import COMPACTIONS_SCHEMA, SESSION
 from .. import plots
+from ..choice import choose_budget
 from ..compactions import agent_vs_libpanto, compaction_table, policies_vs_agents, recorded_cut_summary
 from ..cost_table import compaction_costs
-from ..decision import Decision, DecisionRule, decision_from_replay, recorded_points, replay_outcomes
+from ..decision import Decision, recorded_points
 from ..formatting import format_tokens
 from ..plot_data import session_segments
-from ..recommendation import Criteria, Recommendation, recommend
+from ..recommendation import Criteria, Recommendation
 from .model import SEGMENT_TITLES, Report, ReportFigure, Table, cell, percent, tokens
 
 __all__ = [
@@ -395,19 +396,14 @@ def build_report(messages: pl.DataFrame | Corpus, budgets: Budgets, *, criteria:
     per_session = compute_splits(messages, budgets, sessions=sessions)
     replayed = outcomes = None
     rec: Recommendation | Decision
-    if window is not None:
-        named = ["libpanto", *[p for p in policies if str(p).split(":")[0] != "libpanto"]] if policies else None
-        outcomes = replay_outcomes(messages, budgets, window=window, reserve=reserve, summary_tokens=summary_tokens,
-                                   policy=named, prices=prices, horizon=horizon)
-        c = criteria or Criteria()
-        rec = decision_from_replay(outcomes, DecisionRule(min_kept_turns=c.min_kept_turns, coverage=c.coverage,
-                                                          max_kept_share=c.max_kept_share,
-                                                          max_orphan_rate=max_orphan_rate))
+    named = ["libpanto", *[p for p in policies if str(p).split(":")[0] != "libpanto"]] if policies else None
+    windows = (sessions["context_window"].to_list() if sessions is not None and "context_window" in sessions.columns
+               else None)
+    rec, outcomes = choose_budget(messages, budgets, criteria, window=window, splits=per_session, turns=turns,
+                                  windows=windows, reserve=reserve, summary_tokens=summary_tokens, policy=named,
+                                  prices=prices, horizon=horizon, max_orphan_rate=max_orphan_rate)
+    if outcomes is not None:
         replayed = _libpanto_only(outcomes)
-    else:
-        windows = (sessions["context_window"].to_list() if sessions is not None and "context_window" in sessions.columns
-                   else None)
-        rec = recommend(per_session, criteria, turns=turns, windows=windows)
     n = per_session[SESSION].n_unique()
     report = Report(
         title=title or f"What keep_verbatim does to {n:,} session{'s' if n != 1 else ''}",
