@@ -508,9 +508,18 @@ def zig_split_tests() -> list[ZigSplitTest]:
 # =============================================================================
 
 def write_session(path, messages: list[dict], session_id: str | None = None) -> None:
-    """Write one canonical session JSONL file (a header line when ``session_id`` is given)."""
-    import json
+    """Write one canonical session JSONL file (a header line when ``session_id`` is given).
 
+    A session without messages always gets its header: an empty file holds no
+    session (it is counted as a file read, never as a session), so the header is
+    what records that the session exists. Its id is then the file's stem, the id
+    the reader would take from the name anyway.
+    """
+    import json
+    from pathlib import Path
+
+    if session_id is None and not messages:
+        session_id = Path(path).stem
     with open(path, "w", encoding="utf-8") as f:
         if session_id is not None:
             f.write(json.dumps({"type": "session", "id": session_id}) + "\n")

@@ -1,4 +1,5 @@
-"""How numbers are shown to people: one way to write a token count, a share, a column, a count of things.
+"""How numbers are shown to people: one way to write a token count, a share, a column (a count of things:
+:mod:`panto_analytics.phrases`).
 
 >>> format_tokens(20_000), format_tokens(1_500_000), format_tokens(950)
 ('20k', '1.5M', '950')
@@ -8,25 +9,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-__all__ = ["TABLE_CONFIG", "counted", "format_column", "format_share", "format_tokens", "plural_of", "render_table"]
-
-
-def counted(n: int, noun: str, plural: str | None = None) -> str:
-    """``n`` and ``noun``, which agree: ``1 session``, ``2 sessions``, ``1,200 files``.
-
-    >>> counted(1, "session"), counted(0, "session"), counted(12_000, "file"), counted(2, "match", "matches")
-    ('1 session', '0 sessions', '12,000 files', '2 matches')
-    """
-    return f"{n:,} {plural_of(n, noun, plural)}"
-
-
-def plural_of(n: int, noun: str, plural: str | None = None) -> str:
-    """``noun`` as it goes with ``n``: ``session`` for 1, ``sessions`` otherwise (``plural`` if irregular).
-
-    >>> plural_of(1, "file"), plural_of(3, "file"), plural_of(0, "summary", "summaries")
-    ('file', 'files', 'summaries')
-    """
-    return noun if n == 1 else (plural or noun + "s")
+__all__ = ["TABLE_CONFIG", "format_column", "format_share", "format_tokens", "is_money", "render_table"]
 
 
 def format_tokens(n: float | int | None) -> str:
@@ -61,17 +44,31 @@ def format_share(x: float | None) -> str:
     return "more than 1,000 times"
 
 
-def format_column(values: list) -> list[str]:
+def is_money(column: str) -> bool:
+    """Whether a column holds dollars: the cost columns are named ``*_usd``.
+
+    >>> is_money("cost_usd"), is_money("cost_p50_usd"), is_money("input")
+    (True, True, False)
+    """
+    return column.endswith("_usd")
+
+
+def format_column(values: list, *, money: bool = False) -> list[str]:
     """A column of numbers in one notation: integers with thousands separators; floats all fixed-point, with
     as many decimals as the column's largest magnitude leaves room for (never ``3.37e+04`` beside ``17,459``).
-    None is ``-``; text stays as it is.
+    None is ``-``; text stays as it is. ``money``: dollars, in cents (four decimals when the whole column is
+    under a dollar), so a cost is never rounded to a bare ``0.0``.
 
     >>> format_column([33_700.5, 17_459.0, None]), format_column([0.5, 0.125]), format_column([1_200, 2**64 - 1])
     (['33,700', '17,459', '-'], ['0.500', '0.125'], ['1,200', '18,446,744,073,709,551,615'])
+    >>> format_column([29.5123, 0.0412, None], money=True), format_column([0.0412, 0.00031], money=True)
+    (['29.51', '0.04', '-'], ['0.0412', '0.0003'])
     """
     numbers = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
     floats = [abs(v) for v in numbers if isinstance(v, float) and not math.isnan(v)]
-    if floats and not all(v.is_integer() for v in floats):
+    if money and floats:
+        decimals = 2 if max(floats) >= 1 else 4
+    elif floats and not all(v.is_integer() for v in floats):
         top = max(floats)
         decimals = 0 if top >= 100 else 1 if top >= 10 else 3
     else:
@@ -126,7 +123,7 @@ def render_table(df, *, width: int | None = None, rows: int = 200) -> tuple[str,
         def right(header: str, cells: list[str]) -> list[str]:  # right-aligned under the header too
             return [cell.rjust(max(len(header), *map(len, cells))) for cell in cells]
 
-        df = df.with_columns(pl.Series(c, right(c, format_column(df[c].to_list())), dtype=pl.String)
+        df = df.with_columns(pl.Series(c, right(c, format_column(df[c].to_list(), money=is_money(c))), dtype=pl.String)
                              for c in numeric)
 
     def draw(frame) -> str:

@@ -138,4 +138,4 @@ def test_the_cli_prints_the_table_and_writes_the_rows(tmp_path):
 def test_the_cli_on_the_real_pi_compactions():
     out = CliRunner().invoke(main, ["compactions", str(PI_COMPACTIONS), "--no-cache", "-b", "20k"])
     assert out.exit_code == 0, out.output
-    assert "21511" in out.output and "8312" in out.output
+    assert "21,511" in out.output and "8,312" in out.output  # numbers as people read them (issue 19 item 15)

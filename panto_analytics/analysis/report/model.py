@@ -13,7 +13,7 @@ import polars as pl
 from ...policy import Replay
 from ...schema import SESSION
 from ..decision import Decision
-from ..formatting import format_column, format_tokens
+from ..formatting import format_column, format_tokens, is_money
 from ..recommendation import Recommendation
 
 __all__ = [
@@ -52,7 +52,7 @@ class Table:
         formats = formats or {}
         # A column of plain numbers is written in one notation (format_column); the others value by value.
         columns = [[formats[c](v) for v in frame[c].to_list()] if formats.get(c, cell) is not cell
-                   else format_column(frame[c].to_list()) for c in frame.columns]
+                   else format_column(frame[c].to_list(), money=is_money(c)) for c in frame.columns]
         return cls(list(frame.columns), [list(row) for row in zip(*columns)] if columns else [])
 
     def markdown(self) -> str:

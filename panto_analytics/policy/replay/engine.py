@@ -211,8 +211,8 @@ def resume_after_anchor(kept: pl.Expr) -> pl.Expr:
     :func:`recorded_before_anchor`; ``n`` past the end).
 
     >>> f = pl.DataFrame({"session_id": ["s"] * 4, "seq": [0, 1, 2, 3], "k": [False, False, True, True]})
-    >>> f.select(resume_after_anchor(pl.col("k"))).to_series().to_list()
-    [0, 4, 2, 3]
+    >>> f.select(resume_after_anchor(pl.col("k"))).to_series().to_list()  # row 1 resumes past the end
+    [0, 4, 4, 3]
     """
     seq = pl.col("seq").cast(pl.Int64)
     fresh = pl.when(~kept).then(seq).when(ex.session_end()).then(seq + 1).backward_fill()
