@@ -285,7 +285,7 @@ class Decision:
         if self.budget is None:
             return "no proposable budget meets the rule"
         of = "" if self.policy in (None, "libpanto") or self.policy.startswith("libpanto:") else f" ({self.policy})"
-        return f"recommended keep_verbatim: {format_tokens(self.budget)} ({self.budget} tokens){of}"
+        return f"recommended keep_verbatim: {format_tokens(self.budget)} ({self.budget:,} tokens){of}"
 
     def to_dict(self, n: int = 2) -> dict[str, Any]:
         """What ``-o - --output-format json`` prints: one JSON-ready object."""

@@ -155,7 +155,7 @@ class Recommendation:
     def headline(self) -> str:
         if self.budget is None:
             return "no budget tried meets the rule"
-        return f"recommended keep_verbatim: {format_tokens(self.budget)} ({self.budget} tokens)"
+        return f"recommended keep_verbatim: {format_tokens(self.budget)} ({self.budget:,} tokens)"
 
     def to_text(self, n: int = 2) -> str:
         """A plain-text account: the budget, the rule, the reasons, nearby rows and warnings."""
