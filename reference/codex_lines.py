@@ -26,7 +26,17 @@ from typing import Any, cast
 
 import orjson
 
-from panto_analytics.formats.base import BAD_RECORD, Invalid, Message, Postprocess, ReadFrames, SourceFile, bad_record, parse_timestamp, usage_counter
+from panto_analytics.formats.base import (
+    BAD_RECORD,
+    Invalid,
+    Message,
+    Postprocess,
+    ReadFrames,
+    SourceFile,
+    bad_record,
+    parse_timestamp,
+    usage_counter,
+)
 from panto_analytics.formats.jsonl import json_type, records, require_string
 
 __all__ = ["CONTEXTUAL_USER_FRAGMENTS", "ENVELOPES", "NAME", "is_contextual_fragment", "parse", "postprocess", "read_frames",

@@ -28,7 +28,17 @@ from typing import Any
 
 import orjson
 
-from panto_analytics.formats.base import BAD_RECORD, Invalid, Message, Postprocess, ReadFrames, SourceFile, bad_record, parse_timestamp, usage_counter
+from panto_analytics.formats.base import (
+    BAD_RECORD,
+    Invalid,
+    Message,
+    Postprocess,
+    ReadFrames,
+    SourceFile,
+    bad_record,
+    parse_timestamp,
+    usage_counter,
+)
 from panto_analytics.formats.jsonl import json_type, records, require_string, reread
 
 __all__ = ["NAME", "parse", "postprocess", "read_frames", "sniff"]
