@@ -89,11 +89,12 @@ def raw_json(raw: msgspec.Raw) -> str:
 
 
 def typed_records(src: SourceFile, decoder: msgspec.json.Decoder[T],
-                  convert: Callable[[T], dict[str, Any] | None]) -> Iterator[tuple[int, dict[str, Any]]]:
+                  convert: Callable[[T], Any]) -> Iterator[tuple[int, Any]]:
     """``(line number, object)`` as :func:`.jsonl.records` yields them, each decoded typed where it can be.
 
-    ``convert`` turns a decoded record into the dict the adapter's checks read
-    (only the fields they need), or None to read that line as plain JSON.
+    ``convert`` turns a decoded record into what the adapter's checks read (a
+    dict of the fields they need, or a record that reads like one), or None to
+    read that line as plain JSON (then a dict, as orjson reads it).
     Blank, truncated, malformed and pretty-printed lines are reported exactly
     as :func:`.jsonl.records` reports them.
     """
