@@ -12,7 +12,7 @@ A session is a list of message-frame rows (dicts with ``role``,
 counters, and optionally ``line`` and ``file``), so the reference reads exactly
 what the engine reads. After a recorded summary, the run of messages recorded
 before it (same file, a lower line: the agent's kept block, see
-``policy/replay.py``) is skipped: no trigger, no peak.
+``policy/replay/engine.py``) is skipped: no trigger, no peak.
 """
 from __future__ import annotations
 

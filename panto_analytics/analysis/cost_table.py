@@ -14,7 +14,12 @@ From the session rows of ``pa.replay(..., prices=...)`` (the billing rules:
   where the recording rewrote its whole prompt (a cache past its lifetime),
   so it can be negative; ``cache_read_change_usd``: simulated minus recorded
   cache-read cost, the shorter prompts read after a compaction (negative:
-  saved).
+  saved);
+- ``cache_miss_usd``: what the compactions' cache misses cost, the sum of
+  every event's ``cache_miss_usd`` (``docs/cost.md``: what the first call
+  to each model after a compaction pays to write the cache beyond what the
+  recorded call wrote); ``cache_miss_per_compaction_usd``: that over
+  ``compactions`` (null without any).
 
 Sums are null when any session of the row is unpriced (never a partial sum).
 
@@ -22,10 +27,12 @@ Sums are null when any session of the row is unpriced (never a partial sum).
 >>> s = pl.DataFrame({"policy": ["pi"] * 2, "session_id": ["a", "b"], "budget": [20_000] * 2, "n_compactions": [1, 0],
 ...     "recorded_cost_usd": [3.0, 1.0], "total_cost_usd": [2.5, 1.0], "summarizer_cost_usd": [0.25, 0.0],
 ...     "recorded_cache_write_usd": [0.5, 0.1], "simulated_cache_write_usd": [0.9, 0.1],
-...     "recorded_cache_read_usd": [1.5, 0.4], "simulated_cache_read_usd": [0.6, 0.4]})
+...     "recorded_cache_read_usd": [1.5, 0.4], "simulated_cache_read_usd": [0.6, 0.4], "cache_miss_usd": [0.3, 0.0]})
 >>> row = compaction_costs(s).row(0, named=True)
 >>> [round(row[c], 4) for c in ("change_usd", "summarizer_share", "cache_write_change_usd", "cache_read_change_usd")]
 [-0.5, 0.0714, 0.4, -0.9]
+>>> row["cache_miss_usd"], row["cache_miss_per_compaction_usd"]
+(0.3, 0.3)
 """
 from __future__ import annotations
 
@@ -35,7 +42,7 @@ __all__ = ["COMPACTION_COST_COLUMNS", "compaction_costs"]
 
 COMPACTION_COST_COLUMNS = ("policy", "budget", "sessions", "compactions", "recorded_usd", "replayed_usd",
                            "change_usd", "summarizer_usd", "summarizer_share", "cache_write_change_usd",
-                           "cache_read_change_usd")
+                           "cache_read_change_usd", "cache_miss_usd", "cache_miss_per_compaction_usd")
 
 
 def _total(column: str) -> pl.Expr:
@@ -66,11 +73,14 @@ def compaction_costs(replay_sessions: pl.DataFrame) -> pl.DataFrame:
                  recorded_usd=_total("recorded_cost_usd"), replayed_usd=_total("total_cost_usd"),
                  summarizer_usd=_total("summarizer_cost_usd"),
                  _sim_write=_total("simulated_cache_write_usd"), _rec_write=_total("recorded_cache_write_usd"),
-                 _sim_read=_total("simulated_cache_read_usd"), _rec_read=_total("recorded_cache_read_usd"))
+                 _sim_read=_total("simulated_cache_read_usd"), _rec_read=_total("recorded_cache_read_usd"),
+                 cache_miss_usd=_total("cache_miss_usd"))
             .with_columns(change_usd=pl.col("replayed_usd") - pl.col("recorded_usd"),
                           summarizer_share=pl.col("summarizer_usd") / pl.col("replayed_usd"),
                           cache_write_change_usd=pl.col("_sim_write") - pl.col("_rec_write"),
-                          cache_read_change_usd=pl.col("_sim_read") - pl.col("_rec_read"))
+                          cache_read_change_usd=pl.col("_sim_read") - pl.col("_rec_read"),
+                          cache_miss_per_compaction_usd=pl.when(pl.col("compactions") > 0)
+                          .then(pl.col("cache_miss_usd") / pl.col("compactions")))
             .sort("policy", "budget")
             .with_columns(pl.col("policy").cast(pl.String))
             .select(COMPACTION_COST_COLUMNS))

@@ -52,9 +52,10 @@ from typing import Any, cast
 
 import polars as pl
 
+from ..phrases import counted
 from ..policy.replay.engine import Replay
 from ..schema import SESSION
-from .formatting import format_tokens
+from .formatting import format_tokens, render_table
 
 __all__ = [
     "FEW", "Decision", "DecisionRule", "decide", "decision_from_replay", "few_warnings", "frontier",
@@ -284,7 +285,7 @@ class Decision:
         if self.budget is None:
             return "no proposable budget meets the rule"
         of = "" if self.policy in (None, "libpanto") or self.policy.startswith("libpanto:") else f" ({self.policy})"
-        return f"recommended keep_verbatim: {format_tokens(self.budget)} ({self.budget} tokens){of}"
+        return f"recommended keep_verbatim: {format_tokens(self.budget)} ({self.budget:,} tokens){of}"
 
     def to_dict(self, n: int = 2) -> dict[str, Any]:
         """What ``-o - --output-format json`` prints: one JSON-ready object."""
@@ -303,9 +304,7 @@ class Decision:
                 pl.when(~pl.col("proposable")).then(pl.lit("at/above trigger"))
                 .when((pl.col("budget") == (self.budget or -1)) & (pl.col("policy") == (self.policy or "")))
                 .then(pl.lit("<- chosen")).otherwise(pl.lit("")).alias(" ")).drop("proposable")
-            with pl.Config(tbl_rows=len(shown), tbl_cols=-1, tbl_width_chars=240, tbl_hide_dataframe_shape=True,
-                           tbl_hide_column_data_types=True, float_precision=3, fmt_str_lengths=40):
-                lines += ["", str(shown)]
+            lines += ["", render_table(shown)[0]]
         lines += [f"warning: {w}" for w in self.warnings]
         return "\n".join(lines)
 
@@ -348,7 +347,7 @@ def decide(table: pl.DataFrame, rule: DecisionRule, *, window: int, reserve: int
         pool = table.filter(pl.col("policy") == rule.policy)
     above = pool.filter(~pl.col("proposable"))
     if not above.is_empty():
-        dec.reasons.append(f"{above.height} row(s) at or above the trigger are never proposed (from "
+        dec.reasons.append(f"{counted(above.height, 'row')} at or above the trigger are never proposed (from "
                            f"{format_tokens(cast(int, above['budget'].min()))}: the whole active window fits them, so they "
                            "never compact)")
     ok = pool.filter("proposable")
@@ -373,7 +372,7 @@ def decide(table: pl.DataFrame, rule: DecisionRule, *, window: int, reserve: int
         else:
             pick = fits.row(0, named=True)
             dec.policy, dec.budget = pick["policy"], int(pick["budget"])
-            dec.reasons.append(f"{front.height} point(s) on the frontier; the cheapest with an orphan rate of at "
+            dec.reasons.append(f"{counted(front.height, 'point')} on the frontier; the cheapest with an orphan rate of at "
                                f"most {rule.max_orphan_rate:.1%}: {pick['policy']} at {format_tokens(dec.budget)}, "
                                f"median ${pick['cost_p50']:.4f} per session, orphan rate {pick['orphan_rate']:.1%}")
             dec.reasons.append("the frontier: " + "; ".join(
@@ -406,7 +405,8 @@ def decide(table: pl.DataFrame, rule: DecisionRule, *, window: int, reserve: int
         dec.warnings += few_warnings(row)
         unpriced = int(cast(int, row["cost_unpriced"][0])) if "cost_unpriced" in row.columns else 0
         if unpriced and not table["cost_p50"].is_null().all():
-            dec.warnings.append(f"{unpriced} session(s) have no price (their model is not in the price table): "
+            verb = "has" if unpriced == 1 else "have"
+            dec.warnings.append(f"{counted(unpriced, 'session')} {verb} no price (their model is not in the price table): "
                                 "the cost figures leave them out")
     else:
         dec.warnings += few_warnings(pool.filter("proposable"))
@@ -462,11 +462,12 @@ def few_warnings(rows: pl.DataFrame) -> list[str]:
         return out
     n = int(cast(int, rows["at_trigger"].min() or 0))
     if n < FEW:
-        out.append(f"the figures rest on {n} session(s) that reach the trigger (fewer than {FEW}): read them as "
+        verb = "reaches" if n == 1 else "reach"
+        out.append(f"the figures rest on {counted(n, 'session')} that {verb} the trigger (fewer than {FEW}): read them as "
                    "examples, not rates")
     ev = int(cast(int, rows["events"].min() or 0))
     if ev < FEW:
-        out.append(f"as few as {ev} compaction event(s) behind a row (fewer than {FEW})")
+        out.append(f"as few as {counted(ev, 'compaction event')} behind a row (fewer than {FEW})")
     return out
 
 

@@ -1,4 +1,5 @@
-"""How numbers are shown to people: one way to write a token count, a share, a column, a count of things.
+"""How numbers are shown to people: one way to write a token count, a share, a column (a count of things:
+:mod:`panto_analytics.phrases`).
 
 >>> format_tokens(20_000), format_tokens(1_500_000), format_tokens(950)
 ('20k', '1.5M', '950')
@@ -8,25 +9,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-__all__ = ["TABLE_CONFIG", "counted", "format_column", "format_share", "format_tokens", "is_money", "plural_of", "render_table"]
-
-
-def counted(n: int, noun: str, plural: str | None = None) -> str:
-    """``n`` and ``noun``, which agree: ``1 session``, ``2 sessions``, ``1,200 files``.
-
-    >>> counted(1, "session"), counted(0, "session"), counted(12_000, "file"), counted(2, "match", "matches")
-    ('1 session', '0 sessions', '12,000 files', '2 matches')
-    """
-    return f"{n:,} {plural_of(n, noun, plural)}"
-
-
-def plural_of(n: int, noun: str, plural: str | None = None) -> str:
-    """``noun`` as it goes with ``n``: ``session`` for 1, ``sessions`` otherwise (``plural`` if irregular).
-
-    >>> plural_of(1, "file"), plural_of(3, "file"), plural_of(0, "summary", "summaries")
-    ('file', 'files', 'summaries')
-    """
-    return noun if n == 1 else (plural or noun + "s")
+__all__ = ["TABLE_CONFIG", "format_column", "format_share", "format_tokens", "is_money", "render_table"]
 
 
 def format_tokens(n: float | int | None) -> str:

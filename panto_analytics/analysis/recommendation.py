@@ -34,9 +34,10 @@ from typing import Any, cast
 import polars as pl
 
 from ..defaults import DEFAULT_COVERAGE, DEFAULT_MIN_KEPT_TURNS
+from ..phrases import counted
 from ..policy import sweep
 from ..schema import SESSION
-from .formatting import counted, format_share, format_tokens
+from .formatting import format_share, format_tokens, render_table
 
 __all__ = [
     "DEFAULT_COVERAGE", "DEFAULT_MIN_KEPT_TURNS", "FEW_SESSIONS", "WINDOW_SHARE_WARNING", "Criteria", "Outcomes", "Recommendation",
@@ -154,7 +155,7 @@ class Recommendation:
     def headline(self) -> str:
         if self.budget is None:
             return "no budget tried meets the rule"
-        return f"recommended keep_verbatim: {format_tokens(self.budget)} ({self.budget} tokens)"
+        return f"recommended keep_verbatim: {format_tokens(self.budget)} ({self.budget:,} tokens)"
 
     def to_text(self, n: int = 2) -> str:
         """A plain-text account: the budget, the rule, the reasons, nearby rows and warnings."""
@@ -169,9 +170,7 @@ class Recommendation:
             pl.when(pl.lit(self.budget is not None) & (pl.col("budget") == (self.budget or 0)))
             .then(pl.lit("<- chosen")).otherwise(pl.lit("")).alias(" "),
         )
-        with pl.Config(tbl_rows=len(rows), tbl_cols=-1, tbl_width_chars=220, tbl_hide_dataframe_shape=True,
-                       tbl_hide_column_data_types=True, float_precision=3):
-            lines += ["", str(rows)]
+        lines += ["", render_table(rows)[0]]
         lines += [f"warning: {w}" for w in self.warnings]
         return "\n".join(lines)
 

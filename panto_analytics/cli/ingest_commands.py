@@ -9,6 +9,7 @@ import click
 
 from ..defaults import DEFAULT_BUCKETS, MAX_BUCKETS
 from ..errors import WHOLE_FILE, IngestReport
+from ..phrases import counted
 from .app import main
 from .options import (
     cache_warnings_on_stderr,
@@ -104,7 +105,7 @@ def _ingest_dataset(paths, format_, skip_invalid, dataset_dir: Path, buckets: in
     if is_dataset(dataset_dir):
         outside = files_outside(read_manifest(dataset_dir), named)
         if outside.height:
-            what = (f"{outside.height:,} file(s) ({outside['session_id'].drop_nulls().len():,} session(s)) that "
+            what = (f"{counted(outside.height, 'file')} ({counted(outside['session_id'].drop_nulls().len(), 'session')}) that "
                     "PATHS do not name")
             click.echo(f"note: {dataset_dir} holds {what}: " + (
                 "--replace drops them" if replace else "kept beside PATHS' sessions (--replace drops them)"),
@@ -140,7 +141,7 @@ def format_summary(report: IngestReport, cache: CacheStats | None) -> str:
         1    claude-code: progress
            cache: 1 cached, 1 parsed, 0 rebuilt
     """
-    from ..analysis.formatting import plural_of
+    from ..phrases import plural_of
 
     by_reason: dict[str, int] = {}
     whole: dict[str, int] = {}
@@ -225,4 +226,4 @@ def cache_clear(cache_dir):
 
     c = Cache(cache_dir or default_cache_dir())
     n, size = c.clear()
-    click.echo(f"removed {n:,} file(s), {size / 1e6:.1f} MB, from {c.root}")
+    click.echo(f"removed {counted(n, 'file')}, {size / 1e6:.1f} MB, from {c.root}")

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import click
 
+from ..phrases import counted
 from .app import main
 from .options import file_output_option, friendly_errors, horizon_option, input_options, output_option, read_input_corpus, write_frame
 
@@ -53,5 +54,5 @@ def loss_cmd(paths, format_, skip_invalid, horizon, output, cuts_out):
             click.echo(f"note: {agent}: no recorded compaction, nothing to check", err=True)
     for agent, kind, n in table.select("source_format", "cut", "cuts").rows():
         if n < FEW:
-            click.echo(f"warning: {agent} {kind}: only {n} cut(s) behind these figures", err=True)
+            click.echo(f"warning: {agent} {kind}: only {counted(n, 'cut')} behind these figures", err=True)
     write_frame(table, output)

@@ -151,7 +151,7 @@ def session_files(paths) -> list[Path]:
 
 def _nothing_read(paths, report: IngestReport) -> InputError:
     where = ", ".join(str(p) for p in paths) or "the default session folders"
-    from ..analysis.formatting import counted
+    from ..phrases import counted
 
     return InputError(where, None, f"no sessions in the {counted(report.files, 'file')} read", skippable=False)
 
@@ -221,7 +221,7 @@ def _filtered(corpus, paths):
         return corpus
     kept = filter_corpus(corpus, wanted)
     what = " ".join(wanted.described)
-    from ..analysis.formatting import counted
+    from ..phrases import counted
 
     read = counted(corpus.sessions.height, "session")
     if kept.sessions.is_empty():
@@ -448,9 +448,9 @@ def _csv_ready(df: pl.DataFrame) -> pl.DataFrame:
 
 def report_skips(report: IngestReport) -> None:
     """Tell stderr what was skipped, file by file: how many lines (or the whole file), and why."""
-    from ..analysis.formatting import counted
     from ..errors import WHOLE_FILE
     from ..formats.base import TRUNCATED
+    from ..phrases import counted
 
     truncated = {f for (f, reason) in report.skipped if reason == TRUNCATED}
     if truncated:

@@ -46,7 +46,7 @@ def request(paths, format_, skip_invalid, budget, session_id, output):
         raise click.UsageError(f"no session {session_id!r} in PATHS ({len(ids)} sessions read)")
     text = summary_request(messages, session_id, budget)
     if text is None:
-        click.echo(f"nothing to summarize at {budget} tokens: the whole active window fits, and libpanto sends "
+        click.echo(f"nothing to summarize at {budget:,} tokens: the whole active window fits, and libpanto sends "
                    "no request", err=True)
         return
     if output is None:

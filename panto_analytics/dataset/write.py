@@ -33,6 +33,7 @@ from ..ingest.cache import Cache, CacheStats, as_cache
 from ..ingest.cache.codec import FileKey, mode_of, parser_version
 from ..ingest.corpus import read_corpus
 from ..ingest.paths import PathLike, expand_paths
+from ..phrases import counted
 from ..schema import SESSION
 from .buckets import MAX_BUCKETS, session_buckets
 from .store import (
@@ -78,11 +79,12 @@ class DatasetUpdate:
         """One line for people.
 
         >>> print(DatasetUpdate(files_read=2, sessions=2, messages=9, parts_written=2, buckets_touched=2).describe())  # doctest: +ELLIPSIS
-        dataset: 2 file(s) read, 0 unchanged, 0 removed; 2 part(s) written, 0 rewritten, 2 bucket(s) touched; ...
+        dataset: 2 files read, 0 unchanged, 0 removed; 2 parts written, 0 rewritten, 2 buckets touched; ...
         """
-        return (f"dataset: {self.files_read:,} file(s) read, {self.files_unchanged:,} unchanged, {self.files_removed:,} "
-                f"removed; {self.parts_written:,} part(s) written, {self.parts_rewritten:,} rewritten, "
-                f"{self.buckets_touched:,} bucket(s) touched; {self.sessions:,} sessions, {self.messages:,} messages in all")
+        return (f"dataset: {counted(self.files_read, 'file')} read, {self.files_unchanged:,} unchanged, {self.files_removed:,} "
+                f"removed; {counted(self.parts_written, 'part')} written, {self.parts_rewritten:,} rewritten, "
+                f"{counted(self.buckets_touched, 'bucket')} touched; {counted(self.sessions, 'session')}, "
+                f"{counted(self.messages, 'message')} in all")
 
 
 class DatasetWriter:

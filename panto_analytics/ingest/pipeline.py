@@ -29,6 +29,7 @@ import polars as pl
 from ..errors import WHOLE_FILE, IngestReport, InputError
 from ..formats import ADAPTERS, adapter, detect_format
 from ..formats.base import FrameBuilder, ParsedFile, SessionMeta, SourceFile, session_stem
+from ..phrases import counted
 from ..policy.expressions import is_api_call
 from ..schema import empty_messages
 from . import parallel, schedule
@@ -301,10 +302,10 @@ def _warn_about(cache: Cache, before: CacheStats) -> None:
     now = cache.stats.since(before)
     rebuilt, failed = now.rebuilt, now.write_errors
     if rebuilt:
-        warnings.warn(f"cache: {rebuilt} corrupt or foreign cache file(s) in {cache.root} "
+        warnings.warn(f"cache: {counted(rebuilt, 'corrupt or foreign cache file')} in {cache.root} "
                       "were discarded and rebuilt", CacheWarning, stacklevel=4)
     if failed:
-        warnings.warn(f"cache: {failed} file(s) not cached; {cache.last_error}", CacheWarning, stacklevel=4)
+        warnings.warn(f"cache: {counted(failed, 'file')} not cached; {cache.last_error}", CacheWarning, stacklevel=4)
 
 
 def postprocess(parsed: list[ParsedFile], report: IngestReport | None) -> list[ParsedFile]:

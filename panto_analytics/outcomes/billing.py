@@ -314,6 +314,8 @@ def _simulated_tokens(rows: pl.DataFrame, summary_tokens: int) -> pl.DataFrame:
         pl.col(c).alias(f"recorded_{c}") for c in TOKEN_COLUMNS
     ).with_columns(
         compacted=compacted,
+        # The first call to its model after the compaction: it reads only the head and re-writes the rest.
+        _first_after=compacted & first_after,
         **{name: pl.when(compacted).then(expr).otherwise(pl.col(f"recorded_{name}")) for name, expr in simulated.items()},
     )
 
@@ -382,7 +384,12 @@ Price = Callable[[pl.DataFrame], pl.DataFrame]
 
 def _total(column: str) -> pl.Expr:
     """The sum of ``column``, null when any row is null (an unpriced call is never billed 0)."""
-    return pl.when(pl.col(column).is_null().any()).then(pl.lit(None, pl.Float64)).otherwise(pl.col(column).sum())
+    return _total_of(pl.col(column))
+
+
+def _total_of(values: pl.Expr) -> pl.Expr:
+    """The sum of ``values``, null when any is null."""
+    return pl.when(values.is_null().any()).then(pl.lit(None, pl.Float64)).otherwise(values.sum())
 
 
 def bill_replay(messages: pl.DataFrame | pl.LazyFrame, events: pl.DataFrame, sessions: pl.DataFrame, *,
@@ -397,9 +404,13 @@ def bill_replay(messages: pl.DataFrame | pl.LazyFrame, events: pl.DataFrame, ses
     ``summarizer_`` sum and ``total_`` (simulated plus summarizer); null where
     any call is unpriced. ``events`` gain the summarizer call's tokens
     (``summarizer_input``, ``summarizer_cache_read``, ``summarizer_output``)
-    and ``summarizer_`` parts, and how the calls billed after the event
+    and ``summarizer_`` parts, how the calls billed after the event
     (up to the next) changed: ``calls_after``, ``calls_recorded_cost_usd``,
-    ``calls_simulated_cost_usd``.
+    ``calls_simulated_cost_usd``, and its cache miss: ``cache_miss_tokens``
+    and ``cache_miss_usd``, what the first call to each model after the
+    event writes to the cache beyond what that call recorded, in tokens and
+    in cache-write cost, each call's excess floored at 0 (0 where no call
+    follows); ``sessions`` gain its sum, ``cache_miss_usd``.
 
     ``price`` takes one row per call (``model``, :data:`TOKEN_COLUMNS` and
     ``_recorded``, true on the recorded calls) and returns the same rows with
@@ -444,11 +455,19 @@ def bill_replay(messages: pl.DataFrame | pl.LazyFrame, events: pl.DataFrame, ses
     per_session = pl.concat([base.select(SESSION), recorded], how="horizontal").group_by(SESSION, maintain_order=True).agg(
         pl.len().alias("_calls"), *(_total(p).alias(f"recorded_{p}") for p in parts))
     # Per event: the calls it changed, their recorded and replayed cost.
+    # The cache miss: the first call to each model after the event, its write beyond the recorded one.
+    miss_write = "cache_write_usd" if "cache_write_usd" in parts else parts[-1]
+    sim_write = pl.col("cache_write_5m") + pl.col("cache_write_1h")
+    rec_write = pl.col("recorded_cache_write_5m") + pl.col("recorded_cache_write_1h")
+    first = pl.col("_first_after")
     per_event = pl.concat([
-        changed.select("_eid"), new.rename(lambda c: f"_sim_{c}"), old.rename(lambda c: f"_old_{c}")],
+        changed.select("_eid", "_first_after", _miss_tokens=(sim_write - rec_write).clip(0)),
+        new.rename(lambda c: f"_sim_{c}"), old.rename(lambda c: f"_old_{c}")],
         how="horizontal").group_by("_eid").agg(
         pl.len().alias("calls_after"), *(_total(f"_sim_{p}").alias(f"_sim_{p}") for p in parts),
-        *(_total(f"_old_{p}").alias(f"_old_{p}") for p in parts))
+        *(_total(f"_old_{p}").alias(f"_old_{p}") for p in parts),
+        cache_miss_tokens=pl.col("_miss_tokens").filter(first).sum(),
+        _miss=_total_of((pl.col(f"_sim_{miss_write}") - pl.col(f"_old_{miss_write}")).clip(0).filter(first)))
     summ = pl.concat([summarizer.select(*keys, SESSION, "event"), summ_cost], how="horizontal")
     ev = (ev.join(per_event, on="_eid", how="left")
           .join(summ.select(*keys, SESSION, "event", *(pl.col(p).alias(f"summarizer_{p}") for p in parts)),
@@ -458,11 +477,12 @@ def bill_replay(messages: pl.DataFrame | pl.LazyFrame, events: pl.DataFrame, ses
           .sort("_eid")
           # An event whose calls all came before the next trigger changed nothing: 0, not null.
           .with_columns(pl.when(pl.col("calls_after").is_null()).then(0.0).otherwise(pl.col(c)).alias(c)
-                        for p in parts for c in (f"_sim_{p}", f"_old_{p}")))
+                        for c in [*(f"_sim_{p}" for p in parts), *(f"_old_{p}" for p in parts), "_miss"])
+          .with_columns(pl.col("cache_miss_tokens").fill_null(0)))
     rebilled = ev.group_by(group := [*keys, SESSION]).agg(
         pl.col("calls_after").sum().alias("_n"),
         *(_total(f"_sim_{p}").alias(f"_sim_{p}") for p in parts), *(_total(f"_old_{p}").alias(f"_old_{p}") for p in parts),
-        *(_total(f"summarizer_{p}").alias(f"summarizer_{p}") for p in parts))
+        *(_total(f"summarizer_{p}").alias(f"summarizer_{p}") for p in parts), _total("_miss").alias("_miss"))
     out = (sessions.join(per_session, on=SESSION, how="left", maintain_order="left")
            .join(rebilled, on=group, how="left", maintain_order="left"))
     fired = pl.col("_n").fill_null(0) > 0  # some call was re-billed
@@ -474,12 +494,15 @@ def bill_replay(messages: pl.DataFrame | pl.LazyFrame, events: pl.DataFrame, ses
           .otherwise(pl.col(f"recorded_{p}")).alias(f"simulated_{p}") for p in parts),
         *(pl.when(pl.col("n_compactions") > 0).then(pl.col(f"summarizer_{p}")).otherwise(0.0)
           .alias(f"summarizer_{p}") for p in parts),
+        cache_miss_usd=pl.when(pl.col("n_compactions") > 0).then(pl.col("_miss")).otherwise(0.0),
     ).with_columns(
         *((pl.col(f"simulated_{p}") + pl.col(f"summarizer_{p}")).alias(f"total_{p}") for p in parts),
     )
     events_out = ev.with_columns(
         pl.col("calls_after").fill_null(0).cast(pl.UInt32),
         calls_recorded_cost_usd=pl.col(f"_old_{parts[-1]}"), calls_simulated_cost_usd=pl.col(f"_sim_{parts[-1]}"),
+        cache_miss_usd=pl.col("_miss"),
     ).select(*events.columns, "summarizer_input", "summarizer_cache_read", "summarizer_output",
-             *(f"summarizer_{p}" for p in parts), "calls_after", "calls_recorded_cost_usd", "calls_simulated_cost_usd")
+             *(f"summarizer_{p}" for p in parts), "calls_after", "calls_recorded_cost_usd", "calls_simulated_cost_usd",
+             "cache_miss_tokens", "cache_miss_usd")
     return events_out, out.select([c for c in out.columns if not c.startswith("_")])

@@ -41,6 +41,7 @@ import polars as pl
 
 from ..defaults import COST_GROUPINGS
 from ..models import normalized_model
+from ..phrases import counted
 from ..schema import SESSION
 from .prices import RATES, Prices, load_prices
 
@@ -265,5 +266,5 @@ def _unpriced(billed: pl.LazyFrame) -> pl.LazyFrame:
 
 def _warn_unpriced(table: pl.DataFrame) -> None:
     for model, calls, tokens in table.iter_rows():
-        warnings.warn(UnpricedWarning(f"no price for model {model}: {calls:,} call(s), {tokens:,} token(s) "
+        warnings.warn(UnpricedWarning(f"no price for model {model}: {counted(calls, 'call')}, {counted(tokens, 'token')} "
                                       "unpriced (their cost is null)"), stacklevel=3)

@@ -34,6 +34,9 @@ def test_the_table_adds_up_per_policy_and_budget(billed):
         assert row["summarizer_share"] == pytest.approx(part["summarizer_cost_usd"].sum() / part["total_cost_usd"].sum())
         assert row["cache_write_change_usd"] == pytest.approx(
             part["simulated_cache_write_usd"].sum() - part["recorded_cache_write_usd"].sum())
+        assert row["cache_miss_usd"] == pytest.approx(part["cache_miss_usd"].sum())
+        assert row["cache_miss_per_compaction_usd"] == (
+            pytest.approx(part["cache_miss_usd"].sum() / row["compactions"]) if row["compactions"] else None)
         # The recorded bill is the one `cost` gives for the same sessions: one definition of a cost.
         assert row["recorded_usd"] == pytest.approx(pa.costs(messages, prices=PRICES)["cost_usd"].item(), rel=1e-9)
 
@@ -66,7 +69,7 @@ def test_the_report_section(billed):
     assert report.costs is None          # nothing billed: no section
     costs_section(report, result, 8_000)
     text = render_markdown(report)
-    assert "## What compaction costs" in text and "summarizer share" in text
+    assert "## What compaction costs" in text and "summarizer share" in text and "cache miss per compaction" in text
     assert "What compaction costs</h2>" in render_html(report)
     assert report.figures[-1].name == "cost_by_budget"
 

@@ -138,7 +138,7 @@ def test_cli_prints_budget_rule_rows_and_warnings():
     result = run("-k", "2", "-p", "75%")
     assert result.exit_code == 0, result.output
     out = result.output
-    assert out.startswith("recommended keep_verbatim: 2k (2000 tokens)")
+    assert out.startswith("recommended keep_verbatim: 2k (2,000 tokens)")
     assert "rule: the smallest budget" in out and "why: at 2k, 75.0%" in out
     assert "<- chosen" in out
     assert "warning: 1 of 4 sessions" in out

@@ -50,7 +50,7 @@ def test_cost_by_day_is_hand_computed_and_names_its_source(corpus):
     assert table["cost_usd"][0] == pytest.approx(5.0 + 25.0)
     assert table["cost_usd"][1] is None          # the unpriced call leaves the day's total null, not partial
     assert table["price_source"].str.starts_with("genai-prices ").all()
-    assert "note: no price for model house-model-7: 1 call(s), 15 token(s) unpriced" in result.stderr
+    assert "note: no price for model house-model-7: 1 call, 15 tokens unpriced" in result.stderr
     # In Tokyo, 23:30 UTC is the next day.
     tokyo = _csv(run("cost", corpus, "--by", "day", "--timezone", "Asia/Tokyo", "-o", "-"))
     assert tokyo["day"].to_list() == ["2026-11-01", "2026-11-02"]

@@ -18,14 +18,14 @@ def dataset(tmp_path_factory):
     root = tmp_path_factory.mktemp("ds") / "corpus.ds"
     result = run("ingest", DATA, "--dataset", root, "--buckets", "8")
     assert result.exit_code == 0, result.output
-    assert "dataset: 40 file(s) read" in result.output
+    assert "dataset: 40 files read" in result.output
     return root
 
 
 def test_second_ingest_reads_nothing(dataset):
     result = run("ingest", DATA, "--dataset", dataset)
     assert result.exit_code == 0
-    assert result.output.startswith("dataset: 0 file(s) read, 40 unchanged, 0 removed")
+    assert result.output.startswith("dataset: 0 files read, 40 unchanged, 0 removed")
 
 
 @pytest.mark.parametrize("command", [["sweep", "-b", "0:100k:5"], ["splits", "-b", "8k,20k"],
@@ -121,7 +121,7 @@ def test_a_dataset_names_its_files_absolutely_wherever_it_was_written_from(tmp_p
     result = run("request", here / "ds", "-b", "1k", "--session", sid)
     assert result.exit_code == 0 and result.output.strip(), result.output
     monkeypatch.chdir(here)  # and updating it from where it was written finds nothing changed
-    assert run("ingest", "src", "--dataset", "ds", "--no-cache").output.startswith("dataset: 0 file(s) read, 40 unchanged")
+    assert run("ingest", "src", "--dataset", "ds", "--no-cache").output.startswith("dataset: 0 files read, 40 unchanged")
 
 
 def test_ingesting_another_folder_adds_it_and_says_so_first(tmp_path):
@@ -139,7 +139,7 @@ def test_ingesting_another_folder_adds_it_and_says_so_first(tmp_path):
     assert run("ingest", a, "--dataset", ds, "--no-cache").exit_code == 0
     result = CliRunner().invoke(main, ["ingest", str(b), "--dataset", str(ds), "--no-cache"])
     assert result.exit_code == 0, result.output
-    note = f"note: {ds} holds 25 file(s) (25 session(s)) that PATHS do not name: kept beside PATHS' sessions"
+    note = f"note: {ds} holds 25 files (25 sessions) that PATHS do not name: kept beside PATHS' sessions"
     assert note in result.stderr and "0 removed" in result.stdout
     assert result.output.index(note) < result.output.index("dataset: ")  # said before it happens
     assert (read_info(ds).files, read_info(ds).sessions) == (40, 40)
@@ -150,7 +150,7 @@ def test_ingesting_another_folder_adds_it_and_says_so_first(tmp_path):
     # --replace: the dataset holds PATHS alone, and says so first.
     result = CliRunner().invoke(main, ["ingest", str(b), "--dataset", str(ds), "--no-cache", "--replace"])
     assert result.exit_code == 0, result.output
-    assert f"note: {ds} holds 24 file(s) (24 session(s)) that PATHS do not name: --replace drops them" in result.stderr
+    assert f"note: {ds} holds 24 files (24 sessions) that PATHS do not name: --replace drops them" in result.stderr
     assert "24 removed" in result.stdout and read_info(ds).sessions == 15
     assert run("ingest", b, "--replace").exit_code == 2  # --replace is for --dataset
 

@@ -38,7 +38,7 @@ def test_loss_checks_the_recorded_compactions(tmp_path):
     cuts = refetch(corpus.messages, corpus.compactions, corpus.sessions)
     assert pl.read_parquet(tmp_path / "cuts.parquet").equals(cuts)
     assert pl.read_json(io.StringIO(out.stdout)).equals(refetch_summary(cuts))
-    assert "only 1 cut(s)" in out.stderr
+    assert "only 1 cut behind" in out.stderr
 
 
 def test_an_agent_without_a_compaction_is_named():

@@ -141,6 +141,10 @@ def test_the_bill_of_a_compaction_by_hand():
     assert ev.select("calls_after", "summarizer_input", "summarizer_cache_read").row(0) == (2, 4_001, 0)
     assert ev["calls_recorded_cost_usd"].item() == pytest.approx(2_605 + 3_055)
     assert ev["calls_simulated_cost_usd"].item() == pytest.approx(4_705 + 2_685)
+    # The cache miss: call 5, the first after the compaction, writes 1,800 tokens where it recorded 500
+    # (1,000 at 2 per token): 1,300 tokens, 3,600 - 1,000 = 2,600. Call 7 is not the first: not counted.
+    assert ev.select("cache_miss_tokens", "cache_miss_usd").row(0) == (1_300, pytest.approx(2_600))
+    assert row["cache_miss_usd"] == pytest.approx(2_600)
 
 
 def test_past_the_lifetime_and_an_automatic_cache():

@@ -293,7 +293,9 @@ def costs_section(report: Report, result: Replay, chosen: int | None = None) -> 
             "replayed_usd": ("replayed", money), "change_usd": ("change", money),
             "summarizer_usd": ("summarizer", money), "summarizer_share": ("summarizer share", percent),
             "cache_write_change_usd": ("cache writes change", money),
-            "cache_read_change_usd": ("cache reads change", money)}
+            "cache_read_change_usd": ("cache reads change", money),
+            "cache_miss_usd": ("cache misses", money),
+            "cache_miss_per_compaction_usd": ("cache miss per compaction", money)}
     t = compaction_costs(result.sessions)
     report.costs = Table([name for name, _ in cols.values()],
                          [[fmt(row[c]) for c, (_, fmt) in cols.items()] for row in t.iter_rows(named=True)])

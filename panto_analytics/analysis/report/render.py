@@ -105,8 +105,9 @@ _COSTS_TEXT = ("Every call of the replay billed (docs/cost.md; the rules in docs
                "as recorded, as replayed (the calls after each compaction, with their shorter prompts and cache "
                "misses, plus the summarizer's calls), the change, the summarizer's share of the replayed cost, and "
                "how cache writes and reads changed: the writes after each compaction (a cache miss on the summary "
-               "and the kept suffix) against the shorter prompts read and rewritten. Totals over the sessions; "
-               "a total with an unpriced session is '-'.")
+               "and the kept suffix) against the shorter prompts read and rewritten, and the cache misses alone: "
+               "what the first call after each compaction writes to the cache beyond what the recorded call wrote, "
+               "in all and per compaction. Totals over the sessions; a total with an unpriced session is '-'.")
 
 _DECISION_TEXT = ("One row per (policy, budget) of the replay under the window, the chosen one emphasised. Figures "
                   "per session are over the sessions that reach the trigger; a rule counts sessions (keep k+ turns: "

@@ -17,6 +17,7 @@ import polars as pl
 from ...outcomes.billing import SUMMARIZER_MODES, bill_replay
 from ...outcomes.cost import UnpricedWarning, bill, unpriced
 from ...outcomes.prices import Prices, load_prices
+from ...phrases import counted
 from .engine import Replay
 from .policies import POLICIES
 
@@ -73,6 +74,6 @@ def bill_replay_result(result: Replay, messages: pl.DataFrame | pl.LazyFrame, pr
     events, sessions = bill_replay(messages, result.events, result.sessions, keys=keys,
                                    summary_tokens=result.summary_tokens, price=price, cached=cached)
     for model, calls, tokens in (missing[0].iter_rows() if missing else ()):
-        warnings.warn(UnpricedWarning(f"no price for model {model}: {calls:,} recorded call(s), {tokens:,} "
-                                      "token(s) unpriced (their sessions' costs are null)"), stacklevel=2)
+        warnings.warn(UnpricedWarning(f"no price for model {model}: {counted(calls, 'recorded call')}, "
+                                      f"{counted(tokens, 'token')} unpriced (their sessions' costs are null)"), stacklevel=2)
     return replace(result, events=events, sessions=sessions, price_source=table.source)

@@ -1,5 +1,5 @@
 """The replay starts from what an agent recorded: after a recorded anchor, the agent's kept block (recorded
-before its compaction record, as pi writes it) is no growth and no trigger (policy/replay.py's rules)."""
+before its compaction record, as pi writes it) is no growth and no trigger (policy/replay/engine.py's rules)."""
 from __future__ import annotations
 
 import dataclasses

@@ -66,6 +66,13 @@ def test_compactions_change_the_bill(real):
     ev = result.events
     assert (ev.filter(pl.col("policy") == "codex")["summarizer_cache_read"] > 0).all()
     assert (ev.filter(pl.col("policy") != "codex")["summarizer_cache_read"] == 0).all()
+    # Each compaction's cache miss: never negative, a session's is the sum of its events', nothing on a quiet one.
+    assert (ev["cache_miss_usd"] >= 0).all() and (ev["cache_miss_tokens"] >= 0).all()
+    assert (ev.filter(pl.col("calls_after") > 0)["cache_miss_tokens"] > 0).any()
+    per_session = ev.group_by("policy", "session_id").agg(pl.col("cache_miss_usd").sum().alias("_events"))
+    both = result.sessions.join(per_session, on=["policy", "session_id"], how="left")
+    assert (both["cache_miss_usd"] - both["_events"].fill_null(0.0)).abs().max() < 1e-9
+    assert (quiet["cache_miss_usd"] == 0).all()
     table = compare_policies(result.events, result.sessions)
     assert table["cost_usd"].to_list() == pytest.approx(
         result.sessions.group_by("policy", maintain_order=True).agg(pl.col("total_cost_usd").sum())[
