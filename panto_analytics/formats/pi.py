@@ -18,7 +18,7 @@ path, so memory stays small however long the session.
 
 Each pass decodes a line into the record shape it needs, declared once below
 as ``msgspec.Struct``s holding only the fields read (:class:`_Head` for the
-first pass, :class:`_Entry` for the second; tool arguments stay raw bytes). A
+first pass, :class:`_Record` for the second; tool arguments as raw JSON bytes). A
 line of any other shape (a field of another type, a value out of range, an
 unknown block) is read again as plain JSON by the checks that name the file's
 own fields in their errors, so both give the same messages, skips and errors
@@ -137,7 +137,7 @@ class _Msg(msgspec.Struct):
     timestamp: str | int | float | None = None
 
 
-class _Entry(msgspec.Struct):
+class _Record(msgspec.Struct):
     """An entry as the second pass reads it."""
 
     type: str
@@ -149,7 +149,7 @@ class _Entry(msgspec.Struct):
 
 
 _HEAD = msgspec.json.Decoder(_Head)
-_ENTRY = msgspec.json.Decoder(_Entry)
+_RECORD = msgspec.json.Decoder(_Record)
 
 
 def parse(src: SourceFile) -> Iterator[Message]:
@@ -310,7 +310,7 @@ class _Session:
 
     def messages(self) -> Iterator[Message]:
         anchors = self.layout.anchors
-        for lineno, entry, raw in typed_reread(self.src, set(self.layout.path), _ENTRY):
+        for lineno, entry, raw in typed_reread(self.src, set(self.layout.path), _RECORD):
             for comp, found in anchors.get(lineno, ()):
                 anchor = self._anchor(comp, found, parse_timestamp(comp.timestamp))
                 self.count += 1
@@ -434,7 +434,7 @@ class _Session:
     # -- the typed path: the same rules over the declared shapes; Fallback (before any effect) where the
     # plain checks must decide ---------------------------------------------------------------------
 
-    def _typed_entry(self, entry: _Entry, lineno: int) -> Message | None:
+    def _typed_entry(self, entry: _Record, lineno: int) -> Message | None:
         kind = entry.type
         ts = parse_timestamp(entry.timestamp)
         if kind == "message":
