@@ -44,7 +44,7 @@ def test_recommend_with_a_window_judges_sessions_at_their_compactions():
     assert "of the sessions that reach the trigger keep 1 or more whole turn verbatim at every compaction" in out.output
     assert "replayed under a 32k window" in out.output and "end-of-session" not in out.output
     r = pa.replay(pa.read_sessions(DATA), pa.parse_budgets("0:16k:9"), window=32_000)
-    chosen = int(out.stdout.split("(")[1].split(" tokens")[0])
+    chosen = int(out.stdout.split("(")[1].split(" tokens")[0].replace(",", ""))  # "6k (6,000 tokens)"
     reaching = r.sessions.filter(pl.col("n_compactions").max().over("session_id") > 0)["session_id"].unique()
     worst = r.events.filter(pl.col("budget") == chosen).group_by("session_id").agg(pl.col("kept_turns").min())
     bad = worst.filter(pl.col("kept_turns") < 1).height
