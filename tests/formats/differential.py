@@ -1,0 +1,27 @@
+"""What an adapter's ``parse`` makes of one file, compared whole: the typed readers against their line-by-line oracles.
+
+The outcome of a read is its messages (every field a frame row is built
+from), the session metadata, the skips and ignores counted, and the error
+raised, if any (its line and reason): two readers agree on a file when these
+are equal, strict and under ``skip_invalid``.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from panto_analytics.errors import IngestReport, InputError
+from panto_analytics.formats.base import SourceFile
+
+__all__ = ["outcome"]
+
+
+def outcome(module: Any, path: Path, fmt: str, skip_invalid: bool) -> tuple[Any, ...]:
+    """``parse``'s messages, metadata, skips and ignores on ``path``, or the error it raised (line, reason)."""
+    report = IngestReport()
+    src = SourceFile(path, fmt, skip_invalid=skip_invalid, report=report)
+    try:
+        messages = list(module.parse(src))
+    except InputError as e:
+        return ("error", e.line, e.reason, dict(report.skipped), dict(report.ignored))
+    return ("read", messages, src.meta, dict(report.skipped), dict(report.ignored))

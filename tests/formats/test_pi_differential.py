@@ -1,0 +1,70 @@
+"""The typed pi reader (``formats/pi.py``, msgspec Structs) against its oracle, the line-by-line reader
+``reference/pi_lines.py``: the same messages, session metadata, skips, ignores and errors on every fixture,
+every real recording present and hypothesis-mutated files."""
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import pytest
+from conftest import FIXTURES, REALDATA, examples
+from differential import outcome
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from mutations import MUTATIONS, mutate
+
+from panto_analytics.formats import pi
+from reference import pi_lines
+
+FIXTURE_FILES = sorted((FIXTURES / "pi").glob("*.jsonl"))
+REAL_FILES = sorted(REALDATA.glob("pi*/**/*.jsonl")) if REALDATA.is_dir() else []
+
+
+def _agree(path: Path) -> None:
+    for skip_invalid in (False, True):
+        want = outcome(pi_lines, path, "pi", skip_invalid)
+        got = outcome(pi, path, "pi", skip_invalid)
+        assert got == want, (path, skip_invalid)
+
+
+@pytest.mark.parametrize("path", FIXTURE_FILES, ids=lambda p: p.name)
+def test_fixture(path):
+    _agree(path)
+
+
+@pytest.mark.skipif(not REAL_FILES, reason="../shared/realdata/pi is absent")
+@pytest.mark.parametrize("path", REAL_FILES, ids=lambda p: p.parent.name + "/" + p.name)
+def test_real_recording(path):
+    want = outcome(pi_lines, path, "pi", False)
+    assert want[0] == "read" and want[1], "the oracle reads the recording"
+    _agree(path)
+
+
+def test_tool_arguments_are_their_compact_serialization(tmp_path):
+    """Raw argument bytes stand for orjson's re-serialization only where they are it: spaces, floats, escapes."""
+    lines = (FIXTURES / "pi" / "v1.jsonl").read_bytes().splitlines()
+    call = next(i for i, line in enumerate(lines) if b'"toolCall"' in line and b'"arguments":{' in line)
+    for args in (b'{"a" : [1 , 2.50]}', b'{"p":"a\\/b \\u00e9"}', b'{"n":-0,"m":1E3,"k":12345678901234567890}',
+                 b'{"x":{"y":[]} }', b'null', b'"s"'):
+        line = lines[call].replace(b'"arguments":{', b'"arguments":' + args + b',"was":{', 1)
+        f = tmp_path / "args.jsonl"
+        f.write_bytes(b"\n".join([*lines[:call], line, *lines[call + 1:]]) + b"\n")
+        _agree(f)
+
+
+SOURCES = FIXTURE_FILES + REAL_FILES[:1]
+
+
+@pytest.mark.slow
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_mutated_file(data):
+    source = data.draw(st.sampled_from(SOURCES), label="source")
+    lines = source.read_bytes().splitlines()
+    for _ in range(data.draw(st.integers(1, 3), label="mutations")):
+        at = data.draw(st.integers(0, len(lines) - 1), label="line")
+        lines[at] = mutate(lines[at], data.draw(st.sampled_from(MUTATIONS), label="how"), data)
+    with tempfile.TemporaryDirectory() as d:
+        f = Path(d) / "s.jsonl"
+        f.write_bytes(b"\n".join(lines) + b"\n")
+        _agree(f)
