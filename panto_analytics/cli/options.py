@@ -605,13 +605,17 @@ def replay_prices(cost: bool, prices_file: Path | None, summarizer: str | None) 
     return True if cost or summarizer is not None else None
 
 
-def check_replay(window: int | None, reserve: int, summary_tokens: int | None) -> None:
-    """A usage error, before any work, for replay parameters that cannot work (``window <= reserve``, ...)."""
+def check_replay(window: int | None, reserve: int, summary_tokens: int | None, policies: tuple[str, ...] = ()) -> None:
+    """A usage error, before any work, for replay parameters that cannot work (``window <= reserve``, a policy
+    whose own reserve leaves no trigger at ``window``, ...)."""
+    from ..policy.replay.any_policy import check_policy_windows, parse_policies
     from ..policy.replay.engine import validate_parameters
 
     if window is not None:
         try:
             validate_parameters(window, reserve, DEFAULT_SUMMARY_TOKENS if summary_tokens is None else summary_tokens)
+            if policies:
+                check_policy_windows(parse_policies(policies, reserve=reserve), window)
         except ValueError as e:
             raise click.UsageError(str(e)) from None
 

@@ -83,7 +83,7 @@ def replay_cmd(paths, format_, skip_invalid, budgets, window, reserve, summary_t
     from ..policy.replay.any_policy import replay
     from ..policy.replay.summary import compare_policies, summarize_replay
 
-    check_replay(window, reserve, summary_tokens)
+    check_replay(window, reserve, summary_tokens, tuple(policies))
     messages = read_input(paths, format_, skip_invalid)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", UnpricedWarning)

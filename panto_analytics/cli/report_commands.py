@@ -150,7 +150,7 @@ def recommend_cmd(paths, format_, skip_invalid, budgets, min_kept_turns, coverag
     from ..outcomes.cost import UnpricedWarning
 
     criteria = _criteria(min_kept_turns, coverage, max_kept_share, context_window, window)
-    check_replay(window, reserve, summary_tokens)
+    check_replay(window, reserve, summary_tokens, tuple(policies))
     if window is None and (policies or max_orphan_rate is not None):
         raise click.UsageError("--policy and --max-orphan-rate judge a replay: give --window (e.g. 200k)")
     ds = check_engine(paths, engine, ray_address)
@@ -265,7 +265,7 @@ def report(paths, format_, skip_invalid, budgets, min_kept_turns, coverage, max_
     from ..outcomes.cost import UnpricedWarning
 
     criteria = _criteria(min_kept_turns, coverage, max_kept_share, context_window, window)
-    check_replay(window, reserve, summary_tokens)
+    check_replay(window, reserve, summary_tokens, tuple(policies))
     if policies and window is None:
         raise click.UsageError("--policy compares policies under a context window: give --window (e.g. 200k)")
     if max_orphan_rate is not None and window is None:

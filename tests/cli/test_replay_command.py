@@ -172,3 +172,13 @@ def test_policy_cuts_help_names_only_what_the_command_takes():
     assert "--budgets" not in out.output
     assert "libpanto" not in policy_help
     assert "codex" in policy_help and "pi-whole-turn" in policy_help
+
+
+def test_a_window_too_small_for_a_policys_reserve_is_a_usage_error_before_any_work(tmp_path):
+    # claude-code reserves 33k: at a 32k window it has no trigger. It was a traceback from deep in the replay.
+    for command in ("replay", "recommend", "report"):
+        out = CliRunner().invoke(main, [command, str(tmp_path / "nothing-read-yet"), "-w", "32k", "--policy", "claude-code",
+                                        *(["-o", str(tmp_path / "r")] if command == "report" else [])])
+        assert out.exit_code == 2, (command, out.output)
+        assert "policy claude-code: its trigger (-1,000) is below 0 at a window of 32,000" in out.output
+        assert out.exception is None or isinstance(out.exception, SystemExit)

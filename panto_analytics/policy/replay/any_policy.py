@@ -53,7 +53,7 @@ from .engine import replay as replay_libpanto
 from .policies import LibPanto, Policy, parse_policy
 from .request import with_request_bytes
 
-__all__ = ["POLICY_EVENT_SCHEMA", "replay", "replay_policies", "window_columns"]
+__all__ = ["POLICY_EVENT_SCHEMA", "check_policy_windows", "parse_policies", "replay", "replay_policies", "window_columns"]
 
 Array = np.ndarray
 
@@ -296,6 +296,33 @@ def replay(messages: pl.DataFrame | pl.LazyFrame, budgets: Budgets, *, window: i
     return bill_replay_result(result, messages, prices, summarizer=summarizer)
 
 
+def parse_policies(policies: str | Policy | Iterable[str | Policy], *, reserve: int = DEFAULT_RESERVE) -> list[Policy]:
+    """Each policy spec as a :class:`Policy` (``libpanto`` with ``reserve``); ValueError, in one line, on a bad spec.
+
+    >>> [p.spec() for p in parse_policies(["libpanto", "pi"])]
+    ['libpanto', 'pi']
+    """
+    given = [policies] if isinstance(policies, (str, Policy)) else list(policies)
+    parsed = [LibPanto(reserve=reserve) if isinstance(p, str) and p.strip() == "libpanto" else parse_policy(p)
+              for p in given]
+    if not parsed:
+        raise ValueError("no policy given")
+    return parsed
+
+
+def check_policy_windows(policies: Iterable[Policy], window: int) -> None:
+    """ValueError, in one line, for a policy whose trigger falls below 0 at ``window`` (its reserve is larger).
+
+    >>> check_policy_windows(parse_policies(["claude-code"]), 32_000)
+    Traceback (most recent call last):
+    ValueError: policy claude-code: its trigger (-1,000) is below 0 at a window of 32,000: give a larger window
+    """
+    for policy in policies:
+        if policy.threshold(window) < 0:
+            raise ValueError(f"policy {policy.spec()}: its trigger ({policy.threshold(window):,}) is below 0 "
+                             f"at a window of {window:,}: give a larger window")
+
+
 def replay_policies(messages: pl.DataFrame | pl.LazyFrame, policies: Sequence[str | Policy] | str | Policy, *,
                     window: int, budgets: Iterable[int] | None = None, reserve: int = DEFAULT_RESERVE,
                     summary_tokens: int | None = None) -> Replay:
@@ -317,11 +344,8 @@ def replay_policies(messages: pl.DataFrame | pl.LazyFrame, policies: Sequence[st
     0
     """
     frame = messages.collect() if isinstance(messages, pl.LazyFrame) else messages
-    given = [policies] if isinstance(policies, (str, Policy)) else list(policies)
-    parsed = [LibPanto(reserve=reserve) if isinstance(p, str) and p.strip() == "libpanto" else parse_policy(p)
-              for p in given]
-    if not parsed:
-        raise ValueError("no policy given")
+    parsed = parse_policies(policies, reserve=reserve)
+    check_policy_windows(parsed, window)
     source = "given"
     if summary_tokens is None:
         summary_tokens, source = summary_size(frame)
@@ -329,9 +353,6 @@ def replay_policies(messages: pl.DataFrame | pl.LazyFrame, policies: Sequence[st
     check_order(frame)
     events, sessions = [], []
     for policy in parsed:
-        if policy.threshold(window) < 0:
-            raise ValueError(f"policy {policy.spec()}: its trigger ({policy.threshold(window)}) is below 0 "
-                             f"at a window of {window}")
         if isinstance(policy, LibPanto):
             result = replay_libpanto(frame, [20_000] if budgets is None else budgets, window=window, reserve=policy.reserve,
                             summary_tokens=summary_tokens)
