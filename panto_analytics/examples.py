@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 
 import polars as pl
 
-from .schema import MESSAGE_SCHEMA, SESSION
+from .schema import MESSAGE_SCHEMA, ROLE, SEQ, SESSION
 
 __all__ = ["messages"]
 
@@ -45,7 +45,7 @@ def messages() -> pl.DataFrame:
     cols: dict[str, list] = {name: [] for name in MESSAGE_SCHEMA}
     for i, (sid, role, words, inp, out) in enumerate(_ROWS):
         calls = inp is not None
-        row = {SESSION: sid, "seq": seq[sid], "role": role, "words": words, "serialized_bytes": 6 * words + 10,
+        row = {SESSION: sid, SEQ: seq[sid], ROLE: role, "words": words, "serialized_bytes": 6 * words + 10,
                "has_tool_result": False, "has_summary": False, "input": inp, "output": out,
                "cache_read": 0 if calls else None, "cache_write": 0 if calls else None,
                "cache_write_1h": 0 if calls else None, "recorded_cost": None, "source_format": "canonical",

@@ -16,12 +16,17 @@ from .defaults import SOURCE_FORMATS
 
 __all__ = [
     "COMPACTIONS_SCHEMA", "SESSION", "MAX_USAGE", "MESSAGE_SCHEMA", "REFERENCE_SCHEMA", "REF_KINDS", "REF_STRUCT", "ROLES",
-    "RefKind", "Role", "SESSIONS_SCHEMA", "SESSION_META_SCHEMA",
+    "BUDGET", "ROLE", "RefKind", "Role", "SEQ", "SESSIONS_SCHEMA", "SESSION_META_SCHEMA",
     "SOURCE_FORMATS", "SPLIT_SCHEMA", "SourceFormat", "TURN_SCHEMA", "TokenSource", "USAGE_COLUMNS", "empty_messages",
 ]
 
 #: The column every frame is keyed by: one session (the frames' own name for it, written once).
 SESSION = "session_id"
+#: The message order within a session (0, 1, ...), the role of a message, and the context budget of a split or
+#: replay: the columns named most often after the session.
+SEQ = "seq"
+ROLE = "role"
+BUDGET = "budget"
 
 #: Message roles, in libpanto's order (``conversation.Role``).
 ROLES = ("system", "user", "assistant")
@@ -52,8 +57,8 @@ REF_STRUCT = pl.Struct({"call": pl.UInt16(), "key": pl.UInt64(), "kind": RefKind
 
 MESSAGE_SCHEMA: dict[str, pl.DataType] = {
     SESSION: pl.Categorical(),
-    "seq": pl.UInt32(),
-    "role": Role,
+    SEQ: pl.UInt32(),
+    ROLE: Role,
     "words": pl.UInt32(),
     #: What the message adds to a summarizer request, in bytes (see :mod:`panto_analytics.transcript`).
     "serialized_bytes": pl.UInt32(),
@@ -80,7 +85,7 @@ MESSAGE_SCHEMA: dict[str, pl.DataType] = {
 #: (session, message, tool call, target); ``call`` numbers the session's tool calls from 0.
 REFERENCE_SCHEMA: dict[str, pl.DataType] = {
     SESSION: pl.Categorical(),
-    "seq": pl.UInt32(),
+    SEQ: pl.UInt32(),
     "call": pl.UInt32(),
     "key": pl.UInt64(),
     "kind": RefKind,
@@ -100,7 +105,7 @@ TURN_SCHEMA: dict[str, pl.DataType] = {
 
 SPLIT_SCHEMA: dict[str, pl.DataType] = {
     SESSION: pl.Categorical(),
-    "budget": pl.UInt64(),
+    BUDGET: pl.UInt64(),
     "prefix_end": pl.UInt32(),
     "kept_turns": pl.UInt32(),
     "kept_tokens": pl.UInt64(),

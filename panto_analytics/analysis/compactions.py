@@ -17,7 +17,7 @@ from ..ingest.corpus import Corpus
 from ..policy.cuts import splits_at
 from ..policy.replay.policies import POLICIES, Policy
 from ..policy.replay.recorded_cuts import policy_cuts_at
-from ..schema import SESSION
+from ..schema import BUDGET, SESSION
 from .formatting import format_tokens
 
 __all__ = ["AGENT_POLICIES", "agent_vs_libpanto", "compaction_table", "policies_vs_agents", "recorded_cut_summary"]
@@ -49,9 +49,9 @@ def compaction_table(rows: pl.DataFrame) -> pl.DataFrame:
             "agent_first_kept_seq", "agent_kept_messages", "agent_kept_tokens"]
     base = rows.select(keys).unique("cut", keep="first", maintain_order=True)
     out = base
-    for budget in rows["budget"].unique(maintain_order=True).sort().to_list():
+    for budget in rows[BUDGET].unique(maintain_order=True).sort().to_list():
         label = format_tokens(budget)
-        per = rows.filter(pl.col("budget") == budget).select(
+        per = rows.filter(pl.col(BUDGET) == budget).select(
             "cut", pl.col("kept_turns").alias(f"turns@{label}"), pl.col("kept_tokens").alias(f"tokens@{label}"))
         out = out.join(per, on="cut", how="left", maintain_order="left")
     return out.drop("cut").rename({SESSION: "session", "anchor_seq": "anchor",

@@ -38,9 +38,11 @@ from __future__ import annotations
 
 import polars as pl
 
+from ..schema import BUDGET
+
 __all__ = ["COMPACTION_COST_COLUMNS", "compaction_costs"]
 
-COMPACTION_COST_COLUMNS = ("policy", "budget", "sessions", "compactions", "recorded_usd", "replayed_usd",
+COMPACTION_COST_COLUMNS = ("policy", BUDGET, "sessions", "compactions", "recorded_usd", "replayed_usd",
                            "change_usd", "summarizer_usd", "summarizer_share", "cache_write_change_usd",
                            "cache_read_change_usd", "cache_miss_usd", "cache_miss_per_compaction_usd")
 
@@ -68,7 +70,7 @@ def compaction_costs(replay_sessions: pl.DataFrame) -> pl.DataFrame:
     frame = replay_sessions.with_columns(policy.alias("policy"))
     order = frame["policy"].unique(maintain_order=True).to_list()
     return (frame.with_columns(pl.col("policy").cast(pl.Enum(order)))
-            .group_by("policy", "budget")
+            .group_by("policy", BUDGET)
             .agg(sessions=pl.len(), compactions=pl.col("n_compactions").sum().cast(pl.UInt64),
                  recorded_usd=_total("recorded_cost_usd"), replayed_usd=_total("total_cost_usd"),
                  summarizer_usd=_total("summarizer_cost_usd"),
@@ -81,6 +83,6 @@ def compaction_costs(replay_sessions: pl.DataFrame) -> pl.DataFrame:
                           cache_read_change_usd=pl.col("_sim_read") - pl.col("_rec_read"),
                           cache_miss_per_compaction_usd=pl.when(pl.col("compactions") > 0)
                           .then(pl.col("cache_miss_usd") / pl.col("compactions")))
-            .sort("policy", "budget")
+            .sort("policy", BUDGET)
             .with_columns(pl.col("policy").cast(pl.String))
             .select(COMPACTION_COST_COLUMNS))

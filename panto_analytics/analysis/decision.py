@@ -54,7 +54,7 @@ import polars as pl
 
 from ..phrases import counted
 from ..policy.replay.engine import Replay
-from ..schema import SESSION
+from ..schema import BUDGET, SESSION
 from .formatting import format_tokens, render_table
 
 __all__ = [
@@ -157,7 +157,7 @@ def session_outcomes(events: pl.DataFrame, sessions: pl.DataFrame) -> pl.DataFra
     policy at some budget). Whole sessions in, so rows of disjoint sets of sessions concatenate
     (:func:`panto_analytics.dataset.decision.decision_dataset`)."""
     events, sessions = _with_policy(events), _with_policy(sessions)
-    keys = ["policy", SESSION, "budget"]
+    keys = ["policy", SESSION, BUDGET]
     per = events.group_by(keys).agg(min_kept_turns=pl.col("kept_turns").min(), max_kept=pl.col("kept_tokens").max())
     ses = sessions.join(per.with_columns(pl.col(SESSION).cast(sessions[SESSION].dtype)), on=keys, how="left")
     return ses.with_columns(pl.col(SESSION).cast(pl.String), pl.col("policy").cast(pl.String),
@@ -183,7 +183,7 @@ def table_from_sessions(ses: pl.DataFrame, *, window: int, reserve: int, thresho
     the rows are ordered by policy, session and budget first, so both give the same table to the last bit)."""
     order = {p: i for i, p in enumerate(dict.fromkeys(ses["policy"].to_list()))}
     ses = (ses.with_columns(_o=pl.col("policy").replace_strict(order, return_dtype=pl.Int64))
-           .sort("_o", SESSION, "budget").drop("_o"))
+           .sort("_o", SESSION, BUDGET).drop("_o"))
     at = pl.col("_reach")
     keeps = pl.col("min_kept_turns").is_null() | (pl.col("min_kept_turns") >= min_kept_turns)
     n_at = at.sum()
@@ -221,12 +221,12 @@ def table_from_sessions(ses: pl.DataFrame, *, window: int, reserve: int, thresho
     if REFETCH in ses.columns:
         aggs |= {"refetch_tokens": pl.col(REFETCH).sum().cast(pl.UInt64),
                  "refetch_tokens_p50": pl.col(REFETCH).filter(at).quantile(0.5, "nearest")}
-    table = ses.group_by("policy", "budget", maintain_order=True).agg(**aggs)
+    table = ses.group_by("policy", BUDGET, maintain_order=True).agg(**aggs)
     given = dict(thresholds) if thresholds is not None else thresholds_of(list(order), window, reserve)
     thr = pl.col("policy").replace_strict(given, return_dtype=pl.Int64, default=window - reserve)
-    return (table.with_columns(threshold=thr, proposable=pl.col("budget").cast(pl.Int64) < thr,
+    return (table.with_columns(threshold=thr, proposable=pl.col(BUDGET).cast(pl.Int64) < thr,
                                _o=pl.col("policy").replace_strict(order, return_dtype=pl.Int64))
-            .sort("_o", "budget").drop("_o"))
+            .sort("_o", BUDGET).drop("_o"))
 
 
 def _looked_at(ses: pl.DataFrame) -> pl.Expr | None:
@@ -278,7 +278,7 @@ class Decision:
             first_above = (~pl.col("proposable")) & ((~pl.col("proposable")).cum_sum().over("policy") == 1)
             return self.table.filter(pl.col("proposable") | first_above)
         rows = self.table.filter(pl.col("policy") == self.policy).with_row_index("_i")
-        idx = rows.filter(pl.col("budget") == self.budget)["_i"][0]
+        idx = rows.filter(pl.col(BUDGET) == self.budget)["_i"][0]
         return rows.slice(max(0, idx - n), 2 * n + 1).drop("_i")
 
     def headline(self) -> str:
@@ -302,7 +302,7 @@ class Decision:
         if not rows.is_empty():
             shown = rows.select(_display(rows)).with_columns(
                 pl.when(~pl.col("proposable")).then(pl.lit("at/above trigger"))
-                .when((pl.col("budget") == (self.budget or -1)) & (pl.col("policy") == (self.policy or "")))
+                .when((pl.col(BUDGET) == (self.budget or -1)) & (pl.col("policy") == (self.policy or "")))
                 .then(pl.lit("<- chosen")).otherwise(pl.lit("")).alias(" ")).drop("proposable")
             lines += ["", render_table(shown)[0]]
         lines += [f"warning: {w}" for w in self.warnings]
@@ -310,7 +310,7 @@ class Decision:
 
 
 def _display(table: pl.DataFrame) -> list[str]:
-    wanted = ["policy", "budget", "at_trigger", "events", "compactions_per_session", "keeps_k_share",
+    wanted = ["policy", BUDGET, "at_trigger", "events", "compactions_per_session", "keeps_k_share",
               "within_limit_share", "cost_p50", "cost_p90", "orphan_rate", "orphan_rate_p50", "refetch_tokens",
               "summarized_p50", "proposable"]
     return [c for c in wanted if c in table.columns]
@@ -371,7 +371,7 @@ def decide(table: pl.DataFrame, rule: DecisionRule, *, window: int, reserve: int
                 f"{format_tokens(best['budget'][0])})" if not best.is_empty() else ""))
         else:
             pick = fits.row(0, named=True)
-            dec.policy, dec.budget = pick["policy"], int(pick["budget"])
+            dec.policy, dec.budget = pick["policy"], int(pick[BUDGET])
             dec.reasons.append(f"{counted(front.height, 'point')} on the frontier; the cheapest with an orphan rate of at "
                                f"most {rule.max_orphan_rate:.1%}: {pick['policy']} at {format_tokens(dec.budget)}, "
                                f"median ${pick['cost_p50']:.4f} per session, orphan rate {pick['orphan_rate']:.1%}")
@@ -381,12 +381,12 @@ def decide(table: pl.DataFrame, rule: DecisionRule, *, window: int, reserve: int
             dec.reasons += _neighbours(table, pick)
     else:
         if rule.max_kept_share is not None and rule.min_kept_turns is None:
-            chosen = meeting.sort("budget", descending=True).head(1)
+            chosen = meeting.sort(BUDGET, descending=True).head(1)
         else:
-            chosen = meeting.sort("budget").head(1)
+            chosen = meeting.sort(BUDGET).head(1)
         if not chosen.is_empty():
             pick = chosen.row(0, named=True)
-            dec.policy, dec.budget = pick["policy"], int(pick["budget"])
+            dec.policy, dec.budget = pick["policy"], int(pick[BUDGET])
             dec.reasons.append(_rule_reason(ok, pick, rule))
             if "cost_p50" in table.columns or "orphan_rate" in table.columns:
                 dec.reasons += _neighbours(table, pick)
@@ -401,7 +401,7 @@ def decide(table: pl.DataFrame, rule: DecisionRule, *, window: int, reserve: int
         dec.warnings.append("no cost: no session's model has a price in the price table (give a price file, "
                             "--prices FILE)")
     if dec.budget is not None:
-        row = table.filter((pl.col("policy") == dec.policy) & (pl.col("budget") == dec.budget))
+        row = table.filter((pl.col("policy") == dec.policy) & (pl.col(BUDGET) == dec.budget))
         dec.warnings += few_warnings(row)
         unpriced = int(cast(int, row["cost_unpriced"][0])) if "cost_unpriced" in row.columns else 0
         if unpriced and not table["cost_p50"].is_null().all():
@@ -419,8 +419,8 @@ def _rule_reason(ok: pl.DataFrame, pick: dict[str, Any], rule: DecisionRule) -> 
                f"{rule.min_kept_turns}+ whole turns at every compaction" if rule.min_kept_turns is not None else
                f"{pick['within_limit_share']:.1%} of the {pick['at_trigger']} sessions that reach the trigger stay "
                "within the limit at every compaction"))
-    mine = ok.filter(pl.col("policy") == pick["policy"]).sort("budget")
-    smaller = mine.filter(pl.col("budget") < pick["budget"]).tail(1)
+    mine = ok.filter(pl.col("policy") == pick["policy"]).sort(BUDGET)
+    smaller = mine.filter(pl.col(BUDGET) < pick[BUDGET]).tail(1)
     if rule.min_kept_turns is not None and not smaller.is_empty():
         text += (f"; at {format_tokens(smaller['budget'][0])}, the next smaller budget, only "
                  f"{smaller['keeps_k_share'][0]:.1%}")
@@ -429,10 +429,10 @@ def _rule_reason(ok: pl.DataFrame, pick: dict[str, Any], rule: DecisionRule) -> 
 
 def _neighbours(table: pl.DataFrame, pick: dict[str, Any]) -> list[str]:
     """What the next budgets down and up cost and lose against the chosen one (same policy)."""
-    mine = table.filter(pl.col("policy") == pick["policy"]).sort("budget")
+    mine = table.filter(pl.col("policy") == pick["policy"]).sort(BUDGET)
     out = []
-    for what, rows in (("down", mine.filter(pl.col("budget") < pick["budget"]).tail(1)),
-                       ("up", mine.filter(pl.col("budget") > pick["budget"]).head(1))):
+    for what, rows in (("down", mine.filter(pl.col(BUDGET) < pick[BUDGET]).tail(1)),
+                       ("up", mine.filter(pl.col(BUDGET) > pick[BUDGET]).head(1))):
         if rows.is_empty():
             out.append(f"no budget tried {'below' if what == 'down' else 'above'} {format_tokens(pick['budget'])}")
             continue

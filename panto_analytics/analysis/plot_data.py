@@ -30,7 +30,7 @@ import polars as pl
 from ..defaults import SEGMENT_KINDS
 from ..models import normalized_model, session_model
 from ..policy import session_turns, sweep
-from ..schema import SESSION
+from ..schema import BUDGET, SESSION
 
 __all__ = [
     "ALL", "LENGTH_BUCKETS", "OUTCOMES", "QUANTILES", "SEGMENT_KINDS", "cost_per_session",
@@ -150,12 +150,12 @@ def kept_tokens_stats(splits: pl.DataFrame, segments: pl.DataFrame | None = None
     Columns: ``budget``, ``segment``, ``sessions``, ``min``, ``p10``, ``q1``,
     ``median``, ``q3``, ``p90``, ``max``.
     """
-    return distribution(_with_turns(splits, segments), "kept_tokens", ["budget", "segment"])
+    return distribution(_with_turns(splits, segments), "kept_tokens", [BUDGET, "segment"])
 
 
 def kept_turns_stats(splits: pl.DataFrame, segments: pl.DataFrame | None = None) -> pl.DataFrame:
     """Whole turns kept verbatim per budget and segment: the same statistics as :func:`kept_tokens_stats`."""
-    return distribution(_with_turns(splits, segments), "kept_turns", ["budget", "segment"])
+    return distribution(_with_turns(splits, segments), "kept_turns", [BUDGET, "segment"])
 
 
 def summarized_share_stats(splits: pl.DataFrame, segments: pl.DataFrame | None = None) -> pl.DataFrame:
@@ -168,9 +168,9 @@ def summarized_share_stats(splits: pl.DataFrame, segments: pl.DataFrame | None =
     """
     frame = with_segment(splits.lazy().filter(pl.col("active_tokens") > 0).collect(), segments)
     share = pl.col("summarized_tokens") / pl.col("active_tokens")
-    stats = distribution(frame, share, ["budget", "segment"])
-    pooled = per_segment_sweep(frame).select("budget", "segment", pooled="summarized_share")
-    return stats.join(pooled, on=["budget", "segment"], how="left")
+    stats = distribution(frame, share, [BUDGET, "segment"])
+    pooled = per_segment_sweep(frame).select(BUDGET, "segment", pooled="summarized_share")
+    return stats.join(pooled, on=[BUDGET, "segment"], how="left")
 
 
 def per_segment_sweep(frame: pl.DataFrame) -> pl.DataFrame:
@@ -184,7 +184,7 @@ def per_segment_sweep(frame: pl.DataFrame) -> pl.DataFrame:
         for part in frame.partition_by("segment", maintain_order=True)
     ] or [sweep(frame.drop("segment")).with_columns(segment=pl.lit(None, pl.String))]
     return pl.concat(parts, how="vertical_relaxed").with_columns(
-        pl.col("segment").cast(frame.schema["segment"])).sort("budget", "segment")
+        pl.col("segment").cast(frame.schema["segment"])).sort(BUDGET, "segment")
 
 
 def outcome_shares(splits: pl.DataFrame, segments: pl.DataFrame | None = None) -> pl.DataFrame:
@@ -197,10 +197,10 @@ def outcome_shares(splits: pl.DataFrame, segments: pl.DataFrame | None = None) -
     wide = per_segment_sweep(with_segment(splits, segments))
     labels = pl.Enum([label for label, _ in OUTCOMES])
     return (
-        wide.unpivot(index=["budget", "segment"], on=[col for _, col in OUTCOMES],
+        wide.unpivot(index=[BUDGET, "segment"], on=[col for _, col in OUTCOMES],
                      variable_name="outcome", value_name="share")
         .with_columns(pl.col("outcome").replace_strict({col: label for label, col in OUTCOMES}).cast(labels))
-        .sort("outcome", "segment", "budget")
+        .sort("outcome", "segment", BUDGET)
     )
 
 
@@ -245,7 +245,7 @@ def token_source_shares(turns: pl.DataFrame, segments: pl.DataFrame | None = Non
 
 def per_session_stats(frame: pl.DataFrame, value: str) -> pl.DataFrame:
     """Per budget: the distribution of ``value`` over the rows of a per-(session, budget) frame (e.g. a replay's)."""
-    return distribution(with_segment(frame, None), value, ["budget", "segment"])
+    return distribution(with_segment(frame, None), value, [BUDGET, "segment"])
 
 
 def cost_per_session(replay_sessions: pl.DataFrame, value: str = "total_cost_usd") -> tuple[pl.DataFrame, float | None]:
@@ -266,7 +266,7 @@ def cost_per_session(replay_sessions: pl.DataFrame, value: str = "total_cost_usd
     policy = (pl.col("policy").cast(pl.String) if "policy" in replay_sessions.columns else pl.lit("libpanto"))
     frame = replay_sessions.with_columns(policy.alias("segment")).filter(pl.col(value).is_not_null())
     order = frame["segment"].unique(maintain_order=True).to_list()
-    stats = distribution(frame.with_columns(pl.col("segment").cast(pl.Enum(order))), value, ["budget", "segment"])
+    stats = distribution(frame.with_columns(pl.col("segment").cast(pl.Enum(order))), value, [BUDGET, "segment"])
     recorded = None
     if "recorded_cost_usd" in frame.columns:
         per_session = frame.group_by(SESSION).agg(pl.col("recorded_cost_usd").first())["recorded_cost_usd"]

@@ -36,6 +36,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, MaxNLocator, NullLocator, PercentFormatter
 
+from ..schema import BUDGET
 from . import plot_data as data
 from .formatting import format_tokens
 
@@ -189,7 +190,7 @@ def _bands(ax, stats, *, inner=("q1", "q3"), outer=None, value="median", marker=
         outer = None
     for seg, part in stats.partition_by("segment", as_dict=True, maintain_order=True).items():
         seg = seg[0]
-        x = part["budget"].to_numpy()
+        x = part[BUDGET].to_numpy()
         color = colors[seg]
         if outer:
             ax.fill_between(x, part[outer[0]], part[outer[1]], color=color, alpha=0.10, lw=0)
@@ -212,7 +213,7 @@ def kept_tokens_by_budget(splits, *, log: bool = False, segments=None, highlight
     stats = data.kept_tokens_stats(splits, segments)
     with style():
         fig, (ax,) = _figure()
-        budgets = stats["budget"].unique(maintain_order=True).to_list()
+        budgets = stats[BUDGET].unique(maintain_order=True).to_list()
         if segments is None:
             positions = list(range(len(budgets)))
             boxes = [
@@ -260,12 +261,12 @@ def agent_vs_libpanto_kept(rows, *, log: bool = False) -> Figure:
     which no budget changes, as dotted horizontal lines (one per compaction) and their median as a
     solid one.
     """
-    budgets = rows["budget"].unique().sort().to_list()
+    budgets = rows[BUDGET].unique().sort().to_list()
     agent = rows.unique("cut", keep="first")["agent_kept_tokens"].to_list()
     with style():
         fig, (ax,) = _figure()
         positions = list(range(len(budgets)))
-        values = [rows.filter(rows["budget"] == b)["kept_tokens"].to_list() for b in budgets]
+        values = [rows.filter(rows[BUDGET] == b)["kept_tokens"].to_list() for b in budgets]
         if budgets:
             ax.boxplot(values, positions=positions, widths=0.5, whis=(0, 100), patch_artist=True, manage_ticks=False,
                        boxprops={"facecolor": PALETTE[0] + "55", "edgecolor": PALETTE[0]},
@@ -307,7 +308,7 @@ def outcome_shares_by_budget(splits, *, segments=None, highlight: int | None = N
             fig, (ax,) = _figure()
             for outcome in outcomes:
                 part = shares.filter(outcome=outcome)
-                ax.plot(part["budget"], part["share"], marker="o", ms=3.5, color=OUTCOME_COLORS[outcome],
+                ax.plot(part[BUDGET], part["share"], marker="o", ms=3.5, color=OUTCOME_COLORS[outcome],
                         label=outcome)
             axes = [ax]
             _title(ax, "What the split does to each session")
@@ -317,7 +318,7 @@ def outcome_shares_by_budget(splits, *, segments=None, highlight: int | None = N
             for ax, outcome in zip(axes, outcomes):
                 for (seg,), part in shares.filter(outcome=outcome).partition_by(
                         "segment", as_dict=True, maintain_order=True).items():
-                    ax.plot(part["budget"], part["share"], marker="o", ms=3, color=colors[seg], label=seg)
+                    ax.plot(part[BUDGET], part["share"], marker="o", ms=3, color=colors[seg], label=seg)
                 ax.set_title(outcome.replace(" (", "\n("), fontsize=10, loc="left")
             fig.suptitle("What the split does to each session, by segment", fontweight="bold", x=0.01, ha="left")
         for ax in axes:
@@ -347,7 +348,7 @@ def summarized_share_by_budget(splits, *, segments=None, highlight: int | None =
         fig, (ax,) = _figure()
         _bands(ax, stats)
         if segments is None:  # per segment, the pooled lines would crowd the plot
-            ax.plot(stats["budget"], stats["pooled"], color=PALETTE[0], ls="--", lw=1.2, label="pooled over all tokens")
+            ax.plot(stats[BUDGET], stats["pooled"], color=PALETTE[0], ls="--", lw=1.2, label="pooled over all tokens")
         ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
         ax.set_ylim(-0.03, 1.03)
         ax.set_ylabel("summarized share of the active context")
@@ -414,7 +415,7 @@ def cost_by_budget(replay_sessions, *, value: str = "total_cost_usd", highlight:
         fig, (ax,) = _figure()
         colors = _segment_colors(stats)
         for seg, part in stats.partition_by("segment", as_dict=True, maintain_order=True).items():
-            x, median = part["budget"].to_numpy(), part["median"].to_numpy()
+            x, median = part[BUDGET].to_numpy(), part["median"].to_numpy()
             label = f"{seg[0]}: median of {_sessions(max(part['sessions'].to_list()))}"
             if part.height > 1:
                 ax.fill_between(x, part["p10"], part["p90"], color=colors[seg[0]], alpha=0.15, lw=0)
@@ -456,7 +457,7 @@ def policy_comparison(table) -> Figure:
     >>> policy_comparison(t).axes[1].get_xlabel()
     'compactions per session (mean)'
     """
-    labels = [p if p != "libpanto" else f"libpanto {format_tokens(b)}" for p, b in zip(table["policy"], table["budget"])]
+    labels = [p if p != "libpanto" else f"libpanto {format_tokens(b)}" for p, b in zip(table["policy"], table[BUDGET])]
     y = list(range(len(labels)))[::-1]
     with style():
         fig, (left, right) = _figure(2, 1, size=(FIGSIZE[0] * 1.4, 0.45 * len(labels) + 1.8), sharey=True)
@@ -511,7 +512,7 @@ def frontier(table, *, recorded=None, chosen: tuple[str, int] | None = None) -> 
         front = front_of(pts).sort("orphan_rate")
         for row in front.iter_rows(named=True):
             ax.annotate(f"{row['policy']} {format_tokens(row['budget'])}" if row["policy"] != "libpanto"
-                        else format_tokens(row["budget"]), (row["orphan_rate"], row["cost_p50"]),
+                        else format_tokens(row[BUDGET]), (row["orphan_rate"], row["cost_p50"]),
                         textcoords="offset points", xytext=(4, 4), fontsize=7.5, color=GREY)
         if front.height:
             ax.step(front["orphan_rate"].to_list(), front["cost_p50"].to_list(), where="post", color=INK,
@@ -525,7 +526,7 @@ def frontier(table, *, recorded=None, chosen: tuple[str, int] | None = None) -> 
                 ax.annotate(f"{row['agent']} (recorded)", (row["orphan_rate"], row["cost_p50"]),
                             textcoords="offset points", xytext=(6, -10), fontsize=8, color=INK)
         if chosen is not None:
-            hit = pts.filter((pts["policy"] == chosen[0]) & (pts["budget"] == chosen[1]))
+            hit = pts.filter((pts["policy"] == chosen[0]) & (pts[BUDGET] == chosen[1]))
             if hit.height:
                 ax.scatter(hit["orphan_rate"].to_list(), hit["cost_p50"].to_list(), s=220, facecolors="none",
                            edgecolors=ACCENT, linewidths=2, zorder=5, label="chosen")

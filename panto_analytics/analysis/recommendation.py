@@ -36,7 +36,7 @@ import polars as pl
 from ..defaults import DEFAULT_COVERAGE, DEFAULT_MIN_KEPT_TURNS
 from ..phrases import counted
 from ..policy import sweep
-from ..schema import SESSION
+from ..schema import BUDGET, SESSION
 from .formatting import format_share, format_tokens, render_table
 
 __all__ = [
@@ -121,8 +121,8 @@ def coverage_table(splits: pl.DataFrame | pl.LazyFrame, criteria: Criteria) -> p
     if criteria.max_kept_share is not None:
         aggs["within_limit_share"] = ((pl.col("kept_tokens") <= criteria.limit) & with_turns).sum() / n.clip(1)
         verdicts.append((pl.col("within_limit_share") >= criteria.coverage).alias("meets_max_kept_share"))
-    rules = lf.group_by("budget").agg(**aggs).with_columns(verdicts)
-    return sweep(lf).join(rules, on="budget", how="left").sort("budget").collect()
+    rules = lf.group_by(BUDGET).agg(**aggs).with_columns(verdicts)
+    return sweep(lf).join(rules, on=BUDGET, how="left").sort(BUDGET).collect()
 
 
 @dataclass
@@ -139,7 +139,7 @@ class Recommendation:
         """Rows of :attr:`table` for the chosen budget and ``n`` budgets either side."""
         if self.budget is None:
             return self.table.head(0)
-        idx = self.table.with_row_index("_i").filter(pl.col("budget") == self.budget)["_i"][0]
+        idx = self.table.with_row_index("_i").filter(pl.col(BUDGET) == self.budget)["_i"][0]
         return self.table.slice(max(0, idx - n), 2 * n + 1)
 
     def __str__(self) -> str:
@@ -167,7 +167,7 @@ class Recommendation:
             return "\n".join(lines + [f"warning: {w}" for w in self.warnings])
         rows = rows.select(display_columns(rows)).with_columns(
             pl.col("^kept_.*$").round().cast(pl.Int64),
-            pl.when(pl.lit(self.budget is not None) & (pl.col("budget") == (self.budget or 0)))
+            pl.when(pl.lit(self.budget is not None) & (pl.col(BUDGET) == (self.budget or 0)))
             .then(pl.lit("<- chosen")).otherwise(pl.lit("")).alias(" "),
         )
         lines += ["", render_table(rows)[0]]
@@ -177,7 +177,7 @@ class Recommendation:
 
 def display_columns(table: pl.DataFrame) -> list[str]:
     """The columns worth showing when a table is printed, in order."""
-    wanted = ["budget", "sessions", "events", "noop_share", "zero_kept_share", "capped_share", "kept_tokens_p50",
+    wanted = [BUDGET, "sessions", "events", "noop_share", "zero_kept_share", "capped_share", "kept_tokens_p50",
               "kept_turns_p50", "summarized_share", "keeps_k_share", "within_limit_share"]
     return [c for c in wanted if c in table.columns]
 
@@ -241,14 +241,14 @@ def recommend_from_table(table: pl.DataFrame, criteria: Criteria, *, outcomes: C
     if table.is_empty() or table["sessions_with_turns"].max() == 0:
         rec.warnings.append("no session has a turn: there is nothing to choose a budget for")
         return rec
-    budgets = table["budget"]
+    budgets = table[BUDGET]
     lo: int | None = None
     hi: int | None = None
     if criteria.min_kept_turns is not None:
-        lo = cast("int | None", table.filter("meets_min_kept_turns")["budget"].min())
+        lo = cast("int | None", table.filter("meets_min_kept_turns")[BUDGET].min())
         rec.reasons.append(_min_turns_reason(table, criteria, lo))
     if criteria.max_kept_share is not None:
-        hi = cast("int | None", table.filter("meets_max_kept_share")["budget"].max())
+        hi = cast("int | None", table.filter("meets_max_kept_share")[BUDGET].max())
         rec.reasons.append(_max_share_reason(table, criteria, hi))
     both = criteria.min_kept_turns is not None and criteria.max_kept_share is not None
     if both:
@@ -283,12 +283,12 @@ def recommend_from_table(table: pl.DataFrame, criteria: Criteria, *, outcomes: C
 
 
 def _row(table: pl.DataFrame, budget: int) -> dict[str, Any] | None:
-    rows = table.filter(pl.col("budget") == budget).to_dicts()
+    rows = table.filter(pl.col(BUDGET) == budget).to_dicts()
     return rows[0] if rows else None
 
 
 def _neighbour(table: pl.DataFrame, budget: int, step: int) -> dict[str, Any] | None:
-    idx = table["budget"].to_list().index(budget) + step
+    idx = table[BUDGET].to_list().index(budget) + step
     return table.row(idx, named=True) if 0 <= idx < len(table) else None
 
 
@@ -297,7 +297,7 @@ def _min_turns_reason(table: pl.DataFrame, c: Criteria, lo: int | None) -> str:
     assert k is not None  # only called when the min_kept_turns rule is set
     what = f"keep {k}+ whole turn{'s' if k > 1 else ''}" + (" (or all of theirs)" if c.unit == "sessions" else "")
     if lo is None:
-        best = table.sort("keeps_k_share", "budget", descending=[True, False]).row(0, named=True)
+        best = table.sort("keeps_k_share", BUDGET, descending=[True, False]).row(0, named=True)
         return (f"no budget tried is enough: at most {best['keeps_k_share']:.1%} of {c.unit} {what}, "
                 f"at {format_tokens(best['budget'])}; try larger budgets")
     row = _row(table, lo)
@@ -318,7 +318,7 @@ def _min_turns_reason(table: pl.DataFrame, c: Criteria, lo: int | None) -> str:
 def _max_share_reason(table: pl.DataFrame, c: Criteria, hi: int | None) -> str:
     limit = format_tokens(c.limit)
     if hi is None:
-        best = table.sort("within_limit_share", "budget", descending=[True, False]).row(0, named=True)
+        best = table.sort("within_limit_share", BUDGET, descending=[True, False]).row(0, named=True)
         return (f"no budget tried keeps the suffix within {limit} tokens for {c.coverage:.0%} of {c.unit} (best: "
                 f"{best['within_limit_share']:.1%} at {format_tokens(best['budget'])}); try smaller budgets")
     row = _row(table, hi)
@@ -391,7 +391,7 @@ def _ranked(zero: pl.DataFrame) -> pl.DataFrame:
 def outcomes_at(splits: pl.DataFrame | pl.LazyFrame, budget: int, *,
                 turns: pl.DataFrame | pl.LazyFrame | None = None, examples: int = 3) -> Outcomes:
     """The :class:`Outcomes` of ``splits`` at ``budget``."""
-    at = splits.lazy().filter(pl.col("budget") == budget)
+    at = splits.lazy().filter(pl.col(BUDGET) == budget)
     zero_lf = at.filter((pl.col("kept_turns") == 0) & (pl.col("n_turns") > 0)).select(pl.col(SESSION).cast(pl.String))
     if turns is not None:
         last = (turns.lazy().group_by(SESSION).agg(last_turn_tokens=pl.col("tokens").sort_by("turn").last())

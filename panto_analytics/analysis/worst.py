@@ -21,7 +21,7 @@ from __future__ import annotations
 import polars as pl
 
 from ..policy import splits, turns
-from ..schema import SESSION
+from ..schema import SEQ, SESSION
 
 __all__ = ["worst_served"]
 
@@ -55,12 +55,12 @@ def worst_served(messages: pl.DataFrame | pl.LazyFrame, budget: int, n: int | No
     """
     lf = messages.lazy()
     last = (turns(lf).group_by(SESSION).agg(pl.all().sort_by("turn").last())
-            .select(SESSION, pl.col("start_seq").alias("seq"), pl.col("tokens").alias("last_turn_tokens")))
-    where = lf.select(SESSION, "seq", pl.col("file").cast(pl.String), "line")
+            .select(SESSION, pl.col("start_seq").alias(SEQ), pl.col("tokens").alias("last_turn_tokens")))
+    where = lf.select(SESSION, SEQ, pl.col("file").cast(pl.String), "line")
     split = splits(lf, budget).select(SESSION, "n_turns", "kept_turns", "kept_tokens", "noop")
     share = pl.when(pl.col("last_turn_tokens") == 0).then(1.0).otherwise(
         pl.min_horizontal(pl.lit(budget, pl.Float64) / pl.col("last_turn_tokens"), pl.lit(1.0)))
-    ranked = (last.join(split, on=SESSION).join(where, on=[SESSION, "seq"], how="left")
+    ranked = (last.join(split, on=SESSION).join(where, on=[SESSION, SEQ], how="left")
               .with_columns(last_turn_share=share)
               .sort(["last_turn_share", "kept_tokens", "last_turn_tokens", SESSION],
                     descending=[False, False, True, False])

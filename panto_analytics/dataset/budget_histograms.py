@@ -36,17 +36,17 @@ import polars as pl
 
 from ..analysis.recommendation import Criteria, coverage_table
 from ..policy import sweep
-from ..schema import SPLIT_SCHEMA
+from ..schema import BUDGET, SPLIT_SCHEMA
 
 __all__ = ["HISTOGRAM_SCHEMA", "METRICS", "Metric", "coverage_from", "histograms", "merge", "nearest_rank", "sweep_from"]
 
 METRICS = ("kept_tokens", "kept_turns", "n_turns", "noop_n_turns", "noop", "capped", "summarized_tokens", "active_tokens")
 Metric = pl.Enum(list(METRICS))
 
-HISTOGRAM_SCHEMA: dict[str, pl.DataType] = {"budget": pl.UInt64(), "metric": Metric, "value": pl.UInt64(),
+HISTOGRAM_SCHEMA: dict[str, pl.DataType] = {BUDGET: pl.UInt64(), "metric": Metric, "value": pl.UInt64(),
                                             "count": pl.UInt64()}
 _CAST = cast("dict[Any, pl.DataType]", HISTOGRAM_SCHEMA)
-_KEY = ["budget", "metric", "value"]
+_KEY = [BUDGET, "metric", "value"]
 
 
 def histograms(splits: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
@@ -62,10 +62,10 @@ def histograms(splits: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
     with_turns = pl.col("n_turns") > 0
 
     def counted(metric: str, value: pl.Expr, rows: pl.LazyFrame = lf) -> pl.LazyFrame:
-        return rows.group_by("budget", value.alias("value")).agg(count=pl.len()).with_columns(metric=pl.lit(metric))
+        return rows.group_by(BUDGET, value.alias("value")).agg(count=pl.len()).with_columns(metric=pl.lit(metric))
 
     def summed(metric: str) -> pl.LazyFrame:
-        return lf.group_by("budget").agg(value=pl.lit(0), count=pl.col(metric).sum()).with_columns(metric=pl.lit(metric))
+        return lf.group_by(BUDGET).agg(value=pl.lit(0), count=pl.col(metric).sum()).with_columns(metric=pl.lit(metric))
 
     parts = [
         counted("kept_tokens", pl.col("kept_tokens")),
@@ -108,11 +108,11 @@ def nearest_rank(q: float, n: pl.Expr) -> pl.Expr:
 
 def _quantile(hist: pl.DataFrame, metric: str, q: float, name: str) -> pl.LazyFrame:
     """Per budget, the value at :func:`nearest_rank` of the metric's histogram."""
-    per_budget = pl.col("count").cum_sum().over("budget")
-    total = pl.col("count").sum().over("budget")
-    return (hist.lazy().filter(pl.col("metric") == metric).sort("budget", "value")
+    per_budget = pl.col("count").cum_sum().over(BUDGET)
+    total = pl.col("count").sum().over(BUDGET)
+    return (hist.lazy().filter(pl.col("metric") == metric).sort(BUDGET, "value")
             .filter(per_budget > nearest_rank(q, total))
-            .group_by("budget").agg(pl.col("value").first().alias(name)))
+            .group_by(BUDGET).agg(pl.col("value").first().alias(name)))
 
 
 def _count(metric: str, where: pl.Expr | None = None) -> pl.Expr:
@@ -130,7 +130,7 @@ _WITH_TURNS = _count("n_turns", pl.col("value") > 0)
 
 
 def _table(hist: pl.DataFrame, **aggs: pl.Expr) -> pl.LazyFrame:
-    return hist.lazy().group_by("budget").agg(sessions=_SESSIONS, with_turns=_WITH_TURNS, **aggs)
+    return hist.lazy().group_by(BUDGET).agg(sessions=_SESSIONS, with_turns=_WITH_TURNS, **aggs)
 
 
 def sweep_from(hist: pl.DataFrame) -> pl.DataFrame:
@@ -147,9 +147,9 @@ def sweep_from(hist: pl.DataFrame) -> pl.DataFrame:
     )
     for metric, q, name in (("kept_tokens", 0.1, "kept_tokens_p10"), ("kept_tokens", 0.5, "kept_tokens_p50"),
                             ("kept_tokens", 0.9, "kept_tokens_p90"), ("kept_turns", 0.5, "kept_turns_p50")):
-        out = out.join(_quantile(hist, metric, q, name), on="budget", how="left")
+        out = out.join(_quantile(hist, metric, q, name), on=BUDGET, how="left")
     target = sweep(pl.DataFrame(schema=SPLIT_SCHEMA)).schema
-    return out.select(list(target)).cast(cast("dict[Any, pl.DataType]", dict(target))).sort("budget").collect()
+    return out.select(list(target)).cast(cast("dict[Any, pl.DataType]", dict(target))).sort(BUDGET).collect()
 
 
 def coverage_from(hist: pl.DataFrame, criteria: Criteria) -> pl.DataFrame:
@@ -171,8 +171,8 @@ def coverage_from(hist: pl.DataFrame, criteria: Criteria) -> pl.DataFrame:
         aggs["within"] = _count("kept_tokens", v <= criteria.limit)
         cols["within_limit_share"] = _ratio(pl.col("within") - no_turns, pl.col("with_turns"))
         verdicts.append((pl.col("within_limit_share") >= criteria.coverage).alias("meets_max_kept_share"))
-    rules = _table(hist, **aggs).select("budget", **cols).with_columns(verdicts)
+    rules = _table(hist, **aggs).select(BUDGET, **cols).with_columns(verdicts)
     target = coverage_table(pl.DataFrame(schema=SPLIT_SCHEMA), criteria).schema
     per_budget = sweep_from(hist).lazy()
-    out = per_budget.join(rules, on="budget", how="left").sort("budget")
+    out = per_budget.join(rules, on=BUDGET, how="left").sort(BUDGET)
     return out.select(list(target)).cast(cast("dict[Any, pl.DataType]", dict(target))).collect()

@@ -27,7 +27,7 @@ import polars as pl
 
 from ..errors import IngestReport, InputError
 from ..outcomes.tool_targets import tool_refs
-from ..schema import MAX_USAGE, MESSAGE_SCHEMA, USAGE_COLUMNS
+from ..schema import MAX_USAGE, MESSAGE_SCHEMA, ROLE, SEQ, USAGE_COLUMNS
 from ..transcript import serialized_bytes
 from ..words import message_words
 
@@ -424,7 +424,7 @@ class FrameBuilder:
     @property
     def height(self) -> int:
         """Rows added so far."""
-        return len(self._cols["seq"])
+        return len(self._cols[SEQ])
 
     def add_session(self, src: SourceFile, messages: Iterator[Message]) -> int:
         """Append all messages of one session; returns how many were added."""
@@ -437,7 +437,7 @@ class FrameBuilder:
                 calls = [b for b in msg.content if b["type"] in ("tool_use", "tool_result")]
                 self._tools.extend(calls)
                 self._tool_rows.extend([first + n - 1] * len(calls))
-            cols["role"].append(msg.role)
+            cols[ROLE].append(msg.role)
             cols["words"].append(message_words(msg.content))
             cols["serialized_bytes"].append(serialized_bytes(msg.role, msg.content))
             cols["has_tool_result"].append("tool_result" in kinds)
@@ -454,7 +454,7 @@ class FrameBuilder:
         self._sizes.append(n)
         self._cwds.append(meta.project)
         cols["session_id"].extend([meta.session_id] * n)
-        cols["seq"].extend(range(n))
+        cols[SEQ].extend(range(n))
         cols["source_format"].extend([src.source_format] * n)
         cols["file"].extend([str(src.path)] * n)
         # Messages without a model of their own inherit the session's.

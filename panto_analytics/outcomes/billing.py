@@ -66,7 +66,7 @@ from collections.abc import Callable, Sequence
 
 import polars as pl
 
-from ..schema import SESSION, USAGE_COLUMNS
+from ..schema import ROLE, SEQ, SESSION, USAGE_COLUMNS
 from .cost import COST_COLUMNS
 
 __all__ = [
@@ -102,7 +102,7 @@ def _session_start() -> pl.Expr:
 def _is_call() -> pl.Expr:
     """An assistant message with usage: one API call (the replay's definition: its four counters are recorded)."""
     recorded = pl.all_horizontal(*(pl.col(c).is_not_null() for c in USAGE_COLUMNS))
-    return (pl.col("role") == "assistant") & recorded
+    return (pl.col(ROLE) == "assistant") & recorded
 
 
 def lifetime_ms(one_hour: pl.Expr) -> pl.Expr:
@@ -155,14 +155,14 @@ def call_rows(messages: pl.DataFrame | pl.LazyFrame) -> pl.LazyFrame:
     names = lf.collect_schema().names()
     w1h = pl.col(CACHE_WRITE_1H).fill_null(0).cast(_I) if CACHE_WRITE_1H in names else pl.lit(0, _I)
     has_time = "timestamp" in names
-    seq = pl.col("seq").cast(_I)
+    seq = pl.col(SEQ).cast(_I)
     write = pl.col("cache_write").cast(_I)
     anchored = lf.with_columns(
         _anchor=pl.when(pl.col("has_summary")).then(seq).when(_session_start()).then(-1).forward_fill(),
         _w1h=w1h,
     )
     calls = anchored.filter(_is_call()).select(
-        SESSION, "seq", pl.col("model") if "model" in names else pl.lit(None, pl.String).alias("model"),
+        SESSION, SEQ, pl.col("model") if "model" in names else pl.lit(None, pl.String).alias("model"),
         pl.col("timestamp") if has_time else pl.lit(None, pl.Datetime("ms", "UTC")).alias("timestamp"),
         input=pl.col("input").cast(_I), output=pl.col("output").cast(_I), cache_read=pl.col("cache_read").cast(_I),
         cache_write_5m=write - pl.min_horizontal("_w1h", write), cache_write_1h=pl.min_horizontal("_w1h", write),
@@ -174,7 +174,7 @@ def call_rows(messages: pl.DataFrame | pl.LazyFrame) -> pl.LazyFrame:
              + pl.col("model").cast(pl.Categorical).to_physical().cast(pl.UInt64).fill_null(2**32 - 1)),
     )
     wrote = pl.col("cache_write_5m") + pl.col("cache_write_1h") > 0
-    prev_seq = _prev(pl.col("seq").cast(_I))
+    prev_seq = _prev(pl.col(SEQ).cast(_I))
     first = prev_seq.is_null()
     gap = (pl.col("timestamp") - _prev(pl.col("timestamp"))).dt.total_milliseconds()
     shrank = (pl.col("anchor") > -1) & (pl.col("prompt") < _prev(pl.col("prompt")))
@@ -258,7 +258,7 @@ def check_cache_rule(messages: pl.DataFrame | pl.LazyFrame, *, tolerance: float 
         .otherwise(pl.lit("within the lifetime, read more"))
     )
     return out.select(
-        SESSION, "seq", *(["source_format"] if has_format else []), "cache_read", cache_write="recorded_write",
+        SESSION, SEQ, *(["source_format"] if has_format else []), "cache_read", cache_write="recorded_write",
         predicted_read="predicted_read", predicted_write="predicted_write", naive_read="naive_read",
         naive_write="naive_write", first="first", within=within,
         naive_within=close("naive_read", "cache_read") & close("naive_write", "recorded_write"), reason=reason,
@@ -274,7 +274,7 @@ def _simulate(calls: pl.DataFrame, events: pl.DataFrame, keys: list[str],
     rows of ``calls`` (sessions are contiguous there), so the rows are ranges
     exploded and gathered, with no search.
     """
-    idx = calls.select(SESSION, trigger_seq=pl.col("seq").cast(_I), _ti=pl.int_range(pl.len(), dtype=_I),
+    idx = calls.select(SESSION, trigger_seq=pl.col(SEQ).cast(_I), _ti=pl.int_range(pl.len(), dtype=_I),
                        _epoch="anchor")
     last = idx.group_by(SESSION).agg(_last=pl.col("_ti").max())
     group = [*keys, SESSION]
@@ -335,7 +335,7 @@ def simulated_calls(calls: pl.DataFrame, events: pl.DataFrame, *, keys: Sequence
     """
     _, rows = _simulate(calls, events, list(keys), summary_tokens)
     return _simulated_tokens(rows, summary_tokens).select(
-        *keys, SESSION, "seq", "model", "event", "compacted", *TOKEN_COLUMNS, *(f"recorded_{c}" for c in TOKEN_COLUMNS))
+        *keys, SESSION, SEQ, "model", "event", "compacted", *TOKEN_COLUMNS, *(f"recorded_{c}" for c in TOKEN_COLUMNS))
 
 
 def summarizer_calls(events: pl.DataFrame, calls: pl.DataFrame, simulated: pl.DataFrame, *, keys: Sequence[str],
@@ -350,9 +350,9 @@ def summarizer_calls(events: pl.DataFrame, calls: pl.DataFrame, simulated: pl.Da
     Null ``request_bytes`` gives null input.
     """
     keys = list(keys)
-    trig = calls.select(SESSION, pl.col("seq").cast(_I).alias("trigger_seq"), "model", "writes",
+    trig = calls.select(SESSION, pl.col(SEQ).cast(_I).alias("trigger_seq"), "model", "writes",
                         _p=pl.col("prompt"), _in=pl.col("input"), _out=pl.col("output"))
-    sim = simulated.select(*keys, SESSION, pl.col("seq").cast(_I).alias("trigger_seq"), "compacted",
+    sim = simulated.select(*keys, SESSION, pl.col(SEQ).cast(_I).alias("trigger_seq"), "compacted",
                            _sp=pl.col("input") + pl.col("cache_read") + pl.col("cache_write_5m") + pl.col("cache_write_1h"),
                            _sin=pl.col("input"))
     ev = (events.with_columns(pl.col("trigger_seq").cast(_I), _cached=cached if isinstance(cached, pl.Expr)
@@ -462,7 +462,7 @@ def bill_replay(messages: pl.DataFrame | pl.LazyFrame, events: pl.DataFrame, ses
     calls = call_rows(lf.join(fired_sessions.lazy(), on=SESSION, how="semi", maintain_order="left")).collect()
     ev, rows = _simulate(calls, events, keys, summary_tokens)
     sim = _simulated_tokens(rows, summary_tokens)
-    summarizer = summarizer_calls(events, calls, sim.select(*keys, SESSION, "seq", "compacted", *TOKEN_COLUMNS), keys=keys,
+    summarizer = summarizer_calls(events, calls, sim.select(*keys, SESSION, SEQ, "compacted", *TOKEN_COLUMNS), keys=keys,
                                   summary_tokens=summary_tokens, cached=cached)
     # One price call for everything: the recorded calls, the replayed calls that changed (as replayed and as
     # recorded), the summarizer calls.

@@ -57,7 +57,7 @@ from typing import Protocol
 
 import polars as pl
 
-from ..schema import REF_KINDS, SESSION
+from ..schema import BUDGET, REF_KINDS, SEQ, SESSION
 from .tool_targets import is_lookup, references
 
 __all__ = [
@@ -98,7 +98,7 @@ def orphan_rate(orphans: pl.Expr | str = "orphan_calls", calls: pl.Expr | str = 
 def _touches(refs: pl.LazyFrame) -> pl.LazyFrame:
     """Each reference with the previous touch of its target in the session (its seq, call and kind; null: none)."""
     return (refs.sort(SESSION, "key", "call")
-            .with_columns(prev_seq=pl.col("seq").shift(1).over(SESSION, "key").cast(pl.Int64),
+            .with_columns(prev_seq=pl.col(SEQ).shift(1).over(SESSION, "key").cast(pl.Int64),
                           prev_call=pl.col("call").shift(1).over(SESSION, "key").cast(pl.Int64),
                           prev_kind=pl.col("kind").shift(1).over(SESSION, "key")))
 
@@ -106,12 +106,12 @@ def _touches(refs: pl.LazyFrame) -> pl.LazyFrame:
 def _first_calls(refs: pl.LazyFrame, cuts: pl.LazyFrame) -> pl.LazyFrame:
     """Each cut with ``first_call``: the session's first call at or after ``after_seq`` (the count of calls before)."""
     # Per message with calls: one past its last call (a message's calls share its seq: one row per seq).
-    calls = refs.group_by(SESSION, pl.col("seq").cast(pl.Int64)).agg(before=pl.col("call").max().cast(pl.Int64) + 1)
+    calls = refs.group_by(SESSION, pl.col(SEQ).cast(pl.Int64)).agg(before=pl.col("call").max().cast(pl.Int64) + 1)
     # The last call before after_seq: its ordinal + 1 is the first call at or after it (0 when none).
     probe = cuts.with_columns(_probe=pl.col("after_seq") - 1).sort("_probe")
-    return (probe.join_asof(calls.sort("seq"), left_on="_probe", right_on="seq", by=SESSION, strategy="backward",
+    return (probe.join_asof(calls.sort(SEQ), left_on="_probe", right_on=SEQ, by=SESSION, strategy="backward",
                              check_sortedness=False)
-            .with_columns(first_call=pl.col("before").fill_null(0)).drop("_probe", "seq", "before"))
+            .with_columns(first_call=pl.col("before").fill_null(0)).drop("_probe", SEQ, "before"))
 
 
 def cut_loss(refs: pl.DataFrame | pl.LazyFrame, cuts: pl.DataFrame | pl.LazyFrame, *,
@@ -162,8 +162,8 @@ def _unrestored(hits: pl.LazyFrame, touches: pl.LazyFrame) -> pl.LazyFrame:
     """``hits`` with ``_orphan`` cleared where the agent restores the target: one of the ``restore`` files
     read or written most recently before the cut (the latest call first; within a call, the larger key)."""
     cuts = hits.filter(pl.col("_orphan") & (pl.col("restore") > 0)).select("_cut", SESSION, "after_seq", "restore").unique()
-    files = touches.filter(pl.col("file") & pl.col("kind").is_in(["read", "write"])).select(SESSION, "key", "call", "seq")
-    last = (cuts.join(files, on=SESSION).filter(pl.col("seq").cast(pl.Int64) < pl.col("after_seq"))
+    files = touches.filter(pl.col("file") & pl.col("kind").is_in(["read", "write"])).select(SESSION, "key", "call", SEQ)
+    last = (cuts.join(files, on=SESSION).filter(pl.col(SEQ).cast(pl.Int64) < pl.col("after_seq"))
             .group_by("_cut", "key").agg(last=pl.col("call").max(), restore=pl.col("restore").first())
             .sort("_cut", "last", "key", descending=[False, True, True])
             .filter(pl.int_range(pl.len()).over("_cut") < pl.col("restore"))
@@ -254,7 +254,7 @@ def with_loss_columns(table: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame
     >>> with_loss_columns(t, e).rows()
     [(8, 20, 4, 0.2, 12), (20, 0, 0, None, 0)]
     """
-    keys = [k for k in ("policy", "budget") if k in table.columns]
+    keys = [k for k in ("policy", BUDGET) if k in table.columns]
     summed = summarize_loss(events, keys).select(*keys, "window_calls", "orphan_calls", "orphan_rate",
                                                  "refetch_tokens")
     summed = summed.cast({k: table.schema[k] for k in keys})
@@ -295,7 +295,7 @@ def loss(messages: pl.DataFrame | pl.LazyFrame, replay: Replayed, *, horizon: in
     events, sessions = replay.events, replay.sessions
     refs = references(messages)
     per_event = cut_loss(refs, replay_cuts(events), horizon=horizon, kinds=kinds).drop(list(CUT_SCHEMA))
-    keys = [k for k in ("policy", SESSION, "budget") if k in sessions.columns]
+    keys = [k for k in ("policy", SESSION, BUDGET) if k in sessions.columns]
     summed = summarize_loss(per_event, keys)
     cast = {k: sessions.schema[k] for k in keys}
     out = (sessions.join(summed.cast(cast), on=keys, how="left", maintain_order="left")  # type: ignore[arg-type]

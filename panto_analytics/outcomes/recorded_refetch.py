@@ -29,7 +29,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from ..schema import SESSION
+from ..schema import ROLE, SEQ, SESSION
 from .orphan_loss import CUT_SCHEMA, DEFAULT_HORIZON, ORPHAN_KINDS, cut_loss, orphan_rate, recorded_cuts
 from .tool_targets import references
 
@@ -49,7 +49,7 @@ def call_context() -> pl.Expr:
     [None, 8]
     """
     total = sum((pl.col(c).cast(pl.Int64) for c in ("input", "output", "cache_read", "cache_write")), pl.lit(0, pl.Int64))
-    return pl.when(pl.col("role") == "assistant").then(total).alias("context")
+    return pl.when(pl.col(ROLE) == "assistant").then(total).alias("context")
 
 
 def pseudo_cuts(messages: pl.DataFrame | pl.LazyFrame, cuts: pl.DataFrame | pl.LazyFrame,
@@ -65,13 +65,13 @@ def pseudo_cuts(messages: pl.DataFrame | pl.LazyFrame, cuts: pl.DataFrame | pl.L
              .select(pl.col(SESSION).cast(pl.String), pl.col("source_format").cast(pl.String)))
     calls = (messages.lazy().with_columns(context=call_context())
              .filter(pl.col("context").is_not_null())
-             .select(pl.col(SESSION).cast(pl.String), pl.col("seq").cast(pl.Int64),
+             .select(pl.col(SESSION).cast(pl.String), pl.col(SEQ).cast(pl.Int64),
                      reached=pl.col("context").cum_max().over(SESSION)))
     wanted = quiet.join(sizes, on="source_format").sort("size")
-    found = wanted.join_asof(calls.sort("reached", "seq"), left_on="size", right_on="reached", by=SESSION, strategy="forward",
+    found = wanted.join_asof(calls.sort("reached", SEQ), left_on="size", right_on="reached", by=SESSION, strategy="forward",
                              check_sortedness=False)
-    return (found.filter(pl.col("seq").is_not_null())
-            .select(SESSION, "source_format", context=pl.col("size"), after_seq=pl.col("seq") + 1,
+    return (found.filter(pl.col(SEQ).is_not_null())
+            .select(SESSION, "source_format", context=pl.col("size"), after_seq=pl.col(SEQ) + 1,
                     kept_start=pl.lit(None, pl.Int64), kept_end=pl.lit(None, pl.Int64), restore=pl.lit(0, pl.Int64))
             .sort(SESSION, "after_seq", "context"))
 
@@ -82,14 +82,14 @@ def target_loss(refs: pl.DataFrame | pl.LazyFrame, cuts: pl.DataFrame | pl.LazyF
 
     Restored targets (the ``restore`` files touched last) are not orphan targets.
     """
-    r = refs.lazy().with_columns(pl.col(SESSION).cast(pl.String), pl.col("call").cast(pl.Int64), pl.col("seq").cast(pl.Int64))
+    r = refs.lazy().with_columns(pl.col(SESSION).cast(pl.String), pl.col("call").cast(pl.Int64), pl.col(SEQ).cast(pl.Int64))
     base = cuts.lazy().with_row_index("_cut").select("_cut", pl.col(SESSION).cast(pl.String),
                                                      *(pl.col(c).cast(t) for c, t in CUT_SCHEMA.items()))
     # Each target's last touch before each cut.
     last = (base.join(r.filter(pl.col("kind") != "other"), on=SESSION)
-            .filter(pl.col("seq") < pl.col("after_seq"))
+            .filter(pl.col(SEQ) < pl.col("after_seq"))
             .group_by("_cut", "key")
-            .agg(last_seq=pl.col("seq").max(), last_call=pl.col("call").max(),
+            .agg(last_seq=pl.col(SEQ).max(), last_call=pl.col("call").max(),
                  file=(pl.col("file") & pl.col("kind").is_in(["read", "write"])).any(),
                  kept_start=pl.col("kept_start").first(), kept_end=pl.col("kept_end").first(),
                  restore=pl.col("restore").first()))
@@ -102,8 +102,8 @@ def target_loss(refs: pl.DataFrame | pl.LazyFrame, cuts: pl.DataFrame | pl.LazyF
     orphans = (last.join(restored, on=["_cut", "key"], how="left")
                .filter(~kept & pl.col("restored").is_null()).select("_cut", "key"))
     # The window: the first ``horizon`` calls at or after the cut; its reads and fetches.
-    calls = r.group_by(SESSION, "call").agg(pl.col("seq").first())
-    first = (base.join(calls, on=SESSION).filter(pl.col("seq") >= pl.col("after_seq"))
+    calls = r.group_by(SESSION, "call").agg(pl.col(SEQ).first())
+    first = (base.join(calls, on=SESSION).filter(pl.col(SEQ) >= pl.col("after_seq"))
              .group_by("_cut").agg(first_call=pl.col("call").min()))
     fetched = (base.join(first, on="_cut").join(r.filter(pl.col("kind").is_in(["read", "fetch"])), on=SESSION)
                .filter((pl.col("call") >= pl.col("first_call")) & (pl.col("call") < pl.col("first_call") + horizon))
@@ -118,13 +118,13 @@ def target_loss(refs: pl.DataFrame | pl.LazyFrame, cuts: pl.DataFrame | pl.LazyF
 def reorientation(refs: pl.DataFrame | pl.LazyFrame, cuts: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
     """Per cut (in order): tool calls from the cut to the first write (``reorientation``, null when none
     follows) and from the session's start to its first write (``reorientation_start``)."""
-    r = refs.lazy().with_columns(pl.col(SESSION).cast(pl.String), pl.col("call").cast(pl.Int64), pl.col("seq").cast(pl.Int64))
+    r = refs.lazy().with_columns(pl.col(SESSION).cast(pl.String), pl.col("call").cast(pl.Int64), pl.col(SEQ).cast(pl.Int64))
     base = cuts.lazy().with_row_index("_cut").select("_cut", pl.col(SESSION).cast(pl.String), pl.col("after_seq").cast(pl.Int64))
-    calls = r.group_by(SESSION, "call").agg(pl.col("seq").first())
-    writes = r.filter(pl.col("kind") == "write").group_by(SESSION, "call").agg(pl.col("seq").first())
-    first = (base.join(calls, on=SESSION).filter(pl.col("seq") >= pl.col("after_seq"))
+    calls = r.group_by(SESSION, "call").agg(pl.col(SEQ).first())
+    writes = r.filter(pl.col("kind") == "write").group_by(SESSION, "call").agg(pl.col(SEQ).first())
+    first = (base.join(calls, on=SESSION).filter(pl.col(SEQ) >= pl.col("after_seq"))
              .group_by("_cut").agg(first_call=pl.col("call").min()))
-    first_write = (base.join(writes, on=SESSION).filter(pl.col("seq") >= pl.col("after_seq"))
+    first_write = (base.join(writes, on=SESSION).filter(pl.col(SEQ) >= pl.col("after_seq"))
                    .group_by("_cut").agg(write_call=pl.col("call").min()))
     start = writes.group_by(SESSION).agg(reorientation_start=pl.col("call").min().cast(pl.UInt32))
     return (base.join(first, on="_cut", how="left", maintain_order="left")
@@ -164,10 +164,10 @@ def refetch(messages: pl.DataFrame | pl.LazyFrame, compactions: pl.DataFrame | p
     """
     refs = references(messages).collect()
     context = (messages.lazy().with_columns(ctx=call_context())
-               .filter(pl.col("ctx").is_not_null()).select(pl.col(SESSION).cast(pl.String), pl.col("seq").cast(pl.Int64), "ctx"))
+               .filter(pl.col("ctx").is_not_null()).select(pl.col(SESSION).cast(pl.String), pl.col(SEQ).cast(pl.Int64), "ctx"))
     recorded = (recorded_cuts(compactions, sessions).with_columns(_probe=pl.col("anchor_seq").cast(pl.Int64) - 1)
                 .sort("_probe")
-                .join_asof(context.sort("seq"), left_on="_probe", right_on="seq", by=SESSION, strategy="backward",
+                .join_asof(context.sort(SEQ), left_on="_probe", right_on=SEQ, by=SESSION, strategy="backward",
                            check_sortedness=False)
                 .with_columns(context=pl.coalesce(pl.col("tokens_before").cast(pl.Int64), pl.col("ctx")))
                 .select(SESSION, "source_format", "context", *CUT_SCHEMA).sort(SESSION, "after_seq", "context")

@@ -59,7 +59,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..schema import REF_KINDS, REF_STRUCT, REFERENCE_SCHEMA, SESSION, RefKind
+from ..schema import REF_KINDS, REF_STRUCT, REFERENCE_SCHEMA, SEQ, SESSION, RefKind
 from ..words import MEDIA_PART_WORDS, count_words_arrow
 
 __all__ = [
@@ -520,8 +520,8 @@ def references(messages: pl.DataFrame | pl.LazyFrame) -> pl.LazyFrame:
     ['session_id', 'seq', 'call', 'key', 'kind', 'file', 'tokens']
     """
     lf = messages.lazy()
-    calls = (lf.select(SESSION, "seq", "refs").filter(pl.col("refs").list.len() > 0)
+    calls = (lf.select(SESSION, SEQ, "refs").filter(pl.col("refs").list.len() > 0)
              .explode("refs").unnest("refs").rename({"call": "at"}))
-    order = pl.col("seq").cast(pl.Int64) * 65536 + pl.col("at").cast(pl.Int64)
+    order = pl.col(SEQ).cast(pl.Int64) * 65536 + pl.col("at").cast(pl.Int64)
     return (calls.with_columns(call=(order.rank("dense").over(SESSION) - 1).cast(pl.UInt32))
             .select(list(REFERENCE_SCHEMA)).cast(REFERENCE_SCHEMA))  # type: ignore[arg-type]

@@ -13,6 +13,8 @@ from typing import TypeVar
 
 import polars as pl
 
+from ..schema import BUDGET
+
 __all__ = ["Frame", "sweep"]
 
 Frame = TypeVar("Frame", pl.DataFrame, pl.LazyFrame)
@@ -48,7 +50,7 @@ def sweep(splits: Frame) -> Frame:
     kept = pl.col("kept_tokens")
     lf = (
         splits.lazy()
-        .group_by("budget")
+        .group_by(BUDGET)
         .agg(
             sessions=pl.len(),
             noop_share=pl.col("noop").mean(),
@@ -61,6 +63,6 @@ def sweep(splits: Frame) -> Frame:
             kept_turns_p50=pl.col("kept_turns").quantile(0.5, "nearest").cast(pl.UInt32),
             summarized_share=pl.col("summarized_tokens").sum() / pl.col("active_tokens").sum().clip(1),
         )
-        .sort("budget")
+        .sort(BUDGET)
     )
     return lf.collect() if isinstance(splits, pl.DataFrame) else lf

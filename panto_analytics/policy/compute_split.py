@@ -23,7 +23,7 @@ from collections.abc import Sequence
 import polars as pl
 
 from ..budgets import Budgets, as_budgets
-from ..schema import SESSION, SPLIT_SCHEMA
+from ..schema import BUDGET, SESSION, SPLIT_SCHEMA
 from . import expressions as ex
 from .turn_costs import Frame, _cast, _checked, _same_kind, _sessions, _turns, annotate
 
@@ -44,7 +44,7 @@ def budget_series(budgets: Budgets) -> pl.Series:
         raise ValueError(f"budgets must be non-negative, got {values[0]}")
     if values and values[-1] >= 2**64:
         raise ValueError(f"budgets must fit in 64 bits, got {values[-1]}")
-    return pl.Series("budget", values, dtype=pl.UInt64)
+    return pl.Series(BUDGET, values, dtype=pl.UInt64)
 
 
 def splits(messages: Frame, budgets: Budgets, *, sessions: pl.DataFrame | pl.LazyFrame | None = None) -> Frame:

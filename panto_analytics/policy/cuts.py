@@ -47,7 +47,7 @@ from __future__ import annotations
 import polars as pl
 
 from ..budgets import Budgets, as_budgets
-from ..schema import SESSION
+from ..schema import BUDGET, SEQ, SESSION
 from .compute_split import splits
 from .turn_costs import annotate
 
@@ -56,7 +56,7 @@ __all__ = ["CUT_COLUMNS", "cut_conversations", "splits_at"]
 
 #: The columns :func:`splits_at` returns, in order.
 CUT_COLUMNS = (
-    "cut", SESSION, "anchor_seq", "trigger_seq", "budget", "n_messages", "n_turns",
+    "cut", SESSION, "anchor_seq", "trigger_seq", BUDGET, "n_messages", "n_turns",
     "prefix_end", "first_kept_seq", "kept_turns", "kept_tokens", "summarized_tokens", "active_tokens", "noop",
     "agent_first_kept_seq", "agent_kept_messages", "agent_kept_tokens",
 )
@@ -81,8 +81,8 @@ def _numbered(cuts: pl.DataFrame | pl.LazyFrame) -> pl.LazyFrame:
 def _renumbered(rows: pl.LazyFrame) -> pl.LazyFrame:
     """Rows of several cuts as a message frame whose sessions are the cuts: ``session_id`` = ``cut``,
     ``seq`` 0, 1, ... within each, the original seq kept as ``orig_seq``."""
-    return rows.sort("cut", "seq").with_columns(
-        orig_seq=pl.col("seq"),
+    return rows.sort("cut", SEQ).with_columns(
+        orig_seq=pl.col(SEQ),
         seq=pl.int_range(pl.len(), dtype=pl.UInt32).over("cut"),
     ).with_columns(pl.col("cut").alias(SESSION)).drop("cut")
 
@@ -105,7 +105,7 @@ def _in_cut(messages: pl.DataFrame | pl.LazyFrame, numbered: pl.LazyFrame, keep:
 
 
 def _conversation_rows() -> pl.Expr:
-    seq = pl.col("seq")
+    seq = pl.col(SEQ)
     return (seq < pl.col("anchor_seq")) | (
         (seq > pl.col("anchor_seq")) & (seq < pl.col("trigger_seq")) & ~pl.col("has_summary"))
 
@@ -146,7 +146,7 @@ def splits_at(messages: pl.DataFrame | pl.LazyFrame, cuts: pl.DataFrame | pl.Laz
     conversation = _renumbered(_in_cut(messages, numbered, _conversation_rows())).collect()
     ids = numbered.select(pl.col("cut").alias(SESSION)).collect()
     split = splits(conversation.drop("orig_seq"), budget_list, sessions=ids).lazy()
-    first_kept = conversation.lazy().select(SESSION, prefix_end=pl.col("seq"), first_kept_seq=pl.col("orig_seq"))
+    first_kept = conversation.lazy().select(SESSION, prefix_end=pl.col(SEQ), first_kept_seq=pl.col("orig_seq"))
 
     # The agent's kept rows: a suffix of the conversation, or copies after the anchor read on their own.
     inside = pl.col("first_kept_seq") < pl.col("trigger_seq")
@@ -157,8 +157,8 @@ def splits_at(messages: pl.DataFrame | pl.LazyFrame, cuts: pl.DataFrame | pl.Laz
         .filter(pl.col("orig_seq") >= pl.col("agent_from"))
         .drop("agent_from")
     )
-    copied_rows = (pl.col("first_kept_seq") >= pl.col("trigger_seq")) & (pl.col("seq") >= pl.col("first_kept_seq")) \
-        & (pl.col("seq") < pl.coalesce("kept_end_seq", "first_kept_seq"))
+    copied_rows = (pl.col("first_kept_seq") >= pl.col("trigger_seq")) & (pl.col(SEQ) >= pl.col("first_kept_seq")) \
+        & (pl.col(SEQ) < pl.coalesce("kept_end_seq", "first_kept_seq"))
     copied = annotate(_renumbered(_in_cut(messages, numbered, copied_rows)).collect()).lazy()
     columns = in_conversation.collect_schema().names()
     agent = _kept_cost(pl.concat([in_conversation, copied.select(columns)], how="vertical"))
@@ -169,7 +169,7 @@ def splits_at(messages: pl.DataFrame | pl.LazyFrame, cuts: pl.DataFrame | pl.Laz
         .join(numbered.select("cut", SESSION, "anchor_seq", "trigger_seq"), on="cut", how="left")
         .join(agent.rename({SESSION: "cut"}), on="cut", how="left")
         .with_columns(pl.col("agent_kept_messages").fill_null(0), pl.col("agent_kept_tokens").fill_null(0))
-        .sort("cut", "budget")
+        .sort("cut", BUDGET)
         .select(*CUT_COLUMNS)
     )
     return out.collect()

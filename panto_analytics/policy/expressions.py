@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from ..schema import SESSION, USAGE_COLUMNS
+from ..schema import ROLE, SESSION, USAGE_COLUMNS
 from ..transcript import REQUEST_FRAME_BYTES, REQUEST_FRAME_WITH_SUMMARY_BYTES, SEPARATOR
 from ..words import WORD_TO_TOKEN_FACTOR
 
@@ -69,7 +69,7 @@ def usage_total(*counters: IntoExpr) -> pl.Expr:
     return reduce(operator.add, (_expr(c).cast(pl.UInt64) for c in columns)).alias("usage_total")
 
 
-def is_api_call(role: IntoExpr = "role", input: IntoExpr = "input") -> pl.Expr:
+def is_api_call(role: IntoExpr = ROLE, input: IntoExpr = "input") -> pl.Expr:
     """An assistant message with usage: one API call (where a format records no count of its own).
 
     >>> pl.DataFrame({"role": ["user", "assistant", "assistant"], "input": [None, 5, None]}).select(
@@ -97,7 +97,7 @@ def message_tokens(usage: IntoExpr | None = None, words: IntoExpr = "words") -> 
     return pl.coalesce(total, word_tokens(words)).alias("message_tokens")
 
 
-def assistant_cumulative(role: IntoExpr = "role", usage: IntoExpr | None = None) -> pl.Expr:
+def assistant_cumulative(role: IntoExpr = ROLE, usage: IntoExpr | None = None) -> pl.Expr:
     """``cumulativeAt(usage)`` on assistant messages with usage, null elsewhere."""
     total = usage_total() if usage is None else _expr(usage)
     return pl.when(_expr(role) == "assistant").then(total).alias("assistant_cumulative")
@@ -168,12 +168,12 @@ def is_active(has_summary: IntoExpr = "has_summary", session: IntoExpr = SESSION
         .backward_fill().alias("is_active")
 
 
-def is_structural_frame(role: IntoExpr = "role", has_summary: IntoExpr = "has_summary") -> pl.Expr:
+def is_structural_frame(role: IntoExpr = ROLE, has_summary: IntoExpr = "has_summary") -> pl.Expr:
     """System messages and compaction-summary anchors (``isStructuralFrame``)."""
     return (_expr(role) == "system") | _expr(has_summary)
 
 
-def follows_user(role: IntoExpr = "role", has_summary: IntoExpr = "has_summary", session: IntoExpr = SESSION) -> pl.Expr:
+def follows_user(role: IntoExpr = ROLE, has_summary: IntoExpr = "has_summary", session: IntoExpr = SESSION) -> pl.Expr:
     """Whether the nearest earlier non-structural message of the session is a user message.
 
     The search runs over the whole session, before the anchor too, exactly as
@@ -183,7 +183,7 @@ def follows_user(role: IntoExpr = "role", has_summary: IntoExpr = "has_summary",
     return (last_before(conversational_is_user, session) == 1).fill_null(False).alias("follows_user")
 
 
-def is_turn_start(role: IntoExpr = "role", has_tool_result: IntoExpr = "has_tool_result",
+def is_turn_start(role: IntoExpr = ROLE, has_tool_result: IntoExpr = "has_tool_result",
                   has_summary: IntoExpr = "has_summary", session: IntoExpr = SESSION) -> pl.Expr:
     """libpanto's ``isTurnStart`` within the active window.
 
@@ -201,7 +201,7 @@ def is_turn_start(role: IntoExpr = "role", has_tool_result: IntoExpr = "has_tool
     ).alias("is_turn_start")
 
 
-def prior_assistant_cumulative(role: IntoExpr = "role", usage: IntoExpr | None = None,
+def prior_assistant_cumulative(role: IntoExpr = ROLE, usage: IntoExpr | None = None,
                                session: IntoExpr = SESSION) -> pl.Expr:
     """``cumulativeAt`` of the last assistant with usage strictly before each row (``priorAssistantUsage``)."""
     return last_before(assistant_cumulative(role, usage), session).cast(pl.UInt64).alias("prior_cumulative")

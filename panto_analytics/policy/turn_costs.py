@@ -24,7 +24,7 @@ from typing import TypeVar
 
 import polars as pl
 
-from ..schema import SESSION, TURN_SCHEMA
+from ..schema import ROLE, SEQ, SESSION, TURN_SCHEMA
 from . import expressions as ex
 
 __all__ = ["annotate", "check_order", "session_turns", "turns"]
@@ -55,9 +55,9 @@ def check_order(messages: pl.DataFrame) -> None:
     ValueError: the message frame is not in order: sort it by session_id, seq (each session's rows contiguous, seq 0, 1, 2, ...)
     """
     start = ex.session_start()
-    expected_seq = pl.when(start).then(0).otherwise(pl.col("seq").shift(1) + 1)
+    expected_seq = pl.when(start).then(0).otherwise(pl.col(SEQ).shift(1) + 1)
     ok = messages.select(
-        (pl.col("seq") == expected_seq).all() & (start.sum() == pl.col(SESSION).n_unique())
+        (pl.col(SEQ) == expected_seq).all() & (start.sum() == pl.col(SESSION).n_unique())
     ).item()
     if ok is False:
         raise ValueError("the message frame is not in order: sort it by session_id, seq "
@@ -158,7 +158,7 @@ def _turns(annotated: pl.LazyFrame, carry: Sequence[str] = ()) -> pl.LazyFrame:
     return (
         annotated.with_columns(
             *[from_start(pl.col(c)).alias(c) for c in carry],
-            start_seq=from_start(pl.col("seq")),
+            start_seq=from_start(pl.col(SEQ)),
             _before=from_start(pl.col("prior_cumulative").fill_null(0)),
             _fallback=tokens_so_far - from_start(tokens_so_far - pl.col("message_tokens")),
             _after=after,
@@ -166,8 +166,8 @@ def _turns(annotated: pl.LazyFrame, carry: Sequence[str] = ()) -> pl.LazyFrame:
         .filter(is_last)
         .select(
             SESSION, "turn", "start_seq", *carry,
-            end_seq=pl.col("seq") + 1,
-            n_messages=pl.col("seq") + 1 - pl.col("start_seq"),
+            end_seq=pl.col(SEQ) + 1,
+            n_messages=pl.col(SEQ) + 1 - pl.col("start_seq"),
             tokens=pl.when(pl.col("_after") < 0).then(pl.col("_fallback"))
             # Saturating subtraction, as libpanto's turnTokenEstimate.
             .when(pl.col("_after") > pl.col("_before")).then(pl.col("_after") - pl.col("_before")).otherwise(0),
@@ -190,15 +190,15 @@ def _sessions(annotated: pl.LazyFrame) -> pl.LazyFrame:
     """:func:`session_turns` of an annotated frame."""
     # libpanto's first_turn_msg: the first active non-system message.
     first_turn = (
-        annotated.filter(pl.col("is_active") & (pl.col("role") != "system"))
+        annotated.filter(pl.col("is_active") & (pl.col(ROLE) != "system"))
         .filter(ex.session_start())
-        .select(SESSION, first_turn_seq=pl.col("seq"))
+        .select(SESSION, first_turn_seq=pl.col(SEQ))
     )
     return (
         annotated.filter(ex.session_end())
         .select(
             SESSION,
-            n_messages=(pl.col("seq") + 1).cast(pl.UInt32),
+            n_messages=(pl.col(SEQ) + 1).cast(pl.UInt32),
             n_turns=pl.min_horizontal("turn_ordinal", ex.MAX_TURNS).cast(pl.UInt32),
             capped=pl.col("turn_ordinal") > ex.MAX_TURNS,
         )

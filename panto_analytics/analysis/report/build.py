@@ -38,7 +38,7 @@ from ...policy import Replay, compare_policies, events_as_splits, replay, summar
 from ...policy import splits as compute_splits
 from ...policy import turns as compute_turns
 from ...policy.replay.engine import DEFAULT_RESERVE
-from ...schema import COMPACTIONS_SCHEMA, SESSION
+from ...schema import BUDGET, COMPACTIONS_SCHEMA, ROLE, SESSION
 from .. import plots
 from ..choice import choose_budget
 from ..compactions import agent_vs_libpanto, compaction_table, policies_vs_agents, recorded_cut_summary
@@ -71,7 +71,7 @@ def corpus_overview(messages: pl.DataFrame, turns: pl.DataFrame, splits: pl.Data
         sessions=pl.col(SESSION).n_unique(),
         messages=pl.len(),
         files=pl.col("file").n_unique() if "file" in messages.columns else pl.lit(None),
-        api_calls=((pl.col("role") == "assistant") & pl.col("input").is_not_null()).sum(),
+        api_calls=((pl.col(ROLE) == "assistant") & pl.col("input").is_not_null()).sum(),
         summaries=pl.col("has_summary").sum(),
         sessions_with_summary=pl.col(SESSION).filter(pl.col("has_summary")).n_unique(),
     ).collect().row(0, named=True)
@@ -81,7 +81,7 @@ def corpus_overview(messages: pl.DataFrame, turns: pl.DataFrame, splits: pl.Data
         words=(pl.col("token_source") == "words").sum(),
         median=pl.col("tokens").median(),
     ).collect().row(0, named=True)
-    first_budget = splits.lazy().filter(pl.col("budget") == pl.col("budget").min())
+    first_budget = splits.lazy().filter(pl.col(BUDGET) == pl.col(BUDGET).min())
     s = first_budget.select(sessions=pl.len(), with_turns=(pl.col("n_turns") > 0).sum(),
                             capped=pl.col("capped").sum()).collect().row(0, named=True)
     n_turns = max(t["turns"], 1)
@@ -172,7 +172,7 @@ def sweep_table(rec: Recommendation) -> Table:
     """The per-budget table, display-formatted, the chosen budget emphasised."""
     t = rec.table
     cols = {
-        "budget": ("budget", tokens),
+        BUDGET: ("budget", tokens),
         "noop_share": ("noop", percent),
         "zero_kept_share": ("zero kept", percent),
         "capped_share": ("capped", percent),
@@ -186,7 +186,7 @@ def sweep_table(rec: Recommendation) -> Table:
     }
     present = [c for c in cols if c in t.columns]
     rows = [[cols[c][1](row[c]) for c in present] for row in t.iter_rows(named=True)]
-    chosen = t["budget"].to_list().index(rec.budget) if rec.budget is not None else None
+    chosen = t[BUDGET].to_list().index(rec.budget) if rec.budget is not None else None
     return Table([cols[c][0] for c in present], rows, highlight=chosen)
 
 
@@ -196,7 +196,7 @@ def decision_table(rec: Decision) -> Table:
     t = rec.table
     money = lambda v: "-" if v is None else f"${v:,.4f}"  # noqa: E731
     cols = {
-        "policy": ("policy", cell), "budget": ("budget", tokens), "at_trigger": ("sessions at trigger", cell),
+        "policy": ("policy", cell), BUDGET: ("budget", tokens), "at_trigger": ("sessions at trigger", cell),
         "compactions_per_session": ("compactions/session", lambda v: "-" if v is None else f"{v:.2f}"),
         "keeps_k_share": (f"keep {rec.rule.min_kept_turns or 2}+ turns", percent),
         "within_limit_share": (f"kept <= {tokens(rec.rule.limit)}", percent),
@@ -209,7 +209,7 @@ def decision_table(rec: Decision) -> Table:
     rows = [[cols[c][1](row[c]) for c in present] for row in t.iter_rows(named=True)]
     chosen = None
     for i, row in enumerate(t.iter_rows(named=True)):
-        if row["policy"] == rec.policy and row["budget"] == rec.budget:
+        if row["policy"] == rec.policy and row[BUDGET] == rec.budget:
             chosen = i
     return Table([cols[c][0] for c in present], rows, highlight=chosen, left=(0,))
 
@@ -255,14 +255,14 @@ def replay_table(result: Replay, chosen: int | None) -> Table:
     """The replay's per-budget table (:func:`~panto_analytics.policy.replay.summary.summarize_replay`), formatted."""
     t = summarize_replay(result.events, result.sessions)
     cols = {
-        "budget": ("budget", tokens), "sessions": ("sessions", cell), "compacted_share": ("compacted", percent),
+        BUDGET: ("budget", tokens), "sessions": ("sessions", cell), "compacted_share": ("compacted", percent),
         "compactions_mean": ("compactions/session", cell), "events": ("events", cell),
         "zero_kept_event_share": ("events keeping nothing", percent), "kept_turns_p50": ("kept turns p50", cell),
         "kept_tokens_p50": ("kept p50", tokens), "request_bytes_per_session": ("summarizer bytes/session", cell),
         "overflow_share": ("overflow", percent), "ineffective_share": ("ineffective", percent),
     }
     rows = [[fmt(row[c]) for c, (_, fmt) in cols.items()] for row in t.iter_rows(named=True)]
-    highlight = t["budget"].to_list().index(chosen) if chosen in t["budget"].to_list() else None
+    highlight = t[BUDGET].to_list().index(chosen) if chosen in t[BUDGET].to_list() else None
     return Table([name for name, _ in cols.values()], rows, highlight=highlight)
 
 
@@ -288,7 +288,7 @@ def replay_figures(result: Replay, *, highlight: int | None = None) -> list[Repo
 def costs_section(report: Report, result: Replay, chosen: int | None = None) -> None:
     """"What compaction costs" from a billed replay (its sessions have ``total_cost_usd``): the table, the plot."""
     money = lambda v: "-" if v is None else f"${v:,.2f}"  # noqa: E731
-    cols = {"policy": ("policy", cell), "budget": ("budget", tokens), "sessions": ("sessions", cell),
+    cols = {"policy": ("policy", cell), BUDGET: ("budget", tokens), "sessions": ("sessions", cell),
             "compactions": ("compactions", cell), "recorded_usd": ("recorded", money),
             "replayed_usd": ("replayed", money), "change_usd": ("change", money),
             "summarizer_usd": ("summarizer", money), "summarizer_share": ("summarizer share", percent),
@@ -311,7 +311,7 @@ def policy_table(result: Replay) -> Table:
     """The comparison of policies (:func:`~panto_analytics.policy.compare_policies`), formatted."""
     t = compare_policies(result.events, result.sessions)
     cols = {
-        "policy": ("policy", cell), "budget": ("budget", tokens), "compacted_share": ("compacted", percent),
+        "policy": ("policy", cell), BUDGET: ("budget", tokens), "compacted_share": ("compacted", percent),
         "compactions_mean": ("compactions/session", cell), "events": ("events", cell),
         "kept_tokens_p10": ("kept p10", tokens), "kept_tokens_p50": ("kept p50", tokens),
         "kept_tokens_p90": ("kept p90", tokens), "summarized_tokens_p50": ("summarized p50", tokens),
@@ -432,7 +432,7 @@ def build_report(messages: pl.DataFrame | Corpus, budgets: Budgets, *, criteria:
         costs_section(report, billed, rec.budget)
     if corpus is not None and not corpus.compactions.is_empty():
         rows = agent_vs_libpanto(corpus, budgets)
-        shown = rows.filter(pl.col("budget").is_in(_a_few(budgets, rec.budget)))
+        shown = rows.filter(pl.col(BUDGET).is_in(_a_few(budgets, rec.budget)))
         report.recorded = Table.from_frame(compaction_table(shown))
         report.figures.append(ReportFigure(
             "recorded_compactions", "What the agents kept at their recorded compactions",
@@ -480,13 +480,13 @@ def _frontier_section(report: Report, rec: Decision, messages: pl.DataFrame, ses
         "the summary held). The dashed line joins the Pareto front; hollow points are at or above the trigger "
         "and never proposed; stars are what the agents recorded; the ring is the chosen point.",
         plots.frontier(t, recorded=recorded, chosen=chosen))
-    front = frontier(t).select("policy", "budget", "cost_p50", "cost_p90", "orphan_rate", "refetch_tokens")
-    rows = [[r["policy"], tokens(r["budget"]), f"${r['cost_p50']:,.4f}", f"${r['cost_p90']:,.4f}",
+    front = frontier(t).select("policy", BUDGET, "cost_p50", "cost_p90", "orphan_rate", "refetch_tokens")
+    rows = [[r["policy"], tokens(r[BUDGET]), f"${r['cost_p50']:,.4f}", f"${r['cost_p90']:,.4f}",
              percent(r["orphan_rate"]), tokens(r["refetch_tokens"])] for r in front.iter_rows(named=True)]
     if recorded is not None:
         rows += [[f"{r['agent']} (recorded)", "-", "-" if r["cost_p50"] is None else f"${r['cost_p50']:,.4f}", "-",
                   percent(r["orphan_rate"]), "-"] for r in recorded.iter_rows(named=True)]
     hit = next((i for i, r in enumerate(front.iter_rows(named=True))
-                if chosen is not None and (r["policy"], r["budget"]) == chosen), None)
+                if chosen is not None and (r["policy"], r[BUDGET]) == chosen), None)
     report.frontier_table = Table(["point", "budget", "cost/session p50", "p90", "orphan rate", "re-fetch tokens"],
                                   rows, highlight=hit)

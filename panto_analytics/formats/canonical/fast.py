@@ -27,7 +27,7 @@ import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
 from ...outcomes.tool_targets import refs_column
-from ...schema import MAX_USAGE, MESSAGE_SCHEMA, ROLES, USAGE_COLUMNS
+from ...schema import MAX_USAGE, MESSAGE_SCHEMA, ROLE, ROLES, SEQ, USAGE_COLUMNS
 from ..base import Invalid, SourceFile
 from ..columnar import BLOCK, bad_timestamps, by_halving, parse_timestamps, per_owner, read_whole, serialized_bytes, words_and_flags
 from . import lines as canonical
@@ -85,7 +85,7 @@ def _frames(sources: list[SourceFile], loaded: list[bytes]) -> list[pl.DataFrame
     for k, source in enumerate(sources):
         if clean[k] and not bad_header[k]:
             frame = batch.slice(int(starts[k]), int(counts[k]))
-            canonical.record_compactions(source, frame["seq"].filter(frame["has_summary"]).to_list())
+            canonical.record_compactions(source, frame[SEQ].filter(frame["has_summary"]).to_list())
             frames[k] = frame
     return frames
 
@@ -157,9 +157,9 @@ def _batch_frame(table: pa.StructArray, file_of: np.ndarray, sources: list[Sourc
 
     frame = pl.DataFrame({
         "session_id": per_file([src.meta.session_id for src in sources]),
-        "seq": (np.arange(len(table)) - first_row[file_of]).astype(np.uint32),
+        SEQ: (np.arange(len(table)) - first_row[file_of]).astype(np.uint32),
         # Unknown roles only occur in unclean files, which are dropped; null keeps the Enum cast valid.
-        "role": pl.Series(pc.if_else(pc.is_in(table.field("role"), pa.array(ROLES)), table.field("role"), None)),
+        ROLE: pl.Series(pc.if_else(pc.is_in(table.field("role"), pa.array(ROLES)), table.field("role"), None)),
         "words": words,
         "serialized_bytes": serialized,
         "has_tool_result": has_tool_result,

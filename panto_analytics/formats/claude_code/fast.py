@@ -45,7 +45,7 @@ import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
 from ...outcomes.tool_targets import refs_column
-from ...schema import MAX_USAGE, MESSAGE_SCHEMA, USAGE_COLUMNS
+from ...schema import MAX_USAGE, MESSAGE_SCHEMA, ROLE, USAGE_COLUMNS
 from ..base import BAD_RECORD, SessionMeta, SourceFile, parse_timestamp, session_stem
 from ..columnar import BLOCK, ISO_UTC, PART, by_halving, parse_timestamps, read_together, serialized_bytes, words_and_flags
 from .lines import NAME, PRESERVED_MARK, SYNTHETIC_MODEL, TOOL_USE_BLOCKS, USAGE_KEYS, project_folder, text_of
@@ -730,7 +730,7 @@ def _assemble(sources: list[SourceFile], records: pl.DataFrame, canonical: pa.St
     canonical = pa.concat_arrays([canonical, _with_inputs(made, pa.nulls(len(made), _TEXT))])
     owner = np.concatenate((owner, prompts["owner"].to_numpy(), compactions["owner"].to_numpy()))
     words, has_result, has_summary = words_and_flags(canonical, owner, n + 1)
-    roles = pa.concat_arrays([messages["role"].to_arrow().cast(_STR), pa.array(["user"], _STR)])
+    roles = pa.concat_arrays([messages[ROLE].to_arrow().cast(_STR), pa.array(["user"], _STR)])
     size = serialized_bytes(roles, canonical, owner, n + 1)
     usage_rows = messages["usage_row"]
     # A message without a usage row has no usage; a counter missing from a usage is 0.
@@ -751,7 +751,7 @@ def _assemble(sources: list[SourceFile], records: pl.DataFrame, canonical: pa.St
     frame = messages.select(
         session_id=per_file([m.session_id for m in metas]),
         seq=(pl.int_range(pl.len()) - pl.Series(starts[file_of])).cast(pl.UInt32),
-        role=pl.col("role"),
+        role=pl.col(ROLE),
         words=pl.Series(words[:n]),
         serialized_bytes=pl.Series(size[:n]),
         has_tool_result=pl.Series(has_result[:n]),

@@ -43,7 +43,7 @@ import numpy as np
 import polars as pl
 
 from ...budgets import Budgets, as_budgets
-from ...schema import SESSION
+from ...schema import BUDGET, ROLE, SEQ, SESSION
 from .. import expressions as ex
 from ..compute_split import budget_series
 from ..turn_costs import check_order
@@ -77,11 +77,11 @@ def window_columns(frame: pl.DataFrame) -> pl.DataFrame:
     >>> window_columns(pl.DataFrame(schema=MESSAGE_SCHEMA)).columns[:4]
     ['seq', 'role', 'user', 'tool_result']
     """
-    role = pl.col("role")
+    role = pl.col(ROLE)
     user_msg = (role == "user") & ~pl.col("has_tool_result")
     chars = pl.col("serialized_bytes") if "serialized_bytes" in frame.columns else pl.lit(0)
     return frame.select(
-        pl.col("seq").cast(pl.Int64), role=role.cast(pl.String), user=user_msg & ~pl.col("has_summary"),
+        pl.col(SEQ).cast(pl.Int64), role=role.cast(pl.String), user=user_msg & ~pl.col("has_summary"),
         tool_result="has_tool_result", summary="has_summary",
         call=ex.assistant_cumulative().is_not_null(), cum=ex.assistant_cumulative().cast(pl.Int64),
         chars=chars.fill_null(0).cast(pl.Int64),
@@ -221,8 +221,8 @@ def _with_policy(result: Replay, policy: Policy, frame: pl.DataFrame) -> tuple[p
     else:
         kept_start = pl.when(pl.col("kept_start") >= 0).then(pl.col("kept_start")).cast(pl.UInt32)
         events = with_request_bytes(events.with_columns(kept_start), frame, result.summary_tokens)
-        per_session = events.group_by(SESSION, "budget").agg(request_bytes=pl.col("request_bytes").sum())
-        sessions = result.sessions.join(per_session, on=[SESSION, "budget"], how="left", maintain_order="left")
+        per_session = events.group_by(SESSION, BUDGET).agg(request_bytes=pl.col("request_bytes").sum())
+        sessions = result.sessions.join(per_session, on=[SESSION, BUDGET], how="left", maintain_order="left")
         result = replace(result, sessions=sessions.with_columns(
             pl.col("request_bytes").fill_null(0) if "serialized_bytes" in frame.columns else pl.col("request_bytes")))
     return (events.select(name, *POLICY_EVENT_SCHEMA, "transcript_bytes", "request_bytes"),

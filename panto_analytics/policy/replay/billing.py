@@ -18,6 +18,7 @@ from ...outcomes.billing import SUMMARIZER_MODES, bill_replay
 from ...outcomes.cost import UnpricedWarning, bill, unpriced
 from ...outcomes.prices import Prices, load_prices
 from ...phrases import counted
+from ...schema import BUDGET
 from .engine import Replay
 from .policies import POLICIES
 
@@ -63,7 +64,7 @@ def bill_replay_result(result: Replay, messages: pl.DataFrame | pl.LazyFrame, pr
     table = resolve_prices(prices)
     cached = summarizer_cached(summarizer, has_policy="policy" in result.sessions.columns)
     has_policy = "policy" in result.sessions.columns
-    keys = ["policy", "budget"] if has_policy else ["budget"]
+    keys = ["policy", BUDGET] if has_policy else [BUDGET]
     missing: list[pl.DataFrame] = []
 
     def price(calls: pl.DataFrame) -> pl.DataFrame:

@@ -86,7 +86,7 @@ import numpy as np
 import polars as pl
 
 from ...defaults import DEFAULT_RESERVE, DEFAULT_SUMMARY_TOKENS, MIN_SUMMARY_TOKENS
-from ...schema import SESSION
+from ...schema import BUDGET, ROLE, SEQ, SESSION
 from .. import expressions as ex
 from ..compute_split import budget_series
 from ..turn_costs import _turns, check_order
@@ -107,7 +107,7 @@ MAX_ALTERNATIONS = 4
 
 EVENT_SCHEMA: dict[str, pl.DataType] = {
     SESSION: pl.Categorical(),
-    "budget": pl.UInt64(),
+    BUDGET: pl.UInt64(),
     "event": pl.UInt32(),
     "trigger_seq": pl.UInt32(),
     "context_before": pl.UInt64(),
@@ -121,7 +121,7 @@ EVENT_SCHEMA: dict[str, pl.DataType] = {
 
 REPLAY_SESSION_SCHEMA: dict[str, pl.DataType] = {
     SESSION: pl.Categorical(),
-    "budget": pl.UInt64(),
+    BUDGET: pl.UInt64(),
     "n_compactions": pl.UInt32(),
     "zero_kept_events": pl.UInt32(),
     "summarized_tokens": pl.UInt64(),
@@ -214,7 +214,7 @@ def resume_after_anchor(kept: pl.Expr) -> pl.Expr:
     >>> f.select(resume_after_anchor(pl.col("k"))).to_series().to_list()  # row 1 resumes past the end
     [0, 4, 4, 3]
     """
-    seq = pl.col("seq").cast(pl.Int64)
+    seq = pl.col(SEQ).cast(pl.Int64)
     fresh = pl.when(~kept).then(seq).when(ex.session_end()).then(seq + 1).backward_fill()
     block_follows = (~ex.session_end() & kept.shift(-1)).fill_null(False)
     return pl.when(block_follows).then(fresh.shift(-1)).otherwise(seq)
@@ -283,8 +283,8 @@ def replay(messages: pl.DataFrame | pl.LazyFrame, budgets: Iterable[int], *, win
     if "serialized_bytes" not in frame.columns:
         return replace(result, events=events, sessions=result.sessions.with_columns(request_bytes=pl.lit(None, pl.UInt64)),
                        summary_source=source)
-    per_session = events.group_by(SESSION, "budget").agg(request_bytes=pl.col("request_bytes").sum())
-    sessions = result.sessions.join(per_session, on=[SESSION, "budget"], how="left", maintain_order="left").with_columns(
+    per_session = events.group_by(SESSION, BUDGET).agg(request_bytes=pl.col("request_bytes").sum())
+    sessions = result.sessions.join(per_session, on=[SESSION, BUDGET], how="left", maintain_order="left").with_columns(
         pl.col("request_bytes").fill_null(0).cast(pl.UInt64))
     return replace(result, events=events, sessions=sessions, summary_source=source)
 
@@ -384,22 +384,22 @@ class _Engine:
 
     def _prepare(self) -> None:
         is_call = ex.assistant_cumulative().is_not_null()
-        base_start = (pl.col("role") == "user") & ~pl.col("has_tool_result") & ~ex.follows_user()
+        base_start = (pl.col(ROLE) == "user") & ~pl.col("has_tool_result") & ~ex.follows_user()
         annotated = (
             self.frame.lazy()
             .with_columns(
                 ex.message_tokens(), ex.assistant_cumulative(), ex.prior_assistant_cumulative(),
                 is_turn_start=base_start, _call=is_call,
                 # The seq of the session's first summary at or after each row (n when none).
-                _anchor=pl.when(pl.col("has_summary")).then(_as_int(pl.col("seq")))
-                .when(ex.session_end()).then(_as_int(pl.col("seq")) + 1).backward_fill(),
+                _anchor=pl.when(pl.col("has_summary")).then(_as_int(pl.col(SEQ)))
+                .when(ex.session_end()).then(_as_int(pl.col(SEQ)) + 1).backward_fill(),
                 _sid=_as_int(ex.session_start()).cum_sum() - 1,
                 _kept=recorded_before_anchor(self.frame.columns),
             )
             .with_columns(_resume=resume_after_anchor(pl.col("_kept")))
             # A call the replay never checks: in an agent's kept block, or a summary's own when a block follows.
             .with_columns(_inert=pl.col("_kept") | (pl.col("has_summary") & (_as_int(pl.col("_resume"))
-                                                                              > _as_int(pl.col("seq")))))
+                                                                              > _as_int(pl.col(SEQ)))))
             # Every turn start of the recorded session, uncapped: the base turns.
             .with_columns(turn=pl.when(ex.count_in_session(pl.col("is_turn_start")) > 0)
                           .then(ex.count_in_session(pl.col("is_turn_start")) - 1))
@@ -414,13 +414,13 @@ class _Engine:
         # Base turn costs as complete turns (ending at the next base turn start): turn_costs.py's own machinery.
         base_turns = _turns(annotated).select(cost=_as_int(pl.col("tokens")))
         turn_rows_lf = annotated.filter(pl.col("is_turn_start")).select(
-            start_seq="seq", before=pl.col("prior_cumulative").fill_null(0), call_at_start="_calls_before")
+            start_seq=SEQ, before=pl.col("prior_cumulative").fill_null(0), call_at_start="_calls_before")
         calls_lf = annotated.filter(pl.col("_call")).select(
-            "_sid", "seq", "_inert", cum="assistant_cumulative", last_turn=pl.col("_turns_before") - 1)
+            "_sid", SEQ, "_inert", cum="assistant_cumulative", last_turn=pl.col("_turns_before") - 1)
         per_row_lf = annotated.select("_calls_before", "_turns_before", "_anchor", "_resume")
         sessions_lf = annotated.filter(ex.session_start()).select(SESSION, row0="_row", c0="_calls_before", g0="_turns_before")
         ends_lf = annotated.filter(ex.session_end()).select(
-            n=_as_int(pl.col("seq")) + 1,
+            n=_as_int(pl.col(SEQ)) + 1,
             c1=pl.col("_calls_before") + _as_int(pl.col("_call")),
             g1=pl.col("_turns_before") + _as_int(pl.col("is_turn_start")))
         base_turns_df, turn_rows, calls, per_row, sessions, ends = pl.collect_all(
@@ -446,7 +446,7 @@ class _Engine:
         # started at or before it, and V = P[last] + max(cum - before[last], 0), the active
         # cost of a window that starts at base turn 0 (-1 when no turn has started).
         self.call_sid = _np(calls["_sid"], pad=-1)
-        self.call_seq = _np(calls["seq"], pad=0)
+        self.call_seq = _np(calls[SEQ], pad=0)
         self.call_inert = calls["_inert"].to_numpy()
         self.cum = _np(calls["cum"], pad=-1)
         self.last_turn = _np(calls["last_turn"], pad=-1)
@@ -598,7 +598,7 @@ class _Engine:
 
     def _result(self, events: list[dict[str, Array]], segments: list[dict[str, Array]]) -> Replay:
         ids, nb = self.ids, len(self.budget)
-        ev_cols = [c for c in self.event_schema if c not in (SESSION, "budget")]
+        ev_cols = [c for c in self.event_schema if c not in (SESSION, BUDGET)]
         ev = {c: np.concatenate([e[c] for e in events]) if events else np.zeros(0, dtype=np.int64)
               for c in ["sid", "bi", *ev_cols]}
         order = np.lexsort((ev["event"], ev["bi"], ev["sid"]))
@@ -627,12 +627,12 @@ class _Engine:
         sid_all = np.repeat(np.arange(n_sessions), nb)
         budget_all = np.tile(np.arange(nb), n_sessions)
         sessions = pl.DataFrame({
-            SESSION: ids.gather(sid_all), "budget": self.budget.gather(budget_all),
+            SESSION: ids.gather(sid_all), BUDGET: self.budget.gather(budget_all),
             "n_compactions": n_comp, "zero_kept_events": zero_kept.astype(np.int64), "summarized_tokens": summarized,
             "peak_context": pl.Series(peak).set(pl.Series(peak < 0), None) if len(peak) else pl.Series([], dtype=pl.Int64),
             "overflow": peak > self.window, "ineffective": ineffective,
         })
-        events_out = pl.DataFrame({SESSION: ids.gather(ev["sid"]), "budget": self.budget.gather(ev["bi"]),
+        events_out = pl.DataFrame({SESSION: ids.gather(ev["sid"]), BUDGET: self.budget.gather(ev["bi"]),
                                    **{c: ev[c] for c in ev_cols}})
         return Replay(events=_schema(events_out, self.event_schema, ids.dtype),
                       sessions=_schema(sessions, REPLAY_SESSION_SCHEMA, ids.dtype),

@@ -37,7 +37,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from ...schema import SESSION
+from ...schema import ROLE, SEQ, SESSION
 from ..cuts import cut_conversations
 from .any_policy import window_columns
 from .policies import LibPanto, Policy, parse_policy
@@ -57,10 +57,10 @@ def _windows(conversation: pl.DataFrame) -> pl.DataFrame:
     rows = window_columns(conversation).with_columns(
         state=conversation[SESSION].cast(pl.Int64), orig_seq=conversation["orig_seq"].cast(pl.Int64))
     return rows.with_columns(
-        first=(pl.when(pl.col("summary")).then(pl.col("seq") + 1).otherwise(0)).max().over("state"),
-        trigger=pl.col("seq").max().over("state"),
+        first=(pl.when(pl.col("summary")).then(pl.col(SEQ) + 1).otherwise(0)).max().over("state"),
+        trigger=pl.col(SEQ).max().over("state"),
         newest=pl.col("cum").filter(pl.col("call")).last().over("state").fill_null(0),
-    ).filter(pl.col("seq") >= pl.col("first"))
+    ).filter(pl.col(SEQ) >= pl.col("first"))
 
 
 def _agent_side(messages: pl.DataFrame, cuts: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
@@ -73,15 +73,15 @@ def _agent_side(messages: pl.DataFrame, cuts: pl.DataFrame, windows: pl.DataFram
         (pl.col("first_kept") < pl.col("trigger_seq")) & (pl.col("orig_seq") >= pl.col("first_kept")))
     suffix = inside.group_by("state").agg(
         agent_first_kept_seq=pl.col("orig_seq").min(), agent_kept_messages=pl.len(),
-        agent_kept_tokens=pl.max_horizontal(pl.col("newest").first() - pl.col("before").sort_by("seq").first(), 0))
+        agent_kept_tokens=pl.max_horizontal(pl.col("newest").first() - pl.col("before").sort_by(SEQ).first(), 0))
     # Like with like: Codex keeps copies of user messages, so of a replacement history only its user messages
     # (not tool results, not the summary; not its assistant, developer or compaction items) are compared.
-    prompt = (pl.col("role") == "user") & ~pl.col("has_tool_result") & ~pl.col("has_summary")
-    sized = messages.filter(prompt).select(sid=pl.col(SESSION).cast(pl.String), seq=pl.col("seq").cast(pl.Int64),
+    prompt = (pl.col(ROLE) == "user") & ~pl.col("has_tool_result") & ~pl.col("has_summary")
+    sized = messages.filter(prompt).select(sid=pl.col(SESSION).cast(pl.String), seq=pl.col(SEQ).cast(pl.Int64),
                                            tokens=chars_to_tokens(pl.col("serialized_bytes").fill_null(0)))
     copies = numbered.filter(pl.col("first_kept") >= pl.col("trigger_seq")).join(sized, on="sid").filter(
-        (pl.col("seq") >= pl.col("first_kept")) & (pl.col("seq") < pl.col("kept_end"))).group_by("state").agg(
-        agent_first_kept_seq=pl.col("seq").min(), agent_kept_messages=pl.len(), agent_kept_tokens=pl.col("tokens").sum())
+        (pl.col(SEQ) >= pl.col("first_kept")) & (pl.col(SEQ) < pl.col("kept_end"))).group_by("state").agg(
+        agent_first_kept_seq=pl.col(SEQ).min(), agent_kept_messages=pl.len(), agent_kept_tokens=pl.col("tokens").sum())
     agent = pl.concat([suffix, copies], how="vertical_relaxed")
     copied = (pl.col("first_kept") >= pl.col("trigger_seq")).fill_null(False)
     return numbered.select("state", S=pl.col("sid"), copies=copied).join(
@@ -107,14 +107,14 @@ def policy_cuts_at(messages: pl.DataFrame, cuts: pl.DataFrame, policies: Sequenc
             pl.col(SESSION, "policy").cast(pl.String), pl.col("exact").cast(pl.Boolean))
     windows = _windows(cut_conversations(messages, cuts).collect())
     agent = _agent_side(messages, cuts, windows).rename({"S": SESSION})
-    orig = windows.select("state", "seq", "orig_seq")
-    before = windows.select("state", "seq", "before")
+    orig = windows.select("state", SEQ, "orig_seq")
+    before = windows.select("state", SEQ, "before")
     newest = windows.group_by("state").agg(pl.col("newest").first())
     out = []
     for policy in parsed:  # a handful of policies: one vectorized cut each, over every compaction at once
         cut = policy.cut(windows.drop("orig_seq")).with_columns(pl.col("kept_start").cast(pl.Int64))
-        cut = (cut.join(orig.rename({"seq": "kept_start"}), on=["state", "kept_start"], how="left")
-               .join(before.rename({"seq": "kept_start"}), on=["state", "kept_start"], how="left")
+        cut = (cut.join(orig.rename({SEQ: "kept_start"}), on=["state", "kept_start"], how="left")
+               .join(before.rename({SEQ: "kept_start"}), on=["state", "kept_start"], how="left")
                .join(newest, on="state", how="left"))
         usage = pl.when(pl.col("kept_start").is_null()).then(0).otherwise(
             pl.max_horizontal(pl.col("newest") - pl.col("before"), 0))

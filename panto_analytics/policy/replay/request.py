@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from ...schema import SESSION
+from ...schema import SEQ, SESSION
 from .. import expressions as ex
 
 __all__ = ["SUMMARY_BYTES_PER_TOKEN", "with_request_bytes"]
@@ -34,11 +34,11 @@ def with_request_bytes(events: pl.DataFrame, messages: pl.DataFrame, summary_tok
     rows = _rows(messages).with_columns(sid).rename({SESSION: "_sid"})
     out = (
         events.with_columns(_sid=sid)
-        .join(rows.select("_sid", active_start="seq", _at_start="bytes_before"), on=["_sid", "active_start"],
+        .join(rows.select("_sid", active_start=SEQ, _at_start="bytes_before"), on=["_sid", "active_start"],
               how="left", maintain_order="left")
-        .join(rows.select("_sid", prefix_end="seq", _at_end="bytes_before"), on=["_sid", "prefix_end"],
+        .join(rows.select("_sid", prefix_end=SEQ, _at_end="bytes_before"), on=["_sid", "prefix_end"],
               how="left", maintain_order="left")
-        .join(rows.select("_sid", "anchor_seq", "summary_bytes", trigger_seq="seq"), on=["_sid", "trigger_seq"],
+        .join(rows.select("_sid", "anchor_seq", "summary_bytes", trigger_seq=SEQ), on=["_sid", "trigger_seq"],
               how="left", maintain_order="left")
     )
     summed = pl.col("_at_end") - pl.col("_at_start")
@@ -55,10 +55,10 @@ def _rows(messages: pl.DataFrame) -> pl.DataFrame:
     """Per session and ``seq`` (0 to the message count): ``bytes_before``, ``serialized_bytes`` summed over
     the rows before it; ``anchor_seq`` and ``summary_bytes``, the latest recorded summary at or before it."""
     sized = pl.col("serialized_bytes").cast(pl.UInt64)
-    anchor = pl.when("has_summary").then(pl.col("seq").cast(pl.Int64)).when(ex.session_start()).then(-1).forward_fill()
+    anchor = pl.when("has_summary").then(pl.col(SEQ).cast(pl.Int64)).when(ex.session_start()).then(-1).forward_fill()
     rows = messages.select(
-        SESSION, "seq", sized.alias("_own"), _through=ex.sum_in_session(sized),
+        SESSION, SEQ, sized.alias("_own"), _through=ex.sum_in_session(sized),
         anchor_seq=pl.when(anchor >= 0).then(anchor), summary_bytes=ex.latest_summary_bytes(),
     ).with_columns(bytes_before=pl.col("_through") - pl.col("_own")).drop("_own")
-    ends = rows.filter(ex.session_end()).with_columns(seq=pl.col("seq") + 1, bytes_before="_through")
-    return pl.concat([rows, ends]).drop("_through").cast({"seq": pl.UInt32})
+    ends = rows.filter(ex.session_end()).with_columns(seq=pl.col(SEQ) + 1, bytes_before="_through")
+    return pl.concat([rows, ends]).drop("_through").cast({SEQ: pl.UInt32})

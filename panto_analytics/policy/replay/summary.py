@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from ...schema import SESSION
+from ...schema import BUDGET, SESSION
 
 __all__ = ["compare_policies", "cost_columns", "events_as_splits", "summarize_replay"]
 
@@ -50,7 +50,7 @@ def cost_columns() -> list[pl.Expr]:
     ]
 
 
-def summarize_replay(events: pl.DataFrame, sessions: pl.DataFrame, *, by: Sequence[str] = ("budget",)) -> pl.DataFrame:
+def summarize_replay(events: pl.DataFrame, sessions: pl.DataFrame, *, by: Sequence[str] = (BUDGET,)) -> pl.DataFrame:
     """One row per budget from :func:`~panto_analytics.policy.replay.engine.replay`'s two frames.
 
     ``by``: the grouping (``("policy", "budget")`` for a policy replay; the
@@ -142,7 +142,7 @@ def compare_policies(events: pl.DataFrame, sessions: pl.DataFrame) -> pl.DataFra
     >>> compare_policies(e, s).select("policy", "events", "kept_tokens_p90", "split_turn_share").rows()
     [('pi', 2, 9, 0.5)]
     """
-    keys = ["policy", "budget"]
+    keys = ["policy", BUDGET]
     extra = events.group_by(keys).agg(
         kept_tokens_p10=pl.col("kept_tokens").quantile(0.1, "nearest").cast(pl.UInt64),
         kept_tokens_p90=pl.col("kept_tokens").quantile(0.9, "nearest").cast(pl.UInt64),
@@ -178,7 +178,7 @@ def events_as_splits(events: pl.DataFrame) -> pl.DataFrame:
     [(1, 38, False)]
     """
     return events.select(
-        SESSION, "budget", "prefix_end", "kept_turns", "kept_tokens", "summarized_tokens",
+        SESSION, BUDGET, "prefix_end", "kept_turns", "kept_tokens", "summarized_tokens",
         active_tokens=pl.col("kept_tokens") + pl.col("summarized_tokens"),
         n_turns=pl.lit(_MANY_TURNS, pl.UInt32), noop=pl.lit(False), capped=pl.lit(False),
         request_bytes="request_bytes",

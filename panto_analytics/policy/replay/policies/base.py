@@ -23,6 +23,7 @@ from typing import ClassVar
 import polars as pl
 
 from ....budgets import parse_budget
+from ....schema import ROLE, SEQ
 
 __all__ = ["CUT_COLUMNS", "Policy", "WINDOW_COLUMNS", "at_or_after", "chars_to_tokens", "parse_settings", "state_max",
            "state_min", "suffix_cut"]
@@ -33,7 +34,7 @@ __all__ = ["CUT_COLUMNS", "Policy", "WINDOW_COLUMNS", "at_or_after", "chars_to_t
 #: ``chars`` (the message's ``serialized_bytes``, the size of its text), ``turn_start`` (libpanto's turn start
 #: over the whole session), ``next_tool_result`` (the next message is a tool result: this one called a tool),
 #: ``first`` (the window's first seq), ``trigger`` (the trigger call's seq).
-WINDOW_COLUMNS = ("state", "seq", "role", "user", "tool_result", "summary", "call", "cum", "chars", "turn_start",
+WINDOW_COLUMNS = ("state", SEQ, ROLE, "user", "tool_result", "summary", "call", "cum", "chars", "turn_start",
                   "next_tool_result", "first", "trigger")
 
 #: A cut's columns, one row per state: ``prefix_end`` (the first seq not summarized: ``trigger + 1`` when all

@@ -54,6 +54,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from ....schema import SEQ
 from .base import Policy, at_or_after, chars_to_tokens
 
 __all__ = ["Codex"]
@@ -81,7 +82,7 @@ class Codex(Policy):
         newer = at_or_after(tokens) - tokens  # tokens of the newer user messages
         selected = kept & (newer < self.user_tokens)
         rows = frame.with_columns(
-            _selected=selected, _seq=pl.when(selected).then(pl.col("seq")), _total=tokens.sum().over("state"))
+            _selected=selected, _seq=pl.when(selected).then(pl.col(SEQ)), _total=tokens.sum().over("state"))
         return rows.filter(pl.col("state").is_first_distinct()).select(
             "state", prefix_end=pl.col("trigger").cast(pl.Int64) + 1).join(
             rows.group_by("state").agg(kept_start=pl.col("_seq").min().cast(pl.Int64),

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from ....schema import ROLE, SEQ
 from .base import Policy, state_max, state_min, suffix_cut
 
 __all__ = ["GeminiCli"]
@@ -49,12 +50,12 @@ class GeminiCli(Policy):
         return math.ceil(window * self.threshold_ratio) - 1
 
     def cut(self, frame: pl.DataFrame) -> pl.DataFrame:
-        seq, chars = pl.col("seq"), pl.col("chars").cast(pl.Int64)
+        seq, chars = pl.col(SEQ), pl.col("chars").cast(pl.Int64)
         before = chars.cum_sum().over("state") - chars
         target = chars.sum().over("state").cast(pl.Float64) * (1 - self.preserve)
         candidate = pl.col("user")
         first_past = state_min(pl.when(candidate & (before.cast(pl.Float64) >= target)).then(seq))
         at_trigger = seq == pl.col("trigger")
-        ends_clean = state_max(pl.when(at_trigger).then((pl.col("role") == "assistant") & ~pl.col("next_tool_result")))
+        ends_clean = state_max(pl.when(at_trigger).then((pl.col(ROLE) == "assistant") & ~pl.col("next_tool_result")))
         fallback = pl.when(ends_clean).then(pl.col("trigger") + 1).otherwise(state_max(pl.when(candidate).then(seq)))
         return suffix_cut(frame, pl.coalesce(first_past, fallback))

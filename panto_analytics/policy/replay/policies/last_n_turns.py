@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from ....schema import SEQ
 from ..engine import DEFAULT_RESERVE
 from .base import Policy, at_or_after, state_max, suffix_cut
 
@@ -39,6 +40,6 @@ class LastNTurns(Policy):
 
     def cut(self, frame: pl.DataFrame) -> pl.DataFrame:
         start = pl.col("turn_start").cast(pl.Int64)
-        nth_newest = state_max(pl.when(pl.col("turn_start") & (at_or_after(start) == self.n)).then(pl.col("seq")))
+        nth_newest = state_max(pl.when(pl.col("turn_start") & (at_or_after(start) == self.n)).then(pl.col(SEQ)))
         keep_all = start.sum().over("state") <= self.n
         return suffix_cut(frame, pl.when(keep_all).then(pl.lit(None, pl.Int64)).otherwise(nth_newest))

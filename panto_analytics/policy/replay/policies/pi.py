@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from ....schema import ROLE, SEQ
 from .base import Policy, at_or_after, chars_to_tokens, state_max, state_min, suffix_cut
 
 __all__ = ["Pi", "PiSettings"]
@@ -56,13 +57,13 @@ class Pi(PiSettings):
     name = "pi"
 
     def cut(self, frame: pl.DataFrame) -> pl.DataFrame:
-        seq = pl.col("seq")
+        seq = pl.col(SEQ)
         newest_first = at_or_after(chars_to_tokens(pl.col("chars")))
         reached = state_max(pl.when(newest_first >= self.keep_recent_tokens).then(seq))
-        prompt = (pl.col("role") == "user") & ~pl.col("tool_result")
-        valid = prompt | (pl.col("role") == "assistant")
+        prompt = (pl.col(ROLE) == "user") & ~pl.col("tool_result")
+        valid = prompt | (pl.col(ROLE) == "assistant")
         first_valid = state_min(pl.when(valid).then(seq))
         cut = pl.coalesce(state_min(pl.when(valid & (seq >= reached)).then(seq)), first_valid)
-        at_assistant = state_max(pl.when(seq == cut).then(pl.col("role") == "assistant"))
+        at_assistant = state_max(pl.when(seq == cut).then(pl.col(ROLE) == "assistant"))
         turn_before = state_min(pl.when(prompt).then(seq)) <= cut
         return suffix_cut(frame, cut, split_turn=at_assistant & turn_before)

@@ -41,6 +41,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from ....schema import SEQ
 from .base import state_max, state_min, suffix_cut
 from .pi import PiSettings
 
@@ -54,7 +55,7 @@ class PiWholeTurn(PiSettings):
     name = "pi-whole-turn"
 
     def cut(self, frame: pl.DataFrame) -> pl.DataFrame:
-        seq, call = pl.col("seq"), pl.col("call")
+        seq, call = pl.col(SEQ), pl.col("call")
         newest_seq = state_max(pl.when(call).then(seq))
         newest = state_max(pl.when(seq == newest_seq).then(pl.col("cum")))
         far = state_max(pl.when(call & (seq < newest_seq) & (newest - pl.col("cum") >= self.keep_recent_tokens)).then(seq))
