@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=500)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--window", type=pa.parse_budget, default=64_000)
+    parser.add_argument("--window", type=pa.budgets.parse_budget, default=64_000)
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="panto-policy-bench-") as tmp:

@@ -33,7 +33,7 @@ path, prices, window, budgets, policies = sys.argv[1], sys.argv[2], int(sys.argv
 messages = pa.read_sessions([path], cache=False)
 budgets = [int(b) for b in budgets.split(",")]
 policy = policies.split(",") if policies else None
-table = pa.load_prices(prices) if prices != "-" else None
+table = pa.outcomes.load_prices(prices) if prices != "-" else None
 runs = []
 for _ in range(2):
     start = time.perf_counter()
@@ -82,8 +82,8 @@ def _in_process(corpus: Path, prices: Path, args: argparse.Namespace) -> None:
     import panto_analytics as pa
 
     messages = pa.read_sessions([corpus], cache=False)
-    table = pa.load_prices(prices)
-    budgets = [int(b) for b in pa.parse_budgets(args.budgets)]
+    table = pa.outcomes.load_prices(prices)
+    budgets = [int(b) for b in pa.budgets.parse_budgets(args.budgets)]
     policy = args.policy or None
     plain, cost = [], []
     for _ in range(args.repeat):
@@ -120,7 +120,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--window", type=pa.parse_budget, default=64_000)
+    parser.add_argument("--window", type=pa.budgets.parse_budget, default=64_000)
     parser.add_argument("--budgets", default="8k,20k,50k")
     parser.add_argument("--policy", action="append", default=[])
     parser.add_argument("--repeat", type=int, default=3)
@@ -146,7 +146,7 @@ def main(argv: list[str] | None = None) -> None:
             _in_process(folder / "corpus", prices, args)
             return
         row = time_side_by_side(folder / "corpus", prices, window=args.window,
-                                budgets=[int(b) for b in pa.parse_budgets(args.budgets)],
+                                budgets=[int(b) for b in pa.budgets.parse_budgets(args.budgets)],
                                 policies=args.policy, repeat=args.repeat)
     print(f"{args.sessions} sessions, window {args.window:,}, budgets {args.budgets}, "
           f"policies {','.join(args.policy) or 'libpanto'}: {row['events']:,} events; best of {args.repeat}, "

@@ -46,7 +46,7 @@ def measure(root: Path, engine: str, budgets: list[int], repeat: int) -> dict:
         if engine == "memory":
             corpus = dataset_corpus(root)
             return pa.sweep(pa.splits(corpus.messages, budgets, sessions=corpus.sessions))
-        return pa.sweep_dataset(root, budgets, engine=engine)
+        return pa.dataset.sweep_dataset(root, budgets, engine=engine)
 
     times = []
     table = None

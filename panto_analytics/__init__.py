@@ -12,20 +12,21 @@ A tour, from files to a budget::
     pa.report.build_report(messages, [8_000, 20_000])     # report: HTML, Markdown, PNGs, Parquet
 
 ``pa.open_corpus(paths, filter=pa.SessionFilter.parse(since="2026-11-01", subagents=False))`` reads
-the sessions you ask for with their sessions and compactions tables (``pa.read_corpus`` then
-``pa.filter_corpus``, in one call); ``pa.worst_served(messages, budget, n)`` lists
-the sessions a budget serves worst; ``pa.Cache`` is the Parquet cache of parsed files.
-``pa.costs(corpus, by="day")`` says what the recorded calls cost (prices: ``pa.load_prices``, genai-prices
-offline or a LiteLLM price file). ``pa.loss(messages, pa.replay(messages, budgets, window=...))`` says what each
-compaction loses (orphan references among the next tool calls; ``pa.references(messages)``: what every tool call
-touched), and ``pa.refetch(corpus.messages, corpus.compactions, corpus.sessions)`` checks it on the compactions
-agents recorded (``docs/loss.md``).
+the sessions you ask for with their sessions and compactions tables; ``pa.Cache`` is the Parquet cache of
+parsed files. ``pa.costs(corpus, by="day")`` says what the recorded calls cost, and
+``pa.loss(messages, pa.replay(messages, budgets, window=...))`` what each compaction loses (orphan references
+among the next tool calls, ``docs/loss.md``).
 
-Past one machine's memory: ``pa.write_dataset(paths, "corpus.ds")`` writes a
-Parquet dataset partitioned by session, ``pa.scan_dataset("corpus.ds")`` is
-a LazyFrame over it, and ``pa.sweep_dataset`` / ``pa.recommend_dataset``
-run bucket by bucket in bounded memory (``engine="ray"`` on Ray Data), with
-the same results as the in-memory path (``docs/scale.md``).
+``pa`` hands out only these verbs and the types you construct (``__all__``). Everything else is one
+attribute further, in the subpackage that owns it, each imported on first use:
+``pa.ingest.read_corpus``, ``pa.ingest.filter_corpus``, ``pa.analysis.worst_served``,
+``pa.analysis.summary_request``, ``pa.outcomes.load_prices``, ``pa.outcomes.references``,
+``pa.outcomes.refetch``, ``pa.policy.summarize_replay``, ``pa.budgets.parse_budgets``,
+``pa.errors.InputError``. Past one machine's memory: ``pa.dataset.write_dataset(paths, "corpus.ds")``
+writes a Parquet dataset partitioned by session, ``pa.dataset.scan_dataset("corpus.ds")`` is a LazyFrame
+over it, and ``pa.dataset.sweep_dataset`` / ``pa.dataset.recommend_dataset`` run bucket by bucket in
+bounded memory (``engine="ray"`` on Ray Data), with the same results as the in-memory path
+(``docs/scale.md``).
 
 The package is floors over a shared vocabulary, and imports only go down
 (``docs/architecture.md``):
@@ -39,7 +40,9 @@ The package is floors over a shared vocabulary, and imports only go down
 - ``schema``, ``errors``, ``budgets``, ``words``, ``models``: the shared vocabulary.
 
 >>> import panto_analytics as pa
->>> {"read_sessions", "sessions", "splits", "sweep"} <= set(pa.__all__)
+>>> {"read_sessions", "splits", "sweep"} <= set(pa.__all__), "read_corpus" in pa.__all__
+(True, False)
+>>> callable(pa.ingest.read_corpus)
 True
 """
 import importlib
@@ -47,74 +50,57 @@ from typing import TYPE_CHECKING, Any
 
 __all__ = [
     "Cache",
-    "Corpus",
     "Criteria",
-    "IngestReport",
-    "InputError",
-    "Loss",
-    "Recommendation",
-    "Replay",
     "SessionFilter",
-    "annotate",
-    "compactions",
     "costs",
-    "filter_corpus",
-    "load_prices",
-    "open_corpus",
     "loss",
-    "parse_budget",
-    "parse_budgets",
-    "read_corpus",
+    "open_corpus",
     "read_sessions",
     "recommend",
-    "recommend_dataset",
-    "references",
-    "refetch",
     "replay",
-    "scan_dataset",
-    "sessions",
     "splits",
-    "summarize_replay",
-    "summary_request",
     "sweep",
-    "sweep_dataset",
     "turns",
-    "worst_served",
-    "write_dataset",
 ]
 
 #: Where each public name is defined. Nothing is imported until a name is asked for, so ``import
 #: panto_analytics`` (and every ``import panto_analytics.x``, the command line's included) loads no Polars,
 #: Arrow or NumPy by itself; the TYPE_CHECKING imports below say the same to type checkers.
 _FROM = {
-    **dict.fromkeys(["Criteria", "Recommendation", "recommend", "worst_served"], ".analysis"),
-    **dict.fromkeys(["parse_budget", "parse_budgets"], ".budgets"),
-    **dict.fromkeys(["IngestReport", "InputError"], ".errors"),
-    **dict.fromkeys(["Cache", "Corpus", "compactions", "open_corpus", "read_corpus", "read_sessions", "sessions"],
-                    ".ingest"),
-    "summary_request": ".analysis.request",
-    **dict.fromkeys(["scan_dataset", "write_dataset"], ".dataset"),
-    **dict.fromkeys(["recommend_dataset", "sweep_dataset"], ".dataset.streaming"),
-    **dict.fromkeys(["SessionFilter", "filter_corpus"], ".ingest.filters"),
-    **dict.fromkeys(["Loss", "costs", "load_prices", "loss", "references", "refetch"], ".outcomes"),
-    **dict.fromkeys(["Replay", "annotate", "replay", "splits", "summarize_replay", "sweep", "turns"], ".policy"),
+    **dict.fromkeys(["Criteria", "recommend"], ".analysis"),
+    **dict.fromkeys(["Cache", "open_corpus", "read_sessions"], ".ingest"),
+    "SessionFilter": ".ingest.filters",
+    **dict.fromkeys(["costs", "loss"], ".outcomes"),
+    **dict.fromkeys(["replay", "splits", "sweep", "turns"], ".policy"),
 }
 
-#: Submodules reachable as ``pa.plots`` and ``pa.report``, imported on first use (matplotlib is heavy).
-_LAZY = {"plots": ".analysis.plots", "report": ".analysis.report", "plot_data": ".analysis.plot_data",
-         "examples": ".examples"}
+#: Subpackages and modules reachable as attributes (``pa.dataset.write_dataset``, ``pa.outcomes.load_prices``,
+#: ``pa.plots``), each imported on first use (matplotlib is heavy): everything not in ``__all__`` is here.
+_LAZY = {
+    **{name: f".{name}" for name in ("analysis", "budgets", "dataset", "errors", "formats", "ingest", "outcomes",
+                                     "policy", "schema", "examples")},
+    "plots": ".analysis.plots", "report": ".analysis.report", "plot_data": ".analysis.plot_data",
+}
 
 if TYPE_CHECKING:
-    from .analysis import Criteria, Recommendation, recommend, worst_served
-    from .analysis.request import summary_request
-    from .budgets import parse_budget, parse_budgets
-    from .dataset import scan_dataset, write_dataset
-    from .dataset.streaming import recommend_dataset, sweep_dataset
-    from .errors import IngestReport, InputError
-    from .ingest import Cache, Corpus, compactions, open_corpus, read_corpus, read_sessions, sessions
-    from .ingest.filters import SessionFilter, filter_corpus
-    from .outcomes import Loss, costs, load_prices, loss, references, refetch
-    from .policy import Replay, annotate, replay, splits, summarize_replay, sweep, turns
+    from . import analysis as analysis
+    from . import budgets as budgets
+    from . import dataset as dataset
+    from . import errors as errors
+    from . import examples as examples
+    from . import formats as formats
+    from . import ingest as ingest
+    from . import outcomes as outcomes
+    from . import policy as policy
+    from . import schema as schema
+    from .analysis import Criteria, recommend
+    from .analysis import plot_data as plot_data
+    from .analysis import plots as plots
+    from .analysis import report as report
+    from .ingest import Cache, open_corpus, read_sessions
+    from .ingest.filters import SessionFilter
+    from .outcomes import costs, loss
+    from .policy import replay, splits, sweep, turns
 
 
 def __getattr__(name: str) -> Any:

@@ -63,7 +63,7 @@ def assert_splits_match_oracle(paths: list[Path]) -> int:
     # The request of a no-op split is never sent: its request_bytes is null.
     want = {(sid, b): (pe, kt, size) for sid, row in zip(sessions, oracle.oracle_requests(list(sessions.values()), BUDGETS))
             for b, (pe, kt, size, _) in zip(BUDGETS, row, strict=True)}
-    corpus = pa.read_corpus(paths)
+    corpus = pa.ingest.read_corpus(paths)
     rows = pa.splits(corpus.messages, BUDGETS, sessions=corpus.sessions).to_dicts()
     got = {(r["session_id"], r["budget"]): (r["prefix_end"], r["kept_turns"], r["request_bytes"]) for r in rows}
     noop = {(r["session_id"], r["budget"]) for r in rows if r["noop"]}

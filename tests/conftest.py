@@ -116,7 +116,7 @@ class Engine:
         for i, (sid, msgs) in enumerate(sessions.items()):
             ref.write_session(folder / (f"file{i}.jsonl" if headers else f"{sid}.jsonl"), msgs,
                               session_id=sid if headers else None)
-        corpus = pa.read_corpus(folder)
+        corpus = pa.ingest.read_corpus(folder)
         frame = corpus.messages
         words = {sid: [] for sid in sessions}
         for sid, n in frame.select(pl.col("session_id").cast(pl.String), "words").iter_rows():

@@ -29,6 +29,15 @@ def test_plots_and_report_are_reachable_but_loaded_only_when_used():
     assert done.returncode == 0, done.stderr
 
 
+def test_subpackages_are_attributes_imported_on_first_use():
+    code = ("import sys, panto_analytics as pa; assert 'polars' not in sys.modules; "
+            "assert 'panto_analytics.dataset' not in sys.modules; assert {'dataset', 'outcomes'} <= set(dir(pa)); "
+            "assert callable(pa.dataset.write_dataset) and callable(pa.outcomes.load_prices); "
+            "assert 'polars' in sys.modules")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
 def test_help_gives_a_tour_with_the_functions_names():
     text = pydoc.render_doc(pa, renderer=pydoc.plaintext)
     tour = [text.index(f"pa.{name}(") for name in ("read_sessions", "turns", "splits", "sweep", "recommend")]

@@ -14,6 +14,7 @@
 :mod:`.plots` and :mod:`.report` load matplotlib: import them when you draw.
 """
 from .recommendation import Criteria, Recommendation, recommend
+from .request import summary_request
 from .worst import worst_served
 
-__all__ = ["Criteria", "Recommendation", "recommend", "worst_served"]
+__all__ = ["Criteria", "Recommendation", "recommend", "summary_request", "worst_served"]

@@ -26,10 +26,11 @@ from .store import (
     scan_dataset,
     scan_parts,
 )
+from .streaming import recommend_dataset, sweep_dataset
 from .write import DatasetUpdate, DatasetWriter, write_dataset
 
 __all__ = [
     "DEFAULT_BUCKETS", "TASK_ROWS", "DatasetInfo", "DatasetUpdate", "DatasetWriter", "bucket_groups", "bucket_parts",
-    "dataset_corpus", "is_dataset", "read_info", "read_manifest", "scan_dataset", "scan_parts", "session_buckets",
-    "write_dataset",
+    "dataset_corpus", "is_dataset", "read_info", "read_manifest", "recommend_dataset", "scan_dataset", "scan_parts",
+    "session_buckets", "sweep_dataset", "write_dataset",
 ]

@@ -12,19 +12,21 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__all__ = ["Cache", "CacheStats", "Corpus", "compactions", "expand_paths", "open_corpus", "read_corpus", "read_files",
-           "read_sessions", "sessions"]
+__all__ = ["Cache", "CacheStats", "Corpus", "SessionFilter", "compactions", "expand_paths", "filter_corpus",
+           "open_corpus", "read_corpus", "read_files", "read_sessions", "sessions"]
 
 #: Where each name is defined, imported on first use: ``import panto_analytics.ingest.parallel`` (the
 #: command line starts its parsing worker with it) loads no Polars.
 _FROM = {"Cache": ".cache", "CacheStats": ".cache", "Corpus": ".corpus", "compactions": ".corpus",
          "read_corpus": ".corpus", "sessions": ".corpus", "expand_paths": ".paths", "read_files": ".pipeline",
-         "read_sessions": ".pipeline", "open_corpus": ".entry"}
+         "read_sessions": ".pipeline", "open_corpus": ".entry", "SessionFilter": ".filters",
+         "filter_corpus": ".filters"}
 
 if TYPE_CHECKING:
     from .cache import Cache, CacheStats
     from .corpus import Corpus, compactions, read_corpus, sessions
     from .entry import open_corpus
+    from .filters import SessionFilter, filter_corpus
     from .paths import expand_paths
     from .pipeline import read_files, read_sessions
 

@@ -4,8 +4,8 @@ A :class:`SessionFilter` is a predicate over the sessions table
 (:data:`~panto_analytics.schema.SESSIONS_SCHEMA`); :func:`filter_corpus` keeps
 the sessions it accepts in every table of a corpus::
 
-    corpus = pa.read_corpus("~/.claude/projects")
-    recent = pa.filter_corpus(corpus, SessionFilter.parse(since="2026-11-01", subagents=False))
+    corpus = pa.ingest.read_corpus("~/.claude/projects")
+    recent = pa.ingest.filter_corpus(corpus, SessionFilter.parse(since="2026-11-01", subagents=False))
 
 Rules:
 

@@ -158,8 +158,8 @@ def refetch(messages: pl.DataFrame | pl.LazyFrame, compactions: pl.DataFrame | p
     Examples
     --------
     >>> import panto_analytics as pa
-    >>> c = pa.read_corpus(["data/"])
-    >>> pa.refetch(c.messages, c.compactions, c.sessions)["cut"].unique().sort().to_list()
+    >>> c = pa.ingest.read_corpus(["data/"])
+    >>> pa.outcomes.refetch(c.messages, c.compactions, c.sessions)["cut"].unique().sort().to_list()
     ['baseline', 'compaction']
     """
     refs = references(messages).collect()

@@ -220,7 +220,7 @@ def test_recorded_points_and_the_frontier_plot():
     from panto_analytics.analysis import plots
     from panto_analytics.analysis.decision import recorded_points, replay_outcomes
 
-    c = pa.read_corpus([DATA])
+    c = pa.ingest.read_corpus([DATA])
     r = replay_outcomes(c.messages, "0:16k:5", window=32_000, reserve=16_384, policy=["libpanto", "gemini-cli"],
                         prices=PRICES)
     rec = recorded_points(c.messages, c.compactions, c.sessions, r.sessions)

@@ -209,7 +209,7 @@ def test_plots_on_the_real_recordings(tmp_path):
     if missing:
         pytest.skip(f"adapters not available yet: {', '.join(sorted(missing))}")
     msgs = pa.read_sessions(real_jsonl_files(), skip_invalid=True)
-    splits = pa.splits(msgs, pa.parse_budgets("0:200k:21"))
+    splits = pa.splits(msgs, pa.budgets.parse_budgets("0:200k:21"))
     seg = data.session_segments(msgs, "source_format")
     for fig in (plots.kept_tokens_by_budget(splits, log=True), plots.outcome_shares_by_budget(splits, segments=seg),
                 plots.turn_sizes(pa.turns(msgs), segments=seg)):

@@ -26,7 +26,7 @@ def recordings() -> list:
         p for p in REALDATA.glob("*") if p.is_dir() and any(p.glob("*.jsonl")))
 
 
-def reference_cuts(corpus: pa.Corpus) -> dict[tuple[int, str], int | None]:
+def reference_cuts(corpus: pa.ingest.Corpus) -> dict[tuple[int, str], int | None]:
     """(compaction, policy) -> the literal reference's first kept seq (of the recorded session)."""
     conversation = cut_conversations(corpus.messages, corpus.compactions).collect()
     out: dict[tuple[int, str], int | None] = {}
@@ -41,7 +41,7 @@ def reference_cuts(corpus: pa.Corpus) -> dict[tuple[int, str], int | None]:
     return out
 
 
-def check(corpus: pa.Corpus) -> pl.DataFrame:
+def check(corpus: pa.ingest.Corpus) -> pl.DataFrame:
     rows = policies_vs_agents(corpus)
     assert rows.height == corpus.compactions.height * len(OTHERS)
     assert rows.select("cut", "policy").rows() == [(c, p) for c in range(corpus.compactions.height) for p in OTHERS]
@@ -54,7 +54,7 @@ def check(corpus: pa.Corpus) -> pl.DataFrame:
 
 
 def test_the_bundled_corpus_compactions_keep_nothing_as_claude_code_does():
-    rows = check(pa.read_corpus(DATA))
+    rows = check(pa.ingest.read_corpus(DATA))
     summary = recorded_cut_summary(rows)
     # data/'s canonical compactions keep nothing verbatim: only a summarize-everything policy matches them all.
     assert summary.filter(pl.col("exact") == pl.col("recorded"))["policy"].to_list() == ["claude-code"]
@@ -63,7 +63,7 @@ def test_the_bundled_corpus_compactions_keep_nothing_as_claude_code_does():
 
 @needs_realdata
 def test_pi_whole_turn_matches_both_compactions_pi_recorded():
-    rows = check(pa.read_corpus(REALDATA / "pi-compactions"))
+    rows = check(pa.ingest.read_corpus(REALDATA / "pi-compactions"))
     own = rows.filter(pl.col("own"))
     assert own.filter(pl.col("policy") == "pi-whole-turn").select("agent_first_kept_seq", "exact").rows() == [
         (289, True), (547, True)]
@@ -76,14 +76,14 @@ def test_pi_whole_turn_matches_both_compactions_pi_recorded():
 @needs_realdata
 @pytest.mark.parametrize("folder", recordings(), ids=lambda p: p.relative_to(REALDATA).as_posix())
 def test_every_real_recording(folder):
-    corpus = pa.read_corpus(folder, skip_invalid=True)
+    corpus = pa.ingest.read_corpus(folder, skip_invalid=True)
     rows = check(corpus)
     formats = set(corpus.sessions["source_format"].cast(pl.String))
     assert set(rows["source_format"].unique()) <= formats
 
 
 def test_codex_copies_are_matched_by_count_and_size_never_by_a_suffix():
-    corpus = pa.read_corpus(REPO / "tests" / "fixtures" / "codex" / "compacted.jsonl")
+    corpus = pa.ingest.read_corpus(REPO / "tests" / "fixtures" / "codex" / "compacted.jsonl")
     rows = check(corpus)
     copies = corpus.compactions.with_row_index("cut").filter(
         pl.col("first_kept_seq") >= pl.col("trigger_seq"))["cut"].to_list()
@@ -102,7 +102,7 @@ REMOTE = REPO / "tests" / "fixtures" / "codex" / "remote_compacted.jsonl"
 def test_the_agent_side_of_a_replacement_history_is_its_user_messages_only():
     # The fixture's replacement history: two user prompts, an assistant item and the opaque compaction item.
     # Codex's kept user messages are compared with the user messages of it, like with like (item 22).
-    rows = check(pa.read_corpus(REMOTE))
+    rows = check(pa.ingest.read_corpus(REMOTE))
     codex = rows.filter(pl.col("policy") == "codex")
     assert codex["agent_kept_messages"].to_list() == [2]
 
@@ -110,7 +110,7 @@ def test_the_agent_side_of_a_replacement_history_is_its_user_messages_only():
 def test_codex_keeps_the_users_prompts_not_its_own_session_prefix_and_matches_a_remote_compaction():
     # AGENTS.md instructions and <environment_context> are user-role items Codex writes itself; its
     # collect_user_messages leaves them out, as the recorded replacement history does (item 21).
-    corpus = pa.read_corpus(REMOTE)
+    corpus = pa.ingest.read_corpus(REMOTE)
     rows = check(corpus)
     codex = rows.filter(pl.col("policy") == "codex")
     assert codex.select("kept_messages", "exact").rows() == [(2, True)]

@@ -27,7 +27,7 @@ def assert_requests_match_oracle(paths: list[Path], budgets: list[int] = BUDGETS
     rows = pa.splits(frame, budgets).select("session_id", "budget", "noop", "request_bytes").rows()
     compared = 0
     for sid, budget, noop, size in rows:
-        text = pa.summary_request(frame, sid, budget)
+        text = pa.analysis.summary_request(frame, sid, budget)
         if noop:
             assert text is None and size is None
             continue
@@ -57,12 +57,12 @@ def test_every_real_recording(source):
 def test_a_no_op_split_sends_nothing():
     frame = pa.read_sessions(DATA)
     sid = frame["session_id"][0]
-    assert pa.summary_request(frame, sid, 2**64 - 1) is None
+    assert pa.analysis.summary_request(frame, sid, 2**64 - 1) is None
 
 
 def test_an_unknown_session_is_refused():
     with pytest.raises(ValueError, match="no session 'nope'"):
-        pa.summary_request(pa.read_sessions(DATA), "nope", 0)
+        pa.analysis.summary_request(pa.read_sessions(DATA), "nope", 0)
 
 
 def test_a_file_changed_since_it_was_read_is_named(tmp_path):
@@ -73,7 +73,7 @@ def test_a_file_changed_since_it_was_read_is_named(tmp_path):
     frame = pa.read_sessions(path)
     path.write_text("".join(lines).replace("t1", "a much longer answer"))
     with pytest.raises(InputError, match="no longer in the file") as e:
-        pa.summary_request(frame, "s", 0)
+        pa.analysis.summary_request(frame, "s", 0)
     assert e.value.path == str(path) and e.value.line == 2
 
 
@@ -84,5 +84,5 @@ def test_a_file_gone_since_it_was_read_is_named(tmp_path):
     frame = pa.read_sessions(path)
     path.unlink()
     with pytest.raises(InputError, match="file is gone") as e:
-        pa.summary_request(frame, "s", 0)
+        pa.analysis.summary_request(frame, "s", 0)
     assert e.value.path == str(path)

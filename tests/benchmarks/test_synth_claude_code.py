@@ -16,8 +16,10 @@ import polars as pl
 import pytest
 
 from benchmarks.synth_claude_code import SYNTHETIC_MODEL, generate_session, write_corpus
-from panto_analytics import IngestReport, read_corpus, read_sessions
+from panto_analytics import read_sessions
+from panto_analytics.errors import IngestReport
 from panto_analytics.formats import detect_format
+from panto_analytics.ingest import read_corpus
 
 N, SEED = 16, 5
 

@@ -45,7 +45,7 @@ def test_usage_is_cumulative_like_a_provider_reports_it():
 def test_chunks_make_the_same_dataset(tmp_path):
     write_synthetic_dataset(tmp_path / "a", 30, buckets=4, chunk=7, seed=2)
     one = synthetic_frames(0, 7, seed=2).messages
-    got = pa.scan_dataset(tmp_path / "a").collect()
+    got = pa.dataset.scan_dataset(tmp_path / "a").collect()
     assert got.height == sum(synthetic_frames(s, min(7, 30 - s), seed=2).messages.height for s in range(0, 30, 7))
     first = got.filter(pl.col("session_id").cast(pl.String).is_in(one["session_id"].cast(pl.String).unique().implode()))
     key = lambda f: f.with_columns(pl.col("session_id").cast(pl.String)).sort("session_id", "seq")  # noqa: E731

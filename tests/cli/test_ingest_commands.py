@@ -88,7 +88,7 @@ def test_outputs_are_the_library_tables(corpus, env, tmp_path):
     result = run(env, "ingest", corpus, FIXTURES / "codex" / "compacted.jsonl", "-o", out, "--sessions", sess,
                  "--compactions", comp)
     assert result.exit_code == 0, result.output
-    c = pa.read_corpus([corpus, FIXTURES / "codex" / "compacted.jsonl"])
+    c = pa.ingest.read_corpus([corpus, FIXTURES / "codex" / "compacted.jsonl"])
     assert pl.read_parquet(out).equals(c.messages)
     assert pl.read_csv(sess)["session_id"].to_list() == c.sessions["session_id"].cast(str).to_list()
     assert pl.read_json(comp).height == c.compactions.height > 0

@@ -34,7 +34,7 @@ def test_loss_checks_the_recorded_compactions(tmp_path):
     out = CliRunner().invoke(main, ["loss", str(path), "--no-cache", "-o", "-", "--output-format", "json",
                                     "--cuts", str(tmp_path / "cuts.parquet")])
     assert out.exit_code == 0, out.output
-    corpus = pa.read_corpus([path])
+    corpus = pa.ingest.read_corpus([path])
     cuts = refetch(corpus.messages, corpus.compactions, corpus.sessions)
     assert pl.read_parquet(tmp_path / "cuts.parquet").equals(cuts)
     assert pl.read_json(io.StringIO(out.stdout)).equals(refetch_summary(cuts))

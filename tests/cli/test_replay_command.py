@@ -43,7 +43,7 @@ def test_recommend_with_a_window_judges_sessions_at_their_compactions():
     assert out.exit_code == 0, out.output
     assert "of the sessions that reach the trigger keep 1 or more whole turn verbatim at every compaction" in out.output
     assert "replayed under a 32k window" in out.output and "end-of-session" not in out.output
-    r = pa.replay(pa.read_sessions(DATA), pa.parse_budgets("0:16k:9"), window=32_000)
+    r = pa.replay(pa.read_sessions(DATA), pa.budgets.parse_budgets("0:16k:9"), window=32_000)
     chosen = int(out.stdout.split("(")[1].split(" tokens")[0].replace(",", ""))  # "6k (6,000 tokens)"
     reaching = r.sessions.filter(pl.col("n_compactions").max().over("session_id") > 0)["session_id"].unique()
     worst = r.events.filter(pl.col("budget") == chosen).group_by("session_id").agg(pl.col("kept_turns").min())
@@ -61,7 +61,7 @@ def test_report_with_a_window_has_the_replay_section(tmp_path):
     for name in ("replay_kept_turns", "replay_compactions", "replay_summarizer_input"):
         assert (folder / f"{name}.png").stat().st_size > 1000 and f"({name}.png)" in md
     events = pl.read_parquet(folder / "replay_events.parquet")
-    want = pa.replay(pa.read_sessions(DATA), pa.parse_budgets("0:16k:5"), window=32_000).events
+    want = pa.replay(pa.read_sessions(DATA), pa.budgets.parse_budgets("0:16k:5"), window=32_000).events
     assert events.select(want.columns).equals(want)
     assert "Compaction over the sessions" in (folder / "index.html").read_text()
     # data/'s models have no price in genai-prices: no frontier, and the report says why.

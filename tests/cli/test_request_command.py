@@ -18,7 +18,7 @@ def test_prints_the_request_of_the_only_session():
     out = run(str(FILE), "--budget", "20k")
     assert out.exit_code == 0, out.output
     frame = pa.read_sessions(FILE)
-    want = pa.summary_request(frame, frame["session_id"][0], 20_000)
+    want = pa.analysis.summary_request(frame, frame["session_id"][0], 20_000)
     assert want is not None and out.stdout == want + "\n"
     size = pa.splits(frame, [20_000])["request_bytes"][0]
     assert len(want.encode()) == size
@@ -29,7 +29,7 @@ def test_writes_to_a_file(tmp_path):
     out = run(str(FILE), "-b", "0", "-o", str(target))
     assert out.exit_code == 0, out.output
     frame = pa.read_sessions(FILE)
-    assert target.read_text(encoding="utf-8") == pa.summary_request(frame, frame["session_id"][0], 0)
+    assert target.read_text(encoding="utf-8") == pa.analysis.summary_request(frame, frame["session_id"][0], 0)
 
 
 def test_a_folder_needs_a_session():

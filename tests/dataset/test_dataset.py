@@ -33,7 +33,7 @@ def by_session(frame: pl.DataFrame) -> pl.DataFrame:
 
 def assert_same_corpus(root: Path, paths, **read) -> None:
     """Every table of the dataset at ``root`` equals a fresh read of ``paths``, up to the order of sessions."""
-    corpus = pa.read_corpus(paths, **read)
+    corpus = pa.ingest.read_corpus(paths, **read)
     for table, expected in (("messages", corpus.messages), ("sessions", corpus.sessions),
                             ("compactions", corpus.compactions)):
         got = scan_dataset(root, table).collect()

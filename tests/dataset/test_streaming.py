@@ -44,14 +44,14 @@ def dataset(corpus_dir, tmp_path_factory) -> Path:
     return root
 
 
-def in_memory_recommend(corpus: pa.Corpus, criteria):
+def in_memory_recommend(corpus: pa.ingest.Corpus, criteria):
     """What `panto-analytics recommend` computes without a dataset."""
     return pa.recommend(pa.splits(corpus.messages, BUDGETS), criteria, turns=pa.turns(corpus.messages),
                         windows=corpus.sessions["context_window"].to_list())
 
 
 def test_sweep_equals_in_memory(corpus_dir, dataset):
-    corpus = pa.read_corpus([corpus_dir])
+    corpus = pa.ingest.read_corpus([corpus_dir])
     expected = pa.sweep(pa.splits(corpus.messages, BUDGETS, sessions=corpus.sessions))
     assert len(bucket_groups(dataset, 1)) == 8  # one task per bucket: eight tables merged
     for task_rows in (1, 700, 10**9):
@@ -62,7 +62,7 @@ def test_sweep_equals_in_memory(corpus_dir, dataset):
 
 @pytest.mark.parametrize("criteria", CRITERIA, ids=range(len(CRITERIA)))
 def test_recommend_equals_in_memory(corpus_dir, dataset, criteria):
-    expected = in_memory_recommend(pa.read_corpus([corpus_dir]), criteria)
+    expected = in_memory_recommend(pa.ingest.read_corpus([corpus_dir]), criteria)
     got = recommend_dataset(dataset, BUDGETS, criteria, task_rows=1)
     assert got.budget == expected.budget
     assert_frame_equal(got.table, expected.table, check_exact=True)
@@ -71,7 +71,7 @@ def test_recommend_equals_in_memory(corpus_dir, dataset, criteria):
 
 
 def test_written_splits_equal_in_memory(corpus_dir, dataset, tmp_path):
-    corpus = pa.read_corpus([corpus_dir])
+    corpus = pa.ingest.read_corpus([corpus_dir])
     expected = pa.splits(corpus.messages, BUDGETS, sessions=corpus.sessions)
     rows = write_splits(dataset, BUDGETS, tmp_path / "splits.parquet", task_rows=1)
     got = pl.read_parquet(tmp_path / "splits.parquet")
@@ -84,7 +84,7 @@ def test_real_recordings(tmp_path):
     if not REALDATA.is_dir():
         pytest.skip(f"no real recordings at {REALDATA}")
     write_dataset([REALDATA], tmp_path / "ds", buckets=4, skip_invalid=True, cache=False)
-    corpus = pa.read_corpus([REALDATA], skip_invalid=True)
+    corpus = pa.ingest.read_corpus([REALDATA], skip_invalid=True)
     expected = pa.sweep(pa.splits(corpus.messages, BUDGETS, sessions=corpus.sessions))
     assert_frame_equal(sweep_dataset(tmp_path / "ds", BUDGETS, task_rows=1), expected, check_exact=True)
     got = recommend_dataset(tmp_path / "ds", BUDGETS, task_rows=1)
@@ -128,7 +128,7 @@ def test_random_corpora_stream_to_the_in_memory_figures(sessions, budgets):
         for i, msgs in enumerate(sessions):
             ref.write_session(src / f"s{i}.jsonl", msgs, session_id=f"session-{i}")
         write_dataset([src], Path(tmp) / "ds", buckets=3, cache=False)
-        corpus = pa.read_corpus([src])
+        corpus = pa.ingest.read_corpus([src])
         expected = pa.sweep(pa.splits(corpus.messages, budgets, sessions=corpus.sessions))
         assert_frame_equal(sweep_dataset(Path(tmp) / "ds", budgets, task_rows=1), expected, check_exact=True)
         rec = pa.recommend(pa.splits(corpus.messages, budgets), None, turns=pa.turns(corpus.messages),

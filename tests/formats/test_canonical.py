@@ -62,7 +62,7 @@ def test_a_header_only_file_is_a_session_without_messages_and_an_empty_one_is_no
     df = pa.read_sessions([tmp_path], report=report)
     assert df.height == 0
     assert report.sessions == 1 and report.files == 3 and not report.skipped
-    assert pa.sessions([tmp_path])["session_id"].to_list() == ["h"]
+    assert pa.ingest.sessions([tmp_path])["session_id"].to_list() == ["h"]
 
 
 @pytest.mark.parametrize("content", [b"", b"\n\n", b"\xef\xbb\xbf"])

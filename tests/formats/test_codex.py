@@ -157,7 +157,7 @@ def test_compacted_is_an_anchor_followed_by_the_replacement_history():
 def test_compactions_table_and_frame_agree():
     frame = pa.read_sessions([CODEX / "compacted.jsonl"])
     anchors = frame.filter("has_summary")["seq"].to_list()
-    assert anchors == pa.compactions([CODEX / "compacted.jsonl"])["anchor_seq"].to_list() == [2, 7, 9]
+    assert anchors == pa.ingest.compactions([CODEX / "compacted.jsonl"])["anchor_seq"].to_list() == [2, 7, 9]
 
 
 # --- bad input -----------------------------------------------------------------

@@ -201,7 +201,7 @@ def test_real_session_counts(path):
     assert ours_blocks.count("thinking") == raw_blocks.count("thinking")
     assert ours_blocks.count("tool_result") == sum(m["role"] == "toolResult" for _, m in raw)
     assert meta.session_id == entries[0][1]["id"] and report.n_skipped == 0
-    sessions = pa.sessions([path])
+    sessions = pa.ingest.sessions([path])
     assert sessions["api_calls"].to_list() == [len(calls)]
     assert sessions["final_context"].to_list() == [sum(calls[-1][k] for k in keys.values())]
 

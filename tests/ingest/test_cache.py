@@ -82,12 +82,12 @@ def read(paths, cache, **kw):
     kw.setdefault("skip_invalid", True)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        corpus = pa.read_corpus(paths, cache=cache, jobs=1, **kw)
+        corpus = pa.ingest.read_corpus(paths, cache=cache, jobs=1, **kw)
     corpus.warnings = [str(w.message) for w in caught if issubclass(w.category, CacheWarning)]
     return corpus
 
 
-def assert_same(a: pa.Corpus, b: pa.Corpus) -> None:
+def assert_same(a: pa.ingest.Corpus, b: pa.ingest.Corpus) -> None:
     assert a.messages.equals(b.messages)
     assert a.sessions.equals(b.sessions)
     assert a.compactions.equals(b.compactions)

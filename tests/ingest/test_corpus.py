@@ -51,7 +51,7 @@ def corpus(tmp_path) -> Path:
 
 
 def test_one_row_per_session_with_what_the_file_says(corpus):
-    table = pa.sessions(corpus)
+    table = pa.ingest.sessions(corpus)
     assert table.schema == pl.Schema(SESSIONS_SCHEMA)
     rows = {r["session_id"]: r for r in table.to_dicts()}
     assert list(rows) == ["sa", "b"]  # file order; an empty file holds no session
@@ -68,7 +68,7 @@ def test_one_row_per_session_with_what_the_file_says(corpus):
 
 
 def test_sessions_agree_with_the_message_frame_and_the_report(corpus):
-    c = pa.read_corpus([corpus, FIXTURES / "codex" / "compacted.jsonl", FIXTURES / "claude_code" / "subagent"])
+    c = pa.ingest.read_corpus([corpus, FIXTURES / "codex" / "compacted.jsonl", FIXTURES / "claude_code" / "subagent"])
     per_session = c.messages.group_by("session_id").len()
     joined = c.sessions.join(per_session, on="session_id", how="left").with_columns(pl.col("len").fill_null(0))
     assert (joined["messages"] == joined["len"]).all()
@@ -79,11 +79,11 @@ def test_sessions_agree_with_the_message_frame_and_the_report(corpus):
 
 
 def test_a_corpus_or_paths(corpus):
-    c = pa.read_corpus(corpus)
-    assert pa.sessions(c) is c.sessions and pa.compactions(c) is c.compactions
-    assert pa.sessions(corpus).equals(c.sessions)
+    c = pa.ingest.read_corpus(corpus)
+    assert pa.ingest.sessions(c) is c.sessions and pa.ingest.compactions(c) is c.compactions
+    assert pa.ingest.sessions(corpus).equals(c.sessions)
     with pytest.raises(TypeError, match="Corpus already read"):
-        pa.sessions(c, skip_invalid=True)
+        pa.ingest.sessions(c, skip_invalid=True)
 
 
 def _claude_boundaries(path: Path) -> list[dict]:
@@ -94,7 +94,7 @@ def _claude_boundaries(path: Path) -> list[dict]:
 def test_compactions_are_the_recorded_events_at_their_anchors():
     paths = [FIXTURES / "claude_code" / "compaction.jsonl", FIXTURES / "codex" / "compacted.jsonl",
              FIXTURES / "pi" / "v1.jsonl"]
-    c = pa.read_corpus(paths)
+    c = pa.ingest.read_corpus(paths)
     table = c.compactions
     assert table.schema == pl.Schema(COMPACTIONS_SCHEMA)
     # every anchor is a compaction_summary message of its session, and every summary message is an anchor
@@ -126,7 +126,7 @@ def _records(path: Path):
 def test_final_context_of_real_codex_rollouts_is_the_last_calls_total():
     files = [p for p in sorted(REALDATA.glob("codex/**/*.jsonl")) if p.read_bytes()[:1] == b"{"
              and p.read_bytes().split(b"\n", 1)[0].strip().endswith(b"}")]
-    c = pa.read_corpus(files)
+    c = pa.ingest.read_corpus(files)
     final = dict(c.sessions.select("file", "final_context").rows())
     checked = 0
     for path in files:
@@ -142,7 +142,7 @@ def test_final_context_of_real_codex_rollouts_is_the_last_calls_total():
 @needs_realdata
 def test_final_context_of_real_claude_code_transcripts_is_the_last_usage():
     files = sorted(REALDATA.glob("claude-code/**/*.jsonl"))
-    c = pa.read_corpus(files)
+    c = pa.ingest.read_corpus(files)
     final = dict(c.sessions.select("file", "final_context").rows())
     checked = 0
     for path in files:

@@ -27,7 +27,7 @@ def corpus(tmp_path):
     _write(tmp_path / "a.jsonl", "a", "2026-10-31T23:59:59Z")
     _write(tmp_path / "b.jsonl", "b", "2026-11-01T00:00:00Z", model="gpt-5")
     _write(tmp_path / "c.jsonl", "c", "2026-11-02T12:00:00Z")
-    return pa.read_corpus(tmp_path)
+    return pa.ingest.read_corpus(tmp_path)
 
 
 def _ids(corpus, **kw):
@@ -73,7 +73,7 @@ needs_realdata = pytest.mark.skipif(not REALDATA.is_dir(), reason="../shared/rea
 
 @needs_realdata
 def test_real_recordings_have_projects_and_subagents():
-    corpus = pa.read_corpus([REALDATA / "claude-code", REALDATA / "codex", REALDATA / "pi"], skip_invalid=True)
+    corpus = pa.ingest.read_corpus([REALDATA / "claude-code", REALDATA / "codex", REALDATA / "pi"], skip_invalid=True)
     s = corpus.sessions
     sub = s.filter(pl.col("is_subagent"))
     # Claude Code's subagents/ transcripts and Codex's spawned threads, and nothing else.

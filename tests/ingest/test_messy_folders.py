@@ -127,7 +127,7 @@ def test_compressed_files_are_found_read_and_cached_like_jsonl(tmp_path, fmt, su
         got = pa.read_sessions([tmp_path / "in"], cache=tmp_path / "cache", jobs=1)
         assert got.drop("file").equals(want.drop("file"))
         assert got["file"].unique().to_list() == [str(packed)]
-    assert pa.sessions([tmp_path / "in"])["session_id"].to_list() == pa.sessions([original])["session_id"].to_list()
+    assert pa.ingest.sessions([tmp_path / "in"])["session_id"].to_list() == pa.ingest.sessions([original])["session_id"].to_list()
 
 
 @pytest.mark.parametrize("fmt", sorted(ONE_PER_FORMAT))

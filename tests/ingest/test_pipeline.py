@@ -150,7 +150,7 @@ def test_skip_invalid_skips_a_file_that_is_not_jsonl_at_all(tmp_path):
     with pytest.raises(InputError, match=r"pretty\.jsonl:1: not JSONL"):
         pa.read_sessions(tmp_path)
     report = IngestReport()
-    corpus = pa.read_corpus(tmp_path, skip_invalid=True, report=report)
+    corpus = pa.ingest.read_corpus(tmp_path, skip_invalid=True, report=report)
     assert corpus.messages["session_id"].cast(str).to_list() == ["good"]
     assert corpus.sessions["session_id"].cast(str).to_list() == ["good"]
     assert report.files == 2 and report.sessions == 1

@@ -71,7 +71,7 @@ def test_pseudo_cuts_sit_where_a_quiet_session_reaches_the_compaction_size():
 
 
 def test_refetch_on_a_recorded_compaction(tmp_path):
-    corpus = pa.read_corpus([pi_session(tmp_path)])
+    corpus = pa.ingest.read_corpus([pi_session(tmp_path)])
     assert corpus.compactions.height == 1
     cuts = refetch(corpus.messages, corpus.compactions, corpus.sessions)
     row = cuts.row(0, named=True)
@@ -84,7 +84,7 @@ def test_refetch_on_a_recorded_compaction(tmp_path):
 
 @pytest.mark.skipif(not (REALDATA / "pi-compactions").exists(), reason="../shared/realdata absent")
 def test_the_pi_compactions_are_checked_against_a_baseline():
-    corpus = pa.read_corpus([REALDATA / "pi", REALDATA / "pi-compactions"])
+    corpus = pa.ingest.read_corpus([REALDATA / "pi", REALDATA / "pi-compactions"])
     cuts = refetch(corpus.messages, corpus.compactions, corpus.sessions)
     recorded = cuts.filter(pl.col("cut") == "compaction")
     assert recorded["context"].to_list() == [175_004, 185_014]

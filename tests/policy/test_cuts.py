@@ -26,7 +26,7 @@ def _real_files_with_compactions() -> list[Path]:
     if not REALDATA.is_dir():
         return []
     files = [p for p in sorted(REALDATA.rglob("*.jsonl")) if first_line_is_json(p)]
-    corpus = pa.read_corpus(files, skip_invalid=True, cache=False)
+    corpus = pa.ingest.read_corpus(files, skip_invalid=True, cache=False)
     with_compactions = corpus.sessions.filter(pl.col("compactions") > 0)["file"].to_list()
     return [Path(f) for f in with_compactions]
 
@@ -46,7 +46,7 @@ def assert_matches_oracle(paths: list[Path]) -> int:
     oracle = oracle_module()
     moments = [m for p in paths for m in _moments(p)]
     want = [pair for row in oracle.oracle_splits(moments, BUDGETS) for pair in row]
-    corpus = pa.read_corpus(paths, cache=False)
+    corpus = pa.ingest.read_corpus(paths, cache=False)
     got = splits_at(corpus.messages, corpus.compactions, BUDGETS)
     assert got.height == len(moments) * len(BUDGETS)
     assert list(got.select("prefix_end", "kept_turns").iter_rows()) == want
@@ -61,7 +61,7 @@ def test_fixture_compactions_match_the_oracle():
 @needs_pi_compactions
 def test_real_pi_compactions_match_the_oracle_and_the_recording():
     assert assert_matches_oracle([PI_COMPACTIONS]) == 2
-    corpus = pa.read_corpus([PI_COMPACTIONS], cache=False)
+    corpus = pa.ingest.read_corpus([PI_COMPACTIONS], cache=False)
     table = corpus.compactions
     # pi keeps from its first kept entry up to the compaction record, which comes after them in the file.
     assert table.select("anchor_seq", "first_kept_seq", "trigger_seq", "kept_end_seq").rows() == [
@@ -76,7 +76,7 @@ def test_real_pi_compactions_match_the_oracle_and_the_recording():
 
 
 def test_agent_kept_tokens_are_libpantos_suffix_sum_when_the_agent_kept_whole_turns():
-    corpus = pa.read_corpus(FIXTURE_FILES + ([PI_COMPACTIONS] if PI_COMPACTIONS.is_file() else []), cache=False)
+    corpus = pa.ingest.read_corpus(FIXTURE_FILES + ([PI_COMPACTIONS] if PI_COMPACTIONS.is_file() else []), cache=False)
     rows = splits_at(corpus.messages, corpus.compactions, [0, 10**12])
     full = rows.filter(pl.col("budget") == 10**12)
     conversation = pa.policy.cuts.cut_conversations(corpus.messages, corpus.compactions).collect()
@@ -96,7 +96,7 @@ def test_agent_kept_tokens_are_libpantos_suffix_sum_when_the_agent_kept_whole_tu
 
 
 def test_nothing_kept_and_cuts_without_rows():
-    corpus = pa.read_corpus([FIXTURES / "claude_code" / "compaction.jsonl"], cache=False)
+    corpus = pa.ingest.read_corpus([FIXTURES / "claude_code" / "compaction.jsonl"], cache=False)
     rows = splits_at(corpus.messages, corpus.compactions, [20_000])
     assert rows.select("agent_first_kept_seq", "agent_kept_messages", "agent_kept_tokens").rows() == [(None, 0, 0)]
     at_start = corpus.compactions.with_columns(anchor_seq=pl.lit(0, pl.UInt32), trigger_seq=pl.lit(0, pl.UInt32))
@@ -105,7 +105,7 @@ def test_nothing_kept_and_cuts_without_rows():
 
 
 def test_codex_keeps_its_replacement_history_by_word_estimates():
-    corpus = pa.read_corpus([FIXTURES / "codex" / "compacted.jsonl"], cache=False)
+    corpus = pa.ingest.read_corpus([FIXTURES / "codex" / "compacted.jsonl"], cache=False)
     rows = splits_at(corpus.messages, corpus.compactions, [20_000])
     words = corpus.messages["words"].to_list()
     assert rows.select("agent_first_kept_seq", "agent_kept_messages").rows() == [(3, 2), (8, 1), (None, 0)]
@@ -129,7 +129,7 @@ def test_the_cli_prints_the_table_and_writes_the_rows(tmp_path):
                                     "-o", str(tmp_path / "c.parquet"), "--plot", str(tmp_path / "c.png")])
     assert out.exit_code == 0, out.output
     written = pl.read_parquet(tmp_path / "c.parquet")
-    want = agent_vs_libpanto(pa.read_corpus([path], cache=False), [8_000, 20_000])
+    want = agent_vs_libpanto(pa.ingest.read_corpus([path], cache=False), [8_000, 20_000])
     assert written.equals(want) and (tmp_path / "c.png").stat().st_size > 0
     assert compaction_table(want).height == 3
 

@@ -45,7 +45,7 @@ def oracle_by_key(oracle, sessions: dict[str, list[dict]], budgets: list[int]) -
 
 def engine_by_key(engine, paths, budgets: list[int], kind: str = "eager") -> dict:
     """``{(session_id, budget): (prefix_end, kept_turns)}`` from panto_analytics, empty sessions included."""
-    corpus = pa.read_corpus(paths)
+    corpus = pa.ingest.read_corpus(paths)
     return {(r["session_id"], r["budget"]): (r["prefix_end"], r["kept_turns"])
             for r in engine.splits(corpus.messages, budgets, kind, sessions=corpus.sessions)}
 
@@ -60,7 +60,7 @@ def assert_request_bytes_match(oracle, sessions: dict[str, list[dict]], paths, b
     rows = oracle.oracle_requests(list(sessions.values()), budgets)
     want = {(sid, b): (pe, kt, size) for sid, row in zip(sessions, rows, strict=True)
             for b, (pe, kt, size, _) in zip(budgets, row, strict=True)}
-    corpus = pa.read_corpus(paths)
+    corpus = pa.ingest.read_corpus(paths)
     compared = 0
     for r in pa.splits(corpus.messages, budgets, sessions=corpus.sessions).iter_rows(named=True):
         prefix_end, kept_turns, size = want[r["session_id"], r["budget"]]
@@ -94,7 +94,7 @@ def test_bundled_corpus(oracle, engine):
         pytest.skip(f"no *.jsonl in {DATA}")
     sessions = dict(oracle.load_session(f) for f in files)
     assert len(sessions) == len(files)
-    budgets = sorted({*LADDER, *pa.parse_budgets("0:200k:21")})
+    budgets = sorted({*LADDER, *pa.budgets.parse_budgets("0:200k:21")})
     assert engine_by_key(engine, DATA, budgets) == oracle_by_key(oracle, sessions, budgets)
     assert assert_request_bytes_match(oracle, sessions, DATA, budgets) > 1000
 

@@ -331,7 +331,7 @@ def test_a_frame_out_of_order_is_refused_not_misread(tmp_path, order):
     messages = pa.read_sessions(tmp_path)
     broken = {"interleaved": messages[[0, 2, 1, 3]], "reversed": messages.reverse(),
               "trimmed": messages.slice(1)}[order]
-    for fn in (pa.annotate, pa.turns, lambda m: pa.splits(m, [10])):
+    for fn in (pa.policy.annotate, pa.turns, lambda m: pa.splits(m, [10])):
         with pytest.raises(ValueError, match="sort it by session_id, seq"):
             fn(broken)
     assert pa.splits(messages, [10]).height == 2  # the frame as read is fine

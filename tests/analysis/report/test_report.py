@@ -70,7 +70,7 @@ def test_report_writes_every_file(report_dir):
 
 def test_parquet_files_hold_the_engine_results(report_dir):
     messages = pa.read_sessions(FIXTURE)
-    expected = pa.splits(messages, pa.parse_budgets(BUDGETS))
+    expected = pa.splits(messages, pa.budgets.parse_budgets(BUDGETS))
     splits = pl.read_parquet(report_dir / "splits.parquet")
     assert splits.height == 5 * 6  # sessions a..e at six budgets
     assert splits.with_columns(pl.col("session_id").cast(pl.String)).equals(
@@ -229,7 +229,7 @@ def test_recorded_compactions_get_their_section(tmp_path):
     real = REALDATA / "pi-compactions"
     if not real.is_dir():
         pytest.skip(f"the real pi compactions are absent ({real})")
-    corpus = pa.read_corpus(real)
+    corpus = pa.ingest.read_corpus(real)
     rep = build_report(corpus.messages, [0, 20_000, 50_000], sessions=corpus.sessions, compactions=corpus.compactions)
     assert rep.recorded is not None and len(rep.recorded.rows) == corpus.compactions.height == 2
     assert any(f.name == "recorded_compactions" for f in rep.figures)
@@ -239,7 +239,7 @@ def test_recorded_compactions_get_their_section(tmp_path):
 
 
 def test_policies_get_a_section_a_plot_and_the_recorded_cuts(tmp_path):
-    corpus = pa.read_corpus(REPO / "data")
+    corpus = pa.ingest.read_corpus(REPO / "data")
     policies = ["libpanto", "pi", "codex", "claude-code"]
     rep = build_report(corpus.messages, [0, 20_000, 50_000], sessions=corpus.sessions, compactions=corpus.compactions,
                        window=64_000, policies=policies)
@@ -289,7 +289,7 @@ def test_by_model_agrees_with_the_sessions_table_and_the_segments(tmp_path):
     from panto_analytics.analysis.plot_data import session_segments
     from panto_analytics.analysis.report import breakdown
 
-    corpus = pa.read_corpus(FIXTURES / "claude_code" / "resume", cache=None)
+    corpus = pa.ingest.read_corpus(FIXTURES / "claude_code" / "resume", cache=None)
     by_table = corpus.sessions.group_by("model").len().sort("model")
     table = breakdown(corpus.messages, "model", sessions=corpus.sessions)
     assert sorted((r[0], int(str(r[1]))) for r in table.rows) == sorted(

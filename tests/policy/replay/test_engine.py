@@ -45,7 +45,7 @@ def qa(cums: list[int]) -> list[dict]:
 def frame_of(folder: Path, sessions: dict[str, list[dict]]) -> pl.DataFrame:
     for sid, msgs in sessions.items():
         ref.write_session(folder / f"{sid}.jsonl", msgs)
-    return pa.read_corpus(folder).messages
+    return pa.ingest.read_corpus(folder).messages
 
 
 def rows(df: pl.DataFrame) -> list[dict]:

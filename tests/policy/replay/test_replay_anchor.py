@@ -166,7 +166,7 @@ needs_pi = pytest.mark.skipif(not PI_COMPACTIONS.is_file(), reason=f"{PI_COMPACT
 
 @needs_pi
 def test_kept_blocks_are_the_ones_pi_recorded():
-    corpus = pa.read_corpus([PI_COMPACTIONS])
+    corpus = pa.ingest.read_corpus([PI_COMPACTIONS])
     m = corpus.messages
     kept = m.filter(recorded_before_anchor(m.columns))["seq"].to_list()
     want = [s for a, t in corpus.compactions.select("anchor_seq", "trigger_seq").rows() for s in range(a + 1, t)]
@@ -175,7 +175,7 @@ def test_kept_blocks_are_the_ones_pi_recorded():
 
 @needs_pi
 def test_no_policy_fires_inside_a_block_pi_kept():
-    corpus = pa.read_corpus([PI_COMPACTIONS])
+    corpus = pa.ingest.read_corpus([PI_COMPACTIONS])
     blocks = corpus.compactions.select("anchor_seq", "trigger_seq").rows()
     r = pa.replay(corpus.messages, [8_000, 20_000, 50_000], window=200_000, policy=list(POLICIES))
     inside = r.events.filter(pl.any_horizontal(*[pl.col("trigger_seq").is_between(a + 1, t - 1) for a, t in blocks]))
@@ -197,7 +197,7 @@ def test_pis_own_policy_fires_only_where_pi_compacted_by_itself():
     the call that triggered it). The replay, which starts from pi's own context after each of them, fires
     nowhere.
     """
-    corpus = pa.read_corpus([PI_COMPACTIONS])
+    corpus = pa.ingest.read_corpus([PI_COMPACTIONS])
     m = corpus.messages
     pi = PiWholeTurn()  # the defaults of pi at that version
     threshold = pi.threshold(200_000)
