@@ -28,7 +28,6 @@ import uuid
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, cast
 
 import numpy as np
 import polars as pl
@@ -36,6 +35,7 @@ import pyarrow.parquet as pq
 
 from ..defaults import DEFAULT_BUCKETS
 from ..errors import IngestReport, InputError
+from ..ingest import manifest as manifests
 from ..ingest.corpus import Corpus
 from ..schema import COMPACTIONS_SCHEMA, MESSAGE_SCHEMA, SESSION, SESSIONS_SCHEMA
 
@@ -105,13 +105,9 @@ def write_info(root: str | Path, info: DatasetInfo) -> None:
 def read_manifest(root: str | Path) -> pl.DataFrame:
     """The manifest (``DATASET_MANIFEST_SCHEMA``); empty when the dataset has none yet."""
     path = Path(root) / MANIFEST_FILE
-    if not path.exists():
-        return pl.DataFrame(schema=DATASET_MANIFEST_SCHEMA)
-    try:
-        return pl.read_parquet(path).select(list(DATASET_MANIFEST_SCHEMA)).cast(
-            cast("dict[Any, pl.DataType]", DATASET_MANIFEST_SCHEMA))
-    except Exception as e:  # noqa: BLE001 - any unreadable manifest is one line of bad input
-        raise InputError(path, None, f"unreadable dataset manifest: {e}", skippable=False) from None
+    frame = manifests.read_manifest(path, lambda message: InputError(path, None, message, skippable=False),
+                                    what="dataset manifest", schema=DATASET_MANIFEST_SCHEMA, exact=False)
+    return pl.DataFrame(schema=DATASET_MANIFEST_SCHEMA) if frame is None else frame
 
 
 def write_manifest(root: str | Path, manifest: pl.DataFrame) -> None:

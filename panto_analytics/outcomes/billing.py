@@ -392,6 +392,33 @@ def _total_of(values: pl.Expr) -> pl.Expr:
     return pl.when(values.is_null().any()).then(pl.lit(None, pl.Float64)).otherwise(values.sum())
 
 
+#: The columns :func:`bill_replay` adds to the events, with their types (the parts' are Float64).
+_EVENT_COLUMNS = {"summarizer_input": _I, "summarizer_cache_read": _I, "summarizer_output": _I}
+_EVENT_TAIL = {"calls_after": pl.UInt32, "calls_recorded_cost_usd": pl.Float64, "calls_simulated_cost_usd": pl.Float64,
+               "cache_miss_tokens": _I, "cache_miss_usd": pl.Float64}
+
+
+def _bill_unfired(base: pl.DataFrame, events: pl.DataFrame, sessions: pl.DataFrame, price: Price,
+                  parts: Sequence[str]) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """:func:`bill_replay` where no compaction fired: every session costs what it recorded, and the rule,
+    the ranges and the summarizer are skipped (their fixed cost is most of a bill's where nothing fires)."""
+    priced = price(base.select("model", *TOKEN_COLUMNS, _recorded=pl.lit(True))).select(parts)
+    per_session = pl.concat([base.select(SESSION), priced], how="horizontal").group_by(SESSION).agg(
+        pl.len().alias("_calls"), *(_total(p).alias(f"recorded_{p}") for p in parts))
+    out = sessions.join(per_session, on=SESSION, how="left", maintain_order="left").with_columns(
+        pl.when(pl.col("_calls").is_null()).then(0.0).otherwise(pl.col(f"recorded_{p}")).alias(f"recorded_{p}")
+        for p in parts)
+    out = out.with_columns(
+        *(pl.lit(0.0, pl.Float64).alias(f"summarizer_{p}") for p in parts),
+        *(pl.col(f"recorded_{p}").alias(f"simulated_{p}") for p in parts),
+        cache_miss_usd=pl.lit(0.0, pl.Float64),
+    ).with_columns(*(pl.col(f"recorded_{p}").alias(f"total_{p}") for p in parts))
+    columns = {**_EVENT_COLUMNS, **{f"summarizer_{p}": pl.Float64 for p in parts}, **_EVENT_TAIL}
+    events_out = events.with_columns(pl.col("trigger_seq").cast(_I),
+                                     *(pl.lit(None, dtype).alias(name) for name, dtype in columns.items()))
+    return events_out, out.select([c for c in out.columns if not c.startswith("_")])
+
+
 def bill_replay(messages: pl.DataFrame | pl.LazyFrame, events: pl.DataFrame, sessions: pl.DataFrame, *,
                 keys: Sequence[str], summary_tokens: int, price: Price, cached: pl.Expr | bool = False,
                 parts: Sequence[str] = PARTS) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -428,6 +455,8 @@ def bill_replay(messages: pl.DataFrame | pl.LazyFrame, events: pl.DataFrame, ses
         SESSION, pl.col("model") if "model" in names else pl.lit(None, pl.String).alias("model"),
         input=pl.col("input").cast(_I), output=pl.col("output").cast(_I), cache_read=pl.col("cache_read").cast(_I),
         cache_write_5m=write - w1h, cache_write_1h=w1h).collect()
+    if events.is_empty():
+        return _bill_unfired(base, events, sessions, price, parts)
     # The rule's columns, only for the sessions where something fired.
     fired_sessions = events.select(pl.col(SESSION).unique())
     calls = call_rows(lf.join(fired_sessions.lazy(), on=SESSION, how="semi", maintain_order="left")).collect()

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, BinaryIO, Final, Literal
+from typing import Any, BinaryIO, Final, Literal, cast
 
 import numpy as np
 import orjson
@@ -31,6 +31,7 @@ import pyarrow.parquet as pq
 from ...errors import IngestReport, InputError
 from ...formats.base import SessionMeta
 from ...schema import MESSAGE_SCHEMA, SESSION
+from .. import manifest as manifests
 
 __all__ = [
     "BadEntry", "COUNT_COLUMNS", "Entry", "FileKey", "KEY_TABLE_SCHEMA", "LAYOUT", "MAGIC", "MANIFEST_SCHEMA",
@@ -248,13 +249,7 @@ def read_manifest(path: Path) -> pl.DataFrame | None:
         return None
     if read_meta(path, "manifest") is None:
         return None
-    try:
-        frame = pl.read_parquet(path)
-    except Exception as e:
-        raise BadEntry(f"unreadable manifest: {e}") from None
-    if any(frame.schema.get(name) != dtype for name, dtype in MANIFEST_SCHEMA.items()):
-        raise BadEntry("manifest of another shape")
-    return frame
+    return manifests.read_manifest(path, BadEntry, schema=MANIFEST_SCHEMA)
 
 
 def open_manifest(path: Path) -> BinaryIO | None:
@@ -290,19 +285,17 @@ def open_manifest(path: Path) -> BinaryIO | None:
     except Exception as e:
         f.close()
         raise BadEntry(f"unreadable manifest: {e}") from None
-    if any(schema.get(name) != dtype for name, dtype in MANIFEST_SCHEMA.items()):
+    try:
+        manifests.check_shape(schema, MANIFEST_SCHEMA, BadEntry)
+    except BadEntry:
         f.close()
-        raise BadEntry("manifest of another shape")
+        raise
     return f
 
 
 def read_columns(manifest: BinaryIO, columns: list[str]) -> pl.DataFrame:
     """Some columns of a manifest that :func:`open_manifest` opened; :class:`BadEntry` if they cannot be read."""
-    try:
-        manifest.seek(0)
-        return pl.read_parquet(manifest, columns=columns)
-    except Exception as e:
-        raise BadEntry(f"unreadable manifest: {e}") from None
+    return cast(pl.DataFrame, manifests.read_manifest(manifest, BadEntry, columns=columns))
 
 
 def manifest_rows(keys: list[FileKey], records: list[dict], format: str | None, pack: str,

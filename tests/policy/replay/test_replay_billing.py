@@ -34,6 +34,16 @@ def test_nothing_fires_costs_the_recorded_cost_to_the_last_digit(real):
     for part in ("input_usd", "output_usd", "cache_read_usd", "cache_write_usd", "cost_usd"):
         assert ses[f"simulated_{part}"].equals(ses[f"recorded_{part}"])
     assert (ses["summarizer_cost_usd"] == 0).all()
+    # Where nothing fires the bill skips the rule: its frames have the columns and types of one where something
+    # fired, and every session costs the same as in the full bill.
+    fired = pa.replay(real, [8_000, 20_000], window=64_000, prices=True)
+    assert fired.events.height > 0
+    assert result.events.schema == fired.events.schema and ses.schema == fired.sessions.schema
+    quiet = fired.sessions.filter(pl.col("n_compactions") == 0)
+    same = quiet.join(ses, on=["session_id", "budget"], suffix="_none")
+    assert same.height == quiet.height > 0
+    for column in ("recorded_cost_usd", "simulated_cost_usd", "total_cost_usd", "cache_miss_usd"):
+        assert same[column].equals(same[f"{column}_none"])
 
 
 def test_the_recorded_cost_is_the_cost_of_the_recorded_calls(real):
