@@ -46,7 +46,7 @@ def messages() -> pl.DataFrame:
     for i, (sid, role, words, inp, out) in enumerate(_ROWS):
         calls = inp is not None
         row = {SESSION: sid, SEQ: seq[sid], ROLE: role, "words": words, "serialized_bytes": 6 * words + 10,
-               "has_tool_result": False, "has_summary": False, "input": inp, "output": out,
+               "has_tool_result": False, "has_summary": False, "bash_execution": False, "input": inp, "output": out,
                "cache_read": 0 if calls else None, "cache_write": 0 if calls else None,
                "cache_write_1h": 0 if calls else None, "recorded_cost": None, "source_format": "canonical",
                "model": "example-model" if calls else None, "timestamp": start + timedelta(minutes=i),

@@ -64,6 +64,10 @@ MESSAGE_SCHEMA: dict[str, pl.DataType] = {
     "serialized_bytes": pl.UInt32(),
     "has_tool_result": pl.Boolean(),
     "has_summary": pl.Boolean(),
+    #: pi's ``bashExecution`` (the user's ``!command`` run, given as a user message with its output): libpanto
+    #: reads it as a user message; only ``pi-whole-turn`` tells it apart (no turn start). False in every other
+    #: format. One bit per message.
+    "bash_execution": pl.Boolean(),
     **{name: pl.UInt32() for name in USAGE_COLUMNS},
     #: Of ``cache_write``, the tokens written to the 1-hour cache (Claude Code's
     #: ``cache_creation.ephemeral_1h_input_tokens``); 0 where the format records no lifetime (a 5-minute

@@ -7,7 +7,8 @@ path from the last entry back to the root, so abandoned branches drop out.
 
 Entries become messages: ``user`` and ``assistant`` as they are,
 ``toolResult`` a user message with a ``tool_result`` block, ``bashExecution``,
-custom and branch-summary messages user messages with text. A ``compaction``
+custom and branch-summary messages user messages with text (a ``bashExecution``
+flagged ``bash_execution``). A ``compaction``
 entry becomes a ``compaction_summary`` message placed before the first entry
 it kept, where libpanto places its summary. Every rule is in
 ``docs/formats.md`` (section pi).
@@ -306,7 +307,7 @@ class _Session:
             command = require_string(msg.get("command"), "message.command")
             output = msg.get("output")
             output = "" if output is None else require_string(output, "message.output")
-            return self._user([f"{command}\n{output}"], lineno, ts)
+            return self._user([f"{command}\n{output}"], lineno, ts, bash=True)
         if role in ("custom", "hookMessage"):
             return self._user(self._texts(msg.get("content"), "message.content"), lineno, ts)
         if role == "branchSummary":
@@ -350,8 +351,8 @@ class _Session:
         cost = _recorded_cost(raw) if usage is not None and isinstance(raw, dict) else None
         return Message("assistant", blocks, usage, lineno, ts, model, cost)
 
-    def _user(self, texts: list[str], lineno: int, ts: datetime | None) -> Message:
-        return Message("user", [{"type": "text", "text": t} for t in texts], None, lineno, ts, self.model)
+    def _user(self, texts: list[str], lineno: int, ts: datetime | None, *, bash: bool = False) -> Message:
+        return Message("user", [{"type": "text", "text": t} for t in texts], None, lineno, ts, self.model, bash=bash)
 
     def _texts(self, content: Any, where: str) -> list[str]:
         """User-side content (a string, or text and image blocks) as texts; images are counted as ignored."""

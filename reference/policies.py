@@ -8,7 +8,7 @@ last-n-turns baseline. The replay rules around the cut are
 :mod:`reference.replay`'s (see ``any_policy``'s docstring).
 
 A session is a list of message-frame rows (dicts with ``role``,
-``has_tool_result``, ``has_summary``, ``serialized_bytes`` and the four usage
+``has_tool_result``, ``has_summary``, optionally ``bash_execution``, ``serialized_bytes`` and the four usage
 counters, and optionally ``line`` and ``file``), so the reference reads exactly
 what the engine reads. After a recorded summary, the run of messages recorded
 before it (same file, a lower line: the agent's kept block, see
@@ -44,6 +44,11 @@ def recorded_before(anchor: dict, m: dict) -> bool:
 def is_user(m: dict) -> bool:
     """A user message that is neither a tool result nor a recorded summary."""
     return m["role"] == "user" and not m["has_tool_result"] and not m["has_summary"]
+
+
+def is_bash(m: dict) -> bool:
+    """pi's ``bashExecution``: a user message flagged ``bash_execution`` (absent or null: not one)."""
+    return is_user(m) and bool(m.get("bash_execution"))
 
 
 def is_turn_start(msgs: list[dict], i: int) -> bool:
@@ -102,7 +107,8 @@ def cut_pi(msgs, first, k, keep_recent_tokens, **_) -> Cut:
 
 
 def cut_pi_whole_turn(msgs, first, k, keep_recent_tokens, **_) -> Cut:
-    boundaries = [i for i in range(first, k + 1) if is_user(msgs[i])]
+    # findTurnBoundaries: role "user" only; a bashExecution is no turn start.
+    boundaries = [i for i in range(first, k + 1) if is_user(msgs[i]) and not is_bash(msgs[i])]
     if not boundaries:
         return _suffix(first, k)
     usages = [(i, call_context(msgs[i])) for i in range(k, first - 1, -1) if call_context(msgs[i]) is not None]
@@ -118,6 +124,10 @@ def cut_pi_whole_turn(msgs, first, k, keep_recent_tokens, **_) -> Cut:
                     cut = b
                     break
             break
+    # The backward scan: take in the entries before the cut that start no turn (here: bashExecution messages),
+    # stopping at an assistant, user or tool-result message, and at the window's start.
+    while cut > first and is_bash(msgs[cut - 1]):
+        cut -= 1
     return _suffix(cut, k)
 
 

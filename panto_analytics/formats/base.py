@@ -212,6 +212,8 @@ class Message:
     model: str | None = None
     #: The call's cost as the agent recorded it, in US dollars (``recorded_cost``); None where none is.
     cost: float | None = None
+    #: pi's ``bashExecution``, a user message that is the user's ``!command`` run (``bash_execution``).
+    bash: bool = False
 
 
 @dataclass(slots=True)
@@ -442,6 +444,7 @@ class FrameBuilder:
             cols["serialized_bytes"].append(serialized_bytes(msg.role, msg.content))
             cols["has_tool_result"].append("tool_result" in kinds)
             cols["has_summary"].append("compaction_summary" in kinds)
+            cols["bash_execution"].append(msg.bash)
             usage = msg.usage
             for name in USAGE_COLUMNS:
                 cols[name].append(None if usage is None else usage.get(name, 0))

@@ -64,6 +64,7 @@ def test_v1_messages():
     assert messages[2].content == [{"type": "tool_result", "tool_use_id": "t1", "parts": [
         {"type": "text", "text": "key=1"}, {"type": "media", "media_type": "image/png"}]}]
     assert messages[5].content[0]["text"] == "make\nok"
+    assert [i for i, m in enumerate(messages) if m.bash] == [5]  # only the bashExecution is flagged
     assert report.ignored[("pi", "image in a user message")] == 1
     assert report.ignored[("pi", "bashExecution excluded from context")] == 1
     assert report.ignored[("pi", "thinking_level_change")] == 1
@@ -171,6 +172,8 @@ def test_frame_and_tables():
     frame = pa.read_sessions([PI / "v1.jsonl", PI / "v3_branching.jsonl"])
     assert frame.filter("has_summary").select("session_id", "seq").rows() == [("pi-v1", 7), ("pi-v3", 3)]
     assert set(frame["source_format"]) == {"pi"}
+    # The bashExecution (line 8) is a user message flagged bash_execution (pi-whole-turn starts no turn there).
+    assert frame.filter("bash_execution").select("session_id", "role", "line").rows() == [("pi-v1", "user", 8)]
 
 
 # --- the real session in ../shared -----------------------------------------------------
@@ -188,6 +191,7 @@ def test_real_session_counts(path):
     messages, meta, report = parse(path)
     assert [m.line for m in messages] == [n for n, _ in raw]  # v1: every message, file order
     assert [m.role for m in messages] == ["assistant" if m["role"] == "assistant" else "user" for _, m in raw]
+    assert [m.bash for m in messages] == [m["role"] == "bashExecution" for _, m in raw]
     keys = {"input": "input", "output": "output", "cache_read": "cacheRead", "cache_write": "cacheWrite"}
     calls = [m["usage"] for _, m in raw if m["role"] == "assistant" and any(m["usage"][k] for k in keys.values())]
     with_usage = [m for m in messages if m.usage is not None]

@@ -164,6 +164,7 @@ def _batch_frame(table: pa.StructArray, file_of: np.ndarray, sources: list[Sourc
         "serialized_bytes": serialized,
         "has_tool_result": has_tool_result,
         "has_summary": has_summary,
+        "bash_execution": pl.repeat(False, len(table), dtype=pl.Boolean, eager=True),
         **{k: pl.Series(v) for k, v in counters.items()},
         # Canonical usage records no cache lifetime: every write is a 5-minute write; no recorded cost.
         "cache_write_1h": pl.Series(pc.if_else(has_usage, 0, None)),

@@ -756,6 +756,7 @@ def _assemble(sources: list[SourceFile], records: pl.DataFrame, canonical: pa.St
         serialized_bytes=pl.Series(size[:n]),
         has_tool_result=pl.Series(has_result[:n]),
         has_summary=pl.Series(has_summary[:n]),
+        bash_execution=pl.lit(False),
         **usage,
         recorded_cost=pl.lit(None, pl.Float32),
         source_format=pl.lit(NAME),

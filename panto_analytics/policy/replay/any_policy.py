@@ -80,9 +80,10 @@ def window_columns(frame: pl.DataFrame) -> pl.DataFrame:
     role = pl.col(ROLE)
     user_msg = (role == "user") & ~pl.col("has_tool_result")
     chars = pl.col("serialized_bytes") if "serialized_bytes" in frame.columns else pl.lit(0)
+    bash = pl.col("bash_execution") if "bash_execution" in frame.columns else pl.lit(False)
     return frame.select(
         pl.col(SEQ).cast(pl.Int64), role=role.cast(pl.String), user=user_msg & ~pl.col("has_summary"),
-        tool_result="has_tool_result", summary="has_summary",
+        tool_result="has_tool_result", summary="has_summary", bash=(user_msg & ~pl.col("has_summary") & bash).fill_null(False),
         call=ex.assistant_cumulative().is_not_null(), cum=ex.assistant_cumulative().cast(pl.Int64),
         chars=chars.fill_null(0).cast(pl.Int64),
         turn_start=user_msg & ~ex.follows_user(),

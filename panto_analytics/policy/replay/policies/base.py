@@ -29,12 +29,13 @@ __all__ = ["CUT_COLUMNS", "Policy", "WINDOW_COLUMNS", "at_or_after", "chars_to_t
            "state_min", "suffix_cut"]
 
 #: The window frame's columns: ``state`` (the state's row in the round), ``seq``, ``role`` (a string),
-#: ``user`` (a user message that is not a tool result), ``tool_result``, ``summary`` (a recorded compaction
+#: ``user`` (a user message that is not a tool result), ``bash`` (a ``user`` one that is pi's ``bashExecution``,
+#: ``bash_execution``), ``tool_result``, ``summary`` (a recorded compaction
 #: summary), ``call`` (an assistant message with usage), ``cum`` (its recorded context, null elsewhere),
 #: ``chars`` (the message's ``serialized_bytes``, the size of its text), ``turn_start`` (libpanto's turn start
 #: over the whole session), ``next_tool_result`` (the next message is a tool result: this one called a tool),
 #: ``first`` (the window's first seq), ``trigger`` (the trigger call's seq).
-WINDOW_COLUMNS = ("state", SEQ, ROLE, "user", "tool_result", "summary", "call", "cum", "chars", "turn_start",
+WINDOW_COLUMNS = ("state", SEQ, ROLE, "user", "bash", "tool_result", "summary", "call", "cum", "chars", "turn_start",
                   "next_tool_result", "first", "trigger")
 
 #: A cut's columns, one row per state: ``prefix_end`` (the first seq not summarized: ``trigger + 1`` when all

@@ -30,10 +30,12 @@ def frame_of(sessions: dict[str, list[dict]]) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=MESSAGE_SCHEMA) if rows else pl.DataFrame(schema=MESSAGE_SCHEMA)
 
 
-def msg(role: str, size: int = 400, cum: int | None = None, tool_result: bool = False, summary: bool = False) -> dict:
+def msg(role: str, size: int = 400, cum: int | None = None, tool_result: bool = False, summary: bool = False,
+        bash: bool = False) -> dict:
     usage = {"input": cum, "output": 0, "cache_read": 0, "cache_write": 0} if cum is not None else \
         {"input": None, "output": None, "cache_read": None, "cache_write": None}
-    return {"role": role, "serialized_bytes": size, "has_tool_result": tool_result, "has_summary": summary, **usage}
+    return {"role": role, "serialized_bytes": size, "has_tool_result": tool_result, "has_summary": summary,
+            "bash_execution": bash, **usage}
 
 
 def settings_of(policy: Policy) -> dict:
@@ -70,6 +72,22 @@ def test_pi_whole_turn_keeps_turns_from_usage_differences():
     # call, so the call after that one (180k, seq 35) is the last one kept and its turn (seq 34) starts the suffix.
     events = check({"s": qa(list(range(10_000, 200_000, 10_000)))}, PiWholeTurn(), window=200_000, summary_tokens=1_000)
     assert events.select("trigger_seq", "prefix_end", "kept_tokens").rows() == [(37, 34, 20_000)]
+
+
+def test_pi_whole_turn_starts_no_turn_at_a_bash_execution_and_keeps_the_ones_before_its_cut():
+    # Calls at 10k, 20k, ..., 190k as above (the last kept call, 180k, now at seq 38), with two bashExecution
+    # messages (the user's `!command`) before the prompt at seq 36 and one after it, at 37: the cut is not at
+    # that bash (pi-mono 4227fd59's findTurnBoundaries takes role "user" only) but at the prompt, and the
+    # backward scan keeps the two before it, down to the assistant message at seq 33.
+    turns = qa(list(range(10_000, 200_000, 10_000)))
+    bash = lambda: msg("user", 400, bash=True)  # noqa: E731
+    session = [*turns[:34], bash(), bash(), turns[34], bash(), *turns[35:]]
+    events = check({"s": session}, PiWholeTurn(), window=200_000, summary_tokens=1_000)
+    assert events.select("trigger_seq", "prefix_end", "kept_messages").rows() == [(40, 34, 7)]
+    # The same session with the bash flags off (every reader but pi's): the user message at 37 starts a turn.
+    plain = [{**m, "bash_execution": False} for m in session]
+    assert check({"s": plain}, PiWholeTurn(), window=200_000, summary_tokens=1_000) \
+        .select("trigger_seq", "prefix_end", "kept_messages").rows() == [(40, 37, 4)]
 
 
 def test_pi_cuts_inside_a_turn_at_an_assistant_message():
@@ -118,13 +136,15 @@ def sessions_strategy(draw) -> dict[str, list[dict]]:
     for s in range(draw(st.integers(1, 3))):
         cum, msgs = 0, []
         for _ in range(draw(st.integers(0, 40))):
-            kind = draw(st.sampled_from(["user", "user", "tool", "assistant", "assistant", "system", "summary"]))
+            kind = draw(st.sampled_from(["user", "user", "bash", "tool", "assistant", "assistant", "system", "summary"]))
             size = draw(st.integers(0, 3_000))
             if kind == "assistant":
                 cum = max(cum + draw(st.integers(-800, 2_500)), 0)
                 msgs.append(msg("assistant", size, cum if draw(st.integers(0, 5)) else None))
             elif kind == "tool":
                 msgs.append(msg("user", size, tool_result=True))
+            elif kind == "bash":
+                msgs.append(msg("user", size, bash=True))
             elif kind == "summary":
                 msgs.append(msg(draw(st.sampled_from(["system", "user"])), size, summary=True))
                 cum = draw(st.integers(0, 2_000))
