@@ -7,7 +7,7 @@ that reports its own peak RSS (``VmHWM``), so no measurement inherits
 another's memory. Engines:
 
 - ``memory``: the whole dataset read into one frame, ``splits`` then ``sweep`` (the in-memory path);
-- ``local``: :func:`panto_analytics.sweep_dataset`, bucket by bucket in this process;
+- ``local``: :func:`panto_analytics.dataset.sweep_dataset`, bucket by bucket in this process;
 - ``ray``: the same on Ray Data started on this machine (the driver's peak RSS; Ray's workers are
   separate processes, reported as the sum of their peak RSS where ``/proc`` shows them).
 

@@ -137,7 +137,7 @@ SESSION_META_SCHEMA: dict[str, pl.DataType] = {
 }
 
 
-#: The sessions table (:func:`panto_analytics.sessions`): one row per session.
+#: The sessions table (:func:`panto_analytics.ingest.sessions`): one row per session.
 SESSIONS_SCHEMA: dict[str, pl.DataType] = {
     SESSION: pl.Categorical(),
     "file": pl.String(),
@@ -159,7 +159,7 @@ SESSIONS_SCHEMA: dict[str, pl.DataType] = {
     "parent_session_id": pl.String(),
 }
 
-#: The recorded compactions table (:func:`panto_analytics.compactions`).
+#: The recorded compactions table (:func:`panto_analytics.ingest.compactions`).
 COMPACTIONS_SCHEMA: dict[str, pl.DataType] = {
     SESSION: pl.Categorical(),
     "anchor_seq": pl.UInt32(),

@@ -1,7 +1,7 @@
 """What real agents kept at their recorded compactions, beside libpanto's split at the same moment.
 
 :func:`agent_vs_libpanto` reads the compactions table of a
-:class:`~panto_analytics.Corpus` and returns
+:class:`~panto_analytics.ingest.Corpus` and returns
 :func:`~panto_analytics.policy.cuts.splits_at`'s rows (one per compaction and
 budget); :func:`compaction_table` turns them into one row per compaction with
 the agent's kept messages and tokens and, per budget, libpanto's kept turns

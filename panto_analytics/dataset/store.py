@@ -256,7 +256,7 @@ def scan_dataset(root: str | Path, table: str = "messages", *, buckets: Iterable
     Parameters
     ----------
     root
-        A dataset folder (:func:`~panto_analytics.write_dataset`).
+        A dataset folder (:func:`~panto_analytics.dataset.write_dataset`).
     table
         ``"messages"`` (the message frame, each session's rows contiguous and in
         ``seq`` order, as :func:`~panto_analytics.read_sessions` gives it),

@@ -85,7 +85,7 @@ def sweep_dataset(root: str | Path, budgets: int | Iterable[int], *, engine: str
     Parameters
     ----------
     root
-        A dataset folder (:func:`~panto_analytics.write_dataset`).
+        A dataset folder (:func:`~panto_analytics.dataset.write_dataset`).
     budgets
         One budget or many.
     engine

@@ -218,7 +218,7 @@ def recorded_cuts(compactions: pl.DataFrame | pl.LazyFrame, sessions: pl.DataFra
 
 
 class Replayed(Protocol):
-    """What :func:`loss` reads of a replay (:class:`~panto_analytics.Replay`): its events and sessions."""
+    """What :func:`loss` reads of a replay (:class:`~panto_analytics.policy.Replay`): its events and sessions."""
 
     @property
     def events(self) -> pl.DataFrame: ...
@@ -271,7 +271,7 @@ def loss(messages: pl.DataFrame | pl.LazyFrame, replay: Replayed, *, horizon: in
     messages
         The message frame the replay ran on (its ``refs`` column).
     replay
-        A :class:`~panto_analytics.Replay` (``pa.replay`` or ``replay_policies``): its ``events`` and ``sessions``.
+        A :class:`~panto_analytics.policy.Replay` (``pa.replay`` or ``replay_policies``): its ``events`` and ``sessions``.
     horizon
         Tool calls looked at after each compaction.
     kinds

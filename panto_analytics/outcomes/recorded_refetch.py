@@ -142,7 +142,7 @@ def refetch(messages: pl.DataFrame | pl.LazyFrame, compactions: pl.DataFrame | p
     Parameters
     ----------
     messages, compactions, sessions
-        A corpus' three tables (:func:`~panto_analytics.read_corpus`).
+        A corpus' three tables (:func:`~panto_analytics.ingest.read_corpus`).
     horizon
         Tool calls looked at after each cut.
     kinds

@@ -5,7 +5,7 @@ compacted. :func:`splits_at` takes the message frame, one row per cut, and
 budgets, and returns one row per (cut, budget) with the split libpanto's
 ``computeSplit`` makes of that conversation, next to what the agent kept.
 
-The cuts frame (the compactions table of :func:`~panto_analytics.read_corpus`
+The cuts frame (the compactions table of :func:`~panto_analytics.ingest.read_corpus`
 is one) has ``session_id``, ``anchor_seq`` and ``trigger_seq``; the
 conversation of a cut is the session's rows with ``seq < anchor_seq``, then
 those with ``anchor_seq < seq < trigger_seq`` that are not compaction

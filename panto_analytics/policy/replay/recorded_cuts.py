@@ -1,7 +1,7 @@
 """Each policy's cut at the moments agents recorded a compaction, beside the cut the agent made.
 
 For every recorded compaction (the compactions table of
-:func:`~panto_analytics.read_corpus`) the conversation as it stood is
+:func:`~panto_analytics.ingest.read_corpus`) the conversation as it stood is
 :func:`~panto_analytics.policy.cuts.cut_conversations`'s (for pi: the rows
 before the anchor and the kept rows recorded before the compaction). Each
 policy's cut runs on it at that very moment: the active window from after the
