@@ -35,7 +35,7 @@ import pyarrow.parquet as pq
 
 from ..defaults import DEFAULT_BUCKETS
 from ..errors import IngestReport, InputError
-from ..ingest import manifest as manifests
+from ..ingest import _manifest as manifests
 from ..ingest.corpus import Corpus
 from ..schema import COMPACTIONS_SCHEMA, MESSAGE_SCHEMA, SESSION, SESSIONS_SCHEMA
 

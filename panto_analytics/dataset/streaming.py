@@ -39,7 +39,7 @@ from ..policy import splits as compute_splits
 from ..policy import turns as compute_turns
 from ..policy.compute_split import budget_series
 from ..schema import SESSION
-from .budget_histograms import coverage_from, histograms, merge, sweep_from
+from ._budget_histograms import coverage_from, histograms, merge, sweep_from
 from .engines import map_buckets
 from .store import TASK_ROWS, bucket_groups, collect, scan_dataset, scan_parts
 

@@ -5,7 +5,7 @@
 - :mod:`.entry`: :func:`open_corpus`, the one call the command line and notebooks make (read, then filter).
 - :mod:`.corpus`: :func:`read_corpus` and the sessions and compactions tables.
 - :mod:`.cache`: the Parquet cache of parsed files.
-- :mod:`.schedule`, :mod:`.parallel`, :mod:`.progress`: batching, worker processes, the progress bar.
+- :mod:`._schedule`, :mod:`.parallel`, :mod:`.progress`: batching, worker processes, the progress bar.
 """
 from __future__ import annotations
 

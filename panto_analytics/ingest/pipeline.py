@@ -3,7 +3,7 @@
 :func:`read_files` is the entry point that :func:`read_sessions`,
 :func:`~panto_analytics.ingest.corpus.read_corpus` and the command line
 share: paths -> files (:mod:`.paths`) -> cached entries (:mod:`.cache`) ->
-batches parsed on worker processes (:mod:`.schedule`, :mod:`.parallel`) by
+batches parsed on worker processes (:mod:`._schedule`, :mod:`.parallel`) by
 the adapters (:mod:`.formats`) -> cross-file rules -> one message frame.
 
 >>> import tempfile, pathlib
@@ -32,7 +32,8 @@ from ..formats.base import FrameBuilder, ParsedFile, SessionMeta, SourceFile, se
 from ..phrases import counted
 from ..policy.expressions import is_api_call
 from ..schema import empty_messages
-from . import parallel, schedule
+from . import _schedule as schedule
+from . import parallel
 from .cache import Cache, CacheStats, CacheWarning, Entry, FileKey, as_cache
 from .cache.codec import key_table, keys_of
 from .cache.hits import Found, gather_messages, session_ids

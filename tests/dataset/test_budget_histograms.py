@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
 from panto_analytics.analysis.recommendation import Criteria, coverage_table
-from panto_analytics.dataset.budget_histograms import coverage_from, histograms, merge, sweep_from
+from panto_analytics.dataset._budget_histograms import coverage_from, histograms, merge, sweep_from
 from panto_analytics.policy import sweep
 from panto_analytics.schema import SPLIT_SCHEMA
 

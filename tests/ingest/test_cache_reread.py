@@ -79,7 +79,7 @@ def test_cached_files_are_parsed_files_sliced_only_when_asked(tmp_path):
 def test_a_re_read_after_any_changes_equals_a_cold_read(tmp_path_factory, monkeypatch, turns, changes,
                                                         batch_files):
     """Files spread over several packs, some changed between reads: the cached read is the cold read."""
-    from panto_analytics.ingest import schedule
+    from panto_analytics.ingest import _schedule as schedule
 
     monkeypatch.setattr(schedule, "BATCH_FILES", batch_files)  # several packs, served interleaved
     tmp = tmp_path_factory.mktemp("reread")
@@ -103,7 +103,7 @@ def test_a_re_read_after_any_changes_equals_a_cold_read(tmp_path_factory, monkey
 
 def test_a_pack_of_the_wrong_shape_among_good_ones_invalidates_its_own_files(tmp_path, monkeypatch):
     """Packs are read together; one whose footer passes but whose rows are not ours is found and dropped alone."""
-    from panto_analytics.ingest import schedule
+    from panto_analytics.ingest import _schedule as schedule
     from panto_analytics.ingest.cache import codec
 
     monkeypatch.setattr(schedule, "BATCH_FILES", 2)

@@ -1,4 +1,4 @@
-"""The one manifest read (ingest/manifest.py), under the cache's and the dataset's policies."""
+"""The one manifest read (ingest/_manifest.py), under the cache's and the dataset's policies."""
 from pathlib import Path
 
 import polars as pl
@@ -7,9 +7,9 @@ import pytest
 from panto_analytics.dataset.store import DATASET_MANIFEST_SCHEMA, MANIFEST_FILE
 from panto_analytics.dataset.store import read_manifest as dataset_manifest
 from panto_analytics.errors import InputError
+from panto_analytics.ingest._manifest import read_manifest
 from panto_analytics.ingest.cache.codec import BadEntry, open_manifest, read_columns
 from panto_analytics.ingest.cache.codec import read_manifest as cache_manifest
-from panto_analytics.ingest.manifest import read_manifest
 
 
 def test_a_missing_manifest_is_none_for_the_cache_and_empty_for_the_dataset(tmp_path: Path):

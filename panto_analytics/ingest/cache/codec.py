@@ -31,7 +31,7 @@ import pyarrow.parquet as pq
 from ...errors import IngestReport, InputError
 from ...formats.base import SessionMeta
 from ...schema import MESSAGE_SCHEMA, SESSION
-from .. import manifest as manifests
+from .. import _manifest as manifests
 
 __all__ = [
     "BadEntry", "COUNT_COLUMNS", "Entry", "FileKey", "KEY_TABLE_SCHEMA", "LAYOUT", "MAGIC", "MANIFEST_SCHEMA",
