@@ -99,6 +99,7 @@ def synthetic_frames(start: int, n_sessions: int, *, seed: int = 0, median_turns
         "serialized_bytes": words * 6 + 24,
         "has_tool_result": tool_result,
         "has_summary": np.zeros(n, bool),
+        "bash_execution": np.zeros(n, bool),  # a pi-only mark: canonical sessions have none
         "input": usage(np.minimum(before, 2**32 - 1)),
         "output": usage(tokens),
         "cache_read": usage(np.zeros(n, np.int64)),

@@ -200,7 +200,7 @@ def messages() -> pl.DataFrame:
         ("b", 0, "assistant", 7, 3, 0, 0, "mystery-model", "2026-12-02T10:00:00"),
     ]
     df = pl.DataFrame([dict(session_id=s, seq=q, role=r, words=1, serialized_bytes=1, has_tool_result=False,
-                            has_summary=False, input=i, output=o, cache_read=cr, cache_write=cw,
+                            has_summary=False, bash_execution=False, input=i, output=o, cache_read=cr, cache_write=cw,
                             source_format="canonical", model=m, timestamp=t, file=f"{s}.jsonl", line=q + 1)
                        for s, q, r, i, o, cr, cw, m, t in rows],
                       schema_overrides={"timestamp": pl.String})
