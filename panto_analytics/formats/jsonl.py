@@ -17,7 +17,7 @@ reasons stable enough to group skips by.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import orjson
@@ -72,8 +72,12 @@ def malformed(raw: bytes, error: orjson.JSONDecodeError) -> str:
     return f"malformed JSON: {error.msg}"
 
 
-def records(src: SourceFile) -> Iterator[tuple[int, dict[str, Any]]]:
+def records(src: SourceFile, first: Callable[[bytes], Any] | None = None) -> Iterator[tuple[int, Any]]:
     """``(line number, object)`` for every line of ``src`` that holds a JSON object.
+
+    ``first``, when given, is tried on each line before the plain parse: what it returns (not None) is
+    yielded as the line's record (the typed readers' fast path, :mod:`.typed`); None sends the line
+    through everything below.
 
     Blank lines are skipped. The last line, when it has no newline and is
     not a JSON object, is being written: it is counted as a skip
@@ -86,6 +90,10 @@ def records(src: SourceFile) -> Iterator[tuple[int, dict[str, Any]]]:
     seen_any = False
     with src.open() as f:
         for lineno, raw in enumerate(f, 1):
+            if first is not None and (rec := first(raw)) is not None:
+                seen_any = True
+                yield lineno, rec
+                continue
             # Parse first: blank lines are rare, so strip only when parsing fails.
             try:
                 rec = orjson.loads(raw)

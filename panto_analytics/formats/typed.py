@@ -30,7 +30,7 @@ import orjson
 
 from ..schema import MAX_USAGE
 from .base import SourceFile
-from .jsonl import NOT_JSONL, json_type, malformed
+from .jsonl import records
 
 __all__ = ["Counter", "Fallback", "TYPED_ERRORS", "plain", "raw_json", "typed_records", "typed_reread"]
 
@@ -98,43 +98,15 @@ def typed_records(src: SourceFile, decoder: msgspec.json.Decoder[T],
     Blank, truncated, malformed and pretty-printed lines are reported exactly
     as :func:`.jsonl.records` reports them.
     """
-    seen_any = False
-    with src.open() as f:
-        for lineno, raw in enumerate(f, 1):
-            if plain(raw):
-                try:
-                    rec = convert(decoder.decode(raw))
-                except TYPED_ERRORS:
-                    rec = None
-                if rec is not None:
-                    seen_any = True
-                    yield lineno, rec
-                    continue
-            try:
-                value = orjson.loads(raw)
-            except orjson.JSONDecodeError as e:
-                stripped = raw.strip()
-                if not stripped:
-                    continue
-                if not raw.endswith(b"\n"):
-                    src.truncated(lineno)
-                    continue
-                if not seen_any and stripped in (b"{", b"["):
-                    src.invalid(lineno, NOT_JSONL)
-                    for later, rest in enumerate(f, lineno + 1):
-                        if rest.strip():
-                            src.invalid(later, NOT_JSONL)
-                    return
-                seen_any = True
-                src.invalid(lineno, malformed(raw, e))
-                continue
-            seen_any = True
-            if isinstance(value, dict):
-                yield lineno, value
-            elif not raw.endswith(b"\n"):
-                src.truncated(lineno)
-            else:
-                src.invalid(lineno, f"expected a JSON object, got {json_type(value)}")
+    def first(raw: bytes) -> Any:
+        if not plain(raw):
+            return None
+        try:
+            return convert(decoder.decode(raw))
+        except TYPED_ERRORS:
+            return None
+
+    return records(src, first)
 
 
 def typed_reread(src: SourceFile, wanted: set[int],
