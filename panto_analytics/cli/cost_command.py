@@ -1,14 +1,13 @@
 """``cost``: what the recorded sessions cost, per group, with the price source."""
 from __future__ import annotations
 
-import warnings
 from pathlib import Path
 
 import click
 
 from ..defaults import COST_GROUPINGS
 from .app import main
-from .options import friendly_errors, input_options, output_option, read_input_corpus, write_frame
+from .options import friendly_errors, input_options, output_option, read_input_corpus, unpriced_notes, write_frame
 
 __all__ = ["cost_cmd"]
 
@@ -53,15 +52,11 @@ def cost_cmd(paths, format_, skip_invalid, by, prices_file, timezone, output):
       panto-analytics cost data/ --by model --by month -o costs.csv
       panto-analytics cost ~/.pi/agent/sessions --by session --timezone Europe/Paris -o - --output-format json
     """
-    from ..outcomes import UnpricedWarning, costs, load_prices
+    from ..outcomes import costs, load_prices
 
     prices = load_prices(prices_file)   # a bad price file is an error before any reading
     corpus = read_input_corpus(paths, format_, skip_invalid)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", UnpricedWarning)
+    with unpriced_notes():
         table = costs(corpus, by=list(by), prices=prices, timezone=timezone)
-    for note in caught:
-        if issubclass(note.category, UnpricedWarning):
-            click.echo(f"note: {note.message}", err=True)
     click.echo(f"note: prices from {prices.source}", err=True)
     write_frame(table, output)

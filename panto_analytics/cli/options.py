@@ -233,18 +233,35 @@ def _filtered(corpus, paths):
 
 
 @contextlib.contextmanager
+def warnings_as_lines(category: type[Warning], prefix: str):
+    """Each ``category`` warning raised inside is one plain ``PREFIX: message`` line on stderr, not a Python
+    warning; any other warning is passed on as it was raised."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", category)
+        yield
+    for w in caught:
+        if issubclass(w.category, category):
+            click.echo(f"{prefix}: {w.message}", err=True)
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+
+
+@contextlib.contextmanager
 def cache_warnings_on_stderr():
     """Show the cache's warnings as one plain line each, not as Python warnings."""
     from ..ingest.cache import CacheWarning
 
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", CacheWarning)
+    with warnings_as_lines(CacheWarning, "warning"):
         yield
-    for w in caught:
-        if issubclass(w.category, CacheWarning):
-            click.echo(f"warning: {w.message}", err=True)
-        else:
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+
+
+@contextlib.contextmanager
+def unpriced_notes():
+    """Each model without a price (an ``UnpricedWarning``) is one ``note:`` line on stderr."""
+    from ..outcomes.cost import UnpricedWarning
+
+    with warnings_as_lines(UnpricedWarning, "note"):
+        yield
 
 
 class BudgetList(click.ParamType):

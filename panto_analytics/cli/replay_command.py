@@ -17,6 +17,7 @@ from .options import (
     read_input,
     replay_options,
     replay_prices,
+    unpriced_notes,
     write_frame,
 )
 
@@ -77,24 +78,15 @@ def replay_cmd(paths, format_, skip_invalid, budgets, window, reserve, summary_t
       panto-analytics replay ~/.claude/projects -w 200k -b 20k --policy libpanto --policy claude-code --cost
       panto-analytics replay data/ --window 64k -b 8k,20k --policy libpanto --policy claude-code --loss
     """
-    import warnings
-
-    from ..outcomes.cost import UnpricedWarning
     from ..policy.replay.any_policy import replay
     from ..policy.replay.summary import compare_policies, summarize_replay
 
     check_replay(window, reserve, summary_tokens, tuple(policies))
     messages = read_input(paths, format_, skip_invalid)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", UnpricedWarning)
+    with unpriced_notes():
         result = replay(messages, budgets, window=window, reserve=reserve, summary_tokens=summary_tokens,
                         policy=list(policies) or None, prices=replay_prices(cost, prices_file, summarizer),
                         summarizer=summarizer)
-    for w in caught:
-        if issubclass(w.category, UnpricedWarning):
-            click.echo(f"note: {w.message}", err=True)
-        else:
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     click.echo(f"summary: {result.summary_tokens:,} tokens ({result.summary_source})", err=True)
     if result.price_source is not None:
         click.echo(f"prices: {result.price_source}", err=True)

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import json
 import sys
-import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -27,6 +26,7 @@ from .options import (
     read_input_corpus,
     replay_options,
     replay_prices,
+    unpriced_notes,
     write_frame,
 )
 
@@ -147,7 +147,6 @@ def recommend_cmd(paths, format_, skip_invalid, budgets, min_kept_turns, coverag
     """
     from ..analysis.choice import choose_budget
     from ..analysis.decision import DecisionRule
-    from ..outcomes.cost import UnpricedWarning
 
     criteria = _criteria(min_kept_turns, coverage, max_kept_share, context_window, window)
     check_replay(window, reserve, summary_tokens, tuple(policies))
@@ -173,18 +172,12 @@ def recommend_cmd(paths, format_, skip_invalid, budgets, min_kept_turns, coverag
     if engine == "ray":
         raise click.UsageError("--engine ray runs on a dataset (ingest --dataset DIR)")
     corpus = read_input_corpus(paths, format_, skip_invalid)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", UnpricedWarning)
+    with unpriced_notes():
         rec, result = choose_budget(corpus.messages, budgets, criteria, window=window,
                                     windows=corpus.sessions["context_window"].to_list(), reserve=reserve,
                                     summary_tokens=summary_tokens, policy=given or None,
                                     prices=replay_prices(True, prices_file, summarizer) if window is not None else None,
                                     summarizer=summarizer, horizon=horizon, max_orphan_rate=max_orphan_rate)
-    for w in caught:
-        if issubclass(w.category, UnpricedWarning):
-            click.echo(f"note: {w.message}", err=True)
-        else:
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     if result is not None and result.price_source is not None:
         click.echo(f"prices: {result.price_source}", err=True)
     _print_recommendation(rec, output)
@@ -262,7 +255,6 @@ def report(paths, format_, skip_invalid, budgets, min_kept_turns, coverage, max_
       panto-analytics report ~/.pi/agent/sessions ~/.claude/projects -o report/ --by model --by length
     """
     from ..analysis.report import build_report, write_report  # matplotlib: loaded only when a report is asked for
-    from ..outcomes.cost import UnpricedWarning
 
     criteria = _criteria(min_kept_turns, coverage, max_kept_share, context_window, window)
     check_replay(window, reserve, summary_tokens, tuple(policies))
@@ -271,19 +263,13 @@ def report(paths, format_, skip_invalid, budgets, min_kept_turns, coverage, max_
     if max_orphan_rate is not None and window is None:
         raise click.UsageError("--max-orphan-rate judges a replay: give --window (e.g. 200k)")
     corpus = read_input_corpus(paths, format_, skip_invalid)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", UnpricedWarning)
+    with unpriced_notes():
         rep = build_report(corpus, budgets, criteria=criteria, segment_by=list(dict.fromkeys(segment_by)), title=title,
                            inputs=[str(p) for p in paths], window=window, reserve=reserve,
                            summary_tokens=summary_tokens,
                            policies=[p if isinstance(p, str) else p.spec() for p in policies],
                            prices=replay_prices(True, prices_file, summarizer), horizon=horizon,
                            max_orphan_rate=max_orphan_rate)
-    for w in caught:
-        if issubclass(w.category, UnpricedWarning):
-            click.echo(f"note: {w.message}", err=True)
-        else:
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     out = write_report(rep, out_dir)
     click.echo(rep.recommendation.headline())
     click.echo(f"wrote {out / 'index.html'} and {out / 'report.md'} ({len(rep.figures)} plots)", err=True)
