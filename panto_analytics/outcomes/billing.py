@@ -173,29 +173,39 @@ def call_rows(messages: pl.DataFrame | pl.LazyFrame) -> pl.LazyFrame:
         _gm=(pl.col(SESSION).cast(pl.Categorical).to_physical().cast(pl.UInt64) * 2**32
              + pl.col("model").cast(pl.Categorical).to_physical().cast(pl.UInt64).fill_null(2**32 - 1)),
     )
+    # The windows per (session, model) as plain shifts: the calls sorted once by ``_gm`` (stably: each group
+    # in session order), a shift masked at each group's first row, then the session order restored.
+    start = (pl.col("_gm") != pl.col("_gm").shift(1)).fill_null(True)
+
+    def prev(value: pl.Expr) -> pl.Expr:
+        return pl.when(~start).then(value.shift(1))
+
     wrote = pl.col("cache_write_5m") + pl.col("cache_write_1h") > 0
-    prev_seq = _prev(pl.col(SEQ).cast(_I))
+    prev_seq = prev(pl.col(SEQ).cast(_I))
     first = prev_seq.is_null()
-    gap = (pl.col("timestamp") - _prev(pl.col("timestamp"))).dt.total_milliseconds()
-    shrank = (pl.col("anchor") > -1) & (pl.col("prompt") < _prev(pl.col("prompt")))
+    gap = (pl.col("timestamp") - prev(pl.col("timestamp"))).dt.total_milliseconds()
+    shrank = (pl.col("anchor") > -1) & (pl.col("prompt") < prev(pl.col("prompt")))
     return (
-        calls.with_columns(
+        calls.with_columns(_row=pl.int_range(pl.len(), dtype=pl.UInt32))
+        .sort("_gm", maintain_order=True)
+        .with_columns(
             writes=wrote.cast(pl.UInt8).max().over(SESSION).cast(pl.Boolean),
             first=first,
-            head=pl.col("cache_read").first().over("_gm"),
-            one_hour=(pl.when(wrote).then(pl.col("cache_write_1h") > 0).when(first).then(False)
-                      .forward_fill().over("_gm")),
+            # Each group's first row sets both (its write, or False), so the fills never cross groups.
+            head=pl.when(start).then(pl.col("cache_read")).forward_fill(),
+            one_hour=pl.when(wrote).then(pl.col("cache_write_1h") > 0).when(first).then(False).forward_fill(),
             prev_seq=prev_seq,
             _shrank=shrank,
         )
         .with_columns(
             fresh=pl.when(pl.col("first")).then(True).otherwise(
-                (gap <= lifetime_ms(_prev(pl.col("one_hour")))).fill_null(True)),
+                (gap <= lifetime_ms(prev(pl.col("one_hour")))).fill_null(True)),
             # The first shrink after each recorded summary: where the recorded compaction took effect.
             restart=pl.col("first") | (pl.col("_shrank")
                                        & (pl.col("_shrank").cast(_I).cum_sum().over("_gm", "anchor") == 1)),
         )
-        .drop("_shrank")
+        .sort("_row")
+        .drop("_shrank", "_row")
     )
 
 
@@ -295,29 +305,37 @@ def _simulate(calls: pl.DataFrame, events: pl.DataFrame, keys: list[str],
 
 
 def _simulated_tokens(rows: pl.DataFrame, summary_tokens: int) -> pl.DataFrame:
-    """``rows`` (from :func:`_simulate`) with ``compacted`` and the simulated :data:`TOKEN_COLUMNS`."""
-    compacted = pl.col("anchor") < pl.col("_at")
+    """``rows`` (from :func:`_simulate`) with ``compacted`` and the simulated :data:`TOKEN_COLUMNS`.
+
+    Built in stages (the prompts, then the candidate, then the split): one nested expression repeats its
+    parts, and planning it costs more than evaluating it."""
     summary = pl.lit(summary_tokens, _I)
-    prompt = (pl.col("prompt") - pl.col("_S")).clip(0) + summary
-    prev_prompt = (pl.col("_prev_prompt") - pl.col("_S")).clip(0) + summary
-    prev_tail = pl.when(pl.col("writes")).then(pl.min_horizontal("_prev_input", prev_prompt)).otherwise(0)
-    first_after = pl.col("prev_seq").is_null() | (pl.col("prev_seq") < pl.col("_at"))
-    candidate = _candidate(first_after, pl.col("fresh"), prev_prompt - prev_tail)
-    inp, read, write = cache_split(prompt, pl.col("input"), pl.col("writes"), candidate)
-    one_hour = pl.col("one_hour")
-    simulated = {
-        "input": inp, "output": pl.col("output"), "cache_read": read,
-        "cache_write_5m": pl.when(one_hour).then(0).otherwise(write),
-        "cache_write_1h": pl.when(one_hour).then(write).otherwise(0),
-    }
-    return rows.with_columns(
-        pl.col(c).alias(f"recorded_{c}") for c in TOKEN_COLUMNS
-    ).with_columns(
-        compacted=compacted,
-        # The first call to its model after the compaction: it reads only the head and re-writes the rest.
-        _first_after=compacted & first_after,
-        **{name: pl.when(compacted).then(expr).otherwise(pl.col(f"recorded_{name}")) for name, expr in simulated.items()},
+    staged = rows.with_columns(
+        _prompt=(pl.col("prompt") - pl.col("_S")).clip(0) + summary,
+        _prev_sim=(pl.col("_prev_prompt") - pl.col("_S")).clip(0) + summary,
+        compacted=pl.col("anchor") < pl.col("_at"),
+        _first=pl.col("prev_seq").is_null() | (pl.col("prev_seq") < pl.col("_at")),
     )
+    prev_tail = pl.when(pl.col("writes")).then(pl.min_horizontal("_prev_input", "_prev_sim")).otherwise(0)
+    staged = staged.with_columns(_cand=_candidate(pl.col("_first"), pl.col("fresh"), pl.col("_prev_sim") - prev_tail))
+    inp, read, write = cache_split(pl.col("_prompt"), pl.col("input"), pl.col("writes"), pl.col("_cand"))
+    staged = staged.with_columns(_read=read)
+    inp, _, write = cache_split(pl.col("_prompt"), pl.col("input"), pl.col("writes"), pl.col("_read"))
+    staged = staged.with_columns(_input=inp, _write=write)
+    one_hour = pl.col("one_hour")
+    compacted = pl.col("compacted")
+    simulated = {
+        "input": pl.col("_input"), "output": pl.col("output"), "cache_read": pl.col("_read"),
+        "cache_write_5m": pl.when(one_hour).then(0).otherwise("_write"),
+        "cache_write_1h": pl.when(one_hour).then("_write").otherwise(0),
+    }
+    # One pass: every expression reads the recorded columns, before they are replaced.
+    return staged.with_columns(
+        *(pl.col(c).alias(f"recorded_{c}") for c in TOKEN_COLUMNS),
+        # The first call to its model after the compaction: it reads only the head and re-writes the rest.
+        _first_after=compacted & pl.col("_first"),
+        **{name: pl.when(compacted).then(expr).otherwise(pl.col(name)) for name, expr in simulated.items()},
+    ).select(*rows.columns, *(f"recorded_{c}" for c in TOKEN_COLUMNS), "compacted", "_first_after")
 
 
 def simulated_calls(calls: pl.DataFrame, events: pl.DataFrame, *, keys: Sequence[str],

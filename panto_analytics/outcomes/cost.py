@@ -102,7 +102,10 @@ def bill(calls: F, prices: Prices | str | None = None) -> F:
     table = load_prices(prices)
     if isinstance(calls, pl.DataFrame):
         table = table.covering(calls.select(normalized_model(pl.col("model").unique()))["model"].to_list())
-    out = _priced(calls.lazy(), table).with_columns(_bill_exprs(table.rule)).drop(pl.selectors.starts_with(_PRICE))
+    # In two stages (the parts, then their sums): planning one nested expression costs more than evaluating it.
+    parts = {r: pl.col(f"{_PRICE}part_{r}") for r in RATES}
+    out = (_priced(calls.lazy(), table).with_columns(e.alias(f"{_PRICE}part_{r}") for r, e in _parts(table.rule).items())
+           .with_columns(_sums(parts)).drop(pl.selectors.starts_with(_PRICE)))
     return cast(F, out.collect() if isinstance(calls, pl.DataFrame) else out)
 
 
@@ -118,6 +121,11 @@ def _priced(calls: pl.LazyFrame, table: Prices) -> pl.LazyFrame:
 
 def _bill_exprs(rule: str) -> list[pl.Expr]:
     """The five cost columns over the calls joined with the price columns."""
+    return _sums(_parts(rule))
+
+
+def _parts(rule: str) -> dict[str, pl.Expr]:
+    """Each rate's dollars over the calls joined with the price columns."""
     count = {r: pl.col(r).cast(pl.Float64).fill_null(0.0) for r in RATES}
     base = {r: pl.col(_PRICE + r) for r in RATES}
     above = {r: pl.col(f"{_PRICE}{r}_above") for r in RATES}
@@ -132,6 +140,11 @@ def _bill_exprs(rule: str) -> list[pl.Expr]:
             past = (count[r] - start).clip(lower_bound=0.0)
             return pl.when(tiered).then((count[r] - past) * base[r] + past * above[r]).otherwise(count[r] * base[r])
         part = {r: split(r) for r in RATES}
+    return part
+
+
+def _sums(part: dict[str, pl.Expr]) -> list[pl.Expr]:
+    """The five cost columns from each rate's dollars ``part``."""
     exprs = [part["input"].alias("input_usd"), part["output"].alias("output_usd"),
              part["cache_read"].alias("cache_read_usd"),
              (part["cache_write_5m"] + part["cache_write_1h"]).alias("cache_write_usd")]
