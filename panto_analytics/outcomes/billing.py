@@ -173,39 +173,29 @@ def call_rows(messages: pl.DataFrame | pl.LazyFrame) -> pl.LazyFrame:
         _gm=(pl.col(SESSION).cast(pl.Categorical).to_physical().cast(pl.UInt64) * 2**32
              + pl.col("model").cast(pl.Categorical).to_physical().cast(pl.UInt64).fill_null(2**32 - 1)),
     )
-    # The windows per (session, model) as plain shifts: the calls sorted once by ``_gm`` (stably: each group
-    # in session order), a shift masked at each group's first row, then the session order restored.
-    start = (pl.col("_gm") != pl.col("_gm").shift(1)).fill_null(True)
-
-    def prev(value: pl.Expr) -> pl.Expr:
-        return pl.when(~start).then(value.shift(1))
-
     wrote = pl.col("cache_write_5m") + pl.col("cache_write_1h") > 0
-    prev_seq = prev(pl.col(SEQ).cast(_I))
+    prev_seq = _prev(pl.col(SEQ).cast(_I))
     first = prev_seq.is_null()
-    gap = (pl.col("timestamp") - prev(pl.col("timestamp"))).dt.total_milliseconds()
-    shrank = (pl.col("anchor") > -1) & (pl.col("prompt") < prev(pl.col("prompt")))
+    gap = (pl.col("timestamp") - _prev(pl.col("timestamp"))).dt.total_milliseconds()
+    shrank = (pl.col("anchor") > -1) & (pl.col("prompt") < _prev(pl.col("prompt")))
     return (
-        calls.with_columns(_row=pl.int_range(pl.len(), dtype=pl.UInt32))
-        .sort("_gm", maintain_order=True)
-        .with_columns(
+        calls.with_columns(
             writes=wrote.cast(pl.UInt8).max().over(SESSION).cast(pl.Boolean),
             first=first,
-            # Each group's first row sets both (its write, or False), so the fills never cross groups.
-            head=pl.when(start).then(pl.col("cache_read")).forward_fill(),
-            one_hour=pl.when(wrote).then(pl.col("cache_write_1h") > 0).when(first).then(False).forward_fill(),
+            head=pl.col("cache_read").first().over("_gm"),
+            one_hour=(pl.when(wrote).then(pl.col("cache_write_1h") > 0).when(first).then(False)
+                      .forward_fill().over("_gm")),
             prev_seq=prev_seq,
             _shrank=shrank,
         )
         .with_columns(
             fresh=pl.when(pl.col("first")).then(True).otherwise(
-                (gap <= lifetime_ms(prev(pl.col("one_hour")))).fill_null(True)),
+                (gap <= lifetime_ms(_prev(pl.col("one_hour")))).fill_null(True)),
             # The first shrink after each recorded summary: where the recorded compaction took effect.
             restart=pl.col("first") | (pl.col("_shrank")
                                        & (pl.col("_shrank").cast(_I).cum_sum().over("_gm", "anchor") == 1)),
         )
-        .sort("_row")
-        .drop("_shrank", "_row")
+        .drop("_shrank")
     )
 
 
