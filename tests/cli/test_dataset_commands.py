@@ -30,7 +30,8 @@ def test_second_ingest_reads_nothing(dataset):
 
 @pytest.mark.parametrize("command", [["sweep", "-b", "0:100k:5"], ["splits", "-b", "8k,20k"],
                                      ["recommend", "-k", "2"], ["replay", "--window", "64k", "-b", "20k"],
-                                     ["compactions", "-b", "20k"]])
+                                     ["compactions", "-b", "20k"], ["cost", "--by", "model", "--by", "day"],
+                                     ["cost", "--by", "session"]])
 def test_a_dataset_gives_what_its_files_give(dataset, command):
     from_files = run(command[0], DATA, *command[1:], "-o", "-")
     from_dataset = run(command[0], dataset, *command[1:], "-o", "-")
