@@ -7,7 +7,16 @@ import click
 
 from ..defaults import COST_GROUPINGS
 from .app import main
-from .options import friendly_errors, input_options, output_option, read_input_corpus, unpriced_notes, write_frame
+from .options import (
+    check_engine,
+    engine_options,
+    friendly_errors,
+    input_options,
+    output_option,
+    read_input_corpus,
+    unpriced_notes,
+    write_frame,
+)
 
 __all__ = ["cost_cmd"]
 
@@ -33,9 +42,10 @@ def _check_timezone(ctx: click.Context, param: click.Parameter, value: str) -> s
                    "genai-prices tables this version ships.")
 @click.option("--timezone", default="UTC", show_default=True, callback=_check_timezone, metavar="TZ",
               help="The time zone of --by day, week and month (an IANA name).")
+@engine_options
 @output_option
 @friendly_errors
-def cost_cmd(paths, format_, skip_invalid, by, prices_file, timezone, output):
+def cost_cmd(paths, format_, skip_invalid, by, prices_file, timezone, engine, ray_address, output):
     """What the API calls recorded in PATHS cost, in US dollars, one row per group.
 
     Each row: the group, api_calls, the token counts (input, output,
@@ -45,16 +55,28 @@ def cost_cmd(paths, format_, skip_invalid, by, prices_file, timezone, output):
     many calls and tokens went unpriced. Prices come from the genai-prices
     tables shipped with this version (offline), or from --prices FILE; above
     200k prompt tokens each source's own rule applies (docs/cost.md).
+    Over a dataset folder (ingest --dataset) the bill is summed bucket by
+    bucket, here or with --engine ray, to the same figures.
 
     \b
     Examples:
       panto-analytics cost ~/.claude/projects --by day
       panto-analytics cost data/ --by model --by month -o costs.csv
       panto-analytics cost ~/.pi/agent/sessions --by session --timezone Europe/Paris -o - --output-format json
+      panto-analytics cost corpus.ds/ --by model --engine ray
     """
     from ..outcomes import costs, load_prices
 
+    ds = check_engine(paths, engine, ray_address)
     prices = load_prices(prices_file)   # a bad price file is an error before any reading
+    if ds is not None:
+        from ..dataset.cost import cost_dataset
+
+        with unpriced_notes():
+            table = cost_dataset(ds, by=list(by), prices=prices, timezone=timezone, engine=engine, address=ray_address)
+        click.echo(f"note: prices from {prices.source}", err=True)
+        write_frame(table, output)
+        return
     corpus = read_input_corpus(paths, format_, skip_invalid)
     with unpriced_notes():
         table = costs(corpus, by=list(by), prices=prices, timezone=timezone)

@@ -6,8 +6,10 @@ import click
 from .app import main
 from .options import (
     budgets_option,
+    check_engine,
     check_replay,
     cost_options,
+    engine_options,
     file_output_option,
     friendly_errors,
     horizon_option,
@@ -39,10 +41,11 @@ __all__ = ["replay_cmd"]
               help="Add what each compaction loses: orphan references among the next --horizon tool calls "
                    "(orphan_calls, orphan_rate, refetch_tokens; docs/loss.md), to the table, --sessions and --events.")
 @horizon_option
+@engine_options
 @friendly_errors
 def replay_cmd(paths, format_, skip_invalid, budgets, window, reserve, summary_tokens, policies, cost, prices_file,
                summarizer, output, sessions_out, events_out,
-               with_loss, horizon):
+               with_loss, horizon, engine, ray_address):
     """Replay libpanto's compaction over each session's life in PATHS.
 
     An agent compacts when its context nears the model's window, again and
@@ -70,6 +73,9 @@ def replay_cmd(paths, format_, skip_invalid, budgets, window, reserve, summary_t
     summarizer cost, the --events rows each summarizer call's cost, and the
     table the cost per session (p50, p90) and the totals.
 
+    Over a dataset folder (ingest --dataset) each bucket replays its own
+    sessions, here or with --engine ray, to the same rows and table.
+
     \b
     Examples:
       panto-analytics replay data/ --window 200k
@@ -77,33 +83,44 @@ def replay_cmd(paths, format_, skip_invalid, budgets, window, reserve, summary_t
       panto-analytics replay data/ --window 200k -b 20k --policy libpanto --policy pi --policy codex
       panto-analytics replay ~/.claude/projects -w 200k -b 20k --policy libpanto --policy claude-code --cost
       panto-analytics replay data/ --window 64k -b 8k,20k --policy libpanto --policy claude-code --loss
+      panto-analytics replay corpus.ds/ --window 200k -b 20k --cost --engine ray
     """
     from ..policy.replay.any_policy import replay
     from ..policy.replay.summary import compare_policies, summarize_replay
 
     check_replay(window, reserve, summary_tokens, tuple(policies))
-    messages = read_input(paths, format_, skip_invalid)
-    with unpriced_notes():
-        result = replay(messages, budgets, window=window, reserve=reserve, summary_tokens=summary_tokens,
-                        policy=list(policies) or None, prices=replay_prices(cost, prices_file, summarizer),
-                        summarizer=summarizer)
+    ds = check_engine(paths, engine, ray_address)
+    if ds is not None:
+        from ..dataset.replay import replay_dataset
+
+        streamed = replay_dataset(ds, budgets, window=window, reserve=reserve, summary_tokens=summary_tokens,
+                                  policy=list(policies) or None, prices=replay_prices(cost, prices_file, summarizer),
+                                  summarizer=summarizer, with_loss=with_loss, horizon=horizon, engine=engine,
+                                  address=ray_address)
+        result, lost_events = streamed.replay, streamed.loss_events
+    else:
+        messages = read_input(paths, format_, skip_invalid)
+        with unpriced_notes():
+            result = replay(messages, budgets, window=window, reserve=reserve, summary_tokens=summary_tokens,
+                            policy=list(policies) or None, prices=replay_prices(cost, prices_file, summarizer),
+                            summarizer=summarizer)
+        lost_events = None
+        if with_loss:
+            from dataclasses import replace
+
+            from ..outcomes.orphan_loss import loss
+
+            lost = loss(messages, result, horizon=horizon)
+            result, lost_events = replace(result, events=lost.events, sessions=lost.sessions), lost.events
     click.echo(f"summary: {result.summary_tokens:,} tokens ({result.summary_source})", err=True)
     if result.price_source is not None:
         click.echo(f"prices: {result.price_source}", err=True)
-    lost = None
-    if with_loss:
-        from dataclasses import replace
-
-        from ..outcomes.orphan_loss import loss
-
-        lost = loss(messages, result, horizon=horizon)
-        result = replace(result, events=lost.events, sessions=lost.sessions)
     for frame, target in ((result.sessions, sessions_out), (result.events, events_out)):
         if target is not None:
             write_frame(frame, target)
     table = (compare_policies if policies else summarize_replay)(result.events, result.sessions)
-    if lost is not None:
+    if lost_events is not None:
         from ..outcomes.orphan_loss import with_loss_columns
 
-        table = with_loss_columns(table, lost.events)
+        table = with_loss_columns(table, lost_events)
     write_frame(table, output)

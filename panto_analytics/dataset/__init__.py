@@ -13,6 +13,7 @@ are two layouts. It sits above ``analysis``: it runs the analysis's own rules
 (the sweep, the recommendation) bucket by bucket.
 """
 from .buckets import session_buckets
+from .cost import cost_dataset
 from .store import (
     DEFAULT_BUCKETS,
     TASK_ROWS,
@@ -30,7 +31,7 @@ from .streaming import recommend_dataset, sweep_dataset
 from .write import DatasetUpdate, DatasetWriter, write_dataset
 
 __all__ = [
-    "DEFAULT_BUCKETS", "TASK_ROWS", "DatasetInfo", "DatasetUpdate", "DatasetWriter", "bucket_groups", "bucket_parts",
+    "DEFAULT_BUCKETS", "TASK_ROWS", "DatasetInfo", "cost_dataset", "DatasetUpdate", "DatasetWriter", "bucket_groups", "bucket_parts",
     "dataset_corpus", "is_dataset", "read_info", "read_manifest", "recommend_dataset", "scan_dataset", "scan_parts",
     "session_buckets", "sweep_dataset", "write_dataset",
 ]

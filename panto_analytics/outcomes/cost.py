@@ -46,8 +46,8 @@ from ..schema import SESSION
 from .prices import RATES, Prices, load_prices
 
 __all__ = [
-    "CALL_COLUMNS", "COST_COLUMNS", "GROUPINGS", "Grouping", "UnpricedWarning", "bill", "call_tokens", "costs",
-    "unpriced",
+    "CALL_COLUMNS", "COST_COLUMNS", "GROUPINGS", "PICO", "Grouping", "UnpricedWarning", "bill", "call_tokens",
+    "cost_partials", "costs", "merge_cost_partials", "unpriced",
 ]
 
 #: What :func:`bill` reads: the model and one token counter per rate.
@@ -227,6 +227,38 @@ def costs(messages: Any, *, by: Grouping | Sequence[Grouping] = (), prices: Pric
     >>> table.select("model", "api_calls", "input", "cost_usd").rows(), len(notes)
     ([('example-model', 4, 7700, None)], 1)
     """
+    partials = cost_partials(messages, by=by, prices=prices, timezone=timezone, sessions=sessions)
+    return merge_cost_partials([partials], by=by)
+
+
+#: Dollars are summed as whole picodollars (each call's cost rounded to 1e-12 $), so that a group's total is
+#: one integer sum whatever the order or the split of its calls: partial tables merge exactly.
+PICO = 10**12
+
+_MODEL_KEY = "__cost_model"
+_PRICED_KEY = "__cost_priced"
+
+
+def _nulls(c: str) -> str:
+    return f"__nulls_{c}"
+
+
+def cost_partials(messages: Any, *, by: Grouping | Sequence[Grouping] = (), prices: Prices | str | None = None,
+                  timezone: str = "UTC", sessions: pl.DataFrame | None = None) -> pl.DataFrame:
+    """The partial sums of :func:`costs` over some whole sessions: one row per group, model and whether the
+    call is priced, with only sums (calls, tokens, picodollars, null counts), so that the partial tables of
+    disjoint sets of sessions merge exactly by :func:`merge_cost_partials` (the dataset lane bills bucket by
+    bucket this way). Arguments as in :func:`costs`.
+
+    Examples
+    --------
+    >>> import panto_analytics as pa, warnings
+    >>> m = pa.examples.messages()
+    >>> halves = [cost_partials(m.filter(pl.col("session_id") == s), by="model") for s in m["session_id"].unique()]
+    >>> with warnings.catch_warnings(record=True):
+    ...     merge_cost_partials(halves, by="model").equals(costs(m, by="model"))
+    True
+    """
     groups = [by] if isinstance(by, str) else list(by)
     for g in groups:
         if g not in GROUPINGS:
@@ -248,18 +280,36 @@ def costs(messages: Any, *, by: Grouping | Sequence[Grouping] = (), prices: Pric
     billed = (_priced(calls.with_columns(keys), table).with_columns(_bill_exprs(table.rule))
               .with_columns(pl.col(_PRICE + "key").alias("model")).drop(pl.selectors.starts_with(_PRICE)))
     key_names = [_group_key(g, timezone).meta.output_name() for g in groups]
-    token_cols = ["input", "output", "cache_read", "cache_write_5m", "cache_write_1h"]
+    hidden = [pl.col("model").alias(_MODEL_KEY), pl.col("cost_usd").is_not_null().alias(_PRICED_KEY)]
     aggs = [pl.len().cast(pl.UInt64).alias("api_calls"),
-            *[pl.col(c).cast(pl.UInt64).sum() for c in token_cols],
-            # A group with an unpriced call has no total: null, not a partial sum.
-            *[pl.when(pl.col(c).is_null().any()).then(None).otherwise(pl.col(c).sum()).alias(c)
-              for c in COST_COLUMNS],
-            pl.col("cost_usd").is_null().sum().cast(pl.UInt64).alias("unpriced_calls")]
-    grouped = (billed.group_by(key_names).agg(aggs).sort(key_names, nulls_last=True) if key_names
-               else billed.select(aggs))
-    out, missing = pl.collect_all([grouped.with_columns(pl.lit(table.source).alias("price_source")),
-                                   _unpriced(billed)])
-    _warn_unpriced(missing)
+            *[pl.col(c).cast(pl.UInt64).sum() for c in RATES],
+            *[(pl.col(c) * PICO).round().cast(pl.Decimal(38, 0)).sum().alias(c) for c in COST_COLUMNS],
+            *[pl.col(c).is_null().sum().cast(pl.UInt64).alias(_nulls(c)) for c in COST_COLUMNS]]
+    out = (billed.group_by([*key_names, *hidden]).agg(aggs)
+           .with_columns(pl.lit(table.source).alias("price_source")).collect())
+    return out
+
+
+def merge_cost_partials(partials: Sequence[pl.DataFrame], *, by: Grouping | Sequence[Grouping] = ()) -> pl.DataFrame:
+    """:func:`costs` from the :func:`cost_partials` of disjoint sets of sessions (all with the same ``by`` and
+    prices): sums per group, dollars from the summed picodollars, null where a call of the group is unpriced.
+    Warns once per unpriced model, as :func:`costs` does."""
+    groups = [by] if isinstance(by, str) else list(by)
+    key_names = [_group_key(g, "UTC").meta.output_name() for g in groups]
+    frames = [p for p in partials if p.height] or list(partials[:1])
+    both = pl.concat(frames, how="vertical_relaxed").lazy()
+    source = both.select(pl.col("price_source").first()).collect().item() if frames and frames[0].height else None
+    aggs = [pl.col("api_calls").sum(), *[pl.col(c).sum() for c in RATES],
+            *[pl.when(pl.col(_nulls(c)).sum() > 0).then(None)
+              .otherwise(pl.col(c).sum().cast(pl.Float64) / PICO).alias(c) for c in COST_COLUMNS],
+            pl.col(_nulls("cost_usd")).sum().alias("unpriced_calls")]
+    grouped = (both.group_by(key_names).agg(aggs).sort(key_names, nulls_last=True) if key_names
+               else both.select(aggs))
+    missing = (both.filter(~pl.col(_PRICED_KEY)).group_by(pl.col(_MODEL_KEY).fill_null("(no model)").alias("model"))
+               .agg(pl.col("api_calls").sum(), pl.sum_horizontal([pl.col(c).sum() for c in RATES]).alias("tokens"))
+               .sort("model"))
+    out, miss = pl.collect_all([grouped.with_columns(pl.lit(source, pl.String).alias("price_source")), missing])
+    _warn_unpriced(miss)
     return out
 
 

@@ -1,0 +1,103 @@
+"""``replay`` (with the cost and the loss when asked) over a dataset, bucket by bucket: :func:`replay_dataset`.
+
+Sessions are independent under replay, so each task replays (bills, and
+measures the loss of) its own whole sessions and returns their per-event and
+per-session rows; the rows of every task are concatenated, in bucket order,
+which is the order in which :func:`~panto_analytics.dataset.dataset_corpus`
+reads the dataset, so the result equals the in-memory replay of the same
+dataset bit for bit, and the per-budget table is computed from it by the
+same function as in memory. The summary size is the corpus's (the median of
+the recorded summaries, read from the dataset first). Memory holds one
+task's messages plus the rows: the per-session rows (one per policy, session
+and budget) and the per-event rows grow with the sessions, the messages do
+not.
+"""
+from __future__ import annotations
+
+import functools
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from ..budgets import as_budgets
+from ..outcomes.orphan_loss import DEFAULT_HORIZON, loss
+from ..policy.replay.any_policy import replay
+from ..policy.replay.engine import Replay, summary_size, validate_parameters
+from .engines import map_buckets
+from .store import TASK_ROWS, collect, scan_dataset, scan_parts
+
+__all__ = ["DatasetReplay", "replay_dataset"]
+
+_EVENTS, _SESSIONS, _META = "e:", "s:", "m:"
+
+
+@dataclass(frozen=True)
+class DatasetReplay:
+    """What :func:`replay_dataset` returns: the :class:`~panto_analytics.policy.replay.engine.Replay` of every
+    session, with the loss columns when ``with_loss`` (then ``loss_events`` holds :func:`loss`'s events)."""
+
+    replay: Replay
+    loss_events: pl.DataFrame | None
+
+
+def _packed(frames: dict[str, pl.DataFrame]) -> pl.DataFrame:
+    """Several frames as one (for a task's result): columns prefixed by their frame's tag, stacked diagonally."""
+    return pl.concat([f.rename({c: tag + c for c in f.columns}) for tag, f in frames.items()], how="diagonal")
+
+
+def _unpacked(frame: pl.DataFrame, tag: str) -> pl.DataFrame:
+    cols = [c for c in frame.columns if c.startswith(tag)]
+    return frame.filter(pl.col(f"{tag}__row").fill_null(False)).select(
+        pl.col(cols).name.map(lambda c: c[len(tag):])).drop("__row")
+
+
+def _replay_task(root: str, parts: list[str], *, budgets: list[int], window: int, reserve: int, summary_tokens: int,
+                 policy: list[str] | None, prices: Any, summarizer: str | None, horizon: int | None) -> pl.DataFrame:
+    """One group of buckets' replay rows, packed (the per-bucket function both engines run)."""
+    messages = collect(scan_parts(root, "messages", parts), root)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # unpriced models: the caller warns once, over the dataset
+        r = replay(messages, budgets, window=window, reserve=reserve, summary_tokens=summary_tokens, policy=policy,
+                   prices=prices, summarizer=summarizer)
+    frames = {_EVENTS: r.events, _SESSIONS: r.sessions}
+    if horizon is not None:
+        lost = loss(messages, r, horizon=horizon)
+        frames = {_EVENTS: lost.events, _SESSIONS: lost.sessions}
+    frames = {t: f.with_columns(pl.lit(True).alias("__row")) for t, f in frames.items()}
+    frames[_META] = pl.DataFrame({"price_source": [r.price_source], "__row": [True]}, schema={"price_source": pl.String,
+                                                                                            "__row": pl.Boolean})
+    return _packed(frames)
+
+
+def replay_dataset(root: str | Path, budgets: Any, *, window: int, reserve: int, summary_tokens: int | None = None,
+                   policy: list[str] | None = None, prices: Any = None, summarizer: str | None = None,
+                   with_loss: bool = False, horizon: int = DEFAULT_HORIZON, engine: str = "local",
+                   address: str | None = None, task_rows: int = TASK_ROWS) -> DatasetReplay:
+    """:func:`~panto_analytics.replay` (and :func:`~panto_analytics.outcomes.orphan_loss.loss` when
+    ``with_loss``) of the dataset at ``root``, bucket by bucket, here or on Ray (``engine="ray"``); the same
+    rows, in the same order, as in memory over :func:`~panto_analytics.dataset.dataset_corpus`."""
+    source = "given"
+    if summary_tokens is None:
+        recorded = collect(scan_dataset(root).filter("has_summary").select("words", "has_summary"), root)
+        summary_tokens, source = summary_size(recorded)
+    validate_parameters(window, reserve, summary_tokens)
+    task = functools.partial(_replay_task, budgets=as_budgets(budgets), window=window, reserve=reserve,
+                             summary_tokens=summary_tokens, policy=policy, prices=prices, summarizer=summarizer,
+                             horizon=horizon if with_loss else None)
+    packed = list(map_buckets(root, task, engine=engine, address=address, rows=task_rows))
+    if not packed:
+        raise ValueError(f"{root}: no sessions")
+    whole = pl.concat(packed, how="diagonal")
+    events, sessions = _unpacked(whole, _EVENTS), _unpacked(whole, _SESSIONS)
+    if "policy" in sessions.columns:  # in memory the rows come policy after policy, each in corpus order
+        # Each task gives a row per (policy, session, budget), policies in the same order: their first appearance.
+        order = {p: i for i, p in enumerate(sessions["policy"].cast(pl.String).unique(maintain_order=True).to_list())}
+        events, sessions = (f.sort(pl.col("policy").cast(pl.String).replace_strict(order, return_dtype=pl.UInt32),
+                                   maintain_order=True) if "policy" in f.columns else f for f in (events, sessions))
+    price_source = _unpacked(whole, _META)["price_source"].drop_nulls()
+    r = Replay(events=events, sessions=sessions, window=window, reserve=reserve, summary_tokens=summary_tokens,
+               summary_source=source, price_source=price_source[0] if price_source.len() else None)
+    return DatasetReplay(r, events if with_loss else None)

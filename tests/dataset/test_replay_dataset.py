@@ -1,0 +1,72 @@
+"""`replay` (with cost and loss) over a dataset, bucket by bucket: the same rows and table as in memory."""
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import pytest
+from conftest import DATA
+from polars.testing import assert_frame_equal
+
+from benchmarks.synth_dataset import write_synthetic_dataset
+from panto_analytics.dataset import dataset_corpus, write_dataset
+from panto_analytics.dataset.replay import replay_dataset
+from panto_analytics.outcomes.orphan_loss import loss, with_loss_columns
+from panto_analytics.policy.replay.any_policy import replay
+from panto_analytics.policy.replay.summary import compare_policies, summarize_replay
+
+BUDGETS = [8_000, 20_000]
+
+
+@pytest.fixture(scope="module")
+def data_dataset(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("ds") / "ds"
+    write_dataset([DATA], root, buckets=8, cache=False)
+    return root
+
+
+@pytest.fixture(scope="module")
+def synthetic_dataset(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("synth") / "ds"
+    write_synthetic_dataset(root, 120, seed=7, buckets=8, chunk=50)
+    return root
+
+
+@pytest.mark.parametrize("policy", [None, ["claude-code", "libpanto", "pi"]])
+@pytest.mark.parametrize("which", ["data", "synthetic"])
+def test_replay_dataset_equals_in_memory(policy, which, data_dataset, synthetic_dataset):
+    root = data_dataset if which == "data" else synthetic_dataset
+    messages = dataset_corpus(root).messages
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        expected = replay(messages, BUDGETS, window=64_000, reserve=16_384, policy=policy, prices=True)
+        lost = loss(messages, expected, horizon=20)
+        for task_rows in (1, 10**9):
+            got = replay_dataset(root, BUDGETS, window=64_000, reserve=16_384, policy=policy, prices=True,
+                                 task_rows=task_rows).replay
+            assert_frame_equal(got.sessions, expected.sessions, check_exact=True)
+            assert_frame_equal(got.events, expected.events, check_exact=True)
+            assert (got.summary_tokens, got.summary_source, got.price_source) == (
+                expected.summary_tokens, expected.summary_source, expected.price_source)
+        streamed = replay_dataset(root, BUDGETS, window=64_000, reserve=16_384, policy=policy, prices=True,
+                                  with_loss=True, horizon=20, task_rows=1)
+    assert_frame_equal(streamed.replay.sessions, lost.sessions, check_exact=True)
+    assert streamed.loss_events is not None
+    assert_frame_equal(streamed.loss_events, lost.events, check_exact=True)
+    summarize = compare_policies if policy else summarize_replay
+    assert_frame_equal(with_loss_columns(summarize(streamed.replay.events, streamed.replay.sessions),
+                                         streamed.loss_events),
+                       with_loss_columns(summarize(lost.events, lost.sessions), lost.events), check_exact=True)
+    assert expected.sessions.height > 0
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_replay_dataset_on_ray_equals_local(data_dataset):
+    pytest.importorskip("ray", reason="Ray is an optional extra: pip install 'panto_analytics[ray]'")
+    kw = dict(window=64_000, reserve=16_384, policy=["libpanto", "claude-code"], prices=True, with_loss=True)
+    on_ray = replay_dataset(data_dataset, BUDGETS, engine="ray", task_rows=1, **kw)
+    here = replay_dataset(data_dataset, BUDGETS, **kw)
+    key = ["policy", "session_id", "budget"]
+    assert_frame_equal(on_ray.replay.sessions.sort(key), here.replay.sessions.sort(key), check_exact=True,
+                       check_dtypes=False)
