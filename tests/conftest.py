@@ -144,6 +144,16 @@ def engine() -> Engine:
     return Engine()
 
 
+@pytest.fixture(scope="session")
+def data_dataset(tmp_path_factory) -> Path:
+    """data/ written once as an 8-bucket dataset, for the tests that compare a dataset with the same files."""
+    from panto_analytics.dataset import write_dataset
+
+    root = tmp_path_factory.mktemp("ds") / "ds"
+    write_dataset([DATA], root, buckets=8, cache=False)
+    return root
+
+
 @pytest.fixture(params=FRAME_KINDS)
 def frame_kind(request) -> str:
     """Each way of handing a frame to the engine."""

@@ -5,23 +5,15 @@ import warnings
 from pathlib import Path
 
 import pytest
-from conftest import DATA
 from polars.testing import assert_frame_equal
 
 import panto_analytics as pa
 from benchmarks.synth_dataset import write_synthetic_dataset
-from panto_analytics.dataset import cost_dataset, dataset_corpus, write_dataset
+from panto_analytics.dataset import cost_dataset, dataset_corpus
 from panto_analytics.outcomes import costs
 from panto_analytics.outcomes.cost import UnpricedWarning
 
 GROUPINGS = [(), ("session",), ("model",), ("day", "model"), ("week",), ("month", "project"), ("format",)]
-
-
-@pytest.fixture(scope="module")
-def data_dataset(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("ds") / "ds"
-    write_dataset([DATA], root, buckets=8, cache=False)
-    return root
 
 
 @pytest.fixture(scope="module")

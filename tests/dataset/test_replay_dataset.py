@@ -5,24 +5,16 @@ import warnings
 from pathlib import Path
 
 import pytest
-from conftest import DATA
 from polars.testing import assert_frame_equal
 
 from benchmarks.synth_dataset import write_synthetic_dataset
-from panto_analytics.dataset import dataset_corpus, write_dataset
+from panto_analytics.dataset import dataset_corpus
 from panto_analytics.dataset.replay import replay_dataset
 from panto_analytics.outcomes.orphan_loss import loss, with_loss_columns
 from panto_analytics.policy.replay.any_policy import replay
 from panto_analytics.policy.replay.summary import compare_policies, summarize_replay
 
 BUDGETS = [8_000, 20_000]
-
-
-@pytest.fixture(scope="module")
-def data_dataset(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("ds") / "ds"
-    write_dataset([DATA], root, buckets=8, cache=False)
-    return root
 
 
 @pytest.fixture(scope="module")
