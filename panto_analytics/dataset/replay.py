@@ -6,7 +6,9 @@ per-session rows; the rows of every task are concatenated, in bucket order,
 which is the order in which :func:`~panto_analytics.dataset.dataset_corpus`
 reads the dataset, so the result equals the in-memory replay of the same
 dataset bit for bit, and the per-budget table is computed from it by the
-same function as in memory. The summary size is the corpus's (the median of
+same function as in memory. Each task's unpriced recorded calls are summed
+per model, so the unpriced-model warnings are those of the in-memory replay.
+The summary size is the corpus's (the median of
 the recorded summaries, read from the dataset first). Memory holds one
 task's messages plus the rows: the per-session rows (one per policy, session
 and budget) and the per-event rows grow with the sessions, the messages do
@@ -25,13 +27,14 @@ import polars as pl
 from ..budgets import as_budgets
 from ..outcomes.orphan_loss import DEFAULT_HORIZON, loss
 from ..policy.replay.any_policy import replay
+from ..policy.replay.billing import warn_unpriced
 from ..policy.replay.engine import Replay, summary_size, validate_parameters
 from .engines import map_buckets
 from .store import TASK_ROWS, collect, scan_dataset, scan_parts
 
 __all__ = ["DatasetReplay", "replay_dataset"]
 
-_EVENTS, _SESSIONS, _META = "e:", "s:", "m:"
+_EVENTS, _SESSIONS, _META, _UNPRICED = "e:", "s:", "m:", "u:"
 
 
 @dataclass(frozen=True)
@@ -69,6 +72,8 @@ def _replay_task(root: str, parts: list[str], *, budgets: list[int], window: int
     frames = {t: f.with_columns(pl.lit(True).alias("__row")) for t, f in frames.items()}
     frames[_META] = pl.DataFrame({"price_source": [r.price_source], "__row": [True]}, schema={"price_source": pl.String,
                                                                                             "__row": pl.Boolean})
+    if r.unpriced is not None:
+        frames[_UNPRICED] = r.unpriced.with_columns(pl.lit(True).alias("__row"))
     return _packed(frames)
 
 
@@ -98,6 +103,14 @@ def replay_dataset(root: str | Path, budgets: Any, *, window: int, reserve: int,
         events, sessions = (f.sort(pl.col("policy").cast(pl.String).replace_strict(order, return_dtype=pl.UInt32),
                                    maintain_order=True) if "policy" in f.columns else f for f in (events, sessions))
     price_source = _unpacked(whole, _META)["price_source"].drop_nulls()
+    unpriced = None
+    if price_source.len():  # billed: the unpriced recorded calls of every task, summed per model
+        left = _unpacked(whole, _UNPRICED) if f"{_UNPRICED}__row" in whole.columns else pl.DataFrame()
+        unpriced = (left.group_by("model").agg(pl.col("api_calls").sum(), pl.col("tokens").sum()).sort("model")
+                    if left.width else None)
     r = Replay(events=events, sessions=sessions, window=window, reserve=reserve, summary_tokens=summary_tokens,
-               summary_source=source, price_source=price_source[0] if price_source.len() else None)
+               summary_source=source, price_source=price_source[0] if price_source.len() else None,
+               unpriced=unpriced)
+    if unpriced is not None:
+        warn_unpriced(unpriced)
     return DatasetReplay(r, events if with_loss else None)
