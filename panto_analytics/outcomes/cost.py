@@ -101,22 +101,44 @@ def bill(calls: F, prices: Prices | str | None = None) -> F:
     """
     table = load_prices(prices)
     if isinstance(calls, pl.DataFrame):
-        table = table.covering(calls.select(normalized_model(pl.col("model").unique()))["model"].to_list())
-    # In two stages (the parts, then their sums): planning one nested expression costs more than evaluating it.
+        # Eagerly, step by step: on frames of calls this size a lazy query's fixed cost is most of the bill.
+        names = _model_names(calls)
+        table = table.covering(names[_KEY].to_list())
+        prices_of = _name_prices(names, table).drop(_KEY)
+        return cast(F, _costs(calls.join(prices_of, left_on="model", right_on=_RAW, how="left", maintain_order="left"),
+                              table.rule))
+    return cast(F, _costs(_priced(calls, table), table.rule))
+
+
+_RAW, _KEY = _PRICE + "raw", _PRICE + "key"
+
+
+def _costs(priced: F, rule: str) -> F:
+    """``priced`` (calls joined with their price columns) with :data:`COST_COLUMNS`, the price columns dropped.
+    In two stages (the parts, then their sums): planning one nested expression costs more than evaluating it."""
     parts = {r: pl.col(f"{_PRICE}part_{r}") for r in RATES}
-    out = (_priced(calls.lazy(), table).with_columns(e.alias(f"{_PRICE}part_{r}") for r, e in _parts(table.rule).items())
-           .with_columns(_sums(parts)).drop(pl.selectors.starts_with(_PRICE)))
-    return cast(F, out.collect() if isinstance(calls, pl.DataFrame) else out)
+    return (priced.with_columns(e.alias(f"{_PRICE}part_{r}") for r, e in _parts(rule).items())
+            .with_columns(_sums(parts)).drop(pl.selectors.starts_with(_PRICE)))
+
+
+def _model_names(calls: F) -> F:
+    """Each distinct ``model`` of ``calls`` (``_RAW``) and its normalized name (``_KEY``): names are normalized
+    once per distinct name, not once per call."""
+    return calls.select(pl.col("model").unique().alias(_RAW)).with_columns(normalized_model(_RAW).alias(_KEY))
+
+
+def _name_prices(names: F, table: Prices) -> F:
+    """``names`` (:func:`_model_names`) with the price columns of their model (prefixed ``_PRICE``; ``_KEY``
+    stays: :func:`costs` groups by it)."""
+    frame = table.frame.rename(lambda c: _PRICE + c)
+    return cast(F, names.join(frame if isinstance(names, pl.DataFrame) else frame.lazy(), left_on=_KEY,
+                              right_on=_PRICE + "model", how="left"))
 
 
 def _priced(calls: pl.LazyFrame, table: Prices) -> pl.LazyFrame:
-    """``calls`` with the price columns of their model (prefixed ``_PRICE``) and ``_PRICE + "key"``, the model
-    normalized. The names are normalized once per distinct name, not once per call, then joined back."""
-    raw = _PRICE + "raw"
-    names = (calls.select(pl.col("model").unique().alias(raw)).with_columns(normalized_model(raw).alias(_PRICE + "key"))
-             .join(table.frame.lazy().rename(lambda c: _PRICE + c), left_on=_PRICE + "key",
-                   right_on=_PRICE + "model", how="left"))
-    return calls.join(names, left_on="model", right_on=raw, how="left", maintain_order="left")
+    """``calls`` with the price columns of their model (prefixed ``_PRICE``), joined back by the recorded name."""
+    return calls.join(_name_prices(_model_names(calls), table), left_on="model", right_on=_RAW, how="left",
+                      maintain_order="left")
 
 
 def _bill_exprs(rule: str) -> list[pl.Expr]:
