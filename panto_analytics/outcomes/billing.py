@@ -122,10 +122,25 @@ def cache_split(prompt: pl.Expr, tail_input: pl.Expr, writes: pl.Expr, candidate
     module docstring says which). The three add up to ``prompt``.
     """
     p = prompt.cast(_I)
-    tail = pl.when(writes).then(pl.min_horizontal(tail_input.cast(_I), p)).otherwise(0)
-    read = pl.min_horizontal(candidate.cast(_I).clip(0), p - tail)
-    write = pl.when(writes).then(p - tail - read).otherwise(0)
+    tail = _kept_uncached(p, tail_input, writes)
+    read = _cache_read(p, tail, candidate)
+    write = _cache_write(p, tail, read, writes)
     return [(p - read - write).alias("input"), read.alias("cache_read"), write.alias("cache_write")]
+
+
+def _kept_uncached(prompt: pl.Expr, tail_input: pl.Expr, writes: pl.Expr) -> pl.Expr:
+    """:func:`cache_split`'s uncached tail: the recorded one, within the prompt, where the session writes."""
+    return pl.when(writes).then(pl.min_horizontal(tail_input.cast(_I), prompt)).otherwise(0)
+
+
+def _cache_read(prompt: pl.Expr, tail: pl.Expr, candidate: pl.Expr) -> pl.Expr:
+    """:func:`cache_split`'s read: what the cache holds, within the prompt less its uncached tail."""
+    return pl.min_horizontal(candidate.cast(_I).clip(0), prompt - tail)
+
+
+def _cache_write(prompt: pl.Expr, tail: pl.Expr, read: pl.Expr, writes: pl.Expr) -> pl.Expr:
+    """:func:`cache_split`'s write: the rest, where the session writes its cache."""
+    return pl.when(writes).then(prompt - tail - read).otherwise(0)
 
 
 def _prev(value: pl.Expr) -> pl.Expr:
@@ -327,15 +342,16 @@ def _simulated_tokens(rows: pl.DataFrame, summary_tokens: int) -> pl.DataFrame:
         _first=pl.col("prev_seq").is_null() | (pl.col("prev_seq") < pl.col("_at")),
     )
     prev_tail = pl.when(pl.col("writes")).then(pl.min_horizontal("_prev_input", "_prev_sim")).otherwise(0)
-    staged = staged.with_columns(_cand=_candidate(pl.col("_first"), pl.col("fresh"), pl.col("_prev_sim") - prev_tail))
-    inp, read, write = cache_split(pl.col("_prompt"), pl.col("input"), pl.col("writes"), pl.col("_cand"))
-    staged = staged.with_columns(_read=read)
-    inp, _, write = cache_split(pl.col("_prompt"), pl.col("input"), pl.col("writes"), pl.col("_read"))
-    staged = staged.with_columns(_input=inp, _write=write)
+    # cache_split, a column at a time.
+    prompt, writes = pl.col("_prompt"), pl.col("writes")
+    staged = staged.with_columns(_cand=_candidate(pl.col("_first"), pl.col("fresh"), pl.col("_prev_sim") - prev_tail),
+                                 _tail=_kept_uncached(prompt, pl.col("input"), writes))
+    staged = staged.with_columns(_read=_cache_read(prompt, pl.col("_tail"), pl.col("_cand")))
+    staged = staged.with_columns(_write=_cache_write(prompt, pl.col("_tail"), pl.col("_read"), writes))
     one_hour = pl.col("one_hour")
     compacted = pl.col("compacted")
     simulated = {
-        "input": pl.col("_input"), "output": pl.col("output"), "cache_read": pl.col("_read"),
+        "input": prompt - pl.col("_read") - pl.col("_write"), "output": pl.col("output"), "cache_read": pl.col("_read"),
         "cache_write_5m": pl.when(one_hour).then(0).otherwise("_write"),
         "cache_write_1h": pl.when(one_hour).then("_write").otherwise(0),
     }
@@ -345,7 +361,7 @@ def _simulated_tokens(rows: pl.DataFrame, summary_tokens: int) -> pl.DataFrame:
         # The first call to its model after the compaction: it reads only the head and re-writes the rest.
         _first_after=compacted & pl.col("_first"),
         **{name: pl.when(compacted).then(expr).otherwise(pl.col(name)) for name, expr in simulated.items()},
-    ).drop("_prompt", "_prev_sim", "_first", "_cand", "_read", "_input", "_write")
+    ).drop("_prompt", "_prev_sim", "_first", "_cand", "_tail", "_read", "_write")
 
 
 def simulated_calls(calls: pl.DataFrame, events: pl.DataFrame, *, keys: Sequence[str],
