@@ -145,8 +145,15 @@ def _cache_write(prompt: pl.Expr, tail: pl.Expr, read: pl.Expr, writes: pl.Expr)
 
 def _prev(value: pl.Expr) -> pl.Expr:
     """``value`` on the previous call of the same session and model (null on the first): each model has its
-    own cache, so a call reads what the previous call to its model left."""
+    own cache, so a call reads what the previous call to its model left (a window over ``_gm``, one integer
+    per session and model)."""
     return value.shift(1).over("_gm")
+
+
+def _prev_row(value: pl.Expr) -> pl.Expr:
+    """:func:`_prev` over calls sorted by ``_gm``, with ``_same`` (the previous row is of the same session and
+    model): the previous row's ``value``."""
+    return pl.when("_same").then(value.shift(1))
 
 
 def _recorded_calls(lf: pl.LazyFrame) -> pl.LazyFrame:
@@ -172,34 +179,42 @@ def _recorded_calls(lf: pl.LazyFrame) -> pl.LazyFrame:
 
 def _rule_columns(calls: pl.LazyFrame, *, restart: bool) -> pl.LazyFrame:
     """:func:`_recorded_calls` with the rule's columns (:func:`call_rows`); ``restart`` only where asked (the
-    check needs it, the bill does not), and without it the previous call's ``_prev_prompt`` and ``_prev_input``."""
-    calls = calls.with_columns(
-        # One integer per (session, model): the windows below group by it.
-        _gm=(pl.col(SESSION).cast(pl.Categorical).to_physical().cast(pl.UInt64) * 2**32
-             + pl.col("model").cast(pl.Categorical).to_physical().cast(pl.UInt64).fill_null(2**32 - 1)),
-    )
+    check needs it, the bill does not), and without it the previous call's ``_prev_prompt`` and ``_prev_input``.
+
+    Each model has its own cache: the calls are sorted by session and model (stably: in ``seq`` order within
+    each), where "the previous call to the model" is the previous row, then put back in session order."""
+    gm = (pl.col(SESSION).cast(pl.Categorical).to_physical().cast(pl.UInt64) * 2**32
+          + pl.col("model").cast(pl.Categorical).to_physical().cast(pl.UInt64).fill_null(2**32 - 1))
+    by_model = (calls.with_columns(_gm=gm, _row=pl.int_range(pl.len(), dtype=pl.UInt32))
+                .sort("_gm", maintain_order=True)
+                .with_columns(_same=(pl.col("_gm") == pl.col("_gm").shift(1)).fill_null(False)))
     wrote = pl.col("cache_write_5m") + pl.col("cache_write_1h") > 0
-    prev_seq = _prev(pl.col(SEQ).cast(_I))
-    first = prev_seq.is_null()
-    # The kind of the latest write at or before the call (False before any), and at the previous call.
-    one_hour = pl.when(wrote).then(pl.col("cache_write_1h") > 0).forward_fill().fill_null(False)
-    gap = (pl.col("timestamp") - _prev(pl.col("timestamp"))).dt.total_milliseconds()
-    fresh = pl.when(first).then(True).otherwise((gap <= lifetime_ms(one_hour.shift(1).over("_gm"))).fill_null(True))
-    rule = {
-        "writes": wrote.cast(pl.UInt8).max().over(SESSION).cast(pl.Boolean),
-        "first": first,
-        "head": pl.col("cache_read").first().over("_gm"),
-        "one_hour": one_hour.over("_gm"),
-        "prev_seq": prev_seq,
-        "fresh": fresh,
-    }
-    if not restart:
-        return calls.with_columns(**rule, _prev_prompt=_prev(pl.col("prompt")), _prev_input=_prev(pl.col("input")))
-    shrank = (pl.col("anchor") > -1) & (pl.col("prompt") < _prev(pl.col("prompt")))
-    return calls.with_columns(**rule, _shrank=shrank).with_columns(
-        # The first shrink after each recorded summary: where the recorded compaction took effect.
-        restart=pl.col("first") | (pl.col("_shrank") & (pl.col("_shrank").cast(_I).cum_sum().over("_gm", "anchor") == 1)),
-    ).drop("_shrank")
+    first = ~pl.col("_same")
+    by_model = by_model.with_columns(
+        first=first,
+        head=pl.when(first).then(pl.col("cache_read")).forward_fill(),
+        # The kind of the latest write of the session and model at or before the call (False before any).
+        one_hour=pl.when(wrote).then(pl.col("cache_write_1h") > 0).when(first).then(False).forward_fill(),
+        prev_seq=_prev_row(pl.col(SEQ).cast(_I)),
+        _gap=(pl.col("timestamp") - _prev_row(pl.col("timestamp"))).dt.total_milliseconds(),
+        _prev_prompt=_prev_row(pl.col("prompt")), _prev_input=_prev_row(pl.col("input")),
+    )
+    by_model = by_model.with_columns(
+        fresh=pl.when(pl.col("first")).then(True).otherwise(
+            (pl.col("_gap") <= lifetime_ms(_prev_row(pl.col("one_hour")))).fill_null(True)),
+    )
+    if restart:
+        shrank = (pl.col("anchor") > -1) & (pl.col("prompt") < pl.col("_prev_prompt"))
+        by_model = by_model.with_columns(_shrank=shrank).with_columns(
+            # The first shrink after each recorded summary: where the recorded compaction took effect.
+            restart=pl.col("first") | (pl.col("_shrank")
+                                       & (pl.col("_shrank").cast(_I).cum_sum().over("_gm", "anchor") == 1)),
+        )
+    rule = ["writes", "first", "head", "one_hour", "prev_seq", "fresh",
+            *(["restart"] if restart else ["_prev_prompt", "_prev_input"])]
+    return (by_model.sort("_row")
+            .with_columns(writes=wrote.cast(pl.UInt8).max().over(SESSION).cast(pl.Boolean))
+            .select(*calls.collect_schema().names(), "_gm", *rule))
 
 
 def call_rows(messages: pl.DataFrame | pl.LazyFrame) -> pl.LazyFrame:
