@@ -310,16 +310,20 @@ def _ranges(calls: pl.DataFrame, events: pl.DataFrame, keys: list[str]) -> pl.Da
     An event governs the calls after its trigger up to and including the next trigger of its key and session
     (or the session's last call): sessions are contiguous in ``calls``, so that is a range of rows.
     """
-    idx = calls.select(SESSION, trigger_seq=pl.col(SEQ).cast(_I), _ti=pl.int_range(pl.len(), dtype=_I),
-                       _rest=pl.int_range(pl.len(), dtype=_I).reverse().over(SESSION), _epoch="anchor")
+    row = pl.int_range(pl.len(), dtype=_I)
+    idx = calls.select(SESSION, trigger_seq=pl.col(SEQ).cast(_I), _ti=row, _epoch="anchor",
+                       # The session's last call.
+                       _last=pl.when((pl.col(SESSION) != pl.col(SESSION).shift(-1)).fill_null(True)).then(row)
+                       .backward_fill())
     group = [*keys, SESSION]
+    same_next = pl.all_horizontal(pl.col(c) == pl.col(c).shift(-1) for c in group).fill_null(False)
     return (events.with_columns(pl.col("trigger_seq").cast(_I)).with_row_index("_eid")
             .join(idx, on=[SESSION, "trigger_seq"], how="left", maintain_order="left")
             .sort([*group, "trigger_seq"], maintain_order=True)
             .with_columns(
                 _at=pl.col("trigger_seq") + 1,
                 # The next trigger's row, or the session's last call (the trigger's row and the calls after it).
-                _hi=pl.coalesce(pl.col("_ti").shift(-1).over(group), pl.col("_ti") + pl.col("_rest")) + 1,
+                _hi=pl.coalesce(pl.when(same_next).then(pl.col("_ti").shift(-1)), pl.col("_last")) + 1,
                 _S=pl.col("summarized_tokens").cast(_I).cum_sum().over([*group, "_epoch"]),
             ))
 

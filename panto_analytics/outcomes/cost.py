@@ -105,19 +105,24 @@ def bill(calls: F, prices: Prices | str | None = None) -> F:
         names = _model_names(calls)
         table = table.covering(names[_KEY].to_list())
         prices_of = _name_prices(names, table).drop(_KEY)
+        # Where no model of these calls has a tier, every call pays its base rates: only those are joined.
+        tiers = prices_of[_PRICE + "tier_start"].null_count() < prices_of.height
+        if not tiers:
+            prices_of = prices_of.select(_RAW, *(_PRICE + r for r in RATES))
         return cast(F, _costs(calls.join(prices_of, left_on="model", right_on=_RAW, how="left", maintain_order="left"),
-                              table.rule))
+                              table.rule, tiers=tiers))
     return cast(F, _costs(_priced(calls, table), table.rule))
 
 
 _RAW, _KEY = _PRICE + "raw", _PRICE + "key"
 
 
-def _costs(priced: F, rule: str) -> F:
-    """``priced`` (calls joined with their price columns) with :data:`COST_COLUMNS`, the price columns dropped.
+def _costs(priced: F, rule: str, *, tiers: bool = True) -> F:
+    """``priced`` (calls joined with their price columns) with :data:`COST_COLUMNS`, the price columns dropped
+    (``tiers=False``: no call's model has a tier, and only the base rates were joined).
     In two stages (the parts, then their sums): planning one nested expression costs more than evaluating it."""
     parts = {r: pl.col(f"{_PRICE}part_{r}") for r in RATES}
-    return (priced.with_columns(e.alias(f"{_PRICE}part_{r}") for r, e in _parts(rule).items())
+    return (priced.with_columns(e.alias(f"{_PRICE}part_{r}") for r, e in _parts(rule, tiers=tiers).items())
             .with_columns(_sums(parts)).drop(pl.selectors.starts_with(_PRICE)))
 
 
@@ -146,10 +151,13 @@ def _bill_exprs(rule: str) -> list[pl.Expr]:
     return _sums(_parts(rule))
 
 
-def _parts(rule: str) -> dict[str, pl.Expr]:
-    """Each rate's dollars over the calls joined with the price columns."""
+def _parts(rule: str, *, tiers: bool = True) -> dict[str, pl.Expr]:
+    """Each rate's dollars over the calls joined with the price columns. ``tiers=False``: no call's model has
+    a tier, so either rule bills count x base rate (what each gives where ``tier_start`` is null)."""
     count = {r: pl.col(r).cast(pl.Float64).fill_null(0.0) for r in RATES}
     base = {r: pl.col(_PRICE + r) for r in RATES}
+    if not tiers:
+        return {r: count[r] * base[r] for r in RATES}
     above = {r: pl.col(f"{_PRICE}{r}_above") for r in RATES}
     start = pl.col(_PRICE + "tier_start").cast(pl.Float64)
     tiered = start.is_not_null()
