@@ -38,17 +38,26 @@ def launching(fn):
     worker that imports the parsers itself while this process imports what
     the command needs; ``off`` starts none. The workers end with the
     command. A process that has the parsers already (a test or a notebook
-    calling the command) starts none.
+    calling the command) starts none, nor does a command over a dataset
+    folder (nothing to parse).
     """
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         from ..ingest import parallel  # the standard library only: nothing heavy is imported before the launch
 
         mode = _mode()
-        if mode != "off" and parallel.PARSER_MODULE not in sys.modules:
+        if mode != "off" and parallel.PARSER_MODULE not in sys.modules and not _names_a_dataset(kwargs.get("paths")):
+            parallel.keep_pandas_out()  # session files are read here, never on Ray; forked workers inherit it
             parallel.launch(click.get_current_context().meta.get(READ_KEY, {}).get("jobs"), method=mode)
         try:
             return fn(*args, **kwargs)
         finally:
             parallel.close()
     return wrapper
+
+
+def _names_a_dataset(paths) -> bool:
+    """Whether PATHS name a dataset folder (read from its Parquet, here or on Ray: nothing to parse)."""
+    from ..dataset.info import is_dataset
+
+    return any(is_dataset(p) for p in paths or ())

@@ -93,10 +93,11 @@ def replay_cmd(paths, format_, skip_invalid, budgets, window, reserve, summary_t
     if ds is not None:
         from ..dataset.replay import replay_dataset
 
-        streamed = replay_dataset(ds, budgets, window=window, reserve=reserve, summary_tokens=summary_tokens,
-                                  policy=list(policies) or None, prices=replay_prices(cost, prices_file, summarizer),
-                                  summarizer=summarizer, with_loss=with_loss, horizon=horizon, engine=engine,
-                                  address=ray_address)
+        with unpriced_notes():
+            streamed = replay_dataset(ds, budgets, window=window, reserve=reserve, summary_tokens=summary_tokens,
+                                      policy=list(policies) or None,
+                                      prices=replay_prices(cost, prices_file, summarizer), summarizer=summarizer,
+                                      with_loss=with_loss, horizon=horizon, engine=engine, address=ray_address)
         result, lost_events = streamed.replay, streamed.loss_events
     else:
         messages = read_input(paths, format_, skip_invalid)

@@ -62,3 +62,24 @@ def test_replay_dataset_on_ray_equals_local(data_dataset):
     key = ["policy", "session_id", "budget"]
     assert_frame_equal(on_ray.replay.sessions.sort(key), here.replay.sessions.sort(key), check_exact=True,
                        check_dtypes=False)
+
+
+@pytest.mark.parametrize("which", ["data", "synthetic"])
+def test_replay_dataset_warns_of_the_same_unpriced_calls(which, data_dataset, synthetic_dataset, tmp_path):
+    root = data_dataset if which == "data" else synthetic_dataset
+    prices = tmp_path / "prices.json"  # synth-mini priced, the other models not: a partial table
+    prices.write_text('{"synth-mini": {"input_cost_per_token": 1e-6, "output_cost_per_token": 2e-6}, '
+                      '"synth-small": {"input_cost_per_token": 1e-6, "output_cost_per_token": 2e-6}}')
+    messages = dataset_corpus(root).messages
+    with warnings.catch_warnings(record=True) as in_memory:
+        warnings.simplefilter("always")
+        expected = replay(messages, BUDGETS, window=64_000, reserve=16_384, policy=["libpanto", "pi"], prices=prices)
+    for task_rows in (1, 10**9):
+        with warnings.catch_warnings(record=True) as streamed:
+            warnings.simplefilter("always")
+            got = replay_dataset(root, BUDGETS, window=64_000, reserve=16_384, policy=["libpanto", "pi"],
+                                 prices=prices, task_rows=task_rows).replay
+        assert [str(w.message) for w in streamed] == [str(w.message) for w in in_memory]
+        assert got.unpriced is not None and expected.unpriced is not None
+        assert_frame_equal(got.unpriced, expected.unpriced, check_exact=True)
+    assert expected.unpriced.height > 0 and len(in_memory) == expected.unpriced.height
