@@ -62,6 +62,21 @@ def test_splits_to_parquet_streams_the_same_rows(dataset, tmp_path):
     assert a.equals(b)
 
 
+@pytest.mark.parametrize("suffix", [".parquet", ".csv"])
+def test_replay_writes_the_same_session_and_event_rows(dataset, tmp_path, suffix):
+    import polars as pl
+
+    args = ["-w", "64k", "-b", "8k,20k", "--policy", "libpanto", "--policy", "pi", "--cost", "--loss", "-o", "-"]
+    for name, source in (("files", DATA), ("ds", dataset)):
+        out = run("replay", source, *args, "--sessions", tmp_path / f"s-{name}{suffix}", "--events",
+                  tmp_path / f"e-{name}{suffix}")
+        assert out.exit_code == 0, out.output
+    read = pl.read_parquet if suffix == ".parquet" else pl.read_csv
+    for kind, key in (("s", ["policy", "session_id", "budget"]), ("e", ["policy", "session_id", "budget", "event"])):
+        a, b = (read(tmp_path / f"{kind}-{name}{suffix}").sort(key) for name in ("files", "ds"))
+        assert a.height > 0 and a.equals(b)
+
+
 def test_report_reads_a_dataset(dataset, tmp_path):
     result = run("report", dataset, "-b", "0:100k:5", "-o", tmp_path / "report")
     assert result.exit_code == 0, result.output
