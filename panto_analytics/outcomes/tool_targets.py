@@ -297,7 +297,10 @@ def shell_targets(command: str, cwd: str | None) -> list[tuple[str, str]]:
     base = cwd
     # PowerShell (a Windows working directory): backslashes are separators, not escapes.
     posix = not (cwd and _WINDOWS_ABSOLUTE.match(cwd))
-    for k, segment in enumerate(s for s in _SEPARATORS.split(_HEREDOC.sub(r"\3\n", command.strip())) if s):
+    script = command.strip()
+    if "<<" in script:   # a here-document's body is text, not commands
+        script = _HEREDOC.sub(r"\3\n", script)
+    for k, segment in enumerate(s for s in _SEPARATORS.split(script) if s):
         words = _words(segment if posix else segment.replace("\\", "/"))
         if words is None:
             other = True
