@@ -516,6 +516,7 @@ class FrameBuilder:
             refs = pl.Series("refs", [None] * n, dtype=pl.List(REF_STRUCT))
         columns: dict[str, Any] = dict(self._cols)
         columns.update(zip(_COUNTED, counts))
+        columns["timestamp"] = _timestamps(columns["timestamp"])
         frame = pl.DataFrame({name: columns[name] for name in MESSAGE_SCHEMA if name != "refs"},
                              schema={k: v for k, v in MESSAGE_SCHEMA.items() if k != "refs"})
         return frame.with_columns(refs=refs)
@@ -523,3 +524,16 @@ class FrameBuilder:
 
 #: The columns :class:`FrameBuilder` counts from the blocks, in the order :meth:`FrameBuilder._count` keeps them.
 _COUNTED = ("words", "serialized_bytes", "has_tool_result", "has_summary", "refs")
+
+
+def _timestamps(values: list[datetime | None]) -> pl.Series | list[datetime | None]:
+    """Aware datetimes as the frame's UTC milliseconds, through Arrow (Polars converts them one by one, 5x slower).
+
+    >>> from datetime import timedelta, timezone
+    >>> _timestamps([datetime(2026, 1, 2, 3, 4, 5, 678999, tzinfo=timezone(timedelta(hours=2))), None]).to_list()
+    [datetime.datetime(2026, 1, 2, 1, 4, 5, 678000, tzinfo=zoneinfo.ZoneInfo(key='UTC')), None]
+    """
+    try:
+        return pl.Series(pa.array(values, pa.timestamp("ms", tz="UTC"))).cast(MESSAGE_SCHEMA["timestamp"])
+    except (pa.ArrowException, TypeError, ValueError, OverflowError):
+        return values

@@ -95,8 +95,8 @@ _VALUED = frozenset({"-n", "-c", "-e", "-f", "--lines", "--bytes", "-F", "-v", "
 #: Options of ``sed`` and ``awk`` that take a value.
 _SCRIPT_VALUED = frozenset({"-e", "-f", "-F", "-v", "--expression", "--file"})
 #: A word: runs of unquoted characters (an escaped one included), single- or double-quoted strings;
-#: ``bad``: an unterminated quote.
-_WORD = re.compile(r"""(?:[^\s'"\\]|\\.|'[^']*'|"(?:[^"\\]|\\.)*")+|(?P<bad>['"])""", re.S)
+#: a quote alone: an unterminated one.
+_TOKEN = re.compile(r"""(?:[^\s'"\\]|\\.|'[^']*'|"(?:[^"\\]|\\.)*")+|['"]""", re.S)
 _UNQUOTE = re.compile(r"""'([^']*)'|"((?:[^"\\]|\\.)*)"|\\(.)""", re.S)
 #: A here-document's body (``<<EOF ... EOF``): text for a command, not commands.
 _HEREDOC = re.compile(r"<<-?\s*(['\"]?)(\w+)\1([^\n]*)\n.*?\n\s*\2\s*(?:\n|$)", re.S)
@@ -104,6 +104,7 @@ _SEPARATORS = re.compile(r"\s*(?:&&|\|\||;|\||\n)\s*")
 _APPLY_PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+?)\s*$|^\*\*\* Move to: (.+?)\s*$", re.M)
 #: Codex's code-mode ``exec`` tool: JavaScript that calls ``tools.NAME({json})``.
 _JS_TOOL_CALL = re.compile(r"tools\.(\w+)\(")
+_REDIRECT = re.compile(r"^(?:\d|&)?>>?(.*)$")
 _WINDOWS_ABSOLUTE = re.compile(r"^(?:[A-Za-z]:[\\/]|\\\\)")
 _WHITESPACE = re.compile(r"\s+")
 
@@ -342,13 +343,17 @@ def _words(segment: str) -> list[str] | None:
     >>> _words("sed -n '1,80p' 'a b.py' c\\\\ d"), _words("echo 'x")
     (['sed', '-n', '1,80p', 'a b.py', 'c d'], None)
     """
-    words = []
-    for match in _WORD.finditer(segment):
-        if match.group("bad") is not None:
-            return None
-        word = match.group(0)
-        words.append(_UNQUOTE.sub(lambda m: m.group(1) or m.group(2) or m.group(3) or "", word))
+    words = _TOKEN.findall(segment)
+    for i, word in enumerate(words):
+        if "'" in word or '"' in word or "\\" in word:
+            if word == "'" or word == '"':   # only an unterminated quote matches alone
+                return None
+            words[i] = _UNQUOTE.sub(_unquoted, word)
     return words
+
+
+def _unquoted(m: re.Match[str]) -> str:
+    return m.group(1) or m.group(2) or m.group(3) or ""
 
 
 def _redirects(words: list[str]) -> tuple[list[str], list[str]]:
@@ -357,7 +362,7 @@ def _redirects(words: list[str]) -> tuple[list[str], list[str]]:
     i = 0
     while i < len(words):
         word = words[i]
-        match = re.match(r"^(?:\d|&)?>>?(.*)$", word)
+        match = _REDIRECT.match(word) if ">" in word else None
         if match:
             target = match.group(1) or (words[i + 1] if i + 1 < len(words) else "")
             i += 1 if match.group(1) else 2

@@ -3,7 +3,7 @@ message counted with ``message_words`` and ``transcript.serialized_bytes``): the
 (blocks carrying keys of other types too) and on every fixture and real recording of every format."""
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -24,6 +24,8 @@ STRAY = {"text": texts, "input": texts, "parts": st.just([{"type": "text", "text
          "id": texts, "tool_use_id": texts}
 ODD = {"id": st.just(7), "name": st.none(), "tool_use_id": st.just(["x"]), "input": st.just({"a": 1})}
 
+ZONES = st.sampled_from([UTC, timezone(timedelta(hours=2)), timezone(-timedelta(hours=5, minutes=30))])
+
 
 @st.composite
 def sessions(draw) -> list[tuple[str | None, list[Message]]]:
@@ -40,7 +42,7 @@ def sessions(draw) -> list[tuple[str | None, list[Message]]]:
                         block[key] = draw(stray[key])
             usage = m.get("usage")
             usage = None if usage is None else {k: v or 0 for k, v in usage.items()}
-            ts = draw(st.none() | st.just(datetime(2026, 1, 2, 3, 4, 5, 678000, tzinfo=UTC)))
+            ts = draw(st.none() | st.datetimes(datetime(1, 1, 2), datetime(9999, 12, 30), timezones=ZONES))
             msgs.append(Message(m["role"], content, usage, i + 1, ts, draw(st.sampled_from([None, "m1", "m2"])),
                                 draw(st.none() | st.floats(0, 5, width=32)), draw(st.booleans())))
         out.append((draw(st.sampled_from([None, "/repo", "C:\\w"])), msgs))
