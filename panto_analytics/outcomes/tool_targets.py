@@ -95,8 +95,8 @@ _VALUED = frozenset({"-n", "-c", "-e", "-f", "--lines", "--bytes", "-F", "-v", "
 #: Options of ``sed`` and ``awk`` that take a value.
 _SCRIPT_VALUED = frozenset({"-e", "-f", "-F", "-v", "--expression", "--file"})
 #: A word: runs of unquoted characters (an escaped one included), single- or double-quoted strings;
-#: a quote alone: an unterminated one.
-_TOKEN = re.compile(r"""(?:[^\s'"\\]|\\.|'[^']*'|"(?:[^"\\]|\\.)*")+|['"]""", re.S)
+#: ``bad``: an unterminated quote.
+_WORD = re.compile(r"""(?:[^\s'"\\]|\\.|'[^']*'|"(?:[^"\\]|\\.)*")+|(?P<bad>['"])""", re.S)
 _UNQUOTE = re.compile(r"""'([^']*)'|"((?:[^"\\]|\\.)*)"|\\(.)""", re.S)
 #: A here-document's body (``<<EOF ... EOF``): text for a command, not commands.
 _HEREDOC = re.compile(r"<<-?\s*(['\"]?)(\w+)\1([^\n]*)\n.*?\n\s*\2\s*(?:\n|$)", re.S)
@@ -104,9 +104,9 @@ _SEPARATORS = re.compile(r"\s*(?:&&|\|\||;|\||\n)\s*")
 _APPLY_PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+?)\s*$|^\*\*\* Move to: (.+?)\s*$", re.M)
 #: Codex's code-mode ``exec`` tool: JavaScript that calls ``tools.NAME({json})``.
 _JS_TOOL_CALL = re.compile(r"tools\.(\w+)\(")
-_REDIRECT = re.compile(r"^(?:\d|&)?>>?(.*)$")
 _WINDOWS_ABSOLUTE = re.compile(r"^(?:[A-Za-z]:[\\/]|\\\\)")
 _WHITESPACE = re.compile(r"\s+")
+_REDIRECT = re.compile(r"^(?:\d|&)?>>?(.*)$")
 
 
 def key_of(target: str) -> int:
@@ -302,7 +302,7 @@ def shell_targets(command: str, cwd: str | None) -> list[tuple[str, str]]:
         if words is None:
             other = True
             continue
-        words, redirects = _redirects(words)
+        words, redirects = _redirects(words) if ">" in segment or "<" in segment else (words, [])
         out.extend(("write", _file(path, base)) for path in redirects)
         if not words:
             continue
@@ -357,12 +357,15 @@ def _words(segment: str) -> list[str] | None:
     >>> _words("sed -n '1,80p' 'a b.py' c\\\\ d"), _words("echo 'x")
     (['sed', '-n', '1,80p', 'a b.py', 'c d'], None)
     """
-    words = _TOKEN.findall(segment)
-    for i, word in enumerate(words):
-        if "'" in word or '"' in word or "\\" in word:
-            if word == "'" or word == '"':   # only an unterminated quote matches alone
-                return None
-            words[i] = _UNQUOTE.sub(_unquoted, word)
+    if "'" not in segment and '"' not in segment and "\\" not in segment:
+        return segment.split()   # no quotes: runs of what is not whitespace (str.split and \\s agree on what is)
+    words = []
+    for match in _WORD.finditer(segment):
+        if match.group("bad") is not None:
+            return None
+        word = match.group(0)
+        # Only a quote or a backslash is ever rewritten: other words are kept as they are (most of them).
+        words.append(_UNQUOTE.sub(_unquoted, word) if "'" in word or '"' in word or "\\" in word else word)
     return words
 
 
