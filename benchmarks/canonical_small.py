@@ -11,7 +11,8 @@ The readers: ``typed``, the package's (the batch path of
 ``formats/canonical/fast.py``); ``line-by-line``, every file through the
 reference adapter (``formats/canonical/lines.py``); and, with ``--before DIR``,
 ``before``: the package as checked out in ``DIR`` (say, a ``git worktree`` of
-an earlier commit), the same measure run on it.
+an earlier commit), the same measure run on it. ``--large`` writes files of
+the main benchmark's shape instead (``python -m benchmarks --sessions N``).
 """
 from __future__ import annotations
 
@@ -77,6 +78,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--readers", default="typed,line-by-line", help="comma-separated: typed, line-by-line")
     parser.add_argument("--before", type=Path, help="a checkout of the package to time as 'before'")
     parser.add_argument("--corpus", type=Path, help="reuse (or write) the corpus in this folder")
+    parser.add_argument("--large", action="store_true",
+                        help="files of the main benchmark's shape (python -m benchmarks --sessions), not small ones")
     parser.add_argument("--measure", nargs=3, help=argparse.SUPPRESS)  # internal: READER LISTING REPEAT
     args = parser.parse_args(argv)
     if args.measure:
@@ -95,7 +98,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
         folder = args.corpus or Path(tmp) / "small"
         paths = sorted(folder.glob("*.jsonl")) if folder.is_dir() else []
         if len(paths) != args.files:
-            paths = write_corpus(folder, args.files, args.seed, median_turns=4, max_turns=10)
+            shape = {} if args.large else {"median_turns": 4, "max_turns": 10}
+            paths = write_corpus(folder, args.files, args.seed, **shape)
         listing = Path(tmp) / "paths.txt"
         listing.write_text("\n".join(str(p) for p in paths))
         size = sum(p.stat().st_size for p in paths)
