@@ -89,7 +89,7 @@ def read_frames(sources: list[SourceFile]) -> list[pl.DataFrame | None]:
 
 
 def _read_group(sources: list[SourceFile]) -> list[pl.DataFrame | None]:
-    with gc_paused():
+    with _gc_paused():
         data, spans = read_together(sources)
         decoded = decode_files(data, spans)
         if sys.getrecursionlimit() > _DEEP:  # then msgspec may take a line nested deeper than orjson does
@@ -105,7 +105,7 @@ _gc_was_enabled = False
 
 
 @contextmanager
-def gc_paused() -> Iterator[None]:
+def _gc_paused() -> Iterator[None]:
     """The garbage collector off for the block (and back as it was after it), from any number of threads.
 
     A batch allocates millions of objects and frees none of them until it
