@@ -16,6 +16,15 @@ events with new totals (repeats are dropped). Tool outputs become
 ``tool_result`` blocks of user messages. A ``compacted`` record becomes a
 ``compaction_summary`` message followed by its replacement history. Every rule,
 with its reason, is in ``docs/formats.md`` (section Codex).
+
+Each line is decoded into :class:`_Record`, a ``msgspec.Struct`` that
+declares the fields the reader uses (at the top, in a payload, in a bare
+legacy item) and nothing else, so the bulk Codex writes and never needs
+(``encrypted_content``, ``base_instructions``, rate limits) is skipped
+unparsed; the checks below read what it declares. A line of another shape
+is read as plain JSON by the same checks (their errors name the file's own
+fields). The line-by-line reader, ``reference/codex_lines.py``, is the
+differential oracle (``tests/formats/test_codex_differential.py``).
 """
 from __future__ import annotations
 
@@ -24,10 +33,13 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import Any, cast
 
+import msgspec
 import orjson
+from msgspec import UNSET, UnsetType
 
 from .base import BAD_RECORD, Invalid, Message, Postprocess, ReadFrames, SourceFile, bad_record, parse_timestamp, usage_counter
-from .jsonl import json_type, records, require_string
+from .jsonl import json_type, require_string
+from .typed import typed_records
 
 __all__ = ["CONTEXTUAL_USER_FRAGMENTS", "ENVELOPES", "NAME", "is_contextual_fragment", "parse", "postprocess", "read_frames",
            "sniff"]
@@ -99,10 +111,113 @@ def sniff(record: Any) -> bool:
     return kind in _LEGACY_ITEMS
 
 
+class _ReadsLikeJSON(msgspec.Struct):
+    """A declared record the checks read as they read a JSON object: ``get``, ``in``, ``[]`` over the fields present."""
+
+    def get(self, key: str, default: Any = None) -> Any:
+        value = getattr(self, key, UNSET)
+        return default if value is UNSET else value
+
+    def __contains__(self, key: str) -> bool:
+        return getattr(self, key, UNSET) is not UNSET
+
+    def __getitem__(self, key: str) -> Any:
+        value = getattr(self, key, UNSET)
+        if value is UNSET:
+            raise KeyError(key)
+        return value
+
+
+class _Part(_ReadsLikeJSON):
+    """A content part (text, refusal, image) of a message, a reasoning summary or a tool output."""
+
+    type: str | None | UnsetType = UNSET
+    text: str | None | UnsetType = UNSET
+    refusal: str | None | UnsetType = UNSET
+    image_url: str | None | UnsetType = UNSET
+
+
+class _Output(_ReadsLikeJSON):
+    """The old tool output object, ``{content, success}``."""
+
+    content: str | list[_Part] | None | UnsetType = UNSET
+
+
+class _Record(_ReadsLikeJSON):
+    """A rollout line as the reader sees it: an envelope, a payload, a legacy header or a bare item.
+
+    Every field the checks read, by the file's own names; absent stays absent (``UNSET``), so the checks
+    tell a missing field from a null one as they do on plain JSON. Scalars are typed (a line where one is
+    of another type is read plain); what the checks walk (content, outputs, usage) is any JSON.
+    """
+
+    type: str | None | UnsetType = UNSET
+    payload: _Record | UnsetType = UNSET
+    timestamp: str | None | UnsetType = UNSET
+    record_type: str | UnsetType = UNSET
+    # session_meta (and a legacy header)
+    id: str | None | UnsetType = UNSET
+    cwd: str | None | UnsetType = UNSET
+    model: str | None | UnsetType = UNSET
+    parent_thread_id: str | None | UnsetType = UNSET
+    forked_from_id: str | None | UnsetType = UNSET
+    source: Any = UNSET
+    # event_msg
+    info: Any = UNSET
+    model_context_window: int | None | UnsetType = UNSET
+    # compacted
+    message: str | None | UnsetType = UNSET
+    replacement_history: list[_Record] | None | UnsetType = UNSET
+    trigger: Any = UNSET
+    # response items
+    role: str | None | UnsetType = UNSET
+    content: list[_Part] | None | UnsetType = UNSET
+    summary: str | list[_Part] | None | UnsetType = UNSET  # a turn_context's is a setting ("auto")
+    name: str | None | UnsetType = UNSET
+    arguments: Any = UNSET
+    input: str | None | UnsetType = UNSET
+    call_id: str | None | UnsetType = UNSET
+    output: str | list[_Part] | _Output | None | UnsetType = UNSET
+
+
+_RECORD = msgspec.json.Decoder(_Record)
+
+#: Items whose structured fields are re-serialized (``_json``): read plain, where numbers keep orjson's reading.
+_DUMPED_ITEMS = frozenset({"local_shell_call", "web_search_call", "tool_search_call", "tool_search_output"})
+#: The integers orjson reads as integers; beyond them it reads a float (msgspec an int): such a usage is read plain.
+_INT_RANGE = (-(1 << 63), (1 << 64) - 1)
+
+
+def _checked(rec: _Record) -> _Record | None:
+    """``rec`` for the checks to read; None where the line must be read plain."""
+    payload = rec.payload
+    if isinstance(payload, _Record) and _checked(payload) is None:
+        return None
+    if rec.type in _DUMPED_ITEMS or not _plain_numbers(rec.info) or not _plain_numbers(rec.model_context_window):
+        return None
+    if isinstance(rec.output, _Output) and rec.output.content is UNSET:  # an object the checks name as such
+        return None
+    history = rec.replacement_history
+    if isinstance(history, list) and any(_checked(i) is None for i in history):
+        return None
+    return rec
+
+
+def _plain_numbers(value: Any) -> bool:
+    """No integer in ``value`` (a usage object) that orjson would read as a float."""
+    if isinstance(value, int):
+        return _INT_RANGE[0] <= value <= _INT_RANGE[1]
+    if isinstance(value, dict):
+        return all(map(_plain_numbers, value.values()))
+    if isinstance(value, list):
+        return all(map(_plain_numbers, value))
+    return True
+
+
 def parse(src: SourceFile) -> Iterator[Message]:
     """Yield the messages of one Codex rollout; fills ``src.meta`` as it goes."""
     rollout = _Rollout(src)
-    for lineno, rec in records(src):
+    for lineno, rec in typed_records(src, _RECORD, _checked):
         try:
             rollout.record(lineno, rec)
         except BAD_RECORD as e:
@@ -142,13 +257,13 @@ class _Rollout:
 
     # -- records -------------------------------------------------------------
 
-    def record(self, lineno: int, rec: dict[str, Any]) -> None:
+    def record(self, lineno: int, rec: dict[str, Any] | _Record) -> None:
         kind = rec.get("type")
         if kind in ENVELOPES:
             if "payload" not in rec:
                 raise Invalid(f"{kind} record has no 'payload'")
             payload = rec["payload"]
-            if not isinstance(payload, dict):
+            if not isinstance(payload, dict | _Record):
                 raise Invalid(f"{kind}.payload must be an object, got {json_type(payload)}")
             self.windowed, self.split_at_results = True, False
             ts = parse_timestamp(rec.get("timestamp"))
@@ -264,7 +379,7 @@ class _Rollout:
             raise Invalid(f"compacted.replacement_history must be a list, got {json_type(history)}")
         items = []
         for i, item in enumerate(history):
-            if not isinstance(item, dict):
+            if not isinstance(item, dict | _Record):
                 raise Invalid(f"compacted.replacement_history[{i}] must be an object")
             converted = self.convert(item, f"compacted.replacement_history[{i}]")
             if not _is_summary(converted, summary):
@@ -359,7 +474,7 @@ class _Rollout:
             raise Invalid(f"{where} must be a list, got {json_type(content)}")
         out = []
         for i, part in enumerate(content):
-            if not isinstance(part, dict):
+            if not isinstance(part, dict | _Part):
                 raise Invalid(f"{where}[{i}] must be an object, got {json_type(part)}")
             kind = part.get("type")
             if kind in _TEXT_PARTS:
@@ -375,13 +490,13 @@ class _Rollout:
         """A tool output (a string, content items, or the old ``{content, success}``) as result parts."""
         if isinstance(output, str):
             return [{"type": "text", "text": output}]
-        if isinstance(output, dict) and "content" in output:
+        if isinstance(output, dict | _Output) and "content" in output:
             return self.output_parts(output["content"], f"{where}.content")
         if not isinstance(output, list):
             raise Invalid(f"{where} must be a string or a list, got {json_type(output)}")
         parts = []
         for i, part in enumerate(output):
-            if not isinstance(part, dict):
+            if not isinstance(part, dict | _Part):
                 raise Invalid(f"{where}[{i}] must be an object, got {json_type(part)}")
             kind = part.get("type")
             if kind in _TEXT_PARTS:
