@@ -17,29 +17,33 @@ events with new totals (repeats are dropped). Tool outputs become
 ``compaction_summary`` message followed by its replacement history. Every rule,
 with its reason, is in ``docs/formats.md`` (section Codex).
 
-Each line is decoded into :class:`_Record`, a ``msgspec.Struct`` that
-declares the fields the reader uses (at the top, in a payload, in a bare
-legacy item) and nothing else, so the bulk Codex writes and never needs
-(``encrypted_content``, ``base_instructions``, rate limits) is skipped
-unparsed; the checks below read what it declares. A line of another shape
-is read as plain JSON by the same checks (their errors name the file's own
-fields). The line-by-line reader, ``reference/codex_lines.py``, is the
+Each line is decoded into :class:`_Line`, a ``msgspec.Struct`` that declares
+what the reader uses of an envelope and its payload (a response item, an
+event, a turn context) and nothing else, so the bulk Codex writes and never
+needs (``encrypted_content``, rate limits, metadata) is skipped unparsed;
+whole chunks of lines decode at once (:class:`.typed.TypedLines`). The typed
+rules (``_Rollout.typed``) hand a line back to the plain checks
+(``_Rollout.record``, over orjson's dict, whose errors name the file's own
+fields) wherever they must decide: a missing or null field, a header, a
+compaction, a legacy line, a tool whose input is re-serialized, a line of
+another shape. The line-by-line reader, ``reference/codex_lines.py``, is the
 differential oracle (``tests/formats/test_codex_differential.py``).
 """
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterator
 from datetime import datetime
-from typing import Any, cast
+from typing import Annotated, Any, cast
 
 import msgspec
 import orjson
 from msgspec import UNSET, UnsetType
 
 from .base import BAD_RECORD, Invalid, Message, Postprocess, ReadFrames, SourceFile, bad_record, parse_timestamp, usage_counter
-from .jsonl import json_type, require_string
-from .typed import typed_records
+from .jsonl import json_type, malformed, require_string
+from .typed import Fallback, TypedLines
 
 __all__ = ["CONTEXTUAL_USER_FRAGMENTS", "ENVELOPES", "NAME", "is_contextual_fragment", "parse", "postprocess", "read_frames",
            "sniff"]
@@ -111,121 +115,96 @@ def sniff(record: Any) -> bool:
     return kind in _LEGACY_ITEMS
 
 
-class _ReadsLikeJSON(msgspec.Struct):
-    """A declared record the checks read as they read a JSON object: ``get``, ``in``, ``[]`` over the fields present."""
+# -- the record shapes read (only the fields used; the file's own names) --------------------------
 
-    def get(self, key: str, default: Any = None) -> Any:
-        value = getattr(self, key, UNSET)
-        return default if value is UNSET else value
-
-    def __contains__(self, key: str) -> bool:
-        return getattr(self, key, UNSET) is not UNSET
-
-    def __getitem__(self, key: str) -> Any:
-        value = getattr(self, key, UNSET)
-        if value is UNSET:
-            raise KeyError(key)
-        return value
+#: An integer orjson reads as one (beyond 64 bits it reads a float; from 2**63 the line is read plain).
+_Int = Annotated[int, msgspec.Meta(ge=-(1 << 63), le=(1 << 63) - 1)]
 
 
-class _Part(_ReadsLikeJSON):
-    """A content part (text, refusal, image) of a message, a reasoning summary or a tool output."""
+class _Part(msgspec.Struct, gc=False):
+    """A content part (text, refusal, image) of a message, a reasoning item or a tool output."""
 
-    type: str | None | UnsetType = UNSET
-    text: str | None | UnsetType = UNSET
-    refusal: str | None | UnsetType = UNSET
-    image_url: str | None | UnsetType = UNSET
+    type: str | None = None
+    text: str | None = None
+    refusal: str | None = None
+    image_url: msgspec.Raw | UnsetType = UNSET  # only its media type is read (a data URL may be megabytes)
 
 
-class _Output(_ReadsLikeJSON):
+class _OldOutput(msgspec.Struct, gc=False):
     """The old tool output object, ``{content, success}``."""
 
     content: str | list[_Part] | None | UnsetType = UNSET
 
 
-class _Record(_ReadsLikeJSON):
-    """A rollout line as the reader sees it: an envelope, a payload, a legacy header or a bare item.
+class _Payload(msgspec.Struct, gc=False):
+    """An envelope's payload: a response item, an event or a turn context (absent stays ``UNSET`` where the
+    plain checks tell absent from null)."""
 
-    Every field the checks read, by the file's own names; absent stays absent (``UNSET``), so the checks
-    tell a missing field from a null one as they do on plain JSON. Scalars are typed (a line where one is
-    of another type is read plain); what the checks walk (content, outputs, usage) is any JSON.
-    """
-
-    type: str | None | UnsetType = UNSET
-    payload: _Record | UnsetType = UNSET
-    timestamp: str | None | UnsetType = UNSET
-    record_type: str | UnsetType = UNSET
-    # session_meta (and a legacy header)
-    id: str | None | UnsetType = UNSET
-    cwd: str | None | UnsetType = UNSET
-    model: str | None | UnsetType = UNSET
-    parent_thread_id: str | None | UnsetType = UNSET
-    forked_from_id: str | None | UnsetType = UNSET
-    source: Any = UNSET
-    # event_msg
-    info: Any = UNSET
-    model_context_window: int | None | UnsetType = UNSET
-    # compacted
-    message: str | None | UnsetType = UNSET
-    replacement_history: list[_Record] | None | UnsetType = UNSET
-    trigger: Any = UNSET
-    # response items
-    role: str | None | UnsetType = UNSET
+    type: str | None = None
+    role: str | None = None
     content: list[_Part] | None | UnsetType = UNSET
-    summary: str | list[_Part] | None | UnsetType = UNSET  # a turn_context's is a setting ("auto")
-    name: str | None | UnsetType = UNSET
-    arguments: Any = UNSET
-    input: str | None | UnsetType = UNSET
-    call_id: str | None | UnsetType = UNSET
-    output: str | list[_Part] | _Output | None | UnsetType = UNSET
+    summary: list[_Part] | str | None | UnsetType = UNSET  # a turn_context's is a setting ("auto")
+    name: str | None = None
+    arguments: msgspec.Raw | UnsetType = UNSET  # a string for function_call, any JSON for tool_search_call
+    input: str | None = None
+    call_id: str | None = None
+    output: str | list[_Part] | _OldOutput | None | UnsetType = UNSET
+    info: msgspec.Raw | UnsetType = UNSET  # token_count: read plain (its totals are compared whole)
+    model_context_window: _Int | None = None
+    model: str | None = None
 
 
-_RECORD = msgspec.json.Decoder(_Record)
+class _Line(msgspec.Struct, gc=False):
+    """A rollout line: the envelope (a legacy line declares nothing more and is read plain)."""
 
-#: Items whose structured fields are re-serialized (``_json``): read plain, where numbers keep orjson's reading.
+    type: str | None = None
+    timestamp: str | int | float | bool | None = None
+    payload: _Payload | None | UnsetType = UNSET
+
+
+_LINE = msgspec.json.Decoder(_Line)
+_STRING = msgspec.json.Decoder(str)
+
+#: Lines the typed rules leave to the plain checks whole: headers, compactions, legacy lines.
+_PLAIN_TYPES = frozenset({"session_meta", "compacted"}) | _LEGACY_ITEMS | _SUMMARY_ITEMS
+#: Response items whose structured input is re-serialized (:func:`_json`): read plain, as orjson reads numbers.
 _DUMPED_ITEMS = frozenset({"local_shell_call", "web_search_call", "tool_search_call", "tool_search_output"})
-#: The integers orjson reads as integers; beyond them it reads a float (msgspec an int): such a usage is read plain.
-_INT_RANGE = (-(1 << 63), (1 << 64) - 1)
-
-
-def _checked(rec: _Record) -> _Record | None:
-    """``rec`` for the checks to read; None where the line must be read plain."""
-    payload = rec.payload
-    if isinstance(payload, _Record) and _checked(payload) is None:
-        return None
-    if rec.type in _DUMPED_ITEMS or not _plain_numbers(rec.info) or not _plain_numbers(rec.model_context_window):
-        return None
-    if isinstance(rec.output, _Output) and rec.output.content is UNSET:  # an object the checks name as such
-        return None
-    history = rec.replacement_history
-    if isinstance(history, list) and any(_checked(i) is None for i in history):
-        return None
-    return rec
-
-
-def _plain_numbers(value: Any) -> bool:
-    """No integer in ``value`` (a usage object) that orjson would read as a float."""
-    if isinstance(value, int):
-        return _INT_RANGE[0] <= value <= _INT_RANGE[1]
-    if isinstance(value, dict):
-        return all(map(_plain_numbers, value.values()))
-    if isinstance(value, list):
-        return all(map(_plain_numbers, value))
-    return True
 
 
 def parse(src: SourceFile) -> Iterator[Message]:
     """Yield the messages of one Codex rollout; fills ``src.meta`` as it goes."""
     rollout = _Rollout(src)
-    for lineno, rec in typed_records(src, _RECORD, _checked):
+    lines = TypedLines(src, _LINE)
+    for lineno, rec in lines:
         try:
-            rollout.record(lineno, rec)
+            if isinstance(rec, _Line):
+                try:
+                    rollout.typed(lineno, rec)
+                except Fallback:  # raised before any effect: the plain checks decide (and word the error)
+                    plain = _plain(src, lines.raw(lineno), lineno)
+                    if plain is not None:
+                        rollout.record(lineno, plain)
+            else:
+                rollout.record(lineno, rec)
         except BAD_RECORD as e:
             src.invalid(lineno, bad_record(e))
         if rollout.ready:
             yield from rollout.take()
     rollout.finish()
     yield from rollout.take()
+
+
+def _plain(src: SourceFile, raw: bytes, lineno: int) -> Any:
+    """A typed line read as plain JSON; None where orjson finds it malformed (reported as the plain reader
+    reports it: msgspec skips a number beyond a double in a field the reader does not declare)."""
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as e:
+        if not raw.endswith(b"\n"):
+            src.truncated(lineno)
+        else:
+            src.invalid(lineno, malformed(raw, e))
+        return None
 
 
 class _Rollout:
@@ -257,13 +236,13 @@ class _Rollout:
 
     # -- records -------------------------------------------------------------
 
-    def record(self, lineno: int, rec: dict[str, Any] | _Record) -> None:
+    def record(self, lineno: int, rec: dict[str, Any]) -> None:
         kind = rec.get("type")
         if kind in ENVELOPES:
             if "payload" not in rec:
                 raise Invalid(f"{kind} record has no 'payload'")
             payload = rec["payload"]
-            if not isinstance(payload, dict | _Record):
+            if not isinstance(payload, dict):
                 raise Invalid(f"{kind}.payload must be an object, got {json_type(payload)}")
             self.windowed, self.split_at_results = True, False
             ts = parse_timestamp(rec.get("timestamp"))
@@ -379,7 +358,7 @@ class _Rollout:
             raise Invalid(f"compacted.replacement_history must be a list, got {json_type(history)}")
         items = []
         for i, item in enumerate(history):
-            if not isinstance(item, dict | _Record):
+            if not isinstance(item, dict):
                 raise Invalid(f"compacted.replacement_history[{i}] must be an object")
             converted = self.convert(item, f"compacted.replacement_history[{i}]")
             if not _is_summary(converted, summary):
@@ -403,6 +382,99 @@ class _Rollout:
             "trigger_index": anchor,
             "kept_end_index": self.count if self.count > anchor + 1 else None,
         })
+
+    # -- the typed rules: the same over the declared shapes; Fallback (before any effect) where the plain
+    # checks must decide ------------------------------------------------------------------------------
+
+    def typed(self, lineno: int, line: _Line) -> None:
+        """:meth:`record` over a declared line."""
+        kind = line.type
+        payload = line.payload
+        if kind == "response_item":
+            if payload is None or payload is UNSET:
+                raise Fallback
+            converted, ignored = self.typed_item(payload)
+            self.windowed, self.split_at_results = True, False
+            for what in ignored:
+                self.src.ignore(what)
+            self.apply(converted, lineno, parse_timestamp(line.timestamp))
+        elif kind == "event_msg":
+            if payload is None or payload is UNSET or payload.type is None:
+                raise Fallback
+            if payload.type == "token_count":
+                try:
+                    info = None if payload.info is UNSET else orjson.loads(memoryview(payload.info))
+                except orjson.JSONDecodeError:
+                    raise Fallback from None
+                self.windowed, self.split_at_results = True, False
+                self.token_count({"info": info})
+                return
+            self.windowed, self.split_at_results = True, False
+            self.context_window(payload.model_context_window)
+            self.src.ignore(f"event_msg:{payload.type}")
+        elif kind == "turn_context":
+            if payload is None or payload is UNSET:
+                raise Fallback
+            self.windowed, self.split_at_results = True, False
+            if payload.model is not None:
+                self.set_model(payload.model)
+            self.src.ignore("turn_context")
+        elif kind is None or kind in _PLAIN_TYPES:
+            raise Fallback
+        else:
+            self.src.ignore(kind)
+
+    def typed_item(self, item: _Payload) -> tuple[tuple[Any, ...], list[str]]:
+        """:meth:`convert` over a declared item, and what it ignored (counted by the caller)."""
+        kind = item.type
+        ignored: list[str] = []
+        if kind == "message":
+            if item.content is None or item.content is UNSET:
+                raise Fallback
+            role = item.role
+            texts = _typed_texts(item.content, ignored, role)
+            if role == "assistant":
+                return ("call", [{"type": "text", "text": t} for t in texts]), ignored
+            if role == "user" and not any(map(is_contextual_fragment, texts)):
+                return ("message", "user", [{"type": "text", "text": t} for t in texts]), ignored
+            if role in ("developer", "system", "user"):
+                return ("message", "system", [{"type": "system", "text": t, "mode": "append"} for t in texts]), ignored
+            raise Fallback
+        if kind == "reasoning":
+            summary = [] if item.summary is UNSET else item.summary
+            if not isinstance(summary, list):
+                raise Fallback
+            content = item.content or []
+            texts = _typed_texts(summary, ignored, None) + _typed_texts(content, ignored, None)
+            return ("call", [{"type": "thinking", "text": "\n".join(texts)}]), ignored
+        if kind in ("function_call", "custom_tool_call"):
+            if kind == "function_call":
+                if item.arguments is UNSET:
+                    raise Fallback
+                try:
+                    text: str | None = _STRING.decode(item.arguments)
+                except msgspec.ValidationError:
+                    raise Fallback from None
+            else:
+                text = item.input
+            if item.name is None or text is None or item.call_id is None:
+                raise Fallback
+            return ("call", [{"type": "tool_use", "id": item.call_id, "name": item.name, "input": text}]), ignored
+        if kind in ("function_call_output", "custom_tool_call_output"):
+            if item.call_id is None or item.output is None or item.output is UNSET:
+                raise Fallback
+            return ("output", {"type": "tool_result", "tool_use_id": item.call_id,
+                               "parts": _typed_output(item.output, ignored)}), ignored
+        if kind in _SUMMARY_ITEMS:
+            return ("summary", ""), ignored
+        if kind == "agent_message":
+            if item.content is None:
+                raise Fallback
+            texts = [] if item.content is UNSET else _typed_texts(item.content, ignored, None)
+            return ("message", "user", [{"type": "text", "text": t} for t in texts]), ignored
+        if kind is None or kind in _DUMPED_ITEMS:
+            raise Fallback
+        return ("ignore", f"response_item:{kind}"), ignored
 
     # -- response items --------------------------------------------------------
 
@@ -474,7 +546,7 @@ class _Rollout:
             raise Invalid(f"{where} must be a list, got {json_type(content)}")
         out = []
         for i, part in enumerate(content):
-            if not isinstance(part, dict | _Part):
+            if not isinstance(part, dict):
                 raise Invalid(f"{where}[{i}] must be an object, got {json_type(part)}")
             kind = part.get("type")
             if kind in _TEXT_PARTS:
@@ -490,13 +562,13 @@ class _Rollout:
         """A tool output (a string, content items, or the old ``{content, success}``) as result parts."""
         if isinstance(output, str):
             return [{"type": "text", "text": output}]
-        if isinstance(output, dict | _Output) and "content" in output:
+        if isinstance(output, dict) and "content" in output:
             return self.output_parts(output["content"], f"{where}.content")
         if not isinstance(output, list):
             raise Invalid(f"{where} must be a string or a list, got {json_type(output)}")
         parts = []
         for i, part in enumerate(output):
-            if not isinstance(part, dict | _Part):
+            if not isinstance(part, dict):
                 raise Invalid(f"{where}[{i}] must be an object, got {json_type(part)}")
             kind = part.get("type")
             if kind in _TEXT_PARTS:
@@ -593,6 +665,77 @@ def _is_summary(converted: tuple[Any, ...], summary: str) -> bool:
     text = summary.strip()
     return bool(text) and converted[0] == "message" and converted[1] == "user" and any(
         text in b.get("text", "") for b in converted[2])
+
+
+def _typed_texts(content: list[_Part], ignored: list[str], images_in: str | None) -> list[str]:
+    """:meth:`_Rollout.texts` over declared parts; what it ignores goes to ``ignored``."""
+    out = []
+    for part in content:
+        kind = part.type
+        key = _TEXT_PARTS.get(kind) if kind is not None else None
+        if key is not None:
+            text = part.text if key == "text" else part.refusal
+            if text is None:
+                raise Fallback
+            out.append(text)
+        elif kind in _IMAGE_PARTS:
+            ignored.append(f"image in a {images_in or 'content'} message")
+        else:
+            ignored.append(f"content part:{kind}")
+    return out
+
+
+def _typed_output(output: str | list[_Part] | _OldOutput, ignored: list[str]) -> list[dict[str, Any]]:
+    """:meth:`_Rollout.output_parts` over a declared output; what it ignores goes to ``ignored``."""
+    if isinstance(output, str):
+        return [{"type": "text", "text": output}]
+    if isinstance(output, _OldOutput):
+        if output.content is None or output.content is UNSET:
+            raise Fallback
+        return _typed_output(output.content, ignored)
+    parts = []
+    for part in output:
+        kind = part.type
+        key = _TEXT_PARTS.get(kind) if kind is not None else None
+        if key is not None:
+            text = part.text if key == "text" else part.refusal
+            if text is None:
+                raise Fallback
+            parts.append({"type": "text", "text": text})
+        elif kind in _IMAGE_PARTS:
+            parts.append({"type": "media", "media_type": _raw_media_type(part.image_url)})
+        else:
+            ignored.append(f"content part:{kind}")
+    return parts
+
+
+#: The media type of a ``data:`` URL at the start of a JSON string, without escapes.
+_DATA_URL = re.compile(rb'"data:([^;,"\\]*)[;,"]')
+#: Bytes of an image URL looked at (a media type is short; a longer one is read plain).
+_URL_HEAD = 256
+
+
+def _raw_media_type(url: msgspec.Raw | UnsetType) -> str:
+    """:func:`_media_type` of an image URL from its JSON bytes, without decoding the (base64) rest.
+
+    >>> _raw_media_type(msgspec.Raw(b'"data:image/png;base64,iVBO"')), _raw_media_type(msgspec.Raw(b'"https://x/y.jpg"'))
+    ('image/png', 'image')
+    >>> _raw_media_type(msgspec.Raw(b'"data:,x"')), _raw_media_type(msgspec.Raw(b'null')), _raw_media_type(UNSET)
+    ('image', 'image', 'image')
+    """
+    if url is UNSET:
+        return "image"
+    head = bytes(memoryview(url)[:_URL_HEAD])
+    if head[:1] != b'"':
+        return "image"  # not a string
+    if head.startswith(b'"data:'):
+        match = _DATA_URL.match(head)
+        if match is None:  # an escape, or longer than the head
+            raise Fallback
+        return match.group(1).decode() or "image"
+    if b"\\" in head[:6]:  # an escape may spell "data:"
+        raise Fallback
+    return "image"
 
 
 def _parent_id(payload: dict[str, Any]) -> str | None:
