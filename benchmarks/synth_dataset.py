@@ -31,12 +31,16 @@ from typing import Any, cast
 
 import numpy as np
 import polars as pl
+import pyarrow as pa
 
 from benchmarks.synth_shape import MODELS, NO_USAGE_SHARE
 from panto_analytics.dataset import DatasetUpdate, DatasetWriter
-from panto_analytics.schema import COMPACTIONS_SCHEMA, MESSAGE_SCHEMA, SESSIONS_SCHEMA
+from panto_analytics.schema import COMPACTIONS_SCHEMA, MESSAGE_SCHEMA, SESSIONS_SCHEMA, RefKind
 
-__all__ = ["CHUNK_SESSIONS", "Frames", "synthetic_frames", "write_synthetic_dataset"]
+__all__ = [
+    "CHUNK_SESSIONS", "COMPACTED_MIN_TURNS", "COMPACTED_SHARE", "KINDS", "TARGETS", "Frames", "synthetic_frames",
+    "write_synthetic_dataset",
+]
 
 #: Sessions generated and written per chunk.
 CHUNK_SESSIONS = 100_000
@@ -58,8 +62,18 @@ def _lognormal(rng: np.random.Generator, median: float, sigma: float, lo: int, h
 
 
 def synthetic_frames(start: int, n_sessions: int, *, seed: int = 0, median_turns: float = 10,
-                     max_turns: int = 300) -> Frames:
-    """The tables of sessions ``start .. start + n_sessions`` of the corpus of ``seed``."""
+                     max_turns: int = 300, tools: bool = False) -> Frames:
+    """The tables of sessions ``start .. start + n_sessions`` of the corpus of ``seed``.
+
+    ``tools``: every assistant call followed by a tool result also gets the target it touched (the ``refs``
+    column: :data:`TARGETS` targets per session, kinds as :data:`KINDS`, the result's tokens), and a share
+    of the longer sessions a recorded compaction (:func:`_compactions`), so that the loss measures have
+    something to measure. Without it the frames are those of earlier versions, bit for bit.
+
+    >>> f = synthetic_frames(0, 40, seed=2, tools=True)
+    >>> f.messages["refs"].drop_nulls().len() > 0, f.compactions.height > 0
+    (True, True)
+    """
     rng = np.random.default_rng([seed, start, n_sessions])
     turns = _lognormal(rng, median_turns, 1.1, 1, max_turns, n_sessions)
     calls = np.minimum(rng.geometric(0.45, int(turns.sum())), 4)  # assistant calls per turn
@@ -112,7 +126,8 @@ def synthetic_frames(start: int, n_sessions: int, *, seed: int = 0, median_turns
         "line": seq + 1,
     })
     files = pl.select(pl.format("synth/{}.jsonl", pl.lit(ids))).to_series()
-    messages = (messages.with_columns(file=files.gather(session), refs=pl.lit(None, MESSAGE_SCHEMA["refs"]))
+    refs = _refs(rng, start + session, tool_result, tokens) if tools else pl.lit(None, MESSAGE_SCHEMA["refs"])
+    messages = (messages.with_columns(file=files.gather(session), refs=refs)
                 .select(list(MESSAGE_SCHEMA))
                 .cast(cast("dict[Any, pl.DataType]", MESSAGE_SCHEMA)))
     sessions = messages.group_by("session_id", maintain_order=True).agg(
@@ -123,8 +138,61 @@ def synthetic_frames(start: int, n_sessions: int, *, seed: int = 0, median_turns
     ).with_columns(context_window=pl.Series([m[1] for m in MODELS]).gather(model_idx), compactions=pl.lit(0),
                    parent_session_id=pl.lit(None, pl.String), model_raw=pl.col("model"), project=pl.lit("synth"),
                    is_subagent=pl.lit(False))
+    compactions = pl.DataFrame(schema=COMPACTIONS_SCHEMA)
+    if tools:
+        compactions = _compactions(rng, ids, turns, turn_session, per_turn, offsets, model_idx)
+        counts = compactions.group_by("session_id").len()
+        sessions = (sessions.join(counts, on="session_id", how="left", maintain_order="left")
+                    .with_columns(compactions=pl.col("len").fill_null(0)).drop("len"))
     sessions = sessions.select(list(SESSIONS_SCHEMA)).cast(cast("dict[Any, pl.DataType]", SESSIONS_SCHEMA))
-    return Frames(messages, sessions, pl.DataFrame(schema=COMPACTIONS_SCHEMA))
+    return Frames(messages, sessions, compactions)
+
+
+#: Targets per session the synthetic tool calls choose from, and the kinds of call with their weights.
+TARGETS = 12
+KINDS = (("read", 0.5), ("write", 0.2), ("run", 0.25), ("fetch", 0.05))
+
+#: Share of the sessions of at least :data:`COMPACTED_MIN_TURNS` turns that recorded a compaction.
+COMPACTED_SHARE = 0.3
+COMPACTED_MIN_TURNS = 6
+
+
+def _refs(rng: np.random.Generator, session: np.ndarray, tool_result: np.ndarray, tokens: np.ndarray) -> pl.Series:
+    """The ``refs`` column: one target per assistant call that a tool result follows, none elsewhere."""
+    n = len(tool_result)
+    call = np.flatnonzero(tool_result) - 1  # the assistant message before each tool result made the call
+    has = np.zeros(n, bool)
+    has[call] = True
+    kind = rng.choice(len(KINDS), len(call), p=[w for _, w in KINDS])
+    target = session[call].astype(np.uint64) * np.uint64(TARGETS) + rng.integers(0, TARGETS, len(call)).astype(np.uint64)
+    values = pl.DataFrame({
+        "call": np.zeros(len(call), np.uint16),
+        "key": target * np.uint64(0x9E3779B97F4A7C15),  # spread like a hash (wrapping): distinct per target
+        "kind": pl.Series(np.array([k for k, _ in KINDS])[kind]).cast(RefKind),
+        "file": kind < 2,  # read and write touch files
+        "tokens": np.minimum(tokens[call + 1], 2**32 - 1).astype(np.uint32),
+    }).to_struct("refs").to_arrow()
+    offsets = pa.array(np.concatenate([[0], np.cumsum(has)]).astype(np.int32))
+    return pl.Series("refs", pa.ListArray.from_arrays(offsets, values, mask=pa.array(~has))).cast(MESSAGE_SCHEMA["refs"])
+
+
+def _compactions(rng: np.random.Generator, ids: pl.Series, turns: np.ndarray, turn_session: np.ndarray,
+                 per_turn: np.ndarray, offsets: np.ndarray, model_idx: np.ndarray) -> pl.DataFrame:
+    """One recorded compaction in :data:`COMPACTED_SHARE` of the sessions of at least
+    :data:`COMPACTED_MIN_TURNS` turns: at the start of the middle turn, the turn before it kept, fired at
+    the model's window less 16k (so few distinct context sizes, as an agent's fixed trigger gives)."""
+    chosen = np.flatnonzero((turns >= COMPACTED_MIN_TURNS) & (rng.random(len(turns)) < COMPACTED_SHARE))
+    first_turn = np.cumsum(turns) - turns  # each session's first turn, among all turns
+    turn_start = np.cumsum(per_turn) - per_turn  # each turn's first message, among the chunk's turn messages
+    in_session = turn_start - turn_start[first_turn][turn_session] + 1  # its seq (after the system prompt)
+    middle = first_turn[chosen] + turns[chosen] // 2
+    anchor, kept = in_session[middle], in_session[middle - 1]
+    del offsets
+    return pl.DataFrame({
+        "session_id": ids.gather(chosen), "anchor_seq": anchor, "trigger": "auto",
+        "tokens_before": np.array([m[1] for m in MODELS])[model_idx[chosen]] - 16_384,
+        "first_kept_seq": kept, "trigger_seq": anchor, "kept_end_seq": anchor,
+    }).cast(cast("dict[Any, pl.DataType]", COMPACTIONS_SCHEMA))
 
 
 def write_synthetic_dataset(root: str | Path, n_sessions: int, *, seed: int = 0, buckets: int | None = None,

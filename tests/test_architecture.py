@@ -126,7 +126,7 @@ def source_of(module: str) -> str:
 OUTSIDE_IMPORTS = {("panto_analytics.cli.bench_command", "benchmarks")}
 
 #: Modules that import modules by name (lazy public names; the worker processes' initializer), and what they may.
-IMPORT_BY_NAME = {"__init__.py", "ingest/__init__.py", "ingest/parallel.py"}
+IMPORT_BY_NAME = {"__init__.py", "ingest/__init__.py", "dataset/__init__.py", "ingest/parallel.py"}
 
 
 def test_the_package_imports_no_oracle_test_or_benchmark_but_the_bench_command():

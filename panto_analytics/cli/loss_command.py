@@ -5,7 +5,17 @@ import click
 
 from ..phrases import counted
 from .app import main
-from .options import file_output_option, friendly_errors, horizon_option, input_options, output_option, read_input_corpus, write_frame
+from .options import (
+    check_engine,
+    engine_options,
+    file_output_option,
+    friendly_errors,
+    horizon_option,
+    input_options,
+    output_option,
+    read_input_corpus,
+    write_frame,
+)
 
 __all__ = ["loss_cmd"]
 
@@ -20,8 +30,9 @@ FEW = 30
 @file_output_option("--cuts", dest="cuts_out",
                     help="Also write one row per cut (each recorded compaction and each pseudo-cut) to this file "
                          "(.csv, .parquet, .json, .ndjson).")
+@engine_options
 @friendly_errors
-def loss_cmd(paths, format_, skip_invalid, horizon, output, cuts_out):
+def loss_cmd(paths, format_, skip_invalid, horizon, output, cuts_out, engine, ray_address):
     """Check the loss measure on the compactions the agents in PATHS recorded.
 
     After each recorded compaction, and at pseudo-cuts in sessions of the
@@ -35,19 +46,36 @@ def loss_cmd(paths, format_, skip_invalid, horizon, output, cuts_out):
     One row per agent and kind of cut (compaction, baseline). docs/loss.md
     states the rules.
 
+    Over a dataset folder (ingest --dataset) the cuts are measured bucket
+    by bucket, here or with --engine ray, to the same table; --cuts then
+    gets the rows as each bucket gives them (recorded compactions first,
+    then pseudo-cuts, each in bucket order).
+
     \b
     Examples:
       panto-analytics loss ~/.pi/agent/sessions
       panto-analytics loss data/ --horizon 10 --cuts cuts.csv
+      panto-analytics loss corpus.ds/ --engine ray
     """
     from ..outcomes.recorded_refetch import refetch, refetch_summary
 
-    corpus = read_input_corpus(paths, format_, skip_invalid)
-    cuts = refetch(corpus.messages, corpus.compactions, corpus.sessions, horizon=horizon)
-    if cuts_out is not None:
-        write_frame(cuts, cuts_out)
-    table = refetch_summary(cuts)
-    agents = sorted(set(corpus.sessions["source_format"].cast(str).unique().to_list()))
+    ds = check_engine(paths, engine, ray_address)
+    if ds is not None:
+        from contextlib import nullcontext
+
+        from ..dataset.refetch import refetch_dataset
+        from .frame_sink import FrameSink
+
+        with FrameSink(cuts_out) if cuts_out is not None else nullcontext() as sink:
+            streamed = refetch_dataset(ds, horizon=horizon, on_cuts=sink, engine=engine, address=ray_address)
+        table, agents = streamed.summary, streamed.agents
+    else:
+        corpus = read_input_corpus(paths, format_, skip_invalid)
+        cuts = refetch(corpus.messages, corpus.compactions, corpus.sessions, horizon=horizon)
+        if cuts_out is not None:
+            write_frame(cuts, cuts_out)
+        table = refetch_summary(cuts)
+        agents = sorted(set(corpus.sessions["source_format"].cast(str).unique().to_list()))
     compacted = set(table.filter(table["cut"] == "compaction")["source_format"].to_list())
     for agent in agents:
         if agent not in compacted:

@@ -177,12 +177,15 @@ def read_input(paths, format_, skip_invalid) -> pl.DataFrame:
     A dataset folder (see :func:`dataset_path`), or session filters, which need the sessions table,
     take the corpus read of :func:`read_input_corpus`.
     """
-    from ..ingest import read_sessions
-
     if dataset_path(paths) is not None or session_filter().active:
         return read_input_corpus(paths, format_, skip_invalid).messages
     report = IngestReport()
     files = session_files(paths)
+    from ..ingest.parallel import keep_pandas_out
+
+    keep_pandas_out()  # as in read_input_corpus
+    from ..ingest import read_sessions
+
     with cache_warnings_on_stderr():
         messages = read_sessions(files, format=format_, skip_invalid=skip_invalid, report=report,
                                  **read_settings())
@@ -194,15 +197,19 @@ def read_input(paths, format_, skip_invalid) -> pl.DataFrame:
 
 def read_input_corpus(paths, format_, skip_invalid, *, list_skips: bool = True):
     """Like :func:`read_input`, but the whole :class:`~panto_analytics.ingest.corpus.Corpus`."""
-    from ..dataset import dataset_corpus
-    from ..ingest import open_corpus
-
     if (ds := dataset_path(paths)) is not None:
+        from ..dataset import dataset_corpus
+
         corpus = dataset_corpus(ds)
         if corpus.sessions.is_empty():
             raise _nothing_read(paths, corpus.report)
         return _filtered(corpus, paths)
     files = session_files(paths)
+    from ..ingest.parallel import keep_pandas_out
+
+    keep_pandas_out()  # files are read here, never on Ray: pandas is not needed (a fresh process only)
+    from ..ingest import open_corpus
+
     with cache_warnings_on_stderr():
         corpus = open_corpus(files, format=format_, skip_invalid=skip_invalid, **read_settings())
     if list_skips:
@@ -531,8 +538,6 @@ def engine_options(fn):
 def check_engine(paths, engine: str, ray_address: str | None) -> Path | None:
     """The dataset folder PATHS name, to stream over, or None (session files, or session filters given: those
     run in memory); a usage error, before any work, for an engine that cannot run."""
-    from ..dataset.engines import ray_available
-
     ds = dataset_path(paths)
     if ds is not None and session_filter().active:
         if engine == "ray":
@@ -543,6 +548,8 @@ def check_engine(paths, engine: str, ray_address: str | None) -> Path | None:
         if ds is None:
             raise click.UsageError("--engine ray runs over a dataset folder; write one with "
                                    "'panto-analytics ingest PATH... --dataset DIR'")
+        from ..dataset.engines import ray_available
+
         if not ray_available():
             raise click.UsageError(f"--engine ray needs Ray Data, which is not installed: {RAY_INSTALL}")
     elif ray_address is not None:

@@ -1,6 +1,8 @@
 """``replay``: compaction over each session's life under a context window, for many budgets."""
 from __future__ import annotations
 
+import contextlib
+
 import click
 
 from .app import main
@@ -90,34 +92,50 @@ def replay_cmd(paths, format_, skip_invalid, budgets, window, reserve, summary_t
 
     check_replay(window, reserve, summary_tokens, tuple(policies))
     ds = check_engine(paths, engine, ray_address)
-    if ds is not None:
-        from ..dataset.replay import replay_dataset
+    with contextlib.ExitStack() as files:
+        if ds is not None:
+            from ..dataset.replay import replay_dataset
+            from ..policy.replay.summary import TABLE_COLUMNS
+            from .frame_sink import FrameSink
 
-        streamed = replay_dataset(ds, budgets, window=window, reserve=reserve, summary_tokens=summary_tokens,
-                                  policy=list(policies) or None, prices=replay_prices(cost, prices_file, summarizer),
-                                  summarizer=summarizer, with_loss=with_loss, horizon=horizon, engine=engine,
-                                  address=ray_address)
-        result, lost_events = streamed.replay, streamed.loss_events
-    else:
-        messages = read_input(paths, format_, skip_invalid)
-        with unpriced_notes():
-            result = replay(messages, budgets, window=window, reserve=reserve, summary_tokens=summary_tokens,
-                            policy=list(policies) or None, prices=replay_prices(cost, prices_file, summarizer),
-                            summarizer=summarizer)
-        lost_events = None
-        if with_loss:
-            from dataclasses import replace
+            # The rows asked for go to their files task by task; only what the table reads is kept. (Opened
+            # events first: the files close in reverse, sessions first, as write_frame writes them in memory.)
+            to_events, to_sessions = (None if t is None else files.enter_context(FrameSink(t))
+                                      for t in (events_out, sessions_out))
 
-            from ..outcomes.orphan_loss import loss
+            def on_rows(events, sessions):
+                for sink, rows in ((to_sessions, sessions), (to_events, events)):
+                    if sink is not None:
+                        sink(rows)
 
-            lost = loss(messages, result, horizon=horizon)
-            result, lost_events = replace(result, events=lost.events, sessions=lost.sessions), lost.events
-    click.echo(f"summary: {result.summary_tokens:,} tokens ({result.summary_source})", err=True)
-    if result.price_source is not None:
-        click.echo(f"prices: {result.price_source}", err=True)
-    for frame, target in ((result.sessions, sessions_out), (result.events, events_out)):
-        if target is not None:
-            write_frame(frame, target)
+            with unpriced_notes():
+                streamed = replay_dataset(ds, budgets, window=window, reserve=reserve, summary_tokens=summary_tokens,
+                                          policy=list(policies) or None,
+                                          prices=replay_prices(cost, prices_file, summarizer), summarizer=summarizer,
+                                          with_loss=with_loss, horizon=horizon, engine=engine, address=ray_address,
+                                          on_rows=on_rows, keep=TABLE_COLUMNS)
+            result, lost_events = streamed.replay, streamed.loss_events
+        else:
+            messages = read_input(paths, format_, skip_invalid)
+            with unpriced_notes():
+                result = replay(messages, budgets, window=window, reserve=reserve, summary_tokens=summary_tokens,
+                                policy=list(policies) or None, prices=replay_prices(cost, prices_file, summarizer),
+                                summarizer=summarizer)
+            lost_events = None
+            if with_loss:
+                from dataclasses import replace
+
+                from ..outcomes.orphan_loss import loss
+
+                lost = loss(messages, result, horizon=horizon)
+                result, lost_events = replace(result, events=lost.events, sessions=lost.sessions), lost.events
+        click.echo(f"summary: {result.summary_tokens:,} tokens ({result.summary_source})", err=True)
+        if result.price_source is not None:
+            click.echo(f"prices: {result.price_source}", err=True)
+        if ds is None:
+            for frame, target in ((result.sessions, sessions_out), (result.events, events_out)):
+                if target is not None:
+                    write_frame(frame, target)
     table = (compare_policies if policies else summarize_replay)(result.events, result.sessions)
     if lost_events is not None:
         from ..outcomes.orphan_loss import with_loss_columns

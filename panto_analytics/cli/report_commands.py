@@ -163,11 +163,15 @@ def recommend_cmd(paths, format_, skip_invalid, budgets, min_kept_turns, coverag
     given = [p if isinstance(p, str) else p.spec() for p in policies]
     if ds is not None:
         from ..dataset.decision import decision_dataset
+        from ..policy.replay.billing import resolve_prices
 
-        _print_recommendation(decision_dataset(
-            ds, budgets, rule, window=window, reserve=reserve, summary_tokens=summary_tokens, policy=given or None,
-            prices=replay_prices(True, prices_file, summarizer), summarizer=summarizer, horizon=horizon,
-            engine=engine, address=ray_address), output)
+        prices = resolve_prices(replay_prices(True, prices_file, summarizer))
+        with unpriced_notes():
+            dec = decision_dataset(ds, budgets, rule, window=window, reserve=reserve, summary_tokens=summary_tokens,
+                                   policy=given or None, prices=prices, summarizer=summarizer, horizon=horizon,
+                                   engine=engine, address=ray_address)
+        click.echo(f"prices: {prices.source}", err=True)
+        _print_recommendation(dec, output)
         return
     if engine == "ray":
         raise click.UsageError("--engine ray runs on a dataset (ingest --dataset DIR)")

@@ -6,7 +6,9 @@ per-session rows; the rows of every task are concatenated, in bucket order,
 which is the order in which :func:`~panto_analytics.dataset.dataset_corpus`
 reads the dataset, so the result equals the in-memory replay of the same
 dataset bit for bit, and the per-budget table is computed from it by the
-same function as in memory. The summary size is the corpus's (the median of
+same function as in memory. Each task's unpriced recorded calls are summed
+per model, so the unpriced-model warnings are those of the in-memory replay.
+The summary size is the corpus's (the median of
 the recorded summaries, read from the dataset first). Memory holds one
 task's messages plus the rows: the per-session rows (one per policy, session
 and budget) and the per-event rows grow with the sessions, the messages do
@@ -15,23 +17,30 @@ not.
 from __future__ import annotations
 
 import functools
+import io
 import warnings
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
+from ..analysis.decision import session_outcomes
 from ..budgets import as_budgets
 from ..outcomes.orphan_loss import DEFAULT_HORIZON, loss
 from ..policy.replay.any_policy import replay
+from ..policy.replay.billing import warn_unpriced
 from ..policy.replay.engine import Replay, summary_size, validate_parameters
 from .engines import map_buckets
 from .store import TASK_ROWS, collect, scan_dataset, scan_parts
 
-__all__ = ["DatasetReplay", "replay_dataset"]
+__all__ = ["DatasetOutcomes", "DatasetReplay", "RowSink", "replay_dataset", "session_outcomes_dataset"]
 
-_EVENTS, _SESSIONS, _META = "e:", "s:", "m:"
+_EVENTS, _SESSIONS, _META, _UNPRICED = "e:", "s:", "m:", "u:"
+
+#: What receives each task's rows: ``on_rows(events, sessions)``.
+RowSink = Callable[[pl.DataFrame, pl.DataFrame], None]
 
 
 @dataclass(frozen=True)
@@ -43,20 +52,41 @@ class DatasetReplay:
     loss_events: pl.DataFrame | None
 
 
+@dataclass(frozen=True)
+class DatasetOutcomes:
+    """What :func:`session_outcomes_dataset` returns: the rows, the summary size and its source, the price
+    source and the unpriced recorded calls per model (None when nothing was billed)."""
+
+    sessions: pl.DataFrame
+    summary_tokens: int
+    summary_source: str
+    price_source: str | None
+    unpriced: pl.DataFrame | None
+
+
 def _packed(frames: dict[str, pl.DataFrame]) -> pl.DataFrame:
-    """Several frames as one (for a task's result): columns prefixed by their frame's tag, stacked diagonally."""
-    return pl.concat([f.rename({c: tag + c for c in f.columns}) for tag, f in frames.items()], how="diagonal")
+    """Several frames as one (a task's result): a row per frame, its tag and its Arrow IPC bytes, so that every
+    column keeps its type (Enum, Categorical) through Ray and no frame pads another's columns with nulls."""
+    return pl.DataFrame({"tag": list(frames), "ipc": [_ipc(f) for f in frames.values()]},
+                        schema={"tag": pl.String, "ipc": pl.Binary})
 
 
-def _unpacked(frame: pl.DataFrame, tag: str) -> pl.DataFrame:
-    cols = [c for c in frame.columns if c.startswith(tag)]
-    return frame.filter(pl.col(f"{tag}__row").fill_null(False)).select(
-        pl.col(cols).name.map(lambda c: c[len(tag):])).drop("__row")
+def _ipc(frame: pl.DataFrame) -> bytes:
+    buffer = io.BytesIO()
+    frame.write_ipc(buffer)
+    return buffer.getvalue()
+
+
+def _unpacked(frame: pl.DataFrame) -> dict[str, pl.DataFrame]:
+    """The frames of :func:`_packed`, by tag."""
+    return {tag: pl.read_ipc(io.BytesIO(ipc)) for tag, ipc in frame.iter_rows()}
 
 
 def _replay_task(root: str, parts: list[str], *, budgets: list[int], window: int, reserve: int, summary_tokens: int,
-                 policy: list[str] | None, prices: Any, summarizer: str | None, horizon: int | None) -> pl.DataFrame:
-    """One group of buckets' replay rows, packed (the per-bucket function both engines run)."""
+                 policy: list[str] | None, prices: Any, summarizer: str | None, horizon: int | None,
+                 per_session: bool = False) -> pl.DataFrame:
+    """One group of buckets' replay rows, packed (the per-bucket function both engines run); ``per_session``:
+    only their :func:`~panto_analytics.analysis.decision.session_outcomes` rows (what the decision reads)."""
     messages = collect(scan_parts(root, "messages", parts), root)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # unpriced models: the caller warns once, over the dataset
@@ -66,19 +96,33 @@ def _replay_task(root: str, parts: list[str], *, budgets: list[int], window: int
     if horizon is not None:
         lost = loss(messages, r, horizon=horizon)
         frames = {_EVENTS: lost.events, _SESSIONS: lost.sessions}
-    frames = {t: f.with_columns(pl.lit(True).alias("__row")) for t, f in frames.items()}
-    frames[_META] = pl.DataFrame({"price_source": [r.price_source], "__row": [True]}, schema={"price_source": pl.String,
-                                                                                            "__row": pl.Boolean})
+    if per_session:
+        frames = {_SESSIONS: session_outcomes(frames[_EVENTS], frames[_SESSIONS])}
+    frames[_META] = pl.DataFrame({"price_source": [r.price_source]}, schema={"price_source": pl.String})
+    if r.unpriced is not None:
+        frames[_UNPRICED] = r.unpriced
     return _packed(frames)
 
 
-def replay_dataset(root: str | Path, budgets: Any, *, window: int, reserve: int, summary_tokens: int | None = None,
-                   policy: list[str] | None = None, prices: Any = None, summarizer: str | None = None,
-                   with_loss: bool = False, horizon: int = DEFAULT_HORIZON, engine: str = "local",
-                   address: str | None = None, task_rows: int = TASK_ROWS) -> DatasetReplay:
-    """:func:`~panto_analytics.replay` (and :func:`~panto_analytics.outcomes.orphan_loss.loss` when
-    ``with_loss``) of the dataset at ``root``, bucket by bucket, here or on Ray (``engine="ray"``); the same
-    rows, in the same order, as in memory over :func:`~panto_analytics.dataset.dataset_corpus`."""
+@dataclass(frozen=True)
+class _Streamed:
+    """The rows of every task, unpacked, and what the replay assumed."""
+
+    events: pl.DataFrame
+    sessions: pl.DataFrame
+    summary_tokens: int
+    summary_source: str
+    price_source: str | None
+    unpriced: pl.DataFrame | None
+
+
+def _stream(root: str | Path, budgets: Any, *, window: int, reserve: int, summary_tokens: int | None,
+            policy: list[str] | None, prices: Any, summarizer: str | None, horizon: int | None, per_session: bool,
+            engine: str, address: str | None, task_rows: int, on_rows: RowSink | None = None,
+            keep: tuple[Sequence[str], Sequence[str]] | None = None) -> _Streamed:
+    """:func:`_replay_task` over every group of buckets: each task's rows to ``on_rows`` as they come, then only
+    the ``keep`` columns of them (events', sessions'; all when None) kept; the unpriced-model warnings of the
+    whole dataset."""
     source = "given"
     if summary_tokens is None:
         recorded = collect(scan_dataset(root).filter("has_summary").select("words", "has_summary"), root)
@@ -86,18 +130,65 @@ def replay_dataset(root: str | Path, budgets: Any, *, window: int, reserve: int,
     validate_parameters(window, reserve, summary_tokens)
     task = functools.partial(_replay_task, budgets=as_budgets(budgets), window=window, reserve=reserve,
                              summary_tokens=summary_tokens, policy=policy, prices=prices, summarizer=summarizer,
-                             horizon=horizon if with_loss else None)
-    packed = list(map_buckets(root, task, engine=engine, address=address, rows=task_rows))
-    if not packed:
+                             horizon=horizon, per_session=per_session)
+    kept: dict[str, list[pl.DataFrame]] = {_EVENTS: [], _SESSIONS: [], _META: [], _UNPRICED: []}
+    for packed in map_buckets(root, task, engine=engine, address=address, rows=task_rows):  # one per task
+        frames = _unpacked(packed)
+        if on_rows is not None:
+            on_rows(frames[_EVENTS], frames[_SESSIONS])
+        for tag, frame in frames.items():
+            wanted = None if keep is None or tag not in (_EVENTS, _SESSIONS) else keep[tag == _SESSIONS]
+            kept[tag].append(frame if wanted is None else frame.select(c for c in frame.columns if c in wanted))
+    if not kept[_SESSIONS]:
         raise ValueError(f"{root}: no sessions")
-    whole = pl.concat(packed, how="diagonal")
-    events, sessions = _unpacked(whole, _EVENTS), _unpacked(whole, _SESSIONS)
+    events, sessions = (pl.concat(kept[t], how="vertical_relaxed") if kept[t] else pl.DataFrame()
+                        for t in (_EVENTS, _SESSIONS))
+    price_source = pl.concat(kept[_META])["price_source"].drop_nulls()
+    unpriced = None
+    if price_source.len() and kept[_UNPRICED]:  # billed: the unpriced recorded calls of every task, summed per model
+        unpriced = (pl.concat(kept[_UNPRICED]).group_by("model").agg(pl.col("api_calls").sum(), pl.col("tokens").sum())
+                    .sort("model"))
+        warn_unpriced(unpriced)
+    return _Streamed(events, sessions, summary_tokens, source, price_source[0] if price_source.len() else None,
+                     unpriced)
+
+
+def replay_dataset(root: str | Path, budgets: Any, *, window: int, reserve: int, summary_tokens: int | None = None,
+                   policy: list[str] | None = None, prices: Any = None, summarizer: str | None = None,
+                   with_loss: bool = False, horizon: int = DEFAULT_HORIZON, engine: str = "local",
+                   address: str | None = None, task_rows: int = TASK_ROWS, on_rows: RowSink | None = None,
+                   keep: tuple[Sequence[str], Sequence[str]] | None = None) -> DatasetReplay:
+    """:func:`~panto_analytics.replay` (and :func:`~panto_analytics.outcomes.orphan_loss.loss` when
+    ``with_loss``) of the dataset at ``root``, bucket by bucket, here or on Ray (``engine="ray"``); the same
+    rows, in the same order, as in memory over :func:`~panto_analytics.dataset.dataset_corpus`.
+
+    ``on_rows(events, sessions)`` receives each task's rows as they come (in bucket order here; to write them
+    to files), and ``keep`` (the events' and the sessions' columns) keeps only those columns of them (those
+    the per-budget table reads, :data:`~panto_analytics.policy.replay.summary.TABLE_COLUMNS`), so that what
+    is held for the table is a few numbers per session, not the whole rows."""
+    s = _stream(root, budgets, window=window, reserve=reserve, summary_tokens=summary_tokens, policy=policy,
+                prices=prices, summarizer=summarizer, horizon=horizon if with_loss else None, per_session=False,
+                engine=engine, address=address, task_rows=task_rows, on_rows=on_rows, keep=keep)
+    events, sessions = s.events, s.sessions
     if "policy" in sessions.columns:  # in memory the rows come policy after policy, each in corpus order
         # Each task gives a row per (policy, session, budget), policies in the same order: their first appearance.
         order = {p: i for i, p in enumerate(sessions["policy"].cast(pl.String).unique(maintain_order=True).to_list())}
         events, sessions = (f.sort(pl.col("policy").cast(pl.String).replace_strict(order, return_dtype=pl.UInt32),
                                    maintain_order=True) if "policy" in f.columns else f for f in (events, sessions))
-    price_source = _unpacked(whole, _META)["price_source"].drop_nulls()
-    r = Replay(events=events, sessions=sessions, window=window, reserve=reserve, summary_tokens=summary_tokens,
-               summary_source=source, price_source=price_source[0] if price_source.len() else None)
+    r = Replay(events=events, sessions=sessions, window=window, reserve=reserve, summary_tokens=s.summary_tokens,
+               summary_source=s.summary_source, price_source=s.price_source, unpriced=s.unpriced)
     return DatasetReplay(r, events if with_loss else None)
+
+
+def session_outcomes_dataset(root: str | Path, budgets: Any, *, window: int, reserve: int,
+                             summary_tokens: int | None = None, policy: list[str] | None = None, prices: Any = True,
+                             summarizer: str | None = None, horizon: int = DEFAULT_HORIZON, engine: str = "local",
+                             address: str | None = None, task_rows: int = TASK_ROWS) -> DatasetOutcomes:
+    """:func:`~panto_analytics.analysis.decision.session_outcomes` of the billed replay, with the loss, of the
+    dataset at ``root`` (what :func:`~panto_analytics.analysis.decision.replay_outcomes` gives in memory), task
+    by task through the same task as :func:`replay_dataset`: each task keeps only those rows, one per policy,
+    session and budget, concatenated in bucket order."""
+    s = _stream(root, budgets, window=window, reserve=reserve, summary_tokens=summary_tokens, policy=policy,
+                prices=prices, summarizer=summarizer, horizon=horizon, per_session=True, engine=engine,
+                address=address, task_rows=task_rows)
+    return DatasetOutcomes(s.sessions, s.summary_tokens, s.summary_source, s.price_source, s.unpriced)

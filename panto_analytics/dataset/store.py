@@ -26,7 +26,7 @@ import json
 import os
 import uuid
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -38,15 +38,15 @@ from ..errors import IngestReport, InputError
 from ..ingest import _manifest as manifests
 from ..ingest.corpus import Corpus
 from ..schema import COMPACTIONS_SCHEMA, MESSAGE_SCHEMA, SESSION, SESSIONS_SCHEMA
+from .info import FORMAT_NAME, INFO_FILE, DatasetInfo, is_dataset, read_info
 
 __all__ = [
-    "DATASET_MANIFEST_SCHEMA", "DEFAULT_BUCKETS", "INFO_FILE", "MANIFEST_FILE", "ROW_GROUP_ROWS", "TABLES",
-    "TASK_ROWS", "DatasetInfo", "bucket_groups", "bucket_parts", "dataset_corpus", "is_dataset", "new_part_name",
-    "collect", "part_path", "read_info", "read_manifest", "read_part", "scan_dataset", "scan_parts", "write_info",
+    "DATASET_MANIFEST_SCHEMA", "DEFAULT_BUCKETS", "MANIFEST_FILE", "ROW_GROUP_ROWS", "TABLES",
+    "TASK_ROWS", "bucket_groups", "bucket_parts", "dataset_corpus", "new_part_name",
+    "collect", "part_path", "read_manifest", "read_part", "scan_dataset", "scan_parts", "write_info",
     "write_manifest", "write_part",
 ]
 
-INFO_FILE = "dataset.json"
 MANIFEST_FILE = "manifest.parquet"
 
 
@@ -64,42 +64,9 @@ DATASET_MANIFEST_SCHEMA: dict[str, pl.DataType] = {
     SESSION: pl.String(), "bucket": pl.UInt16(), "part": pl.String(), "messages": pl.UInt32(),
 }
 
-_FORMAT = "panto_analytics dataset"
-
-
-@dataclass
-class DatasetInfo:
-    """What ``dataset.json`` says: the layout's version and counts."""
-
-    buckets: int
-    parser: str
-    mode: str
-    sessions: int = 0
-    messages: int = 0
-    files: int = 0
-    version: int = 1
-
-
-def is_dataset(path: str | Path) -> bool:
-    """Whether ``path`` is a dataset folder (it holds ``dataset.json``)."""
-    return (Path(path) / INFO_FILE).is_file()
-
-
-def read_info(root: str | Path) -> DatasetInfo:
-    """The dataset's ``dataset.json``; :class:`InputError` (one line) when it is not one of ours."""
-    path = Path(root) / INFO_FILE
-    try:
-        raw = json.loads(path.read_text())
-        if raw.pop("format") != _FORMAT:
-            raise ValueError("not a panto_analytics dataset")
-        return DatasetInfo(**raw)
-    except (OSError, ValueError, TypeError, KeyError) as e:
-        raise InputError(path, None, f"not a readable dataset: {e}", skippable=False) from None
-
-
 def write_info(root: str | Path, info: DatasetInfo) -> None:
     """Write ``dataset.json`` (atomically)."""
-    _replace(Path(root) / INFO_FILE, lambda p: p.write_text(json.dumps({"format": _FORMAT, **asdict(info)}, indent=1)))
+    _replace(Path(root) / INFO_FILE, lambda p: p.write_text(json.dumps({"format": FORMAT_NAME, **asdict(info)}, indent=1)))
 
 
 def read_manifest(root: str | Path) -> pl.DataFrame:

@@ -36,15 +36,13 @@ from ..ingest.paths import PathLike, expand_paths
 from ..phrases import counted
 from ..schema import SESSION
 from .buckets import MAX_BUCKETS, session_buckets
+from .info import DatasetInfo, is_dataset, read_info
 from .store import (
     DATASET_MANIFEST_SCHEMA,
     DEFAULT_BUCKETS,
     TABLES,
-    DatasetInfo,
-    is_dataset,
     new_part_name,
     part_path,
-    read_info,
     read_manifest,
     read_part,
     write_info,

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import importlib.abc
 import multiprocessing
 import os
 import signal
@@ -40,7 +41,7 @@ from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from typing import Any, Generic, TypeVar
 
-__all__ = ["MIN_PARALLEL_BYTES", "close", "default_jobs", "launch", "launched", "run"]
+__all__ = ["MIN_PARALLEL_BYTES", "close", "default_jobs", "keep_pandas_out", "launch", "launched", "run"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -90,7 +91,39 @@ def launch(jobs: int | None = None, module: str = PARSER_MODULE) -> bool:
 def _start_worker(module: str) -> None:
     """A launched worker's start: Ctrl-C is the caller's to handle (it ends the worker), then the imports."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    keep_pandas_out()
     importlib.import_module(module)
+
+
+class _NoPandas(importlib.abc.MetaPathFinder):
+    """An import finder that says pandas is not installed (see :func:`keep_pandas_out`)."""
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+        if name == "pandas" or name.startswith("pandas."):
+            raise ModuleNotFoundError(f"No module named {name!r} (kept out of this parsing process)", name=name)
+        return None
+
+
+def keep_pandas_out() -> bool:
+    """Make this process read as if pandas were not installed; returns whether it did.
+
+    pyarrow imports pandas, when it is installed, the first time it builds an
+    array (to check whether the input is a pandas object): about 0.3 s of CPU
+    in every process that parses, for a library a read never hands it. The
+    command line calls this where it reads session files (Ray, which uses
+    pandas, runs only over datasets), and so does every parsing worker.
+    A process that has read before, or imported pandas, is left as it is
+    (a notebook, a test): it may want pandas.
+
+    >>> from panto_analytics.ingest import pipeline   # this process reads: it is left alone
+    >>> keep_pandas_out()
+    False
+    """
+    if "pandas" in sys.modules or PARSER_MODULE in sys.modules:
+        return False
+    if not any(isinstance(f, _NoPandas) for f in sys.meta_path):
+        sys.meta_path.insert(0, _NoPandas())
+    return True
 
 
 def launched() -> bool:
@@ -156,8 +189,8 @@ def run(fn: Callable[[T], R], items: Sequence[T], *, weights: Sequence[int], job
     schedule = _Schedule(fn, items, sorted(range(len(items)), key=lambda i: -weights[i]), on_done, stop)
     workers = min(jobs - 1, len(items) - 1)
     own = _launched is None
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) if own \
-        else _launched
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
+                               initializer=keep_pandas_out) if own else _launched
     assert pool is not None
     try:
         with _main_not_inherited():  # the workers start on these submits (a launched one is up, or nearly)

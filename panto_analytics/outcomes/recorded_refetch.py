@@ -33,7 +33,10 @@ from ..schema import ROLE, SEQ, SESSION
 from .orphan_loss import CUT_SCHEMA, DEFAULT_HORIZON, ORPHAN_KINDS, cut_loss, orphan_rate, recorded_cuts
 from .tool_targets import references
 
-__all__ = ["REFETCH_COLUMNS", "call_context", "pseudo_cuts", "refetch", "refetch_summary", "reorientation", "target_loss"]
+__all__ = [
+    "MEDIANS", "REFETCH_COLUMNS", "SUMMED", "call_context", "cut_rows", "measure_cuts", "merge_refetch_partials",
+    "pseudo_cuts", "recorded_cut_rows", "refetch", "refetch_partials", "refetch_summary", "reorientation", "target_loss",
+]
 
 
 #: The columns :func:`refetch` adds to the loss columns.
@@ -163,6 +166,24 @@ def refetch(messages: pl.DataFrame | pl.LazyFrame, compactions: pl.DataFrame | p
     ['baseline', 'compaction']
     """
     refs = references(messages).collect()
+    recorded = recorded_cut_rows(messages, compactions, sessions)
+    baseline = cut_rows(pseudo_cuts(messages, recorded, sessions), "baseline")
+    cuts = pl.concat([recorded, baseline], how="vertical_relaxed").collect()
+    return measure_cuts(refs, cuts, horizon=horizon, kinds=kinds)
+
+
+def cut_rows(cuts: pl.LazyFrame, kind: str) -> pl.LazyFrame:
+    """``cuts`` as :func:`refetch`'s cut columns, in order: ``cut`` (``kind``), ``session_id``, ``source_format``,
+    ``context`` and :data:`~panto_analytics.outcomes.orphan_loss.CUT_SCHEMA`'s."""
+    return cuts.with_columns(cut=pl.lit(kind)).select("cut", SESSION, "source_format", "context", *CUT_SCHEMA)
+
+
+def recorded_cut_rows(messages: pl.DataFrame | pl.LazyFrame, compactions: pl.DataFrame | pl.LazyFrame,
+                      sessions: pl.DataFrame | pl.LazyFrame) -> pl.LazyFrame:
+    """The cuts of the compactions agents recorded (:func:`cut_rows`, ``cut`` = ``compaction``), with the
+    ``context`` at which each fired (the recorded ``tokens_before``, else the last call's recorded context
+    before the anchor), sorted by session, ``after_seq`` and ``context``. Per session: the cuts of a set of
+    whole sessions are those sessions' rows of the whole corpus's cuts."""
     context = (messages.lazy().with_columns(ctx=call_context())
                .filter(pl.col("ctx").is_not_null()).select(pl.col(SESSION).cast(pl.String), pl.col(SEQ).cast(pl.Int64), "ctx"))
     recorded = (recorded_cuts(compactions, sessions).with_columns(_probe=pl.col("anchor_seq").cast(pl.Int64) - 1)
@@ -170,25 +191,82 @@ def refetch(messages: pl.DataFrame | pl.LazyFrame, compactions: pl.DataFrame | p
                 .join_asof(context.sort(SEQ), left_on="_probe", right_on=SEQ, by=SESSION, strategy="backward",
                            check_sortedness=False)
                 .with_columns(context=pl.coalesce(pl.col("tokens_before").cast(pl.Int64), pl.col("ctx")))
-                .select(SESSION, "source_format", "context", *CUT_SCHEMA).sort(SESSION, "after_seq", "context")
-                .with_columns(cut=pl.lit("compaction")))
-    baseline = pseudo_cuts(messages, recorded, sessions).with_columns(cut=pl.lit("baseline"))
-    cuts = pl.concat([recorded, baseline], how="vertical_relaxed").select("cut", SESSION, "source_format", "context",
-                                                                          *CUT_SCHEMA).collect()
+                .select(SESSION, "source_format", "context", *CUT_SCHEMA)
+                .sort(SESSION, "after_seq", "context", maintain_order=True))
+    return cut_rows(recorded, "compaction")
+
+
+def measure_cuts(refs: pl.DataFrame, cuts: pl.DataFrame, *, horizon: int = DEFAULT_HORIZON,
+                 kinds: Sequence[str] = ORPHAN_KINDS) -> pl.DataFrame:
+    """:func:`refetch`'s row of each cut (in order): the cut's columns, the loss columns and
+    :data:`REFETCH_COLUMNS`. Each cut is measured on its own session's references alone."""
     lost = cut_loss(refs, cuts, horizon=horizon, kinds=kinds)
     return pl.concat([lost, target_loss(refs, cuts, horizon=horizon), reorientation(refs, cuts)], how="horizontal")
 
 
+#: The columns :func:`refetch_summary` sums per agent and kind of cut.
+SUMMED = ("window_calls", "repeat_reads", "orphan_calls", "refetched_orphans", "orphan_targets", "refetched_targets",
+          "refetch_tokens")
+
+#: The columns whose median :func:`refetch_summary` gives (``<column>_median``).
+MEDIANS = ("reorientation", "reorientation_start")
+
+_KEYS = ["source_format", "cut"]
+
+
 def refetch_summary(cuts: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
     """:func:`refetch`'s rows pooled per agent and kind of cut: counts summed, rates pooled, medians of the
-    re-orientation counts (``reoriented``: cuts with a write after them)."""
-    return (cuts.lazy().group_by("source_format", "cut")
-            .agg(cuts=pl.len().cast(pl.UInt32),
-                 **{c: pl.col(c).sum() for c in ("window_calls", "repeat_reads", "orphan_calls", "refetched_orphans",
-                                                 "orphan_targets", "refetched_targets", "refetch_tokens")},
-                 reoriented=pl.col("reorientation").is_not_null().sum().cast(pl.UInt32),
-                 reorientation_median=pl.col("reorientation").median(),
-                 reorientation_start_median=pl.col("reorientation_start").median())
-            .with_columns(repeat_rate=orphan_rate("repeat_reads", "window_calls"), orphan_rate=orphan_rate(),
-                          refetched_share=orphan_rate("refetched_targets", "orphan_targets"))
+    re-orientation counts (``reoriented``: cuts with a write after them).
+
+    It is :func:`merge_refetch_partials` of one :func:`refetch_partials`: the rows of disjoint sets of cuts
+    (a dataset's buckets) give the same table, bit for bit.
+
+    >>> cuts = pl.DataFrame({"source_format": ["pi"] * 3, "cut": ["compaction"] * 3, "reorientation": [1, None, 4],
+    ...                      "reorientation_start": [2, 2, 3], **{c: [1, 0, 2] for c in SUMMED}})
+    >>> refetch_summary(cuts).select("cuts", "orphan_calls", "reoriented", "reorientation_median").rows()
+    [(3, 3, 2, 2.5)]
+    """
+    return merge_refetch_partials([refetch_partials(cuts)])
+
+
+def refetch_partials(cuts: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
+    """What :func:`refetch_summary` needs of some cuts, in a form that merges exactly by adding: per agent and
+    kind of cut, one row of sums (``metric`` null: ``cuts``, :data:`SUMMED`, ``reoriented``) and, for each of
+    :data:`MEDIANS`, one row per distinct value with its ``count`` (``metric`` the column)."""
+    lf = cuts.lazy().with_columns(pl.col("source_format").cast(pl.String), pl.col("cut").cast(pl.String))
+    sums = lf.group_by(_KEYS).agg(cuts=pl.len().cast(pl.UInt32), **{c: pl.col(c).sum() for c in SUMMED},
+                                  reoriented=pl.col("reorientation").is_not_null().sum().cast(pl.UInt32))
+    counts = [lf.filter(pl.col(m).is_not_null()).group_by(*_KEYS, pl.col(m).cast(pl.Int64).alias("value"))
+              .agg(count=pl.len().cast(pl.UInt64)).with_columns(metric=pl.lit(m)) for m in MEDIANS]
+    return pl.concat(pl.collect_all([sums.with_columns(metric=pl.lit(None, pl.String)), *counts]), how="diagonal")
+
+
+def merge_refetch_partials(partials: Sequence[pl.DataFrame]) -> pl.DataFrame:
+    """:func:`refetch_summary` from the :func:`refetch_partials` of disjoint sets of cuts: sums added, each
+    median the middle of the merged value counts (the mean of the two middle values for an even count, as
+    Polars' ``median``)."""
+    both = pl.concat([p for p in partials if p.width] or [refetch_partials(_no_cuts())], how="diagonal_relaxed").lazy()
+    sums = (both.filter(pl.col("metric").is_null()).group_by(_KEYS)
+            .agg(pl.col("cuts").sum(), *(pl.col(c).sum() for c in SUMMED), pl.col("reoriented").sum()))
+    counts = (both.filter(pl.col("metric").is_not_null()).group_by(*_KEYS, "metric", "value")
+              .agg(pl.col("count").sum()).sort(*_KEYS, "metric", "value")
+              .with_columns(seen=pl.col("count").cum_sum().over(*_KEYS, "metric"),
+                            n=pl.col("count").sum().over(*_KEYS, "metric")))
+    # The k-th smallest value (from 0) is the first whose cumulative count passes k.
+    middle = (counts.group_by(*_KEYS, "metric")
+              .agg(low=pl.col("value").filter(pl.col("seen") > (pl.col("n") - 1) // 2).first(),
+                   high=pl.col("value").filter(pl.col("seen") > pl.col("n") // 2).first())
+              .select(*_KEYS, "metric", median=(pl.col("low").cast(pl.Float64) + pl.col("high").cast(pl.Float64)) / 2))
+    table = sums
+    for m in MEDIANS:
+        table = table.join(middle.filter(pl.col("metric") == m).select(*_KEYS, pl.col("median").alias(f"{m}_median")),
+                           on=_KEYS, how="left")
+    return (table.with_columns(repeat_rate=orphan_rate("repeat_reads", "window_calls"), orphan_rate=orphan_rate(),
+                               refetched_share=orphan_rate("refetched_targets", "orphan_targets"))
             .sort("source_format", "cut", descending=[False, True]).collect())
+
+
+def _no_cuts() -> pl.DataFrame:
+    """No cut, with the columns :func:`refetch_partials` reads."""
+    return pl.DataFrame(schema={"source_format": pl.String, "cut": pl.String, **{c: pl.UInt32 for c in SUMMED},
+                                **{m: pl.UInt32 for m in MEDIANS}})

@@ -59,3 +59,30 @@ def test_scale_measures_each_engine_in_its_own_process(tmp_path):
     assert rows[1]["same_table_as_local"] is True
     assert all(r["peak_rss_mib"] > 50 and r["messages"] > 60 for r in rows)
     assert "| 60 |" in scale.format_table(rows)
+
+
+def test_tools_add_references_and_recorded_compactions_where_a_reader_would():
+    from benchmarks.synth_dataset import COMPACTED_MIN_TURNS
+
+    f = synthetic_frames(0, 300, seed=4, tools=True)
+    m = f.messages.with_columns(next_is_result=pl.col("has_tool_result").shift(-1).over("session_id").fill_null(False))
+    with_refs = m.filter(pl.col("refs").is_not_null())
+    # Exactly the assistant calls a tool result follows carry a target; the result's tokens are its size.
+    assert with_refs.height == m.filter((pl.col("role") == "assistant") & pl.col("next_is_result")).height > 0
+    assert (with_refs["role"] == "assistant").all() and (with_refs["refs"].list.len() == 1).all()
+    refs = pa.outcomes.references(f.messages).collect()
+    assert refs.height == with_refs.height and refs["kind"].n_unique() == 4
+    # Each compaction sits at the start of a turn (a prompt, not a tool result), after the turn it keeps.
+    c = f.compactions.join(m.select("session_id", "seq", "role", "has_tool_result"), left_on=["session_id", "anchor_seq"],
+                           right_on=["session_id", "seq"])
+    assert c.height == f.compactions.height > 0
+    assert (c["role"] == "user").all() and not c["has_tool_result"].any()
+    assert (c["first_kept_seq"] < c["anchor_seq"]).all()
+    counts = f.sessions.filter(pl.col("compactions") > 0)
+    assert counts["compactions"].sum() == f.compactions.height
+    turns = pa.turns(f.messages).group_by("session_id").len()
+    long_enough = counts.join(turns, on="session_id")["len"]
+    assert (long_enough >= COMPACTED_MIN_TURNS).all()
+    # Without tools, the frames are those of before.
+    plain = synthetic_frames(0, 300, seed=4)
+    assert plain.messages.drop("refs").equals(f.messages.drop("refs")) and plain.compactions.height == 0

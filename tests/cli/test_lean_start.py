@@ -1,4 +1,4 @@
-"""A lean start: help loads no heavy library, reading loads no matplotlib, plotting does.
+"""A lean start: help loads no heavy library, reading loads no matplotlib nor pandas, plotting loads matplotlib.
 
 Checked on Python's import log (``-X importtime`` writes one line per module
 imported to stderr), never on a clock. Each check runs the console script's
@@ -6,6 +6,7 @@ own entry point in a fresh process.
 """
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
 from importlib.metadata import entry_points
@@ -68,6 +69,43 @@ def test_reading_loads_no_matplotlib():
     loaded = run_cli("sweep", str(DATA), "-b", "20k", "--no-cache", "-q")
     assert "polars" in loaded
     assert "matplotlib" not in loaded
+
+
+@pytest.mark.skipif(importlib.util.find_spec("pandas") is None, reason="pandas is not installed: nothing to keep out")
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_reading_files_loads_no_pandas_in_the_command_or_its_worker(jobs):
+    """pyarrow would import pandas (installed here, as Ray's) on its first array: about 0.3 s a process."""
+    loaded = run_cli("sweep", str(DATA), "-b", "20k", "--no-cache", "-q", "--jobs", jobs)
+    assert "pyarrow" in loaded
+    assert sorted(m for m in loaded if m.startswith("pandas.")) == []
+
+
+KEPT_OUT = """
+import sys
+from panto_analytics.ingest.parallel import keep_pandas_out
+assert keep_pandas_out() and keep_pandas_out()               # twice: one finder
+import pyarrow as pa
+assert pa.array(["a"]).to_pylist() == ["a"]                  # Arrow works without pandas
+assert "pandas" not in sys.modules
+assert [type(f).__module__ for f in sys.meta_path].count(keep_pandas_out.__module__) == 1
+try:
+    import pandas
+except ModuleNotFoundError as e:
+    print("kept out:", e.name)
+"""
+
+
+@pytest.mark.skipif(importlib.util.find_spec("pandas") is None, reason="pandas is not installed: nothing to keep out")
+def test_a_process_kept_from_pandas_still_builds_arrow_arrays_and_one_that_may_want_pandas_is_left_alone():
+    done = subprocess.run([sys.executable, "-c", KEPT_OUT], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "kept out: pandas"
+    for first in ("import pandas", "import panto_analytics.ingest.pipeline"):  # a notebook's, a test's process
+        left = subprocess.run([sys.executable, "-c", f"{first}; from panto_analytics.ingest.parallel import "
+                               "keep_pandas_out; import sys; print(keep_pandas_out(), type(sys.meta_path[0]).__module__)"],
+                              capture_output=True, text=True)
+        assert left.stdout.split()[0] == "False", left.stderr[-2000:]
+        assert "panto_analytics" not in left.stdout.split()[1]
 
 
 def test_a_plot_loads_matplotlib_when_asked_for(tmp_path):

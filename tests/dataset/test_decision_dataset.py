@@ -28,10 +28,11 @@ def dataset(tmp_path_factory):
 def test_the_dataset_decision_equals_the_in_memory_one(dataset, rule):
     kw = {"window": 32_000, "reserve": 16_384, "policy": ["libpanto", "gemini-cli"], "prices": PRICES}
     memory = decision_from_replay(replay_outcomes(pa.read_sessions(DATA), "0:16k:5", **kw), rule)
-    streamed = decision_dataset(dataset, "0:16k:5", rule, **kw)
-    assert streamed.table.equals(memory.table)  # to the last bit, nulls and all
-    assert (streamed.budget, streamed.policy) == (memory.budget, memory.policy)
-    assert streamed.warnings == memory.warnings
+    for task_rows in (1, 10**9):  # one task per bucket, then one task for all
+        streamed = decision_dataset(dataset, "0:16k:5", rule, task_rows=task_rows, **kw)
+        assert streamed.table.equals(memory.table)  # to the last bit, nulls and all
+        assert (streamed.budget, streamed.policy) == (memory.budget, memory.policy)
+        assert streamed.warnings == memory.warnings
 
 
 def test_recommend_window_on_a_dataset_prints_the_same_json(dataset):
@@ -44,3 +45,26 @@ def test_recommend_window_on_a_dataset_prints_the_same_json(dataset):
     assert {k: a[k] for k in ("budget", "policy", "rows", "warnings")} == {k: b[k] for k in ("budget", "policy", "rows",
                                                                                                "warnings")}
     assert pl.DataFrame(a["rows"]).height > 1
+    # The same account on stderr: the unpriced-model notes (summed over the buckets), the prices, the reasons.
+    assert on_dataset.stderr.replace(", bucket by bucket;", ";") == on_files.stderr
+
+
+def test_recommend_window_on_a_dataset_notes_the_unpriced_models(dataset):
+    args = ["--window", "32k", "-b", "0:16k:3", "-k", "1", "-p", "50%", "-o", "-"]  # genai-prices: data/'s models unpriced
+    on_files = CliRunner().invoke(main, ["recommend", str(DATA), "--no-cache", *args])
+    on_dataset = CliRunner().invoke(main, ["recommend", str(dataset), *args])
+    assert on_files.exit_code == on_dataset.exit_code, on_dataset.output
+    notes = [line for line in on_files.stderr.splitlines() if line.startswith(("note: no price", "prices:"))]
+    assert len(notes) > 1
+    assert [line for line in on_dataset.stderr.splitlines() if line.startswith(("note: no price", "prices:"))] == notes
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_the_decision_on_ray_equals_local(dataset):
+    pytest.importorskip("ray", reason="Ray is an optional extra: pip install 'panto_analytics[ray]'")
+    kw = {"window": 32_000, "reserve": 16_384, "policy": ["libpanto", "pi"], "prices": PRICES}
+    on_ray = decision_dataset(dataset, "0:16k:5", DecisionRule(max_orphan_rate=0.05), engine="ray", task_rows=1, **kw)
+    here = decision_dataset(dataset, "0:16k:5", DecisionRule(max_orphan_rate=0.05), **kw)
+    assert on_ray.table.equals(here.table)
+    assert (on_ray.budget, on_ray.policy, on_ray.warnings) == (here.budget, here.policy, here.warnings)

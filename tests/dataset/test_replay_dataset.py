@@ -4,6 +4,7 @@ from __future__ import annotations
 import warnings
 from pathlib import Path
 
+import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
@@ -62,3 +63,62 @@ def test_replay_dataset_on_ray_equals_local(data_dataset):
     key = ["policy", "session_id", "budget"]
     assert_frame_equal(on_ray.replay.sessions.sort(key), here.replay.sessions.sort(key), check_exact=True,
                        check_dtypes=False)
+
+
+@pytest.mark.parametrize("which", ["data", "synthetic"])
+def test_replay_dataset_warns_of_the_same_unpriced_calls(which, data_dataset, synthetic_dataset, tmp_path):
+    root = data_dataset if which == "data" else synthetic_dataset
+    prices = tmp_path / "prices.json"  # synth-mini priced, the other models not: a partial table
+    prices.write_text('{"synth-mini": {"input_cost_per_token": 1e-6, "output_cost_per_token": 2e-6}, '
+                      '"synth-small": {"input_cost_per_token": 1e-6, "output_cost_per_token": 2e-6}}')
+    messages = dataset_corpus(root).messages
+    with warnings.catch_warnings(record=True) as in_memory:
+        warnings.simplefilter("always")
+        expected = replay(messages, BUDGETS, window=64_000, reserve=16_384, policy=["libpanto", "pi"], prices=prices)
+    for task_rows in (1, 10**9):
+        with warnings.catch_warnings(record=True) as streamed:
+            warnings.simplefilter("always")
+            got = replay_dataset(root, BUDGETS, window=64_000, reserve=16_384, policy=["libpanto", "pi"],
+                                 prices=prices, task_rows=task_rows).replay
+        assert [str(w.message) for w in streamed] == [str(w.message) for w in in_memory]
+        assert got.unpriced is not None and expected.unpriced is not None
+        assert_frame_equal(got.unpriced, expected.unpriced, check_exact=True)
+    assert expected.unpriced.height > 0 and len(in_memory) == expected.unpriced.height
+
+
+@pytest.fixture(scope="module")
+def tool_dataset(tmp_path_factory) -> Path:
+    """A synthetic dataset with tool references and recorded compactions (so the loss has something to count)."""
+    root = tmp_path_factory.mktemp("tools") / "ds"
+    write_synthetic_dataset(root, 150, seed=11, buckets=8, chunk=60, tools=True)
+    return root
+
+
+@pytest.mark.parametrize("policy", [None, ["libpanto", "claude-code", "pi"]])
+def test_the_table_from_the_kept_columns_equals_in_memory(policy, tool_dataset, tmp_path):
+    from panto_analytics.policy.replay.summary import TABLE_COLUMNS
+
+    prices = tmp_path / "prices.json"  # synth-mini and synth-pro priced: cost quantiles over real numbers
+    prices.write_text('{"synth-mini": {"input_cost_per_token": 1e-6, "output_cost_per_token": 2e-6}, '
+                      '"synth-pro": {"input_cost_per_token": 3e-6, "output_cost_per_token": 9e-6}}')
+    kw = dict(window=64_000, reserve=16_384, policy=policy, prices=prices)
+    messages = dataset_corpus(tool_dataset).messages
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = replay(messages, BUDGETS, **kw)
+        lost = loss(messages, r, horizon=20)
+        rows: list[tuple[pl.DataFrame, pl.DataFrame]] = []
+        got = replay_dataset(tool_dataset, BUDGETS, with_loss=True, task_rows=1, keep=TABLE_COLUMNS,
+                             on_rows=lambda e, s: rows.append((e, s)), **kw)
+    summarize = compare_policies if policy else summarize_replay
+    expected = with_loss_columns(summarize(lost.events, lost.sessions), lost.events)
+    assert got.loss_events is not None
+    table = with_loss_columns(summarize(got.replay.events, got.replay.sessions), got.loss_events)
+    assert_frame_equal(table, expected, check_exact=True)
+    assert table["orphan_calls"].sum() > 0 and table["cost_p50_usd"].drop_nulls().len() > 0
+    # Only the kept columns are held; every row went to on_rows whole.
+    assert set(got.replay.sessions.columns) <= set(TABLE_COLUMNS[1]) and got.replay.sessions.width < lost.sessions.width
+    key = [c for c in ("policy", "session_id", "budget") if c in lost.sessions.columns]
+    assert_frame_equal(pl.concat([s for _, s in rows]).sort(key), lost.sessions.sort(key), check_exact=True)
+    assert_frame_equal(pl.concat([e for e, _ in rows]).sort([*key, "event"]), lost.events.sort([*key, "event"]),
+                       check_exact=True)

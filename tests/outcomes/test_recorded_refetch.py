@@ -5,6 +5,7 @@ import polars as pl
 import pytest
 from conftest import REALDATA, examples
 from hypothesis import given, settings
+from hypothesis import strategies as st
 from test_orphan_loss import REF_TYPES, sessions_and_cuts
 from tool_sessions import pi_session
 
@@ -93,3 +94,50 @@ def test_the_pi_compactions_are_checked_against_a_baseline():
     assert (recorded["orphan_targets"] > 0).all() and (recorded["refetched_targets"] <= recorded["orphan_targets"]).all()
     # large-session.jsonl reaches the first size, never the second
     assert cuts.filter(pl.col("cut") == "baseline")["context"].to_list() == [175_004]
+
+
+def literal_summary(cuts: pl.DataFrame) -> pl.DataFrame:
+    """The summary as one group_by over every cut (what refetch_summary computed before it merged partials)."""
+    from panto_analytics.outcomes.orphan_loss import orphan_rate
+    from panto_analytics.outcomes.recorded_refetch import SUMMED
+
+    return (cuts.lazy().group_by("source_format", "cut")
+            .agg(cuts=pl.len().cast(pl.UInt32), **{c: pl.col(c).sum() for c in SUMMED},
+                 reoriented=pl.col("reorientation").is_not_null().sum().cast(pl.UInt32),
+                 reorientation_median=pl.col("reorientation").median(),
+                 reorientation_start_median=pl.col("reorientation_start").median())
+            .with_columns(repeat_rate=orphan_rate("repeat_reads", "window_calls"), orphan_rate=orphan_rate(),
+                          refetched_share=orphan_rate("refetched_targets", "orphan_targets"))
+            .sort("source_format", "cut", descending=[False, True]).collect())
+
+
+@st.composite
+def cut_rows_and_split(draw):
+    from panto_analytics.outcomes.recorded_refetch import MEDIANS, SUMMED
+
+    n = draw(st.integers(0, 40))
+    small = st.integers(0, 6)
+    maybe = st.one_of(st.none(), st.integers(0, 9))
+    frame = pl.DataFrame({
+        "source_format": pl.Series(draw(st.lists(st.sampled_from(["pi", "codex"]), min_size=n, max_size=n)),
+                                   dtype=pl.String),
+        "cut": pl.Series(draw(st.lists(st.sampled_from(["compaction", "baseline"]), min_size=n, max_size=n)),
+                         dtype=pl.String),
+        **{c: pl.Series(draw(st.lists(small, min_size=n, max_size=n)), dtype=pl.UInt32) for c in SUMMED},
+        **{m: pl.Series(draw(st.lists(maybe, min_size=n, max_size=n)), dtype=pl.UInt32) for m in MEDIANS},
+    })
+    cuts = sorted(draw(st.sets(st.integers(1, max(n - 1, 1)), max_size=4)))
+    return frame, [0, *cuts, n]
+
+
+@settings(max_examples=examples(100))
+@given(cut_rows_and_split())
+def test_partials_of_any_split_merge_to_the_literal_summary(drawn):
+    from polars.testing import assert_frame_equal
+
+    from panto_analytics.outcomes.recorded_refetch import merge_refetch_partials, refetch_partials
+
+    frame, bounds = drawn
+    parts = [refetch_partials(frame.slice(a, b - a)) for a, b in zip(bounds, bounds[1:])]
+    assert_frame_equal(merge_refetch_partials(parts), literal_summary(frame), check_exact=True)
+    assert_frame_equal(refetch_summary(frame), literal_summary(frame), check_exact=True)

@@ -22,7 +22,7 @@ from ...schema import BUDGET
 from .engine import Replay
 from .policies import POLICIES
 
-__all__ = ["PriceSpec", "bill_replay_result", "resolve_prices", "summarizer_cached"]
+__all__ = ["PriceSpec", "bill_replay_result", "resolve_prices", "summarizer_cached", "warn_unpriced"]
 
 #: What ``prices=`` accepts: True (genai-prices, offline), a loaded table, or a LiteLLM price file.
 PriceSpec = Prices | str | Path | bool
@@ -74,7 +74,18 @@ def bill_replay_result(result: Replay, messages: pl.DataFrame | pl.LazyFrame, pr
 
     events, sessions = bill_replay(messages, result.events, result.sessions, keys=keys,
                                    summary_tokens=result.summary_tokens, price=price, cached=cached)
-    for model, calls, tokens in (missing[0].iter_rows() if missing else ()):
+    left = missing[0] if missing else pl.DataFrame(schema=_UNPRICED)
+    warn_unpriced(left)
+    return replace(result, events=events, sessions=sessions, price_source=table.source, unpriced=left)
+
+
+_UNPRICED = {"model": pl.String, "api_calls": pl.UInt64, "tokens": pl.UInt64}
+
+
+def warn_unpriced(unpriced: pl.DataFrame) -> None:
+    """One :class:`~panto_analytics.outcomes.cost.UnpricedWarning` per model of ``unpriced`` (a replay's
+    :attr:`~panto_analytics.policy.replay.engine.Replay.unpriced`, or the merge of several): how many of its
+    recorded calls and tokens went unpriced."""
+    for model, calls, tokens in unpriced.iter_rows():
         warnings.warn(UnpricedWarning(f"no price for model {model}: {counted(calls, 'recorded call')}, "
-                                      f"{counted(tokens, 'token')} unpriced (their sessions' costs are null)"), stacklevel=2)
-    return replace(result, events=events, sessions=sessions, price_source=table.source)
+                                      f"{counted(tokens, 'token')} unpriced (their sessions' costs are null)"), stacklevel=3)

@@ -144,6 +144,9 @@ class Replay:
     summary_source: str = "given"
     #: The price table that billed the calls (``replay(..., prices=...)``); None when nothing was billed.
     price_source: str | None = None
+    #: The recorded calls the price table left unpriced, one row per model (``model``, ``api_calls``,
+    #: ``tokens``; :func:`~panto_analytics.outcomes.cost.unpriced`); None when nothing was billed.
+    unpriced: pl.DataFrame | None = None
 
 
 def _check_size(name: str, value: int) -> int:

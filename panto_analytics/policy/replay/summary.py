@@ -17,7 +17,18 @@ import polars as pl
 
 from ...schema import BUDGET, SESSION
 
-__all__ = ["compare_policies", "cost_columns", "events_as_splits", "summarize_replay"]
+__all__ = ["TABLE_COLUMNS", "compare_policies", "cost_columns", "events_as_splits", "summarize_replay"]
+
+#: The columns of a replay's events and of its session rows that the per-budget tables read
+#: (:func:`summarize_replay`, :func:`compare_policies`, and the loss columns'
+#: :func:`~panto_analytics.outcomes.orphan_loss.with_loss_columns`): a dataset's replay keeps only these of
+#: each task's rows (``replay_dataset(..., keep=TABLE_COLUMNS)``) and gives the same table.
+TABLE_COLUMNS: tuple[tuple[str, ...], tuple[str, ...]] = (
+    ("policy", BUDGET, "kept_turns", "kept_tokens", "summarized_tokens", "kept_messages", "split_turn", "request_bytes",
+     "window_calls", "orphan_calls", "refetch_tokens", "repeat_reads", "refetched_orphans"),
+    ("policy", BUDGET, "n_compactions", "overflow", "ineffective", "recorded_cost_usd", "summarizer_cost_usd",
+     "total_cost_usd"),
+)
 
 #: The cost columns of a billed replay's table (:func:`cost_columns`), in their order.
 COST_TABLE_COLUMNS = ("cost_p50_usd", "cost_p90_usd", "cost_usd", "recorded_cost_usd", "summarizer_cost_usd",

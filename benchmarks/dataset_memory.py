@@ -1,0 +1,137 @@
+"""Peak memory of the commands that stream over a dataset, against the number of sessions.
+
+``python -m benchmarks.dataset_memory --sessions 10000 100000 1000000`` writes
+a synthetic dataset per size (:func:`benchmarks.synth_dataset.write_synthetic_dataset`
+with tool references and recorded compactions, ``tools=True``; chunk by
+chunk, so writing holds one chunk, whatever the size; reused when already
+there), then runs each command on it, as a user types it, each in a fresh
+process:
+
+- ``cost DS --by day --by model``;
+- ``replay DS -w 64k -b 20k --cost --loss`` (with ``--sessions`` and ``--events`` written to files: the rows
+  a user asks for are written as they come, not held);
+- ``loss DS --cuts FILE`` (the re-fetch check, its cut rows written to a file).
+
+Each figure is the peak resident memory of that process alone
+(``ru_maxrss`` of the child from ``os.wait4``), and its wall time. That
+figure includes what the process had before ``exec``, so this driver stays
+small: it imports no Polars and writes the datasets in child processes too
+(their own peaks are the ``write`` rows). The load average is read before and
+after each size; the table says both. No figure here is a test.
+
+Fewer messages per session (``--median-turns``) make the largest sizes fit a small machine; the table says
+how many messages each size has.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+__all__ = ["COMMANDS", "format_table", "main", "measure", "run"]
+
+_REPO = Path(__file__).resolve().parent.parent
+
+#: The commands measured, by name: their arguments after the dataset (``{out}``: a folder for their files).
+COMMANDS: dict[str, list[str]] = {
+    "cost": ["cost", "{ds}", "--by", "day", "--by", "model", "-o", "/dev/null"],
+    "replay": ["replay", "{ds}", "-w", "64k", "-b", "20k", "--cost", "--loss", "-o", "/dev/null",
+               "--sessions", "{out}/sessions.parquet", "--events", "{out}/events.parquet"],
+    "loss": ["loss", "{ds}", "-o", "/dev/null", "--cuts", "{out}/cuts.parquet"],
+}
+
+_CLI = "import sys; from panto_analytics.cli import main; sys.argv[0] = 'panto-analytics'; main()"
+
+
+def _env() -> dict[str, str]:
+    path = os.pathsep.join(p for p in (str(_REPO), os.environ.get("PYTHONPATH")) if p)
+    return {**os.environ, "PYTHONPATH": path}
+
+
+def measure(argv: list[str]) -> dict:
+    """Run ``argv`` in a fresh process; its exit code, wall seconds and peak RSS (MiB, ``ru_maxrss``)."""
+    t0 = time.perf_counter()
+    child = subprocess.Popen(argv, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    assert child.stderr is not None
+    err = child.stderr.read()
+    _, status, usage = os.wait4(child.pid, 0)
+    child.returncode = os.waitstatus_to_exitcode(status)
+    seconds = time.perf_counter() - t0
+    if child.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv[3:])} exited {child.returncode}: {err.decode()[-2000:]}")
+    return {"seconds": seconds, "peak_rss_mib": usage.ru_maxrss / 1024}
+
+
+def _load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def _write(root: Path, sessions: int, seed: int, median_turns: float, chunk: int) -> dict:
+    """Write the dataset (in a child process, measured), unless it is there already."""
+    if (root / "dataset.json").exists():
+        return {}
+    code = ("import sys; from pathlib import Path; from benchmarks.synth_dataset import write_synthetic_dataset; "
+            f"write_synthetic_dataset(Path({str(root)!r}), {sessions}, seed={seed}, buckets=256, chunk={chunk}, "
+            f"tools=True, median_turns={median_turns})")
+    return measure([sys.executable, "-c", code])
+
+
+def run(sizes: list[int], workdir: Path, *, commands: list[str], seed: int = 1, median_turns: float = 10,
+        chunk: int = 50_000) -> list[dict]:
+    """Every (size, command) measured in its own process; the ``write`` row when the dataset was written now."""
+    rows = []
+    for n in sizes:
+        root = workdir / f"synth-{n}-{seed}-t{median_turns:g}"
+        load_before = _load()
+        wrote = _write(root, n, seed, median_turns, chunk)
+        info = json.loads((root / "dataset.json").read_text())
+        found = [("write", wrote)] if wrote else []
+        out = workdir / f"out-{n}"
+        out.mkdir(parents=True, exist_ok=True)
+        for name in commands:
+            args = [a.format(ds=root, out=out) for a in COMMANDS[name]]
+            found.append((name, measure([sys.executable, "-c", _CLI, *args])))
+        load_after = _load()
+        for name, m in found:
+            row = {"sessions": info["sessions"], "messages": info["messages"], "command": name, **m,
+                   "load_before": load_before, "load_after": load_after}
+            rows.append(row)
+            print(json.dumps(row), file=sys.stderr, flush=True)
+    return rows
+
+
+def format_table(rows: list[dict]) -> str:
+    """A Markdown table of the measurements."""
+    lines = ["| sessions | messages | command | seconds | peak RSS (MiB) | load average (before; after) |",
+             "|---:|---:|---|---:|---:|---|"]
+    for r in rows:
+        lines.append(f"| {r['sessions']:,} | {r['messages']:,} | {r['command']} | {r['seconds']:.1f} | "
+                     f"{r['peak_rss_mib']:,.0f} | {r['load_before']}; {r['load_after']} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> list[dict]:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.dataset_memory", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sessions", type=int, nargs="+", default=[10_000, 100_000], help="sessions per dataset")
+    ap.add_argument("--commands", default=",".join(COMMANDS), help=f"which of {', '.join(COMMANDS)} (default all)")
+    ap.add_argument("--median-turns", type=float, default=10, help="turns per session, median (default 10)")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--chunk", type=int, default=50_000, help="sessions generated and written at a time")
+    ap.add_argument("--workdir", type=Path, default=Path("/tmp/panto-dataset-memory"), help="where datasets go")
+    a = ap.parse_args(argv)
+    names = a.commands.split(",")
+    unknown = [c for c in names if c not in COMMANDS]
+    if unknown:
+        ap.error(f"unknown command {unknown[0]!r}: choose from {', '.join(COMMANDS)}")
+    a.workdir.mkdir(parents=True, exist_ok=True)
+    rows = run(a.sessions, a.workdir, commands=names, seed=a.seed, median_turns=a.median_turns, chunk=a.chunk)
+    print(format_table(rows))
+    return rows
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,26 @@
+"""FrameSink: a table written piece by piece is the file write_frame writes of the whole."""
+from __future__ import annotations
+
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+
+from panto_analytics.cli.frame_sink import FrameSink
+from panto_analytics.cli.options import write_frame
+
+WHOLE = pl.DataFrame({"a": [1, 2, 3, 4], "b": ["x", None, "z", "w"], "c": [0.5, 1.5, None, 2.0]})
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".json", ".ndjson", ".parquet"])
+@pytest.mark.parametrize("bounds", [[0, 4], [0, 0, 4], [0, 1, 1, 3, 4], [0, 0]])
+def test_pieces_make_the_file_of_the_whole(tmp_path, suffix, bounds):
+    whole = WHOLE.head(bounds[-1])
+    write_frame(whole, tmp_path / f"whole{suffix}")
+    with FrameSink(tmp_path / f"pieces{suffix}") as sink:
+        for a, b in zip(bounds, bounds[1:]):
+            sink(whole.slice(a, b - a))
+    if suffix == ".parquet":
+        assert_frame_equal(pl.read_parquet(tmp_path / f"pieces{suffix}"), pl.read_parquet(tmp_path / f"whole{suffix}"))
+    else:
+        assert (tmp_path / f"pieces{suffix}").read_bytes() == (tmp_path / f"whole{suffix}").read_bytes()
+    assert sink.rows == whole.height
