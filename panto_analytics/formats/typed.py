@@ -32,7 +32,7 @@ import orjson
 import pyarrow as pa
 
 from ..schema import MAX_USAGE
-from .base import SourceFile
+from .base import COMPRESSED_SUFFIXES, SourceFile
 from .jsonl import records
 
 __all__ = ["Counter", "Fallback", "TYPED_ERRORS", "TypedLines", "one_per_line", "plain", "raw_json", "typed_records",
@@ -195,7 +195,7 @@ class TypedLines(Generic[T]):
     truncated, malformed or pretty-printed line reported as it reports them. Whole chunks of lines
     (:data:`.jsonl.CHUNK` bytes) are decoded at once where :func:`one_per_line` and :func:`valid_utf8` hold
     and every line fits the shape (one ``decode_lines`` call, the garbage collector paused: the records
-    hold no cycles); a chunk that does not is read line by line, each line typed where it fits
+    hold no cycles); a chunk that does not, and a compressed file, is read line by line, each line typed where it fits
     (:func:`plain`). :meth:`raw` gives the bytes of the line just yielded, for a reader that hands a typed
     record back to its plain checks (:class:`Fallback`).
 
@@ -220,7 +220,10 @@ class TypedLines(Generic[T]):
         self._at = (0, 0)  # a line of it and where that line starts
 
     def __iter__(self) -> Iterator[tuple[int, T | Any]]:
-        return records(self.src, self._one, self._bulk)
+        # A compressed file is read line by line: a damaged one must fail (or stop) where the lines before the
+        # damage have been read, as the line-by-line reader does, not a chunk ahead.
+        compressed = self.src.path.suffix in COMPRESSED_SUFFIXES
+        return records(self.src, self._one, None if compressed else self._bulk)
 
     def raw(self, lineno: int) -> bytes:
         """The bytes of line ``lineno``, the line of the record last yielded."""

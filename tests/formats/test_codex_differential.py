@@ -6,6 +6,7 @@ Each file is read twice by the typed reader: with the package's chunk size, and 
 (:data:`.jsonl.CHUNK` lowered), so that chunks decoded whole and chunks read line by line meet in one file."""
 from __future__ import annotations
 
+import gzip
 import tempfile
 from pathlib import Path
 
@@ -48,6 +49,15 @@ def test_fixture(path):
 @pytest.mark.parametrize("path", REAL_FILES, ids=lambda p: p.parent.name + "/" + p.name)
 def test_real_recording(path):
     _agree(path)
+
+
+@pytest.mark.parametrize("cut", [None, 40, 400])
+def test_compressed(tmp_path, cut):
+    """A ``.gz`` rollout, whole or cut short (read up to its last whole line, the damage counted or raised)."""
+    data = gzip.compress((FIXTURES / "codex" / "calls.jsonl").read_bytes())
+    f = tmp_path / "calls.jsonl.gz"
+    f.write_bytes(data if cut is None else data[:-cut])
+    _agree(f)
 
 
 CALLS = (FIXTURES / "codex" / "calls.jsonl").read_bytes().splitlines()
