@@ -3,8 +3,8 @@
 ``python -m benchmarks.typed_readers --format codex --copies 20 --rounds 3``: the
 real recordings of the format (pi or Codex) copied ``copies`` times with fresh
 ids (:mod:`benchmarks.real_formats`), then, ``rounds`` times, one fresh process
-per reader, interleaved, each timing the best of five cold ingests
-(``read_sessions``, no cache, one process), the best of five parses alone
+per reader, interleaved, each timing the best of ``repeat`` (5) cold ingests
+(``read_sessions``, no cache, one process), the best of as many parses alone
 (the adapter's ``parse`` over every file, no frame: the decoding and the
 format's rules) and the orjson parse-only floor of the same bytes, in wall
 and CPU seconds. The
@@ -88,10 +88,11 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--format", choices=sorted(ORACLES), default="pi")
     parser.add_argument("--copies", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=5, help="timings per process, the best kept (default 5)")
     parser.add_argument("--measure", nargs="+", help=argparse.SUPPRESS)  # internal: READER PATHS...
     args = parser.parse_args(argv)
     if args.measure:
-        print(json.dumps(measure(args.format, args.measure[0], [Path(p) for p in args.measure[1:]])))
+        print(json.dumps(measure(args.format, args.measure[0], [Path(p) for p in args.measure[1:]], args.repeat)))
         return []
     shared = shared_dir()
     if shared is None:
@@ -104,7 +105,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
         for _ in range(args.rounds):
             for reader in READERS:
                 out = subprocess.run([sys.executable, "-m", "benchmarks.typed_readers", "--format", args.format,
-                                      "--measure", reader, *map(str, paths)],
+                                      "--repeat", str(args.repeat), "--measure", reader, *map(str, paths)],
                                      capture_output=True, text=True, check=True)
                 row = json.loads(out.stdout)
                 row["load"] = os.getloadavg()[0]
