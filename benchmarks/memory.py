@@ -49,7 +49,7 @@ __all__ = ["resident"]
 _CHILD = """import gc, json, os, sys
 from panto_analytics.ingest import parallel
 if json.loads(sys.argv[4]):
-    parallel.launch()  # first thing, as the command line does: the read parses on the worker
+    parallel.launch(method=json.loads(sys.argv[4]))  # first thing, as the command line does: the read parses there
 import polars as pl
 from panto_analytics.ingest import read_files
 
@@ -91,7 +91,7 @@ print(json.dumps({"messages": frame.height, "hits": read.cache.hits if read.cach
 
 
 def resident(paths: list[Path], cache: str | Path | None = None, *, libraries_at_base: bool = True,
-             launch: bool = False) -> dict:
+             launch: bool | str = False) -> dict:
     """Memory figures of ``read_files(paths, cache=cache)`` in a fresh process (a filled cache: a re-read).
 
     ``peak_over_frame`` is meaningful only when the read raised the peak
@@ -99,16 +99,17 @@ def resident(paths: list[Path], cache: str | Path | None = None, *, libraries_at
     ``libraries_at_base``: page in the libraries' mapped files before the
     base is taken, so that their pages are not counted as the read's (see
     the module docstring); False: count them, as the first measurements did.
-    ``launch``: start the parsing worker first, as the command line does
-    (``parallel.launch``): the figures are then those of the process that
-    holds the frames, not of the one that parsed.
+    ``launch``: start the parsing workers first, as the command line does
+    (``parallel.launch``; True: forked, as by default, or ``"fork"`` or
+    ``"spawn"``): the figures are then those of the process that holds the
+    frames, not of those that parsed.
     """
     if not Path("/proc/self/statm").exists():
         return {"available": False, "note": "not available: no /proc/self/statm"}
     names = [str(p) for p in paths]
     args = [sys.executable, "-c", _CHILD, orjson.dumps(names).decode(),
             orjson.dumps(None if cache is None else str(cache)).decode(), orjson.dumps(libraries_at_base).decode(),
-            orjson.dumps(launch).decode()]
+            orjson.dumps("fork" if launch is True else launch or None).decode()]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(Path(__file__).resolve().parent.parent),
                                                                     os.environ.get("PYTHONPATH")) if p)}
     try:

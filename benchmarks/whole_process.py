@@ -12,7 +12,9 @@ process and its children):
 - ``panto-analytics ingest TREE -o messages.parquet`` into an empty cache
   (as a user runs it: the default cache, here a fresh folder each round);
 - ``panto-analytics ingest TREE -q`` into an empty cache (the cache's cost)
-  and with ``--no-cache``;
+  and with ``--no-cache``, the latter also with ``PANTO_ANALYTICS_WORKERS``
+  ``spawn`` (one spawned parsing worker) and ``off`` (none) beside the
+  default forked workers (``--workers-only``: only those three);
 - the same read cached (a re-read), and ``panto-analytics --help``;
 - the cached re-read of ``--reread-files`` tiny files, as a whole process
   and (the benchmark's own figure, ``ingest_scale.reread_many``) in process.
@@ -41,6 +43,7 @@ from pathlib import Path
 import click
 
 import panto_analytics
+from panto_analytics.cli.launch import WORKERS_ENV
 
 from .ingest_scale import ccusage_binary, reread_many, write_tiny_sessions
 from .real_formats import write_copies
@@ -120,7 +123,10 @@ def _cli() -> list[str]:
 @click.option("--in-process", is_flag=True, help="Also the cache's cost on a cold read in process, by CPU time.")
 @click.option("--whole/--no-whole", default=True, show_default=True,
               help="Time the Claude Code commands as whole processes (--no-whole: only what else is asked).")
-def main(copies: int, rounds: int, memory: bool, reread_files: int, in_process: bool, whole: bool) -> None:
+@click.option("--workers-only", is_flag=True, help="Of the Claude Code commands, time only the --no-cache reads: "
+              f"with the default parsing workers (forked), and with {WORKERS_ENV}=spawn and =off.")
+def main(copies: int, rounds: int, memory: bool, reread_files: int, in_process: bool, whole: bool,
+         workers_only: bool) -> None:
     """Time Claude Code ingest against ccusage, whole processes, side by side."""
     source = REPO.parent / "shared" / "realdata" / "claude-code"
     if not source.is_dir():
@@ -140,10 +146,13 @@ def main(copies: int, rounds: int, memory: bool, reread_files: int, in_process: 
                                                                        "messages.parquet"], fresh_cache=True),
             Command("ingest TREE -q (empty cache)", [*cli, "ingest", str(tree), "-q"], fresh_cache=True),
             Command("ingest TREE --no-cache -q", [*cli, "ingest", str(tree), "--no-cache", "-q"]),
-            Command("ingest TREE --no-cache -q --jobs 1 (no worker)", [*cli, "ingest", str(tree), "--no-cache", "-q",
-                                                                       "--jobs", "1"]),
+            *[Command(f"ingest TREE --no-cache -q, {WORKERS_ENV}={mode}", [*cli, "ingest", str(tree), "--no-cache",
+                                                                          "-q"], {WORKERS_ENV: mode})
+              for mode in ("spawn", "off")],
             Command("ingest TREE -q (cached)", [*cli, "ingest", str(tree), "-q", "--cache", str(warm)]),
         ]
+        if workers_only:
+            commands = [c for c in commands if "--no-cache" in c.argv]
         if reread_files:
             many, many_cache = work / "many", work / "many-cache"
             write_tiny_sessions(many, reread_files)
@@ -164,7 +173,7 @@ def main(copies: int, rounds: int, memory: bool, reread_files: int, in_process: 
             wall, cpu = min(c.walls), min(c.cpus)
             versus = f"  {wall / min(base.walls):5.2f}x wall  {cpu / min(base.cpus):5.2f}x CPU" if base else ""
             click.echo(f"  {c.name:<48}{wall:6.2f} s wall {cpu:6.2f} s CPU{versus}")
-        if whole:
+        if whole and not workers_only:
             cold, bare = (next(c for c in commands if c.name == n) for n in ("ingest TREE -q (empty cache)",
                                                                                "ingest TREE --no-cache -q"))
             click.echo(f"  empty cache / --no-cache, whole processes: {min(cold.walls) / min(bare.walls):.2f}x wall, "
@@ -180,9 +189,9 @@ def main(copies: int, rounds: int, memory: bool, reread_files: int, in_process: 
         if memory:
             from .memory import resident
 
-            for launch in (True, False):
+            for launch in ("fork", "spawn", None):
                 m = resident(paths, launch=launch)
-                where = "the parsing worker launched first" if launch else "parsed in the same process"
+                where = f"parsing workers launched first ({launch})" if launch else "parsed in the same process"
                 click.echo(f"  resident after a cold read, {where}: "
                            f"{m.get('resident_bytes_per_message', float('nan')):.0f} bytes/message "
                            f"({m.get('messages')} messages)")

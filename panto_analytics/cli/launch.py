@@ -1,35 +1,63 @@
-"""A parsing worker started before the command's own imports: the read's imports overlap, its memory stays there."""
+"""Parsing workers started before the command's own work: both cores parse, the parser's memory stays there."""
 from __future__ import annotations
 
 import functools
+import os
 import sys
 
 import click
 
-__all__ = ["READ_KEY", "launching"]
+__all__ = ["READ_KEY", "WORKERS_ENV", "launching"]
 
 #: Where ``input_options`` keep the read options on the click context (``cli.options``).
 READ_KEY = "panto_analytics.read"
 
+#: How a command starts its parsing workers: ``fork`` (the default), ``spawn``, or ``off`` (parse in the
+#: command's own process, and in a pool of spawned workers only when a read is big enough for one).
+WORKERS_ENV = "PANTO_ANALYTICS_WORKERS"
+
+_WORKER_MODES = ("fork", "spawn", "off")
+
+
+def _mode() -> str:
+    mode = os.environ.get(WORKERS_ENV, "").strip().lower() or "fork"
+    if mode not in _WORKER_MODES:
+        raise click.UsageError(f"{WORKERS_ENV}={os.environ[WORKERS_ENV]!r}: expected one of {', '.join(_WORKER_MODES)}")
+    return mode
+
 
 def launching(fn):
-    """Run the command with a parsing worker started before anything else (unless ``--jobs 1``).
+    """Run the command with its parsing workers started before anything else (unless ``--jobs 1``).
 
-    The worker imports the parsers (Polars, Arrow, the adapters) while this
-    process imports what the command needs and finds the files; the read
-    then parses on it (:func:`panto_analytics.ingest.parallel.launch`), and
-    it ends with the command. A process that has the parsers already (a
-    test or a notebook calling the command) starts none: there is no import
-    left to overlap.
+    By default (:data:`WORKERS_ENV` unset or ``fork``) this process imports
+    the parsers (Polars, Arrow, the adapters) and forks one worker per core
+    before any of them has run: the workers share those imports, and the
+    read hands them its batches, contiguous runs of files of about equal
+    bytes, while this process waits and keeps only the frames
+    (:func:`panto_analytics.ingest.parallel.launch`). ``spawn`` starts one
+    worker that imports the parsers itself while this process imports what
+    the command needs; ``off`` starts none. The workers end with the
+    command. A process that has the parsers already (a test or a notebook
+    calling the command) starts none, nor does a command over a dataset
+    folder (nothing to parse).
     """
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        from ..ingest import parallel  # the standard library only: the worker starts before Polars loads here
+        from ..ingest import parallel  # the standard library only: nothing heavy is imported before the launch
 
-        if parallel.PARSER_MODULE not in sys.modules:
-            parallel.launch(click.get_current_context().meta.get(READ_KEY, {}).get("jobs"))
+        mode = _mode()
+        if mode != "off" and parallel.PARSER_MODULE not in sys.modules and not _names_a_dataset(kwargs.get("paths")):
+            parallel.keep_pandas_out()  # session files are read here, never on Ray; forked workers inherit it
+            parallel.launch(click.get_current_context().meta.get(READ_KEY, {}).get("jobs"), method=mode)
         try:
             return fn(*args, **kwargs)
         finally:
             parallel.close()
     return wrapper
+
+
+def _names_a_dataset(paths) -> bool:
+    """Whether PATHS name a dataset folder (read from its Parquet, here or on Ray: nothing to parse)."""
+    from ..dataset.info import is_dataset
+
+    return any(is_dataset(p) for p in paths or ())

@@ -51,9 +51,28 @@ def _has_fast_path(format: str | None, path: PathLike) -> bool:
         return False
 
 
-def batches(keys: list[FileKey], jobs: int | None, pool_from: int) -> list[list[FileKey]]:
-    """Consecutive files grouped into tasks, small enough to keep every process busy."""
+#: Below this many bytes a batch is not split further to share it between forked workers: each batch pays
+#: fixed costs (its frame's trip back, the fast path's set-up).
+MIN_SHARED_BATCH_BYTES = 1_000_000
+
+
+def batches(keys: list[FileKey], jobs: int | None, pool_from: int, *, shared_by: int = 0) -> list[list[FileKey]]:
+    """Consecutive files grouped into tasks, small enough to keep every process busy.
+
+    ``shared_by``: that many forked workers take the batches in file order
+    (:func:`parallel.launched_workers`); the files are then cut into a
+    multiple of that many runs of about equal bytes, so that the workers
+    finish together.
+
+    >>> from panto_analytics.ingest.cache import FileKey
+    >>> sizes = [3_000_000, 3_000_000, 2_000_000, 4_000_000, 4_000_000]
+    >>> keys = [FileKey(f"f{i}", f"/f{i}", size, 0, 0) for i, size in enumerate(sizes)]
+    >>> [[k.path for k in b] for b in batches(keys, 2, 10**9, shared_by=2)]
+    [['f0', 'f1', 'f2'], ['f3', 'f4']]
+    """
     total = sum(k.size for k in keys)
+    if shared_by >= 2:
+        return _balanced(keys, total, shared_by)
     target = BATCH_BYTES
     if total >= pool_from:  # processes will share them: several batches each
         target = max(1, min(BATCH_BYTES, total // (4 * (jobs or parallel.default_jobs()))))
@@ -66,3 +85,16 @@ def batches(keys: list[FileKey], jobs: int | None, pool_from: int) -> list[list[
         groups[-1].append(key)
         size += key.size
     return groups
+
+
+def _balanced(keys: list[FileKey], total: int, workers: int) -> list[list[FileKey]]:
+    """Consecutive runs of files, a multiple of ``workers`` of them, of about equal bytes (each file goes to the
+    run its middle byte falls in), none over :data:`BATCH_FILES` files."""
+    runs = workers * -(-total // (workers * BATCH_BYTES))  # ceil: no run much over BATCH_BYTES
+    runs = max(1, min(runs, len(keys), total // MIN_SHARED_BATCH_BYTES))
+    groups: list[list[FileKey]] = [[] for _ in range(runs)]
+    done = 0
+    for key in keys:
+        groups[min(runs - 1, (2 * done + key.size) * runs // (2 * total or 1))].append(key)
+        done += key.size
+    return [files[j:j + BATCH_FILES] for files in groups if files for j in range(0, len(files), BATCH_FILES)]

@@ -12,12 +12,25 @@ holds any of them); big ones keep every core busy, and the biggest files,
 started first, do not straggle at the end. If the pool breaks (a worker
 killed, say by the OOM killer), the calling process finishes alone.
 
-A program that knows it will read can :func:`launch` a worker first thing
-(the command line does, before it imports Polars): the worker's start and
-imports then overlap the caller's, and :func:`run` gives it the work. Below
-``min_weight`` the launched worker parses everything, one item after the
-other, and the calling process only waits: it holds the results (message
-frames), never the parser's working memory. :func:`close` ends it.
+A program that knows it will read can :func:`launch` its workers first
+thing (the command line does, before it imports Polars), and :func:`run`
+gives them the work. Two ways (:data:`LAUNCH_METHODS`):
+
+- ``"fork"`` (the default where it is safe): :func:`launch` imports the
+  parsers here, then forks ``jobs`` workers at once, before any Polars work
+  has started a thread pool here. The workers share the imports (no second
+  import of Polars and Arrow), and a read's batches (contiguous runs of
+  files, balanced by bytes) are handed to them in file order while the
+  calling process only waits: both cores parse, and the caller holds the
+  results (message frames), never the parser's working memory.
+- ``"spawn"``: one fresh worker that imports the parsers itself, its start
+  overlapping the caller's imports; it parses every batch of a small read,
+  one after the other.
+
+Fork is used only on Linux, and only when Polars and Arrow were not imported
+before :func:`launch` (then nothing has used them, and no thread pool of
+theirs can be caught mid-work by the fork); otherwise a ``"fork"`` launch
+spawns. :func:`close` ends the workers.
 
 >>> run(abs, [-1, -2, 3], weights=[1, 2, 3], jobs=1)
 [1, 2, 3]
@@ -34,6 +47,7 @@ import sys
 import threading
 import time
 import types
+import warnings
 from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -41,7 +55,8 @@ from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from typing import Any, Generic, TypeVar
 
-__all__ = ["MIN_PARALLEL_BYTES", "close", "default_jobs", "keep_pandas_out", "launch", "launched", "run"]
+__all__ = ["LAUNCH_METHODS", "MIN_PARALLEL_BYTES", "close", "default_jobs", "keep_pandas_out", "launch", "launched",
+           "launched_workers", "run"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -61,38 +76,83 @@ def default_jobs() -> int:
         return os.cpu_count() or 1
 
 
-#: The worker pool :func:`launch` started, or None.
+#: The worker pool :func:`launch` started, or None; how it was started; how many workers it holds.
 _launched: ProcessPoolExecutor | None = None
+_launched_method: str | None = None
+_launched_count = 0
 
 #: What a launched worker imports as it starts: the parsing code and its libraries.
 PARSER_MODULE = "panto_analytics.ingest.pipeline"
 
+#: How :func:`launch` starts workers: forked after the imports, or spawned to import on their own.
+LAUNCH_METHODS = ("fork", "spawn")
 
-def launch(jobs: int | None = None, module: str = PARSER_MODULE) -> bool:
-    """Start a worker process now, importing ``module``, so that its start overlaps the caller's own.
+#: Libraries whose thread pools must not be running when a worker is forked: if any was imported before
+#: :func:`launch`, it may have been used, so the launch spawns instead.
+_THREADED_LIBRARIES = ("polars", "pyarrow")
 
-    :func:`run` uses it from then on. Nothing is started with one job, or
-    when a worker is already launched; returns whether one was started. The
-    pool may grow to ``jobs - 1`` workers when a read is big enough for a
-    pool (see :func:`run`).
+
+def _fork_is_safe() -> bool:
+    """Whether forking here cannot catch a library's thread mid-work (see the module docstring)."""
+    return sys.platform.startswith("linux") and not any(name in sys.modules for name in _THREADED_LIBRARIES)
+
+
+def launch(jobs: int | None = None, module: str = PARSER_MODULE, method: str = "fork") -> bool:
+    """Start parsing workers now, so that :func:`run` finds them ready.
+
+    ``method="fork"`` imports ``module`` here and forks ``jobs`` workers
+    that share it (spawned instead where forking is not safe, see
+    :func:`_fork_is_safe`); ``"spawn"`` starts one worker that imports
+    ``module`` itself, its start overlapping the caller's own (the pool may
+    grow to ``jobs - 1`` workers when a read is big enough for a pool, see
+    :func:`run`). Nothing is started with one job, or when workers are
+    already launched; returns whether any was started.
     """
-    global _launched
+    global _launched, _launched_method, _launched_count
+    if method not in LAUNCH_METHODS:
+        raise ValueError(f"method must be one of {LAUNCH_METHODS}, not {method!r}")
     jobs = default_jobs() if jobs is None else jobs
     if _launched is not None or jobs < 2:
         return False
-    pool = ProcessPoolExecutor(max_workers=jobs - 1, mp_context=multiprocessing.get_context("spawn"),
-                               initializer=_start_worker, initargs=(module,))
-    with _main_not_inherited():
-        pool.submit(_ready)  # starts one worker, which imports ``module``
-    _launched = pool
+    if method == "fork" and not _fork_is_safe():
+        method = "spawn"
+    if method == "fork":
+        importlib.import_module(module)  # here, once: the forked workers share it
+        pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("fork"),
+                                   initializer=_ignore_ctrl_c)
+        with warnings.catch_warnings():  # Python 3.12+ warns of any thread; the libraries' own are fork-safe
+            warnings.filterwarnings("ignore", message=".*fork.*", category=DeprecationWarning)
+            pool.submit(_ready)  # forks every worker now, before this process starts any thread of its own
+        _launched_count = jobs
+    else:
+        pool = ProcessPoolExecutor(max_workers=jobs - 1, mp_context=multiprocessing.get_context("spawn"),
+                                   initializer=_start_worker, initargs=(module,))
+        with _main_not_inherited():
+            pool.submit(_ready)  # starts one worker, which imports ``module``
+        _launched_count = 1
+    _launched, _launched_method = pool, method
     return True
 
 
-def _start_worker(module: str) -> None:
-    """A launched worker's start: Ctrl-C is the caller's to handle (it ends the worker), then the imports."""
+def _ignore_ctrl_c() -> None:
+    """Ctrl-C is the caller's to handle (it ends the workers): no traceback from a worker."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _start_worker(module: str) -> None:
+    """A spawned worker's start: Ctrl-C is the caller's to handle, then the imports."""
+    _ignore_ctrl_c()
     keep_pandas_out()
     importlib.import_module(module)
+
+
+def launched_workers() -> int:
+    """How many launched workers share a small read at once: 0 when none is launched.
+
+    Forked workers are all up and share a read's batches; a spawned one
+    parses them one after the other.
+    """
+    return _launched_count if _launched is not None else 0
 
 
 class _NoPandas(importlib.abc.MetaPathFinder):
@@ -133,8 +193,8 @@ def launched() -> bool:
 
 def close() -> None:
     """End the launched workers now, without waiting for one still starting (nothing is left for them)."""
-    global _launched
-    pool, _launched = _launched, None
+    global _launched, _launched_method, _launched_count
+    pool, _launched, _launched_method, _launched_count = _launched, None, None, 0
     if pool is None:
         return
     processes = list(getattr(pool, "_processes", None) or {})
@@ -173,8 +233,8 @@ def run(fn: Callable[[T], R], items: Sequence[T], *, weights: Sequence[int], job
     jobs = default_jobs() if jobs is None else max(1, jobs)
     min_weight = MIN_PARALLEL_BYTES if min_weight is None else min_weight
     small = len(items) < 2 or sum(weights) < min_weight
-    if _launched is not None and items and (small or jobs == 1):
-        return _run_on_launched(_launched, fn, items, on_done, stop)
+    if _launched is not None and items and (small or jobs == 1 or _launched_method == "fork"):
+        return _run_on_launched(_launched, fn, items, on_done, stop, launched_workers())
     if jobs == 1 or small:
         results: list[R | None] = [None] * len(items)
         for i in range(len(items)):  # in order: the first bad file is the one reported
@@ -207,24 +267,63 @@ def run(fn: Callable[[T], R], items: Sequence[T], *, weights: Sequence[int], job
 
 
 def _run_on_launched(pool: ProcessPoolExecutor, fn: Callable[[T], R], items: Sequence[T],
-                     on_done: Callable[[int, R], None] | None, stop: Callable[[R], bool] | None) -> list[R | None]:
-    """Every item on the launched worker, in order, one at a time (so no second worker starts); the rest here
-    if the pool breaks. An exception raised by ``fn`` is raised here."""
+                     on_done: Callable[[int, R], None] | None, stop: Callable[[R], bool] | None,
+                     at_once: int) -> list[R | None]:
+    """Every item on the launched workers, handed out in item order, ``at_once`` at a time (so a spawned pool
+    starts no second worker); the rest here if the pool breaks.
+
+    As each finishes, the next item is handed out. After a ``stop`` result no
+    item is handed out any more, and those handed out already are finished:
+    every item before a stopping one has run. An exception raised by ``fn``
+    is raised here, the first in item order.
+    """
     results: list[R | None] = [None] * len(items)
-    for i in range(len(items)):
-        try:
-            future: Future[R] | None = pool.submit(fn, items[i])
-        except RuntimeError:  # broken (BrokenProcessPool is one) or shut down
-            future = None
-        try:
-            result = future.result() if future is not None else fn(items[i])
-        except BrokenProcessPool:  # the worker died on it: this process does it
-            result = fn(items[i])
+    errors: dict[int, BaseException] = {}
+    flying: dict[Future[R], int] = {}
+    here: list[int] = []  # what a broken pool left to this process
+    stop_at = len(items)  # the first item whose result stopped the run
+    handed = 0
+
+    def finish(i: int, result: R) -> None:
+        nonlocal stop_at
         results[i] = result
         if on_done is not None:
             on_done(i, result)
         if stop is not None and stop(result):
+            stop_at = min(stop_at, i)
+
+    while True:
+        while handed < stop_at and not errors and len(flying) < max(1, at_once):
+            try:
+                future = pool.submit(fn, items[handed])
+            except RuntimeError:  # broken (BrokenProcessPool is one) or shut down: the rest is done here
+                here.extend(range(handed, len(items)))
+                handed = len(items)
+                break
+            flying[future] = handed
+            handed += 1
+        if not flying:
             break
+        done, _ = wait(list(flying), return_when=FIRST_COMPLETED)
+        for future in sorted(done, key=flying.__getitem__):  # in item order
+            i = flying.pop(future)
+            error = future.exception()
+            if isinstance(error, BrokenProcessPool):  # the worker died on it: this process does it, and the rest
+                here.extend([i, *range(handed, len(items))])
+                handed = len(items)
+            elif error is not None:
+                errors[i] = error
+            else:
+                finish(i, future.result())
+    for i in sorted(set(here)):
+        if i > stop_at or (errors and min(errors) < i):
+            break
+        try:
+            finish(i, fn(items[i]))
+        except Exception as e:  # raised below: the first in item order
+            errors[i] = e
+    if errors:
+        raise errors[min(errors)]
     return results
 
 

@@ -239,7 +239,8 @@ def parse_files(files: Sequence[PathLike], *, format: str | None = None, skip_in
     bar.advance(int(sizes[hit].sum()), files=len(found.index), cached=True)
     with bar:
         pool_from = schedule.pool_threshold(todo_keys, format)
-        batches = schedule.batches(todo_keys, jobs, pool_from)
+        shared_by = parallel.launched_workers() if jobs != 1 else 0
+        batches = schedule.batches(todo_keys, jobs, pool_from, shared_by=shared_by)
         batch_results = parallel.run(
             _parse_batch, [(batch, format, skip_invalid, cache) for batch in batches],
             weights=[sum(k.size for k in batch) for batch in batches], jobs=jobs, min_weight=pool_from,

@@ -122,16 +122,99 @@ def cache_split(prompt: pl.Expr, tail_input: pl.Expr, writes: pl.Expr, candidate
     module docstring says which). The three add up to ``prompt``.
     """
     p = prompt.cast(_I)
-    tail = pl.when(writes).then(pl.min_horizontal(tail_input.cast(_I), p)).otherwise(0)
-    read = pl.min_horizontal(candidate.cast(_I).clip(0), p - tail)
-    write = pl.when(writes).then(p - tail - read).otherwise(0)
+    tail = _kept_uncached(p, tail_input, writes)
+    read = _cache_read(p, tail, candidate)
+    write = _cache_write(p, tail, read, writes)
     return [(p - read - write).alias("input"), read.alias("cache_read"), write.alias("cache_write")]
+
+
+def _kept_uncached(prompt: pl.Expr, tail_input: pl.Expr, writes: pl.Expr) -> pl.Expr:
+    """:func:`cache_split`'s uncached tail: the recorded one, within the prompt, where the session writes."""
+    return pl.when(writes).then(pl.min_horizontal(tail_input.cast(_I), prompt)).otherwise(0)
+
+
+def _cache_read(prompt: pl.Expr, tail: pl.Expr, candidate: pl.Expr) -> pl.Expr:
+    """:func:`cache_split`'s read: what the cache holds, within the prompt less its uncached tail."""
+    return pl.min_horizontal(candidate.cast(_I).clip(0), prompt - tail)
+
+
+def _cache_write(prompt: pl.Expr, tail: pl.Expr, read: pl.Expr, writes: pl.Expr) -> pl.Expr:
+    """:func:`cache_split`'s write: the rest, where the session writes its cache."""
+    return pl.when(writes).then(prompt - tail - read).otherwise(0)
 
 
 def _prev(value: pl.Expr) -> pl.Expr:
     """``value`` on the previous call of the same session and model (null on the first): each model has its
-    own cache, so a call reads what the previous call to its model left."""
+    own cache, so a call reads what the previous call to its model left (a window over ``_gm``, one integer
+    per session and model)."""
     return value.shift(1).over("_gm")
+
+
+def _prev_row(value: pl.Expr) -> pl.Expr:
+    """:func:`_prev` over calls sorted by ``_gm``, with ``_same`` (the previous row is of the same session and
+    model): the previous row's ``value``."""
+    return pl.when("_same").then(value.shift(1))
+
+
+def _recorded_calls(lf: pl.LazyFrame) -> pl.LazyFrame:
+    """One row per recorded API call, in session order: ``session_id``, ``seq``, ``model``, ``timestamp``, the
+    recorded :data:`TOKEN_COLUMNS`, ``prompt`` and ``anchor`` (:func:`call_rows` says what each is)."""
+    names = lf.collect_schema().names()
+    w1h = pl.col(CACHE_WRITE_1H).fill_null(0).cast(_I) if CACHE_WRITE_1H in names else pl.lit(0, _I)
+    seq = pl.col(SEQ).cast(_I)
+    write = pl.col("cache_write").cast(_I)
+    anchored = lf.with_columns(
+        _anchor=pl.when(pl.col("has_summary")).then(seq).when(_session_start()).then(-1).forward_fill(),
+        _w1h=w1h,
+    )
+    return anchored.filter(_is_call()).select(
+        SESSION, SEQ, pl.col("model") if "model" in names else pl.lit(None, pl.String).alias("model"),
+        pl.col("timestamp") if "timestamp" in names else pl.lit(None, pl.Datetime("ms", "UTC")).alias("timestamp"),
+        input=pl.col("input").cast(_I), output=pl.col("output").cast(_I), cache_read=pl.col("cache_read").cast(_I),
+        cache_write_5m=write - pl.min_horizontal("_w1h", write), cache_write_1h=pl.min_horizontal("_w1h", write),
+        prompt=pl.col("input").cast(_I) + pl.col("cache_read") + write,
+        anchor="_anchor",
+    )
+
+
+def _rule_columns(calls: pl.LazyFrame, *, restart: bool) -> pl.LazyFrame:
+    """:func:`_recorded_calls` with the rule's columns (:func:`call_rows`); ``restart`` only where asked (the
+    check needs it, the bill does not), and without it the previous call's ``_prev_prompt`` and ``_prev_input``.
+
+    Each model has its own cache: the calls are sorted by session and model (stably: in ``seq`` order within
+    each), where "the previous call to the model" is the previous row, then put back in session order."""
+    gm = (pl.col(SESSION).cast(pl.Categorical).to_physical().cast(pl.UInt64) * 2**32
+          + pl.col("model").cast(pl.Categorical).to_physical().cast(pl.UInt64).fill_null(2**32 - 1))
+    by_model = (calls.with_columns(_gm=gm, _row=pl.int_range(pl.len(), dtype=pl.UInt32))
+                .sort("_gm", maintain_order=True)
+                .with_columns(_same=(pl.col("_gm") == pl.col("_gm").shift(1)).fill_null(False)))
+    wrote = pl.col("cache_write_5m") + pl.col("cache_write_1h") > 0
+    first = ~pl.col("_same")
+    by_model = by_model.with_columns(
+        first=first,
+        head=pl.when(first).then(pl.col("cache_read")).forward_fill(),
+        # The kind of the latest write of the session and model at or before the call (False before any).
+        one_hour=pl.when(wrote).then(pl.col("cache_write_1h") > 0).when(first).then(False).forward_fill(),
+        prev_seq=_prev_row(pl.col(SEQ).cast(_I)),
+        _gap=(pl.col("timestamp") - _prev_row(pl.col("timestamp"))).dt.total_milliseconds(),
+        _prev_prompt=_prev_row(pl.col("prompt")), _prev_input=_prev_row(pl.col("input")),
+    )
+    by_model = by_model.with_columns(
+        fresh=pl.when(pl.col("first")).then(True).otherwise(
+            (pl.col("_gap") <= lifetime_ms(_prev_row(pl.col("one_hour")))).fill_null(True)),
+    )
+    if restart:
+        shrank = (pl.col("anchor") > -1) & (pl.col("prompt") < pl.col("_prev_prompt"))
+        by_model = by_model.with_columns(_shrank=shrank).with_columns(
+            # The first shrink after each recorded summary: where the recorded compaction took effect.
+            restart=pl.col("first") | (pl.col("_shrank")
+                                       & (pl.col("_shrank").cast(_I).cum_sum().over("_gm", "anchor") == 1)),
+        )
+    rule = ["writes", "first", "head", "one_hour", "prev_seq", "fresh",
+            *(["restart"] if restart else ["_prev_prompt", "_prev_input"])]
+    return (by_model.sort("_row")
+            .with_columns(writes=wrote.cast(pl.UInt8).max().over(SESSION).cast(pl.Boolean))
+            .select(*calls.collect_schema().names(), "_gm", *rule))
 
 
 def call_rows(messages: pl.DataFrame | pl.LazyFrame) -> pl.LazyFrame:
@@ -151,52 +234,7 @@ def call_rows(messages: pl.DataFrame | pl.LazyFrame) -> pl.LazyFrame:
     recorded summary before the call, -1 when none) and ``prev_seq`` (the
     previous call's to the model).
     """
-    lf = messages.lazy()
-    names = lf.collect_schema().names()
-    w1h = pl.col(CACHE_WRITE_1H).fill_null(0).cast(_I) if CACHE_WRITE_1H in names else pl.lit(0, _I)
-    has_time = "timestamp" in names
-    seq = pl.col(SEQ).cast(_I)
-    write = pl.col("cache_write").cast(_I)
-    anchored = lf.with_columns(
-        _anchor=pl.when(pl.col("has_summary")).then(seq).when(_session_start()).then(-1).forward_fill(),
-        _w1h=w1h,
-    )
-    calls = anchored.filter(_is_call()).select(
-        SESSION, SEQ, pl.col("model") if "model" in names else pl.lit(None, pl.String).alias("model"),
-        pl.col("timestamp") if has_time else pl.lit(None, pl.Datetime("ms", "UTC")).alias("timestamp"),
-        input=pl.col("input").cast(_I), output=pl.col("output").cast(_I), cache_read=pl.col("cache_read").cast(_I),
-        cache_write_5m=write - pl.min_horizontal("_w1h", write), cache_write_1h=pl.min_horizontal("_w1h", write),
-        prompt=pl.col("input").cast(_I) + pl.col("cache_read") + write,
-        anchor="_anchor",
-    ).with_columns(
-        # One integer per (session, model): the windows below group by it.
-        _gm=(pl.col(SESSION).cast(pl.Categorical).to_physical().cast(pl.UInt64) * 2**32
-             + pl.col("model").cast(pl.Categorical).to_physical().cast(pl.UInt64).fill_null(2**32 - 1)),
-    )
-    wrote = pl.col("cache_write_5m") + pl.col("cache_write_1h") > 0
-    prev_seq = _prev(pl.col(SEQ).cast(_I))
-    first = prev_seq.is_null()
-    gap = (pl.col("timestamp") - _prev(pl.col("timestamp"))).dt.total_milliseconds()
-    shrank = (pl.col("anchor") > -1) & (pl.col("prompt") < _prev(pl.col("prompt")))
-    return (
-        calls.with_columns(
-            writes=wrote.cast(pl.UInt8).max().over(SESSION).cast(pl.Boolean),
-            first=first,
-            head=pl.col("cache_read").first().over("_gm"),
-            one_hour=(pl.when(wrote).then(pl.col("cache_write_1h") > 0).when(first).then(False)
-                      .forward_fill().over("_gm")),
-            prev_seq=prev_seq,
-            _shrank=shrank,
-        )
-        .with_columns(
-            fresh=pl.when(pl.col("first")).then(True).otherwise(
-                (gap <= lifetime_ms(_prev(pl.col("one_hour")))).fill_null(True)),
-            # The first shrink after each recorded summary: where the recorded compaction took effect.
-            restart=pl.col("first") | (pl.col("_shrank")
-                                       & (pl.col("_shrank").cast(_I).cum_sum().over("_gm", "anchor") == 1)),
-        )
-        .drop("_shrank")
-    )
+    return _rule_columns(_recorded_calls(messages.lazy()), restart=True)
 
 
 def _candidate(restart: pl.Expr, fresh: pl.Expr, prev_cached: pl.Expr) -> pl.Expr:
@@ -265,37 +303,53 @@ def check_cache_rule(messages: pl.DataFrame | pl.LazyFrame, *, tolerance: float 
     ).collect()
 
 
-def _simulate(calls: pl.DataFrame, events: pl.DataFrame, keys: list[str],
-              summary_tokens: int) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """The events with ``_eid`` (their row), and one row per (event, call it governs) with the call's row ``_ci``.
+def _ranges(calls: pl.DataFrame, events: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
+    """The events with ``_eid`` (their row), sorted by key, session and trigger, and the range of rows of
+    ``calls`` each governs: from after its trigger's row ``_ti`` up to ``_hi`` (exclusive).
 
-    An event governs the calls after its trigger up to and including the next
-    trigger of its key and session (or the session's last call): a range of
-    rows of ``calls`` (sessions are contiguous there), so the rows are ranges
-    exploded and gathered, with no search.
+    An event governs the calls after its trigger up to and including the next trigger of its key and session
+    (or the session's last call): sessions are contiguous in ``calls``, so that is a range of rows.
     """
-    idx = calls.select(SESSION, trigger_seq=pl.col(SEQ).cast(_I), _ti=pl.int_range(pl.len(), dtype=_I),
-                       _epoch="anchor")
-    last = idx.group_by(SESSION).agg(_last=pl.col("_ti").max())
+    row = pl.int_range(pl.len(), dtype=_I)
+    idx = calls.select(SESSION, trigger_seq=pl.col(SEQ).cast(_I), _ti=row, _epoch="anchor",
+                       # The session's last call.
+                       _last=pl.when((pl.col(SESSION) != pl.col(SESSION).shift(-1)).fill_null(True)).then(row)
+                       .backward_fill())
     group = [*keys, SESSION]
-    ev = (events.with_columns(pl.col("trigger_seq").cast(_I)).with_row_index("_eid")
-          .join(idx, on=[SESSION, "trigger_seq"], how="left", maintain_order="left")
-          .join(last, on=SESSION, how="left", maintain_order="left")
-          .sort([*group, "trigger_seq"], maintain_order=True)
-          .with_columns(
-              _at=pl.col("trigger_seq") + 1,
-              _hi=pl.coalesce(pl.col("_ti").shift(-1).over(group), pl.col("_last")) + 1,
-              _S=pl.col("summarized_tokens").cast(_I).cum_sum().over([*group, "_epoch"]),
-          ))
-    rows = (ev.select(*keys, SESSION, "event", "_eid", "_at", "_S", _ci=pl.int_ranges(pl.col("_ti") + 1, "_hi", dtype=_I))
+    same_next = pl.all_horizontal(pl.col(c) == pl.col(c).shift(-1) for c in group).fill_null(False)
+    return (events.with_columns(pl.col("trigger_seq").cast(_I)).with_row_index("_eid")
+            .join(idx, on=[SESSION, "trigger_seq"], how="left", maintain_order="left")
+            .sort([*group, "trigger_seq"], maintain_order=True)
+            .with_columns(
+                _at=pl.col("trigger_seq") + 1,
+                # The next trigger's row, or the session's last call (the trigger's row and the calls after it).
+                _hi=pl.coalesce(pl.when(same_next).then(pl.col("_ti").shift(-1)), pl.col("_last")) + 1,
+                _S=pl.col("summarized_tokens").cast(_I).cum_sum().over([*group, "_epoch"]),
+            ))
+
+
+#: The columns of :func:`call_rows` the simulation reads.
+_SIMULATED_FROM = ("model", *TOKEN_COLUMNS, "prompt", "anchor", "writes", "head", "one_hour", "prev_seq", "fresh")
+
+
+def _simulate(calls: pl.DataFrame, events: pl.DataFrame, keys: list[str],
+              extra: Sequence[str] = ()) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The events (:func:`_ranges`), and one row per (event, call it governs) with the call's row ``_ci``,
+    the calls' columns the simulation reads, and ``extra`` of them: the ranges exploded and gathered, with no
+    search."""
+    ev = _ranges(calls, events, keys)
+    rows = (ev.select(*keys, SESSION, "event", "_eid", "_at", "_S", "_hi",
+                      _ci=pl.int_ranges(pl.col("_ti") + 1, "_hi", dtype=_I))
             .explode("_ci").drop_nulls("_ci"))
-    gathered = calls.with_columns(
-        _prev_prompt=_prev(pl.col("prompt")), _prev_input=_prev(pl.col("input"))).drop(SESSION)[rows["_ci"]]
+    if "_prev_prompt" not in calls.columns:
+        calls = calls.with_columns(_prev_prompt=_prev(pl.col("prompt")), _prev_input=_prev(pl.col("input")))
+    gathered = calls.select(*extra, *_SIMULATED_FROM, "_prev_prompt", "_prev_input")[rows["_ci"]]
     return ev, pl.concat([rows, gathered], how="horizontal")
 
 
 def _simulated_tokens(rows: pl.DataFrame, summary_tokens: int) -> pl.DataFrame:
-    """``rows`` (from :func:`_simulate`) with ``compacted`` and the simulated :data:`TOKEN_COLUMNS`.
+    """``rows`` (from :func:`_simulate`) with ``compacted``, ``_first_after`` (the first call to its model after
+    the compaction), the simulated :data:`TOKEN_COLUMNS` and the recorded ones as ``recorded_*``.
 
     Built in stages (the prompts, then the candidate, then the split): one nested expression repeats its
     parts, and planning it costs more than evaluating it."""
@@ -307,15 +361,16 @@ def _simulated_tokens(rows: pl.DataFrame, summary_tokens: int) -> pl.DataFrame:
         _first=pl.col("prev_seq").is_null() | (pl.col("prev_seq") < pl.col("_at")),
     )
     prev_tail = pl.when(pl.col("writes")).then(pl.min_horizontal("_prev_input", "_prev_sim")).otherwise(0)
-    staged = staged.with_columns(_cand=_candidate(pl.col("_first"), pl.col("fresh"), pl.col("_prev_sim") - prev_tail))
-    inp, read, write = cache_split(pl.col("_prompt"), pl.col("input"), pl.col("writes"), pl.col("_cand"))
-    staged = staged.with_columns(_read=read)
-    inp, _, write = cache_split(pl.col("_prompt"), pl.col("input"), pl.col("writes"), pl.col("_read"))
-    staged = staged.with_columns(_input=inp, _write=write)
+    # cache_split, a column at a time.
+    prompt, writes = pl.col("_prompt"), pl.col("writes")
+    staged = staged.with_columns(_cand=_candidate(pl.col("_first"), pl.col("fresh"), pl.col("_prev_sim") - prev_tail),
+                                 _tail=_kept_uncached(prompt, pl.col("input"), writes))
+    staged = staged.with_columns(_read=_cache_read(prompt, pl.col("_tail"), pl.col("_cand")))
+    staged = staged.with_columns(_write=_cache_write(prompt, pl.col("_tail"), pl.col("_read"), writes))
     one_hour = pl.col("one_hour")
     compacted = pl.col("compacted")
     simulated = {
-        "input": pl.col("_input"), "output": pl.col("output"), "cache_read": pl.col("_read"),
+        "input": prompt - pl.col("_read") - pl.col("_write"), "output": pl.col("output"), "cache_read": pl.col("_read"),
         "cache_write_5m": pl.when(one_hour).then(0).otherwise("_write"),
         "cache_write_1h": pl.when(one_hour).then("_write").otherwise(0),
     }
@@ -325,7 +380,7 @@ def _simulated_tokens(rows: pl.DataFrame, summary_tokens: int) -> pl.DataFrame:
         # The first call to its model after the compaction: it reads only the head and re-writes the rest.
         _first_after=compacted & pl.col("_first"),
         **{name: pl.when(compacted).then(expr).otherwise(pl.col(name)) for name, expr in simulated.items()},
-    ).select(*rows.columns, *(f"recorded_{c}" for c in TOKEN_COLUMNS), "compacted", "_first_after")
+    ).drop("_prompt", "_prev_sim", "_first", "_cand", "_tail", "_read", "_write")
 
 
 def simulated_calls(calls: pl.DataFrame, events: pl.DataFrame, *, keys: Sequence[str],
@@ -341,9 +396,34 @@ def simulated_calls(calls: pl.DataFrame, events: pl.DataFrame, *, keys: Sequence
     recorded summary restarted the state) and ``event`` (the latest
     compaction before the call). Calls not listed bill as recorded.
     """
-    _, rows = _simulate(calls, events, list(keys), summary_tokens)
+    _, rows = _simulate(calls, events, list(keys), extra=[SEQ])
     return _simulated_tokens(rows, summary_tokens).select(
         *keys, SESSION, SEQ, "model", "event", "compacted", *TOKEN_COLUMNS, *(f"recorded_{c}" for c in TOKEN_COLUMNS))
+
+
+def _summarizer_tokens(ev: pl.DataFrame, keys: list[str], summary_tokens: int) -> pl.DataFrame:
+    """:func:`summarizer_calls` of events that carry their trigger call: as recorded (``model``, ``writes``,
+    ``_p`` its prompt, ``_in`` its input, ``_out`` its output) and, where it was simulated (``compacted``), as
+    simulated (``_sp``, ``_sin``), and ``_cached``."""
+    is_sim = pl.col("compacted").fill_null(False)
+    # The trigger call as it was billed, and what it left cached (a writing cache: all but its uncached tail).
+    trigger_prompt = pl.when(is_sim).then(pl.col("_sp")).otherwise(pl.col("_p"))
+    trigger_input = pl.when(is_sim).then(pl.col("_sin")).otherwise(pl.col("_in"))
+    left_cached = pl.when(pl.col("writes")).then(trigger_prompt - trigger_input).otherwise(trigger_prompt)
+    request = (pl.col("request_bytes").cast(_I) + (BYTES_PER_TOKEN - 1)) // BYTES_PER_TOKEN
+    conversation = trigger_prompt + pl.col("_out")
+    zero = pl.lit(0, _I)
+    return ev.select(
+        *keys, SESSION, "event", "model",
+        input=pl.when(pl.col("_cached")).then(conversation - left_cached).otherwise(request),
+        output=pl.lit(summary_tokens, _I),
+        cache_read=pl.when(pl.col("_cached")).then(left_cached).otherwise(zero),
+        cache_write_5m=zero, cache_write_1h=zero,
+    )
+
+
+def _cached_column(cached: pl.Expr | bool) -> pl.Expr:
+    return (cached if isinstance(cached, pl.Expr) else pl.lit(cached)).alias("_cached")
 
 
 def summarizer_calls(events: pl.DataFrame, calls: pl.DataFrame, simulated: pl.DataFrame, *, keys: Sequence[str],
@@ -363,25 +443,10 @@ def summarizer_calls(events: pl.DataFrame, calls: pl.DataFrame, simulated: pl.Da
     sim = simulated.select(*keys, SESSION, pl.col(SEQ).cast(_I).alias("trigger_seq"), "compacted",
                            _sp=pl.col("input") + pl.col("cache_read") + pl.col("cache_write_5m") + pl.col("cache_write_1h"),
                            _sin=pl.col("input"))
-    ev = (events.with_columns(pl.col("trigger_seq").cast(_I), _cached=cached if isinstance(cached, pl.Expr)
-                              else pl.lit(cached))
+    ev = (events.with_columns(pl.col("trigger_seq").cast(_I), _cached_column(cached))
           .join(trig, on=[SESSION, "trigger_seq"], how="left", maintain_order="left")
           .join(sim, on=[*keys, SESSION, "trigger_seq"], how="left", maintain_order="left"))
-    is_sim = pl.col("compacted").fill_null(False)
-    # The trigger call as it was billed, and what it left cached (a writing cache: all but its uncached tail).
-    trigger_prompt = pl.when(is_sim).then(pl.col("_sp")).otherwise(pl.col("_p"))
-    trigger_input = pl.when(is_sim).then(pl.col("_sin")).otherwise(pl.col("_in"))
-    left_cached = pl.when(pl.col("writes")).then(trigger_prompt - trigger_input).otherwise(trigger_prompt)
-    request = (pl.col("request_bytes").cast(_I) + (BYTES_PER_TOKEN - 1)) // BYTES_PER_TOKEN
-    conversation = trigger_prompt + pl.col("_out")
-    zero = pl.lit(0, _I)
-    return ev.select(
-        *keys, SESSION, "event", "model",
-        input=pl.when(pl.col("_cached")).then(conversation - left_cached).otherwise(request),
-        output=pl.lit(summary_tokens, _I),
-        cache_read=pl.when(pl.col("_cached")).then(left_cached).otherwise(zero),
-        cache_write_5m=zero, cache_write_1h=zero,
-    )
+    return _summarizer_tokens(ev, keys, summary_tokens)
 
 
 #: What a price function adds to a frame of calls: the four parts and their sum (:func:`.cost.bill`'s columns).
@@ -454,41 +519,49 @@ def bill_replay(messages: pl.DataFrame | pl.LazyFrame, events: pl.DataFrame, ses
     """
     keys = list(keys)
     lf = messages.lazy()
-    names = lf.collect_schema().names()
-    write = pl.col("cache_write").cast(_I)
-    w1h = pl.min_horizontal(pl.col(CACHE_WRITE_1H).fill_null(0).cast(_I) if CACHE_WRITE_1H in names else pl.lit(0, _I),
-                            write)
-    # The recorded calls, as recorded: every session's bill.
-    base = lf.filter(_is_call()).select(
-        SESSION, pl.col("model") if "model" in names else pl.lit(None, pl.String).alias("model"),
-        input=pl.col("input").cast(_I), output=pl.col("output").cast(_I), cache_read=pl.col("cache_read").cast(_I),
-        cache_write_5m=write - w1h, cache_write_1h=w1h).collect()
     if events.is_empty():
+        names = lf.collect_schema().names()
+        write = pl.col("cache_write").cast(_I)
+        w1h = pl.min_horizontal(
+            pl.col(CACHE_WRITE_1H).fill_null(0).cast(_I) if CACHE_WRITE_1H in names else pl.lit(0, _I), write)
+        # The recorded calls, as recorded: every session's bill.
+        base = lf.filter(_is_call()).select(
+            SESSION, pl.col("model") if "model" in names else pl.lit(None, pl.String).alias("model"),
+            input=pl.col("input").cast(_I), output=pl.col("output").cast(_I), cache_read=pl.col("cache_read").cast(_I),
+            cache_write_5m=write - w1h, cache_write_1h=w1h).collect(engine="in-memory")
         return _bill_unfired(base, events, sessions, price, parts)
-    # The rule's columns, only for the sessions where something fired.
-    fired_sessions = events.select(pl.col(SESSION).unique())
-    calls = call_rows(lf.join(fired_sessions.lazy(), on=SESSION, how="semi", maintain_order="left")).collect()
-    ev, rows = _simulate(calls, events, keys, summary_tokens)
+    # Every recorded call (every session's bill), then the rule's columns only for the sessions where something
+    # fired, each with its row in the recorded calls (``_bi``: the simulation reuses the recorded call's price).
+    base = _recorded_calls(lf).collect(engine="in-memory")
+    fired_calls = base.lazy().with_row_index("_bi").join(events.lazy().select(pl.col(SESSION).unique()), on=SESSION,
+                                                         how="semi", maintain_order="left")
+    calls = _rule_columns(fired_calls, restart=False).collect(engine="in-memory")
+    ev, rows = _simulate(calls, events, keys, extra=["_bi"])
     sim = _simulated_tokens(rows, summary_tokens)
-    summarizer = summarizer_calls(events, calls, sim.select(*keys, SESSION, SEQ, "compacted", *TOKEN_COLUMNS), keys=keys,
-                                  summary_tokens=summary_tokens, cached=cached)
-    # One price call for everything: the recorded calls, the replayed calls that changed (as replayed and as
-    # recorded), the summarizer calls.
     changed = sim.filter("compacted")
+    # The summarizer call: the trigger call as recorded (its row of the calls) and, where an earlier event of
+    # its key re-billed it, as simulated: the trigger of an event is the last call of the previous one's range.
+    triggers = (sim.filter(pl.col("_ci") == pl.col("_hi") - 1)
+                .select(*keys, SESSION, "compacted", _ti="_ci", _sin="input",
+                        _sp=pl.col("input") + pl.col("cache_read") + pl.col("cache_write_5m") + pl.col("cache_write_1h")))
+    trigger = calls.select("model", "writes", _p="prompt", _in="input", _out="output")[ev["_ti"]]
+    ev = (pl.concat([ev.with_columns(_cached_column(cached)), trigger], how="horizontal")
+          .join(triggers, on=[*keys, SESSION, "_ti"], how="left", maintain_order="left"))
+    summarizer = _summarizer_tokens(ev, keys, summary_tokens)
+    # One price call for everything: the recorded calls, the replayed calls that changed, the summarizer calls.
+    # A changed call's recorded price is its recorded call's (row ``_bi``), not priced again.
     n_calls, n_changed = base.height, changed.height
     model_type = base.schema["model"]
     to_price = pl.concat([
         base.select("model", *TOKEN_COLUMNS, _recorded=pl.lit(True)),
         changed.select(pl.col("model").cast(model_type), *TOKEN_COLUMNS, _recorded=pl.lit(False)),
-        changed.select(pl.col("model").cast(model_type), *(pl.col(f"recorded_{c}").alias(c) for c in TOKEN_COLUMNS),
-                       _recorded=pl.lit(False)),
         summarizer.select(pl.col("model").cast(model_type), *TOKEN_COLUMNS, _recorded=pl.lit(False)),
     ], how="vertical_relaxed")
     priced = price(to_price).select(parts)
     recorded = priced.slice(0, n_calls)
     new = priced.slice(n_calls, n_changed)
-    old = priced.slice(n_calls + n_changed, n_changed)
-    summ_cost = priced.slice(n_calls + 2 * n_changed)
+    old = recorded[changed["_bi"]]
+    summ_cost = priced.slice(n_calls + n_changed)
     per_session = pl.concat([base.select(SESSION), recorded], how="horizontal").group_by(SESSION, maintain_order=True).agg(
         pl.len().alias("_calls"), *(_total(p).alias(f"recorded_{p}") for p in parts))
     # Per event: the calls it changed, their recorded and replayed cost.
@@ -505,17 +578,16 @@ def bill_replay(messages: pl.DataFrame | pl.LazyFrame, events: pl.DataFrame, ses
         *(_total(f"_old_{p}").alias(f"_old_{p}") for p in parts),
         cache_miss_tokens=pl.col("_miss_tokens").filter(first).sum(),
         _miss=_total_of((pl.col(f"_sim_{miss_write}") - pl.col(f"_old_{miss_write}")).clip(0).filter(first)))
-    summ = pl.concat([summarizer.select(*keys, SESSION, "event"), summ_cost], how="horizontal")
-    ev = (ev.join(per_event, on="_eid", how="left")
-          .join(summ.select(*keys, SESSION, "event", *(pl.col(p).alias(f"summarizer_{p}") for p in parts)),
-                on=[*keys, SESSION, "event"], how="left")
-          .join(summarizer.select(*keys, SESSION, "event", summarizer_input="input", summarizer_cache_read="cache_read",
-                                  summarizer_output="output"), on=[*keys, SESSION, "event"], how="left")
+    # The summarizer calls are the events' rows, in the same order.
+    ev = (pl.concat([ev, summarizer.select(summarizer_input="input", summarizer_cache_read="cache_read",
+                                           summarizer_output="output"),
+                     summ_cost.rename(lambda c: f"summarizer_{c}")], how="horizontal")
+          .join(per_event, on="_eid", how="left")
           .sort("_eid")
           # An event whose calls all came before the next trigger changed nothing: 0, not null.
-          .with_columns(pl.when(pl.col("calls_after").is_null()).then(0.0).otherwise(pl.col(c)).alias(c)
-                        for c in [*(f"_sim_{p}" for p in parts), *(f"_old_{p}" for p in parts), "_miss"])
-          .with_columns(pl.col("cache_miss_tokens").fill_null(0)))
+          .with_columns(*(pl.when(pl.col("calls_after").is_null()).then(0.0).otherwise(pl.col(c)).alias(c)
+                          for c in [*(f"_sim_{p}" for p in parts), *(f"_old_{p}" for p in parts), "_miss"]),
+                        pl.col("cache_miss_tokens").fill_null(0)))
     rebilled = ev.group_by(group := [*keys, SESSION]).agg(
         pl.col("calls_after").sum().alias("_n"),
         *(_total(f"_sim_{p}").alias(f"_sim_{p}") for p in parts), *(_total(f"_old_{p}").alias(f"_old_{p}") for p in parts),

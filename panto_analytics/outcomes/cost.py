@@ -101,22 +101,49 @@ def bill(calls: F, prices: Prices | str | None = None) -> F:
     """
     table = load_prices(prices)
     if isinstance(calls, pl.DataFrame):
-        table = table.covering(calls.select(normalized_model(pl.col("model").unique()))["model"].to_list())
-    # In two stages (the parts, then their sums): planning one nested expression costs more than evaluating it.
+        # Eagerly, step by step: on frames of calls this size a lazy query's fixed cost is most of the bill.
+        names = _model_names(calls)
+        table = table.covering(names[_KEY].to_list())
+        prices_of = _name_prices(names, table).drop(_KEY)
+        # Where no model of these calls has a tier, every call pays its base rates: only those are joined.
+        tiers = prices_of[_PRICE + "tier_start"].null_count() < prices_of.height
+        if not tiers:
+            prices_of = prices_of.select(_RAW, *(_PRICE + r for r in RATES))
+        return cast(F, _costs(calls.join(prices_of, left_on="model", right_on=_RAW, how="left", maintain_order="left"),
+                              table.rule, tiers=tiers))
+    return cast(F, _costs(_priced(calls, table), table.rule))
+
+
+_RAW, _KEY = _PRICE + "raw", _PRICE + "key"
+
+
+def _costs(priced: F, rule: str, *, tiers: bool = True) -> F:
+    """``priced`` (calls joined with their price columns) with :data:`COST_COLUMNS`, the price columns dropped
+    (``tiers=False``: no call's model has a tier, and only the base rates were joined).
+    In two stages (the parts, then their sums): planning one nested expression costs more than evaluating it."""
     parts = {r: pl.col(f"{_PRICE}part_{r}") for r in RATES}
-    out = (_priced(calls.lazy(), table).with_columns(e.alias(f"{_PRICE}part_{r}") for r, e in _parts(table.rule).items())
-           .with_columns(_sums(parts)).drop(pl.selectors.starts_with(_PRICE)))
-    return cast(F, out.collect() if isinstance(calls, pl.DataFrame) else out)
+    return (priced.with_columns(e.alias(f"{_PRICE}part_{r}") for r, e in _parts(rule, tiers=tiers).items())
+            .with_columns(_sums(parts)).drop(pl.selectors.starts_with(_PRICE)))
+
+
+def _model_names(calls: F) -> F:
+    """Each distinct ``model`` of ``calls`` (``_RAW``) and its normalized name (``_KEY``): names are normalized
+    once per distinct name, not once per call."""
+    return calls.select(pl.col("model").unique().alias(_RAW)).with_columns(normalized_model(_RAW).alias(_KEY))
+
+
+def _name_prices(names: F, table: Prices) -> F:
+    """``names`` (:func:`_model_names`) with the price columns of their model (prefixed ``_PRICE``; ``_KEY``
+    stays: :func:`costs` groups by it)."""
+    frame = table.frame.rename(lambda c: _PRICE + c)
+    return cast(F, names.join(frame if isinstance(names, pl.DataFrame) else frame.lazy(), left_on=_KEY,
+                              right_on=_PRICE + "model", how="left"))
 
 
 def _priced(calls: pl.LazyFrame, table: Prices) -> pl.LazyFrame:
-    """``calls`` with the price columns of their model (prefixed ``_PRICE``) and ``_PRICE + "key"``, the model
-    normalized. The names are normalized once per distinct name, not once per call, then joined back."""
-    raw = _PRICE + "raw"
-    names = (calls.select(pl.col("model").unique().alias(raw)).with_columns(normalized_model(raw).alias(_PRICE + "key"))
-             .join(table.frame.lazy().rename(lambda c: _PRICE + c), left_on=_PRICE + "key",
-                   right_on=_PRICE + "model", how="left"))
-    return calls.join(names, left_on="model", right_on=raw, how="left", maintain_order="left")
+    """``calls`` with the price columns of their model (prefixed ``_PRICE``), joined back by the recorded name."""
+    return calls.join(_name_prices(_model_names(calls), table), left_on="model", right_on=_RAW, how="left",
+                      maintain_order="left")
 
 
 def _bill_exprs(rule: str) -> list[pl.Expr]:
@@ -124,10 +151,13 @@ def _bill_exprs(rule: str) -> list[pl.Expr]:
     return _sums(_parts(rule))
 
 
-def _parts(rule: str) -> dict[str, pl.Expr]:
-    """Each rate's dollars over the calls joined with the price columns."""
+def _parts(rule: str, *, tiers: bool = True) -> dict[str, pl.Expr]:
+    """Each rate's dollars over the calls joined with the price columns. ``tiers=False``: no call's model has
+    a tier, so either rule bills count x base rate (what each gives where ``tier_start`` is null)."""
     count = {r: pl.col(r).cast(pl.Float64).fill_null(0.0) for r in RATES}
     base = {r: pl.col(_PRICE + r) for r in RATES}
+    if not tiers:
+        return {r: count[r] * base[r] for r in RATES}
     above = {r: pl.col(f"{_PRICE}{r}_above") for r in RATES}
     start = pl.col(_PRICE + "tier_start").cast(pl.Float64)
     tiered = start.is_not_null()

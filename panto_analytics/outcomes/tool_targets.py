@@ -106,6 +106,7 @@ _APPLY_PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+?)\s*$|^
 _JS_TOOL_CALL = re.compile(r"tools\.(\w+)\(")
 _WINDOWS_ABSOLUTE = re.compile(r"^(?:[A-Za-z]:[\\/]|\\\\)")
 _WHITESPACE = re.compile(r"\s+")
+_REDIRECT = re.compile(r"^(?:\d|&)?>>?(.*)$")
 
 
 def key_of(target: str) -> int:
@@ -296,12 +297,15 @@ def shell_targets(command: str, cwd: str | None) -> list[tuple[str, str]]:
     base = cwd
     # PowerShell (a Windows working directory): backslashes are separators, not escapes.
     posix = not (cwd and _WINDOWS_ABSOLUTE.match(cwd))
-    for k, segment in enumerate(s for s in _SEPARATORS.split(_HEREDOC.sub(r"\3\n", command.strip())) if s):
+    script = command.strip()
+    if "<<" in script:   # a here-document's body is text, not commands
+        script = _HEREDOC.sub(r"\3\n", script)
+    for k, segment in enumerate(s for s in _SEPARATORS.split(script) if s):
         words = _words(segment if posix else segment.replace("\\", "/"))
         if words is None:
             other = True
             continue
-        words, redirects = _redirects(words)
+        words, redirects = _redirects(words) if ">" in segment or "<" in segment else (words, [])
         out.extend(("write", _file(path, base)) for path in redirects)
         if not words:
             continue
@@ -342,13 +346,20 @@ def _words(segment: str) -> list[str] | None:
     >>> _words("sed -n '1,80p' 'a b.py' c\\\\ d"), _words("echo 'x")
     (['sed', '-n', '1,80p', 'a b.py', 'c d'], None)
     """
+    if "'" not in segment and '"' not in segment and "\\" not in segment:
+        return segment.split()   # no quotes: runs of what is not whitespace (str.split and \\s agree on what is)
     words = []
     for match in _WORD.finditer(segment):
         if match.group("bad") is not None:
             return None
         word = match.group(0)
-        words.append(_UNQUOTE.sub(lambda m: m.group(1) or m.group(2) or m.group(3) or "", word))
+        # Only a quote or a backslash is ever rewritten: other words are kept as they are (most of them).
+        words.append(_UNQUOTE.sub(_unquoted, word) if "'" in word or '"' in word or "\\" in word else word)
     return words
+
+
+def _unquoted(m: re.Match[str]) -> str:
+    return m.group(1) or m.group(2) or m.group(3) or ""
 
 
 def _redirects(words: list[str]) -> tuple[list[str], list[str]]:
@@ -357,7 +368,7 @@ def _redirects(words: list[str]) -> tuple[list[str], list[str]]:
     i = 0
     while i < len(words):
         word = words[i]
-        match = re.match(r"^(?:\d|&)?>>?(.*)$", word)
+        match = _REDIRECT.match(word) if ">" in word else None
         if match:
             target = match.group(1) or (words[i + 1] if i + 1 < len(words) else "")
             i += 1 if match.group(1) else 2

@@ -7,6 +7,7 @@ own entry point in a fresh process.
 from __future__ import annotations
 
 import importlib.util
+import os
 import subprocess
 import sys
 from importlib.metadata import entry_points
@@ -18,6 +19,7 @@ from conftest import DATA
 import panto_analytics as pa
 from panto_analytics import defaults
 from panto_analytics.cli import main
+from panto_analytics.cli.launch import WORKERS_ENV
 
 HEAVY = ("polars", "pyarrow", "numpy", "matplotlib")
 
@@ -127,17 +129,20 @@ def test_the_package_resolves_every_public_name_lazily():
     assert [name for name in pa.__all__ if getattr(pa, name, None) is None] == []
 
 
-def test_a_read_launches_a_parsing_worker_at_start():
-    """The worker inherits ``-X importtime``: its imports are logged too, so the parsers are imported twice."""
+def test_a_read_imports_the_parsers_once_and_a_spawned_worker_again():
+    """Workers inherit ``-X importtime``: a spawned one logs its own imports, forked ones share the caller's."""
     module, _, attr = ENTRY.value.partition(":")
     code = f"import sys; from {module} import {attr}; sys.exit({attr}())"
     fast_path = "panto_analytics.formats.claude_code.fast"
 
-    def times_imported(jobs: str) -> int:
+    def times_imported(jobs: str, workers: str | None = None) -> int:
+        env = {k: v for k, v in os.environ.items() if k != WORKERS_ENV} | ({WORKERS_ENV: workers} if workers else {})
         done = subprocess.run([sys.executable, "-X", "importtime", "-c", code, "ingest", str(DATA), "--no-cache",
-                               "-q", "--jobs", jobs], capture_output=True, text=True)
+                               "-q", "--jobs", jobs], capture_output=True, text=True, env=env)
         assert done.returncode == 0, done.stderr[-2000:]
         return sum(line.rpartition("|")[2].strip() == fast_path for line in done.stderr.splitlines())
 
     assert times_imported("1") == 1
-    assert times_imported("2") == 2
+    assert times_imported("2") == 1  # forked workers (the default) share the one import
+    assert times_imported("2", "spawn") == 2
+    assert times_imported("2", "off") == 1

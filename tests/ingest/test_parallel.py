@@ -168,3 +168,68 @@ def ignores_ctrl_c(_: int) -> bool:
 def test_a_launched_worker_leaves_ctrl_c_to_the_caller(launched):
     """No traceback from the worker when a user presses Ctrl-C: the caller stops and ends it."""
     assert parallel.run(ignores_ctrl_c, [0], weights=[1], jobs=2) == [True]
+
+
+def test_a_fork_launch_spawns_where_polars_may_have_run():
+    """Polars is imported in this test process (its threads may be at work): forking here is not safe."""
+    assert "polars" in sys.modules
+    assert parallel.launch(jobs=2, module=__name__, method="fork")
+    try:
+        assert parallel._launched_method == "spawn" and parallel.launched_workers() == 1
+    finally:
+        parallel.close()
+    with pytest.raises(ValueError, match="method must be one of"):
+        parallel.launch(jobs=2, method="thread")
+
+
+#: In a fresh process (no Polars imported: the launch forks), two items that each wait until two processes have
+#: taken one: both forked workers work at once, neither is the caller, and the results come back in order.
+_FORKED = """
+import os, sys, time
+from pathlib import Path
+from panto_analytics.ingest import parallel
+
+gate = Path(sys.argv[1])
+
+def both_at_once(x):
+    (gate / str(os.getpid())).touch()
+    deadline = time.monotonic() + 600
+    while len(list(gate.iterdir())) < 2:
+        assert time.monotonic() < deadline, "a second worker never took an item"
+        time.sleep(0.005)
+    return x * x, os.getpid()
+
+def fail_on_odd(x):
+    if x % 2:
+        raise ValueError(f"failed on {x}")
+    return x
+
+if __name__ == "__main__":
+    assert parallel.launch(jobs=2, module="json", method="fork")
+    assert parallel._launched_method == "fork" and parallel.launched_workers() == 2 and "polars" not in sys.modules
+    results = parallel.run(both_at_once, [3, 4], weights=[1, 1], jobs=2)
+    assert [r[0] for r in results] == [9, 16] and len({r[1] for r in results}) == 2
+    assert os.getpid() not in {r[1] for r in results}
+    many = parallel.run(abs, list(range(-20, 0)), weights=[1] * 20, jobs=2)
+    assert many == list(range(20, 0, -1))
+    try:
+        parallel.run(fail_on_odd, list(range(10)), weights=[1] * 10, jobs=2)
+    except ValueError as e:
+        assert str(e) == "failed on 1", e
+    else:
+        raise AssertionError("no error")
+    stopped = parallel.run(abs, [0, -1, -2, -3, -4, -5], weights=[1] * 6, jobs=2, stop=lambda r: r == 2)
+    assert stopped[:3] == [0, 1, 2] and stopped[3:] in ([None] * 3, [3, None, None]), stopped
+    parallel.close()
+    print("ok")
+"""
+
+
+@pytest.mark.slow
+def test_forked_workers_share_the_items_in_order(tmp_path):
+    script, gate = tmp_path / "forked.py", tmp_path / "gate"
+    script.write_text(_FORKED)
+    gate.mkdir()
+    done = subprocess.run([sys.executable, str(script), str(gate)], capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "ok"

@@ -3,10 +3,15 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
+import shutil
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
 import pytest
+from conftest import DATA, FIXTURES, REPO
 
 import panto_analytics as pa
 from panto_analytics.errors import IngestReport, InputError
@@ -165,3 +170,70 @@ def test_a_first_line_that_is_not_json_says_why(tmp_path):
     bad.write_bytes(b'{"type":"message","role":"user",\n')
     with pytest.raises(InputError, match=r"bad\.jsonl:1: the first line is not valid JSON: "):
         pa.read_sessions(bad)
+
+
+#: A fresh process (Polars not yet imported, so the launch forks) reads ``argv[1]`` on two forked workers with
+#: batches cut small, and leaves the frame, the report or the error, and the batches' count in ``argv[2]``.
+_FORKED_READ = """
+import pickle, sys
+from panto_analytics.ingest import parallel
+assert parallel.launch(jobs=2, method="fork") and parallel.launched_workers() == 2
+from panto_analytics.errors import IngestReport, InputError
+from panto_analytics.ingest import _schedule, pipeline
+_schedule.MIN_SHARED_BATCH_BYTES, _schedule.BATCH_BYTES = 1, int(sys.argv[3])
+handed = []
+real_run = parallel.run
+def run(fn, items, **kw):
+    handed.append(len(items))
+    return real_run(fn, items, **kw)
+parallel.run = run
+report = IngestReport()
+try:
+    frame = pipeline.read_sessions([sys.argv[1]], skip_invalid=sys.argv[4] == "skip", report=report, cache=None)
+    out = ("ok", frame, report)
+except InputError as e:
+    out = ("error", (e.path, e.line, e.reason), None)
+parallel.close()
+with open(sys.argv[2], "wb") as f:
+    pickle.dump((*out, handed), f)
+"""
+
+
+@pytest.fixture
+def mixed_corpus(tmp_path) -> Path:
+    """The repo's data (pi) and the Claude Code fixtures, with bad lines in two files, one early and one late."""
+    d = tmp_path / "mixed"
+    shutil.copytree(DATA, d / "data", ignore=shutil.ignore_patterns("*.md"))
+    for f in (FIXTURES / "claude_code").glob("*.jsonl"):
+        shutil.copy(f, d / f"cc-{f.name}")
+    for name, at in (("data/0963a6d2-bad.jsonl", 3), ("zz-late-bad.jsonl", 5)):
+        lines = next(iter(sorted((d / "data").glob("*.jsonl")))).read_text().splitlines(keepends=True)
+        (d / name).write_text("".join(lines[:at - 1]) + '{"type": "message", "role": "robot"\n' + "".join(lines[at:]))
+    return d
+
+
+def forked_read(corpus: Path, tmp_path: Path, batch_bytes: int, how: str) -> tuple:
+    out = tmp_path / f"forked-{batch_bytes}-{how}.pickle"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-c", _FORKED_READ, str(corpus), str(out), str(batch_bytes), how],
+                          capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    with out.open("rb") as f:
+        return pickle.load(f)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("batch_bytes", [10**9, 200_000])  # two batches, one a worker; many, handed out in order
+def test_a_read_shared_by_forked_workers_is_the_read_of_one_process(mixed_corpus, tmp_path, batch_bytes):
+    here = IngestReport()
+    alone = pa.read_sessions(mixed_corpus, jobs=1, skip_invalid=True, report=here)
+    status, frame, report, handed = forked_read(mixed_corpus, tmp_path, batch_bytes, "skip")
+    assert status == "ok" and handed[0] >= (2 if batch_bytes > 10**6 else 5)
+    assert frame.equals(alone) and frame.height > 0
+    assert report == here and list(report.skipped) == list(here.skipped) and report.n_skipped >= 2
+    with pytest.raises(InputError) as first:
+        pa.read_sessions(mixed_corpus, jobs=1)
+    status, error, _, handed = forked_read(mixed_corpus, tmp_path, batch_bytes, "strict")
+    assert status == "error" and handed[0] >= 2
+    assert error == (first.value.path, first.value.line, first.value.reason)
+    assert Path(error[0]).name != "zz-late-bad.jsonl"  # the first bad line in file order, not the last

@@ -1,8 +1,9 @@
 """Claude Code transcripts (``docs/formats.md``, Claude Code).
 
-:mod:`.reference` reads a transcript line by line and is the reference for
-every case; :mod:`.fast` reads whole clean transcripts through Arrow's JSON
-reader and declines (returns None for) anything the reference must judge.
+:mod:`.lines` reads a transcript line by line and is the reference for
+every case; :mod:`.fast` decodes whole clean transcripts into the record
+shapes declared in :mod:`.shapes` (``msgspec.Struct``) and declines (returns
+None for) anything the line-by-line reader must judge.
 """
 from __future__ import annotations
 

@@ -1,206 +1,150 @@
-"""The columnar fast path for Claude Code transcripts: many files at once, the state machine as window expressions.
+"""The fast path for Claude Code transcripts: many files at once, decoded typed, the state machine as window expressions.
 
-The lines of a batch of transcripts are split with NumPy and parsed by
-Arrow's JSON reader (on every core) with a per-format schema. Claude Code
-writes ``message.content``, and a tool result's ``content``, as a string or
-as a list; Arrow needs one type per field, so each line is first put into
-one of three shapes by a cheap regular expression on its bytes, and each
-shape is parsed with its own schema. A line put in the wrong shape fails to
-parse, and the batch is halved until the file is found and declined: the
-shape only picks the schema, the parsed fields say what the line is.
+Each file's lines are decoded in one call (``Decoder.decode_lines``) into
+the record shapes declared once in :mod:`.shapes` (``msgspec.Struct``s that
+hold only the fields the reader uses; a tool call's input as raw JSON
+bytes). A file with a line that does not fit them (not JSON, not an object,
+a field of another type, a counter out of range, a block or part that is not
+an object) is declined whole: :mod:`.lines` reads it and names the file and
+line of a bad record, or counts the skips. The decoded records of every file
+are turned into columns (one pass over records and blocks) and canonical
+blocks.
 
-The transcript state machine of :mod:`.reference` (API calls streamed over
+The transcript state machine of :mod:`.lines` (API calls streamed over
 several lines and merged, tool results written while a call streams,
 duplicate records, repeated calls, synthetic messages, compaction
 boundaries filled by their summaries, prompts queued mid-turn) then runs
 as window expressions over the records of every file at once, and the
 blocks of all messages are counted by :mod:`..columnar`, as for canonical
-files. What Arrow cannot give is read again by orjson, line by line, as the
-reference reads it: the compact JSON of a tool call's ``input`` (its words
-and bytes are those of that text), a queued prompt or a compact summary (a
-string or a list of blocks), a boundary's ``compactMetadata``.
+files. A tool call's input is counted as its compact JSON (the raw bytes
+serialized again, as :mod:`.lines` serializes the parsed value).
 
 What the fast path does not handle, it declines (returns None for the
-file), and :mod:`.reference` reads the file, names the file and line of a
-bad record, or counts the skips: a compaction's preserved segment,
+file), and :mod:`.lines` reads the file: a compaction's preserved segment,
 sidechain records inside a main transcript, server tool results, invalid
 records or blocks, timestamps other than ISO UTC, lines that do not start
-with ``{``, lone surrogate escapes, nesting deeper than orjson parses (see
-:func:`_too_deep`), invalid UTF-8.
+with ``{``, invalid UTF-8. msgspec refuses what orjson (the line-by-line
+reader's parser) refuses, lone surrogate escapes and nesting deeper than
+orjson parses included, with one exception: a number beyond a double
+(``1e400``) in a field the reader does not declare, which orjson refuses and
+msgspec skips (as in :mod:`..typed`).
 ``tests/formats/test_claude_code_fast.py`` checks the frame, the
-session metadata and the report against the reference, on the fixtures,
+session metadata and the report against :mod:`.lines`, on the fixtures,
 synthetic and real transcripts, files broken one way each and random
 mutations.
 """
 from __future__ import annotations
 
-from collections.abc import Iterator
+import gc
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, cast
 
+import msgspec
 import numpy as np
 import orjson
 import polars as pl
 import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.json as pa_json
 
 from ...outcomes.tool_targets import refs_column
 from ...schema import MAX_USAGE, MESSAGE_SCHEMA, ROLE, USAGE_COLUMNS
 from ..base import BAD_RECORD, SessionMeta, SourceFile, parse_timestamp, session_stem
-from ..columnar import BLOCK, ISO_UTC, PART, by_halving, parse_timestamps, read_together, serialized_bytes, words_and_flags
-from .lines import NAME, PRESERVED_MARK, SYNTHETIC_MODEL, TOOL_USE_BLOCKS, USAGE_KEYS, project_folder, text_of
+from ..columnar import BLOCK, ISO_UTC, PART, parse_timestamps, read_together, serialized_bytes, words_and_flags
+from .lines import NAME, PRESERVED_MARK, SYNTHETIC_MODEL, TOOL_USE_BLOCKS, project_folder, text_of
+from .shapes import Message, Record, Usage, decode_file
 
 __all__ = ["read_frames"]
 
-# -- the schemas --------------------------------------------------------------------
-
 _STR = pa.string()
 _TEXT = pa.large_string()
-#: The usage counters, and the 1-hour part of the cache writes (``cache_write_1h``).
-_USAGE = pa.struct([*((key, pa.int64()) for _, key in USAGE_KEYS),
-                    ("cache_creation", pa.struct([("ephemeral_1h_input_tokens", pa.int64())]))])
 #: The counters a usage row carries into the frame.
 _COUNTERS = (*USAGE_COLUMNS, "cache_write_1h")
-#: A tool result's part (image and document parts name their media type under ``source``).
-_CC_PART = pa.struct([("type", _STR), ("text", _TEXT), ("source", pa.struct([("media_type", _STR)]))])
 
-
-def _block(result_content: pa.DataType) -> pa.DataType:
-    """A content block of a user or an assistant message, with a tool result's content typed as given."""
-    return pa.struct([("type", _STR), ("text", _TEXT), ("thinking", _TEXT), ("id", _STR), ("name", _STR),
-                      ("tool_use_id", _STR), ("content", result_content)])
-
-
-def _schema(content: pa.DataType) -> pa.Schema:
-    """A record with ``message.content`` typed as given; the fields the reference reads, nothing else."""
-    message = pa.struct([("id", _STR), ("model", _STR), ("usage", _USAGE), ("content", content)])
-    return pa.schema([
-        ("type", _STR), ("subtype", _STR), ("uuid", _STR), ("isSidechain", pa.bool_()), ("sessionId", _STR),
-        ("requestId", _STR), ("timestamp", _STR), ("cwd", _STR), ("agentId", _STR),
-        ("isCompactSummary", pa.bool_()), ("isVisibleInTranscriptOnly", pa.bool_()),
-        ("attachment", pa.struct([("type", _STR)])), ("message", message),
-    ])
-
-
-#: The three shapes of a line: ``message.content`` a string; a list whose tool results hold
-#: a list of parts; a list whose tool results (if any) hold a string. Other records parse
-#: with any of them (their ``message`` is absent).
-_SHAPES = {
-    "string": _schema(_TEXT),
-    "result parts": _schema(pa.list_(_block(pa.list_(_CC_PART)))),
-    "list": _schema(pa.list_(_block(_TEXT))),
-}
-_STRING_CONTENT = r'"role"\s*:\s*"user"\s*,\s*"content"\s*:\s*"'
-_RESULT_PARTS = r'"tool_result"\s*(?:,\s*"\w+"\s*:\s*(?:"[^"\\]*"|true|false)\s*)*,\s*"content"\s*:\s*\['
-#: A lone surrogate escape: Arrow reads it, orjson (the reference) refuses the line.
-_SURROGATE = r"\\u[dD][89a-fA-F]"
-_BLOCK_BYTES = 1 << 22
+#: Canonical block types by their codes.
+_KIND_NAMES = ("text", "thinking", "tool_use", "tool_result", "compaction_summary")
+_AS_TEXT, _AS_THINKING, _AS_TOOL_USE, _AS_RESULT, _AS_SUMMARY = range(5)
+_TOOL_USES = frozenset(TOOL_USE_BLOCKS)
+_MEDIA = frozenset({"image", "document"})
+#: Python's recursion limit above which msgspec may parse nesting orjson refuses (see :mod:`..typed`).
+_DEEP = 1000
 
 
 def read_frames(sources: list[SourceFile]) -> list[pl.DataFrame | None]:
-    """The message frame of each clean transcript, or None to fall back to :func:`.reference.parse`.
+    """The message frame of each clean transcript, or None to leave it to :func:`.lines.parse`.
 
     Each accepted source gets the session metadata and the report entries
-    the reference would have given it.
+    the line-by-line reader would have given it.
     """
     data, spans = read_together(sources)
-    good = [k for k, span in enumerate(spans) if span is not None]
     frames: list[pl.DataFrame | None] = [None] * len(sources)
+    good = [k for k, span in enumerate(spans) if span is not None]
     if not good:
         return frames
-    lines = _Lines(data, [cast("tuple[int, int]", spans[k]) for k in good])
-    for k, frame in zip(good, _frames([sources[k] for k in good], lines, np.arange(len(good)))):
+    bounds = [cast("tuple[int, int]", spans[k]) for k in good]
+    lines = _lines(data, bounds)
+    preserved = data.find(PRESERVED_MARK) >= 0
+    deep = sys.getrecursionlimit() > _DEEP
+    decoded: list[tuple[int, list[Record], np.ndarray]] = []
+    with memoryview(data) as view, _collector_paused():
+        for k, (start, end), numbers in zip(good, bounds, lines):
+            if numbers is None or (preserved and data.find(PRESERVED_MARK, start, end) >= 0):
+                continue   # a line the reader judges; a compaction kept a segment verbatim (its messages move)
+            records = decode_file(view[start:end])
+            if isinstance(records, str) or len(records) != len(numbers):
+                continue
+            if deep and any(line.count(b"[") + line.count(b"{") >= _DEEP for line in bytes(view[start:end]).split(b"\n")):
+                continue
+            decoded.append((k, records, numbers))
+    if not decoded:
+        return frames
+    taken = [k for k, _, _ in decoded]
+    for k, frame in zip(taken, _read([sources[k] for k in taken], decoded)):
         frames[k] = frame
-    # The parse's Arrow memory is free now: hand it back rather than keep it cached for the next batch.
-    pa.default_memory_pool().release_unused()
     return frames
 
 
-def _frames(sources: list[SourceFile], lines: _Lines, files: np.ndarray) -> list[pl.DataFrame | None]:
-    """The frames of ``files`` (indices into ``lines``' files); a batch Arrow refuses is halved until the file is found."""
-    return by_halving(lambda part: _read_batch([sources[k] for k in part], lines, files[part]), len(files))
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Python's cycle collector off while records are decoded and walked, and back on after (if it was on).
 
-
-# -- lines ----------------------------------------------------------------------------
-
-#: A run of brackets this long starts nesting that may go deeper than orjson parses (see :func:`_too_deep`).
-_DEEP_RUN = b"[" * 64
-
-
-def _too_deep(data: bytearray, array: pa.LargeBinaryArray) -> np.ndarray:
-    """Which lines the reference refuses for nesting deeper than orjson's limit (Arrow has none).
-
-    Only lines with a long run of ``[`` are checked (by orjson itself), and
-    only when the buffer has one at all: one memchr-speed search. Deep nesting
-    built otherwise (``{"a":[{"a":[`` ...) inside a field neither parser
-    reads for the message is not caught: the one known case where the fast
-    path reads a line the reference refuses.
+    Decoding makes millions of objects and no cycles (the Structs are not
+    even tracked: ``gc=False``), but the lists among them keep triggering
+    collections that find nothing: a quarter of the decoding time.
     """
-    deep = np.zeros(len(array), dtype=bool)
-    if data.find(_DEEP_RUN) < 0:
-        return deep
-    for row in np.flatnonzero(np.asarray(pc.match_substring(array, _DEEP_RUN.decode()))):
-        try:
-            orjson.loads(array[int(row)].as_py())
-        except orjson.JSONDecodeError:
-            deep[row] = True
-    return deep
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
-class _Lines:
-    """The non-blank lines of many files in one buffer, each with its file and line number.
+def _lines(data: bytearray, spans: list[tuple[int, int]]) -> list[np.ndarray | None]:
+    """The numbers of each file's non-blank lines; None for a file with none, or with a line that does not start
+    with ``{`` (the line-by-line reader judges those: whitespace, a JSON value that is not an object,
+    pretty-printed JSON).
 
-    ``array`` holds every line as one binary value without a copy of the
-    buffer (a blank line after it, or its newline, is JSON whitespace at its
-    end); ``odd`` says which files have a line that is not blank and does not
-    start with ``{`` (the reference judges those: whitespace, a JSON value
-    that is not an object, pretty-printed JSON), or have no line that is not
-    blank (the reference reads those as empty sessions; there is nothing to
-    parse).
+    >>> _lines(bytearray(b'{}\\n\\n{}\\n{}\\n {}\\n\\n'), [(0, 7), (7, 11), (11, 12)])
+    [array([1, 3]), None, None]
     """
-
-    def __init__(self, data: bytearray, spans: list[tuple[int, int]]):
-        self.data = data
-        raw = np.frombuffer(data, dtype=np.uint8)
-        ends = _newlines(raw)   # every file ends with a newline (read_together)
-        starts = np.concatenate(([0], ends[:-1] + 1))
-        per_file = np.diff(np.searchsorted(ends, [spans[0][0], *(end for _, end in spans)]))
-        file_of = np.repeat(np.arange(len(spans)), per_file)
-        line_no = np.arange(len(ends)) - np.repeat(np.cumsum(per_file) - per_file, per_file) + 1
-        keep = ends > starts
-        self.odd = np.zeros(len(spans), dtype=bool)
-        self.odd[file_of[keep & (raw[np.minimum(starts, len(raw) - 1)] != ord("{"))]] = True
-        self.odd[np.bincount(file_of[keep], minlength=len(spans)) == 0] = True
-        self.starts, self.ends = starts[keep], ends[keep]
-        offsets = np.concatenate((self.starts, [len(data)])).astype(np.int64)
-        self.array = cast(pa.LargeBinaryArray, pa.Array.from_buffers(
-            pa.large_binary(), len(self.starts), [None, pa.py_buffer(offsets), pa.py_buffer(data)]))
-        self.file_of, self.line_no = file_of[keep], line_no[keep]
-
-    def of(self, files: np.ndarray) -> tuple[pa.LargeBinaryArray, np.ndarray]:
-        """The lines of ``files`` (a copy unless they are all) and their rows in :attr:`array`."""
-        rows = np.flatnonzero(np.isin(self.file_of, files))
-        if len(rows) == len(self.array):
-            return self.array, rows
-        return cast(pa.LargeBinaryArray, self.array.take(pa.array(rows))), rows
-
-    def records(self, rows: np.ndarray) -> Iterator[memoryview]:
-        """The bytes of ``rows`` of :attr:`array`, one at a time, without a copy (for orjson)."""
-        view = memoryview(self.data)
-        for start, end in zip(self.starts[rows].tolist(), self.ends[rows].tolist()):
-            yield view[start:end]
-
-    def blank_out(self, rows: np.ndarray) -> np.ndarray:
-        """Overwrite ``rows`` of :attr:`array` with ``{}`` and spaces; returns what :meth:`restore` needs."""
-        at = _ranges(self.starts[rows], self.ends[rows])
-        raw = np.frombuffer(self.data, dtype=np.uint8)
-        saved = raw[at]
-        raw[at] = ord(" ")
-        raw[self.starts[rows]], raw[self.starts[rows] + 1] = ord("{"), ord("}")
-        return np.stack((at, saved.astype(np.int64)))
-
-    def restore(self, saved: np.ndarray) -> None:
-        np.frombuffer(self.data, dtype=np.uint8)[saved[0]] = saved[1].astype(np.uint8)
+    raw = np.frombuffer(data, dtype=np.uint8)
+    ends = _newlines(raw)   # every file ends with a newline (read_together)
+    starts = np.concatenate(([0], ends[:-1] + 1))
+    bounds = np.searchsorted(ends, [spans[0][0], *(end - 1 for _, end in spans)])
+    bounds[1:] += 1
+    keep = ends > starts
+    odd = keep & (raw[np.minimum(starts, len(raw) - 1)] != 0x7B)
+    out: list[np.ndarray | None] = []
+    for k in range(len(spans)):
+        a, b = int(bounds[k]), int(bounds[k + 1])
+        if odd[a:b].any():
+            out.append(None)
+            continue
+        numbers = np.flatnonzero(keep[a:b]) + 1
+        out.append(numbers if len(numbers) else None)
+    return out
 
 
 def _newlines(raw: np.ndarray, step: int = 1 << 22) -> np.ndarray:
@@ -213,340 +157,279 @@ def _newlines(raw: np.ndarray, step: int = 1 << 22) -> np.ndarray:
     return np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
 
 
-def _ranges(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """Every index of ``[starts[i], ends[i])`` for all i, concatenated.
+# -- records and blocks into columns -------------------------------------------------------
 
-    >>> _ranges(np.array([0, 5]), np.array([2, 8])).tolist()
-    [0, 1, 5, 6, 7]
-    """
-    lengths = ends - starts
-    return np.repeat(starts - np.concatenate(([0], np.cumsum(lengths)[:-1])), lengths) + np.arange(lengths.sum())
+_NO_MESSAGE = Message()
+_NO_USAGE = Usage()
 
 
-_Parsed = tuple[str, np.ndarray, pa.StructArray, np.ndarray]
+class _Columns:
+    """The decoded records of a batch as the columns the state machine reads, and their canonical blocks.
 
-
-def _parse(lines: _Lines, array: pa.LargeBinaryArray) -> list[_Parsed] | None:
-    """Every line parsed in its shape, or None if Arrow refuses a line.
-
-    Each shape gives ``(shape, rows, records, own)``: the rows of ``array``
-    parsed, their records, and which of them are this shape's (the others
-    were blanked out: empty records, no blocks).
-
-    The lines of the rare shapes are copied out; when ``array`` is all the
-    lines, the common shape is parsed in place, over every line, with the
-    others blanked out (and restored after), which saves copying nearly all
-    the bytes.
-    """
-    string = np.asarray(pc.match_substring_regex(array, _STRING_CONTENT))
-    parts = np.asarray(pc.match_substring_regex(array, _RESULT_PARTS)) & ~string
-    in_place = array is lines.array
-    shapes = []
-    for name, mask in (("string", string), ("result parts", parts), ("list", ~string & ~parts)):
-        rows = np.flatnonzero(mask)
-        if not len(rows):
-            continue
-        if name == "list" and in_place:
-            saved = lines.blank_out(np.flatnonzero(~mask))
-            try:
-                records = _read_json(array, name)
-            finally:
-                lines.restore(saved)
-            rows, own = np.arange(len(array)), mask
-        else:
-            records = _read_json(array if len(rows) == len(array) else array.take(pa.array(rows)), name)
-            own = np.ones(len(rows), dtype=bool)
-        if records is None:
-            return None
-        shapes.append((name, rows, records, own))
-    return shapes
-
-
-def _read_json(lines: pa.LargeBinaryArray, shape: str) -> pa.StructArray | None:
-    """``lines`` parsed with the schema of ``shape``, one record each; None if Arrow refuses one."""
-    offsets = np.frombuffer(lines.buffers()[1], dtype=np.int64)[lines.offset:lines.offset + len(lines) + 1]
-    body = lines.buffers()[2][int(offsets[0]):int(offsets[-1])]
-    try:
-        table = pa_json.read_json(pa.BufferReader(body), read_options=pa_json.ReadOptions(block_size=_BLOCK_BYTES),
-                                  parse_options=pa_json.ParseOptions(explicit_schema=_SHAPES[shape],
-                                                                     unexpected_field_behavior="ignore"))
-    except (pa.ArrowException, ValueError):
-        return None
-    if table.num_rows != len(lines):
-        return None
-    return table.to_struct_array().combine_chunks()
-
-
-def _is(values: pa.Array, *names: str) -> np.ndarray:
-    """Whether each value is one of ``names`` (null: no)."""
-    return np.asarray(pc.fill_null(pc.is_in(values, pa.array(names, values.type)), False))
-
-
-def _valid(values: pa.Array) -> np.ndarray:
-    return np.asarray(pc.is_valid(values))
-
-
-def _mask(values: np.ndarray) -> pa.BooleanArray:
-    return pa.array(values, pa.bool_())
-
-
-# -- blocks ---------------------------------------------------------------------------
-
-#: Canonical block types by code; a block the reference drops gets the last (null), and no message.
-_KINDS = pa.array(["text", "thinking", "tool_use", "tool_result", "compaction_summary", None], _STR)
-_AS_TEXT, _AS_THINKING, _AS_TOOL_USE, _AS_RESULT, _AS_SUMMARY, _DROPPED = range(6)
-
-
-class _Blocks:
-    """The content blocks of one shape's records as canonical blocks, each with its line and its verdict.
-
-    ``line``: the batch row of each block; ``code``: its canonical type
-    (``_DROPPED`` for a block the reference drops); ``bad``: the reference
-    refuses it; ``tool_use``: a tool call, whose ``input`` is added later;
-    ``dropped``: ``(row, label)`` of each block or part the reference drops
-    and counts under that label; ``bad_rows``: records whose content the
-    reference refuses as a whole.
+    ``records``: one row per record (``row``, its ``file`` and ``line``, the
+    fields under short names, and per record: ``bad_blocks`` (its content
+    is refused by the line-by-line reader), ``results`` (its tool results),
+    ``text``, ``prompt``, ``trigger``, ``tokens_before`` and ``bad_rare`` (a
+    queued prompt, a boundary, a compact summary: see :meth:`_rare`)).
+    ``canonical``: the canonical blocks (:data:`..columnar.BLOCK`) of every
+    record, ``line`` the row of each, ``code`` its canonical type;
+    ``dropped``: ``(row, label)`` of each block or part dropped and counted
+    under that label.
     """
 
-    def __init__(self, shape: str, rows: np.ndarray, records: pa.StructArray, is_user: np.ndarray):
-        content = records.field("message").field("content")
-        if shape == "string":
-            self._strings(rows, content, is_user)
-        else:
-            self._lists(shape, rows, content, is_user)
-
-    def _strings(self, rows: np.ndarray, content: pa.Array, is_user: np.ndarray) -> None:
-        """``message.content`` a string: a user message's one text block; an assistant's must be a list."""
-        has = _valid(content) & is_user
-        n = int(has.sum())
-        self.line, self.code = rows[has], np.full(n, _AS_TEXT, dtype=np.int8)
-        self.bad, self.tool_use = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
-        self.bad_rows = rows[_valid(content) & ~is_user]
-        self.dropped = (np.zeros(0, dtype=np.int64), pa.nulls(0, _STR))
-        self.canonical = _text_blocks(self.code, content.filter(_mask(has)))
-
-    def _lists(self, shape: str, rows: np.ndarray, content: pa.ListArray, is_user: np.ndarray) -> None:
-        blocks = pc.list_flatten(content)
-        owner = np.asarray(pc.list_parent_indices(content))
-        user = is_user[owner]
-        kinds = blocks.field("type")
-        text, result = _is(kinds, "text"), user & _is(kinds, "tool_result")
-        thinking, redacted = ~user & _is(kinds, "thinking"), ~user & _is(kinds, "redacted_thinking")
-        tool_use = ~user & _is(kinds, *TOOL_USE_BLOCKS)
-        code = np.full(len(blocks), _DROPPED, dtype=np.int8)
-        code[text], code[result], code[thinking | redacted], code[tool_use] = _AS_TEXT, _AS_RESULT, _AS_THINKING, _AS_TOOL_USE
-        server_result = ~user & np.asarray(pc.fill_null(pc.ends_with(kinds, "_tool_result"), False))
-        bad = ~_valid(blocks) | ~_valid(kinds) | server_result
-        bad |= text & ~_valid(blocks.field("text"))
-        bad |= result & ~_valid(blocks.field("tool_use_id"))
-        bad |= thinking & ~_valid(blocks.field("thinking"))
-        bad |= tool_use & ~(_valid(blocks.field("id")) & _valid(blocks.field("name")))
-        result_content = blocks.field("content")
-        # The reference reads a content field only on a tool result: anywhere else it must not be counted.
-        bad |= ~result & _valid(result_content)
-        dropped = (code == _DROPPED) & _valid(kinds) & ~server_result
-        prefix = pa.array(np.where(user, "user block/", "assistant block/")[dropped], _STR)
-        labels = pc.binary_join_element_wise(prefix, kinds.filter(_mask(dropped)), "")
-        drop_rows = rows[owner[dropped]]
-        texts = pc.if_else(_mask(text), blocks.field("text"),
-                           pc.if_else(_mask(thinking), blocks.field("thinking"),
-                                      pc.if_else(_mask(redacted), pa.scalar("", _TEXT), pa.scalar(None, _TEXT))))
-        if shape == "list":   # a tool result's content is a string (or absent): one text part
-            parts = pa.ListArray.from_arrays(
-                pa.array(np.arange(len(blocks) + 1, dtype=np.int32)),
-                pa.StructArray.from_arrays([pa.repeat(pa.scalar("text", _STR), len(blocks)), result_content,
-                                            pa.nulls(len(blocks), _STR)], fields=list(PART)))
-        else:
-            parts, part_bad, part_owner, part_dropped, part_labels = _parts(result_content)
-            bad |= np.bincount(part_owner[part_bad], minlength=len(blocks)) > 0
-            drop_rows = np.concatenate((drop_rows, rows[owner[part_owner[part_dropped]]]))
-            labels = pa.concat_arrays([labels, part_labels])
-        self.line, self.code, self.bad, self.tool_use = rows[owner], code, bad, tool_use
-        self.bad_rows = np.zeros(0, dtype=np.int64)
-        self.dropped = (drop_rows, labels)
-        self.canonical = _canonical(code, texts, blocks.field("id"), blocks.field("name"),
-                                    blocks.field("tool_use_id"), parts)
-
-
-def _parts(content: pa.ListArray) -> tuple[pa.ListArray, np.ndarray, np.ndarray, np.ndarray, pa.Array]:
-    """A tool result's parts as canonical parts: ``(parts, bad, owner block, dropped, labels of the dropped)``."""
-    parts = pc.list_flatten(content)
-    owner = np.asarray(pc.list_parent_indices(content))
-    kinds = parts.field("type")
-    text, media = _is(kinds, "text"), _is(kinds, "image", "document")
-    bad = ~_valid(parts) | ~_valid(kinds) | (text & ~_valid(parts.field("text")))
-    media_type = pc.coalesce(parts.field("source").field("media_type"), kinds)
-    canonical = pa.StructArray.from_arrays([
-        pc.if_else(_mask(media), pa.scalar("media", _STR), pa.scalar("text", _STR)),
-        pc.if_else(_mask(text), parts.field("text"), pa.scalar(None, _TEXT)),
-        pc.if_else(_mask(media), media_type, pa.scalar(None, _STR)),
-    ], fields=list(PART))
-    dropped = ~text & ~media & _valid(kinds)
-    labels = pc.binary_join_element_wise(pa.repeat(pa.scalar("tool_result part/", _STR), int(dropped.sum())),
-                                         kinds.filter(_mask(dropped)), "")
-    counts = np.asarray(pc.fill_null(pc.list_value_length(content), 0), dtype=np.int64)
-    offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int32)
-    return pa.ListArray.from_arrays(pa.array(offsets), canonical), bad, owner, dropped, labels
-
-
-class _Rare:
-    """Records whose fields Arrow cannot type, read again by orjson as the reference reads them.
-
-    They are rare and short: a prompt queued mid-turn (``attachment.prompt``,
-    a string or a list of blocks), a compaction boundary (its
-    ``compactMetadata``) and a compact summary (its text, from a string or a
-    list of blocks, :func:`.reference.text_of`). :meth:`columns` gives, per
-    record: ``text`` (the prompt's or the summary's), ``prompt`` (a queued
-    prompt that is a message), ``trigger`` and ``tokens_before`` (of a
-    boundary), ``bad_rare`` (the reference refuses it).
-    """
-
-    def __init__(self, lines: _Lines, at: np.ndarray, records: pl.DataFrame):
-        n = records.height
+    def __init__(self, decoded: list[tuple[int, list[Record], np.ndarray]]):
+        recs = [r for _, rs, _ in decoded for r in rs]
+        n = len(recs)
+        self.n = n
+        has_message = [r.message is not None for r in recs]
+        msgs = [m if (m := r.message) is not None else _NO_MESSAGE for r in recs]
+        has_usage = [m.usage is not None for m in msgs]
+        usages = [u if (u := m.usage) is not None else _NO_USAGE for m in msgs]
+        contents = [m.content for m in msgs]
+        self.bad = np.zeros(n, dtype=bool)
         self.text: list[str | None] = [None] * n
+        self.prompt = np.zeros(n, dtype=bool)
         self.trigger: list[str | None] = [None] * n
         self.tokens: list[int | None] = [None] * n
-        self.prompt, self.bad = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
-        which = records.select("row", which=pl.when(_QUEUED).then(pl.lit("queued")).when(_BOUNDARY)
-                               .then(pl.lit("boundary")).when(_SUMMARY).then(pl.lit("summary"))).drop_nulls()
-        rows = which["row"].to_numpy()
-        for row, kind, raw in zip(rows.tolist(), which["which"].to_list(), lines.records(at[rows])):
-            try:
-                self._read(row, kind, orjson.loads(raw))
-            except (*BAD_RECORD, orjson.JSONDecodeError, KeyError, AttributeError):
-                self.bad[row] = True
+        self.bad_rare = np.zeros(n, dtype=bool)
+        self.failed = False
+        self._blocks(recs, contents)
+        self._rare(recs, contents)
+        self.records = pl.DataFrame({
+            "row": np.arange(n),
+            "type": pl.Series([r.type for r in recs], dtype=pl.String),
+            "subtype": pl.Series([r.subtype for r in recs], dtype=pl.String),
+            "uuid": pl.Series([r.uuid for r in recs], dtype=pl.String),
+            "sidechain": pl.Series([r.isSidechain for r in recs], dtype=pl.Boolean),
+            "session": pl.Series([r.sessionId for r in recs], dtype=pl.String),
+            "request": pl.Series([r.requestId for r in recs], dtype=pl.String),
+            "timestamp": pl.Series([r.timestamp for r in recs], dtype=pl.String),
+            "cwd": pl.Series([r.cwd for r in recs], dtype=pl.String),
+            "agent": pl.Series([r.agentId for r in recs], dtype=pl.String),
+            "compact_summary": pl.Series([r.isCompactSummary for r in recs], dtype=pl.Boolean),
+            "transcript_only": pl.Series([r.isVisibleInTranscriptOnly for r in recs], dtype=pl.Boolean),
+            "attachment": pl.Series([a.type if (a := r.attachment) is not None else None for r in recs], dtype=pl.String),
+            "has_message": pl.Series(has_message, dtype=pl.Boolean),
+            "msg_id": pl.Series([m.id for m in msgs], dtype=pl.String),
+            "model": pl.Series([m.model for m in msgs], dtype=pl.String),
+            "has_usage": pl.Series(has_usage, dtype=pl.Boolean),
+            "input": pl.Series([u.input_tokens for u in usages], dtype=pl.Int64),
+            "output": pl.Series([u.output_tokens for u in usages], dtype=pl.Int64),
+            "cache_read": pl.Series([u.cache_read_input_tokens for u in usages], dtype=pl.Int64),
+            "cache_write": pl.Series([u.cache_creation_input_tokens for u in usages], dtype=pl.Int64),
+            "cache_write_1h": pl.Series([s.ephemeral_1h_input_tokens if (s := u.cache_creation) is not None else None
+                                         for u in usages], dtype=pl.Int64),
+            "has_content": pl.Series([c is not None for c in contents], dtype=pl.Boolean),
+            "content_is_list": pl.Series([isinstance(c, list) for c in contents], dtype=pl.Boolean),
+            "file": np.repeat(np.arange(len(decoded)), [len(rs) for _, rs, _ in decoded]),
+            "line": np.concatenate([lines for _, _, lines in decoded]),
+            "bad_blocks": self.bad,
+            "text": pl.Series(self.text, dtype=pl.String),
+            "prompt": self.prompt,
+            "trigger": pl.Series(self.trigger, dtype=pl.String),
+            "tokens_before": pl.Series(self.tokens, dtype=pl.Int64),
+            "bad_rare": self.bad_rare,
+            "results": np.bincount(self.line[self.code == _AS_RESULT], minlength=n),
+        })
 
-    def _read(self, row: int, kind: str, record: dict[str, Any]) -> None:
-        if kind == "queued":
-            prompt = record["attachment"].get("prompt")
-            if prompt is not None:
-                self.text[row], self.prompt[row] = text_of(prompt), True
-        elif kind == "boundary":
-            meta = record.get("compactMetadata")
-            meta = meta if isinstance(meta, dict) else {}
-            trigger, tokens = meta.get("trigger"), meta.get("preTokens")
-            self.trigger[row] = trigger if isinstance(trigger, str) else None
-            self.tokens[row] = tokens if isinstance(tokens, int) and not isinstance(tokens, bool) else None
-        else:
-            self.text[row] = text_of(record["message"].get("content"))
+    def _blocks(self, recs: list[Record], contents: list[Any]) -> None:
+        """Every content block as a canonical block, with the verdict of the line-by-line reader's checks."""
+        line: list[int] = []
+        code: list[int] = []
+        text: list[str | None] = []
+        ids: list[str | None] = []
+        names: list[str | None] = []
+        tool_use_ids: list[str | None] = []
+        n_parts: list[int] = []
+        part_kind: list[str] = []
+        part_text: list[str | None] = []
+        part_media: list[str | None] = []
+        drop_rows: list[int] = []
+        labels: list[str] = []
+        bad: list[int] = []
+        calls: list[int] = []
+        raw_inputs: list[msgspec.Raw] = []
+        for row, (rec, content) in enumerate(zip(recs, contents)):
+            if content is None:
+                continue
+            user = rec.type == "user"
+            if isinstance(content, str):
+                if not user:
+                    bad.append(row)     # an assistant's content must be a list
+                    continue
+                line.append(row)
+                code.append(_AS_TEXT)
+                text.append(content)
+                ids.append(None)
+                names.append(None)
+                tool_use_ids.append(None)
+                n_parts.append(0)
+                continue
+            for b in content:
+                kind = b.type
+                result = b.content
+                if kind == "text":
+                    value = b.text
+                    if value is None or result is not None:
+                        bad.append(row)
+                    line.append(row)
+                    code.append(_AS_TEXT)
+                    text.append(value)
+                    ids.append(None)
+                    names.append(None)
+                    tool_use_ids.append(None)
+                    n_parts.append(0)
+                elif kind == "tool_result" and user:
+                    if b.tool_use_id is None:
+                        bad.append(row)
+                    line.append(row)
+                    code.append(_AS_RESULT)
+                    text.append(None)
+                    ids.append(None)
+                    names.append(None)
+                    tool_use_ids.append(b.tool_use_id)
+                    if result is None:
+                        n_parts.append(0)
+                    elif isinstance(result, str):
+                        n_parts.append(1)
+                        part_kind.append("text")
+                        part_text.append(result)
+                        part_media.append(None)
+                    else:
+                        k = 0
+                        for part in result:
+                            pk = part.type
+                            if pk == "text":
+                                if part.text is None:
+                                    bad.append(row)
+                                part_kind.append("text")
+                                part_text.append(part.text)
+                                part_media.append(None)
+                                k += 1
+                            elif pk in _MEDIA:
+                                media = part.source.media_type if part.source is not None else None
+                                part_kind.append("media")
+                                part_text.append(None)
+                                part_media.append(media if media is not None else pk)
+                                k += 1
+                            elif pk is None:
+                                bad.append(row)
+                            else:
+                                drop_rows.append(row)
+                                labels.append("tool_result part/" + pk)
+                        n_parts.append(k)
+                elif user:
+                    # A block with no libpanto equivalent (an image outside a tool result, ...): dropped, counted.
+                    if kind is None or result is not None:
+                        bad.append(row)
+                    else:
+                        drop_rows.append(row)
+                        labels.append("user block/" + kind)
+                elif kind == "thinking" or kind == "redacted_thinking":
+                    value = b.thinking if kind == "thinking" else ""
+                    if value is None or result is not None:
+                        bad.append(row)
+                    line.append(row)
+                    code.append(_AS_THINKING)
+                    text.append(value)
+                    ids.append(None)
+                    names.append(None)
+                    tool_use_ids.append(None)
+                    n_parts.append(0)
+                elif kind in _TOOL_USES:
+                    if b.id is None or b.name is None or result is not None:
+                        bad.append(row)
+                    line.append(row)
+                    code.append(_AS_TOOL_USE)
+                    text.append(None)
+                    ids.append(b.id)
+                    names.append(b.name)
+                    tool_use_ids.append(None)
+                    n_parts.append(0)
+                    calls.append(len(code) - 1)
+                    raw_inputs.append(b.input)
+                elif kind is None or kind.endswith("_tool_result") or result is not None:
+                    bad.append(row)     # a server tool's result (in the assistant message itself): the reader's
+                else:
+                    drop_rows.append(row)
+                    labels.append("assistant block/" + kind)
+        self.bad[bad] = True
+        self.line = np.array(line, dtype=np.int64)
+        self.code = np.array(code, dtype=np.int8)
+        offsets = np.zeros(len(n_parts) + 1, dtype=np.int32)
+        np.cumsum(n_parts, out=offsets[1:])
+        parts = pa.StructArray.from_arrays([_strings(part_kind, _STR), _strings(part_text, _TEXT),
+                                            _strings(part_media, _STR)], fields=list(PART))
+        self.canonical = pa.StructArray.from_arrays(
+            [_KINDS.take(_arrow(pl.Series(self.code, dtype=pl.Int8))), _strings(text, _TEXT), _strings(ids, _STR),
+             _strings(names, _STR), self._inputs(len(code), calls, raw_inputs), _strings(tool_use_ids, _STR),
+             pa.ListArray.from_arrays(_arrow(pl.Series(offsets)), parts)], fields=list(BLOCK))
+        self.dropped = pl.DataFrame({"row": pl.Series(drop_rows, dtype=pl.Int64), "label": pl.Series(labels, dtype=pl.String)})
 
-    def columns(self) -> dict[str, pl.Series]:
-        return {"text": pl.Series(self.text, dtype=pl.String), "prompt": pl.Series(self.prompt),
-                "trigger": pl.Series(self.trigger, dtype=pl.String),
-                "tokens_before": pl.Series(self.tokens, dtype=pl.Int64), "bad_rare": pl.Series(self.bad)}
-
-
-def _canonical(code: np.ndarray, text: pa.Array, ids: pa.Array, names: pa.Array, tool_use_ids: pa.Array,
-               parts: pa.ListArray) -> pa.StructArray:
-    """Canonical blocks (:data:`..columnar.BLOCK`) without the tool calls' ``input`` (see :func:`_with_inputs`)."""
-    return pa.StructArray.from_arrays(
-        [_KINDS.take(pa.array(code)), text.cast(_TEXT), ids, names, pa.nulls(len(code), _TEXT), tool_use_ids,
-         parts], fields=list(BLOCK))
-
-
-def _text_blocks(code: np.ndarray, texts: pa.Array) -> pa.StructArray:
-    """Canonical blocks of the given codes holding only a text (a text block, a compaction summary)."""
-    nothing = pa.nulls(len(code), _STR)
-    no_parts = pa.ListArray.from_arrays(pa.array(np.zeros(len(code) + 1, dtype=np.int32)), pa.array([], PART))
-    return _canonical(code, texts, nothing, nothing, nothing, no_parts)
-
-
-def _with_inputs(blocks: pa.StructArray, inputs: pa.Array) -> pa.StructArray:
-    """``blocks`` with their ``input`` field replaced."""
-    fields = [inputs if f.name == "input" else blocks.field(f.name) for f in BLOCK]
-    return pa.StructArray.from_arrays(fields, fields=list(BLOCK))
-
-
-def _tool_inputs(lines: _Lines, rows: np.ndarray) -> list[list[str]] | None:
-    """The compact JSON of each tool call's ``input`` on each of ``rows``, as the reference writes it.
-
-    Arrow cannot give an object's JSON text, so these lines (assistant lines
-    with a tool call: short ones) are parsed again by orjson, as the
-    reference parses them. None if orjson refuses one (Arrow let it through).
-    """
-    out = []
-    for raw in lines.records(rows):
+    def _inputs(self, n: int, calls: list[int], raw: list[msgspec.Raw]) -> pa.Array:
+        """The ``input`` of ``n`` blocks: a tool call's compact JSON (as orjson serializes its value), null elsewhere."""
+        inputs: list[str | None] = [None] * n
         try:
-            content = orjson.loads(raw)["message"]["content"]
-            out.append([orjson.dumps(b.get("input")).decode() for b in content if b.get("type") in TOOL_USE_BLOCKS])
-        except (orjson.JSONDecodeError, orjson.JSONEncodeError, KeyError, TypeError, AttributeError):
-            return None
-    return out
+            for at, value in zip(calls, raw):
+                inputs[at] = orjson.dumps(orjson.loads(bytes(value))).decode()
+        except orjson.JSONDecodeError:   # msgspec let it through (1e400): the reader refuses the line
+            self.failed = True
+        return _strings(inputs, _TEXT)
+
+    def _rare(self, recs: list[Record], contents: list[Any]) -> None:
+        """The fields of the rare records, read as :mod:`.lines` reads them: a prompt queued mid-turn (its
+        text), a compaction boundary (``compactMetadata``'s trigger and tokens), a compact summary (its text)."""
+        for row, rec in enumerate(recs):
+            kind = rec.type
+            if kind == "attachment":
+                att = rec.attachment
+                if att is None or att.type != "queued_command" or att.prompt is None:
+                    continue
+                try:
+                    self.text[row], self.prompt[row] = text_of(att.prompt), True
+                except BAD_RECORD:
+                    self.bad_rare[row] = True
+            elif kind == "system":
+                if rec.subtype != "compact_boundary":
+                    continue
+                meta = rec.compactMetadata
+                meta = meta if isinstance(meta, dict) else {}
+                trigger, tokens = meta.get("trigger"), meta.get("preTokens")
+                self.trigger[row] = trigger if isinstance(trigger, str) else None
+                self.tokens[row] = tokens if isinstance(tokens, int) and not isinstance(tokens, bool) else None
+            elif kind == "user" and rec.isCompactSummary is True:
+                content = contents[row]
+                if isinstance(content, str):
+                    self.text[row] = content
+                elif isinstance(content, list):
+                    self.text[row] = "\n".join(b.text for b in content if b.type == "text" and b.text is not None)
+                else:
+                    self.bad_rare[row] = True   # no message, or no content: the reader refuses it
 
 
-# -- records ----------------------------------------------------------------------------
-
-_FIELDS = {"type": "type", "subtype": "subtype", "uuid": "uuid", "isSidechain": "sidechain", "sessionId": "session",
-           "requestId": "request", "timestamp": "timestamp", "cwd": "cwd", "agentId": "agent",
-           "isCompactSummary": "compact_summary", "isVisibleInTranscriptOnly": "transcript_only"}
+def _arrow(series: pl.Series) -> pa.Array:
+    """A Polars series as one Arrow array (Polars converts without loading pandas, as ``pa.array`` does)."""
+    return series.to_arrow()
 
 
-def _record_columns(shape: str, rows: np.ndarray, records: pa.StructArray) -> pa.Table:
-    """The fields of each record the state machine reads, under short names, with its batch row."""
-    message = records.field("message")
-    usage = message.field("usage")
-    content = message.field("content")
-    columns = {"row": pa.array(rows), **{short: records.field(name) for name, short in _FIELDS.items()},
-               "attachment": records.field("attachment").field("type"),
-               "has_message": pc.is_valid(message), "msg_id": message.field("id"), "model": message.field("model"),
-               "has_usage": pc.is_valid(usage),
-               **{column: usage.field(key) for column, key in USAGE_KEYS},
-               "cache_write_1h": usage.field("cache_creation").field("ephemeral_1h_input_tokens"),
-               "has_content": pc.is_valid(content), "content_is_list": pa.repeat(shape != "string", len(rows))}
-    return pa.table(columns)
+def _strings(values: Sequence[str | None], arrow_type: pa.DataType) -> pa.Array:
+    """Python strings as an Arrow string array of ``arrow_type``."""
+    return _arrow(pl.Series(values, dtype=pl.String)).cast(arrow_type)
 
 
-def _read_batch(sources: list[SourceFile], lines: _Lines, files: np.ndarray) -> list[pl.DataFrame | None] | None:
-    """The frame of each of ``files`` (None: declined), or None when Arrow refuses some line of them."""
-    array, at = lines.of(files)
-    if not len(array):   # only files of blank lines, all declined
-        return [None] * len(files)
-    file_of = np.searchsorted(files, lines.file_of[at])
-    declined = lines.odd[files].copy()
-    declined[file_of[np.asarray(pc.match_substring_regex(array, _SURROGATE))]] = True
-    if lines.data.find(PRESERVED_MARK) >= 0:   # a compaction kept a segment verbatim: its messages are moved
-        declined[file_of[np.asarray(pc.match_substring(array, PRESERVED_MARK.decode()))]] = True
-    declined[file_of[_too_deep(lines.data, array)]] = True
-    shapes = _parse(lines, array)
-    if shapes is None:
-        return None
-    n = len(array)
-    table = pa.concat_tables([_record_columns(shape, rows, recs).filter(_mask(own)) for shape, rows, recs, own in shapes])
-    records = cast(pl.DataFrame, pl.from_arrow(table)).sort("row").with_columns(file=pl.Series(file_of), line=pl.Series(lines.line_no[at]))
-    is_user = np.asarray(records["type"].eq_missing("user").to_numpy(), dtype=bool)
-    blocks = [_Blocks(shape, rows, recs, is_user[rows]) for shape, rows, recs, _ in shapes]
-    line = np.concatenate([b.line for b in blocks])
-    code = np.concatenate([b.code for b in blocks])
-    bad_row = np.bincount(line[np.concatenate([b.bad for b in blocks])], minlength=n) > 0
-    bad_row[np.concatenate([b.bad_rows for b in blocks])] = True
-    records = records.with_columns(bad_blocks=pl.Series(bad_row), **_Rare(lines, at, records).columns(),
-                                   results=pl.Series(np.bincount(line[code == _AS_RESULT], minlength=n)))
-    inputs = _inputs_of(lines, at, line, np.concatenate([b.tool_use for b in blocks]))
-    if inputs is None:
+#: Canonical block types by code.
+_KINDS = _strings(list(_KIND_NAMES), _STR)
+
+
+def _read(sources: list[SourceFile], decoded: list[tuple[int, list[Record], np.ndarray]]) -> list[pl.DataFrame | None]:
+    """The frame of each decoded file (None: declined)."""
+    with _collector_paused():
+        columns = _Columns(decoded)
+    if columns.failed:
         return [None] * len(sources)
-    canonical = _with_inputs(pa.concat_arrays([b.canonical for b in blocks]), inputs)
-    records = _state(records)
-    declined |= _declined(records, len(sources))
-    return _assemble(sources, records, canonical, line, code, blocks, declined)
-
-
-def _inputs_of(lines: _Lines, at: np.ndarray, line: np.ndarray, tool_use: np.ndarray) -> pa.Array | None:
-    """The ``input`` field of every block: a tool call's compact JSON, null elsewhere."""
-    inputs: list[str | None] = [None] * len(line)
-    calls = np.flatnonzero(tool_use)
-    if not len(calls):
-        return pa.nulls(len(line), _TEXT)
-    rows = np.unique(line[calls])
-    found = _tool_inputs(lines, at[rows])
-    if found is None:
-        return None
-    flat = [text for per_line in found for text in per_line]
-    if len(flat) != len(calls):
-        return None
-    order = calls[np.argsort(line[calls], kind="stable")]
-    for i, text in zip(order.tolist(), flat):
-        inputs[i] = text
-    return pa.array(inputs, _TEXT)
+    records = _state(columns.records)
+    declined = _declined(records, len(sources))
+    return _assemble(sources, records, columns.canonical, columns.line, columns.dropped, declined)
 
 
 # -- the state machine ------------------------------------------------------------------
@@ -635,7 +518,17 @@ def _declined(records: pl.DataFrame, n_files: int) -> np.ndarray:
 
 # -- frames, sessions, reports ------------------------------------------------------------
 
-def _ignored(records: pl.DataFrame, blocks: list[_Blocks]) -> pl.DataFrame:
+def _text_blocks(code: np.ndarray, texts: pa.Array) -> pa.StructArray:
+    """Canonical blocks of the given codes holding only a text (a queued prompt, a compaction summary)."""
+    nothing = pa.nulls(len(code), _STR)
+    no_parts = pa.ListArray.from_arrays(_arrow(pl.Series(np.zeros(len(code) + 1, dtype=np.int32))),
+                                        pa.StructArray.from_arrays([pa.nulls(0, f.type) for f in PART], fields=list(PART)))
+    return pa.StructArray.from_arrays(
+        [_KINDS.take(_arrow(pl.Series(code, dtype=pl.Int8))), texts.cast(_TEXT), nothing, nothing,
+         pa.nulls(len(code), _TEXT), nothing, no_parts], fields=list(BLOCK))
+
+
+def _ignored(records: pl.DataFrame, dropped: pl.DataFrame) -> pl.DataFrame:
     """``(file, label, n)``: what the reference counts as ignored in each file (records, dropped blocks and parts)."""
     kind = pl.col("type")
     label = (pl.when(~pl.col("live")).then(kind + " (duplicate uuid)")
@@ -645,8 +538,6 @@ def _ignored(records: pl.DataFrame, blocks: list[_Blocks]) -> pl.DataFrame:
              .when(kind == "attachment").then("attachment/" + pl.col("attachment").fill_null("None"))
              .when(kind != "assistant").then(kind))
     labels = records.select("file", label=label)
-    rows = np.concatenate([b.dropped[0] for b in blocks])
-    dropped = pl.DataFrame({"row": rows, "label": pl.Series(pa.concat_arrays([b.dropped[1] for b in blocks]))})
     counted = records.select("row", "file", own_blocks=pl.col("conv") & ~pl.col("compaction"))
     dropped = dropped.join(counted, on="row").filter("own_blocks").select("file", "label")
     both = pl.concat([labels, dropped.cast(labels.schema)]).drop_nulls()
@@ -712,7 +603,7 @@ def _meta(src: SourceFile, facts: dict[str, Any], message_ids: list[str | None],
 
 
 def _assemble(sources: list[SourceFile], records: pl.DataFrame, canonical: pa.StructArray, line: np.ndarray,
-              code: np.ndarray, blocks: list[_Blocks], declined: np.ndarray) -> list[pl.DataFrame | None]:
+              dropped: pl.DataFrame, declined: np.ndarray) -> list[pl.DataFrame | None]:
     """The frame of every file not declined; each one's source gets its session metadata and report."""
     messages = records.filter("opens")
     n = messages.height
@@ -721,16 +612,16 @@ def _assemble(sources: list[SourceFile], records: pl.DataFrame, canonical: pa.St
     row_owner = np.full(records.height, n, dtype=np.int64)
     own = conv.filter(~pl.col("compaction"))
     row_owner[own["row"].to_numpy()] = own["owner"].to_numpy()
-    owner = np.where(code == _DROPPED, n, row_owner[line])
+    owner = row_owner[line]
     prompts = conv.filter("prompt")
     compactions = _compactions(conv)
     made = pa.concat_arrays([
         _text_blocks(np.full(prompts.height, _AS_TEXT, dtype=np.int8), prompts["text"].to_arrow()),
         _text_blocks(np.full(compactions.height, _AS_SUMMARY, dtype=np.int8), compactions["text"].to_arrow())])
-    canonical = pa.concat_arrays([canonical, _with_inputs(made, pa.nulls(len(made), _TEXT))])
+    canonical = pa.concat_arrays([canonical, made])
     owner = np.concatenate((owner, prompts["owner"].to_numpy(), compactions["owner"].to_numpy()))
     words, has_result, has_summary = words_and_flags(canonical, owner, n + 1)
-    roles = pa.concat_arrays([messages[ROLE].to_arrow().cast(_STR), pa.array(["user"], _STR)])
+    roles = pa.concat_arrays([messages[ROLE].to_arrow().cast(_STR), _strings(["user"], _STR)])
     size = serialized_bytes(roles, canonical, owner, n + 1)
     usage_rows = messages["usage_row"]
     # A message without a usage row has no usage; a counter missing from a usage is 0.
@@ -766,7 +657,7 @@ def _assemble(sources: list[SourceFile], records: pl.DataFrame, canonical: pa.St
         line=pl.col("line"),
         refs=refs_column(canonical, owner, n, file_of, [m.project for m in metas]),
     ).cast(cast("dict[Any, pl.DataType]", MESSAGE_SCHEMA))
-    ignored = _ignored(records, blocks)
+    ignored = _ignored(records, dropped)
     out: list[pl.DataFrame | None] = [None] * len(sources)
     for k, src in enumerate(sources):
         if declined[k]:

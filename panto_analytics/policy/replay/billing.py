@@ -69,7 +69,8 @@ def bill_replay_result(result: Replay, messages: pl.DataFrame | pl.LazyFrame, pr
 
     def price(calls: pl.DataFrame) -> pl.DataFrame:
         billed = bill(calls, table)
-        missing.append(unpriced(billed.filter("_recorded")) if "_recorded" in billed.columns else unpriced(billed))
+        if billed["cost_usd"].null_count():  # some call is unpriced
+            missing.append(unpriced(billed.filter("_recorded")) if "_recorded" in billed.columns else unpriced(billed))
         return billed
 
     events, sessions = bill_replay(messages, result.events, result.sessions, keys=keys,
