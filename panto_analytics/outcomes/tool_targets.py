@@ -297,10 +297,7 @@ def shell_targets(command: str, cwd: str | None) -> list[tuple[str, str]]:
     base = cwd
     # PowerShell (a Windows working directory): backslashes are separators, not escapes.
     posix = not (cwd and _WINDOWS_ABSOLUTE.match(cwd))
-    script = command.strip()
-    if "<<" in script:   # a here-document's body is text, not commands
-        script = _HEREDOC.sub(r"\3\n", script)
-    for k, segment in enumerate(s for s in _SEPARATORS.split(script) if s):
+    for k, segment in enumerate(_segments(command)):
         words = _words(segment if posix else segment.replace("\\", "/"))
         if words is None:
             other = True
@@ -337,6 +334,20 @@ def shell_targets(command: str, cwd: str | None) -> list[tuple[str, str]]:
     if other or not out:
         out.append(("run", f"run:{cwd or ''}$ " + _WHITESPACE.sub(" ", command.strip())))
     return out
+
+
+def _segments(command: str) -> list[str]:
+    """A command's segments between ``&&``, ``||``, ``;``, ``|`` and newlines, here-document bodies dropped.
+
+    >>> _segments("cd a && cat <<EOF > f\\nbody; x\\nEOF\\nls")
+    ['cd a', 'cat  > f', 'ls']
+    """
+    text = command.strip()
+    if "<<" in text:
+        text = _HEREDOC.sub(r"\3\n", text)
+    if "&" not in text and "|" not in text and ";" not in text and "\n" not in text:
+        return [text] if text else []   # nothing to split on (the pattern needs one of these)
+    return [s for s in _SEPARATORS.split(text) if s]
 
 
 def _words(segment: str) -> list[str] | None:
