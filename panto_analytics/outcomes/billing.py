@@ -538,12 +538,17 @@ def bill_replay(messages: pl.DataFrame | pl.LazyFrame, events: pl.DataFrame, ses
     calls = _rule_columns(fired_calls, restart=False).collect(engine="in-memory")
     ev, rows = _simulate(calls, events, keys, extra=["_bi"])
     sim = _simulated_tokens(rows, summary_tokens)
-    changed = sim.filter("compacted")
+    # The calls that changed, with what their bill needs (filtering only those columns); the cache miss: the
+    # first call to each model after the event, its write beyond the recorded one.
+    sim_write = pl.col("cache_write_5m") + pl.col("cache_write_1h")
+    rec_write = pl.col("recorded_cache_write_5m") + pl.col("recorded_cache_write_1h")
+    changed = sim.select("_eid", "_bi", "_first_after", "model", *TOKEN_COLUMNS, "compacted",
+                         _miss_tokens=(sim_write - rec_write).clip(0)).filter("compacted")
     # The summarizer call: the trigger call as recorded (its row of the calls) and, where an earlier event of
     # its key re-billed it, as simulated: the trigger of an event is the last call of the previous one's range.
-    triggers = (sim.filter(pl.col("_ci") == pl.col("_hi") - 1)
-                .select(*keys, SESSION, "compacted", _ti="_ci", _sin="input",
-                        _sp=pl.col("input") + pl.col("cache_read") + pl.col("cache_write_5m") + pl.col("cache_write_1h")))
+    triggers = (sim.select(*keys, SESSION, "compacted", "_hi", _ti="_ci", _sin="input",
+                           _sp=pl.col("input") + pl.col("cache_read") + pl.col("cache_write_5m") + pl.col("cache_write_1h"))
+                .filter(pl.col("_ti") == pl.col("_hi") - 1).drop("_hi"))
     trigger = calls.select("model", "writes", _p="prompt", _in="input", _out="output")[ev["_ti"]]
     ev = (pl.concat([ev.with_columns(_cached_column(cached)), trigger], how="horizontal")
           .join(triggers, on=[*keys, SESSION, "_ti"], how="left", maintain_order="left"))
@@ -564,14 +569,11 @@ def bill_replay(messages: pl.DataFrame | pl.LazyFrame, events: pl.DataFrame, ses
     summ_cost = priced.slice(n_calls + n_changed)
     per_session = pl.concat([base.select(SESSION), recorded], how="horizontal").group_by(SESSION, maintain_order=True).agg(
         pl.len().alias("_calls"), *(_total(p).alias(f"recorded_{p}") for p in parts))
-    # Per event: the calls it changed, their recorded and replayed cost.
-    # The cache miss: the first call to each model after the event, its write beyond the recorded one.
+    # Per event: the calls it changed, their recorded and replayed cost, the cache miss.
     miss_write = "cache_write_usd" if "cache_write_usd" in parts else parts[-1]
-    sim_write = pl.col("cache_write_5m") + pl.col("cache_write_1h")
-    rec_write = pl.col("recorded_cache_write_5m") + pl.col("recorded_cache_write_1h")
     first = pl.col("_first_after")
     per_event = pl.concat([
-        changed.select("_eid", "_first_after", _miss_tokens=(sim_write - rec_write).clip(0)),
+        changed.select("_eid", "_first_after", "_miss_tokens"),
         new.rename(lambda c: f"_sim_{c}"), old.rename(lambda c: f"_old_{c}")],
         how="horizontal").group_by("_eid").agg(
         pl.len().alias("calls_after"), *(_total(f"_sim_{p}").alias(f"_sim_{p}") for p in parts),
