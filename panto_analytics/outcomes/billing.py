@@ -597,23 +597,21 @@ def bill_replay(messages: pl.DataFrame | pl.LazyFrame, events: pl.DataFrame, ses
     out = (sessions.join(per_session, on=SESSION, how="left", maintain_order="left")
            .join(rebilled, on=group, how="left", maintain_order="left"))
     fired = pl.col("_n").fill_null(0) > 0  # some call was re-billed
+    compacted = pl.col("n_compactions") > 0
     # A session without calls costs nothing.
-    out = out.with_columns(pl.when(pl.col("_calls").is_null()).then(0.0).otherwise(pl.col(f"recorded_{p}"))
-                           .alias(f"recorded_{p}") for p in parts)
-    out = out.with_columns(
-        *(pl.when(fired).then(pl.col(f"recorded_{p}") - pl.col(f"_old_{p}") + pl.col(f"_sim_{p}"))
-          .otherwise(pl.col(f"recorded_{p}")).alias(f"simulated_{p}") for p in parts),
-        *(pl.when(pl.col("n_compactions") > 0).then(pl.col(f"summarizer_{p}")).otherwise(0.0)
-          .alias(f"summarizer_{p}") for p in parts),
-        cache_miss_usd=pl.when(pl.col("n_compactions") > 0).then(pl.col("_miss")).otherwise(0.0),
-    ).with_columns(
-        *((pl.col(f"simulated_{p}") + pl.col(f"summarizer_{p}")).alias(f"total_{p}") for p in parts),
-    )
-    events_out = ev.with_columns(
-        pl.col("calls_after").fill_null(0).cast(pl.UInt32),
-        calls_recorded_cost_usd=pl.col(f"_old_{parts[-1]}"), calls_simulated_cost_usd=pl.col(f"_sim_{parts[-1]}"),
-        cache_miss_usd=pl.col("_miss"),
-    ).select(*events.columns, "summarizer_input", "summarizer_cache_read", "summarizer_output",
-             *(f"summarizer_{p}" for p in parts), "calls_after", "calls_recorded_cost_usd", "calls_simulated_cost_usd",
-             "cache_miss_tokens", "cache_miss_usd")
-    return events_out, out.select([c for c in out.columns if not c.startswith("_")])
+    recorded_p = {p: pl.when(pl.col("_calls").is_null()).then(0.0).otherwise(pl.col(f"recorded_{p}")) for p in parts}
+    simulated_p = {p: pl.when(fired).then(recorded_p[p] - pl.col(f"_old_{p}") + pl.col(f"_sim_{p}")).otherwise(recorded_p[p])
+                   for p in parts}
+    summarizer_p = {p: pl.when(compacted).then(pl.col(f"summarizer_{p}")).otherwise(0.0) for p in parts}
+    added = {**{f"recorded_{p}": recorded_p[p] for p in parts}, **{f"summarizer_{p}": summarizer_p[p] for p in parts},
+             **{f"simulated_{p}": simulated_p[p] for p in parts},
+             "cache_miss_usd": pl.when(compacted).then(pl.col("_miss")).otherwise(0.0),
+             **{f"total_{p}": simulated_p[p] + summarizer_p[p] for p in parts}}
+    out = out.select(*(c for c in out.columns if not c.startswith("_") and c not in added),
+                     *(e.alias(c) for c, e in added.items()))
+    events_out = ev.select(*events.columns, "summarizer_input", "summarizer_cache_read", "summarizer_output",
+                           *(f"summarizer_{p}" for p in parts), pl.col("calls_after").fill_null(0).cast(pl.UInt32),
+                           calls_recorded_cost_usd=pl.col(f"_old_{parts[-1]}"),
+                           calls_simulated_cost_usd=pl.col(f"_sim_{parts[-1]}"), cache_miss_tokens="cache_miss_tokens",
+                           cache_miss_usd=pl.col("_miss"))
+    return events_out, out
