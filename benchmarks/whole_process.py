@@ -12,7 +12,9 @@ process and its children):
 - ``panto-analytics ingest TREE -o messages.parquet`` into an empty cache
   (as a user runs it: the default cache, here a fresh folder each round);
 - ``panto-analytics ingest TREE -q`` into an empty cache (the cache's cost)
-  and with ``--no-cache``;
+  and with ``--no-cache``, the latter also with ``PANTO_ANALYTICS_WORKERS``
+  ``spawn`` (one spawned parsing worker) and ``off`` (none) beside the
+  default forked workers (``--workers-only``: only those three);
 - the same read cached (a re-read), and ``panto-analytics --help``;
 - the cached re-read of ``--reread-files`` tiny files, as a whole process
   and (the benchmark's own figure, ``ingest_scale.reread_many``) in process.

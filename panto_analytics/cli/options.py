@@ -52,7 +52,7 @@ def input_options(fn):
     function: they are kept on the click context, and :func:`read_input` /
     :func:`read_input_corpus` apply them.
 
-    The command starts a parsing worker first thing (:func:`.launch.launching`).
+    The command starts its parsing workers first thing (:func:`.launch.launching`).
     """
     fn = launching(fn)
     for option in reversed(_READ_OPTIONS + _FILTER_OPTIONS):

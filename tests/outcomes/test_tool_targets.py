@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 import panto_analytics as pa
 from panto_analytics.ingest.cache import Cache
+from panto_analytics.outcomes import tool_targets
 from panto_analytics.outcomes.tool_targets import key_of, normalize_path, references, shell_targets, targets
 from panto_analytics.schema import REFERENCE_SCHEMA
 
@@ -176,3 +177,23 @@ def test_a_path_is_one_target_however_it_is_spelled(parts, cwd):
     assert normalize_path(once, cwd) == once                      # normalizing twice changes nothing
     assert normalize_path(posixpath.join(cwd, relative), None) == once   # relative to cwd = absolute
     assert once.startswith("/") and "//" not in once and (once == "/" or not once.endswith("/"))
+
+
+def _words_by_the_regular_expression(segment: str) -> list[str] | None:
+    """The word splitter without its shortcuts: every match of ``_WORD``, each unquoted."""
+    words = []
+    for match in tool_targets._WORD.finditer(segment):
+        if match.group("bad") is not None:
+            return None
+        words.append(tool_targets._UNQUOTE.sub(lambda m: m.group(1) or m.group(2) or m.group(3) or "", match.group(0)))
+    return words
+
+
+@settings(max_examples=examples(300))
+@given(st.text(alphabet=st.sampled_from(list("ab -/.>&<2|;'\"\\\t\n\x0b\x1c\x85\u00a0\u2003\u3000é")), max_size=24))
+def test_the_word_splitter_s_shortcuts_change_nothing(segment):
+    # Without quotes, str.split; words without quotes or backslashes kept as they are; no '>' or '<', no redirects.
+    assert tool_targets._words(segment) == _words_by_the_regular_expression(segment)
+    words = tool_targets._words(segment) or []
+    if ">" not in segment and "<" not in segment:
+        assert tool_targets._redirects(words) == (words, [])
