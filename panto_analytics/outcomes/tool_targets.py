@@ -424,15 +424,17 @@ def result_tokens(words: pl.Expr | str = "words") -> pl.Expr:
 
 
 def refs_column(blocks: pa.StructArray, owner: np.ndarray, n: int, scope: np.ndarray,
-                cwds: list[str | None]) -> pl.Series:
+                cwds: list[str | None], words: np.ndarray | None = None) -> pl.Series:
     """The ``refs`` column of ``n`` messages from their canonical blocks.
 
     ``blocks`` holds canonical blocks (:data:`~panto_analytics.formats.columnar.BLOCK`),
     ``owner`` the message of each (``n`` or more: a dropped block),
     ``scope`` the file (session) of each message: a result answers the call
     with its id in the same scope; ``cwds`` the working directory of each
-    scope. Every reader (the line-by-line :class:`FrameBuilder` and the
-    columnar fast paths) builds the column here, so they agree.
+    scope; ``words``, where the caller counted them already, libpanto's words
+    of each block (a tool result's: its parts', media at 800 each). Every
+    reader (the line-by-line :class:`FrameBuilder` and the columnar fast
+    paths) builds the column here, so they agree.
     """
     kinds = blocks.field("type")
     inside = owner < n
@@ -457,7 +459,7 @@ def refs_column(blocks: pa.StructArray, owner: np.ndarray, n: int, scope: np.nda
     results_at = np.flatnonzero(is_result)
     results = pl.DataFrame({"scope": scope[owner[results_at]],
                             "id": pl.Series(blocks.field("tool_use_id").take(pa.array(results_at)), dtype=pl.String),
-                            "words": _result_words(blocks, results_at)})
+                            "words": _result_words(blocks, results_at) if words is None else words[results_at]})
     results = results.unique(["scope", "id"], keep="first", maintain_order=True)
     calls = calls.join(results, on=["scope", "id"], how="left").sort("i")
     refs = (pl.DataFrame(rows, schema={"i": pl.Int64, "ord": pl.Int64, "key": pl.UInt64, "kind": pl.String,
