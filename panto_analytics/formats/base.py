@@ -542,8 +542,10 @@ class FrameBuilder:
         counts = [np.concatenate(c) for c in zip(*self._counts)] if self._counts else [np.zeros(0, np.int64)] * 4
         if self._tools:
             scope = np.repeat(np.arange(len(self._sizes)), self._sizes)
-            refs = refs_column(pa.concat_arrays(self._tools), np.concatenate(self._tool_rows), n, scope, self._cwds,
-                               np.concatenate(self._tool_words))
+            tools = pa.concat_arrays(self._tools)
+            is_result = np.asarray(pc.fill_null(pc.equal(tools.field("type"), "tool_result"), False))
+            refs = refs_column(tools, np.concatenate(self._tool_rows), n, scope, self._cwds,
+                               np.concatenate(self._tool_words)[is_result])
         else:
             refs = pl.Series("refs", [None] * n, dtype=pl.List(REF_STRUCT))
         columns: dict[str, Any] = dict(self._cols)
