@@ -32,6 +32,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import cache
 from itertools import chain
 from typing import Any, NamedTuple, cast
 
@@ -211,11 +212,11 @@ def _blocks(messages: list[MessageRecord]) -> _Blocks:
     is_media = np.fromiter((type(p) is MediaPart for p in parts), dtype=bool, count=len(parts))
     part_texts = pa.array([None if m else p.text for p, m in zip(parts, is_media.tolist())], pa.large_string())
     part_array = pa.StructArray.from_arrays([
-        _PART_TYPES.take(pa.array(is_media.astype(np.int8))), part_texts,
+        _type_names()[1].take(pa.array(is_media.astype(np.int8))), part_texts,
         pa.array([p.media_type if m else None for p, m in zip(parts, is_media.tolist())], pa.string()),
     ], fields=list(PART))
     array = pa.StructArray.from_arrays([
-        _BLOCK_TYPES.take(pa.array(codes)),
+        _type_names()[0].take(pa.array(codes)),
         spread(texts, 0, n_uses + n_results),
         spread(pa.array([b.id for b in uses], pa.string()), n_text, n_results),
         spread(pa.array([b.name for b in uses], pa.string()), n_text, n_results),
@@ -232,8 +233,14 @@ def _blocks(messages: list[MessageRecord]) -> _Blocks:
 #: Block shapes by their code: text-like first, then tool calls, then tool results.
 _SHAPES = (*TEXT_BLOCKS, ToolUseBlock, ToolResultBlock)
 _CODE: dict[type, int] = {shape: code for code, shape in enumerate(_SHAPES)}
-_BLOCK_TYPES = pa.array([TYPE_OF[shape] for shape in _SHAPES], pa.string())
-_PART_TYPES = pa.array([TYPE_OF[TextPart], TYPE_OF[MediaPart]], pa.string())
+
+
+@cache
+def _type_names() -> tuple[pa.Array, pa.Array]:
+    """The block types by code and the part types (text, media), as Arrow arrays (built on first use: an
+    array built at import would import pandas, see :func:`~...ingest.parallel.keep_pandas_out`)."""
+    return (pa.array([TYPE_OF[shape] for shape in _SHAPES], pa.string()),
+            pa.array([TYPE_OF[TextPart], TYPE_OF[MediaPart]], pa.string()))
 
 
 def _batch_frame(messages: list[MessageRecord], counts: np.ndarray, first_lines: np.ndarray,
