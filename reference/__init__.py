@@ -9,6 +9,8 @@ path).
 - :mod:`.policies`: each compaction policy's cut and replay, the way its source states it.
 - :mod:`.billing`: the tokens of every replayed call and summarizer call, one call at a time
   (``outcomes.billing``'s statement).
+- :mod:`.frame_rows`: a frame built one message at a time (``formats.base.FrameBuilder``'s statement).
+- :mod:`.pi_lines`: the line-by-line pi reader (``formats.pi``'s statement).
 """
 
 __all__ = []

@@ -21,8 +21,7 @@ from typing import Any
 from ..analysis.decision import Decision, DecisionRule, decide, table_from_sessions
 from ..analysis.formatting import format_tokens
 from ..outcomes.orphan_loss import DEFAULT_HORIZON
-from .replay import session_outcomes_dataset
-from .store import TASK_ROWS
+from .replay import REPLAY_TASK_ROWS, session_outcomes_dataset
 
 __all__ = ["decision_dataset"]
 
@@ -30,7 +29,7 @@ __all__ = ["decision_dataset"]
 def decision_dataset(root: str | Path, budgets: Any, rule: DecisionRule | None = None, *, window: int,
                      reserve: int, summary_tokens: int | None = None, policy: list[str] | None = None,
                      prices: Any = True, summarizer: str | None = None, horizon: int | None = None,
-                     engine: str = "local", address: str | None = None, task_rows: int = TASK_ROWS) -> Decision:
+                     engine: str = "local", address: str | None = None, task_rows: int = REPLAY_TASK_ROWS) -> Decision:
     """:func:`decision_from_replay` of :func:`replay_outcomes` over a dataset (``ingest --dataset``), bucket by
     bucket, here or on Ray (``engine="ray"``), with the same result (and the same unpriced-model warnings) as
     in memory.

@@ -16,18 +16,34 @@ events with new totals (repeats are dropped). Tool outputs become
 ``tool_result`` blocks of user messages. A ``compacted`` record becomes a
 ``compaction_summary`` message followed by its replacement history. Every rule,
 with its reason, is in ``docs/formats.md`` (section Codex).
+
+Each line is decoded into :class:`_Line`, a ``msgspec.Struct`` that declares
+what the reader uses of an envelope and its payload (a response item, an
+event, a turn context) and nothing else, so the bulk Codex writes and never
+needs (``encrypted_content``, rate limits, metadata) is skipped unparsed;
+whole chunks of lines decode at once (:class:`.typed.TypedLines`). The typed
+rules (``_Rollout.typed``) hand a line back to the plain checks
+(``_Rollout.record``, over orjson's dict, whose errors name the file's own
+fields) wherever they must decide: a missing or null field, a header, a
+compaction, a legacy line, a tool whose input is re-serialized, a line of
+another shape. The line-by-line reader, ``reference/codex_lines.py``, is the
+differential oracle (``tests/formats/test_codex_differential.py``).
 """
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterator
 from datetime import datetime
-from typing import Any, cast
+from typing import Annotated, Any, cast
 
+import msgspec
 import orjson
+from msgspec import UNSET, UnsetType
 
 from .base import BAD_RECORD, Invalid, Message, Postprocess, ReadFrames, SourceFile, bad_record, parse_timestamp, usage_counter
-from .jsonl import json_type, records, require_string
+from .jsonl import json_type, malformed, require_string
+from .typed import Fallback, TypedLines
 
 __all__ = ["CONTEXTUAL_USER_FRAGMENTS", "ENVELOPES", "NAME", "is_contextual_fragment", "parse", "postprocess", "read_frames",
            "sniff"]
@@ -99,18 +115,96 @@ def sniff(record: Any) -> bool:
     return kind in _LEGACY_ITEMS
 
 
+# -- the record shapes read (only the fields used; the file's own names) --------------------------
+
+#: An integer orjson reads as one (beyond 64 bits it reads a float; from 2**63 the line is read plain).
+_Int = Annotated[int, msgspec.Meta(ge=-(1 << 63), le=(1 << 63) - 1)]
+
+
+class _Part(msgspec.Struct, gc=False):
+    """A content part (text, refusal, image) of a message, a reasoning item or a tool output."""
+
+    type: str | None = None
+    text: str | None = None
+    refusal: str | None = None
+    image_url: msgspec.Raw | UnsetType = UNSET  # only its media type is read (a data URL may be megabytes)
+
+
+class _OldOutput(msgspec.Struct, gc=False):
+    """The old tool output object, ``{content, success}``."""
+
+    content: str | list[_Part] | None | UnsetType = UNSET
+
+
+class _Payload(msgspec.Struct, gc=False):
+    """An envelope's payload: a response item, an event or a turn context (absent stays ``UNSET`` where the
+    plain checks tell absent from null)."""
+
+    type: str | None = None
+    role: str | None = None
+    content: list[_Part] | None | UnsetType = UNSET
+    summary: list[_Part] | str | None | UnsetType = UNSET  # a turn_context's is a setting ("auto")
+    name: str | None = None
+    arguments: msgspec.Raw | UnsetType = UNSET  # a string for function_call, any JSON for tool_search_call
+    input: str | None = None
+    call_id: str | None = None
+    output: str | list[_Part] | _OldOutput | None | UnsetType = UNSET
+    info: msgspec.Raw | UnsetType = UNSET  # token_count: read plain (its totals are compared whole)
+    model_context_window: _Int | None = None
+    model: str | None = None
+
+
+class _Line(msgspec.Struct, gc=False):
+    """A rollout line: the envelope (a legacy line declares nothing more and is read plain)."""
+
+    type: str | None = None
+    timestamp: str | int | float | bool | None = None
+    payload: _Payload | None | UnsetType = UNSET
+
+
+_LINE = msgspec.json.Decoder(_Line)
+_STRING = msgspec.json.Decoder(str)
+
+#: Lines the typed rules leave to the plain checks whole: headers, compactions, legacy lines.
+_PLAIN_TYPES = frozenset({"session_meta", "compacted"}) | _LEGACY_ITEMS | _SUMMARY_ITEMS
+#: Response items whose structured input is re-serialized (:func:`_json`): read plain, as orjson reads numbers.
+_DUMPED_ITEMS = frozenset({"local_shell_call", "web_search_call", "tool_search_call", "tool_search_output"})
+
+
 def parse(src: SourceFile) -> Iterator[Message]:
     """Yield the messages of one Codex rollout; fills ``src.meta`` as it goes."""
     rollout = _Rollout(src)
-    for lineno, rec in records(src):
+    lines = TypedLines(src, _LINE)
+    for lineno, rec in lines:
         try:
-            rollout.record(lineno, rec)
+            if isinstance(rec, _Line):
+                try:
+                    rollout.typed(lineno, rec)
+                except Fallback:  # raised before any effect: the plain checks decide (and word the error)
+                    plain = _plain(src, lines.raw(lineno), lineno)
+                    if plain is not None:
+                        rollout.record(lineno, plain)
+            else:
+                rollout.record(lineno, rec)
         except BAD_RECORD as e:
             src.invalid(lineno, bad_record(e))
         if rollout.ready:
             yield from rollout.take()
     rollout.finish()
     yield from rollout.take()
+
+
+def _plain(src: SourceFile, raw: bytes, lineno: int) -> Any:
+    """A typed line read as plain JSON; None where orjson finds it malformed (reported as the plain reader
+    reports it: msgspec skips a number beyond a double in a field the reader does not declare)."""
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as e:
+        if not raw.endswith(b"\n"):
+            src.truncated(lineno)
+        else:
+            src.invalid(lineno, malformed(raw, e))
+        return None
 
 
 class _Rollout:
@@ -288,6 +382,99 @@ class _Rollout:
             "trigger_index": anchor,
             "kept_end_index": self.count if self.count > anchor + 1 else None,
         })
+
+    # -- the typed rules: the same over the declared shapes; Fallback (before any effect) where the plain
+    # checks must decide ------------------------------------------------------------------------------
+
+    def typed(self, lineno: int, line: _Line) -> None:
+        """:meth:`record` over a declared line."""
+        kind = line.type
+        payload = line.payload
+        if kind == "response_item":
+            if payload is None or payload is UNSET:
+                raise Fallback
+            converted, ignored = self.typed_item(payload)
+            self.windowed, self.split_at_results = True, False
+            for what in ignored:
+                self.src.ignore(what)
+            self.apply(converted, lineno, parse_timestamp(line.timestamp))
+        elif kind == "event_msg":
+            if payload is None or payload is UNSET or payload.type is None:
+                raise Fallback
+            if payload.type == "token_count":
+                try:
+                    info = None if payload.info is UNSET else orjson.loads(memoryview(payload.info))
+                except orjson.JSONDecodeError:
+                    raise Fallback from None
+                self.windowed, self.split_at_results = True, False
+                self.token_count({"info": info})
+                return
+            self.windowed, self.split_at_results = True, False
+            self.context_window(payload.model_context_window)
+            self.src.ignore(f"event_msg:{payload.type}")
+        elif kind == "turn_context":
+            if payload is None or payload is UNSET:
+                raise Fallback
+            self.windowed, self.split_at_results = True, False
+            if payload.model is not None:
+                self.set_model(payload.model)
+            self.src.ignore("turn_context")
+        elif kind is None or kind in _PLAIN_TYPES:
+            raise Fallback
+        else:
+            self.src.ignore(kind)
+
+    def typed_item(self, item: _Payload) -> tuple[tuple[Any, ...], list[str]]:
+        """:meth:`convert` over a declared item, and what it ignored (counted by the caller)."""
+        kind = item.type
+        ignored: list[str] = []
+        if kind == "message":
+            if item.content is None or item.content is UNSET:
+                raise Fallback
+            role = item.role
+            texts = _typed_texts(item.content, ignored, role)
+            if role == "assistant":
+                return ("call", [{"type": "text", "text": t} for t in texts]), ignored
+            if role == "user" and not any(map(is_contextual_fragment, texts)):
+                return ("message", "user", [{"type": "text", "text": t} for t in texts]), ignored
+            if role in ("developer", "system", "user"):
+                return ("message", "system", [{"type": "system", "text": t, "mode": "append"} for t in texts]), ignored
+            raise Fallback
+        if kind == "reasoning":
+            summary = [] if item.summary is UNSET else item.summary
+            if not isinstance(summary, list):
+                raise Fallback
+            content = item.content or []
+            texts = _typed_texts(summary, ignored, None) + _typed_texts(content, ignored, None)
+            return ("call", [{"type": "thinking", "text": "\n".join(texts)}]), ignored
+        if kind in ("function_call", "custom_tool_call"):
+            if kind == "function_call":
+                if item.arguments is UNSET:
+                    raise Fallback
+                try:
+                    text: str | None = _STRING.decode(item.arguments)
+                except msgspec.ValidationError:
+                    raise Fallback from None
+            else:
+                text = item.input
+            if item.name is None or text is None or item.call_id is None:
+                raise Fallback
+            return ("call", [{"type": "tool_use", "id": item.call_id, "name": item.name, "input": text}]), ignored
+        if kind in ("function_call_output", "custom_tool_call_output"):
+            if item.call_id is None or item.output is None or item.output is UNSET:
+                raise Fallback
+            return ("output", {"type": "tool_result", "tool_use_id": item.call_id,
+                               "parts": _typed_output(item.output, ignored)}), ignored
+        if kind in _SUMMARY_ITEMS:
+            return ("summary", ""), ignored
+        if kind == "agent_message":
+            if item.content is None:
+                raise Fallback
+            texts = [] if item.content is UNSET else _typed_texts(item.content, ignored, None)
+            return ("message", "user", [{"type": "text", "text": t} for t in texts]), ignored
+        if kind is None or kind in _DUMPED_ITEMS:
+            raise Fallback
+        return ("ignore", f"response_item:{kind}"), ignored
 
     # -- response items --------------------------------------------------------
 
@@ -478,6 +665,77 @@ def _is_summary(converted: tuple[Any, ...], summary: str) -> bool:
     text = summary.strip()
     return bool(text) and converted[0] == "message" and converted[1] == "user" and any(
         text in b.get("text", "") for b in converted[2])
+
+
+def _typed_texts(content: list[_Part], ignored: list[str], images_in: str | None) -> list[str]:
+    """:meth:`_Rollout.texts` over declared parts; what it ignores goes to ``ignored``."""
+    out = []
+    for part in content:
+        kind = part.type
+        key = _TEXT_PARTS.get(kind) if kind is not None else None
+        if key is not None:
+            text = part.text if key == "text" else part.refusal
+            if text is None:
+                raise Fallback
+            out.append(text)
+        elif kind in _IMAGE_PARTS:
+            ignored.append(f"image in a {images_in or 'content'} message")
+        else:
+            ignored.append(f"content part:{kind}")
+    return out
+
+
+def _typed_output(output: str | list[_Part] | _OldOutput, ignored: list[str]) -> list[dict[str, Any]]:
+    """:meth:`_Rollout.output_parts` over a declared output; what it ignores goes to ``ignored``."""
+    if isinstance(output, str):
+        return [{"type": "text", "text": output}]
+    if isinstance(output, _OldOutput):
+        if output.content is None or output.content is UNSET:
+            raise Fallback
+        return _typed_output(output.content, ignored)
+    parts = []
+    for part in output:
+        kind = part.type
+        key = _TEXT_PARTS.get(kind) if kind is not None else None
+        if key is not None:
+            text = part.text if key == "text" else part.refusal
+            if text is None:
+                raise Fallback
+            parts.append({"type": "text", "text": text})
+        elif kind in _IMAGE_PARTS:
+            parts.append({"type": "media", "media_type": _raw_media_type(part.image_url)})
+        else:
+            ignored.append(f"content part:{kind}")
+    return parts
+
+
+#: The media type of a ``data:`` URL at the start of a JSON string, without escapes.
+_DATA_URL = re.compile(rb'"data:([^;,"\\]*)[;,"]')
+#: Bytes of an image URL looked at (a media type is short; a longer one is read plain).
+_URL_HEAD = 256
+
+
+def _raw_media_type(url: msgspec.Raw | UnsetType) -> str:
+    """:func:`_media_type` of an image URL from its JSON bytes, without decoding the (base64) rest.
+
+    >>> _raw_media_type(msgspec.Raw(b'"data:image/png;base64,iVBO"')), _raw_media_type(msgspec.Raw(b'"https://x/y.jpg"'))
+    ('image/png', 'image')
+    >>> _raw_media_type(msgspec.Raw(b'"data:,x"')), _raw_media_type(msgspec.Raw(b'null')), _raw_media_type(UNSET)
+    ('image', 'image', 'image')
+    """
+    if url is UNSET:
+        return "image"
+    head = bytes(memoryview(url)[:_URL_HEAD])
+    if head[:1] != b'"':
+        return "image"  # not a string
+    if head.startswith(b'"data:'):
+        match = _DATA_URL.match(head)
+        if match is None:  # an escape, or longer than the head
+            raise Fallback
+        return match.group(1).decode() or "image"
+    if b"\\" in head[:6]:  # an escape may spell "data:"
+        raise Fallback
+    return "image"
 
 
 def _parent_id(payload: dict[str, Any]) -> str | None:

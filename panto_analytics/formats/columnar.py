@@ -28,20 +28,11 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..transcript import BLOCK_FIELDS, MEDIA_NOTE_BYTES, SEPARATOR, label_bytes
-from ..words import MEDIA_PART_WORDS, count_words_arrow
 from .base import COMPRESSED_SUFFIXES, SourceFile
+from .blocks import BLOCK, PART, byte_lengths, per_owner, serialized_bytes, words_and_flags
 
 __all__ = ["BLOCK", "ISO_UTC", "MAX_FILE_BYTES", "PART", "bad_timestamps", "byte_lengths", "by_halving", "parse_timestamps", "per_owner",
            "read_together", "read_whole", "serialized_bytes", "valid_utf8", "words_and_flags"]
-
-#: A canonical tool-result part, as the fast paths hold it.
-PART = pa.struct([("type", pa.string()), ("text", pa.large_string()), ("media_type", pa.string())])
-#: A canonical content block, as the fast paths hold it (fields a block type has not are null).
-BLOCK = pa.struct([
-    ("type", pa.string()), ("text", pa.large_string()), ("id", pa.string()), ("name", pa.string()),
-    ("input", pa.large_string()), ("tool_use_id", pa.string()), ("parts", pa.list_(PART)),
-])
 
 #: Timestamps the fast paths parse themselves; a file with any other kind goes to the reference adapter.
 ISO_UTC = r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,6})?(Z|\+00:00)$"
@@ -143,65 +134,6 @@ def valid_utf8(data: bytes | bytearray | memoryview) -> bool:
         return False
     return True
 
-
-
-def per_owner(bad: np.ndarray, owner: np.ndarray, n: int) -> np.ndarray:
-    """Whether each of ``n`` owners has a bad child."""
-    return np.bincount(owner, weights=bad, minlength=n) > 0
-
-
-
-def words_and_flags(blocks: pa.StructArray, owner: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per message: libpanto's word count, and whether it holds a tool result / a summary."""
-    kinds = blocks.field("type")
-    block_words = count_words_arrow(blocks.field("text")) + count_words_arrow(blocks.field("input"))
-    parts_list = blocks.field("parts")
-    parts = parts_list.flatten()
-    if len(parts):
-        is_media = np.asarray(pc.fill_null(pc.equal(parts.field("type"), "media"), False))
-        part_words = np.where(is_media, MEDIA_PART_WORDS, count_words_arrow(parts.field("text")))
-        part_owner = pc.list_parent_indices(parts_list).to_numpy()
-        block_words += np.bincount(part_owner, weights=part_words, minlength=len(blocks)).astype(np.int64)
-    words = np.bincount(owner, weights=block_words, minlength=n).astype(np.int64)
-    is_result = np.asarray(pc.fill_null(pc.equal(kinds, "tool_result"), False))
-    is_summary = np.asarray(pc.fill_null(pc.equal(kinds, "compaction_summary"), False))
-    return words, per_owner(is_result, owner, n), per_owner(is_summary, owner, n)
-
-
-def serialized_bytes(roles: pa.Array, blocks: pa.StructArray, owner: np.ndarray, n: int) -> np.ndarray:
-    """Per message: what it adds to a summarizer request (:func:`panto_analytics.transcript.serialized_bytes`)."""
-    kinds = blocks.field("type")
-    block_roles = roles.take(pa.array(owner, pa.int64())) if len(blocks) else pa.array([], pa.string())
-    size = np.zeros(len(blocks), dtype=np.int64)
-    for kind, fields in BLOCK_FIELDS.items():
-        is_kind = np.asarray(pc.fill_null(pc.equal(kinds, kind), False))
-        if not is_kind.any():
-            continue
-        label = np.where(np.asarray(pc.fill_null(pc.equal(block_roles, "assistant"), False)),
-                         label_bytes("assistant", kind), label_bytes("user", kind))
-        text = sum((byte_lengths(blocks.field(name)) for name in fields), np.zeros(len(blocks), dtype=np.int64))
-        size += np.where(is_kind, label + text, 0)
-    parts_list = blocks.field("parts")
-    parts = parts_list.flatten()
-    if len(parts):
-        is_media = np.asarray(pc.fill_null(pc.equal(parts.field("type"), "media"), False))
-        part_size = np.where(is_media, MEDIA_NOTE_BYTES + byte_lengths(parts.field("media_type")),
-                             byte_lengths(parts.field("text")))
-        part_owner = pc.list_parent_indices(parts_list).to_numpy()
-        size += np.bincount(part_owner, weights=part_size, minlength=len(blocks)).astype(np.int64)
-    per_message = np.bincount(owner, weights=size + len(SEPARATOR), minlength=n).astype(np.int64)
-    per_message[np.asarray(pc.fill_null(pc.equal(roles, "system"), False))] = 0
-    # A message holding a summary contributes its (first) summary's text instead.
-    is_summary = np.asarray(pc.fill_null(pc.equal(kinds, "compaction_summary"), False))
-    first = np.flatnonzero(is_summary)
-    owners, at = np.unique(owner[first], return_index=True)
-    per_message[owners] = byte_lengths(blocks.field("text"))[first[at]]
-    return per_message
-
-
-def byte_lengths(values: pa.Array) -> np.ndarray:
-    """UTF-8 byte length of each string, 0 for null."""
-    return np.asarray(pc.fill_null(pc.binary_length(values), 0)).astype(np.int64)
 
 
 def bad_timestamps(values: pa.Array) -> np.ndarray:

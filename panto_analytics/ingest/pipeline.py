@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 import numpy as np
 import polars as pl
@@ -289,7 +289,7 @@ def _parse_batch(task: tuple[list[FileKey], str | None, bool, Cache | None]) -> 
     """
     keys, format, skip_invalid, cache = task
     try:
-        entries = parse_entries([key.path for key in keys], format, skip_invalid)
+        entries = _Shipped(parse_entries([key.path for key in keys], format, skip_invalid))
     except InputError as e:
         return ("error", (e.path, e.line, e.reason))
     if cache is None:
@@ -297,6 +297,46 @@ def _parse_batch(task: tuple[list[FileKey], str | None, bool, Cache | None]) -> 
     mine = Cache(cache.root)  # counts what this task wrote, wherever it runs
     rows = mine.store_batch(keys, format, entries)
     return ("ok", entries, rows, mine.stats, mine.last_error)
+
+
+class _Shipped(list):
+    """A batch's entries, which travel from a worker as one frame, cut again into the files' frames on arrival.
+
+    Pickling hundreds of small frames costs several times pickling their
+    rows as one (about 46 ms against 9 ms for a quarter of 154 MB of Claude
+    Code, both ways), so the frames are concatenated for the trip and sliced
+    back, each file its rows, in order. Where they cannot be concatenated
+    (their columns differ), they travel as they are.
+
+    >>> import pickle, polars as pl
+    >>> from panto_analytics.ingest.cache import Entry
+    >>> from panto_analytics.errors import IngestReport
+    >>> batch = _Shipped(Entry(pl.DataFrame({"seq": list(range(n))}), None, None, IngestReport()) for n in (2, 0, 3))
+    >>> [e.messages["seq"].to_list() for e in pickle.loads(pickle.dumps(batch))]
+    [[0, 1], [], [0, 1, 2]]
+    """
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        frames = [entry.messages for entry in self]
+        try:
+            whole: pl.DataFrame | None = pl.concat(frames, how="vertical", rechunk=True) if frames else None
+        except pl.exceptions.PolarsError:
+            whole = None
+        if whole is None:
+            return (_Shipped, (list(self),))
+        rest = [(entry.messages.height, dataclasses.replace(entry, messages=cast("pl.DataFrame", None)))
+                for entry in self]
+        return (_arrived, (whole, rest))
+
+
+def _arrived(whole: pl.DataFrame, rest: list[tuple[int, Entry]]) -> _Shipped:
+    """A :class:`_Shipped` batch unpacked: each entry gets its rows of ``whole`` back."""
+    batch, start = _Shipped(), 0
+    for height, entry in rest:
+        entry.messages = whole.slice(start, height)
+        batch.append(entry)
+        start += height
+    return batch
 
 
 def _warn_about(cache: Cache, before: CacheStats) -> None:

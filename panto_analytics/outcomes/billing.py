@@ -538,12 +538,17 @@ def bill_replay(messages: pl.DataFrame | pl.LazyFrame, events: pl.DataFrame, ses
     calls = _rule_columns(fired_calls, restart=False).collect(engine="in-memory")
     ev, rows = _simulate(calls, events, keys, extra=["_bi"])
     sim = _simulated_tokens(rows, summary_tokens)
-    changed = sim.filter("compacted")
+    # The calls that changed, with what their bill needs (filtering only those columns); the cache miss: the
+    # first call to each model after the event, its write beyond the recorded one.
+    sim_write = pl.col("cache_write_5m") + pl.col("cache_write_1h")
+    rec_write = pl.col("recorded_cache_write_5m") + pl.col("recorded_cache_write_1h")
+    changed = sim.select("_eid", "_bi", "_first_after", "model", *TOKEN_COLUMNS, "compacted",
+                         _miss_tokens=(sim_write - rec_write).clip(0)).filter("compacted")
     # The summarizer call: the trigger call as recorded (its row of the calls) and, where an earlier event of
     # its key re-billed it, as simulated: the trigger of an event is the last call of the previous one's range.
-    triggers = (sim.filter(pl.col("_ci") == pl.col("_hi") - 1)
-                .select(*keys, SESSION, "compacted", _ti="_ci", _sin="input",
-                        _sp=pl.col("input") + pl.col("cache_read") + pl.col("cache_write_5m") + pl.col("cache_write_1h")))
+    triggers = (sim.select(*keys, SESSION, "compacted", "_hi", _ti="_ci", _sin="input",
+                           _sp=pl.col("input") + pl.col("cache_read") + pl.col("cache_write_5m") + pl.col("cache_write_1h"))
+                .filter(pl.col("_ti") == pl.col("_hi") - 1).drop("_hi"))
     trigger = calls.select("model", "writes", _p="prompt", _in="input", _out="output")[ev["_ti"]]
     ev = (pl.concat([ev.with_columns(_cached_column(cached)), trigger], how="horizontal")
           .join(triggers, on=[*keys, SESSION, "_ti"], how="left", maintain_order="left"))
@@ -564,14 +569,11 @@ def bill_replay(messages: pl.DataFrame | pl.LazyFrame, events: pl.DataFrame, ses
     summ_cost = priced.slice(n_calls + n_changed)
     per_session = pl.concat([base.select(SESSION), recorded], how="horizontal").group_by(SESSION, maintain_order=True).agg(
         pl.len().alias("_calls"), *(_total(p).alias(f"recorded_{p}") for p in parts))
-    # Per event: the calls it changed, their recorded and replayed cost.
-    # The cache miss: the first call to each model after the event, its write beyond the recorded one.
+    # Per event: the calls it changed, their recorded and replayed cost, the cache miss.
     miss_write = "cache_write_usd" if "cache_write_usd" in parts else parts[-1]
-    sim_write = pl.col("cache_write_5m") + pl.col("cache_write_1h")
-    rec_write = pl.col("recorded_cache_write_5m") + pl.col("recorded_cache_write_1h")
     first = pl.col("_first_after")
     per_event = pl.concat([
-        changed.select("_eid", "_first_after", _miss_tokens=(sim_write - rec_write).clip(0)),
+        changed.select("_eid", "_first_after", "_miss_tokens"),
         new.rename(lambda c: f"_sim_{c}"), old.rename(lambda c: f"_old_{c}")],
         how="horizontal").group_by("_eid").agg(
         pl.len().alias("calls_after"), *(_total(f"_sim_{p}").alias(f"_sim_{p}") for p in parts),
@@ -595,23 +597,21 @@ def bill_replay(messages: pl.DataFrame | pl.LazyFrame, events: pl.DataFrame, ses
     out = (sessions.join(per_session, on=SESSION, how="left", maintain_order="left")
            .join(rebilled, on=group, how="left", maintain_order="left"))
     fired = pl.col("_n").fill_null(0) > 0  # some call was re-billed
+    compacted = pl.col("n_compactions") > 0
     # A session without calls costs nothing.
-    out = out.with_columns(pl.when(pl.col("_calls").is_null()).then(0.0).otherwise(pl.col(f"recorded_{p}"))
-                           .alias(f"recorded_{p}") for p in parts)
-    out = out.with_columns(
-        *(pl.when(fired).then(pl.col(f"recorded_{p}") - pl.col(f"_old_{p}") + pl.col(f"_sim_{p}"))
-          .otherwise(pl.col(f"recorded_{p}")).alias(f"simulated_{p}") for p in parts),
-        *(pl.when(pl.col("n_compactions") > 0).then(pl.col(f"summarizer_{p}")).otherwise(0.0)
-          .alias(f"summarizer_{p}") for p in parts),
-        cache_miss_usd=pl.when(pl.col("n_compactions") > 0).then(pl.col("_miss")).otherwise(0.0),
-    ).with_columns(
-        *((pl.col(f"simulated_{p}") + pl.col(f"summarizer_{p}")).alias(f"total_{p}") for p in parts),
-    )
-    events_out = ev.with_columns(
-        pl.col("calls_after").fill_null(0).cast(pl.UInt32),
-        calls_recorded_cost_usd=pl.col(f"_old_{parts[-1]}"), calls_simulated_cost_usd=pl.col(f"_sim_{parts[-1]}"),
-        cache_miss_usd=pl.col("_miss"),
-    ).select(*events.columns, "summarizer_input", "summarizer_cache_read", "summarizer_output",
-             *(f"summarizer_{p}" for p in parts), "calls_after", "calls_recorded_cost_usd", "calls_simulated_cost_usd",
-             "cache_miss_tokens", "cache_miss_usd")
-    return events_out, out.select([c for c in out.columns if not c.startswith("_")])
+    recorded_p = {p: pl.when(pl.col("_calls").is_null()).then(0.0).otherwise(pl.col(f"recorded_{p}")) for p in parts}
+    simulated_p = {p: pl.when(fired).then(recorded_p[p] - pl.col(f"_old_{p}") + pl.col(f"_sim_{p}")).otherwise(recorded_p[p])
+                   for p in parts}
+    summarizer_p = {p: pl.when(compacted).then(pl.col(f"summarizer_{p}")).otherwise(0.0) for p in parts}
+    added = {**{f"recorded_{p}": recorded_p[p] for p in parts}, **{f"summarizer_{p}": summarizer_p[p] for p in parts},
+             **{f"simulated_{p}": simulated_p[p] for p in parts},
+             "cache_miss_usd": pl.when(compacted).then(pl.col("_miss")).otherwise(0.0),
+             **{f"total_{p}": simulated_p[p] + summarizer_p[p] for p in parts}}
+    out = out.select(*(c for c in out.columns if not c.startswith("_") and c not in added),
+                     *(e.alias(c) for c, e in added.items()))
+    events_out = ev.select(*events.columns, "summarizer_input", "summarizer_cache_read", "summarizer_output",
+                           *(f"summarizer_{p}" for p in parts), pl.col("calls_after").fill_null(0).cast(pl.UInt32),
+                           calls_recorded_cost_usd=pl.col(f"_old_{parts[-1]}"),
+                           calls_simulated_cost_usd=pl.col(f"_sim_{parts[-1]}"), cache_miss_tokens="cache_miss_tokens",
+                           cache_miss_usd=pl.col("_miss"))
+    return events_out, out

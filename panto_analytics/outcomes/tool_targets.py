@@ -297,10 +297,7 @@ def shell_targets(command: str, cwd: str | None) -> list[tuple[str, str]]:
     base = cwd
     # PowerShell (a Windows working directory): backslashes are separators, not escapes.
     posix = not (cwd and _WINDOWS_ABSOLUTE.match(cwd))
-    script = command.strip()
-    if "<<" in script:   # a here-document's body is text, not commands
-        script = _HEREDOC.sub(r"\3\n", script)
-    for k, segment in enumerate(s for s in _SEPARATORS.split(script) if s):
+    for k, segment in enumerate(_segments(command)):
         words = _words(segment if posix else segment.replace("\\", "/"))
         if words is None:
             other = True
@@ -337,6 +334,20 @@ def shell_targets(command: str, cwd: str | None) -> list[tuple[str, str]]:
     if other or not out:
         out.append(("run", f"run:{cwd or ''}$ " + _WHITESPACE.sub(" ", command.strip())))
     return out
+
+
+def _segments(command: str) -> list[str]:
+    """A command's segments between ``&&``, ``||``, ``;``, ``|`` and newlines, here-document bodies dropped.
+
+    >>> _segments("cd a && cat <<EOF > f\\nbody; x\\nEOF\\nls")
+    ['cd a', 'cat  > f', 'ls']
+    """
+    text = command.strip()
+    if "<<" in text:
+        text = _HEREDOC.sub(r"\3\n", text)
+    if "&" not in text and "|" not in text and ";" not in text and "\n" not in text:
+        return [text] if text else []   # nothing to split on (the pattern needs one of these)
+    return [s for s in _SEPARATORS.split(text) if s]
 
 
 def _words(segment: str) -> list[str] | None:
@@ -413,7 +424,7 @@ def result_tokens(words: pl.Expr | str = "words") -> pl.Expr:
 
 
 def refs_column(blocks: pa.StructArray, owner: np.ndarray, n: int, scope: np.ndarray,
-                cwds: list[str | None]) -> pl.Series:
+                cwds: list[str | None], result_words: np.ndarray | None = None) -> pl.Series:
     """The ``refs`` column of ``n`` messages from their canonical blocks.
 
     ``blocks`` holds canonical blocks (:data:`~panto_analytics.formats.columnar.BLOCK`),
@@ -422,6 +433,8 @@ def refs_column(blocks: pa.StructArray, owner: np.ndarray, n: int, scope: np.nda
     with its id in the same scope; ``cwds`` the working directory of each
     scope. Every reader (the line-by-line :class:`FrameBuilder` and the
     columnar fast paths) builds the column here, so they agree.
+    ``result_words``, when the caller counted them already, holds the words
+    of each tool-result block of the ``n`` messages, in block order.
     """
     kinds = blocks.field("type")
     inside = owner < n
@@ -437,16 +450,23 @@ def refs_column(blocks: pa.StructArray, owner: np.ndarray, n: int, scope: np.nda
     inputs = blocks.field("input").take(pa.array(calls_at)).to_pylist()
     ids = blocks.field("id").take(pa.array(calls_at))
     rows: list[tuple[int, int, int, str, bool]] = []   # (call row, target ordinal, key, kind, file)
+    # A call repeated in the same directory (a re-read, the same test run) is resolved once.
+    seen: dict[tuple[str | None, str | None, str | None], list[tuple[int, str, bool]]] = {}
     for i, (name, text, s) in enumerate(zip(names, inputs, call_scope.tolist())):
-        for kind, target in targets(name or "", text, cwds[s]):
-            rows.append((i, len(rows), key_of(target), kind, target.startswith("file:")))
+        call = (name, text, cwds[s])
+        found = seen.get(call)
+        if found is None:
+            found = seen[call] = [(key_of(target), kind, target.startswith("file:"))
+                                  for kind, target in targets(name or "", text, cwds[s])]
+        for key, kind, is_file in found:
+            rows.append((i, len(rows), key, kind, is_file))
     calls = pl.DataFrame({
         "i": np.arange(len(calls_at)), "owner": call_owner, "scope": call_scope, "id": pl.Series(ids, dtype=pl.String),
     }).with_columns(call=pl.int_range(pl.len()).over("owner").cast(pl.UInt16))
     results_at = np.flatnonzero(is_result)
     results = pl.DataFrame({"scope": scope[owner[results_at]],
                             "id": pl.Series(blocks.field("tool_use_id").take(pa.array(results_at)), dtype=pl.String),
-                            "words": _result_words(blocks, results_at)})
+                            "words": _result_words(blocks, results_at) if result_words is None else result_words})
     results = results.unique(["scope", "id"], keep="first", maintain_order=True)
     calls = calls.join(results, on=["scope", "id"], how="left").sort("i")
     refs = (pl.DataFrame(rows, schema={"i": pl.Int64, "ord": pl.Int64, "key": pl.UInt64, "kind": pl.String,

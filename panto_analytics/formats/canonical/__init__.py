@@ -1,8 +1,9 @@
 """The canonical session JSONL format (``docs/formats.md``).
 
-:mod:`.reference` reads it line by line and is the reference for every
-case; :mod:`.fast` reads whole clean files through Arrow's JSON reader and
-declines (returns None for) anything the reference must judge.
+:mod:`.lines` reads it line by line and is the reference for every
+case; :mod:`.fast` reads many whole files at once, decoded into the record
+shapes declared in :mod:`.shapes`, and declines (returns None for) anything
+the reference must judge.
 """
 from __future__ import annotations
 

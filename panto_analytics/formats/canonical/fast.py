@@ -1,213 +1,291 @@
-"""The columnar fast path for canonical files: many files at once, no per-block Python.
+"""The batch path for canonical files: many files decoded into declared records at once, counted in Arrow.
 
-The lines of a batch of canonical files are parsed with orjson, converted to
-Arrow in C++ (which refuses wrong-typed fields), then validated and counted
-with vectorized Arrow/NumPy/Polars operations over the whole batch, and the
-result is sliced back into one frame per file. This is what lets a cold
-ingest run close to orjson's own parse speed (see ``panto-analytics bench``):
-the per-file costs of Arrow and Polars calls are paid once per batch.
+The files of a batch are read into one buffer (:func:`~..columnar.read_together`,
+which also checks their UTF-8) and each is decoded by msgspec into the
+record shapes of :mod:`.shapes` (one call per file). Decoding is the
+validation: a file that decodes holds only what the reference reads
+without an error, and the few rules a Struct cannot state (a header only
+on the first line, ISO-8601 UTC timestamps, the header's own checks) are
+checked on the decoded records. The frame of the whole batch is then built
+at once from the records' fields, counted with the vectorized code the
+fast paths share (:mod:`..columnar`), and sliced back into one frame per
+file. Nothing per block runs but the gathering of fields into columns.
 
-The line-by-line adapter in :mod:`.canonical` stays the reference: a file in
-which the fast path sees anything it does not fully handle (a bad line, a
-float usage count, an explicit null, an unusual timestamp) gets ``None``, and
-the caller parses it again with the reference adapter, which names the file,
-line and reason, or counts the skips. So the fast path only has to be right
-on clean files; ``tests/formats/test_canonical_fast.py`` checks that it is,
-against the reference, on random files clean and broken.
+The line-by-line adapter (:mod:`.lines`) stays the reference: a file this
+path does not take in full (one that does not decode, a header of another
+shape, an unusual timestamp, a blank line, a file too large to hold) gets
+``None``, and the caller parses it again with the reference, which names
+the file, line and field, or counts the skips. So this path only has to be
+right on clean files; ``tests/formats/test_canonical_fast.py`` and
+``tests/formats/test_canonical_differential.py`` check that it is, against
+the reference, on random, mutated and bundled files.
+
+One difference is left on purpose, as in every typed reader
+(:func:`~..typed.plain`): a number beyond a double (``1e400``) in a field
+the reader does not declare, which orjson (so the reference) rejects and
+msgspec skips.
 """
 from __future__ import annotations
 
-from typing import Any, cast
+import gc
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from functools import cache
+from itertools import chain
+from typing import Any, NamedTuple, cast
 
 import numpy as np
-import orjson
 import polars as pl
 import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.json as pa_json
 
 from ...outcomes.tool_targets import refs_column
-from ...schema import MAX_USAGE, MESSAGE_SCHEMA, ROLE, ROLES, SEQ, USAGE_COLUMNS
+from ...schema import MESSAGE_SCHEMA, ROLE, SEQ, USAGE_COLUMNS
+from ...words import MEDIA_PART_WORDS, count_words_arrow
 from ..base import Invalid, SourceFile
-from ..columnar import BLOCK, bad_timestamps, by_halving, parse_timestamps, per_owner, read_whole, serialized_bytes, words_and_flags
+from ..columnar import BLOCK, PART, bad_timestamps, parse_timestamps, read_together, serialized_bytes
 from . import lines as canonical
+from .shapes import (
+    TEXT_BLOCKS,
+    TYPE_OF,
+    Header,
+    MediaPart,
+    MessageRecord,
+    Record,
+    SummaryBlock,
+    TextPart,
+    ToolResultBlock,
+    ToolUseBlock,
+    decode_files,
+)
 
 __all__ = ["read_frames"]
 
-#: The canonical block as it is on disk: :data:`~..columnar.BLOCK` and a system block's ``mode``.
-_BLOCK = pa.struct([*BLOCK, ("mode", pa.string())])
-_MESSAGE = pa.struct([
-    ("type", pa.string()), ("role", pa.string()), ("content", pa.list_(_BLOCK)),
-    ("usage", pa.struct([(k, pa.int64()) for k in USAGE_COLUMNS])), ("timestamp", pa.string()),
-])
+#: msgspec's nesting limit is Python's recursion limit, orjson's 1024 (see :func:`~..typed.plain`).
+_DEEP = 1000
 
-_PARSE = pa_json.ParseOptions(explicit_schema=pa.schema(list(_MESSAGE)), unexpected_field_behavior="ignore")
-#: Arrow parses blocks on all cores; a line longer than a block makes it refuse the file.
-_BLOCK_SIZE = 1 << 22
 
-#: Fields each block type must have (as strings) in the reference adapter.
-_REQUIRED = {
-    "text": ("text",), "thinking": ("text",), "compaction_summary": ("text",), "system": ("text", "mode"),
-    "tool_use": ("id", "name", "input"), "tool_result": ("tool_use_id", "parts"),
-}
+#: The files of a call are read in groups of about this many bytes: a group's buffers, strings and arrays
+#: stay in the memory the process already has (larger ones cost page faults and cache misses, more
+#: than the fixed cost of a group).
+GROUP_BYTES = 16_000_000
+
 
 def read_frames(sources: list[SourceFile]) -> list[pl.DataFrame | None]:
-    """The message frame of each clean file, or None to fall back to :func:`canonical.parse`.
-
-    One JSON parse and one vectorized pass over all the files' messages.
-    """
-    loaded = [read_whole(src) for src in sources]
-    good = [i for i, data in enumerate(loaded) if data is not None]
-    frames: list[pl.DataFrame | None] = [None] * len(sources)
-    # some file is not clean: the batch is halved until it is found
-    read = by_halving(lambda part: _frames([sources[good[k]] for k in part], [cast(bytes, loaded[good[k]]) for k in part]),
-                      len(good))
-    for i, frame in zip(good, read):
-        frames[i] = frame
-    return frames
-
-
-def _frames(sources: list[SourceFile], loaded: list[bytes]) -> list[pl.DataFrame | None] | None:
-    """The frame of each file (None: not clean), or None when Arrow refuses some line of them."""
-    frames: list[pl.DataFrame | None] = [None] * len(sources)
-    rows = np.array([data.count(b"\n") for data in loaded], dtype=np.int64)
-    table = _parse_json(loaded, int(rows.sum()))
-    if table is None:
-        return None
-    file_of = np.repeat(np.arange(len(sources)), rows)
-    is_header, bad_header = _headers(table, rows, sources, loaded)
-    messages = table.filter(pa.array(~is_header))
-    counts = rows - np.bincount(file_of[is_header], minlength=len(sources))
-    file_of = np.repeat(np.arange(len(sources)), counts)
-    lines = np.arange(len(table), dtype=np.int64) - np.repeat(np.cumsum(rows) - rows, rows) + 1
-    batch, clean = _batch_frame(messages, file_of, sources, lines[~is_header])
-    starts = np.concatenate(([0], np.cumsum(counts)))
-    for k, source in enumerate(sources):
-        if clean[k] and not bad_header[k]:
-            frame = batch.slice(int(starts[k]), int(counts[k]))
-            canonical.record_compactions(source, frame[SEQ].filter(frame["has_summary"]).to_list())
-            frames[k] = frame
-    return frames
-
-
-def _parse_json(files: list[bytes], n_lines: int) -> pa.StructArray | None:
-    """All lines of ``files`` as one struct array, or None if Arrow's strict reader refuses any of them.
-
-    Arrow refuses every wrong-typed field, fractional or boolean counter,
-    duplicate key and invalid string the reference refuses; what it lets
-    through is validated in :func:`_batch_frame`. It skips blank lines, as
-    the reference does, but then its rows are not the file's lines: so a
-    batch with blank lines is refused too (and its files retried one by one).
-    """
-    if not files:
-        return None
-    try:
-        table = pa_json.read_json(pa.BufferReader(b"".join(files)), parse_options=_PARSE,
-                                  read_options=pa_json.ReadOptions(block_size=_BLOCK_SIZE))
-    except (pa.ArrowException, UnicodeDecodeError, ValueError):
-        return None
-    if table.num_rows != n_lines:
-        return None
-    return table.to_struct_array().combine_chunks() if table.num_rows else None
-
-
-def _headers(table: pa.StructArray, rows: np.ndarray, sources: list[SourceFile],
-             files: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
-    """Which rows are session headers (each applied to its file), and which files have an invalid one.
-
-    Only a file's first line can be a header; a ``session`` record anywhere
-    else stays a row, and :func:`_bad_records` refuses it.
-    """
-    is_session = np.asarray(pc.fill_null(pc.equal(table.field("type"), "session"), False))
-    first_row = np.cumsum(rows) - rows
-    has_header = (rows > 0) & is_session[np.minimum(first_row, len(table) - 1)]
-    is_header = np.zeros(len(table), dtype=bool)
-    is_header[first_row[has_header]] = True
-    bad_header = np.zeros(len(rows), dtype=bool)
-    for k in np.flatnonzero(has_header):
+    """The message frame of each clean file, or None to fall back to :func:`canonical.parse`."""
+    frames: list[pl.DataFrame | None] = []
+    group: list[SourceFile] = []
+    size = 0
+    for src in sources:
         try:
-            canonical.header(sources[k], orjson.loads(files[k][:files[k].index(b"\n")]))
-        except (Invalid, orjson.JSONDecodeError):
-            bad_header[k] = True
-    return is_header, bad_header
+            size += src.path.stat().st_size
+        except OSError:
+            pass
+        group.append(src)
+        if size >= GROUP_BYTES:
+            frames += _read_group(group)
+            group, size = [], 0
+    return frames + _read_group(group) if group else frames
 
 
-def _batch_frame(table: pa.StructArray, file_of: np.ndarray, sources: list[SourceFile],
-                 line_numbers: np.ndarray) -> tuple[pl.DataFrame, np.ndarray]:
-    """The message frame of a whole batch, and which of its files are clean."""
-    n_files = len(sources)
-    blocks = table.field("content").flatten()
-    block_owner = pc.list_parent_indices(table.field("content")).to_numpy()
-    bad_record = _bad_records(table) | per_owner(_bad_blocks(blocks), block_owner, len(table))
-    bad_record |= bad_timestamps(table.field("timestamp"))
-    words, has_tool_result, has_summary = words_and_flags(blocks, block_owner, len(table))
-    serialized = serialized_bytes(table.field("role"), blocks, block_owner, len(table))
-    usage = table.field("usage")
-    has_usage = pc.is_valid(usage)
-    counters = {}
-    for key in USAGE_COLUMNS:
-        values = pc.if_else(has_usage, pc.fill_null(usage.field(key), 0), None)
-        in_range = pc.fill_null(pc.and_(pc.greater_equal(values, 0), pc.less_equal(values, MAX_USAGE)), True)
-        bad_record |= ~np.asarray(in_range)
-        counters[key] = pc.if_else(in_range, values, None)  # only unclean files are out of range
-    counts = np.bincount(file_of, minlength=n_files)
+def _read_group(sources: list[SourceFile]) -> list[pl.DataFrame | None]:
+    with _gc_paused():
+        data, spans = read_together(sources)
+        decoded = decode_files(data, spans)
+        if sys.getrecursionlimit() > _DEEP:  # then msgspec may take a line nested deeper than orjson does
+            decoded = [None if records is None or _too_deep(data, span) else records
+                       for records, span in zip(decoded, spans)]
+        del data
+        return _frames(sources, decoded)
+
+
+_gc_lock = threading.Lock()
+_gc_pauses = 0
+_gc_was_enabled = False
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """The garbage collector off for the block (and back as it was after it), from any number of threads.
+
+    A batch allocates millions of objects and frees none of them until it
+    is done, none in a reference cycle, so the collector's passes over them
+    (a fifth of the batch's time) find nothing.
+    """
+    global _gc_pauses, _gc_was_enabled
+    with _gc_lock:
+        if _gc_pauses == 0:
+            _gc_was_enabled = gc.isenabled()
+            gc.disable()
+        _gc_pauses += 1
+    try:
+        yield
+    finally:
+        with _gc_lock:
+            _gc_pauses -= 1
+            if _gc_pauses == 0 and _gc_was_enabled:
+                gc.enable()
+
+
+def _too_deep(data: bytearray, span: tuple[int, int] | None) -> bool:
+    assert span is not None  # a decoded file has its span
+    return any(line.count(b"[") + line.count(b"{") >= _DEEP for line in bytes(data[span[0]:span[1]]).split(b"\n"))
+
+
+def _frames(sources: list[SourceFile], decoded: list[list[Record] | None]) -> list[pl.DataFrame | None]:
+    """The frame of each file whose records are clean; None for the others."""
+    taken: list[int] = []
+    first_lines: list[int] = []
+    per_file: list[list[MessageRecord]] = []
+    for k, records in enumerate(decoded):
+        if records is None:
+            continue
+        start = 0
+        if records and type(records[0]) is Header:
+            try:
+                canonical.header(sources[k], cast(Header, records[0]).as_dict())
+            except Invalid:
+                continue
+            start = 1
+        messages = records[start:] if start else records
+        if any(type(r) is Header for r in messages):  # a header after the first line
+            continue
+        taken.append(k)
+        first_lines.append(start + 1)
+        per_file.append(cast("list[MessageRecord]", messages))
+    frames: list[pl.DataFrame | None] = [None] * len(sources)
+    if not taken:
+        return frames
+    counts = np.array([len(m) for m in per_file], dtype=np.int64)
+    batch, clean = _batch_frame(list(chain.from_iterable(per_file)), counts, np.array(first_lines),
+                                [sources[k] for k in taken])
+    starts = np.concatenate(([0], np.cumsum(counts)))
+    summaries = np.flatnonzero(batch["has_summary"].to_numpy())
+    summary_file = np.searchsorted(starts, summaries, side="right") - 1
+    for j, k in enumerate(taken):
+        if clean[j]:
+            at = summaries[summary_file == j] - starts[j] if len(summaries) else summaries
+            canonical.record_compactions(sources[k], at.tolist())
+            frames[k] = batch.slice(int(starts[j]), int(counts[j]))
+    return frames
+
+
+class _Blocks(NamedTuple):
+    array: pa.StructArray   # every block, as :data:`~..columnar.BLOCK`
+    owner: np.ndarray       # each one's message
+    words: np.ndarray       # each one's words (libpanto's ``countWords``)
+    codes: np.ndarray       # each one's shape (:data:`_SHAPES`)
+    results: slice          # where the tool results are
+
+
+def _blocks(messages: list[MessageRecord]) -> _Blocks:
+    """All content blocks of ``messages`` as canonical blocks, each one's message, and its words.
+
+    The blocks are grouped by type (text-like, tool calls, tool results), in
+    file order within each type, so that each field is gathered only from the
+    blocks that have it; what the columns are used for (sums per message, the
+    first summary of a message, tool calls in order, the first result of
+    each call) needs no other order.
+    """
+    n_blocks = np.fromiter((len(m.content) for m in messages), dtype=np.int64, count=len(messages))
+    blocks: list[Any] = list(chain.from_iterable(m.content for m in messages))
+    codes = np.fromiter((_CODE[type(b)] for b in blocks), dtype=np.int8, count=len(blocks))
+    order = np.argsort(codes, kind="stable")
+    owner = np.repeat(np.arange(len(messages)), n_blocks)[order]
+    codes = codes[order]
+    n_text, n_text_or_use = np.searchsorted(codes, [_CODE[ToolUseBlock], _CODE[ToolResultBlock]]).tolist()
+    uses = [blocks[i] for i in order[n_text:n_text_or_use].tolist()]
+    results = [blocks[i] for i in order[n_text_or_use:].tolist()]
+    n_uses, n_results = len(uses), len(results)
+    texts = pa.array([blocks[i].text for i in order[:n_text].tolist()], pa.large_string())
+    inputs = pa.array([b.input for b in uses], pa.large_string())
+
+    def spread(values: pa.Array, before: int, after: int) -> pa.Array:
+        """One type's values at its place, null elsewhere."""
+        return pa.concat_arrays([pa.nulls(before, values.type), values, pa.nulls(after, values.type)])
+
+    parts: list[Any] = list(chain.from_iterable(b.parts for b in results))
+    n_parts = np.fromiter((len(b.parts) for b in results), dtype=np.int32, count=n_results)
+    part_offsets = np.zeros(len(blocks) + 1, dtype=np.int32)
+    np.cumsum(n_parts, out=part_offsets[n_text_or_use + 1:])
+    is_media = np.fromiter((type(p) is MediaPart for p in parts), dtype=bool, count=len(parts))
+    part_texts = pa.array([None if m else p.text for p, m in zip(parts, is_media.tolist())], pa.large_string())
+    part_array = pa.StructArray.from_arrays([
+        _type_names()[1].take(pa.array(is_media.astype(np.int8))), part_texts,
+        pa.array([p.media_type if m else None for p, m in zip(parts, is_media.tolist())], pa.string()),
+    ], fields=list(PART))
+    array = pa.StructArray.from_arrays([
+        _type_names()[0].take(pa.array(codes)),
+        spread(texts, 0, n_uses + n_results),
+        spread(pa.array([b.id for b in uses], pa.string()), n_text, n_results),
+        spread(pa.array([b.name for b in uses], pa.string()), n_text, n_results),
+        spread(inputs, n_text, n_results),
+        spread(pa.array([b.tool_use_id for b in results], pa.string()), n_text + n_uses, 0),
+        pa.ListArray.from_arrays(pa.array(part_offsets), part_array),
+    ], fields=list(BLOCK))
+    part_words = np.where(is_media, MEDIA_PART_WORDS, count_words_arrow(part_texts))
+    result_words = np.bincount(np.repeat(np.arange(n_results), n_parts), weights=part_words, minlength=n_results)
+    words = np.concatenate([count_words_arrow(texts), count_words_arrow(inputs), result_words.astype(np.int64)])
+    return _Blocks(array, owner, words, codes, slice(n_text_or_use, len(blocks)))
+
+
+#: Block shapes by their code: text-like first, then tool calls, then tool results.
+_SHAPES = (*TEXT_BLOCKS, ToolUseBlock, ToolResultBlock)
+_CODE: dict[type, int] = {shape: code for code, shape in enumerate(_SHAPES)}
+
+
+@cache
+def _type_names() -> tuple[pa.Array, pa.Array]:
+    """The block types by code and the part types (text, media), as Arrow arrays (built on first use: an
+    array built at import would import pandas, see :func:`~...ingest.parallel.keep_pandas_out`)."""
+    return (pa.array([TYPE_OF[shape] for shape in _SHAPES], pa.string()),
+            pa.array([TYPE_OF[TextPart], TYPE_OF[MediaPart]], pa.string()))
+
+
+def _batch_frame(messages: list[MessageRecord], counts: np.ndarray, first_lines: np.ndarray,
+                 sources: list[SourceFile]) -> tuple[pl.DataFrame, np.ndarray]:
+    """The message frame of a whole batch (``counts[j]`` messages of ``sources[j]`` each), and which files are clean."""
+    n = len(messages)
+    file_of = np.repeat(np.arange(len(sources)), counts)
     first_row = np.concatenate(([0], np.cumsum(counts)))[:-1]
+    seq = np.arange(n) - first_row[file_of]
+    blocks = _blocks(messages)
+    owner = blocks.owner
+    roles = pa.array([m.role for m in messages], pa.string())
+    timestamps = pa.array([m.timestamp for m in messages], pa.string())
+    words = np.bincount(owner, weights=blocks.words, minlength=n).astype(np.int64)
+    has_tool_result = np.bincount(owner[blocks.results], minlength=n) > 0
+    has_summary = np.bincount(owner[blocks.codes == _CODE[SummaryBlock]], minlength=n) > 0
+    usages = [m.usage for m in messages]
+    has_usage = [u is not None for u in usages]
+    counters = {key: pl.Series(key, [None if u is None else getattr(u, key) or 0 for u in usages], dtype=pl.Int64)
+                for key in USAGE_COLUMNS}
+
     def per_file(values: list[Any]) -> pl.Series:  # a file-level value on each of its rows
         return pl.Series(values, dtype=pl.String).gather(file_of)
 
     frame = pl.DataFrame({
         "session_id": per_file([src.meta.session_id for src in sources]),
-        SEQ: (np.arange(len(table)) - first_row[file_of]).astype(np.uint32),
-        # Unknown roles only occur in unclean files, which are dropped; null keeps the Enum cast valid.
-        ROLE: pl.Series(pc.if_else(pc.is_in(table.field("role"), pa.array(ROLES)), table.field("role"), None)),
+        SEQ: seq.astype(np.uint32),
+        ROLE: pl.Series(roles),
         "words": words,
-        "serialized_bytes": serialized,
+        "serialized_bytes": serialized_bytes(roles, blocks.array, owner, n),
         "has_tool_result": has_tool_result,
         "has_summary": has_summary,
-        "bash_execution": pl.repeat(False, len(table), dtype=pl.Boolean, eager=True),
-        **{k: pl.Series(v) for k, v in counters.items()},
+        "bash_execution": pl.repeat(False, n, dtype=pl.Boolean, eager=True),
+        **counters,
         # Canonical usage records no cache lifetime: every write is a 5-minute write; no recorded cost.
-        "cache_write_1h": pl.Series(pc.if_else(has_usage, 0, None)),
-        "recorded_cost": pl.repeat(None, len(table), dtype=pl.Float32, eager=True),
+        "cache_write_1h": pl.Series([0 if u else None for u in has_usage], dtype=pl.Int64),
+        "recorded_cost": pl.repeat(None, n, dtype=pl.Float32, eager=True),
         "source_format": per_file([src.source_format for src in sources]),
         "model": per_file([src.meta.model for src in sources]),
-        "timestamp": parse_timestamps(table.field("timestamp")),
+        "timestamp": parse_timestamps(timestamps),
         "file": per_file([str(src.path) for src in sources]),
-        "line": line_numbers.astype(np.uint32),
-        "refs": refs_column(blocks, block_owner, len(table), file_of, [src.meta.project for src in sources]),
+        "line": (seq + first_lines[file_of]).astype(np.uint32),
+        "refs": refs_column(blocks.array, owner, n, file_of, [src.meta.project for src in sources],
+                            result_words=blocks.words[blocks.results]),
     }).cast(cast("dict[Any, pl.DataType]", MESSAGE_SCHEMA))
-    clean = np.bincount(file_of, weights=bad_record, minlength=n_files) == 0
+    clean = np.bincount(file_of, weights=bad_timestamps(timestamps), minlength=len(sources)) == 0
     return frame, clean
-
-
-def _bad_records(table: pa.StructArray) -> np.ndarray:
-    ok = pc.and_(pc.equal(table.field("type"), "message"), pc.is_in(table.field("role"), pa.array(ROLES)))
-    # Arrow cannot tell a missing "content" (allowed) from an explicit null (refused).
-    ok = pc.and_(ok, pc.is_valid(table.field("content")))
-    return ~np.asarray(pc.fill_null(ok, False))
-
-
-def _bad_blocks(blocks: pa.StructArray) -> np.ndarray:
-    kinds = blocks.field("type")
-    ok = pc.and_(pc.is_valid(blocks), pc.is_in(kinds, pa.array(list(_REQUIRED))))
-    for kind, fields in _REQUIRED.items():
-        for name in fields:
-            ok = pc.and_(ok, pc.or_(pc.not_equal(kinds, kind), pc.is_valid(blocks.field(name))))
-    mode_ok = pc.is_in(blocks.field("mode"), pa.array(canonical.SYSTEM_MODES))
-    ok = pc.and_(ok, pc.or_(pc.not_equal(kinds, "system"), mode_ok))
-    bad = ~np.asarray(pc.fill_null(ok, False))
-    parts_list = blocks.field("parts")
-    parts = parts_list.flatten()
-    if len(parts):
-        bad |= per_owner(_bad_parts(parts), pc.list_parent_indices(parts_list).to_numpy(), len(blocks))
-    return bad
-
-
-def _bad_parts(parts: pa.StructArray) -> np.ndarray:
-    kinds = parts.field("type")
-    ok = pc.and_(pc.is_valid(parts), pc.is_in(kinds, pa.array(["text", "media"])))
-    ok = pc.and_(ok, pc.or_(pc.not_equal(kinds, "text"), pc.is_valid(parts.field("text"))))
-    ok = pc.and_(ok, pc.or_(pc.not_equal(kinds, "media"), pc.is_valid(parts.field("media_type"))))
-    return ~np.asarray(pc.fill_null(ok, False))
-
 

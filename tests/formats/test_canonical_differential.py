@@ -1,0 +1,143 @@
+"""The typed batch path for canonical files (``formats/canonical/fast.py``, the Structs of ``shapes.py``) against
+its oracle, the line-by-line reader ``formats/canonical/lines.py``: on mutated bundled files, on files of
+every shape a line can take, and over many files read in groups, a file it takes reads exactly as the
+reference reads it, and it never takes a file the reference refuses.
+"""
+from __future__ import annotations
+
+import gc
+import json
+import random
+import tempfile
+import typing
+from pathlib import Path
+
+import pytest
+from conftest import DATA, examples
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from mutations import MUTATIONS, mutate
+from strategies import random_conversation
+from test_canonical_fast import assert_agrees, fast, reference
+
+from panto_analytics.errors import InputError
+from panto_analytics.formats.canonical import fast as canonical_fast
+from panto_analytics.formats.canonical import lines, shapes
+from panto_analytics.schema import ROLES
+
+SOURCES = sorted(DATA.glob("*.jsonl"))[:3]
+
+
+def conversation(rng: random.Random) -> str:
+    """A random clean canonical file's text, of one message or more."""
+    messages = []
+    while not messages:
+        messages = random_conversation(rng)
+    return "".join(json.dumps({"type": "message", **m}) + "\n" for m in messages)
+
+
+@pytest.mark.slow
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_mutated_file(data):
+    """A mutated bundled file: taken only when clean, and then read exactly as the reference reads it."""
+    source = data.draw(st.sampled_from(SOURCES), label="source")
+    lines_ = source.read_bytes().splitlines()
+    for _ in range(data.draw(st.integers(1, 3), label="mutations")):
+        at = data.draw(st.integers(0, len(lines_) - 1), label="line")
+        lines_[at] = mutate(lines_[at], data.draw(st.sampled_from(MUTATIONS), label="how"), data)
+    with tempfile.TemporaryDirectory() as d:
+        f = Path(d) / "s.jsonl"
+        f.write_bytes(b"\n".join(lines_) + b"\n")
+        clean = Path(d) / "clean.jsonl"
+        clean.write_bytes(source.read_bytes())
+        assert assert_agrees([clean, f])[0]
+
+
+# Lines the reference reads (T) or refuses (F) that a Struct could read otherwise: each alone after a clean line.
+EDGES = [
+    ('{"type":"message","role":"user","content":[{"type":"text","text":"a","text":"b c"}]}', True),
+    ('{"type":"message","role":"user","type":"message","content":[]}', True),
+    ('{"type":"message","role":"user","content":[{"type":"text","type":"thinking","text":"x"}]}', True),
+    ('{"type":"message","role":"assistant","content":[],"usage":{"input":null,"output":3}}', True),
+    ('{"type":"message","role":"assistant","content":[],"usage":{}}', True),
+    ('{"type":"message","role":"assistant","content":[],"usage":null}', True),
+    ('{"type":"message","role":"assistant","content":[],"usage":{"input":4294967295}}', True),
+    ('{"type":"message","role":"assistant","content":[],"usage":[]}', False),
+    ('{"type":"message","role":"user"}', True),
+    ('{"type":"message","role":"system","content":[{"type":"system","text":"s"}]}', True),
+    ('{"type":"message","role":"user","content":[{"type":"tool_result","tool_use_id":"t","parts":[]}]}', True),
+    ('{"type":"message","role":"user","content":[{"type":"tool_result","tool_use_id":"t","parts":'
+     '[{"type":"media","media_type":"image/png","text":5}]}]}', True),
+    ('{"type":"message","role":"user","content":[{"type":"text","text":"a"}],"timestamp":"2025-01-01T00:00:00Z"}', True),
+    ('{"type":"message","role":"user","content":[],"timestamp":1735689600000}', True),
+    ('{"type":"message","role":"user","content":[],"timestamp":"yesterday"}', False),
+    ('{"type":"message","role":"user","content":[]} {"type":"message","role":"user","content":[]}', False),
+    ('{"type":"message","role":"user",\n"content":[]}', False),
+    ('{"type":"message","role":"user","content":[],"x":"caf\\u00e9 \\ud83d\\ude00"}', True),
+    ('{"type":"message","role":"user","content":[],"x":"\\ud800"}', False),
+    ('{"type":"message","role":"user","content":[],"x":[' + "[" * 1100 + "]" * 1100 + "]}", False),
+    ('{"type":"message","role":"user","content":[],"x":99999999999999999999999999999}', True),
+    ('{"type":"message","role":"user","content":[{"type":"text","text":"a\\tb\\u0020c\\u000bd"}]}', True),
+    ('\t{"type":"message","role":"user","content":[]}\r', True),
+]
+
+
+@pytest.mark.parametrize(("line", "read"), EDGES, ids=range(len(EDGES)))
+def test_every_shape_of_a_line_reads_as_the_reference_reads_it(tmp_path, line, read):
+    rng = random.Random(11)
+    clean = tmp_path / "clean.jsonl"
+    clean.write_text(conversation(rng))
+    f = tmp_path / "edge.jsonl"
+    f.write_text(clean.read_text() + line + "\n")
+    assert isinstance(reference(f), InputError) != read, "the case is what it says"
+    assert assert_agrees([clean, f, clean])[0::2] == [True, True]
+
+
+def test_a_header_is_checked_as_the_reference_checks_it(tmp_path):
+    good = {"type": "session", "id": "h1", "model": "m", "context_window": 5, "created_at": "2025-01-01T00:00:00Z"}
+    bad = [{**good, "context_window": 1.0}, {**good, "context_window": -1}, {**good, "id": 5},
+           {**good, "created_at": "soon"}, {**good, "model": ["m"]}]
+    msg = json.dumps({"type": "message", "role": "user", "content": []})
+    paths = []
+    for i, header in enumerate([good, {"type": "session"}, *bad]):
+        paths.append(tmp_path / f"h{i}.jsonl")
+        paths[-1].write_text(json.dumps(header) + "\n" + msg + "\n")
+    assert assert_agrees(paths) == [True, True] + [False] * len(bad)
+
+
+def test_many_files_in_many_groups_read_as_one_by_one(tmp_path, monkeypatch):
+    rng = random.Random(5)
+    paths = []
+    for i in range(12):
+        p = tmp_path / f"f{i:02d}.jsonl"
+        header = [json.dumps({"type": "session", "id": f"s{i}", "model": "m"})] if i % 2 else []
+        p.write_text("".join(line + "\n" for line in header) + conversation(rng))
+        paths.append(p)
+    (tmp_path / "f05.jsonl").write_text((tmp_path / "f05.jsonl").read_text() + '{"type":"note"}\n')
+    monkeypatch.setattr(canonical_fast, "GROUP_BYTES", 3 * paths[0].stat().st_size)
+    assert assert_agrees(paths) == [i != 5 for i in range(12)]
+    alone = [frame for frame, _ in fast(paths[:1])]
+    assert alone[0] is not None and alone[0].equals(fast(paths)[0][0])
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_the_garbage_collector_is_left_as_it_was(tmp_path, enabled):
+    path = tmp_path / "s.jsonl"
+    path.write_text(conversation(random.Random(2)))
+    was = gc.isenabled()
+    try:
+        (gc.enable if enabled else gc.disable)()
+        assert fast([path])[0][0] is not None
+        assert gc.isenabled() == enabled
+    finally:
+        (gc.enable if was else gc.disable)()
+
+
+def test_the_shapes_name_what_the_reference_accepts():
+    message = typing.get_type_hints(shapes.MessageRecord)
+    system = typing.get_type_hints(shapes.SystemBlock)
+    assert set(typing.get_args(message["role"])) == set(ROLES)
+    assert typing.get_args(system["mode"]) == lines.SYSTEM_MODES
+    assert {shapes.TYPE_OF[b] for b in typing.get_args(shapes.Block)} == {
+        "text", "thinking", "compaction_summary", "system", "tool_use", "tool_result"}
