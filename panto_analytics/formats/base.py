@@ -33,7 +33,7 @@ import pyarrow.compute as pc
 from ..errors import IngestReport, InputError
 from ..outcomes.tool_targets import refs_column
 from ..schema import MAX_USAGE, MESSAGE_SCHEMA, REF_STRUCT, ROLE, SEQ, USAGE_COLUMNS
-from .blocks import block_array, serialized_bytes, words_and_flags
+from .blocks import block_array, block_words, serialized_bytes, words_and_flags
 
 __all__ = [
     "BAD_RECORD", "COMPRESSED_SUFFIXES", "TRUNCATED", "Adapter", "DamagedFileError", "OnDamage", "bad_record",
@@ -455,6 +455,7 @@ class FrameBuilder:
         self._counts: list[tuple[np.ndarray, ...]] = []   # (words, serialized_bytes, has_tool_result, has_summary)
         self._tools: list[pa.StructArray] = []    # tool calls and results, and their rows
         self._tool_rows: list[np.ndarray] = []
+        self._tool_words: list[np.ndarray] = []
         self._sizes: list[int] = []
         self._cwds: list[str | None] = []
 
@@ -517,13 +518,15 @@ class FrameBuilder:
         blocks = block_array(self._blocks)
         owner = np.asarray(self._owner, dtype=np.int64) - start
         roles = pa.array(self._cols[ROLE][start:], pa.string())
-        words, has_result, has_summary = words_and_flags(blocks, owner, n)
+        each = block_words(blocks)
+        words, has_result, has_summary = words_and_flags(blocks, owner, n, each)
         self._counts.append((words, serialized_bytes(roles, blocks, owner, n), has_result, has_summary))
         is_tool = np.asarray(pc.fill_null(pc.is_in(blocks.field("type"), pa.array(["tool_use", "tool_result"])),
                                           False))
         if is_tool.any():
             self._tools.append(blocks.filter(pa.array(is_tool)))
             self._tool_rows.append(owner[is_tool] + start)
+            self._tool_words.append(each[is_tool])
         self._blocks.clear()
         self._owner.clear()
         self._counted = self.height
@@ -539,7 +542,10 @@ class FrameBuilder:
         counts = [np.concatenate(c) for c in zip(*self._counts)] if self._counts else [np.zeros(0, np.int64)] * 4
         if self._tools:
             scope = np.repeat(np.arange(len(self._sizes)), self._sizes)
-            refs = refs_column(pa.concat_arrays(self._tools), np.concatenate(self._tool_rows), n, scope, self._cwds)
+            tools = pa.concat_arrays(self._tools)
+            is_result = np.asarray(pc.fill_null(pc.equal(tools.field("type"), "tool_result"), False))
+            refs = refs_column(tools, np.concatenate(self._tool_rows), n, scope, self._cwds,
+                               np.concatenate(self._tool_words)[is_result])
         else:
             refs = pl.Series("refs", [None] * n, dtype=pl.List(REF_STRUCT))
         columns: dict[str, Any] = dict(self._cols)
