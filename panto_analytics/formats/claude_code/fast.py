@@ -372,7 +372,7 @@ class _Columns:
         try:
             for at, value in zip(calls, raw):
                 inputs[at] = orjson.dumps(orjson.loads(bytes(value))).decode()
-        except orjson.JSONDecodeError:   # msgspec let it through (1e400): the reader refuses the line
+        except (orjson.JSONDecodeError, orjson.JSONEncodeError):   # msgspec let it through (1e400): the reader refuses it
             self.failed = True
         return _strings(inputs, _TEXT)
 
