@@ -17,6 +17,7 @@ from __future__ import annotations
 import gc
 import gzip
 import io
+import threading
 import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -418,19 +419,37 @@ def timestamp_field(value: Any, where: str) -> datetime | None:
 
 @contextmanager
 def gc_paused() -> Iterator[None]:
-    """The cyclic garbage collector off for a block that makes many objects and no cycles.
+    """The cyclic garbage collector off for a block that makes many objects and no cycles, and back as it
+    was after it; safe from any number of threads (the collector comes back when the last pause ends).
 
-    Reading a file line by line makes several objects per line (a record, its blocks, a message) and
-    keeps many (the columns, the pending blocks); with the collector on, pi's cold ingest spent about a
-    quarter of its time in collections that free nothing.
+    Reading makes several objects per line (a record, its blocks, a message) and keeps many (the columns,
+    the pending blocks) until it is done, none in a reference cycle: with the collector on, pi's cold
+    ingest spent about a quarter of its time, Claude Code's decoding a quarter, a batch of canonical files
+    a fifth and a re-read of 30,000 cached files about 45% of its lookup in collections that free nothing.
+
+    >>> with gc_paused():
+    ...     gc.isenabled()
+    False
     """
-    was = gc.isenabled()
-    gc.disable()
+    global _pauses, _was_enabled
+    with _pause_lock:
+        if _pauses == 0:
+            _was_enabled = gc.isenabled()
+            gc.disable()
+        _pauses += 1
     try:
         yield
     finally:
-        if was:
-            gc.enable()
+        with _pause_lock:
+            _pauses -= 1
+            if _pauses == 0 and _was_enabled:
+                gc.enable()
+
+
+#: :func:`gc_paused`'s state: pauses under way, and whether the collector was on before the first.
+_pause_lock = threading.Lock()
+_pauses = 0
+_was_enabled = False
 
 
 class FrameBuilder:
