@@ -21,6 +21,7 @@ extra: ``pip install 'panto_analytics[ray]'``.
 """
 from __future__ import annotations
 
+import functools
 import importlib.util
 import logging
 from collections.abc import Callable, Iterator
@@ -32,9 +33,9 @@ import pyarrow as pa
 
 from ..defaults import ENGINES, RAY_INSTALL
 from ..errors import InputError
-from .store import TASK_ROWS, bucket_groups
+from .store import TASK_ROWS, bucket_groups, collect, scan_parts
 
-__all__ = ["ENGINES", "RAY_INSTALL", "BucketTask", "EngineUnavailable", "map_buckets", "ray_available"]
+__all__ = ["ENGINES", "RAY_INSTALL", "BucketTask", "EngineUnavailable", "gather", "map_buckets", "ray_available"]
 
 
 BucketTask = Callable[[str, list[str]], pl.DataFrame]
@@ -61,6 +62,26 @@ def map_buckets(root: str | Path, task: BucketTask, *, engine: str = "local", ad
             yield task(str(root), parts)
         return
     yield from _on_ray(str(root), groups, task, address)
+
+
+def gather(root: str | Path, table: str, query: Callable[[pl.LazyFrame], pl.LazyFrame], *,
+           rows: int = TASK_ROWS) -> pl.DataFrame:
+    """``query`` of ``table``'s rows, group of buckets after group of buckets here, concatenated: for a small
+    result (the recorded summaries, the agents), read in the memory of one group, where one query over every
+    part of a large dataset holds far more (measured at 1M synthetic sessions, 23M messages in 5,120 parts: the
+    recorded summaries read in one query peaked at 455 MiB, group by group at 193 MiB).
+
+    >>> import tempfile
+    >>> gather(tempfile.mkdtemp(), "sessions", lambda lf: lf.select("session_id")).columns
+    ['session_id']
+    """
+    task = functools.partial(_gather_task, table=table, query=query)
+    found = list(map_buckets(root, task, engine="local", rows=rows))
+    return pl.concat(found) if found else task(str(root), [])
+
+
+def _gather_task(root: str, parts: list[str], *, table: str, query: Callable[[pl.LazyFrame], pl.LazyFrame]) -> pl.DataFrame:
+    return collect(query(scan_parts(root, table, parts)), root)
 
 
 def _on_ray(root: str, buckets: list[list[str]], task: BucketTask, address: str | None) -> Iterator[pl.DataFrame]:

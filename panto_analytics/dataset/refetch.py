@@ -46,8 +46,8 @@ from ..outcomes.recorded_refetch import (
 )
 from ..outcomes.tool_targets import references
 from ..schema import SESSION
-from .engines import map_buckets
-from .store import TASK_ROWS, collect, scan_dataset, scan_parts
+from .engines import gather, map_buckets
+from .store import TASK_ROWS, collect, scan_parts
 
 __all__ = ["DatasetRefetch", "refetch_dataset"]
 
@@ -130,6 +130,6 @@ def refetch_dataset(root: str | Path, *, horizon: int = DEFAULT_HORIZON, kinds: 
     if found.height:  # no recorded compaction: no size to place a pseudo-cut at
         for rows in run(functools.partial(_baseline_task, sizes=found, horizon=horizon, kinds=kinds)):
             take(rows)
-    agents = collect(scan_dataset(root, "sessions").select(pl.col("source_format").cast(pl.String)).unique(), root)
-    return DatasetRefetch(merge_refetch_partials(partials), sorted(agents["source_format"].drop_nulls().to_list()),
+    agents = gather(root, "sessions", lambda lf: lf.select(pl.col("source_format").cast(pl.String)).unique())
+    return DatasetRefetch(merge_refetch_partials(partials), sorted(set(agents["source_format"].drop_nulls().to_list())),
                           cuts)

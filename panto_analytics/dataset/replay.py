@@ -32,8 +32,8 @@ from ..outcomes.orphan_loss import DEFAULT_HORIZON, loss
 from ..policy.replay.any_policy import replay
 from ..policy.replay.billing import warn_unpriced
 from ..policy.replay.engine import Replay, summary_size, validate_parameters
-from .engines import map_buckets
-from .store import collect, scan_dataset, scan_parts
+from .engines import gather, map_buckets
+from .store import collect, scan_parts
 
 __all__ = ["REPLAY_TASK_ROWS", "DatasetOutcomes", "DatasetReplay", "RowSink", "replay_dataset", "session_outcomes_dataset"]
 
@@ -131,7 +131,7 @@ def _stream(root: str | Path, budgets: Any, *, window: int, reserve: int, summar
     whole dataset."""
     source = "given"
     if summary_tokens is None:
-        recorded = collect(scan_dataset(root).filter("has_summary").select("words", "has_summary"), root)
+        recorded = gather(root, "messages", lambda lf: lf.filter("has_summary").select("words", "has_summary"))
         summary_tokens, source = summary_size(recorded)
     validate_parameters(window, reserve, summary_tokens)
     task = functools.partial(_replay_task, budgets=as_budgets(budgets), window=window, reserve=reserve,

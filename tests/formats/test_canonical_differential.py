@@ -68,7 +68,7 @@ EDGES = [
     ('{"type":"message","role":"system","content":[{"type":"system","text":"s"}]}', True),
     ('{"type":"message","role":"user","content":[{"type":"tool_result","tool_use_id":"t","parts":[]}]}', True),
     ('{"type":"message","role":"user","content":[{"type":"tool_result","tool_use_id":"t","parts":'
-     '[{"type":"media","media_type":"image/png","text":"not counted"}]}]}', True),
+     '[{"type":"media","media_type":"image/png","text":5}]}]}', True),
     ('{"type":"message","role":"user","content":[{"type":"text","text":"a"}],"timestamp":"2025-01-01T00:00:00Z"}', True),
     ('{"type":"message","role":"user","content":[],"timestamp":1735689600000}', True),
     ('{"type":"message","role":"user","content":[],"timestamp":"yesterday"}', False),

@@ -144,6 +144,22 @@ EDGES = {
                                     '{"input_tokens":5000,"output_tokens":9,"cached_input_tokens":1}}}'),
     "count beyond a double": _envelope("event_msg", '{"type":"token_count","info":{"total_token_usage":'
                                        '{"input_tokens":1e400}}}'),
+    **{f"count {name}": _envelope("event_msg", '{"type":"token_count","info":{"total_token_usage":' + parts[0]
+                                  + ',"last_token_usage":' + parts[1] + ',"model_context_window":' + parts[2] + "}}")
+       for name, parts in {
+           "repeated": ('{"input_tokens":1000,"cached_input_tokens":600,"output_tokens":50,"reasoning_output_tokens":20,'
+                        '"total_tokens":1050}', '{"input_tokens":1,"output_tokens":1}', "5"),
+           "cached above input": ('{"input_tokens":9}', '{"input_tokens":1,"cached_input_tokens":2,"output_tokens":1}',
+                                  "5"),
+           "last null": ('{"input_tokens":9,"output_tokens":1}', "null", "5"),
+           "input null": ("null", '{"input_tokens":null,"cached_input_tokens":null,"output_tokens":null}', "null"),
+           "output missing": ("7", '{"input_tokens":3}', "5"),
+           "counter a string": ("7", '{"input_tokens":"3","output_tokens":1}', "5"),
+           "counter above u32": ("7", '{"input_tokens":4294967296,"output_tokens":1}', "5"),
+           "counter negative": ("7", '{"input_tokens":-1,"output_tokens":1}', "5"),
+           "window huge": ("7", '{"input_tokens":3,"output_tokens":1}', "99999999999999999999"),
+           "total a list": ("[1]", '{"input_tokens":3,"output_tokens":1}', "true"),
+       }.items()},
     "count huge": _envelope("event_msg", '{"type":"token_count","info":{"last_token_usage":'
                             '{"input_tokens":99999999999999999999999,"output_tokens":1}}}'),
     "duplicate keys": _item('"type":"message","type":"reasoning","summary":[]'),

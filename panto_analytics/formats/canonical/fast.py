@@ -27,11 +27,8 @@ msgspec skips.
 """
 from __future__ import annotations
 
-import gc
 import sys
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+from functools import cache
 from itertools import chain
 from typing import Any, NamedTuple, cast
 
@@ -42,7 +39,7 @@ import pyarrow as pa
 from ...outcomes.tool_targets import refs_column
 from ...schema import MESSAGE_SCHEMA, ROLE, SEQ, USAGE_COLUMNS
 from ...words import MEDIA_PART_WORDS, count_words_arrow
-from ..base import Invalid, SourceFile
+from ..base import Invalid, SourceFile, gc_paused
 from ..columnar import BLOCK, PART, bad_timestamps, parse_timestamps, read_together, serialized_bytes
 from . import lines as canonical
 from .shapes import (
@@ -89,7 +86,7 @@ def read_frames(sources: list[SourceFile]) -> list[pl.DataFrame | None]:
 
 
 def _read_group(sources: list[SourceFile]) -> list[pl.DataFrame | None]:
-    with _gc_paused():
+    with gc_paused():
         data, spans = read_together(sources)
         decoded = decode_files(data, spans)
         if sys.getrecursionlimit() > _DEEP:  # then msgspec may take a line nested deeper than orjson does
@@ -97,34 +94,6 @@ def _read_group(sources: list[SourceFile]) -> list[pl.DataFrame | None]:
                        for records, span in zip(decoded, spans)]
         del data
         return _frames(sources, decoded)
-
-
-_gc_lock = threading.Lock()
-_gc_pauses = 0
-_gc_was_enabled = False
-
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """The garbage collector off for the block (and back as it was after it), from any number of threads.
-
-    A batch allocates millions of objects and frees none of them until it
-    is done, none in a reference cycle, so the collector's passes over them
-    (a fifth of the batch's time) find nothing.
-    """
-    global _gc_pauses, _gc_was_enabled
-    with _gc_lock:
-        if _gc_pauses == 0:
-            _gc_was_enabled = gc.isenabled()
-            gc.disable()
-        _gc_pauses += 1
-    try:
-        yield
-    finally:
-        with _gc_lock:
-            _gc_pauses -= 1
-            if _gc_pauses == 0 and _gc_was_enabled:
-                gc.enable()
 
 
 def _too_deep(data: bytearray, span: tuple[int, int] | None) -> bool:
@@ -211,11 +180,11 @@ def _blocks(messages: list[MessageRecord]) -> _Blocks:
     is_media = np.fromiter((type(p) is MediaPart for p in parts), dtype=bool, count=len(parts))
     part_texts = pa.array([None if m else p.text for p, m in zip(parts, is_media.tolist())], pa.large_string())
     part_array = pa.StructArray.from_arrays([
-        _PART_TYPES.take(pa.array(is_media.astype(np.int8))), part_texts,
+        _type_names()[1].take(pa.array(is_media.astype(np.int8))), part_texts,
         pa.array([p.media_type if m else None for p, m in zip(parts, is_media.tolist())], pa.string()),
     ], fields=list(PART))
     array = pa.StructArray.from_arrays([
-        _BLOCK_TYPES.take(pa.array(codes)),
+        _type_names()[0].take(pa.array(codes)),
         spread(texts, 0, n_uses + n_results),
         spread(pa.array([b.id for b in uses], pa.string()), n_text, n_results),
         spread(pa.array([b.name for b in uses], pa.string()), n_text, n_results),
@@ -232,8 +201,14 @@ def _blocks(messages: list[MessageRecord]) -> _Blocks:
 #: Block shapes by their code: text-like first, then tool calls, then tool results.
 _SHAPES = (*TEXT_BLOCKS, ToolUseBlock, ToolResultBlock)
 _CODE: dict[type, int] = {shape: code for code, shape in enumerate(_SHAPES)}
-_BLOCK_TYPES = pa.array([TYPE_OF[shape] for shape in _SHAPES], pa.string())
-_PART_TYPES = pa.array([TYPE_OF[TextPart], TYPE_OF[MediaPart]], pa.string())
+
+
+@cache
+def _type_names() -> tuple[pa.Array, pa.Array]:
+    """The block types by code and the part types (text, media), as Arrow arrays (built on first use: an
+    array built at import would import pandas, see :func:`~...ingest.parallel.keep_pandas_out`)."""
+    return (pa.array([TYPE_OF[shape] for shape in _SHAPES], pa.string()),
+            pa.array([TYPE_OF[TextPart], TYPE_OF[MediaPart]], pa.string()))
 
 
 def _batch_frame(messages: list[MessageRecord], counts: np.ndarray, first_lines: np.ndarray,
