@@ -7,6 +7,8 @@ Python process, the same replay without and with the bill (the process times
 the replay call only, after reading the corpus), and prints the best of
 ``--repeat`` runs of each, their ratio and the load average. Timings on a
 shared machine are noisy: compare the best runs, and read the load.
+``--in-process`` times both replays alternately in one process, and the bill
+alone (``bill_replay_result`` on the replay without it), the steadier figure.
 
 ``python -m benchmarks.replay_cost --cache-rule PATH...`` prints instead the
 cache rule's check on recorded sessions (:func:`panto_analytics.outcomes.billing.check_cache_rule`):
@@ -80,20 +82,28 @@ def time_side_by_side(corpus: Path, prices: Path, *, window: int, budgets: list[
 
 def _in_process(corpus: Path, prices: Path, args: argparse.Namespace) -> None:
     import panto_analytics as pa
+    from panto_analytics.policy.replay.billing import bill_replay_result
 
     messages = pa.read_sessions([corpus], cache=False)
     table = pa.outcomes.load_prices(prices)
     budgets = [int(b) for b in pa.budgets.parse_budgets(args.budgets)]
     policy = args.policy or None
-    plain, cost = [], []
+    plain, cost, bill = [], [], []
     for _ in range(args.repeat):
         for runs, priced in ((plain, None), (cost, table)):
             start = time.perf_counter()
             result = pa.replay(messages, budgets, window=args.window, policy=policy, prices=priced)
             runs.append(time.perf_counter() - start)
+        # The bill alone, on the replay without it: what --cost adds, less noisy than the difference of two runs.
+        unbilled = pa.replay(messages, budgets, window=args.window, policy=policy)
+        start = time.perf_counter()
+        bill_replay_result(unbilled, messages, table)
+        bill.append(time.perf_counter() - start)
     load = os.getloadavg()
     print(f"{args.sessions} sessions ({messages.height:,} messages), window {args.window:,}, budgets {args.budgets}: "
           f"{result.events.height:,} events; best of {args.repeat}, in one process")
+    print(f"the bill alone {min(bill) * 1000:.1f} ms: (replay call + bill) / replay call "
+          f"{(min(plain) + min(bill)) / min(plain):.2f}x")
     print(f"replay call {min(plain):.3f} s, with --cost {min(cost):.3f} s: {min(cost) / min(plain):.2f}x; "
           f"load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}")
 

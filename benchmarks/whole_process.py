@@ -125,8 +125,11 @@ def _cli() -> list[str]:
               help="Time the Claude Code commands as whole processes (--no-whole: only what else is asked).")
 @click.option("--workers-only", is_flag=True, help="Of the Claude Code commands, time only the --no-cache reads: "
               f"with the default parsing workers (forked), and with {WORKERS_ENV}=spawn and =off.")
+@click.option("--against", type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="Another checkout (a folder holding panto_analytics/, say the commit before a change): its "
+              "ingest TREE -o messages.parquet and --no-cache -q are timed too, side by side (PYTHONPATH).")
 def main(copies: int, rounds: int, memory: bool, reread_files: int, in_process: bool, whole: bool,
-         workers_only: bool) -> None:
+         workers_only: bool, against: Path | None) -> None:
     """Time Claude Code ingest against ccusage, whole processes, side by side."""
     source = REPO.parent / "shared" / "realdata" / "claude-code"
     if not source.is_dir():
@@ -153,6 +156,14 @@ def main(copies: int, rounds: int, memory: bool, reread_files: int, in_process: 
         ]
         if workers_only:
             commands = [c for c in commands if "--no-cache" in c.argv]
+        if against is not None and whole:
+            compileall.compile_dir(against / "panto_analytics", quiet=1)
+            other = {"PYTHONPATH": str(against.resolve())}
+            commands += [
+                Command(f"ingest TREE -o messages.parquet (empty cache), {against.name}",
+                        [*cli, "ingest", str(tree), "-o", "messages.parquet"], other, fresh_cache=True),
+                Command(f"ingest TREE --no-cache -q, {against.name}", [*cli, "ingest", str(tree), "--no-cache", "-q"],
+                        other)]
         if reread_files:
             many, many_cache = work / "many", work / "many-cache"
             write_tiny_sessions(many, reread_files)

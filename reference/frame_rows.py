@@ -1,24 +1,26 @@
 """The frame of line-by-line messages, one message at a time: what :class:`panto_analytics.formats.base.FrameBuilder`
 computes in batches (words, summarizer-request bytes and flags per message, the ``refs`` column), stated per
-message with :func:`~panto_analytics.words.message_words` and :func:`~panto_analytics.transcript.serialized_bytes`.
+message with :func:`~panto_analytics.words.message_words` and :func:`~panto_analytics.transcript.serialized_bytes`,
+and the ``refs`` of each tool call one call at a time (:func:`references`).
 
 The package's builder before it counted in batches, kept as the oracle ``tests/formats/test_frame_builder.py``
 holds it to.
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from typing import Any
 
 import polars as pl
 
 from panto_analytics.formats.base import Message, SourceFile
-from panto_analytics.outcomes.tool_targets import tool_refs
-from panto_analytics.schema import MESSAGE_SCHEMA, ROLE, SEQ, USAGE_COLUMNS
+from panto_analytics.outcomes.tool_targets import key_of, targets
+from panto_analytics.schema import MESSAGE_SCHEMA, REF_STRUCT, ROLE, SEQ, USAGE_COLUMNS
 from panto_analytics.transcript import serialized_bytes
-from panto_analytics.words import message_words
+from panto_analytics.words import block_words, message_words
 
-__all__ = ["FrameBuilder"]
+__all__ = ["FrameBuilder", "references"]
 
 
 class FrameBuilder:
@@ -78,6 +80,36 @@ class FrameBuilder:
         return n
 
     def finish(self) -> pl.DataFrame:
-        refs = tool_refs(self._tools, self._tool_rows, self._sizes, self._cwds)
+        refs = pl.Series("refs", references(self._tools, self._tool_rows, self._sizes, self._cwds),
+                         dtype=pl.List(REF_STRUCT))
         schema = {k: v for k, v in MESSAGE_SCHEMA.items() if k != "refs"}
         return pl.DataFrame(self._cols, schema=schema).with_columns(refs=refs).select(list(MESSAGE_SCHEMA))
+
+
+def references(tools: list[dict[str, Any]], rows: list[int], sizes: list[int],
+               cwds: list[str | None]) -> list[list[dict[str, Any]] | None]:
+    """The ``refs`` of every row, session by session: each tool call's targets, in order, with the tokens of
+    the session's first result that answers it (``ceil(words * 1.3)``; None without one)."""
+    out: list[list[dict[str, Any]] | None] = [None] * sum(sizes)
+    start = 0
+    for size, cwd in zip(sizes, cwds):
+        mine = [(row, b) for row, b in zip(rows, tools) if start <= row < start + size]
+        answered: dict[str, int] = {}
+        for _, block in mine:
+            if block["type"] == "tool_result" and block.get("tool_use_id") is not None:
+                answered.setdefault(block["tool_use_id"], block_words(block))
+        calls_in_row: dict[int, int] = {}
+        for row, block in mine:
+            if block["type"] != "tool_use":
+                continue
+            call = calls_in_row.get(row, 0)
+            calls_in_row[row] = call + 1
+            words = answered.get(block["id"]) if block.get("id") is not None else None
+            tokens = None if words is None else math.ceil(words * 1.3)
+            for kind, target in targets(block.get("name") or "", block.get("input"), cwd):
+                refs = out[row] if out[row] is not None else []
+                refs.append({"call": call, "key": key_of(target), "kind": kind, "file": target.startswith("file:"),
+                             "tokens": tokens})
+                out[row] = refs
+        start += size
+    return out

@@ -28,7 +28,7 @@ import pyarrow.compute as pc
 from ..transcript import BLOCK_FIELDS, MEDIA_NOTE_BYTES, SEPARATOR, label_bytes
 from ..words import MEDIA_PART_WORDS, count_words_arrow
 
-__all__ = ["BLOCK", "PART", "block_array", "byte_lengths", "per_owner", "serialized_bytes", "words_and_flags"]
+__all__ = ["BLOCK", "PART", "block_array", "block_words", "byte_lengths", "per_owner", "serialized_bytes", "words_and_flags"]
 
 #: A canonical tool-result part, as the fast paths hold it.
 PART = pa.struct([("type", pa.string()), ("text", pa.large_string()), ("media_type", pa.string())])
@@ -84,23 +84,33 @@ def _is_any(values: pa.Array, options: tuple[str, ...]) -> np.ndarray:
     return np.asarray(pc.fill_null(pc.is_in(values, pa.array(options, values.type)), False))
 
 
-def words_and_flags(blocks: pa.StructArray, owner: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per message: libpanto's word count, and whether it holds a tool result / a summary."""
+def block_words(blocks: pa.StructArray) -> np.ndarray:
+    """libpanto's words of each block (:func:`panto_analytics.words.block_words`): a text block's text, a tool
+    call's input, a tool result's parts (media at :data:`~panto_analytics.words.MEDIA_PART_WORDS` each)."""
     kinds = blocks.field("type")
-    is_result = _is(kinds, "tool_result")
-    block_words = np.where(_is_any(kinds, _TEXT_KINDS), count_words_arrow(blocks.field("text")), 0)
-    block_words += np.where(_is(kinds, "tool_use"), count_words_arrow(blocks.field("input")), 0)
+    words = np.where(_is_any(kinds, _TEXT_KINDS), count_words_arrow(blocks.field("text")), 0)
+    words += np.where(_is(kinds, "tool_use"), count_words_arrow(blocks.field("input")), 0)
     parts_list = blocks.field("parts")
     parts = parts_list.flatten()
     if len(parts):
         is_text = _is(parts.field("type"), "text")
         part_words = np.where(is_text, count_words_arrow(parts.field("text")), MEDIA_PART_WORDS)
         part_owner = pc.list_parent_indices(parts_list).to_numpy()
-        block_words += np.where(is_result, np.bincount(part_owner, weights=part_words,
-                                                       minlength=len(blocks)).astype(np.int64), 0)
-    words = np.bincount(owner, weights=block_words, minlength=n).astype(np.int64)
-    is_summary = _is(kinds, "compaction_summary")
-    return words, per_owner(is_result, owner, n), per_owner(is_summary, owner, n)
+        words += np.where(_is(kinds, "tool_result"), np.bincount(part_owner, weights=part_words,
+                                                                 minlength=len(blocks)).astype(np.int64), 0)
+    return words
+
+
+def words_and_flags(blocks: pa.StructArray, owner: np.ndarray, n: int,
+                    words: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per message: libpanto's word count, and whether it holds a tool result / a summary.
+
+    ``words``: each block's :func:`block_words`, where the caller counted them already.
+    """
+    kinds = blocks.field("type")
+    per_block = block_words(blocks) if words is None else words
+    per_message = np.bincount(owner, weights=per_block, minlength=n).astype(np.int64)
+    return per_message, per_owner(_is(kinds, "tool_result"), owner, n), per_owner(_is(kinds, "compaction_summary"), owner, n)
 
 
 def serialized_bytes(roles: pa.Array, blocks: pa.StructArray, owner: np.ndarray, n: int) -> np.ndarray:

@@ -21,7 +21,6 @@ orjson agree on whether it is JSON at all (:func:`plain`).
 """
 from __future__ import annotations
 
-import gc
 import struct
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -32,7 +31,7 @@ import orjson
 import pyarrow as pa
 
 from ..schema import MAX_USAGE
-from .base import COMPRESSED_SUFFIXES, SourceFile
+from .base import COMPRESSED_SUFFIXES, SourceFile, gc_paused
 from .jsonl import records
 
 __all__ = ["Counter", "Fallback", "TYPED_ERRORS", "TypedLines", "one_per_line", "plain", "raw_json", "typed_records",
@@ -252,15 +251,11 @@ class TypedLines(Generic[T]):
         lines = one_per_line(chunk)
         if lines is None or not valid_utf8(chunk) or (sys.getrecursionlimit() > _DEEP and not plain(chunk)):
             return None
-        collecting = gc.isenabled()
-        gc.disable()
         try:
-            decoded = self.decoder.decode_lines(chunk)
+            with gc_paused():
+                decoded = self.decoder.decode_lines(chunk)
         except TYPED_ERRORS:
             return None
-        finally:
-            if collecting:
-                gc.enable()
         if len(decoded) != lines:
             return None
         self._chunk, self._at = chunk, (start, 0)

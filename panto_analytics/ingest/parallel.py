@@ -30,7 +30,11 @@ gives them the work. Two ways (:data:`LAUNCH_METHODS`):
 Fork is used only on Linux, and only when Polars and Arrow were not imported
 before :func:`launch` (then nothing has used them, and no thread pool of
 theirs can be caught mid-work by the fork); otherwise a ``"fork"`` launch
-spawns. :func:`close` ends the workers.
+spawns. At the fork the process holds only the idle helper threads the
+imports start (jemalloc's background purgers and OpenBLAS's pool, both
+handled by their own fork hooks, and Polars' idle spill cleaner); a worker
+starts Polars' query threads afresh on its first query. :func:`close` ends
+the workers.
 
 >>> run(abs, [-1, -2, 3], weights=[1, 2, 3], jobs=1)
 [1, 2, 3]

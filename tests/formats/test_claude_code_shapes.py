@@ -65,3 +65,23 @@ def test_the_tool_inputs_raw_bytes_are_the_json_orjson_reads(path):
         for block, raw in zip(rec.message.content, plain["message"]["content"]):
             if block.type == "tool_use":
                 assert orjson.loads(bytes(block.input)) == raw.get("input")
+
+
+def test_a_number_beyond_a_double_in_a_tool_input_leaves_the_batch_to_the_line_by_line_reader(tmp_path):
+    """msgspec skips ``1e400`` (it only keeps the input's bytes), orjson refuses it: the fast path declines."""
+    from panto_analytics.errors import InputError
+    from panto_analytics.formats.base import SourceFile
+    from panto_analytics.formats.claude_code import fast, lines
+
+    good = (b'{"type":"user","uuid":"u1","sessionId":"s","timestamp":"2026-01-01T00:00:00Z",'
+            b'"message":{"role":"user","content":"hi"}}\n')
+    bad = (b'{"type":"assistant","uuid":"a1","sessionId":"s","timestamp":"2026-01-01T00:00:01Z","requestId":"r",'
+           b'"message":{"id":"m","model":"x","content":[{"type":"tool_use","id":"t","name":"Bash","input":{"n":1e400}}]}}\n')
+    (tmp_path / "a.jsonl").write_bytes(good)
+    (tmp_path / "b.jsonl").write_bytes(good + bad)
+    assert not isinstance(decode_file(good + bad), str)
+    sources = [SourceFile(tmp_path / name, lines.NAME) for name in ("a.jsonl", "b.jsonl")]
+    assert fast.read_frames(sources) == [None, None]
+    with pytest.raises(InputError) as refused:
+        list(lines.parse(SourceFile(tmp_path / "b.jsonl", lines.NAME)))
+    assert refused.value.line == 2

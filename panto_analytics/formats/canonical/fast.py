@@ -27,11 +27,7 @@ msgspec skips.
 """
 from __future__ import annotations
 
-import gc
 import sys
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from functools import cache
 from itertools import chain
 from typing import Any, NamedTuple, cast
@@ -43,7 +39,7 @@ import pyarrow as pa
 from ...outcomes.tool_targets import refs_column
 from ...schema import MESSAGE_SCHEMA, ROLE, SEQ, USAGE_COLUMNS
 from ...words import MEDIA_PART_WORDS, count_words_arrow
-from ..base import Invalid, SourceFile
+from ..base import Invalid, SourceFile, gc_paused
 from ..columnar import BLOCK, PART, bad_timestamps, parse_timestamps, read_together, serialized_bytes
 from . import lines as canonical
 from .shapes import (
@@ -90,7 +86,7 @@ def read_frames(sources: list[SourceFile]) -> list[pl.DataFrame | None]:
 
 
 def _read_group(sources: list[SourceFile]) -> list[pl.DataFrame | None]:
-    with _gc_paused():
+    with gc_paused():
         data, spans = read_together(sources)
         decoded = decode_files(data, spans)
         if sys.getrecursionlimit() > _DEEP:  # then msgspec may take a line nested deeper than orjson does
@@ -98,34 +94,6 @@ def _read_group(sources: list[SourceFile]) -> list[pl.DataFrame | None]:
                        for records, span in zip(decoded, spans)]
         del data
         return _frames(sources, decoded)
-
-
-_gc_lock = threading.Lock()
-_gc_pauses = 0
-_gc_was_enabled = False
-
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """The garbage collector off for the block (and back as it was after it), from any number of threads.
-
-    A batch allocates millions of objects and frees none of them until it
-    is done, none in a reference cycle, so the collector's passes over them
-    (a fifth of the batch's time) find nothing.
-    """
-    global _gc_pauses, _gc_was_enabled
-    with _gc_lock:
-        if _gc_pauses == 0:
-            _gc_was_enabled = gc.isenabled()
-            gc.disable()
-        _gc_pauses += 1
-    try:
-        yield
-    finally:
-        with _gc_lock:
-            _gc_pauses -= 1
-            if _gc_pauses == 0 and _gc_was_enabled:
-                gc.enable()
 
 
 def _too_deep(data: bytearray, span: tuple[int, int] | None) -> bool:

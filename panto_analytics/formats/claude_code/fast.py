@@ -35,10 +35,8 @@ mutations.
 """
 from __future__ import annotations
 
-import gc
 import sys
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from typing import Any, cast
 
 import msgspec
@@ -49,7 +47,7 @@ import pyarrow as pa
 
 from ...outcomes.tool_targets import refs_column
 from ...schema import MAX_USAGE, MESSAGE_SCHEMA, ROLE, USAGE_COLUMNS
-from ..base import BAD_RECORD, SessionMeta, SourceFile, parse_timestamp, session_stem
+from ..base import BAD_RECORD, SessionMeta, SourceFile, gc_paused, parse_timestamp, session_stem
 from ..columnar import BLOCK, ISO_UTC, PART, parse_timestamps, read_together, serialized_bytes, words_and_flags
 from .lines import NAME, PRESERVED_MARK, SYNTHETIC_MODEL, TOOL_USE_BLOCKS, project_folder, text_of
 from .shapes import Message, Record, Usage, decode_file
@@ -86,7 +84,7 @@ def read_frames(sources: list[SourceFile]) -> list[pl.DataFrame | None]:
     preserved = data.find(PRESERVED_MARK) >= 0
     deep = sys.getrecursionlimit() > _DEEP
     decoded: list[tuple[int, list[Record], np.ndarray]] = []
-    with memoryview(data) as view, _collector_paused():
+    with memoryview(data) as view, gc_paused():
         for k, (start, end), numbers in zip(good, bounds, lines):
             if numbers is None or (preserved and data.find(PRESERVED_MARK, start, end) >= 0):
                 continue   # a line the reader judges; a compaction kept a segment verbatim (its messages move)
@@ -102,23 +100,6 @@ def read_frames(sources: list[SourceFile]) -> list[pl.DataFrame | None]:
     for k, frame in zip(taken, _read([sources[k] for k in taken], decoded)):
         frames[k] = frame
     return frames
-
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Python's cycle collector off while records are decoded and walked, and back on after (if it was on).
-
-    Decoding makes millions of objects and no cycles (the Structs are not
-    even tracked: ``gc=False``), but the lists among them keep triggering
-    collections that find nothing: a quarter of the decoding time.
-    """
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 def _lines(data: bytearray, spans: list[tuple[int, int]]) -> list[np.ndarray | None]:
@@ -372,7 +353,7 @@ class _Columns:
         try:
             for at, value in zip(calls, raw):
                 inputs[at] = orjson.dumps(orjson.loads(bytes(value))).decode()
-        except orjson.JSONDecodeError:   # msgspec let it through (1e400): the reader refuses the line
+        except (orjson.JSONDecodeError, orjson.JSONEncodeError):   # msgspec let it through (1e400): the reader refuses it
             self.failed = True
         return _strings(inputs, _TEXT)
 
@@ -423,7 +404,7 @@ _KINDS = _strings(list(_KIND_NAMES), _STR)
 
 def _read(sources: list[SourceFile], decoded: list[tuple[int, list[Record], np.ndarray]]) -> list[pl.DataFrame | None]:
     """The frame of each decoded file (None: declined)."""
-    with _collector_paused():
+    with gc_paused():
         columns = _Columns(decoded)
     if columns.failed:
         return [None] * len(sources)
