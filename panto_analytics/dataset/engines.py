@@ -61,7 +61,8 @@ def map_buckets(root: str | Path, task: BucketTask, *, engine: str = "local", ad
         for parts in groups:  # one iteration per group of buckets; the work inside is vectorized
             yield task(str(root), parts)
         return
-    yield from _on_ray(str(root), groups, task, address)
+    # Absolute: Ray's workers run in the directory Ray was started from, which need not be this one.
+    yield from _on_ray(str(Path(root).absolute()), groups, task, address)
 
 
 def gather(root: str | Path, table: str, query: Callable[[pl.LazyFrame], pl.LazyFrame], *,
