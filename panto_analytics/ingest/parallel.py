@@ -279,7 +279,9 @@ def _run_on_launched(pool: ProcessPoolExecutor, fn: Callable[[T], R], items: Seq
     As each finishes, the next item is handed out. After a ``stop`` result no
     item is handed out any more, and those handed out already are finished:
     every item before a stopping one has run. An exception raised by ``fn``
-    is raised here, the first in item order.
+    is raised here, the first in item order, unless an earlier item stopped
+    the run (an item already in flight after it may fail; a one-process
+    read would not have reached it).
     """
     results: list[R | None] = [None] * len(items)
     errors: dict[int, BaseException] = {}
@@ -326,8 +328,10 @@ def _run_on_launched(pool: ProcessPoolExecutor, fn: Callable[[T], R], items: Seq
             finish(i, fn(items[i]))
         except Exception as e:  # raised below: the first in item order
             errors[i] = e
-    if errors:
-        raise errors[min(errors)]
+    # An error after a stopping item is dropped: a one-process read, in item order, never got that far.
+    first_error = min((i for i in errors if i <= stop_at), default=None)
+    if first_error is not None:
+        raise errors[first_error]
     return results
 
 
