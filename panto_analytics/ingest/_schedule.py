@@ -60,9 +60,9 @@ def batches(keys: list[FileKey], jobs: int | None, pool_from: int, *, shared_by:
     """Consecutive files grouped into tasks, small enough to keep every process busy.
 
     ``shared_by``: that many forked workers take the batches in file order
-    (:func:`parallel.launched_workers`); the files are then cut into a
-    multiple of that many runs of about equal bytes, so that the workers
-    finish together.
+    (:func:`parallel.launched_workers`); the files are then cut into runs
+    of about equal bytes, so that the workers finish together (see
+    :func:`_balanced` for how many).
 
     >>> from panto_analytics.ingest.cache import FileKey
     >>> sizes = [3_000_000, 3_000_000, 2_000_000, 4_000_000, 4_000_000]
@@ -88,8 +88,12 @@ def batches(keys: list[FileKey], jobs: int | None, pool_from: int, *, shared_by:
 
 
 def _balanced(keys: list[FileKey], total: int, workers: int) -> list[list[FileKey]]:
-    """Consecutive runs of files, a multiple of ``workers`` of them, of about equal bytes (each file goes to the
-    run its middle byte falls in), none over :data:`BATCH_FILES` files."""
+    """Consecutive runs of files of about equal bytes (each file goes to the run its middle byte falls in).
+
+    The smallest multiple of ``workers`` that keeps runs within :data:`BATCH_BYTES`, but never more runs than
+    files nor than one per :data:`MIN_SHARED_BATCH_BYTES` (so a small read may have fewer runs than workers, or
+    a count that is no multiple of them); a run over :data:`BATCH_FILES` files is then split into several.
+    """
     runs = workers * -(-total // (workers * BATCH_BYTES))  # ceil: no run much over BATCH_BYTES
     runs = max(1, min(runs, len(keys), total // MIN_SHARED_BATCH_BYTES))
     groups: list[list[FileKey]] = [[] for _ in range(runs)]

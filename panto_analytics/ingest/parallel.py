@@ -1,16 +1,19 @@
-"""Run one function over many files on all cores, biggest first.
+"""Run one function over many files on all cores.
 
-Parsing is Python, so parallelism means processes. Worker processes are
-started with ``spawn`` (safe with Polars' threads, and the same on every
-platform), which costs a few hundred milliseconds; so a pool is used only
-when the work is big enough (:data:`MIN_PARALLEL_BYTES`), and the calling
-process never waits for it. The files are queued biggest first; each worker,
-once it is up, takes the next file from the front, one at a time; the
-calling process takes files from the back meanwhile, until the queue is
-empty. Small inputs are done before a worker is even up (and no worker
-holds any of them); big ones keep every core busy, and the biggest files,
-started first, do not straggle at the end. If the pool breaks (a worker
-killed, say by the OOM killer), the calling process finishes alone.
+Parsing is Python, so parallelism means processes. How the work is shared
+depends on whether workers were launched beforehand (see below).
+
+With no launched workers, :func:`run` starts its own pool with ``spawn``
+(safe with Polars' threads, and the same on every platform), which costs a
+few hundred milliseconds; so a pool is used only when the work is big enough
+(:data:`MIN_PARALLEL_BYTES`), and the calling process never waits for it.
+The files are queued biggest first; each worker, once it is up, takes the
+next file from the front, one at a time; the calling process takes files
+from the back meanwhile, until the queue is empty. Small inputs are done
+before a worker is even up (and no worker holds any of them); big ones keep
+every core busy, and the biggest files, started first, do not straggle at
+the end. If the pool breaks (a worker killed, say by the OOM killer), the
+calling process finishes alone.
 
 A program that knows it will read can :func:`launch` its workers first
 thing (the command line does, before it imports Polars), and :func:`run`
@@ -213,14 +216,29 @@ def run(fn: Callable[[T], R], items: Sequence[T], *, weights: Sequence[int], job
         min_weight: int | None = None) -> list[R | None]:
     """``[fn(x) for x in items]``, spread over ``jobs`` processes (the caller included).
 
+    Where the items go:
+
+    - workers launched with ``"fork"`` (:func:`launch`): every read, whatever
+      its size and ``jobs``, is handed to them in item order, as many at
+      once as there are workers, while this process only waits;
+    - workers launched with ``"spawn"``: a read below ``min_weight``, or
+      with ``jobs`` 1, goes to the one launched worker, in item order; a
+      bigger one is shared as with no launched workers, on that pool;
+    - no launched workers: below ``min_weight``, or with ``jobs`` 1, this
+      process does every item, in order; otherwise a ``spawn`` pool of
+      ``jobs - 1`` workers takes the biggest items first while this
+      process takes the smallest.
+
     Parameters
     ----------
     fn
         A module-level function (it is pickled by name for the workers).
     weights
-        The cost of each item (its size in bytes); biggest go first.
+        The cost of each item (its size in bytes): what ``min_weight`` is
+        compared with, and, when a pool is shared with this process, the
+        order (biggest first).
     jobs
-        Processes to use, this one included; ``None``: all cores; 1: no pool.
+        Processes to use, this one included; ``None``: all cores.
     on_done
         Called with ``(index, result)`` as each item finishes, possibly from
         another thread.
@@ -229,10 +247,12 @@ def run(fn: Callable[[T], R], items: Sequence[T], *, weights: Sequence[int], job
         dropped (their results stay ``None``): no point parsing on after a
         fatal error.
     min_weight
-        Below this total weight, no pool is started; default :data:`MIN_PARALLEL_BYTES`.
+        The total weight from which a pool is shared with this process;
+        default :data:`MIN_PARALLEL_BYTES`.
 
     An exception raised by ``fn`` (here or in a worker) is raised here,
-    after the items already started are done.
+    after the items already started are done: the first in item order
+    (with forked workers, unless an earlier item stopped the run).
     """
     jobs = default_jobs() if jobs is None else max(1, jobs)
     min_weight = MIN_PARALLEL_BYTES if min_weight is None else min_weight
@@ -279,7 +299,9 @@ def _run_on_launched(pool: ProcessPoolExecutor, fn: Callable[[T], R], items: Seq
     As each finishes, the next item is handed out. After a ``stop`` result no
     item is handed out any more, and those handed out already are finished:
     every item before a stopping one has run. An exception raised by ``fn``
-    is raised here, the first in item order.
+    is raised here, the first in item order, unless an earlier item stopped
+    the run (an item already in flight after it may fail; a one-process
+    read would not have reached it).
     """
     results: list[R | None] = [None] * len(items)
     errors: dict[int, BaseException] = {}
@@ -326,8 +348,10 @@ def _run_on_launched(pool: ProcessPoolExecutor, fn: Callable[[T], R], items: Seq
             finish(i, fn(items[i]))
         except Exception as e:  # raised below: the first in item order
             errors[i] = e
-    if errors:
-        raise errors[min(errors)]
+    # An error after a stopping item is dropped: a one-process read, in item order, never got that far.
+    first_error = min((i for i in errors if i <= stop_at), default=None)
+    if first_error is not None:
+        raise errors[first_error]
     return results
 
 

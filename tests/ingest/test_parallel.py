@@ -204,6 +204,11 @@ def fail_on_odd(x):
         raise ValueError(f"failed on {x}")
     return x
 
+def stop_then_fail(x):
+    if x == 1:
+        raise OSError("read after the stop")
+    return "bad"
+
 if __name__ == "__main__":
     assert parallel.launch(jobs=2, module="json", method="fork")
     assert parallel._launched_method == "fork" and parallel.launched_workers() == 2 and "polars" not in sys.modules
@@ -220,6 +225,10 @@ if __name__ == "__main__":
         raise AssertionError("no error")
     stopped = parallel.run(abs, [0, -1, -2, -3, -4, -5], weights=[1] * 6, jobs=2, stop=lambda r: r == 2)
     assert stopped[:3] == [0, 1, 2] and stopped[3:] in ([None] * 3, [3, None, None]), stopped
+    # Item 0 stops the run while item 1, handed out with it (two workers), raises: the result is a one-process
+    # read's, which stops at item 0 and never reads item 1.
+    after_stop = parallel.run(stop_then_fail, [0, 1], weights=[1, 1], jobs=2, stop=lambda r: r == "bad")
+    assert after_stop == ["bad", None], after_stop
     parallel.close()
     print("ok")
 """
