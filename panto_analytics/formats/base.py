@@ -558,7 +558,7 @@ class FrameBuilder:
     def _finish(self) -> pl.DataFrame:
         self._count()
         n = self.height
-        counts = [np.concatenate(c) for c in zip(*self._counts)] if self._counts else [np.zeros(0, np.int64)] * 4
+        counts = [np.concatenate(c) for c in zip(*self._counts)]   # _count above appended at least one
         if self._tools:
             scope = np.repeat(np.arange(len(self._sizes)), self._sizes)
             tools = pa.concat_arrays(self._tools)

@@ -124,7 +124,12 @@ def valid_utf8(data: bytes | bytearray | memoryview) -> bool:
     """Whether ``data`` is valid UTF-8, checked by Arrow's SIMD validator without a copy.
 
     Arrow's JSON reader does not check it, and the reference (orjson) refuses
-    a line with bad bytes anywhere, ignored fields included.
+    a line with bad bytes anywhere, ignored fields included. Python's strict
+    rules: no surrogates, nothing above U+10FFFF; a tenth of ``bytes.decode``'s
+    time on non-ASCII text (a caller tests ``isascii()`` first, faster still).
+
+    >>> valid_utf8(b"caf\\xc3\\xa9"), valid_utf8(b"caf\\xe9"), valid_utf8(b"\\xed\\xa0\\x80"), valid_utf8(b"\\xc0\\xaf")
+    (True, False, False, False)
     """
     offsets = np.array([0, len(data)], dtype=np.int64)
     as_string = pa.Array.from_buffers(pa.large_string(), 1, [None, pa.py_buffer(offsets), pa.py_buffer(data)])

@@ -64,7 +64,7 @@ from ..words import MEDIA_PART_WORDS, count_words_arrow
 
 __all__ = [
     "REF_KINDS", "is_lookup", "is_write", "key_of", "normalize_path", "references", "refs_column", "result_tokens",
-    "shell_targets", "targets", "tool_refs",
+    "shell_targets", "targets",
 ]
 
 #: libpanto's words-to-tokens factor (``messageTokenEstimate``'s fallback).
@@ -435,6 +435,14 @@ def refs_column(blocks: pa.StructArray, owner: np.ndarray, n: int, scope: np.nda
     columnar fast paths) builds the column here, so they agree.
     ``result_words``, when the caller counted them already, holds the words
     of each tool-result block of the ``n`` messages, in block order.
+
+    >>> from panto_analytics.formats.blocks import BLOCK
+    >>> calls = pa.array([{"type": "tool_use", "id": "c1", "name": "read", "input": '{"path": "a.py"}'},
+    ...                   {"type": "tool_result", "tool_use_id": "c1", "parts": [{"type": "text", "text": "x y z"}]}],
+    ...                  type=BLOCK)
+    >>> refs_column(calls, np.array([1, 2]), 3, np.zeros(3, np.int64), ["/r"]).to_list()[1] == [
+    ...     {"call": 0, "key": key_of("file:/r/a.py"), "kind": "read", "file": True, "tokens": 4}]
+    True
     """
     kinds = blocks.field("type")
     inside = owner < n
@@ -476,31 +484,6 @@ def refs_column(blocks: pa.StructArray, owner: np.ndarray, n: int, scope: np.nda
                    .agg(refs=pl.struct("call", "key", pl.col("kind").cast(RefKind), "file", "tokens")))
     out = pl.DataFrame({"owner": np.arange(n)}).join(per_message, on="owner", how="left", maintain_order="left")
     return out["refs"].cast(pl.List(REF_STRUCT))
-
-
-#: The fields of a canonical block :func:`refs_column` reads.
-_TOOL_BLOCK = pa.struct([("type", pa.string()), ("id", pa.string()), ("name", pa.string()), ("input", pa.large_string()),
-                         ("tool_use_id", pa.string()),
-                         ("parts", pa.list_(pa.struct([("type", pa.string()), ("text", pa.large_string())])))])
-
-
-def tool_refs(blocks: list[dict[str, Any]], rows: list[int], sizes: list[int], cwds: list[str | None]) -> pl.Series:
-    """The ``refs`` column of consecutive sessions from their canonical tool blocks (dicts).
-
-    ``rows`` is each block's message row (counted over all sessions), ``sizes``
-    each session's number of messages and ``cwds`` its working directory.
-
-    >>> calls = [{"type": "tool_use", "id": "c1", "name": "read", "input": '{"path": "a.py"}'},
-    ...          {"type": "tool_result", "tool_use_id": "c1", "parts": [{"type": "text", "text": "x y z"}]}]
-    >>> tool_refs(calls, [1, 2], [3], ["/r"]).to_list()[1] == [{"call": 0, "key": key_of("file:/r/a.py"),
-    ...                                                        "kind": "read", "file": True, "tokens": 4}]
-    True
-    """
-    n = sum(sizes)
-    if not blocks:
-        return pl.Series("refs", [None] * n, dtype=pl.List(REF_STRUCT))
-    scope = np.repeat(np.arange(len(sizes)), sizes)
-    return refs_column(pa.array(blocks, type=_TOOL_BLOCK), np.asarray(rows, dtype=np.int64), n, scope, cwds)
 
 
 def _result_words(blocks: pa.StructArray, at: np.ndarray) -> np.ndarray:

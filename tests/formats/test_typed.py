@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 from panto_analytics.errors import IngestReport, InputError
 from panto_analytics.formats import jsonl
 from panto_analytics.formats.base import SourceFile
-from panto_analytics.formats.typed import TypedLines, one_per_line, valid_utf8
+from panto_analytics.formats.columnar import valid_utf8
+from panto_analytics.formats.typed import TypedLines, one_per_line
 
 
 class Rec(msgspec.Struct):

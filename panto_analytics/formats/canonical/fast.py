@@ -8,7 +8,7 @@ without an error, and the few rules a Struct cannot state (a header only
 on the first line, ISO-8601 UTC timestamps, the header's own checks) are
 checked on the decoded records. The frame of the whole batch is then built
 at once from the records' fields, counted with the vectorized code the
-fast paths share (:mod:`..columnar`), and sliced back into one frame per
+fast paths share (:mod:`..blocks`), and sliced back into one frame per
 file. Nothing per block runs but the gathering of fields into columns.
 
 The line-by-line adapter (:mod:`.lines`) stays the reference: a file this
