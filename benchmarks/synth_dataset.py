@@ -140,7 +140,7 @@ def synthetic_frames(start: int, n_sessions: int, *, seed: int = 0, median_turns
                    is_subagent=pl.lit(False))
     compactions = pl.DataFrame(schema=COMPACTIONS_SCHEMA)
     if tools:
-        compactions = _compactions(rng, ids, turns, turn_session, per_turn, offsets, model_idx)
+        compactions = _compactions(rng, ids, turns, turn_session, per_turn, model_idx)
         counts = compactions.group_by("session_id").len()
         sessions = (sessions.join(counts, on="session_id", how="left", maintain_order="left")
                     .with_columns(compactions=pl.col("len").fill_null(0)).drop("len"))
@@ -177,7 +177,7 @@ def _refs(rng: np.random.Generator, session: np.ndarray, tool_result: np.ndarray
 
 
 def _compactions(rng: np.random.Generator, ids: pl.Series, turns: np.ndarray, turn_session: np.ndarray,
-                 per_turn: np.ndarray, offsets: np.ndarray, model_idx: np.ndarray) -> pl.DataFrame:
+                 per_turn: np.ndarray, model_idx: np.ndarray) -> pl.DataFrame:
     """One recorded compaction in :data:`COMPACTED_SHARE` of the sessions of at least
     :data:`COMPACTED_MIN_TURNS` turns: at the start of the middle turn, the turn before it kept, fired at
     the model's window less 16k (so few distinct context sizes, as an agent's fixed trigger gives)."""
@@ -187,7 +187,6 @@ def _compactions(rng: np.random.Generator, ids: pl.Series, turns: np.ndarray, tu
     in_session = turn_start - turn_start[first_turn][turn_session] + 1  # its seq (after the system prompt)
     middle = first_turn[chosen] + turns[chosen] // 2
     anchor, kept = in_session[middle], in_session[middle - 1]
-    del offsets
     return pl.DataFrame({
         "session_id": ids.gather(chosen), "anchor_seq": anchor, "trigger": "auto",
         "tokens_before": np.array([m[1] for m in MODELS])[model_idx[chosen]] - 16_384,

@@ -6,23 +6,28 @@ same file from pieces, without holding them: ``.csv`` (one header),
 (one row group or more per piece, every piece cast to the first one's
 schema), or a device (``/dev/null``, a pipe) in ``--output-format``. The
 pieces concatenated make the file ``write_frame`` would write of their
-concatenation. Like every command module, it imports nothing heavy at its top.
+concatenation. A file is written under a temporary name in its folder and
+renamed when it is finished; on an error it is removed, so a failed command
+leaves no file (as ``write_frame``, which writes nothing when the work fails).
+Like every command module, it imports nothing heavy at its top.
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 import click
 
-from .options import _FORMAT_KEY, _csv_ready, is_device
+from .options import _FORMAT_KEY, _WRITERS, _csv_ready, is_device
 
 if TYPE_CHECKING:
     import polars as pl
 
 __all__ = ["FrameSink"]
 
-_KINDS = {".csv": "csv", ".json": "json", ".ndjson": "ndjson", ".jsonl": "ndjson", ".parquet": "parquet"}
+#: The kind of file each suffix writes: the suffixes ``write_frame`` writes (``write_ndjson`` -> ``ndjson``).
+_KINDS = {suffix: writer.removeprefix("write_") for suffix, writer in _WRITERS.items()}
 
 
 class FrameSink:
@@ -34,6 +39,16 @@ class FrameSink:
     ...     sink(pl.DataFrame({"a": [1, 2]})); sink(pl.DataFrame({"a": [3]}))
     >>> path.read_text()
     'a\\n1\\n2\\n3\\n'
+
+    A piece that fails leaves no file:
+
+    >>> try:
+    ...     with FrameSink(path.with_name("half.csv")) as sink:
+    ...         sink(pl.DataFrame({"a": [1]})); raise RuntimeError("a task failed")
+    ... except RuntimeError:
+    ...     pass
+    >>> sorted(p.name for p in path.parent.iterdir())
+    ['rows.csv']
     """
 
     def __init__(self, output: Path):
@@ -41,10 +56,12 @@ class FrameSink:
         fmt = (ctx.meta.get(_FORMAT_KEY) if ctx is not None else None) or "csv"
         self.output = output
         self.kind = fmt if is_device(output) else _KINDS[output.suffix.lower()]
+        self._partial: Path | None = None  # the temporary name a file is written under, renamed when finished
         if not is_device(output):
             output.parent.mkdir(parents=True, exist_ok=True)
+            self._partial = output.with_name(f".{output.name}.{os.getpid()}.partial")
         self.rows = 0
-        self._file: IO[bytes] = open(output, "wb")  # noqa: SIM115 (closed by close())
+        self._file: IO[bytes] = open(self._partial or output, "wb")  # noqa: SIM115 (closed by close())
         self._schema: Any = None
         self._parquet: Any = None
 
@@ -52,7 +69,22 @@ class FrameSink:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.close(quiet=exc[0] is not None)
+        if exc[0] is None:
+            self.close()
+        else:
+            self.discard()
+
+    def discard(self) -> None:
+        """Close the file unfinished and remove it (a device is only closed)."""
+        writer, self._parquet = self._parquet, None
+        if writer is not None:
+            try:
+                writer.close()
+            except Exception:  # noqa: S110 (its file goes anyway)
+                pass
+        self._file.close()
+        if self._partial is not None:
+            self._partial.unlink(missing_ok=True)
 
     def __call__(self, frame: pl.DataFrame) -> None:
         first = self._schema is None
@@ -77,17 +109,23 @@ class FrameSink:
                 self._parquet = pq.ParquetWriter(self._file, table.schema, compression="zstd")
             self._parquet.write_table(table)
 
-    def close(self, *, quiet: bool = False) -> None:
-        """Finish the file (an empty table has its header, ``[]`` or its schema) and say what was written."""
-        if self.kind == "json":
-            self._file.write(b"]" if self.rows else b"[]")
-        if self.kind == "parquet":
-            if self._parquet is None:
-                import polars as pl
+    def close(self) -> None:
+        """Finish the file (an empty table has its header, ``[]`` or its schema), give it its name and say what
+        was written; if finishing it fails, remove it."""
+        try:
+            if self.kind == "json":
+                self._file.write(b"]" if self.rows else b"[]")
+            if self.kind == "parquet":
+                if self._parquet is None:
+                    import polars as pl
 
-                pl.DataFrame(schema=self._schema).write_parquet(self._file)
-            else:
-                self._parquet.close()
-        self._file.close()
-        if not quiet:
-            click.echo(f"wrote {self.rows} rows to {self.output}", err=True)
+                    pl.DataFrame(schema=self._schema).write_parquet(self._file)
+                else:
+                    self._parquet.close()
+            self._file.close()
+            if self._partial is not None:
+                self._partial.replace(self.output)
+        except BaseException:
+            self.discard()
+            raise
+        click.echo(f"wrote {self.rows} rows to {self.output}", err=True)

@@ -537,8 +537,15 @@ def engine_options(fn):
 
 def check_engine(paths, engine: str, ray_address: str | None) -> Path | None:
     """The dataset folder PATHS name, to stream over, or None (session files, or session filters given: those
-    run in memory); a usage error, before any work, for an engine that cannot run."""
+    run in memory); a usage error, before any work, for an engine that cannot run, and the one-line error of
+    :func:`read_input_corpus` for a dataset without sessions."""
     ds = dataset_path(paths)
+    if ds is not None:
+        from ..dataset import read_info
+
+        info = read_info(ds)
+        if not info.sessions:  # as in memory (read_input_corpus), not an empty table or a traceback
+            raise _nothing_read(paths, IngestReport(files=info.files, sessions=0, messages=info.messages))
     if ds is not None and session_filter().active:
         if engine == "ray":
             raise click.UsageError("session filters (--since, --project, ...) run in memory; --engine ray does not "

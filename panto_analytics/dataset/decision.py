@@ -20,6 +20,7 @@ from typing import Any
 
 from ..analysis.decision import Decision, DecisionRule, decide, table_from_sessions
 from ..analysis.formatting import format_tokens
+from ..errors import InputError
 from ..outcomes.orphan_loss import DEFAULT_HORIZON
 from .replay import REPLAY_TASK_ROWS, session_outcomes_dataset
 
@@ -46,7 +47,7 @@ def decision_dataset(root: str | Path, budgets: Any, rule: DecisionRule | None =
                                    horizon=horizon or DEFAULT_HORIZON, engine=engine, address=address,
                                    task_rows=task_rows)
     if not out.sessions.height:
-        raise ValueError(f"{root}: no sessions with messages")
+        raise InputError(root, None, "no sessions with messages", skippable=False)
     table = table_from_sessions(out.sessions, window=window, reserve=reserve,
                                 min_kept_turns=rule.min_kept_turns or 2, limit=rule.limit)
     dec = decide(table, rule, window=window, reserve=reserve)

@@ -28,6 +28,7 @@ import polars as pl
 
 from ..analysis.decision import session_outcomes
 from ..budgets import as_budgets
+from ..errors import InputError
 from ..outcomes.orphan_loss import DEFAULT_HORIZON, loss
 from ..policy.replay.any_policy import replay
 from ..policy.replay.billing import warn_unpriced
@@ -146,7 +147,7 @@ def _stream(root: str | Path, budgets: Any, *, window: int, reserve: int, summar
             wanted = None if keep is None or tag not in (_EVENTS, _SESSIONS) else keep[tag == _SESSIONS]
             kept[tag].append(frame if wanted is None else frame.select(c for c in frame.columns if c in wanted))
     if not kept[_SESSIONS]:
-        raise ValueError(f"{root}: no sessions")
+        raise InputError(root, None, "no sessions", skippable=False)
     events, sessions = (pl.concat(kept[t], how="vertical_relaxed") if kept[t] else pl.DataFrame()
                         for t in (_EVENTS, _SESSIONS))
     price_source = pl.concat(kept[_META])["price_source"].drop_nulls()

@@ -194,3 +194,21 @@ def test_files_gone_from_a_folder_not_named_are_kept(tmp_path):
     result = CliRunner().invoke(main, ["ingest", str(b), "--dataset", str(ds), "--no-cache"])
     assert result.exit_code == 0 and "0 removed" in result.stdout
     assert read_info(ds).sessions == 4
+
+
+@pytest.mark.parametrize("command", [["replay", "--window", "64k", "-b", "20k"], ["recommend", "--window", "64k"],
+                                     ["loss"], ["sweep"], ["cost"]])
+def test_a_dataset_without_sessions_is_the_one_line_error_of_its_files(tmp_path, command):
+    """Not a traceback (replay, recommend --window) nor an empty table (loss): what the files read in memory say."""
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "empty.jsonl").write_text("")
+    ds = tmp_path / "empty.ds"
+    assert run("ingest", tmp_path / "src", "--dataset", ds).exit_code == 0
+    from_files = run(command[0], tmp_path / "src", *command[1:], "--sessions" if command[0] == "replay" else "-o",
+                     tmp_path / "rows.csv")
+    from_dataset = run(command[0], ds, *command[1:], "--sessions" if command[0] == "replay" else "-o",
+                       tmp_path / "rows.csv")
+    assert from_files.exit_code == from_dataset.exit_code == 1
+    assert from_dataset.output == from_files.output.replace(str(tmp_path / "src"), str(ds))
+    assert from_dataset.output == f"error: {ds}: no sessions in the 1 file read\n"
+    assert not (tmp_path / "rows.csv").exists()

@@ -24,3 +24,26 @@ def test_pieces_make_the_file_of_the_whole(tmp_path, suffix, bounds):
     else:
         assert (tmp_path / f"pieces{suffix}").read_bytes() == (tmp_path / f"whole{suffix}").read_bytes()
     assert sink.rows == whole.height
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".json", ".ndjson", ".parquet"])
+def test_a_failure_leaves_no_file(tmp_path, suffix):
+    """An error while the pieces come (a task that fails) leaves no file, not a truncated one that reads as whole
+    (in memory the work fails before write_frame writes anything)."""
+    target = tmp_path / f"rows{suffix}"
+    with pytest.raises(RuntimeError, match="task failed"), FrameSink(target) as sink:
+        sink(WHOLE.head(2))
+        assert list(tmp_path.iterdir()) != []  # written as it goes, under another name
+        assert not target.exists()
+        raise RuntimeError("task failed")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_file_gets_its_name_when_finished(tmp_path):
+    target = tmp_path / "rows.csv"
+    target.write_text("an earlier run\n")
+    with FrameSink(target) as sink:
+        sink(WHOLE)
+        assert target.read_text() == "an earlier run\n"
+    assert target.read_bytes() == WHOLE.write_csv().encode()
+    assert [p.name for p in tmp_path.iterdir()] == ["rows.csv"]

@@ -122,3 +122,14 @@ def test_the_table_from_the_kept_columns_equals_in_memory(policy, tool_dataset, 
     assert_frame_equal(pl.concat([s for _, s in rows]).sort(key), lost.sessions.sort(key), check_exact=True)
     assert_frame_equal(pl.concat([e for e, _ in rows]).sort([*key, "event"]), lost.events.sort([*key, "event"]),
                        check_exact=True)
+
+
+def test_a_dataset_without_sessions_is_bad_input(tmp_path):
+    from panto_analytics.dataset import write_dataset
+    from panto_analytics.errors import InputError
+
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "empty.jsonl").write_text("")
+    write_dataset(tmp_path / "src", tmp_path / "ds", cache=False)
+    with pytest.raises(InputError, match="ds: no sessions$"):
+        replay_dataset(tmp_path / "ds", [20_000], window=64_000, reserve=16_384)
