@@ -104,11 +104,19 @@ def read_frames(sources: list[SourceFile]) -> list[pl.DataFrame | None]:
 
 def _lines(data: bytearray, spans: list[tuple[int, int]]) -> list[np.ndarray | None]:
     """The numbers of each file's non-blank lines; None for a file with none, or with a line that does not start
-    with ``{`` (the line-by-line reader judges those: whitespace, a JSON value that is not an object,
-    pretty-printed JSON).
+    with ``{`` and end with ``}`` (the line-by-line reader judges those: whitespace, a carriage return, a JSON
+    value that is not an object, pretty-printed JSON, a record over two lines).
 
-    >>> _lines(bytearray(b'{}\\n\\n{}\\n{}\\n {}\\n\\n'), [(0, 7), (7, 11), (11, 12)])
-    [array([1, 3]), None, None]
+    :meth:`msgspec.json.Decoder.decode_lines` needs no line break between two
+    records, but inside a JSON value a line break can follow ``}`` only before
+    ``,``, ``}`` or ``]``, never before ``{`` (blank lines between change
+    nothing), and a string holds no raw line break: so each such line holds
+    whole records, and a file that decodes into as many records as it has
+    non-blank lines holds one a line, as the line-by-line reader reads it.
+
+    >>> _lines(bytearray(b'{}\\n\\n{}\\n{}\\n {}\\n\\n{"a":\\n{}}\\n{}\\r\\n'), [(0, 7), (7, 14), (14, 15), (15, 25),
+    ...                                                                      (25, 29)])
+    [array([1, 3]), None, None, None, None]
     """
     raw = np.frombuffer(data, dtype=np.uint8)
     ends = _newlines(raw)   # every file ends with a newline (read_together)
@@ -116,7 +124,7 @@ def _lines(data: bytearray, spans: list[tuple[int, int]]) -> list[np.ndarray | N
     bounds = np.searchsorted(ends, [spans[0][0], *(end - 1 for _, end in spans)])
     bounds[1:] += 1
     keep = ends > starts
-    odd = keep & (raw[np.minimum(starts, len(raw) - 1)] != 0x7B)
+    odd = keep & ((raw[np.minimum(starts, len(raw) - 1)] != 0x7B) | (raw[ends - 1] != 0x7D))   # "{" ... "}"
     out: list[np.ndarray | None] = []
     for k in range(len(spans)):
         a, b = int(bounds[k]), int(bounds[k + 1])
