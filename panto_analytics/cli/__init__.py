@@ -20,8 +20,8 @@ from . import (
     request_command,
     sessions_command,
 )
-from .app import main
+from .app import main, run
 
 __all__ = ["bench_command", "compactions_command", "core_commands", "cost_command", "ingest_commands",
-           "loss_command", "main", "policy_cuts_command",
+           "loss_command", "main", "policy_cuts_command", "run",
            "replay_command", "report_commands", "request_command", "sessions_command"]

@@ -43,10 +43,13 @@ def launching(fn):
     """
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        from ..ingest import parallel  # the standard library only: nothing heavy is imported before the launch
+        from ..dataset.info import is_dataset  # these two: the standard library only, nothing heavy before the launch
+        from ..ingest import parallel
 
         mode = _mode()
-        if mode != "off" and parallel.PARSER_MODULE not in sys.modules and not _names_a_dataset(kwargs.get("paths")):
+        # A dataset folder (cli.options.dataset_path) is read from its Parquet, here or on Ray: nothing to parse.
+        reads_a_dataset = any(is_dataset(p) for p in kwargs.get("paths") or ())
+        if mode != "off" and parallel.PARSER_MODULE not in sys.modules and not reads_a_dataset:
             parallel.keep_pandas_out()  # session files are read here, never on Ray; forked workers inherit it
             parallel.launch(click.get_current_context().meta.get(READ_KEY, {}).get("jobs"), method=mode)
         try:
@@ -55,9 +58,3 @@ def launching(fn):
             parallel.close()
     return wrapper
 
-
-def _names_a_dataset(paths) -> bool:
-    """Whether PATHS name a dataset folder (read from its Parquet, here or on Ray: nothing to parse)."""
-    from ..dataset.info import is_dataset
-
-    return any(is_dataset(p) for p in paths or ())

@@ -62,7 +62,7 @@ from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from typing import Any, Generic, TypeVar
 
-__all__ = ["LAUNCH_METHODS", "MIN_PARALLEL_BYTES", "close", "default_jobs", "keep_pandas_out", "launch", "launched",
+__all__ = ["LAUNCH_METHODS", "MIN_PARALLEL_BYTES", "as_program", "close", "default_jobs", "keep_pandas_out", "launch", "launched",
            "launched_workers", "run"]
 
 T = TypeVar("T")
@@ -149,7 +149,7 @@ def _ignore_ctrl_c() -> None:
 def _start_worker(module: str) -> None:
     """A spawned worker's start: Ctrl-C is the caller's to handle, then the imports."""
     _ignore_ctrl_c()
-    keep_pandas_out()
+    _block_pandas()
     importlib.import_module(module)
 
 
@@ -171,26 +171,44 @@ class _NoPandas(importlib.abc.MetaPathFinder):
         return None
 
 
+#: Whether this process is the command line's own (:func:`as_program`): only there is pandas kept out.
+_program = False
+
+
+def as_program() -> None:
+    """Mark this process as the ``panto-analytics`` console script's own (``cli.run`` calls it first).
+
+    A process that imports the package (a notebook, a test, a command run in
+    process through click's ``CliRunner``) is not marked: it may want pandas.
+    """
+    global _program
+    _program = True
+
+
 def keep_pandas_out() -> bool:
-    """Make this process read as if pandas were not installed; returns whether it did.
+    """In the command line's own process, make a read go as if pandas were not installed; whether it did.
 
     pyarrow imports pandas, when it is installed, the first time it builds an
     array (to check whether the input is a pandas object): about 0.3 s of CPU
     in every process that parses, for a library a read never hands it. The
     command line calls this where it reads session files (Ray, which uses
-    pandas, runs only over datasets), and so does every parsing worker.
-    A process that has read before, or imported pandas, is left as it is
-    (a notebook, a test): it may want pandas.
+    pandas, runs only over datasets), and so does every parsing worker
+    (:func:`_block_pandas`). Any other process (not :func:`as_program`), or
+    one that has read before or imported pandas, is left as it is.
 
-    >>> from panto_analytics.ingest import pipeline   # this process reads: it is left alone
-    >>> keep_pandas_out()
+    >>> keep_pandas_out()   # a test's process: left alone
     False
     """
-    if "pandas" in sys.modules or PARSER_MODULE in sys.modules:
+    if not _program or "pandas" in sys.modules or PARSER_MODULE in sys.modules:
         return False
-    if not any(isinstance(f, _NoPandas) for f in sys.meta_path):
-        sys.meta_path.insert(0, _NoPandas())
+    _block_pandas()
     return True
+
+
+def _block_pandas() -> None:
+    """Put :class:`_NoPandas` first among the import finders (once); a parsing worker's start calls it."""
+    if "pandas" not in sys.modules and not any(isinstance(f, _NoPandas) for f in sys.meta_path):
+        sys.meta_path.insert(0, _NoPandas())
 
 
 def launched() -> bool:
@@ -274,7 +292,7 @@ def run(fn: Callable[[T], R], items: Sequence[T], *, weights: Sequence[int], job
     workers = min(jobs - 1, len(items) - 1)
     own = _launched is None
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
-                               initializer=keep_pandas_out) if own else _launched
+                               initializer=_block_pandas) if own else _launched
     assert pool is not None
     try:
         with _main_not_inherited():  # the workers start on these submits (a launched one is up, or nearly)

@@ -84,7 +84,9 @@ def test_reading_files_loads_no_pandas_in_the_command_or_its_worker(jobs):
 
 KEPT_OUT = """
 import sys
-from panto_analytics.ingest.parallel import keep_pandas_out
+from panto_analytics.ingest.parallel import as_program, keep_pandas_out
+assert not keep_pandas_out()                                 # not the command line's process: left alone
+as_program()
 assert keep_pandas_out() and keep_pandas_out()               # twice: one finder
 import pyarrow as pa
 assert pa.array(["a"]).to_pylist() == ["a"]                  # Arrow works without pandas
@@ -104,10 +106,22 @@ def test_a_process_kept_from_pandas_still_builds_arrow_arrays_and_one_that_may_w
     assert done.stdout.strip() == "kept out: pandas"
     for first in ("import pandas", "import panto_analytics.ingest.pipeline"):  # a notebook's, a test's process
         left = subprocess.run([sys.executable, "-c", f"{first}; from panto_analytics.ingest.parallel import "
-                               "keep_pandas_out; import sys; print(keep_pandas_out(), type(sys.meta_path[0]).__module__)"],
+                               "as_program, keep_pandas_out; as_program(); import sys; "
+                               "print(keep_pandas_out(), type(sys.meta_path[0]).__module__)"],
                               capture_output=True, text=True)
         assert left.stdout.split()[0] == "False", left.stderr[-2000:]
         assert "panto_analytics" not in left.stdout.split()[1]
+
+
+@pytest.mark.skipif(importlib.util.find_spec("pandas") is None, reason="pandas is not installed: nothing to keep out")
+def test_a_command_run_in_process_leaves_pandas_to_its_caller():
+    """A notebook or a test that runs a command through CliRunner keeps pandas (Ray, say, may need it later)."""
+    code = ("from click.testing import CliRunner; from panto_analytics.cli import main; "
+            f"r = CliRunner().invoke(main, ['sweep', {str(DATA)!r}, '-b', '20k', '--no-cache', '-q']); "
+            "assert r.exit_code == 0, r.output; import pandas; print('pandas', pandas.__name__)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "pandas pandas"
 
 
 def test_a_plot_loads_matplotlib_when_asked_for(tmp_path):

@@ -74,6 +74,10 @@ EDGES = [
     ('{"type":"message","role":"user","content":[],"timestamp":"yesterday"}', False),
     ('{"type":"message","role":"user","content":[]} {"type":"message","role":"user","content":[]}', False),
     ('{"type":"message","role":"user",\n"content":[]}', False),
+    ('{"type":"message","role":"user","content":[]},{"type":"message","role":"user","content":[]}', False),
+    # a record over two lines (the break between two blocks), then two records on a line: as many records as lines
+    ('{"type":"message","role":"user","content":[{"type":"text","text":"a"}\n{"type":"text","text":"b"}]}\n'
+     '{"type":"message","role":"user","content":[]},{"type":"message","role":"user","content":[]}', False),
     ('{"type":"message","role":"user","content":[],"x":"caf\\u00e9 \\ud83d\\ude00"}', True),
     ('{"type":"message","role":"user","content":[],"x":"\\ud800"}', False),
     ('{"type":"message","role":"user","content":[],"x":[' + "[" * 1100 + "]" * 1100 + "]}", False),

@@ -14,11 +14,7 @@ the file's own field names with its line number. The Structs opt out of
 the garbage collector (``gc=False``: they hold no cycles), which is what
 makes decoding many of them cheap.
 
->>> header, msg = decode_file(b'{"type":"session","id":"s"}\\n'
-...                           b'{"type":"message","role":"user","content":[{"type":"text","text":"hi"}]}\\n')
->>> header.id, msg.role, msg.content[0].text, msg.usage is None
-('s', 'user', 'hi', True)
->>> decode_file(b'{"type":"message","role":"user","content":[{"type":"text","text":5}]}\\n')
+>>> msgspec.json.Decoder(Record).decode_lines(b'{"type":"message","role":"user","content":[{"type":"text","text":5}]}\\n')
 Traceback (most recent call last):
 ...
 msgspec.ValidationError: Expected `str`, got `int` - at `$[0].content[0].text`
@@ -28,12 +24,13 @@ from __future__ import annotations
 from typing import Any, Literal
 
 import msgspec
+import numpy as np
 
 from ..typed import Counter
 
 __all__ = ["DECODE_ERRORS", "TEXT_BLOCKS", "TYPE_OF", "Block", "Header", "MediaPart", "MessageRecord", "Part", "Record",
            "SummaryBlock", "SystemBlock", "TextBlock", "TextPart", "ThinkingBlock", "ToolResultBlock", "ToolUseBlock",
-           "decode_file", "decode_files"]
+           "decode_files"]
 
 
 class TextBlock(msgspec.Struct, tag_field="type", tag="text", gc=False):
@@ -121,36 +118,56 @@ TEXT_BLOCKS = (TextBlock, ThinkingBlock, SummaryBlock, SystemBlock)
 TYPE_OF: dict[type, str] = {shape: str(shape.__struct_config__.tag)
                             for shape in (*TEXT_BLOCKS, ToolUseBlock, ToolResultBlock, TextPart, MediaPart)}
 
-_FILE = msgspec.json.Decoder(list[Record])
+_LINES = msgspec.json.Decoder(Record)
 
 #: What decoding raises on a file of another shape (the reference then reads it).
 DECODE_ERRORS = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
 
+_OPEN, _CLOSE, _NEWLINE = ord("{"), ord("}"), ord("\n")
+
 
 def decode_files(data: bytes | bytearray, spans: list[tuple[int, int] | None]) -> list[list[Record] | None]:
-    """The records of each file whose newline-terminated lines are ``data[start:end]``; None where they do not decode.
+    """The records of each file whose newline-terminated lines are ``data[start:end]``, one a line; None for a
+    file of another shape.
 
-    A file's lines are decoded as one JSON array, each newline read as a
-    comma: so a blank line, a record spread over lines or two on one line is
-    not an array and does not decode, nor does anything of another shape
-    (msgspec's error names the JSON path, e.g. ``$[3].content[0].text``:
-    record 3, the file's own field names).
+    A file is taken where every line starts with ``{`` and ends with ``}``
+    (so no line is blank or ends in a carriage return), its lines decode
+    (:meth:`msgspec.json.Decoder.decode_lines`) and they hold as many records
+    as lines. ``decode_lines`` needs no line break between two values, but
+    a line break inside a value can follow ``}`` only before ``,``, ``}`` or
+    ``]``, never before ``{``, and a string holds no raw line break: so each
+    line holds whole records, and as many records as lines means one a line,
+    as :mod:`.lines` reads them (record *k* is line *k + 1*). Two records on
+    one line (``{...},{...}`` or ``{...}{...}``), a record spread over lines,
+    a blank line or anything of another shape is left to :mod:`.lines`.
+
+    >>> m = b'{"type":"message","role":"user","content":[{"type":"text","text":"hi"}]}'
+    >>> data = b'{"type":"session","id":"s"}\\n' + m + b"\\n" + m + b"," + m + b"\\n" + m + b"\\n\\n"
+    >>> (header, msg), two_on_a_line, blank = decode_files(data, [(0, 101), (101, 247), (247, 321)])
+    >>> header.id, msg.role, msg.content[0].text, msg.usage is None, two_on_a_line, blank
+    ('s', 'user', 'hi', True, None, None)
     """
-    commas = data.replace(b"\n", b",")
-    view = memoryview(commas)
+    raw = np.frombuffer(data, dtype=np.uint8)
+    ends = np.flatnonzero(raw == _NEWLINE)
+    last = np.zeros(len(raw), dtype=bool)   # the newline ending each file
+    last[[span[1] - 1 for span in spans if span is not None]] = True
+    closed = raw[ends - 1] == _CLOSE   # a newline at 0 starts its file: that file fails its first byte's test
+    opened = last[ends] | (raw[np.minimum(ends + 1, len(raw) - 1)] == _OPEN)
+    bad = np.concatenate(([0], np.cumsum(~(closed & opened))))
     out: list[list[Record] | None] = []
-    for span in spans:
-        if span is None:
-            out.append(None)
-            continue
-        try:
-            out.append(_FILE.decode(b"".join((b"[", view[span[0]:span[1] - 1], b"]"))))
-        except DECODE_ERRORS:
-            out.append(None)
-    view.release()
+    with memoryview(data) as view:
+        for span in spans:
+            if span is None or raw[span[0]] != _OPEN:
+                out.append(None)
+                continue
+            first, past = np.searchsorted(ends, span, side="left")
+            if bad[past] != bad[first]:
+                out.append(None)
+                continue
+            try:
+                records = _LINES.decode_lines(view[span[0]:span[1]])
+            except DECODE_ERRORS:
+                out.append(None)
+                continue
+            out.append(records if len(records) == past - first else None)
     return out
-
-
-def decode_file(lines: bytes) -> list[Record]:
-    """The records of one file's newline-terminated lines; raises one of :data:`DECODE_ERRORS` where they do not decode."""
-    return _FILE.decode(b"[" + lines[:-1].replace(b"\n", b",") + b"]")
