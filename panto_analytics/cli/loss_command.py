@@ -49,7 +49,8 @@ def loss_cmd(paths, format_, skip_invalid, horizon, output, cuts_out, engine, ra
     Over a dataset folder (ingest --dataset) the cuts are measured bucket
     by bucket, here or with --engine ray, to the same table; --cuts then
     gets the rows as each bucket gives them (recorded compactions first,
-    then pseudo-cuts, each in bucket order).
+    then pseudo-cuts, each in bucket order; with --engine ray, in the order
+    the tasks finish).
 
     \b
     Examples:

@@ -76,7 +76,10 @@ def replay_cmd(paths, format_, skip_invalid, budgets, window, reserve, summary_t
     table the cost per session (p50, p90) and the totals.
 
     Over a dataset folder (ingest --dataset) each bucket replays its own
-    sessions, here or with --engine ray, to the same rows and table.
+    sessions, here or with --engine ray, to the same table; --sessions and
+    --events then get the same rows as each task gives them (with several
+    policies interleaved task by task, not policy after policy; with
+    --engine ray, in the order the tasks finish).
 
     \b
     Examples:

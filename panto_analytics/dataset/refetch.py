@@ -22,9 +22,10 @@ sizes (distinct per agent) and the partials (bounded by the distinct
 re-orientation counts), not the corpus.
 
 The rows come recorded compactions first, then pseudo-cuts (as in memory),
-each in bucket order (sorted by session within a task; the in-memory rows
-are sorted by session over the whole corpus): the same rows, in another
-order when there are several tasks.
+each in bucket order here and in the order the tasks finish on Ray (sorted
+by session within a task; the in-memory rows are sorted by session over the
+whole corpus): the same rows, in another order when there are several
+tasks.
 """
 from __future__ import annotations
 

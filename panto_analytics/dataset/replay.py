@@ -2,11 +2,16 @@
 
 Sessions are independent under replay, so each task replays (bills, and
 measures the loss of) its own whole sessions and returns their per-event and
-per-session rows; the rows of every task are concatenated, in bucket order,
-which is the order in which :func:`~panto_analytics.dataset.dataset_corpus`
-reads the dataset, so the result equals the in-memory replay of the same
-dataset bit for bit, and the per-budget table is computed from it by the
-same function as in memory. Each task's unpriced recorded calls are summed
+per-session rows; the rows of every task are concatenated, in bucket order
+(the order in which :func:`~panto_analytics.dataset.dataset_corpus` reads
+the dataset; on Ray, in the order the tasks finish), and put policy after
+policy, so the result equals the in-memory replay of the same dataset bit
+for bit (here; on Ray the same rows in another order), and the per-budget
+table is computed from it by the same function as in memory. The rows given
+to ``on_rows`` (the files of ``replay --sessions/--events``) come task by
+task instead: within a policy in bucket order, several policies interleaved
+task by task, and on Ray in the order the tasks finish. The price table is
+loaded once, not in every task. Each task's unpriced recorded calls are summed
 per model, so the unpriced-model warnings are those of the in-memory replay.
 The summary size is the corpus's (the median of
 the recorded summaries, read from the dataset first). Memory holds one
@@ -31,7 +36,7 @@ from ..budgets import as_budgets
 from ..errors import InputError
 from ..outcomes.orphan_loss import DEFAULT_HORIZON, loss
 from ..policy.replay.any_policy import replay
-from ..policy.replay.billing import warn_unpriced
+from ..policy.replay.billing import resolve_prices, warn_unpriced
 from ..policy.replay.engine import Replay, summary_size, validate_parameters
 from .engines import gather, map_buckets
 from .store import collect, scan_parts
@@ -127,14 +132,16 @@ def _stream(root: str | Path, budgets: Any, *, window: int, reserve: int, summar
             policy: list[str] | None, prices: Any, summarizer: str | None, horizon: int | None, per_session: bool,
             engine: str, address: str | None, task_rows: int, on_rows: RowSink | None = None,
             keep: tuple[Sequence[str], Sequence[str]] | None = None) -> _Streamed:
-    """:func:`_replay_task` over every group of buckets: each task's rows to ``on_rows`` as they come, then only
-    the ``keep`` columns of them (events', sessions'; all when None) kept; the unpriced-model warnings of the
-    whole dataset."""
+    """:func:`_replay_task` over every group of buckets, with the price table loaded once: each task's rows to
+    ``on_rows`` as they come, then only the ``keep`` columns of them (events', sessions'; all when None) kept;
+    the unpriced-model warnings of the whole dataset."""
     source = "given"
     if summary_tokens is None:
         recorded = gather(root, "messages", lambda lf: lf.filter("has_summary").select("words", "has_summary"))
         summary_tokens, source = summary_size(recorded)
     validate_parameters(window, reserve, summary_tokens)
+    if prices is not None:  # loaded once here, not in every task (a Prices is passed on as it is)
+        prices = resolve_prices(prices)
     task = functools.partial(_replay_task, budgets=as_budgets(budgets), window=window, reserve=reserve,
                              summary_tokens=summary_tokens, policy=policy, prices=prices, summarizer=summarizer,
                              horizon=horizon, per_session=per_session)
@@ -166,11 +173,14 @@ def replay_dataset(root: str | Path, budgets: Any, *, window: int, reserve: int,
                    address: str | None = None, task_rows: int = REPLAY_TASK_ROWS, on_rows: RowSink | None = None,
                    keep: tuple[Sequence[str], Sequence[str]] | None = None) -> DatasetReplay:
     """:func:`~panto_analytics.replay` (and :func:`~panto_analytics.outcomes.orphan_loss.loss` when
-    ``with_loss``) of the dataset at ``root``, bucket by bucket, here or on Ray (``engine="ray"``); the same
-    rows, in the same order, as in memory over :func:`~panto_analytics.dataset.dataset_corpus`.
+    ``with_loss``) of the dataset at ``root``, bucket by bucket, here or on Ray (``engine="ray"``); the rows
+    returned are those of the in-memory replay over :func:`~panto_analytics.dataset.dataset_corpus`, in the
+    same order here (on Ray, policy after policy, each in the order the tasks finish).
 
-    ``on_rows(events, sessions)`` receives each task's rows as they come (in bucket order here; to write them
-    to files), and ``keep`` (the events' and the sessions' columns) keeps only those columns of them (those
+    ``on_rows(events, sessions)`` receives each task's rows as they come (to write them to files): the same
+    rows, in another order: task by task (in bucket order here, in the order the tasks finish on Ray), so
+    with several policies they come interleaved task by task, not policy after policy; and ``keep`` (the
+    events' and the sessions' columns) keeps only those columns of them (those
     the per-budget table reads, :data:`~panto_analytics.policy.replay.summary.TABLE_COLUMNS`), so that what
     is held for the table is a few numbers per session, not the whole rows."""
     s = _stream(root, budgets, window=window, reserve=reserve, summary_tokens=summary_tokens, policy=policy,
@@ -194,7 +204,7 @@ def session_outcomes_dataset(root: str | Path, budgets: Any, *, window: int, res
     """:func:`~panto_analytics.analysis.decision.session_outcomes` of the billed replay, with the loss, of the
     dataset at ``root`` (what :func:`~panto_analytics.analysis.decision.replay_outcomes` gives in memory), task
     by task through the same task as :func:`replay_dataset`: each task keeps only those rows, one per policy,
-    session and budget, concatenated in bucket order."""
+    session and budget, concatenated in bucket order (on Ray, in the order the tasks finish)."""
     s = _stream(root, budgets, window=window, reserve=reserve, summary_tokens=summary_tokens, policy=policy,
                 prices=prices, summarizer=summarizer, horizon=horizon, per_session=True, engine=engine,
                 address=address, task_rows=task_rows)
