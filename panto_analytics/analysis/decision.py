@@ -496,10 +496,12 @@ def decision_from_replay(result: Replay, rule: DecisionRule | None = None, *,
 
 def replay_outcomes(messages: pl.DataFrame, budgets: Any, *, window: int, reserve: int,
                     summary_tokens: int | None = None, policy: Any = None, prices: Any = True,
-                    summarizer: str | None = None, horizon: int | None = None) -> Replay:
+                    summarizer: str | None = None, horizon: int | None = None, loss_events: bool = False) -> Replay:
     """A replay with what the decision weighs: every call billed (``prices``: True for genai-prices' offline
     table, a LiteLLM file, or None for no bill) and the loss of every compaction (orphan references among
-    the next ``horizon`` tool calls, :func:`panto_analytics.loss`) on the session rows.
+    the next ``horizon`` tool calls, :func:`panto_analytics.loss`) on the session rows; ``loss_events``: the
+    events too are the loss's (its per-event rows, with the loss columns; what a dataset's task keeps,
+    :func:`panto_analytics.dataset.replay.replay_dataset`), not the replay's.
 
     Examples
     --------
@@ -514,7 +516,7 @@ def replay_outcomes(messages: pl.DataFrame, budgets: Any, *, window: int, reserv
     result = replay(messages, budgets, window=window, reserve=reserve, summary_tokens=summary_tokens, policy=policy,
                     prices=prices, summarizer=summarizer)
     lost = loss(messages, result, horizon=horizon or DEFAULT_HORIZON)
-    return dataclasses.replace(result, sessions=lost.sessions)
+    return dataclasses.replace(result, sessions=lost.sessions, events=lost.events if loss_events else result.events)
 
 
 def recorded_points(messages: pl.DataFrame, compactions: pl.DataFrame, sessions: pl.DataFrame,

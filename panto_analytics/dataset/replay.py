@@ -31,10 +31,10 @@ from typing import Any
 
 import polars as pl
 
-from ..analysis.decision import session_outcomes
+from ..analysis.decision import replay_outcomes, session_outcomes
 from ..budgets import as_budgets
 from ..errors import InputError
-from ..outcomes.orphan_loss import DEFAULT_HORIZON, loss
+from ..outcomes.orphan_loss import DEFAULT_HORIZON
 from ..policy.replay.any_policy import replay
 from ..policy.replay.billing import resolve_prices, warn_unpriced
 from ..policy.replay.engine import Replay, summary_size, validate_parameters
@@ -58,7 +58,8 @@ RowSink = Callable[[pl.DataFrame, pl.DataFrame], None]
 @dataclass(frozen=True)
 class DatasetReplay:
     """What :func:`replay_dataset` returns: the :class:`~panto_analytics.policy.replay.engine.Replay` of every
-    session, with the loss columns when ``with_loss`` (then ``loss_events`` holds :func:`loss`'s events)."""
+    session, with the loss columns when ``with_loss`` (then ``loss_events`` holds the events of
+    :func:`~panto_analytics.outcomes.orphan_loss.loss`)."""
 
     replay: Replay
     loss_events: pl.DataFrame | None
@@ -102,12 +103,14 @@ def _replay_task(root: str, parts: list[str], *, budgets: list[int], window: int
     messages = collect(scan_parts(root, "messages", parts), root)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # unpriced models: the caller warns once, over the dataset
-        r = replay(messages, budgets, window=window, reserve=reserve, summary_tokens=summary_tokens, policy=policy,
-                   prices=prices, summarizer=summarizer)
+        if horizon is None:
+            r = replay(messages, budgets, window=window, reserve=reserve, summary_tokens=summary_tokens,
+                       policy=policy, prices=prices, summarizer=summarizer)
+        else:  # the in-memory decision's replay, the loss's events and sessions in place of the replay's
+            r = replay_outcomes(messages, budgets, window=window, reserve=reserve, summary_tokens=summary_tokens,
+                                policy=policy, prices=prices, summarizer=summarizer, horizon=horizon,
+                                loss_events=True)
     frames = {_EVENTS: r.events, _SESSIONS: r.sessions}
-    if horizon is not None:
-        lost = loss(messages, r, horizon=horizon)
-        frames = {_EVENTS: lost.events, _SESSIONS: lost.sessions}
     if per_session:
         frames = {_SESSIONS: session_outcomes(frames[_EVENTS], frames[_SESSIONS])}
     frames[_META] = pl.DataFrame({"price_source": [r.price_source]}, schema={"price_source": pl.String})

@@ -667,16 +667,26 @@ def _is_summary(converted: tuple[Any, ...], summary: str) -> bool:
         text in b.get("text", "") for b in converted[2])
 
 
+def _typed_text(part: _Part) -> str | None:
+    """The text of a declared text or refusal part (:data:`_TEXT_PARTS`); None for any other kind of part.
+
+    Raises :class:`Fallback` when a text part lacks its text (the plain checks decide and word the error)."""
+    key = _TEXT_PARTS.get(part.type) if part.type is not None else None
+    if key is None:
+        return None
+    text = part.text if key == "text" else part.refusal
+    if text is None:
+        raise Fallback
+    return text
+
+
 def _typed_texts(content: list[_Part], ignored: list[str], images_in: str | None) -> list[str]:
     """:meth:`_Rollout.texts` over declared parts; what it ignores goes to ``ignored``."""
     out = []
     for part in content:
         kind = part.type
-        key = _TEXT_PARTS.get(kind) if kind is not None else None
-        if key is not None:
-            text = part.text if key == "text" else part.refusal
-            if text is None:
-                raise Fallback
+        text = _typed_text(part)
+        if text is not None:
             out.append(text)
         elif kind in _IMAGE_PARTS:
             ignored.append(f"image in a {images_in or 'content'} message")
@@ -696,11 +706,8 @@ def _typed_output(output: str | list[_Part] | _OldOutput, ignored: list[str]) ->
     parts = []
     for part in output:
         kind = part.type
-        key = _TEXT_PARTS.get(kind) if kind is not None else None
-        if key is not None:
-            text = part.text if key == "text" else part.refusal
-            if text is None:
-                raise Fallback
+        text = _typed_text(part)
+        if text is not None:
             parts.append({"type": "text", "text": text})
         elif kind in _IMAGE_PARTS:
             parts.append({"type": "media", "media_type": _raw_media_type(part.image_url)})

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
+from ...outcomes.orphan_loss import LOSS_COLUMNS
 from ...schema import BUDGET, SESSION
 
 __all__ = ["TABLE_COLUMNS", "compare_policies", "cost_columns", "events_as_splits", "summarize_replay"]
@@ -25,7 +26,7 @@ __all__ = ["TABLE_COLUMNS", "compare_policies", "cost_columns", "events_as_split
 #: each task's rows (``replay_dataset(..., keep=TABLE_COLUMNS)``) and gives the same table.
 TABLE_COLUMNS: tuple[tuple[str, ...], tuple[str, ...]] = (
     ("policy", BUDGET, "kept_turns", "kept_tokens", "summarized_tokens", "kept_messages", "split_turn", "request_bytes",
-     "window_calls", "orphan_calls", "refetch_tokens", "repeat_reads", "refetched_orphans"),
+     *(c for c in LOSS_COLUMNS if c != "orphan_rate")),  # the loss's sums; the rate is pooled from them
     ("policy", BUDGET, "n_compactions", "overflow", "ineffective", "recorded_cost_usd", "summarizer_cost_usd",
      "total_cost_usd"),
 )
