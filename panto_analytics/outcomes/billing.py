@@ -63,6 +63,7 @@ output) uncached; the instruction's own few tokens are not counted.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import lru_cache
 
 import polars as pl
 
@@ -306,13 +307,14 @@ def _ranges(calls: pl.DataFrame, events: pl.DataFrame, keys: list[str]) -> pl.Da
     (or the session's last call): sessions are contiguous in ``calls``, so that is a range of rows.
     """
     row = pl.int_range(pl.len(), dtype=_I)
-    idx = calls.select(SESSION, trigger_seq=pl.col(SEQ).cast(_I), _ti=row, _epoch="anchor",
+    idx = calls.lazy().select(SESSION, trigger_seq=pl.col(SEQ).cast(_I), _ti=row, _epoch="anchor",
                        # The session's last call.
                        _last=pl.when((pl.col(SESSION) != pl.col(SESSION).shift(-1)).fill_null(True)).then(row)
                        .backward_fill())
     group = [*keys, SESSION]
     same_next = pl.all_horizontal(pl.col(c) == pl.col(c).shift(-1) for c in group).fill_null(False)
-    return (events.with_columns(pl.col("trigger_seq").cast(_I)).with_row_index("_eid")
+    # One query (each eager step is one, with its fixed cost).
+    return (events.lazy().with_columns(pl.col("trigger_seq").cast(_I)).with_row_index("_eid")
             .join(idx, on=[SESSION, "trigger_seq"], how="left", maintain_order="left")
             .sort([*group, "trigger_seq"], maintain_order=True)
             .with_columns(
@@ -320,7 +322,7 @@ def _ranges(calls: pl.DataFrame, events: pl.DataFrame, keys: list[str]) -> pl.Da
                 # The next trigger's row, or the session's last call (the trigger's row and the calls after it).
                 _hi=pl.coalesce(pl.when(same_next).then(pl.col("_ti").shift(-1)), pl.col("_last")) + 1,
                 _S=pl.col("summarized_tokens").cast(_I).cum_sum().over([*group, "_epoch"]),
-            ))
+            ).collect(engine="in-memory"))
 
 
 #: The columns of :func:`call_rows` the simulation reads.
@@ -345,21 +347,33 @@ def _simulated_tokens(rows: pl.DataFrame, summary_tokens: int) -> pl.DataFrame:
     the compaction), the simulated :data:`TOKEN_COLUMNS` and the recorded ones as ``recorded_*``.
 
     Built in stages (the prompts, then the candidate, then the split): one nested expression repeats its
-    parts, and planning it costs more than evaluating it."""
+    parts, and planning it costs more than evaluating it; the stages are one lazy query (each eager step is one,
+    with its fixed cost)."""
+    staged = rows.lazy()
+    for stage in _simulation_stages(summary_tokens):
+        staged = staged.with_columns(stage)
+    return staged.drop("_prompt", "_prev_sim", "_first", "_cand", "_tail", "_read", "_write").collect(
+        engine="in-memory")
+
+
+@lru_cache(maxsize=16)
+def _simulation_stages(summary_tokens: int) -> tuple[list[pl.Expr], ...]:
+    """:func:`_simulated_tokens`'s stages, built once per summary size (an expression is immutable; building
+    one costs Python time on every bill)."""
     summary = pl.lit(summary_tokens, _I)
-    staged = rows.with_columns(
-        _prompt=(pl.col("prompt") - pl.col("_S")).clip(0) + summary,
-        _prev_sim=(pl.col("_prev_prompt") - pl.col("_S")).clip(0) + summary,
-        compacted=pl.col("anchor") < pl.col("_at"),
-        _first=pl.col("prev_seq").is_null() | (pl.col("prev_seq") < pl.col("_at")),
-    )
+    prompts = [
+        ((pl.col("prompt") - pl.col("_S")).clip(0) + summary).alias("_prompt"),
+        ((pl.col("_prev_prompt") - pl.col("_S")).clip(0) + summary).alias("_prev_sim"),
+        (pl.col("anchor") < pl.col("_at")).alias("compacted"),
+        (pl.col("prev_seq").is_null() | (pl.col("prev_seq") < pl.col("_at"))).alias("_first"),
+    ]
     prev_tail = pl.when(pl.col("writes")).then(pl.min_horizontal("_prev_input", "_prev_sim")).otherwise(0)
     # cache_split, a column at a time.
     prompt, writes = pl.col("_prompt"), pl.col("writes")
-    staged = staged.with_columns(_cand=_candidate(pl.col("_first"), pl.col("fresh"), pl.col("_prev_sim") - prev_tail),
-                                 _tail=_kept_uncached(prompt, pl.col("input"), writes))
-    staged = staged.with_columns(_read=_cache_read(prompt, pl.col("_tail"), pl.col("_cand")))
-    staged = staged.with_columns(_write=_cache_write(prompt, pl.col("_tail"), pl.col("_read"), writes))
+    candidate = [_candidate(pl.col("_first"), pl.col("fresh"), pl.col("_prev_sim") - prev_tail).alias("_cand"),
+                 _kept_uncached(prompt, pl.col("input"), writes).alias("_tail")]
+    read = [_cache_read(prompt, pl.col("_tail"), pl.col("_cand")).alias("_read")]
+    write = [_cache_write(prompt, pl.col("_tail"), pl.col("_read"), writes).alias("_write")]
     one_hour = pl.col("one_hour")
     compacted = pl.col("compacted")
     simulated = {
@@ -368,12 +382,13 @@ def _simulated_tokens(rows: pl.DataFrame, summary_tokens: int) -> pl.DataFrame:
         "cache_write_1h": pl.when(one_hour).then("_write").otherwise(0),
     }
     # One pass: every expression reads the recorded columns, before they are replaced.
-    return staged.with_columns(
+    split = [
         *(pl.col(c).alias(f"recorded_{c}") for c in TOKEN_COLUMNS),
         # The first call to its model after the compaction: it reads only the head and re-writes the rest.
-        _first_after=compacted & pl.col("_first"),
-        **{name: pl.when(compacted).then(expr).otherwise(pl.col(name)) for name, expr in simulated.items()},
-    ).drop("_prompt", "_prev_sim", "_first", "_cand", "_tail", "_read", "_write")
+        (compacted & pl.col("_first")).alias("_first_after"),
+        *(pl.when(compacted).then(expr).otherwise(pl.col(name)).alias(name) for name, expr in simulated.items()),
+    ]
+    return prompts, candidate, read, write, split
 
 
 def simulated_calls(calls: pl.DataFrame, events: pl.DataFrame, *, keys: Sequence[str],

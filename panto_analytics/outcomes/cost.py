@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any, Literal, TypeVar, cast
 
 import polars as pl
@@ -107,8 +108,9 @@ def bill(calls: F, prices: Prices | str | None = None) -> F:
         prices_of = _name_prices(names, table)
         # Where no model of these calls has a tier, every call pays its base rates: only those are joined.
         tiers = prices_of[_PRICE + "tier_start"].null_count() < prices_of.height
-        return cast(F, _costs(_priced(calls, table, prices_of=prices_of, columns=None if tiers else RATES),
-                              table.rule, tiers=tiers))
+        # The join and the arithmetic as one query (each eager step is one, with its fixed cost).
+        priced = _priced(calls.lazy(), table, prices_of=prices_of.lazy(), columns=None if tiers else RATES)
+        return cast(F, _costs(priced, table.rule, tiers=tiers).collect(engine="in-memory"))
     return cast(F, _costs(_priced(calls, table), table.rule))
 
 
@@ -119,9 +121,16 @@ def _costs(priced: F, rule: str, *, tiers: bool = True) -> F:
     """``priced`` (calls joined with their price columns) with :data:`COST_COLUMNS`, the price columns dropped
     (``tiers=False``: no call's model has a tier, and only the base rates were joined).
     In two stages (the parts, then their sums): planning one nested expression costs more than evaluating it."""
+    stage_parts, stage_sums = _cost_stages(rule, tiers)
+    return priced.with_columns(stage_parts).with_columns(stage_sums).drop(pl.selectors.starts_with(_PRICE))
+
+
+@lru_cache(maxsize=8)
+def _cost_stages(rule: str, tiers: bool) -> tuple[list[pl.Expr], list[pl.Expr]]:
+    """:func:`_costs`'s two stages, built once per rule (an expression is immutable; building one costs Python
+    time on every bill)."""
     parts = {r: pl.col(f"{_PRICE}part_{r}") for r in RATES}
-    return (priced.with_columns(e.alias(f"{_PRICE}part_{r}") for r, e in _parts(rule, tiers=tiers).items())
-            .with_columns(_sums(parts)).drop(pl.selectors.starts_with(_PRICE)))
+    return ([e.alias(f"{_PRICE}part_{r}") for r, e in _parts(rule, tiers=tiers).items()], _sums(parts))
 
 
 def _model_names(calls: F) -> F:
