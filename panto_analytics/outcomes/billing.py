@@ -143,16 +143,10 @@ def _cache_write(prompt: pl.Expr, tail: pl.Expr, read: pl.Expr, writes: pl.Expr)
     return pl.when(writes).then(prompt - tail - read).otherwise(0)
 
 
-def _prev(value: pl.Expr) -> pl.Expr:
-    """``value`` on the previous call of the same session and model (null on the first): each model has its
-    own cache, so a call reads what the previous call to its model left (a window over ``_gm``, one integer
-    per session and model)."""
-    return value.shift(1).over("_gm")
-
-
 def _prev_row(value: pl.Expr) -> pl.Expr:
-    """:func:`_prev` over calls sorted by ``_gm``, with ``_same`` (the previous row is of the same session and
-    model): the previous row's ``value``."""
+    """``value`` on the previous call of the same session and model (null on the first): each model has its
+    own cache, so a call reads what the previous call to its model left. Over calls sorted by ``_gm`` (one
+    integer per session and model), with ``_same`` (the previous row is of the same session and model)."""
     return pl.when("_same").then(value.shift(1))
 
 
@@ -177,9 +171,9 @@ def _recorded_calls(lf: pl.LazyFrame) -> pl.LazyFrame:
     )
 
 
-def _rule_columns(calls: pl.LazyFrame, *, restart: bool) -> pl.LazyFrame:
-    """:func:`_recorded_calls` with the rule's columns (:func:`call_rows`); ``restart`` only where asked (the
-    check needs it, the bill does not), and without it the previous call's ``_prev_prompt`` and ``_prev_input``.
+def _rule_columns(calls: pl.LazyFrame, *, restart: bool = False) -> pl.LazyFrame:
+    """:func:`_recorded_calls` with the rule's columns (:func:`call_rows`) and the previous call's to the model
+    ``_prev_prompt`` and ``_prev_input``; ``restart`` only where asked (the check needs it, the bill does not).
 
     Each model has its own cache: the calls are sorted by session and model (stably: in ``seq`` order within
     each), where "the previous call to the model" is the previous row, then put back in session order."""
@@ -210,8 +204,8 @@ def _rule_columns(calls: pl.LazyFrame, *, restart: bool) -> pl.LazyFrame:
             restart=pl.col("first") | (pl.col("_shrank")
                                        & (pl.col("_shrank").cast(_I).cum_sum().over("_gm", "anchor") == 1)),
         )
-    rule = ["writes", "first", "head", "one_hour", "prev_seq", "fresh",
-            *(["restart"] if restart else ["_prev_prompt", "_prev_input"])]
+    rule = ["writes", "first", "head", "one_hour", "prev_seq", "fresh", *(["restart"] if restart else []),
+            "_prev_prompt", "_prev_input"]
     return (by_model.sort("_row")
             .with_columns(writes=wrote.cast(pl.UInt8).max().over(SESSION).cast(pl.Boolean))
             .select(*calls.collect_schema().names(), "_gm", *rule))
@@ -232,7 +226,8 @@ def call_rows(messages: pl.DataFrame | pl.LazyFrame) -> pl.LazyFrame:
     or the first after a recorded summary at which the prompt shrank: where
     the recorded compaction took effect), ``anchor`` (the seq of the latest
     recorded summary before the call, -1 when none) and ``prev_seq`` (the
-    previous call's to the model).
+    previous call's to the model), and ``_prev_prompt`` / ``_prev_input``, the previous call's ``prompt``
+    and ``input`` (null on the first).
     """
     return _rule_columns(_recorded_calls(messages.lazy()), restart=True)
 
@@ -262,9 +257,9 @@ def check_cache_rule(messages: pl.DataFrame | pl.LazyFrame, *, tolerance: float 
     if has_format:
         fmt = lf.filter(_session_start()).select(SESSION, "source_format")
         rows = rows.join(fmt, on=SESSION, how="left", maintain_order="left")
-    tail = pl.when(pl.col("writes")).then(pl.min_horizontal("input", "prompt")).otherwise(0)
-    rows = rows.with_columns(_cached=pl.col("prompt") - tail).with_columns(_prev_cached=_prev(pl.col("_cached")),
-                                                                           _prev_prompt=_prev(pl.col("prompt")))
+    # What the previous call to the model left cached: its prompt less its uncached tail (``writes`` is per session).
+    prev_tail = pl.when(pl.col("writes")).then(pl.min_horizontal("_prev_input", "_prev_prompt")).otherwise(0)
+    rows = rows.with_columns(_prev_cached=pl.col("_prev_prompt") - prev_tail)
     split = cache_split(pl.col("prompt"), pl.col("input"), pl.col("writes"),
                         _candidate(pl.col("restart"), pl.col("fresh"), pl.col("_prev_cached")))
     gap = (pl.col("timestamp") - pl.col("timestamp").shift(1)).dt.total_milliseconds()
@@ -341,8 +336,6 @@ def _simulate(calls: pl.DataFrame, events: pl.DataFrame, keys: list[str],
     rows = (ev.select(*keys, SESSION, "event", "_eid", "_at", "_S", "_hi",
                       _ci=pl.int_ranges(pl.col("_ti") + 1, "_hi", dtype=_I))
             .explode("_ci").drop_nulls("_ci"))
-    if "_prev_prompt" not in calls.columns:
-        calls = calls.with_columns(_prev_prompt=_prev(pl.col("prompt")), _prev_input=_prev(pl.col("input")))
     gathered = calls.select(*extra, *_SIMULATED_FROM, "_prev_prompt", "_prev_input")[rows["_ci"]]
     return ev, pl.concat([rows, gathered], how="horizontal")
 
@@ -518,24 +511,15 @@ def bill_replay(messages: pl.DataFrame | pl.LazyFrame, events: pl.DataFrame, ses
     call to price (recorded, replayed, summarizer).
     """
     keys = list(keys)
-    lf = messages.lazy()
+    # Every recorded call, as recorded: every session's bill.
+    base = _recorded_calls(messages.lazy()).collect(engine="in-memory")
     if events.is_empty():
-        names = lf.collect_schema().names()
-        write = pl.col("cache_write").cast(_I)
-        w1h = pl.min_horizontal(
-            pl.col(CACHE_WRITE_1H).fill_null(0).cast(_I) if CACHE_WRITE_1H in names else pl.lit(0, _I), write)
-        # The recorded calls, as recorded: every session's bill.
-        base = lf.filter(_is_call()).select(
-            SESSION, pl.col("model") if "model" in names else pl.lit(None, pl.String).alias("model"),
-            input=pl.col("input").cast(_I), output=pl.col("output").cast(_I), cache_read=pl.col("cache_read").cast(_I),
-            cache_write_5m=write - w1h, cache_write_1h=w1h).collect(engine="in-memory")
         return _bill_unfired(base, events, sessions, price, parts)
-    # Every recorded call (every session's bill), then the rule's columns only for the sessions where something
-    # fired, each with its row in the recorded calls (``_bi``: the simulation reuses the recorded call's price).
-    base = _recorded_calls(lf).collect(engine="in-memory")
+    # The rule's columns only for the sessions where something fired, each with its row in the recorded calls
+    # (``_bi``: the simulation reuses the recorded call's price).
     fired_calls = base.lazy().with_row_index("_bi").join(events.lazy().select(pl.col(SESSION).unique()), on=SESSION,
                                                          how="semi", maintain_order="left")
-    calls = _rule_columns(fired_calls, restart=False).collect(engine="in-memory")
+    calls = _rule_columns(fired_calls).collect(engine="in-memory")
     ev, rows = _simulate(calls, events, keys, extra=["_bi"])
     sim = _simulated_tokens(rows, summary_tokens)
     # The calls that changed, with what their bill needs (filtering only those columns); the cache miss: the

@@ -104,12 +104,10 @@ def bill(calls: F, prices: Prices | str | None = None) -> F:
         # Eagerly, step by step: on frames of calls this size a lazy query's fixed cost is most of the bill.
         names = _model_names(calls)
         table = table.covering(names[_KEY].to_list())
-        prices_of = _name_prices(names, table).drop(_KEY)
+        prices_of = _name_prices(names, table)
         # Where no model of these calls has a tier, every call pays its base rates: only those are joined.
         tiers = prices_of[_PRICE + "tier_start"].null_count() < prices_of.height
-        if not tiers:
-            prices_of = prices_of.select(_RAW, *(_PRICE + r for r in RATES))
-        return cast(F, _costs(calls.join(prices_of, left_on="model", right_on=_RAW, how="left", maintain_order="left"),
+        return cast(F, _costs(_priced(calls, table, prices_of=prices_of, columns=None if tiers else RATES),
                               table.rule, tiers=tiers))
     return cast(F, _costs(_priced(calls, table), table.rule))
 
@@ -140,10 +138,17 @@ def _name_prices(names: F, table: Prices) -> F:
                               right_on=_PRICE + "model", how="left"))
 
 
-def _priced(calls: pl.LazyFrame, table: Prices) -> pl.LazyFrame:
-    """``calls`` with the price columns of their model (prefixed ``_PRICE``), joined back by the recorded name."""
-    return calls.join(_name_prices(_model_names(calls), table), left_on="model", right_on=_RAW, how="left",
-                      maintain_order="left")
+def _priced(calls: F, table: Prices, *, prices_of: F | None = None, columns: Sequence[str] | None = None) -> F:
+    """``calls`` with the price columns of their model (prefixed ``_PRICE``), joined back by the recorded name.
+
+    ``prices_of``: :func:`_name_prices` of the calls' names, when the caller has it already; ``columns``: only
+    these price columns (unprefixed, e.g. :data:`~.prices.RATES`), else all of them and ``_KEY``."""
+    if prices_of is None:
+        prices_of = _name_prices(_model_names(calls), table)
+    if columns is not None:
+        prices_of = prices_of.select(_RAW, *(_PRICE + c for c in columns))
+    return cast(F, calls.join(prices_of, left_on="model", right_on=_RAW, how="left",
+                              maintain_order="left"))
 
 
 def _bill_exprs(rule: str) -> list[pl.Expr]:
