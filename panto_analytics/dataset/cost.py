@@ -56,9 +56,6 @@ def cost_dataset(root: str | Path, *, by: Grouping | Sequence[Grouping] = (), pr
     groups: list[Grouping] = [by] if isinstance(by, str) else list(by)
     table = load_prices(prices)
     task = functools.partial(_cost_task, by=groups, prices=table, timezone=timezone)
-    # The empty partial gives the schema: Ray hands Enum columns back as strings.
-    empty = task(str(root), [])
-    partials: list[Any] = [f.cast(empty.schema) for f in map_buckets(root, task, engine=engine, address=address,
-                                                                           rows=task_rows)]
-    partials = partials or [empty]
+    partials: list[Any] = list(map_buckets(root, task, engine=engine, address=address, rows=task_rows))
+    partials = partials or [task(str(root), [])]
     return merge_cost_partials(partials, by=groups)

@@ -1,19 +1,22 @@
 """Where the per-bucket work of a dataset runs: here, bucket after bucket (``"local"``), or on Ray Data (``"ray"``).
 
-A *bucket task* is a picklable callable ``task(root, parts) -> DataFrame``
-that reads some whole buckets' parts of the dataset at ``root`` and returns
-a small frame (a histogram table, say). :func:`map_buckets` runs it once per
-group of buckets (:func:`~panto_analytics.dataset.bucket_groups`:
-consecutive buckets up to about ``rows`` messages, so that a small bucket
-does not pay a query's fixed cost alone) and yields the frames; the caller
-merges them. A session never spans two buckets, so every task sees whole
-sessions, and memory is bounded by ``rows``, not by the corpus.
+A *bucket task* is a picklable callable ``task(root, parts)`` that reads
+some whole buckets' parts of the dataset at ``root`` and returns a small
+result: a frame (a histogram table, say) or several (a dict of frames).
+:func:`map_buckets` runs it once per group of buckets
+(:func:`~panto_analytics.dataset.bucket_groups`: consecutive buckets up to
+about ``rows`` messages, so that a small bucket does not pay a query's fixed
+cost alone) and yields the results; the caller merges them. A session never
+spans two buckets, so every task sees whole sessions, and memory is bounded
+by ``rows``, not by the corpus.
 
 ``"ray"`` runs the same task on Ray Data: one row per group of buckets
 (``ray.data.from_items``), ``map_batches`` with one group per batch (one
-task each), Arrow tables out. ``ray.init()`` starts Ray on this machine, or joins the cluster
-at ``address`` (``"auto"``, ``"ray://head:10001"``). Ray is an optional
-extra: ``pip install 'panto_analytics[ray]'``.
+task each), each task's result out pickled, so that it comes back exactly as
+it left (every column's type kept, Enum and Categorical included).
+``ray.init()`` starts Ray on this machine, or joins the cluster at
+``address`` (``"auto"``, ``"ray://head:10001"``). Ray is an optional extra:
+``pip install 'panto_analytics[ray]'``.
 
 >>> import tempfile
 >>> list(map_buckets(tempfile.mkdtemp(), lambda root, parts: None, engine="local"))
@@ -24,9 +27,10 @@ from __future__ import annotations
 import functools
 import importlib.util
 import logging
+import pickle
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 import polars as pl
 import pyarrow as pa
@@ -38,7 +42,10 @@ from .store import TASK_ROWS, bucket_groups, collect, scan_parts
 __all__ = ["ENGINES", "RAY_INSTALL", "BucketTask", "EngineUnavailable", "gather", "map_buckets", "ray_available"]
 
 
-BucketTask = Callable[[str, list[str]], pl.DataFrame]
+_T = TypeVar("_T")
+
+#: A bucket task: ``task(root, parts)``, its result a frame or several (see the module docstring).
+BucketTask = Callable[[str, list[str]], _T]
 
 
 class EngineUnavailable(RuntimeError):
@@ -50,8 +57,8 @@ def ray_available() -> bool:
     return importlib.util.find_spec("ray") is not None
 
 
-def map_buckets(root: str | Path, task: BucketTask, *, engine: str = "local", address: str | None = None,
-                rows: int = TASK_ROWS) -> Iterator[pl.DataFrame]:
+def map_buckets(root: str | Path, task: BucketTask[_T], *, engine: str = "local", address: str | None = None,
+                rows: int = TASK_ROWS) -> Iterator[_T]:
     """``task(root, parts)`` for every group of buckets of the dataset at ``root``, in bucket order for
     ``"local"`` (in the order Ray finishes them for ``"ray"``)."""
     if engine not in ENGINES:
@@ -85,7 +92,7 @@ def _gather_task(root: str, parts: list[str], *, table: str, query: Callable[[pl
     return collect(query(scan_parts(root, table, parts)), root)
 
 
-def _on_ray(root: str, buckets: list[list[str]], task: BucketTask, address: str | None) -> Iterator[pl.DataFrame]:
+def _on_ray(root: str, buckets: list[list[str]], task: BucketTask[_T], address: str | None) -> Iterator[_T]:
     if not ray_available():
         raise EngineUnavailable(f"the Ray engine needs Ray Data: {RAY_INSTALL}")
     if not buckets:
@@ -102,9 +109,8 @@ def _on_ray(root: str, buckets: list[list[str]], task: BucketTask, address: str 
     out = ds.map_batches(cast(Any, _ray_batch), batch_size=1, batch_format="pyarrow", fn_kwargs={"root": root, "task": task})
     try:
         for batch in out.iter_batches(batch_format="pyarrow", batch_size=None):
-            frame = pl.from_arrow(batch)
-            assert isinstance(frame, pl.DataFrame)
-            yield frame
+            for result in cast(pa.Table, batch).column(_RESULT).to_pylist():  # one per task
+                yield pickle.loads(result)
     except Exception as e:  # a task's bad input comes back wrapped in Ray's error: one line, as locally
         cause = getattr(e, "cause", None)
         if isinstance(cause, InputError):
@@ -112,13 +118,14 @@ def _on_ray(root: str, buckets: list[list[str]], task: BucketTask, address: str 
         raise
 
 
-def _ray_batch(batch: pa.Table, *, root: str, task: BucketTask) -> pa.Table:
-    """One Ray task: the buckets of ``batch`` (one, with ``batch_size=1``) through ``task``, as Arrow.
+#: The column of a Ray task's output: the task's result, pickled.
+_RESULT = "result"
 
-    Enum and Categorical columns travel as strings (Ray concatenates blocks
-    whose dictionaries differ); the caller casts them back.
-    """
-    frames = [task(root, list(parts)) for parts in batch.column("parts").to_pylist()]
-    frame = pl.concat(frames) if frames else pl.DataFrame()
-    strings: dict[Any, Any] = {c: pl.String for c, t in frame.schema.items() if isinstance(t, (pl.Enum, pl.Categorical))}
-    return frame.cast(strings).to_arrow()
+
+def _ray_batch(batch: pa.Table, *, root: str, task: BucketTask[Any]) -> pa.Table:
+    """One Ray task: each group of buckets of ``batch`` (one, with ``batch_size=1``) through ``task``, its
+    result pickled in a row of its own: Ray's blocks then hold bytes only, so a column's type (an Enum, a
+    Categorical, whose dictionaries differ from block to block) never meets Ray's Arrow concatenation, and
+    several frames need not share one table's columns."""
+    results = [pickle.dumps(task(root, list(parts))) for parts in batch.column("parts").to_pylist()]
+    return pa.table({_RESULT: pa.array(results, pa.large_binary())})

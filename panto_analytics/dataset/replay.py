@@ -22,7 +22,6 @@ not.
 from __future__ import annotations
 
 import functools
-import io
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -77,28 +76,10 @@ class DatasetOutcomes:
     unpriced: pl.DataFrame | None
 
 
-def _packed(frames: dict[str, pl.DataFrame]) -> pl.DataFrame:
-    """Several frames as one (a task's result): a row per frame, its tag and its Arrow IPC bytes, so that every
-    column keeps its type (Enum, Categorical) through Ray and no frame pads another's columns with nulls."""
-    return pl.DataFrame({"tag": list(frames), "ipc": [_ipc(f) for f in frames.values()]},
-                        schema={"tag": pl.String, "ipc": pl.Binary})
-
-
-def _ipc(frame: pl.DataFrame) -> bytes:
-    buffer = io.BytesIO()
-    frame.write_ipc(buffer)
-    return buffer.getvalue()
-
-
-def _unpacked(frame: pl.DataFrame) -> dict[str, pl.DataFrame]:
-    """The frames of :func:`_packed`, by tag."""
-    return {tag: pl.read_ipc(io.BytesIO(ipc)) for tag, ipc in frame.iter_rows()}
-
-
 def _replay_task(root: str, parts: list[str], *, budgets: list[int], window: int, reserve: int, summary_tokens: int,
                  policy: list[str] | None, prices: Any, summarizer: str | None, horizon: int | None,
-                 per_session: bool = False) -> pl.DataFrame:
-    """One group of buckets' replay rows, packed (the per-bucket function both engines run); ``per_session``:
+                 per_session: bool = False) -> dict[str, pl.DataFrame]:
+    """One group of buckets' replay rows, by tag (the per-bucket function both engines run); ``per_session``:
     only their :func:`~panto_analytics.analysis.decision.session_outcomes` rows (what the decision reads)."""
     messages = collect(scan_parts(root, "messages", parts), root)
     with warnings.catch_warnings():
@@ -116,12 +97,12 @@ def _replay_task(root: str, parts: list[str], *, budgets: list[int], window: int
     frames[_META] = pl.DataFrame({"price_source": [r.price_source]}, schema={"price_source": pl.String})
     if r.unpriced is not None:
         frames[_UNPRICED] = r.unpriced
-    return _packed(frames)
+    return frames
 
 
 @dataclass(frozen=True)
 class _Streamed:
-    """The rows of every task, unpacked, and what the replay assumed."""
+    """The rows of every task and what the replay assumed."""
 
     events: pl.DataFrame
     sessions: pl.DataFrame
@@ -149,8 +130,7 @@ def _stream(root: str | Path, budgets: Any, *, window: int, reserve: int, summar
                              summary_tokens=summary_tokens, policy=policy, prices=prices, summarizer=summarizer,
                              horizon=horizon, per_session=per_session)
     kept: dict[str, list[pl.DataFrame]] = {_EVENTS: [], _SESSIONS: [], _META: [], _UNPRICED: []}
-    for packed in map_buckets(root, task, engine=engine, address=address, rows=task_rows):  # one per task
-        frames = _unpacked(packed)
+    for frames in map_buckets(root, task, engine=engine, address=address, rows=task_rows):  # one per task
         if on_rows is not None:
             on_rows(frames[_EVENTS], frames[_SESSIONS])
         for tag, frame in frames.items():

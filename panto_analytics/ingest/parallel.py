@@ -316,7 +316,8 @@ def _run_on_launched(pool: ProcessPoolExecutor, fn: Callable[[T], R], items: Seq
 
     As each finishes, the next item is handed out. After a ``stop`` result no
     item is handed out any more, and those handed out already are finished:
-    every item before a stopping one has run. An exception raised by ``fn``
+    every item before a stopping one has run, and every result after it is
+    None, as in a one-process read. An exception raised by ``fn``
     is raised here, the first in item order, unless an earlier item stopped
     the run (an item already in flight after it may fail; a one-process
     read would not have reached it).
@@ -370,7 +371,9 @@ def _run_on_launched(pool: ProcessPoolExecutor, fn: Callable[[T], R], items: Seq
     first_error = min((i for i in errors if i <= stop_at), default=None)
     if first_error is not None:
         raise errors[first_error]
-    return results
+    # And so is a result after it: which items were in flight when the stop came is the scheduler's, so
+    # the results are a one-process read's, whatever the timing.
+    return [r if i <= stop_at else None for i, r in enumerate(results)]
 
 
 class _Schedule(Generic[T, R]):
