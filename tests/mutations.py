@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 from hypothesis import strategies as st
 
-__all__ = ["BIG_NUMBERS", "MUTATIONS", "mutate", "retype"]
+__all__ = ["BIG_NUMBERS", "MUTATIONS", "mutate", "mutated_lines", "retype"]
 
 
 def _deep(depth: int) -> object:
@@ -72,3 +73,12 @@ def mutate(line: bytes, how: str, data: st.DataObject) -> bytes:
     if how == "crlf":
         return line + b"\r"
     return b""
+
+
+def mutated_lines(source: Path, data: st.DataObject) -> bytes:
+    """``source``'s bytes with one to three of its lines mutated (:func:`mutate`), as the draws say."""
+    lines = source.read_bytes().splitlines()
+    for _ in range(data.draw(st.integers(1, 3), label="mutations")):
+        at = data.draw(st.integers(0, len(lines) - 1), label="line")
+        lines[at] = mutate(lines[at], data.draw(st.sampled_from(MUTATIONS), label="how"), data)
+    return b"\n".join(lines) + b"\n"

@@ -16,7 +16,7 @@ import pytest
 from conftest import DATA, examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from mutations import MUTATIONS, mutate
+from mutations import mutated_lines
 from strategies import random_conversation
 from test_canonical_fast import assert_agrees, fast, reference
 
@@ -42,13 +42,10 @@ def conversation(rng: random.Random) -> str:
 def test_mutated_file(data):
     """A mutated bundled file: taken only when clean, and then read exactly as the reference reads it."""
     source = data.draw(st.sampled_from(SOURCES), label="source")
-    lines_ = source.read_bytes().splitlines()
-    for _ in range(data.draw(st.integers(1, 3), label="mutations")):
-        at = data.draw(st.integers(0, len(lines_) - 1), label="line")
-        lines_[at] = mutate(lines_[at], data.draw(st.sampled_from(MUTATIONS), label="how"), data)
+    mutated = mutated_lines(source, data)
     with tempfile.TemporaryDirectory() as d:
         f = Path(d) / "s.jsonl"
-        f.write_bytes(b"\n".join(lines_) + b"\n")
+        f.write_bytes(mutated)
         clean = Path(d) / "clean.jsonl"
         clean.write_bytes(source.read_bytes())
         assert assert_agrees([clean, f])[0]

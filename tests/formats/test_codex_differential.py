@@ -15,7 +15,7 @@ from conftest import FIXTURES, REALDATA, examples
 from differential import outcome
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from mutations import MUTATIONS, mutate
+from mutations import mutated_lines
 
 from panto_analytics.formats import codex, jsonl
 from panto_analytics.formats.base import SourceFile
@@ -214,11 +214,8 @@ SOURCES = FIXTURE_FILES + [p for p in REAL_FILES if p.stat().st_size < 1 << 20][
 @given(data=st.data())
 def test_mutated_file(data):
     source = data.draw(st.sampled_from(SOURCES), label="source")
-    lines = source.read_bytes().splitlines()
-    for _ in range(data.draw(st.integers(1, 3), label="mutations")):
-        at = data.draw(st.integers(0, len(lines) - 1), label="line")
-        lines[at] = mutate(lines[at], data.draw(st.sampled_from(MUTATIONS), label="how"), data)
+    mutated = mutated_lines(source, data)
     with tempfile.TemporaryDirectory() as d:
         f = Path(d) / "s.jsonl"
-        f.write_bytes(b"\n".join(lines) + b"\n")
+        f.write_bytes(mutated)
         _agree(f)
