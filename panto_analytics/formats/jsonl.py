@@ -25,7 +25,7 @@ import orjson
 
 from .base import Invalid, SourceFile
 
-__all__ = ["CHUNK", "NOT_JSONL", "json_type", "malformed", "records", "require_string", "reread", "utf16"]
+__all__ = ["CHUNK", "NOT_JSONL", "json_type", "malformed", "records", "require_string", "reread", "utf16", "wanted_lines"]
 
 #: Why a pretty-printed JSON file is rejected (one reason for all its lines).
 NOT_JSONL = ("not JSONL: the file looks like pretty-printed JSON (one document over many lines), "
@@ -143,13 +143,19 @@ def reread(src: SourceFile, wanted: set[int]) -> Iterator[tuple[int, dict[str, A
     For adapters that need a second pass: lines are parsed only when wanted,
     and nothing is reported twice.
     """
+    for lineno, raw in wanted_lines(src, wanted):
+        yield lineno, orjson.loads(raw)
+
+
+def wanted_lines(src: SourceFile, wanted: set[int]) -> Iterator[tuple[int, bytes]]:
+    """``(line number, bytes)`` of the ``wanted`` lines, in file order; reading stops at the last of them."""
     if not wanted:
         return
     last = max(wanted)
     with src.open() as f:
         for lineno, raw in enumerate(f, 1):
             if lineno in wanted:
-                yield lineno, orjson.loads(raw)
+                yield lineno, raw
                 if lineno == last:
                     return
 

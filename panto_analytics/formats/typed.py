@@ -31,7 +31,7 @@ import orjson
 from ..schema import MAX_USAGE
 from .base import COMPRESSED_SUFFIXES, SourceFile, gc_paused
 from .columnar import valid_utf8
-from .jsonl import records
+from .jsonl import records, wanted_lines
 
 __all__ = ["Counter", "Fallback", "TYPED_ERRORS", "TypedLines", "one_per_line", "plain", "raw_json", "typed_records",
            "typed_reread"]
@@ -115,21 +115,14 @@ def typed_reread(src: SourceFile, wanted: set[int],
                  decoder: msgspec.json.Decoder[T]) -> Iterator[tuple[int, T | None, bytes]]:
     """``(line number, typed record or None, bytes)`` for the ``wanted`` lines, which a first pass found JSON
     objects; None where the line is of another shape (read it plain from its bytes)."""
-    if not wanted:
-        return
-    last = max(wanted)
-    with src.open() as f:
-        for lineno, raw in enumerate(f, 1):
-            if lineno in wanted:
-                rec: T | None = None
-                if plain(raw):
-                    try:
-                        rec = decoder.decode(raw)
-                    except TYPED_ERRORS:
-                        rec = None
-                yield lineno, rec, raw
-                if lineno == last:
-                    return
+    for lineno, raw in wanted_lines(src, wanted):
+        rec: T | None = None
+        if plain(raw):
+            try:
+                rec = decoder.decode(raw)
+            except TYPED_ERRORS:
+                rec = None
+        yield lineno, rec, raw
 
 
 def one_per_line(chunk: bytes) -> int | None:
