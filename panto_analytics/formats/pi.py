@@ -41,15 +41,24 @@ import orjson
 
 from .base import BAD_RECORD, Invalid, Message, Postprocess, ReadFrames, SourceFile, bad_record, parse_timestamp, usage_counter
 from .jsonl import json_type, require_string
-from .typed import Counter as Count
+from .pi_fast import read_frames as _read_frames
+from .pi_shapes import NAME
+from .pi_shapes import Block as _Block
+from .pi_shapes import Compaction as _Compaction
+from .pi_shapes import Entry as _Entry
+from .pi_shapes import Msg as _Msg
+from .pi_shapes import anchors as _anchors
+from .pi_shapes import branch as _branch
+from .pi_shapes import compaction as _compaction
+from .pi_shapes import version as _version
 from .typed import Fallback, raw_json, typed_records, typed_reread
 
 __all__ = ["NAME", "parse", "postprocess", "read_frames", "sniff"]
 
-NAME = "pi"
 
-#: No columnar fast path and no cross-file rules (see :class:`.base.Adapter`).
-read_frames: ReadFrames | None = None
+#: The columnar fast path (:mod:`.pi_fast`: clean files, many at once; the rest are parsed here); no
+#: cross-file rules (see :class:`.base.Adapter`).
+read_frames: ReadFrames | None = _read_frames
 postprocess: Postprocess | None = None
 
 #: Entry types only pi writes (besides ``message`` and ``session``).
@@ -98,46 +107,6 @@ def _head_dict(head: _Head) -> dict[str, Any] | None:
     return {"type": head.type, "id": head.id, "parentId": head.parentId}
 
 
-class _Block(msgspec.Struct):
-    """A content block: text, thinking, a tool call (its arguments as raw JSON), an image."""
-
-    type: str | None = None
-    text: str | None = None
-    thinking: str | None = None
-    id: str | None = None
-    name: str | None = None
-    arguments: msgspec.Raw = msgspec.Raw(b"{}")
-    mimeType: str | None = None  # noqa: N815
-
-
-class _Cost(msgspec.Struct):
-    total: float | None = None
-
-
-class _Usage(msgspec.Struct):
-    input: Count | None = None
-    output: Count | None = None
-    cacheRead: Count | None = None  # noqa: N815
-    cacheWrite: Count | None = None  # noqa: N815
-    cost: _Cost | None = None
-
-
-class _Msg(msgspec.Struct):
-    """The ``message`` of a message entry, every role's fields."""
-
-    role: str | None = None
-    content: str | list[_Block] | None = None
-    model: str | None = None
-    usage: _Usage | None = None
-    toolCallId: str | None = None  # noqa: N815
-    command: str | None = None
-    output: str | None = None
-    excludeFromContext: bool | None = None  # noqa: N815
-    summary: str | None = None
-    tokensBefore: Count | None = None  # noqa: N815
-    timestamp: str | int | float | None = None
-
-
 class _Record(msgspec.Struct):
     """An entry as the second pass reads it."""
 
@@ -157,23 +126,6 @@ def parse(src: SourceFile) -> Iterator[Message]:
     """Yield the messages of one pi session, in the order of its current branch."""
     layout = _scan(src)
     yield from _Session(src, layout).messages()
-
-
-@dataclass(slots=True)
-class _Entry:
-    line: int
-    kind: str
-    id: str | None
-    parent: str | None
-
-
-@dataclass(slots=True)
-class _Compaction:
-    line: int
-    summary: str
-    tokens_before: int | None
-    first_kept: Any  # entry id (v2+) or record index (v1), as recorded
-    timestamp: Any
 
 
 @dataclass
@@ -231,56 +183,6 @@ def _scan(src: SourceFile) -> _Layout:
         src.ignore("entry off the current branch")
     return _Layout([entries[i].line for i in on_path],
                    _anchors(entries, on_path, by_id if version >= 2 else by_record, compactions), header)
-
-
-def _branch(entries: list[_Entry], by_id: dict[str, int]) -> list[int]:
-    """Positions of the entries from the root to the last entry, following ``parentId``."""
-    if not entries:
-        return []
-    path = []
-    i: int | None = len(entries) - 1
-    while i is not None:
-        path.append(i)
-        parent = entries[i].parent
-        # Parents precede their children (checked while scanning), so this ends.
-        i = by_id[parent] if parent is not None else None
-    return path[::-1]
-
-
-def _anchors(entries: list[_Entry], on_path: list[int], kept_index: dict[Any, int],
-             compactions: dict[int, _Compaction]) -> dict[int, list[tuple[_Compaction, bool]]]:
-    """Where each compaction's summary goes: before its first kept entry on the path.
-
-    When the first kept entry is not on the path before the compaction, the
-    summary goes where the compaction is (nothing recorded as kept). Anchors
-    never move before an earlier compaction's anchor.
-    """
-    position = {entry_pos: k for k, entry_pos in enumerate(on_path)}
-    anchors: dict[int, list[tuple[_Compaction, bool]]] = {}
-    floor = 0
-    for k, entry_pos in enumerate(on_path):
-        comp = compactions.get(entries[entry_pos].line)
-        if comp is None:
-            continue
-        target = kept_index.get(comp.first_kept) if isinstance(comp.first_kept, (str, int)) else None
-        at = position.get(target) if target is not None else None
-        found = at is not None and at < k
-        at = max(at if found and at is not None else k, floor)
-        floor = at
-        anchors.setdefault(entries[on_path[at]].line, []).append((comp, found))
-    return anchors
-
-
-def _compaction(rec: dict[str, Any], lineno: int, version: int) -> _Compaction:
-    summary = require_string(rec.get("summary"), "compaction.summary")
-    tokens = rec.get("tokensBefore")
-    if tokens is not None:
-        tokens = usage_counter(tokens, "compaction.tokensBefore")
-    key = "firstKeptEntryId" if version >= 2 else "firstKeptEntryIndex"
-    first_kept = rec.get(key)
-    if first_kept is None and version < 2:
-        first_kept = rec.get("firstKeptEntryId")
-    return _Compaction(lineno, summary, tokens, first_kept, rec.get("timestamp"))
 
 
 class _Session:
@@ -647,13 +549,3 @@ def _recorded_cost(usage: dict[str, Any]) -> float | None:
     if isinstance(total, bool) or not isinstance(total, int | float) or not math.isfinite(total) or total < 0:
         return None
     return float(total)
-
-
-def _version(value: Any) -> int:
-    if value is None:
-        return 1
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise Invalid(f"session.version must be a positive integer, got {value!r}")
-    return value
-
-
