@@ -521,15 +521,10 @@ class _File:
                 self.ignored[kind] += 1
 
     def _message(self, msg: Msg, lineno: int, ts: Any) -> None:
+        """A message entry of a role :meth:`_emit` does not inline (assistant, tool result and user messages)."""
         role = msg.role
-        if role == "assistant":
-            self._assistant(msg, lineno, ts)
-        elif role in ("user", "custom", "hookMessage"):
+        if role in ("custom", "hookMessage"):
             self._user(self._texts(msg.content), lineno, ts, msg.timestamp)
-        elif role == "toolResult":
-            if msg.toolCallId is None:
-                raise _Decline
-            self._result(msg.toolCallId, msg.content, lineno, ts, msg.timestamp)
         elif role == "bashExecution":
             if msg.excludeFromContext:
                 self.ignored["bashExecution excluded from context"] += 1
@@ -564,72 +559,3 @@ class _File:
             else:
                 self.ignored["image in a user message" if block.type == "image" else f"content block:{block.type}"] += 1
         return texts
-
-    def _result(self, call_id: str, content: str | list[Block] | None, lineno: int, ts: Any, ts_msg: Any) -> None:
-        cols = self.cols
-        row = cols.rows
-        if isinstance(content, str):
-            cols.part_kind.append("text")
-            cols.part_text.append(content)
-            cols.part_media.append(None)
-            n = 1
-        elif content is None:
-            raise _Decline
-        else:
-            n = 0
-            for block in content:
-                if block.type == "text":
-                    if block.text is None:
-                        raise _Decline
-                    cols.part_kind.append("text")
-                    cols.part_text.append(block.text)
-                    cols.part_media.append(None)
-                    n += 1
-                elif block.type == "image":
-                    if block.mimeType is None:
-                        raise _Decline
-                    cols.part_kind.append("media")
-                    cols.part_text.append(None)
-                    cols.part_media.append(block.mimeType)
-                    n += 1
-                else:
-                    self.ignored[f"content block:{block.type}"] += 1
-        self._row("user", None, None, lineno, ts, ts_msg, self.model)
-        self._block(row, _RESULT, tool_use_id=call_id, n_parts=n)
-
-    def _assistant(self, msg: Msg, lineno: int, ts: Any) -> None:
-        content = msg.content
-        if not isinstance(content, list):
-            raise _Decline
-        row = self.cols.rows
-        for block in content:
-            kind = block.type
-            if kind == "text":
-                if block.text is None:
-                    raise _Decline
-                self._block(row, _TEXT, block.text)
-            elif kind == "thinking":
-                if block.thinking is None:
-                    raise _Decline
-                self._block(row, _THINKING, block.thinking)
-            elif kind == "toolCall":
-                if block.id is None or block.name is None:
-                    raise _Decline
-                self._block(row, _TOOL_USE, ident=block.id, name=block.name, inp=raw_json(block.arguments))
-            else:
-                self.ignored[f"assistant block:{kind}"] += 1
-        model = msg.model if msg.model is not None else self.model
-        self.model = model
-        if model is not None:
-            self.models[model] += 1
-        usage: tuple[int, int, int, int] | None = None
-        cost = None
-        raw = msg.usage
-        if raw is not None:
-            usage = (raw.input or 0, raw.output or 0, raw.cacheRead or 0, raw.cacheWrite or 0)
-            if not any(usage):
-                usage = None
-            elif raw.cost is not None and raw.cost.total is not None and math.isfinite(raw.cost.total) \
-                    and raw.cost.total >= 0:
-                cost = float(raw.cost.total)
-        self._row("assistant", usage, cost, lineno, ts, msg.timestamp, model)
