@@ -11,14 +11,14 @@ at once from the records' fields, counted with the vectorized code the
 fast paths share (:mod:`..blocks`), and sliced back into one frame per
 file. Nothing per block runs but the gathering of fields into columns.
 
-The line-by-line adapter (:mod:`.lines`) stays the reference: a file this
-path does not take in full (one that does not decode, a header of another
-shape, an unusual timestamp, a blank line, a file too large to hold) gets
-``None``, and the caller parses it again with the reference, which names
-the file, line and field, or counts the skips. So this path only has to be
-right on clean files; ``tests/formats/test_canonical_fast.py`` and
-``tests/formats/test_canonical_differential.py`` check that it is, against
-the reference, on random, mutated and bundled files.
+A file this path does not take in full (one that does not decode, a header
+of another shape, an unusual timestamp, a blank line, a file too large to
+hold) gets ``None``, and the caller reads it alone with :mod:`.reader`,
+which names the file, line and field, or counts the skips. So this path
+only has to be right on clean files; ``tests/formats/test_canonical_fast.py``
+and ``tests/formats/test_canonical_differential.py`` check that it is,
+against the line-by-line oracle ``reference/canonical_lines.py``, on
+random, mutated and bundled files.
 
 One difference is left on purpose, as in every typed reader
 (:func:`~..typed.plain`): a number beyond a double (``1e400``) in a field
@@ -41,7 +41,7 @@ from ...schema import MESSAGE_SCHEMA, ROLE, SEQ, USAGE_COLUMNS
 from ...words import MEDIA_PART_WORDS, count_words_arrow
 from ..base import Invalid, SourceFile, gc_paused
 from ..columnar import BLOCK, PART, bad_timestamps, parse_timestamps, read_together, serialized_bytes
-from . import lines as canonical
+from . import reader as canonical
 from .shapes import (
     TEXT_BLOCKS,
     TYPE_OF,

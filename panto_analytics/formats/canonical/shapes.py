@@ -3,13 +3,13 @@
 A canonical file (``docs/formats.md``) is an optional ``session`` header
 and ``message`` records; a message holds content blocks, a tool result
 holds parts. Each is a Struct tagged by its ``type``, so decoding a line
-checks everything :mod:`.lines` checks by hand (the record and block types,
+checks everything :mod:`.reader`'s plain checks check by hand (the record and block types,
 the required strings, the roles, the system modes, the usage counters) and
 skips every undeclared field unparsed. A line that decodes passes every
-check the reference makes on a line, but for the header's own checks, its
-place (first line only) and the timestamps' form, which :mod:`.fast` checks
-on the records. What does not decode (msgspec names the JSON path, e.g.
-``$[3].content[0].text``) is left to :mod:`.lines`, which words the error in
+check the plain checks make on a line, but for the header's own checks, its
+place (first line only) and the timestamps' form, which :mod:`.reader` and
+:mod:`.fast` check on the records. What does not decode (msgspec names the JSON path, e.g.
+``$[3].content[0].text``) is read plain by :mod:`.reader`, which words the error in
 the file's own field names with its line number. The Structs opt out of
 the garbage collector (``gc=False``: they hold no cycles), which is what
 makes decoding many of them cheap.
@@ -96,7 +96,7 @@ class MessageRecord(msgspec.Struct, tag_field="type", tag="message", gc=False):
 
 
 class Header(msgspec.Struct, tag_field="type", tag="session", gc=False):
-    """The session header, its fields as the file holds them: :func:`.lines.header` checks them."""
+    """The session header, its fields as the file holds them: :func:`.reader.header` checks them."""
 
     id: Any = None
     model: Any = None
@@ -120,7 +120,7 @@ TYPE_OF: dict[type, str] = {shape: str(shape.__struct_config__.tag)
 
 _LINES = msgspec.json.Decoder(Record)
 
-#: What decoding raises on a file of another shape (the reference then reads it).
+#: What decoding raises on a file of another shape (:mod:`.reader` then reads it alone).
 DECODE_ERRORS = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
 
 _OPEN, _CLOSE, _NEWLINE = ord("{"), ord("}"), ord("\n")
@@ -137,9 +137,9 @@ def decode_files(data: bytes | bytearray, spans: list[tuple[int, int] | None]) -
     a line break inside a value can follow ``}`` only before ``,``, ``}`` or
     ``]``, never before ``{``, and a string holds no raw line break: so each
     line holds whole records, and as many records as lines means one a line,
-    as :mod:`.lines` reads them (record *k* is line *k + 1*). Two records on
+    as :mod:`.reader` reads them (record *k* is line *k + 1*). Two records on
     one line (``{...},{...}`` or ``{...}{...}``), a record spread over lines,
-    a blank line or anything of another shape is left to :mod:`.lines`.
+    a blank line or anything of another shape is left to :mod:`.reader`.
 
     >>> m = b'{"type":"message","role":"user","content":[{"type":"text","text":"hi"}]}'
     >>> data = b'{"type":"session","id":"s"}\\n' + m + b"\\n" + m + b"," + m + b"\\n" + m + b"\\n\\n"
