@@ -31,10 +31,9 @@ import orjson
 from ..schema import MAX_USAGE
 from .base import COMPRESSED_SUFFIXES, SourceFile, gc_paused
 from .columnar import valid_utf8
-from .jsonl import records, wanted_lines
+from .jsonl import records
 
-__all__ = ["Counter", "Fallback", "TYPED_ERRORS", "TypedLines", "one_per_line", "plain", "raw_json", "typed_records",
-           "typed_reread"]
+__all__ = ["Counter", "Fallback", "TYPED_ERRORS", "TypedLines", "one_per_line", "plain", "raw_json", "typed_records"]
 
 #: A usage counter as the file holds it: a JSON integer in libpanto's range (anything else: the plain checks).
 Counter = Annotated[int, msgspec.Meta(ge=0, le=MAX_USAGE)]
@@ -109,20 +108,6 @@ def typed_records(src: SourceFile, decoder: msgspec.json.Decoder[T],
             return None
 
     return records(src, first)
-
-
-def typed_reread(src: SourceFile, wanted: set[int],
-                 decoder: msgspec.json.Decoder[T]) -> Iterator[tuple[int, T | None, bytes]]:
-    """``(line number, typed record or None, bytes)`` for the ``wanted`` lines, which a first pass found JSON
-    objects; None where the line is of another shape (read it plain from its bytes)."""
-    for lineno, raw in wanted_lines(src, wanted):
-        rec: T | None = None
-        if plain(raw):
-            try:
-                rec = decoder.decode(raw)
-            except TYPED_ERRORS:
-                rec = None
-        yield lineno, rec, raw
 
 
 def one_per_line(chunk: bytes | bytearray, start: int = 0, end: int | None = None) -> int | None:

@@ -44,10 +44,12 @@ import numpy as np
 import orjson
 import polars as pl
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ...outcomes.tool_targets import refs_column
 from ...schema import MAX_USAGE, MESSAGE_SCHEMA, ROLE, USAGE_COLUMNS
 from ..base import BAD_RECORD, SessionMeta, SourceFile, gc_paused, parse_timestamp, session_stem
+from ..blocks import block_words
 from ..columnar import BLOCK, ISO_UTC, PART, parse_timestamps, read_together, serialized_bytes, words_and_flags
 from .lines import NAME, PRESERVED_MARK, SYNTHETIC_MODEL, TOOL_USE_BLOCKS, project_folder, text_of
 from .shapes import Message, Record, Usage, decode_file
@@ -609,7 +611,11 @@ def _assemble(sources: list[SourceFile], records: pl.DataFrame, canonical: pa.St
         _text_blocks(np.full(compactions.height, _AS_SUMMARY, dtype=np.int8), compactions["text"].to_arrow())])
     canonical = pa.concat_arrays([canonical, made])
     owner = np.concatenate((owner, prompts["owner"].to_numpy(), compactions["owner"].to_numpy()))
-    words, has_result, has_summary = words_and_flags(canonical, owner, n + 1)
+    per_block = block_words(canonical)
+    words, has_result, has_summary = words_and_flags(canonical, owner, n + 1, per_block)
+    # The words of each tool result of the n messages, in block order, for the refs column.
+    result_words = per_block[pc.fill_null(pc.equal(canonical.field("type"), "tool_result"), False).to_numpy(
+        zero_copy_only=False) & (owner < n)]
     roles = pa.concat_arrays([messages[ROLE].to_arrow().cast(_STR), _strings(["user"], _STR)])
     size = serialized_bytes(roles, canonical, owner, n + 1)
     usage_rows = messages["usage_row"]
@@ -644,7 +650,7 @@ def _assemble(sources: list[SourceFile], records: pl.DataFrame, canonical: pa.St
         timestamp=parse_timestamps(messages["timestamp"].to_arrow().cast(_STR)),
         file=per_file([str(src.path) for src in sources]),
         line=pl.col("line"),
-        refs=refs_column(canonical, owner, n, file_of, [m.project for m in metas]),
+        refs=refs_column(canonical, owner, n, file_of, [m.project for m in metas], result_words),
     ).cast(cast("dict[Any, pl.DataType]", MESSAGE_SCHEMA))
     ignored = _ignored(records, dropped)
     out: list[pl.DataFrame | None] = [None] * len(sources)
