@@ -21,12 +21,11 @@ msgspec.ValidationError: Expected `str`, got `int` - at `$[0].content[0].text`
 """
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import msgspec
-import numpy as np
 
-from ..typed import Counter
+from ..typed import Counter, one_per_line
 
 __all__ = ["DECODE_ERRORS", "TEXT_BLOCKS", "TYPE_OF", "Block", "Header", "MediaPart", "MessageRecord", "Part", "Record",
            "SummaryBlock", "SystemBlock", "TextBlock", "TextPart", "ThinkingBlock", "ToolResultBlock", "ToolUseBlock",
@@ -58,10 +57,14 @@ class ToolUseBlock(msgspec.Struct, tag_field="type", tag="tool_use", gc=False):
 
 class TextPart(msgspec.Struct, tag_field="type", tag="text", gc=False):
     text: str
+    #: Not a field (a text part's ``media_type`` is not read): None, so that every part has both names.
+    media_type: ClassVar[None] = None
 
 
 class MediaPart(msgspec.Struct, tag_field="type", tag="media", gc=False):
     media_type: str
+    #: Not a field (a media part's ``text`` is not read): None, so that every part has both names.
+    text: ClassVar[None] = None
 
 
 #: A tool result's part.
@@ -123,15 +126,12 @@ _LINES = msgspec.json.Decoder(Record)
 #: What decoding raises on a file of another shape (:mod:`.reader` then reads it alone).
 DECODE_ERRORS = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
 
-_OPEN, _CLOSE, _NEWLINE = ord("{"), ord("}"), ord("\n")
-
-
 def decode_files(data: bytes | bytearray, spans: list[tuple[int, int] | None]) -> list[list[Record] | None]:
     """The records of each file whose newline-terminated lines are ``data[start:end]``, one a line; None for a
     file of another shape.
 
     A file is taken where every line starts with ``{`` and ends with ``}``
-    (so no line is blank or ends in a carriage return), its lines decode
+    (:func:`~..typed.one_per_line`: so no line is blank or ends in a carriage return), its lines decode
     (:meth:`msgspec.json.Decoder.decode_lines`) and they hold as many records
     as lines. ``decode_lines`` needs no line break between two values, but
     a line break inside a value can follow ``}`` only before ``,``, ``}`` or
@@ -147,27 +147,18 @@ def decode_files(data: bytes | bytearray, spans: list[tuple[int, int] | None]) -
     >>> header.id, msg.role, msg.content[0].text, msg.usage is None, two_on_a_line, blank
     ('s', 'user', 'hi', True, None, None)
     """
-    raw = np.frombuffer(data, dtype=np.uint8)
-    ends = np.flatnonzero(raw == _NEWLINE)
-    last = np.zeros(len(raw), dtype=bool)   # the newline ending each file
-    last[[span[1] - 1 for span in spans if span is not None]] = True
-    closed = raw[ends - 1] == _CLOSE   # a newline at 0 starts its file: that file fails its first byte's test
-    opened = last[ends] | (raw[np.minimum(ends + 1, len(raw) - 1)] == _OPEN)
-    bad = np.concatenate(([0], np.cumsum(~(closed & opened))))
     out: list[list[Record] | None] = []
     with memoryview(data) as view:
         for span in spans:
-            if span is None or raw[span[0]] != _OPEN:
+            lines = None if span is None else one_per_line(data, *span)
+            if lines is None:
                 out.append(None)
                 continue
-            first, past = np.searchsorted(ends, span, side="left")
-            if bad[past] != bad[first]:
-                out.append(None)
-                continue
+            assert span is not None  # a file with lines has its span
             try:
                 records = _LINES.decode_lines(view[span[0]:span[1]])
             except DECODE_ERRORS:
                 out.append(None)
                 continue
-            out.append(records if len(records) == past - first else None)
+            out.append(records if len(records) == lines else None)
     return out
