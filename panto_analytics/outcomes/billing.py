@@ -179,10 +179,10 @@ def _session_model() -> pl.Expr:
 
 
 def _models_contiguous(calls: pl.LazyFrame) -> pl.LazyFrame:
-    """One row, one column: whether each session's calls to each model are one run of rows (true where every
-    session calls one model), so that the previous call to the model is the previous row."""
-    gm = _session_model()
-    return calls.select((gm != gm.shift(1)).fill_null(True).sum() == gm.n_unique())
+    """One row, one column: whether each session's calls to each model are one run of rows, so that the previous
+    call to the model is the previous row. Checked as: no session calls two models (no hashing)."""
+    switches = (pl.col(SESSION) == pl.col(SESSION).shift(1)) & pl.col("model").ne_missing(pl.col("model").shift(1))
+    return calls.select(~switches.fill_null(False).any())
 
 
 def _rule_columns(calls: pl.LazyFrame, *, restart: bool = False, contiguous: bool = False,
