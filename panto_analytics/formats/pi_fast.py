@@ -20,6 +20,7 @@ and the report against :func:`.pi.parse` and its oracle ``reference/pi_lines.py`
 """
 from __future__ import annotations
 
+import itertools
 import math
 import sys
 from collections import Counter
@@ -286,6 +287,14 @@ class _File:
     # -- the first pass: header, tree, compactions ---------------------------------------------------
 
     def _scan(self) -> tuple[list[int], dict[int, list[tuple[Compaction, bool]]]]:
+        records = self.records
+        start = 1 if records and records[0].type == "session" else 0
+        if (not start or records[0].version is None) and all(
+                r.type != "session" and r.type != "compaction" for r in itertools.islice(records, start, None)):
+            # Version 1 without a compaction: every entry, in file order, nothing placed.
+            if start:
+                self._header(records[0])
+            return list(range(start + 1, len(records) + 1)), {}
         version = 1
         entries: list[Entry] = []
         by_id: dict[str, int] = {}

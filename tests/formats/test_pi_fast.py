@@ -10,6 +10,7 @@ checked against the oracle's.
 """
 from __future__ import annotations
 
+import gzip
 import json
 import tempfile
 from pathlib import Path
@@ -191,6 +192,34 @@ def test_ingest_reads_the_same_frames_with_and_without_it(tmp_path, monkeypatch)
     fast = read_sessions(paths, format="pi", skip_invalid=True, jobs=1)
     monkeypatch.setattr(pi, "read_frames", None)
     assert fast.equals(read_sessions(paths, format="pi", skip_invalid=True, jobs=1))
+
+
+@pytest.mark.parametrize("keep", [1.0, 0.5, 0.3])
+def test_a_compressed_file_cut_short_reads_as_without_it(tmp_path, monkeypatch, keep):
+    """The fast path reads a .gz as the line reader does: whole, or its whole lines before the cut (counted
+    as skipped), or one error naming the file."""
+    plain = _write(tmp_path / "s.jsonl", HEADER, *FEATURES["every role and entry kind"][1:] * 40).read_bytes()
+    packed = gzip.compress(plain)
+    f = tmp_path / "s.jsonl.gz"
+    f.write_bytes(packed[:int(len(packed) * keep)])
+
+    def read() -> tuple:
+        try:
+            read_sessions([f], jobs=1)
+            strict = None
+        except InputError as e:
+            strict = str(e)
+        report = IngestReport()
+        frame = read_sessions([f], skip_invalid=True, report=report, jobs=1)
+        return strict, frame, dict(report.skipped), dict(report.ignored)
+
+    fast = read()
+    monkeypatch.setattr(pi, "read_frames", None)
+    line = read()
+    assert fast[0] == line[0] and fast[2:] == line[2:]
+    assert fast[1].equals(line[1]) and fast[1].height > 0
+    if keep == 1.0:
+        assert assert_agrees([f]) == [True]
 
 
 SOURCES = FIXTURE_FILES + REAL_FILES[:1]
