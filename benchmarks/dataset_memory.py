@@ -10,10 +10,18 @@ process:
 - ``cost DS --by day --by model``;
 - ``replay DS -w 64k -b 20k --cost --loss`` (with ``--sessions`` and ``--events`` written to files: the rows
   a user asks for are written as they come, not held);
-- ``loss DS --cuts FILE`` (the re-fetch check, its cut rows written to a file).
+- ``loss DS --cuts FILE`` (the re-fetch check, its cut rows written to a file);
+- ``recommend DS --window 64k -b 20k`` (the decision under a window: every session replayed, billed and
+  its loss measured).
 
-Each figure is the peak resident memory of that process alone
-(``ru_maxrss`` of the child from ``os.wait4``), and its wall time. That
+Each figure is the peak resident memory of that process
+(``ru_maxrss`` of the child from ``os.wait4``: the largest of the process and
+any worker process it started and waited for), and its wall time. As a
+command over a large dataset runs its tasks in a worker process
+(:mod:`panto_analytics.dataset.engines`), the table also gives the peak of
+the sum of the resident memory of the process and all its descendants
+(``tree``), sampled from ``/proc`` every 20 ms (so it can miss a peak shorter
+than that), the memory the machine needs for the command. That
 figure includes what the process had before ``exec``, so this driver stays
 small: it imports no Polars and writes the datasets in child processes too
 (their own peaks are the ``write`` rows). The load average is read before and
@@ -29,6 +37,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -42,7 +51,11 @@ COMMANDS: dict[str, list[str]] = {
     "replay": ["replay", "{ds}", "-w", "64k", "-b", "20k", "--cost", "--loss", "-o", "/dev/null",
                "--sessions", "{out}/sessions.parquet", "--events", "{out}/events.parquet"],
     "loss": ["loss", "{ds}", "-o", "/dev/null", "--cuts", "{out}/cuts.parquet"],
+    "recommend": ["recommend", "{ds}", "--window", "64k", "-b", "20k", "-o", "/dev/null"],
 }
+
+#: Exit codes that are not failures: ``recommend`` exits 1 when no budget meets its rule.
+_OK = {"recommend": (0, 1)}
 
 _CLI = "import sys; from panto_analytics.cli import main; sys.argv[0] = 'panto-analytics'; main()"
 
@@ -52,18 +65,43 @@ def _env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": path}
 
 
-def measure(argv: list[str]) -> dict:
-    """Run ``argv`` in a fresh process; its exit code, wall seconds and peak RSS (MiB, ``ru_maxrss``)."""
+def _tree_rss(pid: int) -> int:
+    """The resident memory (KiB) of ``pid`` and all its descendants, from ``/proc`` (0 once it is gone)."""
+    total, todo = 0, [pid]
+    while todo:  # one iteration per process of the tree
+        p = todo.pop()
+        try:
+            status = Path(f"/proc/{p}/status").read_text()
+            total += next((int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")), 0)
+            for task in Path(f"/proc/{p}/task").iterdir():
+                todo.extend(int(c) for c in (task / "children").read_text().split())
+        except (OSError, ValueError):
+            continue
+    return total
+
+
+def measure(argv: list[str], ok: tuple[int, ...] = (0,)) -> dict:
+    """Run ``argv`` in a fresh process; its wall seconds, peak RSS (MiB, ``ru_maxrss``) and the peak of its
+    process tree's summed RSS (MiB, sampled)."""
     t0 = time.perf_counter()
     child = subprocess.Popen(argv, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     assert child.stderr is not None
-    err = child.stderr.read()
-    _, status, usage = os.wait4(child.pid, 0)
+    chunks: list[bytes] = []
+    reader = threading.Thread(target=lambda: chunks.append(child.stderr.read()))  # type: ignore[union-attr]
+    reader.start()
+    tree = 0
+    while True:  # sample until it exits; reaped here with its rusage
+        pid, status, usage = os.wait4(child.pid, os.WNOHANG)
+        if pid:
+            break
+        tree = max(tree, _tree_rss(child.pid))
+        time.sleep(0.02)
     child.returncode = os.waitstatus_to_exitcode(status)
+    reader.join()
     seconds = time.perf_counter() - t0
-    if child.returncode != 0:
-        raise RuntimeError(f"{' '.join(argv[3:])} exited {child.returncode}: {err.decode()[-2000:]}")
-    return {"seconds": seconds, "peak_rss_mib": usage.ru_maxrss / 1024}
+    if child.returncode not in ok:
+        raise RuntimeError(f"{' '.join(argv[3:])} exited {child.returncode}: {b''.join(chunks).decode()[-2000:]}")
+    return {"seconds": seconds, "peak_rss_mib": usage.ru_maxrss / 1024, "tree_rss_mib": tree / 1024}
 
 
 def _load() -> str:
@@ -94,7 +132,7 @@ def run(sizes: list[int], workdir: Path, *, commands: list[str], seed: int = 1, 
         out.mkdir(parents=True, exist_ok=True)
         for name in commands:
             args = [a.format(ds=root, out=out) for a in COMMANDS[name]]
-            found.append((name, measure([sys.executable, "-c", _CLI, *args])))
+            found.append((name, measure([sys.executable, "-c", _CLI, *args], _OK.get(name, (0,)))))
         load_after = _load()
         for name, m in found:
             row = {"sessions": info["sessions"], "messages": info["messages"], "command": name, **m,
@@ -106,11 +144,11 @@ def run(sizes: list[int], workdir: Path, *, commands: list[str], seed: int = 1, 
 
 def format_table(rows: list[dict]) -> str:
     """A Markdown table of the measurements."""
-    lines = ["| sessions | messages | command | seconds | peak RSS (MiB) | load average (before; after) |",
-             "|---:|---:|---|---:|---:|---|"]
+    lines = ["| sessions | messages | command | seconds | peak RSS (MiB) | tree (MiB) | load average (before; after) |",
+             "|---:|---:|---|---:|---:|---:|---|"]
     for r in rows:
         lines.append(f"| {r['sessions']:,} | {r['messages']:,} | {r['command']} | {r['seconds']:.1f} | "
-                     f"{r['peak_rss_mib']:,.0f} | {r['load_before']}; {r['load_after']} |")
+                     f"{r['peak_rss_mib']:,.0f} | {r.get('tree_rss_mib', 0):,.0f} | {r['load_before']}; {r['load_after']} |")
     return "\n".join(lines)
 
 
