@@ -65,19 +65,31 @@ def _env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": path}
 
 
-def _tree_rss(pid: int) -> int:
-    """The resident memory (KiB) of ``pid`` and all its descendants, from ``/proc`` (0 once it is gone)."""
-    total, todo = 0, [pid]
+def _status(pid: int) -> dict[str, int]:
+    """The memory lines of ``/proc/PID/status`` (KiB); empty once the process is gone."""
+    try:
+        lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+    except OSError:
+        return {}
+    return {k: int(v.split()[0]) for k, _, v in (line.partition(":") for line in lines) if k.startswith("Vm") or k.startswith("Rss")}
+
+
+def _tree(pid: int) -> tuple[int, int]:
+    """The memory (KiB) of ``pid`` and all its descendants (from ``/proc``: their anonymous memory summed, plus the
+    largest one's mapped files, which they share: the libraries), and ``pid``'s own peak (``VmHWM``)."""
+    anon, files, todo, own = 0, 0, [pid], 0
     while todo:  # one iteration per process of the tree
         p = todo.pop()
+        status = _status(p)
+        anon += status.get("RssAnon", 0) + status.get("RssShmem", 0)
+        files = max(files, status.get("RssFile", 0))
+        own = status.get("VmHWM", 0) if p == pid else own
         try:
-            status = Path(f"/proc/{p}/status").read_text()
-            total += next((int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")), 0)
             for task in Path(f"/proc/{p}/task").iterdir():
                 todo.extend(int(c) for c in (task / "children").read_text().split())
         except (OSError, ValueError):
             continue
-    return total
+    return anon + files, own
 
 
 def measure(argv: list[str], ok: tuple[int, ...] = (0,)) -> dict:
@@ -89,19 +101,21 @@ def measure(argv: list[str], ok: tuple[int, ...] = (0,)) -> dict:
     chunks: list[bytes] = []
     reader = threading.Thread(target=lambda: chunks.append(child.stderr.read()))  # type: ignore[union-attr]
     reader.start()
-    tree = 0
+    tree = own = 0
     while True:  # sample until it exits; reaped here with its rusage
         pid, status, usage = os.wait4(child.pid, os.WNOHANG)
         if pid:
             break
-        tree = max(tree, _tree_rss(child.pid))
+        now, hwm = _tree(child.pid)
+        tree, own = max(tree, now), max(own, hwm)
         time.sleep(0.02)
     child.returncode = os.waitstatus_to_exitcode(status)
     reader.join()
     seconds = time.perf_counter() - t0
     if child.returncode not in ok:
         raise RuntimeError(f"{' '.join(argv[3:])} exited {child.returncode}: {b''.join(chunks).decode()[-2000:]}")
-    return {"seconds": seconds, "peak_rss_mib": usage.ru_maxrss / 1024, "tree_rss_mib": tree / 1024}
+    return {"seconds": seconds, "peak_rss_mib": usage.ru_maxrss / 1024, "tree_rss_mib": tree / 1024,
+            "own_rss_mib": own / 1024}
 
 
 def _load() -> str:
@@ -144,11 +158,13 @@ def run(sizes: list[int], workdir: Path, *, commands: list[str], seed: int = 1, 
 
 def format_table(rows: list[dict]) -> str:
     """A Markdown table of the measurements."""
-    lines = ["| sessions | messages | command | seconds | peak RSS (MiB) | tree (MiB) | load average (before; after) |",
-             "|---:|---:|---|---:|---:|---:|---|"]
+    lines = ["| sessions | messages | command | seconds | peak RSS (MiB) | command's own (MiB) | tree (MiB) "
+             "| load average (before; after) |",
+             "|---:|---:|---|---:|---:|---:|---:|---|"]
     for r in rows:
         lines.append(f"| {r['sessions']:,} | {r['messages']:,} | {r['command']} | {r['seconds']:.1f} | "
-                     f"{r['peak_rss_mib']:,.0f} | {r.get('tree_rss_mib', 0):,.0f} | {r['load_before']}; {r['load_after']} |")
+                     f"{r['peak_rss_mib']:,.0f} | {r['own_rss_mib']:,.0f} | {r['tree_rss_mib']:,.0f} | "
+                     f"{r['load_before']}; {r['load_after']} |")
     return "\n".join(lines)
 
 

@@ -139,14 +139,15 @@ def gather(root: str | Path, table: str, query: Callable[[pl.LazyFrame], pl.Lazy
     """``query`` of ``table``'s rows, group of buckets after group of buckets here, concatenated: for a small
     result (the recorded summaries, the agents), read in the memory of one group, where one query over every
     part of a large dataset holds far more (measured at 1M synthetic sessions, 23M messages in 5,120 parts: the
-    recorded summaries read in one query peaked at 455 MiB, group by group at 193 MiB).
+    recorded summaries read in one query peaked at 455 MiB, group by group at 193 MiB). On a large dataset, a
+    ``query`` that pickles (a module-level function) runs in the local engine's worker process.
 
     >>> import tempfile
     >>> gather(tempfile.mkdtemp(), "sessions", lambda lf: lf.select("session_id")).columns
     ['session_id']
     """
     task = functools.partial(_gather_task, table=table, query=query)
-    found = list(map_buckets(root, task, engine="local", rows=rows, workers=False))  # query: often a lambda
+    found = list(map_buckets(root, task, engine="local", rows=rows))  # in a worker when large and ``query`` pickles
     return pl.concat(found) if found else task(str(root), [])
 
 

@@ -101,6 +101,11 @@ def _replay_task(root: str, parts: list[str], *, budgets: list[int], window: int
     return frames
 
 
+def _recorded_summaries(messages: pl.LazyFrame) -> pl.LazyFrame:
+    """The recorded summaries' sizes (a module-level function: :func:`gather` can run it in a worker process)."""
+    return messages.filter("has_summary").select("words", "has_summary")
+
+
 @dataclass(frozen=True)
 class _Streamed:
     """The rows of every task and what the replay assumed."""
@@ -122,7 +127,7 @@ def _stream(root: str | Path, budgets: Any, *, window: int, reserve: int, summar
     the unpriced-model warnings of the whole dataset."""
     source = "given"
     if summary_tokens is None:
-        recorded = gather(root, "messages", lambda lf: lf.filter("has_summary").select("words", "has_summary"))
+        recorded = gather(root, "messages", _recorded_summaries)
         summary_tokens, source = summary_size(recorded)
     validate_parameters(window, reserve, summary_tokens)
     if prices is not None:  # loaded once here, not in every task (a Prices is passed on as it is)
