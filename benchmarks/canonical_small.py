@@ -8,8 +8,10 @@ ingests (``read_sessions``, no cache, wall and CPU time) and the best of as
 many orjson parse-only floors of the same bytes (:func:`benchmarks.ingest_scale.orjson_floor`).
 
 The readers: ``typed``, the package's (the batch path of
-``formats/canonical/fast.py``); ``line-by-line``, every file through the
-reference adapter (``formats/canonical/lines.py``); and, with ``--before DIR``,
+``formats/canonical/fast.py``); ``one-by-one``, every file through the
+package's one-file reader (``formats/canonical/reader.py``, what the batch path
+leaves to it); ``line-by-line``, every file through the oracle the package's
+readers replaced (``reference/canonical_lines.py``); and, with ``--before DIR``,
 ``before``: the package as checked out in ``DIR`` (say, a ``git worktree`` of
 an earlier commit), the same measure run on it. ``--large`` writes files of
 the main benchmark's shape instead (``python -m benchmarks --sessions N``).
@@ -46,8 +48,12 @@ def measure(reader: str, paths: list[Path], repeat: int) -> dict:
     import panto_analytics.formats.canonical as canonical
     from panto_analytics.ingest import read_sessions
 
-    if reader == "line-by-line":
+    if reader in ("one-by-one", "line-by-line"):
         canonical.read_frames = None  # type: ignore[assignment]
+    if reader == "line-by-line":
+        from reference import canonical_lines
+
+        canonical.parse = canonical_lines.parse
     wall = cpu = floor = floor_cpu = float("inf")
     height = 0
     for _ in range(repeat):
@@ -75,7 +81,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--repeat", type=int, default=3, help="cold ingests per process (the best is kept)")
-    parser.add_argument("--readers", default="typed,line-by-line", help="comma-separated: typed, line-by-line")
+    parser.add_argument("--readers", default="typed,line-by-line", help="comma-separated: typed, one-by-one, line-by-line")
     parser.add_argument("--before", type=Path, help="a checkout of the package to time as 'before'")
     parser.add_argument("--corpus", type=Path, help="reuse (or write) the corpus in this folder")
     parser.add_argument("--large", action="store_true",

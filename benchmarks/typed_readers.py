@@ -7,9 +7,10 @@ per reader, interleaved, each timing the best of ``repeat`` (5) cold ingests
 (``read_sessions``, no cache, one process), the best of as many parses alone
 (the adapter's ``parse`` over every file, no frame: the decoding and the
 format's rules) and the orjson parse-only floor of the same bytes, in wall
-and CPU seconds. The
+and CPU seconds. The "typed" reader is the package's (its columnar fast path
+where the format has one, pi's; ``parse`` for what it declines); the
 line-by-line reader is the test oracle (``reference/pi_lines.py``,
-``reference/codex_lines.py``), put in the adapter's place.
+``reference/codex_lines.py``), put in the adapter's place, without the fast path.
 """
 from __future__ import annotations
 
@@ -54,6 +55,7 @@ def measure(fmt: str, reader: str, paths: list[Path], repeat: int = 5) -> dict:
     adapter = importlib.import_module(f"panto_analytics.formats.{fmt}")
     if reader == "line-by-line":
         adapter.parse = importlib.import_module(ORACLES[fmt]).parse
+        adapter.read_frames = None   # no fast path: every file through the oracle
 
     def floor() -> None:
         orjson_floor(paths)

@@ -11,6 +11,8 @@ path).
   (``outcomes.billing``'s statement).
 - :mod:`.frame_rows`: a frame built one message at a time (``formats.base.FrameBuilder``'s statement).
 - :mod:`.pi_lines`: the line-by-line pi reader (``formats.pi``'s statement).
+- :mod:`.codex_lines`: the line-by-line Codex reader (``formats.codex``'s statement).
+- :mod:`.canonical_lines`: the line-by-line canonical reader (``formats.canonical``'s statement).
 """
 
 __all__ = []

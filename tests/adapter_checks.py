@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 from conftest import oracle_module
@@ -26,15 +27,17 @@ def parse(path: Path, *, format: str | None = None, skip_invalid: bool = False
     return messages, src.meta, report
 
 
-def reference_frame(path: Path, fmt: str) -> tuple[pl.DataFrame, SourceFile] | InputError:
-    """The frame the format's line-by-line adapter gives one file, and its source (metadata, report); or its error.
+def reference_frame(path: Path, fmt: str, reader: Any = None, *, skip_invalid: bool = False
+                    ) -> tuple[pl.DataFrame, SourceFile] | InputError:
+    """The frame the format's line-by-line adapter (or ``reader``, a module with its ``parse``) gives one file,
+    and its source (metadata, report); or its error.
 
     What a columnar fast path must equal for every file it takes.
     """
-    src = SourceFile(path, fmt, report=IngestReport())
+    src = SourceFile(path, fmt, skip_invalid=skip_invalid, report=IngestReport())
     builder = FrameBuilder()
     try:
-        builder.add_session(src, adapter(fmt).parse(src))
+        builder.add_session(src, (reader or adapter(fmt)).parse(src))
     except InputError as e:
         return e
     return builder.finish(), src

@@ -17,14 +17,14 @@ Reading takes two passes over the file: the first finds the tree and the
 compactions (ids and positions only), the second converts the entries on the
 path, so memory stays small however long the session.
 
-Each pass decodes a line into the record shape it needs, declared once below
-as ``msgspec.Struct``s holding only the fields read (:class:`_Head` for the
-first pass, :class:`_Record` for the second; tool arguments as raw JSON bytes). A
-line of any other shape (a field of another type, a value out of range, an
-unknown block) is read again as plain JSON by the checks that name the file's
-own fields in their errors, so both give the same messages, skips and errors
-(the line-by-line reader in ``reference/pi_lines.py`` is the differential
-oracle, ``tests/formats/test_pi_differential.py``).
+Clean files are read many at once by the fast path (:mod:`.pi_fast`: each
+decoded in one call into the record shapes declared once in
+:mod:`.pi_shapes`, msgspec Structs holding only the fields read); this module
+reads what it declines. Its first pass decodes each line typed where it fits
+(:class:`_Head`, ids and positions only); its second pass reads the entries on
+the path as plain JSON, by the checks that name the file's own fields in their
+errors (the line-by-line reader in ``reference/pi_lines.py`` is the
+differential oracle, ``tests/formats/test_pi_differential.py``).
 """
 from __future__ import annotations
 
@@ -40,16 +40,23 @@ import msgspec
 import orjson
 
 from .base import BAD_RECORD, Invalid, Message, Postprocess, ReadFrames, SourceFile, bad_record, parse_timestamp, usage_counter
-from .jsonl import json_type, require_string
-from .typed import Counter as Count
-from .typed import Fallback, raw_json, typed_records, typed_reread
+from .jsonl import json_type, require_string, reread
+from .pi_fast import read_frames as _read_frames
+from .pi_shapes import NAME
+from .pi_shapes import Compaction as _Compaction
+from .pi_shapes import Entry as _Entry
+from .pi_shapes import anchors as _anchors
+from .pi_shapes import branch as _branch
+from .pi_shapes import compaction as _compaction
+from .pi_shapes import version as _version
+from .typed import typed_records
 
 __all__ = ["NAME", "parse", "postprocess", "read_frames", "sniff"]
 
-NAME = "pi"
 
-#: No columnar fast path and no cross-file rules (see :class:`.base.Adapter`).
-read_frames: ReadFrames | None = None
+#: The columnar fast path (:mod:`.pi_fast`: clean files, many at once; the rest are parsed here); no
+#: cross-file rules (see :class:`.base.Adapter`).
+read_frames: ReadFrames | None = _read_frames
 postprocess: Postprocess | None = None
 
 #: Entry types only pi writes (besides ``message`` and ``session``).
@@ -98,82 +105,13 @@ def _head_dict(head: _Head) -> dict[str, Any] | None:
     return {"type": head.type, "id": head.id, "parentId": head.parentId}
 
 
-class _Block(msgspec.Struct):
-    """A content block: text, thinking, a tool call (its arguments as raw JSON), an image."""
-
-    type: str | None = None
-    text: str | None = None
-    thinking: str | None = None
-    id: str | None = None
-    name: str | None = None
-    arguments: msgspec.Raw = msgspec.Raw(b"{}")
-    mimeType: str | None = None  # noqa: N815
-
-
-class _Cost(msgspec.Struct):
-    total: float | None = None
-
-
-class _Usage(msgspec.Struct):
-    input: Count | None = None
-    output: Count | None = None
-    cacheRead: Count | None = None  # noqa: N815
-    cacheWrite: Count | None = None  # noqa: N815
-    cost: _Cost | None = None
-
-
-class _Msg(msgspec.Struct):
-    """The ``message`` of a message entry, every role's fields."""
-
-    role: str | None = None
-    content: str | list[_Block] | None = None
-    model: str | None = None
-    usage: _Usage | None = None
-    toolCallId: str | None = None  # noqa: N815
-    command: str | None = None
-    output: str | None = None
-    excludeFromContext: bool | None = None  # noqa: N815
-    summary: str | None = None
-    tokensBefore: Count | None = None  # noqa: N815
-    timestamp: str | int | float | None = None
-
-
-class _Record(msgspec.Struct):
-    """An entry as the second pass reads it."""
-
-    type: str
-    timestamp: str | int | float | None = None
-    message: _Msg | None = None
-    content: str | list[_Block] | None = None
-    summary: str | None = None
-    modelId: str | None = None  # noqa: N815
-
-
 _HEAD = msgspec.json.Decoder(_Head)
-_RECORD = msgspec.json.Decoder(_Record)
 
 
 def parse(src: SourceFile) -> Iterator[Message]:
     """Yield the messages of one pi session, in the order of its current branch."""
     layout = _scan(src)
     yield from _Session(src, layout).messages()
-
-
-@dataclass(slots=True)
-class _Entry:
-    line: int
-    kind: str
-    id: str | None
-    parent: str | None
-
-
-@dataclass(slots=True)
-class _Compaction:
-    line: int
-    summary: str
-    tokens_before: int | None
-    first_kept: Any  # entry id (v2+) or record index (v1), as recorded
-    timestamp: Any
 
 
 @dataclass
@@ -233,56 +171,6 @@ def _scan(src: SourceFile) -> _Layout:
                    _anchors(entries, on_path, by_id if version >= 2 else by_record, compactions), header)
 
 
-def _branch(entries: list[_Entry], by_id: dict[str, int]) -> list[int]:
-    """Positions of the entries from the root to the last entry, following ``parentId``."""
-    if not entries:
-        return []
-    path = []
-    i: int | None = len(entries) - 1
-    while i is not None:
-        path.append(i)
-        parent = entries[i].parent
-        # Parents precede their children (checked while scanning), so this ends.
-        i = by_id[parent] if parent is not None else None
-    return path[::-1]
-
-
-def _anchors(entries: list[_Entry], on_path: list[int], kept_index: dict[Any, int],
-             compactions: dict[int, _Compaction]) -> dict[int, list[tuple[_Compaction, bool]]]:
-    """Where each compaction's summary goes: before its first kept entry on the path.
-
-    When the first kept entry is not on the path before the compaction, the
-    summary goes where the compaction is (nothing recorded as kept). Anchors
-    never move before an earlier compaction's anchor.
-    """
-    position = {entry_pos: k for k, entry_pos in enumerate(on_path)}
-    anchors: dict[int, list[tuple[_Compaction, bool]]] = {}
-    floor = 0
-    for k, entry_pos in enumerate(on_path):
-        comp = compactions.get(entries[entry_pos].line)
-        if comp is None:
-            continue
-        target = kept_index.get(comp.first_kept) if isinstance(comp.first_kept, (str, int)) else None
-        at = position.get(target) if target is not None else None
-        found = at is not None and at < k
-        at = max(at if found and at is not None else k, floor)
-        floor = at
-        anchors.setdefault(entries[on_path[at]].line, []).append((comp, found))
-    return anchors
-
-
-def _compaction(rec: dict[str, Any], lineno: int, version: int) -> _Compaction:
-    summary = require_string(rec.get("summary"), "compaction.summary")
-    tokens = rec.get("tokensBefore")
-    if tokens is not None:
-        tokens = usage_counter(tokens, "compaction.tokensBefore")
-    key = "firstKeptEntryId" if version >= 2 else "firstKeptEntryIndex"
-    first_kept = rec.get(key)
-    if first_kept is None and version < 2:
-        first_kept = rec.get("firstKeptEntryId")
-    return _Compaction(lineno, summary, tokens, first_kept, rec.get("timestamp"))
-
-
 class _Session:
     """Second pass: the entries on the path, converted, with the summaries in place."""
 
@@ -311,7 +199,7 @@ class _Session:
 
     def messages(self) -> Iterator[Message]:
         anchors = self.layout.anchors
-        for lineno, entry, raw in typed_reread(self.src, set(self.layout.path), _RECORD):
+        for lineno, entry in reread(self.src, set(self.layout.path)):
             for comp, found in anchors.get(lineno, ()):
                 anchor = self._anchor(comp, found, parse_timestamp(comp.timestamp))
                 self.count += 1
@@ -320,13 +208,7 @@ class _Session:
                 # The compaction record itself: what was yielded so far is the conversation it compacted.
                 self.recorded_at[lineno]["trigger_index"] = self.count
             try:
-                msg = self._typed_entry(entry, lineno) if entry is not None else self._entry(orjson.loads(raw), lineno)
-            except Fallback:  # raised before any effect: the plain checks decide (and word the error)
-                try:
-                    msg = self._entry(orjson.loads(raw), lineno)
-                except BAD_RECORD as e:
-                    self.src.invalid(lineno, bad_record(e))
-                    continue
+                msg = self._entry(entry, lineno)
             except BAD_RECORD as e:
                 self.src.invalid(lineno, bad_record(e))
                 continue
@@ -432,110 +314,6 @@ class _Session:
         cost = _recorded_cost(raw) if usage is not None and isinstance(raw, dict) else None
         return Message("assistant", blocks, usage, lineno, ts, model, cost)
 
-    # -- the typed path: the same rules over the declared shapes; Fallback (before any effect) where the
-    # plain checks must decide ---------------------------------------------------------------------
-
-    def _typed_entry(self, entry: _Record, lineno: int) -> Message | None:
-        kind = entry.type
-        ts = parse_timestamp(entry.timestamp)
-        if kind == "message":
-            msg = entry.message
-            if msg is None:
-                raise Fallback
-            return self._typed_message(msg, lineno, ts or parse_timestamp(msg.timestamp))
-        if kind == "custom_message":
-            texts, ignored = _typed_texts(entry.content)
-            self._ignore(ignored)
-            return self._user(texts, lineno, ts)
-        if kind == "branch_summary":
-            if entry.summary is None:
-                raise Fallback
-            return self._user([entry.summary], lineno, ts) if entry.summary else None
-        if kind == "model_change" and entry.modelId is not None:
-            self.model = entry.modelId
-        if kind != "compaction":
-            self.src.ignore(kind)
-        return None
-
-    def _ignore(self, kinds: list[str]) -> None:
-        for kind in kinds:
-            self.src.ignore(kind)
-
-    def _typed_message(self, msg: _Msg, lineno: int, ts: datetime | None) -> Message | None:
-        role = msg.role
-        if role == "assistant":
-            return self._typed_assistant(msg, lineno, ts)
-        if role in ("user", "custom", "hookMessage"):
-            texts, ignored = _typed_texts(msg.content)
-            self._ignore(ignored)
-            return self._user(texts, lineno, ts)
-        if role == "toolResult":
-            if msg.toolCallId is None:
-                raise Fallback
-            parts, ignored = _typed_parts(msg.content)
-            self._ignore(ignored)
-            return Message("user", [{"type": "tool_result", "tool_use_id": msg.toolCallId, "parts": parts}], None,
-                           lineno, ts, self.model)
-        if role == "bashExecution":
-            if msg.excludeFromContext:
-                self.src.ignore("bashExecution excluded from context")
-                return None
-            if msg.command is None:
-                raise Fallback
-            return self._user([f"{msg.command}\n{msg.output or ''}"], lineno, ts, bash=True)
-        if role == "branchSummary":
-            if msg.summary is None:
-                raise Fallback
-            return self._user([msg.summary], lineno, ts)
-        if role == "compactionSummary":
-            if msg.summary is None:
-                raise Fallback
-            return self._anchor(_Compaction(lineno, msg.summary, msg.tokensBefore, None, None), False, ts)
-        if role is None:
-            raise Fallback
-        self.src.ignore(f"message role:{role}")
-        return None
-
-    def _typed_assistant(self, msg: _Msg, lineno: int, ts: datetime | None) -> Message:
-        if not isinstance(msg.content, list):
-            raise Fallback
-        blocks: list[dict[str, Any]] = []
-        ignored = []
-        for block in msg.content:
-            kind = block.type
-            if kind == "text":
-                if block.text is None:
-                    raise Fallback
-                blocks.append({"type": "text", "text": block.text})
-            elif kind == "thinking":
-                if block.thinking is None:
-                    raise Fallback
-                blocks.append({"type": "thinking", "text": block.thinking})
-            elif kind == "toolCall":
-                if block.id is None or block.name is None:
-                    raise Fallback
-                blocks.append({"type": "tool_use", "id": block.id, "name": block.name,
-                               "input": raw_json(block.arguments)})
-            else:
-                ignored.append(f"assistant block:{kind}")
-        self._ignore(ignored)
-        model = msg.model if msg.model is not None else self.model
-        self.model = model
-        if model is not None:
-            self.models[model] += 1
-        usage: dict[str, int] | None = None
-        cost = None
-        raw = msg.usage
-        if raw is not None:
-            usage = {"input": raw.input or 0, "output": raw.output or 0, "cache_read": raw.cacheRead or 0,
-                     "cache_write": raw.cacheWrite or 0}
-            if not any(usage.values()):
-                usage = None
-            elif raw.cost is not None and raw.cost.total is not None and math.isfinite(raw.cost.total) \
-                    and raw.cost.total >= 0:
-                cost = float(raw.cost.total)
-        return Message("assistant", blocks, usage, lineno, ts, model, cost)
-
     def _user(self, texts: list[str], lineno: int, ts: datetime | None, *, bash: bool = False) -> Message:
         return Message("user", [{"type": "text", "text": t} for t in texts], None, lineno, ts, self.model, bash=bash)
 
@@ -579,45 +357,6 @@ class _Session:
         return parts
 
 
-def _typed_texts(content: str | list[_Block] | None) -> tuple[list[str], list[str]]:
-    """User-side content as texts, and what was ignored (counted by the caller, after every check)."""
-    if isinstance(content, str):
-        return [content], []
-    if content is None:
-        raise Fallback
-    texts, ignored = [], []
-    for block in content:
-        if block.type == "text":
-            if block.text is None:
-                raise Fallback
-            texts.append(block.text)
-        else:
-            ignored.append("image in a user message" if block.type == "image" else f"content block:{block.type}")
-    return texts, ignored
-
-
-def _typed_parts(content: str | list[_Block] | None) -> tuple[list[dict[str, Any]], list[str]]:
-    """A tool result's content as result parts, and what was ignored."""
-    if isinstance(content, str):
-        return [{"type": "text", "text": content}], []
-    if content is None:
-        raise Fallback
-    parts: list[dict[str, Any]] = []
-    ignored = []
-    for block in content:
-        if block.type == "text":
-            if block.text is None:
-                raise Fallback
-            parts.append({"type": "text", "text": block.text})
-        elif block.type == "image":
-            if block.mimeType is None:
-                raise Fallback
-            parts.append({"type": "media", "media_type": block.mimeType})
-        else:
-            ignored.append(f"content block:{block.type}")
-    return parts, ignored
-
-
 def _usage(usage: Any) -> dict[str, int] | None:
     """pi's usage as libpanto's; none when absent or all zero (a call that failed before any usage).
 
@@ -647,13 +386,3 @@ def _recorded_cost(usage: dict[str, Any]) -> float | None:
     if isinstance(total, bool) or not isinstance(total, int | float) or not math.isfinite(total) or total < 0:
         return None
     return float(total)
-
-
-def _version(value: Any) -> int:
-    if value is None:
-        return 1
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise Invalid(f"session.version must be a positive integer, got {value!r}")
-    return value
-
-

@@ -151,10 +151,10 @@ def _prev_row(value: pl.Expr) -> pl.Expr:
     return pl.when("_same").then(value.shift(1))
 
 
-def _recorded_calls(lf: pl.LazyFrame) -> pl.LazyFrame:
+def _recorded_calls(lf: pl.LazyFrame, names: Sequence[str] | None = None) -> pl.LazyFrame:
     """One row per recorded API call, in session order: ``session_id``, ``seq``, ``model``, ``timestamp``, the
     recorded :data:`TOKEN_COLUMNS`, ``prompt`` and ``anchor`` (:func:`call_rows` says what each is)."""
-    names = lf.collect_schema().names()
+    names = lf.collect_schema().names() if names is None else names
     w1h = pl.col(CACHE_WRITE_1H).fill_null(0).cast(_I) if CACHE_WRITE_1H in names else pl.lit(0, _I)
     seq = pl.col(SEQ).cast(_I)
     write = pl.col("cache_write").cast(_I)
@@ -172,17 +172,33 @@ def _recorded_calls(lf: pl.LazyFrame) -> pl.LazyFrame:
     )
 
 
-def _rule_columns(calls: pl.LazyFrame, *, restart: bool = False) -> pl.LazyFrame:
+def _session_model() -> pl.Expr:
+    """One integer per session and model (``_gm``)."""
+    return (pl.col(SESSION).cast(pl.Categorical).to_physical().cast(pl.UInt64) * 2**32
+            + pl.col("model").cast(pl.Categorical).to_physical().cast(pl.UInt64).fill_null(2**32 - 1))
+
+
+def _models_contiguous(calls: pl.LazyFrame) -> pl.LazyFrame:
+    """One row, one column: whether each session's calls to each model are one run of rows, so that the previous
+    call to the model is the previous row. Checked as: no session calls two models (no hashing)."""
+    switches = (pl.col(SESSION) == pl.col(SESSION).shift(1)) & pl.col("model").ne_missing(pl.col("model").shift(1))
+    return calls.select(~switches.fill_null(False).any())
+
+
+def _rule_columns(calls: pl.LazyFrame, *, restart: bool = False, contiguous: bool = False,
+                  names: Sequence[str] | None = None) -> pl.LazyFrame:
     """:func:`_recorded_calls` with the rule's columns (:func:`call_rows`) and the previous call's to the model
     ``_prev_prompt`` and ``_prev_input``; ``restart`` only where asked (the check needs it, the bill does not).
 
     Each model has its own cache: the calls are sorted by session and model (stably: in ``seq`` order within
-    each), where "the previous call to the model" is the previous row, then put back in session order."""
-    gm = (pl.col(SESSION).cast(pl.Categorical).to_physical().cast(pl.UInt64) * 2**32
-          + pl.col("model").cast(pl.Categorical).to_physical().cast(pl.UInt64).fill_null(2**32 - 1))
-    by_model = (calls.with_columns(_gm=gm, _row=pl.int_range(pl.len(), dtype=pl.UInt32))
-                .sort("_gm", maintain_order=True)
-                .with_columns(_same=(pl.col("_gm") == pl.col("_gm").shift(1)).fill_null(False)))
+    each), where "the previous call to the model" is the previous row, then put back in session order.
+    ``contiguous``: the calls of each session and model are one run already (:func:`_models_contiguous`), and
+    the two sorts, which would not move a row, are skipped. ``names``: the columns of ``calls``, where the caller
+    knows them (resolving a plan's schema has its cost)."""
+    by_model = calls.with_columns(_gm=_session_model())
+    if not contiguous:
+        by_model = by_model.with_columns(_row=pl.int_range(pl.len(), dtype=pl.UInt32)).sort("_gm", maintain_order=True)
+    by_model = by_model.with_columns(_same=(pl.col("_gm") == pl.col("_gm").shift(1)).fill_null(False))
     wrote = pl.col("cache_write_5m") + pl.col("cache_write_1h") > 0
     first = ~pl.col("_same")
     by_model = by_model.with_columns(
@@ -207,9 +223,9 @@ def _rule_columns(calls: pl.LazyFrame, *, restart: bool = False) -> pl.LazyFrame
         )
     rule = ["writes", "first", "head", "one_hour", "prev_seq", "fresh", *(["restart"] if restart else []),
             "_prev_prompt", "_prev_input"]
-    return (by_model.sort("_row")
+    return ((by_model if contiguous else by_model.sort("_row"))
             .with_columns(writes=wrote.cast(pl.UInt8).max().over(SESSION).cast(pl.Boolean))
-            .select(*calls.collect_schema().names(), "_gm", *rule))
+            .select(*(calls.collect_schema().names() if names is None else names), "_gm", *rule))
 
 
 def call_rows(messages: pl.DataFrame | pl.LazyFrame) -> pl.LazyFrame:
@@ -527,14 +543,17 @@ def bill_replay(messages: pl.DataFrame | pl.LazyFrame, events: pl.DataFrame, ses
     """
     keys = list(keys)
     # Every recorded call, as recorded: every session's bill.
-    base = _recorded_calls(messages.lazy()).collect(engine="in-memory")
     if events.is_empty():
+        base = _recorded_calls(messages.lazy()).collect(engine="in-memory")
         return _bill_unfired(base, events, sessions, price, parts)
+    recorded_lf = _recorded_calls(messages.lazy(), messages.columns if isinstance(messages, pl.DataFrame) else None)
+    base, contiguous = pl.collect_all([recorded_lf, _models_contiguous(recorded_lf)], engine="in-memory")
     # The rule's columns only for the sessions where something fired, each with its row in the recorded calls
     # (``_bi``: the simulation reuses the recorded call's price).
     fired_calls = base.lazy().with_row_index("_bi").join(events.lazy().select(pl.col(SESSION).unique()), on=SESSION,
                                                          how="semi", maintain_order="left")
-    calls = _rule_columns(fired_calls).collect(engine="in-memory")
+    calls = _rule_columns(fired_calls, contiguous=contiguous.item(), names=["_bi", *base.columns]).collect(
+        engine="in-memory")
     ev, rows = _simulate(calls, events, keys, extra=["_bi"])
     sim = _simulated_tokens(rows, summary_tokens)
     # The calls that changed, with what their bill needs (filtering only those columns); the cache miss: the

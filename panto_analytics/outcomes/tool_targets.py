@@ -454,32 +454,41 @@ def refs_column(blocks: pa.StructArray, owner: np.ndarray, n: int, scope: np.nda
         return empty
     call_owner = owner[calls_at]
     call_scope = scope[call_owner]
-    names = blocks.field("name").take(pa.array(calls_at)).to_pylist()
-    inputs = blocks.field("input").take(pa.array(calls_at)).to_pylist()
-    ids = blocks.field("id").take(pa.array(calls_at))
-    rows: list[tuple[int, int, int, str, bool]] = []   # (call row, target ordinal, key, kind, file)
-    # A call repeated in the same directory (a re-read, the same test run) is resolved once.
-    seen: dict[tuple[str | None, str | None, str | None], list[tuple[int, str, bool]]] = {}
-    for i, (name, text, s) in enumerate(zip(names, inputs, call_scope.tolist())):
-        call = (name, text, cwds[s])
-        found = seen.get(call)
-        if found is None:
-            found = seen[call] = [(key_of(target), kind, target.startswith("file:"))
-                                  for kind, target in targets(name or "", text, cwds[s])]
-        for key, kind, is_file in found:
-            rows.append((i, len(rows), key, kind, is_file))
+    take = pa.array(calls_at)
     calls = pl.DataFrame({
-        "i": np.arange(len(calls_at)), "owner": call_owner, "scope": call_scope, "id": pl.Series(ids, dtype=pl.String),
+        "i": np.arange(len(calls_at)), "owner": call_owner, "scope": call_scope,
+        "id": pl.Series(blocks.field("id").take(take), dtype=pl.String),
+        "name": pl.Series(blocks.field("name").take(take), dtype=pl.String),
+        "input": pl.Series(blocks.field("input").take(take), dtype=pl.String),
+        "cwd": pl.Series(cwds, dtype=pl.String).gather(call_scope),
     }).with_columns(call=pl.int_range(pl.len()).over("owner").cast(pl.UInt16))
+    # A call repeated in the same directory (a re-read, the same test run) is resolved once: the distinct
+    # (name, input, cwd) are found by Polars, and only those go through Python.
+    distinct = calls.group_by("name", "input", "cwd", maintain_order=True).agg("i")
+    g_of: list[int] = []
+    ord_of: list[int] = []
+    found_keys: list[int] = []
+    found_kinds: list[str] = []
+    found_files: list[bool] = []
+    for g, (name, text, cwd) in enumerate(distinct.select("name", "input", "cwd").iter_rows()):
+        for t, (kind, target) in enumerate(targets(name or "", text, cwd)):
+            g_of.append(g)
+            ord_of.append(t)
+            found_keys.append(key_of(target))
+            found_kinds.append(kind)
+            found_files.append(target.startswith("file:"))
+    found = pl.DataFrame({"g": pl.Series(g_of, dtype=pl.UInt32), "ord": pl.Series(ord_of, dtype=pl.Int64),
+                          "key": pl.Series(found_keys, dtype=pl.UInt64), "kind": pl.Series(found_kinds, dtype=pl.String),
+                          "file": pl.Series(found_files, dtype=pl.Boolean)})
+    group_of = distinct.select("i", g=pl.int_range(pl.len(), dtype=pl.UInt32)).explode("i")
     results_at = np.flatnonzero(is_result)
     results = pl.DataFrame({"scope": scope[owner[results_at]],
                             "id": pl.Series(blocks.field("tool_use_id").take(pa.array(results_at)), dtype=pl.String),
                             "words": _result_words(blocks, results_at) if result_words is None else result_words})
     results = results.unique(["scope", "id"], keep="first", maintain_order=True)
-    calls = calls.join(results, on=["scope", "id"], how="left").sort("i")
-    refs = (pl.DataFrame(rows, schema={"i": pl.Int64, "ord": pl.Int64, "key": pl.UInt64, "kind": pl.String,
-                                       "file": pl.Boolean}, orient="row")
-            .join(calls.select("i", "owner", "call", tokens=result_tokens()), on="i").sort("ord"))
+    calls = calls.join(results, on=["scope", "id"], how="left")
+    refs = (calls.select("i", "owner", "call", tokens=result_tokens()).join(group_of, on="i")
+            .join(found, on="g").sort("i", "ord"))
     per_message = (refs.group_by("owner", maintain_order=True)
                    .agg(refs=pl.struct("call", "key", pl.col("kind").cast(RefKind), "file", "tokens")))
     out = pl.DataFrame({"owner": np.arange(n)}).join(per_message, on="owner", how="left", maintain_order="left")

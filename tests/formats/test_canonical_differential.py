@@ -1,7 +1,11 @@
-"""The typed batch path for canonical files (``formats/canonical/fast.py``, the Structs of ``shapes.py``) against
-its oracle, the line-by-line reader ``formats/canonical/lines.py``: on mutated bundled files, on files of
-every shape a line can take, and over many files read in groups, a file it takes reads exactly as the
-reference reads it, and it never takes a file the reference refuses.
+"""The typed canonical readers against their oracle, the line-by-line reader ``reference/canonical_lines.py``.
+
+The batch path (``formats/canonical/fast.py``, the Structs of ``shapes.py``): on mutated bundled files, on
+files of every shape a line can take, and over many files read in groups, a file it takes reads exactly as
+the reference reads it, and it never takes a file the reference refuses. The one-file reader
+(``formats/canonical/reader.py``, which reads every file the batch path declines): on the same files, strict
+and under ``skip_invalid``, the same frame, session metadata, skips and ignores, or the same error (line and
+reason).
 """
 from __future__ import annotations
 
@@ -13,17 +17,19 @@ import typing
 from pathlib import Path
 
 import pytest
-from conftest import DATA, examples
+from adapter_checks import reference_frame
+from conftest import DATA, REALDATA, examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mutations import mutated_lines
 from strategies import random_conversation
-from test_canonical_fast import assert_agrees, fast, reference
+from test_canonical_fast import BREAKAGES, assert_agrees, fast, reference
 
 from panto_analytics.errors import InputError
 from panto_analytics.formats.canonical import fast as canonical_fast
-from panto_analytics.formats.canonical import lines, shapes
+from panto_analytics.formats.canonical import reader, shapes
 from panto_analytics.schema import ROLES
+from reference import canonical_lines
 
 SOURCES = sorted(DATA.glob("*.jsonl"))[:3]
 
@@ -36,11 +42,38 @@ def conversation(rng: random.Random) -> str:
     return "".join(json.dumps({"type": "message", **m}) + "\n" for m in messages)
 
 
+def outcome(path: Path, module, skip_invalid: bool) -> tuple:
+    """What ``module.parse`` makes of ``path``: its frame, metadata, skips and ignores, or its error."""
+    got = reference_frame(path, reader.NAME, module, skip_invalid=skip_invalid)
+    if isinstance(got, InputError):
+        return ("error", got.line, got.reason)
+    frame, src = got
+    return ("read", frame.to_dict(as_series=False), src.meta, src.holds_nothing, dict(src.report.skipped),
+            dict(src.report.ignored))
+
+
+def assert_reads_as_the_oracle(path: Path) -> tuple:
+    """The package's one-file reader on ``path``, strict and under ``skip_invalid``, against the oracle's."""
+    for skip_invalid in (True, False):
+        want = outcome(path, canonical_lines, skip_invalid)
+        assert outcome(path, reader, skip_invalid) == want, (path, skip_invalid)
+    return want
+
+
+REAL_FILES = sorted(REALDATA.glob("canonical*/**/*.jsonl")) if REALDATA.is_dir() else []
+
+
+@pytest.mark.parametrize("path", sorted(DATA.glob("*.jsonl")) + REAL_FILES, ids=lambda p: p.name)
+def test_the_reader_reads_every_bundled_file_as_the_oracle(path):
+    assert assert_reads_as_the_oracle(path)[0] == "read"
+
+
 @pytest.mark.slow
 @settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_mutated_file(data):
-    """A mutated bundled file: taken only when clean, and then read exactly as the reference reads it."""
+    """A mutated bundled file: taken only when clean, and then read exactly as the reference reads it; the
+    one-file reader reads it as the reference does, whatever it holds."""
     source = data.draw(st.sampled_from(SOURCES), label="source")
     mutated = mutated_lines(source, data)
     with tempfile.TemporaryDirectory() as d:
@@ -49,6 +82,7 @@ def test_mutated_file(data):
         clean = Path(d) / "clean.jsonl"
         clean.write_bytes(source.read_bytes())
         assert assert_agrees([clean, f])[0]
+        assert_reads_as_the_oracle(f)
 
 
 # Lines the reference reads (T) or refuses (F) that a Struct could read otherwise: each alone after a clean line.
@@ -93,6 +127,18 @@ def test_every_shape_of_a_line_reads_as_the_reference_reads_it(tmp_path, line, r
     f.write_text(clean.read_text() + line + "\n")
     assert isinstance(reference(f), InputError) != read, "the case is what it says"
     assert assert_agrees([clean, f, clean])[0::2] == [True, True]
+    assert assert_reads_as_the_oracle(f)[0] == ("read" if read else "error")
+
+
+@pytest.mark.parametrize("breakage", BREAKAGES)
+@pytest.mark.parametrize("where", ["first", "middle", "last"])
+def test_a_broken_line_is_the_same_error_or_skip_as_the_oracle_s(tmp_path, breakage, where):
+    lines = conversation(random.Random(13)).splitlines(keepends=True)
+    at = {"first": 0, "middle": len(lines) // 2, "last": len(lines)}[where]
+    f = tmp_path / "broken.jsonl"
+    f.write_text("".join(lines[:at]) + breakage + "\n" + "".join(lines[at:]))
+    late_header = breakage.startswith('{"type":"session"') and where == "first"  # a header, where one goes
+    assert assert_reads_as_the_oracle(f)[0] == ("read" if late_header else "error")
 
 
 def test_a_header_is_checked_as_the_reference_checks_it(tmp_path):
@@ -105,6 +151,7 @@ def test_a_header_is_checked_as_the_reference_checks_it(tmp_path):
         paths.append(tmp_path / f"h{i}.jsonl")
         paths[-1].write_text(json.dumps(header) + "\n" + msg + "\n")
     assert assert_agrees(paths) == [True, True] + [False] * len(bad)
+    assert [assert_reads_as_the_oracle(p)[0] for p in paths] == ["read", "read"] + ["error"] * len(bad)
 
 
 def test_many_files_in_many_groups_read_as_one_by_one(tmp_path, monkeypatch):
@@ -139,6 +186,6 @@ def test_the_shapes_name_what_the_reference_accepts():
     message = typing.get_type_hints(shapes.MessageRecord)
     system = typing.get_type_hints(shapes.SystemBlock)
     assert set(typing.get_args(message["role"])) == set(ROLES)
-    assert typing.get_args(system["mode"]) == lines.SYSTEM_MODES
+    assert typing.get_args(system["mode"]) == canonical_lines.SYSTEM_MODES
     assert {shapes.TYPE_OF[b] for b in typing.get_args(shapes.Block)} == {
         "text", "thinking", "compaction_summary", "system", "tool_use", "tool_result"}

@@ -1,4 +1,4 @@
-"""The columnar fast path against the line-by-line reference adapter.
+"""The columnar fast path against the line-by-line reference reader (``reference/canonical_lines.py``).
 
 The fast path may decline any file (the reference then reads it), but a frame
 it returns must be exactly the reference's, and it must never accept a file
@@ -21,11 +21,11 @@ from panto_analytics.errors import InputError
 from panto_analytics.formats import columnar
 from panto_analytics.formats.base import SourceFile
 from panto_analytics.formats.canonical import fast as canonical_fast
-from panto_analytics.formats.canonical import lines as canonical
+from reference import canonical_lines
 
 
 def reference(path) -> tuple[pl.DataFrame, SourceFile] | InputError:
-    return reference_frame(path, canonical.NAME)
+    return reference_frame(path, canonical_lines.NAME, canonical_lines)
 
 
 def fast(paths) -> list[tuple[pl.DataFrame | None, SourceFile]]:

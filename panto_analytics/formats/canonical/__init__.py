@@ -1,15 +1,17 @@
 """The canonical session JSONL format (``docs/formats.md``).
 
-:mod:`.lines` reads it line by line and is the reference for every
-case; :mod:`.fast` reads many whole files at once, decoded into the record
-shapes declared in :mod:`.shapes`, and declines (returns None for) anything
-the reference must judge.
+:mod:`.reader` reads one file, each line decoded into the record shapes
+declared in :mod:`.shapes` (a line of another shape read plain by checks that
+name its fields); :mod:`.fast` reads many whole files at once, decoded into
+the same shapes, and declines (returns None for) any file :mod:`.reader` must
+judge. The line-by-line reader they replaced is the tests' oracle,
+``reference/canonical_lines.py``.
 """
 from __future__ import annotations
 
 from ..base import Postprocess
 from .fast import read_frames
-from .lines import NAME, parse, sniff
+from .reader import NAME, parse, sniff
 
 #: No cross-file rules (see :class:`..base.Adapter`).
 postprocess: Postprocess | None = None

@@ -11,14 +11,14 @@ at once from the records' fields, counted with the vectorized code the
 fast paths share (:mod:`..blocks`), and sliced back into one frame per
 file. Nothing per block runs but the gathering of fields into columns.
 
-The line-by-line adapter (:mod:`.lines`) stays the reference: a file this
-path does not take in full (one that does not decode, a header of another
-shape, an unusual timestamp, a blank line, a file too large to hold) gets
-``None``, and the caller parses it again with the reference, which names
-the file, line and field, or counts the skips. So this path only has to be
-right on clean files; ``tests/formats/test_canonical_fast.py`` and
-``tests/formats/test_canonical_differential.py`` check that it is, against
-the reference, on random, mutated and bundled files.
+A file this path does not take in full (one that does not decode, a header
+of another shape, an unusual timestamp, a blank line, a file too large to
+hold) gets ``None``, and the caller reads it alone with :mod:`.reader`,
+which names the file, line and field, or counts the skips. So this path
+only has to be right on clean files; ``tests/formats/test_canonical_fast.py``
+and ``tests/formats/test_canonical_differential.py`` check that it is,
+against the line-by-line oracle ``reference/canonical_lines.py``, on
+random, mutated and bundled files.
 
 One difference is left on purpose, as in every typed reader
 (:func:`~..typed.plain`): a number beyond a double (``1e400``) in a field
@@ -30,6 +30,7 @@ from __future__ import annotations
 import sys
 from functools import cache
 from itertools import chain
+from operator import attrgetter
 from typing import Any, NamedTuple, cast
 
 import numpy as np
@@ -41,7 +42,7 @@ from ...schema import MESSAGE_SCHEMA, ROLE, SEQ, USAGE_COLUMNS
 from ...words import MEDIA_PART_WORDS, count_words_arrow
 from ..base import Invalid, SourceFile, gc_paused
 from ..columnar import BLOCK, PART, bad_timestamps, parse_timestamps, read_together, serialized_bytes
-from . import lines as canonical
+from . import reader as canonical
 from .shapes import (
     TEXT_BLOCKS,
     TYPE_OF,
@@ -156,40 +157,44 @@ def _blocks(messages: list[MessageRecord]) -> _Blocks:
     first summary of a message, tool calls in order, the first result of
     each call) needs no other order.
     """
-    n_blocks = np.fromiter((len(m.content) for m in messages), dtype=np.int64, count=len(messages))
-    blocks: list[Any] = list(chain.from_iterable(m.content for m in messages))
-    codes = np.fromiter((_CODE[type(b)] for b in blocks), dtype=np.int8, count=len(blocks))
+    # Each field gathered by C-level map over attribute getters: no Python bytecode per block or part.
+    contents = list(map(_CONTENT, messages))
+    n_blocks = np.fromiter(map(len, contents), dtype=np.int64, count=len(messages))
+    blocks: list[Any] = list(chain.from_iterable(contents))
+    codes = np.fromiter(map(_CODE.__getitem__, map(type, blocks)), dtype=np.int8, count=len(blocks))
     order = np.argsort(codes, kind="stable")
     owner = np.repeat(np.arange(len(messages)), n_blocks)[order]
     codes = codes[order]
     n_text, n_text_or_use = np.searchsorted(codes, [_CODE[ToolUseBlock], _CODE[ToolResultBlock]]).tolist()
-    uses = [blocks[i] for i in order[n_text:n_text_or_use].tolist()]
-    results = [blocks[i] for i in order[n_text_or_use:].tolist()]
+    by_type = list(map(blocks.__getitem__, order.tolist()))
+    uses, results = by_type[n_text:n_text_or_use], by_type[n_text_or_use:]
     n_uses, n_results = len(uses), len(results)
-    texts = pa.array([blocks[i].text for i in order[:n_text].tolist()], pa.large_string())
-    inputs = pa.array([b.input for b in uses], pa.large_string())
+    texts = pa.array(list(map(_TEXT, by_type[:n_text])), pa.large_string())
+    inputs = pa.array(list(map(_INPUT, uses)), pa.large_string())
 
     def spread(values: pa.Array, before: int, after: int) -> pa.Array:
         """One type's values at its place, null elsewhere."""
         return pa.concat_arrays([pa.nulls(before, values.type), values, pa.nulls(after, values.type)])
 
-    parts: list[Any] = list(chain.from_iterable(b.parts for b in results))
-    n_parts = np.fromiter((len(b.parts) for b in results), dtype=np.int32, count=n_results)
+    part_lists = list(map(_PARTS, results))
+    parts: list[Any] = list(chain.from_iterable(part_lists))
+    n_parts = np.fromiter(map(len, part_lists), dtype=np.int32, count=n_results)
     part_offsets = np.zeros(len(blocks) + 1, dtype=np.int32)
     np.cumsum(n_parts, out=part_offsets[n_text_or_use + 1:])
-    is_media = np.fromiter((type(p) is MediaPart for p in parts), dtype=bool, count=len(parts))
-    part_texts = pa.array([None if m else p.text for p, m in zip(parts, is_media.tolist())], pa.large_string())
+    is_media = np.fromiter(map(MediaPart.__instancecheck__, parts), dtype=bool, count=len(parts))
+    # A text part's media_type and a media part's text are None (class attributes, not fields).
+    part_texts = pa.array(list(map(_TEXT, parts)), pa.large_string())
     part_array = pa.StructArray.from_arrays([
         _type_names()[1].take(pa.array(is_media.astype(np.int8))), part_texts,
-        pa.array([p.media_type if m else None for p, m in zip(parts, is_media.tolist())], pa.string()),
+        pa.array(list(map(_MEDIA_TYPE, parts)), pa.string()),
     ], fields=list(PART))
     array = pa.StructArray.from_arrays([
         _type_names()[0].take(pa.array(codes)),
         spread(texts, 0, n_uses + n_results),
-        spread(pa.array([b.id for b in uses], pa.string()), n_text, n_results),
-        spread(pa.array([b.name for b in uses], pa.string()), n_text, n_results),
+        spread(pa.array(list(map(_ID, uses)), pa.string()), n_text, n_results),
+        spread(pa.array(list(map(_NAME, uses)), pa.string()), n_text, n_results),
         spread(inputs, n_text, n_results),
-        spread(pa.array([b.tool_use_id for b in results], pa.string()), n_text + n_uses, 0),
+        spread(pa.array(list(map(_TOOL_USE_ID, results)), pa.string()), n_text + n_uses, 0),
         pa.ListArray.from_arrays(pa.array(part_offsets), part_array),
     ], fields=list(BLOCK))
     part_words = np.where(is_media, MEDIA_PART_WORDS, count_words_arrow(part_texts))
@@ -197,6 +202,9 @@ def _blocks(messages: list[MessageRecord]) -> _Blocks:
     words = np.concatenate([count_words_arrow(texts), count_words_arrow(inputs), result_words.astype(np.int64)])
     return _Blocks(array, owner, words, codes, slice(n_text_or_use, len(blocks)))
 
+
+_CONTENT, _PARTS, _TEXT, _INPUT, _ID, _NAME, _TOOL_USE_ID, _MEDIA_TYPE = map(attrgetter, (
+    "content", "parts", "text", "input", "id", "name", "tool_use_id", "media_type"))
 
 #: Block shapes by their code: text-like first, then tool calls, then tool results.
 _SHAPES = (*TEXT_BLOCKS, ToolUseBlock, ToolResultBlock)

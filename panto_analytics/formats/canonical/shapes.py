@@ -3,13 +3,13 @@
 A canonical file (``docs/formats.md``) is an optional ``session`` header
 and ``message`` records; a message holds content blocks, a tool result
 holds parts. Each is a Struct tagged by its ``type``, so decoding a line
-checks everything :mod:`.lines` checks by hand (the record and block types,
+checks everything :mod:`.reader`'s plain checks check by hand (the record and block types,
 the required strings, the roles, the system modes, the usage counters) and
 skips every undeclared field unparsed. A line that decodes passes every
-check the reference makes on a line, but for the header's own checks, its
-place (first line only) and the timestamps' form, which :mod:`.fast` checks
-on the records. What does not decode (msgspec names the JSON path, e.g.
-``$[3].content[0].text``) is left to :mod:`.lines`, which words the error in
+check the plain checks make on a line, but for the header's own checks, its
+place (first line only) and the timestamps' form, which :mod:`.reader` and
+:mod:`.fast` check on the records. What does not decode (msgspec names the JSON path, e.g.
+``$[3].content[0].text``) is read plain by :mod:`.reader`, which words the error in
 the file's own field names with its line number. The Structs opt out of
 the garbage collector (``gc=False``: they hold no cycles), which is what
 makes decoding many of them cheap.
@@ -21,12 +21,11 @@ msgspec.ValidationError: Expected `str`, got `int` - at `$[0].content[0].text`
 """
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import msgspec
-import numpy as np
 
-from ..typed import Counter
+from ..typed import Counter, one_per_line
 
 __all__ = ["DECODE_ERRORS", "TEXT_BLOCKS", "TYPE_OF", "Block", "Header", "MediaPart", "MessageRecord", "Part", "Record",
            "SummaryBlock", "SystemBlock", "TextBlock", "TextPart", "ThinkingBlock", "ToolResultBlock", "ToolUseBlock",
@@ -58,10 +57,14 @@ class ToolUseBlock(msgspec.Struct, tag_field="type", tag="tool_use", gc=False):
 
 class TextPart(msgspec.Struct, tag_field="type", tag="text", gc=False):
     text: str
+    #: Not a field (a text part's ``media_type`` is not read): None, so that every part has both names.
+    media_type: ClassVar[None] = None
 
 
 class MediaPart(msgspec.Struct, tag_field="type", tag="media", gc=False):
     media_type: str
+    #: Not a field (a media part's ``text`` is not read): None, so that every part has both names.
+    text: ClassVar[None] = None
 
 
 #: A tool result's part.
@@ -96,7 +99,7 @@ class MessageRecord(msgspec.Struct, tag_field="type", tag="message", gc=False):
 
 
 class Header(msgspec.Struct, tag_field="type", tag="session", gc=False):
-    """The session header, its fields as the file holds them: :func:`.lines.header` checks them."""
+    """The session header, its fields as the file holds them: :func:`.reader.header` checks them."""
 
     id: Any = None
     model: Any = None
@@ -120,26 +123,23 @@ TYPE_OF: dict[type, str] = {shape: str(shape.__struct_config__.tag)
 
 _LINES = msgspec.json.Decoder(Record)
 
-#: What decoding raises on a file of another shape (the reference then reads it).
+#: What decoding raises on a file of another shape (:mod:`.reader` then reads it alone).
 DECODE_ERRORS = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
-
-_OPEN, _CLOSE, _NEWLINE = ord("{"), ord("}"), ord("\n")
-
 
 def decode_files(data: bytes | bytearray, spans: list[tuple[int, int] | None]) -> list[list[Record] | None]:
     """The records of each file whose newline-terminated lines are ``data[start:end]``, one a line; None for a
     file of another shape.
 
     A file is taken where every line starts with ``{`` and ends with ``}``
-    (so no line is blank or ends in a carriage return), its lines decode
+    (:func:`~..typed.one_per_line`: so no line is blank or ends in a carriage return), its lines decode
     (:meth:`msgspec.json.Decoder.decode_lines`) and they hold as many records
     as lines. ``decode_lines`` needs no line break between two values, but
     a line break inside a value can follow ``}`` only before ``,``, ``}`` or
     ``]``, never before ``{``, and a string holds no raw line break: so each
     line holds whole records, and as many records as lines means one a line,
-    as :mod:`.lines` reads them (record *k* is line *k + 1*). Two records on
+    as :mod:`.reader` reads them (record *k* is line *k + 1*). Two records on
     one line (``{...},{...}`` or ``{...}{...}``), a record spread over lines,
-    a blank line or anything of another shape is left to :mod:`.lines`.
+    a blank line or anything of another shape is left to :mod:`.reader`.
 
     >>> m = b'{"type":"message","role":"user","content":[{"type":"text","text":"hi"}]}'
     >>> data = b'{"type":"session","id":"s"}\\n' + m + b"\\n" + m + b"," + m + b"\\n" + m + b"\\n\\n"
@@ -147,27 +147,18 @@ def decode_files(data: bytes | bytearray, spans: list[tuple[int, int] | None]) -
     >>> header.id, msg.role, msg.content[0].text, msg.usage is None, two_on_a_line, blank
     ('s', 'user', 'hi', True, None, None)
     """
-    raw = np.frombuffer(data, dtype=np.uint8)
-    ends = np.flatnonzero(raw == _NEWLINE)
-    last = np.zeros(len(raw), dtype=bool)   # the newline ending each file
-    last[[span[1] - 1 for span in spans if span is not None]] = True
-    closed = raw[ends - 1] == _CLOSE   # a newline at 0 starts its file: that file fails its first byte's test
-    opened = last[ends] | (raw[np.minimum(ends + 1, len(raw) - 1)] == _OPEN)
-    bad = np.concatenate(([0], np.cumsum(~(closed & opened))))
     out: list[list[Record] | None] = []
     with memoryview(data) as view:
         for span in spans:
-            if span is None or raw[span[0]] != _OPEN:
+            lines = None if span is None else one_per_line(data, *span)
+            if lines is None:
                 out.append(None)
                 continue
-            first, past = np.searchsorted(ends, span, side="left")
-            if bad[past] != bad[first]:
-                out.append(None)
-                continue
+            assert span is not None  # a file with lines has its span
             try:
                 records = _LINES.decode_lines(view[span[0]:span[1]])
             except DECODE_ERRORS:
                 out.append(None)
                 continue
-            out.append(records if len(records) == past - first else None)
+            out.append(records if len(records) == lines else None)
     return out

@@ -44,10 +44,12 @@ import numpy as np
 import orjson
 import polars as pl
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ...outcomes.tool_targets import refs_column
 from ...schema import MAX_USAGE, MESSAGE_SCHEMA, ROLE, USAGE_COLUMNS
 from ..base import BAD_RECORD, SessionMeta, SourceFile, gc_paused, parse_timestamp, session_stem
+from ..blocks import block_words
 from ..columnar import BLOCK, ISO_UTC, PART, parse_timestamps, read_together, serialized_bytes, words_and_flags
 from .lines import NAME, PRESERVED_MARK, SYNTHETIC_MODEL, TOOL_USE_BLOCKS, project_folder, text_of
 from .shapes import Message, Record, Usage, decode_file
@@ -356,14 +358,25 @@ class _Columns:
         self.dropped = pl.DataFrame({"row": pl.Series(drop_rows, dtype=pl.Int64), "label": pl.Series(labels, dtype=pl.String)})
 
     def _inputs(self, n: int, calls: list[int], raw: list[msgspec.Raw]) -> pa.Array:
-        """The ``input`` of ``n`` blocks: a tool call's compact JSON (as orjson serializes its value), null elsewhere."""
-        inputs: list[str | None] = [None] * n
+        """The ``input`` of ``n`` blocks: a tool call's compact JSON (as orjson serializes its value), null elsewhere.
+
+        The raw inputs are parsed in one call, as the items of one JSON array
+        (one by one where that fails: an input nested as deep as orjson
+        allows, or one it refuses), and serialized again one by one.
+        """
         try:
-            for at, value in zip(calls, raw):
-                inputs[at] = orjson.dumps(orjson.loads(bytes(value))).decode()
+            try:
+                values = orjson.loads(b"[" + b",".join(raw) + b"]")
+            except orjson.JSONDecodeError:
+                values = [orjson.loads(bytes(value)) for value in raw]
+            dumped = [orjson.dumps(value) for value in values]
         except (orjson.JSONDecodeError, orjson.JSONEncodeError):   # msgspec let it through (1e400): the reader refuses it
             self.failed = True
-        return _strings(inputs, _TEXT)
+            dumped = []
+        at = np.full(n, -1, dtype=np.int64)
+        at[calls[:len(dumped)]] = np.arange(len(dumped))
+        texts = pa.array(dumped, pa.large_binary()).view(_TEXT)   # orjson writes UTF-8
+        return texts.take(pa.array(at, mask=at < 0))
 
     def _rare(self, recs: list[Record], contents: list[Any]) -> None:
         """The fields of the rare records, read as :mod:`.lines` reads them: a prompt queued mid-turn (its
@@ -609,7 +622,11 @@ def _assemble(sources: list[SourceFile], records: pl.DataFrame, canonical: pa.St
         _text_blocks(np.full(compactions.height, _AS_SUMMARY, dtype=np.int8), compactions["text"].to_arrow())])
     canonical = pa.concat_arrays([canonical, made])
     owner = np.concatenate((owner, prompts["owner"].to_numpy(), compactions["owner"].to_numpy()))
-    words, has_result, has_summary = words_and_flags(canonical, owner, n + 1)
+    per_block = block_words(canonical)
+    words, has_result, has_summary = words_and_flags(canonical, owner, n + 1, per_block)
+    # The words of each tool result of the n messages, in block order, for the refs column.
+    result_words = per_block[pc.fill_null(pc.equal(canonical.field("type"), "tool_result"), False).to_numpy(
+        zero_copy_only=False) & (owner < n)]
     roles = pa.concat_arrays([messages[ROLE].to_arrow().cast(_STR), _strings(["user"], _STR)])
     size = serialized_bytes(roles, canonical, owner, n + 1)
     usage_rows = messages["usage_row"]
@@ -644,7 +661,7 @@ def _assemble(sources: list[SourceFile], records: pl.DataFrame, canonical: pa.St
         timestamp=parse_timestamps(messages["timestamp"].to_arrow().cast(_STR)),
         file=per_file([str(src.path) for src in sources]),
         line=pl.col("line"),
-        refs=refs_column(canonical, owner, n, file_of, [m.project for m in metas]),
+        refs=refs_column(canonical, owner, n, file_of, [m.project for m in metas], result_words),
     ).cast(cast("dict[Any, pl.DataType]", MESSAGE_SCHEMA))
     ignored = _ignored(records, dropped)
     out: list[pl.DataFrame | None] = [None] * len(sources)

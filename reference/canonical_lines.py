@@ -1,5 +1,8 @@
-"""The canonical session JSONL format: libpanto's types, one line per message.
+"""The canonical session JSONL format: libpanto's types, one line per message, read line by line.
 
+The frozen oracle of the package's reader (``panto_analytics/formats/canonical``: ``reader.py`` decodes
+each line into the declared record shapes of ``shapes.py``, ``fast.py`` many files at once), which it was
+until the typed reader replaced it; ``tests/formats/test_canonical_differential.py`` compares them.
 See ``docs/formats.md``. Every line is validated; the first problem on a line
 is reported with its file and line number.
 """
@@ -8,9 +11,18 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ...schema import ROLES, USAGE_COLUMNS
-from ..base import BAD_RECORD, Invalid, Message, SourceFile, bad_record, parse_timestamp, timestamp_field, usage_counter
-from ..jsonl import records, require_string
+from panto_analytics.formats.base import (
+    BAD_RECORD,
+    Invalid,
+    Message,
+    SourceFile,
+    bad_record,
+    parse_timestamp,
+    timestamp_field,
+    usage_counter,
+)
+from panto_analytics.formats.jsonl import records, require_string
+from panto_analytics.schema import ROLES, USAGE_COLUMNS
 
 __all__ = ["NAME", "SYSTEM_MODES", "header", "parse", "record_compactions", "sniff"]
 
@@ -140,6 +152,3 @@ def _part(part: Any, where: str) -> None:
         require_string(part.get("media_type"), f"{where}.media_type")
     else:
         raise Invalid(f"{where}: unknown part type {kind!r} (expected 'text' or 'media')")
-
-
-

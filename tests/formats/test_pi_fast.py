@@ -1,0 +1,237 @@
+"""The pi fast path (``formats/pi_fast.py``) against the line reader (``formats/pi.py``) and its oracle.
+
+The fast path may decline any file (:func:`.pi.parse` then reads it), but what
+it returns for a file it takes must be exactly what the line reader gives:
+the frame, the session metadata (compactions included) and the report's
+counts of ignored records; it must never take a file the reader refuses. The
+line reader itself agrees with the oracle ``reference/pi_lines.py``
+(``test_pi_differential.py``); here the frame of every file taken is also
+checked against the oracle's.
+"""
+from __future__ import annotations
+
+import gzip
+import json
+import tempfile
+from pathlib import Path
+
+import polars as pl
+import pytest
+from adapter_checks import reference_frame
+from conftest import FIXTURES, REALDATA, examples
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from mutations import mutated_lines
+
+from panto_analytics.errors import IngestReport, InputError
+from panto_analytics.formats import pi, pi_fast
+from panto_analytics.formats.base import FrameBuilder, SourceFile
+from panto_analytics.ingest import read_sessions
+from reference import pi_lines
+
+FIXTURE_FILES = sorted((FIXTURES / "pi").glob("*.jsonl"))
+REAL_FILES = sorted(REALDATA.glob("pi*/**/*.jsonl")) if REALDATA.is_dir() else []
+
+
+def oracle_frame(path: Path) -> pl.DataFrame:
+    src = SourceFile(path, pi.NAME, report=IngestReport())
+    builder = FrameBuilder()
+    builder.add_session(src, pi_lines.parse(src))
+    return builder.finish()
+
+
+def assert_agrees(paths: list[Path]) -> list[bool]:
+    """Read ``paths`` in one fast-path batch, check each file it takes; return which ones it took."""
+    sources = [SourceFile(p, pi.NAME, report=IngestReport()) for p in paths]
+    taken = []
+    for path, src, frame in zip(paths, sources, pi_fast.read_frames(sources)):
+        taken.append(frame is not None)
+        if frame is None:
+            assert not src.report.ignored, f"{path}: a declined file must leave its report alone"
+            continue
+        ref = reference_frame(path, pi.NAME)
+        assert not isinstance(ref, InputError), f"the fast path took a file the reader refuses: {ref}"
+        ref_frame, ref_src = ref
+        assert frame.schema == ref_frame.schema
+        assert frame.equals(ref_frame), f"{path}: frames differ"
+        assert frame.equals(oracle_frame(path)), f"{path}: frame differs from the oracle's"
+        assert src.meta == ref_src.meta, path
+        assert src.report.ignored == ref_src.report.ignored, path
+    return taken
+
+
+def _write(path: Path, *records: object, raw: bytes = b"") -> Path:
+    path.write_bytes(b"".join(json.dumps(r, separators=(",", ":")).encode() + b"\n" for r in records) + raw)
+    return path
+
+
+def test_fixtures_agree():
+    taken = dict(zip(FIXTURE_FILES, assert_agrees(FIXTURE_FILES)))
+    assert taken[FIXTURES / "pi" / "v3_branching.jsonl"]      # a tree, a branch summary, a compaction
+    assert not taken[FIXTURES / "pi" / "v1.jsonl"]             # a blank line: the line reader's
+
+
+@pytest.mark.skipif(not REAL_FILES, reason="../shared/realdata/pi is absent")
+def test_real_recordings_are_taken_and_agree():
+    assert all(assert_agrees(REAL_FILES))
+
+
+def test_all_of_the_files_in_one_batch_agree():
+    """Files read together keep apart: sessions, models, tool calls (refs are resolved within a file)."""
+    paths = FIXTURE_FILES + REAL_FILES[:2]
+    assert assert_agrees(paths + paths[::-1])
+
+
+HEADER = {"type": "session", "id": "s1", "timestamp": "2026-01-01T00:00:00.000Z", "cwd": "/w", "modelId": "m0"}
+
+
+def _msg(role: str, ts: object = "2026-01-01T00:00:01.000Z", **fields: object) -> dict:
+    return {"type": "message", "timestamp": ts, "message": {"role": role, **fields}}
+
+
+FEATURES: dict[str, list[object]] = {
+    "every role and entry kind": [
+        HEADER,
+        _msg("user", content=[{"type": "text", "text": "a b"}, {"type": "image", "data": "x"}, {"type": "odd"}]),
+        _msg("assistant", content=[{"type": "thinking", "thinking": "hm"}, {"type": "text", "text": "c"},
+                                   {"type": "toolCall", "id": "t1", "name": "read", "arguments": {"path": "a.py"}},
+                                   {"type": "other"}],
+             model="m1", usage={"input": 3, "output": 2, "cacheRead": 1, "cacheWrite": 0, "cost": {"total": 0.25}}),
+        _msg("toolResult", toolCallId="t1", content=[{"type": "text", "text": "x y z"},
+                                                     {"type": "image", "mimeType": "image/png"}, {"type": "odd"}]),
+        _msg("toolResult", toolCallId="t2", content="plain"),
+        _msg("bashExecution", command="ls", output="a\nb"),
+        _msg("bashExecution", command="ls", excludeFromContext=True),
+        _msg("bashExecution", command="pwd"),
+        _msg("custom", content="note"),
+        _msg("hookMessage", content=[{"type": "text", "text": "hook"}]),
+        _msg("branchSummary", summary="went elsewhere"),
+        _msg("somethingNew", content="?"),
+        {"type": "custom_message", "timestamp": "2026-01-01T00:00:02Z", "content": "ext"},
+        {"type": "branch_summary", "timestamp": "2026-01-01T00:00:02Z", "summary": ""},
+        {"type": "model_change", "timestamp": "2026-01-01T00:00:02Z", "modelId": "m2"},
+        _msg("user", content="after the change"),
+        _msg("assistant", content=[], model="m1", usage={"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}),
+        _msg("assistant", content=[{"type": "text", "text": "no cost"}], usage={"input": 1, "cost": {"total": -1}}),
+        {"type": "thinking_level_change", "timestamp": "2026-01-01T00:00:02Z", "thinkingLevel": "high"},
+        {"type": "label", "timestamp": "2026-01-01T00:00:02Z"},
+    ],
+    "v1 compactions, by index and by a compaction summary message": [
+        HEADER,
+        _msg("user", content="one"),
+        _msg("assistant", content=[{"type": "text", "text": "two"}], model="m1", usage={"input": 9}),
+        _msg("user", content="three"),
+        {"type": "compaction", "timestamp": "2026-01-01T00:00:05.000Z", "summary": "S", "firstKeptEntryIndex": 3,
+         "tokensBefore": 99},
+        _msg("user", content="four"),
+        _msg("compactionSummary", summary="T", tokensBefore=5),
+        {"type": "compaction", "timestamp": 1767225600000, "summary": "U", "firstKeptEntryIndex": 42},
+    ],
+    "a v3 tree with abandoned branches and a compaction keeping an entry": [
+        {**HEADER, "version": 3, "parentSession": "/x/2026-01-01T00-00-00_parent-id.jsonl"},
+        {**_msg("user", content="a"), "id": "a", "parentId": None},
+        {**_msg("assistant", content=[{"type": "text", "text": "b"}], model="m1"), "id": "b", "parentId": "a"},
+        {**_msg("user", content="dropped"), "id": "c", "parentId": "b"},
+        {**_msg("user", content="kept"), "id": "d", "parentId": "b"},
+        {"type": "compaction", "id": "k", "parentId": "d", "timestamp": "2026-01-01T00:00:09.000Z", "summary": "S",
+         "firstKeptEntryId": "d"},
+        {**_msg("user", content="e"), "id": "e", "parentId": "k"},
+    ],
+    "timestamps other than ISO UTC: offsets, epoch milliseconds, none, no time": [
+        HEADER,
+        _msg("user", ts="2026-01-01T01:00:00.123456+01:00", content="x"),
+        _msg("user", ts=None, content="y", timestamp=1767225600123),
+        _msg("user", ts="2026-02-30T00:00:00Z", content="z", timestamp="2026-01-01T00:00:00Z"),
+        _msg("user", ts="not a time", content="w"),
+        _msg("user", ts=1767225600999, content="v"),
+        _msg("user", ts="2026-01-01T00:00:60Z", content="u"),
+    ],
+    "no header": [_msg("user", content="x"), _msg("assistant", content=[{"type": "text", "text": "y"}])],
+    "only a header": [HEADER],
+}
+
+
+@pytest.mark.parametrize("name", FEATURES)
+def test_feature_is_taken_and_agrees(tmp_path, name):
+    path = _write(tmp_path / "s.jsonl", *FEATURES[name])
+    assert assert_agrees([path]) == [True]
+
+
+DECLINED: dict[str, tuple[list[object], bytes]] = {
+    "a blank line": ([HEADER, _msg("user", content="x")], b"\n"),
+    "a truncated last line": ([HEADER], b'{"type":"message"'),
+    "a header that is not first": ([_msg("user", content="x"), HEADER], b""),
+    "a bad version": ([{**HEADER, "version": 0}], b""),
+    "a dangling parent": ([{**HEADER, "version": 2}, {**_msg("user", content="x"), "id": "a", "parentId": "z"}], b""),
+    "an id used twice": ([{**HEADER, "version": 2}, {**_msg("user", content="x"), "id": "a"},
+                          {**_msg("user", content="y"), "id": "a"}], b""),
+    "a message without content": ([HEADER, _msg("user")], b""),
+    "a tool call without an id": ([HEADER, _msg("assistant", content=[{"type": "toolCall", "name": "x"}])], b""),
+    "a counter out of range": ([HEADER, _msg("assistant", content=[], usage={"input": 2**32})], b""),
+    "a message entry without a message": ([HEADER, {"type": "message"}], b""),
+    "a compaction without a summary": ([HEADER, {"type": "compaction", "firstKeptEntryIndex": 1}], b""),
+}
+
+
+@pytest.mark.parametrize("name", DECLINED)
+def test_what_the_line_reader_judges_is_declined(tmp_path, name):
+    records, raw = DECLINED[name]
+    path = _write(tmp_path / "s.jsonl", *records, raw=raw)
+    assert assert_agrees([path]) == [False]
+
+
+def test_a_declined_file_leaves_the_others_of_its_batch_alone(tmp_path):
+    good = _write(tmp_path / "a.jsonl", *FEATURES["every role and entry kind"])
+    bad = _write(tmp_path / "b.jsonl", HEADER, _msg("user"))
+    assert assert_agrees([good, bad, good]) == [True, False, True]
+
+
+def test_ingest_reads_the_same_frames_with_and_without_it(tmp_path, monkeypatch):
+    paths = [_write(tmp_path / f"{name[:8]}.jsonl", *records) for name, records in FEATURES.items()]
+    paths += [*FIXTURE_FILES, *REAL_FILES[:1]]
+    fast = read_sessions(paths, format="pi", skip_invalid=True, jobs=1)
+    monkeypatch.setattr(pi, "read_frames", None)
+    assert fast.equals(read_sessions(paths, format="pi", skip_invalid=True, jobs=1))
+
+
+@pytest.mark.parametrize("keep", [1.0, 0.5, 0.3])
+def test_a_compressed_file_cut_short_reads_as_without_it(tmp_path, monkeypatch, keep):
+    """The fast path reads a .gz as the line reader does: whole, or its whole lines before the cut (counted
+    as skipped), or one error naming the file."""
+    plain = _write(tmp_path / "s.jsonl", HEADER, *FEATURES["every role and entry kind"][1:] * 40).read_bytes()
+    packed = gzip.compress(plain)
+    f = tmp_path / "s.jsonl.gz"
+    f.write_bytes(packed[:int(len(packed) * keep)])
+
+    def read() -> tuple:
+        try:
+            read_sessions([f], jobs=1)
+            strict = None
+        except InputError as e:
+            strict = str(e)
+        report = IngestReport()
+        frame = read_sessions([f], skip_invalid=True, report=report, jobs=1)
+        return strict, frame, dict(report.skipped), dict(report.ignored)
+
+    fast = read()
+    monkeypatch.setattr(pi, "read_frames", None)
+    line = read()
+    assert fast[0] == line[0] and fast[2:] == line[2:]
+    assert fast[1].equals(line[1]) and fast[1].height > 0
+    if keep == 1.0:
+        assert assert_agrees([f]) == [True]
+
+
+SOURCES = FIXTURE_FILES + REAL_FILES[:1]
+
+
+@pytest.mark.slow
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_mutated_file(data):
+    source = data.draw(st.sampled_from(SOURCES), label="source")
+    mutated = mutated_lines(source, data)
+    with tempfile.TemporaryDirectory() as d:
+        f = Path(d) / "s.jsonl"
+        f.write_bytes(mutated)
+        assert_agrees([f])
