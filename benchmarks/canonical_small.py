@@ -11,10 +11,14 @@ The readers: ``typed``, the package's (the batch path of
 ``formats/canonical/fast.py``); ``one-by-one``, every file through the
 package's one-file reader (``formats/canonical/reader.py``, what the batch path
 leaves to it); ``line-by-line``, every file through the oracle the package's
-readers replaced (``reference/canonical_lines.py``); and, with ``--before DIR``,
+readers replaced (``reference/canonical_lines.py``); these two are timed in one
+process (``jobs=1``), so that their CPU time is all of it; and, with ``--before DIR``,
 ``before``: the package as checked out in ``DIR`` (say, a ``git worktree`` of
 an earlier commit), the same measure run on it. ``--large`` writes files of
 the main benchmark's shape instead (``python -m benchmarks --sessions N``).
+``--concat N`` reads the same bytes from files of ``N`` sessions each (their
+messages one after the other, under the first one's header): what a reader
+spends per file is the difference between the two.
 """
 from __future__ import annotations
 
@@ -48,8 +52,10 @@ def measure(reader: str, paths: list[Path], repeat: int) -> dict:
     import panto_analytics.formats.canonical as canonical
     from panto_analytics.ingest import read_sessions
 
+    jobs = None
     if reader in ("one-by-one", "line-by-line"):
         canonical.read_frames = None  # type: ignore[assignment]
+        jobs = 1  # no worker processes (they would start from 48 MB): all the CPU time is this process's
     if reader == "line-by-line":
         from reference import canonical_lines
 
@@ -61,10 +67,32 @@ def measure(reader: str, paths: list[Path], repeat: int) -> dict:
         floor = min(floor, _floor(paths))
         floor_cpu = min(floor_cpu, time.process_time() - c0)
         t0, c0 = time.perf_counter(), time.process_time()
-        height = read_sessions(paths).height
+        height = read_sessions(paths, jobs=jobs).height
         wall, cpu = min(wall, time.perf_counter() - t0), min(cpu, time.process_time() - c0)
     return {"reader": reader, "ingest_s": wall, "cpu_s": cpu, "floor_s": floor, "floor_cpu_s": floor_cpu,
             "vs_floor": wall / floor, "cpu_vs_floor": cpu / floor_cpu, "messages": height}
+
+
+def _concatenated(paths: list[Path], n: int, folder: Path) -> list[Path]:
+    """The files of ``paths`` in groups of ``n``, each group one file: its messages in order, one header (the first's).
+
+    >>> import tempfile
+    >>> d = Path(tempfile.mkdtemp())
+    >>> for i in range(3):
+    ...     _ = (d / f"{i}.jsonl").write_text('{"type":"session","id":"s%d"}\\n{"type":"message","role":"user"}\\n' % i)
+    >>> [p.read_text().count("session") for p in _concatenated(sorted(d.glob("*.jsonl")), 2, d / "c")]
+    [1, 1]
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    out = []
+    for k in range(0, len(paths), n):
+        lines: list[bytes] = []
+        for j, path in enumerate(paths[k:k + n]):
+            own = path.read_bytes().splitlines(keepends=True)
+            lines += own[1:] if j and own and json.loads(own[0]).get("type") == "session" else own
+        out.append(folder / f"c{k // n:05d}.jsonl")
+        out[-1].write_bytes(b"".join(lines))
+    return out
 
 
 def _run(reader: str, tree: Path, listing: Path, repeat: int) -> dict:
@@ -86,6 +114,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--corpus", type=Path, help="reuse (or write) the corpus in this folder")
     parser.add_argument("--large", action="store_true",
                         help="files of the main benchmark's shape (python -m benchmarks --sessions), not small ones")
+    parser.add_argument("--concat", type=int, default=1, metavar="N",
+                        help="read the same bytes from files of N sessions each (the per-file cost: the difference)")
     parser.add_argument("--measure", nargs=3, help=argparse.SUPPRESS)  # internal: READER LISTING REPEAT
     args = parser.parse_args(argv)
     if args.measure:
@@ -106,6 +136,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
         if len(paths) != args.files:
             shape = {} if args.large else {"median_turns": 4, "max_turns": 10}
             paths = write_corpus(folder, args.files, args.seed, **shape)
+        if args.concat > 1:
+            paths = _concatenated(paths, args.concat, Path(tmp) / f"concat{args.concat}")
         listing = Path(tmp) / "paths.txt"
         listing.write_text("\n".join(str(p) for p in paths))
         size = sum(p.stat().st_size for p in paths)

@@ -38,7 +38,7 @@ STEPS = [
     ("_declined", "the files declined"),
     ("_assemble", "the frame (targets and words included)"),
     ("refs_column", "  the tool calls' targets (refs)"),
-    ("words_and_flags", "  words"),
+    ("block_words", "  words (each block's, once)"),
     ("serialized_bytes", "  summarizer-request bytes"),
 ]
 

@@ -10,10 +10,18 @@ process:
 - ``cost DS --by day --by model``;
 - ``replay DS -w 64k -b 20k --cost --loss`` (with ``--sessions`` and ``--events`` written to files: the rows
   a user asks for are written as they come, not held);
-- ``loss DS --cuts FILE`` (the re-fetch check, its cut rows written to a file).
+- ``loss DS --cuts FILE`` (the re-fetch check, its cut rows written to a file);
+- ``recommend DS --window 64k -b 20k`` (the decision under a window: every session replayed, billed and
+  its loss measured).
 
-Each figure is the peak resident memory of that process alone
-(``ru_maxrss`` of the child from ``os.wait4``), and its wall time. That
+Each figure is the peak resident memory of that process
+(``ru_maxrss`` of the child from ``os.wait4``: the largest of the process and
+any worker process it started and waited for), and its wall time. As a
+command over a large dataset runs its tasks in a worker process
+(:mod:`panto_analytics.dataset.engines`), the table also gives the peak of
+the sum of the resident memory of the process and all its descendants
+(``tree``), sampled from ``/proc`` every 20 ms (so it can miss a peak shorter
+than that), the memory the machine needs for the command. That
 figure includes what the process had before ``exec``, so this driver stays
 small: it imports no Polars and writes the datasets in child processes too
 (their own peaks are the ``write`` rows). The load average is read before and
@@ -29,6 +37,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -42,7 +51,11 @@ COMMANDS: dict[str, list[str]] = {
     "replay": ["replay", "{ds}", "-w", "64k", "-b", "20k", "--cost", "--loss", "-o", "/dev/null",
                "--sessions", "{out}/sessions.parquet", "--events", "{out}/events.parquet"],
     "loss": ["loss", "{ds}", "-o", "/dev/null", "--cuts", "{out}/cuts.parquet"],
+    "recommend": ["recommend", "{ds}", "--window", "64k", "-b", "20k", "-o", "/dev/null"],
 }
+
+#: Exit codes that are not failures: ``recommend`` exits 1 when no budget meets its rule.
+_OK = {"recommend": (0, 1)}
 
 _CLI = "import sys; from panto_analytics.cli import main; sys.argv[0] = 'panto-analytics'; main()"
 
@@ -52,18 +65,57 @@ def _env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": path}
 
 
-def measure(argv: list[str]) -> dict:
-    """Run ``argv`` in a fresh process; its exit code, wall seconds and peak RSS (MiB, ``ru_maxrss``)."""
+def _status(pid: int) -> dict[str, int]:
+    """The memory lines of ``/proc/PID/status`` (KiB); empty once the process is gone."""
+    try:
+        lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+    except OSError:
+        return {}
+    return {k: int(v.split()[0]) for k, _, v in (line.partition(":") for line in lines) if k.startswith("Vm") or k.startswith("Rss")}
+
+
+def _tree(pid: int) -> tuple[int, int]:
+    """The memory (KiB) of ``pid`` and all its descendants (from ``/proc``: their anonymous memory summed, plus the
+    largest one's mapped files, which they share: the libraries), and ``pid``'s own peak (``VmHWM``)."""
+    anon, files, todo, own = 0, 0, [pid], 0
+    while todo:  # one iteration per process of the tree
+        p = todo.pop()
+        status = _status(p)
+        anon += status.get("RssAnon", 0) + status.get("RssShmem", 0)
+        files = max(files, status.get("RssFile", 0))
+        own = status.get("VmHWM", 0) if p == pid else own
+        try:
+            for task in Path(f"/proc/{p}/task").iterdir():
+                todo.extend(int(c) for c in (task / "children").read_text().split())
+        except (OSError, ValueError):
+            continue
+    return anon + files, own
+
+
+def measure(argv: list[str], ok: tuple[int, ...] = (0,)) -> dict:
+    """Run ``argv`` in a fresh process; its wall seconds, peak RSS (MiB, ``ru_maxrss``) and the peak of its
+    process tree's summed RSS (MiB, sampled)."""
     t0 = time.perf_counter()
     child = subprocess.Popen(argv, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     assert child.stderr is not None
-    err = child.stderr.read()
-    _, status, usage = os.wait4(child.pid, 0)
+    chunks: list[bytes] = []
+    reader = threading.Thread(target=lambda: chunks.append(child.stderr.read()))  # type: ignore[union-attr]
+    reader.start()
+    tree = own = 0
+    while True:  # sample until it exits; reaped here with its rusage
+        pid, status, usage = os.wait4(child.pid, os.WNOHANG)
+        if pid:
+            break
+        now, hwm = _tree(child.pid)
+        tree, own = max(tree, now), max(own, hwm)
+        time.sleep(0.02)
     child.returncode = os.waitstatus_to_exitcode(status)
+    reader.join()
     seconds = time.perf_counter() - t0
-    if child.returncode != 0:
-        raise RuntimeError(f"{' '.join(argv[3:])} exited {child.returncode}: {err.decode()[-2000:]}")
-    return {"seconds": seconds, "peak_rss_mib": usage.ru_maxrss / 1024}
+    if child.returncode not in ok:
+        raise RuntimeError(f"{' '.join(argv[3:])} exited {child.returncode}: {b''.join(chunks).decode()[-2000:]}")
+    return {"seconds": seconds, "peak_rss_mib": usage.ru_maxrss / 1024, "tree_rss_mib": tree / 1024,
+            "own_rss_mib": own / 1024}
 
 
 def _load() -> str:
@@ -94,7 +146,7 @@ def run(sizes: list[int], workdir: Path, *, commands: list[str], seed: int = 1, 
         out.mkdir(parents=True, exist_ok=True)
         for name in commands:
             args = [a.format(ds=root, out=out) for a in COMMANDS[name]]
-            found.append((name, measure([sys.executable, "-c", _CLI, *args])))
+            found.append((name, measure([sys.executable, "-c", _CLI, *args], _OK.get(name, (0,)))))
         load_after = _load()
         for name, m in found:
             row = {"sessions": info["sessions"], "messages": info["messages"], "command": name, **m,
@@ -106,11 +158,13 @@ def run(sizes: list[int], workdir: Path, *, commands: list[str], seed: int = 1, 
 
 def format_table(rows: list[dict]) -> str:
     """A Markdown table of the measurements."""
-    lines = ["| sessions | messages | command | seconds | peak RSS (MiB) | load average (before; after) |",
-             "|---:|---:|---|---:|---:|---|"]
+    lines = ["| sessions | messages | command | seconds | peak RSS (MiB) | command's own (MiB) | tree (MiB) "
+             "| load average (before; after) |",
+             "|---:|---:|---|---:|---:|---:|---:|---|"]
     for r in rows:
         lines.append(f"| {r['sessions']:,} | {r['messages']:,} | {r['command']} | {r['seconds']:.1f} | "
-                     f"{r['peak_rss_mib']:,.0f} | {r['load_before']}; {r['load_after']} |")
+                     f"{r['peak_rss_mib']:,.0f} | {r['own_rss_mib']:,.0f} | {r['tree_rss_mib']:,.0f} | "
+                     f"{r['load_before']}; {r['load_after']} |")
     return "\n".join(lines)
 
 

@@ -31,6 +31,10 @@ class InputError(ValueError):
         where = self.path if line is None else f"{self.path}:{line}"
         super().__init__(f"{where}: {reason}")
 
+    def __reduce__(self) -> tuple:
+        """Pickled whole (a dataset task's error comes back from its worker process as it was raised)."""
+        return type(self), (self.path, self.line, self.reason), self.__dict__
+
 
 @dataclass
 class IngestReport:

@@ -58,7 +58,7 @@ from ..schema import BUDGET, SESSION
 from .formatting import format_tokens, render_table
 
 __all__ = [
-    "FEW", "Decision", "DecisionRule", "decide", "decision_from_replay", "few_warnings", "frontier",
+    "FEW", "OUTCOME_COLUMNS", "Decision", "DecisionRule", "decide", "decision_from_replay", "few_warnings", "frontier",
     "outcomes_table", "recorded_points", "replay_outcomes", "session_outcomes", "table_from_sessions", "thresholds_of",
 ]
 
@@ -70,6 +70,12 @@ COSTS = ("total_cost_usd", "simulated_cost_usd")
 RECORDED_COST = "recorded_cost_usd"
 #: Columns a replay's sessions gain from the loss issue.
 ORPHAN_CALLS, ORPHAN_RATE, REFETCH = "orphan_calls", "orphan_rate", "refetch_tokens"
+
+#: The columns of :func:`session_outcomes` rows that :func:`table_from_sessions` reads (where present): all a
+#: dataset's tasks keep of them (:func:`panto_analytics.dataset.decision.decision_dataset`).
+OUTCOME_COLUMNS = ("policy", SESSION, BUDGET, "_reach", "min_kept_turns", "max_kept", "n_compactions",
+                   "zero_kept_events", "summarized_tokens", "request_bytes", *COSTS, RECORDED_COST, ORPHAN_CALLS,
+                   ORPHAN_RATE, REFETCH, "window_calls")
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ from typing import Any
 
 import polars as pl
 
-from ..analysis.decision import replay_outcomes, session_outcomes
+from ..analysis.decision import OUTCOME_COLUMNS, replay_outcomes, session_outcomes
 from ..budgets import as_budgets
 from ..errors import InputError
 from ..outcomes.orphan_loss import DEFAULT_HORIZON
@@ -92,12 +92,18 @@ def _replay_task(root: str, parts: list[str], *, budgets: list[int], window: int
                                 policy=policy, prices=prices, summarizer=summarizer, horizon=horizon,
                                 loss_events=True)
     frames = {_EVENTS: r.events, _SESSIONS: r.sessions}
-    if per_session:
-        frames = {_SESSIONS: session_outcomes(frames[_EVENTS], frames[_SESSIONS])}
+    if per_session:  # only the columns the decision's table reads
+        outcomes = session_outcomes(frames[_EVENTS], frames[_SESSIONS])
+        frames = {_SESSIONS: outcomes.select(c for c in OUTCOME_COLUMNS if c in outcomes.columns)}
     frames[_META] = pl.DataFrame({"price_source": [r.price_source]}, schema={"price_source": pl.String})
     if r.unpriced is not None:
         frames[_UNPRICED] = r.unpriced
     return frames
+
+
+def _recorded_summaries(messages: pl.LazyFrame) -> pl.LazyFrame:
+    """The recorded summaries' sizes (a module-level function: :func:`gather` can run it in a worker process)."""
+    return messages.filter("has_summary").select("words", "has_summary")
 
 
 @dataclass(frozen=True)
@@ -121,7 +127,7 @@ def _stream(root: str | Path, budgets: Any, *, window: int, reserve: int, summar
     the unpriced-model warnings of the whole dataset."""
     source = "given"
     if summary_tokens is None:
-        recorded = gather(root, "messages", lambda lf: lf.filter("has_summary").select("words", "has_summary"))
+        recorded = gather(root, "messages", _recorded_summaries)
         summary_tokens, source = summary_size(recorded)
     validate_parameters(window, reserve, summary_tokens)
     if prices is not None:  # loaded once here, not in every task (a Prices is passed on as it is)

@@ -42,12 +42,6 @@ class _Part(msgspec.Struct, gc=False):
     image_url: Any = None
 
 
-class _OldOutput(msgspec.Struct, gc=False):
-    """The old tool output object, ``{content, success}``."""
-
-    content: str | list[_Part] | None | UnsetType = UNSET
-
-
 class _Usage(msgspec.Struct, gc=False):
     """A call's ``last_token_usage`` (absent stays ``UNSET`` where the line reader tells absent from null)."""
 
@@ -65,18 +59,17 @@ class _Info(msgspec.Struct, gc=False):
 
 
 class _Payload(msgspec.Struct, gc=False):
-    """An envelope's payload: a response item, an event or a turn context (absent stays ``UNSET`` where the
-    line reader tells absent from null)."""
+    """An envelope's payload: a response item, an event or a turn context (absent ``UNSET`` where it matters)."""
 
     type: str | None = None
     role: str | None = None
     content: list[_Part] | None | UnsetType = UNSET
     summary: list[_Part] | str | None | UnsetType = UNSET  # a turn_context's is a setting ("auto")
     name: str | None = None
-    arguments: msgspec.Raw | UnsetType = UNSET  # a string for function_call, any JSON for tool_search_call
+    arguments: str | None = None  # a function call's (any other JSON: the line reader's)
     input: str | None = None
     call_id: str | None = None
-    output: str | list[_Part] | _OldOutput | None | UnsetType = UNSET
+    output: str | list[_Part] | None | UnsetType = UNSET  # the old ``{content, success}``: the line reader's
     info: _Info | None = None
     model_context_window: _Int | None = None
     model: str | None = None
@@ -91,11 +84,11 @@ class _Line(msgspec.Struct, gc=False):
 
 
 _LINES = msgspec.json.Decoder(_Line)
-_STRING = msgspec.json.Decoder(str)
 #: Top-level types the fast path leaves to the line reader: legacy lines and compactions.
 _DECLINED = frozenset({"compacted"}) | LEGACY_ITEMS | SUMMARY_ITEMS
-#: Response items the fast path leaves to the line reader: compactions and inputs it re-serializes.
-_DECLINED_ITEMS = SUMMARY_ITEMS | {"local_shell_call", "web_search_call", "tool_search_call", "tool_search_output"}
+#: Response items left to the line reader: compactions, inputs it re-serializes, agent messages.
+_DECLINED_ITEMS = SUMMARY_ITEMS | {"local_shell_call", "web_search_call", "tool_search_call", "tool_search_output", "agent_message"}
+_ENVELOPES = frozenset({"response_item", "event_msg", "turn_context", "session_meta"})
 _OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output"})
 
 
@@ -104,10 +97,8 @@ class _Decline(Exception):
 
 
 def read_frames(sources: list[SourceFile]) -> list[pl.DataFrame | None]:
-    """The message frame of each clean Codex rollout, or None to leave it to :func:`.codex.parse`.
-
-    Each accepted source gets the session metadata and the report entries :func:`.codex.parse` would have given it.
-    """
+    """The message frame of each clean Codex rollout (its metadata and report as :func:`.codex.parse` gives them), or
+    None to leave it to :func:`.codex.parse`."""
     return read_batch(sources, _LINES, NAME, lambda src, records, raw, cols: _File(src, records, raw, cols).read(),
                       (_Decline, *BAD_RECORD))
 
@@ -122,7 +113,7 @@ class _File:
 
     def __init__(self, src: SourceFile, records: list[_Line], raw: bytes, cols: Columns):
         self.records, self.raw, self.cols = records, raw, cols
-        self.meta = SessionMeta(session_id=session_stem(src.path))
+        self.meta = SessionMeta(session_id=session_stem(src.file))
         self.ignored: Counter[str] = Counter()
         self.model: str | None = None
         self.models: Counter[str | None] = Counter()
@@ -143,49 +134,42 @@ class _File:
         ignored, windowed, seen_meta = self.ignored, False, False
         for lineno, rec in enumerate(self.records, 1):
             kind, payload = rec.type, rec.payload
+            if kind is None or kind in _DECLINED:
+                raise _Decline
+            if kind not in _ENVELOPES:
+                ignored[kind] += 1
+                continue
+            if payload is None or payload is UNSET:
+                raise _Decline
+            windowed = True
             if kind == "response_item":
-                if payload is None or payload is UNSET:
-                    raise _Decline
-                windowed = True
                 self.item(payload, lineno, rec.timestamp)
             elif kind == "event_msg":
-                if payload is None or payload is UNSET or payload.type is None:
+                if payload.type is None:
                     raise _Decline
-                windowed = True
                 if payload.type == "token_count":
                     self.token_count(payload.info)
                 else:
                     self.context_window(payload.model_context_window)
                     ignored["event_msg:" + payload.type] += 1
             elif kind == "turn_context":
-                if payload is None or payload is UNSET:
-                    raise _Decline
-                windowed = True
                 if payload.model is not None:
                     self.set_model(payload.model)
                 ignored["turn_context"] += 1
-            elif kind == "session_meta":
-                if payload is None or payload is UNSET:
-                    raise _Decline
-                windowed = True
-                if seen_meta:
-                    ignored["session_meta (repeated)"] += 1
-                elif lineno != 1:
-                    raise _Decline
-                else:  # the header, read as the line reader reads it
-                    end = self.raw.find(b"\n")
-                    try:
-                        header = orjson.loads(self.raw[:end] if end >= 0 else self.raw)
-                    except orjson.JSONDecodeError:
-                        raise _Decline from None
-                    model = read_header(self.meta, header["payload"], parse_timestamp(header.get("timestamp")))
-                    seen_meta = True
-                    if model is not None:
-                        self.set_model(model)
-            elif kind is None or kind in _DECLINED:
+            elif seen_meta:
+                ignored["session_meta (repeated)"] += 1
+            elif lineno != 1:
                 raise _Decline
-            else:
-                ignored[kind] += 1
+            else:  # the header, read as the line reader reads it
+                end = self.raw.find(b"\n")
+                try:
+                    header = orjson.loads(self.raw[:end] if end >= 0 else self.raw)
+                except orjson.JSONDecodeError:
+                    raise _Decline from None
+                model = read_header(self.meta, header["payload"], parse_timestamp(header.get("timestamp")))
+                seen_meta = True
+                if model is not None:
+                    self.set_model(model)
         self.close_call()
         self.flush()
         meta = self.meta
@@ -262,23 +246,10 @@ class _File:
             texts = self.texts(summary, None) + self.texts(item.content or [], None)
             self.call([(THINKING, "\n".join(texts), None, None, None, None, _NO_PARTS)], lineno, ts)
         elif kind == "function_call" or kind == "custom_tool_call":
-            if kind == "function_call":
-                if item.arguments is UNSET:
-                    raise _Decline
-                try:
-                    text: str | None = _STRING.decode(item.arguments)
-                except msgspec.ValidationError:
-                    raise _Decline from None
-            else:
-                text = item.input
+            text = item.arguments if kind == "function_call" else item.input
             if item.name is None or text is None or item.call_id is None:
                 raise _Decline
             self.call([(TOOL_USE, None, item.call_id, item.name, text, None, _NO_PARTS)], lineno, ts)
-        elif kind == "agent_message":
-            if item.content is None:
-                raise _Decline
-            texts = [] if item.content is UNSET else self.texts(item.content, None)
-            self.message("user", [(TEXT, t, None, None, None, None, _NO_PARTS) for t in texts], lineno, ts)
         elif kind is None or kind in _DECLINED_ITEMS:
             raise _Decline
         else:
@@ -297,14 +268,10 @@ class _File:
                 self.ignored[f"content part:{part.type}"] += 1
         return out
 
-    def output_parts(self, output: str | list[_Part] | _OldOutput) -> list[tuple[str, str | None, str | None]]:
-        """A tool output (a string, content items, or the old ``{content, success}``) as result parts."""
+    def output_parts(self, output: str | list[_Part]) -> list[tuple[str, str | None, str | None]]:
+        """A tool output (a string or content items) as result parts."""
         if isinstance(output, str):
             return [("text", output, None)]
-        if isinstance(output, _OldOutput):
-            if output.content is None or output.content is UNSET:
-                raise _Decline
-            return self.output_parts(output.content)
         parts: list[tuple[str, str | None, str | None]] = []
         for part in output:
             text = _text(part)

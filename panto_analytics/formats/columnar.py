@@ -20,6 +20,7 @@ and the timestamps the fast paths take (:func:`bad_timestamps`,
 from __future__ import annotations
 
 import io
+import os
 from typing import cast
 
 import numpy as np
@@ -27,6 +28,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..pathnames import path_suffix
 from .base import COMPRESSED_SUFFIXES, SourceFile
 from .blocks import BLOCK, PART, byte_lengths, per_owner, serialized_bytes, words_and_flags
 
@@ -44,7 +46,7 @@ MAX_FILE_BYTES = 64_000_000
 
 def read_whole(src: SourceFile) -> bytes | None:
     """The file's bytes, newline-terminated; None for an empty or a very large file."""
-    if src.path.stat().st_size > MAX_FILE_BYTES:
+    if os.stat(src.file).st_size > MAX_FILE_BYTES:
         return None
     with src.open() as f:
         data = f.read()
@@ -72,11 +74,11 @@ def read_together(sources: list[SourceFile]) -> tuple[bytearray, list[tuple[int,
     decompressed: dict[int, bytes | None] = {}
     sizes = []
     for k, src in enumerate(sources):
-        if src.path.suffix in COMPRESSED_SUFFIXES:
+        if path_suffix(src.file) in COMPRESSED_SUFFIXES:
             decompressed[k] = read_whole(src)
             sizes.append(len(decompressed[k] or b""))
         else:
-            size = src.path.stat().st_size
+            size = os.stat(src.file).st_size
             sizes.append(size if size <= MAX_FILE_BYTES else 0)
     data = bytearray(sum(sizes) + len(sizes))
     view = memoryview(data)

@@ -9,6 +9,7 @@ one vectorized call, as :class:`.base.FrameBuilder` builds the line readers'.
 """
 from __future__ import annotations
 
+import os
 import sys
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -22,6 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..outcomes.tool_targets import refs_column
+from ..pathnames import path_suffix
 from ..schema import MESSAGE_SCHEMA, ROLE, SEQ
 from .base import COMPRESSED_SUFFIXES, SessionMeta, SourceFile, gc_paused, parse_timestamp
 from .blocks import BLOCK, PART, block_words, serialized_bytes, words_and_flags
@@ -98,11 +100,12 @@ def read_batch(sources: list[SourceFile], decoder: msgspec.json.Decoder[Any], na
 
 def _read(src: SourceFile) -> bytes | None:
     """A file's bytes (as :func:`.columnar.read_whole` takes them; a plain file read straight, a BOM left in)."""
-    if src.path.suffix in COMPRESSED_SUFFIXES:
+    if path_suffix(src.file) in COMPRESSED_SUFFIXES:
         return read_whole(src)
-    if src.path.stat().st_size > MAX_FILE_BYTES:
+    if os.stat(src.file).st_size > MAX_FILE_BYTES:
         return None
-    raw = src.path.read_bytes()
+    with open(src.file, "rb") as f:
+        raw = f.read()
     return raw if raw and (raw.isascii() or valid_utf8(raw)) else None
 
 
@@ -192,7 +195,7 @@ class Columns:
             "source_format": pl.repeat(self.name, n, dtype=pl.String, eager=True),
             "model": model,
             "timestamp": self._timestamps(),
-            "file": per_file([str(src.path) for src in sources]),
+            "file": per_file([src.file for src in sources]),
             "line": pl.Series(self.line, dtype=pl.Int64),
         }
         frame = pl.DataFrame({name: columns[name] for name in MESSAGE_SCHEMA if name != "refs"})

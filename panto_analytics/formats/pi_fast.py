@@ -82,7 +82,7 @@ class _File:
     def __init__(self, src: SourceFile, records: list[_Line], raw: bytes, cols: Columns):
         self.src, self.records, self.raw, self.cols = src, records, raw, cols
         self.ignored: Counter[str] = Counter()
-        self.meta = SessionMeta(session_id=session_stem(src.path))
+        self.meta = SessionMeta(session_id=session_stem(src.file))
         self.model: str | None = None
         self.models: Counter[str] = Counter()
         self.start = cols.rows

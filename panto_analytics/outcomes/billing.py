@@ -64,7 +64,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from functools import lru_cache
-from typing import TypeVar
+from typing import NamedTuple
 
 import polars as pl
 
@@ -94,8 +94,6 @@ BYTES_PER_TOKEN = 4
 SUMMARIZER_MODES = ("separate", "cached")
 
 _I = pl.Int64
-
-F = TypeVar("F", pl.DataFrame, pl.LazyFrame)
 
 
 def _session_start() -> pl.Expr:
@@ -154,10 +152,10 @@ def _prev_row(value: pl.Expr) -> pl.Expr:
     return pl.when("_same").then(value.shift(1))
 
 
-def _recorded_calls(lf: pl.LazyFrame) -> pl.LazyFrame:
+def _recorded_calls(lf: pl.LazyFrame, names: Sequence[str] | None = None) -> pl.LazyFrame:
     """One row per recorded API call, in session order: ``session_id``, ``seq``, ``model``, ``timestamp``, the
     recorded :data:`TOKEN_COLUMNS`, ``prompt`` and ``anchor`` (:func:`call_rows` says what each is)."""
-    names = lf.collect_schema().names()
+    names = lf.collect_schema().names() if names is None else names
     w1h = pl.col(CACHE_WRITE_1H).fill_null(0).cast(_I) if CACHE_WRITE_1H in names else pl.lit(0, _I)
     seq = pl.col(SEQ).cast(_I)
     write = pl.col("cache_write").cast(_I)
@@ -175,17 +173,33 @@ def _recorded_calls(lf: pl.LazyFrame) -> pl.LazyFrame:
     )
 
 
-def _rule_columns(calls: pl.LazyFrame, *, restart: bool = False) -> pl.LazyFrame:
+def _session_model() -> pl.Expr:
+    """One integer per session and model (``_gm``)."""
+    return (pl.col(SESSION).cast(pl.Categorical).to_physical().cast(pl.UInt64) * 2**32
+            + pl.col("model").cast(pl.Categorical).to_physical().cast(pl.UInt64).fill_null(2**32 - 1))
+
+
+def _models_contiguous(calls: pl.LazyFrame) -> pl.LazyFrame:
+    """One row, one column: whether each session's calls to each model are one run of rows, so that the previous
+    call to the model is the previous row. Checked as: no session calls two models (no hashing)."""
+    switches = (pl.col(SESSION) == pl.col(SESSION).shift(1)) & pl.col("model").ne_missing(pl.col("model").shift(1))
+    return calls.select(~switches.fill_null(False).any())
+
+
+def _rule_columns(calls: pl.LazyFrame, *, restart: bool = False, contiguous: bool = False,
+                  names: Sequence[str] | None = None) -> pl.LazyFrame:
     """:func:`_recorded_calls` with the rule's columns (:func:`call_rows`) and the previous call's to the model
     ``_prev_prompt`` and ``_prev_input``; ``restart`` only where asked (the check needs it, the bill does not).
 
     Each model has its own cache: the calls are sorted by session and model (stably: in ``seq`` order within
-    each), where "the previous call to the model" is the previous row, then put back in session order."""
-    gm = (pl.col(SESSION).cast(pl.Categorical).to_physical().cast(pl.UInt64) * 2**32
-          + pl.col("model").cast(pl.Categorical).to_physical().cast(pl.UInt64).fill_null(2**32 - 1))
-    by_model = (calls.with_columns(_gm=gm, _row=pl.int_range(pl.len(), dtype=pl.UInt32))
-                .sort("_gm", maintain_order=True)
-                .with_columns(_same=(pl.col("_gm") == pl.col("_gm").shift(1)).fill_null(False)))
+    each), where "the previous call to the model" is the previous row, then put back in session order.
+    ``contiguous``: the calls of each session and model are one run already (:func:`_models_contiguous`), and
+    the two sorts, which would not move a row, are skipped. ``names``: the columns of ``calls``, where the caller
+    knows them (resolving a plan's schema has its cost)."""
+    by_model = calls.with_columns(_gm=_session_model())
+    if not contiguous:
+        by_model = by_model.with_columns(_row=pl.int_range(pl.len(), dtype=pl.UInt32)).sort("_gm", maintain_order=True)
+    by_model = by_model.with_columns(_same=(pl.col("_gm") == pl.col("_gm").shift(1)).fill_null(False))
     wrote = pl.col("cache_write_5m") + pl.col("cache_write_1h") > 0
     first = ~pl.col("_same")
     by_model = by_model.with_columns(
@@ -210,9 +224,9 @@ def _rule_columns(calls: pl.LazyFrame, *, restart: bool = False) -> pl.LazyFrame
         )
     rule = ["writes", "first", "head", "one_hour", "prev_seq", "fresh", *(["restart"] if restart else []),
             "_prev_prompt", "_prev_input"]
-    return (by_model.sort("_row")
+    return ((by_model if contiguous else by_model.sort("_row"))
             .with_columns(writes=wrote.cast(pl.UInt8).max().over(SESSION).cast(pl.Boolean))
-            .select(*calls.collect_schema().names(), "_gm", *rule))
+            .select(*(calls.collect_schema().names() if names is None else names), "_gm", *rule))
 
 
 def call_rows(messages: pl.DataFrame | pl.LazyFrame) -> pl.LazyFrame:
@@ -352,15 +366,11 @@ def _simulated_tokens(rows: pl.DataFrame, summary_tokens: int) -> pl.DataFrame:
     Built in stages (the prompts, then the candidate, then the split): one nested expression repeats its
     parts, and planning it costs more than evaluating it; the stages are one lazy query (each eager step is one,
     with its fixed cost)."""
-    return _simulation(rows.lazy(), summary_tokens).collect(engine="in-memory")
-
-
-def _simulation(rows: pl.LazyFrame, summary_tokens: int) -> pl.LazyFrame:
-    """:func:`_simulated_tokens`, lazily (for a caller that goes on with the query)."""
-    staged = rows
+    staged = rows.lazy()
     for stage in _simulation_stages(summary_tokens):
         staged = staged.with_columns(stage)
-    return staged.drop("_prompt", "_prev_sim", "_first", "_cand", "_tail", "_read", "_write")
+    return staged.drop("_prompt", "_prev_sim", "_first", "_cand", "_tail", "_read", "_write").collect(
+        engine="in-memory")
 
 
 @lru_cache(maxsize=16)
@@ -416,7 +426,7 @@ def simulated_calls(calls: pl.DataFrame, events: pl.DataFrame, *, keys: Sequence
         *keys, SESSION, SEQ, "model", "event", "compacted", *TOKEN_COLUMNS, *(f"recorded_{c}" for c in TOKEN_COLUMNS))
 
 
-def _summarizer_tokens(ev: F, keys: list[str], summary_tokens: int) -> F:
+def _summarizer_tokens(ev: pl.DataFrame, keys: list[str], summary_tokens: int) -> pl.DataFrame:
     """:func:`summarizer_calls` of events that carry their trigger call: as recorded (``model``, ``writes``,
     ``_p`` its prompt, ``_in`` its input, ``_out`` its output) and, where it was simulated (``compacted``), as
     simulated (``_sp``, ``_sin``), and ``_cached``."""
@@ -486,6 +496,57 @@ _EVENT_TAIL = {"calls_after": pl.UInt32, "calls_recorded_cost_usd": pl.Float64, 
                "cache_miss_tokens": _I, "cache_miss_usd": pl.Float64}
 
 
+class _Sums(NamedTuple):
+    """:func:`bill_replay`'s expressions after the price call (:func:`_sums`)."""
+    per_session: list[pl.Expr]
+    per_event: list[pl.Expr]
+    none_changed: list[pl.Expr]
+    per_key: list[pl.Expr]
+    added: frozenset[str]
+    session_columns: list[pl.Expr]
+    event_columns: list[pl.Expr]
+
+
+@lru_cache(maxsize=8)
+def _sums(parts: tuple[str, ...]) -> _Sums:
+    """:func:`bill_replay`'s sums and columns after the price call, built once per ``parts`` (an expression is
+    immutable; building these costs Python time on every bill)."""
+    miss_write = "cache_write_usd" if "cache_write_usd" in parts else parts[-1]
+    first = pl.col("_first_after")
+    per_session = [pl.len().alias("_calls"), *(_total(p).alias(f"recorded_{p}") for p in parts)]
+    per_event = [
+        pl.len().alias("calls_after"), *(_total(f"_sim_{p}").alias(f"_sim_{p}") for p in parts),
+        *(_total(f"_old_{p}").alias(f"_old_{p}") for p in parts),
+        pl.col("_miss_tokens").filter(first).sum().alias("cache_miss_tokens"),
+        _total_of((pl.col(f"_sim_{miss_write}") - pl.col(f"_old_{miss_write}")).clip(0).filter(first)).alias("_miss")]
+    # An event whose calls all came before the next trigger changed nothing: 0, not null.
+    none_changed = [*(pl.when(pl.col("calls_after").is_null()).then(0.0).otherwise(pl.col(c)).alias(c)
+                      for c in [*(f"_sim_{p}" for p in parts), *(f"_old_{p}" for p in parts), "_miss"]),
+                    pl.col("cache_miss_tokens").fill_null(0)]
+    per_key = [pl.col("calls_after").sum().alias("_n"),
+               *(_total(f"_sim_{p}").alias(f"_sim_{p}") for p in parts),
+               *(_total(f"_old_{p}").alias(f"_old_{p}") for p in parts),
+               *(_total(f"summarizer_{p}").alias(f"summarizer_{p}") for p in parts), _total("_miss").alias("_miss")]
+    fired = pl.col("_n").fill_null(0) > 0  # some call was re-billed
+    compacted = pl.col("n_compactions") > 0
+    # A session without calls costs nothing.
+    recorded_p = {p: pl.when(pl.col("_calls").is_null()).then(0.0).otherwise(pl.col(f"recorded_{p}")) for p in parts}
+    simulated_p = {p: pl.when(fired).then(recorded_p[p] - pl.col(f"_old_{p}") + pl.col(f"_sim_{p}")).otherwise(recorded_p[p])
+                   for p in parts}
+    summarizer_p = {p: pl.when(compacted).then(pl.col(f"summarizer_{p}")).otherwise(0.0) for p in parts}
+    added = {**{f"recorded_{p}": recorded_p[p] for p in parts}, **{f"summarizer_{p}": summarizer_p[p] for p in parts},
+             **{f"simulated_{p}": simulated_p[p] for p in parts},
+             "cache_miss_usd": pl.when(compacted).then(pl.col("_miss")).otherwise(0.0),
+             **{f"total_{p}": simulated_p[p] + summarizer_p[p] for p in parts}}
+    event_columns = [pl.col("summarizer_input"), pl.col("summarizer_cache_read"), pl.col("summarizer_output"),
+                     *(pl.col(f"summarizer_{p}") for p in parts), pl.col("calls_after").fill_null(0).cast(pl.UInt32),
+                     pl.col(f"_old_{parts[-1]}").alias("calls_recorded_cost_usd"),
+                     pl.col(f"_sim_{parts[-1]}").alias("calls_simulated_cost_usd"), pl.col("cache_miss_tokens"),
+                     pl.col("_miss").alias("cache_miss_usd")]
+    return _Sums(per_session, per_event, none_changed, per_key, frozenset(added),
+                 [e.alias(c) for c, e in added.items()], event_columns)
+
+
 def _bill_unfired(base: pl.DataFrame, events: pl.DataFrame, sessions: pl.DataFrame, price: Price,
                   parts: Sequence[str]) -> tuple[pl.DataFrame, pl.DataFrame]:
     """:func:`bill_replay` where no compaction fired: every session costs what it recorded, and the rule,
@@ -534,97 +595,66 @@ def bill_replay(messages: pl.DataFrame | pl.LazyFrame, events: pl.DataFrame, ses
     """
     keys = list(keys)
     # Every recorded call, as recorded: every session's bill.
-    base = _recorded_calls(messages.lazy()).collect(engine="in-memory")
     if events.is_empty():
+        base = _recorded_calls(messages.lazy()).collect(engine="in-memory")
         return _bill_unfired(base, events, sessions, price, parts)
+    recorded_lf = _recorded_calls(messages.lazy(), messages.columns if isinstance(messages, pl.DataFrame) else None)
+    base, contiguous = pl.collect_all([recorded_lf, _models_contiguous(recorded_lf)], engine="in-memory")
     # The rule's columns only for the sessions where something fired, each with its row in the recorded calls
     # (``_bi``: the simulation reuses the recorded call's price).
     fired_calls = base.lazy().with_row_index("_bi").join(events.lazy().select(pl.col(SESSION).unique()), on=SESSION,
                                                          how="semi", maintain_order="left")
-    calls = _rule_columns(fired_calls).collect(engine="in-memory")
+    calls = _rule_columns(fired_calls, contiguous=contiguous.item(), names=["_bi", *base.columns]).collect(
+        engine="in-memory")
     ev, rows = _simulate(calls, events, keys, extra=["_bi"])
-    # From here on a few lazy queries, each collected with the others that share its inputs (every eager step
-    # is a query, with its fixed cost, and most of a bill's time was theirs).
-    sim = _simulation(rows.lazy(), summary_tokens)
+    sim = _simulated_tokens(rows, summary_tokens)
     # The calls that changed, with what their bill needs (filtering only those columns); the cache miss: the
     # first call to each model after the event, its write beyond the recorded one.
     sim_write = pl.col("cache_write_5m") + pl.col("cache_write_1h")
     rec_write = pl.col("recorded_cache_write_5m") + pl.col("recorded_cache_write_1h")
-    changed_lf = sim.select("_eid", "_bi", "_first_after", "model", *TOKEN_COLUMNS, "compacted",
-                            _miss_tokens=(sim_write - rec_write).clip(0)).filter("compacted")
+    changed = sim.select("_eid", "_bi", "_first_after", "model", *TOKEN_COLUMNS, "compacted",
+                         _miss_tokens=(sim_write - rec_write).clip(0)).filter("compacted")
     # The summarizer call: the trigger call as recorded (its row of the calls) and, where an earlier event of
     # its key re-billed it, as simulated: the trigger of an event is the last call of the previous one's range.
     triggers = (sim.select(*keys, SESSION, "compacted", "_hi", _ti="_ci", _sin="input",
                            _sp=pl.col("input") + pl.col("cache_read") + pl.col("cache_write_5m") + pl.col("cache_write_1h"))
                 .filter(pl.col("_ti") == pl.col("_hi") - 1).drop("_hi"))
-    trigger = calls[ev["_ti"]].lazy().select("model", "writes", _p="prompt", _in="input", _out="output")
-    ev_lf = (pl.concat([ev.lazy().with_columns(_cached_column(cached)), trigger], how="horizontal")
-             .join(triggers, on=[*keys, SESSION, "_ti"], how="left", maintain_order="left"))
-    summarizer_lf = _summarizer_tokens(ev_lf, keys, summary_tokens)
+    trigger = calls.select("model", "writes", _p="prompt", _in="input", _out="output")[ev["_ti"]]
+    ev = (pl.concat([ev.with_columns(_cached_column(cached)), trigger], how="horizontal")
+          .join(triggers, on=[*keys, SESSION, "_ti"], how="left", maintain_order="left"))
+    summarizer = _summarizer_tokens(ev, keys, summary_tokens)
     # One price call for everything: the recorded calls, the replayed calls that changed, the summarizer calls.
     # A changed call's recorded price is its recorded call's (row ``_bi``), not priced again.
-    model_type = base.schema["model"]
-    to_price_lf = pl.concat([
-        base.lazy().select("model", *TOKEN_COLUMNS, _recorded=pl.lit(True)),
-        changed_lf.select(pl.col("model").cast(model_type), *TOKEN_COLUMNS, _recorded=pl.lit(False)),
-        summarizer_lf.select(pl.col("model").cast(model_type), *TOKEN_COLUMNS, _recorded=pl.lit(False)),
-    ], how="vertical_relaxed")
-    changed, ev, summarizer, to_price = pl.collect_all([changed_lf, ev_lf, summarizer_lf, to_price_lf],
-                                                       engine="in-memory")
     n_calls, n_changed = base.height, changed.height
-    priced = price(to_price)[list(parts)]
+    model_type = base.schema["model"]
+    to_price = pl.concat([
+        base.select("model", *TOKEN_COLUMNS, _recorded=pl.lit(True)),
+        changed.select(pl.col("model").cast(model_type), *TOKEN_COLUMNS, _recorded=pl.lit(False)),
+        summarizer.select(pl.col("model").cast(model_type), *TOKEN_COLUMNS, _recorded=pl.lit(False)),
+    ], how="vertical_relaxed")
+    priced = price(to_price).select(parts)
     recorded = priced.slice(0, n_calls)
     new = priced.slice(n_calls, n_changed)
     old = recorded[changed["_bi"]]
     summ_cost = priced.slice(n_calls + n_changed)
-    per_session = (pl.concat([base[[SESSION]].lazy(), recorded.lazy()], how="horizontal")
-                   .group_by(SESSION, maintain_order=True)
-                   .agg(pl.len().alias("_calls"), *(_total(p).alias(f"recorded_{p}") for p in parts)))
+    x = _sums(tuple(parts))
+    per_session = pl.concat([base.select(SESSION), recorded], how="horizontal").group_by(SESSION, maintain_order=True).agg(
+        x.per_session)
     # Per event: the calls it changed, their recorded and replayed cost, the cache miss.
-    miss_write = "cache_write_usd" if "cache_write_usd" in parts else parts[-1]
-    first = pl.col("_first_after")
     per_event = pl.concat([
-        changed[["_eid", "_first_after", "_miss_tokens"]].lazy(),
-        new.lazy().rename(lambda c: f"_sim_{c}"), old.lazy().rename(lambda c: f"_old_{c}")],
-        how="horizontal").group_by("_eid").agg(
-        pl.len().alias("calls_after"), *(_total(f"_sim_{p}").alias(f"_sim_{p}") for p in parts),
-        *(_total(f"_old_{p}").alias(f"_old_{p}") for p in parts),
-        cache_miss_tokens=pl.col("_miss_tokens").filter(first).sum(),
-        _miss=_total_of((pl.col(f"_sim_{miss_write}") - pl.col(f"_old_{miss_write}")).clip(0).filter(first)))
+        changed.select("_eid", "_first_after", "_miss_tokens"),
+        new.rename(lambda c: f"_sim_{c}"), old.rename(lambda c: f"_old_{c}")],
+        how="horizontal").group_by("_eid").agg(x.per_event)
     # The summarizer calls are the events' rows, in the same order.
-    ev_lf = (pl.concat([ev.lazy(), summarizer.lazy().select(summarizer_input="input",
-                                                            summarizer_cache_read="cache_read",
-                                                            summarizer_output="output"),
-                        summ_cost.lazy().rename(lambda c: f"summarizer_{c}")], how="horizontal")
-             .join(per_event, on="_eid", how="left")
-             .sort("_eid")
-             # An event whose calls all came before the next trigger changed nothing: 0, not null.
-             .with_columns(*(pl.when(pl.col("calls_after").is_null()).then(0.0).otherwise(pl.col(c)).alias(c)
-                             for c in [*(f"_sim_{p}" for p in parts), *(f"_old_{p}" for p in parts), "_miss"]),
-                           pl.col("cache_miss_tokens").fill_null(0)))
-    rebilled = ev_lf.group_by(group := [*keys, SESSION]).agg(
-        pl.col("calls_after").sum().alias("_n"),
-        *(_total(f"_sim_{p}").alias(f"_sim_{p}") for p in parts), *(_total(f"_old_{p}").alias(f"_old_{p}") for p in parts),
-        *(_total(f"summarizer_{p}").alias(f"summarizer_{p}") for p in parts), _total("_miss").alias("_miss"))
-    out_lf = (sessions.lazy().join(per_session, on=SESSION, how="left", maintain_order="left")
-              .join(rebilled, on=group, how="left", maintain_order="left"))
-    fired = pl.col("_n").fill_null(0) > 0  # some call was re-billed
-    compacted = pl.col("n_compactions") > 0
-    # A session without calls costs nothing.
-    recorded_p = {p: pl.when(pl.col("_calls").is_null()).then(0.0).otherwise(pl.col(f"recorded_{p}")) for p in parts}
-    simulated_p = {p: pl.when(fired).then(recorded_p[p] - pl.col(f"_old_{p}") + pl.col(f"_sim_{p}")).otherwise(recorded_p[p])
-                   for p in parts}
-    summarizer_p = {p: pl.when(compacted).then(pl.col(f"summarizer_{p}")).otherwise(0.0) for p in parts}
-    added = {**{f"recorded_{p}": recorded_p[p] for p in parts}, **{f"summarizer_{p}": summarizer_p[p] for p in parts},
-             **{f"simulated_{p}": simulated_p[p] for p in parts},
-             "cache_miss_usd": pl.when(compacted).then(pl.col("_miss")).otherwise(0.0),
-             **{f"total_{p}": simulated_p[p] + summarizer_p[p] for p in parts}}
-    out_lf = out_lf.select(*(c for c in out_lf.collect_schema().names() if not c.startswith("_") and c not in added),
-                           *(e.alias(c) for c, e in added.items()))
-    events_lf = ev_lf.select(*events.columns, "summarizer_input", "summarizer_cache_read", "summarizer_output",
-                             *(f"summarizer_{p}" for p in parts), pl.col("calls_after").fill_null(0).cast(pl.UInt32),
-                             calls_recorded_cost_usd=pl.col(f"_old_{parts[-1]}"),
-                             calls_simulated_cost_usd=pl.col(f"_sim_{parts[-1]}"), cache_miss_tokens="cache_miss_tokens",
-                             cache_miss_usd=pl.col("_miss"))
-    out, events_out = pl.collect_all([out_lf, events_lf], engine="in-memory")
+    ev = (pl.concat([ev, summarizer.select(summarizer_input="input", summarizer_cache_read="cache_read",
+                                           summarizer_output="output"),
+                     summ_cost.rename(lambda c: f"summarizer_{c}")], how="horizontal")
+          .join(per_event, on="_eid", how="left")
+          .sort("_eid")
+          .with_columns(x.none_changed))
+    rebilled = ev.group_by(group := [*keys, SESSION]).agg(x.per_key)
+    out = (sessions.join(per_session, on=SESSION, how="left", maintain_order="left")
+           .join(rebilled, on=group, how="left", maintain_order="left"))
+    out = out.select(*(c for c in out.columns if not c.startswith("_") and c not in x.added), *x.session_columns)
+    events_out = ev.select(*events.columns, *x.event_columns)
     return events_out, out

@@ -164,15 +164,25 @@ def _genai_prices() -> Prices:
             if name not in rows and (row := _genai_row(model, now)) is not None:
                 rows[name] = {"model": name, **row}
 
-    def match(name: str) -> dict[str, Any] | None:
+    frame = pl.DataFrame(list(rows.values()), schema=PRICE_SCHEMA)
+    return Prices(frame, f"genai-prices {__version__}", "cliff", _GenaiMatch(now))
+
+
+@dataclass(frozen=True, eq=False)
+class _GenaiMatch:
+    """genai-prices' own match of a model name the table does not name, priced at ``now``; picklable (a
+    dataset task's worker process gets it), the snapshot looked up where it runs."""
+
+    now: datetime
+
+    def __call__(self, name: str) -> dict[str, Any] | None:
+        from genai_prices import data_snapshot
+
         try:
-            _, model = snapshot.find_provider_model(name, None, None, None)
+            _, model = data_snapshot.get_snapshot().find_provider_model(name, None, None, None)
         except LookupError:
             return None
-        return _genai_row(model, now)
-
-    frame = pl.DataFrame(list(rows.values()), schema=PRICE_SCHEMA)
-    return Prices(frame, f"genai-prices {__version__}", "cliff", match)
+        return _genai_row(model, self.now)
 
 
 def _genai_row(model: Any, now: datetime) -> dict[str, Any] | None:
@@ -254,23 +264,29 @@ def _litellm(path: Path) -> Prices:
         rank=pl.when(pl.col("key") == pl.col("model")).then(0).when(~pl.col("key").str.contains("/")).then(1)
         .otherwise(2)).sort("model", "rank", "key").unique("model", keep="first", maintain_order=True)
     rows = [{"model": m, **entries[k]} for k, m in ranked.select("key", "model").iter_rows()]
-    lower = [(k.lower(), k) for k in keys]
-
-    def match(name: str) -> dict[str, Any] | None:
-        # ccusage's lookup: the name, the name behind each provider prefix, then any key containing it
-        # or contained in it, in file order.
-        for candidate in (name, *(p + name for p in _LITELLM_PREFIXES)):
-            if candidate in entries:
-                return entries[candidate]
-        low = name.lower()
-        for key_lower, key in lower:
-            if low in key_lower or key_lower in low:
-                return entries[key]
-        return None
-
     digest = hashlib.sha256(data).hexdigest()[:12]
     frame = pl.DataFrame(rows, schema=PRICE_SCHEMA)
-    return Prices(frame, f"LiteLLM file {path.name} {digest}", "split", match)
+    return Prices(frame, f"LiteLLM file {path.name} {digest}", "split", _LiteLLMMatch(entries))
+
+
+@dataclass(frozen=True, eq=False)
+class _LiteLLMMatch:
+    """ccusage's lookup of a model name in a LiteLLM file's ``entries``: the name, the name behind each provider
+    prefix, then any key containing it or contained in it, in file order; picklable (a dataset task's worker
+    process gets it)."""
+
+    entries: dict[str, dict[str, Any]]
+
+    def __call__(self, name: str) -> dict[str, Any] | None:
+        for candidate in (name, *(p + name for p in _LITELLM_PREFIXES)):
+            if candidate in self.entries:
+                return self.entries[candidate]
+        low = name.lower()
+        for key in self.entries:  # in file order
+            key_lower = key.lower()
+            if low in key_lower or key_lower in low:
+                return self.entries[key]
+        return None
 
 
 def _litellm_row(entry: dict[str, Any]) -> dict[str, Any] | None:

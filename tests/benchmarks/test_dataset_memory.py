@@ -10,6 +10,7 @@ def test_the_benchmark_measures_every_command(tmp_path, capsys):
     rows = dataset_memory.main(["--sessions", "40", "--workdir", str(tmp_path), "--chunk", "15", "--median-turns", "6"])
     assert [r["command"] for r in rows] == ["write", *dataset_memory.COMMANDS]
     assert all(r["sessions"] == 40 and r["messages"] > 40 and r["peak_rss_mib"] > 0 for r in rows)
+    assert all(r["tree_rss_mib"] > 0 and r["own_rss_mib"] > 0 for r in rows)  # sampled from /proc
     table = capsys.readouterr().out
     assert table.count("\n| 40 |") == len(rows)
     # The per-session outputs were written: the replay's rows and the loss command's cuts.

@@ -217,6 +217,18 @@ def test_resume_rule_leaves_unrelated_sessions_and_subagents_alone():
                           "sess-b", "sess-d", "s-blocks", "summary-only"])
 
 
+
+def test_resume_rule_skips_the_search_only_where_no_file_starts_with_another_files_message():
+    from panto_analytics.formats.claude_code.lines import _any_first_shared
+    from panto_analytics.ingest.pipeline import parse_here
+
+    def mains(path):
+        return [p for p in parse_here(expand_paths(path)) if p.session.parent_session_id is None]
+
+    assert _any_first_shared(mains(FIXTURES / "resume")) and _any_first_shared(mains(FIXTURES / "resume-full"))
+    alone = [FIXTURES / name for name in ("blocks.jsonl", "compaction.jsonl", "streaming.jsonl")]
+    assert not _any_first_shared(mains(alone))
+
 def _write(path: Path, *records: dict) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in records))

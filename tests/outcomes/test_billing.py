@@ -6,10 +6,14 @@ import pytest
 from conftest import REALDATA, examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from polars.testing import assert_frame_equal
 
 import panto_analytics as pa
 from panto_analytics.outcomes.billing import (
     TOKEN_COLUMNS,
+    _models_contiguous,
+    _recorded_calls,
+    _rule_columns,
     bill_replay,
     call_rows,
     check_cache_rule,
@@ -256,6 +260,24 @@ def test_the_rule_equals_the_reference(data):
         got = check.filter(pl.col("session_id") == sid).select("seq", "predicted_read", "predicted_write", "first")
         assert got.rows() == [(r["seq"], r["predicted_read"], r["predicted_write"], r["first"])
                               for r in ref.check_rule(msgs)]
+
+
+@given(data=st.data())
+@settings(max_examples=examples(40))
+def test_the_rule_skips_its_sorts_only_where_they_move_no_row(data):
+    """Where no session calls two models the rule's columns skip the sort by session and model, and are the
+    same frame as with it; where one does, the check says so."""
+    corpus = {f"s{i}": data.draw(sessions()) for i in range(data.draw(st.integers(1, 3)))}
+    one_model = data.draw(st.booleans())
+    if one_model:
+        corpus = {sid: [{**m, "model": f"model-{sid}"} for m in msgs] for sid, msgs in corpus.items()}
+    recorded = _recorded_calls(frame(corpus).lazy())
+    contiguous = _models_contiguous(recorded).collect().item()
+    models = recorded.group_by("session_id").agg(pl.col("model").n_unique()).collect()["model"]
+    assert contiguous == ((models.max() or 0) <= 1)
+    assert contiguous or not one_model
+    if contiguous:
+        assert_frame_equal(_rule_columns(recorded, contiguous=True).collect(), _rule_columns(recorded).collect())
 
 
 @given(data=st.data(), summary=st.integers(0, 3_000))

@@ -358,14 +358,25 @@ class _Columns:
         self.dropped = pl.DataFrame({"row": pl.Series(drop_rows, dtype=pl.Int64), "label": pl.Series(labels, dtype=pl.String)})
 
     def _inputs(self, n: int, calls: list[int], raw: list[msgspec.Raw]) -> pa.Array:
-        """The ``input`` of ``n`` blocks: a tool call's compact JSON (as orjson serializes its value), null elsewhere."""
-        inputs: list[str | None] = [None] * n
+        """The ``input`` of ``n`` blocks: a tool call's compact JSON (as orjson serializes its value), null elsewhere.
+
+        The raw inputs are parsed in one call, as the items of one JSON array
+        (one by one where that fails: an input nested as deep as orjson
+        allows, or one it refuses), and serialized again one by one.
+        """
         try:
-            for at, value in zip(calls, raw):
-                inputs[at] = orjson.dumps(orjson.loads(bytes(value))).decode()
+            try:
+                values = orjson.loads(b"[" + b",".join(raw) + b"]")
+            except orjson.JSONDecodeError:
+                values = [orjson.loads(bytes(value)) for value in raw]
+            dumped = [orjson.dumps(value) for value in values]
         except (orjson.JSONDecodeError, orjson.JSONEncodeError):   # msgspec let it through (1e400): the reader refuses it
             self.failed = True
-        return _strings(inputs, _TEXT)
+            dumped = []
+        at = np.full(n, -1, dtype=np.int64)
+        at[calls[:len(dumped)]] = np.arange(len(dumped))
+        texts = pa.array(dumped, pa.large_binary()).view(_TEXT)   # orjson writes UTF-8
+        return texts.take(pa.array(at, mask=at < 0))
 
     def _rare(self, recs: list[Record], contents: list[Any]) -> None:
         """The fields of the rare records, read as :mod:`.lines` reads them: a prompt queued mid-turn (its

@@ -578,6 +578,8 @@ def postprocess(files: list[ParsedFile], report: IngestReport) -> list[ParsedFil
     in place, and the files kept are returned in their order.
     """
     mains = [p for p in files if _session(p).parent_session_id is None and _session(p).message_ids]
+    if not _any_first_shared(mains):
+        return files   # no file starts with a message another file holds: none continues another
     holders: dict[str, set[int]] = {}
     by_id = {id(p): p for p in mains}
     for p in mains:
@@ -606,6 +608,16 @@ def postprocess(files: list[ParsedFile], report: IngestReport) -> list[ParsedFil
             dropped.add(id(pred))
             changed = True
     return [p for p in files if id(p) not in dropped]
+
+
+def _any_first_shared(mains: list[ParsedFile]) -> bool:
+    """Whether some file's first message id is held by another file too (what :func:`_predecessor` looks for
+    first); counted in C, one set of ids per file, so that a read with no resumed session costs little."""
+    held: Counter[str | None] = Counter()
+    for p in mains:
+        held.update(set(_ids(p)))
+    firsts = (next((m for m in _ids(p) if m is not None), None) for p in mains)
+    return any(first is not None and held[first] > 1 for first in firsts)
 
 
 def _session(p: ParsedFile) -> SessionMeta:

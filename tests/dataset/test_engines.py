@@ -1,0 +1,75 @@
+"""The local engine's worker process (dataset/engines.py): the same results as task after task here."""
+from __future__ import annotations
+
+import functools
+import warnings
+
+import polars as pl
+import pytest
+from conftest import DATA
+from polars.testing import assert_frame_equal
+
+from panto_analytics.analysis.decision import DecisionRule
+from panto_analytics.dataset import cost_dataset, engines
+from panto_analytics.dataset.decision import decision_dataset
+from panto_analytics.dataset.replay import replay_dataset
+from panto_analytics.dataset.store import bucket_groups
+from panto_analytics.errors import InputError
+
+PRICES = DATA.parent / "docs" / "synth-prices.json"
+
+
+def _sizes(root: str, parts: list[str]) -> pl.DataFrame:
+    return pl.DataFrame({"parts": [len(parts)], "first": [parts[0]]})
+
+
+def _fails(root: str, parts: list[str]) -> pl.DataFrame:
+    raise InputError(parts[0], 3, "a bad line", skippable=False)
+
+
+def test_the_worker_gives_every_task_in_order(data_dataset, monkeypatch):
+    monkeypatch.setattr(engines, "TASKS_PER_WORKER", 3)
+    groups = bucket_groups(data_dataset, 1)
+    assert len(groups) > engines.TASKS_PER_WORKER  # so that the worker is replaced at least once
+    got = list(engines.map_buckets(data_dataset, _sizes, rows=1, workers=True))
+    assert [f["first"][0] for f in got] == [g[0] for g in groups]
+
+
+def test_a_task_error_comes_back_as_it_was_raised(data_dataset):
+    with pytest.raises(InputError) as caught:
+        list(engines.map_buckets(data_dataset, _fails, rows=1, workers=True))
+    assert (caught.value.line, caught.value.reason, caught.value.skippable) == (3, "a bad line", False)
+
+
+def test_a_small_dataset_runs_here_a_large_one_in_a_worker(data_dataset, monkeypatch):
+    seen: list[bool] = []
+    monkeypatch.setattr(engines, "_in_workers", lambda root, groups, task: seen.append(True) or iter(()))
+    list(engines.map_buckets(data_dataset, functools.partial(_sizes), rows=1))
+    assert seen == []  # data/ is far below WORKER_MIN_ROWS
+    monkeypatch.setattr(engines, "WORKER_MIN_ROWS", 0)
+    list(engines.map_buckets(data_dataset, _sizes, rows=1))
+    assert seen == [True]
+    list(engines.map_buckets(data_dataset, _sizes, rows=10**9))  # one task: here
+    assert seen == [True]
+    assert list(engines.map_buckets(data_dataset, lambda root, parts: 1, rows=1)) == [1] * 8  # not picklable: here
+    assert seen == [True]
+
+
+def test_replay_cost_and_decision_in_the_worker_equal_those_here(data_dataset, monkeypatch):
+    kw = {"window": 64_000, "reserve": 16_384, "policy": ["libpanto", "claude-code"], "prices": PRICES}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        here = replay_dataset(data_dataset, [8_000, 20_000], with_loss=True, task_rows=1, **kw)
+        cost_here = cost_dataset(data_dataset, by=["model"], task_rows=1)
+        rule = DecisionRule(max_orphan_rate=0.05)
+        decision_here = decision_dataset(data_dataset, "0:16k:5", rule, task_rows=1, **kw)
+        monkeypatch.setattr(engines, "WORKER_MIN_ROWS", 0)
+        there = replay_dataset(data_dataset, [8_000, 20_000], with_loss=True, task_rows=1, **kw)
+        cost_there = cost_dataset(data_dataset, by=["model"], task_rows=1)
+        decision_there = decision_dataset(data_dataset, "0:16k:5", rule, task_rows=1, **kw)
+    assert_frame_equal(there.replay.sessions, here.replay.sessions, check_exact=True)
+    assert_frame_equal(there.replay.events, here.replay.events, check_exact=True)
+    assert here.replay.sessions.height > 0
+    assert_frame_equal(cost_there, cost_here, check_exact=True)
+    assert decision_there.table.equals(decision_here.table)
+    assert (decision_there.budget, decision_there.policy) == (decision_here.budget, decision_here.policy)
