@@ -5,13 +5,14 @@
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import orjson
 
 from ..errors import InputError
 from . import canonical, claude_code, codex, jsonl, pi
-from .base import BAD_RECORD, Adapter, DamagedFileError, open_session_file
+from .base import BAD_RECORD, COMPRESSED_SUFFIXES, Adapter, DamagedFileError, open_session_file
 
 __all__ = ["ADAPTERS", "Adapter", "adapter", "detect_format"]
 
@@ -29,6 +30,11 @@ _SNIFF_LINES = 20
 #: not theirs, whatever follows.
 _FIRST_RECORD_ONLY = frozenset({canonical.NAME})
 
+#: Bytes read at first from a plain file: most files are known by their first record, and it is shorter.
+_HEAD_BYTES = 1 << 13
+
+_BOM = b"\xef\xbb\xbf"
+
 
 def detect_format(path: str | Path) -> str:
     """The format of ``path``, judged from its first JSON records.
@@ -36,6 +42,9 @@ def detect_format(path: str | Path) -> str:
     An empty (or blank) file is canonical: a session with no messages.
     Raises :class:`InputError` when no adapter recognises the file.
     """
+    known = _known_from_head(path)
+    if known is not None:
+        return known
     seen = 0
     damage: list[str] = []
     with open_session_file(path, on_damage=damage.append) as f:
@@ -67,6 +76,45 @@ def detect_format(path: str | Path) -> str:
         return canonical.NAME
     raise InputError(path, None, f"unknown session format (known: {', '.join(ADAPTERS)}); "
                      "use --format to force one")
+
+
+def _known_from_head(path: str | Path) -> str | None:
+    """The format of a plain file whose first :data:`_HEAD_BYTES` bytes settle it, read with one system call;
+    None where they do not (a compressed file, a first record longer than that, a line that is not JSON, no
+    record claimed): :func:`detect_format` then reads the file line by line, as though this had not been tried.
+
+    The lines are judged exactly as :func:`detect_format` judges them, so an answer here is its answer.
+    """
+    name = os.fspath(path)
+    if name.endswith(COMPRESSED_SUFFIXES):
+        return None
+    try:
+        fd = os.open(name, os.O_RDONLY)
+    except (OSError, ValueError):
+        return None
+    try:
+        head = os.read(fd, _HEAD_BYTES)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    start = 3 if head.startswith(_BOM) else 0
+    seen = 0
+    while (end := head.find(b"\n", start)) >= 0:
+        raw, start = head[start:end + 1], end + 1
+        if not raw.strip():
+            continue
+        try:
+            record = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            return None
+        for format_name, candidate in ADAPTERS.items():
+            if _claims(candidate, record) and (seen == 0 or format_name not in _FIRST_RECORD_ONLY):
+                return format_name
+        seen += 1
+        if seen >= _SNIFF_LINES:
+            return None
+    return None
 
 
 def _claims(candidate: Adapter, record: object) -> bool:

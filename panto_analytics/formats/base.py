@@ -33,14 +33,14 @@ import pyarrow.compute as pc
 
 from ..errors import IngestReport, InputError
 from ..outcomes.tool_targets import refs_column
+from ..pathnames import file_name, path_string, path_suffix
 from ..schema import MAX_USAGE, MESSAGE_SCHEMA, REF_STRUCT, ROLE, SEQ, USAGE_COLUMNS
 from .blocks import block_array, block_words, serialized_bytes, words_and_flags
 
 __all__ = [
     "BAD_RECORD", "COMPRESSED_SUFFIXES", "TRUNCATED", "Adapter", "DamagedFileError", "OnDamage", "bad_record",
     "FrameBuilder", "Invalid", "gc_paused", "Message", "ParsedFile", "Postprocess",
-    "ReadFrames", "SessionMeta", "SourceFile", "open_session_file", "session_stem", "parse_timestamp", "timestamp_field",
-    "usage_counter",
+    "ReadFrames", "SessionMeta", "SourceFile", "open_session_file", "session_stem", "parse_timestamp", "timestamp_field", "usage_counter",
 ]
 
 #: Compressed session files read like ``.jsonl`` (the suffix after ``.jsonl``).
@@ -65,10 +65,13 @@ def session_stem(path: str | Path) -> str:
     >>> session_stem("a/b.jsonl"), session_stem("b.jsonl.gz"), session_stem("b.jsonl.zst")
     ('b', 'b', 'b')
     """
-    name = Path(path).name
+    name = file_name(path)
     for suffix in COMPRESSED_SUFFIXES:
         name = name.removesuffix(suffix)
-    return Path(name).stem
+    if name == ".":  # Path(".").stem
+        return ""
+    i = name.rfind(".")  # Path(name).stem, from the string
+    return name[:i] if 0 < i < len(name) - 1 else name
 
 
 class DamagedFileError(InputError):
@@ -184,18 +187,19 @@ def open_session_file(path: str | Path, on_damage: OnDamage | None = None) -> IO
     truncated gzip data: the file ends before its compressed stream does
     b'{"a": 1}\\n{"b": 2}\\n'
     """
-    path = Path(path)
+    name = path_string(path)
 
     def damaged(reason: str) -> None:
-        raise DamagedFileError(path, reason)
+        raise DamagedFileError(name, reason)
 
     f: io.BufferedReader
-    if path.suffix in COMPRESSED_SUFFIXES:
-        raw = open(path, "rb")
-        chunks = _gzip_chunks(raw) if path.suffix == ".gz" else _zstd_chunks(raw)
+    suffix = path_suffix(name)
+    if suffix in COMPRESSED_SUFFIXES:
+        raw = open(name, "rb")
+        chunks = _gzip_chunks(raw) if suffix == ".gz" else _zstd_chunks(raw)
         f = _Decompressed(_Decoded(raw, chunks, on_damage or damaged))
     else:
-        f = open(path, "rb")
+        f = open(name, "rb")
     try:
         if f.peek(3)[:3] == _BOM:
             f.read(3)
@@ -250,27 +254,50 @@ class SessionMeta:
 
 
 class SourceFile:
-    """A file being parsed: its path, its session's metadata, its error policy."""
+    """A file being parsed: its path, its session's metadata, its error policy.
+
+    The path is kept as a string (``file``, as the frame's ``file`` column
+    writes it); its ``Path`` is made when ``path`` is first asked for (a batch
+    of many small files need not make one each).
+
+    >>> src = SourceFile("a/./b.jsonl", "canonical")
+    >>> src.file, src.path, src.meta.session_id
+    ('a/b.jsonl', PosixPath('a/b.jsonl'), 'b')
+    """
 
     def __init__(self, path: str | Path, source_format: str, *, skip_invalid: bool = False,
                  report: IngestReport | None = None):
-        self.path = Path(path)
+        #: ``str(self.path)``.
+        self.file = path_string(path)
+        self._path = path if isinstance(path, Path) else None
         self.source_format = source_format
         self.skip_invalid = skip_invalid
         self.report = report if report is not None else IngestReport()
-        self.meta = SessionMeta(session_id=session_stem(self.path))
+        self.meta = SessionMeta(session_id=session_stem(self.file))
         #: Set by an adapter that found no record at all (an empty or blank file): it holds no session.
         self.holds_nothing = False
+
+    @property
+    def path(self) -> Path:
+        """The file's path."""
+        if self._path is None:
+            self._path = Path(self.file)
+        return self._path
+
+    @path.setter
+    def path(self, value: str | Path) -> None:
+        self.file = path_string(value)
+        self._path = value if isinstance(value, Path) else None
 
     def invalid(self, line: int | None, reason: str) -> None:
         """A bad line: raise :class:`InputError`, or count it under ``skip_invalid``."""
         if not self.skip_invalid:
-            raise InputError(self.path, line, reason)
-        self.report.skip(self.path, reason)
+            raise InputError(self.file, line, reason)
+        self.report.skip(self.file, reason)
 
     def truncated(self, line: int) -> None:
         """The file's last line has no newline and is not JSON: skipped and counted, never fatal."""
-        self.report.skip(self.path, TRUNCATED)
+        self.report.skip(self.file, TRUNCATED)
 
     def ignore(self, record_type: str) -> None:
         """A valid record that is not conversation: counted, never fatal."""
@@ -283,14 +310,14 @@ class SourceFile:
         ``skip_invalid`` reads as its whole lines before the damage and is
         counted as skipped once, however often it is opened.
         """
-        return open_session_file(self.path, on_damage=self.damaged)
+        return open_session_file(self.file, on_damage=self.damaged)
 
     def damaged(self, reason: str) -> None:
         """A compressed file cut short or corrupt: raise, or count it once under ``skip_invalid``."""
         if not self.skip_invalid:
-            raise DamagedFileError(self.path, reason)
-        if (str(self.path), reason) not in self.report.skipped:
-            self.report.skip(self.path, reason)
+            raise DamagedFileError(self.file, reason)
+        if (self.file, reason) not in self.report.skipped:
+            self.report.skip(self.file, reason)
 
 
 @dataclass(slots=True)
@@ -521,7 +548,7 @@ class FrameBuilder:
         cols["session_id"].extend([meta.session_id] * n)
         cols[SEQ].extend(range(n))
         cols["source_format"].extend([src.source_format] * n)
-        cols["file"].extend([str(src.path)] * n)
+        cols["file"].extend([src.file] * n)
         # Messages without a model of their own inherit the session's.
         if meta.model is not None:
             for i in range(first, row):

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import glob
 import os
+import stat
 from collections.abc import Iterable
 from pathlib import Path
 
 from ..errors import InputError
+from ..pathnames import path_string
 
 __all__ = ["SESSION_PATTERNS", "SESSION_SUFFIXES", "PathLike", "default_locations", "expand_names", "expand_paths",
            "is_session_file", "known_locations"]
@@ -53,16 +55,17 @@ def expand_names(paths: Iterable[PathLike] | PathLike) -> list[str]:
     paths = list(paths)
     out: list[tuple[str, bool | None]] = []  # (path, is a link; None: not known yet)
     for p in paths:
-        p = Path(p).expanduser()
-        if p.is_dir():
-            out.extend(sorted(_jsonl_under(str(p))))
-        elif p.exists():
-            out.append((str(p), None))
-        elif glob.has_magic(str(p)):
-            out.extend((str(q), None) for q in sorted(Path(q) for q in glob.glob(str(p), recursive=True)
+        name = _expanded(p)
+        kind, link = _kind(name)  # one lstat per name (two for a link): no Path, no separate is_dir/exists
+        if kind == "dir":
+            out.extend(sorted(_jsonl_under(name)))
+        elif kind == "other":
+            out.append((name, link))
+        elif glob.has_magic(name):
+            out.extend((str(q), None) for q in sorted(Path(q) for q in glob.glob(name, recursive=True)
                                                       if os.path.isfile(q)))
         else:
-            raise InputError(p, None, "no such file or directory", skippable=False)
+            raise InputError(name, None, "no such file or directory", skippable=False)
     if len(paths) == 1 and all(is_link is False for _, is_link in out):
         # One folder walked without following links: every file is there once, under one name.
         return [path for path, _ in out]
@@ -75,6 +78,37 @@ def expand_names(paths: Iterable[PathLike] | PathLike) -> list[str]:
             seen.add(r)
             unique.append(path)
     return unique
+
+
+def _expanded(path: PathLike) -> str:
+    """``str(Path(path).expanduser())``, without a ``Path`` for a plain name.
+
+    >>> _expanded("a//b.jsonl"), _expanded(Path("c")), _expanded("~") == str(Path.home())
+    ('a/b.jsonl', 'c', True)
+    """
+    name = os.fspath(path)
+    if name.startswith("~"):
+        return str(Path(name).expanduser())
+    if isinstance(path, Path):
+        return name
+    return path_string(name)
+
+
+def _kind(name: str) -> tuple[str, bool]:
+    """What ``name`` is, links followed: ``"dir"``, ``"other"`` (a file, or anything else there) or
+    ``"missing"``; and whether ``name`` itself is a link.
+    """
+    try:
+        st = os.lstat(name)
+    except (OSError, ValueError):
+        return "missing", False
+    is_link = stat.S_ISLNK(st.st_mode)
+    if is_link:
+        try:
+            st = os.stat(name)
+        except (OSError, ValueError):
+            return "missing", True
+    return ("dir" if stat.S_ISDIR(st.st_mode) else "other"), is_link
 
 
 def _jsonl_under(folder: str) -> list[tuple[str, bool]]:

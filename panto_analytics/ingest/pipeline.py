@@ -31,7 +31,7 @@ from ..formats import ADAPTERS, adapter, detect_format
 from ..formats.base import FrameBuilder, ParsedFile, SessionMeta, SourceFile, session_stem
 from ..phrases import counted
 from ..policy.expressions import is_api_call
-from ..schema import empty_messages
+from ..schema import ROLE, empty_messages
 from . import _schedule as schedule
 from . import parallel
 from .cache import Cache, CacheStats, CacheWarning, Entry, FileKey, as_cache
@@ -139,7 +139,7 @@ def parse_here(paths: list[PathLike], *, format: str | None = None, skip_invalid
             report.skip(src.path, f"{WHOLE_FILE}: {src.reason}")
             frames[i] = empty_messages()
         elif frame is None:
-            src.meta = SessionMeta(session_id=session_stem(src.path))  # forget what a failed fast path read
+            src.meta = SessionMeta(session_id=session_stem(src.file))  # forget what a failed fast path read
             start = builder.height
             rows[i] = (start, builder.add_session(src, adapter(src.source_format).parse(src)))
     if rows:
@@ -208,8 +208,9 @@ def _counted_api_calls(frames: list[pl.DataFrame]) -> list[int]:
     """:func:`counted_api_calls` of each frame, in one query over all of them (per-frame queries add up)."""
     if not frames:
         return []
-    all_rows = pl.concat(frames, how="vertical", rechunk=False)
-    is_call = all_rows.select(is_api_call()).to_series().to_numpy()
+    # Only the two columns the rule reads are put together (all twenty cost about 30 µs a file).
+    columns = {name: pl.concat([f.get_column(name) for f in frames], rechunk=False) for name in (ROLE, "input")}
+    is_call = pl.DataFrame(columns).select(is_api_call()).to_series().to_numpy()
     owner = np.repeat(np.arange(len(frames)), [f.height for f in frames])
     return np.bincount(owner, weights=is_call, minlength=len(frames)).astype(int).tolist()
 

@@ -64,6 +64,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from functools import lru_cache
+from typing import NamedTuple
 
 import polars as pl
 
@@ -195,37 +196,57 @@ def _rule_columns(calls: pl.LazyFrame, *, restart: bool = False, contiguous: boo
     ``contiguous``: the calls of each session and model are one run already (:func:`_models_contiguous`), and
     the two sorts, which would not move a row, are skipped. ``names``: the columns of ``calls``, where the caller
     knows them (resolving a plan's schema has its cost)."""
-    by_model = calls.with_columns(_gm=_session_model())
+    st = _rule_stages()
+    by_model = calls.with_columns(st.gm)
     if not contiguous:
-        by_model = by_model.with_columns(_row=pl.int_range(pl.len(), dtype=pl.UInt32)).sort("_gm", maintain_order=True)
-    by_model = by_model.with_columns(_same=(pl.col("_gm") == pl.col("_gm").shift(1)).fill_null(False))
-    wrote = pl.col("cache_write_5m") + pl.col("cache_write_1h") > 0
-    first = ~pl.col("_same")
-    by_model = by_model.with_columns(
-        first=first,
-        head=pl.when(first).then(pl.col("cache_read")).forward_fill(),
-        # The kind of the latest write of the session and model at or before the call (False before any).
-        one_hour=pl.when(wrote).then(pl.col("cache_write_1h") > 0).when(first).then(False).forward_fill(),
-        prev_seq=_prev_row(pl.col(SEQ).cast(_I)),
-        _gap=(pl.col("timestamp") - _prev_row(pl.col("timestamp"))).dt.total_milliseconds(),
-        _prev_prompt=_prev_row(pl.col("prompt")), _prev_input=_prev_row(pl.col("input")),
-    )
-    by_model = by_model.with_columns(
-        fresh=pl.when(pl.col("first")).then(True).otherwise(
-            (pl.col("_gap") <= lifetime_ms(_prev_row(pl.col("one_hour")))).fill_null(True)),
-    )
+        by_model = by_model.with_columns(st.row).sort("_gm", maintain_order=True)
+    by_model = by_model.with_columns(st.same).with_columns(st.rule).with_columns(st.fresh)
     if restart:
-        shrank = (pl.col("anchor") > -1) & (pl.col("prompt") < pl.col("_prev_prompt"))
-        by_model = by_model.with_columns(_shrank=shrank).with_columns(
-            # The first shrink after each recorded summary: where the recorded compaction took effect.
-            restart=pl.col("first") | (pl.col("_shrank")
-                                       & (pl.col("_shrank").cast(_I).cum_sum().over("_gm", "anchor") == 1)),
-        )
+        by_model = by_model.with_columns(st.shrank).with_columns(st.restart)
     rule = ["writes", "first", "head", "one_hour", "prev_seq", "fresh", *(["restart"] if restart else []),
             "_prev_prompt", "_prev_input"]
     return ((by_model if contiguous else by_model.sort("_row"))
-            .with_columns(writes=wrote.cast(pl.UInt8).max().over(SESSION).cast(pl.Boolean))
+            .with_columns(st.writes)
             .select(*(calls.collect_schema().names() if names is None else names), "_gm", *rule))
+
+
+class _RuleStages(NamedTuple):
+    """:func:`_rule_columns`'s expressions, stage by stage (:func:`_rule_stages`)."""
+    gm: pl.Expr
+    row: pl.Expr
+    same: pl.Expr
+    rule: list[pl.Expr]
+    fresh: pl.Expr
+    shrank: pl.Expr
+    restart: pl.Expr
+    writes: pl.Expr
+
+
+@lru_cache(maxsize=1)
+def _rule_stages() -> _RuleStages:
+    """:func:`_rule_columns`'s expressions, built once (an expression is immutable; building these costs
+    Python time on every bill)."""
+    wrote = pl.col("cache_write_5m") + pl.col("cache_write_1h") > 0
+    first = ~pl.col("_same")
+    rule = [
+        first.alias("first"),
+        pl.when(first).then(pl.col("cache_read")).forward_fill().alias("head"),
+        # The kind of the latest write of the session and model at or before the call (False before any).
+        pl.when(wrote).then(pl.col("cache_write_1h") > 0).when(first).then(False).forward_fill().alias("one_hour"),
+        _prev_row(pl.col(SEQ).cast(_I)).alias("prev_seq"),
+        (pl.col("timestamp") - _prev_row(pl.col("timestamp"))).dt.total_milliseconds().alias("_gap"),
+        _prev_row(pl.col("prompt")).alias("_prev_prompt"), _prev_row(pl.col("input")).alias("_prev_input"),
+    ]
+    fresh = pl.when(pl.col("first")).then(True).otherwise(
+        (pl.col("_gap") <= lifetime_ms(_prev_row(pl.col("one_hour")))).fill_null(True)).alias("fresh")
+    shrank = ((pl.col("anchor") > -1) & (pl.col("prompt") < pl.col("_prev_prompt"))).alias("_shrank")
+    # The first shrink after each recorded summary: where the recorded compaction took effect.
+    restart = (pl.col("first") | (pl.col("_shrank") & (pl.col("_shrank").cast(_I).cum_sum().over("_gm", "anchor") == 1))
+               ).alias("restart")
+    return _RuleStages(
+        gm=_session_model().alias("_gm"), row=pl.int_range(pl.len(), dtype=pl.UInt32).alias("_row"),
+        same=(pl.col("_gm") == pl.col("_gm").shift(1)).fill_null(False).alias("_same"), rule=rule, fresh=fresh,
+        shrank=shrank, restart=restart, writes=wrote.cast(pl.UInt8).max().over(SESSION).cast(pl.Boolean).alias("writes"))
 
 
 def call_rows(messages: pl.DataFrame | pl.LazyFrame) -> pl.LazyFrame:
@@ -495,6 +516,57 @@ _EVENT_TAIL = {"calls_after": pl.UInt32, "calls_recorded_cost_usd": pl.Float64, 
                "cache_miss_tokens": _I, "cache_miss_usd": pl.Float64}
 
 
+class _Sums(NamedTuple):
+    """:func:`bill_replay`'s expressions after the price call (:func:`_sums`)."""
+    per_session: list[pl.Expr]
+    per_event: list[pl.Expr]
+    none_changed: list[pl.Expr]
+    per_key: list[pl.Expr]
+    added: frozenset[str]
+    session_columns: list[pl.Expr]
+    event_columns: list[pl.Expr]
+
+
+@lru_cache(maxsize=8)
+def _sums(parts: tuple[str, ...]) -> _Sums:
+    """:func:`bill_replay`'s sums and columns after the price call, built once per ``parts`` (an expression is
+    immutable; building these costs Python time on every bill)."""
+    miss_write = "cache_write_usd" if "cache_write_usd" in parts else parts[-1]
+    first = pl.col("_first_after")
+    per_session = [pl.len().alias("_calls"), *(_total(p).alias(f"recorded_{p}") for p in parts)]
+    per_event = [
+        pl.len().alias("calls_after"), *(_total(f"_sim_{p}").alias(f"_sim_{p}") for p in parts),
+        *(_total(f"_old_{p}").alias(f"_old_{p}") for p in parts),
+        pl.col("_miss_tokens").filter(first).sum().alias("cache_miss_tokens"),
+        _total_of((pl.col(f"_sim_{miss_write}") - pl.col(f"_old_{miss_write}")).clip(0).filter(first)).alias("_miss")]
+    # An event whose calls all came before the next trigger changed nothing: 0, not null.
+    none_changed = [*(pl.when(pl.col("calls_after").is_null()).then(0.0).otherwise(pl.col(c)).alias(c)
+                      for c in [*(f"_sim_{p}" for p in parts), *(f"_old_{p}" for p in parts), "_miss"]),
+                    pl.col("cache_miss_tokens").fill_null(0)]
+    per_key = [pl.col("calls_after").sum().alias("_n"),
+               *(_total(f"_sim_{p}").alias(f"_sim_{p}") for p in parts),
+               *(_total(f"_old_{p}").alias(f"_old_{p}") for p in parts),
+               *(_total(f"summarizer_{p}").alias(f"summarizer_{p}") for p in parts), _total("_miss").alias("_miss")]
+    fired = pl.col("_n").fill_null(0) > 0  # some call was re-billed
+    compacted = pl.col("n_compactions") > 0
+    # A session without calls costs nothing.
+    recorded_p = {p: pl.when(pl.col("_calls").is_null()).then(0.0).otherwise(pl.col(f"recorded_{p}")) for p in parts}
+    simulated_p = {p: pl.when(fired).then(recorded_p[p] - pl.col(f"_old_{p}") + pl.col(f"_sim_{p}")).otherwise(recorded_p[p])
+                   for p in parts}
+    summarizer_p = {p: pl.when(compacted).then(pl.col(f"summarizer_{p}")).otherwise(0.0) for p in parts}
+    added = {**{f"recorded_{p}": recorded_p[p] for p in parts}, **{f"summarizer_{p}": summarizer_p[p] for p in parts},
+             **{f"simulated_{p}": simulated_p[p] for p in parts},
+             "cache_miss_usd": pl.when(compacted).then(pl.col("_miss")).otherwise(0.0),
+             **{f"total_{p}": simulated_p[p] + summarizer_p[p] for p in parts}}
+    event_columns = [pl.col("summarizer_input"), pl.col("summarizer_cache_read"), pl.col("summarizer_output"),
+                     *(pl.col(f"summarizer_{p}") for p in parts), pl.col("calls_after").fill_null(0).cast(pl.UInt32),
+                     pl.col(f"_old_{parts[-1]}").alias("calls_recorded_cost_usd"),
+                     pl.col(f"_sim_{parts[-1]}").alias("calls_simulated_cost_usd"), pl.col("cache_miss_tokens"),
+                     pl.col("_miss").alias("cache_miss_usd")]
+    return _Sums(per_session, per_event, none_changed, per_key, frozenset(added),
+                 [e.alias(c) for c, e in added.items()], event_columns)
+
+
 def _bill_unfired(base: pl.DataFrame, events: pl.DataFrame, sessions: pl.DataFrame, price: Price,
                   parts: Sequence[str]) -> tuple[pl.DataFrame, pl.DataFrame]:
     """:func:`bill_replay` where no compaction fired: every session costs what it recorded, and the rule,
@@ -585,51 +657,24 @@ def bill_replay(messages: pl.DataFrame | pl.LazyFrame, events: pl.DataFrame, ses
     new = priced.slice(n_calls, n_changed)
     old = recorded[changed["_bi"]]
     summ_cost = priced.slice(n_calls + n_changed)
+    x = _sums(tuple(parts))
     per_session = pl.concat([base.select(SESSION), recorded], how="horizontal").group_by(SESSION, maintain_order=True).agg(
-        pl.len().alias("_calls"), *(_total(p).alias(f"recorded_{p}") for p in parts))
+        x.per_session)
     # Per event: the calls it changed, their recorded and replayed cost, the cache miss.
-    miss_write = "cache_write_usd" if "cache_write_usd" in parts else parts[-1]
-    first = pl.col("_first_after")
     per_event = pl.concat([
         changed.select("_eid", "_first_after", "_miss_tokens"),
         new.rename(lambda c: f"_sim_{c}"), old.rename(lambda c: f"_old_{c}")],
-        how="horizontal").group_by("_eid").agg(
-        pl.len().alias("calls_after"), *(_total(f"_sim_{p}").alias(f"_sim_{p}") for p in parts),
-        *(_total(f"_old_{p}").alias(f"_old_{p}") for p in parts),
-        cache_miss_tokens=pl.col("_miss_tokens").filter(first).sum(),
-        _miss=_total_of((pl.col(f"_sim_{miss_write}") - pl.col(f"_old_{miss_write}")).clip(0).filter(first)))
+        how="horizontal").group_by("_eid").agg(x.per_event)
     # The summarizer calls are the events' rows, in the same order.
     ev = (pl.concat([ev, summarizer.select(summarizer_input="input", summarizer_cache_read="cache_read",
                                            summarizer_output="output"),
                      summ_cost.rename(lambda c: f"summarizer_{c}")], how="horizontal")
           .join(per_event, on="_eid", how="left")
           .sort("_eid")
-          # An event whose calls all came before the next trigger changed nothing: 0, not null.
-          .with_columns(*(pl.when(pl.col("calls_after").is_null()).then(0.0).otherwise(pl.col(c)).alias(c)
-                          for c in [*(f"_sim_{p}" for p in parts), *(f"_old_{p}" for p in parts), "_miss"]),
-                        pl.col("cache_miss_tokens").fill_null(0)))
-    rebilled = ev.group_by(group := [*keys, SESSION]).agg(
-        pl.col("calls_after").sum().alias("_n"),
-        *(_total(f"_sim_{p}").alias(f"_sim_{p}") for p in parts), *(_total(f"_old_{p}").alias(f"_old_{p}") for p in parts),
-        *(_total(f"summarizer_{p}").alias(f"summarizer_{p}") for p in parts), _total("_miss").alias("_miss"))
+          .with_columns(x.none_changed))
+    rebilled = ev.group_by(group := [*keys, SESSION]).agg(x.per_key)
     out = (sessions.join(per_session, on=SESSION, how="left", maintain_order="left")
            .join(rebilled, on=group, how="left", maintain_order="left"))
-    fired = pl.col("_n").fill_null(0) > 0  # some call was re-billed
-    compacted = pl.col("n_compactions") > 0
-    # A session without calls costs nothing.
-    recorded_p = {p: pl.when(pl.col("_calls").is_null()).then(0.0).otherwise(pl.col(f"recorded_{p}")) for p in parts}
-    simulated_p = {p: pl.when(fired).then(recorded_p[p] - pl.col(f"_old_{p}") + pl.col(f"_sim_{p}")).otherwise(recorded_p[p])
-                   for p in parts}
-    summarizer_p = {p: pl.when(compacted).then(pl.col(f"summarizer_{p}")).otherwise(0.0) for p in parts}
-    added = {**{f"recorded_{p}": recorded_p[p] for p in parts}, **{f"summarizer_{p}": summarizer_p[p] for p in parts},
-             **{f"simulated_{p}": simulated_p[p] for p in parts},
-             "cache_miss_usd": pl.when(compacted).then(pl.col("_miss")).otherwise(0.0),
-             **{f"total_{p}": simulated_p[p] + summarizer_p[p] for p in parts}}
-    out = out.select(*(c for c in out.columns if not c.startswith("_") and c not in added),
-                     *(e.alias(c) for c, e in added.items()))
-    events_out = ev.select(*events.columns, "summarizer_input", "summarizer_cache_read", "summarizer_output",
-                           *(f"summarizer_{p}" for p in parts), pl.col("calls_after").fill_null(0).cast(pl.UInt32),
-                           calls_recorded_cost_usd=pl.col(f"_old_{parts[-1]}"),
-                           calls_simulated_cost_usd=pl.col(f"_sim_{parts[-1]}"), cache_miss_tokens="cache_miss_tokens",
-                           cache_miss_usd=pl.col("_miss"))
+    out = out.select(*(c for c in out.columns if not c.startswith("_") and c not in x.added), *x.session_columns)
+    events_out = ev.select(*events.columns, *x.event_columns)
     return events_out, out

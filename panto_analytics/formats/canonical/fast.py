@@ -27,6 +27,7 @@ msgspec skips.
 """
 from __future__ import annotations
 
+import os
 import sys
 from functools import cache
 from itertools import chain
@@ -76,7 +77,7 @@ def read_frames(sources: list[SourceFile]) -> list[pl.DataFrame | None]:
     size = 0
     for src in sources:
         try:
-            size += src.path.stat().st_size
+            size += os.stat(src.file).st_size
         except OSError:
             pass
         group.append(src)
@@ -257,7 +258,7 @@ def _batch_frame(messages: list[MessageRecord], counts: np.ndarray, first_lines:
         "source_format": per_file([src.source_format for src in sources]),
         "model": per_file([src.meta.model for src in sources]),
         "timestamp": parse_timestamps(timestamps),
-        "file": per_file([str(src.path) for src in sources]),
+        "file": per_file([src.file for src in sources]),
         "line": (seq + first_lines[file_of]).astype(np.uint32),
         "refs": refs_column(blocks.array, owner, n, file_of, [src.meta.project for src in sources],
                             result_words=blocks.words[blocks.results]),
