@@ -17,6 +17,7 @@ from __future__ import annotations
 import gc
 import gzip
 import io
+import os
 import threading
 import zlib
 from collections.abc import Callable, Iterator
@@ -276,6 +277,15 @@ class SourceFile:
         self.meta = SessionMeta(session_id=session_stem(self.file))
         #: Set by an adapter that found no record at all (an empty or blank file): it holds no session.
         self.holds_nothing = False
+        self._size: int | None = None
+
+    def size(self) -> int:
+        """The file's size in bytes on disk, taken once, when first asked for (a reader that groups files
+        by size and then reads them needs it twice); ``OSError`` as ``os.stat`` raises it.
+        """
+        if self._size is None:
+            self._size = os.stat(self.file).st_size
+        return self._size
 
     @property
     def path(self) -> Path:
@@ -288,6 +298,7 @@ class SourceFile:
     def path(self, value: str | Path) -> None:
         self.file = path_string(value)
         self._path = value if isinstance(value, Path) else None
+        self._size = None
 
     def invalid(self, line: int | None, reason: str) -> None:
         """A bad line: raise :class:`InputError`, or count it under ``skip_invalid``."""

@@ -19,10 +19,9 @@ and the timestamps the fast paths take (:func:`bad_timestamps`,
 """
 from __future__ import annotations
 
-import io
 import os
 from collections.abc import Callable
-from typing import TypeVar, cast
+from typing import TypeVar
 
 import numpy as np
 import polars as pl
@@ -47,7 +46,7 @@ MAX_FILE_BYTES = 64_000_000
 
 def read_whole(src: SourceFile) -> bytes | None:
     """The file's bytes, newline-terminated; None for an empty or a very large file."""
-    if os.stat(src.file).st_size > MAX_FILE_BYTES:
+    if src.size() > MAX_FILE_BYTES:
         return None
     with src.open() as f:
         data = f.read()
@@ -79,7 +78,7 @@ def read_together(sources: list[SourceFile]) -> tuple[bytearray, list[tuple[int,
             decompressed[k] = read_whole(src)
             sizes.append(len(decompressed[k] or b""))
         else:
-            size = os.stat(src.file).st_size
+            size = src.size()
             sizes.append(size if size <= MAX_FILE_BYTES else 0)
     data = bytearray(sum(sizes) + len(sizes))
     view = memoryview(data)
@@ -91,10 +90,7 @@ def read_together(sources: list[SourceFile]) -> tuple[bytearray, list[tuple[int,
             view[pos:pos + len(chunk)] = chunk
             n = len(chunk)
         elif size:
-            with src.open() as f:   # a BOM is skipped: fewer bytes than the size
-                n = cast("io.BufferedReader", f).readinto(view[pos:pos + size])
-                if f.read(1):       # the file grew since its size was taken: judged alone
-                    n = 0
+            n = _read_plain(src.file, view[pos:pos + size])
         else:
             n = 0
         if n == 0:
@@ -120,6 +116,37 @@ def read_together(sources: list[SourceFile]) -> tuple[bytearray, list[tuple[int,
         spans.append((pos, len(rebuilt)))
         pos = len(rebuilt)
     return rebuilt, spans
+
+
+_BOM = b"\xef\xbb\xbf"
+
+
+def _read_plain(name: str, into: memoryview) -> int:
+    """A plain file's bytes read into ``into`` (its size, taken before), a leading UTF-8 BOM dropped: how many
+    bytes it holds; 0 if the file grew since its size was taken (it is then judged alone).
+
+    What ``open_session_file`` and ``readinto`` do, in system calls of its own (no file object per file).
+
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "s.jsonl"
+    >>> _ = p.write_bytes(b"\\xef\\xbb\\xbf{}\\n")
+    >>> buffer = bytearray(6)
+    >>> _read_plain(str(p), memoryview(buffer)), bytes(buffer[:3])
+    (3, b'{}\\n')
+    """
+    fd = os.open(name, os.O_RDONLY)
+    try:
+        n = 0
+        while n < len(into) and (got := os.readv(fd, [into[n:]])):
+            n += got
+        if os.read(fd, 1):
+            return 0
+    finally:
+        os.close(fd)
+    if n >= 3 and into[:3] == _BOM:
+        into[:n - 3] = into[3:n]
+        n -= 3
+    return n
 
 
 def valid_utf8(data: bytes | bytearray | memoryview) -> bool:
