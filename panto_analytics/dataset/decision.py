@@ -8,9 +8,11 @@ rows, one per (policy, session, budget); only those rows are kept and
 concatenated (:func:`~panto_analytics.dataset.replay.session_outcomes_dataset`), then
 reduced as in memory (:func:`~panto_analytics.analysis.decision.table_from_sessions`
 orders them first), so the table equals the in-memory one to the last bit.
-Memory holds one task's messages plus those rows: they grow with sessions x
-budgets x policies, so this is bounded by the corpus's session count, not
-flat (the quantiles of cost per session need every session's figure).
+Memory holds one task's messages (in a worker process on a large dataset:
+:mod:`~panto_analytics.dataset.engines`) plus those rows, only the columns the
+table reads (:data:`~panto_analytics.analysis.decision.OUTCOME_COLUMNS`): they
+grow with sessions x budgets x policies (the quantiles of cost per session
+need every session's figure, and the sums are taken in session order).
 """
 from __future__ import annotations
 

@@ -15,9 +15,10 @@ loaded once, not in every task. Each task's unpriced recorded calls are summed
 per model, so the unpriced-model warnings are those of the in-memory replay.
 The summary size is the corpus's (the median of
 the recorded summaries, read from the dataset first). Memory holds one
-task's messages plus the rows: the per-session rows (one per policy, session
-and budget) and the per-event rows grow with the sessions, the messages do
-not.
+task's messages (in a worker process on a large dataset:
+:mod:`~panto_analytics.dataset.engines`) plus the rows kept: the per-session
+rows (one per policy, session and budget) and the per-event rows grow with
+the sessions, the messages do not.
 """
 from __future__ import annotations
 

@@ -20,8 +20,6 @@ and the timestamps the fast paths take (:func:`bad_timestamps`,
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
-from typing import TypeVar
 
 import numpy as np
 import polars as pl
@@ -32,7 +30,7 @@ from ..pathnames import path_suffix
 from .base import COMPRESSED_SUFFIXES, SourceFile
 from .blocks import BLOCK, PART, byte_lengths, per_owner, serialized_bytes, words_and_flags
 
-__all__ = ["BLOCK", "ISO_UTC", "MAX_FILE_BYTES", "PART", "bad_timestamps", "byte_lengths", "by_halving", "parse_timestamps", "per_owner",
+__all__ = ["BLOCK", "ISO_UTC", "MAX_FILE_BYTES", "PART", "bad_timestamps", "byte_lengths", "parse_timestamps", "per_owner",
            "read_together", "read_whole", "serialized_bytes", "valid_utf8", "words_and_flags"]
 
 #: Timestamps the fast paths parse themselves; a file with any other kind goes to the reference adapter.
@@ -179,29 +177,3 @@ def parse_timestamps(values: pa.Array) -> pl.Series:
     # Rows of unclean files may fail to parse: they are dropped anyway, so parse leniently.
     series = pl.Series(values).str.replace(r"\+00:00$", "Z")
     return series.str.to_datetime("%Y-%m-%dT%H:%M:%S%.fZ", time_unit="ms", time_zone="UTC", strict=False)
-
-
-_T = TypeVar("_T")
-
-
-def by_halving(read: Callable[[np.ndarray], list[_T] | None], n: int) -> list[_T | None]:
-    """``read`` over items ``0..n-1`` at once; where it refuses a batch (None), over each half, down to one item.
-
-    The fast paths' one batch bisection: Arrow reads many files in one call
-    and refuses the whole call for one bad line, so a refused batch is halved
-    until the file that made it refuse is alone; that file is None (left to
-    the line-by-line reader) and every other file keeps its fast result.
-
-    >>> by_halving(lambda part: None if 2 in part else [int(k) * 10 for k in part], 5)
-    [0, 10, None, 30, 40]
-    """
-    def bisect(part: np.ndarray) -> list[_T | None]:
-        got = read(part)
-        if got is not None:
-            return list(got)
-        if len(part) <= 1:
-            return [None] * len(part)
-        half = len(part) // 2
-        return bisect(part[:half]) + bisect(part[half:])
-
-    return bisect(np.arange(n)) if n else []
