@@ -27,7 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..pathnames import path_suffix
-from .base import COMPRESSED_SUFFIXES, SourceFile
+from .base import BOM, COMPRESSED_SUFFIXES, SourceFile
 from .blocks import BLOCK, PART, byte_lengths, per_owner, serialized_bytes, words_and_flags
 
 __all__ = ["BLOCK", "ISO_UTC", "MAX_FILE_BYTES", "PART", "bad_timestamps", "byte_lengths", "parse_timestamps", "per_owner",
@@ -116,22 +116,9 @@ def read_together(sources: list[SourceFile]) -> tuple[bytearray, list[tuple[int,
     return rebuilt, spans
 
 
-_BOM = b"\xef\xbb\xbf"
-
-
 def _read_plain(name: str, into: memoryview) -> int:
-    """A plain file's bytes read into ``into`` (its size, taken before), a leading UTF-8 BOM dropped: how many
-    bytes it holds; 0 if the file grew since its size was taken (it is then judged alone).
-
-    What ``open_session_file`` and ``readinto`` do, in system calls of its own (no file object per file).
-
-    >>> import tempfile, pathlib
-    >>> p = pathlib.Path(tempfile.mkdtemp()) / "s.jsonl"
-    >>> _ = p.write_bytes(b"\\xef\\xbb\\xbf{}\\n")
-    >>> buffer = bytearray(6)
-    >>> _read_plain(str(p), memoryview(buffer)), bytes(buffer[:3])
-    (3, b'{}\\n')
-    """
+    """A plain file's bytes read into ``into`` (sized before), a UTF-8 BOM dropped: how many; 0 if the file grew
+    since (it is then judged alone). ``open_session_file`` and ``readinto`` in system calls (no file object)."""
     fd = os.open(name, os.O_RDONLY)
     try:
         n = 0
@@ -141,7 +128,7 @@ def _read_plain(name: str, into: memoryview) -> int:
             return 0
     finally:
         os.close(fd)
-    if n >= 3 and into[:3] == _BOM:
+    if n >= 3 and into[:3] == BOM:
         into[:n - 3] = into[3:n]
         n -= 3
     return n
