@@ -8,7 +8,7 @@ libpanto's word count and the summarizer-request bytes of each message
 (:func:`words_and_flags`, :func:`serialized_bytes`, which reproduce
 :func:`~panto_analytics.words.message_words` and
 :func:`~panto_analytics.transcript.serialized_bytes` over whole arrays),
-and the timestamps the fast paths take (:func:`bad_timestamps`,
+and the timestamps the fast paths take (:func:`iso_utc`, :func:`bad_timestamps`,
 :func:`parse_timestamps`).
 
 >>> blocks = pa.array([{"type": "text", "text": "a b", "id": None, "name": None, "input": None,
@@ -24,17 +24,17 @@ import os
 import numpy as np
 import polars as pl
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ..pathnames import path_suffix
 from .base import BOM, COMPRESSED_SUFFIXES, SourceFile
 from .blocks import BLOCK, PART, byte_lengths, per_owner, serialized_bytes, words_and_flags
 
-__all__ = ["BLOCK", "ISO_UTC", "MAX_FILE_BYTES", "PART", "bad_timestamps", "byte_lengths", "parse_timestamps", "per_owner",
-           "read_together", "read_whole", "serialized_bytes", "valid_utf8", "words_and_flags"]
+__all__ = ["BLOCK", "ISO_UTC", "MAX_FILE_BYTES", "PART", "bad_timestamps", "byte_lengths", "iso_utc", "parse_timestamps",
+           "per_owner", "read_together", "read_whole", "serialized_bytes", "to_datetime", "valid_utf8", "words_and_flags"]
 
-#: Timestamps the fast paths parse themselves; a file with any other kind goes to the reference adapter.
-ISO_UTC = r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,6})?(Z|\+00:00)$"
+#: The shape of the timestamps the fast paths parse themselves (ASCII digits, seconds 00-59: Polars reads a
+#: 60th second, Python does not); :func:`iso_utc` is the whole check.
+ISO_UTC = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-5][0-9](\.[0-9]{1,6})?(Z|\+00:00)$"
 
 
 #: Larger files take the reference path, which streams them line by line in
@@ -155,12 +155,33 @@ def valid_utf8(data: bytes | bytearray | memoryview) -> bool:
 
 
 
+def to_datetime(text: pl.Expr) -> pl.Expr:
+    """The vectorized parse of ISO-8601 UTC strings, in UTC milliseconds; null where it reads no time."""
+    return text.str.replace(r"\+00:00$", "Z").str.to_datetime(
+        "%Y-%m-%dT%H:%M:%S%.fZ", time_unit="ms", time_zone="UTC", strict=False)
+
+
+def iso_utc(text: pl.Expr) -> pl.Expr:
+    """Whether :func:`to_datetime` reads ``text`` as :func:`.base.parse_timestamp` does (null stays null).
+
+    The one check every fast path takes a timestamp by: of :data:`ISO_UTC`'s
+    shape, a real date and time (no month 13, no April 31 or February 29 of a
+    common year, no hour 24: Polars reads no time, Python neither), and not year 0
+    (Polars reads it, Python does not).
+    A file with any other timestamp goes to the line-by-line reader.
+
+    >>> pl.Series(["2024-02-29T23:59:59.5Z", "2025-02-29T00:00:00Z", "2025-01-01T00:00:60Z", "0000-01-01T00:00:00Z",
+    ...            "2025-01-01T00:00:00+01:00", None]).to_frame("t").select(iso_utc(pl.col("t")))["t"].to_list()
+    [True, False, False, False, False, None]
+    """
+    return text.str.contains(ISO_UTC) & ~text.str.starts_with("0000") & (to_datetime(text).is_not_null() | text.is_null())
+
+
 def bad_timestamps(values: pa.Array) -> np.ndarray:
-    matches = pc.match_substring_regex(values, ISO_UTC)
-    return ~np.asarray(pc.fill_null(matches, True))
+    """Which of ``values`` :func:`iso_utc` refuses (nulls are not bad)."""
+    return ~pl.Series("t", values).to_frame().select(iso_utc(pl.col("t")).fill_null(True))["t"].to_numpy()
 
 
 def parse_timestamps(values: pa.Array) -> pl.Series:
-    # Rows of unclean files may fail to parse: they are dropped anyway, so parse leniently.
-    series = pl.Series(values).str.replace(r"\+00:00$", "Z")
-    return series.str.to_datetime("%Y-%m-%dT%H:%M:%S%.fZ", time_unit="ms", time_zone="UTC", strict=False)
+    """:func:`to_datetime` of ``values``; rows of a file with a bad timestamp may read null (the file is declined)."""
+    return pl.Series("t", values).to_frame().select(to_datetime(pl.col("t")))["t"]

@@ -27,7 +27,7 @@ from ..pathnames import path_suffix
 from ..schema import MESSAGE_SCHEMA, ROLE, SEQ
 from .base import COMPRESSED_SUFFIXES, SessionMeta, SourceFile, gc_paused, parse_timestamp
 from .blocks import BLOCK, PART, block_words, serialized_bytes, words_and_flags
-from .columnar import MAX_FILE_BYTES, read_whole, valid_utf8
+from .columnar import MAX_FILE_BYTES, iso_utc, read_whole, to_datetime, valid_utf8
 from .typed import TYPED_ERRORS, one_per_line
 
 __all__ = ["KIND_NAMES", "RESULT", "SUMMARY", "SYSTEM", "TEXT", "THINKING", "TOOL_USE", "Columns", "ReadFile", "read_batch"]
@@ -37,8 +37,6 @@ KIND_NAMES = ("text", "thinking", "tool_use", "tool_result", "compaction_summary
 TEXT, THINKING, TOOL_USE, RESULT, SUMMARY, SYSTEM = range(6)
 _STR = pa.string()
 _LARGE = pa.large_string()
-#: An ISO-8601 UTC time that Python's ``fromisoformat`` and Polars read alike (seconds 00-59; year 0 apart).
-_ISO_UTC = r"^\d{4}-\d\d-\d\dT\d\d:\d\d:[0-5]\d(\.\d{1,6})?(Z|\+00:00)$"
 
 
 #: Where Python's recursion limit is raised above this, a file with as many brackets is left to the line reader
@@ -215,17 +213,15 @@ class Columns:
     def _timestamps(self) -> pl.Series:
         """Each message's time: its entry's, else its message's (:func:`.base.parse_timestamp`), in UTC ms.
 
-        Where every entry's is an ISO-8601 UTC string Polars reads as Python does, one vectorized parse;
+        Where every entry's is an ISO-8601 UTC string Polars reads as Python does (:func:`.columnar.iso_utc`), one
+        vectorized parse;
         else each is parsed as :func:`.pi.parse` parses it and converted as :class:`.base.FrameBuilder` does.
         """
         dtype = MESSAGE_SCHEMA["timestamp"]
         if all(type(t) is str for t in self.ts):
-            text = pl.Series(self.ts, dtype=pl.String)
-            if text.str.contains(_ISO_UTC).all() and not text.str.starts_with("0000").any():
-                parsed = text.str.replace(r"\+00:00$", "Z").str.to_datetime(
-                    "%Y-%m-%dT%H:%M:%S%.fZ", time_unit="ms", time_zone="UTC", strict=False)
-                if parsed.null_count() == 0:
-                    return parsed.cast(dtype)
+            text = pl.Series("t", self.ts, dtype=pl.String).to_frame()
+            if text.select(iso_utc(pl.col("t")).all())["t"].item():
+                return text.select(to_datetime(pl.col("t")))["t"].cast(dtype)
         times = [parse_timestamp(t) or parse_timestamp(m) for t, m in zip(self.ts, self.ts_msg)]
         return _python_timestamps(times).cast(dtype)
 

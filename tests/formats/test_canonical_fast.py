@@ -16,6 +16,7 @@ from conftest import REPO, examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from strategies import conversations, random_conversation
+from test_columnar import ODD_TIMESTAMPS
 
 from panto_analytics.errors import InputError
 from panto_analytics.formats import columnar
@@ -119,6 +120,16 @@ def test_blank_lines_send_only_their_file_to_the_reference(tmp_path):
     # ... and read by the reference, line numbers intact.
     frame, _ = reference(blank)
     assert frame["line"].to_list() == list(range(1, len(msgs) + 1))
+
+
+@pytest.mark.parametrize("timestamp", ODD_TIMESTAMPS)
+def test_a_timestamp_python_reads_otherwise_is_declined_or_read_alike(tmp_path, timestamp):
+    rng = random.Random(4)
+    clean = write(tmp_path / "clean.jsonl", random_conversation(rng))
+    msgs = random_conversation(rng)
+    msgs[len(msgs) // 2] = {**msgs[len(msgs) // 2], "timestamp": timestamp}
+    odd = write(tmp_path / "odd.jsonl", msgs)
+    assert assert_agrees([clean, odd])[0]
 
 
 def test_very_large_files_stream_through_the_reference(tmp_path, monkeypatch):

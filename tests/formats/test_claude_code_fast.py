@@ -18,6 +18,7 @@ from conftest import FIXTURES, SHARED, examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mutations import MUTATIONS, mutate
+from test_columnar import ODD_TIMESTAMPS
 
 from benchmarks.synth_claude_code import generate_session, write_corpus
 from panto_analytics.errors import IngestReport, InputError
@@ -190,6 +191,15 @@ FEATURES = {
 def test_each_feature_is_taken_and_agrees(tmp_path, name):
     path = _write(tmp_path / "s.jsonl", *FEATURES[name])
     assert assert_agrees([path]) == [True]
+
+
+@pytest.mark.parametrize("timestamp", ODD_TIMESTAMPS)
+def test_a_timestamp_python_reads_otherwise_is_declined_or_read_alike(tmp_path, timestamp):
+    records = [dict(r) for r in FEATURES["streamed call, results written while it streams"]]
+    records[3] = {**records[3], "timestamp": timestamp}
+    clean = _write(tmp_path / "clean.jsonl", *FEATURES["queued prompts, string and list"])
+    odd = _write(tmp_path / "odd.jsonl", *records)
+    assert assert_agrees([clean, odd])[0]
 
 
 def test_spaced_json_is_taken_too(tmp_path):

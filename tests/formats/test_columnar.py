@@ -1,14 +1,19 @@
-"""columnar.read_together: each file's bytes as open_session_file reads them, newline-terminated, in one buffer."""
+"""columnar.read_together: each file's bytes as open_session_file reads them, newline-terminated, in one buffer;
+the timestamps a fast path takes: read by the vectorized parse exactly as :func:`.base.parse_timestamp` reads them."""
 from __future__ import annotations
 
 import gzip
 
+import polars as pl
+import pyarrow as pa
+import pytest
 from conftest import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from panto_analytics.formats.base import BOM, SourceFile, open_session_file
-from panto_analytics.formats.columnar import read_together
+from panto_analytics.formats import base
+from panto_analytics.formats.base import BOM, SourceFile, open_session_file, parse_timestamp
+from panto_analytics.formats.columnar import bad_timestamps, parse_timestamps, read_together
 
 _BYTES = st.lists(st.sampled_from([b"{}\n", b'{"a":1}', b"\n", b"   ", b"x" * 70_000, BOM, b"\xc3\xa9\n"]), max_size=6)
 
@@ -29,3 +34,51 @@ def test_each_span_holds_what_open_session_file_reads(tmp_path, contents):
         if expected and not expected.endswith(b"\n"):
             expected += b"\n"
         assert (bytes(buffer[span[0]:span[1]]) if span is not None else b"") == expected
+
+
+# -- timestamps: the vectorized parse against Python's ----------------------------------
+
+#: ISO-8601 times that fit the fast paths' shape (or nearly) but that Python's parser and Polars' may read apart.
+ODD_TIMESTAMPS = [
+    "2025-01-01T00:00:60Z", "2025-06-30T23:59:60.5Z", "0000-01-01T00:00:00Z", "2025-13-01T00:00:00Z",
+    "2025-00-10T00:00:00Z", "2025-04-31T00:00:00Z", "2025-02-29T00:00:00Z", "2025-01-01T24:00:00Z",
+    "2025-01-01T00:60:00Z", "2025-01-01T00:00:00.1234567Z", "2025-01-01T00:00:00+01:00", "2025-01-01T00:00:00-00:00",
+    "2025-01-01T00:00:00,5Z", "٢٠٢٥-01-01T00:00:00Z", "2025-01-01 00:00:00Z", "2025-01-01T00:00:00z",
+]
+
+_DIGITS = st.sampled_from("0123456789")
+
+
+@st.composite
+def iso_like(draw) -> str:
+    """Strings shaped like ``YYYY-MM-DDTHH:MM:SS[.f]Z``, each field anywhere in its digits' range, and other ends."""
+    def num(lo: int, hi: int, width: int) -> str:
+        return str(draw(st.integers(lo, hi))).zfill(width)
+    year = draw(st.one_of(st.sampled_from(["0000", "0001", "1970", "2024", "2025", "2100", "9999"]),
+                          st.text(_DIGITS, min_size=4, max_size=4)))
+    frac = draw(st.one_of(st.just(""), st.text(_DIGITS, min_size=0, max_size=9).map(lambda d: "." + d)))
+    end = draw(st.sampled_from(["Z", "+00:00", "-00:00", "+01:00", "z", ""]))
+    return f"{year}-{num(0, 13, 2)}-{num(0, 32, 2)}T{num(0, 25, 2)}:{num(0, 61, 2)}:{num(0, 61, 2)}{frac}{end}"
+
+
+def _python_ms(text: str) -> int | None:
+    """What the line-by-line readers make of ``text``: :func:`.base.parse_timestamp` through :class:`.base.FrameBuilder`."""
+    ts = parse_timestamp(text)
+    return None if ts is None else base._timestamps([ts]).cast(pl.Int64)[0]
+
+
+@settings(max_examples=examples(300))
+@given(texts=st.lists(st.one_of(iso_like(), st.sampled_from(ODD_TIMESTAMPS)), min_size=1, max_size=8))
+def test_a_timestamp_the_fast_paths_take_is_read_as_python_reads_it(texts):
+    values = pa.array(texts, pa.string())
+    bad = bad_timestamps(values)
+    parsed = parse_timestamps(values).cast(pl.Int64).to_list()
+    for text, is_bad, ms in zip(texts, bad, parsed):
+        if not is_bad:
+            assert ms is not None and ms == _python_ms(text), text
+
+
+@pytest.mark.parametrize("text", ODD_TIMESTAMPS)
+def test_times_python_refuses_are_not_taken(text):
+    if parse_timestamp(text) is None:
+        assert bad_timestamps(pa.array([text])).tolist() == [True]

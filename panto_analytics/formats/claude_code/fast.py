@@ -50,7 +50,7 @@ from ...outcomes.tool_targets import refs_column
 from ...schema import MAX_USAGE, MESSAGE_SCHEMA, ROLE, USAGE_COLUMNS
 from ..base import BAD_RECORD, SessionMeta, SourceFile, gc_paused, parse_timestamp, session_stem
 from ..blocks import block_words
-from ..columnar import BLOCK, ISO_UTC, PART, parse_timestamps, read_together, serialized_bytes, words_and_flags
+from ..columnar import BLOCK, PART, iso_utc, parse_timestamps, read_together, serialized_bytes, words_and_flags
 from .lines import NAME, PRESERVED_MARK, SYNTHETIC_MODEL, TOOL_USE_BLOCKS, project_folder, text_of
 from .shapes import Message, Record, Usage, decode_file
 
@@ -508,7 +508,7 @@ def _declined(records: pl.DataFrame, n_files: int) -> np.ndarray:
         | (conv & _USER & ~_SUMMARY & ~pl.col("has_content"))
         | (conv & ~pl.col("compaction") & pl.col("bad_blocks"))
         | (live & pl.col("bad_rare"))
-        | (conv & ~pl.col("timestamp").str.contains(ISO_UTC).fill_null(True))
+        | (conv & ~iso_utc(pl.col("timestamp")).fill_null(True))
         | (live & _ASSISTANT & ~pl.col("synthetic") & pl.col("has_usage") & over_max)
         | (talks & ~first_sidechain & pl.col("sidechain").eq_missing(True))
     )
