@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["file_name", "path_string", "path_suffix"]
+__all__ = ["file_name", "path_stem", "path_string", "path_suffix"]
 
 
 def path_string(path: str | Path) -> str:
@@ -44,3 +44,14 @@ def path_suffix(path: str | Path) -> str:
     name = file_name(path)
     i = name.rfind(".")
     return name[i:] if 0 < i < len(name) - 1 else ""
+
+
+def path_stem(path: str | Path) -> str:
+    """``Path(path).stem``, from the string.
+
+    >>> [path_stem(p) for p in ("a/b.jsonl", "b", ".gz", ".", "a.")]
+    ['b', 'b', '.gz', '', 'a.']
+    """
+    name = file_name(path)
+    i = name.rfind(".")
+    return name[:i] if 0 < i < len(name) - 1 else name

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from panto_analytics.formats.base import session_stem
-from panto_analytics.pathnames import file_name, path_string, path_suffix
+from panto_analytics.pathnames import file_name, path_stem, path_string, path_suffix
 
 #: Paths made of the pieces pathlib respells: slashes, dots, "..", suffixes.
 _PIECE = st.sampled_from(["", ".", "..", "a", "b.jsonl", ".gz", "s.jsonl.gz", "s.jsonl.zst", "x.", ".hidden", "~", "é"])
@@ -21,6 +21,7 @@ def test_the_strings_are_pathlibs(path):
     assert path_string(path) == str(Path(path))
     assert file_name(path) == Path(path).name
     assert path_suffix(path) == Path(path).suffix
+    assert path_stem(path) == Path(path).stem
     assert path_string(Path(path)) == str(Path(path))
 
 

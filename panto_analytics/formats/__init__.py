@@ -12,7 +12,7 @@ import orjson
 
 from ..errors import InputError
 from . import canonical, claude_code, codex, jsonl, pi
-from .base import BAD_RECORD, COMPRESSED_SUFFIXES, Adapter, DamagedFileError, open_session_file
+from .base import BAD_RECORD, BOM, COMPRESSED_SUFFIXES, Adapter, DamagedFileError, open_session_file
 
 __all__ = ["ADAPTERS", "Adapter", "adapter", "detect_format"]
 
@@ -32,8 +32,6 @@ _FIRST_RECORD_ONLY = frozenset({canonical.NAME})
 
 #: Bytes read at first from a plain file: most files are known by their first record, and it is shorter.
 _HEAD_BYTES = 1 << 13
-
-_BOM = b"\xef\xbb\xbf"
 
 
 def detect_format(path: str | Path) -> str:
@@ -79,26 +77,16 @@ def detect_format(path: str | Path) -> str:
 
 
 def _known_from_head(path: str | Path) -> str | None:
-    """The format of a plain file whose first :data:`_HEAD_BYTES` bytes settle it, read with one system call;
-    None where they do not (a compressed file, a first record longer than that, a line that is not JSON, no
-    record claimed): :func:`detect_format` then reads the file line by line, as though this had not been tried.
-
-    The lines are judged exactly as :func:`detect_format` judges them, so an answer here is its answer.
-    """
-    name = os.fspath(path)
-    if name.endswith(COMPRESSED_SUFFIXES):
+    """The format of a plain file its first :data:`_HEAD_BYTES` settle (one read), judged as :func:`detect_format`
+    judges lines; None where they do not (compressed, a long first record, not JSON): then the lines decide."""
+    if os.fspath(path).endswith(COMPRESSED_SUFFIXES):
         return None
     try:
-        fd = os.open(name, os.O_RDONLY)
+        with open(path, "rb", buffering=0) as f:  # no buffer: one read of the head
+            head = f.read(_HEAD_BYTES)
     except (OSError, ValueError):
         return None
-    try:
-        head = os.read(fd, _HEAD_BYTES)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    start = 3 if head.startswith(_BOM) else 0
+    start = 3 if head.startswith(BOM) else 0
     seen = 0
     while (end := head.find(b"\n", start)) >= 0:
         raw, start = head[start:end + 1], end + 1

@@ -17,6 +17,7 @@ from __future__ import annotations
 import gc
 import gzip
 import io
+import os
 import threading
 import zlib
 from collections.abc import Callable, Iterator
@@ -33,12 +34,12 @@ import pyarrow.compute as pc
 
 from ..errors import IngestReport, InputError
 from ..outcomes.tool_targets import refs_column
-from ..pathnames import file_name, path_string, path_suffix
+from ..pathnames import file_name, path_stem, path_string, path_suffix
 from ..schema import MAX_USAGE, MESSAGE_SCHEMA, REF_STRUCT, ROLE, SEQ, USAGE_COLUMNS
 from .blocks import block_array, block_words, serialized_bytes, words_and_flags
 
 __all__ = [
-    "BAD_RECORD", "COMPRESSED_SUFFIXES", "TRUNCATED", "Adapter", "DamagedFileError", "OnDamage", "bad_record",
+    "BAD_RECORD", "BOM", "COMPRESSED_SUFFIXES", "TRUNCATED", "Adapter", "DamagedFileError", "OnDamage", "bad_record",
     "FrameBuilder", "Invalid", "gc_paused", "Message", "ParsedFile", "Postprocess",
     "ReadFrames", "SessionMeta", "SourceFile", "open_session_file", "session_stem", "parse_timestamp", "timestamp_field", "usage_counter",
 ]
@@ -49,7 +50,8 @@ COMPRESSED_SUFFIXES = (".gz", ".zst")
 #: Why the last line of a file was skipped: it has no newline and is not JSON (the agent is still writing it).
 TRUNCATED = "truncated final line (the session is still being written?)"
 
-_BOM = b"\xef\xbb\xbf"
+#: The UTF-8 byte order mark, skipped where a file starts with it.
+BOM = b"\xef\xbb\xbf"
 
 
 class _Decompressed(io.BufferedReader):
@@ -68,10 +70,7 @@ def session_stem(path: str | Path) -> str:
     name = file_name(path)
     for suffix in COMPRESSED_SUFFIXES:
         name = name.removesuffix(suffix)
-    if name == ".":  # Path(".").stem
-        return ""
-    i = name.rfind(".")  # Path(name).stem, from the string
-    return name[:i] if 0 < i < len(name) - 1 else name
+    return path_stem(name)
 
 
 class DamagedFileError(InputError):
@@ -201,7 +200,7 @@ def open_session_file(path: str | Path, on_damage: OnDamage | None = None) -> IO
     else:
         f = open(name, "rb")
     try:
-        if f.peek(3)[:3] == _BOM:
+        if f.peek(3)[:3] == BOM:
             f.read(3)
     except BaseException:
         f.close()
@@ -254,11 +253,8 @@ class SessionMeta:
 
 
 class SourceFile:
-    """A file being parsed: its path, its session's metadata, its error policy.
-
-    The path is kept as a string (``file``, as the frame's ``file`` column
-    writes it); its ``Path`` is made when ``path`` is first asked for (a batch
-    of many small files need not make one each).
+    """A file being parsed: its path (``file``, a string; the ``Path`` made when first asked for), its session's
+    metadata, its error policy.
 
     >>> src = SourceFile("a/./b.jsonl", "canonical")
     >>> src.file, src.path, src.meta.session_id
@@ -276,6 +272,13 @@ class SourceFile:
         self.meta = SessionMeta(session_id=session_stem(self.file))
         #: Set by an adapter that found no record at all (an empty or blank file): it holds no session.
         self.holds_nothing = False
+        self._size: int | None = None
+
+    def size(self) -> int:
+        """The file's size on disk, taken when first asked for (a reader groups files by it, then reads them)."""
+        if self._size is None:
+            self._size = os.stat(self.file).st_size
+        return self._size
 
     @property
     def path(self) -> Path:
@@ -288,6 +291,7 @@ class SourceFile:
     def path(self, value: str | Path) -> None:
         self.file = path_string(value)
         self._path = value if isinstance(value, Path) else None
+        self._size = None
 
     def invalid(self, line: int | None, reason: str) -> None:
         """A bad line: raise :class:`InputError`, or count it under ``skip_invalid``."""

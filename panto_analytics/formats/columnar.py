@@ -19,10 +19,7 @@ and the timestamps the fast paths take (:func:`bad_timestamps`,
 """
 from __future__ import annotations
 
-import io
 import os
-from collections.abc import Callable
-from typing import TypeVar, cast
 
 import numpy as np
 import polars as pl
@@ -30,10 +27,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..pathnames import path_suffix
-from .base import COMPRESSED_SUFFIXES, SourceFile
+from .base import BOM, COMPRESSED_SUFFIXES, SourceFile
 from .blocks import BLOCK, PART, byte_lengths, per_owner, serialized_bytes, words_and_flags
 
-__all__ = ["BLOCK", "ISO_UTC", "MAX_FILE_BYTES", "PART", "bad_timestamps", "byte_lengths", "by_halving", "parse_timestamps", "per_owner",
+__all__ = ["BLOCK", "ISO_UTC", "MAX_FILE_BYTES", "PART", "bad_timestamps", "byte_lengths", "parse_timestamps", "per_owner",
            "read_together", "read_whole", "serialized_bytes", "valid_utf8", "words_and_flags"]
 
 #: Timestamps the fast paths parse themselves; a file with any other kind goes to the reference adapter.
@@ -47,7 +44,7 @@ MAX_FILE_BYTES = 64_000_000
 
 def read_whole(src: SourceFile) -> bytes | None:
     """The file's bytes, newline-terminated; None for an empty or a very large file."""
-    if os.stat(src.file).st_size > MAX_FILE_BYTES:
+    if src.size() > MAX_FILE_BYTES:
         return None
     with src.open() as f:
         data = f.read()
@@ -79,7 +76,7 @@ def read_together(sources: list[SourceFile]) -> tuple[bytearray, list[tuple[int,
             decompressed[k] = read_whole(src)
             sizes.append(len(decompressed[k] or b""))
         else:
-            size = os.stat(src.file).st_size
+            size = src.size()
             sizes.append(size if size <= MAX_FILE_BYTES else 0)
     data = bytearray(sum(sizes) + len(sizes))
     view = memoryview(data)
@@ -91,10 +88,7 @@ def read_together(sources: list[SourceFile]) -> tuple[bytearray, list[tuple[int,
             view[pos:pos + len(chunk)] = chunk
             n = len(chunk)
         elif size:
-            with src.open() as f:   # a BOM is skipped: fewer bytes than the size
-                n = cast("io.BufferedReader", f).readinto(view[pos:pos + size])
-                if f.read(1):       # the file grew since its size was taken: judged alone
-                    n = 0
+            n = _read_plain(src.file, view[pos:pos + size])
         else:
             n = 0
         if n == 0:
@@ -120,6 +114,24 @@ def read_together(sources: list[SourceFile]) -> tuple[bytearray, list[tuple[int,
         spans.append((pos, len(rebuilt)))
         pos = len(rebuilt)
     return rebuilt, spans
+
+
+def _read_plain(name: str, into: memoryview) -> int:
+    """A plain file's bytes read into ``into`` (sized before), a UTF-8 BOM dropped: how many; 0 if the file grew
+    since (it is then judged alone). ``open_session_file`` and ``readinto`` in system calls (no file object)."""
+    fd = os.open(name, os.O_RDONLY)
+    try:
+        n = 0
+        while n < len(into) and (got := os.readv(fd, [into[n:]])):
+            n += got
+        if os.read(fd, 1):
+            return 0
+    finally:
+        os.close(fd)
+    if n >= 3 and into[:3] == BOM:
+        into[:n - 3] = into[3:n]
+        n -= 3
+    return n
 
 
 def valid_utf8(data: bytes | bytearray | memoryview) -> bool:
@@ -152,29 +164,3 @@ def parse_timestamps(values: pa.Array) -> pl.Series:
     # Rows of unclean files may fail to parse: they are dropped anyway, so parse leniently.
     series = pl.Series(values).str.replace(r"\+00:00$", "Z")
     return series.str.to_datetime("%Y-%m-%dT%H:%M:%S%.fZ", time_unit="ms", time_zone="UTC", strict=False)
-
-
-_T = TypeVar("_T")
-
-
-def by_halving(read: Callable[[np.ndarray], list[_T] | None], n: int) -> list[_T | None]:
-    """``read`` over items ``0..n-1`` at once; where it refuses a batch (None), over each half, down to one item.
-
-    The fast paths' one batch bisection: Arrow reads many files in one call
-    and refuses the whole call for one bad line, so a refused batch is halved
-    until the file that made it refuse is alone; that file is None (left to
-    the line-by-line reader) and every other file keeps its fast result.
-
-    >>> by_halving(lambda part: None if 2 in part else [int(k) * 10 for k in part], 5)
-    [0, 10, None, 30, 40]
-    """
-    def bisect(part: np.ndarray) -> list[_T | None]:
-        got = read(part)
-        if got is not None:
-            return list(got)
-        if len(part) <= 1:
-            return [None] * len(part)
-        half = len(part) // 2
-        return bisect(part[:half]) + bisect(part[half:])
-
-    return bisect(np.arange(n)) if n else []

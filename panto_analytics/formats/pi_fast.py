@@ -13,8 +13,8 @@ and whose timestamps are parsed in one vectorized call.
 A file with anything the fast path leaves to :func:`.pi.parse` is declined
 whole (None): a line that does not fit the declared shape or is not one JSON
 object per line (blank, truncated, pretty-printed, a carriage return, invalid
-UTF-8), a record :mod:`.pi`'s checks refuse or hand back to its plain checks
-(``Fallback``), a header that is not the first line, a bad version or tree.
+UTF-8), a record :mod:`.pi`'s checks refuse,
+a header that is not the first line, a bad version or tree.
 ``tests/formats/test_pi_fast.py`` checks the frame, the session metadata
 and the report against :func:`.pi.parse` and its oracle ``reference/pi_lines.py``.
 """
@@ -22,28 +22,19 @@ from __future__ import annotations
 
 import itertools
 import math
-import sys
 from collections import Counter
-from collections.abc import Sequence
-from datetime import datetime
 from pathlib import PurePath
 from typing import Any
 
 import msgspec
-import numpy as np
 import orjson
 import polars as pl
-import pyarrow as pa
-import pyarrow.compute as pc
 
-from ..outcomes.tool_targets import refs_column
-from ..schema import MESSAGE_SCHEMA, ROLE, SEQ
-from .base import BAD_RECORD, SessionMeta, SourceFile, gc_paused, parse_timestamp, session_stem
-from .blocks import BLOCK, PART, block_words, serialized_bytes, words_and_flags
-from .columnar import read_together
+from .base import BAD_RECORD, SessionMeta, SourceFile, parse_timestamp, session_stem
+from .fast_columns import RESULT, SUMMARY, TEXT, THINKING, TOOL_USE, Columns, read_batch
 from .pi_shapes import NAME, Block, Compaction, Entry, Msg, anchors, branch, compaction
 from .pi_shapes import version as session_version
-from .typed import TYPED_ERRORS, one_per_line, raw_json
+from .typed import raw_json
 
 __all__ = ["read_frames"]
 
@@ -67,17 +58,9 @@ class _Line(msgspec.Struct):
 
 
 _LINES = msgspec.json.Decoder(_Line)
-_DEEP = 1000
 
-#: Canonical block types by their codes.
-_KIND_NAMES = ("text", "thinking", "tool_use", "tool_result", "compaction_summary")
-_TEXT, _THINKING, _TOOL_USE, _RESULT, _SUMMARY = range(5)
 #: Entry types :meth:`_File._entry` reads (the rest, but messages, are ignored records).
 _SPECIAL = frozenset({"message", "custom_message", "branch_summary", "model_change", "compaction"})
-_STR = pa.string()
-_LARGE = pa.large_string()
-#: An ISO-8601 UTC time that Python's ``fromisoformat`` and Polars read alike (seconds 00-59; year 0 apart).
-_ISO_UTC = r"^\d{4}-\d\d-\d\dT\d\d:\d\d:[0-5]\d(\.\d{1,6})?(Z|\+00:00)$"
 
 
 class _Decline(Exception):
@@ -89,189 +72,17 @@ def read_frames(sources: list[SourceFile]) -> list[pl.DataFrame | None]:
 
     Each accepted source gets the session metadata and the report entries :func:`.pi.parse` would have given it.
     """
-    frames: list[pl.DataFrame | None] = [None] * len(sources)
-    data, spans = read_together(sources)
-    cols = _Columns()
-    taken: list[tuple[int, SessionMeta, Counter[str], int]] = []
-    deep = sys.getrecursionlimit() > _DEEP
-    with memoryview(data) as view, gc_paused():
-        for k, span in enumerate(spans):
-            if span is None:
-                continue
-            raw = bytes(view[span[0]:span[1]])
-            n_lines = one_per_line(raw)
-            if n_lines is None or (deep and raw.count(b"[") + raw.count(b"{") >= _DEEP):
-                continue
-            try:
-                records = _LINES.decode_lines(raw)
-            except TYPED_ERRORS:
-                continue
-            if len(records) != n_lines:
-                continue
-            mark = cols.mark()
-            try:
-                meta, ignored = _File(sources[k], records, raw, cols).read()
-            except (_Decline, *BAD_RECORD):
-                cols.undo(mark)
-                continue
-            taken.append((k, meta, ignored, cols.rows - mark[0]))
-    if not taken:
-        return frames
-    frame = cols.frame([m for _, m, _, _ in taken], [n for _, _, _, n in taken], [sources[k] for k, _, _, _ in taken])
-    start = 0
-    for k, meta, ignored, n in taken:
-        src = sources[k]
-        src.meta = meta
-        for label, times in ignored.items():
-            src.report.ignore(NAME, label, times)
-        frames[k] = frame.slice(start, n)
-        start += n
-    return frames
-
-
-class _Columns:
-    """The frame's columns and the canonical blocks of every message read, as Python lists until :meth:`frame`."""
-
-    def __init__(self) -> None:
-        self.role: list[str] = []
-        self.bash: list[bool] = []
-        self.usage: list[tuple[int, int, int, int] | None] = []
-        self.cost: list[float | None] = []
-        self.model: list[str | None] = []
-        self.ts: list[Any] = []       # the entry's timestamp (or a compaction's), as recorded
-        self.ts_msg: list[Any] = []   # the message's own, read where the entry's is no time
-        self.line: list[int] = []
-        # blocks
-        self.owner: list[int] = []
-        self.code: list[int] = []
-        self.text: list[str | None] = []
-        self.ids: list[str | None] = []
-        self.names: list[str | None] = []
-        self.inputs: list[str | None] = []
-        self.tool_use_ids: list[str | None] = []
-        self.n_parts: list[int] = []
-        # parts
-        self.part_kind: list[str] = []
-        self.part_text: list[str | None] = []
-        self.part_media: list[str | None] = []
-
-    @property
-    def rows(self) -> int:
-        return len(self.role)
-
-    def mark(self) -> tuple[int, int, int]:
-        return len(self.role), len(self.owner), len(self.part_kind)
-
-    def undo(self, mark: tuple[int, int, int]) -> None:
-        """Forget what a declined file added."""
-        rows, blocks, parts = mark
-        for col in (self.role, self.bash, self.usage, self.cost, self.model, self.ts, self.ts_msg, self.line):
-            del col[rows:]
-        for col in (self.owner, self.code, self.text, self.ids, self.names, self.inputs, self.tool_use_ids,
-                    self.n_parts):
-            del col[blocks:]
-        for col in (self.part_kind, self.part_text, self.part_media):
-            del col[parts:]
-
-    def frame(self, metas: list[SessionMeta], sizes: list[int], sources: list[SourceFile]) -> pl.DataFrame:
-        """The message frame of every file taken (their rows in order), built in a few array operations."""
-        with gc_paused():
-            return self._frame(metas, sizes, sources)
-
-    def _frame(self, metas: list[SessionMeta], sizes: list[int], sources: list[SourceFile]) -> pl.DataFrame:
-        n = self.rows
-        blocks = self._blocks()
-        owner = np.asarray(self.owner, dtype=np.int64)
-        roles = _strings(self.role, _STR)
-        each = block_words(blocks)
-        words, has_result, has_summary = words_and_flags(blocks, owner, n, each)
-        size = serialized_bytes(roles, blocks, owner, n)
-        file_of = np.repeat(np.arange(len(sizes)), sizes)
-        is_result = np.asarray(pc.fill_null(pc.equal(blocks.field("type"), "tool_result"), False))
-        refs = refs_column(blocks, owner, n, file_of, [m.project for m in metas], each[is_result])
-        usage = self.usage
-        has_usage = [u is not None for u in usage]
-        none = (None, None, None, None)
-        counters = list(zip(*(u if u is not None else none for u in usage))) if n else [(), (), (), ()]
-        def per_file(values: Sequence[str | None]) -> pl.Series:  # a file-level value on each of its messages
-            return pl.Series(values, dtype=pl.String).gather(file_of)
-
-        model = pl.Series(self.model, dtype=pl.String)
-        if any(m.model is not None for m in metas):
-            model = model.fill_null(per_file([m.model for m in metas]))
-        starts = np.repeat(np.cumsum([0, *sizes[:-1]]), sizes)
-        columns: dict[str, Any] = {
-            "session_id": per_file([m.session_id for m in metas]),
-            SEQ: np.arange(n) - starts,
-            ROLE: pl.Series(self.role, dtype=pl.String),
-            "words": words, "serialized_bytes": size, "has_tool_result": has_result, "has_summary": has_summary,
-            "bash_execution": pl.Series(self.bash, dtype=pl.Boolean),
-            "input": pl.Series(counters[0], dtype=pl.Int64), "output": pl.Series(counters[1], dtype=pl.Int64),
-            "cache_read": pl.Series(counters[2], dtype=pl.Int64), "cache_write": pl.Series(counters[3], dtype=pl.Int64),
-            "cache_write_1h": pl.Series(has_usage, dtype=pl.Boolean).replace_strict({True: 0, False: None},
-                                                                                    return_dtype=pl.Int64),
-            "recorded_cost": pl.Series(self.cost, dtype=pl.Float64),
-            "source_format": pl.repeat(NAME, n, dtype=pl.String, eager=True),
-            "model": model,
-            "timestamp": self._timestamps(),
-            "file": per_file([str(src.path) for src in sources]),
-            "line": pl.Series(self.line, dtype=pl.Int64),
-        }
-        frame = pl.DataFrame({name: columns[name] for name in MESSAGE_SCHEMA if name != "refs"})
-        return frame.cast({k: v for k, v in MESSAGE_SCHEMA.items() if k != "refs"}).with_columns(refs=refs)
-
-    def _blocks(self) -> pa.StructArray:
-        offsets = np.zeros(len(self.n_parts) + 1, dtype=np.int32)
-        np.cumsum(self.n_parts, out=offsets[1:])
-        parts = pa.StructArray.from_arrays([_strings(self.part_kind, _STR), _strings(self.part_text, _LARGE),
-                                            _strings(self.part_media, _STR)], fields=list(PART))
-        kinds = _KINDS.take(pl.Series(self.code, dtype=pl.Int8).to_arrow())
-        return pa.StructArray.from_arrays(
-            [kinds, _strings(self.text, _LARGE), _strings(self.ids, _STR), _strings(self.names, _STR),
-             _strings(self.inputs, _LARGE), _strings(self.tool_use_ids, _STR),
-             pa.ListArray.from_arrays(pl.Series(offsets).to_arrow(), parts)], fields=list(BLOCK))
-
-    def _timestamps(self) -> pl.Series:
-        """Each message's time: its entry's, else its message's (:func:`.base.parse_timestamp`), in UTC ms.
-
-        Where every entry's is an ISO-8601 UTC string Polars reads as Python does, one vectorized parse;
-        else each is parsed as :func:`.pi.parse` parses it and converted as :class:`.base.FrameBuilder` does.
-        """
-        dtype = MESSAGE_SCHEMA["timestamp"]
-        if all(type(t) is str for t in self.ts):
-            text = pl.Series(self.ts, dtype=pl.String)
-            if text.str.contains(_ISO_UTC).all() and not text.str.starts_with("0000").any():
-                parsed = text.str.replace(r"\+00:00$", "Z").str.to_datetime(
-                    "%Y-%m-%dT%H:%M:%S%.fZ", time_unit="ms", time_zone="UTC", strict=False)
-                if parsed.null_count() == 0:
-                    return parsed.cast(dtype)
-        times = [parse_timestamp(t) or parse_timestamp(m) for t, m in zip(self.ts, self.ts_msg)]
-        return _python_timestamps(times).cast(dtype)
-
-
-def _python_timestamps(values: list[datetime | None]) -> pl.Series:
-    """Aware datetimes as :class:`.base.FrameBuilder` converts them (through Arrow, else by Polars)."""
-    try:
-        return pl.Series(pa.array(values, pa.timestamp("ms", tz="UTC")))
-    except (pa.ArrowException, TypeError, ValueError, OverflowError):
-        return pl.Series(values, dtype=MESSAGE_SCHEMA["timestamp"])
-
-
-def _strings(values: Sequence[str | None], arrow_type: pa.DataType) -> pa.Array:
-    """Python strings as an Arrow string array of ``arrow_type`` (through Polars: faster than ``pa.array``)."""
-    return pl.Series(values, dtype=pl.String).to_arrow().cast(arrow_type)
-
-
-_KINDS = _strings(list(_KIND_NAMES), _STR)
+    return read_batch(sources, _LINES, NAME, lambda src, records, raw, cols: _File(src, records, raw, cols).read(),
+                      (_Decline, *BAD_RECORD))
 
 
 class _File:
     """One decoded file: :mod:`.pi`'s two passes over its records, its messages appended to the columns."""
 
-    def __init__(self, src: SourceFile, records: list[_Line], raw: bytes, cols: _Columns):
+    def __init__(self, src: SourceFile, records: list[_Line], raw: bytes, cols: Columns):
         self.src, self.records, self.raw, self.cols = src, records, raw, cols
         self.ignored: Counter[str] = Counter()
-        self.meta = SessionMeta(session_id=session_stem(src.path))
+        self.meta = SessionMeta(session_id=session_stem(src.file))
         self.model: str | None = None
         self.models: Counter[str] = Counter()
         self.start = cols.rows
@@ -386,16 +197,16 @@ class _File:
                     if kind == "text":
                         if block.text is None:
                             raise _Decline
-                        owner(row); code(_TEXT); text(block.text); ids(None); names(None); inputs(None)  # noqa: E702
+                        owner(row); code(TEXT); text(block.text); ids(None); names(None); inputs(None)  # noqa: E702
                     elif kind == "thinking":
                         if block.thinking is None:
                             raise _Decline
-                        owner(row); code(_THINKING); text(block.thinking); ids(None); names(None)  # noqa: E702
+                        owner(row); code(THINKING); text(block.thinking); ids(None); names(None)  # noqa: E702
                         inputs(None)
                     elif kind == "toolCall":
                         if block.id is None or block.name is None:
                             raise _Decline
-                        owner(row); code(_TOOL_USE); text(None); ids(block.id); names(block.name)  # noqa: E702
+                        owner(row); code(TOOL_USE); text(None); ids(block.id); names(block.name)  # noqa: E702
                         inputs(raw_json(block.arguments))
                     else:
                         ignored[f"assistant block:{kind}"] += 1
@@ -443,14 +254,14 @@ class _File:
                             ignored[f"content block:{block.type}"] += 1
                             continue
                         n += 1
-                owner(row); code(_RESULT); text(None); ids(None); names(None); inputs(None)  # noqa: E702
+                owner(row); code(RESULT); text(None); ids(None); names(None); inputs(None)  # noqa: E702
                 tool_use_ids(msg.toolCallId); n_parts(n)  # noqa: E702
                 role_col("user"); bash_col(False); usage_col(None); cost_col(None); model_col(self.model)  # noqa: E702
                 ts_col(entry.timestamp); ts_msg_col(msg.timestamp); line_col(lineno)  # noqa: E702
             elif role == "user":
                 assert msg is not None
                 for one in self._texts(msg.content):
-                    owner(row); code(_TEXT); text(one); ids(None); names(None); inputs(None)  # noqa: E702
+                    owner(row); code(TEXT); text(one); ids(None); names(None); inputs(None)  # noqa: E702
                     tool_use_ids(None); n_parts(0)  # noqa: E702
                 role_col("user"); bash_col(False); usage_col(None); cost_col(None); model_col(self.model)  # noqa: E702
                 ts_col(entry.timestamp); ts_msg_col(msg.timestamp); line_col(lineno)  # noqa: E702
@@ -476,7 +287,7 @@ class _File:
         self.kept_found.append((self.count, found))
         row = self.cols.rows
         self._row("user", None, None, comp.line, ts, ts_msg, self.model)
-        self._block(row, _SUMMARY, comp.summary)
+        self._block(row, SUMMARY, comp.summary)
 
     def _row(self, role: str, usage: tuple[int, int, int, int] | None, cost: float | None, line: int, ts: Any,
              ts_msg: Any, model: str | None, bash: bool = False) -> None:
@@ -507,7 +318,7 @@ class _File:
         row = self.cols.rows
         self._row("user", None, None, lineno, ts, ts_msg, self.model, bash)
         for text in texts:
-            self._block(row, _TEXT, text)
+            self._block(row, TEXT, text)
 
     def _entry(self, entry: _Line, lineno: int) -> None:
         kind = entry.type

@@ -33,7 +33,7 @@ from .base import COMPRESSED_SUFFIXES, SourceFile, gc_paused
 from .columnar import valid_utf8
 from .jsonl import records
 
-__all__ = ["Counter", "Fallback", "TYPED_ERRORS", "TypedLines", "one_per_line", "plain", "raw_json", "typed_records"]
+__all__ = ["Counter", "TYPED_ERRORS", "TypedLines", "one_per_line", "plain", "raw_json", "typed_records"]
 
 #: A usage counter as the file holds it: a JSON integer in libpanto's range (anything else: the plain checks).
 Counter = Annotated[int, msgspec.Meta(ge=0, le=MAX_USAGE)]
@@ -42,10 +42,6 @@ Counter = Annotated[int, msgspec.Meta(ge=0, le=MAX_USAGE)]
 TYPED_ERRORS = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
 
 T = TypeVar("T")
-
-
-class Fallback(Exception):  # noqa: N818 (a signal, not an error)
-    """Raised by a typed converter, before any effect, where the plain checks must decide (and word the error)."""
 
 
 #: orjson's nesting limit is 1024; msgspec's is Python's recursion limit (1000 unless raised). Where that
@@ -159,8 +155,7 @@ class TypedLines(Generic[T]):
     (:data:`.jsonl.CHUNK` bytes) are decoded at once where :func:`one_per_line` and :func:`valid_utf8` hold
     and every line fits the shape (one ``decode_lines`` call, the garbage collector paused: the records
     hold no cycles); a chunk that does not, and a compressed file, is read line by line, each line typed where it fits
-    (:func:`plain`). :meth:`raw` gives the bytes of the line just yielded, for a reader that hands a typed
-    record back to its plain checks (:class:`Fallback`).
+    (:func:`plain`). :meth:`raw` gives the bytes of the line just yielded.
 
     >>> import tempfile, pathlib
     >>> from panto_analytics.formats.base import SourceFile

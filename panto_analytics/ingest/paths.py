@@ -139,12 +139,17 @@ class _RealPaths:
 
     def __init__(self) -> None:
         self._folders: dict[str, str] = {}
+        self._prefixes: dict[str, str] = {}  # "folder/" as written -> its real path, "/"-terminated
 
     def __call__(self, path: str, is_link: bool | None = None) -> str:
         if is_link if is_link is not None else os.path.islink(path):
             return os.path.realpath(path)
-        folder, name = os.path.split(path)
-        return os.path.join(self._folder(folder), name)
+        cut = path.rfind("/") + 1  # os.path.join(self._folder(folder), name), one dict look-up a file
+        prefix = path[:cut]
+        real = self._prefixes.get(prefix)
+        if real is None:
+            real = self._prefixes[prefix] = os.path.join(self._folder(os.path.split(path)[0]), "")
+        return real + path[cut:]
 
     def _folder(self, folder: str) -> str:
         if folder not in self._folders:

@@ -120,6 +120,17 @@ def parse_here(paths: list[PathLike], *, format: str | None = None, skip_invalid
     Errors are raised in file order.
     """
     file_reports = [r if r is not None else IngestReport() for r in (reports or [None] * len(paths))]
+    return [ParsedFile(frame, session, where.path if isinstance(where, SourceFile) else Path(where), fmt)
+            for (frame, session, where, fmt) in _parse_here(paths, format, skip_invalid, file_reports)]
+
+
+def _parse_here(paths: list[PathLike], format: str | None, skip_invalid: bool,
+                file_reports: list[IngestReport]) -> list[tuple[pl.DataFrame, SessionMeta | None,
+                                                                 SourceFile | str, str | None]]:
+    """:func:`parse_here`: each file's ``(messages, session, where, format)``, ``where`` its :class:`SourceFile`
+    (or the path of one skipped whole), so that a ``Path`` is made only where a caller asks for it (a batch
+    parsed for the cache makes none).
+    """
     sources: list[SourceFile | InputError] = []
     for path, report in zip(paths, file_reports):
         try:
@@ -147,17 +158,18 @@ def parse_here(paths: list[PathLike], *, format: str | None = None, skip_invalid
         for i, (start, n) in rows.items():
             frames[i] = built.slice(start, n)
     filled = cast("list[pl.DataFrame]", frames)  # every file has its frame by now
-    parsed = [ParsedFile(frame, None, Path(src.path), None) if isinstance(src, InputError)
-              else ParsedFile(frame, None, src.path, None) if src.holds_nothing
-              else ParsedFile(frame, src.meta, src.path, src.source_format)
-              for src, frame in zip(sources, filled)]
-    counted = _counted_api_calls([p.messages for p in parsed])
-    for p, src, report, calls in zip(parsed, sources, file_reports, counted):
-        if p.session is not None:
+    parsed: list[tuple[pl.DataFrame, SessionMeta | None, SourceFile | str, str | None]] = [
+        (frame, None, src.path, None) if isinstance(src, InputError)
+        else (frame, None, src, None) if src.holds_nothing
+        else (frame, src.meta, src, src.source_format)
+        for src, frame in zip(sources, filled)]
+    counted = _counted_api_calls(filled)
+    for (frame, session, _, _), src, report, calls in zip(parsed, sources, file_reports, counted):
+        if session is not None:
             report.files += 1
             report.sessions += 1
-            report.messages += p.messages.height
-            report.api_calls += p.session.api_calls if p.session.api_calls is not None else calls
+            report.messages += frame.height
+            report.api_calls += session.api_calls if session.api_calls is not None else calls
         elif isinstance(src, SourceFile):  # read, and nothing in it (an empty file): a file, not a session
             report.files += 1
     return parsed
@@ -277,8 +289,8 @@ def parse_files(files: Sequence[PathLike], *, format: str | None = None, skip_in
 def parse_entries(paths: list[PathLike], format: str | None = None, skip_invalid: bool = False) -> list[Entry]:
     """Parse files, each with a report of its own: what the cache stores."""
     reports = [IngestReport() for _ in paths]
-    parsed = parse_here(paths, format=format, skip_invalid=skip_invalid, reports=reports)
-    return [Entry(p.messages, p.session, p.source_format, r) for p, r in zip(parsed, reports)]
+    parsed = _parse_here(paths, format, skip_invalid, reports)
+    return [Entry(frame, session, fmt, r) for (frame, session, _, fmt), r in zip(parsed, reports)]
 
 
 def _parse_batch(task: tuple[list[FileKey], str | None, bool, Cache | None]) -> tuple:

@@ -196,37 +196,57 @@ def _rule_columns(calls: pl.LazyFrame, *, restart: bool = False, contiguous: boo
     ``contiguous``: the calls of each session and model are one run already (:func:`_models_contiguous`), and
     the two sorts, which would not move a row, are skipped. ``names``: the columns of ``calls``, where the caller
     knows them (resolving a plan's schema has its cost)."""
-    by_model = calls.with_columns(_gm=_session_model())
+    st = _rule_stages()
+    by_model = calls.with_columns(st.gm)
     if not contiguous:
-        by_model = by_model.with_columns(_row=pl.int_range(pl.len(), dtype=pl.UInt32)).sort("_gm", maintain_order=True)
-    by_model = by_model.with_columns(_same=(pl.col("_gm") == pl.col("_gm").shift(1)).fill_null(False))
-    wrote = pl.col("cache_write_5m") + pl.col("cache_write_1h") > 0
-    first = ~pl.col("_same")
-    by_model = by_model.with_columns(
-        first=first,
-        head=pl.when(first).then(pl.col("cache_read")).forward_fill(),
-        # The kind of the latest write of the session and model at or before the call (False before any).
-        one_hour=pl.when(wrote).then(pl.col("cache_write_1h") > 0).when(first).then(False).forward_fill(),
-        prev_seq=_prev_row(pl.col(SEQ).cast(_I)),
-        _gap=(pl.col("timestamp") - _prev_row(pl.col("timestamp"))).dt.total_milliseconds(),
-        _prev_prompt=_prev_row(pl.col("prompt")), _prev_input=_prev_row(pl.col("input")),
-    )
-    by_model = by_model.with_columns(
-        fresh=pl.when(pl.col("first")).then(True).otherwise(
-            (pl.col("_gap") <= lifetime_ms(_prev_row(pl.col("one_hour")))).fill_null(True)),
-    )
+        by_model = by_model.with_columns(st.row).sort("_gm", maintain_order=True)
+    by_model = by_model.with_columns(st.same).with_columns(st.rule).with_columns(st.fresh)
     if restart:
-        shrank = (pl.col("anchor") > -1) & (pl.col("prompt") < pl.col("_prev_prompt"))
-        by_model = by_model.with_columns(_shrank=shrank).with_columns(
-            # The first shrink after each recorded summary: where the recorded compaction took effect.
-            restart=pl.col("first") | (pl.col("_shrank")
-                                       & (pl.col("_shrank").cast(_I).cum_sum().over("_gm", "anchor") == 1)),
-        )
+        by_model = by_model.with_columns(st.shrank).with_columns(st.restart)
     rule = ["writes", "first", "head", "one_hour", "prev_seq", "fresh", *(["restart"] if restart else []),
             "_prev_prompt", "_prev_input"]
     return ((by_model if contiguous else by_model.sort("_row"))
-            .with_columns(writes=wrote.cast(pl.UInt8).max().over(SESSION).cast(pl.Boolean))
+            .with_columns(st.writes)
             .select(*(calls.collect_schema().names() if names is None else names), "_gm", *rule))
+
+
+class _RuleStages(NamedTuple):
+    """:func:`_rule_columns`'s expressions, stage by stage (:func:`_rule_stages`)."""
+    gm: pl.Expr
+    row: pl.Expr
+    same: pl.Expr
+    rule: list[pl.Expr]
+    fresh: pl.Expr
+    shrank: pl.Expr
+    restart: pl.Expr
+    writes: pl.Expr
+
+
+@lru_cache(maxsize=1)
+def _rule_stages() -> _RuleStages:
+    """:func:`_rule_columns`'s expressions, built once (an expression is immutable; building these costs
+    Python time on every bill)."""
+    wrote = pl.col("cache_write_5m") + pl.col("cache_write_1h") > 0
+    first = ~pl.col("_same")
+    rule = [
+        first.alias("first"),
+        pl.when(first).then(pl.col("cache_read")).forward_fill().alias("head"),
+        # The kind of the latest write of the session and model at or before the call (False before any).
+        pl.when(wrote).then(pl.col("cache_write_1h") > 0).when(first).then(False).forward_fill().alias("one_hour"),
+        _prev_row(pl.col(SEQ).cast(_I)).alias("prev_seq"),
+        (pl.col("timestamp") - _prev_row(pl.col("timestamp"))).dt.total_milliseconds().alias("_gap"),
+        _prev_row(pl.col("prompt")).alias("_prev_prompt"), _prev_row(pl.col("input")).alias("_prev_input"),
+    ]
+    fresh = pl.when(pl.col("first")).then(True).otherwise(
+        (pl.col("_gap") <= lifetime_ms(_prev_row(pl.col("one_hour")))).fill_null(True)).alias("fresh")
+    shrank = ((pl.col("anchor") > -1) & (pl.col("prompt") < pl.col("_prev_prompt"))).alias("_shrank")
+    # The first shrink after each recorded summary: where the recorded compaction took effect.
+    restart = (pl.col("first") | (pl.col("_shrank") & (pl.col("_shrank").cast(_I).cum_sum().over("_gm", "anchor") == 1))
+               ).alias("restart")
+    return _RuleStages(
+        gm=_session_model().alias("_gm"), row=pl.int_range(pl.len(), dtype=pl.UInt32).alias("_row"),
+        same=(pl.col("_gm") == pl.col("_gm").shift(1)).fill_null(False).alias("_same"), rule=rule, fresh=fresh,
+        shrank=shrank, restart=restart, writes=wrote.cast(pl.UInt8).max().over(SESSION).cast(pl.Boolean).alias("writes"))
 
 
 def call_rows(messages: pl.DataFrame | pl.LazyFrame) -> pl.LazyFrame:

@@ -1,9 +1,10 @@
-"""The typed Codex reader (``formats/codex.py``, msgspec Structs) against its oracle, the line-by-line reader
+"""The Codex line reader (``formats/codex.py``) against its oracle, the line-by-line reader
 ``reference/codex_lines.py``: the same messages, session metadata, skips, ignores and errors on every fixture,
-every real recording present, hand-made lines at the edges of the declared shapes and hypothesis-mutated files.
+every real recording present, hand-made lines at the edges of the fast path's declared shapes (its own test,
+``test_codex_fast.py``, reads them too) and hypothesis-mutated files.
 
-Each file is read twice by the typed reader: with the package's chunk size, and with chunks of a few lines
-(:data:`.jsonl.CHUNK` lowered), so that chunks decoded whole and chunks read line by line meet in one file."""
+Each file is read twice: with the package's chunk size, and with chunks of a few lines
+(:data:`.jsonl.CHUNK` lowered)."""
 from __future__ import annotations
 
 import gzip
@@ -18,7 +19,6 @@ from hypothesis import strategies as st
 from mutations import mutated_lines
 
 from panto_analytics.formats import codex, jsonl
-from panto_analytics.formats.base import SourceFile
 from reference import codex_lines
 
 FIXTURE_FILES = sorted((FIXTURES / "codex").glob("*.jsonl"))
@@ -186,24 +186,6 @@ def test_edge(tmp_path, name, at):
         _agree(f)
         f.write_bytes(b"\n".join(CALLS[:at] + [line]))
         _agree(f)
-
-
-def test_typed_rules_read_what_they_declare(monkeypatch):
-    """Only headers and compactions of the fixtures and real recordings go to the plain checks (the typed
-    rules read every other line), and the recordings decode in whole chunks."""
-    plain: list[str] = []
-    record = codex._Rollout.record
-    monkeypatch.setattr(codex._Rollout, "record", lambda self, n, rec: (plain.append(rec.get("type")),
-                                                                         record(self, n, rec))[1])
-    one = codex.TypedLines._one
-    alone: list[bytes] = []
-    monkeypatch.setattr(codex.TypedLines, "_one", lambda self, raw: (alone.append(raw), one(self, raw))[1])
-    for path in [FIXTURES / "codex" / "calls.jsonl", FIXTURES / "codex" / "compacted.jsonl", *REAL_FILES]:
-        if path.read_bytes().split(b"\n", 1)[0].strip() == b"{":
-            continue  # pretty-printed, not JSON Lines
-        list(codex.parse(SourceFile(path, "codex")))
-    assert plain and set(plain) <= {"session_meta", "compacted"}
-    assert not alone
 
 
 SOURCES = FIXTURE_FILES + [p for p in REAL_FILES if p.stat().st_size < 1 << 20][:2]

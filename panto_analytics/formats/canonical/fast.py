@@ -27,7 +27,6 @@ msgspec skips.
 """
 from __future__ import annotations
 
-import os
 import sys
 from functools import cache
 from itertools import chain
@@ -77,7 +76,7 @@ def read_frames(sources: list[SourceFile]) -> list[pl.DataFrame | None]:
     size = 0
     for src in sources:
         try:
-            size += os.stat(src.file).st_size
+            size += src.size()
         except OSError:
             pass
         group.append(src)
