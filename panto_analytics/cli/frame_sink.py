@@ -102,12 +102,14 @@ class FrameSink:
                 self._file.write(b"[" if self.rows == frame.height else b",")
                 self._file.write(frame.write_json().encode()[1:-1])
         elif frame.height:
+            import pyarrow as pa
             import pyarrow.parquet as pq
 
             table = frame.to_arrow()
             if self._parquet is None:
                 self._parquet = pq.ParquetWriter(self._file, table.schema, compression="zstd")
             self._parquet.write_table(table)
+            pa.default_memory_pool().release_unused()  # the piece's encoding buffers: not kept for the next piece
 
     def close(self) -> None:
         """Finish the file (an empty table has its header, ``[]`` or its schema), give it its name and say what

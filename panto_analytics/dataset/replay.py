@@ -177,9 +177,11 @@ def replay_dataset(root: str | Path, budgets: Any, *, window: int, reserve: int,
                 prices=prices, summarizer=summarizer, horizon=horizon if with_loss else None, per_session=False,
                 engine=engine, address=address, task_rows=task_rows, on_rows=on_rows, keep=keep)
     events, sessions = s.events, s.sessions
-    if "policy" in sessions.columns:  # in memory the rows come policy after policy, each in corpus order
-        # Each task gives a row per (policy, session, budget), policies in the same order: their first appearance.
-        order = {p: i for i, p in enumerate(sessions["policy"].cast(pl.String).unique(maintain_order=True).to_list())}
+    # In memory the rows come policy after policy, each in corpus order. Each task gives a row per (policy,
+    # session, budget), policies in the same order: their first appearance. One policy: in order already.
+    order = ({p: i for i, p in enumerate(sessions["policy"].unique(maintain_order=True).cast(pl.String).to_list())}
+             if "policy" in sessions.columns else {})
+    if len(order) > 1:
         events, sessions = (f.sort(pl.col("policy").cast(pl.String).replace_strict(order, return_dtype=pl.UInt32),
                                    maintain_order=True) if "policy" in f.columns else f for f in (events, sessions))
     r = Replay(events=events, sessions=sessions, window=window, reserve=reserve, summary_tokens=s.summary_tokens,
