@@ -189,3 +189,30 @@ def test_the_shapes_name_what_the_reference_accepts():
     assert typing.get_args(system["mode"]) == canonical_lines.SYSTEM_MODES
     assert {shapes.TYPE_OF[b] for b in typing.get_args(shapes.Block)} == {
         "text", "thinking", "compaction_summary", "system", "tool_use", "tool_result"}
+
+
+# orjson (so the oracle) reads a JSON integer in [-(2**63), 2**64 - 1] as an int, any other as a float.
+BIG_INTEGERS = [2**64, 2**64 - 1, 2**63, 2**63 - 1, -(2**63), -(2**63) - 1, 10**30]
+
+
+@pytest.mark.parametrize("field", ["context_window", "created_at"])
+@pytest.mark.parametrize("value", BIG_INTEGERS, ids=str)
+def test_a_header_integer_beyond_a_machine_word_reads_as_the_oracle_reads_it(tmp_path, field, value):
+    from click.testing import CliRunner
+
+    from panto_analytics.cli import main
+    from panto_analytics.ingest.corpus import read_corpus
+
+    f = tmp_path / "h.jsonl"
+    f.write_text(json.dumps({"type": "session", "id": "h", field: value}) + "\n"
+                 + json.dumps({"type": "message", "role": "user", "content": []}) + "\n")
+    want = assert_reads_as_the_oracle(f)  # the reader: the oracle's frame, or its error word for word
+    assert assert_agrees([f]) in ([True], [False])  # the fast path: taken only as the oracle reads it
+    if want[0] == "error":
+        assert want[1] == 1 and f"session.{field}" in want[2]
+        with pytest.raises(InputError) as e:
+            read_corpus([str(f)], cache=False, jobs=1)
+        assert (e.value.line, e.value.reason) == (1, want[2])
+        result = CliRunner().invoke(main, ["ingest", str(f), "--no-cache", "-q", "-j", "1"])
+        lines = result.output.strip().splitlines()
+        assert result.exit_code == 1 and len(lines) == 1 and lines[0].startswith(f"error: {f}:1: {want[2]}")

@@ -313,3 +313,19 @@ def test_a_mutated_transcript_is_declined_or_read_as_the_reference_reads_it(cont
 def test_a_batch_of_mutated_transcripts_is_halved_to_the_files_arrow_refuses(contents):
     # One batch: the files Arrow refuses are found by halving, the others read together.
     _agrees_on(contents)
+
+
+# orjson (so the reference) reads a JSON integer in [-(2**63), 2**64 - 1] as an int, any other as a float.
+@pytest.mark.parametrize("pre_tokens", [2**64, 2**64 - 1, 2**63, 2**63 - 1, 166, 0, -1, -(2**63), -(2**63) - 1, 10**30],
+                         ids=str)
+def test_a_boundary_s_pre_tokens_beyond_a_machine_word_read_as_the_reference_reads_them(tmp_path, pre_tokens):
+    raw = (FIXTURES / "claude_code" / "compaction.jsonl").read_text()
+    assert '"preTokens":166' in raw
+    f = tmp_path / "big.jsonl"
+    f.write_text(raw.replace('"preTokens":166', f'"preTokens":{pre_tokens}'))
+    taken = assert_agrees([f, FIXTURES / "claude_code" / "compaction.jsonl"])
+    assert taken[1] and taken[0] == (not 2**63 <= pre_tokens < 2**64)   # a word Int64 cannot hold: left to lines.py
+    ref = reference_frame(f, lines.NAME)
+    assert not isinstance(ref, InputError)
+    want = pre_tokens if -(2**63) <= pre_tokens < 2**64 else None   # beyond: orjson's float, no count
+    assert [c["tokens_before"] for c in ref[1].meta.compactions] == [want]

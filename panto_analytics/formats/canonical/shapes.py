@@ -21,7 +21,7 @@ msgspec.ValidationError: Expected `str`, got `int` - at `$[0].content[0].text`
 """
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 import msgspec
 
@@ -98,13 +98,22 @@ class MessageRecord(msgspec.Struct, tag_field="type", tag="message", gc=False):
     timestamp: str | None = None
 
 
-class Header(msgspec.Struct, tag_field="type", tag="session", gc=False):
-    """The session header, its fields as the file holds them: :func:`.reader.header` checks them."""
+#: A JSON integer msgspec and orjson read alike: orjson reads one beyond ``[-2**63, 2**64 - 1]`` as a float,
+#: and msgspec bounds no integer beyond a signed 64-bit word; any other goes to the plain checks.
+_Int = Annotated[int, msgspec.Meta(ge=-(1 << 63), le=(1 << 63) - 1)]
 
-    id: Any = None
-    model: Any = None
-    context_window: Any = None
-    created_at: Any = None
+
+class Header(msgspec.Struct, tag_field="type", tag="session", gc=False):
+    """The session header, its fields as the file holds them: :func:`.reader.header` checks them.
+
+    Each field is typed only as far as the plain checks read it alike (a value of another type, such as an
+    integer beyond a machine word, fails to decode, and the line is read plain, as the oracle reads it).
+    """
+
+    id: str | None = None
+    model: str | None = None
+    context_window: _Int | float | None = None
+    created_at: str | _Int | float | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {"id": self.id, "model": self.model, "context_window": self.context_window,

@@ -398,7 +398,11 @@ class _Columns:
                 meta = meta if isinstance(meta, dict) else {}
                 trigger, tokens = meta.get("trigger"), meta.get("preTokens")
                 self.trigger[row] = trigger if isinstance(trigger, str) else None
-                self.tokens[row] = tokens if isinstance(tokens, int) and not isinstance(tokens, bool) else None
+                if not isinstance(tokens, int) or isinstance(tokens, bool) or not _INT_MIN <= tokens <= _UINT_MAX:
+                    tokens = None   # beyond orjson's integers it reads a float: no count, as :mod:`.lines` reads it
+                elif tokens > _INT_MAX:
+                    tokens, self.bad_rare[row] = None, True   # Int64 holds no such count: :mod:`.lines` reads it
+                self.tokens[row] = tokens
             elif kind == "user" and rec.isCompactSummary is True:
                 content = contents[row]
                 if isinstance(content, str):
@@ -407,6 +411,10 @@ class _Columns:
                     self.text[row] = "\n".join(b.text for b in content if b.type == "text" and b.text is not None)
                 else:
                     self.bad_rare[row] = True   # no message, or no content: the reader refuses it
+
+
+#: The integers orjson reads as integers (beyond them, floats), and the largest an Int64 column holds.
+_INT_MIN, _INT_MAX, _UINT_MAX = -(1 << 63), (1 << 63) - 1, (1 << 64) - 1
 
 
 def _arrow(series: pl.Series) -> pa.Array:
