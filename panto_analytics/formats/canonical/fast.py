@@ -42,6 +42,7 @@ from ...schema import MESSAGE_SCHEMA, ROLE, SEQ, USAGE_COLUMNS
 from ...words import MEDIA_PART_WORDS, count_words_arrow
 from ..base import Invalid, SourceFile, gc_paused
 from ..columnar import BLOCK, PART, bad_timestamps, parse_timestamps, read_together, serialized_bytes
+from ..typed import _DEEP
 from . import reader as canonical
 from .shapes import (
     TEXT_BLOCKS,
@@ -58,9 +59,6 @@ from .shapes import (
 )
 
 __all__ = ["read_frames"]
-
-#: msgspec's nesting limit is Python's recursion limit, orjson's 1024 (see :func:`~..typed.plain`).
-_DEEP = 1000
 
 
 #: The files of a call are read in groups of about this many bytes: a group's buffers, strings and arrays

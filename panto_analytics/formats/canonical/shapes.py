@@ -25,9 +25,9 @@ from typing import Annotated, Any, ClassVar, Literal
 
 import msgspec
 
-from ..typed import Counter, one_per_line
+from ..typed import TYPED_ERRORS, Counter, one_per_line
 
-__all__ = ["DECODE_ERRORS", "TEXT_BLOCKS", "TYPE_OF", "Block", "Header", "MediaPart", "MessageRecord", "Part", "Record",
+__all__ = ["TEXT_BLOCKS", "TYPE_OF", "Block", "Header", "MediaPart", "MessageRecord", "Part", "Record",
            "SummaryBlock", "SystemBlock", "TextBlock", "TextPart", "ThinkingBlock", "ToolResultBlock", "ToolUseBlock",
            "decode_files"]
 
@@ -104,11 +104,8 @@ _Int = Annotated[int, msgspec.Meta(ge=-(1 << 63), le=(1 << 63) - 1)]
 
 
 class Header(msgspec.Struct, tag_field="type", tag="session", gc=False):
-    """The session header, its fields as the file holds them: :func:`.reader.header` checks them.
-
-    Each field is typed only as far as the plain checks read it alike (a value of another type, such as an
-    integer beyond a machine word, fails to decode, and the line is read plain, as the oracle reads it).
-    """
+    """The session header, its fields as the file holds them (:func:`.reader.header` checks them); any other
+    value (an integer beyond a machine word) fails to decode, so the line is read plain, as the oracle reads it."""
 
     id: str | None = None
     model: str | None = None
@@ -132,8 +129,6 @@ TYPE_OF: dict[type, str] = {shape: str(shape.__struct_config__.tag)
 
 _LINES = msgspec.json.Decoder(Record)
 
-#: What decoding raises on a file of another shape (:mod:`.reader` then reads it alone).
-DECODE_ERRORS = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
 
 def decode_files(data: bytes | bytearray, spans: list[tuple[int, int] | None]) -> list[list[Record] | None]:
     """The records of each file whose newline-terminated lines are ``data[start:end]``, one a line; None for a
@@ -166,7 +161,7 @@ def decode_files(data: bytes | bytearray, spans: list[tuple[int, int] | None]) -
             assert span is not None  # a file with lines has its span
             try:
                 records = _LINES.decode_lines(view[span[0]:span[1]])
-            except DECODE_ERRORS:
+            except TYPED_ERRORS:  # a file of another shape: :mod:`.reader` reads it alone
                 out.append(None)
                 continue
             out.append(records if len(records) == lines else None)

@@ -36,7 +36,6 @@ mutations.
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
 from typing import Any, cast
 
 import msgspec
@@ -51,6 +50,8 @@ from ...schema import MAX_USAGE, MESSAGE_SCHEMA, ROLE, USAGE_COLUMNS
 from ..base import BAD_RECORD, SessionMeta, SourceFile, gc_paused, parse_timestamp, session_stem
 from ..blocks import block_words
 from ..columnar import BLOCK, PART, iso_utc, parse_timestamps, read_together, serialized_bytes, words_and_flags
+from ..fast_columns import _strings
+from ..typed import _DEEP
 from .lines import NAME, PRESERVED_MARK, SYNTHETIC_MODEL, TOOL_USE_BLOCKS, project_folder, text_of
 from .shapes import Message, Record, Usage, decode_file
 
@@ -66,8 +67,6 @@ _KIND_NAMES = ("text", "thinking", "tool_use", "tool_result", "compaction_summar
 _AS_TEXT, _AS_THINKING, _AS_TOOL_USE, _AS_RESULT, _AS_SUMMARY = range(5)
 _TOOL_USES = frozenset(TOOL_USE_BLOCKS)
 _MEDIA = frozenset({"image", "document"})
-#: Python's recursion limit above which msgspec may parse nesting orjson refuses (see :mod:`..typed`).
-_DEEP = 1000
 
 
 def read_frames(sources: list[SourceFile]) -> list[pl.DataFrame | None]:
@@ -398,9 +397,10 @@ class _Columns:
                 meta = meta if isinstance(meta, dict) else {}
                 trigger, tokens = meta.get("trigger"), meta.get("preTokens")
                 self.trigger[row] = trigger if isinstance(trigger, str) else None
-                if not isinstance(tokens, int) or isinstance(tokens, bool) or not _INT_MIN <= tokens <= _UINT_MAX:
-                    tokens = None   # beyond orjson's integers it reads a float: no count, as :mod:`.lines` reads it
-                elif tokens > _INT_MAX:
+                # orjson reads an integer beyond [-2**63, 2**64) as a float (no count); Int64 ends at 2**63 - 1
+                if not isinstance(tokens, int) or isinstance(tokens, bool) or not -(1 << 63) <= tokens < 1 << 64:
+                    tokens = None
+                elif tokens >= 1 << 63:
                     tokens, self.bad_rare[row] = None, True   # Int64 holds no such count: :mod:`.lines` reads it
                 self.tokens[row] = tokens
             elif kind == "user" and rec.isCompactSummary is True:
@@ -413,18 +413,9 @@ class _Columns:
                     self.bad_rare[row] = True   # no message, or no content: the reader refuses it
 
 
-#: The integers orjson reads as integers (beyond them, floats), and the largest an Int64 column holds.
-_INT_MIN, _INT_MAX, _UINT_MAX = -(1 << 63), (1 << 63) - 1, (1 << 64) - 1
-
-
 def _arrow(series: pl.Series) -> pa.Array:
     """A Polars series as one Arrow array (Polars converts without loading pandas, as ``pa.array`` does)."""
     return series.to_arrow()
-
-
-def _strings(values: Sequence[str | None], arrow_type: pa.DataType) -> pa.Array:
-    """Python strings as an Arrow string array of ``arrow_type``."""
-    return _arrow(pl.Series(values, dtype=pl.String)).cast(arrow_type)
 
 
 #: Canonical block types by code.

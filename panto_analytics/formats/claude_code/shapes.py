@@ -26,7 +26,7 @@ from typing import Any
 
 import msgspec
 
-from ..typed import Counter
+from ..typed import TYPED_ERRORS, Counter
 
 __all__ = ["Block", "Message", "Part", "Record", "Usage", "decode_file"]
 
@@ -130,7 +130,7 @@ def decode_file(data: bytes | bytearray | memoryview) -> list[Record] | str:
     """
     try:
         return _DECODER.decode_lines(data)
-    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as e:
+    except TYPED_ERRORS as e:
         text = str(e)
         where = _LINE_OF.search(text)
         if where is not None:
