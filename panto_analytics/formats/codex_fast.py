@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 from itertools import chain
-from typing import Annotated, Any
+from typing import Any
 
 import msgspec
 import orjson
@@ -26,12 +26,9 @@ from .base import BAD_RECORD, SessionMeta, SourceFile, parse_timestamp, session_
 from .codex_shapes import LEGACY_ITEMS, MAX_PENDING, NAME, SUMMARY_ITEMS, TEXT_PARTS, is_contextual_fragment, media_type, read_header
 from .fast_columns import RESULT, SYSTEM, TEXT, THINKING, TOOL_USE, Columns, read_batch
 from .typed import Counter as Count
+from .typed import JsonInt as _Int
 
 __all__ = ["read_frames"]
-
-#: An integer orjson reads as one (beyond 64 bits it reads a float).
-_Int = Annotated[int, msgspec.Meta(ge=-(1 << 63), le=(1 << 63) - 1)]
-
 
 class _Part(msgspec.Struct, gc=False):
     """A content part (text, refusal, image) of a message, a reasoning item or a tool output."""
@@ -51,7 +48,7 @@ class _Usage(msgspec.Struct, gc=False):
 
 
 class _Info(msgspec.Struct, gc=False):
-    """A token count's ``info``: its totals compared whole (64-bit integers only: read alike by orjson)."""
+    """A token count's ``info``: its totals compared whole (integers orjson reads as such)."""
 
     total_token_usage: dict[str, _Int] | None = None
     last_token_usage: _Usage | None = None

@@ -26,7 +26,7 @@ import polars as pl
 import pyarrow as pa
 
 from ..pathnames import path_suffix
-from .base import BOM, COMPRESSED_SUFFIXES, SourceFile
+from .base import BOM, COMPRESSED_SUFFIXES, SourceFile, open_session_file
 from .blocks import BLOCK, PART, byte_lengths, per_owner, serialized_bytes, words_and_flags
 
 __all__ = ["BLOCK", "ISO_UTC", "MAX_FILE_BYTES", "PART", "bad_timestamps", "byte_lengths", "iso_utc", "parse_timestamps",
@@ -43,12 +43,14 @@ MAX_FILE_BYTES = 64_000_000
 
 
 def read_whole(src: SourceFile) -> bytes | None:
-    """The file's bytes, newline-terminated; None for an empty or a very large file."""
+    """The file's bytes, newline-terminated; None for an empty, a very large or a damaged compressed file (the line
+    reader reports the damage, in file order, or counts it once under ``skip_invalid``)."""
     if src.size() > MAX_FILE_BYTES:
         return None
-    with src.open() as f:
+    damage: list[str] = []
+    with open_session_file(src.file, on_damage=damage.append) as f:
         data = f.read()
-    if not data.isascii() and not valid_utf8(data):
+    if damage or (not data.isascii() and not valid_utf8(data)):
         return None
     if data and not data.endswith(b"\n"):
         data += b"\n"
@@ -58,7 +60,7 @@ def read_whole(src: SourceFile) -> bytes | None:
 def read_together(sources: list[SourceFile]) -> tuple[bytearray, list[tuple[int, int] | None]]:
     """The bytes of many files in one writable buffer, each newline-terminated, and each one's ``(start, end)``.
 
-    A file :func:`read_whole` would not take (empty, very large, not UTF-8)
+    A file :func:`read_whole` would not take (empty, very large, damaged, not UTF-8)
     gets None. Plain files are read straight into the buffer (no copy per
     file); compressed ones are decompressed first.
 

@@ -28,7 +28,7 @@ from ..schema import MESSAGE_SCHEMA, ROLE, SEQ
 from .base import COMPRESSED_SUFFIXES, SessionMeta, SourceFile, gc_paused, parse_timestamp
 from .blocks import BLOCK, PART, block_words, serialized_bytes, words_and_flags
 from .columnar import MAX_FILE_BYTES, iso_utc, read_whole, to_datetime, valid_utf8
-from .typed import TYPED_ERRORS, one_per_line
+from .typed import DEEP, TYPED_ERRORS, one_per_line
 
 __all__ = ["KIND_NAMES", "RESULT", "SUMMARY", "SYSTEM", "TEXT", "THINKING", "TOOL_USE", "Columns", "ReadFile", "read_batch"]
 
@@ -37,11 +37,6 @@ KIND_NAMES = ("text", "thinking", "tool_use", "tool_result", "compaction_summary
 TEXT, THINKING, TOOL_USE, RESULT, SUMMARY, SYSTEM = range(6)
 _STR = pa.string()
 _LARGE = pa.large_string()
-
-
-#: Where Python's recursion limit is raised above this, a file with as many brackets is left to the line reader
-#: (msgspec nests as deep as the limit; orjson to 1024).
-_DEEP = 1000
 
 #: What a fast path reads each decoded file with: the source, its records, its bytes and the columns to fill;
 #: it returns the session's metadata and its ignored records, or raises one of ``declines``.
@@ -59,7 +54,7 @@ def read_batch(sources: list[SourceFile], decoder: msgspec.json.Decoder[Any], na
     frames: list[pl.DataFrame | None] = [None] * len(sources)
     cols = Columns(name)
     taken: list[tuple[int, SessionMeta, Counter[str], int]] = []
-    deep = sys.getrecursionlimit() > _DEEP
+    deep = sys.getrecursionlimit() > DEEP
     with gc_paused():
         for k, src in enumerate(sources):
             # One file at a time: a buffer for the whole batch costs more (fresh pages) than all the decoding.
@@ -67,7 +62,7 @@ def read_batch(sources: list[SourceFile], decoder: msgspec.json.Decoder[Any], na
             if raw is None:
                 continue
             n_lines = one_per_line(raw)
-            if n_lines is None or (deep and raw.count(b"[") + raw.count(b"{") >= _DEEP):
+            if n_lines is None or (deep and raw.count(b"[") + raw.count(b"{") >= DEEP):
                 continue
             try:
                 records = decoder.decode_lines(raw)

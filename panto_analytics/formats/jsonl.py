@@ -141,10 +141,14 @@ def reread(src: SourceFile, wanted: set[int]) -> Iterator[tuple[int, dict[str, A
     """``(line number, object)`` again for the ``wanted`` lines, which :func:`records` already yielded.
 
     For adapters that need a second pass: lines are parsed only when wanted,
-    and nothing is reported twice.
+    and nothing is reported twice. A line a typed first pass took but orjson refuses (a number beyond a double
+    where msgspec skips it) is reported as :func:`records` reports it (:meth:`.SourceFile.invalid`) and skipped.
     """
     for lineno, raw in wanted_lines(src, wanted):
-        yield lineno, orjson.loads(raw)
+        try:
+            yield lineno, orjson.loads(raw)
+        except orjson.JSONDecodeError as e:
+            src.invalid(lineno, malformed(raw, e))
 
 
 def wanted_lines(src: SourceFile, wanted: set[int]) -> Iterator[tuple[int, bytes]]:

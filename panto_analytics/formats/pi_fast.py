@@ -14,7 +14,8 @@ A file with anything the fast path leaves to :func:`.pi.parse` is declined
 whole (None): a line that does not fit the declared shape or is not one JSON
 object per line (blank, truncated, pretty-printed, a carriage return, invalid
 UTF-8), a record :mod:`.pi`'s checks refuse,
-a header that is not the first line, a bad version or tree.
+a header that is not the first line, a bad version or tree, a line orjson
+refuses where msgspec skips or keeps raw bytes (a number beyond a double).
 ``tests/formats/test_pi_fast.py`` checks the frame, the session metadata
 and the report against :func:`.pi.parse` and its oracle ``reference/pi_lines.py``.
 """
@@ -34,7 +35,7 @@ from .base import BAD_RECORD, SessionMeta, SourceFile, parse_timestamp, session_
 from .fast_columns import RESULT, SUMMARY, TEXT, THINKING, TOOL_USE, Columns, read_batch
 from .pi_shapes import NAME, Block, Compaction, Entry, Msg, anchors, branch, compaction
 from .pi_shapes import version as session_version
-from .typed import raw_json
+from .typed import JsonInt, raw_json
 
 __all__ = ["read_frames"]
 
@@ -50,8 +51,9 @@ class _Line(msgspec.Struct):
     content: str | list[Block] | None = None
     summary: str | None = None
     modelId: str | None = None  # noqa: N815
-    # The header's own fields (read as :class:`.pi._Session` reads them: any JSON value).
-    version: Any = None
+    # The header's own fields (read as :class:`.pi._Session` reads them: any JSON value; a version an integer
+    # orjson reads as one, the rest the line reader's).
+    version: JsonInt | None = None
     cwd: Any = None
     parentSession: Any = None  # noqa: N815
     branchedFrom: Any = None  # noqa: N815
@@ -73,7 +75,7 @@ def read_frames(sources: list[SourceFile]) -> list[pl.DataFrame | None]:
     Each accepted source gets the session metadata and the report entries :func:`.pi.parse` would have given it.
     """
     return read_batch(sources, _LINES, NAME, lambda src, records, raw, cols: _File(src, records, raw, cols).read(),
-                      (_Decline, *BAD_RECORD))
+                      (_Decline, orjson.JSONDecodeError, *BAD_RECORD))
 
 
 class _File:

@@ -33,10 +33,13 @@ from .base import COMPRESSED_SUFFIXES, SourceFile, gc_paused
 from .columnar import valid_utf8
 from .jsonl import records
 
-__all__ = ["Counter", "TYPED_ERRORS", "TypedLines", "one_per_line", "plain", "raw_json", "typed_records"]
+__all__ = ["DEEP", "Counter", "JsonInt", "TYPED_ERRORS", "TypedLines", "one_per_line", "plain", "raw_json", "typed_records"]
 
 #: A usage counter as the file holds it: a JSON integer in libpanto's range (anything else: the plain checks).
 Counter = Annotated[int, msgspec.Meta(ge=0, le=MAX_USAGE)]
+
+#: An integer orjson reads as one (beyond 64 bits, a float; msgspec bounds at int64): else a typed decode declines.
+JsonInt = Annotated[int, msgspec.Meta(ge=-(1 << 63), le=(1 << 63) - 1)]
 
 #: What typed decoding raises on a line of another shape: the line is then read as plain JSON.
 TYPED_ERRORS = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
@@ -45,8 +48,8 @@ T = TypeVar("T")
 
 
 #: orjson's nesting limit is 1024; msgspec's is Python's recursion limit (1000 unless raised). Where that
-#: is raised, a line with this many brackets is read plain.
-_DEEP = 1000
+#: is raised, a line (a fast path: a file) with this many brackets is read plain.
+DEEP = 1000
 
 
 def plain(raw: bytes) -> bool:
@@ -68,7 +71,7 @@ def plain(raw: bytes) -> bool:
             raw.decode()
         except UnicodeDecodeError:
             return False
-    return sys.getrecursionlimit() <= _DEEP or raw.count(b"[") + raw.count(b"{") < _DEEP
+    return sys.getrecursionlimit() <= DEEP or raw.count(b"[") + raw.count(b"{") < DEEP
 
 
 def raw_json(raw: msgspec.Raw) -> str:
@@ -208,7 +211,7 @@ class TypedLines(Generic[T]):
 
     def _bulk(self, chunk: bytes, start: int) -> Sequence[T] | None:
         lines = one_per_line(chunk)
-        if lines is None or not (chunk.isascii() or valid_utf8(chunk)) or (sys.getrecursionlimit() > _DEEP and not plain(chunk)):
+        if lines is None or not (chunk.isascii() or valid_utf8(chunk)) or (sys.getrecursionlimit() > DEEP and not plain(chunk)):
             return None
         try:
             with gc_paused():

@@ -11,7 +11,8 @@ from conftest import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from panto_analytics.formats import base
+from panto_analytics.errors import IngestReport, InputError
+from panto_analytics.formats import adapter, base
 from panto_analytics.formats.base import BOM, SourceFile, open_session_file, parse_timestamp
 from panto_analytics.formats.columnar import bad_timestamps, parse_timestamps, read_together
 
@@ -34,6 +35,42 @@ def test_each_span_holds_what_open_session_file_reads(tmp_path, contents):
         if expected and not expected.endswith(b"\n"):
             expected += b"\n"
         assert (bytes(buffer[span[0]:span[1]]) if span is not None else b"") == expected
+
+
+#: A header, a line each format refuses, and a line it reads.
+_LINES = {
+    "pi": (b'{"type":"session","id":"s","timestamp":"2026-01-02T10:00:00Z","cwd":"/w"}\n', b'{"type":"message","message":5}\n',
+           b'{"type":"message","message":{"role":"user","content":"hi"}}\n'),
+    "codex": (b'{"timestamp":"2026-01-02T10:00:00Z","type":"session_meta","payload":{"id":"x"}}\n',
+              b'{"type":"response_item","payload":5}\n',
+              b'{"timestamp":"2026-01-02T10:00:00Z","type":"turn_context","payload":{}}\n'),
+}
+
+
+@pytest.mark.parametrize("fmt", sorted(_LINES))
+def test_errors_come_in_file_order_with_a_damaged_compressed_file(tmp_path, monkeypatch, fmt):
+    """A fast path declines a damaged compressed file (the line reader reports it, in file order): the first
+    error is a.jsonl's line 2, before b.jsonl.gz's damage; under skip_invalid the damage is counted once."""
+    from panto_analytics.ingest import read_sessions
+
+    header, bad, good = _LINES[fmt]
+    (tmp_path / "a.jsonl").write_bytes(header + bad)
+    packed = gzip.compress(header.replace(b'"id":"', b'"id":"gz') + good * 400)
+    (tmp_path / "b.jsonl.gz").write_bytes(packed[:len(packed) // 2])
+
+    def read() -> tuple:
+        with pytest.raises(InputError) as strict:
+            read_sessions([tmp_path], format=fmt, jobs=1)
+        report = IngestReport()
+        frame = read_sessions([tmp_path], format=fmt, skip_invalid=True, report=report, jobs=1)
+        return str(strict.value), frame, dict(report.skipped)
+
+    fast = read()
+    assert fast[0].startswith(f"{tmp_path / 'a.jsonl'}:2: "), fast[0]
+    monkeypatch.setattr(adapter(fmt), "read_frames", None)
+    line = read()
+    assert fast[0] == line[0] and fast[2] == line[2] and fast[1].equals(line[1])
+    assert [n for (file, _), n in fast[2].items() if file.endswith(".gz")] == [1], fast[2]
 
 
 # -- timestamps: the vectorized parse against Python's ----------------------------------

@@ -170,6 +170,14 @@ DECLINED: dict[str, tuple[list[object], bytes]] = {
     "a counter out of range": ([HEADER, _msg("assistant", content=[], usage={"input": 2**32})], b""),
     "a message entry without a message": ([HEADER, {"type": "message"}], b""),
     "a compaction without a summary": ([HEADER, {"type": "compaction", "firstKeptEntryIndex": 1}], b""),
+    # orjson reads an integer beyond 64 bits as a float, which the version check refuses.
+    "a version beyond orjson's integers": ([{**HEADER, "version": 2**64}], b""),
+    # A number beyond a double: orjson refuses the line (malformed JSON) where msgspec skips or keeps it raw.
+    "a number beyond a double in a compaction's unread field": (
+        [HEADER, _msg("user", content="x")], b'{"type":"compaction","summary":"S","firstKeptEntryIndex":1,"x":1e400}\n'),
+    "a number beyond a double in tool arguments": (
+        [HEADER], b'{"type":"message","message":{"role":"assistant","content":'
+                  b'[{"type":"toolCall","id":"t","name":"r","arguments":{"x":1e400}}]}}\n'),
 }
 
 
