@@ -42,7 +42,7 @@ from ...schema import MESSAGE_SCHEMA, ROLE, SEQ, USAGE_COLUMNS
 from ...words import MEDIA_PART_WORDS, count_words_arrow
 from ..base import Invalid, SourceFile, gc_paused
 from ..columnar import BLOCK, PART, bad_timestamps, parse_timestamps, read_together, serialized_bytes
-from ..typed import _DEEP
+from ..typed import DEEP
 from . import reader as canonical
 from .shapes import (
     TEXT_BLOCKS,
@@ -88,7 +88,7 @@ def _read_group(sources: list[SourceFile]) -> list[pl.DataFrame | None]:
     with gc_paused():
         data, spans = read_together(sources)
         decoded = decode_files(data, spans)
-        if sys.getrecursionlimit() > _DEEP:  # then msgspec may take a line nested deeper than orjson does
+        if sys.getrecursionlimit() > DEEP:  # then msgspec may take a line nested deeper than orjson does
             decoded = [None if records is None or _too_deep(data, span) else records
                        for records, span in zip(decoded, spans)]
         del data
@@ -97,7 +97,7 @@ def _read_group(sources: list[SourceFile]) -> list[pl.DataFrame | None]:
 
 def _too_deep(data: bytearray, span: tuple[int, int] | None) -> bool:
     assert span is not None  # a decoded file has its span
-    return any(line.count(b"[") + line.count(b"{") >= _DEEP for line in bytes(data[span[0]:span[1]]).split(b"\n"))
+    return any(line.count(b"[") + line.count(b"{") >= DEEP for line in bytes(data[span[0]:span[1]]).split(b"\n"))
 
 
 def _frames(sources: list[SourceFile], decoded: list[list[Record] | None]) -> list[pl.DataFrame | None]:

@@ -21,11 +21,11 @@ msgspec.ValidationError: Expected `str`, got `int` - at `$[0].content[0].text`
 """
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 import msgspec
 
-from ..typed import TYPED_ERRORS, Counter, one_per_line
+from ..typed import TYPED_ERRORS, Counter, JsonInt, one_per_line
 
 __all__ = ["TEXT_BLOCKS", "TYPE_OF", "Block", "Header", "MediaPart", "MessageRecord", "Part", "Record",
            "SummaryBlock", "SystemBlock", "TextBlock", "TextPart", "ThinkingBlock", "ToolResultBlock", "ToolUseBlock",
@@ -98,19 +98,14 @@ class MessageRecord(msgspec.Struct, tag_field="type", tag="message", gc=False):
     timestamp: str | None = None
 
 
-#: A JSON integer msgspec and orjson read alike: orjson reads one beyond ``[-2**63, 2**64 - 1]`` as a float,
-#: and msgspec bounds no integer beyond a signed 64-bit word; any other goes to the plain checks.
-_Int = Annotated[int, msgspec.Meta(ge=-(1 << 63), le=(1 << 63) - 1)]
-
-
 class Header(msgspec.Struct, tag_field="type", tag="session", gc=False):
     """The session header, its fields as the file holds them (:func:`.reader.header` checks them); any other
     value (an integer beyond a machine word) fails to decode, so the line is read plain, as the oracle reads it."""
 
     id: str | None = None
     model: str | None = None
-    context_window: _Int | float | None = None
-    created_at: str | _Int | float | None = None
+    context_window: JsonInt | float | None = None
+    created_at: str | JsonInt | float | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {"id": self.id, "model": self.model, "context_window": self.context_window,

@@ -51,7 +51,7 @@ from ..base import BAD_RECORD, SessionMeta, SourceFile, gc_paused, parse_timesta
 from ..blocks import block_words
 from ..columnar import BLOCK, PART, iso_utc, parse_timestamps, read_together, serialized_bytes, words_and_flags
 from ..fast_columns import _strings
-from ..typed import _DEEP
+from ..typed import DEEP
 from .lines import NAME, PRESERVED_MARK, SYNTHETIC_MODEL, TOOL_USE_BLOCKS, project_folder, text_of
 from .shapes import Message, Record, Usage, decode_file
 
@@ -83,7 +83,7 @@ def read_frames(sources: list[SourceFile]) -> list[pl.DataFrame | None]:
     bounds = [cast("tuple[int, int]", spans[k]) for k in good]
     lines = _lines(data, bounds)
     preserved = data.find(PRESERVED_MARK) >= 0
-    deep = sys.getrecursionlimit() > _DEEP
+    deep = sys.getrecursionlimit() > DEEP
     decoded: list[tuple[int, list[Record], np.ndarray]] = []
     with memoryview(data) as view, gc_paused():
         for k, (start, end), numbers in zip(good, bounds, lines):
@@ -92,7 +92,7 @@ def read_frames(sources: list[SourceFile]) -> list[pl.DataFrame | None]:
             records = decode_file(view[start:end])
             if isinstance(records, str) or len(records) != len(numbers):
                 continue
-            if deep and any(line.count(b"[") + line.count(b"{") >= _DEEP for line in bytes(view[start:end]).split(b"\n")):
+            if deep and any(line.count(b"[") + line.count(b"{") >= DEEP for line in bytes(view[start:end]).split(b"\n")):
                 continue
             decoded.append((k, records, numbers))
     if not decoded:
