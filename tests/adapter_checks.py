@@ -43,6 +43,35 @@ def reference_frame(path: Path, fmt: str, reader: Any = None, *, skip_invalid: b
     return builder.finish(), src
 
 
+def assert_fast_path_agrees(paths: list[Path], fmt: str, fast: Any, oracle: Any = None) -> list[bool]:
+    """Read ``paths`` in one batch of ``fast`` (a module with ``read_frames``) and check each file it takes
+    against the format's line reader (frame, schema, metadata, ignored records) and, given ``oracle`` (a frozen
+    reader module), the oracle's frame; return which files it took.
+
+    The fast path may decline any file, but must leave a declined file's report alone and never take a file
+    the line reader refuses.
+    """
+    sources = [SourceFile(p, fmt, report=IngestReport()) for p in paths]
+    taken = []
+    for path, src, frame in zip(paths, sources, fast.read_frames(sources)):
+        taken.append(frame is not None)
+        if frame is None:
+            assert not src.report.ignored, f"{path}: a declined file must leave its report alone"
+            continue
+        ref = reference_frame(path, fmt)
+        assert not isinstance(ref, InputError), f"the fast path took a file the reader refuses: {ref}"
+        ref_frame, ref_src = ref
+        assert frame.schema == ref_frame.schema
+        assert frame.equals(ref_frame), f"{path}: frames differ"
+        if oracle is not None:
+            by_oracle = reference_frame(path, fmt, oracle)
+            assert not isinstance(by_oracle, InputError) and frame.equals(by_oracle[0]), \
+                f"{path}: frame differs from the oracle's"
+        assert src.meta == ref_src.meta, path
+        assert src.report.ignored == ref_src.report.ignored, path
+    return taken
+
+
 def canonical(messages: list[Message]) -> list[dict]:
     """Messages as the oracle's canonical records."""
     return [{"type": "message", "role": m.role, "content": m.content, "usage": m.usage} for m in messages]

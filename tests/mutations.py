@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import json
 import re
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from hypothesis import strategies as st
 
-__all__ = ["BIG_NUMBERS", "MUTATIONS", "mutate", "mutated_lines", "retype"]
+__all__ = ["BIG_NUMBERS", "MUTATIONS", "mutate", "mutated_file", "mutated_lines", "retype"]
 
 
 def _deep(depth: int) -> object:
@@ -82,3 +85,12 @@ def mutated_lines(source: Path, data: st.DataObject) -> bytes:
         at = data.draw(st.integers(0, len(lines) - 1), label="line")
         lines[at] = mutate(lines[at], data.draw(st.sampled_from(MUTATIONS), label="how"), data)
     return b"\n".join(lines) + b"\n"
+
+
+@contextmanager
+def mutated_file(source: Path, data: st.DataObject) -> Iterator[Path]:
+    """:func:`mutated_lines` of ``source`` written to ``s.jsonl`` in a temporary folder, removed afterwards."""
+    with tempfile.TemporaryDirectory() as d:
+        f = Path(d) / "s.jsonl"
+        f.write_bytes(mutated_lines(source, data))
+        yield f

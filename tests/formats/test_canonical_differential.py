@@ -12,7 +12,6 @@ from __future__ import annotations
 import gc
 import json
 import random
-import tempfile
 import typing
 from pathlib import Path
 
@@ -21,7 +20,7 @@ from adapter_checks import reference_frame
 from conftest import DATA, REALDATA, examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from mutations import mutated_lines
+from mutations import mutated_file
 from strategies import random_conversation
 from test_canonical_fast import BREAKAGES, assert_agrees, fast, reference
 
@@ -75,11 +74,8 @@ def test_mutated_file(data):
     """A mutated bundled file: taken only when clean, and then read exactly as the reference reads it; the
     one-file reader reads it as the reference does, whatever it holds."""
     source = data.draw(st.sampled_from(SOURCES), label="source")
-    mutated = mutated_lines(source, data)
-    with tempfile.TemporaryDirectory() as d:
-        f = Path(d) / "s.jsonl"
-        f.write_bytes(mutated)
-        clean = Path(d) / "clean.jsonl"
+    with mutated_file(source, data) as f:
+        clean = f.parent / "clean.jsonl"
         clean.write_bytes(source.read_bytes())
         assert assert_agrees([clean, f])[0]
         assert_reads_as_the_oracle(f)

@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from adapter_checks import reference_frame
+from adapter_checks import assert_fast_path_agrees, reference_frame
 from conftest import FIXTURES, SHARED, examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -21,8 +21,7 @@ from mutations import MUTATIONS, mutate
 from test_columnar import ODD_TIMESTAMPS
 
 from benchmarks.synth_claude_code import generate_session, write_corpus
-from panto_analytics.errors import IngestReport, InputError
-from panto_analytics.formats.base import SourceFile
+from panto_analytics.errors import InputError
 from panto_analytics.formats.claude_code import fast, lines
 
 REAL = SHARED / "realdata" / "claude-code"
@@ -31,21 +30,7 @@ needs_real = pytest.mark.skipif(not REAL.is_dir(), reason=f"{REAL} is absent")
 
 def assert_agrees(paths: list[Path]) -> list[bool]:
     """Read ``paths`` in one fast-path batch, check each file it takes; return which ones it took."""
-    sources = [SourceFile(p, lines.NAME, report=IngestReport()) for p in paths]
-    taken = []
-    for path, src, frame in zip(paths, sources, fast.read_frames(sources)):
-        taken.append(frame is not None)
-        if frame is None:
-            assert not src.report.ignored, f"{path}: a declined file must leave its report alone"
-            continue
-        ref = reference_frame(path, lines.NAME)
-        assert not isinstance(ref, InputError), f"the fast path took a file the reference refuses: {ref}"
-        ref_frame, ref_src = ref
-        assert frame.schema == ref_frame.schema
-        assert frame.equals(ref_frame), f"{path}: frames differ"
-        assert src.meta == ref_src.meta, path
-        assert src.report.ignored == ref_src.report.ignored, path
-    return taken
+    return assert_fast_path_agrees(paths, lines.NAME, fast)
 
 
 def has_compaction(path: Path) -> bool:

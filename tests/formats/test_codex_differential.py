@@ -8,7 +8,6 @@ Each file is read twice: with the package's chunk size, and with chunks of a few
 from __future__ import annotations
 
 import gzip
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -16,7 +15,7 @@ from conftest import FIXTURES, REALDATA, examples
 from differential import outcome
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from mutations import mutated_lines
+from mutations import mutated_file
 
 from panto_analytics.formats import codex, jsonl
 from reference import codex_lines
@@ -196,8 +195,5 @@ SOURCES = FIXTURE_FILES + [p for p in REAL_FILES if p.stat().st_size < 1 << 20][
 @given(data=st.data())
 def test_mutated_file(data):
     source = data.draw(st.sampled_from(SOURCES), label="source")
-    mutated = mutated_lines(source, data)
-    with tempfile.TemporaryDirectory() as d:
-        f = Path(d) / "s.jsonl"
-        f.write_bytes(mutated)
+    with mutated_file(source, data) as f:
         _agree(f)

@@ -10,16 +10,15 @@ here the frame of every file taken is also checked against the oracle's.
 from __future__ import annotations
 
 import gzip
-import tempfile
 from pathlib import Path
 
 import polars as pl
 import pytest
-from adapter_checks import reference_frame
+from adapter_checks import assert_fast_path_agrees
 from conftest import FIXTURES, REALDATA, examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from mutations import mutated_lines
+from mutations import mutated_file
 from test_codex_differential import CALLS, EDGES
 
 from panto_analytics.errors import IngestReport, InputError
@@ -34,23 +33,7 @@ REAL_FILES = sorted(REALDATA.glob("codex*/**/*.jsonl")) if REALDATA.is_dir() els
 
 def assert_agrees(paths: list[Path]) -> list[bool]:
     """Read ``paths`` in one fast-path batch, check each file it takes; return which ones it took."""
-    sources = [SourceFile(p, codex.NAME, report=IngestReport()) for p in paths]
-    taken = []
-    for path, src, frame in zip(paths, sources, codex_fast.read_frames(sources)):
-        taken.append(frame is not None)
-        if frame is None:
-            assert not src.report.ignored, f"{path}: a declined file must leave its report alone"
-            continue
-        ref = reference_frame(path, codex.NAME)
-        assert not isinstance(ref, InputError), f"the fast path took a file the reader refuses: {ref}"
-        ref_frame, ref_src = ref
-        assert frame.schema == ref_frame.schema
-        assert frame.equals(ref_frame), f"{path}: frames differ"
-        oracle = reference_frame(path, codex.NAME, codex_lines)
-        assert not isinstance(oracle, InputError) and frame.equals(oracle[0]), f"{path}: frame differs from the oracle's"
-        assert src.meta == ref_src.meta, path
-        assert src.report.ignored == ref_src.report.ignored, path
-    return taken
+    return assert_fast_path_agrees(paths, codex.NAME, codex_fast, codex_lines)
 
 
 def test_fixtures_agree():
@@ -127,10 +110,7 @@ SOURCES = FIXTURE_FILES + [p for p in REAL_FILES if p.stat().st_size < 1 << 20][
 @given(data=st.data())
 def test_mutated_file(data):
     source = data.draw(st.sampled_from(SOURCES), label="source")
-    mutated = mutated_lines(source, data)
-    with tempfile.TemporaryDirectory() as d:
-        f = Path(d) / "s.jsonl"
-        f.write_bytes(mutated)
+    with mutated_file(source, data) as f:
         assert_agrees([f])
 
 

@@ -3,7 +3,6 @@
 every real recording present and hypothesis-mutated files."""
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -11,7 +10,7 @@ from conftest import FIXTURES, REALDATA, examples
 from differential import outcome
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from mutations import mutated_lines
+from mutations import mutated_file
 
 from panto_analytics.formats import pi
 from reference import pi_lines
@@ -76,8 +75,5 @@ SOURCES = FIXTURE_FILES + REAL_FILES[:1]
 @given(data=st.data())
 def test_mutated_file(data):
     source = data.draw(st.sampled_from(SOURCES), label="source")
-    mutated = mutated_lines(source, data)
-    with tempfile.TemporaryDirectory() as d:
-        f = Path(d) / "s.jsonl"
-        f.write_bytes(mutated)
+    with mutated_file(source, data) as f:
         _agree(f)

@@ -12,20 +12,17 @@ from __future__ import annotations
 
 import gzip
 import json
-import tempfile
 from pathlib import Path
 
-import polars as pl
 import pytest
-from adapter_checks import reference_frame
+from adapter_checks import assert_fast_path_agrees
 from conftest import FIXTURES, REALDATA, examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from mutations import mutated_lines
+from mutations import mutated_file
 
 from panto_analytics.errors import IngestReport, InputError
 from panto_analytics.formats import pi, pi_fast
-from panto_analytics.formats.base import FrameBuilder, SourceFile
 from panto_analytics.ingest import read_sessions
 from reference import pi_lines
 
@@ -33,31 +30,9 @@ FIXTURE_FILES = sorted((FIXTURES / "pi").glob("*.jsonl"))
 REAL_FILES = sorted(REALDATA.glob("pi*/**/*.jsonl")) if REALDATA.is_dir() else []
 
 
-def oracle_frame(path: Path) -> pl.DataFrame:
-    src = SourceFile(path, pi.NAME, report=IngestReport())
-    builder = FrameBuilder()
-    builder.add_session(src, pi_lines.parse(src))
-    return builder.finish()
-
-
 def assert_agrees(paths: list[Path]) -> list[bool]:
     """Read ``paths`` in one fast-path batch, check each file it takes; return which ones it took."""
-    sources = [SourceFile(p, pi.NAME, report=IngestReport()) for p in paths]
-    taken = []
-    for path, src, frame in zip(paths, sources, pi_fast.read_frames(sources)):
-        taken.append(frame is not None)
-        if frame is None:
-            assert not src.report.ignored, f"{path}: a declined file must leave its report alone"
-            continue
-        ref = reference_frame(path, pi.NAME)
-        assert not isinstance(ref, InputError), f"the fast path took a file the reader refuses: {ref}"
-        ref_frame, ref_src = ref
-        assert frame.schema == ref_frame.schema
-        assert frame.equals(ref_frame), f"{path}: frames differ"
-        assert frame.equals(oracle_frame(path)), f"{path}: frame differs from the oracle's"
-        assert src.meta == ref_src.meta, path
-        assert src.report.ignored == ref_src.report.ignored, path
-    return taken
+    return assert_fast_path_agrees(paths, pi.NAME, pi_fast, pi_lines)
 
 
 def _write(path: Path, *records: object, raw: bytes = b"") -> Path:
@@ -238,8 +213,5 @@ SOURCES = FIXTURE_FILES + REAL_FILES[:1]
 @given(data=st.data())
 def test_mutated_file(data):
     source = data.draw(st.sampled_from(SOURCES), label="source")
-    mutated = mutated_lines(source, data)
-    with tempfile.TemporaryDirectory() as d:
-        f = Path(d) / "s.jsonl"
-        f.write_bytes(mutated)
+    with mutated_file(source, data) as f:
         assert_agrees([f])
