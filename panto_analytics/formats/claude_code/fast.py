@@ -52,8 +52,8 @@ from ..blocks import block_words
 from ..columnar import BLOCK, PART, iso_utc, parse_timestamps, read_together, serialized_bytes, words_and_flags
 from ..fast_columns import _strings
 from ..typed import DEEP
-from .lines import NAME, PRESERVED_MARK, SYNTHETIC_MODEL, TOOL_USE_BLOCKS, project_folder, text_of
 from .shapes import Message, Record, Usage, decode_file
+from .vocabulary import NAME, PRESERVED_MARK, SYNTHETIC_MODEL, TOOL_USE_BLOCKS, project_folder, text_of
 
 __all__ = ["read_frames"]
 
