@@ -554,7 +554,8 @@ def _preserved_heads(src: SourceFile) -> dict[str, str]:
                 continue   # reported by the main pass
             if not isinstance(rec, dict) or rec.get("subtype") != "compact_boundary":
                 continue
-            seg = (rec.get("compactMetadata") or {}).get("preservedSegment")
+            meta = rec.get("compactMetadata")   # not an object: no segment (lines.py raised AttributeError here)
+            seg = meta.get("preservedSegment") if isinstance(meta, dict) else None
             if isinstance(seg, dict) and isinstance(seg.get("headUuid"), str) and isinstance(rec.get("uuid"), str):
                 heads[seg["headUuid"]] = rec["uuid"]
     return heads

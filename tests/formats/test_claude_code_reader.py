@@ -93,6 +93,8 @@ TYPED_LACKS = {
                                            "parentUuid": None, "sessionId": "s",
                                            "compactMetadata": {"trigger": "auto", "preTokens": 2**64}},
     "a tool input beyond 64 bits": _call("a1", [{"type": "tool_use", "id": "t", "name": "Bash", "input": {"n": 2**70}}]),
+    "a boundary with the marker, its metadata not an object": {"type": "system", "subtype": "compact_boundary",
+                                                                "uuid": "b1", "compactMetadata": "preservedSegment"},
     "a tool input nested past orjson's writer": _call("a1", [{"type": "tool_use", "id": "t", "name": "Bash",
                                                               "input": json.loads("[" * 300 + "]" * 300)}]),
 }
