@@ -3,7 +3,8 @@
 The frozen oracle of the package's readers (``panto_analytics/formats/claude_code``: ``reader.py`` decodes
 each line into the declared record shapes of ``shapes.py``, ``fast.py`` many files at once), which it was
 (``formats/claude_code/lines.py``) until the typed reader replaced it; ``tests/formats/test_claude_code_reader.py``
-compares them. The rule across files (a resumed session) is the package's own, ``formats/claude_code/resume.py``.
+compares them. Detection (``sniff``) and the rule across files (a resumed session) are the package's own,
+``formats/claude_code/vocabulary.py`` and ``resume.py``.
 
 Claude Code appends one JSON record per line: ``user`` and ``assistant``
 records carry an Anthropic API message each, many other record types carry
@@ -57,20 +58,12 @@ from panto_analytics.formats.jsonl import records, require_string
 from panto_analytics.schema import MAX_USAGE
 
 __all__ = ["NAME", "SYNTHETIC_MODEL", "PRESERVED_MARK", "TOOL_USE_BLOCKS", "USAGE_KEYS",
-           "parse", "project_folder", "sniff", "text_of"]
+           "parse", "project_folder", "text_of"]
 
 NAME = "claude-code"
 
 #: ``message.model`` of the messages Claude Code writes itself (API errors, ...).
 SYNTHETIC_MODEL = "<synthetic>"
-
-#: Record types only Claude Code writes (besides ``user``/``assistant``/``system``).
-_OWN_TYPES = frozenset({
-    "summary", "file-history-snapshot", "queue-operation", "ai-title", "custom-title",
-    "last-prompt", "permission-mode", "attachment", "progress", "agent-name", "pr-link",
-})
-#: Record types that carry a uuid in the conversation tree.
-_TREE_TYPES = frozenset({"user", "assistant", "system", "attachment", "progress"})
 
 #: How Anthropic usage counters map onto libpanto's.
 USAGE_KEYS = (("input", "input_tokens"), ("output", "output_tokens"),
@@ -80,19 +73,6 @@ USAGE_KEYS = (("input", "input_tokens"), ("output", "output_tokens"),
 TOOL_USE_BLOCKS = ("tool_use", "server_tool_use", "mcp_tool_use")
 
 PRESERVED_MARK = b"preservedSegment"
-
-
-def sniff(record: Any) -> bool:
-    """A Claude Code record: a tree record (``uuid`` and ``parentUuid``) or a type only it writes."""
-    if not isinstance(record, dict):
-        return False
-    kind = record.get("type")
-    if kind in _TREE_TYPES and "uuid" in record and "parentUuid" in record:
-        return True
-    if kind == "summary":
-        return "leafUuid" in record
-    return kind in _OWN_TYPES and ("sessionId" in record or "messageId" in record or "operation" in record
-                                   or "aiTitle" in record or "lastPrompt" in record or "permissionMode" in record)
 
 
 def parse(src: SourceFile) -> Iterator[Message]:

@@ -9,13 +9,12 @@ Each file is read twice by the reader: with the package's chunk size, and with c
 (:data:`.jsonl.CHUNK` lowered), so that lines decoded a chunk at a time and one at a time are both held to it."""
 from __future__ import annotations
 
-import gzip
 import json
 from pathlib import Path
 
 import pytest
 from conftest import FIXTURES, REALDATA, examples
-from differential import outcome
+from differential import gzipped, outcome
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mutations import mutated_file
@@ -137,10 +136,7 @@ def test_the_one_known_difference_a_number_beyond_a_double_in_a_field_no_shape_d
 @pytest.mark.parametrize("cut", [None, 40, 400])
 def test_compressed(tmp_path, cut):
     """A ``.gz`` transcript, whole or cut short (read up to its last whole line, the damage counted or raised)."""
-    data = gzip.compress((FIXTURES / "claude_code" / "preserved.jsonl").read_bytes())
-    f = tmp_path / "s.jsonl.gz"
-    f.write_bytes(data if cut is None else data[:-cut])
-    assert_reads_as_the_oracle(f)
+    assert_reads_as_the_oracle(gzipped(FIXTURES / "claude_code" / "preserved.jsonl", tmp_path, cut))
 
 
 @pytest.mark.slow
