@@ -262,11 +262,7 @@ class _File:
                 ts_col(entry.timestamp); ts_msg_col(msg.timestamp); line_col(lineno)  # noqa: E702
             elif role == "user":
                 assert msg is not None
-                for one in self._texts(msg.content):
-                    owner(row); code(TEXT); text(one); ids(None); names(None); inputs(None)  # noqa: E702
-                    tool_use_ids(None); n_parts(0)  # noqa: E702
-                role_col("user"); bash_col(False); usage_col(None); cost_col(None); model_col(self.model)  # noqa: E702
-                ts_col(entry.timestamp); ts_msg_col(msg.timestamp); line_col(lineno)  # noqa: E702
+                cols.user(self._texts(msg.content), lineno, entry.timestamp, msg.timestamp, self.model)
             elif entry.type not in _SPECIAL:
                 ignored[entry.type] += 1   # a record that is not conversation (a thinking level, a label, ...)
             else:
