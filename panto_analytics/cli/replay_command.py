@@ -103,7 +103,8 @@ def replay_cmd(paths, format_, skip_invalid, budgets, window, reserve, summary_t
             # The rows asked for go to their files task by task; the table is computed from the columns it reads,
             # spilled to disk. (Opened events first: the files close in reverse, sessions first, as write_frame
             # writes them in memory.)
-            to_events, to_sessions = (None if t is None else files.enter_context(FrameSink(t))
+            ids = ("session_id",)  # plain strings from the tasks, Categorical in memory
+            to_events, to_sessions = (None if t is None else files.enter_context(FrameSink(t, categorical=ids))
                                       for t in (events_out, sessions_out))
 
             def on_rows(events, sessions):

@@ -102,9 +102,13 @@ class DatasetOutcomes:
 
 def _replay_task(root: str, parts: list[str], *, budgets: list[int], window: int, reserve: int, summary_tokens: int,
                  policy: list[str] | None, prices: Any, summarizer: str | None, horizon: int | None,
-                 per_session: bool = False) -> dict[str, pl.DataFrame]:
+                 per_session: bool = False, keep: tuple[Sequence[str], Sequence[str]] | None = None,
+                 plain_ids: bool = False) -> dict[str, pl.DataFrame]:
     """One group of buckets' replay rows, by tag (the per-bucket function both engines run); ``per_session``:
-    only their :func:`~panto_analytics.analysis.decision.session_outcomes` rows (what the decision reads)."""
+    only their :func:`~panto_analytics.analysis.decision.session_outcomes` rows (what the decision reads);
+    ``keep``: only those columns of the events and the sessions; ``plain_ids``: Categorical columns (the
+    session ids) as plain strings, so that the process that takes the rows interns none of them (a
+    Categorical's strings stay for the life of the process)."""
     messages = collect(scan_parts(root, "messages", parts), root)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # unpriced models: the caller warns once, over the dataset
@@ -119,6 +123,12 @@ def _replay_task(root: str, parts: list[str], *, budgets: list[int], window: int
     if per_session:  # only the columns the decision's table reads
         outcomes = session_outcomes(frames[_EVENTS], frames[_SESSIONS])
         frames = {_SESSIONS: outcomes.select(c for c in OUTCOME_COLUMNS if c in outcomes.columns)}
+    for tag, frame in list(frames.items()):
+        if keep is not None:
+            frame = frame.select(c for c in frame.columns if c in keep[tag == _SESSIONS])
+        if plain_ids:
+            frame = frame.with_columns(pl.col(pl.Categorical).cast(pl.String))
+        frames[tag] = frame
     frames[_META] = pl.DataFrame({"price_source": [r.price_source]}, schema={"price_source": pl.String})
     if r.unpriced is not None:
         frames[_UNPRICED] = r.unpriced
@@ -145,7 +155,8 @@ class _Streamed:
 def _stream(root: str | Path, budgets: Any, *, window: int, reserve: int, summary_tokens: int | None,
             policy: list[str] | None, prices: Any, summarizer: str | None, horizon: int | None, per_session: bool,
             engine: str, address: str | None, task_rows: int, on_rows: RowSink | None = None,
-            keep: tuple[Sequence[str], Sequence[str]] | None = None, spill: Spill | None = None) -> _Streamed:
+            keep: tuple[Sequence[str], Sequence[str]] | None = None, spill: Spill | None = None,
+            plain_ids: bool = False) -> _Streamed:
     """:func:`_replay_task` over every group of buckets, with the price table loaded once: each task's rows to
     ``on_rows`` as they come, then only the ``keep`` columns of them (events', sessions'; all when None) kept
     (in memory, or written to ``spill`` and scanned back: then the events and sessions are lazy frames);
@@ -159,7 +170,8 @@ def _stream(root: str | Path, budgets: Any, *, window: int, reserve: int, summar
         prices = resolve_prices(prices)
     task = functools.partial(_replay_task, budgets=as_budgets(budgets), window=window, reserve=reserve,
                              summary_tokens=summary_tokens, policy=policy, prices=prices, summarizer=summarizer,
-                             horizon=horizon, per_session=per_session)
+                             horizon=horizon, per_session=per_session, plain_ids=plain_ids,
+                             keep=keep if on_rows is None else None)  # without on_rows, only those columns travel
     kept: dict[str, list[pl.DataFrame]] = {_EVENTS: [], _SESSIONS: [], _META: [], _UNPRICED: []}
     for frames in map_buckets(root, task, engine=engine, address=address, rows=task_rows):  # one per task
         if on_rows is not None:
@@ -243,7 +255,7 @@ def replay_table_dataset(root: str | Path, budgets: Any, *, window: int, reserve
         s = _stream(root, budgets, window=window, reserve=reserve, summary_tokens=summary_tokens, policy=policy,
                     prices=prices, summarizer=summarizer, horizon=horizon if with_loss else None, per_session=False,
                     engine=engine, address=address, task_rows=task_rows, on_rows=on_rows, keep=TABLE_COLUMNS,
-                    spill=spill)
+                    spill=spill, plain_ids=True)
         if policy is not None:
             table = compare_policies(s.events, s.sessions, column_at_a_time=True)
         else:
@@ -267,5 +279,5 @@ def session_outcomes_dataset(root: str | Path, budgets: Any, *, window: int, res
     keep = None if spill is None else ((), [c for c in OUTCOME_COLUMNS if c != SESSION])
     s = _stream(root, budgets, window=window, reserve=reserve, summary_tokens=summary_tokens, policy=policy,
                 prices=prices, summarizer=summarizer, horizon=horizon, per_session=True, engine=engine,
-                address=address, task_rows=task_rows, keep=keep, spill=spill)
+                address=address, task_rows=task_rows, keep=keep, spill=spill, plain_ids=spill is not None)
     return DatasetOutcomes(s.sessions, s.summary_tokens, s.summary_source, s.price_source, s.unpriced)
