@@ -137,6 +137,10 @@ EDGES = {
     "count info a list": _envelope("event_msg", '{"type":"token_count","info":[]}'),
     "count without last": _envelope("event_msg", '{"type":"token_count","info":{"total_token_usage":'
                                     '{"input_tokens":5000,"output_tokens":9,"cached_input_tokens":1}}}'),
+    "a number beyond a double in an unread field": _item('"type":"message","big":[1e400],"role":"user",'
+                                                         '"content":[{"type":"input_text","text":"x"}]'),
+    "an integer beyond a double in an unread field": _envelope("event_msg", '{"type":"token_count","n":' + "9" * 310
+                                                               + ',"info":null}'),
     "count beyond a double": _envelope("event_msg", '{"type":"token_count","info":{"total_token_usage":'
                                        '{"input_tokens":1e400}}}'),
     **{f"count {name}": _envelope("event_msg", '{"type":"token_count","info":{"total_token_usage":' + parts[0]

@@ -4,7 +4,7 @@ Reads every transcript the fast path (:mod:`.fast`) declines. A line of another 
 into the same Structs, each field as the line holds it (:func:`_plain`), so one set of checks judges both. A
 typed record that lacks what is needed (a server tool's result, a queued prompt, ``compactMetadata``, a tool
 input orjson refuses) is read again plain. A file reads as the line-by-line reader this replaced
-(``reference/claude_code_lines.py``) reads it, but for :func:`..typed.plain`'s one difference.
+(``reference/claude_code_lines.py``) reads it.
 
 >>> import tempfile, pathlib
 >>> p = pathlib.Path(tempfile.mkdtemp()) / "s.jsonl"
