@@ -227,6 +227,8 @@ REFUSED_OR_LEFT = {
     "a lone surrogate": b'{"type":"user","uuid":"z1","parentUuid":null,"message":{"role":"user","content":"\\ud800"}}\n',
     "invalid UTF-8": b'{"type":"ai-title","aiTitle":"\xff"}\n',
     "leading whitespace": b'  {"type":"ai-title"}\n',
+    "a number beyond a double in a field no shape declares": json.dumps(_user("z1", "x", toolUseResult={"n": 1})).replace(
+        '{"n": 1}', '{"n": [-2E+308]}').encode() + b"\n",
     # as many records as non-blank lines, each line starting with "{": a record over two lines, two on one line
     "a record over two lines and two on one": (json.dumps(_user("z1", "x"), separators=(",", ":")).replace(
         '"message":', '"message":\n') + "\n" + json.dumps(_user("z2", "y")) + json.dumps(_user("z3", "z")) + "\n").encode(),

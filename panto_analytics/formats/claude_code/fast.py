@@ -25,9 +25,9 @@ sidechain records inside a main transcript, server tool results, invalid
 records or blocks, timestamps other than ISO UTC, lines that do not start
 with ``{``, invalid UTF-8. msgspec refuses what orjson (the line-by-line
 reader's parser) refuses, lone surrogate escapes and nesting deeper than
-orjson parses included, with one exception: a number beyond a double
-(``1e400``) in a field the reader does not declare, which orjson refuses and
-msgspec skips (as in :mod:`..typed`).
+orjson parses included; a number beyond a double (``1e400``) in a field the
+reader does not declare, which orjson refuses and msgspec skips, is found
+first (:func:`..typed.beyond_double`).
 ``tests/formats/test_claude_code_fast.py`` checks the frame, the
 session metadata and the report against :mod:`.reader`, on the fixtures,
 synthetic and real transcripts, files broken one way each and random
@@ -51,7 +51,7 @@ from ..base import BAD_RECORD, SessionMeta, SourceFile, gc_paused, parse_timesta
 from ..blocks import block_words
 from ..columnar import BLOCK, PART, iso_utc, parse_timestamps, read_together, serialized_bytes, words_and_flags
 from ..fast_columns import _strings
-from ..typed import DEEP
+from ..typed import DEEP, beyond_double
 from .shapes import Message, Record, Usage, decode_file
 from .vocabulary import NAME, PRESERVED_MARK, SYNTHETIC_MODEL, TOOL_USE_BLOCKS, project_folder, text_of
 
@@ -87,8 +87,9 @@ def read_frames(sources: list[SourceFile]) -> list[pl.DataFrame | None]:
     decoded: list[tuple[int, list[Record], np.ndarray]] = []
     with memoryview(data) as view, gc_paused():
         for k, (start, end), numbers in zip(good, bounds, lines):
-            if numbers is None or (preserved and data.find(PRESERVED_MARK, start, end) >= 0):
-                continue   # a line the reader judges; a compaction kept a segment verbatim (its messages move)
+            if numbers is None or (preserved and data.find(PRESERVED_MARK, start, end) >= 0) \
+                    or beyond_double(data, start, end):
+                continue   # a line the reader judges (a number orjson refuses); a compaction kept a segment verbatim
             records = decode_file(view[start:end])
             if isinstance(records, str) or len(records) != len(numbers):
                 continue
