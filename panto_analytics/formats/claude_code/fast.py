@@ -361,20 +361,36 @@ class _Columns:
 
         The raw inputs are parsed in one call, as the items of one JSON array
         (one by one where that fails: an input nested as deep as orjson
-        allows, or one it refuses), and serialized again one by one.
+        allows, or one it refuses), and that array is serialized again in one
+        call. Where it comes back byte for byte (as in every real recording:
+        the agent writes compact JSON), so does each item, each between the
+        same top-level commas, and the raw bytes are each input's compact
+        JSON as they are; otherwise each is serialized again on its own.
         """
+        joined = b"[" + b",".join(raw) + b"]"
+        compact: list[bytes] | None = None
+        values: list[Any] = []
         try:
             try:
-                values = orjson.loads(b"[" + b",".join(raw) + b"]")
+                values = orjson.loads(joined)
+                same = len(values) == len(raw) and orjson.dumps(values) == joined
             except orjson.JSONDecodeError:
-                values = [orjson.loads(bytes(value)) for value in raw]
-            dumped = [orjson.dumps(value) for value in values]
+                values, same = [orjson.loads(bytes(value)) for value in raw], False
+            if not same:
+                compact = [orjson.dumps(value) for value in values]
         except (orjson.JSONDecodeError, orjson.JSONEncodeError):   # msgspec let it through (1e400): the reader refuses it
             self.failed = True
-            dumped = []
+            raw, compact = [], []
+        del values
         at = np.full(n, -1, dtype=np.int64)
-        at[calls[:len(dumped)]] = np.arange(len(dumped))
-        texts = pa.array(dumped, pa.large_binary()).view(_TEXT)   # orjson writes UTF-8
+        at[calls[:len(raw)]] = np.arange(len(raw))
+        if compact is None:   # the raw bytes, end to end, cut where each input ends
+            lengths = np.fromiter(map(len, raw), dtype=np.int64, count=len(raw))
+            offsets = np.zeros(len(raw) + 1, dtype=np.int64)
+            np.cumsum(lengths, out=offsets[1:])
+            texts = pa.Array.from_buffers(_TEXT, len(raw), [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(raw))])
+        else:
+            texts = pa.array(compact, pa.large_binary()).view(_TEXT)   # orjson writes UTF-8
         return texts.take(pa.array(at, mask=at < 0))
 
     def _rare(self, recs: list[Record], contents: list[Any]) -> None:
