@@ -13,6 +13,7 @@ path).
 - :mod:`.pi_lines`: the line-by-line pi reader (``formats.pi``'s statement).
 - :mod:`.codex_lines`: the line-by-line Codex reader (``formats.codex``'s statement).
 - :mod:`.canonical_lines`: the line-by-line canonical reader (``formats.canonical``'s statement).
+- :mod:`.claude_code_lines`: the line-by-line Claude Code reader (``formats.claude_code``'s statement).
 """
 
 __all__ = []

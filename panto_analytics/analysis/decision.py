@@ -52,6 +52,8 @@ from typing import Any, cast
 
 import polars as pl
 
+from ..outcomes.cost import dollars_total
+from ..outcomes.group_tables import grouped
 from ..phrases import counted
 from ..policy.replay.engine import Replay
 from ..schema import BUDGET, SESSION
@@ -183,13 +185,15 @@ def outcomes_table(events: pl.DataFrame, sessions: pl.DataFrame, *, window: int,
                                thresholds=thresholds, min_kept_turns=min_kept_turns, limit=limit)
 
 
-def table_from_sessions(ses: pl.DataFrame, *, window: int, reserve: int, thresholds: Mapping[str, int] | None = None,
-                        min_kept_turns: int = 2, limit: int | None = None) -> pl.DataFrame:
-    """:func:`outcomes_table` from :func:`session_outcomes` rows (of one corpus, or of its buckets concatenated:
-    the rows are ordered by policy, session and budget first, so both give the same table to the last bit)."""
-    order = {p: i for i, p in enumerate(dict.fromkeys(ses["policy"].to_list()))}
-    ses = (ses.with_columns(_o=pl.col("policy").replace_strict(order, return_dtype=pl.Int64))
-           .sort("_o", SESSION, BUDGET).drop("_o"))
+def table_from_sessions(ses: pl.DataFrame | pl.LazyFrame, *, window: int, reserve: int,
+                        thresholds: Mapping[str, int] | None = None, min_kept_turns: int = 2, limit: int | None = None,
+                        column_at_a_time: bool = False) -> pl.DataFrame:
+    """:func:`outcomes_table` from :func:`session_outcomes` rows (of one corpus, or of its buckets concatenated,
+    in any order: every figure is order-free, totals of dollars taken in whole picodollars, so both give the
+    same table to the last bit). ``ses`` may be lazy (a dataset's rows, read back from Parquet);
+    ``column_at_a_time`` reads one column of it at a time
+    (:func:`~panto_analytics.outcomes.group_tables.grouped`), for the same table."""
+    columns = ses.lazy().collect_schema().names()
     at = pl.col("_reach")
     keeps = pl.col("min_kept_turns").is_null() | (pl.col("min_kept_turns") >= min_kept_turns)
     n_at = at.sum()
@@ -205,17 +209,17 @@ def table_from_sessions(ses: pl.DataFrame, *, window: int, reserve: int, thresho
     }
     if limit is not None:
         aggs["within_limit_share"] = ((pl.col("max_kept").is_null() | (pl.col("max_kept") <= limit)) & at).sum() / n_at
-    if "request_bytes" in ses.columns:
+    if "request_bytes" in columns:
         aggs["request_bytes_total"] = pl.col("request_bytes").sum().cast(pl.UInt64)
-    billed = next((c for c in COSTS if c in ses.columns), None)
+    billed = next((c for c in COSTS if c in columns), None)
     if billed is not None:
         cost = pl.col(billed).filter(at)
         aggs |= {"cost_p50": cost.quantile(0.5, "linear"), "cost_p90": cost.quantile(0.9, "linear"),
-                 "cost_total": pl.col(billed).sum(), "cost_unpriced": pl.col(billed).is_null().sum().cast(pl.UInt32)}
-    if RECORDED_COST in ses.columns:
+                 "cost_total": dollars_total(billed), "cost_unpriced": pl.col(billed).is_null().sum().cast(pl.UInt32)}
+    if RECORDED_COST in columns:
         aggs["recorded_cost_p50"] = pl.col(RECORDED_COST).filter(at).quantile(0.5, "linear")
-    if ORPHAN_CALLS in ses.columns and ORPHAN_RATE in ses.columns:
-        looked = _looked_at(ses)
+    if ORPHAN_CALLS in columns and ORPHAN_RATE in columns:
+        looked = _looked_at(columns)
         if looked is not None:
             aggs["orphan_rate"] = pl.col(ORPHAN_CALLS).sum() / looked.sum()
         compacted = pl.col("n_compactions") > 0
@@ -224,10 +228,11 @@ def table_from_sessions(ses: pl.DataFrame, *, window: int, reserve: int, thresho
         if "orphan_rate" not in aggs:  # no denominator column: the events' mean rate, each session weighed by events
             aggs["orphan_rate"] = ((pl.col(ORPHAN_RATE).fill_null(0) * pl.col("n_compactions")).sum()
                                    / pl.col("n_compactions").sum())
-    if REFETCH in ses.columns:
+    if REFETCH in columns:
         aggs |= {"refetch_tokens": pl.col(REFETCH).sum().cast(pl.UInt64),
                  "refetch_tokens_p50": pl.col(REFETCH).filter(at).quantile(0.5, "nearest")}
-    table = ses.group_by("policy", BUDGET, maintain_order=True).agg(**aggs)
+    table = grouped(ses, ["policy", BUDGET], aggs, column_at_a_time=column_at_a_time)
+    order = {p: i for i, p in enumerate(dict.fromkeys(table["policy"].to_list()))}
     given = dict(thresholds) if thresholds is not None else thresholds_of(list(order), window, reserve)
     thr = pl.col("policy").replace_strict(given, return_dtype=pl.Int64, default=window - reserve)
     return (table.with_columns(threshold=thr, proposable=pl.col(BUDGET).cast(pl.Int64) < thr,
@@ -235,10 +240,10 @@ def table_from_sessions(ses: pl.DataFrame, *, window: int, reserve: int, thresho
             .sort("_o", BUDGET).drop("_o"))
 
 
-def _looked_at(ses: pl.DataFrame) -> pl.Expr | None:
+def _looked_at(columns: list[str]) -> pl.Expr | None:
     """The calls the orphan rate is a share of, per session, when the replay gives them."""
     for name in ("window_calls",):
-        if name in ses.columns:
+        if name in columns:
             return pl.col(name)
     return None
 

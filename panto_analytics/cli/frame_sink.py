@@ -14,6 +14,7 @@ Like every command module, it imports nothing heavy at its top.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -33,6 +34,10 @@ _KINDS = {suffix: writer.removeprefix("write_") for suffix, writer in _WRITERS.i
 class FrameSink:
     """Call it with each piece, in order; :meth:`close` finishes the file and says how many rows it holds.
 
+    ``categorical``: columns that come as plain strings but are Categorical in the frame ``write_frame`` would
+    write (a dataset's session ids: plain strings are not interned for the life of the process); a Parquet
+    file holds them dictionary-encoded, as Polars writes a Categorical, so it reads back the same.
+
     >>> import tempfile, pathlib, polars as pl
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "rows.csv"
     >>> with FrameSink(path) as sink:
@@ -51,7 +56,7 @@ class FrameSink:
     ['rows.csv']
     """
 
-    def __init__(self, output: Path):
+    def __init__(self, output: Path, *, categorical: Sequence[str] = ()):
         ctx = click.get_current_context(silent=True)
         fmt = (ctx.meta.get(_FORMAT_KEY) if ctx is not None else None) or "csv"
         self.output = output
@@ -64,6 +69,7 @@ class FrameSink:
         self._file: IO[bytes] = open(self._partial or output, "wb")  # noqa: SIM115 (closed by close())
         self._schema: Any = None
         self._parquet: Any = None
+        self._categorical = tuple(categorical)
 
     def __enter__(self) -> FrameSink:
         return self
@@ -106,6 +112,11 @@ class FrameSink:
             import pyarrow.parquet as pq
 
             table = frame.to_arrow()
+            for name in self._categorical:  # plain strings here, Categorical in memory: the same Parquet column
+                i = table.schema.get_field_index(name)
+                if i >= 0 and not pa.types.is_dictionary(table.schema.field(i).type):
+                    column = table.column(i).dictionary_encode()
+                    table = table.set_column(i, name, column.cast(pa.dictionary(pa.uint32(), column.type.value_type)))
             if self._parquet is None:
                 self._parquet = pq.ParquetWriter(self._file, table.schema, compression="zstd")
             self._parquet.write_table(table)

@@ -95,15 +95,16 @@ def replay_cmd(paths, format_, skip_invalid, budgets, window, reserve, summary_t
 
     check_replay(window, reserve, summary_tokens, tuple(policies))
     ds = check_engine(paths, engine, ray_address)
-    with contextlib.ExitStack() as files:
-        if ds is not None:
-            from ..dataset.replay import replay_dataset
-            from ..policy.replay.summary import TABLE_COLUMNS
-            from .frame_sink import FrameSink
+    if ds is not None:
+        from ..dataset.replay import replay_table_dataset
+        from .frame_sink import FrameSink
 
-            # The rows asked for go to their files task by task; only what the table reads is kept. (Opened
-            # events first: the files close in reverse, sessions first, as write_frame writes them in memory.)
-            to_events, to_sessions = (None if t is None else files.enter_context(FrameSink(t))
+        with contextlib.ExitStack() as files:
+            # The rows asked for go to their files task by task; the table is computed from the columns it reads,
+            # spilled to disk. (Opened events first: the files close in reverse, sessions first, as write_frame
+            # writes them in memory.)
+            ids = ("session_id",)  # plain strings from the tasks, Categorical in memory
+            to_events, to_sessions = (None if t is None else files.enter_context(FrameSink(t, categorical=ids))
                                       for t in (events_out, sessions_out))
 
             def on_rows(events, sessions):
@@ -112,33 +113,36 @@ def replay_cmd(paths, format_, skip_invalid, budgets, window, reserve, summary_t
                         sink(rows)
 
             with unpriced_notes():
-                streamed = replay_dataset(ds, budgets, window=window, reserve=reserve, summary_tokens=summary_tokens,
-                                          policy=list(policies) or None,
-                                          prices=replay_prices(cost, prices_file, summarizer), summarizer=summarizer,
-                                          with_loss=with_loss, horizon=horizon, engine=engine, address=ray_address,
-                                          on_rows=on_rows, keep=TABLE_COLUMNS)
-            result, lost_events = streamed.replay, streamed.loss_events
-        else:
-            messages = read_input(paths, format_, skip_invalid)
-            with unpriced_notes():
-                result = replay(messages, budgets, window=window, reserve=reserve, summary_tokens=summary_tokens,
-                                policy=list(policies) or None, prices=replay_prices(cost, prices_file, summarizer),
-                                summarizer=summarizer)
-            lost_events = None
-            if with_loss:
-                from dataclasses import replace
+                streamed = replay_table_dataset(ds, budgets, window=window, reserve=reserve,
+                                                summary_tokens=summary_tokens, policy=list(policies) or None,
+                                                prices=replay_prices(cost, prices_file, summarizer),
+                                                summarizer=summarizer, with_loss=with_loss, horizon=horizon,
+                                                engine=engine, address=ray_address,
+                                                on_rows=on_rows if to_events or to_sessions else None)
+            click.echo(f"summary: {streamed.summary_tokens:,} tokens ({streamed.summary_source})", err=True)
+            if streamed.price_source is not None:
+                click.echo(f"prices: {streamed.price_source}", err=True)
+        write_frame(streamed.table, output)
+        return
+    messages = read_input(paths, format_, skip_invalid)
+    with unpriced_notes():
+        result = replay(messages, budgets, window=window, reserve=reserve, summary_tokens=summary_tokens,
+                        policy=list(policies) or None, prices=replay_prices(cost, prices_file, summarizer),
+                        summarizer=summarizer)
+    lost_events = None
+    if with_loss:
+        from dataclasses import replace
 
-                from ..outcomes.orphan_loss import loss
+        from ..outcomes.orphan_loss import loss
 
-                lost = loss(messages, result, horizon=horizon)
-                result, lost_events = replace(result, events=lost.events, sessions=lost.sessions), lost.events
-        click.echo(f"summary: {result.summary_tokens:,} tokens ({result.summary_source})", err=True)
-        if result.price_source is not None:
-            click.echo(f"prices: {result.price_source}", err=True)
-        if ds is None:
-            for frame, target in ((result.sessions, sessions_out), (result.events, events_out)):
-                if target is not None:
-                    write_frame(frame, target)
+        lost = loss(messages, result, horizon=horizon)
+        result, lost_events = replace(result, events=lost.events, sessions=lost.sessions), lost.events
+    click.echo(f"summary: {result.summary_tokens:,} tokens ({result.summary_source})", err=True)
+    if result.price_source is not None:
+        click.echo(f"prices: {result.price_source}", err=True)
+    for frame, target in ((result.sessions, sessions_out), (result.events, events_out)):
+        if target is not None:
+            write_frame(frame, target)
     table = (compare_policies if policies else summarize_replay)(result.events, result.sessions)
     if lost_events is not None:
         from ..outcomes.orphan_loss import with_loss_columns

@@ -4,15 +4,18 @@ Each task replays, bills and measures the loss of whole sessions (the task
 of :func:`~panto_analytics.dataset.replay.replay_dataset`, what
 :func:`~panto_analytics.analysis.decision.replay_outcomes` does in memory) and
 returns their :func:`~panto_analytics.analysis.decision.session_outcomes`
-rows, one per (policy, session, budget); only those rows are kept and
-concatenated (:func:`~panto_analytics.dataset.replay.session_outcomes_dataset`), then
-reduced as in memory (:func:`~panto_analytics.analysis.decision.table_from_sessions`
-orders them first), so the table equals the in-memory one to the last bit.
+rows, one per (policy, session, budget); only the columns the table reads
+(:data:`~panto_analytics.analysis.decision.OUTCOME_COLUMNS`, without the
+session ids) are kept, written to Parquet in a temporary folder as they come
+(:class:`~panto_analytics.dataset.spill.Spill`), and the table is computed
+from those files one column at a time
+(:func:`~panto_analytics.analysis.decision.table_from_sessions` with
+``column_at_a_time``). Every figure of the table is order-free (counts, sums
+of integers, dollars summed as whole picodollars, quantiles), so it equals the
+in-memory one to the last bit, whatever order the tasks come in (on Ray too).
 Memory holds one task's messages (in a worker process on a large dataset:
-:mod:`~panto_analytics.dataset.engines`) plus those rows, only the columns the
-table reads (:data:`~panto_analytics.analysis.decision.OUTCOME_COLUMNS`): they
-grow with sessions x budgets x policies (the quantiles of cost per session
-need every session's figure, and the sums are taken in session order).
+:mod:`~panto_analytics.dataset.engines`), one task's rows and one column of
+the rows (8 bytes a row: 8 MB at 1M sessions and one budget), not the rows.
 """
 from __future__ import annotations
 
@@ -25,6 +28,7 @@ from ..analysis.formatting import format_tokens
 from ..errors import InputError
 from ..outcomes.orphan_loss import DEFAULT_HORIZON
 from .replay import REPLAY_TASK_ROWS, session_outcomes_dataset
+from .spill import Spill
 
 __all__ = ["decision_dataset"]
 
@@ -32,7 +36,8 @@ __all__ = ["decision_dataset"]
 def decision_dataset(root: str | Path, budgets: Any, rule: DecisionRule | None = None, *, window: int,
                      reserve: int, summary_tokens: int | None = None, policy: list[str] | None = None,
                      prices: Any = True, summarizer: str | None = None, horizon: int | None = None,
-                     engine: str = "local", address: str | None = None, task_rows: int = REPLAY_TASK_ROWS) -> Decision:
+                     engine: str = "local", address: str | None = None, task_rows: int = REPLAY_TASK_ROWS,
+                     spill_dir: str | Path | None = None) -> Decision:
     """:func:`decision_from_replay` of :func:`replay_outcomes` over a dataset (``ingest --dataset``), bucket by
     bucket, here or on Ray (``engine="ray"``), with the same result (and the same unpriced-model warnings) as
     in memory.
@@ -44,14 +49,15 @@ def decision_dataset(root: str | Path, budgets: Any, rule: DecisionRule | None =
     read from the dataset first), as in memory.
     """
     rule = dataclasses.replace((rule or DecisionRule()).or_default(), window=window)
-    out = session_outcomes_dataset(root, budgets, window=window, reserve=reserve, summary_tokens=summary_tokens,
-                                   policy=policy, prices=prices, summarizer=summarizer,
-                                   horizon=horizon or DEFAULT_HORIZON, engine=engine, address=address,
-                                   task_rows=task_rows)
-    if not out.sessions.height:
+    with Spill(spill_dir) as spill:
+        out = session_outcomes_dataset(root, budgets, window=window, reserve=reserve, summary_tokens=summary_tokens,
+                                       policy=policy, prices=prices, summarizer=summarizer,
+                                       horizon=horizon or DEFAULT_HORIZON, engine=engine, address=address,
+                                       task_rows=task_rows, spill=spill)
+        table = table_from_sessions(out.sessions, window=window, reserve=reserve,
+                                    min_kept_turns=rule.min_kept_turns or 2, limit=rule.limit, column_at_a_time=True)
+    if not table.height:
         raise InputError(root, None, "no sessions with messages", skippable=False)
-    table = table_from_sessions(out.sessions, window=window, reserve=reserve,
-                                min_kept_turns=rule.min_kept_turns or 2, limit=rule.limit)
     dec = decide(table, rule, window=window, reserve=reserve)
     dec.reasons.append(f"replayed under a {format_tokens(window)} window (summary {format_tokens(out.summary_tokens)} "
                        f"tokens, {out.summary_source}), bucket by bucket; figures per session are over the sessions "

@@ -19,6 +19,14 @@ task's messages (in a worker process on a large dataset:
 :mod:`~panto_analytics.dataset.engines`) plus the rows kept: the per-session
 rows (one per policy, session and budget) and the per-event rows grow with
 the sessions, the messages do not.
+
+:func:`replay_table_dataset` (what ``replay`` prints of a dataset) keeps no
+rows in memory: the columns its table reads go to Parquet in a temporary
+folder as the tasks give them (:class:`~panto_analytics.dataset.spill.Spill`)
+and the table is computed from those files one column at a time
+(:mod:`~panto_analytics.outcomes.group_tables`: every figure of the table is
+order-free, dollars summed as whole picodollars), equal to the in-memory
+table to the last bit.
 """
 from __future__ import annotations
 
@@ -27,7 +35,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import polars as pl
 
@@ -38,10 +46,13 @@ from ..outcomes.orphan_loss import DEFAULT_HORIZON
 from ..policy.replay.any_policy import replay
 from ..policy.replay.billing import resolve_prices, warn_unpriced
 from ..policy.replay.engine import Replay, summary_size, validate_parameters
+from ..schema import SESSION
 from .engines import gather, map_buckets
+from .spill import Spill
 from .store import collect, scan_parts
 
-__all__ = ["REPLAY_TASK_ROWS", "DatasetOutcomes", "DatasetReplay", "RowSink", "replay_dataset", "session_outcomes_dataset"]
+__all__ = ["REPLAY_TASK_ROWS", "DatasetOutcomes", "DatasetReplay", "DatasetReplayTable", "RowSink", "replay_dataset",
+           "replay_table_dataset", "session_outcomes_dataset"]
 
 _EVENTS, _SESSIONS, _META, _UNPRICED = "e:", "s:", "m:", "u:"
 
@@ -66,11 +77,23 @@ class DatasetReplay:
 
 
 @dataclass(frozen=True)
+class DatasetReplayTable:
+    """What :func:`replay_table_dataset` returns: the per-budget table (``replay``'s), the summary size and its
+    source, the price source and the unpriced recorded calls per model (None when nothing was billed)."""
+
+    table: pl.DataFrame
+    summary_tokens: int
+    summary_source: str
+    price_source: str | None
+    unpriced: pl.DataFrame | None
+
+
+@dataclass(frozen=True)
 class DatasetOutcomes:
     """What :func:`session_outcomes_dataset` returns: the rows, the summary size and its source, the price
     source and the unpriced recorded calls per model (None when nothing was billed)."""
 
-    sessions: pl.DataFrame
+    sessions: pl.DataFrame | pl.LazyFrame
     summary_tokens: int
     summary_source: str
     price_source: str | None
@@ -79,9 +102,13 @@ class DatasetOutcomes:
 
 def _replay_task(root: str, parts: list[str], *, budgets: list[int], window: int, reserve: int, summary_tokens: int,
                  policy: list[str] | None, prices: Any, summarizer: str | None, horizon: int | None,
-                 per_session: bool = False) -> dict[str, pl.DataFrame]:
+                 per_session: bool = False, keep: tuple[Sequence[str], Sequence[str]] | None = None,
+                 plain_ids: bool = False) -> dict[str, pl.DataFrame]:
     """One group of buckets' replay rows, by tag (the per-bucket function both engines run); ``per_session``:
-    only their :func:`~panto_analytics.analysis.decision.session_outcomes` rows (what the decision reads)."""
+    only their :func:`~panto_analytics.analysis.decision.session_outcomes` rows (what the decision reads);
+    ``keep``: only those columns of the events and the sessions; ``plain_ids``: Categorical columns (the
+    session ids) as plain strings, so that the process that takes the rows interns none of them (a
+    Categorical's strings stay for the life of the process)."""
     messages = collect(scan_parts(root, "messages", parts), root)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # unpriced models: the caller warns once, over the dataset
@@ -96,6 +123,12 @@ def _replay_task(root: str, parts: list[str], *, budgets: list[int], window: int
     if per_session:  # only the columns the decision's table reads
         outcomes = session_outcomes(frames[_EVENTS], frames[_SESSIONS])
         frames = {_SESSIONS: outcomes.select(c for c in OUTCOME_COLUMNS if c in outcomes.columns)}
+    for tag, frame in list(frames.items()):
+        if keep is not None:
+            frame = frame.select(c for c in frame.columns if c in keep[tag == _SESSIONS])
+        if plain_ids:
+            frame = frame.with_columns(pl.col(pl.Categorical).cast(pl.String))
+        frames[tag] = frame
     frames[_META] = pl.DataFrame({"price_source": [r.price_source]}, schema={"price_source": pl.String})
     if r.unpriced is not None:
         frames[_UNPRICED] = r.unpriced
@@ -111,8 +144,8 @@ def _recorded_summaries(messages: pl.LazyFrame) -> pl.LazyFrame:
 class _Streamed:
     """The rows of every task and what the replay assumed."""
 
-    events: pl.DataFrame
-    sessions: pl.DataFrame
+    events: pl.DataFrame | pl.LazyFrame
+    sessions: pl.DataFrame | pl.LazyFrame
     summary_tokens: int
     summary_source: str
     price_source: str | None
@@ -122,9 +155,11 @@ class _Streamed:
 def _stream(root: str | Path, budgets: Any, *, window: int, reserve: int, summary_tokens: int | None,
             policy: list[str] | None, prices: Any, summarizer: str | None, horizon: int | None, per_session: bool,
             engine: str, address: str | None, task_rows: int, on_rows: RowSink | None = None,
-            keep: tuple[Sequence[str], Sequence[str]] | None = None) -> _Streamed:
+            keep: tuple[Sequence[str], Sequence[str]] | None = None, spill: Spill | None = None,
+            plain_ids: bool = False) -> _Streamed:
     """:func:`_replay_task` over every group of buckets, with the price table loaded once: each task's rows to
-    ``on_rows`` as they come, then only the ``keep`` columns of them (events', sessions'; all when None) kept;
+    ``on_rows`` as they come, then only the ``keep`` columns of them (events', sessions'; all when None) kept
+    (in memory, or written to ``spill`` and scanned back: then the events and sessions are lazy frames);
     the unpriced-model warnings of the whole dataset."""
     source = "given"
     if summary_tokens is None:
@@ -135,18 +170,29 @@ def _stream(root: str | Path, budgets: Any, *, window: int, reserve: int, summar
         prices = resolve_prices(prices)
     task = functools.partial(_replay_task, budgets=as_budgets(budgets), window=window, reserve=reserve,
                              summary_tokens=summary_tokens, policy=policy, prices=prices, summarizer=summarizer,
-                             horizon=horizon, per_session=per_session)
+                             horizon=horizon, per_session=per_session, plain_ids=plain_ids,
+                             keep=keep if on_rows is None else None)  # without on_rows, only those columns travel
     kept: dict[str, list[pl.DataFrame]] = {_EVENTS: [], _SESSIONS: [], _META: [], _UNPRICED: []}
     for frames in map_buckets(root, task, engine=engine, address=address, rows=task_rows):  # one per task
         if on_rows is not None:
             on_rows(frames[_EVENTS], frames[_SESSIONS])
         for tag, frame in frames.items():
             wanted = None if keep is None or tag not in (_EVENTS, _SESSIONS) else keep[tag == _SESSIONS]
-            kept[tag].append(frame if wanted is None else frame.select(c for c in frame.columns if c in wanted))
-    if not kept[_SESSIONS]:
+            frame = frame if wanted is None else frame.select(c for c in frame.columns if c in wanted)
+            if spill is not None and tag in (_EVENTS, _SESSIONS):
+                spill.append(tag, frame)
+            else:
+                kept[tag].append(frame)
+        del frames
+    if not (kept[_SESSIONS] or (spill is not None and _SESSIONS in spill.names())):
         raise InputError(root, None, "no sessions", skippable=False)
-    events, sessions = (pl.concat(kept[t], how="vertical_relaxed") if kept[t] else pl.DataFrame()
-                        for t in (_EVENTS, _SESSIONS))
+    events: pl.DataFrame | pl.LazyFrame
+    sessions: pl.DataFrame | pl.LazyFrame
+    if spill is not None:
+        events, sessions = (spill.scan(t) if t in spill.names() else pl.LazyFrame() for t in (_EVENTS, _SESSIONS))
+    else:
+        events, sessions = (pl.concat(kept[t], how="vertical_relaxed") if kept[t] else pl.DataFrame()
+                            for t in (_EVENTS, _SESSIONS))
     price_source = pl.concat(kept[_META])["price_source"].drop_nulls()
     unpriced = None
     if price_source.len() and kept[_UNPRICED]:  # billed: the unpriced recorded calls of every task, summed per model
@@ -176,7 +222,7 @@ def replay_dataset(root: str | Path, budgets: Any, *, window: int, reserve: int,
     s = _stream(root, budgets, window=window, reserve=reserve, summary_tokens=summary_tokens, policy=policy,
                 prices=prices, summarizer=summarizer, horizon=horizon if with_loss else None, per_session=False,
                 engine=engine, address=address, task_rows=task_rows, on_rows=on_rows, keep=keep)
-    events, sessions = s.events, s.sessions
+    events, sessions = cast(pl.DataFrame, s.events), cast(pl.DataFrame, s.sessions)
     # In memory the rows come policy after policy, each in corpus order. Each task gives a row per (policy,
     # session, budget), policies in the same order: their first appearance. One policy: in order already.
     order = ({p: i for i, p in enumerate(sessions["policy"].unique(maintain_order=True).cast(pl.String).to_list())}
@@ -189,15 +235,49 @@ def replay_dataset(root: str | Path, budgets: Any, *, window: int, reserve: int,
     return DatasetReplay(r, events if with_loss else None)
 
 
+def replay_table_dataset(root: str | Path, budgets: Any, *, window: int, reserve: int,
+                         summary_tokens: int | None = None, policy: list[str] | None = None, prices: Any = None,
+                         summarizer: str | None = None, with_loss: bool = False, horizon: int = DEFAULT_HORIZON,
+                         engine: str = "local", address: str | None = None, task_rows: int = REPLAY_TASK_ROWS,
+                         on_rows: RowSink | None = None, spill_dir: str | Path | None = None) -> DatasetReplayTable:
+    """``replay``'s per-budget table of the dataset at ``root`` (:func:`~panto_analytics.policy.replay.summary.
+    summarize_replay`, or :func:`~panto_analytics.policy.replay.summary.compare_policies` when ``policy`` is
+    given; with the loss columns when ``with_loss``), equal to the in-memory one to the last bit, in memory
+    that does not grow with the sessions: each task's rows go to ``on_rows`` (as in :func:`replay_dataset`),
+    the columns the table reads (:data:`~panto_analytics.policy.replay.summary.TABLE_COLUMNS`) to Parquet in a
+    temporary folder (in ``spill_dir``; :class:`~panto_analytics.dataset.spill.Spill`), and the table is
+    computed from those files one column at a time (its figures are order-free, so the order the tasks come
+    in, on Ray too, changes nothing)."""
+    from ..outcomes.orphan_loss import with_loss_columns
+    from ..policy.replay.summary import TABLE_COLUMNS, compare_policies, summarize_replay
+
+    with Spill(spill_dir) as spill:
+        s = _stream(root, budgets, window=window, reserve=reserve, summary_tokens=summary_tokens, policy=policy,
+                    prices=prices, summarizer=summarizer, horizon=horizon if with_loss else None, per_session=False,
+                    engine=engine, address=address, task_rows=task_rows, on_rows=on_rows, keep=TABLE_COLUMNS,
+                    spill=spill, plain_ids=True)
+        if policy is not None:
+            table = compare_policies(s.events, s.sessions, column_at_a_time=True)
+        else:
+            table = summarize_replay(s.events, s.sessions, column_at_a_time=True)
+        if with_loss:
+            table = with_loss_columns(table, s.events, column_at_a_time=True)
+    return DatasetReplayTable(table, s.summary_tokens, s.summary_source, s.price_source, s.unpriced)
+
+
 def session_outcomes_dataset(root: str | Path, budgets: Any, *, window: int, reserve: int,
                              summary_tokens: int | None = None, policy: list[str] | None = None, prices: Any = True,
                              summarizer: str | None = None, horizon: int = DEFAULT_HORIZON, engine: str = "local",
-                             address: str | None = None, task_rows: int = REPLAY_TASK_ROWS) -> DatasetOutcomes:
+                             address: str | None = None, task_rows: int = REPLAY_TASK_ROWS,
+                             spill: Spill | None = None) -> DatasetOutcomes:
     """:func:`~panto_analytics.analysis.decision.session_outcomes` of the billed replay, with the loss, of the
     dataset at ``root`` (what :func:`~panto_analytics.analysis.decision.replay_outcomes` gives in memory), task
     by task through the same task as :func:`replay_dataset`: each task keeps only those rows, one per policy,
-    session and budget, concatenated in bucket order (on Ray, in the order the tasks finish)."""
+    session and budget, concatenated in bucket order (on Ray, in the order the tasks finish). With ``spill``,
+    the rows (without the session ids: what the decision's table reads) go to its Parquet files and come back
+    as a lazy frame over them, so memory does not grow with the sessions."""
+    keep = None if spill is None else ((), [c for c in OUTCOME_COLUMNS if c != SESSION])
     s = _stream(root, budgets, window=window, reserve=reserve, summary_tokens=summary_tokens, policy=policy,
                 prices=prices, summarizer=summarizer, horizon=horizon, per_session=True, engine=engine,
-                address=address, task_rows=task_rows)
+                address=address, task_rows=task_rows, keep=keep, spill=spill, plain_ids=spill is not None)
     return DatasetOutcomes(s.sessions, s.summary_tokens, s.summary_source, s.price_source, s.unpriced)

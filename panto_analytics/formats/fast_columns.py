@@ -28,7 +28,7 @@ from ..schema import MESSAGE_SCHEMA, ROLE, SEQ
 from .base import COMPRESSED_SUFFIXES, SessionMeta, SourceFile, gc_paused, parse_timestamp
 from .blocks import BLOCK, PART, block_words, serialized_bytes, words_and_flags
 from .columnar import MAX_FILE_BYTES, iso_utc, read_whole, to_datetime, valid_utf8
-from .typed import DEEP, TYPED_ERRORS, one_per_line
+from .typed import DEEP, TYPED_ERRORS, beyond_double, one_per_line
 
 __all__ = ["KIND_NAMES", "RESULT", "SUMMARY", "SYSTEM", "TEXT", "THINKING", "TOOL_USE", "Columns", "ReadFile", "read_batch"]
 
@@ -48,8 +48,8 @@ def read_batch(sources: list[SourceFile], decoder: msgspec.json.Decoder[Any], na
     """The message frame of each file ``read_file`` takes, or None where it declines (the line reader's then).
 
     Each file is decoded in one ``decoder.decode_lines`` call where it provably holds one JSON object per line
-    (:func:`.typed.one_per_line`; UTF-8); the rows of every file
-    taken make one frame, sliced per file. Each taken source gets its metadata and its report's ignore counts.
+    (:func:`.typed.one_per_line`; UTF-8) and no number beyond a double (:func:`.typed.beyond_double`); the rows
+    of every file taken make one frame, sliced per file. Each taken source gets its metadata and its report's ignore counts.
     """
     frames: list[pl.DataFrame | None] = [None] * len(sources)
     cols = Columns(name)
@@ -62,7 +62,7 @@ def read_batch(sources: list[SourceFile], decoder: msgspec.json.Decoder[Any], na
             if raw is None:
                 continue
             n_lines = one_per_line(raw)
-            if n_lines is None or (deep and raw.count(b"[") + raw.count(b"{") >= DEEP):
+            if n_lines is None or (deep and raw.count(b"[") + raw.count(b"{") >= DEEP) or beyond_double(raw):
                 continue
             try:
                 records = decoder.decode_lines(raw)
@@ -139,13 +139,28 @@ class Columns:
     def undo(self, mark: tuple[int, int, int]) -> None:
         """Forget what a declined file added."""
         rows, blocks, parts = mark
-        for col in (self.role, self.bash, self.usage, self.cost, self.model, self.ts, self.ts_msg, self.line):
+        for col in self.message_columns():
             del col[rows:]
-        for col in (self.owner, self.code, self.text, self.ids, self.names, self.inputs, self.tool_use_ids,
-                    self.n_parts):
+        for col in self.block_columns():
             del col[blocks:]
         for col in (self.part_kind, self.part_text, self.part_media):
             del col[parts:]
+
+    def message_columns(self) -> tuple[list[Any], ...]:
+        return self.role, self.bash, self.usage, self.cost, self.model, self.ts, self.ts_msg, self.line
+
+    def block_columns(self) -> tuple[list[Any], ...]:
+        return self.owner, self.code, self.text, self.ids, self.names, self.inputs, self.tool_use_ids, self.n_parts
+
+    def user(self, texts: list[str], line: int, ts: Any, ts_msg: Any, model: str | None, bash: bool = False,
+             code: int = TEXT) -> None:
+        """A user message of ``texts`` (blocks of ``code``) appended."""
+        row = self.rows
+        for col, value in zip(self.message_columns(), ("user", bash, None, None, model, ts, ts_msg, line)):
+            col.append(value)
+        for text in texts:
+            for col, value in zip(self.block_columns(), (row, code, text, None, None, None, None, 0)):
+                col.append(value)
 
     def frame(self, metas: list[SessionMeta], sizes: list[int], sources: list[SourceFile]) -> pl.DataFrame:
         """The message frame of every file taken (their rows in order), built in a few array operations."""

@@ -14,8 +14,8 @@ A file with anything the fast path leaves to :func:`.pi.parse` is declined
 whole (None): a line that does not fit the declared shape or is not one JSON
 object per line (blank, truncated, pretty-printed, a carriage return, invalid
 UTF-8), a record :mod:`.pi`'s checks refuse,
-a header that is not the first line, a bad version or tree, a line orjson
-refuses where msgspec skips or keeps raw bytes (a number beyond a double).
+a header that is not the first line, a bad version or tree, a number orjson
+refuses where msgspec skips or keeps raw bytes (beyond a double: :func:`.typed.beyond_double`).
 ``tests/formats/test_pi_fast.py`` checks the frame, the session metadata
 and the report against :func:`.pi.parse` and its oracle ``reference/pi_lines.py``.
 """
@@ -262,11 +262,7 @@ class _File:
                 ts_col(entry.timestamp); ts_msg_col(msg.timestamp); line_col(lineno)  # noqa: E702
             elif role == "user":
                 assert msg is not None
-                for one in self._texts(msg.content):
-                    owner(row); code(TEXT); text(one); ids(None); names(None); inputs(None)  # noqa: E702
-                    tool_use_ids(None); n_parts(0)  # noqa: E702
-                role_col("user"); bash_col(False); usage_col(None); cost_col(None); model_col(self.model)  # noqa: E702
-                ts_col(entry.timestamp); ts_msg_col(msg.timestamp); line_col(lineno)  # noqa: E702
+                cols.user(self._texts(msg.content), lineno, entry.timestamp, msg.timestamp, self.model)
             elif entry.type not in _SPECIAL:
                 ignored[entry.type] += 1   # a record that is not conversation (a thinking level, a label, ...)
             else:
@@ -287,40 +283,7 @@ class _File:
         self.meta.compactions.append(recorded)
         self.recorded_at[comp.line] = recorded
         self.kept_found.append((self.count, found))
-        row = self.cols.rows
-        self._row("user", None, None, comp.line, ts, ts_msg, self.model)
-        self._block(row, SUMMARY, comp.summary)
-
-    def _row(self, role: str, usage: tuple[int, int, int, int] | None, cost: float | None, line: int, ts: Any,
-             ts_msg: Any, model: str | None, bash: bool = False) -> None:
-        cols = self.cols
-        cols.role.append(role)
-        cols.bash.append(bash)
-        cols.usage.append(usage)
-        cols.cost.append(cost)
-        cols.model.append(model)
-        cols.ts.append(ts)
-        cols.ts_msg.append(ts_msg)
-        cols.line.append(line)
-
-    def _block(self, row: int, code: int, text: str | None = None, ident: str | None = None,
-               name: str | None = None, inp: str | None = None, tool_use_id: str | None = None,
-               n_parts: int = 0) -> None:
-        cols = self.cols
-        cols.owner.append(row)
-        cols.code.append(code)
-        cols.text.append(text)
-        cols.ids.append(ident)
-        cols.names.append(name)
-        cols.inputs.append(inp)
-        cols.tool_use_ids.append(tool_use_id)
-        cols.n_parts.append(n_parts)
-
-    def _user(self, texts: list[str], lineno: int, ts: Any, ts_msg: Any, bash: bool = False) -> None:
-        row = self.cols.rows
-        self._row("user", None, None, lineno, ts, ts_msg, self.model, bash)
-        for text in texts:
-            self._block(row, TEXT, text)
+        self.cols.user([comp.summary], comp.line, ts, ts_msg, self.model, code=SUMMARY)
 
     def _entry(self, entry: _Line, lineno: int) -> None:
         kind = entry.type
@@ -330,12 +293,12 @@ class _File:
                 raise _Decline
             self._message(msg, lineno, entry.timestamp)
         elif kind == "custom_message":
-            self._user(self._texts(entry.content), lineno, entry.timestamp, None)
+            self.cols.user(self._texts(entry.content), lineno, entry.timestamp, None, self.model)
         elif kind == "branch_summary":
             if entry.summary is None:
                 raise _Decline
             if entry.summary:
-                self._user([entry.summary], lineno, entry.timestamp, None)
+                self.cols.user([entry.summary], lineno, entry.timestamp, None, self.model)
         else:
             if kind == "model_change" and entry.modelId is not None:
                 self.model = entry.modelId
@@ -346,18 +309,18 @@ class _File:
         """A message entry of a role :meth:`_emit` does not inline (assistant, tool result and user messages)."""
         role = msg.role
         if role in ("custom", "hookMessage"):
-            self._user(self._texts(msg.content), lineno, ts, msg.timestamp)
+            self.cols.user(self._texts(msg.content), lineno, ts, msg.timestamp, self.model)
         elif role == "bashExecution":
             if msg.excludeFromContext:
                 self.ignored["bashExecution excluded from context"] += 1
                 return
             if msg.command is None:
                 raise _Decline
-            self._user([f"{msg.command}\n{msg.output or ''}"], lineno, ts, msg.timestamp, bash=True)
+            self.cols.user([f"{msg.command}\n{msg.output or ''}"], lineno, ts, msg.timestamp, self.model, True)
         elif role == "branchSummary":
             if msg.summary is None:
                 raise _Decline
-            self._user([msg.summary], lineno, ts, msg.timestamp)
+            self.cols.user([msg.summary], lineno, ts, msg.timestamp, self.model)
         elif role == "compactionSummary":
             if msg.summary is None:
                 raise _Decline

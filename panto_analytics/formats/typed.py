@@ -33,7 +33,8 @@ from .base import COMPRESSED_SUFFIXES, SourceFile, gc_paused
 from .columnar import valid_utf8
 from .jsonl import records
 
-__all__ = ["DEEP", "Counter", "JsonInt", "TYPED_ERRORS", "TypedLines", "one_per_line", "plain", "raw_json", "typed_records"]
+__all__ = ["DEEP", "Counter", "JsonInt", "TYPED_ERRORS", "TypedLines", "beyond_double", "one_per_line", "plain", "raw_json",
+           "typed_records"]
 
 #: A usage counter as the file holds it: a JSON integer in libpanto's range (anything else: the plain checks).
 Counter = Annotated[int, msgspec.Meta(ge=0, le=MAX_USAGE)]
@@ -55,23 +56,45 @@ DEEP = 1000
 def plain(raw: bytes) -> bool:
     """Whether msgspec's verdict on ``raw`` (JSON or not) is orjson's, so a typed decode may be trusted.
 
-    msgspec checks the syntax and escapes of the fields it skips, but not
-    their UTF-8 (nor, where Python's recursion limit was raised above 1000,
-    their depth); orjson checks both. One difference is left, on purpose: a number
-    beyond a double (``1e400``) in a field the reader does not declare, which
-    orjson rejects as malformed JSON and msgspec skips (finding it costs a
-    regular expression over every line, three times what orjson's whole
-    parse costs).
+    msgspec checks the syntax and escapes of the fields it skips, but not their UTF-8 (nor, where Python's
+    recursion limit was raised above 1000, their depth), nor that a number fits a double (:func:`beyond_double`).
 
-    >>> plain(b'{"a": "caf\\xc3\\xa9"}'), plain(b'{"a": "caf\\xe9"}')
-    (True, False)
+    >>> plain(b'{"a": "caf\\xc3\\xa9"}'), plain(b'{"a": "caf\\xe9"}'), plain(b'{"a": 1, "b": 1e400}')
+    (True, False, False)
     """
     if not raw.isascii():
         try:
             raw.decode()
         except UnicodeDecodeError:
             return False
-    return sys.getrecursionlimit() <= DEEP or raw.count(b"[") + raw.count(b"{") < DEEP
+    return (sys.getrecursionlimit() <= DEEP or raw.count(b"[") + raw.count(b"{") < DEEP) and not beyond_double(raw)
+
+
+#: Each byte as :func:`beyond_double` sees it: a digit, point or sign ``0``, an exponent's letter ``e``.
+_SHAPE = bytes(48 if c in b"0123456789.+-" else 101 if c in b"eE" else 120 for c in range(256))
+
+
+def beyond_double(raw: bytes | bytearray, start: int = 0, end: int | None = None) -> bool:
+    """Whether ``raw[start:end]`` may hold a JSON number beyond a double (orjson refuses it, msgspec skips it in a
+    field it does not declare): 210 digits in a row, or an exponent of three digits ending a token that starts a
+    value (after ``:``, ``,``, ``[`` or nothing, and spaces: so a hex id, ``"3e456"``, is no number).
+
+    >>> beyond_double(b'{"a":[1, -2.5E+308]}'), beyond_double(b'{"id":"3e456","a":1e+99}')
+    (True, False)
+    """
+    raw = raw[start:end] if start or end is not None else raw
+    found = b"0" * 210 in (shape := raw.translate(_SHAPE))
+    at = shape.find(b"0e000")
+    while at >= 0 and not found:
+        if raw[at + 2] not in b"+-" or shape[at + 5:at + 6] == b"0":   # three digits after the sign
+            token = at
+            while token and shape[token - 1] == 48:  # back over the digits, point and sign, then the spaces
+                token -= 1
+            while token and raw[token - 1] in b" \t\r\n":
+                token -= 1
+            found = not token or raw[token - 1] in b":,["
+        at = shape.find(b"0e000", at + 1)
+    return found
 
 
 def raw_json(raw: msgspec.Raw) -> str:
@@ -211,7 +234,8 @@ class TypedLines(Generic[T]):
 
     def _bulk(self, chunk: bytes, start: int) -> Sequence[T] | None:
         lines = one_per_line(chunk)
-        if lines is None or not (chunk.isascii() or valid_utf8(chunk)) or (sys.getrecursionlimit() > DEEP and not plain(chunk)):
+        if lines is None or not (chunk.isascii() or valid_utf8(chunk)) or (sys.getrecursionlimit() > DEEP and not plain(chunk)) \
+                or beyond_double(chunk):
             return None
         try:
             with gc_paused():

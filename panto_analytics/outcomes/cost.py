@@ -48,7 +48,7 @@ from .prices import RATES, Prices, load_prices
 
 __all__ = [
     "CALL_COLUMNS", "COST_COLUMNS", "GROUPINGS", "PICO", "Grouping", "UnpricedWarning", "bill", "call_tokens",
-    "cost_partials", "costs", "merge_cost_partials", "unpriced",
+    "cost_partials", "costs", "dollars_total", "merge_cost_partials", "picodollars", "unpriced",
 ]
 
 #: What :func:`bill` reads: the model and one token counter per rate.
@@ -279,6 +279,24 @@ def costs(messages: Any, *, by: Grouping | Sequence[Grouping] = (), prices: Pric
 #: one integer sum whatever the order or the split of its calls: partial tables merge exactly.
 PICO = 10**12
 
+
+
+def picodollars(column: str | pl.Expr) -> pl.Expr:
+    """Dollars as whole picodollars (rounded to 1e-12 $; a Decimal, exact to add up), null where null."""
+    c = pl.col(column) if isinstance(column, str) else column
+    return (c * PICO).round().cast(pl.Decimal(38, 0))
+
+
+def dollars_total(column: str | pl.Expr) -> pl.Expr:
+    """The sum of a column of dollars, as every total of dollars is taken: the whole picodollars of its values
+    added up (exact, so the same in any order or split), then one division (nulls are left out).
+
+    >>> pl.DataFrame({"usd": [0.1, 0.2, None]}).select(dollars_total("usd")).item()
+    0.3
+    """
+    return picodollars(column).sum().cast(pl.Float64) / PICO
+
+
 _MODEL_KEY = "__cost_model"
 _PRICED_KEY = "__cost_priced"
 
@@ -327,7 +345,7 @@ def cost_partials(messages: Any, *, by: Grouping | Sequence[Grouping] = (), pric
     hidden = [pl.col("model").alias(_MODEL_KEY), pl.col("cost_usd").is_not_null().alias(_PRICED_KEY)]
     aggs = [pl.len().cast(pl.UInt64).alias("api_calls"),
             *[pl.col(c).cast(pl.UInt64).sum() for c in RATES],
-            *[(pl.col(c) * PICO).round().cast(pl.Decimal(38, 0)).sum().alias(c) for c in COST_COLUMNS],
+            *[picodollars(c).sum().alias(c) for c in COST_COLUMNS],
             *[pl.col(c).is_null().sum().cast(pl.UInt64).alias(_nulls(c)) for c in COST_COLUMNS]]
     out = (billed.group_by([*key_names, *hidden]).agg(aggs)
            .with_columns(pl.lit(table.source).alias("price_source")).collect())

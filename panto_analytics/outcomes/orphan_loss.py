@@ -58,6 +58,7 @@ from typing import Protocol
 import polars as pl
 
 from ..schema import BUDGET, REF_KINDS, SEQ, SESSION
+from .group_tables import grouped
 from .tool_targets import is_lookup, references
 
 __all__ = [
@@ -237,16 +238,21 @@ class Loss:
     horizon: int
 
 
-def summarize_loss(events: pl.DataFrame | pl.LazyFrame, keys: Iterable[str]) -> pl.DataFrame:
-    """The events' loss summed per ``keys``; the rate pooled (orphan calls over window calls)."""
-    return (events.lazy().group_by(list(keys), maintain_order=True)
-            .agg(pl.col(c).sum() for c in LOSS_COLUMNS if c != "orphan_rate")
-            .with_columns(orphan_rate()).collect())
+def summarize_loss(events: pl.DataFrame | pl.LazyFrame, keys: Iterable[str], *,
+                   column_at_a_time: bool = False) -> pl.DataFrame:
+    """The events' loss summed per ``keys`` (in the order the groups first appear); the rate pooled (orphan
+    calls over window calls). Sums of integers, so ``column_at_a_time``
+    (:func:`~panto_analytics.outcomes.group_tables.grouped`) gives the same table."""
+    sums = {c: pl.col(c).sum() for c in LOSS_COLUMNS if c != "orphan_rate"}
+    return grouped(events, list(keys), sums, column_at_a_time=column_at_a_time).with_columns(orphan_rate())
 
 
-def with_loss_columns(table: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
+def with_loss_columns(table: pl.DataFrame, events: pl.DataFrame | pl.LazyFrame, *,
+                      column_at_a_time: bool = False) -> pl.DataFrame:
     """A replay's summary table (one row per budget, or per policy and budget) with the loss of its events:
     ``window_calls``, ``orphan_calls``, ``orphan_rate`` (pooled), ``refetch_tokens`` (0 where nothing compacted).
+    ``events`` may be lazy (a dataset's, read back from Parquet; ``column_at_a_time``: as in
+    :func:`summarize_loss`).
 
     >>> t = pl.DataFrame({"budget": [8, 20]})
     >>> e = pl.DataFrame({"budget": [8, 8], "window_calls": [10, 10], "orphan_calls": [1, 3], "refetch_tokens": [5, 7],
@@ -255,8 +261,8 @@ def with_loss_columns(table: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame
     [(8, 20, 4, 0.2, 12), (20, 0, 0, None, 0)]
     """
     keys = [k for k in ("policy", BUDGET) if k in table.columns]
-    summed = summarize_loss(events, keys).select(*keys, "window_calls", "orphan_calls", "orphan_rate",
-                                                 "refetch_tokens")
+    summed = summarize_loss(events, keys, column_at_a_time=column_at_a_time).select(
+        *keys, "window_calls", "orphan_calls", "orphan_rate", "refetch_tokens")
     summed = summed.cast({k: table.schema[k] for k in keys})
     return (table.join(summed, on=keys, how="left", maintain_order="left")
             .with_columns(pl.col(c).fill_null(0) for c in ("window_calls", "orphan_calls", "refetch_tokens")))

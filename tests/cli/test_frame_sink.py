@@ -47,3 +47,20 @@ def test_the_file_gets_its_name_when_finished(tmp_path):
         assert target.read_text() == "an earlier run\n"
     assert target.read_bytes() == WHOLE.write_csv().encode()
     assert [p.name for p in tmp_path.iterdir()] == ["rows.csv"]
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".ndjson", ".parquet"])
+def test_plain_string_pieces_of_a_categorical_column_make_its_file(tmp_path, suffix):
+    """A dataset's replay sends session ids as plain strings (not interned for the life of the process); the file
+    is the one write_frame writes of the Categorical column (Parquet: dictionary-encoded, read back Categorical)."""
+    whole = WHOLE.with_columns(pl.col("b").cast(pl.Categorical))
+    write_frame(whole, tmp_path / f"whole{suffix}")
+    with FrameSink(tmp_path / f"pieces{suffix}", categorical=("b",)) as sink:
+        sink(WHOLE.head(1))
+        sink(WHOLE.tail(3))
+    if suffix == ".parquet":
+        got = pl.read_parquet(tmp_path / f"pieces{suffix}")
+        assert got.schema["b"] == pl.Categorical
+        assert_frame_equal(got, pl.read_parquet(tmp_path / f"whole{suffix}"))
+    else:
+        assert (tmp_path / f"pieces{suffix}").read_bytes() == (tmp_path / f"whole{suffix}").read_bytes()

@@ -133,3 +133,37 @@ def test_a_dataset_without_sessions_is_bad_input(tmp_path):
     write_dataset(tmp_path / "src", tmp_path / "ds", cache=False)
     with pytest.raises(InputError, match="ds: no sessions$"):
         replay_dataset(tmp_path / "ds", [20_000], window=64_000, reserve=16_384)
+
+
+@pytest.mark.parametrize("policy", [None, ["libpanto", "claude-code", "pi"]])
+def test_the_table_from_spilled_columns_equals_in_memory(policy, tool_dataset, tmp_path):
+    """``replay_table_dataset``: the rows to Parquet, the table one column at a time; the same table to the
+    last bit (dollars summed as whole picodollars, so the order the rows come in changes nothing)."""
+    from panto_analytics.dataset.replay import replay_table_dataset
+
+    prices = tmp_path / "prices.json"  # every model priced: cost totals (summed in picodollars) over real numbers
+    prices.write_text('{"synth-mini": {"input_cost_per_token": 1e-6, "output_cost_per_token": 2e-6}, '
+                      '"synth-pro": {"input_cost_per_token": 3e-6, "output_cost_per_token": 9e-6}, '
+                      '"synth-max": {"input_cost_per_token": 7e-6, "output_cost_per_token": 3e-5, '
+                      '"cache_read_input_token_cost": 7e-7}}')
+    kw = dict(window=64_000, reserve=16_384, policy=policy, prices=prices)
+    messages = dataset_corpus(tool_dataset).messages
+    spill = tmp_path / "spill"
+    spill.mkdir()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = replay(messages, BUDGETS, **kw)
+        lost = loss(messages, r, horizon=20)
+        summarize = compare_policies if policy else summarize_replay
+        expected = with_loss_columns(summarize(lost.events, lost.sessions), lost.events)
+        for task_rows in (1, 10**9):
+            rows: list[pl.DataFrame] = []
+            got = replay_table_dataset(tool_dataset, BUDGETS, with_loss=True, horizon=20, task_rows=task_rows,
+                                       spill_dir=spill, on_rows=lambda e, s, into=rows: into.append(s), **kw)
+            assert_frame_equal(got.table, expected, check_exact=True)
+            assert (got.summary_tokens, got.price_source) == (r.summary_tokens, r.price_source)
+            assert sum(s.height for s in rows) == lost.sessions.height
+            assert list(spill.iterdir()) == []  # the spilled rows are gone
+        plain = replay_table_dataset(tool_dataset, BUDGETS, task_rows=1, **kw).table  # without the loss
+    assert_frame_equal(plain, summarize(r.events, r.sessions), check_exact=True)
+    assert expected["orphan_calls"].sum() > 0 and expected["cost_usd"].drop_nulls().len() > 0

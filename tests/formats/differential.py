@@ -7,13 +7,14 @@ are equal, strict and under ``skip_invalid``.
 """
 from __future__ import annotations
 
+import gzip
 from pathlib import Path
 from typing import Any
 
 from panto_analytics.errors import IngestReport, InputError
 from panto_analytics.formats.base import SourceFile
 
-__all__ = ["outcome"]
+__all__ = ["gzipped", "outcome"]
 
 
 def outcome(module: Any, path: Path, fmt: str, skip_invalid: bool) -> tuple[Any, ...]:
@@ -25,3 +26,11 @@ def outcome(module: Any, path: Path, fmt: str, skip_invalid: bool) -> tuple[Any,
     except InputError as e:
         return ("error", e.line, e.reason, dict(report.skipped), dict(report.ignored))
     return ("read", messages, src.meta, dict(report.skipped), dict(report.ignored))
+
+
+def gzipped(source: Path, folder: Path, cut: int | None) -> Path:
+    """``source`` compressed into ``folder`` as ``.jsonl.gz``, whole or with its last ``cut`` bytes cut off."""
+    data = gzip.compress(source.read_bytes())
+    f = folder / (source.stem + ".jsonl.gz")
+    f.write_bytes(data if cut is None else data[:-cut])
+    return f

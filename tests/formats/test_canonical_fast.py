@@ -71,6 +71,8 @@ BREAKAGES = [
     '{"type":"note"}',
     '{"type":"session","id":"late"}',
     '[1, 2]',
+    '{"type":"message","role":"user","content":[],"x":1e400}',
+    '{"type":"message","role":"assistant","content":[],"usage":{"input":1,"other":-2E+308}}',
     '{"type":"message","role":"user"',
 ]
 

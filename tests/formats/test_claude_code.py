@@ -219,7 +219,7 @@ def test_resume_rule_leaves_unrelated_sessions_and_subagents_alone():
 
 
 def test_resume_rule_skips_the_search_only_where_no_file_starts_with_another_files_message():
-    from panto_analytics.formats.claude_code.lines import _any_first_shared
+    from panto_analytics.formats.claude_code.resume import _any_first_shared
     from panto_analytics.ingest.pipeline import parse_here
 
     def mains(path):

@@ -1,9 +1,10 @@
-"""The Claude Code columnar fast path against the line-by-line reference adapter.
+"""The Claude Code columnar fast path against the line-by-line reference reader (``reference/claude_code_lines.py``)
+and the package's one-file reader (``formats/claude_code/reader.py``).
 
-The fast path may decline any file (the reference then reads it), but what it
-returns for a file it takes must be exactly the reference's: the frame, the
-session metadata (message ids included) and the report's counts of ignored
-records. It must never take a file the reference refuses.
+The fast path may decline any file (the one-file reader then reads it), but
+what it returns for a file it takes must be exactly the reference's: the
+frame, the session metadata (message ids included) and the report's counts of
+ignored records. It must never take a file the reference refuses.
 """
 from __future__ import annotations
 
@@ -25,7 +26,8 @@ from test_columnar import ODD_TIMESTAMPS
 
 from benchmarks.synth_claude_code import generate_session, write_corpus
 from panto_analytics.errors import InputError
-from panto_analytics.formats.claude_code import fast, lines
+from panto_analytics.formats.claude_code import fast
+from reference import claude_code_lines as lines
 
 REAL = SHARED / "realdata" / "claude-code"
 needs_real = pytest.mark.skipif(not REAL.is_dir(), reason=f"{REAL} is absent")
@@ -33,7 +35,7 @@ needs_real = pytest.mark.skipif(not REAL.is_dir(), reason=f"{REAL} is absent")
 
 def assert_agrees(paths: list[Path]) -> list[bool]:
     """Read ``paths`` in one fast-path batch, check each file it takes; return which ones it took."""
-    return assert_fast_path_agrees(paths, lines.NAME, fast)
+    return assert_fast_path_agrees(paths, lines.NAME, fast, oracle=lines)
 
 
 def has_compaction(path: Path) -> bool:
@@ -228,6 +230,8 @@ REFUSED_OR_LEFT = {
     "a lone surrogate": b'{"type":"user","uuid":"z1","parentUuid":null,"message":{"role":"user","content":"\\ud800"}}\n',
     "invalid UTF-8": b'{"type":"ai-title","aiTitle":"\xff"}\n',
     "leading whitespace": b'  {"type":"ai-title"}\n',
+    "a number beyond a double in a field no shape declares": json.dumps(_user("z1", "x", toolUseResult={"n": 1})).replace(
+        '{"n": 1}', '{"n": [-2E+308]}').encode() + b"\n",
     # as many records as non-blank lines, each line starting with "{": a record over two lines, two on one line
     "a record over two lines and two on one": (json.dumps(_user("z1", "x"), separators=(",", ":")).replace(
         '"message":', '"message":\n') + "\n" + json.dumps(_user("z2", "y")) + json.dumps(_user("z3", "z")) + "\n").encode(),
@@ -312,8 +316,8 @@ def test_a_boundary_s_pre_tokens_beyond_a_machine_word_read_as_the_reference_rea
     f = tmp_path / "big.jsonl"
     f.write_text(raw.replace('"preTokens":166', f'"preTokens":{pre_tokens}'))
     taken = assert_agrees([f, FIXTURES / "claude_code" / "compaction.jsonl"])
-    assert taken[1] and taken[0] == (not 2**63 <= pre_tokens < 2**64)   # a word Int64 cannot hold: left to lines.py
-    ref = reference_frame(f, lines.NAME)
+    assert taken[1] and taken[0] == (not 2**63 <= pre_tokens < 2**64)   # a word Int64 cannot hold: left to reader.py
+    ref = reference_frame(f, lines.NAME, lines)
     assert not isinstance(ref, InputError)
     want = pre_tokens if -(2**63) <= pre_tokens < 2**64 else None   # beyond: orjson's float, no count
     assert [c["tokens_before"] for c in ref[1].meta.compactions] == [want]

@@ -67,11 +67,14 @@ def test_the_tool_inputs_raw_bytes_are_the_json_orjson_reads(path):
                 assert orjson.loads(bytes(block.input)) == raw.get("input")
 
 
-def test_a_number_beyond_a_double_in_a_tool_input_leaves_the_batch_to_the_line_by_line_reader(tmp_path):
-    """msgspec skips ``1e400`` (it only keeps the input's bytes), orjson refuses it: the fast path declines."""
+def test_a_number_beyond_a_double_in_a_tool_input_leaves_its_file_to_the_one_file_reader(tmp_path):
+    """msgspec skips ``1e400`` (it only keeps the input's bytes), orjson refuses it: the fast path declines that file
+    (:func:`.typed.beyond_double`) and takes the other, and the one-file reader refuses the line as the line-by-line
+    reference does."""
     from panto_analytics.errors import InputError
     from panto_analytics.formats.base import SourceFile
-    from panto_analytics.formats.claude_code import fast, lines
+    from panto_analytics.formats.claude_code import fast, reader
+    from reference import claude_code_lines
 
     good = (b'{"type":"user","uuid":"u1","sessionId":"s","timestamp":"2026-01-01T00:00:00Z",'
             b'"message":{"role":"user","content":"hi"}}\n')
@@ -80,8 +83,12 @@ def test_a_number_beyond_a_double_in_a_tool_input_leaves_the_batch_to_the_line_b
     (tmp_path / "a.jsonl").write_bytes(good)
     (tmp_path / "b.jsonl").write_bytes(good + bad)
     assert not isinstance(decode_file(good + bad), str)
-    sources = [SourceFile(tmp_path / name, lines.NAME) for name in ("a.jsonl", "b.jsonl")]
-    assert fast.read_frames(sources) == [None, None]
-    with pytest.raises(InputError) as refused:
-        list(lines.parse(SourceFile(tmp_path / "b.jsonl", lines.NAME)))
-    assert refused.value.line == 2
+    sources = [SourceFile(tmp_path / name, reader.NAME) for name in ("a.jsonl", "b.jsonl")]
+    taken, declined = fast.read_frames(sources)
+    assert taken is not None and taken.height == 1 and declined is None
+    refusals = []
+    for module in (reader, claude_code_lines):
+        with pytest.raises(InputError) as refused:
+            list(module.parse(SourceFile(tmp_path / "b.jsonl", reader.NAME)))
+        refusals.append((refused.value.line, refused.value.reason))
+    assert refusals[0] == refusals[1] and refusals[0][0] == 2

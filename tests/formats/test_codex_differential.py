@@ -7,12 +7,11 @@ Each file is read twice: with the package's chunk size, and with chunks of a few
 (:data:`.jsonl.CHUNK` lowered)."""
 from __future__ import annotations
 
-import gzip
 from pathlib import Path
 
 import pytest
 from conftest import FIXTURES, REALDATA, examples
-from differential import outcome
+from differential import gzipped, outcome
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mutations import mutated_file
@@ -53,10 +52,7 @@ def test_real_recording(path):
 @pytest.mark.parametrize("cut", [None, 40, 400])
 def test_compressed(tmp_path, cut):
     """A ``.gz`` rollout, whole or cut short (read up to its last whole line, the damage counted or raised)."""
-    data = gzip.compress((FIXTURES / "codex" / "calls.jsonl").read_bytes())
-    f = tmp_path / "calls.jsonl.gz"
-    f.write_bytes(data if cut is None else data[:-cut])
-    _agree(f)
+    _agree(gzipped(FIXTURES / "codex" / "calls.jsonl", tmp_path, cut))
 
 
 CALLS = (FIXTURES / "codex" / "calls.jsonl").read_bytes().splitlines()
@@ -141,6 +137,10 @@ EDGES = {
     "count info a list": _envelope("event_msg", '{"type":"token_count","info":[]}'),
     "count without last": _envelope("event_msg", '{"type":"token_count","info":{"total_token_usage":'
                                     '{"input_tokens":5000,"output_tokens":9,"cached_input_tokens":1}}}'),
+    "a number beyond a double in an unread field": _item('"type":"message","big":[1e400],"role":"user",'
+                                                         '"content":[{"type":"input_text","text":"x"}]'),
+    "an integer beyond a double in an unread field": _envelope("event_msg", '{"type":"token_count","n":' + "9" * 310
+                                                               + ',"info":null}'),
     "count beyond a double": _envelope("event_msg", '{"type":"token_count","info":{"total_token_usage":'
                                        '{"input_tokens":1e400}}}'),
     **{f"count {name}": _envelope("event_msg", '{"type":"token_count","info":{"total_token_usage":' + parts[0]

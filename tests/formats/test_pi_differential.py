@@ -55,7 +55,7 @@ def test_tool_arguments_are_their_compact_serialization(tmp_path):
 def test_a_number_beyond_a_double_in_tool_arguments(tmp_path, fixture):
     """orjson refuses ``1e400`` (malformed JSON) where the typed first pass skips it: the second pass reports the
     line as the oracle does (the same one-line error; under skip_invalid one counted skip of the same reason),
-    never a traceback. (What follows a line skipped only there is :func:`.typed.plain`'s one known difference.)"""
+    never a traceback."""
     lines = (FIXTURES / "pi" / fixture).read_bytes().splitlines()
     call = [i for i, line in enumerate(lines) if b'"toolCall"' in line and b'"arguments":{' in line][-1]
     line = lines[call].replace(b'"arguments":{', b'"arguments":{"big":1e400,', 1)
@@ -65,6 +65,18 @@ def test_a_number_beyond_a_double_in_tool_arguments(tmp_path, fixture):
     assert outcome(pi, f, "pi", False)[:3] == outcome(pi_lines, f, "pi", False)[:3] == ("error", call + 1, reason)
     got = outcome(pi, f, "pi", True)
     assert got[0] == "read" and got[3][(str(f), reason)] == 1 == outcome(pi_lines, f, "pi", True)[3][(str(f), reason)]
+
+
+@pytest.mark.parametrize("fixture", ["v1.jsonl", "v3_branching.jsonl", "v2_dangling.jsonl"])
+def test_a_number_beyond_a_double_in_an_unread_field(tmp_path, fixture):
+    """orjson refuses a line with ``1e400`` anywhere, where msgspec skips a field it does not read: each line of the
+    file in turn, strict and under skip_invalid, reads as the oracle reads it (the line refused, so a child of it
+    an orphan, a branch without it)."""
+    lines = (FIXTURES / "pi" / fixture).read_bytes().splitlines()
+    for at in range(len(lines)):
+        f = tmp_path / "big.jsonl"
+        f.write_bytes(b"\n".join([*lines[:at], lines[at].replace(b"{", b'{"big":1e400,', 1), *lines[at + 1:]]) + b"\n")
+        _agree(f)
 
 
 SOURCES = FIXTURE_FILES + REAL_FILES[:1]

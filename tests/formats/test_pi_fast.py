@@ -150,6 +150,12 @@ DECLINED: dict[str, tuple[list[object], bytes]] = {
     # A number beyond a double: orjson refuses the line (malformed JSON) where msgspec skips or keeps it raw.
     "a number beyond a double in a compaction's unread field": (
         [HEADER, _msg("user", content="x")], b'{"type":"compaction","summary":"S","firstKeptEntryIndex":1,"x":1e400}\n'),
+    "a number beyond a double in an unread field of a message line": (
+        [HEADER], b'{"type":"message","big":1e400,"message":{"role":"user","content":"x"}}\n'),
+    "a number beyond a double in an unread field of a tool result": (
+        [HEADER], b'{"type":"message","message":{"role":"toolResult","toolCallId":"t","content":"x",'
+                  b'"details":{"n":[-2E+308]}}}\n'),
+    "an integer beyond a double in the header's cwd": ([], b'{"type":"session","id":"s","cwd":' + b"9" * 310 + b"}\n"),
     "a number beyond a double in tool arguments": (
         [HEADER], b'{"type":"message","message":{"role":"assistant","content":'
                   b'[{"type":"toolCall","id":"t","name":"r","arguments":{"x":1e400}}]}}\n'),

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import msgspec
 import orjson
-from conftest import examples
+import pytest
+from conftest import REALDATA, examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -14,7 +15,7 @@ from panto_analytics.errors import IngestReport, InputError
 from panto_analytics.formats import jsonl
 from panto_analytics.formats.base import SourceFile
 from panto_analytics.formats.columnar import valid_utf8
-from panto_analytics.formats.typed import TypedLines, one_per_line
+from panto_analytics.formats.typed import TypedLines, beyond_double, one_per_line, plain
 
 
 class Rec(msgspec.Struct):
@@ -24,12 +25,17 @@ class Rec(msgspec.Struct):
 DECODER = msgspec.json.Decoder(Rec)
 ANY = msgspec.json.Decoder()
 
-#: Lines, good and bad (one holds a line break, so it is two lines). Left out: a number beyond a double in
-#: a field the shape does not declare, which msgspec skips and orjson rejects (``typed.plain``).
+#: A number beyond a double in a field the shape does not declare (msgspec skips it, orjson refuses the line), and
+#: numbers and hex ids that look like one but are not.
+BEYOND = [b'{"b":1e400}', b'{"b":[-1.5E+309]}', b'{"b":{"c":' + b"9" * 310 + b"}}", b'{"b": \t2e0400,"a":1}',
+          b'{"b":"3e456","a":1}', b'{"b":[1e99,1e-400]}']
+
+#: Lines, good and bad (one holds a line break, so it is two lines).
 FRAGMENTS = [b'{"a":1}', b'{"a":"x"}', b"{}", b"", b" ", b'{"a":\n1}', b'{"a":1} {"a":2}', b"[1]", b'{"a":1}\r',
              b"{", b"[", b'\xef\xbb\xbf{"a":1}', b'{"b":"\xff"}', b'{"a":"\xe9"}', b'{"a":1e400}', b'  {"a":2}',
              b'{"a":3}  ', b"1", b'"s"', b'{"a":true}', b'{"b":[{"c":{}}]}', b'{"a":1,"a":null}', b'{"a":12',
-             b'{"b":"caf\xc3\xa9"}', b'{"b":"\\ud800"}', b'{"a":18446744073709551616}', b'{"b":{}\n}', b'{"b":\n{}}']
+             b'{"b":"caf\xc3\xa9"}', b'{"b":"\\ud800"}', b'{"a":18446744073709551616}', b'{"b":{}\n}', b'{"b":\n{}}',
+             *BEYOND]
 
 
 def _read(path: Path, skip_invalid: bool, chunk: int | None) -> tuple[object, ...]:
@@ -93,3 +99,55 @@ def test_valid_utf8_is_pythons_rule():
         except UnicodeDecodeError:
             expected = False
         assert valid_utf8(data) is expected, data
+
+
+def _accepted_typed(line: bytes) -> bool:
+    """Whether msgspec takes ``line`` as a :class:`Rec` (skipping every field but ``a``)."""
+    try:
+        DECODER.decode(line)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return False
+    return True
+
+
+#: JSON number tokens, from ordinary to far beyond a double: digits, a fraction, an exponent of up to five digits.
+NUMBERS = st.builds(lambda sign, whole, frac, exp: sign + whole + frac + exp,
+                    st.sampled_from(["", "-"]),
+                    st.one_of(st.just("0"), st.from_regex(r"[1-9][0-9]{0,3}", fullmatch=True),
+                              st.integers(200, 320).map(lambda n: "1" + "0" * n)),
+                    st.one_of(st.just(""), st.from_regex(r"\.[0-9]{1,3}", fullmatch=True)),
+                    st.one_of(st.just(""), st.from_regex(r"[eE][+-]?[0-9]{1,5}", fullmatch=True)))
+WHITESPACE = st.sampled_from(["", " ", "\t", " \r "])
+
+
+@settings(max_examples=examples(500))
+@given(number=NUMBERS, before=WHITESPACE, after=WHITESPACE, where=st.sampled_from(["b", "[b]", "[1,b]", "{b}"]))
+def test_a_number_orjson_refuses_where_msgspec_skips_it_is_found(number, before, after, where):
+    """Every line whose skipped field holds a number orjson refuses is found (then read plain, as orjson reads it)."""
+    value = where.replace("b", before + number + after).replace("{", '{"c":')
+    line = ('{"a":1,"x":' + value + "}").encode()
+    assert _accepted_typed(line)
+    try:
+        orjson.loads(line)
+    except orjson.JSONDecodeError:
+        assert beyond_double(line), line
+        assert not plain(line)
+
+
+@settings(max_examples=examples(300))
+@given(text=st.from_regex(r"[0-9a-fA-F+.-]{0,40}", fullmatch=True), key=st.from_regex(r"[a-z]{1,3}", fullmatch=True))
+def test_numbers_inside_strings_are_not_taken_for_numbers(text, key):
+    """A string (a hex id, ``3e456``, ``-12E+999``) holds no number: a line is not declined for one."""
+    assert not beyond_double(('{"' + key + '":"' + text + '","a":[1e99,-2.5E-30,0.1]}').encode())
+
+
+def test_beyond_double_looks_at_a_part_of_a_buffer():
+    data = b'{"a":"12e456"}\n{"b":1e400}\n'
+    assert beyond_double(data) and beyond_double(data, 15) and not beyond_double(data, 0, 15)
+    assert not beyond_double(b"") and beyond_double(b"1e400") and beyond_double(b" -1e400") and not beyond_double(b"1e99")
+
+
+@pytest.mark.skipif(not REALDATA.is_dir(), reason="../shared/realdata is absent")
+def test_no_real_recording_is_declined_for_it():
+    paths = sorted(REALDATA.glob("**/*.jsonl"))
+    assert paths and not [p for p in paths if beyond_double(p.read_bytes())]

@@ -18,12 +18,10 @@ which names the file, line and field, or counts the skips. So this path
 only has to be right on clean files; ``tests/formats/test_canonical_fast.py``
 and ``tests/formats/test_canonical_differential.py`` check that it is,
 against the line-by-line oracle ``reference/canonical_lines.py``, on
-random, mutated and bundled files.
-
-One difference is left on purpose, as in every typed reader
-(:func:`~..typed.plain`): a number beyond a double (``1e400``) in a field
-the reader does not declare, which orjson (so the reference) rejects and
-msgspec skips.
+random, mutated and bundled files; a file that may hold a number beyond a
+double (``1e400``), which msgspec would skip in a field it does not declare and
+orjson (so the reference) refuses, is left to :mod:`.reader`
+(:func:`~..typed.beyond_double`).
 """
 from __future__ import annotations
 

@@ -25,7 +25,7 @@ from typing import Any, ClassVar, Literal
 
 import msgspec
 
-from ..typed import TYPED_ERRORS, Counter, JsonInt, one_per_line
+from ..typed import TYPED_ERRORS, Counter, JsonInt, beyond_double, one_per_line
 
 __all__ = ["TEXT_BLOCKS", "TYPE_OF", "Block", "Header", "MediaPart", "MessageRecord", "Part", "Record",
            "SummaryBlock", "SystemBlock", "TextBlock", "TextPart", "ThinkingBlock", "ToolResultBlock", "ToolUseBlock",
@@ -130,7 +130,8 @@ def decode_files(data: bytes | bytearray, spans: list[tuple[int, int] | None]) -
     file of another shape.
 
     A file is taken where every line starts with ``{`` and ends with ``}``
-    (:func:`~..typed.one_per_line`: so no line is blank or ends in a carriage return), its lines decode
+    (:func:`~..typed.one_per_line`: so no line is blank or ends in a carriage return), holds no number beyond a
+    double (:func:`~..typed.beyond_double`), its lines decode
     (:meth:`msgspec.json.Decoder.decode_lines`) and they hold as many records
     as lines. ``decode_lines`` needs no line break between two values, but
     a line break inside a value can follow ``}`` only before ``,``, ``}`` or
@@ -150,10 +151,9 @@ def decode_files(data: bytes | bytearray, spans: list[tuple[int, int] | None]) -
     with memoryview(data) as view:
         for span in spans:
             lines = None if span is None else one_per_line(data, *span)
-            if lines is None:
+            if lines is None or span is None or beyond_double(data, *span):
                 out.append(None)
                 continue
-            assert span is not None  # a file with lines has its span
             try:
                 records = _LINES.decode_lines(view[span[0]:span[1]])
             except TYPED_ERRORS:  # a file of another shape: :mod:`.reader` reads it alone

@@ -1,13 +1,12 @@
-"""Claude Code transcripts (``docs/formats.md``, Claude Code).
-
-:mod:`.lines` reads a transcript line by line and is the reference for
-every case; :mod:`.fast` decodes whole clean transcripts into the record
-shapes declared in :mod:`.shapes` (``msgspec.Struct``) and declines (returns
-None for) anything the line-by-line reader must judge.
+"""Claude Code transcripts (``docs/formats.md``, Claude Code): :mod:`.fast` reads whole clean transcripts and
+declines (returns None for) the rest, which :mod:`.reader` reads one by one (its oracle:
+``reference/claude_code_lines.py``); :mod:`.resume` folds a session resumed into another file into that file.
 """
 from __future__ import annotations
 
 from .fast import read_frames
-from .lines import NAME, SYNTHETIC_MODEL, parse, postprocess, sniff
+from .reader import parse
+from .resume import postprocess
+from .vocabulary import NAME, SYNTHETIC_MODEL, sniff
 
 __all__ = ["NAME", "SYNTHETIC_MODEL", "parse", "postprocess", "read_frames", "sniff"]

@@ -5,31 +5,31 @@ the record shapes declared once in :mod:`.shapes` (``msgspec.Struct``s that
 hold only the fields the reader uses; a tool call's input as raw JSON
 bytes). A file with a line that does not fit them (not JSON, not an object,
 a field of another type, a counter out of range, a block or part that is not
-an object) is declined whole: :mod:`.lines` reads it and names the file and
+an object) is declined whole: :mod:`.reader` reads it and names the file and
 line of a bad record, or counts the skips. The decoded records of every file
 are turned into columns (one pass over records and blocks) and canonical
 blocks.
 
-The transcript state machine of :mod:`.lines` (API calls streamed over
+The transcript state machine of :mod:`.reader` (API calls streamed over
 several lines and merged, tool results written while a call streams,
 duplicate records, repeated calls, synthetic messages, compaction
 boundaries filled by their summaries, prompts queued mid-turn) then runs
 as window expressions over the records of every file at once, and the
 blocks of all messages are counted by :mod:`..columnar`, as for canonical
 files. A tool call's input is counted as its compact JSON (the raw bytes
-serialized again, as :mod:`.lines` serializes the parsed value).
+serialized again, as :mod:`.reader` serializes the parsed value).
 
 What the fast path does not handle, it declines (returns None for the
-file), and :mod:`.lines` reads the file: a compaction's preserved segment,
+file), and :mod:`.reader` reads the file: a compaction's preserved segment,
 sidechain records inside a main transcript, server tool results, invalid
 records or blocks, timestamps other than ISO UTC, lines that do not start
 with ``{``, invalid UTF-8. msgspec refuses what orjson (the line-by-line
 reader's parser) refuses, lone surrogate escapes and nesting deeper than
-orjson parses included, with one exception: a number beyond a double
-(``1e400``) in a field the reader does not declare, which orjson refuses and
-msgspec skips (as in :mod:`..typed`).
+orjson parses included; a number beyond a double (``1e400``) in a field the
+reader does not declare, which orjson refuses and msgspec skips, is found
+first (:func:`..typed.beyond_double`).
 ``tests/formats/test_claude_code_fast.py`` checks the frame, the
-session metadata and the report against :mod:`.lines`, on the fixtures,
+session metadata and the report against :mod:`.reader`, on the fixtures,
 synthetic and real transcripts, files broken one way each and random
 mutations.
 """
@@ -51,9 +51,9 @@ from ..base import BAD_RECORD, SessionMeta, SourceFile, gc_paused, parse_timesta
 from ..blocks import block_words
 from ..columnar import BLOCK, PART, iso_utc, parse_timestamps, read_together, serialized_bytes, words_and_flags
 from ..fast_columns import _strings
-from ..typed import DEEP
-from .lines import NAME, PRESERVED_MARK, SYNTHETIC_MODEL, TOOL_USE_BLOCKS, project_folder, text_of
+from ..typed import DEEP, beyond_double
 from .shapes import Message, Record, Usage, decode_file
+from .vocabulary import NAME, PRESERVED_MARK, SYNTHETIC_MODEL, TOOL_USE_BLOCKS, project_folder, text_of
 
 __all__ = ["read_frames"]
 
@@ -70,7 +70,7 @@ _MEDIA = frozenset({"image", "document"})
 
 
 def read_frames(sources: list[SourceFile]) -> list[pl.DataFrame | None]:
-    """The message frame of each clean transcript, or None to leave it to :func:`.lines.parse`.
+    """The message frame of each clean transcript, or None to leave it to :func:`.reader.parse`.
 
     Each accepted source gets the session metadata and the report entries
     the line-by-line reader would have given it.
@@ -87,8 +87,9 @@ def read_frames(sources: list[SourceFile]) -> list[pl.DataFrame | None]:
     decoded: list[tuple[int, list[Record], np.ndarray]] = []
     with memoryview(data) as view, gc_paused():
         for k, (start, end), numbers in zip(good, bounds, lines):
-            if numbers is None or (preserved and data.find(PRESERVED_MARK, start, end) >= 0):
-                continue   # a line the reader judges; a compaction kept a segment verbatim (its messages move)
+            if numbers is None or (preserved and data.find(PRESERVED_MARK, start, end) >= 0) \
+                    or beyond_double(data, start, end):
+                continue   # a line the reader judges (a number orjson refuses); a compaction kept a segment verbatim
             records = decode_file(view[start:end])
             if isinstance(records, str) or len(records) != len(numbers):
                 continue
@@ -394,7 +395,7 @@ class _Columns:
         return texts.take(pa.array(at, mask=at < 0))
 
     def _rare(self, recs: list[Record], contents: list[Any]) -> None:
-        """The fields of the rare records, read as :mod:`.lines` reads them: a prompt queued mid-turn (its
+        """The fields of the rare records, read as :mod:`.reader` reads them: a prompt queued mid-turn (its
         text), a compaction boundary (``compactMetadata``'s trigger and tokens), a compact summary (its text)."""
         for row, rec in enumerate(recs):
             kind = rec.type
@@ -417,7 +418,7 @@ class _Columns:
                 if not isinstance(tokens, int) or isinstance(tokens, bool) or not -(1 << 63) <= tokens < 1 << 64:
                     tokens = None
                 elif tokens >= 1 << 63:
-                    tokens, self.bad_rare[row] = None, True   # Int64 holds no such count: :mod:`.lines` reads it
+                    tokens, self.bad_rare[row] = None, True   # Int64 holds no such count: :mod:`.reader` reads it
                 self.tokens[row] = tokens
             elif kind == "user" and rec.isCompactSummary is True:
                 content = contents[row]

@@ -5,13 +5,13 @@ names; every other field of a line is skipped unparsed. A tool call's
 ``input`` is kept as its raw JSON bytes (:class:`msgspec.Raw`); the fields
 whose type varies in real files and that only rare records carry (a queued
 prompt, a boundary's ``compactMetadata``) are decoded plain (``Any``) and
-judged by the line-by-line reader's own checks.
+judged by the readers' own checks.
 
 A line whose fields do not fit these shapes (a field of another type, a
 counter out of libpanto's range, a block or part that is not an object) fails
 typed decoding: :func:`decode_file` then returns the error, which names the
 JSON path (``$[3].message.content[0].text``) and the line, and the fast path
-leaves the file to the line-by-line reader (:mod:`.lines`), which names the
+leaves the file to the one-file reader (:mod:`.reader`), which names the
 file and line of a bad record or counts its skips.
 
 >>> decode_file(b'{"type":"user","uuid":"u1","message":{"role":"user","content":"hi"}}\\n')[0].message.content

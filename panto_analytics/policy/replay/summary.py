@@ -15,6 +15,8 @@ from collections.abc import Sequence
 
 import polars as pl
 
+from ...outcomes.cost import dollars_total
+from ...outcomes.group_tables import grouped
 from ...outcomes.orphan_loss import LOSS_COLUMNS
 from ...schema import BUDGET, SESSION
 
@@ -37,15 +39,16 @@ COST_TABLE_COLUMNS = ("cost_p50_usd", "cost_p90_usd", "cost_usd", "recorded_cost
 
 
 def _sum_or_null(column: str) -> pl.Expr:
-    """The sum of ``column``, null when any value is (an unpriced call is never billed 0)."""
-    return pl.when(pl.col(column).is_null().any()).then(pl.lit(None, pl.Float64)).otherwise(pl.col(column).sum())
+    """The total of a column of dollars (:func:`~panto_analytics.outcomes.cost.dollars_total`: whole picodollars
+    added up, so the same in any order), null when any value is (an unpriced call is never billed 0)."""
+    return pl.when(pl.col(column).is_null().any()).then(pl.lit(None, pl.Float64)).otherwise(dollars_total(column))
 
 
 def cost_columns() -> list[pl.Expr]:
     """Aggregations over a billed replay's session rows: ``cost_p50_usd`` / ``cost_p90_usd``, a session's replayed
     cost (its calls and its summarizer calls, ``total_cost_usd``) at the median and p90 (over the priced
     sessions); ``cost_usd``, ``recorded_cost_usd`` and ``summarizer_cost_usd``, the totals (null when any
-    call is unpriced); ``summarizer_share`` of the replayed total.
+    call is unpriced; whole picodollars added up); ``summarizer_share`` of the replayed total.
 
     >>> s = pl.DataFrame({"total_cost_usd": [1.0, 2.0, 9.0], "recorded_cost_usd": [2.0, 4.0, 6.0],
     ...                   "summarizer_cost_usd": [0.5, 0.5, 0.5]})
@@ -62,7 +65,12 @@ def cost_columns() -> list[pl.Expr]:
     ]
 
 
-def summarize_replay(events: pl.DataFrame, sessions: pl.DataFrame, *, by: Sequence[str] = (BUDGET,)) -> pl.DataFrame:
+def _named(exprs: Sequence[pl.Expr]) -> dict[str, pl.Expr]:
+    return {e.meta.output_name(): e for e in exprs}
+
+
+def summarize_replay(events: pl.DataFrame | pl.LazyFrame, sessions: pl.DataFrame | pl.LazyFrame, *,
+                     by: Sequence[str] = (BUDGET,), column_at_a_time: bool = False) -> pl.DataFrame:
     """One row per budget from :func:`~panto_analytics.policy.replay.engine.replay`'s two frames.
 
     ``by``: the grouping (``("policy", "budget")`` for a policy replay; the
@@ -79,10 +87,17 @@ def summarize_replay(events: pl.DataFrame, sessions: pl.DataFrame, *, by: Sequen
     (``replay(..., prices=...)``) adds :func:`cost_columns`: the cost per
     session (median, p90), the totals and the summarizer's share.
 
+    Every figure is order-free (:mod:`~panto_analytics.outcomes.group_tables`): the rows of disjoint sets of
+    sessions, in any order, give the same table.
+
     Parameters
     ----------
     events, sessions
-        :attr:`~panto_analytics.policy.replay.engine.Replay.events` and ``.sessions``.
+        :attr:`~panto_analytics.policy.replay.engine.Replay.events` and ``.sessions`` (or lazy frames of
+        their rows: a dataset's, read back from Parquet).
+    column_at_a_time
+        Read one column of the frames at a time (:func:`~panto_analytics.outcomes.group_tables.grouped`): the
+        same table, holding a column of the rows rather than the rows.
 
     Returns
     -------
@@ -98,27 +113,26 @@ def summarize_replay(events: pl.DataFrame, sessions: pl.DataFrame, *, by: Sequen
     [(1000, 1, 0), (3000, 1, 3000)]
     """
     keys = list(by)
-    costs = COST_TABLE_COLUMNS if "total_cost_usd" in sessions.columns else ()
-    per_session = sessions.group_by(keys, maintain_order=True).agg(
-        sessions=pl.len(),
-        compacted_share=(pl.col("n_compactions") > 0).mean(),
-        compactions_mean=pl.col("n_compactions").mean(),
-        compactions_max=pl.col("n_compactions").max(),
-        overflow_share=pl.col("overflow").mean(),
-        ineffective_share=pl.col("ineffective").mean(),
-    )
-    per_event = events.group_by(keys).agg(
-        events=pl.len(),
-        zero_kept_event_share=(pl.col("kept_turns") == 0).mean(),
-        kept_turns_p10=pl.col("kept_turns").quantile(0.1, "nearest").cast(pl.UInt32),
-        kept_turns_p50=pl.col("kept_turns").quantile(0.5, "nearest").cast(pl.UInt32),
-        kept_tokens_p50=pl.col("kept_tokens").quantile(0.5, "nearest").cast(pl.UInt64),
-        request_bytes_p50=pl.col("request_bytes").quantile(0.5, "nearest").cast(pl.UInt64),
-        request_bytes_total=pl.col("request_bytes").sum(),
-    )
-    if "total_cost_usd" in sessions.columns:
-        per_session = per_session.join(sessions.group_by(keys).agg(*cost_columns()), on=keys, how="left",
-                                       maintain_order="left")
+    billed = "total_cost_usd" in sessions.lazy().collect_schema().names()
+    costs = COST_TABLE_COLUMNS if billed else ()
+    per_session = grouped(sessions, keys, {
+        "sessions": pl.len(),
+        "compacted_share": (pl.col("n_compactions") > 0).mean(),
+        "compactions_mean": pl.col("n_compactions").mean(),
+        "compactions_max": pl.col("n_compactions").max(),
+        "overflow_share": pl.col("overflow").mean(),
+        "ineffective_share": pl.col("ineffective").mean(),
+        **(_named(cost_columns()) if billed else {}),
+    }, column_at_a_time=column_at_a_time)
+    per_event = grouped(events, keys, {
+        "events": pl.len(),
+        "zero_kept_event_share": (pl.col("kept_turns") == 0).mean(),
+        "kept_turns_p10": pl.col("kept_turns").quantile(0.1, "nearest").cast(pl.UInt32),
+        "kept_turns_p50": pl.col("kept_turns").quantile(0.5, "nearest").cast(pl.UInt32),
+        "kept_tokens_p50": pl.col("kept_tokens").quantile(0.5, "nearest").cast(pl.UInt64),
+        "request_bytes_p50": pl.col("request_bytes").quantile(0.5, "nearest").cast(pl.UInt64),
+        "request_bytes_total": pl.col("request_bytes").sum(),
+    }, column_at_a_time=column_at_a_time)
     table = (
         per_session.join(per_event, on=keys, how="left", maintain_order="left")
         .with_columns(
@@ -137,13 +151,14 @@ def summarize_replay(events: pl.DataFrame, sessions: pl.DataFrame, *, by: Sequen
                                            maintain_order=True).drop("_i")
 
 
-def compare_policies(events: pl.DataFrame, sessions: pl.DataFrame) -> pl.DataFrame:
+def compare_policies(events: pl.DataFrame | pl.LazyFrame, sessions: pl.DataFrame | pl.LazyFrame, *,
+                     column_at_a_time: bool = False) -> pl.DataFrame:
     """One row per (policy, budget) of a policy replay (:func:`~panto_analytics.policy.replay.any_policy.replay_policies`).
 
     :func:`summarize_replay`'s columns by ``("policy", "budget")``, then, at
     events: ``kept_tokens_p10`` / ``kept_tokens_p90``, ``kept_messages_p50``,
     ``summarized_tokens_p50`` (what each compaction takes out of the context)
-    and ``split_turn_share`` (pi's cuts inside a turn).
+    and ``split_turn_share`` (pi's cuts inside a turn). ``column_at_a_time``: as in :func:`summarize_replay`.
 
     >>> e = pl.DataFrame({"policy": ["pi", "pi"], "session_id": ["a", "a"], "budget": [20, 20],
     ...     "kept_turns": [0, 3], "kept_tokens": [5, 9], "kept_messages": [2, 7], "summarized_tokens": [50, 70],
@@ -155,19 +170,21 @@ def compare_policies(events: pl.DataFrame, sessions: pl.DataFrame) -> pl.DataFra
     [('pi', 2, 9, 0.5)]
     """
     keys = ["policy", BUDGET]
-    extra = events.group_by(keys).agg(
-        kept_tokens_p10=pl.col("kept_tokens").quantile(0.1, "nearest").cast(pl.UInt64),
-        kept_tokens_p90=pl.col("kept_tokens").quantile(0.9, "nearest").cast(pl.UInt64),
-        kept_messages_p50=pl.col("kept_messages").quantile(0.5, "nearest").cast(pl.UInt32),
-        summarized_tokens_p50=pl.col("summarized_tokens").quantile(0.5, "nearest").cast(pl.UInt64),
-        split_turn_share=pl.col("split_turn").mean(),
-    )
-    table = summarize_replay(events, sessions, by=keys).join(extra, on=keys, how="left", maintain_order="left")
+    extra = grouped(events, keys, {
+        "kept_tokens_p10": pl.col("kept_tokens").quantile(0.1, "nearest").cast(pl.UInt64),
+        "kept_tokens_p90": pl.col("kept_tokens").quantile(0.9, "nearest").cast(pl.UInt64),
+        "kept_messages_p50": pl.col("kept_messages").quantile(0.5, "nearest").cast(pl.UInt32),
+        "summarized_tokens_p50": pl.col("summarized_tokens").quantile(0.5, "nearest").cast(pl.UInt64),
+        "split_turn_share": pl.col("split_turn").mean(),
+    }, column_at_a_time=column_at_a_time)
+    table = summarize_replay(events, sessions, by=keys, column_at_a_time=column_at_a_time).join(
+        extra, on=keys, how="left", maintain_order="left")
+    billed = "total_cost_usd" in sessions.lazy().collect_schema().names()
     return table.select(
         *keys, "sessions", "compacted_share", "compactions_mean", "compactions_max", "events", "zero_kept_event_share",
         "kept_turns_p50", "kept_messages_p50", "kept_tokens_p10", "kept_tokens_p50", "kept_tokens_p90",
         "summarized_tokens_p50", "split_turn_share", "request_bytes_p50", "request_bytes_per_session",
-        "overflow_share", "ineffective_share", *(COST_TABLE_COLUMNS if "total_cost_usd" in sessions.columns else ()))
+        "overflow_share", "ineffective_share", *(COST_TABLE_COLUMNS if billed else ()))
 
 
 #: ``n_turns`` of an event in :func:`events_as_splits`: more than it can keep (an event is never a no-op).
