@@ -51,7 +51,7 @@ from ..base import BAD_RECORD, SessionMeta, SourceFile, gc_paused, parse_timesta
 from ..blocks import block_words
 from ..columnar import BLOCK, PART, iso_utc, parse_timestamps, read_together, serialized_bytes, words_and_flags
 from ..fast_columns import _strings
-from ..typed import DEEP, beyond_double
+from ..typed import DEEP, beyond_double_spans
 from .shapes import Message, Record, Usage, decode_file
 from .vocabulary import NAME, PRESERVED_MARK, SYNTHETIC_MODEL, TOOL_USE_BLOCKS, project_folder, text_of
 
@@ -84,11 +84,11 @@ def read_frames(sources: list[SourceFile]) -> list[pl.DataFrame | None]:
     lines = _lines(data, bounds)
     preserved = data.find(PRESERVED_MARK) >= 0
     deep = sys.getrecursionlimit() > DEEP
+    beyond = beyond_double_spans(data, bounds)
     decoded: list[tuple[int, list[Record], np.ndarray]] = []
     with memoryview(data) as view, gc_paused():
-        for k, (start, end), numbers in zip(good, bounds, lines):
-            if numbers is None or (preserved and data.find(PRESERVED_MARK, start, end) >= 0) \
-                    or beyond_double(data, start, end):
+        for k, (start, end), numbers, odd in zip(good, bounds, lines, beyond):
+            if numbers is None or (preserved and data.find(PRESERVED_MARK, start, end) >= 0) or odd:
                 continue   # a line the reader judges (a number orjson refuses); a compaction kept a segment verbatim
             records = decode_file(view[start:end])
             if isinstance(records, str) or len(records) != len(numbers):
