@@ -45,6 +45,7 @@ the workers.
 from __future__ import annotations
 
 import contextlib
+import gc
 import importlib
 import importlib.abc
 import multiprocessing
@@ -150,7 +151,13 @@ def launch(jobs: int | None = None, module: str = PARSER_MODULE, method: str = "
     if method == "fork" and not _fork_is_safe():
         method = "spawn"
     if method == "fork":
-        importlib.import_module(module)  # here, once: the forked workers share it
+        collecting = gc.isenabled()
+        gc.disable()   # imports make many objects and free few: the collector's passes would find nothing
+        try:
+            importlib.import_module(module)  # here, once: the forked workers share it
+        finally:
+            if collecting:
+                gc.enable()
         pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("fork"),
                                    initializer=_start_sharing, initargs=(jobs,))
         with warnings.catch_warnings():  # Python 3.12+ warns of any thread; the libraries' own are fork-safe

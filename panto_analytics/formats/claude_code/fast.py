@@ -127,15 +127,15 @@ def _lines(data: bytearray, spans: list[tuple[int, int]]) -> list[np.ndarray | N
     bounds[1:] += 1
     keep = ends > starts
     odd = keep & ((raw[np.minimum(starts, len(raw) - 1)] != 0x7B) | (raw[ends - 1] != 0x7D))   # "{" ... "}"
-    out: list[np.ndarray | None] = []
-    for k in range(len(spans)):
-        a, b = int(bounds[k]), int(bounds[k + 1])
-        if odd[a:b].any():
-            out.append(None)
-            continue
-        numbers = np.flatnonzero(keep[a:b]) + 1
-        out.append(numbers if len(numbers) else None)
-    return out
+    # Every file's lines at once: each line's file, the files with an odd line, each kept line's number in its file.
+    first, last = int(bounds[0]), int(bounds[-1])
+    file_of = np.repeat(np.arange(len(spans)), np.diff(bounds))
+    has_odd = np.bincount(file_of[np.flatnonzero(odd[first:last])], minlength=len(spans)) > 0
+    kept = np.flatnonzero(keep[first:last])
+    numbers = kept + first - bounds[file_of[kept]] + 1
+    counts = np.bincount(file_of[kept], minlength=len(spans))
+    return [None if bad or not n else part
+            for bad, n, part in zip(has_odd.tolist(), counts.tolist(), np.split(numbers, np.cumsum(counts)[:-1]))]
 
 
 def _newlines(raw: np.ndarray, step: int = 1 << 22) -> np.ndarray:
