@@ -83,7 +83,7 @@ def _quantiles(lf: pl.LazyFrame, groups: pl.DataFrame, keys: list[str], columns:
         rows.append(found.select(*(pl.lit(v, groups.schema[k]).alias(k) for k, v in group.items()), *exprs))
     if not rows:
         return pl.DataFrame(schema=schema)
-    return pl.concat(rows, how="vertical_relaxed").cast(dict(schema))
+    return pl.concat(rows, how="vertical_relaxed").cast(schema)
 
 
 def _plain(table: pl.DataFrame) -> pl.DataFrame:
