@@ -77,7 +77,7 @@ def test_the_table_on_ray_equals_local(data_dataset):
     on_ray = replay_table_dataset(data_dataset, BUDGETS, engine="ray", task_rows=1, **kw)
     here = replay_table_dataset(data_dataset, BUDGETS, **kw)
     assert_frame_equal(on_ray.table, here.table, check_exact=True)
-    assert here.table.height == 2 * len(BUDGETS)
+    assert here.table["policy"].n_unique() == 2 and here.table["orphan_calls"].sum() > 0
 
 
 @pytest.mark.parametrize("which", ["data", "synthetic"])
