@@ -163,7 +163,7 @@ def to_datetime(text: pl.Expr) -> pl.Expr:
         "%Y-%m-%dT%H:%M:%S%.fZ", time_unit="ms", time_zone="UTC", strict=False)
 
 
-def iso_utc(text: pl.Expr) -> pl.Expr:
+def iso_utc(text: pl.Expr, parsed: pl.Expr | None = None) -> pl.Expr:
     """Whether :func:`to_datetime` reads ``text`` as :func:`.base.parse_timestamp` does (null stays null).
 
     The one check every fast path takes a timestamp by: of :data:`ISO_UTC`'s
@@ -176,7 +176,8 @@ def iso_utc(text: pl.Expr) -> pl.Expr:
     ...            "2025-01-01T00:00:00+01:00", None]).to_frame("t").select(iso_utc(pl.col("t")))["t"].to_list()
     [True, False, False, False, False, None]
     """
-    return text.str.contains(ISO_UTC) & ~text.str.starts_with("0000") & (to_datetime(text).is_not_null() | text.is_null())
+    parsed = to_datetime(text) if parsed is None else parsed  # ``to_datetime(text)``, where the caller has it
+    return text.str.contains(ISO_UTC) & ~text.str.starts_with("0000") & (parsed.is_not_null() | text.is_null())
 
 
 def bad_timestamps(values: pa.Array) -> np.ndarray:

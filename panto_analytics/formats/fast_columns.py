@@ -224,14 +224,15 @@ class Columns:
         """Each message's time: its entry's, else its message's (:func:`.base.parse_timestamp`), in UTC ms.
 
         Where every entry's is an ISO-8601 UTC string Polars reads as Python does (:func:`.columnar.iso_utc`), one
-        vectorized parse;
-        else each is parsed as :func:`.pi.parse` parses it and converted as :class:`.base.FrameBuilder` does.
+        vectorized parse; else each is parsed as :func:`.pi.parse` parses it and converted as ``FrameBuilder`` does.
         """
         dtype = MESSAGE_SCHEMA["timestamp"]
-        if all(type(t) is str for t in self.ts):
-            text = pl.Series("t", self.ts, dtype=pl.String).to_frame()
-            if text.select(iso_utc(pl.col("t")).all())["t"].item():
-                return text.select(to_datetime(pl.col("t")))["t"].cast(dtype)
+        try:  # every entry's a string (strict: anything else raises), parsed once
+            text = pl.Series("t", self.ts, dtype=pl.String).to_frame().with_columns(p=to_datetime(pl.col("t")))
+        except (TypeError, ValueError, pl.exceptions.PolarsError):
+            text = None
+        if text is not None and text.select(iso_utc(pl.col("t"), pl.col("p")).all() & pl.col("t").is_not_null().all()).item():
+            return text["p"].cast(dtype)
         times = [parse_timestamp(t) or parse_timestamp(m) for t, m in zip(self.ts, self.ts_msg)]
         return _python_timestamps(times).cast(dtype)
 
