@@ -33,8 +33,8 @@ from .base import COMPRESSED_SUFFIXES, SourceFile, gc_paused
 from .columnar import valid_utf8
 from .jsonl import records
 
-__all__ = ["DEEP", "Counter", "JsonInt", "TYPED_ERRORS", "TypedLines", "beyond_double", "one_per_line", "plain", "raw_json",
-           "typed_records"]
+__all__ = ["DEEP", "Counter", "JsonInt", "TYPED_ERRORS", "TypedLines", "beyond_double", "beyond_double_spans", "one_per_line",
+           "plain", "raw_json", "typed_records"]
 
 #: A usage counter as the file holds it: a JSON integer in libpanto's range (anything else: the plain checks).
 Counter = Annotated[int, msgspec.Meta(ge=0, le=MAX_USAGE)]
@@ -109,6 +109,39 @@ def raw_json(raw: msgspec.Raw) -> str:
     ('{"a":[1,"x y"]}', '{"a":1.5}')
     """
     return orjson.dumps(orjson.loads(bytes(raw))).decode()
+
+
+#: :func:`beyond_double`'s two tests as one regular expression over bytes: 210 digits, points or signs in a row;
+#: or, at the start or after ``:``, ``,`` or ``[`` and spaces, a run of them, an exponent's letter and three digits
+#: (or a sign and three).
+_BEYOND_DOUBLE = r"[0-9.+-]{210}|(?:^|[:,\[])[ \t\r\n]*[0-9.+-]+[eE](?:[0-9.][0-9.+-]{2}|[+-][0-9.+-]{3})"
+
+
+def beyond_double_spans(data: bytes | bytearray, spans: Sequence[tuple[int, int]]) -> list[bool]:
+    """:func:`beyond_double` of each ``(start, end)`` of ``data`` (in order, not overlapping), in one pass.
+
+    The same test as one regular expression, run by Arrow's RE2 over the
+    spans as the items of one binary array (no copy of ``data``): about half
+    :func:`beyond_double`'s time, which maps every byte to its class in
+    Python and visits each hex id that looks like an exponent.
+
+    >>> data = b'{"a":"12e456"}\n{"b":1e400}\n{"c":[1,-2.5E+308]}\n'
+    >>> beyond_double_spans(data, [(0, 15), (15, 27), (27, 46)])
+    [False, True, True]
+    """
+    if not spans:
+        return []
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    # Every span and the gap after it, as consecutive items: the spans are the even ones.
+    bounds = np.array([edge for span in spans for edge in span], dtype=np.int64)
+    if (np.diff(bounds) < 0).any():
+        raise ValueError("spans must be in order and not overlap")
+    items = pa.Array.from_buffers(pa.large_binary(), len(bounds) - 1, [None, pa.py_buffer(bounds), pa.py_buffer(data)])
+    found: list[bool] = pc.match_substring_regex(items, _BEYOND_DOUBLE).to_pylist()
+    return found[::2]
 
 
 def typed_records(src: SourceFile, decoder: msgspec.json.Decoder[T],

@@ -45,6 +45,7 @@ the workers.
 from __future__ import annotations
 
 import contextlib
+import gc
 import importlib
 import importlib.abc
 import multiprocessing
@@ -63,7 +64,7 @@ from contextlib import contextmanager
 from typing import Any, Generic, TypeVar
 
 __all__ = ["LAUNCH_METHODS", "MIN_PARALLEL_BYTES", "as_program", "close", "default_jobs", "keep_pandas_out", "launch", "launched",
-           "launched_workers", "run"]
+           "launched_workers", "run", "threads_here"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -81,6 +82,32 @@ def default_jobs() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
         return os.cpu_count() or 1
+
+
+#: How many processes parse at once on this machine's cores, this one included: 1 in a process that parses alone;
+#: a worker learns its number as it starts (:func:`_start_sharing`).
+_sharing = 1
+
+
+def threads_here(most: int = 4) -> int:
+    """The threads a columnar fast path may use in this process: its share of the cores, 1 to ``most``.
+
+    A process that parses alone takes every core; each of several parsing
+    processes (forked workers, a pool and its caller) takes its share, so
+    that threads do not outnumber the cores: the fast paths hold the GIL
+    for much of their time, and a thread beyond the cores only contends.
+
+    >>> 1 <= threads_here() <= 4
+    True
+    """
+    return max(1, min(most, default_jobs() // _sharing))
+
+
+def _start_sharing(sharing: int) -> None:
+    """A worker's start: it is one of ``sharing`` parsing processes; Ctrl-C is the caller's to handle."""
+    global _sharing
+    _sharing = max(1, sharing)
+    _ignore_ctrl_c()
 
 
 #: The worker pool :func:`launch` started, or None; how it was started; how many workers it holds.
@@ -124,9 +151,15 @@ def launch(jobs: int | None = None, module: str = PARSER_MODULE, method: str = "
     if method == "fork" and not _fork_is_safe():
         method = "spawn"
     if method == "fork":
-        importlib.import_module(module)  # here, once: the forked workers share it
+        collecting = gc.isenabled()
+        gc.disable()   # imports make many objects and free few: the collector's passes would find nothing
+        try:
+            importlib.import_module(module)  # here, once: the forked workers share it
+        finally:
+            if collecting:
+                gc.enable()
         pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("fork"),
-                                   initializer=_ignore_ctrl_c)
+                                   initializer=_start_sharing, initargs=(jobs,))
         with warnings.catch_warnings():  # Python 3.12+ warns of any thread; the libraries' own are fork-safe
             warnings.filterwarnings("ignore", message=".*fork.*", category=DeprecationWarning)
             pool.submit(_ready)  # forks every worker now, before this process starts any thread of its own
@@ -147,7 +180,11 @@ def _ignore_ctrl_c() -> None:
 
 
 def _start_worker(module: str) -> None:
-    """A spawned worker's start: Ctrl-C is the caller's to handle, then the imports."""
+    """A spawned worker's start: Ctrl-C is the caller's to handle, then the imports.
+
+    It parses alone (the caller waits) unless a read big enough for a pool
+    starts more of them; it keeps every core for its threads.
+    """
     _ignore_ctrl_c()
     _block_pandas()
     importlib.import_module(module)
@@ -205,6 +242,13 @@ def keep_pandas_out() -> bool:
     return True
 
 
+def _start_pool_worker(sharing: int) -> None:
+    """A worker of :func:`run`'s own pool: one of ``sharing`` parsing processes (the caller parses too), pandas out."""
+    global _sharing
+    _sharing = max(1, sharing)
+    _block_pandas()
+
+
 def _block_pandas() -> None:
     """Put :class:`_NoPandas` first among the import finders (once); a parsing worker's start calls it."""
     if "pandas" not in sys.modules and not any(isinstance(f, _NoPandas) for f in sys.meta_path):
@@ -217,16 +261,21 @@ def launched() -> bool:
 
 
 def close() -> None:
-    """End the launched workers now, without waiting for one still starting (nothing is left for them)."""
+    """End the launched workers now, without waiting for one still starting (nothing is left for them).
+
+    Each worker is terminated, then the pool shut down: its thread here
+    ends as soon as it sees them gone, so nothing of the pool is left
+    running when this returns (the console script then ends at once, see
+    :func:`panto_analytics.cli.app.leave`).
+    """
     global _launched, _launched_method, _launched_count
     pool, _launched, _launched_method, _launched_count = _launched, None, None, 0
     if pool is None:
         return
-    processes = list(getattr(pool, "_processes", None) or {})
-    pool.shutdown(wait=False, cancel_futures=True)
-    for process in processes:
+    for process in list((getattr(pool, "_processes", None) or {}).values()):
         with contextlib.suppress(Exception):
             process.terminate()
+    pool.shutdown(wait=True, cancel_futures=True)
 
 
 def run(fn: Callable[[T], R], items: Sequence[T], *, weights: Sequence[int], jobs: int | None = None,
@@ -292,7 +341,7 @@ def run(fn: Callable[[T], R], items: Sequence[T], *, weights: Sequence[int], job
     workers = min(jobs - 1, len(items) - 1)
     own = _launched is None
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
-                               initializer=_block_pandas) if own else _launched
+                               initializer=_start_pool_worker, initargs=(workers + 1,)) if own else _launched
     assert pool is not None
     try:
         with _main_not_inherited():  # the workers start on these submits (a launched one is up, or nearly)

@@ -192,22 +192,26 @@ def _format_of(path: PathLike, forced: str | None) -> str:
     return forced
 
 
-#: Threads for the columnar fast paths within one process.
-FAST_PATH_THREADS = max(1, min(4, parallel.default_jobs()))
-
 def _fast_frames(sources: list) -> list[pl.DataFrame | None]:
     """Frames from the adapters' columnar fast paths, None where there is none or it declined.
 
-    A fast path spends its time in Arrow, NumPy and Polars code that
-    releases the GIL, so its files are split between threads, one per core.
+    A fast path spends part of its time in Arrow, NumPy and Polars code
+    that releases the GIL, so its files are split between threads, one per
+    core this process has to itself (:func:`.parallel.threads_here`: one in
+    each forked worker, where the workers take every core between them).
     """
     frames: list[pl.DataFrame | None] = [None] * len(sources)
+    threads = parallel.threads_here()
     for name, fmt in ADAPTERS.items():
         fast = fmt.read_frames
         mine = [i for i, src in enumerate(sources) if isinstance(src, SourceFile) and src.source_format == name]
         if fast is None or not mine:
             continue
-        shares = [mine[k::FAST_PATH_THREADS] for k in range(FAST_PATH_THREADS) if mine[k::FAST_PATH_THREADS]]
+        shares = [mine[k::threads] for k in range(threads) if mine[k::threads]]
+        if len(shares) == 1:   # no thread to start
+            for i, frame in zip(mine, fast([sources[i] for i in mine])):
+                frames[i] = frame
+            continue
         with ThreadPoolExecutor(len(shares)) as pool:
             done = pool.map(fast, [[sources[i] for i in share] for share in shares])
             for share, share_frames in zip(shares, done):

@@ -11,8 +11,11 @@ from __future__ import annotations
 import json
 import random
 import tempfile
+import types
 from pathlib import Path
 
+import msgspec
+import orjson
 import pytest
 from adapter_checks import assert_fast_path_agrees, reference_frame
 from conftest import FIXTURES, SHARED, examples
@@ -318,3 +321,67 @@ def test_a_boundary_s_pre_tokens_beyond_a_machine_word_read_as_the_reference_rea
     assert not isinstance(ref, InputError)
     want = pre_tokens if -(2**63) <= pre_tokens < 2**64 else None   # beyond: orjson's float, no count
     assert [c["tokens_before"] for c in ref[1].meta.compactions] == [want]
+
+
+# -- tool-call inputs: the raw bytes where they are their compact JSON, serialized again where not ------------
+
+#: Inputs as raw JSON text that orjson's compact form writes otherwise (spaces, escapes it does not write, numbers
+#: in another form, a repeated key), and ones it writes as they are.
+ODD_INPUTS = [b'{"cmd": "ls"}', b'{"p":"a\\/b"}', b'{"s":"\\u00e9\\u0041"}', b'{"n":1e5}', b'{"n":1.50}', b'{"n":-0}',
+              b'{"n":18446744073709551616}', b'{"k":1,"k":2}', b'[ 1 ,2]', b'{"s":"\\u001F"}', b'{"s":"\\u0008"}']
+COMPACT_INPUTS = [b'{"cmd":"ls -la"}', b'{"s":"a\\"b\\\\c\\n\\t\\u001f\\b"}', b'{"n":1.5,"m":-3,"z":0}', b'[]',
+                  b'{"a":[1,{"b":null,"c":true}]}', '{"s":"é ☃"}'.encode()]
+
+
+def _raw_line(uid: str, tid: str, raw_input: bytes) -> bytes:
+    """An assistant line whose one tool call's input is ``raw_input``, byte for byte."""
+    head = json.dumps(_asst(uid, "m-" + uid, [_use(tid, "INPUT")], {"input_tokens": 1}), separators=(",", ":")).encode()
+    return head.replace(b'"INPUT"', raw_input)
+
+
+@pytest.mark.parametrize("odd", [None, *ODD_INPUTS], ids=lambda o: "compact" if o is None else o.decode())
+def test_tool_inputs_count_as_their_compact_json_raw_or_serialized_again(tmp_path, odd):
+    # A batch with one odd input among compact ones: every input is serialized again; without: the raw bytes.
+    inputs = [*COMPACT_INPUTS, *([odd] if odd is not None else [])]
+    lines = [json.dumps(_user("u0", "go"), separators=(",", ":")).encode()]
+    lines += [_raw_line(f"a{k}", f"t{k}", raw) for k, raw in enumerate(inputs)]
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    other = _write(tmp_path / "other.jsonl", *FEATURES["queued prompts, string and list"])
+    assert assert_agrees([path, other]) == [True, True]
+
+
+@st.composite
+def raw_inputs(draw: st.DrawFn) -> list[bytes]:
+    """Tool inputs as raw JSON text, each compact (orjson's form) or written with spaces or ASCII escapes."""
+    leaves = st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats(allow_nan=False, allow_infinity=False) | st.text()
+    values = st.lists(st.recursive(leaves, lambda inner: st.lists(inner, max_size=3)
+                                   | st.dictionaries(st.text(max_size=4), inner, max_size=3), max_leaves=8), max_size=6)
+    out = []
+    for value in draw(values):
+        style = draw(st.sampled_from(["orjson", "spaced", "ascii"]))
+        if style == "orjson":
+            try:
+                out.append(orjson.dumps(value))
+            except orjson.JSONEncodeError:   # an integer beyond 64 bits
+                out.append(json.dumps(value).encode())
+        else:
+            out.append(json.dumps(value, ensure_ascii=style == "ascii",
+                                  separators=(", ", ": ") if style == "spaced" else (",", ":")).encode())
+    return out
+
+
+@settings(max_examples=examples(100), deadline=None)
+@given(raw=raw_inputs())
+def test_the_inputs_column_is_each_input_serialized_again(raw):
+    # The column is what serializing each parsed input again gives (as lines.py does), whichever way it is built.
+    columns = types.SimpleNamespace(failed=False)
+    calls = [2 * k + 1 for k in range(len(raw))]
+    got = fast._Columns._inputs(columns, 2 * len(raw) + 1, calls, [msgspec.Raw(r) for r in raw])
+    try:
+        want = [orjson.dumps(orjson.loads(r)).decode() for r in raw]
+    except orjson.JSONEncodeError:
+        assert columns.failed
+        return
+    assert not columns.failed
+    assert got.to_pylist() == [None if k % 2 == 0 else want[k // 2] for k in range(2 * len(raw) + 1)]

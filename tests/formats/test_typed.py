@@ -15,7 +15,7 @@ from panto_analytics.errors import IngestReport, InputError
 from panto_analytics.formats import jsonl
 from panto_analytics.formats.base import SourceFile
 from panto_analytics.formats.columnar import valid_utf8
-from panto_analytics.formats.typed import TypedLines, beyond_double, one_per_line, plain
+from panto_analytics.formats.typed import TypedLines, beyond_double, beyond_double_spans, one_per_line, plain
 
 
 class Rec(msgspec.Struct):
@@ -145,6 +145,30 @@ def test_beyond_double_looks_at_a_part_of_a_buffer():
     data = b'{"a":"12e456"}\n{"b":1e400}\n'
     assert beyond_double(data) and beyond_double(data, 15) and not beyond_double(data, 0, 15)
     assert not beyond_double(b"") and beyond_double(b"1e400") and beyond_double(b" -1e400") and not beyond_double(b"1e99")
+
+
+#: Pieces a buffer is made of for :func:`beyond_double`: its classes of byte, long runs, numbers in and out of strings.
+PIECES = st.one_of(st.sampled_from(list("0123456789.+-eE :,[ \t\r\n\"a{}x")),
+                   st.builds(lambda c, n: c * n, st.sampled_from(list("9.-+e ")), st.integers(200, 215)),
+                   NUMBERS, NUMBERS.map(lambda n: '"' + n + '"'))
+
+
+@settings(max_examples=examples(300))
+@given(pieces=st.lists(PIECES, max_size=40), cuts=st.lists(st.integers(0, 10**6), max_size=6), gaps=st.booleans())
+def test_beyond_double_of_many_spans_at_once_is_beyond_double_of_each(pieces, cuts, gaps):
+    data = "".join(pieces).encode()
+    edges = sorted({0, len(data), *(c % (len(data) + 1) for c in cuts)})
+    spans = list(zip(edges, edges[1:]))
+    if gaps:   # spans need not touch: leave every other one out
+        spans = spans[::2]
+    assert beyond_double_spans(data, spans) == [beyond_double(data, start, end) for start, end in spans]
+
+
+def test_beyond_double_spans_in_a_bytearray_and_out_of_order():
+    data = bytearray(b'{"a":1e400}\n{"b":"1e400"}\n')
+    assert beyond_double_spans(data, [(0, 12), (12, 26)]) == [True, False] and beyond_double_spans(data, []) == []
+    with pytest.raises(ValueError, match="in order"):
+        beyond_double_spans(data, [(12, 26), (0, 12)])
 
 
 @pytest.mark.skipif(not REALDATA.is_dir(), reason="../shared/realdata is absent")

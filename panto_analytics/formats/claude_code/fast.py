@@ -51,7 +51,7 @@ from ..base import BAD_RECORD, SessionMeta, SourceFile, gc_paused, parse_timesta
 from ..blocks import block_words
 from ..columnar import BLOCK, PART, iso_utc, parse_timestamps, read_together, serialized_bytes, words_and_flags
 from ..fast_columns import _strings
-from ..typed import DEEP, beyond_double
+from ..typed import DEEP, beyond_double_spans
 from .shapes import Message, Record, Usage, decode_file
 from .vocabulary import NAME, PRESERVED_MARK, SYNTHETIC_MODEL, TOOL_USE_BLOCKS, project_folder, text_of
 
@@ -84,11 +84,11 @@ def read_frames(sources: list[SourceFile]) -> list[pl.DataFrame | None]:
     lines = _lines(data, bounds)
     preserved = data.find(PRESERVED_MARK) >= 0
     deep = sys.getrecursionlimit() > DEEP
+    beyond = beyond_double_spans(data, bounds)
     decoded: list[tuple[int, list[Record], np.ndarray]] = []
     with memoryview(data) as view, gc_paused():
-        for k, (start, end), numbers in zip(good, bounds, lines):
-            if numbers is None or (preserved and data.find(PRESERVED_MARK, start, end) >= 0) \
-                    or beyond_double(data, start, end):
+        for k, (start, end), numbers, odd in zip(good, bounds, lines, beyond):
+            if numbers is None or (preserved and data.find(PRESERVED_MARK, start, end) >= 0) or odd:
                 continue   # a line the reader judges (a number orjson refuses); a compaction kept a segment verbatim
             records = decode_file(view[start:end])
             if isinstance(records, str) or len(records) != len(numbers):
@@ -127,15 +127,15 @@ def _lines(data: bytearray, spans: list[tuple[int, int]]) -> list[np.ndarray | N
     bounds[1:] += 1
     keep = ends > starts
     odd = keep & ((raw[np.minimum(starts, len(raw) - 1)] != 0x7B) | (raw[ends - 1] != 0x7D))   # "{" ... "}"
-    out: list[np.ndarray | None] = []
-    for k in range(len(spans)):
-        a, b = int(bounds[k]), int(bounds[k + 1])
-        if odd[a:b].any():
-            out.append(None)
-            continue
-        numbers = np.flatnonzero(keep[a:b]) + 1
-        out.append(numbers if len(numbers) else None)
-    return out
+    # Every file's lines at once: each line's file, the files with an odd line, each kept line's number in its file.
+    first, last = int(bounds[0]), int(bounds[-1])
+    file_of = np.repeat(np.arange(len(spans)), np.diff(bounds))
+    has_odd = np.bincount(file_of[np.flatnonzero(odd[first:last])], minlength=len(spans)) > 0
+    kept = np.flatnonzero(keep[first:last])
+    numbers = kept + first - bounds[file_of[kept]] + 1
+    counts = np.bincount(file_of[kept], minlength=len(spans))
+    return [None if bad or not n else part
+            for bad, n, part in zip(has_odd.tolist(), counts.tolist(), np.split(numbers, np.cumsum(counts)[:-1]))]
 
 
 def _newlines(raw: np.ndarray, step: int = 1 << 22) -> np.ndarray:
@@ -362,20 +362,36 @@ class _Columns:
 
         The raw inputs are parsed in one call, as the items of one JSON array
         (one by one where that fails: an input nested as deep as orjson
-        allows, or one it refuses), and serialized again one by one.
+        allows, or one it refuses), and that array is serialized again in one
+        call. Where it comes back byte for byte (as in every real recording:
+        the agent writes compact JSON), so does each item, each between the
+        same top-level commas, and the raw bytes are each input's compact
+        JSON as they are; otherwise each is serialized again on its own.
         """
+        joined = b"[" + b",".join(raw) + b"]"
+        compact: list[bytes] | None = None
+        values: list[Any] = []
         try:
             try:
-                values = orjson.loads(b"[" + b",".join(raw) + b"]")
+                values = orjson.loads(joined)
+                same = len(values) == len(raw) and orjson.dumps(values) == joined
             except orjson.JSONDecodeError:
-                values = [orjson.loads(bytes(value)) for value in raw]
-            dumped = [orjson.dumps(value) for value in values]
+                values, same = [orjson.loads(bytes(value)) for value in raw], False
+            if not same:
+                compact = [orjson.dumps(value) for value in values]
         except (orjson.JSONDecodeError, orjson.JSONEncodeError):   # msgspec let it through (1e400): the reader refuses it
             self.failed = True
-            dumped = []
+            raw, compact = [], []
+        del values
         at = np.full(n, -1, dtype=np.int64)
-        at[calls[:len(dumped)]] = np.arange(len(dumped))
-        texts = pa.array(dumped, pa.large_binary()).view(_TEXT)   # orjson writes UTF-8
+        at[calls[:len(raw)]] = np.arange(len(raw))
+        if compact is None:   # the raw bytes, end to end, cut where each input ends
+            lengths = np.fromiter(map(len, raw), dtype=np.int64, count=len(raw))
+            offsets = np.zeros(len(raw) + 1, dtype=np.int64)
+            np.cumsum(lengths, out=offsets[1:])
+            texts = pa.Array.from_buffers(_TEXT, len(raw), [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(raw))])
+        else:
+            texts = pa.array(compact, pa.large_binary()).view(_TEXT)   # orjson writes UTF-8
         return texts.take(pa.array(at, mask=at < 0))
 
     def _rare(self, recs: list[Record], contents: list[Any]) -> None:
