@@ -16,7 +16,8 @@ process, one task at a time, and replaces that worker every
 :data:`TASKS_PER_WORKER` tasks: what a task leaves behind in a process (the
 pages the allocator keeps after a task's frames are freed, the strings a
 Categorical column interns for the life of the process) then goes with the
-worker, and this process holds only the results, so that peak memory does
+worker (whose allocator is told to return freed pages at once:
+:data:`WORKER_ALLOCATOR`), and this process holds only the results, so that peak memory does
 not grow with the number of tasks. The results come back pickled, exactly
 as they left; a task's :class:`~panto_analytics.errors.InputError` comes back
 as it was raised. A worker is started with ``spawn`` (safe with Polars'
@@ -38,10 +39,12 @@ it left (every column's type kept, Enum and Categorical included).
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib.util
 import logging
 import multiprocessing
+import os
 import pickle
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -57,7 +60,7 @@ from ..errors import InputError
 from .info import read_info
 from .store import TASK_ROWS, bucket_groups, collect, scan_parts
 
-__all__ = ["ENGINES", "RAY_INSTALL", "TASKS_PER_WORKER", "WORKER_MIN_ROWS", "BucketTask", "EngineUnavailable", "gather",
+__all__ = ["ENGINES", "RAY_INSTALL", "TASKS_PER_WORKER", "WORKER_ALLOCATOR", "WORKER_MIN_ROWS", "BucketTask", "EngineUnavailable", "gather",
            "map_buckets", "ray_available"]
 
 #: Messages in a dataset above which the local engine runs its tasks in a worker process (see the module
@@ -119,6 +122,41 @@ def _picklable(task: object) -> bool:
 def _in_workers(root: str, groups: list[list[str]], task: BucketTask[_T]) -> Iterator[_T]:
     """``task`` over ``groups`` in a worker process replaced every :data:`TASKS_PER_WORKER` tasks, results in
     order; one task is queued ahead, so the worker has the next one while this process takes a result."""
+    with _worker_environment():  # read by each worker as it starts (the pool starts one every few tasks)
+        yield from _run_in_workers(root, groups, task)
+
+
+#: The allocator's settings of a worker process (jemalloc, Polars' allocator, reads ``_RJEM_MALLOC_CONF`` as
+#: the process starts; Polars puts its own defaults before what it finds there, the last setting wins): freed
+#: pages go back to the system at once, not kept for later (measured on ``cost`` of 1M synthetic sessions, 23
+#: tasks of 1M messages: the worker's peak 306 MiB against 414 by default, and 301 against 335 at 100k
+#: sessions: what a task frees no longer piles up over the worker's tasks). A setting of the user's own is kept.
+WORKER_ALLOCATOR = "dirty_decay_ms:0,muzzy_decay_ms:0"
+
+_ALLOCATOR_KEY = "_RJEM_MALLOC_CONF"
+#: What Polars itself puts in ``_RJEM_MALLOC_CONF`` as it is imported (not the user's).
+_POLARS_OWN = {"dirty_decay_ms:500", "muzzy_decay_ms:1000", "thp:always", "metadata_thp:always"}
+
+
+@contextlib.contextmanager
+def _worker_environment() -> Iterator[None]:
+    """:data:`WORKER_ALLOCATOR` in the environment the workers inherit, for as long as the pool lives, unless the
+    user set the allocator's settings."""
+    before = os.environ.get(_ALLOCATOR_KEY)
+    if any(s and s not in _POLARS_OWN for s in (before or "").split(",")):  # the user's: kept
+        yield
+        return
+    os.environ[_ALLOCATOR_KEY] = f"{before},{WORKER_ALLOCATOR}" if before else WORKER_ALLOCATOR
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(_ALLOCATOR_KEY, None)
+        else:
+            os.environ[_ALLOCATOR_KEY] = before
+
+
+def _run_in_workers(root: str, groups: list[list[str]], task: BucketTask[_T]) -> Iterator[_T]:
     pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"), max_tasks_per_child=TASKS_PER_WORKER)
     pending: deque[Future[_T]] = deque()
     todo = iter(groups)

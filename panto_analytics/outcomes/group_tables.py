@@ -38,8 +38,9 @@ def grouped(frame: pl.DataFrame | pl.LazyFrame, keys: Sequence[str], aggs: Mappi
 
     ``column_at_a_time``: one query per set of columns the aggregations read (those reading the same
     columns together), each reading only the keys and those columns of ``frame`` (a scan of Parquet reads
-    nothing else), joined on the keys; the same figures when the aggregations are order-free (see the module
-    docstring), in bounded memory. Otherwise one ``group_by(...).agg(...)``.
+    nothing else), joined on the keys; quantiles group by group (a query per group, its rows filtered as they
+    are read); the same figures when the aggregations are order-free (see the module docstring), in bounded
+    memory. Otherwise one ``group_by(...).agg(...)``.
 
     The table comes as plain columns in one chunk either way: Polars divides by a column that holds one
     value broadcast (as a group-by can give: every group of the same size) or by a one-row chunk as a
@@ -49,15 +50,40 @@ def grouped(frame: pl.DataFrame | pl.LazyFrame, keys: Sequence[str], aggs: Mappi
     lf, keys = frame.lazy(), list(keys)
     if not column_at_a_time:
         return _plain(lf.group_by(keys, maintain_order=True).agg(**aggs).collect())
-    out = lf.select(keys).group_by(keys, maintain_order=True).agg().collect()  # the groups, in order
-    by_columns: dict[tuple[str, ...], dict[str, pl.Expr]] = {}
+    groups = out = lf.select(keys).group_by(keys, maintain_order=True).agg().collect()  # the groups, in order
+    by_columns: dict[tuple[bool, tuple[str, ...]], dict[str, pl.Expr]] = {}
     for name, expr in aggs.items():
         columns = tuple(sorted(set(expr.meta.root_names()) - set(keys)))
-        by_columns.setdefault(columns, {})[name] = expr
-    for columns, exprs in by_columns.items():  # one query per set of columns read
-        part = lf.select(*keys, *columns).group_by(keys).agg(**exprs).collect()
+        by_columns.setdefault((_is_quantile(expr), columns), {})[name] = expr
+    for (quantile, columns), exprs in by_columns.items():  # one query per set of columns read
+        if quantile:  # group by group: a group-by's quantile holds several copies of the column
+            part = _quantiles(lf, groups, keys, columns, exprs)
+        else:
+            part = lf.select(*keys, *columns).group_by(keys).agg(**exprs).collect()
         out = out.join(part, on=keys, how="left", maintain_order="left", nulls_equal=True)
     return _plain(out.select(*keys, *aggs))
+
+
+def _is_quantile(expr: pl.Expr) -> bool:
+    """Whether ``expr`` takes a quantile."""
+    return ".quantile(" in str(expr)
+
+
+def _quantiles(lf: pl.LazyFrame, groups: pl.DataFrame, keys: list[str], columns: tuple[str, ...],
+               exprs: Mapping[str, pl.Expr]) -> pl.DataFrame:
+    """``exprs`` (quantiles) per group, one group at a time: its rows of ``columns`` filtered as they are read,
+    the quantile taken over them (the same value as a group-by's: the sorted values pick it), in the memory of
+    the group's column rather than the group-by's copies of every group's (measured on 1M rows of one group:
+    19 MiB against 50)."""
+    schema = lf.select(*keys, *columns).head(0).group_by(keys).agg(**exprs).collect().schema
+    rows = []
+    for group in groups.iter_rows(named=True):  # one query per group: the groups are few (policy x budget)
+        match = pl.all_horizontal(pl.col(k).eq_missing(pl.lit(v, groups.schema[k])) for k, v in group.items())
+        found = lf.select(*keys, *columns).filter(match).select(**exprs).collect()
+        rows.append(found.select(*(pl.lit(v, groups.schema[k]).alias(k) for k, v in group.items()), *exprs))
+    if not rows:
+        return pl.DataFrame(schema=schema)
+    return pl.concat(rows, how="vertical_relaxed").cast(schema)
 
 
 def _plain(table: pl.DataFrame) -> pl.DataFrame:

@@ -27,6 +27,24 @@ def _fails(root: str, parts: list[str]) -> pl.DataFrame:
     raise InputError(parts[0], 3, "a bad line", skippable=False)
 
 
+def _allocator(root: str, parts: list[str]) -> str | None:
+    import os
+
+    return os.environ.get("_RJEM_MALLOC_CONF")
+
+
+def test_the_worker_returns_freed_pages_at_once_and_this_process_is_left_as_it_was(data_dataset, monkeypatch):
+    import os
+
+    before = os.environ.get("_RJEM_MALLOC_CONF")  # Polars' own defaults, set as it was imported
+    got = set(engines.map_buckets(data_dataset, _allocator, rows=1, workers=True))
+    assert len(got) == 1 and got.pop().endswith(engines.WORKER_ALLOCATOR)  # the last setting wins
+    assert os.environ.get("_RJEM_MALLOC_CONF") == before
+    monkeypatch.setenv("_RJEM_MALLOC_CONF", "narenas:1")  # a setting of the user's own is kept
+    got = set(engines.map_buckets(data_dataset, _allocator, rows=1, workers=True))
+    assert len(got) == 1 and got.pop().endswith("narenas:1")
+
+
 def test_the_worker_gives_every_task_in_order(data_dataset, monkeypatch):
     monkeypatch.setattr(engines, "TASKS_PER_WORKER", 3)
     groups = bucket_groups(data_dataset, 1)

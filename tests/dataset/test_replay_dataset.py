@@ -65,6 +65,21 @@ def test_replay_dataset_on_ray_equals_local(data_dataset):
                        check_dtypes=False)
 
 
+@pytest.mark.ray
+@pytest.mark.slow
+def test_the_table_on_ray_equals_local(data_dataset):
+    """The table from the spilled columns on Ray: the tasks finish in another order, the table is the same to the
+    last bit (its figures are order-free)."""
+    pytest.importorskip("ray", reason="Ray is an optional extra: pip install 'panto_analytics[ray]'")
+    from panto_analytics.dataset.replay import replay_table_dataset
+
+    kw = dict(window=64_000, reserve=16_384, policy=["libpanto", "claude-code"], prices=True, with_loss=True)
+    on_ray = replay_table_dataset(data_dataset, BUDGETS, engine="ray", task_rows=1, **kw)
+    here = replay_table_dataset(data_dataset, BUDGETS, **kw)
+    assert_frame_equal(on_ray.table, here.table, check_exact=True)
+    assert here.table["policy"].n_unique() == 2 and here.table["orphan_calls"].sum() > 0
+
+
 @pytest.mark.parametrize("which", ["data", "synthetic"])
 def test_replay_dataset_warns_of_the_same_unpriced_calls(which, data_dataset, synthetic_dataset, tmp_path):
     root = data_dataset if which == "data" else synthetic_dataset
