@@ -22,6 +22,7 @@ orjson agree on whether it is JSON at all (:func:`plain`).
 from __future__ import annotations
 
 import sys
+from bisect import bisect_right
 from collections.abc import Callable, Iterator, Sequence
 from typing import Annotated, Any, Generic, TypeVar
 
@@ -72,8 +73,9 @@ def plain(raw: bytes) -> bool:
 
 def beyond_double(raw: bytes | bytearray, start: int = 0, end: int | None = None) -> bool:
     """Whether ``raw[start:end]`` may hold a JSON number beyond a double (orjson refuses it, msgspec skips it in a
-    field it does not declare): 210 digits in a row, or an exponent of three digits ending a token that starts a
-    value (after ``:``, ``,``, ``[`` or nothing, and spaces: so a hex id, ``"3e456"``, is no number).
+    field it does not declare): 210 digits in a row, or an exponent of three digits (after a sign or not) ending
+    a number that starts a value (after ``:``, ``,``, ``[`` or nothing, and spaces: so a hex id, ``"3e456"``, is
+    no number).
 
     A line is translated and searched (:func:`_translated`), a file scanned in blocks with NumPy (:func:`_scanned`).
 
@@ -81,71 +83,92 @@ def beyond_double(raw: bytes | bytearray, start: int = 0, end: int | None = None
     (True, False)
     """
     end = len(raw) if end is None else end
-    return (_translated if end - start < _SCAN else _scanned)(raw, start, end)
+    return _translated(raw, start, end) if end - start < _SCAN else _scanned(raw, [(start, end)])[0]
 
 
-#: Each byte as :func:`_translated` sees it: a digit, point or sign ``0``, an exponent's letter ``e``.
-_SHAPE = bytes(48 if c in b"0123456789.+-" else 101 if c in b"eE" else 120 for c in range(256))
+def beyond_double_spans(data: bytes | bytearray, spans: Sequence[tuple[int, int]]) -> list[bool]:
+    """:func:`beyond_double` of each ``(start, end)`` of ``data`` (in order, not overlapping), in one scan.
+
+    >>> data = b'{"a":"12e456"}\\n{"b":1e400}\\n{"c":[1,-2.5E+308]}\\n'
+    >>> beyond_double_spans(data, [(0, 15), (15, 27), (27, 46)])
+    [False, True, True]
+    """
+    edges = [edge for span in spans for edge in span]
+    if any(later < earlier for earlier, later in zip(edges, edges[1:])):
+        raise ValueError("spans must be in order and not overlap")
+    return _scanned(data, spans) if spans else []
+
+
+#: Each byte as :func:`_translated` sees it: a digit ``0``, a point or sign ``1``, an exponent's letter ``e``.
+_SHAPE = bytes(48 if c in b"0123456789" else 49 if c in b".+-" else 101 if c in b"eE" else 120 for c in range(256))
 #: Bytes from which :func:`beyond_double` scans in blocks, and the block.
 _SCAN, _BLOCK = 1 << 14, 1 << 17
 
 
 def _translated(raw: bytes | bytearray, start: int, end: int) -> bool:
     raw = raw[start:end] if start or end != len(raw) else raw
-    found = b"0" * 64 in (shape := raw.translate(_SHAPE)) and b"0" * 210 in shape  # the short search skips faster
-    at = shape.find(b"0e000")
-    while at >= 0 and not found:
-        if raw[at + 2] not in b"+-" or shape[at + 5:at + 6] == b"0":   # three digits after the sign
-            found = _starts_value(raw, at + 1, 0)
-        at = shape.find(b"0e000", at + 1)
-    return found
+    if b"0" * 64 in (shape := raw.translate(_SHAPE)) and b"0" * 210 in shape:  # the short search skips faster
+        return True
+    for candidate in (b"0e0", b"0e1"):  # an exponent's letter after a digit, before a digit or a sign
+        at = shape.find(candidate)
+        while at >= 0:
+            if _exponent(raw, at + 1, 0, len(raw)):
+                return True
+            at = shape.find(candidate, at + 1)
+    return False
 
 
-def _scanned(raw: bytes | bytearray, start: int, end: int) -> bool:
-    """:func:`beyond_double` in blocks of :data:`_BLOCK` bytes, a few NumPy operations each: every ``e`` or ``E``
-    after a digit and before a digit or sign and two digits, and every 32 aligned bytes of digits (a run of 210
-    holds some), each then looked at in Python."""
+def _scanned(raw: bytes | bytearray, spans: Sequence[tuple[int, int]]) -> list[bool]:
+    """:func:`beyond_double` of each span, in one scan of blocks of :data:`_BLOCK` bytes, a few NumPy operations
+    each: every ``e`` or ``E`` after a digit and before a digit or sign and two digits, and every 32 aligned bytes
+    of digits (a run of 210 holds some), each then looked at in Python within its span."""
     import numpy as np
 
+    starts, ends = [s for s, _ in spans], [e for _, e in spans]
+    found = [False] * len(spans)
+    first, last = starts[0], ends[-1]
     data = np.frombuffer(raw, np.uint8)
-    size = min(_BLOCK, end - start) + 5
+    size = min(_BLOCK, last - first) + 5
     block, tmp = np.zeros(size, np.uint8), np.empty(size, np.uint8)
     digit, letter, sign = (np.empty(size, bool) for _ in range(3))
-    for at in range(start, end, _BLOCK):  # block[p] is raw[at - 1 + p]
-        n, ahead = min(end - at, _BLOCK), min(end - at, _BLOCK + 3)
-        block[0] = data[at - 1] if at > start else 0
+
+    def span_of(at: int) -> int | None:  # the span at ``at`` and not yet found, or None
+        k = bisect_right(starts, at) - 1
+        return k if k >= 0 and at < ends[k] and not found[k] else None
+
+    for at in range(first, last, _BLOCK):  # block[p] is raw[at - 1 + p]
+        n, ahead = min(last - at, _BLOCK), min(last - at, _BLOCK + 3)
+        block[0] = data[at - 1] if at > first else 0
         block[1:ahead + 1] = data[at:at + ahead]
         block[ahead + 1:] = 0
         np.less(np.subtract(block, 48, out=tmp), 10, out=digit)
         np.equal(np.bitwise_and(block, 0xF9, out=tmp), 0x29, out=sign)     # + and - (and ) and /: no number)
         sign |= digit
         np.equal(np.bitwise_or(block, 32, out=tmp), 101, out=letter)
-        found = letter[1:n + 1]
-        found &= digit[:n]
-        found &= sign[2:n + 2]
-        found &= digit[3:n + 3]
-        found &= digit[4:n + 4]
-        if any(_exponent(raw, e, start) for e in (np.flatnonzero(found) + at).tolist()):
-            return True
+        exponent = letter[1:n + 1]
+        exponent &= digit[:n]
+        exponent &= sign[2:n + 2]
+        exponent &= digit[3:n + 3]
+        exponent &= digit[4:n + 4]
+        for e in (np.flatnonzero(exponent) + at).tolist():
+            if (k := span_of(e)) is not None:
+                found[k] = _exponent(raw, e, starts[k], ends[k])
         runs = digit[1:n + 1 - n % 32].view(np.uint64) == 0x0101010101010101
-        runs = runs.view(np.uint32) == 0x01010101
-        if runs.any() and any(b"0" * 210 in bytes(raw[max(start, b - 210):min(end, b + 242)]).translate(_DIGITS)
-                              for b in (np.flatnonzero(runs) * 32 + at).tolist()):
-            return True
-    return False
-
-
-def _exponent(raw: bytes | bytearray, e: int, start: int) -> bool:
-    """Whether the ``e`` at ``e``, with three digits after it (after a sign or not), ends a number's digits."""
-    return (raw[e + 1] not in b"+-" or raw[e + 4:e + 5].isdigit()) and _starts_value(raw, e, start)
+        for b in (np.flatnonzero(runs.view(np.uint32) == 0x01010101) * 32 + at).tolist():
+            if (k := span_of(b)) is not None:
+                found[k] = b"0" * 210 in bytes(raw[max(starts[k], b - 210):min(ends[k], b + 242)]).translate(_DIGITS)
+    return found
 
 
 _DIGITS = bytes(48 if c in b"0123456789" else 120 for c in range(256))
 
 
-def _starts_value(raw: bytes | bytearray, e: int, start: int) -> bool:
-    """Whether the ``e`` at ``e`` ends the digits (and point) of a number that starts a value in ``raw[start:]``."""
-    if e == start or raw[e - 1] not in b"0123456789.":
+def _exponent(raw: bytes | bytearray, e: int, start: int, end: int) -> bool:
+    """Whether the ``e`` at ``e`` is followed by three digits (after a sign or not) in ``raw[:end]`` and ends the
+    digits of a number that starts a value in ``raw[start:]``."""
+    after = raw[e + 1:min(e + 5, end)]
+    digits = after[1:4] if after[:1] in (b"+", b"-") else after[:3]
+    if len(digits) < 3 or not digits.isdigit() or e == start or not raw[e - 1:e].isdigit():
         return False
     token = e - 1
     while token > start and raw[token - 1] in b"0123456789.+-":  # back over the digits, point and sign, then spaces
@@ -167,38 +190,6 @@ def raw_json(raw: msgspec.Raw) -> str:
     ('{"a":[1,"x y"]}', '{"a":1.5}')
     """
     return orjson.dumps(orjson.loads(bytes(raw))).decode()
-
-
-#: :func:`beyond_double`'s two tests as one regular expression over bytes: 210 digits, points or signs in a row;
-#: or, at the start or after ``:``, ``,`` or ``[`` and spaces, a run of them, an exponent's letter and three digits
-#: (or a sign and three).
-_BEYOND_DOUBLE = r"[0-9.+-]{210}|(?:^|[:,\[])[ \t\r\n]*[0-9.+-]+[eE](?:[0-9.][0-9.+-]{2}|[+-][0-9.+-]{3})"
-
-
-def beyond_double_spans(data: bytes | bytearray, spans: Sequence[tuple[int, int]]) -> list[bool]:
-    """:func:`beyond_double` of each ``(start, end)`` of ``data`` (in order, not overlapping), in one pass.
-
-    The same test as one regular expression, run by Arrow's RE2 over the
-    spans as the items of one binary array (no copy of ``data``): about half
-    the time of :func:`_translated` (one call a span), twice that of :func:`_scanned` on large spans.
-
-    >>> data = b'{"a":"12e456"}\\n{"b":1e400}\\n{"c":[1,-2.5E+308]}\\n'
-    >>> beyond_double_spans(data, [(0, 15), (15, 27), (27, 46)])
-    [False, True, True]
-    """
-    if not spans:
-        return []
-    import numpy as np
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    # Every span and the gap after it, as consecutive items: the spans are the even ones.
-    bounds = np.array([edge for span in spans for edge in span], dtype=np.int64)
-    if (np.diff(bounds) < 0).any():
-        raise ValueError("spans must be in order and not overlap")
-    items = pa.Array.from_buffers(pa.large_binary(), len(bounds) - 1, [None, pa.py_buffer(bounds), pa.py_buffer(data)])
-    found: list[bool] = pc.match_substring_regex(items, _BEYOND_DOUBLE).to_pylist()
-    return found[::2]
 
 
 def typed_records(src: SourceFile, decoder: msgspec.json.Decoder[T],

@@ -139,7 +139,7 @@ def _scanned(data: bytes, start: int = 0, end: int | None = None, block: int = 3
     """:func:`.typed.beyond_double`'s block scan (what a whole file gets), in blocks of ``block`` bytes."""
     with pytest.MonkeyPatch.context() as m:
         m.setattr(typed, "_BLOCK", block)
-        return typed._scanned(data, start, len(data) if end is None else end)
+        return typed._scanned(data, [(start, len(data) if end is None else end)])[0]
 
 
 @settings(max_examples=examples(300))
