@@ -141,8 +141,9 @@ def reread(src: SourceFile, wanted: set[int]) -> Iterator[tuple[int, dict[str, A
     """``(line number, object)`` again for the ``wanted`` lines, which :func:`records` already yielded.
 
     For adapters that need a second pass: lines are parsed only when wanted,
-    and nothing is reported twice. A line a typed first pass took but orjson refuses (a number beyond a double
-    where msgspec skips it) is reported as :func:`records` reports it (:meth:`.SourceFile.invalid`) and skipped.
+    and nothing is reported twice. The first pass read each wanted line plain or typed, and typed only where
+    orjson reads it too (:func:`.typed.plain`), so orjson reads it again; a line that it refuses all the same (the
+    file changed in between) is reported as :func:`records` reports it (:meth:`.SourceFile.invalid`) and skipped.
     """
     for lineno, raw in wanted_lines(src, wanted):
         try:

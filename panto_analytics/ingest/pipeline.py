@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, cast
 
 import numpy as np
+import numpy.ma  # noqa: F401  Polars imports it at the first Series built from an array: here, before workers fork
 import polars as pl
 
 from ..errors import WHOLE_FILE, IngestReport, InputError

@@ -20,8 +20,12 @@ from hypothesis import strategies as st
 from mutations import mutated_file
 from test_claude_code_fast import FEATURES, REFUSED_OR_LEFT, _asst, _user, _write, mutated_transcripts
 
+from panto_analytics.errors import IngestReport, InputError
 from panto_analytics.formats import jsonl
 from panto_analytics.formats.claude_code import reader
+from panto_analytics.formats.claude_code.vocabulary import TOOL_USE_BLOCKS
+from panto_analytics.ingest.pipeline import read_sessions
+from panto_analytics.schema import ROLE
 from reference import claude_code_lines
 
 FIXTURE_FILES = sorted((FIXTURES / "claude_code").rglob("*.jsonl"))
@@ -115,6 +119,42 @@ REFUSED_NUMBERS = {
 def test_a_record_the_shapes_leave_short_is_read_plain(tmp_path, name):
     path = _write(tmp_path / "s.jsonl", _user("u1", "go"), TYPED_LACKS[name], _user("u2", "next"))
     assert_reads_as_the_oracle(path)
+
+
+#: A tool call's ``id`` or ``name`` the checks refuse, each beside an input nested past orjson's writer (255 levels):
+#: the reader names the bad field, as the oracle does, rather than the input it cannot serialize.
+BAD_ID_OR_NAME = {"id null": {"id": None, "name": "Bash"}, "id a number": {"id": 5, "name": "Bash"},
+                  "no id": {"name": "Bash"}, "no name": {"id": "t"}, "name a number": {"id": "t", "name": 3}}
+DEEP_INPUT = json.loads("[" * 300 + "]" * 300)
+
+
+def _deep_call(kind: str, fault: str) -> dict:
+    return _call("a1", [{"type": kind, **BAD_ID_OR_NAME[fault], "input": DEEP_INPUT}])
+
+
+@pytest.mark.parametrize("fault", sorted(BAD_ID_OR_NAME))
+@pytest.mark.parametrize("kind", TOOL_USE_BLOCKS)
+def test_a_bad_tool_call_id_or_name_is_named_before_its_input_is_serialized(tmp_path, kind, fault):
+    path = _write(tmp_path / "s.jsonl", _user("u1", "go"), _deep_call(kind, fault), _user("u2", "next"))
+    field = "id" if "id" in fault else "name"
+    want = assert_reads_as_the_oracle(path)
+    assert want[:2] == ("error", 2) and want[2].startswith(f"content[0].{field} must be a string"), want
+
+
+@pytest.mark.parametrize("fault", sorted(BAD_ID_OR_NAME))
+@pytest.mark.parametrize("kind", TOOL_USE_BLOCKS)
+def test_a_bad_tool_call_id_or_name_through_read_sessions(tmp_path, kind, fault):
+    """The fast path declines the file (the input is too deep for it): the reader names the line and the field,
+    strict, and counts the skip under that reason under ``skip_invalid``."""
+    path = _write(tmp_path / "s.jsonl", _user("u1", "go"), _deep_call(kind, fault), _user("u2", "next"))
+    reason = outcome(claude_code_lines, path, reader.NAME, False)[2]
+    with pytest.raises(InputError) as raised:
+        read_sessions(path, cache=False, jobs=1)
+    assert (raised.value.path, raised.value.line, raised.value.reason) == (str(path), 2, reason)
+    report = IngestReport()
+    frame = read_sessions(path, skip_invalid=True, report=report, cache=False, jobs=1)
+    assert dict(report.skipped) == {(str(path), reason): 1}
+    assert frame[ROLE].to_list() == ["user", "user"]
 
 
 @pytest.mark.parametrize("name", sorted(REFUSED_NUMBERS))

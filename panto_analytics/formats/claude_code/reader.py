@@ -2,9 +2,10 @@
 
 Reads every transcript the fast path (:mod:`.fast`) declines. A line of another shape is read as plain JSON
 into the same Structs, each field as the line holds it (:func:`_plain`), so one set of checks judges both. A
-typed record that lacks what is needed (a server tool's result, a queued prompt, ``compactMetadata``, a tool
-input orjson refuses) is read again plain. A file reads as the line-by-line reader this replaced
-(``reference/claude_code_lines.py``) reads it.
+typed record that lacks what is needed (a server tool's result, a queued prompt, ``compactMetadata``: values
+whose numbers must read as orjson reads them) is read again plain; a line is decoded typed only where orjson reads
+it too (:func:`.typed.plain`), so that second read cannot fail. A file reads as the line-by-line reader this
+replaced (``reference/claude_code_lines.py``) reads it.
 
 >>> import tempfile, pathlib
 >>> p = pathlib.Path(tempfile.mkdtemp()) / "s.jsonl"
@@ -29,15 +30,14 @@ import msgspec
 import orjson
 
 from ..base import BAD_RECORD, Invalid, Message, SourceFile, bad_record, parse_timestamp, session_stem, usage_counter
-from ..jsonl import malformed, require_string
+from ..jsonl import require_string
 from ..typed import TypedLines, raw_json
-from .shapes import Attachment, Block, CacheSplit, Part, Record, Source, Usage
+from .shapes import DECODER, Attachment, Block, CacheSplit, Part, Record, Source, Usage
 from .shapes import Message as Said
 from .vocabulary import NAME, PRESERVED_MARK, SYNTHETIC_MODEL, TOOL_USE_BLOCKS, USAGE_KEYS, project_folder, text_of
 
 __all__ = ["NAME", "parse"]
 
-_RECORDS = msgspec.json.Decoder(Record)
 _S = TypeVar("_S", bound=msgspec.Struct)
 
 
@@ -48,23 +48,14 @@ class _Plain(Exception):
 def parse(src: SourceFile) -> Iterator[Message]:
     """Yield the messages of one Claude Code transcript, in the order the agent had them."""
     state = _Transcript(src, _preserved_heads(src))
-    lines = TypedLines(src, _RECORDS)
+    lines = TypedLines(src, DECODER)
     for lineno, rec in lines:
         try:
             if rec.__class__ is Record:
                 try:
                     state.record(rec, lineno, typed=True)
-                except _Plain:   # read the line again, plain; a number orjson refuses: as jsonl.records reports it
-                    raw = lines.raw(lineno)
-                    try:
-                        plain = orjson.loads(raw)
-                    except orjson.JSONDecodeError as e:
-                        if raw.endswith(b"\n"):
-                            src.invalid(lineno, malformed(raw, e))
-                        else:
-                            src.truncated(lineno)
-                    else:
-                        state.record(_plain(plain), lineno, typed=False)
+                except _Plain:   # read the line again, plain (orjson reads every line decoded typed: typed.plain)
+                    state.record(_plain(orjson.loads(lines.raw(lineno))), lineno, typed=False)
             else:
                 state.record(_plain(cast("dict[str, Any]", rec)), lineno, typed=False)
         except BAD_RECORD as e:
@@ -78,7 +69,16 @@ def parse(src: SourceFile) -> Iterator[Message]:
 
 def _plain(rec: dict[str, Any]) -> Record:
     """A record read as plain JSON, in the declared shapes: each field as the line holds it, whatever its type (the
-    checks judge it); an object where the shape has a Struct as that Struct (anything else there: None)."""
+    checks judge it), except these objects, made the Structs the checks read:
+
+    - ``attachment`` and ``message``: an :class:`Attachment` and a :class:`Said` (anything else there: None);
+    - ``message.content``: each object in a list a :class:`Block`, and each object in a ``tool_result`` block's
+      ``content`` list a :class:`Part` (items that are not objects kept as they are, for the checks to refuse);
+    - ``message.usage``: a :class:`Usage` (anything else kept as it is, for the checks to refuse), and its
+      ``cache_creation`` a :class:`CacheSplit` (anything else there: None).
+
+    Every other field keeps the line's value: a ``Part``'s ``source`` stays a dict, a server tool result's
+    ``content`` and ``compactMetadata`` stay as orjson read them."""
     out, att, msg = _fields(Record, rec), rec.get("attachment"), rec.get("message")
     out.attachment = _fields(Attachment, att) if isinstance(att, dict) else None
     out.message = message = _fields(Said, msg) if isinstance(msg, dict) else None
@@ -415,12 +415,11 @@ class _Transcript:
             elif kind == "redacted_thinking":
                 blocks.append({"type": "thinking", "text": ""})
             elif kind in TOOL_USE_BLOCKS:
-                try:   # typed: from the raw bytes (a number orjson refuses: the line is read plain, and refused)
-                    text = raw_json(block.input) if self.typed else orjson.dumps(block.input).decode()
-                except orjson.JSONDecodeError:
-                    raise _Plain from None
-                blocks.append({"type": "tool_use", "id": require_string(block.id, f"content[{i}].id"),
-                               "name": require_string(block.name, f"content[{i}].name"), "input": text})
+                # id and name first, as the oracle checks them: an input nested past orjson's writer raises TypeError
+                tool_id = require_string(block.id, f"content[{i}].id")
+                name = require_string(block.name, f"content[{i}].name")
+                text = raw_json(block.input) if self.typed else orjson.dumps(block.input).decode()   # typed: its bytes
+                blocks.append({"type": "tool_use", "id": tool_id, "name": name, "input": text})
             elif kind.endswith("_tool_result"):   # a server tool's result, in the message itself: context all the same
                 if self.typed:
                     raise _Plain   # its content, whole

@@ -28,7 +28,7 @@ import msgspec
 
 from ..typed import TYPED_ERRORS, Counter
 
-__all__ = ["Block", "Message", "Part", "Record", "Usage", "decode_file"]
+__all__ = ["DECODER", "Block", "Message", "Part", "Record", "Usage", "decode_file"]
 
 
 class Source(msgspec.Struct, gc=False):
@@ -113,7 +113,8 @@ class Record(msgspec.Struct, gc=False):
     compactMetadata: Any = None  # noqa: N815
 
 
-_DECODER = msgspec.json.Decoder(Record)
+#: The one decoder of :class:`Record`: a file at once (:func:`decode_file`) or a line or chunk at a time (:mod:`.reader`).
+DECODER = msgspec.json.Decoder(Record)
 _LINE_OF = re.compile(r"\$\[(\d+)\]")
 _BYTE = re.compile(r"\(byte (\d+)\)")
 
@@ -129,7 +130,7 @@ def decode_file(data: bytes | bytearray | memoryview) -> list[Record] | str:
     'line 3: JSON is malformed: trailing comma in object (byte 32)'
     """
     try:
-        return _DECODER.decode_lines(data)
+        return DECODER.decode_lines(data)
     except TYPED_ERRORS as e:
         text = str(e)
         where = _LINE_OF.search(text)

@@ -49,7 +49,6 @@ def sniff(record: Any) -> bool:
                                    or "aiTitle" in record or "lastPrompt" in record or "permissionMode" in record)
 
 
-
 def text_of(content: Any) -> str:
     """A compact summary's or a queued prompt's text: the string, or a list's text blocks (objects, or Structs
     decoded typed) joined by newlines.
@@ -64,9 +63,6 @@ def text_of(content: Any) -> str:
         return "\n".join(b["text"] for b in blocks
                          if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str))
     raise Invalid(f"message.content must be a string or a list, got {type(content).__name__}")
-
-
-
 
 
 def project_folder(path: Path, is_subagent: bool) -> str:
