@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from panto_analytics.errors import IngestReport, InputError
-from panto_analytics.formats import jsonl
+from panto_analytics.formats import jsonl, typed
 from panto_analytics.formats.base import SourceFile
 from panto_analytics.formats.columnar import valid_utf8
 from panto_analytics.formats.typed import TypedLines, beyond_double, beyond_double_spans, one_per_line, plain
@@ -132,19 +132,43 @@ def test_a_number_orjson_refuses_where_msgspec_skips_it_is_found(number, before,
     except orjson.JSONDecodeError:
         assert beyond_double(line), line
         assert not plain(line)
+        assert _scanned(line), line
+
+
+def _scanned(data: bytes, start: int = 0, end: int | None = None, block: int = 32) -> bool:
+    """:func:`.typed.beyond_double`'s block scan (what a whole file gets), in blocks of ``block`` bytes."""
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(typed, "_BLOCK", block)
+        return typed._scanned(data, start, len(data) if end is None else end)
 
 
 @settings(max_examples=examples(300))
 @given(text=st.from_regex(r"[0-9a-fA-F+.-]{0,40}", fullmatch=True), key=st.from_regex(r"[a-z]{1,3}", fullmatch=True))
 def test_numbers_inside_strings_are_not_taken_for_numbers(text, key):
     """A string (a hex id, ``3e456``, ``-12E+999``) holds no number: a line is not declined for one."""
-    assert not beyond_double(('{"' + key + '":"' + text + '","a":[1e99,-2.5E-30,0.1]}').encode())
+    line = ('{"' + key + '":"' + text + '","a":[1e99,-2.5E-30,0.1]}').encode()
+    assert not beyond_double(line) and not _scanned(line) and not _scanned(line, block=64)
+
+
+@settings(max_examples=examples(200))
+@given(number=st.sampled_from(["1e400", "-2.5E+308", "9" * 310, "1" + "0" * 315 + "e-5"]), at=st.integers(0, 200),
+       block=st.sampled_from([32, 64, 96]), text=st.from_regex(r"[0-9a-f]{0,300}", fullmatch=True))
+def test_the_block_scan_finds_a_number_wherever_the_blocks_end(number, at, block, text):
+    """A file is scanned in blocks: a number beyond a double is found across their ends, in a part of a buffer
+    (a file of a batch) too, and nothing past the part is looked at."""
+    filler = ('{"id":"' + text + '"}\n') * 3
+    line = (filler[:at] + '{"b":' + number + "}\n" + filler).encode()
+    assert _scanned(line, block=block) and beyond_double(line)
+    clean = (filler[:at] + '{"b":1e99}\n' + filler).encode()
+    assert not _scanned(clean, block=block) and not beyond_double(clean)
+    assert not _scanned(clean + line, 0, len(clean), block) and _scanned(clean + line, len(clean), None, block)
 
 
 def test_beyond_double_looks_at_a_part_of_a_buffer():
     data = b'{"a":"12e456"}\n{"b":1e400}\n'
     assert beyond_double(data) and beyond_double(data, 15) and not beyond_double(data, 0, 15)
     assert not beyond_double(b"") and beyond_double(b"1e400") and beyond_double(b" -1e400") and not beyond_double(b"1e99")
+    assert not _scanned(b"") and _scanned(b"1e400") and _scanned(b" -1e400") and not _scanned(b"1e99")
 
 
 #: Pieces a buffer is made of for :func:`beyond_double`: its classes of byte, long runs, numbers in and out of strings.
