@@ -176,11 +176,12 @@ _BEYOND_DOUBLE = r"[0-9.+-]{210}|(?:^|[:,\[])[ \t\r\n]*[0-9.+-]+[eE](?:[0-9.][0-
 
 
 def beyond_double_spans(data: bytes | bytearray, spans: Sequence[tuple[int, int]]) -> list[bool]:
-    """:func:`beyond_double` of each ``(start, end)`` of ``data`` (in order, not overlapping), in one pass.
+    """:func:`beyond_double` of each ``(start, end)`` of ``data`` (in order, not overlapping).
 
-    The same test as one regular expression, run by Arrow's RE2 over the
-    spans as the items of one binary array (no copy of ``data``): about half
-    the time of :func:`_translated` (one call a span), twice that of :func:`_scanned` on large spans.
+    A large span (:data:`_SCAN` bytes or more) is scanned on its own
+    (:func:`_scanned`); the small ones together, as one regular expression
+    run by Arrow's RE2 over them as the items of one binary array (no copy
+    of ``data``): about half the time of :func:`_translated`, one call a span.
 
     >>> data = b'{"a":"12e456"}\\n{"b":1e400}\\n{"c":[1,-2.5E+308]}\\n'
     >>> beyond_double_spans(data, [(0, 15), (15, 27), (27, 46)])
@@ -196,9 +197,14 @@ def beyond_double_spans(data: bytes | bytearray, spans: Sequence[tuple[int, int]
     bounds = np.array([edge for span in spans for edge in span], dtype=np.int64)
     if (np.diff(bounds) < 0).any():
         raise ValueError("spans must be in order and not overlap")
-    items = pa.Array.from_buffers(pa.large_binary(), len(bounds) - 1, [None, pa.py_buffer(bounds), pa.py_buffer(data)])
-    found: list[bool] = pc.match_substring_regex(items, _BEYOND_DOUBLE).to_pylist()
-    return found[::2]
+    found = [end - start >= _SCAN and _scanned(data, start, end) for start, end in spans]
+    small = [k for k, (start, end) in enumerate(spans) if end - start < _SCAN]
+    if small:   # every span and the gap after it as consecutive items (no copy), then the small spans' (a copy)
+        items = pa.Array.from_buffers(pa.large_binary(), len(bounds) - 1, [None, pa.py_buffer(bounds), pa.py_buffer(data)])
+        picked = items.take(pa.array([2 * k for k in small], pa.int64()))
+        for k, hit in zip(small, pc.match_substring_regex(picked, _BEYOND_DOUBLE).to_pylist()):
+            found[k] = hit
+    return found
 
 
 def typed_records(src: SourceFile, decoder: msgspec.json.Decoder[T],
