@@ -138,8 +138,11 @@ def test_launch_starts_one_pool_and_close_ends_it():
     assert not parallel.launch(jobs=1) and not parallel.launched()  # one job: nothing to launch
     assert parallel.launch(jobs=2, module=__name__)
     assert not parallel.launch(jobs=2, module=__name__)  # already there
+    assert parallel.run(pid_of, [2], weights=[1], jobs=2)[0][1] != MAIN  # a worker is up
+    workers = list(parallel._launched._processes.values())
     parallel.close()
     assert not parallel.launched()
+    assert workers and not any(w.is_alive() for w in workers)   # ended, not left to wind down after the command
     assert parallel.run(pid_of, [3], weights=[1], jobs=2) == [(9, MAIN)]  # closed: the caller does it
 
 
