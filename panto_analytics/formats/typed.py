@@ -21,6 +21,7 @@ orjson agree on whether it is JSON at all (:func:`plain`).
 """
 from __future__ import annotations
 
+import mmap
 import sys
 from bisect import bisect_right
 from collections.abc import Callable, Iterator, Sequence
@@ -54,11 +55,12 @@ T = TypeVar("T")
 DEEP = 1000
 
 
-def plain(raw: bytes) -> bool:
+def plain(raw: bytes, numbers: bool = True) -> bool:
     """Whether msgspec's verdict on ``raw`` (JSON or not) is orjson's, so a typed decode may be trusted.
 
     msgspec checks the syntax and escapes of the fields it skips, but not their UTF-8 (nor, where Python's
-    recursion limit was raised above 1000, their depth), nor that a number fits a double (:func:`beyond_double`).
+    recursion limit was raised above 1000, their depth), nor that a number fits a double (:func:`beyond_double`;
+    ``numbers=False`` where the whole file was found to hold none beyond).
 
     >>> plain(b'{"a": "caf\\xc3\\xa9"}'), plain(b'{"a": "caf\\xe9"}'), plain(b'{"a": 1, "b": 1e400}')
     (True, False, False)
@@ -68,7 +70,8 @@ def plain(raw: bytes) -> bool:
             raw.decode()
         except UnicodeDecodeError:
             return False
-    return (sys.getrecursionlimit() <= DEEP or raw.count(b"[") + raw.count(b"{") < DEEP) and not beyond_double(raw)
+    return (sys.getrecursionlimit() <= DEEP or raw.count(b"[") + raw.count(b"{") < DEEP) \
+        and not (numbers and beyond_double(raw))
 
 
 def beyond_double(raw: bytes | bytearray, start: int = 0, end: int | None = None) -> bool:
@@ -202,8 +205,10 @@ def typed_records(src: SourceFile, decoder: msgspec.json.Decoder[T],
     Blank, truncated, malformed and pretty-printed lines are reported exactly
     as :func:`.jsonl.records` reports them.
     """
+    numbers = not _numbers_fit(src)   # else no line needs :func:`beyond_double` of its own
+
     def first(raw: bytes) -> Any:
-        if not plain(raw):
+        if not plain(raw, numbers):
             return None
         try:
             return convert(decoder.decode(raw))
@@ -211,6 +216,17 @@ def typed_records(src: SourceFile, decoder: msgspec.json.Decoder[T],
             return None
 
     return records(src, first)
+
+
+def _numbers_fit(src: SourceFile) -> bool:
+    """Whether a plain file holds no number beyond a double (:func:`beyond_double` of the file, mapped, not read)."""
+    if src.path.suffix in COMPRESSED_SUFFIXES:
+        return False
+    try:
+        with open(src.file, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as whole:
+            return not beyond_double(whole if len(whole) >= _SCAN else whole[:])  # type: ignore[arg-type]
+    except (OSError, ValueError):   # an empty file (nothing to map), one that is gone: the lines judge
+        return False
 
 
 def one_per_line(chunk: bytes | bytearray, start: int = 0, end: int | None = None) -> int | None:

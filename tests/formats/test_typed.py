@@ -193,7 +193,7 @@ def test_beyond_double_spans_in_a_bytearray_and_out_of_order():
     assert beyond_double_spans(data, [(0, 12), (12, 26)]) == [True, False] and beyond_double_spans(data, []) == []
     with pytest.raises(ValueError, match="in order"):
         beyond_double_spans(data, [(12, 26), (0, 12)])
-    # Large spans are scanned one by one, small ones together: both in one call.
+    # Large and small spans in one call.
     filler = b'{"t":"' + b"3e456 -12E+999 " * 2000 + b'"}\n'
     big = bytearray(filler + b'{"a":1e400}\n' + filler + b'{"b":"1e400"}\n{"c":[-2.5E+308]}\n')
     cuts = [0, len(filler) + 12, len(big) - 34, len(big) - 20, len(big)]
