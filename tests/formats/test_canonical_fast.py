@@ -149,3 +149,30 @@ def test_invalid_utf8_is_declined_like_the_reference_refuses_it(tmp_path, bad_by
     bad.write_bytes(clean.read_bytes() + b'{"type":"message","role":"user","content":[],"note":"' + bad_bytes + b'"}\n')
     assert isinstance(reference(bad), InputError)
     assert assert_agrees([clean, bad]) == [True, False]
+
+
+@pytest.mark.parametrize("size", [1, 40, 2000], ids=["lines", "kilobytes", "past-a-scan-block"])
+def test_one_scan_of_the_buffer_declines_exactly_the_files_beyond_double_flags(size):
+    """decode_files checks every file of its buffer in one scan (typed.beyond_double_spans): the same files as
+    beyond_double of each file alone, a number beyond a double at a file's first or last byte included."""
+    from panto_analytics.formats.canonical.shapes import decode_files
+    from panto_analytics.formats.typed import beyond_double
+
+    rng = random.Random(size)
+    plain = '{"type":"message","role":"user","content":[{"type":"text","text":"1e400 3e456 %s"}]}'
+    odd = ['{"x":1e400,"type":"message","role":"user","content":[]}', '{"type":"message","role":"user","content":[],"x":-2E+308}',
+           '{"type":"message","role":"user","content":[],"x":%s}' % ("9" * 210)]
+    files = []
+    for k in range(12):
+        lines = [plain % ("w" * rng.randrange(size * 8)) for _ in range(rng.randrange(1, 6))]
+        if k % 3 == 1:
+            lines.insert(rng.choice([0, len(lines)]), rng.choice(odd))
+        files.append("".join(line + "\n" for line in lines).encode())
+    data = bytearray(b"".join(files))
+    spans, at = [], 0
+    for f in files:
+        spans.append((at, at + len(f)))
+        at += len(f)
+    taken = [records is not None for records in decode_files(data, [*spans, None])]
+    assert taken == [not beyond_double(data, *span) for span in spans] + [False]
+    assert taken.count(False) == 5

@@ -25,7 +25,7 @@ from typing import Any, ClassVar, Literal
 
 import msgspec
 
-from ..typed import TYPED_ERRORS, Counter, JsonInt, beyond_double, one_per_line
+from ..typed import TYPED_ERRORS, Counter, JsonInt, beyond_double_spans, one_per_line
 
 __all__ = ["TEXT_BLOCKS", "TYPE_OF", "Block", "Header", "MediaPart", "MessageRecord", "Part", "Record",
            "SummaryBlock", "SystemBlock", "TextBlock", "TextPart", "ThinkingBlock", "ToolResultBlock", "ToolUseBlock",
@@ -131,7 +131,8 @@ def decode_files(data: bytes | bytearray, spans: list[tuple[int, int] | None]) -
 
     A file is taken where every line starts with ``{`` and ends with ``}``
     (:func:`~..typed.one_per_line`: so no line is blank or ends in a carriage return), holds no number beyond a
-    double (:func:`~..typed.beyond_double`), its lines decode
+    double (:func:`~..typed.beyond_double`, of every such file of ``data`` in one scan:
+    :func:`~..typed.beyond_double_spans`; the spans must not overlap), its lines decode
     (:meth:`msgspec.json.Decoder.decode_lines`) and they hold as many records
     as lines. ``decode_lines`` needs no line break between two values, but
     a line break inside a value can follow ``}`` only before ``,``, ``}`` or
@@ -147,11 +148,16 @@ def decode_files(data: bytes | bytearray, spans: list[tuple[int, int] | None]) -
     >>> header.id, msg.role, msg.content[0].text, msg.usage is None, two_on_a_line, blank
     ('s', 'user', 'hi', True, None, None)
     """
+    counts = [None if span is None else one_per_line(data, *span) for span in spans]
+    taken = sorted((span, k) for k, (span, lines) in enumerate(zip(spans, counts)) if span is not None and lines is not None)
+    # one scan of the whole buffer's taken files, not one per file (a file's own scan costs NumPy's fixed cost per call)
+    for (_, k), beyond in zip(taken, beyond_double_spans(data, [span for span, _ in taken])):
+        if beyond:
+            counts[k] = None
     out: list[list[Record] | None] = []
     with memoryview(data) as view:
-        for span in spans:
-            lines = None if span is None else one_per_line(data, *span)
-            if lines is None or span is None or beyond_double(data, *span):
+        for span, lines in zip(spans, counts):
+            if lines is None or span is None:
                 out.append(None)
                 continue
             try:
