@@ -83,8 +83,9 @@ def leave(code: object) -> None:
     if not isinstance(code, (int, type(None))) or others:
         raise SystemExit(code)
     try:
-        sys.stdout.flush()
-        sys.stderr.flush()
+        for stream in (sys.stdout, sys.stderr):
+            if stream is not None:   # None where the shell closed it (``>&-``, ``2>&-``): nothing to flush
+                stream.flush()
     except (OSError, ValueError):   # a closed pipe, a closed stream: Python's own exit reports it
         raise SystemExit(code) from None
     atexit._run_exitfuncs()

@@ -130,7 +130,8 @@ def load_prices(source: str | Path | Prices | None = None) -> Prices:
     Raises
     ------
     InputError
-        The file cannot be read, is not JSON, or is not an object of objects.
+        The file cannot be read, is not JSON, or is not an object of objects; or a rate is not a finite
+        number of dollars per token from 0 to 1 (NaN, infinite, negative, absurd).
 
     Examples
     --------
@@ -254,7 +255,7 @@ def _litellm(path: Path) -> Prices:
                          skippable=False)
     entries: dict[str, dict[str, Any]] = {}
     for key, value in table.items():
-        if isinstance(value, dict) and (row := _litellm_row(value)) is not None:
+        if isinstance(value, dict) and (row := _litellm_row(value, path, key)) is not None:
             entries[key] = row
     keys = list(entries)
     normalized = pl.DataFrame({"key": keys}, schema={"key": pl.String}).select(
@@ -289,11 +290,32 @@ class _LiteLLMMatch:
         return None
 
 
-def _litellm_row(entry: dict[str, Any]) -> dict[str, Any] | None:
-    """One LiteLLM entry as a price row, or None when it prices neither input nor output tokens."""
+#: The most a price file may charge for one token, in dollars: 1000 times the dearest real rate (o1-pro's
+#: output, $600 per million tokens). Costs are summed as whole picodollars in a Decimal(38, 0)
+#: (:func:`~panto_analytics.outcomes.cost.picodollars`): at $1 a token, a call of 1e7 tokens is 1e19
+#: picodollars, and 1e10 calls (a million sessions of ten thousand calls) sum to 1e29, nine orders of magnitude
+#: inside the 1e38 a sum can hold before it wraps.
+_MAX_PRICE_PER_TOKEN = 1.0
+
+
+def _litellm_row(entry: dict[str, Any], path: Path, model: str) -> dict[str, Any] | None:
+    """One LiteLLM entry as a price row, or None when it prices neither input nor output tokens.
+
+    Raises :class:`InputError` for a rate that is not a finite number from 0 to :data:`_MAX_PRICE_PER_TOKEN`
+    (JSON's ``NaN``, ``Infinity``, a negative or absurd price).
+    """
     def rate(key: str) -> float | None:
         value = entry.get(key)
-        return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            return None
+        try:
+            price = float(value)
+        except OverflowError:   # an integer past a float's range
+            price = float("inf")
+        if not 0 <= price <= _MAX_PRICE_PER_TOKEN:   # False for NaN too
+            raise InputError(str(path), None, f"model {model!r}: {key} is {value!r}; a price is a finite number "
+                             f"of dollars per token from 0 to {_MAX_PRICE_PER_TOKEN:g}", skippable=False)
+        return price
 
     base = {name: rate(key) for name, key in _LITELLM_FIELDS.items()}
     if base["input"] is None and base["output"] is None:

@@ -58,3 +58,17 @@ def test_the_console_script_prints_its_whole_frame_to_a_pipe(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     rows = done.stdout.splitlines()
     assert len(rows) == read_sessions(DATA).height > 100 and all(r.startswith("{") and r.endswith("}") for r in rows)
+
+
+@pytest.mark.parametrize("closed", [">&-", "2>&-", ">&- 2>&-"])
+def test_a_closed_stdout_or_stderr_still_ends_at_once_with_the_file_written(tmp_path, closed):
+    # A shell's ``>&-`` leaves the process without fd 1 (or 2): Python sets sys.stdout (sys.stderr) to None.
+    script = "import sys; from panto_analytics.cli import run; sys.exit(run())"
+    out = tmp_path / "out.csv"
+    done = subprocess.run(["bash", "-c", f'"$@" {closed}', "bash", sys.executable, "-c", script, "splits",
+                           str(DATA), "-b", "8k", "-q", "-o", str(out)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert out.read_text().count("\n") > 1
+    version = subprocess.run(["bash", "-c", f'"$@" {closed}', "bash", sys.executable, "-c", script, "--version"],
+                             capture_output=True, text=True)
+    assert version.returncode == 0, version.stderr[-2000:]

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 
 import polars as pl
+import pytest
 from click.testing import CliRunner
 from conftest import DATA
 
@@ -182,3 +183,21 @@ def test_a_window_too_small_for_a_policys_reserve_is_a_usage_error_before_any_wo
         assert out.exit_code == 2, (command, out.output)
         assert "policy claude-code: its trigger (-1,000) is below 0 at a window of 32,000" in out.output
         assert out.exception is None or isinstance(out.exception, SystemExit)
+
+
+@pytest.mark.parametrize(("field", "value"), [
+    ("input_cost_per_token", float("nan")), ("output_cost_per_token", float("inf")),
+    ("input_cost_per_token", float("-inf")), ("cache_read_input_token_cost", -1e-07), ("input_cost_per_token", 1e20),
+    ("output_cost_per_token_above_200k_tokens", float("nan")), ("input_cost_per_token", 10**400)])
+def test_a_price_that_is_not_a_finite_dollar_amount_per_token_is_a_one_line_error(tmp_path, field, value):
+    # A price file's NaN, infinity, negative or absurd rate would fail (or silently wrap) the picodollar sums.
+    table = json.loads((DATA.parent / "docs" / "synth-prices.json").read_text())
+    path = tmp_path / "prices_bad.json"
+    table["synth-pro"][field] = value
+    path.write_text(json.dumps(table))   # NaN, Infinity and -Infinity as Python's json writes (and reads) them
+    for command in (["replay", str(DATA), "--window", "64k", "-b", "8k"], ["cost", str(DATA)]):
+        out = CliRunner().invoke(main, [*command, "--no-cache", "--prices", str(path)])
+        assert out.exit_code == 1 and isinstance(out.exception, SystemExit), out.exception
+        lines = out.stderr.strip().splitlines()
+        assert lines == [lines[0]] and str(path) in lines[0] and "'synth-pro'" in lines[0] and field in lines[0]
+        assert "Traceback" not in out.output
