@@ -8,7 +8,7 @@ import threading
 
 import click
 
-__all__ = ["OneLineGroup", "leave", "main", "run"]
+__all__ = ["SIGTERM_STATUS", "OneLineGroup", "leave", "main", "run"]
 
 
 class OneLineGroup(click.Group):
@@ -61,11 +61,35 @@ def run() -> None:
     from ..ingest import parallel  # the standard library only
 
     parallel.as_program()
+    _end_on_sigterm()
     try:
         main()
     except SystemExit as done:
         leave(done.code)
     leave(0)
+
+
+#: The exit status of a console script ended by SIGTERM: 128 + 15, as a shell reports a process the signal killed.
+SIGTERM_STATUS = 143
+
+
+def _end_on_sigterm() -> None:
+    """Make SIGTERM (``timeout``, ``kill``) end the console script as Ctrl-C does: by an exception in the main
+    thread, so that its ``finally`` blocks and context managers run (a dataset's spill folder is removed, an
+    unfinished output file too); the status is :data:`SIGTERM_STATUS`. A worker process forked from this one
+    gets SIGTERM's default (it ends at once), as before."""
+    import signal
+
+    main_pid = os.getpid()
+
+    def end(signum: int, frame: object) -> None:
+        if os.getpid() != main_pid:   # a forked worker: the default, which ends it
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
+            return
+        raise SystemExit(SIGTERM_STATUS)
+
+    signal.signal(signal.SIGTERM, end)
 
 
 def leave(code: object) -> None:

@@ -111,16 +111,23 @@ class FrameSink:
             import pyarrow as pa
             import pyarrow.parquet as pq
 
-            table = frame.to_arrow()
-            for name in self._categorical:  # plain strings here, Categorical in memory: the same Parquet column
-                i = table.schema.get_field_index(name)
-                if i >= 0 and not pa.types.is_dictionary(table.schema.field(i).type):
-                    column = table.column(i).dictionary_encode()
-                    table = table.set_column(i, name, column.cast(pa.dictionary(pa.uint32(), column.type.value_type)))
+            table = self._arrow(frame)
             if self._parquet is None:
                 self._parquet = pq.ParquetWriter(self._file, table.schema, compression="zstd")
             self._parquet.write_table(table)
             pa.default_memory_pool().release_unused()  # the piece's encoding buffers: not kept for the next piece
+
+    def _arrow(self, frame: pl.DataFrame) -> Any:
+        """``frame`` as the Arrow table its Parquet file holds: the ``categorical`` columns dictionary-encoded."""
+        import pyarrow as pa
+
+        table = frame.to_arrow()
+        for name in self._categorical:  # plain strings here, Categorical in memory: the same Parquet column
+            i = table.schema.get_field_index(name)
+            if i >= 0 and not pa.types.is_dictionary(table.schema.field(i).type):
+                column = table.column(i).dictionary_encode()
+                table = table.set_column(i, name, column.cast(pa.dictionary(pa.uint32(), column.type.value_type)))
+        return table
 
     def close(self) -> None:
         """Finish the file (an empty table has its header, ``[]`` or its schema), give it its name and say what
@@ -129,10 +136,11 @@ class FrameSink:
             if self.kind == "json":
                 self._file.write(b"]" if self.rows else b"[]")
             if self.kind == "parquet":
-                if self._parquet is None:
+                if self._parquet is None:   # no rows: the schema alone, its categorical columns encoded as ever
                     import polars as pl
+                    import pyarrow.parquet as pq
 
-                    pl.DataFrame(schema=self._schema).write_parquet(self._file)
+                    pq.write_table(self._arrow(pl.DataFrame(schema=self._schema)), self._file, compression="zstd")
                 else:
                     self._parquet.close()
             self._file.close()

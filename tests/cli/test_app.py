@@ -5,6 +5,7 @@ the process is what is checked.
 """
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -72,3 +73,37 @@ def test_a_closed_stdout_or_stderr_still_ends_at_once_with_the_file_written(tmp_
     version = subprocess.run(["bash", "-c", f'"$@" {closed}', "bash", sys.executable, "-c", script, "--version"],
                              capture_output=True, text=True)
     assert version.returncode == 0, version.stderr[-2000:]
+
+
+#: The console script on ``replay DATASET``, sent SIGTERM (as ``timeout`` sends it) by itself while its spill folder
+#: exists: at the first rows spilled, so that the signal comes at a known point, not after a guessed wait.
+_SIGTERM_SCRIPT = """
+import os, signal, sys
+from panto_analytics.cli import run
+from panto_analytics.dataset.spill import Spill
+append = Spill.append
+def append_then_term(self, name, frame):
+    append(self, name, frame)
+    assert os.listdir(os.environ["TMPDIR"])   # the spill folder is there
+    os.kill(os.getpid(), signal.SIGTERM)
+Spill.append = append_then_term
+sys.argv[0] = "panto-analytics"
+sys.exit(run())
+"""
+
+
+def test_sigterm_ends_the_command_as_ctrl_c_does_and_leaves_no_spill_folder(tmp_path):
+    from click.testing import CliRunner
+
+    from panto_analytics.cli import main
+    from panto_analytics.cli.app import SIGTERM_STATUS
+
+    dataset, spills = tmp_path / "ds", tmp_path / "tmp"
+    spills.mkdir()
+    assert CliRunner().invoke(main, ["ingest", str(DATA), "--dataset", str(dataset), "--buckets", "2"]).exit_code == 0
+    done = subprocess.run([sys.executable, "-c", _SIGTERM_SCRIPT, "replay", str(dataset), "--window", "64k", "-b",
+                           "8k", "-o", str(tmp_path / "t.csv")], capture_output=True, text=True,
+                          env={**os.environ, "TMPDIR": str(spills)})
+    assert done.returncode == SIGTERM_STATUS == 143, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr and list(spills.iterdir()) == []
+    assert not (tmp_path / "t.csv").exists()

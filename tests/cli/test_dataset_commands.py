@@ -77,6 +77,19 @@ def test_replay_writes_the_same_session_and_event_rows(dataset, tmp_path, suffix
         assert a.height > 0 and a.equals(b)
 
 
+
+def test_replay_with_no_event_writes_the_empty_file_of_the_files_one(dataset, tmp_path):
+    """Nothing compacts under a 2M window: the dataset's empty --events file has the in-memory one's schema
+    (session_id Categorical, not String)."""
+    import polars as pl
+
+    for name, source in (("files", DATA), ("ds", dataset)):
+        out = run("replay", source, "--window", "2000k", "-b", "8k", "-o", "-", "--events", tmp_path / f"e-{name}.parquet")
+        assert out.exit_code == 0, out.output
+    a, b = (pl.read_parquet(tmp_path / f"e-{name}.parquet") for name in ("files", "ds"))
+    assert a.height == 0 and a.schema["session_id"] == pl.Categorical
+    assert b.schema == a.schema
+
 def test_report_reads_a_dataset(dataset, tmp_path):
     result = run("report", dataset, "-b", "0:100k:5", "-o", tmp_path / "report")
     assert result.exit_code == 0, result.output

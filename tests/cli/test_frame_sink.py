@@ -64,3 +64,17 @@ def test_plain_string_pieces_of_a_categorical_column_make_its_file(tmp_path, suf
         assert_frame_equal(got, pl.read_parquet(tmp_path / f"whole{suffix}"))
     else:
         assert (tmp_path / f"pieces{suffix}").read_bytes() == (tmp_path / f"whole{suffix}").read_bytes()
+
+
+@pytest.mark.parametrize("pieces", [1, 3])
+def test_no_rows_of_a_categorical_column_make_its_empty_file(tmp_path, pieces):
+    """Only empty pieces (a dataset's replay where nothing compacts): the Parquet file still holds the column
+    dictionary-encoded."""
+    whole = WHOLE.head(0).with_columns(pl.col("b").cast(pl.Categorical))
+    write_frame(whole, tmp_path / "whole.parquet")
+    with FrameSink(tmp_path / "pieces.parquet", categorical=("b",)) as sink:
+        for _ in range(pieces):
+            sink(WHOLE.head(0))
+    got = pl.read_parquet(tmp_path / "pieces.parquet")
+    assert got.schema["b"] == pl.Categorical
+    assert_frame_equal(got, pl.read_parquet(tmp_path / "whole.parquet"))
