@@ -133,7 +133,7 @@ def _scanned(raw: bytes | bytearray, spans: Sequence[tuple[int, int]]) -> list[b
     data = np.frombuffer(raw, np.uint8)
     size = min(_BLOCK, last - first) + 5
     block, tmp = np.zeros(size, np.uint8), np.empty(size, np.uint8)
-    digit, letter, sign = (np.empty(size, bool) for _ in range(3))
+    digit, letter = np.empty(size, bool), np.empty(size, bool)
 
     def span_of(at: int) -> int | None:  # the span at ``at`` and not yet found, or None
         k = bisect_right(starts, at) - 1
@@ -145,15 +145,13 @@ def _scanned(raw: bytes | bytearray, spans: Sequence[tuple[int, int]]) -> list[b
         block[1:ahead + 1] = data[at:at + ahead]
         block[ahead + 1:] = 0
         np.less(np.subtract(block, 48, out=tmp), 10, out=digit)
-        np.equal(np.bitwise_and(block, 0xF9, out=tmp), 0x29, out=sign)     # + and - (and ) and /: no number)
-        sign |= digit
         np.equal(np.bitwise_or(block, 32, out=tmp), 101, out=letter)
         exponent = letter[1:n + 1]
         exponent &= digit[:n]
-        exponent &= sign[2:n + 2]
-        exponent &= digit[3:n + 3]
-        exponent &= digit[4:n + 4]
-        for e in (np.flatnonzero(exponent) + at).tolist():
+        near = np.flatnonzero(exponent)   # few: the rest is looked at only there
+        after = block[near + 2]
+        near = near[(digit[near + 2] | ((after & 0xF9) == 0x29)) & digit[near + 3] & digit[near + 4]]  # + and - (and ) /)
+        for e in (near + at).tolist():
             if (k := span_of(e)) is not None:
                 found[k] = _exponent(raw, e, starts[k], ends[k])
         runs = digit[1:n + 1 - n % 32].view(np.uint64) == 0x0101010101010101
