@@ -329,8 +329,8 @@ class TypedLines(Generic[T]):
 
     def _bulk(self, chunk: bytes, start: int) -> Sequence[T] | None:
         lines = one_per_line(chunk)
-        if lines is None or not (chunk.isascii() or valid_utf8(chunk)) or (sys.getrecursionlimit() > DEEP and not plain(chunk)) \
-                or beyond_double(chunk):
+        if lines is None or not (chunk.isascii() or valid_utf8(chunk)) or beyond_double(chunk) \
+                or (sys.getrecursionlimit() > DEEP and not plain(chunk, numbers=False)):  # numbers: checked just before
             return None
         try:
             with gc_paused():
