@@ -63,8 +63,17 @@ def is_contextual_fragment(text: str) -> bool:
     >>> is_contextual_fragment("what does <environment_context> hold?")
     False
     """
-    lowered = text.strip().lower()
-    return any(lowered.startswith(start) and lowered.endswith(end) for start, end in CONTEXTUAL_USER_FRAGMENTS)
+    stripped = text.strip()
+    # Only the ends are lowered (a long text's whole lowering cost more than the rest of its message): the
+    # markers are ASCII, and lowering maps each character on its own to one character, or, for U+0130 alone,
+    # to an ASCII letter and a combining dot (no marker has one): an end of the whole text lowered equals a
+    # marker exactly where the lowered end of the text does.
+    head, tail = stripped[:_MARKER].lower(), stripped[-_MARKER:].lower()
+    return any(head.startswith(start) and tail.endswith(end) for start, end in CONTEXTUAL_USER_FRAGMENTS)
+
+
+#: The longest marker: the characters of a text's ends :func:`is_contextual_fragment` lowers.
+_MARKER = max(len(marker) for pair in CONTEXTUAL_USER_FRAGMENTS for marker in pair)
 
 
 def read_header(meta: SessionMeta, payload: dict[str, Any], ts: datetime | None) -> str | None:
