@@ -26,7 +26,8 @@ DEFAULTS = f"{PACKAGE}.defaults"
 
 #: Layers from the bottom up; a module belongs to the first whose prefix it has.
 LAYERS = (
-    ("shared", ("schema", "errors", "budgets", "words", "transcript", "defaults", "models", "phrases", "pathnames")),
+    ("shared", ("schema", "errors", "budgets", "words", "transcript", "defaults", "models", "phrases", "pathnames",
+                "isotimes")),
     ("examples", ("examples",)),
     ("outcomes", ("outcomes",)),
     ("policy", ("policy",)),
