@@ -28,6 +28,7 @@ _SEPARATORS = b" \t\n\r"
 # Map every separator byte to b" " and every other byte to b"x": a word then
 # starts wherever b" x" occurs, or at offset 0 when the text starts with b"x".
 # bytes.translate and bytes.count run in C, so counting never splits strings.
+# (count_words_arrow takes the same four bytes as separators, by their values.)
 _WORD_TABLE = bytes(0x20 if c in _SEPARATORS else 0x78 for c in range(256))
 
 #: Block types whose ``text`` field is counted.
@@ -66,12 +67,13 @@ def message_words(blocks: list[dict]) -> int:
 def count_words_arrow(strings: pa.Array) -> np.ndarray:
     """:func:`count_words` of every string of an Arrow string array at once (nulls count 0).
 
-    Works on the array's UTF-8 buffer: translated to ``b" "``/``b"x"`` marks
-    as in :func:`count_words`, a word starts at each rise from a separator to
-    a word byte, or at a string's first byte when that is a word byte no rise
-    marks (the buffer's start, or right after the previous string's word).
-    A binary search of the rises against the string offsets counts them per
-    string.
+    Works on the array's UTF-8 buffer, read in place: a byte is a word byte
+    unless it is one of the four separators. A word starts at each word byte
+    that follows a separator, or at a string's first byte when that is a word
+    byte. The starts are kept as bits, 64 to a machine word, so a string's
+    count is the difference of two prefix counts of set bits, taken at its
+    offsets (a running sum of each word's bits, plus the bits of one masked
+    word).
 
     >>> count_words_arrow(pa.array(["a b", None, "", " x\\x0by ", "c", "d"])).tolist()
     [2, 0, 0, 1, 1, 1]
@@ -82,15 +84,42 @@ def count_words_arrow(strings: pa.Array) -> np.ndarray:
     if data_buf is None or not len(strings) or offsets[-1] == offsets[0]:
         return np.zeros(len(strings), dtype=np.int64)
     first, last = int(offsets[0]), int(offsets[-1])
-    marks = np.frombuffer(memoryview(data_buf)[first:last].tobytes().translate(_WORD_TABLE), dtype=np.uint8)
-    rel = offsets - first
-    rises = np.flatnonzero(marks[1:] > marks[:-1]) + 1  # b" " (0x20) followed by b"x" (0x78)
-    counts = np.diff(np.searchsorted(rises, rel))
-    opening = rel[:-1]
-    nonempty = np.flatnonzero(np.diff(rel) > 0)
-    o = opening[nonempty]
-    unmarked = (marks[o] == 0x78) & ((o == 0) | (marks[np.maximum(o - 1, 0)] == 0x78))
-    counts[nonempty] += unmarked
+    data = np.frombuffer(data_buf, dtype=np.uint8, count=last - first, offset=first)
+    # The word bytes as bits (bit i of the buffer is bit i % 64 of machine word i // 64), a zero word after the
+    # last; found a cache-sized chunk at a time, in two reused buffers (no pages of a full-size temporary).
+    packed = np.zeros((len(data) + 127) // 64 * 8, dtype=np.uint8)
+    word_buf, other_buf = np.empty(min(len(data), _CHUNK), dtype=bool), np.empty(min(len(data), _CHUNK), dtype=bool)
+    for start in range(0, len(data), _CHUNK):
+        chunk = data[start:start + _CHUNK]
+        word, other = word_buf[:len(chunk)], other_buf[:len(chunk)]
+        np.not_equal(chunk, 0x20, out=word)
+        for separator in b"\t\n\r":
+            np.logical_and(word, np.not_equal(chunk, separator, out=other), out=word)
+        packed[start // 8:(start + len(chunk) + 7) // 8] = np.packbits(word, bitorder="little")
+    bits = packed.view("<u8")
+    carry = np.zeros_like(bits)   # each word's lowest bit follows the top bit of the word before
+    np.right_shift(bits[:-1], 63, out=carry[1:])
+    starts = bits & ~((bits << 1) | carry)
+    before = np.zeros(len(bits) + 1, dtype=np.int64)   # starts in the machine words before each
+    np.cumsum(np.bitwise_count(starts), out=before[1:])
+    rel = (offsets - first).astype(np.uint64)
+    at = (rel >> 6).astype(np.intp)
+    below_bit = (np.uint64(1) << (rel & np.uint64(63))) - np.uint64(1)
+    counts = np.diff(before[at] + np.bitwise_count(starts[at] & below_bit).astype(np.int64))
+    # A string's first byte, a word byte right after the previous string's word byte: a start no bit marks.
+    opening = offsets[:-1] - first
+    inner = np.flatnonzero((opening > 0) & (offsets[1:] > offsets[:-1]))
+    o = opening[inner]
+    counts[inner] += _bit(packed, o) & _bit(packed, o - 1)
     if strings.null_count:
         counts[~np.asarray(strings.is_valid())] = 0
     return counts
+
+
+#: Bytes :func:`count_words_arrow` classifies at once (a multiple of 8: whole bytes of bits).
+_CHUNK = 1 << 16
+
+
+def _bit(packed: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """Bit ``at`` of little-endian packed bits, as 0 or 1."""
+    return (packed[at >> 3] >> (at & 7).astype(np.uint8)) & 1

@@ -51,3 +51,35 @@ def test_count_words_arrow_equals_count_words(values, offset):
     array = pa.array(values, type=pa.string()).slice(min(offset, len(values)))
     expected = [0 if v is None else count_words(v) for v in array.to_pylist()]
     assert count_words_arrow(array).tolist() == expected
+
+
+#: Texts long enough to cross the 64-byte machine words ``count_words_arrow`` keeps its bits in.
+_long_texts = st.lists(st.sampled_from(ALPHABET + ["abc", "   ", "\x1b[0m", "\x7f", "\x1f"]), max_size=90).map("".join)
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(st.lists(st.one_of(st.none(), _long_texts, texts), max_size=12), st.integers(0, 3), st.booleans(),
+       st.data())
+def test_count_words_arrow_equals_count_words_across_machine_words(values, offset, large, data):
+    # Strings spanning and ending on 64-byte boundaries, in string or large_string arrays, sliced.
+    whole = pa.array(values, type=pa.large_string() if large else pa.string())
+    array = whole.slice(min(offset, len(values)))
+    expected = [0 if v is None else count_words(v) for v in array.to_pylist()]
+    assert count_words_arrow(array).tolist() == expected
+    # Null slots that still span bytes of the buffer (Arrow allows it): their bytes count for no string.
+    hidden = data.draw(st.lists(st.booleans(), min_size=len(whole), max_size=len(whole)))
+    valid = pa.array([v is not None and not h for v, h in zip(values, hidden)], pa.bool_())
+    masked = pa.Array.from_buffers(whole.type, len(whole), [valid.buffers()[1], *whole.buffers()[1:]])
+    masked = masked.slice(min(offset, len(values)))
+    assert masked.null_count == sum(1 for v in masked.to_pylist() if v is None)
+    expected = [0 if v is None else count_words(v) for v in masked.to_pylist()]
+    assert count_words_arrow(masked).tolist() == expected
+
+
+@settings(max_examples=examples(20), deadline=None)
+@given(st.lists(st.sampled_from(["ab", " ", "\n", "\x1b", "語"]), min_size=1, max_size=40), st.integers(0, 70_000))
+def test_count_words_arrow_across_chunks(pieces, shift):
+    # Buffers longer than the chunk count_words_arrow classifies at once: strings cross its edges.
+    text = "x" * shift + "".join(pieces)
+    values = [text[:shift], text[shift:], text * 2, None, text]
+    assert count_words_arrow(pa.array(values)).tolist() == [0 if v is None else count_words(v) for v in values]

@@ -21,9 +21,9 @@ and the report against :func:`.pi.parse` and its oracle ``reference/pi_lines.py`
 """
 from __future__ import annotations
 
-import itertools
 import math
 from collections import Counter
+from itertools import accumulate
 from pathlib import PurePath
 from typing import Any
 
@@ -31,7 +31,7 @@ import msgspec
 import orjson
 import polars as pl
 
-from .base import BAD_RECORD, SessionMeta, SourceFile, parse_timestamp, session_stem
+from .base import BAD_RECORD, SessionMeta, SourceFile, gc_paused, parse_timestamp, session_stem
 from .fast_columns import RESULT, SUMMARY, TEXT, THINKING, TOOL_USE, Columns, read_batch
 from .pi_shapes import NAME, Block, Compaction, Entry, Msg, anchors, branch, compaction
 from .pi_shapes import version as session_version
@@ -40,7 +40,7 @@ from .typed import JsonInt, raw_json
 __all__ = ["read_frames"]
 
 
-class _Line(msgspec.Struct):
+class _Line(msgspec.Struct, gc=False):
     """A line of a pi file as the fast path reads it: an entry (every field :mod:`.pi` reads) or the header."""
 
     type: str
@@ -73,54 +73,85 @@ def read_frames(sources: list[SourceFile]) -> list[pl.DataFrame | None]:
     """The message frame of each clean pi session, or None to leave it to :func:`.pi.parse`.
 
     Each accepted source gets the session metadata and the report entries :func:`.pi.parse` would have given it.
+    The garbage collector stays paused until the columns are gone (:func:`.base.gc_paused`): a collection
+    between the reading and the frame would visit every value they hold (a tenth of the time, freeing nothing).
     """
-    return read_batch(sources, _LINES, NAME, lambda src, records, raw, cols: _File(src, records, raw, cols).read(),
-                      (_Decline, orjson.JSONDecodeError, *BAD_RECORD))
+    with gc_paused():
+        return read_batch(sources, _LINES, NAME, lambda src, records, raw, cols: _File(src, records, raw, cols).read(),
+                          (_Decline, orjson.JSONDecodeError, *BAD_RECORD))
 
 
 class _File:
-    """One decoded file: :mod:`.pi`'s two passes over its records, its messages appended to the columns."""
+    """One decoded file: :mod:`.pi`'s two passes over its records, its messages appended to the columns at the end.
+
+    The second pass collects each message's, block's and part's columns as one tuple (one append, not one per
+    column) and hands them to the columns transposed, once per file (:meth:`_flush`); the tool calls' arguments
+    are made compact JSON there, all of the file's in one round trip (:func:`_compact`).
+    """
 
     def __init__(self, src: SourceFile, records: list[_Line], raw: bytes, cols: Columns):
         self.src, self.records, self.raw, self.cols = src, records, raw, cols
         self.ignored: Counter[str] = Counter()
         self.meta = SessionMeta(session_id=session_stem(src.file))
         self.model: str | None = None
-        self.models: Counter[str] = Counter()
-        self.start = cols.rows
+        self.models: list[str] = []                            # each assistant message's model, where it has one
+        self.start = cols.rows                                 # the columns' row of the file's first message
+        self.messages: list[tuple[Any, ...]] = []              # as Columns.message_columns, one tuple each
+        self.blocks: list[tuple[Any, ...]] = []                # as Columns.block_columns (a tool call's input None)
+        self.parts: list[tuple[str, str | None, str | None]] = []  # kind, text, media
+        self.calls: list[int] = []                             # the blocks that are tool calls
+        self.arguments: list[msgspec.Raw] = []                 # their arguments, as recorded
         self.kept_found: list[tuple[int, bool]] = []           # per summary: its index, whether what it kept is on the path
         self.recorded_at: dict[int, dict[str, Any]] = {}        # compaction line -> its recorded event
 
     def read(self) -> tuple[SessionMeta, Counter[str]]:
         path, anchors = self._scan()
         self._emit(path, anchors)
-        self.meta.model = self.models.most_common(1)[0][0] if self.models else self.model
+        self._flush()
+        models = Counter(self.models)
+        self.meta.model = models.most_common(1)[0][0] if models else self.model
         return self.meta, self.ignored
+
+    def _flush(self) -> None:
+        """The file's messages, blocks and parts appended to the columns, each column extended once."""
+        cols, inputs = self.cols, _compact(self.arguments)
+        first = len(cols.inputs)
+        for columns, rows in ((cols.message_columns(), self.messages), (cols.block_columns(), self.blocks),
+                              ((cols.part_kind, cols.part_text, cols.part_media), self.parts)):
+            for col, values in zip(columns, zip(*rows)):
+                col.extend(values)
+        for at, text in zip(self.calls, inputs):
+            cols.inputs[first + at] = text
+
+    def user(self, texts: list[str], line: int, ts: Any, ts_msg: Any, bash: bool = False, code: int = TEXT) -> None:
+        """A user message of ``texts`` (blocks of ``code``), as :meth:`.Columns.user` appends it."""
+        row = self.start + len(self.messages)
+        self.messages.append(("user", bash, None, None, self.model, ts, ts_msg, line))
+        self.blocks.extend([(row, code, text, None, None, None, None, 0) for text in texts])
 
     # -- the first pass: header, tree, compactions ---------------------------------------------------
 
     def _scan(self) -> tuple[list[int], dict[int, list[tuple[Compaction, bool]]]]:
         records = self.records
-        start = 1 if records and records[0].type == "session" else 0
-        if (not start or records[0].version is None) and all(
-                r.type != "session" and r.type != "compaction" for r in itertools.islice(records, start, None)):
-            # Version 1 without a compaction: every entry, in file order, nothing placed.
-            if start:
-                self._header(records[0])
-            return list(range(start + 1, len(records) + 1)), {}
+        types = [r.type for r in records]
+        start = 1 if types and types[0] == "session" else 0
+        if types.count("session") != start:
+            raise _Decline   # a header that is not the first line
         version = 1
+        if start:
+            self._header(records[0])
+            version = session_version(records[0].version)
+        if "compaction" not in types and (version < 2 or self._linear(start)):
+            # Version 1, or a tree that is one chain (its branch is every entry), without a compaction: every
+            # entry, in file order, nothing placed.
+            return list(range(start + 1, len(records) + 1)), {}
         entries: list[Entry] = []
         by_id: dict[str, int] = {}
         compactions: dict[int, Compaction] = {}
-        for index, rec in enumerate(self.records):
+        for index in range(start, len(records)):
+            rec = records[index]
             kind = rec.type
             lineno = index + 1
-            if kind == "session":
-                if index != 0:
-                    raise _Decline
-                self._header(rec)
-                version = session_version(rec.version)
-                continue
             entry = Entry(lineno, kind, None, None)
             if version >= 2:
                 if rec.id is None or rec.id in by_id:
@@ -142,13 +173,19 @@ class _File:
             i + (len(self.records) - len(entries)): i for i in range(len(entries))}
         return [entries[i].line for i in on_path], anchors(entries, on_path, kept_index, compactions)
 
+    def _linear(self, start: int) -> bool:
+        """Whether the entries (from ``start``) are one chain: ids distinct and present, the first a root, each
+        other's parent the entry before it. Then the current branch is every entry, in file order, and every
+        check of the tree (ids unique, parents earlier) holds."""
+        entries = self.records[start:]
+        ids = [r.id for r in entries]
+        parents = [r.parentId for r in entries]
+        return not ids or (parents[0] is None and parents[1:] == ids[:-1] and None not in ids
+                           and len(set(ids)) == len(ids))
+
     def _line(self, index: int) -> bytes:
         """The bytes of line ``index`` (0-based): rare records are read again from them."""
-        raw, start = self.raw, 0
-        for _ in range(index):
-            start = raw.index(b"\n", start) + 1
-        end = raw.find(b"\n", start)
-        return raw[start:] if end < 0 else raw[start:end]
+        return self.raw.split(b"\n", index + 1)[index]
 
     def _header(self, header: _Line) -> None:
         meta = self.meta
@@ -166,59 +203,50 @@ class _File:
     # -- the second pass: the entries on the branch, with the summaries in place ---------------------
 
     def _emit(self, path: list[int], anchors: dict[int, list[tuple[Compaction, bool]]]) -> None:
-        """The entries on the branch, appended. The common ones (assistant, tool result and user messages, and
-        ignored records) are inlined here, with the columns' appends bound once; the rest go to :meth:`_entry`."""
-        records, recorded_at, cols, ignored = self.records, self.recorded_at, self.cols, self.ignored
-        role_col, bash_col, usage_col, cost_col, model_col, ts_col, ts_msg_col, line_col = (
-            cols.role.append, cols.bash.append, cols.usage.append, cols.cost.append, cols.model.append,
-            cols.ts.append, cols.ts_msg.append, cols.line.append)
-        owner, code, text, ids, names, inputs, tool_use_ids, n_parts = (
-            cols.owner.append, cols.code.append, cols.text.append, cols.ids.append, cols.names.append,
-            cols.inputs.append, cols.tool_use_ids.append, cols.n_parts.append)
-        part_kind, part_text, part_media = cols.part_kind.append, cols.part_text.append, cols.part_media.append
-        models = self.models
-        rows = cols.role
+        """The entries on the branch, collected. The common ones (assistant, tool result and user messages, and
+        ignored records) are inlined here; the rest go to :meth:`_entry`."""
+        records, recorded_at, ignored, model_of = self.records, self.recorded_at, self.ignored, self.models.append
+        message, block, part = self.messages.append, self.blocks.append, self.parts.append
+        calls, arguments, blocks = self.calls.append, self.arguments.append, self.blocks
+        start = self.start
         for lineno in path:
             if recorded_at or anchors:
                 for comp, found in anchors.get(lineno, ()):
                     self._anchor(comp, found, comp.timestamp, None)
                 if lineno in recorded_at:
                     # The compaction record itself: what was appended so far is the conversation it compacted.
-                    recorded_at[lineno]["trigger_index"] = self.count
+                    recorded_at[lineno]["trigger_index"] = len(self.messages)
             entry = records[lineno - 1]
             msg = entry.message
             role = msg.role if msg is not None and entry.type == "message" else None
-            row = len(rows)
             if role == "assistant":
                 assert msg is not None
                 content = msg.content
                 if not isinstance(content, list):
                     raise _Decline
-                for block in content:
-                    kind = block.type
+                row = start + len(self.messages)
+                for item in content:
+                    kind = item.type
                     if kind == "text":
-                        if block.text is None:
+                        if item.text is None:
                             raise _Decline
-                        owner(row); code(TEXT); text(block.text); ids(None); names(None); inputs(None)  # noqa: E702
+                        block((row, TEXT, item.text, None, None, None, None, 0))
                     elif kind == "thinking":
-                        if block.thinking is None:
+                        if item.thinking is None:
                             raise _Decline
-                        owner(row); code(THINKING); text(block.thinking); ids(None); names(None)  # noqa: E702
-                        inputs(None)
+                        block((row, THINKING, item.thinking, None, None, None, None, 0))
                     elif kind == "toolCall":
-                        if block.id is None or block.name is None:
+                        if item.id is None or item.name is None:
                             raise _Decline
-                        owner(row); code(TOOL_USE); text(None); ids(block.id); names(block.name)  # noqa: E702
-                        inputs(raw_json(block.arguments))
+                        calls(len(blocks))
+                        arguments(item.arguments)
+                        block((row, TOOL_USE, None, item.id, item.name, None, None, 0))
                     else:
                         ignored[f"assistant block:{kind}"] += 1
-                        continue
-                    tool_use_ids(None)
-                    n_parts(0)
                 model = msg.model if msg.model is not None else self.model
                 self.model = model
                 if model is not None:
-                    models[model] += 1
+                    model_of(model)
                 usage: tuple[int, int, int, int] | None = None
                 cost = None
                 raw = msg.usage
@@ -229,61 +257,53 @@ class _File:
                     elif raw.cost is not None and (total := raw.cost.total) is not None and math.isfinite(total) \
                             and total >= 0:
                         cost = float(total)
-                role_col("assistant"); bash_col(False); usage_col(usage); cost_col(cost); model_col(model)  # noqa: E702
-                ts_col(entry.timestamp); ts_msg_col(msg.timestamp); line_col(lineno)  # noqa: E702
+                message(("assistant", False, usage, cost, model, entry.timestamp, msg.timestamp, lineno))
             elif role == "toolResult":
                 assert msg is not None
                 if msg.toolCallId is None:
                     raise _Decline
                 content = msg.content
                 if isinstance(content, str):
-                    part_kind("text"); part_text(content); part_media(None)  # noqa: E702
+                    part(("text", content, None))
                     n = 1
                 elif content is None:
                     raise _Decline
                 else:
                     n = 0
-                    for block in content:
-                        if block.type == "text":
-                            if block.text is None:
+                    for item in content:
+                        if item.type == "text":
+                            if item.text is None:
                                 raise _Decline
-                            part_kind("text"); part_text(block.text); part_media(None)  # noqa: E702
-                        elif block.type == "image":
-                            if block.mimeType is None:
+                            part(("text", item.text, None))
+                        elif item.type == "image":
+                            if item.mimeType is None:
                                 raise _Decline
-                            part_kind("media"); part_text(None); part_media(block.mimeType)  # noqa: E702
+                            part(("media", None, item.mimeType))
                         else:
-                            ignored[f"content block:{block.type}"] += 1
+                            ignored[f"content block:{item.type}"] += 1
                             continue
                         n += 1
-                owner(row); code(RESULT); text(None); ids(None); names(None); inputs(None)  # noqa: E702
-                tool_use_ids(msg.toolCallId); n_parts(n)  # noqa: E702
-                role_col("user"); bash_col(False); usage_col(None); cost_col(None); model_col(self.model)  # noqa: E702
-                ts_col(entry.timestamp); ts_msg_col(msg.timestamp); line_col(lineno)  # noqa: E702
+                block((start + len(self.messages), RESULT, None, None, None, None, msg.toolCallId, n))
+                message(("user", False, None, None, self.model, entry.timestamp, msg.timestamp, lineno))
             elif role == "user":
                 assert msg is not None
-                cols.user(self._texts(msg.content), lineno, entry.timestamp, msg.timestamp, self.model)
+                self.user(self._texts(msg.content), lineno, entry.timestamp, msg.timestamp)
             elif entry.type not in _SPECIAL:
                 ignored[entry.type] += 1   # a record that is not conversation (a thinking level, a label, ...)
             else:
                 self._entry(entry, lineno)
         for recorded, (index, found) in zip(self.meta.compactions, self.kept_found):
-            recorded["first_kept_index"] = index + 1 if found and index + 1 < self.count else None
+            recorded["first_kept_index"] = index + 1 if found and index + 1 < len(self.messages) else None
             recorded["kept_end_index"] = recorded["trigger_index"] if recorded["first_kept_index"] is not None else None
-
-    @property
-    def count(self) -> int:
-        """Messages appended so far."""
-        return self.cols.rows - self.start
 
     def _anchor(self, comp: Compaction, found: bool, ts: Any, ts_msg: Any) -> None:
         """A compaction's summary message, appended, and its recorded event."""
-        recorded = {"anchor_index": self.count, "trigger": None, "tokens_before": comp.tokens_before,
-                    "first_kept_index": None, "trigger_index": self.count, "kept_end_index": None}
+        recorded = {"anchor_index": len(self.messages), "trigger": None, "tokens_before": comp.tokens_before,
+                    "first_kept_index": None, "trigger_index": len(self.messages), "kept_end_index": None}
         self.meta.compactions.append(recorded)
         self.recorded_at[comp.line] = recorded
-        self.kept_found.append((self.count, found))
-        self.cols.user([comp.summary], comp.line, ts, ts_msg, self.model, code=SUMMARY)
+        self.kept_found.append((len(self.messages), found))
+        self.user([comp.summary], comp.line, ts, ts_msg, code=SUMMARY)
 
     def _entry(self, entry: _Line, lineno: int) -> None:
         kind = entry.type
@@ -293,12 +313,12 @@ class _File:
                 raise _Decline
             self._message(msg, lineno, entry.timestamp)
         elif kind == "custom_message":
-            self.cols.user(self._texts(entry.content), lineno, entry.timestamp, None, self.model)
+            self.user(self._texts(entry.content), lineno, entry.timestamp, None)
         elif kind == "branch_summary":
             if entry.summary is None:
                 raise _Decline
             if entry.summary:
-                self.cols.user([entry.summary], lineno, entry.timestamp, None, self.model)
+                self.user([entry.summary], lineno, entry.timestamp, None)
         else:
             if kind == "model_change" and entry.modelId is not None:
                 self.model = entry.modelId
@@ -309,18 +329,18 @@ class _File:
         """A message entry of a role :meth:`_emit` does not inline (assistant, tool result and user messages)."""
         role = msg.role
         if role in ("custom", "hookMessage"):
-            self.cols.user(self._texts(msg.content), lineno, ts, msg.timestamp, self.model)
+            self.user(self._texts(msg.content), lineno, ts, msg.timestamp)
         elif role == "bashExecution":
             if msg.excludeFromContext:
                 self.ignored["bashExecution excluded from context"] += 1
                 return
             if msg.command is None:
                 raise _Decline
-            self.cols.user([f"{msg.command}\n{msg.output or ''}"], lineno, ts, msg.timestamp, self.model, True)
+            self.user([f"{msg.command}\n{msg.output or ''}"], lineno, ts, msg.timestamp, True)
         elif role == "branchSummary":
             if msg.summary is None:
                 raise _Decline
-            self.cols.user([msg.summary], lineno, ts, msg.timestamp, self.model)
+            self.user([msg.summary], lineno, ts, msg.timestamp)
         elif role == "compactionSummary":
             if msg.summary is None:
                 raise _Decline
@@ -344,3 +364,32 @@ class _File:
             else:
                 self.ignored["image in a user message" if block.type == "image" else f"content block:{block.type}"] += 1
         return texts
+
+
+def _compact(arguments: list[msgspec.Raw]) -> list[str]:
+    """Each tool call's arguments as :func:`.typed.raw_json` gives them (orjson's compact serialization).
+
+    A file's are parsed as the items of one JSON array and serialized again in one call: where that comes
+    back byte for byte (every real recording), so does each item (cut at the same top-level commas), and each
+    is its own bytes; else (or where the array is nested too deep for orjson) each is re-serialized alone.
+
+    >>> _compact([msgspec.Raw(b'{"a":[1,"x"]}'), msgspec.Raw(b'"\\xc3\\xa9"')])
+    ['{"a":[1,"x"]}', '"é"']
+    >>> _compact([msgspec.Raw(b'{"a":[1,"x"]}'), msgspec.Raw(b'2')])
+    ['{"a":[1,"x"]}', '2']
+    >>> _compact([msgspec.Raw(b'{"a": 1.50}'), msgspec.Raw(b'{}')])
+    ['{"a":1.5}', '{}']
+    """
+    if not arguments:
+        return []
+    joined = b"[" + b",".join(arguments) + b"]"
+    try:
+        same = orjson.dumps(orjson.loads(joined)) == joined
+    except (orjson.JSONDecodeError, orjson.JSONEncodeError):
+        same = False
+    if not same:
+        return [raw_json(raw) for raw in arguments]
+    if not joined.isascii():
+        return [str(raw, "utf-8") for raw in arguments]
+    text, ends = joined.decode("ascii"), list(accumulate((len(raw) + 1 for raw in arguments), initial=1))
+    return [text[start:end - 1] for start, end in zip(ends, ends[1:])]   # the items, cut out of the array's text

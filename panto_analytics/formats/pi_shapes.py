@@ -1,7 +1,7 @@
 """pi's record shapes and tree rules, shared by the line reader (:mod:`.pi`) and the fast path (:mod:`.pi_fast`).
 
 The shapes are ``msgspec.Struct``s holding only the fields read (tool
-arguments as raw JSON bytes); the rules find the current branch of a
+arguments as raw JSON bytes; ``gc=False``: records hold no reference cycle); the rules find the current branch of a
 version 2+ tree (:func:`branch`) and where each compaction's summary goes
 (:func:`anchors`), as ``docs/formats.md`` (section pi) states them.
 
@@ -26,7 +26,7 @@ __all__ = ["NAME", "Block", "Compaction", "Cost", "Entry", "Msg", "Usage", "anch
 NAME = "pi"
 
 
-class Block(msgspec.Struct):
+class Block(msgspec.Struct, gc=False):
     """A content block: text, thinking, a tool call (its arguments as raw JSON), an image."""
 
     type: str | None = None
@@ -38,11 +38,11 @@ class Block(msgspec.Struct):
     mimeType: str | None = None  # noqa: N815
 
 
-class Cost(msgspec.Struct):
+class Cost(msgspec.Struct, gc=False):
     total: float | None = None
 
 
-class Usage(msgspec.Struct):
+class Usage(msgspec.Struct, gc=False):
     input: Count | None = None
     output: Count | None = None
     cacheRead: Count | None = None  # noqa: N815
@@ -50,7 +50,7 @@ class Usage(msgspec.Struct):
     cost: Cost | None = None
 
 
-class Msg(msgspec.Struct):
+class Msg(msgspec.Struct, gc=False):
     """The ``message`` of a message entry, every role's fields."""
 
     role: str | None = None

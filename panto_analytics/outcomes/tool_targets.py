@@ -59,7 +59,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..schema import REF_KINDS, REF_STRUCT, REFERENCE_SCHEMA, SEQ, SESSION, RefKind
+from ..schema import REF_KINDS, REF_STRUCT, REFERENCE_SCHEMA, SEQ, SESSION
 from ..words import MEDIA_PART_WORDS, count_words_arrow
 
 __all__ = [
@@ -436,6 +436,11 @@ def refs_column(blocks: pa.StructArray, owner: np.ndarray, n: int, scope: np.nda
     ``result_words``, when the caller counted them already, holds the words
     of each tool-result block of the ``n`` messages, in block order.
 
+    Built in array operations but for one Python call of :func:`targets` per
+    distinct (name, input, working directory): the distinct calls are found
+    by their dictionary codes, each call's answer by a sorted search of
+    (scope, id) codes, and the column is assembled as one Arrow list array.
+
     >>> from panto_analytics.formats.blocks import BLOCK
     >>> calls = pa.array([{"type": "tool_use", "id": "c1", "name": "read", "input": '{"path": "a.py"}'},
     ...                   {"type": "tool_result", "tool_use_id": "c1", "parts": [{"type": "text", "text": "x y z"}]}],
@@ -446,53 +451,94 @@ def refs_column(blocks: pa.StructArray, owner: np.ndarray, n: int, scope: np.nda
     """
     kinds = blocks.field("type")
     inside = owner < n
-    is_call = np.asarray(pc.fill_null(pc.equal(kinds, "tool_use"), False)) & inside
-    is_result = np.asarray(pc.fill_null(pc.equal(kinds, "tool_result"), False)) & inside
-    empty = pl.Series("refs", [None] * n, dtype=pl.List(REF_STRUCT))
-    calls_at = np.flatnonzero(is_call)
+    calls_at = np.flatnonzero(_is(kinds, "tool_use") & inside)
     if not len(calls_at):
-        return empty
+        return pl.Series("refs", [None] * n, dtype=pl.List(REF_STRUCT))
+    # The calls grouped by message (a stable sort: in block order within one), each numbered in its message.
+    by_message = np.argsort(owner[calls_at], kind="stable")
+    calls_at = calls_at[by_message]
     call_owner = owner[calls_at]
     call_scope = scope[call_owner]
+    opens = np.ones(len(calls_at), dtype=bool)
+    opens[1:] = call_owner[1:] != call_owner[:-1]
+    call = np.arange(len(calls_at)) - np.maximum.accumulate(np.where(opens, np.arange(len(calls_at)), 0))
     take = pa.array(calls_at)
-    calls = pl.DataFrame({
-        "i": np.arange(len(calls_at)), "owner": call_owner, "scope": call_scope,
-        "id": pl.Series(blocks.field("id").take(take), dtype=pl.String),
-        "name": pl.Series(blocks.field("name").take(take), dtype=pl.String),
-        "input": pl.Series(blocks.field("input").take(take), dtype=pl.String),
-        "cwd": pl.Series(cwds, dtype=pl.String).gather(call_scope),
-    }).with_columns(call=pl.int_range(pl.len()).over("owner").cast(pl.UInt16))
+    names, inputs = (pc.dictionary_encode(blocks.field(f).take(take), null_encoding="encode") for f in ("name", "input"))
     # A call repeated in the same directory (a re-read, the same test run) is resolved once: the distinct
-    # (name, input, cwd) are found by Polars, and only those go through Python.
-    distinct = calls.group_by("name", "input", "cwd", maintain_order=True).agg("i")
-    g_of: list[int] = []
-    ord_of: list[int] = []
+    # (name, input, cwd) by their codes, and only those go through Python.
+    cwd_codes = {cwd: k for k, cwd in enumerate(dict.fromkeys(cwds))}
+    cwd_of = np.array([cwd_codes[cwd] for cwd in cwds], dtype=np.int64)[call_scope]
+    name_cwd = np.unique(_codes(names) * len(cwd_codes) + cwd_of, return_inverse=True)[1]
+    _, first, group = np.unique(name_cwd * len(inputs.dictionary) + _codes(inputs), return_index=True,
+                                return_inverse=True)
     found_keys: list[int] = []
-    found_kinds: list[str] = []
+    found_kinds: list[int] = []
     found_files: list[bool] = []
-    for g, (name, text, cwd) in enumerate(distinct.select("name", "input", "cwd").iter_rows()):
-        for t, (kind, target) in enumerate(targets(name or "", text, cwd)):
-            g_of.append(g)
-            ord_of.append(t)
+    found = np.zeros(len(first) + 1, dtype=np.int64)   # where each distinct call's targets start
+    for g, (name, text, cwd) in enumerate(zip(names.dictionary.take(names.indices.take(first)).to_pylist(),
+                                               inputs.dictionary.take(inputs.indices.take(first)).to_pylist(),
+                                               [cwds[k] for k in call_scope[first]])):
+        pairs = targets(name or "", text, cwd)
+        found[g + 1] = found[g] + len(pairs)
+        for kind, target in pairs:
             found_keys.append(key_of(target))
-            found_kinds.append(kind)
+            found_kinds.append(_KIND_CODES[kind])
             found_files.append(target.startswith("file:"))
-    found = pl.DataFrame({"g": pl.Series(g_of, dtype=pl.UInt32), "ord": pl.Series(ord_of, dtype=pl.Int64),
-                          "key": pl.Series(found_keys, dtype=pl.UInt64), "kind": pl.Series(found_kinds, dtype=pl.String),
-                          "file": pl.Series(found_files, dtype=pl.Boolean)})
-    group_of = distinct.select("i", g=pl.int_range(pl.len(), dtype=pl.UInt32)).explode("i")
-    results_at = np.flatnonzero(is_result)
-    results = pl.DataFrame({"scope": scope[owner[results_at]],
-                            "id": pl.Series(blocks.field("tool_use_id").take(pa.array(results_at)), dtype=pl.String),
-                            "words": _result_words(blocks, results_at) if result_words is None else result_words})
-    results = results.unique(["scope", "id"], keep="first", maintain_order=True)
-    calls = calls.join(results, on=["scope", "id"], how="left")
-    refs = (calls.select("i", "owner", "call", tokens=result_tokens()).join(group_of, on="i")
-            .join(found, on="g").sort("i", "ord"))
-    per_message = (refs.group_by("owner", maintain_order=True)
-                   .agg(refs=pl.struct("call", "key", pl.col("kind").cast(RefKind), "file", "tokens")))
-    out = pl.DataFrame({"owner": np.arange(n)}).join(per_message, on="owner", how="left", maintain_order="left")
-    return out["refs"].cast(pl.List(REF_STRUCT))
+    # Each call's targets, in call order (and so by message), taken from its distinct call's.
+    per_call = np.diff(found)[group]
+    row_call = np.repeat(np.arange(len(calls_at)), per_call)
+    ends = np.cumsum(per_call)
+    at = np.arange(int(ends[-1])) - np.repeat(ends - per_call, per_call) + np.repeat(found[:-1][group], per_call)
+    words = _answers(blocks, owner, n, scope, call_scope, calls_at, result_words)
+    tokens = pl.Series(np.ceil(words * _WORD_TOKENS)).fill_nan(None).cast(pl.UInt32)
+    refs = pa.StructArray.from_arrays([
+        pl.Series(call[row_call]).cast(pl.UInt16).to_arrow(),
+        pa.array(np.array(found_keys, dtype=np.uint64)[at]),
+        _KIND_ARRAY.take(pa.array(np.array(found_kinds, dtype=np.int8)[at])),
+        pa.array(np.array(found_files, dtype=bool)[at]),
+        tokens.gather(row_call).to_arrow(),
+    ], names=list(REF_STRUCT.to_schema()))
+    # Every call has a target (a call that touches nothing is the tool's own): a message's refs are its calls'.
+    per_message = np.bincount(call_owner, weights=per_call, minlength=n).astype(np.int64)
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(per_message, out=offsets[1:])
+    lists = pa.LargeListArray.from_arrays(pa.array(offsets), refs, mask=pa.array(per_message == 0))
+    return pl.Series("refs", lists).cast(pl.List(REF_STRUCT))
+
+
+_KIND_CODES = {kind: k for k, kind in enumerate(REF_KINDS)}
+_KIND_ARRAY = pa.array(REF_KINDS, pa.string())
+
+
+def _is(values: pa.Array, value: str) -> np.ndarray:
+    return np.asarray(pc.fill_null(pc.equal(values, value), False))
+
+
+def _codes(encoded: pa.DictionaryArray) -> np.ndarray:
+    """The dictionary codes of an array encoded with its nulls as a value."""
+    return np.asarray(encoded.indices).astype(np.int64)
+
+
+def _answers(blocks: pa.StructArray, owner: np.ndarray, n: int, scope: np.ndarray, call_scope: np.ndarray,
+             calls_at: np.ndarray, result_words: np.ndarray | None) -> np.ndarray:
+    """The words of the first tool result of the ``n`` messages with each call's id in its scope; NaN for none
+    (and for a call without an id)."""
+    results_at = np.flatnonzero(_is(blocks.field("type"), "tool_result") & (owner < n))
+    words = _result_words(blocks, results_at) if result_words is None else result_words
+    ids = pc.dictionary_encode(pa.concat_arrays([blocks.field("id").take(pa.array(calls_at)).cast(pa.string()),
+                                                 blocks.field("tool_use_id").take(pa.array(results_at)).cast(pa.string())]))
+    code = np.asarray(pc.fill_null(ids.indices, -1)).astype(np.int64)
+    key = np.concatenate([call_scope, scope[owner[results_at]]]) * (len(ids.dictionary) + 1) + code
+    named = code >= 0
+    call_key, call_named = key[:len(calls_at)], named[:len(calls_at)]
+    answer_key, first = np.unique(key[len(calls_at):][named[len(calls_at):]], return_index=True)
+    answer_words = words[named[len(calls_at):]][first]
+    out = np.full(len(calls_at), np.nan)
+    if len(answer_key):
+        at = np.minimum(np.searchsorted(answer_key, call_key), len(answer_key) - 1)
+        hit = call_named & (answer_key[at] == call_key)
+        out[hit] = answer_words[at[hit]]
+    return out
 
 
 def _result_words(blocks: pa.StructArray, at: np.ndarray) -> np.ndarray:

@@ -14,6 +14,8 @@ import gzip
 import json
 from pathlib import Path
 
+import msgspec
+import orjson
 import pytest
 from adapter_checks import assert_fast_path_agrees
 from conftest import FIXTURES, REALDATA, examples
@@ -121,6 +123,21 @@ FEATURES: dict[str, list[object]] = {
         _msg("user", ts=1767225600999, content="v"),
         _msg("user", ts="2026-01-01T00:00:60Z", content="u"),
     ],
+    "a v3 chain without a compaction: every entry on the branch, in file order": [
+        {**HEADER, "version": 3},
+        {**_msg("user", content="a"), "id": "a", "parentId": None},
+        {**_msg("assistant", content=[{"type": "text", "text": "b"}], model="m1"), "id": "b", "parentId": "a"},
+        {"type": "model_change", "id": "c", "parentId": "b", "timestamp": "2026-01-01T00:00:02Z", "modelId": "m2"},
+        {**_msg("user", content="d"), "id": "d", "parentId": "c"},
+    ],
+    "a v3 file that starts a second root: the chain broken, the first root off the branch": [
+        {**HEADER, "version": 3},
+        {**_msg("user", content="a"), "id": "a", "parentId": None},
+        {**_msg("user", content="b"), "id": "b", "parentId": "a"},
+        {**_msg("user", content="c"), "id": "c", "parentId": None},
+        {**_msg("user", content="d"), "id": "d", "parentId": "c"},
+    ],
+    "a v2 header alone": [{**HEADER, "version": 2}],
     "no header": [_msg("user", content="x"), _msg("assistant", content=[{"type": "text", "text": "y"}])],
     "only a header": [HEADER],
 }
@@ -140,6 +157,12 @@ DECLINED: dict[str, tuple[list[object], bytes]] = {
     "a dangling parent": ([{**HEADER, "version": 2}, {**_msg("user", content="x"), "id": "a", "parentId": "z"}], b""),
     "an id used twice": ([{**HEADER, "version": 2}, {**_msg("user", content="x"), "id": "a"},
                           {**_msg("user", content="y"), "id": "a"}], b""),
+    "an id used twice in what reads as a chain": ([{**HEADER, "version": 2}, {**_msg("user", content="x"), "id": "a"},
+                                                   {**_msg("user", content="y"), "id": "b", "parentId": "a"},
+                                                   {**_msg("user", content="z"), "id": "b", "parentId": "b"}], b""),
+    "a v2 entry without an id in a chain": ([{**HEADER, "version": 2}, {**_msg("user", content="x"), "id": "a"},
+                                            {**_msg("user", content="y"), "parentId": "a"}], b""),
+    "a header that is not first, after a v2 header": ([{**HEADER, "version": 2}, {**HEADER, "version": 2}], b""),
     "a message without content": ([HEADER, _msg("user")], b""),
     "a tool call without an id": ([HEADER, _msg("assistant", content=[{"type": "toolCall", "name": "x"}])], b""),
     "a counter out of range": ([HEADER, _msg("assistant", content=[], usage={"input": 2**32})], b""),
@@ -166,6 +189,44 @@ DECLINED: dict[str, tuple[list[object], bytes]] = {
 def test_what_the_line_reader_judges_is_declined(tmp_path, name):
     records, raw = DECLINED[name]
     path = _write(tmp_path / "s.jsonl", *records, raw=raw)
+    assert assert_agrees([path]) == [False]
+
+
+def _calls(*arguments: bytes) -> bytes:
+    """An assistant message line whose tool calls have ``arguments`` written as these bytes."""
+    calls = b",".join(b'{"type":"toolCall","id":"t%d","name":"read","arguments":%s}' % (k, a)
+                      for k, a in enumerate(arguments))
+    return b'{"type":"message","timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"assistant","content":[' \
+        + calls + b']}}\n'
+
+
+def _deep(depth: int) -> bytes:
+    """A JSON value ``depth`` levels deep (an object around nested arrays)."""
+    return b'{"x":' + b"[" * (depth - 1) + b"]" * (depth - 1) + b"}"
+
+
+TOOL_ARGUMENTS: dict[str, list[bytes]] = {
+    # Every call's arguments compact (ASCII, or not): each is its own bytes.
+    "compact": [b'{"path":"a.py","n":[1,2.5,null,true]}', b'{}', b'"s"', b'[]'],
+    "compact, not ASCII": [b'{"path":"caf\xc3\xa9.py"}', b'{"q":"\xe2\x9c\x93 \\u00e9"}'],
+    # One call's arguments not as orjson writes them: every call's are re-serialized.
+    "spaces, 1.50, an escaped slash, a key twice": [b'{"path":"a.py"}', b'{ "a" : 1.50, "b":"x\\/y", "a": 2 }'],
+    # As deep as orjson writes: alone they are, inside the array of a file's arguments they are not.
+    "nested as deep as orjson writes": [_deep(254), b'{"path":"a.py"}'],
+}
+
+
+@pytest.mark.parametrize("name", TOOL_ARGUMENTS)
+def test_tool_arguments_are_their_compact_json(tmp_path, name):
+    path = _write(tmp_path / "s.jsonl", HEADER, raw=_calls(*TOOL_ARGUMENTS[name]))
+    assert assert_agrees([path]) == [True]
+    arguments = TOOL_ARGUMENTS[name]
+    assert pi_fast._compact([msgspec.Raw(a) for a in arguments]) == [orjson.dumps(orjson.loads(a)).decode()
+                                                                     for a in arguments]
+
+
+def test_tool_arguments_orjson_cannot_write_are_declined(tmp_path):
+    path = _write(tmp_path / "s.jsonl", HEADER, raw=_calls(b'{"path":"a.py"}', _deep(255)))
     assert assert_agrees([path]) == [False]
 
 
@@ -221,3 +282,34 @@ def test_mutated_file(data):
     source = data.draw(st.sampled_from(SOURCES), label="source")
     with mutated_file(source, data) as f:
         assert_agrees([f])
+
+
+@settings(max_examples=examples(80), deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                          HealthCheck.function_scoped_fixture])
+@given(n=st.integers(0, 8), version=st.sampled_from([None, 1, 2, 3, 3, 3]),
+       compaction=st.sampled_from([False, False, True]),
+       changes=st.lists(st.tuples(st.integers(0, 7), st.integers(0, 7),
+                                  st.sampled_from(["root", "earlier", "later", "dangling", "self", "reused", "missing"])),
+                        max_size=2))
+def test_trees_near_a_chain(tmp_path_factory, n, version, compaction, changes):
+    """Entries linked as one chain (the tree skipped when no compaction is recorded), or one or two links
+    off it (a second root, a parent further back or ahead, unknown, itself; an id reused or missing): the
+    line reader's result, or declined where it refuses the file."""
+    entries = [{**_msg("user", content=f"m{k}"), "id": f"e{k}", "parentId": f"e{k - 1}" if k else None}
+               for k in range(n)]
+    if compaction and n:
+        entries[-1] = {"type": "compaction", "id": f"e{n - 1}", "parentId": entries[-1]["parentId"],
+                       "timestamp": "2026-01-01T00:00:05.000Z", "summary": "S", "firstKeptEntryId": "e0"}
+    for at, other, change in changes:
+        if not entries:
+            break
+        entry, other_id = entries[at % n], f"e{other % n}"
+        if change == "reused":
+            entry["id"] = other_id
+        elif change == "missing":
+            entry.pop("id", None)
+        else:
+            entry["parentId"] = {"root": None, "dangling": "nowhere", "self": entry.get("id")}.get(change, other_id)
+    header = HEADER if version is None else {**HEADER, "version": version}
+    taken = assert_agrees([_write(tmp_path_factory.mktemp("tree") / "s.jsonl", header, *entries)])
+    assert taken == [True] or changes   # an unchanged chain is the fast path's
