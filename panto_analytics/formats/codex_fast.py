@@ -129,8 +129,7 @@ def _read_file(src: SourceFile, records: list[_Line], raw: bytes, cols: Columns)
     usage: list[tuple[int, int, int, int] | None] = []
     owner: list[int] = []
     blocks: list[_Block] = []
-    pending = 0            # the first row waiting for a token count
-    last_assistant = -1    # the row of the last assistant message appended
+    pending, last_assistant = 0, -1   # the first row waiting for a token count; the last assistant message's row
 
     def append(role: str, msg: _Message) -> None:
         row = len(rows)
@@ -142,8 +141,7 @@ def _read_file(src: SourceFile, records: list[_Line], raw: bytes, cols: Columns)
         owner.extend([first + row] * len(content))
         blocks.extend(content)
 
-    def close_call() -> None:
-        """Append the current call's messages, in order."""
+    def close_call() -> None:  # the current call's messages appended, in order
         nonlocal before, assistant, after, last_assistant
         if before is not None:
             append("user", before)
@@ -154,8 +152,7 @@ def _read_file(src: SourceFile, records: list[_Line], raw: bytes, cols: Columns)
             append("user", after)
         before = assistant = after = None
 
-    def texts(content: list[_Part], images_in: str | None) -> list[str]:
-        """The texts of a content list; images and unknown parts are counted as ignored."""
+    def texts(content: list[_Part], images_in: str | None) -> list[str]:  # images and unknown parts: ignored
         out = []
         for part in content:
             text = _text(part)
@@ -169,10 +166,15 @@ def _read_file(src: SourceFile, records: list[_Line], raw: bytes, cols: Columns)
 
     for lineno, rec in enumerate(records, 1):
         kind, payload = rec.type, rec.payload
-        if kind == "response_item":
-            if not payload:   # None or UNSET (a Struct is true)
+        if kind not in _ENVELOPES:
+            if kind is None or kind in _DECLINED:
                 raise _Decline
-            windowed = True
+            ignored[kind] += 1
+            continue
+        if not payload:   # None or UNSET (a Struct is true)
+            raise _Decline
+        windowed = True
+        if kind == "response_item":
             item = payload.type
             if item == "custom_tool_call_output" or item == "function_call_output":
                 output = payload.output
@@ -242,9 +244,6 @@ def _read_file(src: SourceFile, records: list[_Line], raw: bytes, cols: Columns)
             else:
                 assistant[3].append(block)
         elif kind == "event_msg":
-            if not payload:
-                raise _Decline
-            windowed = True
             event = payload.type
             if event == "token_count":
                 info = payload.info
@@ -276,16 +275,10 @@ def _read_file(src: SourceFile, records: list[_Line], raw: bytes, cols: Columns)
                 _context_window(meta, payload.model_context_window)
                 ignored["event_msg:" + event] += 1
         elif kind == "turn_context":
-            if not payload:
-                raise _Decline
-            windowed = True
             if payload.model is not None:
                 model, meta.model = payload.model, meta.model or payload.model
             ignored["turn_context"] += 1
-        elif kind == "session_meta":
-            if not payload:
-                raise _Decline
-            windowed = True
+        else:  # session_meta
             if seen_meta:
                 ignored["session_meta (repeated)"] += 1
                 continue
@@ -301,10 +294,6 @@ def _read_file(src: SourceFile, records: list[_Line], raw: bytes, cols: Columns)
             seen_meta = True
             if named is not None:
                 model, meta.model = named, meta.model or named
-        elif kind is None or kind in _DECLINED:
-            raise _Decline
-        else:
-            ignored[kind] += 1
     close_call()
     _flush(cols, rows, usage, owner, blocks)
     meta.api_calls = calls if windowed else None

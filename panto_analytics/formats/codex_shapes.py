@@ -64,10 +64,8 @@ def is_contextual_fragment(text: str) -> bool:
     False
     """
     stripped = text.strip()
-    # Only the ends are lowered (a long text's whole lowering cost more than the rest of its message): the
-    # markers are ASCII, and lowering maps each character on its own to one character, or, for U+0130 alone,
-    # to an ASCII letter and a combining dot (no marker has one): an end of the whole text lowered equals a
-    # marker exactly where the lowered end of the text does.
+    # Only the ends are lowered (all of a long text cost more than the rest of its message): lowering maps each
+    # character alone to one, but U+0130 to i and a combining dot (in no marker), so the ASCII markers match alike.
     head, tail = stripped[:_MARKER].lower(), stripped[-_MARKER:].lower()
     return any(head.startswith(start) and tail.endswith(end) for start, end in CONTEXTUAL_USER_FRAGMENTS)
 
