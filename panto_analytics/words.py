@@ -85,13 +85,17 @@ def count_words_arrow(strings: pa.Array) -> np.ndarray:
         return np.zeros(len(strings), dtype=np.int64)
     first, last = int(offsets[0]), int(offsets[-1])
     data = np.frombuffer(data_buf, dtype=np.uint8, count=last - first, offset=first)
-    word = data != 0x20
-    other = np.empty_like(word)
-    for separator in b"\t\n\r":
-        np.logical_and(word, np.not_equal(data, separator, out=other), out=word)
-    # The word bytes as bits (bit i of the buffer is bit i % 64 of machine word i // 64), a zero word after the last.
-    packed = np.zeros((len(word) + 127) // 64 * 8, dtype=np.uint8)
-    packed[:(len(word) + 7) // 8] = np.packbits(word, bitorder="little")
+    # The word bytes as bits (bit i of the buffer is bit i % 64 of machine word i // 64), a zero word after the
+    # last; found a cache-sized chunk at a time, in two reused buffers (no pages of a full-size temporary).
+    packed = np.zeros((len(data) + 127) // 64 * 8, dtype=np.uint8)
+    word_buf, other_buf = np.empty(min(len(data), _CHUNK), dtype=bool), np.empty(min(len(data), _CHUNK), dtype=bool)
+    for start in range(0, len(data), _CHUNK):
+        chunk = data[start:start + _CHUNK]
+        word, other = word_buf[:len(chunk)], other_buf[:len(chunk)]
+        np.not_equal(chunk, 0x20, out=word)
+        for separator in b"\t\n\r":
+            np.logical_and(word, np.not_equal(chunk, separator, out=other), out=word)
+        packed[start // 8:(start + len(chunk) + 7) // 8] = np.packbits(word, bitorder="little")
     bits = packed.view("<u8")
     carry = np.zeros_like(bits)   # each word's lowest bit follows the top bit of the word before
     np.right_shift(bits[:-1], 63, out=carry[1:])
@@ -106,7 +110,16 @@ def count_words_arrow(strings: pa.Array) -> np.ndarray:
     opening = offsets[:-1] - first
     inner = np.flatnonzero((opening > 0) & (offsets[1:] > offsets[:-1]))
     o = opening[inner]
-    counts[inner] += word[o] & word[o - 1]
+    counts[inner] += _bit(packed, o) & _bit(packed, o - 1)
     if strings.null_count:
         counts[~np.asarray(strings.is_valid())] = 0
     return counts
+
+
+#: Bytes :func:`count_words_arrow` classifies at once (a multiple of 8: whole bytes of bits).
+_CHUNK = 1 << 16
+
+
+def _bit(packed: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """Bit ``at`` of little-endian packed bits, as 0 or 1."""
+    return (packed[at >> 3] >> (at & 7).astype(np.uint8)) & 1

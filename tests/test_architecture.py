@@ -4,7 +4,7 @@ Layers, top to bottom: ``cli`` -> ``dataset`` -> ``analysis`` -> ``ingest`` ->
 ``formats`` -> ``policy`` -> ``outcomes`` (prices and the cost of a call, below
 the replay that bills with it; references and loss) -> ``examples`` (a tiny
 message frame for doctests, built from the schema) -> the shared vocabulary
-(``schema``, ``errors``, ``budgets``, ``words``, ``transcript``, ``defaults``, ``phrases``,
+(``schema``, ``errors``, ``budgets``, ``words``, ``json_words``, ``transcript``, ``defaults``, ``phrases``,
 ``models``, ``pathnames``). An import may stay in its layer or go down, never up; the vocabulary imports
 nothing of ours; nothing inside imports the package's own ``__init__``; and
 no two modules import each other, directly or around a loop.
@@ -26,7 +26,8 @@ DEFAULTS = f"{PACKAGE}.defaults"
 
 #: Layers from the bottom up; a module belongs to the first whose prefix it has.
 LAYERS = (
-    ("shared", ("schema", "errors", "budgets", "words", "transcript", "defaults", "models", "phrases", "pathnames")),
+    ("shared", ("schema", "errors", "budgets", "words", "json_words", "transcript", "defaults", "models", "phrases",
+                "pathnames", "isotimes")),
     ("examples", ("examples",)),
     ("outcomes", ("outcomes",)),
     ("policy", ("policy",)),

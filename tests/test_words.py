@@ -74,3 +74,12 @@ def test_count_words_arrow_equals_count_words_across_machine_words(values, offse
     assert masked.null_count == sum(1 for v in masked.to_pylist() if v is None)
     expected = [0 if v is None else count_words(v) for v in masked.to_pylist()]
     assert count_words_arrow(masked).tolist() == expected
+
+
+@settings(max_examples=examples(20), deadline=None)
+@given(st.lists(st.sampled_from(["ab", " ", "\n", "\x1b", "語"]), min_size=1, max_size=40), st.integers(0, 70_000))
+def test_count_words_arrow_across_chunks(pieces, shift):
+    # Buffers longer than the chunk count_words_arrow classifies at once: strings cross its edges.
+    text = "x" * shift + "".join(pieces)
+    values = [text[:shift], text[shift:], text * 2, None, text]
+    assert count_words_arrow(pa.array(values)).tolist() == [0 if v is None else count_words(v) for v in values]

@@ -29,8 +29,9 @@ from ..pathnames import path_suffix
 from .base import BOM, COMPRESSED_SUFFIXES, SourceFile, open_session_file
 from .blocks import BLOCK, PART, byte_lengths, per_owner, serialized_bytes, words_and_flags
 
-__all__ = ["BLOCK", "ISO_UTC", "MAX_FILE_BYTES", "PART", "bad_timestamps", "byte_lengths", "iso_utc", "parse_timestamps",
-           "per_owner", "read_together", "read_whole", "serialized_bytes", "to_datetime", "valid_utf8", "words_and_flags"]
+__all__ = ["BLOCK", "ISO_UTC", "MAX_FILE_BYTES", "PART", "bad_timestamps", "byte_lengths", "iso_utc",
+           "parse_timestamps", "per_owner", "read_together", "read_whole", "serialized_bytes", "to_datetime", "valid_utf8",
+           "words_and_flags"]
 
 #: The shape of the timestamps the fast paths parse themselves (ASCII digits, seconds 00-59: Polars reads a
 #: 60th second, Python does not); :func:`iso_utc` is the whole check.
@@ -188,3 +189,4 @@ def bad_timestamps(values: pa.Array) -> np.ndarray:
 def parse_timestamps(values: pa.Array) -> pl.Series:
     """:func:`to_datetime` of ``values``; rows of a file with a bad timestamp may read null (the file is declined)."""
     return pl.Series("t", values).to_frame().select(to_datetime(pl.col("t")))["t"]
+

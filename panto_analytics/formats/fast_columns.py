@@ -14,6 +14,7 @@ import sys
 from collections import Counter
 from collections.abc import Callable, Sequence
 from datetime import datetime
+from itertools import chain
 from typing import Any
 
 import msgspec
@@ -22,9 +23,10 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..isotimes import iso_milliseconds
 from ..outcomes.tool_targets import refs_column
 from ..pathnames import path_suffix
-from ..schema import MESSAGE_SCHEMA, ROLE, SEQ
+from ..schema import MESSAGE_SCHEMA, ROLE, SEQ, USAGE_COLUMNS
 from .base import COMPRESSED_SUFFIXES, SessionMeta, SourceFile, gc_paused, parse_timestamp
 from .blocks import BLOCK, PART, block_words, serialized_bytes, words_and_flags
 from .columnar import MAX_FILE_BYTES, iso_utc, read_whole, to_datetime, valid_utf8
@@ -178,10 +180,10 @@ class Columns:
         file_of = np.repeat(np.arange(len(sizes)), sizes)
         is_result = np.asarray(pc.fill_null(pc.equal(blocks.field("type"), "tool_result"), False))
         refs = refs_column(blocks, owner, n, file_of, [m.project for m in metas], each[is_result])
-        usage = self.usage
-        has_usage = [u is not None for u in usage]
+        # The four counters of every message side by side in one series (a message without usage: four nulls).
         none = (None, None, None, None)
-        counters = list(zip(*(u if u is not None else none for u in usage))) if n else [(), (), (), ()]
+        flat = pl.Series(list(chain.from_iterable([u or none for u in self.usage])), dtype=pl.Int64)
+        counters = [flat.gather_every(4, k) for k in range(4)]
         def per_file(values: Sequence[str | None]) -> pl.Series:  # a file-level value on each of its messages
             return pl.Series(values, dtype=pl.String).gather(file_of)
 
@@ -195,10 +197,9 @@ class Columns:
             ROLE: pl.Series(self.role, dtype=pl.String),
             "words": words, "serialized_bytes": size, "has_tool_result": has_result, "has_summary": has_summary,
             "bash_execution": pl.Series(self.bash, dtype=pl.Boolean),
-            "input": pl.Series(counters[0], dtype=pl.Int64), "output": pl.Series(counters[1], dtype=pl.Int64),
-            "cache_read": pl.Series(counters[2], dtype=pl.Int64), "cache_write": pl.Series(counters[3], dtype=pl.Int64),
-            "cache_write_1h": pl.Series(has_usage, dtype=pl.Boolean).replace_strict({True: 0, False: None},
-                                                                                    return_dtype=pl.Int64),
+            **dict(zip(USAGE_COLUMNS, counters)),
+            # 0 with usage (its counters are ints), null without.
+            "cache_write_1h": pl.select(pl.when(counters[0].is_not_null()).then(pl.lit(0, pl.Int64))).to_series(),
             "recorded_cost": pl.Series(self.cost, dtype=pl.Float64),
             "source_format": pl.repeat(self.name, n, dtype=pl.String, eager=True),
             "model": model,
@@ -223,10 +224,15 @@ class Columns:
     def _timestamps(self) -> pl.Series:
         """Each message's time: its entry's, else its message's (:func:`.base.parse_timestamp`), in UTC ms.
 
-        Where every entry's is an ISO-8601 UTC string Polars reads as Python does (:func:`.columnar.iso_utc`), one
-        vectorized parse; else each is parsed as :func:`.pi.parse` parses it and converted as ``FrameBuilder`` does.
+        Where every entry's is ``YYYY-MM-DDTHH:MM:SS.fffZ`` (:func:`..isotimes.iso_milliseconds`), read in array
+        operations; else where every one is an ISO-8601 UTC string Polars reads as Python does
+        (:func:`.columnar.iso_utc`), one vectorized parse; else each is parsed as :func:`.pi.parse` parses it and
+        converted as ``FrameBuilder`` does.
         """
         dtype = MESSAGE_SCHEMA["timestamp"]
+        milliseconds = iso_milliseconds(self.ts)   # the recorders' one shape, in array operations
+        if milliseconds is not None:
+            return pl.Series(milliseconds, dtype=pl.Int64).cast(dtype)
         try:  # every entry's a string (strict: anything else raises), parsed once
             text = pl.Series("t", self.ts, dtype=pl.String).to_frame().with_columns(p=to_datetime(pl.col("t")))
         except (TypeError, ValueError, pl.exceptions.PolarsError):

@@ -176,3 +176,4 @@ def test_one_scan_of_the_buffer_declines_exactly_the_files_beyond_double_flags(s
     taken = [records is not None for records in decode_files(data, [*spans, None])]
     assert taken == [not beyond_double(data, *span) for span in spans] + [False]
     assert taken.count(False) == 5
+

@@ -282,3 +282,34 @@ def test_mutated_file(data):
     source = data.draw(st.sampled_from(SOURCES), label="source")
     with mutated_file(source, data) as f:
         assert_agrees([f])
+
+
+@settings(max_examples=examples(80), deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                          HealthCheck.function_scoped_fixture])
+@given(n=st.integers(0, 8), version=st.sampled_from([None, 1, 2, 3, 3, 3]),
+       compaction=st.sampled_from([False, False, True]),
+       changes=st.lists(st.tuples(st.integers(0, 7), st.integers(0, 7),
+                                  st.sampled_from(["root", "earlier", "later", "dangling", "self", "reused", "missing"])),
+                        max_size=2))
+def test_trees_near_a_chain(tmp_path_factory, n, version, compaction, changes):
+    """Entries linked as one chain (the tree skipped when no compaction is recorded), or one or two links
+    off it (a second root, a parent further back or ahead, unknown, itself; an id reused or missing): the
+    line reader's result, or declined where it refuses the file."""
+    entries = [{**_msg("user", content=f"m{k}"), "id": f"e{k}", "parentId": f"e{k - 1}" if k else None}
+               for k in range(n)]
+    if compaction and n:
+        entries[-1] = {"type": "compaction", "id": f"e{n - 1}", "parentId": entries[-1]["parentId"],
+                       "timestamp": "2026-01-01T00:00:05.000Z", "summary": "S", "firstKeptEntryId": "e0"}
+    for at, other, change in changes:
+        if not entries:
+            break
+        entry, other_id = entries[at % n], f"e{other % n}"
+        if change == "reused":
+            entry["id"] = other_id
+        elif change == "missing":
+            entry.pop("id", None)
+        else:
+            entry["parentId"] = {"root": None, "dangling": "nowhere", "self": entry.get("id")}.get(change, other_id)
+    header = HEADER if version is None else {**HEADER, "version": version}
+    taken = assert_agrees([_write(tmp_path_factory.mktemp("tree") / "s.jsonl", header, *entries)])
+    assert taken == [True] or changes   # an unchanged chain is the fast path's

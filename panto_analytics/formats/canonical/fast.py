@@ -26,20 +26,24 @@ orjson (so the reference) refuses, is left to :mod:`.reader`
 from __future__ import annotations
 
 import sys
-from functools import cache
-from itertools import chain
-from operator import attrgetter
+from functools import cache, partial
+from itertools import chain, compress
+from operator import attrgetter, is_not
 from typing import Any, NamedTuple, cast
 
+import msgspec
 import numpy as np
 import polars as pl
 import pyarrow as pa
+import pyarrow.compute as pc
 
+from ...json_words import raw_text_sizes
 from ...outcomes.tool_targets import refs_column
 from ...schema import MESSAGE_SCHEMA, ROLE, SEQ, USAGE_COLUMNS
+from ...transcript import MEDIA_NOTE_BYTES, SEPARATOR, label_bytes
 from ...words import MEDIA_PART_WORDS, count_words_arrow
 from ..base import Invalid, SourceFile, gc_paused
-from ..columnar import BLOCK, PART, bad_timestamps, parse_timestamps, read_together, serialized_bytes
+from ..columnar import byte_lengths, iso_utc, read_together, to_datetime
 from ..typed import DEEP
 from . import reader as canonical
 from .shapes import (
@@ -48,9 +52,9 @@ from .shapes import (
     Header,
     MediaPart,
     MessageRecord,
-    Record,
+    RawRecord,
     SummaryBlock,
-    TextPart,
+    SystemBlock,
     ToolResultBlock,
     ToolUseBlock,
     decode_files,
@@ -98,11 +102,11 @@ def _too_deep(data: bytearray, span: tuple[int, int] | None) -> bool:
     return any(line.count(b"[") + line.count(b"{") >= DEEP for line in bytes(data[span[0]:span[1]]).split(b"\n"))
 
 
-def _frames(sources: list[SourceFile], decoded: list[list[Record] | None]) -> list[pl.DataFrame | None]:
+def _frames(sources: list[SourceFile], decoded: list[list[RawRecord] | None]) -> list[pl.DataFrame | None]:
     """The frame of each file whose records are clean; None for the others."""
     taken: list[int] = []
     first_lines: list[int] = []
-    per_file: list[list[MessageRecord]] = []
+    per_file: list[list[MessageRecord[msgspec.Raw]]] = []
     for k, records in enumerate(decoded):
         if records is None:
             continue
@@ -118,7 +122,7 @@ def _frames(sources: list[SourceFile], decoded: list[list[Record] | None]) -> li
             continue
         taken.append(k)
         first_lines.append(start + 1)
-        per_file.append(cast("list[MessageRecord]", messages))
+        per_file.append(cast("list[MessageRecord[msgspec.Raw]]", messages))
     frames: list[pl.DataFrame | None] = [None] * len(sources)
     if not taken:
         return frames
@@ -137,21 +141,26 @@ def _frames(sources: list[SourceFile], decoded: list[list[Record] | None]) -> li
 
 
 class _Blocks(NamedTuple):
-    array: pa.StructArray   # every block, as :data:`~..columnar.BLOCK`
+    array: pa.StructArray   # every block's ``type``, ``id``, ``name``, ``input`` and ``tool_use_id`` (what
+                            # :func:`~...outcomes.tool_targets.refs_column` reads), as :data:`~..columnar.BLOCK` has them
     owner: np.ndarray       # each one's message
     words: np.ndarray       # each one's words (libpanto's ``countWords``)
+    sizes: np.ndarray       # each one's bytes in a summarizer request, its separator included
     codes: np.ndarray       # each one's shape (:data:`_SHAPES`)
     results: slice          # where the tool results are
+    summary_bytes: np.ndarray  # each summary block's text bytes (in the order of the summary blocks)
+    not_strings: np.ndarray    # the messages with a text that is not a JSON string (their files are declined)
 
 
-def _blocks(messages: list[MessageRecord]) -> _Blocks:
-    """All content blocks of ``messages`` as canonical blocks, each one's message, and its words.
+def _blocks(messages: list[MessageRecord[msgspec.Raw]], assistant: np.ndarray) -> _Blocks:
+    """All content blocks of ``messages``, each one's message, words and bytes; ``assistant``: which messages are.
 
     The blocks are grouped by type (text-like, tool calls, tool results), in
     file order within each type, so that each field is gathered only from the
     blocks that have it; what the columns are used for (sums per message, the
     first summary of a message, tool calls in order, the first result of
-    each call) needs no other order.
+    each call) needs no other order. The texts are counted from their JSON
+    (:func:`~...json_words.raw_text_sizes`), never made into strings.
     """
     # Each field gathered by C-level map over attribute getters: no Python bytecode per block or part.
     contents = list(map(_CONTENT, messages))
@@ -165,74 +174,92 @@ def _blocks(messages: list[MessageRecord]) -> _Blocks:
     by_type = list(map(blocks.__getitem__, order.tolist()))
     uses, results = by_type[n_text:n_text_or_use], by_type[n_text_or_use:]
     n_uses, n_results = len(uses), len(results)
-    texts = pa.array(list(map(_TEXT, by_type[:n_text])), pa.large_string())
+
+    part_lists = list(map(_PARTS, results))
+    parts: list[Any] = list(chain.from_iterable(part_lists))
+    n_parts = np.fromiter(map(len, part_lists), dtype=np.int64, count=n_results)
+    is_media = np.fromiter(map(MediaPart.__instancecheck__, parts), dtype=bool, count=len(parts))
+    text_parts = list(compress(parts, (~is_media).tolist()))
+    media_types = pa.array(list(map(_MEDIA_TYPE, compress(parts, is_media.tolist()))), pa.string())
+    # The texts of the text-like blocks, then of the text parts: counted together, from their JSON.
+    text_words, text_bytes, is_string = raw_text_sizes(list(map(_TEXT, by_type[:n_text])) + list(map(_TEXT, text_parts)))
+    part_owner = np.repeat(np.arange(n_results), n_parts)
+    part_words = np.full(len(parts), MEDIA_PART_WORDS, dtype=np.int64)
+    part_words[~is_media] = text_words[n_text:]
+    part_bytes = np.empty(len(parts), dtype=np.int64)
+    part_bytes[~is_media] = text_bytes[n_text:]
+    part_bytes[is_media] = MEDIA_NOTE_BYTES + byte_lengths(media_types)
+    not_string = np.concatenate([owner[:n_text], owner[n_text_or_use:][part_owner[~is_media]]])[~is_string]
+
+    ids, names = pa.array(list(map(_ID, uses)), pa.string()), pa.array(list(map(_NAME, uses)), pa.string())
     inputs = pa.array(list(map(_INPUT, uses)), pa.large_string())
+    tool_use_ids = pa.array(list(map(_TOOL_USE_ID, results)), pa.string())
 
     def spread(values: pa.Array, before: int, after: int) -> pa.Array:
         """One type's values at its place, null elsewhere."""
         return pa.concat_arrays([pa.nulls(before, values.type), values, pa.nulls(after, values.type)])
 
-    part_lists = list(map(_PARTS, results))
-    parts: list[Any] = list(chain.from_iterable(part_lists))
-    n_parts = np.fromiter(map(len, part_lists), dtype=np.int32, count=n_results)
-    part_offsets = np.zeros(len(blocks) + 1, dtype=np.int32)
-    np.cumsum(n_parts, out=part_offsets[n_text_or_use + 1:])
-    is_media = np.fromiter(map(MediaPart.__instancecheck__, parts), dtype=bool, count=len(parts))
-    # A text part's media_type and a media part's text are None (class attributes, not fields).
-    part_texts = pa.array(list(map(_TEXT, parts)), pa.large_string())
-    part_array = pa.StructArray.from_arrays([
-        _type_names()[1].take(pa.array(is_media.astype(np.int8))), part_texts,
-        pa.array(list(map(_MEDIA_TYPE, parts)), pa.string()),
-    ], fields=list(PART))
     array = pa.StructArray.from_arrays([
-        _type_names()[0].take(pa.array(codes)),
-        spread(texts, 0, n_uses + n_results),
-        spread(pa.array(list(map(_ID, uses)), pa.string()), n_text, n_results),
-        spread(pa.array(list(map(_NAME, uses)), pa.string()), n_text, n_results),
-        spread(inputs, n_text, n_results),
-        spread(pa.array(list(map(_TOOL_USE_ID, results)), pa.string()), n_text + n_uses, 0),
-        pa.ListArray.from_arrays(pa.array(part_offsets), part_array),
-    ], fields=list(BLOCK))
-    part_words = np.where(is_media, MEDIA_PART_WORDS, count_words_arrow(part_texts))
-    result_words = np.bincount(np.repeat(np.arange(n_results), n_parts), weights=part_words, minlength=n_results)
-    words = np.concatenate([count_words_arrow(texts), count_words_arrow(inputs), result_words.astype(np.int64)])
-    return _Blocks(array, owner, words, codes, slice(n_text_or_use, len(blocks)))
+        _type_names().take(pa.array(codes)),
+        spread(ids, n_text, n_results), spread(names, n_text, n_results), spread(inputs, n_text, n_results),
+        spread(tool_use_ids, n_text + n_uses, 0),
+    ], names=["type", "id", "name", "input", "tool_use_id"])
+    result_words = np.bincount(part_owner, weights=part_words, minlength=n_results).astype(np.int64)
+    words = np.concatenate([text_words[:n_text], count_words_arrow(inputs), result_words])
+    own = np.concatenate([  # each block's own fields (:data:`~...transcript.BLOCK_FIELDS`; a system block's none)
+        np.where(codes[:n_text] == _CODE[SystemBlock], 0, text_bytes[:n_text]),
+        byte_lengths(ids) + byte_lengths(names) + byte_lengths(inputs),
+        byte_lengths(tool_use_ids) + np.bincount(part_owner, weights=part_bytes, minlength=n_results).astype(np.int64),
+    ])
+    sizes = own + _LABELS[assistant[owner].astype(np.intp), codes] + len(SEPARATOR)
+    summaries = codes[:n_text] == _CODE[SummaryBlock]
+    return _Blocks(array, owner, words, sizes, codes, slice(n_text_or_use, len(blocks)),
+                   text_bytes[:n_text][summaries], not_string)
 
 
-_CONTENT, _PARTS, _TEXT, _INPUT, _ID, _NAME, _TOOL_USE_ID, _MEDIA_TYPE = map(attrgetter, (
-    "content", "parts", "text", "input", "id", "name", "tool_use_id", "media_type"))
+_CONTENT, _PARTS, _TEXT, _INPUT, _ID, _NAME, _TOOL_USE_ID, _MEDIA_TYPE, _ROLE, _TIMESTAMP, _USAGE = map(attrgetter, (
+    "content", "parts", "text", "input", "id", "name", "tool_use_id", "media_type", "role", "timestamp", "usage"))
+_IS_NOT_NONE = partial(is_not, None)
 
 #: Block shapes by their code: text-like first, then tool calls, then tool results.
 _SHAPES = (*TEXT_BLOCKS, ToolUseBlock, ToolResultBlock)
 _CODE: dict[type, int] = {shape: code for code, shape in enumerate(_SHAPES)}
+#: The bytes a block of each shape writes besides its fields, by role (not the assistant's, the assistant's).
+_LABELS = np.array([[label_bytes(role, TYPE_OF[shape]) for shape in _SHAPES] for role in ("user", "assistant")],
+                   dtype=np.int64)
 
 
 @cache
-def _type_names() -> tuple[pa.Array, pa.Array]:
-    """The block types by code and the part types (text, media), as Arrow arrays (built on first use: an
-    array built at import would import pandas, see :func:`~...ingest.parallel.keep_pandas_out`)."""
-    return (pa.array([TYPE_OF[shape] for shape in _SHAPES], pa.string()),
-            pa.array([TYPE_OF[TextPart], TYPE_OF[MediaPart]], pa.string()))
+def _type_names() -> pa.Array:
+    """The block types by code, as an Arrow array (built on first use: an array built at import would import
+    pandas, see :func:`~...ingest.parallel.keep_pandas_out`)."""
+    return pa.array([TYPE_OF[shape] for shape in _SHAPES], pa.string())
 
 
-def _batch_frame(messages: list[MessageRecord], counts: np.ndarray, first_lines: np.ndarray,
+def _batch_frame(messages: list[MessageRecord[msgspec.Raw]], counts: np.ndarray, first_lines: np.ndarray,
                  sources: list[SourceFile]) -> tuple[pl.DataFrame, np.ndarray]:
     """The message frame of a whole batch (``counts[j]`` messages of ``sources[j]`` each), and which files are clean."""
     n = len(messages)
     file_of = np.repeat(np.arange(len(sources)), counts)
     first_row = np.concatenate(([0], np.cumsum(counts)))[:-1]
     seq = np.arange(n) - first_row[file_of]
-    blocks = _blocks(messages)
+    roles = pa.array(list(map(_ROLE, messages)), pa.string())
+    assistant = np.asarray(pc.equal(roles, "assistant"))
+    blocks = _blocks(messages, assistant)
     owner = blocks.owner
-    roles = pa.array([m.role for m in messages], pa.string())
-    timestamps = pa.array([m.timestamp for m in messages], pa.string())
     words = np.bincount(owner, weights=blocks.words, minlength=n).astype(np.int64)
     has_tool_result = np.bincount(owner[blocks.results], minlength=n) > 0
-    has_summary = np.bincount(owner[blocks.codes == _CODE[SummaryBlock]], minlength=n) > 0
-    usages = [m.usage for m in messages]
-    has_usage = [u is not None for u in usages]
-    counters = {key: pl.Series(key, [None if u is None else getattr(u, key) or 0 for u in usages], dtype=pl.Int64)
-                for key in USAGE_COLUMNS}
+    is_summary = blocks.codes == _CODE[SummaryBlock]
+    has_summary = np.bincount(owner[is_summary], minlength=n) > 0
+    # What each message adds to a summarizer request (:func:`~...transcript.serialized_bytes`): its first summary's
+    # text if it holds one, else its blocks (a system message's none).
+    request_bytes = np.bincount(owner, weights=blocks.sizes, minlength=n).astype(np.int64)
+    request_bytes[np.asarray(pc.equal(roles, "system"))] = 0
+    with_summary, first = np.unique(owner[is_summary], return_index=True)
+    request_bytes[with_summary] = blocks.summary_bytes[first]
+    timestamps = pl.Series("t", pa.array(list(map(_TIMESTAMP, messages)), pa.string())).to_frame()
+    timestamps = timestamps.with_columns(parsed=to_datetime(pl.col("t")))
+    timestamps = timestamps.with_columns(ok=iso_utc(pl.col("t"), pl.col("parsed")).fill_null(True))
 
     def per_file(values: list[Any]) -> pl.Series:  # a file-level value on each of its rows
         return pl.Series(values, dtype=pl.String).gather(file_of)
@@ -242,22 +269,37 @@ def _batch_frame(messages: list[MessageRecord], counts: np.ndarray, first_lines:
         SEQ: seq.astype(np.uint32),
         ROLE: pl.Series(roles),
         "words": words,
-        "serialized_bytes": serialized_bytes(roles, blocks.array, owner, n),
+        "serialized_bytes": request_bytes,
         "has_tool_result": has_tool_result,
         "has_summary": has_summary,
         "bash_execution": pl.repeat(False, n, dtype=pl.Boolean, eager=True),
-        **counters,
-        # Canonical usage records no cache lifetime: every write is a 5-minute write; no recorded cost.
-        "cache_write_1h": pl.Series([0 if u else None for u in has_usage], dtype=pl.Int64),
+        **_usage_columns(messages),
         "recorded_cost": pl.repeat(None, n, dtype=pl.Float32, eager=True),
         "source_format": per_file([src.source_format for src in sources]),
         "model": per_file([src.meta.model for src in sources]),
-        "timestamp": parse_timestamps(timestamps),
+        "timestamp": timestamps["parsed"],
         "file": per_file([src.file for src in sources]),
         "line": (seq + first_lines[file_of]).astype(np.uint32),
         "refs": refs_column(blocks.array, owner, n, file_of, [src.meta.project for src in sources],
                             result_words=blocks.words[blocks.results]),
     }).cast(cast("dict[Any, pl.DataType]", MESSAGE_SCHEMA))
-    clean = np.bincount(file_of, weights=bad_timestamps(timestamps), minlength=len(sources)) == 0
+    bad = ~timestamps["ok"].to_numpy()
+    bad[blocks.not_strings] = True
+    clean = np.bincount(file_of, weights=bad, minlength=len(sources)) == 0
     return frame, clean
 
+
+def _usage_columns(messages: list[MessageRecord[msgspec.Raw]]) -> dict[str, pl.Series]:
+    """The usage counters of each message (a missing or null counter 0), null where it records no usage; and the
+    1-hour cache writes: canonical usage records no cache lifetime, every write is a 5-minute write."""
+    usages = list(map(_USAGE, messages))
+    has_usage = np.fromiter(map(_IS_NOT_NONE, usages), dtype=bool, count=len(usages))
+    recorded = list(compress(usages, has_usage.tolist()))
+    columns = {}
+    for key in USAGE_COLUMNS:
+        values = np.zeros(len(usages), dtype=np.int64)
+        values[has_usage] = pc.fill_null(pa.array(list(map(attrgetter(key), recorded)), pa.int64()), 0).to_numpy()
+        columns[key] = pl.Series(key, pa.array(values, mask=~has_usage))
+    columns["cache_write_1h"] = pl.Series("cache_write_1h", pa.array(np.zeros(len(usages), dtype=np.int64),
+                                                                     mask=~has_usage))
+    return columns

@@ -71,7 +71,7 @@ def parse(src: SourceFile) -> Iterator[Message]:
         try:
             shape = type(rec)
             if shape is MessageRecord:
-                message = _typed_message(cast(MessageRecord, rec), lineno)
+                message = _typed_message(cast("MessageRecord[str]", rec), lineno)
             elif shape is Header:
                 if not first:
                     raise Invalid("a session record may only be the first line")
@@ -119,7 +119,7 @@ def header(src: SourceFile, rec: dict[str, Any]) -> None:
 # -- the typed path: a decoded record already passed every check a Struct states -------------------------------
 
 
-def _typed_message(rec: MessageRecord, lineno: int) -> Message:
+def _typed_message(rec: MessageRecord[str], lineno: int) -> Message:
     usage = rec.usage
     return Message(rec.role, msgspec.to_builtins(rec.content),
                    None if usage is None else {key: getattr(usage, key) or 0 for key in USAGE_COLUMNS}, lineno,

@@ -21,31 +21,36 @@ msgspec.ValidationError: Expected `str`, got `int` - at `$[0].content[0].text`
 """
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Generic, Literal, TypeVar
 
 import msgspec
 
 from ..typed import TYPED_ERRORS, Counter, JsonInt, beyond_double_spans, one_per_line
 
-__all__ = ["TEXT_BLOCKS", "TYPE_OF", "Block", "Header", "MediaPart", "MessageRecord", "Part", "Record",
+__all__ = ["TEXT_BLOCKS", "TYPE_OF", "Block", "Header", "MediaPart", "MessageRecord", "Part", "RawRecord", "Record",
            "SummaryBlock", "SystemBlock", "TextBlock", "TextPart", "ThinkingBlock", "ToolResultBlock", "ToolUseBlock",
            "decode_files"]
 
-
-class TextBlock(msgspec.Struct, tag_field="type", tag="text", gc=False):
-    text: str
-
-
-class ThinkingBlock(msgspec.Struct, tag_field="type", tag="thinking", gc=False):
-    text: str
+#: The type of a text (a text-like block's ``text``, a text part's ``text``): ``str`` where the text is read
+#: (:mod:`.reader`), ``msgspec.Raw`` where only its words and bytes are counted (:mod:`.fast`: the JSON string as
+#: the file writes it, quotes and escapes included, checked by msgspec but not made into a ``str``).
+T = TypeVar("T")
 
 
-class SummaryBlock(msgspec.Struct, tag_field="type", tag="compaction_summary", gc=False):
-    text: str
+class TextBlock(msgspec.Struct, Generic[T], tag_field="type", tag="text", gc=False):
+    text: T
 
 
-class SystemBlock(msgspec.Struct, tag_field="type", tag="system", gc=False):
-    text: str
+class ThinkingBlock(msgspec.Struct, Generic[T], tag_field="type", tag="thinking", gc=False):
+    text: T
+
+
+class SummaryBlock(msgspec.Struct, Generic[T], tag_field="type", tag="compaction_summary", gc=False):
+    text: T
+
+
+class SystemBlock(msgspec.Struct, Generic[T], tag_field="type", tag="system", gc=False):
+    text: T
     mode: Literal["append", "replace"] = "append"
 
 
@@ -55,8 +60,8 @@ class ToolUseBlock(msgspec.Struct, tag_field="type", tag="tool_use", gc=False):
     input: str
 
 
-class TextPart(msgspec.Struct, tag_field="type", tag="text", gc=False):
-    text: str
+class TextPart(msgspec.Struct, Generic[T], tag_field="type", tag="text", gc=False):
+    text: T
     #: Not a field (a text part's ``media_type`` is not read): None, so that every part has both names.
     media_type: ClassVar[None] = None
 
@@ -68,16 +73,16 @@ class MediaPart(msgspec.Struct, tag_field="type", tag="media", gc=False):
 
 
 #: A tool result's part.
-Part = TextPart | MediaPart
+Part = TextPart[T] | MediaPart
 
 
-class ToolResultBlock(msgspec.Struct, tag_field="type", tag="tool_result", gc=False):
+class ToolResultBlock(msgspec.Struct, Generic[T], tag_field="type", tag="tool_result", gc=False):
     tool_use_id: str
-    parts: list[Part]
+    parts: list[Part[T]]
 
 
 #: A content block.
-Block = TextBlock | ThinkingBlock | SummaryBlock | SystemBlock | ToolUseBlock | ToolResultBlock
+Block = TextBlock[T] | ThinkingBlock[T] | SummaryBlock[T] | SystemBlock[T] | ToolUseBlock | ToolResultBlock[T]
 
 
 class _Usage(msgspec.Struct, gc=False):
@@ -89,11 +94,11 @@ class _Usage(msgspec.Struct, gc=False):
     cache_write: Counter | None = None
 
 
-class MessageRecord(msgspec.Struct, tag_field="type", tag="message", gc=False):
+class MessageRecord(msgspec.Struct, Generic[T], tag_field="type", tag="message", gc=False):
     """A message; ``content`` absent is ``[]`` (null is refused), ``usage`` absent or null is none."""
 
     role: Literal["system", "user", "assistant"]
-    content: list[Block] = []
+    content: list[Block[T]] = []
     usage: _Usage | None = None
     timestamp: str | None = None
 
@@ -113,7 +118,9 @@ class Header(msgspec.Struct, tag_field="type", tag="session", gc=False):
 
 
 #: A line of a canonical file.
-Record = Header | MessageRecord
+Record = Header | MessageRecord[str]
+#: A line of a canonical file, its texts left as their JSON (:data:`T`).
+RawRecord = Header | MessageRecord[msgspec.Raw]
 
 #: The blocks whose ``text`` is counted.
 TEXT_BLOCKS = (TextBlock, ThinkingBlock, SummaryBlock, SystemBlock)
@@ -122,10 +129,10 @@ TEXT_BLOCKS = (TextBlock, ThinkingBlock, SummaryBlock, SystemBlock)
 TYPE_OF: dict[type, str] = {shape: str(shape.__struct_config__.tag)
                             for shape in (*TEXT_BLOCKS, ToolUseBlock, ToolResultBlock, TextPart, MediaPart)}
 
-_LINES = msgspec.json.Decoder(Record)
+_LINES = msgspec.json.Decoder(RawRecord)
 
 
-def decode_files(data: bytes | bytearray, spans: list[tuple[int, int] | None]) -> list[list[Record] | None]:
+def decode_files(data: bytes | bytearray, spans: list[tuple[int, int] | None]) -> list[list[RawRecord] | None]:
     """The records of each file whose newline-terminated lines are ``data[start:end]``, one a line; None for a
     file of another shape.
 
@@ -145,8 +152,8 @@ def decode_files(data: bytes | bytearray, spans: list[tuple[int, int] | None]) -
     >>> m = b'{"type":"message","role":"user","content":[{"type":"text","text":"hi"}]}'
     >>> data = b'{"type":"session","id":"s"}\\n' + m + b"\\n" + m + b"," + m + b"\\n" + m + b"\\n\\n"
     >>> (header, msg), two_on_a_line, blank = decode_files(data, [(0, 101), (101, 247), (247, 321)])
-    >>> header.id, msg.role, msg.content[0].text, msg.usage is None, two_on_a_line, blank
-    ('s', 'user', 'hi', True, None, None)
+    >>> header.id, msg.role, bytes(msg.content[0].text), msg.usage is None, two_on_a_line, blank
+    ('s', 'user', b'"hi"', True, None, None)
     """
     counts = [None if span is None else one_per_line(data, *span) for span in spans]
     taken = sorted((span, k) for k, (span, lines) in enumerate(zip(spans, counts)) if span is not None and lines is not None)
@@ -154,7 +161,7 @@ def decode_files(data: bytes | bytearray, spans: list[tuple[int, int] | None]) -
     for (_, k), beyond in zip(taken, beyond_double_spans(data, [span for span, _ in taken])):
         if beyond:
             counts[k] = None
-    out: list[list[Record] | None] = []
+    out: list[list[RawRecord] | None] = []
     with memoryview(data) as view:
         for span, lines in zip(spans, counts):
             if lines is None or span is None:
