@@ -172,26 +172,23 @@ def _scanned(raw: bytes | bytearray, spans: Sequence[tuple[int, int]]) -> list[b
 
 #: How far :func:`_exponents` walks back over a number's bytes, and then over spaces, with NumPy (beyond: Python).
 _WALK = 64
+_NUMBER_BYTES, _SPACES, _VALUE_START = b"0123456789.+-", b" \t\r\n", b":,["
 
 
 def _exponents(raw: bytes | bytearray, data: Any, e: Any, start: Any, end: Any) -> Any:
-    """:func:`_exponent` of each ``e`` (a NumPy array of positions) within its span ``start``-``end``, all at once:
-    a boolean array."""
+    """:func:`_exponent` of each position ``e`` (NumPy arrays) in its span ``start``-``end``, at once: booleans."""
     import numpy as np
 
-    top = len(data) - 1
-
     def byte(at: Any) -> Any:
-        return data[np.clip(at, 0, top)]
+        return data[np.clip(at, 0, len(data) - 1)]
 
     def is_digit(b: Any) -> Any:
         return (b >= 48) & (b <= 57)
 
     sign = np.isin(byte(e + 1), (43, 45))   # + -
     lead = e + 1 + sign
-    ok = (lead + 2 < end) & is_digit(byte(lead)) & is_digit(byte(lead + 1)) & is_digit(byte(lead + 2)) \
-        & (e > start) & is_digit(byte(e - 1))
-    at = np.flatnonzero(ok)
+    at = np.flatnonzero((lead + 2 < end) & is_digit(byte(lead)) & is_digit(byte(lead + 1)) & is_digit(byte(lead + 2))
+                        & (e > start) & is_digit(byte(e - 1)))
     token, low = e[at] - 1, start[at]
     # Back over the digits, point and sign, then over spaces: each as far as it goes, or its span's start.
     for kind in (_NUMBER_BYTES, _SPACES):
@@ -210,9 +207,6 @@ def _exponents(raw: bytes | bytearray, data: Any, e: Any, start: Any, end: Any) 
     verdict = np.zeros(len(e), bool)
     verdict[at] = (token == low) | np.isin(byte(token - 1), tuple(_VALUE_START))
     return verdict
-
-
-_NUMBER_BYTES, _SPACES, _VALUE_START = b"0123456789.+-", b" \t\r\n", b":,["
 
 
 _DIGITS = bytes(48 if c in b"0123456789" else 120 for c in range(256))
