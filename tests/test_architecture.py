@@ -27,7 +27,7 @@ DEFAULTS = f"{PACKAGE}.defaults"
 #: Layers from the bottom up; a module belongs to the first whose prefix it has.
 LAYERS = (
     ("shared", ("schema", "errors", "budgets", "words", "json_words", "transcript", "defaults", "models", "phrases",
-                "pathnames")),
+                "pathnames", "isotimes")),
     ("examples", ("examples",)),
     ("outcomes", ("outcomes",)),
     ("policy", ("policy",)),

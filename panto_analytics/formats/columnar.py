@@ -20,7 +20,6 @@ and the timestamps the fast paths take (:func:`iso_utc`, :func:`bad_timestamps`,
 from __future__ import annotations
 
 import os
-from typing import Any
 
 import numpy as np
 import polars as pl
@@ -30,7 +29,7 @@ from ..pathnames import path_suffix
 from .base import BOM, COMPRESSED_SUFFIXES, SourceFile, open_session_file
 from .blocks import BLOCK, PART, byte_lengths, per_owner, serialized_bytes, words_and_flags
 
-__all__ = ["BLOCK", "ISO_UTC", "MAX_FILE_BYTES", "PART", "bad_timestamps", "byte_lengths", "iso_milliseconds", "iso_utc",
+__all__ = ["BLOCK", "ISO_UTC", "MAX_FILE_BYTES", "PART", "bad_timestamps", "byte_lengths", "iso_utc",
            "parse_timestamps", "per_owner", "read_together", "read_whole", "serialized_bytes", "to_datetime", "valid_utf8",
            "words_and_flags"]
 
@@ -191,53 +190,3 @@ def parse_timestamps(values: pa.Array) -> pl.Series:
     """:func:`to_datetime` of ``values``; rows of a file with a bad timestamp may read null (the file is declined)."""
     return pl.Series("t", values).to_frame().select(to_datetime(pl.col("t")))["t"]
 
-
-#: The shape :func:`iso_milliseconds` reads: ``YYYY-MM-DDTHH:MM:SS.fffZ``, as the recorders write it.
-_ISO_MS = b"0000-00-00T00:00:00.000Z"
-_ISO_DIGITS = np.array([k for k, c in enumerate(_ISO_MS) if c == ord("0")])
-_ISO_MARKS = np.array([k for k, c in enumerate(_ISO_MS) if c != ord("0")])
-
-
-def iso_milliseconds(values: list[Any]) -> np.ndarray | None:
-    """The UTC milliseconds since 1970 of ``values`` when every one is a string ``YYYY-MM-DDTHH:MM:SS.fffZ``
-    naming a real time of a year from 1 on, read in array operations; else None (take :func:`to_datetime`).
-
-    Where it gives a value it is the one :func:`to_datetime` and :func:`.base.parse_timestamp` give, and
-    :func:`iso_utc` holds: the shape is one :data:`ISO_UTC` allows, and its date and time are checked here as
-    both parsers check them (month 1-12, a day the month has, hour 0-23, minute and second 0-59).
-
-    >>> iso_milliseconds(["1970-01-01T00:00:01.500Z", "2024-02-29T23:59:59.999Z"]).tolist()
-    [1500, 1709251199999]
-    >>> iso_milliseconds(["2025-02-29T00:00:00.000Z"]), iso_milliseconds(["2025-01-01T00:00:00Z"]), iso_milliseconds([None])
-    (None, None, None)
-    """
-    width = len(_ISO_MS)
-    try:
-        text = "".join(values)
-    except TypeError:   # not every one a string
-        return None
-    if len(text) != width * len(values) or (values and max(map(len, values)) != width) or not text.isascii():
-        return None
-    chars = np.frombuffer(text.encode("ascii"), dtype=np.uint8).reshape(len(values), width)
-    if not (chars[:, _ISO_MARKS] == np.frombuffer(_ISO_MS, dtype=np.uint8)[_ISO_MARKS]).all():
-        return None
-    digits = chars[:, _ISO_DIGITS] - np.uint8(ord("0"))   # a byte below "0" wraps above 9
-    if not (digits <= 9).all():
-        return None
-    d = digits.astype(np.int64)
-    year, month, day = d[:, 0] * 1000 + d[:, 1] * 100 + d[:, 2] * 10 + d[:, 3], d[:, 4] * 10 + d[:, 5], d[:, 6] * 10 + d[:, 7]
-    hour, minute, second = d[:, 8] * 10 + d[:, 9], d[:, 10] * 10 + d[:, 11], d[:, 12] * 10 + d[:, 13]
-    milli = d[:, 14] * 100 + d[:, 15] * 10 + d[:, 16]
-    leap = (year % 4 == 0) & ((year % 100 != 0) | (year % 400 == 0))
-    month_days = np.array([0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31])[np.clip(month, 0, 12)] + (leap & (month == 2))
-    if not ((year >= 1) & (month >= 1) & (month <= 12) & (day >= 1) & (day <= month_days) & (hour <= 23)
-            & (minute <= 59) & (second <= 59)).all():
-        return None
-    # Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's days_from_civil), years from March.
-    y = year - (month <= 2)
-    era = y // 400
-    of_era = y - era * 400
-    of_year = (153 * (month + np.where(month > 2, -3, 9)) + 2) // 5 + day - 1
-    days = era * 146097 + of_era * 365 + of_era // 4 - of_era // 100 + of_year - 719468
-    milliseconds: np.ndarray = (((days * 24 + hour) * 60 + minute) * 60 + second) * 1000 + milli
-    return milliseconds

@@ -23,12 +23,13 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..isotimes import iso_milliseconds
 from ..outcomes.tool_targets import refs_column
 from ..pathnames import path_suffix
 from ..schema import MESSAGE_SCHEMA, ROLE, SEQ, USAGE_COLUMNS
 from .base import COMPRESSED_SUFFIXES, SessionMeta, SourceFile, gc_paused, parse_timestamp
 from .blocks import BLOCK, PART, block_words, serialized_bytes, words_and_flags
-from .columnar import MAX_FILE_BYTES, iso_milliseconds, iso_utc, read_whole, to_datetime, valid_utf8
+from .columnar import MAX_FILE_BYTES, iso_utc, read_whole, to_datetime, valid_utf8
 from .typed import DEEP, TYPED_ERRORS, beyond_double, one_per_line
 
 __all__ = ["KIND_NAMES", "RESULT", "SUMMARY", "SYSTEM", "TEXT", "THINKING", "TOOL_USE", "Columns", "ReadFile", "read_batch"]
@@ -223,7 +224,7 @@ class Columns:
     def _timestamps(self) -> pl.Series:
         """Each message's time: its entry's, else its message's (:func:`.base.parse_timestamp`), in UTC ms.
 
-        Where every entry's is ``YYYY-MM-DDTHH:MM:SS.fffZ`` (:func:`.columnar.iso_milliseconds`), read in array
+        Where every entry's is ``YYYY-MM-DDTHH:MM:SS.fffZ`` (:func:`..isotimes.iso_milliseconds`), read in array
         operations; else where every one is an ISO-8601 UTC string Polars reads as Python does
         (:func:`.columnar.iso_utc`), one vectorized parse; else each is parsed as :func:`.pi.parse` parses it and
         converted as ``FrameBuilder`` does.

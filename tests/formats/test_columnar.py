@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from panto_analytics.errors import IngestReport, InputError
 from panto_analytics.formats import adapter, base
 from panto_analytics.formats.base import BOM, SourceFile, open_session_file, parse_timestamp
-from panto_analytics.formats.columnar import bad_timestamps, iso_milliseconds, iso_utc, parse_timestamps, read_together, to_datetime
+from panto_analytics.formats.columnar import bad_timestamps, parse_timestamps, read_together
 
 _BYTES = st.lists(st.sampled_from([b"{}\n", b'{"a":1}', b"\n", b"   ", b"x" * 70_000, BOM, b"\xc3\xa9\n"]), max_size=6)
 
@@ -113,49 +113,6 @@ def test_a_timestamp_the_fast_paths_take_is_read_as_python_reads_it(texts):
     for text, is_bad, ms in zip(texts, bad, parsed):
         if not is_bad:
             assert ms is not None and ms == _python_ms(text), text
-
-
-@st.composite
-def iso_milliseconds_like(draw) -> str:
-    """``YYYY-MM-DDTHH:MM:SS.fffZ`` at and around the edges of each field (leap days, month ends, 23:59:59)."""
-    year = draw(st.one_of(st.sampled_from(["0000", "0001", "0004", "0100", "1900", "2000", "2024", "2025", "2100",
-                                           "2400", "9999"]), st.integers(0, 9999).map(lambda y: str(y).zfill(4))))
-    month, day = draw(st.integers(0, 13)), draw(st.one_of(st.sampled_from([0, 1, 28, 29, 30, 31, 32]), st.integers(1, 31)))
-    hour, minute, second = (draw(st.sampled_from(edges)) for edges in ([0, 23, 24], [0, 59, 60], [0, 59, 60]))
-    milli = draw(st.integers(0, 999))
-    return f"{year}-{month:02}-{day:02}T{hour:02}:{minute:02}:{second:02}.{milli:03}Z"
-
-
-_MILLISECONDS = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z$"
-
-
-@settings(max_examples=examples(500))
-@given(texts=st.one_of(st.lists(iso_milliseconds_like(), min_size=1, max_size=2),
-                       st.lists(st.one_of(iso_like(), iso_milliseconds_like(), st.sampled_from(ODD_TIMESTAMPS), st.none(),
-                                          st.integers(0, 10**12)), min_size=1, max_size=6)))
-def test_iso_milliseconds_reads_its_shape_as_the_parsers_do(texts):
-    # A value for all or None; a value only where every one is of its shape, a real time the vectorized parse
-    # takes (iso_utc) and Python reads the same.
-    ms = iso_milliseconds(texts)
-    strings = all(isinstance(t, str) for t in texts)
-    frame = pl.DataFrame({"t": texts if strings else [None]}, schema={"t": pl.String}).with_columns(
-        p=to_datetime(pl.col("t")), ok=iso_utc(pl.col("t")) & pl.col("t").str.contains(_MILLISECONDS))
-    taken = strings and bool(frame["ok"].fill_null(False).all())
-    assert (ms is not None) == taken, texts
-    if ms is not None:
-        assert ms.tolist() == frame["p"].cast(pl.Int64).to_list() == [_python_ms(t) for t in texts]
-
-
-@pytest.mark.parametrize(("text", "taken"), [
-    ("2000-02-29T00:00:00.000Z", True), ("2100-02-29T00:00:00.000Z", False), ("2024-02-29T23:59:59.999Z", True),
-    ("2025-04-30T00:00:00.000Z", True), ("2025-04-31T00:00:00.000Z", False), ("2025-01-01T00:00:60.000Z", False),
-    ("0001-01-01T00:00:00.000Z", True), ("0000-12-31T00:00:00.000Z", False), ("2025-01-01T00:00:00.000+00:00", False),
-])
-def test_iso_milliseconds_at_the_edges(text, taken):
-    ms = iso_milliseconds([text])
-    assert (ms is not None) == taken
-    if taken:
-        assert ms.tolist() == [_python_ms(text)]
 
 
 @pytest.mark.parametrize("text", ODD_TIMESTAMPS)
