@@ -96,251 +96,259 @@ class _Decline(Exception):
 def read_frames(sources: list[SourceFile]) -> list[pl.DataFrame | None]:
     """The message frame of each clean Codex rollout (its metadata and report as :func:`.codex.parse` gives them), or
     None to leave it to :func:`.codex.parse`."""
-    return read_batch(sources, _LINES, NAME, lambda src, records, raw, cols: _File(src, records, raw, cols).read(),
-                      (_Decline, *BAD_RECORD))
+    return read_batch(sources, _LINES, NAME, _read_file, (_Decline, *BAD_RECORD))
 
 
 #: A block: code, text, id, name, input, tool_use_id, and a tool result's parts ``(type, text, media_type)``.
 _Block = tuple[int, str | None, str | None, str | None, str | None, str | None, list[tuple[str, str | None, str | None]]]
+#: A message being gathered: its line, timestamp (as recorded), model and blocks.
+_Message = tuple[int, Any, str | None, list[_Block]]
 _NO_PARTS: list[tuple[str, str | None, str | None]] = []
 
 
-class _File:
-    """One decoded rollout read as :class:`.codex._Rollout` reads it (a message: ``[line, ts, model, blocks]``)."""
+def _read_file(src: SourceFile, records: list[_Line], raw: bytes, cols: Columns) -> tuple[SessionMeta, Counter[str]]:
+    """One decoded rollout read as :class:`.codex._Rollout` reads it, its messages appended to ``cols``.
 
-    def __init__(self, src: SourceFile, records: list[_Line], raw: bytes, cols: Columns):
-        self.records, self.raw, self.cols = records, raw, cols
-        self.meta = SessionMeta(session_id=session_stem(src.file))
-        self.ignored: Counter[str] = Counter()
-        self.model: str | None = None
-        self.models: Counter[str | None] = Counter()
-        self.calls = 0
-        self.totals: Any = None
-        self.before: list[Any] | None = None
-        self.assistant: list[Any] | None = None
-        self.after: list[Any] | None = None
-        # The messages read, appended to the columns at the end: (role, model, timestamp, line), usage, blocks.
-        self.rows: list[tuple[str, str | None, Any, int]] = []
-        self.usage: list[tuple[int, int, int, int] | None] = []
-        self.owner: list[int] = []
-        self.blocks: list[_Block] = []
-        self.pending = 0               # the first row waiting for a token count
-        self.last_assistant = -1       # the row of the last assistant message appended
+    One loop with the state in local variables (the common records handled inline, without a call each): a
+    call's messages are gathered as :data:`_Message` (tool results before its first assistant item, its
+    assistant message, tool results after it), then appended in that order to the file's rows, where they wait
+    for the call's token count (``pending``: the first row without one).
+    """
+    meta = SessionMeta(session_id=session_stem(src.file))
+    ignored: Counter[str] = Counter()
+    models: Counter[str | None] = Counter()   # assistant messages per model
+    model: str | None = None
+    calls, totals, windowed, seen_meta = 0, None, False, False
+    before: _Message | None = None
+    assistant: _Message | None = None
+    after: _Message | None = None
+    # The file's messages: (role, model, timestamp, line), their usage, and their blocks with each one's row
+    # in the batch (the file's rows follow those of the files before it: ``first``).
+    first = cols.rows
+    rows: list[tuple[str, str | None, Any, int]] = []
+    usage: list[tuple[int, int, int, int] | None] = []
+    owner: list[int] = []
+    blocks: list[_Block] = []
+    pending, last_assistant = 0, -1   # the first row waiting for a token count; the last assistant message's row
 
-    def read(self) -> tuple[SessionMeta, Counter[str]]:
-        ignored, windowed, seen_meta = self.ignored, False, False
-        for lineno, rec in enumerate(self.records, 1):
-            kind, payload = rec.type, rec.payload
-            if kind is None or kind in _DECLINED:
-                raise _Decline
-            if kind not in _ENVELOPES:
-                ignored[kind] += 1
-                continue
-            if payload is None or payload is UNSET:
-                raise _Decline
-            windowed = True
-            if kind == "response_item":
-                self.item(payload, lineno, rec.timestamp)
-            elif kind == "event_msg":
-                if payload.type is None:
-                    raise _Decline
-                if payload.type == "token_count":
-                    self.token_count(payload.info)
-                else:
-                    self.context_window(payload.model_context_window)
-                    ignored["event_msg:" + payload.type] += 1
-            elif kind == "turn_context":
-                if payload.model is not None:
-                    self.set_model(payload.model)
-                ignored["turn_context"] += 1
-            elif seen_meta:
-                ignored["session_meta (repeated)"] += 1
-            elif lineno != 1:
-                raise _Decline
-            else:  # the header, read as the line reader reads it
-                end = self.raw.find(b"\n")
-                try:
-                    header = orjson.loads(self.raw[:end] if end >= 0 else self.raw)
-                except orjson.JSONDecodeError:
-                    raise _Decline from None
-                model = read_header(self.meta, header["payload"], parse_timestamp(header.get("timestamp")))
-                seen_meta = True
-                if model is not None:
-                    self.set_model(model)
-        self.close_call()
-        self.flush()
-        meta = self.meta
-        meta.api_calls = self.calls if windowed else None
-        self.models.pop(None, None)
-        if self.models:
-            meta.model = self.models.most_common(1)[0][0]
-        return meta, ignored
-
-    def set_model(self, model: str) -> None:
-        self.model, self.meta.model = model, self.meta.model or model
-
-    def context_window(self, value: Any) -> None:
-        if self.meta.context_window is None and isinstance(value, int) and not isinstance(value, bool) and value > 0:
-            self.meta.context_window = value
-
-    def token_count(self, info: _Info | None) -> None:
-        if info is None:
-            self.ignored["event_msg:token_count (no usage)"] += 1
-            return
-        total = info.total_token_usage
-        if total is not None and total == self.totals:
-            self.ignored["event_msg:token_count (repeated)"] += 1
-            return
-        last = info.last_token_usage
-        if last is None or last.input_tokens is UNSET or last.output_tokens is UNSET:
+    def append(role: str, msg: _Message) -> None:
+        row = len(rows)
+        if row - pending >= MAX_PENDING:  # the line reader would let go of them before their count
             raise _Decline
-        inp, cached = last.input_tokens or 0, last.cached_input_tokens or 0
-        if cached > inp:
-            raise _Decline
-        self.context_window(info.model_context_window)
-        self.totals = total
-        self.calls += 1
-        self.close_call()
-        # The call's assistant message is the last one since the previous count.
-        if self.last_assistant >= self.pending:
-            self.usage[self.last_assistant] = (inp - cached, last.output_tokens or 0, cached, 0)
-        self.pending = len(self.rows)
+        line, ts, by, content = msg
+        rows.append((role, by, ts, line))
+        usage.append(None)
+        owner.extend([first + row] * len(content))
+        blocks.extend(content)
 
-    # -- response items --------------------------------------------------------------------------------
+    def close_call() -> None:  # the current call's messages appended, in order
+        nonlocal before, assistant, after, last_assistant
+        if before is not None:
+            append("user", before)
+        if assistant is not None:
+            last_assistant = len(rows)
+            append("assistant", assistant)
+        if after is not None:
+            append("user", after)
+        before = assistant = after = None
 
-    def item(self, item: _Payload, lineno: int, ts: Any) -> None:
-        kind = item.type
-        if kind in _OUTPUTS:
-            if item.call_id is None or item.output is None or item.output is UNSET:
-                raise _Decline
-            block: _Block = (RESULT, None, None, None, None, item.call_id, self.output_parts(item.output))
-            if self.assistant is None:
-                if self.before is None:
-                    self.before = [lineno, ts, self.model, []]
-                self.before[3].append(block)
-            else:
-                if self.after is None:
-                    self.after = [lineno, ts, self.model, []]
-                self.after[3].append(block)
-            return
-        if kind == "message":
-            if item.content is None or item.content is UNSET:
-                raise _Decline
-            role = item.role
-            texts = self.texts(item.content, role)
-            if role == "assistant":
-                self.call([(TEXT, t, None, None, None, None, _NO_PARTS) for t in texts], lineno, ts)
-            elif role == "user" and not any(map(is_contextual_fragment, texts)):
-                self.message("user", [(TEXT, t, None, None, None, None, _NO_PARTS) for t in texts], lineno, ts)
-            elif role in ("developer", "system", "user"):
-                self.message("system", [(SYSTEM, t, None, None, None, None, _NO_PARTS) for t in texts], lineno, ts)
-            else:
-                raise _Decline
-        elif kind == "reasoning":
-            summary = [] if item.summary is UNSET else item.summary
-            if not isinstance(summary, list):
-                raise _Decline
-            texts = self.texts(summary, None) + self.texts(item.content or [], None)
-            self.call([(THINKING, "\n".join(texts), None, None, None, None, _NO_PARTS)], lineno, ts)
-        elif kind == "function_call" or kind == "custom_tool_call":
-            text = item.arguments if kind == "function_call" else item.input
-            if item.name is None or text is None or item.call_id is None:
-                raise _Decline
-            self.call([(TOOL_USE, None, item.call_id, item.name, text, None, _NO_PARTS)], lineno, ts)
-        elif kind is None or kind in _DECLINED_ITEMS:
-            raise _Decline
-        else:
-            self.ignored["response_item:" + kind] += 1
-
-    def texts(self, content: list[_Part], images_in: str | None) -> list[str]:
-        """The texts of a content list; images and unknown parts are counted as ignored."""
+    def texts(content: list[_Part], images_in: str | None) -> list[str]:  # images and unknown parts: ignored
         out = []
         for part in content:
             text = _text(part)
             if text is not None:
                 out.append(text)
             elif part.type == "input_image" or part.type == "output_image":
-                self.ignored[f"image in a {images_in or 'content'} message"] += 1
+                ignored[f"image in a {images_in or 'content'} message"] += 1
             else:
-                self.ignored[f"content part:{part.type}"] += 1
+                ignored[f"content part:{part.type}"] += 1
         return out
 
-    def output_parts(self, output: str | list[_Part]) -> list[tuple[str, str | None, str | None]]:
-        """A tool output (a string or content items) as result parts."""
-        if isinstance(output, str):
-            return [("text", output, None)]
-        parts: list[tuple[str, str | None, str | None]] = []
-        for part in output:
-            text = _text(part)
-            if text is not None:
-                parts.append(("text", text, None))
-            elif part.type == "input_image" or part.type == "output_image":
-                parts.append(("media", None, media_type(part.image_url)))
-            else:
-                self.ignored[f"content part:{part.type}"] += 1
-        return parts
-
-    # -- grouping ----------------------------------------------------------------------------------------
-
-    def call(self, blocks: list[_Block], lineno: int, ts: Any) -> None:
-        if self.assistant is None:
-            self.assistant = [lineno, ts, self.model, blocks]
-            self.models[self.model] += 1
-        else:
-            self.assistant[3].extend(blocks)
-
-    def message(self, role: str, blocks: list[_Block], lineno: int, ts: Any) -> None:
-        self.close_call()
-        self.append(role, [lineno, ts, self.model, blocks])
-
-    def close_call(self) -> None:
-        """Append the current call's messages, in order."""
-        if self.before is not None:
-            self.append("user", self.before)
-        if self.assistant is not None:
-            self.last_assistant = len(self.rows)
-            self.append("assistant", self.assistant)
-        if self.after is not None:
-            self.append("user", self.after)
-        self.before = self.assistant = self.after = None
-
-    def append(self, role: str, msg: list[Any]) -> None:
-        row = len(self.rows)
-        if row - self.pending >= MAX_PENDING:  # the line reader would let go of them before their count
+    for lineno, rec in enumerate(records, 1):
+        kind, payload = rec.type, rec.payload
+        if kind not in _ENVELOPES:
+            if kind is None or kind in _DECLINED:
+                raise _Decline
+            ignored[kind] += 1
+            continue
+        if not payload:   # None or UNSET (a Struct is true)
             raise _Decline
-        lineno, ts, model, blocks = msg
-        self.rows.append((role, model, ts, lineno))
-        self.usage.append(None)
-        self.owner.extend([row] * len(blocks))
-        self.blocks.extend(blocks)
+        windowed = True
+        if kind == "response_item":
+            item = payload.type
+            if item == "custom_tool_call_output" or item == "function_call_output":
+                output = payload.output
+                if payload.call_id is None or output is None or output is UNSET:
+                    raise _Decline
+                block: _Block = (RESULT, None, None, None, None, payload.call_id,
+                                 [("text", output, None)] if isinstance(output, str) else _output_parts(output, ignored))
+                if assistant is None:
+                    if before is None:
+                        before = (lineno, rec.timestamp, model, [block])
+                    else:
+                        before[3].append(block)
+                elif after is None:
+                    after = (lineno, rec.timestamp, model, [block])
+                else:
+                    after[3].append(block)
+                continue
+            if item == "reasoning":
+                summary = payload.summary
+                if summary is UNSET:
+                    summary = []
+                elif not isinstance(summary, list):
+                    raise _Decline
+                found = texts(summary, None) if summary else []
+                if payload.content:
+                    found += texts(payload.content, None)
+                block = (THINKING, "\n".join(found), None, None, None, None, _NO_PARTS)
+            elif item == "custom_tool_call" or item == "function_call":
+                text = payload.input if item == "custom_tool_call" else payload.arguments
+                if payload.name is None or text is None or payload.call_id is None:
+                    raise _Decline
+                block = (TOOL_USE, None, payload.call_id, payload.name, text, None, _NO_PARTS)
+            elif item == "message":
+                content = payload.content
+                if content is None or content is UNSET:
+                    raise _Decline
+                role = payload.role
+                found = texts(content, role)
+                new: list[_Block]
+                if role == "assistant":
+                    new = [(TEXT, t, None, None, None, None, _NO_PARTS) for t in found]
+                    if assistant is None:
+                        assistant = (lineno, rec.timestamp, model, new)
+                        models[model] += 1
+                    else:
+                        assistant[3].extend(new)
+                    continue
+                if role == "user" and not any(map(is_contextual_fragment, found)):
+                    new = [(TEXT, t, None, None, None, None, _NO_PARTS) for t in found]
+                elif role in ("developer", "system", "user"):
+                    role = "system"
+                    new = [(SYSTEM, t, None, None, None, None, _NO_PARTS) for t in found]
+                else:
+                    raise _Decline
+                close_call()
+                append(role, (lineno, rec.timestamp, model, new))
+                continue
+            elif item is None or item in _DECLINED_ITEMS:
+                raise _Decline
+            else:
+                ignored["response_item:" + item] += 1
+                continue
+            # A model output of the call (reasoning, a tool call): onto its assistant message.
+            if assistant is None:
+                assistant = (lineno, rec.timestamp, model, [block])
+                models[model] += 1
+            else:
+                assistant[3].append(block)
+        elif kind == "event_msg":
+            event = payload.type
+            if event == "token_count":
+                info = payload.info
+                if info is None:
+                    ignored["event_msg:token_count (no usage)"] += 1
+                    continue
+                total = info.total_token_usage
+                if total is not None and total == totals:
+                    ignored["event_msg:token_count (repeated)"] += 1
+                    continue
+                last = info.last_token_usage
+                if last is None or last.input_tokens is UNSET or last.output_tokens is UNSET:
+                    raise _Decline
+                inp, cached = last.input_tokens or 0, last.cached_input_tokens or 0
+                if cached > inp:
+                    raise _Decline
+                _context_window(meta, info.model_context_window)
+                totals = total
+                calls += 1
+                if before is not None or assistant is not None or after is not None:
+                    close_call()
+                # The call's assistant message is the last one since the previous count.
+                if last_assistant >= pending:
+                    usage[last_assistant] = (inp - cached, last.output_tokens or 0, cached, 0)
+                pending = len(rows)
+            elif event is None:
+                raise _Decline
+            else:
+                _context_window(meta, payload.model_context_window)
+                ignored["event_msg:" + event] += 1
+        elif kind == "turn_context":
+            if payload.model is not None:
+                model, meta.model = payload.model, meta.model or payload.model
+            ignored["turn_context"] += 1
+        else:  # session_meta
+            if seen_meta:
+                ignored["session_meta (repeated)"] += 1
+                continue
+            if lineno != 1:
+                raise _Decline
+            # The header, read as the line reader reads it.
+            end = raw.find(b"\n")
+            try:
+                header = orjson.loads(raw[:end] if end >= 0 else raw)
+            except orjson.JSONDecodeError:
+                raise _Decline from None
+            named = read_header(meta, header["payload"], parse_timestamp(header.get("timestamp")))
+            seen_meta = True
+            if named is not None:
+                model, meta.model = named, meta.model or named
+    close_call()
+    _flush(cols, rows, usage, owner, blocks)
+    meta.api_calls = calls if windowed else None
+    models.pop(None, None)
+    if models:
+        meta.model = models.most_common(1)[0][0]
+    return meta, ignored
 
-    def flush(self) -> None:
-        """The file's messages and blocks onto the columns, a column at a time."""
-        cols, n = self.cols, len(self.rows)
-        if not n:
-            return
-        role, model, ts, line = zip(*self.rows)
-        rows: list[tuple[list[Any], Iterable[Any]]] = [
-            (cols.role, role), (cols.model, model), (cols.ts, ts), (cols.line, line), (cols.usage, self.usage),
-            (cols.bash, [False] * n), (cols.cost, [None] * n), (cols.ts_msg, [None] * n)]
-        for col, values in rows:
-            col.extend(values)
-        if not self.blocks:
-            return
-        start = len(cols.role) - n
-        cols.owner.extend([start + row for row in self.owner] if start else self.owner)
-        code, text, ids, names, inputs, tool_use_ids, parts = zip(*self.blocks)
-        blocks: list[tuple[list[Any], Iterable[Any]]] = [
-            (cols.code, code), (cols.text, text), (cols.ids, ids), (cols.names, names), (cols.inputs, inputs),
-            (cols.tool_use_ids, tool_use_ids), (cols.n_parts, map(len, parts))]
-        for col, values in blocks:
-            col.extend(values)
-        flat = list(chain.from_iterable(parts))
-        if flat:
-            kinds, texts, media = zip(*flat)
-            cols.part_kind.extend(kinds)
-            cols.part_text.extend(texts)
-            cols.part_media.extend(media)
+
+def _context_window(meta: SessionMeta, value: int | None) -> None:
+    """The first context window recorded (``task_started``, ``token_count``) is the session's."""
+    if meta.context_window is None and value is not None and value > 0:
+        meta.context_window = value
+
+
+def _output_parts(output: list[_Part], ignored: Counter[str]) -> list[tuple[str, str | None, str | None]]:
+    """A tool output's content items as result parts."""
+    parts: list[tuple[str, str | None, str | None]] = []
+    for part in output:
+        text = _text(part)
+        if text is not None:
+            parts.append(("text", text, None))
+        elif part.type == "input_image" or part.type == "output_image":
+            parts.append(("media", None, media_type(part.image_url)))
+        else:
+            ignored[f"content part:{part.type}"] += 1
+    return parts
+
+
+def _flush(cols: Columns, rows: list[tuple[str, str | None, Any, int]], usage: list[tuple[int, int, int, int] | None],
+           owner: list[int], blocks: list[_Block]) -> None:
+    """A file's messages and blocks onto the columns, a column at a time (``owner``: each block's row in them)."""
+    n = len(rows)
+    if not n:
+        return
+    role, model, ts, line = zip(*rows)
+    columns: list[tuple[list[Any], Iterable[Any]]] = [
+        (cols.role, role), (cols.model, model), (cols.ts, ts), (cols.line, line), (cols.usage, usage),
+        (cols.bash, [False] * n), (cols.cost, [None] * n), (cols.ts_msg, [None] * n)]
+    for col, values in columns:
+        col.extend(values)
+    if not blocks:
+        return
+    cols.owner.extend(owner)
+    code, text, ids, names, inputs, tool_use_ids, parts = zip(*blocks)
+    columns = [(cols.code, code), (cols.text, text), (cols.ids, ids), (cols.names, names), (cols.inputs, inputs),
+               (cols.tool_use_ids, tool_use_ids), (cols.n_parts, map(len, parts))]
+    for col, values in columns:
+        col.extend(values)
+    flat = list(chain.from_iterable(parts))
+    if flat:
+        kinds, texts, media = zip(*flat)
+        cols.part_kind.extend(kinds)
+        cols.part_text.extend(texts)
+        cols.part_media.extend(media)
 
 
 def _text(part: _Part) -> str | None:

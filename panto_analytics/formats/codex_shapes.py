@@ -63,8 +63,15 @@ def is_contextual_fragment(text: str) -> bool:
     >>> is_contextual_fragment("what does <environment_context> hold?")
     False
     """
-    lowered = text.strip().lower()
-    return any(lowered.startswith(start) and lowered.endswith(end) for start, end in CONTEXTUAL_USER_FRAGMENTS)
+    stripped = text.strip()
+    # Only the ends are lowered (all of a long text cost more than the rest of its message): lowering maps each
+    # character alone to one, but U+0130 to i and a combining dot (in no marker), so the ASCII markers match alike.
+    head, tail = stripped[:_MARKER].lower(), stripped[-_MARKER:].lower()
+    return any(head.startswith(start) and tail.endswith(end) for start, end in CONTEXTUAL_USER_FRAGMENTS)
+
+
+#: The longest marker: the characters of a text's ends :func:`is_contextual_fragment` lowers.
+_MARKER = max(len(marker) for pair in CONTEXTUAL_USER_FRAGMENTS for marker in pair)
 
 
 def read_header(meta: SessionMeta, payload: dict[str, Any], ts: datetime | None) -> str | None:
