@@ -21,8 +21,8 @@ __all__ = ["RawTexts", "raw_texts"]
 
 class RawTexts(NamedTuple):
     spaced: pa.LargeStringArray  # each string as written, its quotes and escaped separators made spaces
-    utf8_bytes: np.ndarray       # the bytes of the text each string decodes to
-    is_string: np.ndarray        # whether each value is a string at all (else the above mean nothing)
+    utf8_bytes: np.ndarray       # the bytes of the text each string decodes to (0 for a value that is not a string)
+    is_string: np.ndarray        # whether each value is a string at all (else its spaced text means nothing)
 
 
 def raw_texts(raws: list[msgspec.Raw]) -> RawTexts:
@@ -75,7 +75,8 @@ def raw_texts(raws: list[msgspec.Raw]) -> RawTexts:
     if n:
         data[offsets[:-1]] = data[offsets[1:] - 1] = _SPACE
     spaced = pa.LargeStringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(buf))
-    return RawTexts(spaced, np.diff(offsets) - 2 - saved, is_string)
+    # A value that is not a string has no text: 0 bytes (not its length less two quotes, -1 for a digit).
+    return RawTexts(spaced, np.where(is_string, np.diff(offsets) - 2 - saved, 0), is_string)
 
 
 _QUOTE, _BACKSLASH, _U, _SPACE, _N, _T, _R = ord('"'), ord("\\"), ord("u"), ord(" "), ord("n"), ord("t"), ord("r")
