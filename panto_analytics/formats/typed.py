@@ -123,8 +123,9 @@ def _translated(raw: bytes | bytearray, start: int, end: int) -> bool:
 
 def _scanned(raw: bytes | bytearray, spans: Sequence[tuple[int, int]]) -> list[bool]:
     """:func:`beyond_double` of each span, in one scan of blocks of :data:`_BLOCK` bytes, a few NumPy operations
-    each: every ``e`` or ``E`` after a digit and before a digit or sign and two digits, and every 32 aligned bytes
-    of digits (a run of 210 holds some), each then looked at in Python within its span."""
+    each: every ``e`` or ``E`` after a digit and before a digit or sign and two digits (judged then all at once,
+    :func:`_exponents`), and every 32 aligned bytes of digits (a run of 210 holds some; few, looked at in Python
+    within their span)."""
     import numpy as np
 
     starts, ends = [s for s, _ in spans], [e for _, e in spans]
@@ -134,6 +135,7 @@ def _scanned(raw: bytes | bytearray, spans: Sequence[tuple[int, int]]) -> list[b
     size = min(_BLOCK, last - first) + 5
     block, tmp = np.zeros(size, np.uint8), np.empty(size, np.uint8)
     digit, letter = np.empty(size, bool), np.empty(size, bool)
+    candidates: list[np.ndarray] = []
 
     def span_of(at: int) -> int | None:  # the span at ``at`` and not yet found, or None
         k = bisect_right(starts, at) - 1
@@ -151,14 +153,60 @@ def _scanned(raw: bytes | bytearray, spans: Sequence[tuple[int, int]]) -> list[b
         near = np.flatnonzero(exponent)   # few: the rest is looked at only there
         after = block[near + 2]
         near = near[(digit[near + 2] | ((after & 0xF9) == 0x29)) & digit[near + 3] & digit[near + 4]]  # + and - (and ) /)
-        for e in (near + at).tolist():
-            if (k := span_of(e)) is not None:
-                found[k] = _exponent(raw, e, starts[k], ends[k])
+        if len(near):
+            candidates.append(near + at)
         runs = digit[1:n + 1 - n % 32].view(np.uint64) == 0x0101010101010101
         for b in (np.flatnonzero(runs.view(np.uint32) == 0x01010101) * 32 + at).tolist():
             if (k := span_of(b)) is not None:
                 found[k] = b"0" * 210 in bytes(raw[max(starts[k], b - 210):min(ends[k], b + 242)]).translate(_DIGITS)
+    if candidates:
+        at_e, begin, stop = np.concatenate(candidates), np.array(starts, np.int64), np.array(ends, np.int64)
+        owner = np.searchsorted(begin, at_e, side="right") - 1
+        inside = (owner >= 0) & (at_e < stop[np.maximum(owner, 0)])
+        at_e, owner = at_e[inside], owner[inside]
+        hit = _exponents(raw, data, at_e, begin[owner], stop[owner])
+        for j in np.unique(owner[hit]).tolist():
+            found[j] = True
     return found
+
+
+#: How far :func:`_exponents` walks back over a number's bytes, and then over spaces, with NumPy (beyond: Python).
+_WALK = 64
+_NUMBER_BYTES, _SPACES, _VALUE_START = b"0123456789.+-", b" \t\r\n", b":,["
+
+
+def _exponents(raw: bytes | bytearray, data: Any, e: Any, start: Any, end: Any) -> Any:
+    """:func:`_exponent` of each position ``e`` (NumPy arrays) in its span ``start``-``end``, at once: booleans."""
+    import numpy as np
+
+    def byte(at: Any) -> Any:
+        return data[np.clip(at, 0, len(data) - 1)]
+
+    def is_digit(b: Any) -> Any:
+        return (b >= 48) & (b <= 57)
+
+    sign = np.isin(byte(e + 1), (43, 45))   # + -
+    lead = e + 1 + sign
+    at = np.flatnonzero((lead + 2 < end) & is_digit(byte(lead)) & is_digit(byte(lead + 1)) & is_digit(byte(lead + 2))
+                        & (e > start) & is_digit(byte(e - 1)))
+    token, low = e[at] - 1, start[at]
+    # Back over the digits, point and sign, then over spaces: each as far as it goes, or its span's start.
+    for kind in (_NUMBER_BYTES, _SPACES):
+        walking = np.arange(len(token))
+        for _ in range(_WALK):
+            t = token[walking]
+            walking = walking[(t > low[walking]) & np.isin(byte(t - 1), tuple(kind))]
+            if not len(walking):
+                break
+            token[walking] -= 1
+        for i in walking.tolist():   # a run longer than the walk: on in Python
+            t, lo = int(token[i]), int(low[i])
+            while t > lo and raw[t - 1] in kind:
+                t -= 1
+            token[i] = t
+    verdict = np.zeros(len(e), bool)
+    verdict[at] = (token == low) | np.isin(byte(token - 1), tuple(_VALUE_START))
+    return verdict
 
 
 _DIGITS = bytes(48 if c in b"0123456789" else 120 for c in range(256))

@@ -205,3 +205,21 @@ def test_beyond_double_spans_in_a_bytearray_and_out_of_order():
 def test_no_real_recording_is_declined_for_it():
     paths = sorted(REALDATA.glob("**/*.jsonl"))
     assert paths and not [p for p in paths if beyond_double(p.read_bytes())]
+
+
+@settings(max_examples=examples(300))
+@given(pieces=st.lists(PIECES, min_size=1, max_size=40), cuts=st.lists(st.integers(0, 10**6), min_size=2, max_size=2),
+       walk=st.sampled_from([1, 3, 64]))
+def test_the_exponents_judged_at_once_are_each_judged_alone(pieces, cuts, walk):
+    """:func:`.typed._exponents` (every candidate ``e`` of a scan at once, in NumPy) is :func:`.typed._exponent`
+    of each, within its span, also where a run outlasts the NumPy walk and is walked on in Python."""
+    import numpy as np
+
+    raw = bytearray("".join(pieces).encode())
+    start, end = sorted(c % (len(raw) + 1) for c in cuts)
+    at = [i for i in range(start, end) if raw[i] in b"eE"]
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(typed, "_WALK", walk)
+        verdict = typed._exponents(raw, np.frombuffer(raw, np.uint8), np.array(at, np.int64),
+                                   np.full(len(at), start, np.int64), np.full(len(at), end, np.int64))
+    assert verdict.tolist() == [typed._exponent(raw, e, start, end) for e in at]

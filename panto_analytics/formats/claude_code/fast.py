@@ -224,22 +224,19 @@ class _Columns:
         })
 
     def _blocks(self, recs: list[Record], contents: list[Any]) -> None:
-        """Every content block as a canonical block, with the verdict of the line-by-line reader's checks."""
-        line: list[int] = []
-        code: list[int] = []
-        text: list[str | None] = []
-        ids: list[str | None] = []
-        names: list[str | None] = []
-        tool_use_ids: list[str | None] = []
-        n_parts: list[int] = []
-        part_kind: list[str] = []
-        part_text: list[str | None] = []
-        part_media: list[str | None] = []
+        """Every content block as a canonical block, with the verdict of the line-by-line reader's checks.
+
+        Each block is gathered as one tuple ``(row, code, text, id, name, tool_use_id, parts)`` (a part as
+        ``(kind, text, media)``), the columns taken apart once at the end: one append a block, not seven.
+        """
+        blocks: list[tuple[int, int, str | None, str | None, str | None, str | None, int]] = []
+        parts: list[tuple[str, str | None, str | None]] = []
         drop_rows: list[int] = []
         labels: list[str] = []
         bad: list[int] = []
         calls: list[int] = []
         raw_inputs: list[msgspec.Raw] = []
+        block, part = blocks.append, parts.append
         for row, (rec, content) in enumerate(zip(recs, contents)):
             if content is None:
                 continue
@@ -248,13 +245,7 @@ class _Columns:
                 if not user:
                     bad.append(row)     # an assistant's content must be a list
                     continue
-                line.append(row)
-                code.append(_AS_TEXT)
-                text.append(content)
-                ids.append(None)
-                names.append(None)
-                tool_use_ids.append(None)
-                n_parts.append(0)
+                block((row, _AS_TEXT, content, None, None, None, 0))
                 continue
             for b in content:
                 kind = b.type
@@ -263,52 +254,34 @@ class _Columns:
                     value = b.text
                     if value is None or result is not None:
                         bad.append(row)
-                    line.append(row)
-                    code.append(_AS_TEXT)
-                    text.append(value)
-                    ids.append(None)
-                    names.append(None)
-                    tool_use_ids.append(None)
-                    n_parts.append(0)
+                    block((row, _AS_TEXT, value, None, None, None, 0))
                 elif kind == "tool_result" and user:
                     if b.tool_use_id is None:
                         bad.append(row)
-                    line.append(row)
-                    code.append(_AS_RESULT)
-                    text.append(None)
-                    ids.append(None)
-                    names.append(None)
-                    tool_use_ids.append(b.tool_use_id)
                     if result is None:
-                        n_parts.append(0)
+                        k = 0
                     elif isinstance(result, str):
-                        n_parts.append(1)
-                        part_kind.append("text")
-                        part_text.append(result)
-                        part_media.append(None)
+                        k = 1
+                        part(("text", result, None))
                     else:
                         k = 0
-                        for part in result:
-                            pk = part.type
+                        for p in result:
+                            pk = p.type
                             if pk == "text":
-                                if part.text is None:
+                                if p.text is None:
                                     bad.append(row)
-                                part_kind.append("text")
-                                part_text.append(part.text)
-                                part_media.append(None)
+                                part(("text", p.text, None))
                                 k += 1
                             elif pk in _MEDIA:
-                                media = part.source.media_type if part.source is not None else None
-                                part_kind.append("media")
-                                part_text.append(None)
-                                part_media.append(media if media is not None else pk)
+                                media = p.source.media_type if p.source is not None else None
+                                part(("media", None, media if media is not None else pk))
                                 k += 1
                             elif pk is None:
                                 bad.append(row)
                             else:
                                 drop_rows.append(row)
                                 labels.append("tool_result part/" + pk)
-                        n_parts.append(k)
+                    block((row, _AS_RESULT, None, None, None, b.tool_use_id, k))
                 elif user:
                     # A block with no libpanto equivalent (an image outside a tool result, ...): dropped, counted.
                     if kind is None or result is not None:
@@ -320,41 +293,31 @@ class _Columns:
                     value = b.thinking if kind == "thinking" else ""
                     if value is None or result is not None:
                         bad.append(row)
-                    line.append(row)
-                    code.append(_AS_THINKING)
-                    text.append(value)
-                    ids.append(None)
-                    names.append(None)
-                    tool_use_ids.append(None)
-                    n_parts.append(0)
+                    block((row, _AS_THINKING, value, None, None, None, 0))
                 elif kind in _TOOL_USES:
                     if b.id is None or b.name is None or result is not None:
                         bad.append(row)
-                    line.append(row)
-                    code.append(_AS_TOOL_USE)
-                    text.append(None)
-                    ids.append(b.id)
-                    names.append(b.name)
-                    tool_use_ids.append(None)
-                    n_parts.append(0)
-                    calls.append(len(code) - 1)
+                    calls.append(len(blocks))
                     raw_inputs.append(b.input)
+                    block((row, _AS_TOOL_USE, None, b.id, b.name, None, 0))
                 elif kind is None or kind.endswith("_tool_result") or result is not None:
                     bad.append(row)     # a server tool's result (in the assistant message itself): the reader's
                 else:
                     drop_rows.append(row)
                     labels.append("assistant block/" + kind)
         self.bad[bad] = True
+        line, code, text, ids, names, tool_use_ids, n_parts = zip(*blocks) if blocks else ((),) * 7
+        part_kind, part_text, part_media = zip(*parts) if parts else ((),) * 3
         self.line = np.array(line, dtype=np.int64)
         self.code = np.array(code, dtype=np.int8)
         offsets = np.zeros(len(n_parts) + 1, dtype=np.int32)
         np.cumsum(n_parts, out=offsets[1:])
-        parts = pa.StructArray.from_arrays([_strings(part_kind, _STR), _strings(part_text, _TEXT),
-                                            _strings(part_media, _STR)], fields=list(PART))
+        arrays = pa.StructArray.from_arrays([_strings(part_kind, _STR), _strings(part_text, _TEXT),
+                                             _strings(part_media, _STR)], fields=list(PART))
         self.canonical = pa.StructArray.from_arrays(
             [_KINDS.take(_arrow(pl.Series(self.code, dtype=pl.Int8))), _strings(text, _TEXT), _strings(ids, _STR),
              _strings(names, _STR), self._inputs(len(code), calls, raw_inputs), _strings(tool_use_ids, _STR),
-             pa.ListArray.from_arrays(_arrow(pl.Series(offsets)), parts)], fields=list(BLOCK))
+             pa.ListArray.from_arrays(_arrow(pl.Series(offsets)), arrays)], fields=list(BLOCK))
         self.dropped = pl.DataFrame({"row": pl.Series(drop_rows, dtype=pl.Int64), "label": pl.Series(labels, dtype=pl.String)})
 
     def _inputs(self, n: int, calls: list[int], raw: list[msgspec.Raw]) -> pa.Array:
