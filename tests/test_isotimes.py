@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import polars as pl
+import pyarrow as pa
 import pytest
 from conftest import examples
 from hypothesis import given, settings
@@ -9,7 +10,7 @@ from hypothesis import strategies as st
 
 from panto_analytics.formats import base
 from panto_analytics.formats.base import parse_timestamp
-from panto_analytics.formats.columnar import iso_utc, to_datetime
+from panto_analytics.formats.columnar import bad_timestamps, iso_utc, parse_timestamps, to_datetime
 from panto_analytics.isotimes import iso_milliseconds
 
 #: Near the shape, or another shape of the same time.
@@ -64,3 +65,29 @@ def test_iso_milliseconds_at_the_edges(text, taken):
     assert (ms is not None) == taken
     if taken:
         assert ms.tolist() == [_python_ms(text)]
+
+
+@settings(max_examples=examples(300))
+@given(texts=st.lists(st.one_of(iso_milliseconds_like(), st.none()), max_size=6), cut=st.integers(0, 2),
+       large=st.booleans())
+def test_an_arrow_array_reads_as_its_values_do(texts, cut, large):
+    # Nulls let through (0, told apart by the array's validity); sliced arrays; string and large_string.
+    array = pa.array(texts, pa.large_string() if large else pa.string()).slice(min(cut, len(texts)))
+    values = array.to_pylist()
+    ms = iso_milliseconds(array)
+    valid = [v for v in values if v is not None]
+    assert (ms is None) == (iso_milliseconds(valid) is None)
+    if ms is not None:
+        assert [m for m, v in zip(ms.tolist(), values) if v is not None] == iso_milliseconds(valid).tolist()
+        assert [m for m, v in zip(ms.tolist(), values) if v is None] == [0] * (len(values) - len(valid))
+
+
+@settings(max_examples=examples(300))
+@given(texts=st.lists(st.one_of(iso_milliseconds_like(), st.none(), st.sampled_from(ODD)), max_size=6))
+def test_the_columnar_timestamps_are_the_vectorized_parse_s(texts):
+    # parse_timestamps and bad_timestamps read the recorders' shape in array operations: the same as Polars' parse.
+    array = pa.array(texts, pa.string())
+    frame = pl.DataFrame({"t": texts}, schema={"t": pl.String})
+    parsed = frame.select(to_datetime(pl.col("t")))["t"]
+    assert parse_timestamps(array).equals(parsed, check_names=True) and parse_timestamps(array).dtype == parsed.dtype
+    assert bad_timestamps(array).tolist() == (~frame.select(iso_utc(pl.col("t")).fill_null(True))["t"]).to_list()

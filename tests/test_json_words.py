@@ -1,5 +1,5 @@
-"""raw_text_sizes: the words and bytes of JSON strings from their bytes, against decoding them (msgspec) and counting
-the text (``words.count_words``, ``len(text.encode())``)."""
+"""raw_texts: JSON strings read for their words and bytes from their bytes, against decoding them (msgspec) and
+counting the text (``words.count_words``, ``len(text.encode())``)."""
 from __future__ import annotations
 
 import msgspec
@@ -8,8 +8,8 @@ from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from panto_analytics.json_words import raw_text_sizes
-from panto_analytics.words import count_words
+from panto_analytics.json_words import raw_texts
+from panto_analytics.words import count_words, count_words_arrow
 
 # Characters whose spelling in JSON varies: the separators, the quote and backslash, controls, non-ASCII (two, three
 # and four UTF-8 bytes: the last a surrogate pair when escaped), and the rest of what a text may hold.
@@ -38,14 +38,15 @@ def json_spellings(draw) -> tuple[str, bytes]:
 
 @settings(max_examples=examples(300), deadline=None)
 @given(texts=st.lists(json_spellings(), max_size=6), others=st.lists(st.sampled_from([b"7", b"null", b"{}", b"[1]"])))
-def test_raw_text_sizes_are_the_words_and_bytes_of_the_decoded_text(texts, others):
+def test_raw_texts_hold_the_words_and_bytes_of_the_decoded_texts(texts, others):
     """Each JSON string's words (``count_words``) and UTF-8 bytes, from its bytes as written, as msgspec takes them;
     a value that is not a string is told apart (its file is declined)."""
     raws = [msgspec.json.decode(b"[" + spelled + b"]", type=list[msgspec.Raw])[0] for _, spelled in texts]
     raws += [msgspec.json.decode(b"[" + other + b"]", type=list[msgspec.Raw])[0] for other in others]
     for (text, spelled), raw in zip(texts, raws):
         assert bytes(raw) == spelled and msgspec.json.decode(raw, type=str) == text
-    words, sizes, is_string = raw_text_sizes(raws)
+    got = raw_texts(raws)
+    words, sizes, is_string = count_words_arrow(got.spaced), got.utf8_bytes, got.is_string
     assert is_string.tolist() == [True] * len(texts) + [False] * len(others)
     assert words[:len(texts)].tolist() == [count_words(text) for text, _ in texts]
     assert sizes[:len(texts)].tolist() == [len(text.encode()) for text, _ in texts]
@@ -58,9 +59,10 @@ SPELLINGS = [r'a\"b', r'a\u0022b', r'a\nb', r'a\tb', r'a\rb', r'a\u000Ab', r'a\u
 
 
 @pytest.mark.parametrize("spelled", SPELLINGS)
-def test_raw_text_sizes_of_each_escape(spelled):
+def test_raw_texts_of_each_escape(spelled):
     raw = msgspec.json.decode(b'["' + spelled.encode() + b'"]', type=list[msgspec.Raw])[0]
     text = msgspec.json.decode(raw, type=str)
-    words, sizes, is_string = raw_text_sizes([raw, raw])
+    got = raw_texts([raw, raw])
+    words, sizes, is_string = count_words_arrow(got.spaced), got.utf8_bytes, got.is_string
     assert words.tolist() == [count_words(text)] * 2 and sizes.tolist() == [len(text.encode())] * 2
     assert is_string.all()

@@ -117,17 +117,13 @@ def serialized_bytes(roles: pa.Array, blocks: pa.StructArray, owner: np.ndarray,
     """Per message: what it adds to a summarizer request (:func:`panto_analytics.transcript.serialized_bytes`)."""
     kinds = blocks.field("type")
     block_roles = roles.take(pa.array(owner, pa.int64())) if len(blocks) else pa.array([], pa.string())
-    size = np.zeros(len(blocks), dtype=np.int64)
-    assistant = None
-    for kind, fields in BLOCK_FIELDS.items():
-        is_kind = _is(kinds, kind)
-        if not is_kind.any():
-            continue
-        if assistant is None:
-            assistant = _is(block_roles, "assistant")
-        label = np.where(assistant, label_bytes("assistant", kind), label_bytes("user", kind))
-        text = sum((byte_lengths(blocks.field(name)) for name in fields), np.zeros(len(blocks), dtype=np.int64))
-        size += np.where(is_kind, label + text, 0)
+    # Each block's label (by its type, -1 for none of BLOCK_FIELDS', and whether an assistant wrote it), then
+    # the bytes of each field its type renders, each field's lengths taken once.
+    code = np.asarray(pc.fill_null(pc.index_in(kinds, value_set=_KIND_ARRAY), -1))
+    size = _LABELS[code, _is(block_roles, "assistant").astype(np.intp)]
+    for name, renders in _RENDERED.items():
+        if renders[code].any():
+            size += np.where(renders[code], byte_lengths(blocks.field(name)), 0)
     parts_list = blocks.field("parts")
     parts = parts_list.flatten()
     if len(parts):
@@ -145,6 +141,15 @@ def serialized_bytes(roles: pa.Array, blocks: pa.StructArray, owner: np.ndarray,
     owners, at = np.unique(owner[first], return_index=True)
     per_message[owners] = byte_lengths(blocks.field("text"))[first[at]]
     return per_message
+
+
+#: The canonical types :func:`serialized_bytes` renders, the label bytes of each (a row; its columns: as a user's,
+#: an assistant's block; the last row: no such type) and, for each field, whether each type renders it.
+_KIND_ARRAY = pa.array(list(BLOCK_FIELDS), pa.string())
+_LABELS = np.array([[label_bytes("user", kind), label_bytes("assistant", kind)] for kind in BLOCK_FIELDS] + [[0, 0]],
+                   dtype=np.int64)
+_RENDERED = {name: np.array([name in fields for fields in BLOCK_FIELDS.values()] + [False])
+             for name in dict.fromkeys(name for fields in BLOCK_FIELDS.values() for name in fields)}
 
 
 def byte_lengths(values: pa.Array) -> np.ndarray:

@@ -25,6 +25,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
+from ..isotimes import iso_milliseconds
 from ..pathnames import path_suffix
 from .base import BOM, COMPRESSED_SUFFIXES, SourceFile, open_session_file
 from .blocks import BLOCK, PART, byte_lengths, per_owner, serialized_bytes, words_and_flags
@@ -182,11 +183,21 @@ def iso_utc(text: pl.Expr, parsed: pl.Expr | None = None) -> pl.Expr:
 
 
 def bad_timestamps(values: pa.Array) -> np.ndarray:
-    """Which of ``values`` :func:`iso_utc` refuses (nulls are not bad)."""
+    """Which of ``values`` :func:`iso_utc` refuses (nulls are not bad); none where every one is of the recorders'
+    shape (:func:`..isotimes.iso_milliseconds`)."""
+    if iso_milliseconds(values) is not None:
+        return np.zeros(len(values), dtype=bool)
     return ~pl.Series("t", values).to_frame().select(iso_utc(pl.col("t")).fill_null(True))["t"].to_numpy()
 
 
 def parse_timestamps(values: pa.Array) -> pl.Series:
-    """:func:`to_datetime` of ``values``; rows of a file with a bad timestamp may read null (the file is declined)."""
+    """:func:`to_datetime` of ``values``; rows of a file with a bad timestamp may read null (the file is declined).
+
+    Read in array operations where every one is of the recorders' shape (:func:`..isotimes.iso_milliseconds`).
+    """
+    milliseconds = iso_milliseconds(values)
+    if milliseconds is not None:
+        nulls = ~np.asarray(values.is_valid()) if values.null_count else None
+        return pl.Series("t", pa.array(milliseconds, pa.int64(), mask=nulls)).cast(pl.Datetime("ms", "UTC"))
     return pl.Series("t", values).to_frame().select(to_datetime(pl.col("t")))["t"]
 

@@ -105,7 +105,6 @@ _APPLY_PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+?)\s*$|^
 #: Codex's code-mode ``exec`` tool: JavaScript that calls ``tools.NAME({json})``.
 _JS_TOOL_CALL = re.compile(r"tools\.(\w+)\(")
 _WINDOWS_ABSOLUTE = re.compile(r"^(?:[A-Za-z]:[\\/]|\\\\)")
-_WHITESPACE = re.compile(r"\s+")
 _REDIRECT = re.compile(r"^(?:\d|&)?>>?(.*)$")
 
 
@@ -223,7 +222,7 @@ def _targets(name: str, text: str, cwd: str | None) -> Iterator[tuple[str, str]]
         within = action if isinstance(action, dict) else args
         query = query or _string(within.get("query")) or _string(within.get("url"))
         if query:
-            yield "fetch", "web:" + _WHITESPACE.sub(" ", query.strip())
+            yield "fetch", "web:" + _collapsed(query)
         return
     if tool == "web__run" or tool == "web_run":
         for ref in args.get("open") or ():
@@ -235,7 +234,7 @@ def _targets(name: str, text: str, cwd: str | None) -> Iterator[tuple[str, str]]
                 yield "fetch", "url:" + page + ("" if link is None else f"#{link}")
         for query in args.get("search_query") or ():
             if isinstance(query, dict) and (q := _string(query.get("q"))):
-                yield "fetch", "web:" + _WHITESPACE.sub(" ", q.strip())
+                yield "fetch", "web:" + _collapsed(q)
 
 
 def _json(text: str) -> Any:
@@ -303,10 +302,11 @@ def shell_targets(command: str, cwd: str | None) -> list[tuple[str, str]]:
             other = True
             continue
         words, redirects = _redirects(words) if ">" in segment or "<" in segment else (words, [])
-        out.extend(("write", _file(path, base)) for path in redirects)
+        if redirects:
+            out.extend(("write", _file(path, base)) for path in redirects)
         if not words:
             continue
-        program = posixpath.basename(words[0]).lower()
+        program = words[0][words[0].rfind("/") + 1:].lower()   # posixpath.basename
         if program == "cd" and len(words) == 2:
             base = normalize_path(words[1], base)
             continue
@@ -332,8 +332,17 @@ def shell_targets(command: str, cwd: str | None) -> list[tuple[str, str]]:
                 continue            # a filter in a pipe
         other = True
     if other or not out:
-        out.append(("run", f"run:{cwd or ''}$ " + _WHITESPACE.sub(" ", command.strip())))
+        out.append(("run", f"run:{cwd or ''}$ " + _collapsed(command)))
     return out
+
+
+def _collapsed(text: str) -> str:
+    """``text`` stripped, each run of whitespace one space (what ``\\s+`` matches: ``str.split``'s whitespace).
+
+    >>> _collapsed(" a \\t\\n b\\u3000c ")
+    'a b c'
+    """
+    return " ".join(text.split())
 
 
 def _segments(command: str) -> list[str]:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import posixpath
+import re
 
 import polars as pl
 import pytest
@@ -197,3 +198,13 @@ def test_the_word_splitter_s_shortcuts_change_nothing(segment):
     words = tool_targets._words(segment) or []
     if ">" not in segment and "<" not in segment:
         assert tool_targets._redirects(words) == (words, [])
+
+
+def test_collapsing_whitespace_by_str_split_is_the_regular_expression_s():
+    # Every code point: ``\s`` (str patterns) and str.isspace (str.split, str.strip) are one class, so
+    # " ".join(t.split()) is re.sub(r"\s+", " ", t.strip()) for every text.
+    space = re.compile(r"\s")
+    assert [c for c in map(chr, range(0x110000)) if space.fullmatch(c)] == [c for c in map(chr, range(0x110000))
+                                                                             if c.isspace()]
+    text = " a\t\x1c b\u3000\u2003c\x85\n "
+    assert tool_targets._collapsed(text) == re.sub(r"\s+", " ", text.strip()) == "a b c"

@@ -7,9 +7,9 @@ validation: a file that decodes holds only what the reference reads
 without an error, and the few rules a Struct cannot state (a header only
 on the first line, ISO-8601 UTC timestamps, the header's own checks) are
 checked on the decoded records. The frame of the whole batch is then built
-at once from the records' fields, counted with the vectorized code the
-fast paths share (:mod:`..blocks`), and sliced back into one frame per
-file. Nothing per block runs but the gathering of fields into columns.
+at once from the records' fields (the texts left undecoded, counted from their
+JSON: :mod:`...json_words`) and sliced back into one frame per file. Nothing
+per block runs but the gathering of fields into columns.
 
 A file this path does not take in full (one that does not decode, a header
 of another shape, an unusual timestamp, a blank line, a file too large to
@@ -37,13 +37,13 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ...json_words import raw_text_sizes
+from ...json_words import raw_texts
 from ...outcomes.tool_targets import refs_column
 from ...schema import MESSAGE_SCHEMA, ROLE, SEQ, USAGE_COLUMNS
 from ...transcript import MEDIA_NOTE_BYTES, SEPARATOR, label_bytes
 from ...words import MEDIA_PART_WORDS, count_words_arrow
 from ..base import Invalid, SourceFile, gc_paused
-from ..columnar import byte_lengths, iso_utc, read_together, to_datetime
+from ..columnar import bad_timestamps, byte_lengths, parse_timestamps, read_together
 from ..typed import DEEP
 from . import reader as canonical
 from .shapes import (
@@ -131,18 +131,17 @@ def _frames(sources: list[SourceFile], decoded: list[list[RawRecord] | None]) ->
                                 [sources[k] for k in taken])
     starts = np.concatenate(([0], np.cumsum(counts)))
     summaries = np.flatnonzero(batch["has_summary"].to_numpy())
-    summary_file = np.searchsorted(starts, summaries, side="right") - 1
-    for j, k in enumerate(taken):
+    summary_file = np.searchsorted(starts, summaries, side="right") - 1  # each summary's file, each file's summaries:
+    per_file_summaries = np.split(summaries - starts[summary_file], np.searchsorted(summary_file, range(1, len(taken))))
+    for j, (k, at) in enumerate(zip(taken, per_file_summaries)):
         if clean[j]:
-            at = summaries[summary_file == j] - starts[j] if len(summaries) else summaries
             canonical.record_compactions(sources[k], at.tolist())
             frames[k] = batch.slice(int(starts[j]), int(counts[j]))
     return frames
 
 
 class _Blocks(NamedTuple):
-    array: pa.StructArray   # every block's ``type``, ``id``, ``name``, ``input`` and ``tool_use_id`` (what
-                            # :func:`~...outcomes.tool_targets.refs_column` reads), as :data:`~..columnar.BLOCK` has them
+    array: pa.StructArray   # every block's type, id, name, input, tool_use_id (what refs_column reads; as BLOCK)
     owner: np.ndarray       # each one's message
     words: np.ndarray       # each one's words (libpanto's ``countWords``)
     sizes: np.ndarray       # each one's bytes in a summarizer request, its separator included
@@ -160,7 +159,7 @@ def _blocks(messages: list[MessageRecord[msgspec.Raw]], assistant: np.ndarray) -
     blocks that have it; what the columns are used for (sums per message, the
     first summary of a message, tool calls in order, the first result of
     each call) needs no other order. The texts are counted from their JSON
-    (:func:`~...json_words.raw_text_sizes`), never made into strings.
+    (:func:`~...json_words.raw_texts`), never made into strings.
     """
     # Each field gathered by C-level map over attribute getters: no Python bytecode per block or part.
     contents = list(map(_CONTENT, messages))
@@ -182,7 +181,8 @@ def _blocks(messages: list[MessageRecord[msgspec.Raw]], assistant: np.ndarray) -
     text_parts = list(compress(parts, (~is_media).tolist()))
     media_types = pa.array(list(map(_MEDIA_TYPE, compress(parts, is_media.tolist()))), pa.string())
     # The texts of the text-like blocks, then of the text parts: counted together, from their JSON.
-    text_words, text_bytes, is_string = raw_text_sizes(list(map(_TEXT, by_type[:n_text])) + list(map(_TEXT, text_parts)))
+    texts = raw_texts(list(map(_TEXT, by_type[:n_text])) + list(map(_TEXT, text_parts)))
+    text_words, text_bytes, is_string = count_words_arrow(texts.spaced), texts.utf8_bytes, texts.is_string
     part_owner = np.repeat(np.arange(n_results), n_parts)
     part_words = np.full(len(parts), MEDIA_PART_WORDS, dtype=np.int64)
     part_words[~is_media] = text_words[n_text:]
@@ -257,9 +257,7 @@ def _batch_frame(messages: list[MessageRecord[msgspec.Raw]], counts: np.ndarray,
     request_bytes[np.asarray(pc.equal(roles, "system"))] = 0
     with_summary, first = np.unique(owner[is_summary], return_index=True)
     request_bytes[with_summary] = blocks.summary_bytes[first]
-    timestamps = pl.Series("t", pa.array(list(map(_TIMESTAMP, messages)), pa.string())).to_frame()
-    timestamps = timestamps.with_columns(parsed=to_datetime(pl.col("t")))
-    timestamps = timestamps.with_columns(ok=iso_utc(pl.col("t"), pl.col("parsed")).fill_null(True))
+    timestamps = pa.array(list(map(_TIMESTAMP, messages)), pa.string())
 
     def per_file(values: list[Any]) -> pl.Series:  # a file-level value on each of its rows
         return pl.Series(values, dtype=pl.String).gather(file_of)
@@ -277,13 +275,13 @@ def _batch_frame(messages: list[MessageRecord[msgspec.Raw]], counts: np.ndarray,
         "recorded_cost": pl.repeat(None, n, dtype=pl.Float32, eager=True),
         "source_format": per_file([src.source_format for src in sources]),
         "model": per_file([src.meta.model for src in sources]),
-        "timestamp": timestamps["parsed"],
+        "timestamp": parse_timestamps(timestamps),
         "file": per_file([src.file for src in sources]),
         "line": (seq + first_lines[file_of]).astype(np.uint32),
         "refs": refs_column(blocks.array, owner, n, file_of, [src.meta.project for src in sources],
                             result_words=blocks.words[blocks.results]),
     }).cast(cast("dict[Any, pl.DataType]", MESSAGE_SCHEMA))
-    bad = ~timestamps["ok"].to_numpy()
+    bad = bad_timestamps(timestamps)
     bad[blocks.not_strings] = True
     clean = np.bincount(file_of, weights=bad, minlength=len(sources)) == 0
     return frame, clean
@@ -295,11 +293,8 @@ def _usage_columns(messages: list[MessageRecord[msgspec.Raw]]) -> dict[str, pl.S
     usages = list(map(_USAGE, messages))
     has_usage = np.fromiter(map(_IS_NOT_NONE, usages), dtype=bool, count=len(usages))
     recorded = list(compress(usages, has_usage.tolist()))
-    columns = {}
-    for key in USAGE_COLUMNS:
-        values = np.zeros(len(usages), dtype=np.int64)
-        values[has_usage] = pc.fill_null(pa.array(list(map(attrgetter(key), recorded)), pa.int64()), 0).to_numpy()
-        columns[key] = pl.Series(key, pa.array(values, mask=~has_usage))
-    columns["cache_write_1h"] = pl.Series("cache_write_1h", pa.array(np.zeros(len(usages), dtype=np.int64),
-                                                                     mask=~has_usage))
-    return columns
+    values = np.zeros((len(USAGE_COLUMNS) + 1, len(usages)), dtype=np.int64)  # the last row: the 1-hour writes
+    for row, key in zip(values, USAGE_COLUMNS):
+        row[has_usage] = pc.fill_null(pa.array(list(map(attrgetter(key), recorded)), pa.int64()), 0).to_numpy()
+    return {key: pl.Series(key, pa.array(row, mask=~has_usage))
+            for key, row in zip((*USAGE_COLUMNS, "cache_write_1h"), values)}
