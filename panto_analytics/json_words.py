@@ -21,8 +21,8 @@ __all__ = ["RawTexts", "raw_texts"]
 
 class RawTexts(NamedTuple):
     spaced: pa.LargeStringArray  # each string as written, its quotes and escaped separators made spaces
-    utf8_bytes: np.ndarray       # the bytes of the text each string decodes to
-    is_string: np.ndarray        # whether each value is a string at all (else the above mean nothing)
+    utf8_bytes: np.ndarray       # the bytes of the text each string decodes to (0 for a value that is not a string)
+    is_string: np.ndarray        # whether each value is a string at all (else its spaced text means nothing)
 
 
 def raw_texts(raws: list[msgspec.Raw]) -> RawTexts:
@@ -51,12 +51,14 @@ def raw_texts(raws: list[msgspec.Raw]) -> RawTexts:
     saved = np.zeros(n, dtype=np.int64)  # bytes written beyond the text's, per string
     backslashes = np.flatnonzero(data == _BACKSLASH)
     if len(backslashes):
-        at = np.arange(len(backslashes))
-        run_start = np.maximum.accumulate(np.where(np.diff(backslashes, prepend=-2) != 1, at, 0))
-        escapes = backslashes[(at - run_start) % 2 == 0]
+        escapes = backslashes
+        if (np.diff(backslashes) == 1).any():  # a run of backslashes: every other one, from its first, starts one
+            at = np.arange(len(backslashes))
+            run_start = np.maximum.accumulate(np.where(np.diff(backslashes, prepend=-2) != 1, at, 0))
+            escapes = backslashes[(at - run_start) % 2 == 0]
         kind = data[escapes + 1]
         saved_each = np.ones(len(escapes), dtype=np.int64)  # two bytes that decode to one
-        separator = np.isin(kind, _SEPARATOR_ESCAPES)
+        separator = (kind == _N) | (kind == _T) | (kind == _R)
         width = np.full(len(escapes), 2)
         unicode = np.flatnonzero(kind == _U)
         if len(unicode):
@@ -67,18 +69,17 @@ def raw_texts(raws: list[msgspec.Raw]) -> RawTexts:
             saved_each[unicode] = 6 - utf8
             separator[unicode] = np.isin(point, _SEPARATOR_POINTS)
             width[unicode] = 6
-        saved = np.bincount(np.searchsorted(offsets, escapes, side="right") - 1, weights=saved_each,
-                            minlength=n).astype(np.int64)
+        saved = np.diff(np.concatenate(([0], np.cumsum(saved_each)))[np.searchsorted(escapes, offsets)])
         sep, width = escapes[separator], width[separator]
         data[np.repeat(sep, width) + (np.arange(width.sum()) - np.repeat(np.cumsum(width) - width, width))] = _SPACE
     if n:
         data[offsets[:-1]] = data[offsets[1:] - 1] = _SPACE
     spaced = pa.LargeStringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(buf))
-    return RawTexts(spaced, np.diff(offsets) - 2 - saved, is_string)
+    # A value that is not a string has no text: 0 bytes (not its length less two quotes, -1 for a digit).
+    return RawTexts(spaced, np.where(is_string, np.diff(offsets) - 2 - saved, 0), is_string)
 
 
-_QUOTE, _BACKSLASH, _U, _SPACE = ord('"'), ord("\\"), ord("u"), ord(" ")
-_SEPARATOR_ESCAPES = np.frombuffer(b"ntr", np.uint8)
+_QUOTE, _BACKSLASH, _U, _SPACE, _N, _T, _R = ord('"'), ord("\\"), ord("u"), ord(" "), ord("n"), ord("t"), ord("r")
 _SEPARATOR_POINTS = np.array([0x20, 0x09, 0x0A, 0x0D])
 #: Each byte's value as a hexadecimal digit (msgspec checked that the four after ``\u`` are digits).
 _HEX = np.array([int(chr(c), 16) if chr(c) in "0123456789abcdefABCDEF" else 0 for c in range(256)], dtype=np.int64)

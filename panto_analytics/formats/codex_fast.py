@@ -13,8 +13,9 @@ missing or null field, anything the line reader counts as invalid.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from itertools import chain
+from operator import attrgetter
 from typing import Any
 
 import msgspec
@@ -155,8 +156,9 @@ def _read_file(src: SourceFile, records: list[_Line], raw: bytes, cols: Columns)
     def texts(content: list[_Part], images_in: str | None) -> list[str]:  # images and unknown parts: ignored
         out = []
         for part in content:
-            text = _text(part)
-            if text is not None:
+            if (text_of := _TEXT_OF.get(part.type)) is not None:
+                if (text := text_of(part)) is None:   # a text part without: the line reader's error
+                    raise _Decline
                 out.append(text)
             elif part.type == "input_image" or part.type == "output_image":
                 ignored[f"image in a {images_in or 'content'} message"] += 1
@@ -166,15 +168,13 @@ def _read_file(src: SourceFile, records: list[_Line], raw: bytes, cols: Columns)
 
     for lineno, rec in enumerate(records, 1):
         kind, payload = rec.type, rec.payload
-        if kind not in _ENVELOPES:
-            if kind is None or kind in _DECLINED:
+        if not payload:   # None or UNSET (a Struct is true): an envelope's declines, another record is ignored
+            if kind is None or kind in _DECLINED or kind in _ENVELOPES:
                 raise _Decline
             ignored[kind] += 1
             continue
-        if not payload:   # None or UNSET (a Struct is true)
-            raise _Decline
-        windowed = True
         if kind == "response_item":
+            windowed = True
             item = payload.type
             if item == "custom_tool_call_output" or item == "function_call_output":
                 output = payload.output
@@ -244,6 +244,7 @@ def _read_file(src: SourceFile, records: list[_Line], raw: bytes, cols: Columns)
             else:
                 assistant[3].append(block)
         elif kind == "event_msg":
+            windowed = True
             event = payload.type
             if event == "token_count":
                 info = payload.info
@@ -275,10 +276,12 @@ def _read_file(src: SourceFile, records: list[_Line], raw: bytes, cols: Columns)
                 _context_window(meta, payload.model_context_window)
                 ignored["event_msg:" + event] += 1
         elif kind == "turn_context":
+            windowed = True
             if payload.model is not None:
                 model, meta.model = payload.model, meta.model or payload.model
             ignored["turn_context"] += 1
-        else:  # session_meta
+        elif kind == "session_meta":
+            windowed = True
             if seen_meta:
                 ignored["session_meta (repeated)"] += 1
                 continue
@@ -294,6 +297,10 @@ def _read_file(src: SourceFile, records: list[_Line], raw: bytes, cols: Columns)
             seen_meta = True
             if named is not None:
                 model, meta.model = named, meta.model or named
+        elif kind is None or kind in _DECLINED:
+            raise _Decline
+        else:
+            ignored[kind] += 1
     close_call()
     _flush(cols, rows, usage, owner, blocks)
     meta.api_calls = calls if windowed else None
@@ -313,8 +320,9 @@ def _output_parts(output: list[_Part], ignored: Counter[str]) -> list[tuple[str,
     """A tool output's content items as result parts."""
     parts: list[tuple[str, str | None, str | None]] = []
     for part in output:
-        text = _text(part)
-        if text is not None:
+        if (text_of := _TEXT_OF.get(part.type)) is not None:
+            if (text := text_of(part)) is None:
+                raise _Decline
             parts.append(("text", text, None))
         elif part.type == "input_image" or part.type == "output_image":
             parts.append(("media", None, media_type(part.image_url)))
@@ -351,12 +359,5 @@ def _flush(cols: Columns, rows: list[tuple[str, str | None, Any, int]], usage: l
         cols.part_media.extend(media)
 
 
-def _text(part: _Part) -> str | None:
-    """A text or refusal part's text (declined where it has none); None for any other part."""
-    key = TEXT_PARTS.get(part.type) if part.type is not None else None
-    if key is None:
-        return None
-    text = part.text if key == "text" else part.refusal
-    if text is None:
-        raise _Decline
-    return text
+#: The text of a text or refusal part, by the part's type.
+_TEXT_OF: dict[str | None, Callable[[_Part], str | None]] = {kind: attrgetter(key) for kind, key in TEXT_PARTS.items()}

@@ -25,7 +25,7 @@ import math
 from collections import Counter
 from itertools import accumulate
 from pathlib import PurePath
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 import orjson
@@ -115,9 +115,9 @@ class _File:
     def _flush(self) -> None:
         """The file's messages, blocks and parts appended to the columns, each column extended once."""
         cols, inputs = self.cols, _compact(self.arguments)
-        first = len(cols.inputs)
+        first, parts = len(cols.inputs), cast("tuple[list[Any], ...]", (cols.part_kind, cols.part_text, cols.part_media))
         for columns, rows in ((cols.message_columns(), self.messages), (cols.block_columns(), self.blocks),
-                              ((cols.part_kind, cols.part_text, cols.part_media), self.parts)):
+                              (parts, self.parts)):
             for col, values in zip(columns, zip(*rows)):
                 col.extend(values)
         for at, text in zip(self.calls, inputs):
@@ -207,7 +207,7 @@ class _File:
         ignored records) are inlined here; the rest go to :meth:`_entry`."""
         records, recorded_at, ignored, model_of = self.records, self.recorded_at, self.ignored, self.models.append
         message, block, part = self.messages.append, self.blocks.append, self.parts.append
-        calls, arguments, blocks = self.calls.append, self.arguments.append, self.blocks
+        calls, arguments, blocks, messages = self.calls.append, self.arguments.append, self.blocks, self.messages
         start = self.start
         for lineno in path:
             if recorded_at or anchors:
@@ -215,16 +215,21 @@ class _File:
                     self._anchor(comp, found, comp.timestamp, None)
                 if lineno in recorded_at:
                     # The compaction record itself: what was appended so far is the conversation it compacted.
-                    recorded_at[lineno]["trigger_index"] = len(self.messages)
+                    recorded_at[lineno]["trigger_index"] = len(messages)
             entry = records[lineno - 1]
             msg = entry.message
-            role = msg.role if msg is not None and entry.type == "message" else None
+            if msg is None or entry.type != "message":
+                if entry.type in _SPECIAL:
+                    self._entry(entry, lineno)
+                else:
+                    ignored[entry.type] += 1   # a record that is not conversation (a thinking level, a label, ...)
+                continue
+            role = msg.role
             if role == "assistant":
-                assert msg is not None
                 content = msg.content
                 if not isinstance(content, list):
                     raise _Decline
-                row = start + len(self.messages)
+                row = start + len(messages)
                 for item in content:
                     kind = item.type
                     if kind == "text":
@@ -243,24 +248,21 @@ class _File:
                         block((row, TOOL_USE, None, item.id, item.name, None, None, 0))
                     else:
                         ignored[f"assistant block:{kind}"] += 1
-                model = msg.model if msg.model is not None else self.model
-                self.model = model
+                model = self.model = msg.model if msg.model is not None else self.model
                 if model is not None:
                     model_of(model)
                 usage: tuple[int, int, int, int] | None = None
-                cost = None
-                raw = msg.usage
-                if raw is not None:
-                    usage = (raw.input or 0, raw.output or 0, raw.cacheRead or 0, raw.cacheWrite or 0)
-                    if not any(usage):
-                        usage = None
-                    elif raw.cost is not None and (total := raw.cost.total) is not None and math.isfinite(total) \
-                            and total >= 0:
-                        cost = float(total)
+                cost: float | None = None
+                if (raw := msg.usage) is not None:
+                    counted = (raw.input or 0, raw.output or 0, raw.cacheRead or 0, raw.cacheWrite or 0)
+                    if counted != (0, 0, 0, 0):
+                        usage = counted
+                        if raw.cost is not None and (total := raw.cost.total) is not None and math.isfinite(total) \
+                                and total >= 0:
+                            cost = float(total)
                 message(("assistant", False, usage, cost, model, entry.timestamp, msg.timestamp, lineno))
             elif role == "toolResult":
-                assert msg is not None
-                if msg.toolCallId is None:
+                if (tool_use_id := msg.toolCallId) is None:
                     raise _Decline
                 content = msg.content
                 if isinstance(content, str):
@@ -283,15 +285,15 @@ class _File:
                             ignored[f"content block:{item.type}"] += 1
                             continue
                         n += 1
-                block((start + len(self.messages), RESULT, None, None, None, None, msg.toolCallId, n))
+                block((start + len(messages), RESULT, None, None, None, None, tool_use_id, n))
                 message(("user", False, None, None, self.model, entry.timestamp, msg.timestamp, lineno))
             elif role == "user":
-                assert msg is not None
-                self.user(self._texts(msg.content), lineno, entry.timestamp, msg.timestamp)
-            elif entry.type not in _SPECIAL:
-                ignored[entry.type] += 1   # a record that is not conversation (a thinking level, a label, ...)
+                row = start + len(messages)
+                message(("user", False, None, None, self.model, entry.timestamp, msg.timestamp, lineno))
+                for text in self._texts(msg.content):
+                    block((row, TEXT, text, None, None, None, None, 0))
             else:
-                self._entry(entry, lineno)
+                self._message(msg, lineno, entry.timestamp)
         for recorded, (index, found) in zip(self.meta.compactions, self.kept_found):
             recorded["first_kept_index"] = index + 1 if found and index + 1 < len(self.messages) else None
             recorded["kept_end_index"] = recorded["trigger_index"] if recorded["first_kept_index"] is not None else None
@@ -308,10 +310,7 @@ class _File:
     def _entry(self, entry: _Line, lineno: int) -> None:
         kind = entry.type
         if kind == "message":
-            msg = entry.message
-            if msg is None:
-                raise _Decline
-            self._message(msg, lineno, entry.timestamp)
+            raise _Decline   # without a message (:meth:`_emit` reads the rest)
         elif kind == "custom_message":
             self.user(self._texts(entry.content), lineno, entry.timestamp, None)
         elif kind == "branch_summary":
@@ -326,7 +325,7 @@ class _File:
                 self.ignored[kind] += 1
 
     def _message(self, msg: Msg, lineno: int, ts: Any) -> None:
-        """A message entry of a role :meth:`_emit` does not inline (assistant, tool result and user messages)."""
+        """A message entry of a role :meth:`_emit` does not inline (assistant, tool result and user messages), or none."""
         role = msg.role
         if role in ("custom", "hookMessage"):
             self.user(self._texts(msg.content), lineno, ts, msg.timestamp)

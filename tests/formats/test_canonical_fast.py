@@ -53,6 +53,8 @@ def assert_agrees(paths) -> list[bool]:
 # Lines that break a file in one way each; the reference refuses all of them.
 BREAKAGES = [
     '{"type":"message","role":"user","content":[{"type":"text","text":5}]}',
+    '{"type":"message","role":"user","content":[{"type":"compaction_summary","text":0}]}',  # one byte, not two quotes
+    '{"type":"message","role":"assistant","content":[{"type":"compaction_summary","text":7}]}',
     '{"type":"message","role":"user","content":[{"type":"text"}]}',
     '{"type":"message","role":"user","content":null}',
     '{"type":"message","role":"assistant","content":[],"usage":{"input":1.5}}',

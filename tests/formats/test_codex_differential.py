@@ -123,6 +123,8 @@ EDGES = {
     "payload a list": _envelope("turn_context", "[]"),
     "event without type": _envelope("event_msg", '{"x":1}'),
     "unknown envelope": b'{"type":"world_state","full":true}',
+    "unknown envelope with a payload": _envelope("world_state", '{"type":"token_count","info":null}'),
+    "compaction without a payload": b'{"timestamp":"t","type":"compacted"}',
     "type null": b'{"type":null,"id":"x","timestamp":"t"}',
     "legacy item": b'{"type":"message","role":"user","content":[{"type":"input_text","text":"old"}]}',
     "turn context model null": _envelope("turn_context", '{"model":null,"summary":"auto"}'),
