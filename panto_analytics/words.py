@@ -88,13 +88,15 @@ def count_words_arrow(strings: pa.Array) -> np.ndarray:
     # The word bytes as bits (bit i of the buffer is bit i % 64 of machine word i // 64), a zero word after the
     # last; found a cache-sized chunk at a time, in two reused buffers (no pages of a full-size temporary).
     packed = np.zeros((len(data) + 127) // 64 * 8, dtype=np.uint8)
-    word_buf, other_buf = np.empty(min(len(data), _CHUNK), dtype=bool), np.empty(min(len(data), _CHUNK), dtype=bool)
+    size = min(len(data), _CHUNK)
+    word_buf, other_buf, ored_buf = np.empty(size, dtype=bool), np.empty(size, dtype=bool), np.empty(size, dtype=np.uint8)
     for start in range(0, len(data), _CHUNK):
         chunk = data[start:start + _CHUNK]
-        word, other = word_buf[:len(chunk)], other_buf[:len(chunk)]
+        word, other, ored = word_buf[:len(chunk)], other_buf[:len(chunk)], ored_buf[:len(chunk)]
         np.not_equal(chunk, 0x20, out=word)
-        for separator in b"\t\n\r":
-            np.logical_and(word, np.not_equal(chunk, separator, out=other), out=word)
+        np.logical_and(word, np.not_equal(chunk, 0x0A, out=other), out=word)
+        np.bitwise_or(chunk, 0x04, out=ored)   # b"\t" and b"\r", and no other byte, become b"\r"
+        np.logical_and(word, np.not_equal(ored, 0x0D, out=other), out=word)
         packed[start // 8:(start + len(chunk) + 7) // 8] = np.packbits(word, bitorder="little")
     bits = packed.view("<u8")
     carry = np.zeros_like(bits)   # each word's lowest bit follows the top bit of the word before

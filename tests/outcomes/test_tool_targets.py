@@ -208,3 +208,10 @@ def test_collapsing_whitespace_by_str_split_is_the_regular_expression_s():
                                                                              if c.isspace()]
     text = " a\t\x1c b\u3000\u2003c\x85\n "
     assert tool_targets._collapsed(text) == re.sub(r"\s+", " ", text.strip()) == "a b c"
+
+
+@settings(max_examples=examples(500))
+@given(st.text(alphabet=st.sampled_from(list("a '\"\\")), max_size=12))
+def test_a_word_that_is_one_quoted_string_is_what_it_quotes(segment):
+    # Dense in quotes and backslashes: adjacent quoted strings, a quote inside another, escapes.
+    assert tool_targets._words(segment) == _words_by_the_regular_expression(segment)

@@ -26,7 +26,6 @@ from typing import Any, BinaryIO, Final, Literal, cast
 import numpy as np
 import orjson
 import polars as pl
-import pyarrow.parquet as pq
 
 from ...errors import IngestReport, InputError
 from ...formats.base import SessionMeta
@@ -227,6 +226,8 @@ def read_meta(path: Path | BinaryIO, kind: str) -> dict | None:
 
 def read_footer(path: Path | BinaryIO, kind: str) -> tuple[dict | None, int]:
     """:func:`read_meta` and the number of rows the file really holds, from one read of its footer."""
+    import pyarrow.parquet as pq  # here: a cold read needs it nowhere (its import, through pyarrow.fs, costs ~20 ms)
+
     try:
         footer = pq.read_metadata(path)
         raw = (footer.metadata or {}).get(META_KEY.encode())
