@@ -245,3 +245,33 @@ def test_forked_workers_share_the_items_in_order(tmp_path):
     done = subprocess.run([sys.executable, str(script), str(gate)], capture_output=True, text=True, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "ok"
+
+
+#: A fresh process forks two workers (nothing of Polars imported before): each gives its Polars queries its share
+#: of the cores, or the user's own setting; the caller's own setting is untouched.
+_THREADS = """
+import os, sys
+from panto_analytics.ingest import parallel
+
+def threads(_):
+    import polars
+    return os.environ.get("POLARS_MAX_THREADS"), polars.thread_pool_size()
+
+if __name__ == "__main__":
+    before = os.environ.get("POLARS_MAX_THREADS")
+    assert parallel.launch(jobs=2, module="json", method="fork") and parallel._launched_method == "fork"
+    print(sorted(set(parallel.run(threads, [0, 1], weights=[1, 1], jobs=2))), os.environ.get("POLARS_MAX_THREADS") == before)
+    parallel.close()
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mine", [None, "3"])
+def test_forked_workers_give_polars_their_share_of_the_cores(tmp_path, mine):
+    script = tmp_path / "threads.py"
+    script.write_text(_THREADS)
+    env = {k: v for k, v in os.environ.items() if k != "POLARS_MAX_THREADS"} | ({"POLARS_MAX_THREADS": mine} if mine else {})
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path, env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    share = mine or str(max(1, parallel.default_jobs() // 2))
+    assert done.stdout.strip() == f"[('{share}', {int(share)})] True"
