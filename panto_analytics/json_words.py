@@ -49,7 +49,7 @@ def raw_texts(raws: list[msgspec.Raw]) -> RawTexts:
     np.cumsum(np.fromiter(map(len, raws), dtype=np.int64, count=n), out=offsets[1:])
     is_string = data[offsets[:-1]] == _QUOTE if n else np.ones(0, dtype=bool)
     saved = np.zeros(n, dtype=np.int64)  # bytes written beyond the text's, per string
-    backslashes = np.flatnonzero(data == _BACKSLASH)
+    backslashes = _positions(data, _BACKSLASH)
     if len(backslashes):
         escapes = backslashes
         if (np.diff(backslashes) == 1).any():  # a run of backslashes: every other one, from its first, starts one
@@ -57,21 +57,23 @@ def raw_texts(raws: list[msgspec.Raw]) -> RawTexts:
             run_start = np.maximum.accumulate(np.where(np.diff(backslashes, prepend=-2) != 1, at, 0))
             escapes = backslashes[(at - run_start) % 2 == 0]
         kind = data[escapes + 1]
-        saved_each = np.ones(len(escapes), dtype=np.int64)  # two bytes that decode to one
         separator = (kind == _N) | (kind == _T) | (kind == _R)
-        width = np.full(len(escapes), 2)
+        sep = escapes[separator]
+        data[sep] = data[sep + 1] = _SPACE
+        escape_at = np.searchsorted(escapes, offsets)
+        saved = np.diff(escape_at)  # two bytes that decode to one, each
         unicode = np.flatnonzero(kind == _U)
         if len(unicode):
             u = escapes[unicode]
             point = (_HEX[data[u + 2]] << 12) | (_HEX[data[u + 3]] << 8) | (_HEX[data[u + 4]] << 4) | _HEX[data[u + 5]]
             utf8 = np.select([point < 0x80, point < 0x800, (point >= 0xD800) & (point < 0xDC00),
                               (point >= 0xDC00) & (point < 0xE000)], [1, 2, 4, 0], 3)
-            saved_each[unicode] = 6 - utf8
-            separator[unicode] = np.isin(point, _SEPARATOR_POINTS)
-            width[unicode] = 6
-        saved = np.diff(np.concatenate(([0], np.cumsum(saved_each)))[np.searchsorted(escapes, offsets)])
-        sep, width = escapes[separator], width[separator]
-        data[np.repeat(sep, width) + (np.arange(width.sum()) - np.repeat(np.cumsum(width) - width, width))] = _SPACE
+            saved_each = np.zeros(len(escapes), dtype=np.int64)
+            saved_each[unicode] = 5 - utf8  # six bytes, one counted above
+            saved = saved + np.diff(np.concatenate(([0], np.cumsum(saved_each)))[escape_at])
+            sep_u = u[np.isin(point, _SEPARATOR_POINTS)]
+            for k in range(6):
+                data[sep_u + k] = _SPACE
     if n:
         data[offsets[:-1]] = data[offsets[1:] - 1] = _SPACE
     spaced = pa.LargeStringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(buf))
@@ -79,6 +81,16 @@ def raw_texts(raws: list[msgspec.Raw]) -> RawTexts:
     return RawTexts(spaced, np.where(is_string, np.diff(offsets) - 2 - saved, 0), is_string)
 
 
+def _positions(data: np.ndarray, byte: int) -> np.ndarray:
+    """Where ``byte`` is in ``data``, found a cache-sized chunk at a time (no full-size temporary)."""
+    found, mask = [], np.empty(min(len(data), _CHUNK), dtype=bool)
+    for start in range(0, len(data), _CHUNK):
+        chunk = data[start:start + _CHUNK]
+        found.append(np.flatnonzero(np.equal(chunk, byte, out=mask[:len(chunk)])) + start)
+    return np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
+
+
+_CHUNK = 1 << 16
 _QUOTE, _BACKSLASH, _U, _SPACE, _N, _T, _R = ord('"'), ord("\\"), ord("u"), ord(" "), ord("n"), ord("t"), ord("r")
 _SEPARATOR_POINTS = np.array([0x20, 0x09, 0x0A, 0x0D])
 #: Each byte's value as a hexadecimal digit (msgspec checked that the four after ``\u`` are digits).

@@ -66,3 +66,16 @@ def test_raw_texts_of_each_escape(spelled):
     words, sizes, is_string = count_words_arrow(got.spaced), got.utf8_bytes, got.is_string
     assert words.tolist() == [count_words(text)] * 2 and sizes.tolist() == [len(text.encode())] * 2
     assert is_string.all()
+
+
+def test_raw_texts_read_alike_in_chunks_of_any_size(monkeypatch):
+    """The backslashes are found a chunk at a time: a chunk boundary anywhere (inside an escape, a run) changes
+    nothing."""
+    from panto_analytics import json_words
+
+    raws = [msgspec.json.decode(b'["' + spelled.encode() + b'"]', type=list[msgspec.Raw])[0] for spelled in SPELLINGS]
+    whole = raw_texts(raws)
+    for chunk in (1, 2, 3, 7, 64):
+        monkeypatch.setattr(json_words, "_CHUNK", chunk)
+        got = raw_texts(raws)
+        assert got.spaced.equals(whole.spaced) and got.utf8_bytes.tolist() == whole.utf8_bytes.tolist()

@@ -458,6 +458,7 @@ def refs_column(blocks: pa.StructArray, owner: np.ndarray, n: int, scope: np.nda
     ...     {"call": 0, "key": key_of("file:/r/a.py"), "kind": "read", "file": True, "tokens": 4}]
     True
     """
+    scope = np.asarray(scope, dtype=np.int64)  # its codes are multiplied below: 32 bits would wrap into another's
     kinds = blocks.field("type")
     inside = owner < n
     calls_at = np.flatnonzero(_is(kinds, "tool_use") & inside)
@@ -499,7 +500,7 @@ def refs_column(blocks: pa.StructArray, owner: np.ndarray, n: int, scope: np.nda
     ends = np.cumsum(per_call)
     at = np.arange(int(ends[-1])) - np.repeat(ends - per_call, per_call) + np.repeat(found[:-1][group], per_call)
     words = _answers(blocks, owner, n, scope, call_scope, calls_at, result_words)
-    tokens = pl.Series(np.ceil(words * _WORD_TOKENS)).fill_nan(None).cast(pl.UInt32)
+    tokens = pl.Series("words", words).fill_nan(None).to_frame().select(result_tokens()).to_series()
     refs = pa.StructArray.from_arrays([
         pl.Series(call[row_call]).cast(pl.UInt16).to_arrow(),
         pa.array(np.array(found_keys, dtype=np.uint64)[at]),

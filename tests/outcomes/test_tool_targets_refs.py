@@ -7,6 +7,7 @@ import math
 import numpy as np
 import polars as pl
 import pyarrow as pa
+import pytest
 from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -102,3 +103,16 @@ def test_one_call_in_two_directories_is_two_targets():
     assert [refs[0]["key"] for refs in column.to_list() if refs] == [key_of("file:/r/a.py"), key_of("file:/s/a.py"),
                                                                      key_of("file:/r/a.py")]
     assert [refs[0]["tokens"] for refs in column.to_list() if refs] == [None, 3, None]
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.int32, np.uint32])
+def test_a_narrow_scope_does_not_wrap_into_another_scopes_answer(dtype):
+    # Two scopes and 65,536 distinct ids: scope x ids codes pass 2**32, which 32-bit arithmetic would wrap,
+    # answering a call with the result of the same id in the other scope (review of f027e04).
+    results = [{"type": "tool_result", "tool_use_id": "Z", "parts": [{"type": "text", "text": "x y z"}]}]
+    results += [{"type": "tool_result", "tool_use_id": f"f{i}", "parts": []} for i in range(65534)]
+    calls = [{"type": "tool_use", "id": i, "name": "read", "input": '{"path": "a.py"}'} for i in ("Z", "A")]
+    blocks = pa.array(results + calls, type=BLOCK)
+    owner = np.array([0] * len(results) + [1, 1])
+    refs = refs_column(blocks, owner, 2, np.array([1, 65536], dtype=dtype), ["/r"] * 65537)
+    assert [ref["tokens"] for ref in refs[1]] == [None, None]
