@@ -24,7 +24,7 @@ import click
 
 from .real_formats import write_copies
 
-__all__ = ["split"]
+__all__ = ["charged", "split"]
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -43,6 +43,22 @@ STEPS = [
 ]
 
 
+def charged(spent: dict[str, float], name: str, function: Callable[..., Any]) -> Callable[..., Any]:
+    """``function``, adding the CPU seconds of each call to ``spent[name]`` (a step timed where it is called).
+
+    >>> spent: dict[str, float] = {}
+    >>> charged(spent, "sum", sum)([1, 2]), list(spent)
+    (3, ['sum'])
+    """
+    def run(*args: Any, **kwargs: Any) -> Any:
+        start = time.process_time()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            spent[name] = spent.get(name, 0.0) + time.process_time() - start
+    return run
+
+
 def split(paths: list[Path], rounds: int) -> dict[str, Any]:
     """Best CPU seconds of ``read_frames`` over ``paths`` and of each of :data:`STEPS`."""
     from panto_analytics.formats.base import SourceFile
@@ -50,20 +66,11 @@ def split(paths: list[Path], rounds: int) -> dict[str, Any]:
 
     spent: dict[str, float] = {}
 
-    def timed(name: str, function: Callable[..., Any]) -> Callable[..., Any]:
-        def run(*args: Any, **kwargs: Any) -> Any:
-            start = time.process_time()
-            try:
-                return function(*args, **kwargs)
-            finally:
-                spent[name] = spent.get(name, 0.0) + time.process_time() - start
-        return run
-
     originals = {name: getattr(fast, name) for name, _ in STEPS}
     best: dict[str, float] = {}
     try:
         for name, function in originals.items():
-            setattr(fast, name, timed(name, function))
+            setattr(fast, name, charged(spent, name, function))
         for _ in range(rounds):
             spent.clear()
             sources = [SourceFile(p, "claude-code") for p in paths]

@@ -17,12 +17,12 @@ import importlib
 import os
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import click
 
+from .claude_code_split import charged
 from .real_formats import write_copies
 
 __all__ = ["STEPS", "split"]
@@ -51,21 +51,12 @@ def split(fmt: str, paths: list[Path], rounds: int) -> dict[str, Any]:
     reader = importlib.import_module(FORMATS[fmt][1])
     spent: dict[str, float] = {}
 
-    def timed(name: str, function: Callable[..., Any]) -> Callable[..., Any]:
-        def run(*args: Any, **kwargs: Any) -> Any:
-            start = time.process_time()
-            try:
-                return function(*args, **kwargs)
-            finally:
-                spent[name] = spent.get(name, 0.0) + time.process_time() - start
-        return run
-
     owners = {name: getattr(fast_columns, owner) if owner else fast_columns for owner, name, _ in STEPS}
     originals = {name: owner.__dict__[name] for name, owner in owners.items()}
     best: dict[str, float] = {}
     try:
         for name, function in originals.items():
-            setattr(owners[name], name, timed(name, function))
+            setattr(owners[name], name, charged(spent, name, function))
         for _ in range(rounds):
             spent.clear()
             sources = [SourceFile(p, fmt, skip_invalid=True) for p in paths]
