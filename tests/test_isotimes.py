@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from panto_analytics.formats import base
 from panto_analytics.formats.base import parse_timestamp
-from panto_analytics.formats.columnar import bad_timestamps, iso_utc, parse_timestamps, to_datetime
+from panto_analytics.formats.columnar import checked_timestamps, iso_utc, parse_timestamps, to_datetime
 from panto_analytics.isotimes import iso_milliseconds
 
 #: Near the shape, or another shape of the same time.
@@ -85,9 +85,11 @@ def test_an_arrow_array_reads_as_its_values_do(texts, cut, large):
 @settings(max_examples=examples(300))
 @given(texts=st.lists(st.one_of(iso_milliseconds_like(), st.none(), st.sampled_from(ODD)), max_size=6))
 def test_the_columnar_timestamps_are_the_vectorized_parse_s(texts):
-    # parse_timestamps and bad_timestamps read the recorders' shape in array operations: the same as Polars' parse.
+    # parse_timestamps and checked_timestamps read the recorders' shape in array operations: the same as Polars' parse.
     array = pa.array(texts, pa.string())
     frame = pl.DataFrame({"t": texts}, schema={"t": pl.String})
     parsed = frame.select(to_datetime(pl.col("t")))["t"]
     assert parse_timestamps(array).equals(parsed, check_names=True) and parse_timestamps(array).dtype == parsed.dtype
-    assert bad_timestamps(array).tolist() == (~frame.select(iso_utc(pl.col("t")).fill_null(True))["t"]).to_list()
+    checked, bad = checked_timestamps(array)
+    assert checked.equals(parsed, check_names=True) and checked.dtype == parsed.dtype
+    assert bad.tolist() == (~frame.select(iso_utc(pl.col("t")).fill_null(True))["t"]).to_list()

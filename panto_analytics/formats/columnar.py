@@ -8,7 +8,7 @@ libpanto's word count and the summarizer-request bytes of each message
 (:func:`words_and_flags`, :func:`serialized_bytes`, which reproduce
 :func:`~panto_analytics.words.message_words` and
 :func:`~panto_analytics.transcript.serialized_bytes` over whole arrays),
-and the timestamps the fast paths take (:func:`iso_utc`, :func:`bad_timestamps`,
+and the timestamps the fast paths take (:func:`iso_utc`, :func:`checked_timestamps`,
 :func:`parse_timestamps`).
 
 >>> blocks = pa.array([{"type": "text", "text": "a b", "id": None, "name": None, "input": None,
@@ -30,7 +30,7 @@ from ..pathnames import path_suffix
 from .base import BOM, COMPRESSED_SUFFIXES, SourceFile, open_session_file
 from .blocks import BLOCK, PART, byte_lengths, per_owner, serialized_bytes, words_and_flags
 
-__all__ = ["BLOCK", "ISO_UTC", "MAX_FILE_BYTES", "PART", "bad_timestamps", "byte_lengths", "iso_utc",
+__all__ = ["BLOCK", "ISO_UTC", "MAX_FILE_BYTES", "PART", "byte_lengths", "checked_timestamps", "iso_utc",
            "parse_timestamps", "per_owner", "read_together", "read_whole", "serialized_bytes", "to_datetime", "valid_utf8",
            "words_and_flags"]
 
@@ -182,14 +182,6 @@ def iso_utc(text: pl.Expr, parsed: pl.Expr | None = None) -> pl.Expr:
     return text.str.contains(ISO_UTC) & ~text.str.starts_with("0000") & (parsed.is_not_null() | text.is_null())
 
 
-def bad_timestamps(values: pa.Array) -> np.ndarray:
-    """Which of ``values`` :func:`iso_utc` refuses (nulls are not bad); none where every one is of the recorders'
-    shape (:func:`..isotimes.iso_milliseconds`)."""
-    if iso_milliseconds(values) is not None:
-        return np.zeros(len(values), dtype=bool)
-    return ~pl.Series("t", values).to_frame().select(iso_utc(pl.col("t")).fill_null(True))["t"].to_numpy()
-
-
 def parse_timestamps(values: pa.Array) -> pl.Series:
     """:func:`to_datetime` of ``values``; rows of a file with a bad timestamp may read null (the file is declined).
 
@@ -197,7 +189,22 @@ def parse_timestamps(values: pa.Array) -> pl.Series:
     """
     milliseconds = iso_milliseconds(values)
     if milliseconds is not None:
-        nulls = ~np.asarray(values.is_valid()) if values.null_count else None
-        return pl.Series("t", pa.array(milliseconds, pa.int64(), mask=nulls)).cast(pl.Datetime("ms", "UTC"))
+        return _milliseconds_series(values, milliseconds)
     return pl.Series("t", values).to_frame().select(to_datetime(pl.col("t")))["t"]
 
+
+def checked_timestamps(values: pa.Array) -> tuple[pl.Series, np.ndarray]:
+    """:func:`parse_timestamps` of ``values``, and which of them :func:`iso_utc` refuses (nulls are not bad; none
+    where all are of the recorders' shape), from one reading."""
+    milliseconds = iso_milliseconds(values)
+    if milliseconds is not None:
+        return _milliseconds_series(values, milliseconds), np.zeros(len(values), dtype=bool)
+    frame = pl.Series("t", values).to_frame().with_columns(parsed=to_datetime(pl.col("t")))
+    ok = frame.select(iso_utc(pl.col("t"), pl.col("parsed")).fill_null(True))["t"]
+    return frame["parsed"].rename("t"), ~ok.to_numpy()
+
+
+def _milliseconds_series(values: pa.Array, milliseconds: np.ndarray) -> pl.Series:
+    """The UTC times of ``milliseconds`` since the epoch, null where ``values`` is."""
+    nulls = ~np.asarray(values.is_valid()) if values.null_count else None
+    return pl.Series("t", pa.array(milliseconds, pa.int64(), mask=nulls)).cast(pl.Datetime("ms", "UTC"))

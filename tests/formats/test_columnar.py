@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from panto_analytics.errors import IngestReport, InputError
 from panto_analytics.formats import adapter, base
 from panto_analytics.formats.base import BOM, SourceFile, open_session_file, parse_timestamp
-from panto_analytics.formats.columnar import bad_timestamps, parse_timestamps, read_together
+from panto_analytics.formats.columnar import checked_timestamps, parse_timestamps, read_together
 
 _BYTES = st.lists(st.sampled_from([b"{}\n", b'{"a":1}', b"\n", b"   ", b"x" * 70_000, BOM, b"\xc3\xa9\n"]), max_size=6)
 
@@ -108,8 +108,9 @@ def _python_ms(text: str) -> int | None:
 @given(texts=st.lists(st.one_of(iso_like(), st.sampled_from(ODD_TIMESTAMPS)), min_size=1, max_size=8))
 def test_a_timestamp_the_fast_paths_take_is_read_as_python_reads_it(texts):
     values = pa.array(texts, pa.string())
-    bad = bad_timestamps(values)
+    checked, bad = checked_timestamps(values)
     parsed = parse_timestamps(values).cast(pl.Int64).to_list()
+    assert checked.cast(pl.Int64).to_list() == parsed
     for text, is_bad, ms in zip(texts, bad, parsed):
         if not is_bad:
             assert ms is not None and ms == _python_ms(text), text
@@ -118,4 +119,4 @@ def test_a_timestamp_the_fast_paths_take_is_read_as_python_reads_it(texts):
 @pytest.mark.parametrize("text", ODD_TIMESTAMPS)
 def test_times_python_refuses_are_not_taken(text):
     if parse_timestamp(text) is None:
-        assert bad_timestamps(pa.array([text])).tolist() == [True]
+        assert checked_timestamps(pa.array([text]))[1].tolist() == [True]

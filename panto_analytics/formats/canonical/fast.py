@@ -43,7 +43,7 @@ from ...schema import MESSAGE_SCHEMA, ROLE, SEQ, USAGE_COLUMNS
 from ...transcript import MEDIA_NOTE_BYTES, SEPARATOR, label_bytes
 from ...words import MEDIA_PART_WORDS, count_words_arrow
 from ..base import Invalid, SourceFile, gc_paused
-from ..columnar import bad_timestamps, byte_lengths, parse_timestamps, read_together
+from ..columnar import byte_lengths, checked_timestamps, read_together
 from ..typed import DEEP
 from . import reader as canonical
 from .shapes import (
@@ -258,6 +258,7 @@ def _batch_frame(messages: list[MessageRecord[msgspec.Raw]], counts: np.ndarray,
     with_summary, first = np.unique(owner[is_summary], return_index=True)
     request_bytes[with_summary] = blocks.summary_bytes[first]
     timestamps = pa.array(list(map(_TIMESTAMP, messages)), pa.string())
+    parsed_times, bad = checked_timestamps(timestamps)   # a file with a bad one is declined (below)
 
     def per_file(values: list[Any]) -> pl.Series:  # a file-level value on each of its rows
         return pl.Series(values, dtype=pl.String).gather(file_of)
@@ -275,13 +276,12 @@ def _batch_frame(messages: list[MessageRecord[msgspec.Raw]], counts: np.ndarray,
         "recorded_cost": pl.repeat(None, n, dtype=pl.Float32, eager=True),
         "source_format": per_file([src.source_format for src in sources]),
         "model": per_file([src.meta.model for src in sources]),
-        "timestamp": parse_timestamps(timestamps),
+        "timestamp": parsed_times,
         "file": per_file([src.file for src in sources]),
         "line": (seq + first_lines[file_of]).astype(np.uint32),
         "refs": refs_column(blocks.array, owner, n, file_of, [src.meta.project for src in sources],
                             result_words=blocks.words[blocks.results]),
     }).cast(cast("dict[Any, pl.DataType]", MESSAGE_SCHEMA))
-    bad = bad_timestamps(timestamps)
     bad[blocks.not_strings] = True
     clean = np.bincount(file_of, weights=bad, minlength=len(sources)) == 0
     return frame, clean
