@@ -14,7 +14,7 @@ import polars as pl
 
 from ..policy import splits as split_table
 from ..policy import turns as turn_table
-from ..policy.replay.engine import DEFAULT_RESERVE, Replay
+from ..policy.compaction.engine import DEFAULT_RESERVE, Replay
 from .decision import Decision, DecisionRule, decision_from_replay, replay_outcomes
 from .recommendation import Criteria, Recommendation, recommend
 

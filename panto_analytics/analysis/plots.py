@@ -43,7 +43,7 @@ from .formatting import format_tokens
 __all__ = [
     "BUDGET_LABEL", "DPI", "FIGSIZE", "GREY", "OUTCOME_COLORS", "PALETTE", "PlotFigure", "SOURCE_COLORS", "SOURCE_LABELS",
     "STYLE", "agent_vs_libpanto_kept", "cost_by_budget",
-    "frontier", "kept_tokens_by_budget", "kept_turns_by_budget", "outcome_shares_by_budget",
+    "cost_loss_frontier", "kept_tokens_by_budget", "kept_turns_by_budget", "outcome_shares_by_budget",
     "png_bytes", "policy_comparison", "replay_by_budget", "save", "style",
     "summarized_share_by_budget", "turn_sizes",
 ]
@@ -481,7 +481,7 @@ def policy_comparison(table) -> Figure:
     return fig
 
 
-def frontier(table, *, recorded=None, chosen: tuple[str, int] | None = None) -> Figure:
+def cost_loss_frontier(table, *, recorded=None, chosen: tuple[str, int] | None = None) -> Figure:
     """Cost per session against orphan rate, one point per (policy, budget), the Pareto front drawn.
 
     ``table``: :func:`~panto_analytics.analysis.decision.outcomes_table` (``cost_p50``, ``orphan_rate``,
@@ -492,7 +492,7 @@ def frontier(table, *, recorded=None, chosen: tuple[str, int] | None = None) -> 
     >>> import polars as pl
     >>> t = pl.DataFrame({"policy": ["libpanto"] * 3, "budget": [0, 8_000, 90_000], "cost_p50": [1.0, 1.2, 0.9],
     ...     "orphan_rate": [0.2, 0.05, 0.0], "proposable": [True, True, False]})
-    >>> frontier(t, chosen=("libpanto", 8_000)).axes[0].get_xlabel()
+    >>> cost_loss_frontier(t, chosen=("libpanto", 8_000)).axes[0].get_xlabel()
     'orphan rate (orphan calls / calls after a compaction)'
     """
     from .decision import frontier as front_of

@@ -227,7 +227,7 @@ def test_recorded_points_and_the_frontier_plot():
     assert rec["agent"].to_list() == ["canonical"] and rec["compactions"].item() == c.compactions.height
     assert 0 <= rec["orphan_rate"].item() <= 1 and rec["cost_p50"].item() > 0
     t = outcomes_table(r.events, r.sessions, window=32_000, reserve=16_384)
-    fig = plots.frontier(t, recorded=rec, chosen=("libpanto", 0))
+    fig = plots.cost_loss_frontier(t, recorded=rec, chosen=("libpanto", 0))
     ax = fig.axes[0]
     assert ax.get_ylabel() == "cost per session, median (USD)"
     labels = [h.get_label() for h in ax.get_legend().legend_handles]

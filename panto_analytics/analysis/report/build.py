@@ -37,7 +37,7 @@ from ...models import normalized_model, session_model
 from ...policy import Replay, compare_policies, events_as_splits, replay, summarize_replay, sweep
 from ...policy import splits as compute_splits
 from ...policy import turns as compute_turns
-from ...policy.replay.engine import DEFAULT_RESERVE
+from ...policy.compaction.engine import DEFAULT_RESERVE
 from ...schema import BUDGET, COMPACTIONS_SCHEMA, ROLE, SESSION
 from .. import plots
 from ..choice import choose_budget
@@ -252,7 +252,7 @@ def report_figures(splits: pl.DataFrame, turns: pl.DataFrame, *, highlight: int 
 
 
 def replay_table(result: Replay, chosen: int | None) -> Table:
-    """The replay's per-budget table (:func:`~panto_analytics.policy.replay.summary.summarize_replay`), formatted."""
+    """The replay's per-budget table (:func:`~panto_analytics.policy.compaction.summary.summarize_replay`), formatted."""
     t = summarize_replay(result.events, result.sessions)
     cols = {
         BUDGET: ("budget", tokens), "sessions": ("sessions", cell), "compacted_share": ("compacted", percent),
@@ -479,7 +479,7 @@ def _frontier_section(report: Report, rec: Decision, messages: pl.DataFrame, ses
         "reach the trigger) against the orphan rate (tool calls after a compaction that reach for something only "
         "the summary held). The dashed line joins the Pareto front; hollow points are at or above the trigger "
         "and never proposed; stars are what the agents recorded; the ring is the chosen point.",
-        plots.frontier(t, recorded=recorded, chosen=chosen))
+        plots.cost_loss_frontier(t, recorded=recorded, chosen=chosen))
     front = frontier(t).select("policy", BUDGET, "cost_p50", "cost_p90", "orphan_rate", "refetch_tokens")
     rows = [[r["policy"], tokens(r[BUDGET]), f"${r['cost_p50']:,.4f}", f"${r['cost_p90']:,.4f}",
              percent(r["orphan_rate"]), tokens(r["refetch_tokens"])] for r in front.iter_rows(named=True)]
