@@ -43,7 +43,7 @@ from .formatting import format_tokens
 __all__ = [
     "BUDGET_LABEL", "DPI", "FIGSIZE", "GREY", "OUTCOME_COLORS", "PALETTE", "PlotFigure", "SOURCE_COLORS", "SOURCE_LABELS",
     "STYLE", "agent_vs_libpanto_kept", "cost_by_budget",
-    "cost_loss_frontier", "kept_tokens_by_budget", "kept_turns_by_budget", "outcome_shares_by_budget",
+    "frontier", "kept_tokens_by_budget", "kept_turns_by_budget", "outcome_shares_by_budget",
     "png_bytes", "policy_comparison", "replay_by_budget", "save", "style",
     "summarized_share_by_budget", "turn_sizes",
 ]
@@ -481,21 +481,21 @@ def policy_comparison(table) -> Figure:
     return fig
 
 
-def cost_loss_frontier(table, *, recorded=None, chosen: tuple[str, int] | None = None) -> Figure:
+def frontier(table, *, recorded=None, chosen: tuple[str, int] | None = None) -> Figure:
     """Cost per session against orphan rate, one point per (policy, budget), the Pareto front drawn.
 
-    ``table``: :func:`~panto_analytics.analysis.decision.outcomes_table` (``cost_p50``, ``orphan_rate``,
+    ``table``: :func:`~panto_analytics.analysis.choose.from_replay.outcomes_table` (``cost_p50``, ``orphan_rate``,
     ``proposable``); rows at or above the trigger are hollow (never proposed). ``recorded``: the agents' own
-    points (:func:`~panto_analytics.analysis.decision.recorded_points`: ``agent``, ``cost_p50``,
+    points (:func:`~panto_analytics.analysis.choose.from_replay.recorded_points`: ``agent``, ``cost_p50``,
     ``orphan_rate``), drawn as stars. ``chosen``: the (policy, budget) to ring.
 
     >>> import polars as pl
     >>> t = pl.DataFrame({"policy": ["libpanto"] * 3, "budget": [0, 8_000, 90_000], "cost_p50": [1.0, 1.2, 0.9],
     ...     "orphan_rate": [0.2, 0.05, 0.0], "proposable": [True, True, False]})
-    >>> cost_loss_frontier(t, chosen=("libpanto", 8_000)).axes[0].get_xlabel()
+    >>> frontier(t, chosen=("libpanto", 8_000)).axes[0].get_xlabel()
     'orphan rate (orphan calls / calls after a compaction)'
     """
-    from .decision import frontier as front_of
+    from .choose.from_replay import pareto_front as front_of
 
     pts = table.filter(table["cost_p50"].is_not_null() & table["orphan_rate"].is_not_null())
     with style():
