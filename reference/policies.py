@@ -185,9 +185,12 @@ CUTS = {"pi": cut_pi, "pi-whole-turn": cut_pi_whole_turn, "codex": cut_codex, "c
         "gemini-cli": cut_gemini_cli, "last-n-turns": cut_last_n_turns}
 
 
-def cut_of(name: str, msgs: list[dict], first: int, k: int, settings: dict) -> Cut:
-    """The named policy's cut of ``msgs[first:k + 1]``."""
-    return CUTS[name](msgs, first, k, **settings)
+def cut_of(name: str, msgs: list[dict], first: int, k: int, settings: dict, *, context: int | None = None,
+           start: int | None = None) -> Cut:
+    """The named policy's cut of ``msgs[first:k + 1]``; ``context``: the simulated context at ``k`` (default: its
+    recorded context), ``start``: where the previous cut ended (default: ``first``)."""
+    return CUTS[name](msgs, first, k, context=call_context(msgs[k]) or 0 if context is None else context,
+                      start=first if start is None else start, **settings)
 
 
 @dataclass(frozen=True)
@@ -227,7 +230,8 @@ def replay_session(msgs: list[dict], name: str, settings: dict, *, threshold: in
         peak = context if peak is None else max(peak, context)
         if context <= threshold:
             continue
-        cut = cut_of(name, msgs, anchor_start if from_anchor else active_start, k, settings)
+        cut = cut_of(name, msgs, anchor_start if from_anchor else active_start, k, settings, context=context,
+                     start=active_start)
         if cut.prefix_end <= active_start:
             continue  # nothing summarized: a no-op, not an event
         if cut.kept_tokens is not None:  # Codex: its own estimate of the user messages it keeps

@@ -1,4 +1,5 @@
-"""The decision under a window (analysis/decision.py): per-session rules, the trigger bound, the frontier, JSON."""
+"""A budget from a replay under a window (analysis/choose/from_replay.py): per-session rules, the trigger bound,
+the frontier, JSON."""
 from __future__ import annotations
 
 import json
@@ -12,7 +13,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import panto_analytics as pa
-from panto_analytics.analysis.decision import FEW, DecisionRule, decide, decision_from_replay, frontier, outcomes_table
+from panto_analytics.analysis.choose import Rule
+from panto_analytics.analysis.choose.from_replay import (
+    choose_from_outcomes,
+    choose_from_replay,
+    outcomes_table,
+    pareto_front,
+)
+from panto_analytics.analysis.choose.rule import FEW_SESSIONS as FEW
 from panto_analytics.cli import main
 
 # -- a literal reference ----------------------------------------------------------------------------------
@@ -75,7 +83,7 @@ def test_frontier_equals_the_brute_force_front(points):
     t = pl.DataFrame({"policy": ["p"] * len(points), "budget": list(range(len(points))),
                       "cost_p50": [float(c) for c, _ in points], "orphan_rate": [o / 10 for _, o in points],
                       "proposable": [True] * len(points)})
-    got = set(frontier(t)["budget"].to_list())
+    got = set(pareto_front(t)["budget"].to_list())
     want = reference_front([(float(c), o / 10) for c, o in points])
     # Equal points: the front keeps one of them (the first in cost, loss order); the reference keeps all.
     assert got <= want and {points[i] for i in got} == {points[i] for i in want}
@@ -93,7 +101,7 @@ def test_rule_counts_sessions_not_events():
                            "kept_turns": [2, 2, 2, 0, 2, 2], "kept_tokens": [9] * 6})
     table = outcomes_table(events, sessions, window=100, reserve=50)
     assert table["keeps_k_share"].to_list() == [0.5, 1.0]
-    assert decide(table, DecisionRule(min_kept_turns=2, coverage=0.7), window=100, reserve=50).budget == 20
+    assert choose_from_outcomes(table, Rule(min_kept_turns=2, coverage=0.7), window=100, reserve=50).budget == 20
 
 
 def test_a_budget_at_or_above_the_trigger_is_never_proposed():
@@ -103,7 +111,7 @@ def test_a_budget_at_or_above_the_trigger_is_never_proposed():
     events = pl.DataFrame({"session_id": ["a"], "budget": [10], "kept_turns": [0], "kept_tokens": [0]})
     table = outcomes_table(events, sessions, window=100, reserve=50)
     assert table["proposable"].to_list() == [True, False]
-    dec = decide(table, DecisionRule(min_kept_turns=2), window=100, reserve=50)
+    dec = choose_from_outcomes(table, Rule(min_kept_turns=2), window=100, reserve=50)
     assert dec.budget is None and "at or above the trigger" in " ".join(dec.reasons)
 
 
@@ -140,7 +148,7 @@ def test_json_without_a_window():
 def test_decision_from_replay_with_policies():
     m = pa.read_sessions(DATA)
     r = pa.replay(m, [0, 5_000, 10_000, 20_000], window=32_000, policy=["libpanto", "pi", "codex"])
-    dec = decision_from_replay(r, DecisionRule(min_kept_turns=1, coverage=0.5))
+    dec = choose_from_replay(r, Rule(min_kept_turns=1, coverage=0.5))
     assert set(dec.table["policy"]) == {"libpanto", "pi", "codex"}
     assert dec.policy == "libpanto" and dec.budget is not None and dec.budget < 32_000 - 16_384
     # pi's budget is its keep_recent_tokens (20k): at or above its 32k - 16,384 trigger, so marked, never proposed.
@@ -160,32 +168,32 @@ def _outcomes(rows: list[tuple[str, int, float, float]]) -> pl.DataFrame:
 def test_max_orphan_rate_picks_the_cheapest_front_point_that_meets_it():
     t = _outcomes([("libpanto", 10_000, 1.0, 0.20), ("libpanto", 20_000, 1.2, 0.08), ("libpanto", 30_000, 1.5, 0.04),
                    ("libpanto", 40_000, 1.6, 0.06), ("pi", 20_000, 1.3, 0.045), ("libpanto", 120_000, 0.5, 0.0)])
-    dec = decide(t, DecisionRule(max_orphan_rate=0.05), window=200_000, reserve=16_384)
+    dec = choose_from_outcomes(t, Rule(max_orphan_rate=0.05), window=200_000, reserve=16_384)
     # 120k is cheapest and loses nothing, but it is past the trigger; 40k is dominated by 30k.
     assert (dec.policy, dec.budget) == ("pi", 20_000)
     text = " ".join(dec.reasons)
     assert "one step down" not in text or "at 10k" in text
-    dec = decide(t, DecisionRule(max_orphan_rate=0.10), window=200_000, reserve=16_384)
+    dec = choose_from_outcomes(t, Rule(max_orphan_rate=0.10), window=200_000, reserve=16_384)
     assert (dec.policy, dec.budget) == ("libpanto", 20_000)
     assert any("one step down, at 10k" in r and "orphan rate +12.0 points" in r for r in dec.reasons)
     assert any("one step up, at 30k" in r for r in dec.reasons)
-    dec = decide(t, DecisionRule(max_orphan_rate=0.01), window=200_000, reserve=16_384)
+    dec = choose_from_outcomes(t, Rule(max_orphan_rate=0.01), window=200_000, reserve=16_384)
     assert dec.budget is None and dec.to_dict()["budget"] is None
 
 
 def test_max_orphan_rate_without_cost_or_loss_says_so():
     t = _outcomes([("libpanto", 10_000, 1.0, 0.2)]).drop("orphan_rate")
-    dec = decide(t, DecisionRule(max_orphan_rate=0.05), window=200_000, reserve=16_384)
+    dec = choose_from_outcomes(t, Rule(max_orphan_rate=0.05), window=200_000, reserve=16_384)
     assert dec.budget is None and "orphan_rate" in " ".join(dec.warnings)
 
 
 def test_few_sessions_warn_with_the_count():
     t = _outcomes([("libpanto", 10_000, 1.0, 0.2)]).with_columns(at_trigger=pl.lit(12), events=pl.lit(7),
                                                                   keeps_k_share=pl.lit(1.0))
-    dec = decide(t, DecisionRule(min_kept_turns=2), window=200_000, reserve=16_384)
+    dec = choose_from_outcomes(t, Rule(min_kept_turns=2), window=200_000, reserve=16_384)
     assert any("12 sessions" in w for w in dec.warnings) and any("7 compaction events" in w for w in dec.warnings)
     enough = t.with_columns(at_trigger=pl.lit(FEW), events=pl.lit(FEW))
-    assert decide(enough, DecisionRule(min_kept_turns=2), window=200_000, reserve=16_384).warnings == []
+    assert choose_from_outcomes(enough, Rule(min_kept_turns=2), window=200_000, reserve=16_384).warnings == []
 
 
 # -- with cost and loss: the frontier on data/ ------------------------------------------------------------
@@ -202,12 +210,12 @@ def test_recommend_max_orphan_rate_on_data_picks_a_front_point_that_meets_it():
     chosen = next(r for r in obj["rows"] if r["budget"] == obj["budget"] and r["policy"] == obj["policy"])
     assert chosen["orphan_rate"] <= 0.05 and chosen["proposable"]
     # Recomputed from the library: the chosen point is on the front and no cheaper front point meets 5%.
-    from panto_analytics.analysis.decision import replay_outcomes
+    from panto_analytics.analysis.choose.from_replay import replay_outcomes
 
     r = replay_outcomes(pa.read_sessions(DATA), "0:16k:9", window=32_000, reserve=16_384,
                         policy=["libpanto", "gemini-cli"], prices=PRICES)
     t = outcomes_table(r.events, r.sessions, window=32_000, reserve=16_384)
-    front = frontier(t)
+    front = pareto_front(t)
     meets = front.filter(pl.col("orphan_rate") <= 0.05).sort("cost_p50")
     assert (meets["policy"][0], meets["budget"][0]) == (obj["policy"], obj["budget"])
     assert chosen["cost_p50"] == pytest.approx(meets["cost_p50"][0])
@@ -218,7 +226,7 @@ def test_recommend_max_orphan_rate_on_data_picks_a_front_point_that_meets_it():
 
 def test_recorded_points_and_the_frontier_plot():
     from panto_analytics.analysis import plots
-    from panto_analytics.analysis.decision import recorded_points, replay_outcomes
+    from panto_analytics.analysis.choose.from_replay import recorded_points, replay_outcomes
 
     c = pa.ingest.read_corpus([DATA])
     r = replay_outcomes(c.messages, "0:16k:5", window=32_000, reserve=16_384, policy=["libpanto", "gemini-cli"],
