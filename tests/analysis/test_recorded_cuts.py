@@ -63,7 +63,7 @@ def test_the_bundled_corpus_compactions_keep_nothing_as_claude_code_does():
 
 @needs_realdata
 def test_pi_whole_turn_matches_both_compactions_pi_recorded():
-    rows = check(pa.ingest.read_corpus(REALDATA / "pi-compactions"))
+    rows = check(pa.ingest.read_corpus(REALDATA / "pi-compactions" / "before-compaction.jsonl"))
     own = rows.filter(pl.col("own"))
     assert own.filter(pl.col("policy") == "pi-whole-turn").select("agent_first_kept_seq", "exact").rows() == [
         (289, True), (547, True)]

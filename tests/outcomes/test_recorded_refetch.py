@@ -88,7 +88,7 @@ def test_refetch_on_a_recorded_compaction(tmp_path):
 
 @pytest.mark.skipif(not (REALDATA / "pi-compactions").exists(), reason="../shared/realdata absent")
 def test_the_pi_compactions_are_checked_against_a_baseline():
-    corpus = pa.ingest.read_corpus([REALDATA / "pi", REALDATA / "pi-compactions"])
+    corpus = pa.ingest.read_corpus([REALDATA / "pi", REALDATA / "pi-compactions" / "before-compaction.jsonl"])
     cuts = refetch(corpus.messages, corpus.compactions, corpus.sessions)
     recorded = cuts.filter(pl.col("cut") == "compaction")
     assert recorded["context"].to_list() == [175_004, 185_014]
