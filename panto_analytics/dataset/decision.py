@@ -22,8 +22,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ..analysis.choose.bootstrap import RESAMPLES, SEED
 from ..analysis.choose.choice import Choice
-from ..analysis.choose.from_replay import choose_from_outcomes, table_from_sessions
+from ..analysis.choose.from_replay import choose_from_outcomes, table_from_sessions, with_intervals
 from ..analysis.choose.rule import Rule
 from ..analysis.formatting import format_tokens
 from ..errors import InputError
@@ -38,7 +39,7 @@ def decision_dataset(root: str | Path, budgets: Any, rule: Rule | None = None, *
                      reserve: int, summary_tokens: int | None = None, policy: list[str] | None = None,
                      prices: Any = True, summarizer: str | None = None, horizon: int | None = None,
                      engine: str = "local", address: str | None = None, task_rows: int = REPLAY_TASK_ROWS,
-                     spill_dir: str | Path | None = None) -> Choice:
+                     spill_dir: str | Path | None = None, resamples: int = RESAMPLES, seed: int = SEED) -> Choice:
     """:func:`~panto_analytics.analysis.choose.from_replay.choose_from_replay` of
     :func:`~panto_analytics.analysis.choose.from_replay.replay_outcomes` over a dataset (``ingest --dataset``), bucket by
     bucket, here or on Ray (``engine="ray"``), with the same result (and the same unpriced-model warnings) as
@@ -58,9 +59,10 @@ def decision_dataset(root: str | Path, budgets: Any, rule: Rule | None = None, *
                                        task_rows=task_rows, spill=spill)
         table = table_from_sessions(out.sessions, window=window, reserve=reserve,
                                     min_kept_turns=rule.min_kept_turns or 2, limit=rule.limit, column_at_a_time=True)
-    if not table.height:
-        raise InputError(root, None, "no sessions with messages", skippable=False)
-    dec = choose_from_outcomes(table, rule, window=window, reserve=reserve)
+        if not table.height:
+            raise InputError(root, None, "no sessions with messages", skippable=False)
+        dec = with_intervals(choose_from_outcomes(table, rule, window=window, reserve=reserve), out.sessions,
+                             resamples=resamples, seed=seed)
     dec.reasons.append(f"replayed under a {format_tokens(window)} window (summary {format_tokens(out.summary_tokens)} "
                        f"tokens, {out.summary_source}), bucket by bucket; figures per session are over the sessions "
                        "that reach the trigger")

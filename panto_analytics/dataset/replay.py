@@ -46,7 +46,6 @@ from ..outcomes.orphan_loss import DEFAULT_HORIZON
 from ..policy.replay.any_policy import replay
 from ..policy.replay.billing import resolve_prices, warn_unpriced
 from ..policy.replay.engine import Replay, summary_size, validate_parameters
-from ..schema import SESSION
 from .engines import gather, map_buckets
 from .spill import Spill
 from .store import collect, scan_parts
@@ -274,9 +273,9 @@ def session_outcomes_dataset(root: str | Path, budgets: Any, *, window: int, res
     dataset at ``root`` (what :func:`~panto_analytics.analysis.choose.from_replay.replay_outcomes` gives in memory), task
     by task through the same task as :func:`replay_dataset`: each task keeps only those rows, one per policy,
     session and budget, concatenated in bucket order (on Ray, in the order the tasks finish). With ``spill``,
-    the rows (without the session ids: what the decision's table reads) go to its Parquet files and come back
+    the rows (what the decision's table and its bootstrap read) go to its Parquet files and come back
     as a lazy frame over them, so memory does not grow with the sessions."""
-    keep = None if spill is None else ((), [c for c in OUTCOME_COLUMNS if c != SESSION])
+    keep = None if spill is None else ((), list(OUTCOME_COLUMNS))
     s = _stream(root, budgets, window=window, reserve=reserve, summary_tokens=summary_tokens, policy=policy,
                 prices=prices, summarizer=summarizer, horizon=horizon, per_session=True, engine=engine,
                 address=address, task_rows=task_rows, keep=keep, spill=spill, plain_ids=spill is not None)

@@ -2,6 +2,7 @@
 the frontier, JSON."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 
@@ -258,3 +259,74 @@ def test_the_decision_on_the_real_recordings_as_docs_replay_md_says():
     assert out.exit_code == 0 and obj["budget"] < 128_000 - 16_384
     chosen = next(r for r in obj["rows"] if r["budget"] == obj["budget"] and r["policy"] == obj["policy"])
     assert chosen["orphan_rate"] <= 0.05
+
+
+# -- the seeded bootstrap over sessions ----------------------------------------------------------------------
+
+
+def test_recommend_window_json_carries_the_interval_and_the_sessions_and_repeats():
+    args = ["recommend", str(DATA), "--no-cache", "--window", "32k", "-k", "1", "-p", "50%", "-b", "0:16k:9",
+            "--prices", str(PRICES), "-o", "-", "--output-format", "json"]
+    first, again = (CliRunner().invoke(main, args) for _ in range(2))
+    assert first.exit_code == 0, first.output
+    a, b = json.loads(first.stdout), json.loads(again.stdout)
+    assert a["interval"] == b["interval"] and a["rows"] == b["rows"]  # seeded: the same run, the same interval
+    iv = a["interval"]
+    assert iv["resamples"] == 200 and iv["level"] == 0.9 and iv["sessions"] == a["sessions"] > 0
+    assert iv["lo"] <= a["budget"] <= iv["hi"] and f"{a['sessions']} sessions" in iv["text"]
+    chosen = next(r for r in a["rows"] if r["budget"] == a["budget"])
+    assert chosen["at_trigger"] == a["sessions"]
+    for figure in ("keeps_k_share", "cost_p50", "orphan_rate"):
+        assert chosen[f"{figure}_lo"] <= chosen[f"{figure}_hi"]
+    headline = next(line for line in first.stderr.splitlines() if line.startswith("recommended"))
+    assert f"(90% of resamples: {iv['text'].split(': ', 1)[1]})" in headline
+
+
+def test_too_few_sessions_say_so_instead_of_an_interval():
+    m = pa.read_sessions(DATA)
+    two = m.filter(pl.col("session_id").is_in(m["session_id"].unique().sort().head(2).implode()))
+    choice, _ = pa.choose_budget(two, [0, 4_000], pa.Rule(min_kept_turns=1, coverage=0.01), window=8_000,
+                                 reserve=2_000, summary_tokens=100, prices=None)
+    assert choice.interval is not None and not choice.interval.resampled
+    assert "too few to resample" in choice.to_text() and choice.to_dict()["interval"]["lo"] is None
+    assert not any(c.endswith("_lo") for c in choice.table.columns)
+
+
+def test_the_intervals_do_not_depend_on_the_order_of_the_sessions():
+    m = pa.read_sessions(DATA)
+    r = pa.replay(m, [0, 4_000, 8_000], window=32_000, prices=None)
+    shuffled = dataclasses.replace(r, sessions=r.sessions.sample(fraction=1.0, shuffle=True, seed=3),
+                                   events=r.events.sample(fraction=1.0, shuffle=True, seed=4))
+    a = choose_from_replay(r, Rule(min_kept_turns=1, coverage=0.5))
+    b = choose_from_replay(shuffled, Rule(min_kept_turns=1, coverage=0.5))
+    assert a.interval == b.interval and a.table.equals(b.table)
+
+
+@settings(max_examples=examples(30), deadline=None)
+@given(st.data())
+def test_the_rule_over_every_resample_at_once_equals_the_rule_on_each(data):
+    """chosen_by_replicate (one query over every replicate) against choose_from_outcomes on each replicate alone."""
+    from panto_analytics.analysis.choose.from_replay import chosen_by_replicate, pool_policy
+
+    n_rep = data.draw(st.integers(1, 4))
+    rows = []
+    for rep in range(n_rep):
+        for policy in ("libpanto", "pi"):
+            for budget in (0, 10, 20, 30):
+                rows.append({"_replicate": rep, "policy": policy, "budget": budget, "at_trigger": 5, "events": 9,
+                             "compactions_per_session": 1.0, "refetch_tokens": 0,
+                             "keeps_k_share": data.draw(st.sampled_from([0.0, 0.5, 0.9, 1.0])),
+                             "within_limit_share": data.draw(st.sampled_from([0.0, 0.5, 0.9, 1.0])),
+                             "cost_p50": float(data.draw(st.integers(0, 4))),
+                             "orphan_rate": data.draw(st.integers(0, 4)) / 10,
+                             "proposable": budget < data.draw(st.sampled_from([20, 40]))})
+    reps = pl.DataFrame(rows)
+    rule = data.draw(st.sampled_from([Rule(min_kept_turns=2), Rule(max_kept_share=0.5, context_window=100),
+                                      Rule(min_kept_turns=1, max_kept_share=0.5, context_window=100),
+                                      Rule(max_orphan_rate=0.2), Rule(min_kept_turns=1, max_orphan_rate=0.3),
+                                      Rule(min_kept_turns=2, policy="pi")]))
+    got = dict(chosen_by_replicate(reps, rule, pool_policy(reps, rule)).iter_rows())
+    for rep in range(n_rep):
+        one = reps.filter(pl.col("_replicate") == rep).drop("_replicate")
+        want = choose_from_outcomes(one, rule, window=100, reserve=10)
+        assert got.get(rep) == want.budget, (rep, rule)

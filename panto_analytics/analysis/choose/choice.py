@@ -25,6 +25,7 @@ import polars as pl
 
 from ...schema import BUDGET
 from ..formatting import format_tokens, render_table
+from .bootstrap import BudgetInterval
 from .rule import Rule
 
 __all__ = ["Choice", "display_columns"]
@@ -44,6 +45,23 @@ class Choice:
     reserve: int | None = None
     reasons: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    #: The seeded bootstrap's budgets across resamples of the sessions (:mod:`.bootstrap`); None: not computed.
+    interval: BudgetInterval | None = None
+
+    @property
+    def sessions(self) -> int:
+        """The sessions behind the choice: those that reach the trigger (under a window), or with turns."""
+        if self.interval is not None:
+            return self.interval.sessions
+        column = "at_trigger" if "at_trigger" in self.table.columns else "sessions_with_turns"
+        if column not in self.table.columns or self.table.is_empty():
+            return 0
+        rows = self.table
+        if self.budget is not None:
+            rows = rows.filter(pl.col(BUDGET) == self.budget)
+            if self.policy is not None and "policy" in rows.columns:
+                rows = rows.filter(pl.col("policy") == self.policy)
+        return int(rows[column].max() or 0)  # type: ignore[arg-type]
 
     @property
     def replayed(self) -> bool:
@@ -73,15 +91,21 @@ class Choice:
     def headline(self) -> str:
         """One line: the budget (and a policy other than libpanto), or that none meets the rule."""
         if self.budget is None:
-            return "no proposable budget meets the rule" if self.replayed else "no budget tried meets the rule"
+            none = "no proposable budget meets the rule" if self.replayed else "no budget tried meets the rule"
+            return none + self._spread()
         of = "" if self.policy is None or self.policy.split(":")[0] == "libpanto" else f" ({self.policy})"
-        return f"recommended keep_verbatim: {format_tokens(self.budget)} ({self.budget:,} tokens){of}"
+        return f"recommended keep_verbatim: {format_tokens(self.budget)} ({self.budget:,} tokens){of}{self._spread()}"
+
+    def _spread(self) -> str:
+        """`` (90% of resamples: 37.5k-60k; 5 sessions)``, or that there were too few to resample; or nothing."""
+        return "" if self.interval is None else f" ({self.interval.describe()})"
 
     def to_dict(self, n: int = 2) -> dict[str, Any]:
         """What ``-o - --output-format json`` prints: one JSON-ready object."""
-        return {"budget": self.budget, "policy": self.policy, "rule": self.rules(), "window": self.window,
-                "reserve": self.reserve, "rows": _json_rows(self.around(n)), "reasons": list(self.reasons),
-                "warnings": list(self.warnings)}
+        return {"budget": self.budget, "policy": self.policy, "sessions": self.sessions,
+                "interval": None if self.interval is None else self.interval.to_dict(), "rule": self.rules(),
+                "window": self.window, "reserve": self.reserve, "rows": _json_rows(self.around(n)),
+                "reasons": list(self.reasons), "warnings": list(self.warnings)}
 
     def to_text(self, n: int = 2) -> str:
         """A plain-text account: the choice, the rule, the reasons, the rows around it and the warnings."""

@@ -56,12 +56,14 @@ from ...phrases import counted
 from ...policy.replay.engine import Replay
 from ...schema import BUDGET, SESSION
 from ..formatting import format_tokens
+from .bootstrap import MIN_SESSIONS, RESAMPLES, SEED, BudgetInterval, budget_interval, intervals, replicate_tables
 from .choice import Choice
 from .rule import FEW_SESSIONS, Rule
 
 __all__ = [
-    "OUTCOME_COLUMNS", "choose_from_outcomes", "choose_from_replay", "few_warnings", "outcomes_table", "pareto_front",
-    "recorded_points", "replay_outcomes", "session_outcomes", "table_from_sessions", "thresholds_of",
+    "INTERVAL_FIGURES", "OUTCOME_COLUMNS", "choose_from_outcomes", "choose_from_replay", "chosen_by_replicate",
+    "few_warnings", "outcomes_table", "pareto_front", "pool_policy", "recorded_points", "replay_outcomes",
+    "session_outcomes", "table_aggs", "table_from_sessions", "thresholds_of", "with_intervals",
 ]
 
 #: Columns a replay's sessions gain from billing (per session, US dollars): the first present is the cost.
@@ -130,7 +132,19 @@ def table_from_sessions(ses: pl.DataFrame | pl.LazyFrame, *, window: int, reserv
     same table to the last bit). ``ses`` may be lazy (a dataset's rows, read back from Parquet);
     ``column_at_a_time`` reads one column of it at a time
     (:func:`~panto_analytics.outcomes.group_tables.grouped`), for the same table."""
-    columns = ses.lazy().collect_schema().names()
+    aggs = table_aggs(ses.lazy().collect_schema().names(), min_kept_turns=min_kept_turns, limit=limit)
+    table = grouped(ses, ["policy", BUDGET], aggs, column_at_a_time=column_at_a_time)
+    order = {p: i for i, p in enumerate(dict.fromkeys(table["policy"].to_list()))}
+    given = dict(thresholds) if thresholds is not None else thresholds_of(list(order), window, reserve)
+    thr = pl.col("policy").replace_strict(given, return_dtype=pl.Int64, default=window - reserve)
+    return (table.with_columns(threshold=thr, proposable=pl.col(BUDGET).cast(pl.Int64) < thr,
+                               _o=pl.col("policy").replace_strict(order, return_dtype=pl.Int64))
+            .sort("_o", BUDGET).drop("_o"))
+
+
+def table_aggs(columns: list[str], *, min_kept_turns: int = 2, limit: int | None = None) -> dict[str, pl.Expr]:
+    """The figures of :func:`table_from_sessions`, by name, as aggregations of :func:`session_outcomes` rows
+    with ``columns`` (the bootstrap groups the same ones by resample too: :func:`with_intervals`)."""
     at = pl.col("_reach")
     keeps = pl.col("min_kept_turns").is_null() | (pl.col("min_kept_turns") >= min_kept_turns)
     n_at = at.sum()
@@ -168,13 +182,7 @@ def table_from_sessions(ses: pl.DataFrame | pl.LazyFrame, *, window: int, reserv
     if REFETCH in columns:
         aggs |= {"refetch_tokens": pl.col(REFETCH).sum().cast(pl.UInt64),
                  "refetch_tokens_p50": pl.col(REFETCH).filter(at).quantile(0.5, "nearest")}
-    table = grouped(ses, ["policy", BUDGET], aggs, column_at_a_time=column_at_a_time)
-    order = {p: i for i, p in enumerate(dict.fromkeys(table["policy"].to_list()))}
-    given = dict(thresholds) if thresholds is not None else thresholds_of(list(order), window, reserve)
-    thr = pl.col("policy").replace_strict(given, return_dtype=pl.Int64, default=window - reserve)
-    return (table.with_columns(threshold=thr, proposable=pl.col(BUDGET).cast(pl.Int64) < thr,
-                               _o=pl.col("policy").replace_strict(order, return_dtype=pl.Int64))
-            .sort("_o", BUDGET).drop("_o"))
+    return aggs
 
 
 def _looked_at(columns: list[str]) -> pl.Expr | None:
@@ -216,13 +224,8 @@ def choose_from_outcomes(table: pl.DataFrame, rule: Rule, *, window: int, reserv
         dec.warnings.append(f"no session reaches the trigger under a {format_tokens(window)} window (reserve "
                             f"{format_tokens(reserve)}): no budget changes anything; try a smaller --window")
         return dec
-    policy = rule.policy
-    if policy is None:
-        policies = table["policy"].unique(maintain_order=True).to_list()
-        policy = next((p for p in policies if p.split(":")[0] == "libpanto"), None)
-    pool = table if policy is None or rule.max_orphan_rate is not None else table.filter(pl.col("policy") == policy)
-    if rule.policy is not None:
-        pool = table.filter(pl.col("policy") == rule.policy)
+    policy = pool_policy(table, rule)
+    pool = table if policy is None else table.filter(pl.col("policy") == policy)
     above = pool.filter(~pl.col("proposable"))
     if not above.is_empty():
         dec.reasons.append(f"{counted(above.height, 'row')} at or above the trigger are never proposed (from "
@@ -349,9 +352,83 @@ def few_warnings(rows: pl.DataFrame) -> list[str]:
     return out
 
 
+def pool_policy(table: pl.DataFrame, rule: Rule) -> str | None:
+    """The policy whose rows the rule chooses among: ``rule.policy``; else libpanto's where it was replayed,
+    unless the frontier rule looks at every policy (None: every policy)."""
+    if rule.policy is not None:
+        return rule.policy
+    if rule.max_orphan_rate is not None:
+        return None
+    policies = table["policy"].unique(maintain_order=True).to_list()
+    return next((p for p in policies if p.split(":")[0] == "libpanto"), None)
+
+
+#: The figures of the outcomes table the bootstrap gives an interval (``*_lo``, ``*_hi``): every one but the
+#: counts of the corpus itself (sessions, unpriced sessions) and the trigger.
+INTERVAL_FIGURES = ("at_trigger", "compacted", "events", "compactions_per_session", "zero_kept_events", "keeps_k_share",
+                    "within_limit_share", "summarized_p50", "request_bytes_total", "cost_p50", "cost_p90", "cost_total",
+                    "recorded_cost_p50", "orphan_rate", "orphan_calls", "orphan_rate_p50", "refetch_tokens",
+                    "refetch_tokens_p50")
+
+
+def chosen_by_replicate(tables: pl.DataFrame, rule: Rule, policy: str | None) -> pl.DataFrame:
+    """The budget ``rule`` chooses in each resample's table (:func:`choose_from_outcomes`'s rule, as one
+    query over every replicate): one row per replicate where one meets it, ``_replicate`` and ``budget``.
+
+    The frontier rule's pick, the cheapest point of the front whose orphan rate is at most R, is the
+    cheapest row (then the least loss) of those meeting R: a cheaper row losing as little would meet R too.
+    """
+    share = [c for c in ("keeps_k_share", "within_limit_share", "cost_p50", "orphan_rate") if c in tables.columns]
+    lf = tables.lazy().with_columns(pl.col(share).fill_nan(None)).filter(pl.col("proposable"))
+    if policy is not None:
+        lf = lf.filter(pl.col("policy") == policy)
+    if rule.min_kept_turns is not None:
+        lf = lf.filter(pl.col("keeps_k_share") >= rule.coverage)
+    if rule.max_kept_share is not None:
+        lf = lf.filter(pl.col("within_limit_share") >= rule.coverage)
+    if rule.max_orphan_rate is not None:
+        if not {"cost_p50", "orphan_rate"} <= set(tables.columns):
+            return pl.DataFrame(schema={"_replicate": pl.UInt32, BUDGET: pl.Int64})
+        pick = (lf.filter(pl.col("cost_p50").is_not_null() & (pl.col("orphan_rate") <= rule.max_orphan_rate))
+                .sort("_replicate", "cost_p50", "orphan_rate").group_by("_replicate").agg(pl.col(BUDGET).first()))
+    elif rule.max_kept_share is not None and rule.min_kept_turns is None:
+        pick = lf.group_by("_replicate").agg(pl.col(BUDGET).max())
+    else:
+        pick = lf.group_by("_replicate").agg(pl.col(BUDGET).min())
+    return pick.select("_replicate", pl.col(BUDGET).cast(pl.Int64)).sort("_replicate").collect()
+
+
+def with_intervals(choice: Choice, ses: pl.DataFrame | pl.LazyFrame, *, resamples: int = RESAMPLES,
+                   seed: int = SEED) -> Choice:
+    """``choice`` with the seeded bootstrap over the sessions of ``ses`` (:func:`session_outcomes` rows, lazy
+    or not, of one corpus or its buckets in any order): each figure's ``*_lo`` and ``*_hi`` in its table and
+    the chosen budget's :class:`~.bootstrap.BudgetInterval`. Only the sessions that reach the trigger (under
+    some policy) are resampled: every per-session figure is over them, and they are the sessions behind it."""
+    rule, table = choice.rule, choice.table
+    lf = ses.lazy()
+    columns = lf.collect_schema().names()
+    reaching = lf.filter(pl.col("_reach").any().over(SESSION))
+    n = reaching.select(pl.col(SESSION).n_unique()).collect().item() if "_reach" in columns else 0
+    if n < MIN_SESSIONS or resamples < 1 or table.is_empty():
+        choice.interval = BudgetInterval(None, None, n, 0)
+        return choice
+    aggs = table_aggs(columns, min_kept_turns=rule.min_kept_turns or 2, limit=rule.limit)
+    figures = [f for f in INTERVAL_FIGURES if f in aggs]
+    keys = ["policy", BUDGET]
+    reps = replicate_tables(reaching.select(SESSION, *keys, *{c for c in columns if c not in (SESSION, *keys)}),
+                            keys, {f: aggs[f] for f in figures}, resamples=resamples, seed=seed)
+    reps = reps.join(table.select(*keys, "proposable"), on=keys, how="left")
+    choice.table = table.join(intervals(reps, keys, figures), on=keys, how="left", maintain_order="left")
+    picked = chosen_by_replicate(reps, rule, pool_policy(table, rule))
+    choice.interval = budget_interval(picked, sessions=n, resamples=resamples)
+    return choice
+
+
 def choose_from_replay(result: Replay, rule: Rule | None = None, *,
-                       thresholds: Mapping[str, int] | None = None) -> Choice:
-    """:func:`choose_from_outcomes` on the :func:`outcomes_table` of a replay (with or without a ``policy`` column).
+                       thresholds: Mapping[str, int] | None = None, resamples: int = RESAMPLES,
+                       seed: int = SEED) -> Choice:
+    """:func:`choose_from_outcomes` on the :func:`outcomes_table` of a replay (with or without a ``policy`` column),
+    :func:`with_intervals` (``resamples`` of the sessions, seeded by ``seed``; 0: none).
 
     Examples
     --------
@@ -363,9 +440,11 @@ def choose_from_replay(result: Replay, rule: Rule | None = None, *,
     (3000, [30000])
     """
     rule = (rule or Rule()).under(result.window)
-    table = outcomes_table(result.events, result.sessions, window=result.window, reserve=result.reserve,
-                           thresholds=thresholds, min_kept_turns=rule.min_kept_turns or 2, limit=rule.limit)
-    dec = choose_from_outcomes(table, rule, window=result.window, reserve=result.reserve)
+    ses = session_outcomes(result.events, result.sessions)
+    table = table_from_sessions(ses, window=result.window, reserve=result.reserve, thresholds=thresholds,
+                                min_kept_turns=rule.min_kept_turns or 2, limit=rule.limit)
+    dec = with_intervals(choose_from_outcomes(table, rule, window=result.window, reserve=result.reserve), ses,
+                         resamples=resamples, seed=seed)
     dec.reasons.append(f"replayed under a {format_tokens(result.window)} window (summary "
                        f"{format_tokens(result.summary_tokens)} tokens, {result.summary_source}); figures per session "
                        "are over the sessions that reach the trigger")

@@ -133,7 +133,7 @@ class _PolicyEngine(_Engine):
         context = np.maximum(self.cum[k] - hit["S"], 0) + hit["sig"]
         window = self.rows[idx].with_columns(
             state=pl.Series(owner), first=pl.Series(first[owner]), trigger=pl.Series(trigger[owner]),
-            start=pl.Series(hit["a"][owner]), context=pl.Series(context[owner]))
+            start=pl.Series(hit["a"][owner]), context=pl.Series(context[owner]), window=pl.lit(self.window, pl.Int64))
         cut = self.policy.cut(window).sort("state")
         return {c: cut[c].to_numpy() for c in _CUT}
 
