@@ -345,7 +345,9 @@ class _Transcript:
                 self.api_calls += 1
                 if model is not None:
                     self.models[model] += 1
-        msg = Message("assistant", blocks, usage, lineno, parse_timestamp(rec.get("timestamp")), model)
+        cwd = rec.get("cwd")
+        msg = Message("assistant", blocks, usage, lineno, parse_timestamp(rec.get("timestamp")), model,
+                      cwd=cwd if isinstance(cwd, str) and cwd else None)
         self.call = _Call(msg, key, uid)
 
     def _boundary(self, rec: dict[str, Any], lineno: int, uid: str | None) -> None:
