@@ -48,7 +48,7 @@ from .prices import RATES, Prices, load_prices
 
 __all__ = [
     "CALL_COLUMNS", "COST_COLUMNS", "GROUPINGS", "PICO", "Grouping", "UnpricedWarning", "bill", "call_tokens",
-    "cost_partials", "costs", "dollars_total", "merge_cost_partials", "picodollars", "unpriced",
+    "cost_partials", "costs", "dollars_total", "merge_cost_partials", "picodollars", "unpriced", "warn_unpriced",
 ]
 
 #: What :func:`bill` reads: the model and one token counter per rate.
@@ -371,7 +371,7 @@ def merge_cost_partials(partials: Sequence[pl.DataFrame], *, by: Grouping | Sequ
                .agg(pl.col("api_calls").sum(), pl.sum_horizontal([pl.col(c).sum() for c in RATES]).alias("tokens"))
                .sort("model"))
     out, miss = pl.collect_all([grouped.with_columns(pl.lit(source, pl.String).alias("price_source")), missing])
-    _warn_unpriced(miss)
+    warn_unpriced(miss)
     return out
 
 
@@ -389,7 +389,19 @@ def _unpriced(billed: pl.LazyFrame) -> pl.LazyFrame:
             .sort("model"))
 
 
-def _warn_unpriced(table: pl.DataFrame) -> None:
-    for model, calls, tokens in table.iter_rows():
-        warnings.warn(UnpricedWarning(f"no price for model {model}: {counted(calls, 'call')}, {counted(tokens, 'token')} "
-                                      "unpriced (their cost is null)"), stacklevel=3)
+def warn_unpriced(table: pl.DataFrame, *, replay: bool = False, stacklevel: int = 3) -> None:
+    """One :class:`UnpricedWarning` per model of ``table`` (:func:`unpriced`'s columns, or a replay's
+    ``unpriced``): how many of its calls and tokens went unpriced. The one wording of the warning, for
+    :func:`costs` and, with ``replay``, for a billed replay (its recorded calls; its sessions' costs are null).
+
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     warn_unpriced(pl.DataFrame({"model": ["m"], "api_calls": [2], "tokens": [15]}))
+    >>> str(caught[0].message)
+    'no price for model m: 2 calls, 15 tokens unpriced (their cost is null)'
+    """
+    calls, whose = ("recorded call", "their sessions' costs are null") if replay else ("call", "their cost is null")
+    for model, n_calls, tokens in table.iter_rows():
+        warnings.warn(UnpricedWarning(f"no price for model {model}: {counted(n_calls, calls)}, "
+                                      f"{counted(tokens, 'token')} unpriced ({whose})"), stacklevel=stacklevel)
