@@ -53,7 +53,7 @@ import polars as pl
 from ...outcomes.cost import dollars_total
 from ...outcomes.group_tables import grouped
 from ...phrases import counted
-from ...policy.replay.engine import Replay
+from ...policy.compaction.engine import Replay
 from ...schema import BUDGET, SESSION
 from ..formatting import format_tokens
 from .bootstrap import MIN_SESSIONS, RESAMPLES, SEED, BudgetInterval, budget_interval, intervals, replicate_tables
@@ -85,7 +85,7 @@ def thresholds_of(policies: list[str], window: int, reserve: int) -> dict[str, i
     >>> thresholds_of(["libpanto", "pi:reserve_tokens=8k"], 100_000, 16_384)
     {'libpanto': 83616, 'pi:reserve_tokens=8k': 92000}
     """
-    from ...policy.replay.policies import LibPanto, parse_policy
+    from ...policy.compaction.policies import LibPanto, parse_policy
 
     out = {}
     for spec in policies:

@@ -37,7 +37,7 @@ from ...models import normalized_model, session_model
 from ...policy import Replay, compare_policies, events_as_splits, replay, summarize_replay, sweep
 from ...policy import splits as compute_splits
 from ...policy import turns as compute_turns
-from ...policy.replay.engine import DEFAULT_RESERVE
+from ...policy.compaction.engine import DEFAULT_RESERVE
 from ...schema import BUDGET, COMPACTIONS_SCHEMA, ROLE, SESSION
 from .. import plots
 from ..choose.budget import choose_budget
@@ -253,7 +253,7 @@ def report_figures(splits: pl.DataFrame, turns: pl.DataFrame, *, highlight: int 
 
 
 def replay_table(result: Replay, chosen: int | None) -> Table:
-    """The replay's per-budget table (:func:`~panto_analytics.policy.replay.summary.summarize_replay`), formatted."""
+    """The replay's per-budget table (:func:`~panto_analytics.policy.compaction.summary.summarize_replay`), formatted."""
     t = summarize_replay(result.events, result.sessions)
     cols = {
         BUDGET: ("budget", tokens), "sessions": ("sessions", cell), "compacted_share": ("compacted", percent),
