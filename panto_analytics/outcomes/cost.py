@@ -50,14 +50,9 @@ from ..schema import SESSION
 from .prices import RATES, Prices, load_prices
 
 __all__ = [
-<<<<<<< HEAD
     "CALL_COLUMNS", "COST_COLUMNS", "GROUPINGS", "PICO", "Grouping", "NoUsageWarning", "UnpricedWarning", "bill",
     "call_tokens", "cost_partials", "costs", "dollars_total", "has_usage", "merge_cost_partials", "picodollars",
-    "unpriced",
-=======
-    "CALL_COLUMNS", "COST_COLUMNS", "GROUPINGS", "PICO", "Grouping", "UnpricedWarning", "bill", "call_tokens",
-    "cost_partials", "costs", "dollars_total", "merge_cost_partials", "picodollars", "unpriced", "warn_unpriced",
->>>>>>> main
+    "unpriced", "warn_unpriced",
 ]
 
 #: What :func:`bill` reads: the model and one token counter per rate.
@@ -412,16 +407,11 @@ def merge_cost_partials(partials: Sequence[pl.DataFrame], *, by: Grouping | Sequ
     missing = (both.filter(~pl.col(_PRICED_KEY)).group_by(by_model)
                .agg(pl.col("api_calls").sum(), pl.sum_horizontal([pl.col(c).sum() for c in RATES]).alias("tokens"))
                .sort("model"))
-<<<<<<< HEAD
     no_usage = (both.filter(pl.col(_NO_USAGE) > 0).group_by(by_model).agg(pl.col(_NO_USAGE).sum().alias("api_calls"))
                 .sort("model"))
     out, miss, unknown = pl.collect_all([grouped, missing, no_usage])
-    _warn_unpriced(miss)
-    _warn_no_usage(unknown)
-=======
-    out, miss = pl.collect_all([grouped.with_columns(pl.lit(source, pl.String).alias("price_source")), missing])
     warn_unpriced(miss)
->>>>>>> main
+    _warn_no_usage(unknown)
     return out
 
 
@@ -440,19 +430,6 @@ def _unpriced(billed: pl.LazyFrame) -> pl.LazyFrame:
             .sort("model"))
 
 
-<<<<<<< HEAD
-def _warn_unpriced(table: pl.DataFrame) -> None:
-    for model, calls, tokens in table.iter_rows():
-        warnings.warn(UnpricedWarning(f"no price for model {model}: {counted(calls, 'call')}, {counted(tokens, 'token')} "
-                                      "unpriced (their cost is null)"), stacklevel=3)
-
-
-def _warn_no_usage(table: pl.DataFrame) -> None:
-    for model, calls in table.iter_rows():
-        warnings.warn(NoUsageWarning(f"{counted(calls, 'call')} of model {model} recorded no usage (every counter 0, "
-                                     "as behind a proxy that counts none): their cost is unknown (null), not $0"),
-                      stacklevel=3)
-=======
 def warn_unpriced(table: pl.DataFrame, *, replay: bool = False, stacklevel: int = 3) -> None:
     """One :class:`UnpricedWarning` per model of ``table`` (:func:`unpriced`'s columns, or a replay's
     ``unpriced``): how many of its calls and tokens went unpriced. The one wording of the warning, for
@@ -469,4 +446,10 @@ def warn_unpriced(table: pl.DataFrame, *, replay: bool = False, stacklevel: int 
     for model, n_calls, tokens in table.iter_rows():
         warnings.warn(UnpricedWarning(f"no price for model {model}: {counted(n_calls, calls)}, "
                                       f"{counted(tokens, 'token')} unpriced ({whose})"), stacklevel=stacklevel)
->>>>>>> main
+
+
+def _warn_no_usage(table: pl.DataFrame) -> None:
+    for model, calls in table.iter_rows():
+        warnings.warn(NoUsageWarning(f"{counted(calls, 'call')} of model {model} recorded no usage (every counter 0, "
+                                     "as behind a proxy that counts none): their cost is unknown (null), not $0"),
+                      stacklevel=3)
