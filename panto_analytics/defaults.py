@@ -32,8 +32,9 @@ DEFAULT_SUMMARY_TOKENS = 2_000
 #: placeholder text): the replay then assumes :data:`DEFAULT_SUMMARY_TOKENS` and says why.
 MIN_SUMMARY_TOKENS = 100
 
-#: The compaction policies by name, in the order comparisons list them (``policy.replay.policies.POLICIES``).
-POLICY_NAMES = ("libpanto", "pi", "pi-whole-turn", "codex", "claude-code", "gemini-cli", "last-n-turns")
+#: The compaction policies by name, in the order comparisons list them (``policy.compaction.policies.POLICIES``).
+POLICY_NAMES = ("libpanto", "pi", "pi-whole-turn", "codex", "claude-code", "gemini-cli", "last-n-turns",
+                "anthropic-compact", "openai-compact", "cline", "openhands", "opencode", "summarize-every")
 
 #: The rule applied when none is given: 90% of sessions keep at least two whole turns.
 DEFAULT_MIN_KEPT_TURNS = 2

@@ -10,7 +10,6 @@ from pathlib import Path
 import polars as pl
 
 from ...policy import Replay
-from ..decision import Decision
 from ..formatting import format_tokens
 from .build import (
     decision_table,
@@ -113,7 +112,9 @@ _DECISION_TEXT = ("One row per (policy, budget) of the replay under the window, 
                   "per session are over the sessions that reach the trigger; a rule counts sessions (keep k+ turns: "
                   "at every compaction the session has). A budget at or above the trigger (window - reserve) is "
                   "never proposed. Cost: the replayed calls and the summarizer's; orphan rate: pooled over the "
-                  "tool calls after each compaction; re-fetch tokens: the results those orphan calls fetch again.")
+                  "tool calls after each compaction; re-fetch tokens: the results those orphan calls fetch again. In "
+                  "parentheses: the range of 90% of the resamples of the sessions that reach the trigger (a seeded "
+                  "bootstrap: the same corpus gives the same ranges).")
 
 _POLICY_TEXT = ("Each policy replayed over the sessions' life under the same window, at its own trigger and "
                 "defaults: how often it compacts, what it keeps verbatim (in recorded-usage tokens; Codex: its "
@@ -126,7 +127,7 @@ _POLICY_CUTS_TEXT = ("Each policy's cut of the conversation as it stood at every
 def render_markdown(report: Report) -> str:
     """``report.md``: headings, tables and links to the PNGs beside it."""
     rec = report.recommendation
-    headline, rules, reasons, warnings = rec.headline(), rec.criteria.describe(), rec.reasons, rec.warnings
+    headline, rules, reasons, warnings = rec.headline(), rec.rules(), rec.reasons, rec.warnings
     out = [f"# {report.title}", ""]
     if report.inputs:
         out += ["Inputs: " + ", ".join(f"`{p}`" for p in report.inputs[:MAX_INPUTS]) + _more(report.inputs), ""]
@@ -140,7 +141,7 @@ def render_markdown(report: Report) -> str:
     out += ["## Corpus", "", report.overview.markdown(), ""]
     for name, table in report.breakdowns.items():
         out += [f"### By {name}", "", table.markdown(), ""]
-    if isinstance(rec, Decision):
+    if rec.replayed:
         out += ["## Budgets under the window", "", _DECISION_TEXT, "", decision_table(rec).markdown(), ""]
     else:
         out += ["## Budgets", "", "One row per budget tried; the chosen one in bold. Kept sizes in tokens; shares "
@@ -187,7 +188,7 @@ figcaption { color: #555; font-size: .9em; }
 def render_html(report: Report) -> str:
     """``index.html``: one self-contained page; images embedded as data URIs."""
     rec = report.recommendation
-    headline, rules, reasons, warnings = rec.headline(), rec.criteria.describe(), rec.reasons, rec.warnings
+    headline, rules, reasons, warnings = rec.headline(), rec.rules(), rec.reasons, rec.warnings
     e = html.escape
     parts = [f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>{e(report.title)}</title>"
              f"<meta name='viewport' content='width=device-width, initial-scale=1'><style>{_CSS}</style></head><body>",
@@ -208,7 +209,7 @@ def render_html(report: Report) -> str:
     parts += ["<h2>Corpus</h2>", report.overview.html()]
     for name, table in report.breakdowns.items():
         parts += [f"<h3>By {e(name)}</h3>", table.html()]
-    if isinstance(rec, Decision):
+    if rec.replayed:
         parts += ["<h2>Budgets under the window</h2>", f"<p>{e(_DECISION_TEXT)}</p>", decision_table(rec).html()]
     else:
         parts += ["<h2>Budgets</h2>", "<p>One row per budget tried; the chosen one highlighted. Kept sizes in "

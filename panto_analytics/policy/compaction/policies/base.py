@@ -2,7 +2,7 @@
 
 A policy decides, when the context passes its trigger, what stays verbatim
 and what its summarizer reads. :class:`Policy` is the contract the replay
-engine (:mod:`panto_analytics.policy.replay.any_policy`) drives; each policy is a
+engine (:mod:`panto_analytics.policy.compaction.any_policy`) drives; each policy is a
 frozen dataclass in its own module whose fields are its settings, with the
 defaults its source sets.
 
@@ -11,7 +11,7 @@ The cut is computed for every live (session, setting) state at once, on a
 trigger, ordered by ``(state, seq)``, with the columns of :data:`WINDOW_COLUMNS`.
 It returns one row per state with :data:`CUT_COLUMNS`.
 
->>> from panto_analytics.policy.replay.policies.base import parse_settings
+>>> from panto_analytics.policy.compaction.policies.base import parse_settings
 >>> parse_settings("keep_recent_tokens=30k, reserve_tokens=8192", {"keep_recent_tokens": int, "reserve_tokens": int})
 {'keep_recent_tokens': 30000, 'reserve_tokens': 8192}
 """
@@ -55,7 +55,8 @@ def chars_to_tokens(chars: pl.Expr) -> pl.Expr:
 
 
 def parse_settings(text: str, types: dict[str, type]) -> dict[str, object]:
-    """``k=v,k=v`` into typed values: ints accept ``20k``; floats a plain number. ValueError in one line."""
+    """``k=v,k=v`` into typed values: ints accept ``20k``; floats a plain number; strings as given (a version).
+    ValueError in one line."""
     out: dict[str, object] = {}
     for part in (p.strip() for p in text.split(",")):
         if not part:
@@ -67,6 +68,9 @@ def parse_settings(text: str, types: dict[str, type]) -> dict[str, object]:
         if not sep or key not in types:
             raise ValueError(f"unknown setting {part!r}; settings: {', '.join(types) or 'none'}")
         kind = types[key]
+        if kind is str:
+            out[key] = value.strip()
+            continue
         try:
             out[key] = parse_budget(value) if kind is int else float(value)
         except ValueError as e:
@@ -102,6 +106,8 @@ class Policy:
         """ValueError, in one line naming the setting and its valid range, for a setting out of range."""
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
+            if isinstance(value, str):
+                continue
             low, high, low_open = self.ranges.get(f.name) or ((0, None, False) if isinstance(value, int)
                                                               else (0, 1, True))
             if isinstance(value, int) and high is None:
@@ -123,7 +129,8 @@ class Policy:
     @classmethod
     def parse(cls, settings: str) -> Policy:
         """The policy with ``settings`` (``k=v,...``) over its defaults."""
-        types = {f.name: (int if f.type in ("int", int) else float) for f in dataclasses.fields(cls)}
+        types = {f.name: (int if f.type in ("int", int) else str if f.type in ("str", str) else float)
+                 for f in dataclasses.fields(cls)}
         return cls(**parse_settings(settings, types))  # type: ignore[arg-type]
 
     def spec(self) -> str:
