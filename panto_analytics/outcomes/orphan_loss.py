@@ -20,7 +20,12 @@ messages at or after ``after_seq``, in order; fewer at the session's end).
 A reference in the window is an **orphan** when it is the first touch of
 its target after the cut (nothing read or wrote it since), its target was
 touched before the cut, and that last touch lies in the summarized part (not
-in the kept range), and the agent did not restore the target itself. Then:
+in the kept range), and the agent did not restore the target itself. A
+clearing edit (a policy that clears old tool results in place) keeps
+everything but the results it cleared: there the last touch counts as
+summarized when the edit cleared its call's result and the target's content
+was in that result (a read, a search, a command, a page: not a write, whose
+content is its input, unless the edit cleared the inputs too). Then:
 
 - ``window_calls``: calls in the window; ``orphan_calls``: calls with at least
   one orphan reference (``kind`` in ``kinds``, default every kind but
@@ -62,7 +67,7 @@ from .group_tables import grouped
 from .tool_targets import is_lookup, references
 
 __all__ = [
-    "CUT_SCHEMA", "DEFAULT_HORIZON", "LOSS_COLUMNS", "ORPHAN_KINDS", "RESTORE", "Loss", "cut_loss", "loss",
+    "CLEARED_CUT_COLUMNS", "CUT_SCHEMA", "DEFAULT_HORIZON", "LOSS_COLUMNS", "ORPHAN_KINDS", "RESTORE", "Loss", "cut_loss", "loss",
     "Replayed", "orphan_rate", "recorded_cuts", "replay_cuts", "summarize_loss", "with_loss_columns",
 ]
 
@@ -128,7 +133,8 @@ def cut_loss(refs: pl.DataFrame | pl.LazyFrame, cuts: pl.DataFrame | pl.LazyFram
     refs_lf = refs.lazy().with_columns(pl.col(SESSION).cast(pl.String))
     base = (cuts.lazy().with_row_index("_cut").with_columns(pl.col(SESSION).cast(pl.String).alias("_sid"))
             .with_columns(pl.col(c).cast(t) for c, t in CUT_SCHEMA.items()))
-    keyed = base.select("_cut", pl.col("_sid").alias(SESSION), *CUT_SCHEMA)
+    extra = [c for c in CLEARED_CUT_COLUMNS if c in base.collect_schema().names()]
+    keyed = base.select("_cut", pl.col("_sid").alias(SESSION), *CUT_SCHEMA, *extra)
     located = _first_calls(refs_lf, keyed)
     window = (located.with_columns(call=pl.int_ranges(pl.col("first_call"), pl.col("first_call") + horizon))
               .explode("call").drop_nulls("call").with_columns(pl.col("call").cast(pl.UInt32)))
@@ -136,7 +142,7 @@ def cut_loss(refs: pl.DataFrame | pl.LazyFrame, cuts: pl.DataFrame | pl.LazyFram
     hits = window.join(touches, on=[SESSION, "call"], how="inner")
     before = pl.col("prev_seq").is_not_null() & (pl.col("prev_seq") < pl.col("after_seq"))
     kept = pl.col("kept_start").is_not_null() & (pl.col("prev_seq") >= pl.col("kept_start")) \
-        & (pl.col("prev_seq") < pl.col("kept_end"))
+        & (pl.col("prev_seq") < pl.col("kept_end")) & ~_cleared_touch(keyed.collect_schema().names())
     candidate = before & ~kept & pl.col("kind").cast(pl.String).is_in(list(kinds))
     hits = hits.with_columns(_orphan=candidate, _repeat=is_lookup("kind") & before & is_lookup("prev_kind")
                              & (pl.col("kind") != "run"))
@@ -159,6 +165,27 @@ def cut_loss(refs: pl.DataFrame | pl.LazyFrame, cuts: pl.DataFrame | pl.LazyFram
     return out.select(cols).collect()
 
 
+#: Optional cut columns of a clearing edit (a clearing policy's events, :func:`replay_cuts`): ``cleared_calls``
+#: (the session's tool calls before it had their results cleared; null: none), ``cleared_excluded`` (the kinds it
+#: never clears, as ``/read/write/``) and ``cleared_inputs`` (their inputs were cleared too).
+CLEARED_CUT_COLUMNS = ("cleared_calls", "cleared_excluded", "cleared_inputs")
+
+#: The kinds whose target's content is in the call's result (a write's is in its input).
+_RESULT_KINDS = ("read", "run", "fetch")
+
+
+def _cleared_touch(columns: Sequence[str]) -> pl.Expr:
+    """A touch whose content a clearing edit took out of the context: a call before ``cleared_calls`` of a kind
+    the edit clears, whose content was in its result (a read, a search, a command, a page), or in its input too
+    when the edit clears inputs. False where the cut has no such columns (a compaction)."""
+    if "cleared_calls" not in columns:
+        return pl.lit(False)
+    kind = pl.col("prev_kind").cast(pl.String)
+    excluded = pl.col("cleared_excluded").str.contains(pl.lit("/") + kind + pl.lit("/"), literal=True)
+    content = kind.is_in(list(_RESULT_KINDS)) | pl.col("cleared_inputs")
+    return (pl.col("prev_call").cast(pl.Int64) < pl.col("cleared_calls")).fill_null(False) & ~excluded & content
+
+
 def _unrestored(hits: pl.LazyFrame, touches: pl.LazyFrame) -> pl.LazyFrame:
     """``hits`` with ``_orphan`` cleared where the agent restores the target: one of the ``restore`` files
     read or written most recently before the cut (the latest call first; within a call, the larger key)."""
@@ -177,7 +204,9 @@ def _unrestored(hits: pl.LazyFrame, touches: pl.LazyFrame) -> pl.LazyFrame:
 
 
 def replay_cuts(events: pl.DataFrame | pl.LazyFrame, *, restore: dict[str, int] | None = None) -> pl.LazyFrame:
-    """The cuts of a replay's events: after the trigger call, kept ``[prefix_end, trigger_seq + 1)``.
+    """The cuts of a replay's events: after the trigger call, kept ``[prefix_end, trigger_seq + 1)``; a clearing
+    edit's (events with ``cleared_calls``, :data:`CLEARED_CUT_COLUMNS`) from its call on, everything kept but what
+    it cleared.
 
     ``restore`` maps a policy name to the files its agent restores (default :data:`RESTORE`);
     events without a ``policy`` column are libpanto's.
@@ -187,8 +216,12 @@ def replay_cuts(events: pl.DataFrame | pl.LazyFrame, *, restore: dict[str, int] 
         lf = lf.with_columns(policy=pl.lit("libpanto"))
     table = RESTORE if restore is None else restore
     name = pl.col("policy").cast(pl.String).str.split(":").list.first()
+    # A clearing edit applies to its call's own prompt: the call's tool calls are the first it governs.
+    after = pl.col("trigger_seq").cast(pl.Int64) + 1
+    if "cleared_calls" in lf.collect_schema().names():
+        after = after - pl.col("cleared_calls").is_not_null().cast(pl.Int64)
     return lf.with_columns(
-        after_seq=pl.col("trigger_seq").cast(pl.Int64) + 1,
+        after_seq=after,
         kept_start=pl.col("prefix_end").cast(pl.Int64),
         kept_end=pl.col("trigger_seq").cast(pl.Int64) + 1,
         restore=name.replace_strict(list(table), list(table.values()), default=0, return_dtype=pl.Int64))

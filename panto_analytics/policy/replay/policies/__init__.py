@@ -6,13 +6,14 @@ contract).
 
 >>> parse_policy("pi:keep_recent_tokens=30k")
 Pi(reserve_tokens=16384, keep_recent_tokens=30000)
->>> sorted(POLICIES)
-['claude-code', 'codex', 'gemini-cli', 'last-n-turns', 'libpanto', 'pi', 'pi-whole-turn']
+>>> sorted(POLICIES)[:4]
+['claude-code', 'claude-code-microcompact', 'clear-tool-uses', 'codex']
 """
 from __future__ import annotations
 
 from .base import Policy
 from .claude_code import ClaudeCode
+from .clearing import ClaudeCodeMicrocompact, Clearing, ClearToolUses, ObservationMasking, OpencodePrune
 from .codex import Codex
 from .gemini_cli import GeminiCli
 from .last_n_turns import LastNTurns
@@ -20,12 +21,13 @@ from .libpanto import LibPanto
 from .pi import Pi
 from .pi_whole_turn import PiWholeTurn
 
-__all__ = ["POLICIES", "ClaudeCode", "Codex", "GeminiCli", "LastNTurns", "LibPanto", "Pi", "PiWholeTurn", "Policy",
-           "parse_policy"]
+__all__ = ["POLICIES", "ClaudeCode", "ClaudeCodeMicrocompact", "ClearToolUses", "Clearing", "Codex", "GeminiCli",
+           "LastNTurns", "LibPanto", "ObservationMasking", "OpencodePrune", "Pi", "PiWholeTurn", "Policy", "parse_policy"]
 
 #: Every policy by name, in the order comparisons list them.
 POLICIES: dict[str, type[Policy]] = {p.name: p for p in (LibPanto, Pi, PiWholeTurn, Codex, ClaudeCode, GeminiCli,
-                                                         LastNTurns)}
+                                                         LastNTurns, ClearToolUses, ClaudeCodeMicrocompact,
+                                                         ObservationMasking, OpencodePrune)}
 
 
 def parse_policy(spec: str | Policy) -> Policy:

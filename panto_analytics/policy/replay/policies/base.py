@@ -55,7 +55,8 @@ def chars_to_tokens(chars: pl.Expr) -> pl.Expr:
 
 
 def parse_settings(text: str, types: dict[str, type]) -> dict[str, object]:
-    """``k=v,k=v`` into typed values: ints accept ``20k``; floats a plain number. ValueError in one line."""
+    """``k=v,k=v`` into typed values: ints accept ``20k``; floats a plain number; strings are kept as written
+    (a list of names joined by ``/``). ValueError in one line."""
     out: dict[str, object] = {}
     for part in (p.strip() for p in text.split(",")):
         if not part:
@@ -67,6 +68,9 @@ def parse_settings(text: str, types: dict[str, type]) -> dict[str, object]:
         if not sep or key not in types:
             raise ValueError(f"unknown setting {part!r}; settings: {', '.join(types) or 'none'}")
         kind = types[key]
+        if kind is str:
+            out[key] = value.strip()
+            continue
         try:
             out[key] = parse_budget(value) if kind is int else float(value)
         except ValueError as e:
@@ -97,11 +101,16 @@ class Policy:
     #: How the agent asks for its summary, for the bill (:mod:`panto_analytics.outcomes.billing`): on its cached
     #: conversation (True) or as a separate, uncached request (False, the default).
     summarizer_cached: ClassVar[bool] = False
+    #: The policy replaces old tool results in place (:mod:`..clearing`) instead of cutting a prefix and summarizing
+    #: it: it has no ``cut``, no summarizer call, and is replayed on every call rather than at a trigger.
+    clears: ClassVar[bool] = False
 
     def __post_init__(self) -> None:
         """ValueError, in one line naming the setting and its valid range, for a setting out of range."""
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
+            if isinstance(value, str):
+                continue
             low, high, low_open = self.ranges.get(f.name) or ((0, None, False) if isinstance(value, int)
                                                               else (0, 1, True))
             if isinstance(value, int) and high is None:
@@ -123,7 +132,8 @@ class Policy:
     @classmethod
     def parse(cls, settings: str) -> Policy:
         """The policy with ``settings`` (``k=v,...``) over its defaults."""
-        types = {f.name: (int if f.type in ("int", int) else float) for f in dataclasses.fields(cls)}
+        types = {f.name: (int if f.type in ("int", int) else str if f.type in ("str", str) else float)
+                 for f in dataclasses.fields(cls)}
         return cls(**parse_settings(settings, types))  # type: ignore[arg-type]
 
     def spec(self) -> str:
