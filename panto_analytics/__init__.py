@@ -8,7 +8,8 @@ A tour, from files to a budget::
     splits = pa.splits(messages, [8_000, 20_000])         # splits: one row per (session, budget); one budget is fine
     table = pa.sweep(splits)                              # sweep: one row per budget
     fig = pa.plots.kept_tokens_by_budget(splits)          # plots (matplotlib, loaded on first use)
-    rec = pa.recommend(splits, pa.Criteria(min_kept_turns=2))   # recommend: a budget, and why
+    rec = pa.recommend(splits, pa.Rule(min_kept_turns=2))       # recommend: a budget, and why
+    choice, replayed = pa.choose_budget(messages, "0:60k:7", window=200_000)   # under a window: cost and loss
     pa.report.build_report(messages, [8_000, 20_000])     # report: HTML, Markdown, PNGs, Parquet
 
 ``pa.open_corpus(paths, filter=pa.SessionFilter.parse(since="2026-11-01", subagents=False))`` reads
@@ -50,8 +51,9 @@ from typing import TYPE_CHECKING, Any
 
 __all__ = [
     "Cache",
-    "Criteria",
+    "Rule",
     "SessionFilter",
+    "choose_budget",
     "costs",
     "loss",
     "open_corpus",
@@ -67,7 +69,7 @@ __all__ = [
 #: panto_analytics`` (and every ``import panto_analytics.x``, the command line's included) loads no Polars,
 #: Arrow or NumPy by itself; the TYPE_CHECKING imports below say the same to type checkers.
 _FROM = {
-    **dict.fromkeys(["Criteria", "recommend"], ".analysis"),
+    **dict.fromkeys(["Rule", "choose_budget", "recommend"], ".analysis"),
     **dict.fromkeys(["Cache", "open_corpus", "read_sessions"], ".ingest"),
     "SessionFilter": ".ingest.filters",
     **dict.fromkeys(["costs", "loss"], ".outcomes"),
@@ -93,7 +95,7 @@ if TYPE_CHECKING:
     from . import outcomes as outcomes
     from . import policy as policy
     from . import schema as schema
-    from .analysis import Criteria, recommend
+    from .analysis import Rule, choose_budget, recommend
     from .analysis import plot_data as plot_data
     from .analysis import plots as plots
     from .analysis import report as report

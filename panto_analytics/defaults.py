@@ -38,6 +38,7 @@ MIN_SUMMARY_TOKENS = 100
 CLEARING_POLICY_NAMES = ("clear-tool-uses", "claude-code-microcompact", "observation-masking", "opencode-prune")
 
 POLICY_NAMES = ("libpanto", "pi", "pi-whole-turn", "codex", "claude-code", "gemini-cli", "last-n-turns",
+                "anthropic-compact", "openai-compact", "cline", "openhands", "opencode", "summarize-every",
                 *CLEARING_POLICY_NAMES)
 
 #: The rule applied when none is given: 90% of sessions keep at least two whole turns.

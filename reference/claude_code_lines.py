@@ -76,15 +76,14 @@ PRESERVED_MARK = b"preservedSegment"
 
 
 def parse(src: SourceFile) -> Iterator[Message]:
-    """Yield the messages of one Claude Code transcript, in the order the agent had them."""
+    """Yield the messages of one Claude Code transcript, in the order the agent had them (once the file is read:
+    a call's usage is known only at its last line, which may come after other messages)."""
     state = _Transcript(src, _preserved_heads(src))
     for lineno, rec in records(src):
         try:
             state.record(rec, lineno)
         except BAD_RECORD as e:
             src.invalid(lineno, bad_record(e))
-        if state.out:
-            yield from state.drain()
     state.finish()
     yield from state.drain()
 
@@ -132,6 +131,10 @@ class _Transcript:
         #: Blocks of the current record that have no libpanto equivalent, counted once it is valid.
         self.dropped: list[str] = []
         self.keys: set[tuple[Any, ...]] = set()
+        #: Each keyed call's messages (more than one where other messages came between its lines) and the last
+        #: usage any of its lines recorded: at the end, the first message gets it and the others none.
+        self.pieces: dict[tuple[Any, ...], list[Message]] = {}
+        self.last_usage: dict[tuple[Any, ...], dict[str, int]] = {}
         self.models: Counter[str] = Counter()
         self.api_calls = 0
         self.emitted = 0
@@ -196,6 +199,10 @@ class _Transcript:
     def finish(self) -> None:
         self._flush()
         self._release_kept()
+        for key, (first, *later) in self.pieces.items():   # each call billed once, with its final usage
+            first.usage = self.last_usage.get(key)
+            for piece in later:
+                piece.usage = None
         meta = self.src.meta
         stem = session_stem(self.src.path)
         if self.sidechain and self.session_id is not None:
@@ -327,6 +334,8 @@ class _Transcript:
         call = self.call
         same_call = key is not None and call is not None and call.key == key
         self._conversation(rec, uid, joins_call=same_call)
+        if key is not None and usage is not None:
+            self.last_usage[key] = usage
         if same_call:
             assert call is not None  # same_call says there is one
             call.msg.content.extend(blocks)
@@ -336,8 +345,8 @@ class _Transcript:
         self._flush()
         if key is not None and key in self.keys:
             # More lines of a call already emitted (another message came between):
-            # a message of its own, but not another API call, and its usage is not counted twice.
-            usage = None
+            # a message of its own, but not another API call (finish gives the call's usage to its first message).
+            pass
         else:
             if key is not None:
                 self.keys.add(key)
@@ -346,6 +355,8 @@ class _Transcript:
                 if model is not None:
                     self.models[model] += 1
         msg = Message("assistant", blocks, usage, lineno, parse_timestamp(rec.get("timestamp")), model)
+        if key is not None:
+            self.pieces.setdefault(key, []).append(msg)
         self.call = _Call(msg, key, uid)
 
     def _boundary(self, rec: dict[str, Any], lineno: int, uid: str | None) -> None:
@@ -485,7 +496,28 @@ def _usage(usage: Any) -> dict[str, int] | None:
     split = usage.get("cache_creation")
     one_hour = split.get("ephemeral_1h_input_tokens") if isinstance(split, dict) else None
     out["cache_write_1h"] = usage_counter(one_hour, "message.usage.cache_creation.ephemeral_1h_input_tokens")
-    return out
+    steps = usage.get("iterations")
+    if steps is None or out["input"] or out["output"] or out["cache_read"] or out["cache_write"]:
+        return out
+    # Claude Code 2.1.18x: the top level all zero, the real counts in the iterations; their sum counts.
+    if not isinstance(steps, list):
+        raise Invalid(f"message.usage.iterations must be a list, got {type(steps).__name__}")
+    if not steps:
+        return out
+    total = {"input": 0, "output": 0, "cache_read": 0, "cache_write": 0, "cache_write_1h": 0}
+    for i, step in enumerate(steps):
+        if not isinstance(step, dict):
+            raise Invalid(f"message.usage.iterations[{i}] must be an object")
+        for name, key in USAGE_KEYS:
+            total[name] += usage_counter(step.get(key), f"message.usage.iterations[{i}].{key}")
+        split = step.get("cache_creation")
+        one_hour = split.get("ephemeral_1h_input_tokens") if isinstance(split, dict) else None
+        total["cache_write_1h"] += usage_counter(
+            one_hour, f"message.usage.iterations[{i}].cache_creation.ephemeral_1h_input_tokens")
+    for name, key in USAGE_KEYS:
+        usage_counter(total[name], f"message.usage.iterations (their sum).{key}")
+    usage_counter(total["cache_write_1h"], "message.usage.iterations (their sum).cache_creation.ephemeral_1h_input_tokens")
+    return total
 
 
 def text_of(content: Any) -> str:

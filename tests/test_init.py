@@ -59,7 +59,7 @@ def test_a_recommendation_prints_as_a_person_reads_it():
     rec = pa.recommend(pa.splits(pa.examples.messages(), "0:2k:5"))
     assert str(rec) == rec.to_text() and str(rec).startswith(rec.headline())
     line = repr(rec)
-    assert "\n" not in line and line.startswith("<Recommendation: ") and "5 budgets tried" in line
+    assert "\n" not in line and line.startswith("<Choice: ") and "5 budgets tried" in line
     assert "shape:" not in line  # no DataFrame dump
 
 

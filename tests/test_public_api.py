@@ -20,19 +20,19 @@ def test_every_public_function_has_numpydoc_sections_and_a_doctest(name):
 
 def test_the_tour_names_the_functions_it_walks_through():
     tour = pa.__doc__ or ""
-    for name in ("read_sessions", "turns", "splits", "sweep", "plots", "recommend", "report", "open_corpus", "costs",
+    for name in ("read_sessions", "turns", "splits", "sweep", "plots", "recommend", "choose_budget", "report", "open_corpus", "costs",
                  "loss", "replay", "ingest.filter_corpus", "analysis.worst_served", "dataset.write_dataset"):
         assert f"pa.{name}" in tour
 
 
 def test_the_public_face_is_the_verbs_of_the_tour_and_the_types_users_construct():
     assert set(pa.__all__) == {"read_sessions", "open_corpus", "turns", "splits", "sweep", "replay", "recommend",
-                               "costs", "loss", "Cache", "Criteria", "SessionFilter"}
+                               "choose_budget", "costs", "loss", "Cache", "Rule", "SessionFilter"}
 
 
 def test_the_rest_is_one_attribute_further_in_the_subpackage_that_owns_it():
     for path in ("ingest.read_corpus", "ingest.filter_corpus", "ingest.sessions", "ingest.compactions", "ingest.Corpus",
-                 "analysis.Recommendation", "analysis.worst_served", "analysis.summary_request", "outcomes.Loss",
+                 "analysis.Choice", "analysis.worst_served", "analysis.summary_request", "outcomes.Loss",
                  "outcomes.load_prices", "outcomes.references", "outcomes.refetch", "policy.Replay", "policy.annotate",
                  "policy.summarize_replay", "budgets.parse_budget", "budgets.parse_budgets", "errors.InputError",
                  "errors.IngestReport", "dataset.write_dataset", "dataset.scan_dataset", "dataset.sweep_dataset",

@@ -484,9 +484,9 @@ def policy_comparison(table) -> Figure:
 def frontier(table, *, recorded=None, chosen: tuple[str, int] | None = None) -> Figure:
     """Cost per session against orphan rate, one point per (policy, budget), the Pareto front drawn.
 
-    ``table``: :func:`~panto_analytics.analysis.decision.outcomes_table` (``cost_p50``, ``orphan_rate``,
+    ``table``: :func:`~panto_analytics.analysis.choose.from_replay.outcomes_table` (``cost_p50``, ``orphan_rate``,
     ``proposable``); rows at or above the trigger are hollow (never proposed). ``recorded``: the agents' own
-    points (:func:`~panto_analytics.analysis.decision.recorded_points`: ``agent``, ``cost_p50``,
+    points (:func:`~panto_analytics.analysis.choose.from_replay.recorded_points`: ``agent``, ``cost_p50``,
     ``orphan_rate``), drawn as stars. ``chosen``: the (policy, budget) to ring.
 
     >>> import polars as pl
@@ -495,7 +495,7 @@ def frontier(table, *, recorded=None, chosen: tuple[str, int] | None = None) -> 
     >>> frontier(t, chosen=("libpanto", 8_000)).axes[0].get_xlabel()
     'orphan rate (orphan calls / calls after a compaction)'
     """
-    from .decision import frontier as front_of
+    from .choose.from_replay import pareto_front as front_of
 
     pts = table.filter(table["cost_p50"].is_not_null() & table["orphan_rate"].is_not_null())
     with style():

@@ -19,9 +19,6 @@ from .options import (
 
 __all__ = ["loss_cmd"]
 
-#: Fewer cuts than this behind a row: a warning with the count.
-FEW = 30
-
 
 @main.command("loss")
 @input_options
@@ -41,10 +38,14 @@ def loss_cmd(paths, format_, skip_invalid, horizon, output, cuts_out, engine, ra
     --horizon tool calls: re-reads of a target read before the cut
     (repeat_reads, repeat_rate), orphan references (orphan_calls,
     orphan_rate), how many of the orphan targets the agent really fetched
-    again (refetched_targets of orphan_targets), and the tool calls until the
-    first write, after the cut and from the session's start (re-orientation).
-    One row per agent and kind of cut (compaction, baseline). docs/loss.md
-    states the rules.
+    again (refetched_targets of orphan_targets: precision), how many of the
+    targets it fetched again were orphans (of fetched_again_targets: recall),
+    every call that fetched an orphan target again (refetch_calls,
+    refetch_tokens), and the tool calls until the first write, after the cut
+    and from the session's start (re-orientation). One row per agent and
+    kind of cut (compaction, baseline), with seeded bootstrap intervals of
+    precision and recall where at least 30 cuts stand behind a row (a
+    warning where fewer do). docs/loss.md states the rules.
 
     Over a dataset folder (ingest --dataset) the cuts are measured bucket
     by bucket, here or with --engine ray, to the same table; --cuts then
@@ -58,7 +59,7 @@ def loss_cmd(paths, format_, skip_invalid, horizon, output, cuts_out, engine, ra
       panto-analytics loss data/ --horizon 10 --cuts cuts.csv
       panto-analytics loss corpus.ds/ --engine ray
     """
-    from ..outcomes.recorded_refetch import refetch, refetch_summary
+    from ..outcomes.recorded_refetch import ENOUGH_CUTS, refetch, refetch_summary
 
     ds = check_engine(paths, engine, ray_address)
     if ds is not None:
@@ -82,6 +83,7 @@ def loss_cmd(paths, format_, skip_invalid, horizon, output, cuts_out, engine, ra
         if agent not in compacted:
             click.echo(f"note: {agent}: no recorded compaction, nothing to check", err=True)
     for agent, kind, n in table.select("source_format", "cut", "cuts").rows():
-        if n < FEW:
-            click.echo(f"warning: {agent} {kind}: only {counted(n, 'cut')} behind these figures", err=True)
+        if n < ENOUGH_CUTS:
+            click.echo(f"warning: {agent} {kind}: only {counted(n, 'cut')} behind these figures (no interval: "
+                       f"a bootstrap needs {ENOUGH_CUTS})", err=True)
     write_frame(table, output)

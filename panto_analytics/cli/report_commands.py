@@ -31,10 +31,9 @@ from .options import (
 )
 
 if TYPE_CHECKING:
-    from ..analysis.decision import Decision
-    from ..analysis.recommendation import Criteria, Recommendation
+    from ..analysis.choose import Choice, Rule
 
-__all__ = ["Share", "criteria_options", "recommend_cmd", "recommendation_object", "report"]
+__all__ = ["Share", "criteria_options", "recommend_cmd", "report"]
 
 
 
@@ -60,7 +59,7 @@ class Share(click.ParamType):
 
 
 def criteria_options(fn):
-    """The rules a recommended budget must meet (see :mod:`panto_analytics.analysis.recommendation`)."""
+    """The rules a recommended budget must meet (see :mod:`panto_analytics.analysis.choose.rule`)."""
     options = [
         click.option("--min-kept-turns", "-k", type=click.IntRange(min=1), default=None,
                      help="Rule: the smallest budget at which COVERAGE of sessions keep at least K whole turns "
@@ -78,8 +77,9 @@ def criteria_options(fn):
     return fn
 
 
-def _criteria(min_kept_turns, coverage, max_kept_share, context_window, window=None) -> Criteria:
-    from ..analysis.recommendation import Criteria
+def _rule(min_kept_turns, coverage, max_kept_share, context_window, window=None, max_orphan_rate=None) -> Rule:
+    """The one :class:`~panto_analytics.analysis.choose.rule.Rule` of the options, or a usage error."""
+    from ..analysis.choose import Rule
 
     if window is not None and context_window is None:
         context_window = window if max_kept_share is not None else None
@@ -87,8 +87,10 @@ def _criteria(min_kept_turns, coverage, max_kept_share, context_window, window=N
         raise click.UsageError("--max-kept-share needs --context-window (e.g. --context-window 200k)")
     if context_window is not None and max_kept_share is None:
         raise click.UsageError("--context-window is used by --max-kept-share; give both")
-    return Criteria(min_kept_turns=min_kept_turns, coverage=coverage, max_kept_share=max_kept_share,
-                    context_window=context_window)
+    if window is None and max_orphan_rate is not None:
+        raise click.UsageError("--max-orphan-rate judges a replay: give --window (e.g. 200k)")
+    return Rule(min_kept_turns=min_kept_turns, coverage=coverage, max_kept_share=max_kept_share,
+                context_window=context_window, max_orphan_rate=max_orphan_rate)
 
 
 @main.command("recommend")
@@ -145,21 +147,18 @@ def recommend_cmd(paths, format_, skip_invalid, budgets, min_kept_turns, coverag
       panto-analytics recommend data/ --window 32k -k 1 -p 50% -o - --output-format json
       panto-analytics recommend data/ --window 32k --policy libpanto --policy pi --max-orphan-rate 5% --prices docs/synth-prices.json
     """
-    from ..analysis.choice import choose_budget
-    from ..analysis.decision import DecisionRule
+    from ..analysis.choose import choose_budget
 
-    criteria = _criteria(min_kept_turns, coverage, max_kept_share, context_window, window)
     check_replay(window, reserve, summary_tokens, tuple(policies))
     if window is None and (policies or max_orphan_rate is not None):
         raise click.UsageError("--policy and --max-orphan-rate judge a replay: give --window (e.g. 200k)")
+    rule = _rule(min_kept_turns, coverage, max_kept_share, context_window, window, max_orphan_rate)
     ds = check_engine(paths, engine, ray_address)
     if ds is not None and window is None:
         from ..dataset.streaming import recommend_dataset
 
-        _print_recommendation(recommend_dataset(ds, budgets, criteria, engine=engine, address=ray_address), output)
+        _print_recommendation(recommend_dataset(ds, budgets, rule, engine=engine, address=ray_address), output)
         return
-    rule = DecisionRule(min_kept_turns=min_kept_turns, coverage=coverage, max_kept_share=max_kept_share,
-                        max_orphan_rate=max_orphan_rate)
     given = [p if isinstance(p, str) else p.spec() for p in policies]
     if ds is not None:
         from ..dataset.decision import decision_dataset
@@ -177,26 +176,17 @@ def recommend_cmd(paths, format_, skip_invalid, budgets, min_kept_turns, coverag
         raise click.UsageError("--engine ray runs on a dataset (ingest --dataset DIR)")
     corpus = read_input_corpus(paths, format_, skip_invalid)
     with unpriced_notes():
-        rec, result = choose_budget(corpus.messages, budgets, criteria, window=window,
+        rec, result = choose_budget(corpus.messages, budgets, rule, window=window,
                                     windows=corpus.sessions["context_window"].to_list(), reserve=reserve,
                                     summary_tokens=summary_tokens, policy=given or None,
                                     prices=replay_prices(True, prices_file, summarizer) if window is not None else None,
-                                    summarizer=summarizer, horizon=horizon, max_orphan_rate=max_orphan_rate)
+                                    summarizer=summarizer, horizon=horizon)
     if result is not None and result.price_source is not None:
         click.echo(f"prices: {result.price_source}", err=True)
     _print_recommendation(rec, output)
 
 
-def recommendation_object(rec: Recommendation | Decision) -> dict:
-    """The JSON object ``recommend`` writes: the choice, the rule, the rows around it, reasons and warnings."""
-    if hasattr(rec, "to_dict"):
-        return rec.to_dict()
-    rows = rec.around() if rec.budget is not None else rec.table
-    return {"budget": rec.budget, "policy": None, "rule": rec.criteria.describe(), "window": None, "reserve": None,
-            "rows": rows.to_dicts(), "reasons": rec.reasons, "warnings": rec.warnings}
-
-
-def _print_recommendation(rec, output) -> None:
+def _print_recommendation(rec: Choice, output) -> None:
     """The account (on stderr when stdout carries the output), the table or object to ``output``; exit 1 when no
     budget meets the rule."""
     ctx = click.get_current_context(silent=True)
@@ -206,7 +196,7 @@ def _print_recommendation(rec, output) -> None:
     as_json = (to_stdout and fmt == "json") or (output is not None and str(output) != "-"
                                                  and output.suffix.lower() == ".json")
     if as_json:
-        text = json.dumps(recommendation_object(rec), indent=2, default=str)
+        text = json.dumps(rec.to_dict(), indent=2, default=str)
         if to_stdout:
             click.echo(text)
         else:
@@ -260,20 +250,17 @@ def report(paths, format_, skip_invalid, budgets, min_kept_turns, coverage, max_
     """
     from ..analysis.report import build_report, write_report  # matplotlib: loaded only when a report is asked for
 
-    criteria = _criteria(min_kept_turns, coverage, max_kept_share, context_window, window)
     check_replay(window, reserve, summary_tokens, tuple(policies))
     if policies and window is None:
         raise click.UsageError("--policy compares policies under a context window: give --window (e.g. 200k)")
-    if max_orphan_rate is not None and window is None:
-        raise click.UsageError("--max-orphan-rate judges a replay: give --window (e.g. 200k)")
+    rule = _rule(min_kept_turns, coverage, max_kept_share, context_window, window, max_orphan_rate)
     corpus = read_input_corpus(paths, format_, skip_invalid)
     with unpriced_notes():
-        rep = build_report(corpus, budgets, criteria=criteria, segment_by=list(dict.fromkeys(segment_by)), title=title,
+        rep = build_report(corpus, budgets, rule=rule, segment_by=list(dict.fromkeys(segment_by)), title=title,
                            inputs=[str(p) for p in paths], window=window, reserve=reserve,
                            summary_tokens=summary_tokens,
                            policies=[p if isinstance(p, str) else p.spec() for p in policies],
-                           prices=replay_prices(True, prices_file, summarizer), horizon=horizon,
-                           max_orphan_rate=max_orphan_rate)
+                           prices=replay_prices(True, prices_file, summarizer), horizon=horizon)
     out = write_report(rep, out_dir)
     click.echo(rep.recommendation.headline())
     click.echo(f"wrote {out / 'index.html'} and {out / 'report.md'} ({len(rep.figures)} plots)", err=True)

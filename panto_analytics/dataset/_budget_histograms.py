@@ -1,7 +1,7 @@
 """Exact, mergeable per-budget summaries of splits: the sweep and the recommendation from counts.
 
 Every figure of :func:`~panto_analytics.policy.sweep` and of
-:func:`~panto_analytics.analysis.recommendation.coverage_table` is a count, a
+:func:`~panto_analytics.analysis.choose.from_splits.coverage_table` is a count, a
 sum of integers, or a percentile of integers. So a splits frame can be
 reduced to one long table of ``(budget, metric, value, count)`` rows
 (:func:`histograms`), tables of disjoint sets of sessions add up
@@ -34,7 +34,8 @@ from typing import Any, cast
 
 import polars as pl
 
-from ..analysis.recommendation import Criteria, coverage_table
+from ..analysis.choose.from_splits import coverage_table
+from ..analysis.choose.rule import Rule
 from ..policy import sweep
 from ..schema import BUDGET, SPLIT_SCHEMA
 
@@ -152,27 +153,27 @@ def sweep_from(hist: pl.DataFrame) -> pl.DataFrame:
     return out.select(list(target)).cast(cast("dict[Any, pl.DataType]", dict(target))).sort(BUDGET).collect()
 
 
-def coverage_from(hist: pl.DataFrame, criteria: Criteria) -> pl.DataFrame:
-    """:func:`~panto_analytics.analysis.recommendation.coverage_table` of the sessions ``hist`` counts, bit for bit."""
+def coverage_from(hist: pl.DataFrame, rule: Rule) -> pl.DataFrame:
+    """:func:`~panto_analytics.analysis.choose.from_splits.coverage_table` of the sessions ``hist`` counts, bit for bit."""
     v = pl.col("value")
     no_turns = pl.col("sessions") - pl.col("with_turns")
     aggs: dict[str, pl.Expr] = {}
     cols: dict[str, pl.Expr] = {"sessions_with_turns": pl.col("with_turns")}
     verdicts = []
-    if criteria.min_kept_turns is not None:
-        k = criteria.min_kept_turns
+    if rule.min_kept_turns is not None:
+        k = rule.min_kept_turns
         aggs["fewer"] = _count("n_turns", (v > 0) & (v < k))
         # kept >= min(n_turns, k): k or more turns kept, or all of fewer than k (a no-op session).
         aggs["keeps"] = _count("kept_turns", v >= k) + _count("noop_n_turns", (v > 0) & (v < k))
         cols["fewer_than_k_turns"] = pl.col("fewer")
         cols["keeps_k_share"] = _ratio(pl.col("keeps"), pl.col("with_turns"))
-        verdicts.append((pl.col("keeps_k_share") >= criteria.coverage).alias("meets_min_kept_turns"))
-    if criteria.max_kept_share is not None:
-        aggs["within"] = _count("kept_tokens", v <= criteria.limit)
+        verdicts.append((pl.col("keeps_k_share") >= rule.coverage).alias("meets_min_kept_turns"))
+    if rule.max_kept_share is not None:
+        aggs["within"] = _count("kept_tokens", v <= rule.limit)
         cols["within_limit_share"] = _ratio(pl.col("within") - no_turns, pl.col("with_turns"))
-        verdicts.append((pl.col("within_limit_share") >= criteria.coverage).alias("meets_max_kept_share"))
+        verdicts.append((pl.col("within_limit_share") >= rule.coverage).alias("meets_max_kept_share"))
     rules = _table(hist, **aggs).select(BUDGET, **cols).with_columns(verdicts)
-    target = coverage_table(pl.DataFrame(schema=SPLIT_SCHEMA), criteria).schema
+    target = coverage_table(pl.DataFrame(schema=SPLIT_SCHEMA), rule).schema
     per_budget = sweep_from(hist).lazy()
     out = per_budget.join(rules, on=BUDGET, how="left").sort(BUDGET)
     return out.select(list(target)).cast(cast("dict[Any, pl.DataType]", dict(target))).collect()

@@ -2,14 +2,14 @@
 
 Each task replays, bills and measures the loss of whole sessions (the task
 of :func:`~panto_analytics.dataset.replay.replay_dataset`, what
-:func:`~panto_analytics.analysis.decision.replay_outcomes` does in memory) and
-returns their :func:`~panto_analytics.analysis.decision.session_outcomes`
+:func:`~panto_analytics.analysis.choose.from_replay.replay_outcomes` does in memory) and
+returns their :func:`~panto_analytics.analysis.choose.from_replay.session_outcomes`
 rows, one per (policy, session, budget); only the columns the table reads
-(:data:`~panto_analytics.analysis.decision.OUTCOME_COLUMNS`, without the
+(:data:`~panto_analytics.analysis.choose.from_replay.OUTCOME_COLUMNS`, without the
 session ids) are kept, written to Parquet in a temporary folder as they come
 (:class:`~panto_analytics.dataset.spill.Spill`), and the table is computed
 from those files one column at a time
-(:func:`~panto_analytics.analysis.decision.table_from_sessions` with
+(:func:`~panto_analytics.analysis.choose.from_replay.table_from_sessions` with
 ``column_at_a_time``). Every figure of the table is order-free (counts, sums
 of integers, dollars summed as whole picodollars, quantiles), so it equals the
 in-memory one to the last bit, whatever order the tasks come in (on Ray too).
@@ -19,11 +19,13 @@ the rows (8 bytes a row: 8 MB at 1M sessions and one budget), not the rows.
 """
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import Any
 
-from ..analysis.decision import Decision, DecisionRule, decide, table_from_sessions
+from ..analysis.choose.bootstrap import RESAMPLES, SEED
+from ..analysis.choose.choice import Choice
+from ..analysis.choose.from_replay import choose_from_outcomes, table_from_sessions, with_intervals
+from ..analysis.choose.rule import Rule
 from ..analysis.formatting import format_tokens
 from ..errors import InputError
 from ..outcomes.orphan_loss import DEFAULT_HORIZON
@@ -33,12 +35,13 @@ from .spill import Spill
 __all__ = ["decision_dataset"]
 
 
-def decision_dataset(root: str | Path, budgets: Any, rule: DecisionRule | None = None, *, window: int,
+def decision_dataset(root: str | Path, budgets: Any, rule: Rule | None = None, *, window: int,
                      reserve: int, summary_tokens: int | None = None, policy: list[str] | None = None,
                      prices: Any = True, summarizer: str | None = None, horizon: int | None = None,
                      engine: str = "local", address: str | None = None, task_rows: int = REPLAY_TASK_ROWS,
-                     spill_dir: str | Path | None = None) -> Decision:
-    """:func:`decision_from_replay` of :func:`replay_outcomes` over a dataset (``ingest --dataset``), bucket by
+                     spill_dir: str | Path | None = None, resamples: int = RESAMPLES, seed: int = SEED) -> Choice:
+    """:func:`~panto_analytics.analysis.choose.from_replay.choose_from_replay` of
+    :func:`~panto_analytics.analysis.choose.from_replay.replay_outcomes` over a dataset (``ingest --dataset``), bucket by
     bucket, here or on Ray (``engine="ray"``), with the same result (and the same unpriced-model warnings) as
     in memory.
 
@@ -48,7 +51,7 @@ def decision_dataset(root: str | Path, budgets: Any, rule: DecisionRule | None =
     plus those rows, not the corpus. The summary size is the corpus's (the median of the recorded summaries,
     read from the dataset first), as in memory.
     """
-    rule = dataclasses.replace((rule or DecisionRule()).or_default(), window=window)
+    rule = (rule or Rule()).under(window)
     with Spill(spill_dir) as spill:
         out = session_outcomes_dataset(root, budgets, window=window, reserve=reserve, summary_tokens=summary_tokens,
                                        policy=policy, prices=prices, summarizer=summarizer,
@@ -56,9 +59,10 @@ def decision_dataset(root: str | Path, budgets: Any, rule: DecisionRule | None =
                                        task_rows=task_rows, spill=spill)
         table = table_from_sessions(out.sessions, window=window, reserve=reserve,
                                     min_kept_turns=rule.min_kept_turns or 2, limit=rule.limit, column_at_a_time=True)
-    if not table.height:
-        raise InputError(root, None, "no sessions with messages", skippable=False)
-    dec = decide(table, rule, window=window, reserve=reserve)
+        if not table.height:
+            raise InputError(root, None, "no sessions with messages", skippable=False)
+        dec = with_intervals(choose_from_outcomes(table, rule, window=window, reserve=reserve), out.sessions,
+                             resamples=resamples, seed=seed)
     dec.reasons.append(f"replayed under a {format_tokens(window)} window (summary {format_tokens(out.summary_tokens)} "
                        f"tokens, {out.summary_source}), bucket by bucket; figures per session are over the sessions "
                        "that reach the trigger")

@@ -39,14 +39,13 @@ from typing import Any, cast
 
 import polars as pl
 
-from ..analysis.decision import OUTCOME_COLUMNS, replay_outcomes, session_outcomes
+from ..analysis.choose.from_replay import OUTCOME_COLUMNS, replay_outcomes, session_outcomes
 from ..budgets import as_budgets
 from ..errors import InputError
 from ..outcomes.orphan_loss import DEFAULT_HORIZON
 from ..policy.replay.any_policy import replay
 from ..policy.replay.billing import resolve_prices, warn_unpriced
 from ..policy.replay.engine import Replay, summary_size, validate_parameters
-from ..schema import SESSION
 from .engines import gather, map_buckets
 from .spill import Spill
 from .store import collect, scan_parts
@@ -105,7 +104,7 @@ def _replay_task(root: str, parts: list[str], *, budgets: list[int], window: int
                  per_session: bool = False, keep: tuple[Sequence[str], Sequence[str]] | None = None,
                  plain_ids: bool = False) -> dict[str, pl.DataFrame]:
     """One group of buckets' replay rows, by tag (the per-bucket function both engines run); ``per_session``:
-    only their :func:`~panto_analytics.analysis.decision.session_outcomes` rows (what the decision reads);
+    only their :func:`~panto_analytics.analysis.choose.from_replay.session_outcomes` rows (what the decision reads);
     ``keep``: only those columns of the events and the sessions; ``plain_ids``: Categorical columns (the
     session ids) as plain strings, so that the process that takes the rows interns none of them (a
     Categorical's strings stay for the life of the process)."""
@@ -270,13 +269,13 @@ def session_outcomes_dataset(root: str | Path, budgets: Any, *, window: int, res
                              summarizer: str | None = None, horizon: int = DEFAULT_HORIZON, engine: str = "local",
                              address: str | None = None, task_rows: int = REPLAY_TASK_ROWS,
                              spill: Spill | None = None) -> DatasetOutcomes:
-    """:func:`~panto_analytics.analysis.decision.session_outcomes` of the billed replay, with the loss, of the
-    dataset at ``root`` (what :func:`~panto_analytics.analysis.decision.replay_outcomes` gives in memory), task
+    """:func:`~panto_analytics.analysis.choose.from_replay.session_outcomes` of the billed replay, with the loss, of the
+    dataset at ``root`` (what :func:`~panto_analytics.analysis.choose.from_replay.replay_outcomes` gives in memory), task
     by task through the same task as :func:`replay_dataset`: each task keeps only those rows, one per policy,
     session and budget, concatenated in bucket order (on Ray, in the order the tasks finish). With ``spill``,
-    the rows (without the session ids: what the decision's table reads) go to its Parquet files and come back
+    the rows (what the decision's table and its bootstrap read) go to its Parquet files and come back
     as a lazy frame over them, so memory does not grow with the sessions."""
-    keep = None if spill is None else ((), [c for c in OUTCOME_COLUMNS if c != SESSION])
+    keep = None if spill is None else ((), list(OUTCOME_COLUMNS))
     s = _stream(root, budgets, window=window, reserve=reserve, summary_tokens=summary_tokens, policy=policy,
                 prices=prices, summarizer=summarizer, horizon=horizon, per_session=True, engine=engine,
                 address=address, task_rows=task_rows, keep=keep, spill=spill, plain_ids=spill is not None)

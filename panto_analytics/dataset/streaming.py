@@ -10,7 +10,7 @@ in-memory path's bit for bit:
 
 - :func:`sweep_dataset` is ``sweep(splits(messages, budgets, sessions=sessions))``, what
   ``panto-analytics sweep`` prints;
-- :func:`recommend_dataset` is ``recommend(splits(messages, budgets), criteria, turns=turns(messages),
+- :func:`recommend_dataset` is ``recommend(splits(messages, budgets), rule, turns=turns(messages),
   windows=...)``, what ``panto-analytics recommend`` prints;
 - :func:`write_splits` writes the rows of ``splits`` (bucket after bucket) to Parquet without holding them.
 
@@ -34,7 +34,9 @@ from pathlib import Path
 import polars as pl
 import pyarrow.parquet as pq
 
-from ..analysis.recommendation import Criteria, Outcomes, Recommendation, outcomes_at, recommend_from_table
+from ..analysis.choose.choice import Choice
+from ..analysis.choose.from_splits import Outcomes, choose_from_coverage, outcomes_at
+from ..analysis.choose.rule import Rule
 from ..policy import splits as compute_splits
 from ..policy import turns as compute_turns
 from ..policy.compute_split import budget_series
@@ -137,21 +139,21 @@ def _outcomes(root: str | Path, budget: int, engine: str, address: str | None, t
     return Outcomes.merge(parts).warnings() if parts else []
 
 
-def recommend_dataset(root: str | Path, budgets: int | Iterable[int], criteria: Criteria | None = None, *,
-                      engine: str = "local", address: str | None = None, task_rows: int = TASK_ROWS) -> Recommendation:
+def recommend_dataset(root: str | Path, budgets: int | Iterable[int], rule: Rule | None = None, *,
+                      engine: str = "local", address: str | None = None, task_rows: int = TASK_ROWS) -> Choice:
     """:func:`~panto_analytics.recommend` over the dataset at ``root``, task by task in bounded memory.
 
     Parameters
     ----------
     root, budgets, engine, address, task_rows
         As in :func:`sweep_dataset`.
-    criteria
-        The rules (:class:`~panto_analytics.Criteria`); None: the default rule.
+    rule
+        The rule (:class:`~panto_analytics.Rule`); None: the default rule.
 
     Returns
     -------
-    Recommendation
-        The same budget, reasons, table and warnings as ``recommend(splits(messages, budgets), criteria,
+    Choice
+        The same budget, reasons, table and warnings as ``recommend(splits(messages, budgets), rule,
         turns=turns(messages), windows=sessions["context_window"])`` (what ``panto-analytics recommend`` prints).
 
     Examples
@@ -164,11 +166,11 @@ def recommend_dataset(root: str | Path, budgets: int | Iterable[int], criteria: 
     >>> recommend_dataset(d / "ds", [0, 100]).budget
     100
     """
-    criteria = (criteria or Criteria()).or_default()
+    rule = (rule or Rule()).on_splits()
     hist = dataset_histograms(root, budgets, with_sessions=False, engine=engine, address=address, task_rows=task_rows)
-    table = coverage_from(hist, criteria)
+    table = coverage_from(hist, rule)
     windows = collect(scan_dataset(root, "sessions").select(pl.col("context_window").unique()), root).to_series().to_list()
-    return recommend_from_table(table, criteria, outcomes=lambda b: _outcomes(root, b, engine, address, task_rows),
+    return choose_from_coverage(table, rule, outcomes=lambda b: _outcomes(root, b, engine, address, task_rows),
                                 windows=windows)
 
 

@@ -22,7 +22,7 @@ its target after the cut (nothing read or wrote it since), its target was
 touched before the cut, and that last touch lies in the summarized part (not
 in the kept range), and the agent did not restore the target itself. A
 clearing edit (a policy that clears old tool results in place) keeps
-everything but the results it cleared: there the last touch counts as
+everything but the results it cleared: there the last touch also counts as
 summarized when the edit cleared its call's result and the target's content
 was in that result (a read, a search, a command, a page: not a write, whose
 content is its input, unless the edit cleared the inputs too). Then:
@@ -31,8 +31,11 @@ content is its input, unless the edit cleared the inputs too). Then:
   one orphan reference (``kind`` in ``kinds``, default every kind but
   ``other``); ``orphan_rate = orphan_calls / window_calls`` (null for an
   empty window);
-- ``refetch_tokens``: the results of the orphan calls, in tokens (what the
-  agent pays to fetch them again);
+- ``refetch_calls``: calls in the window that read or fetch an *orphan
+  target* again (a target whose last touch before the cut is summarized and
+  not restored), each of them, not only the first: paging through a file in
+  ten reads is ten calls; ``refetch_tokens``: their results, in tokens (what
+  the agent pays to fetch them again);
 - ``repeat_reads``: calls in the window with a read or fetch whose target's
   last touch before it is a read or fetch before the cut (a re-read with no
   write between): the observed re-fetch, whatever was kept;
@@ -51,8 +54,8 @@ agents restore no tool result (``docs/loss.md`` cites each).
 >>> refs = pl.DataFrame({"session_id": ["s"] * 4, "seq": [1, 3, 9, 11], "call": [0, 1, 2, 3], "key": [a, b, a, b],
 ...                      "kind": ["read"] * 4, "file": [True] * 4, "tokens": [100, 50, 100, 50]})
 >>> cuts = pl.DataFrame({"session_id": ["s"], "after_seq": [8], "kept_start": [3], "kept_end": [8], "restore": [0]})
->>> cut_loss(refs, cuts).select("window_calls", "orphan_calls", "refetch_tokens").rows()
-[(2, 1, 100)]
+>>> cut_loss(refs, cuts).select("window_calls", "orphan_calls", "refetch_calls", "refetch_tokens").rows()
+[(2, 1, 1, 100)]
 """
 from __future__ import annotations
 
@@ -67,8 +70,9 @@ from .group_tables import grouped
 from .tool_targets import is_lookup, references
 
 __all__ = [
-    "CLEARED_CUT_COLUMNS", "CUT_SCHEMA", "DEFAULT_HORIZON", "LOSS_COLUMNS", "ORPHAN_KINDS", "RESTORE", "Loss", "cut_loss", "loss",
-    "Replayed", "orphan_rate", "recorded_cuts", "replay_cuts", "summarize_loss", "with_loss_columns",
+    "CLEARED_CUT_COLUMNS", "CUT_SCHEMA", "DEFAULT_HORIZON", "LOSS_COLUMNS", "ORPHAN_KINDS", "REFETCH_KINDS", "RESTORE", "Loss", "cut_loss",
+    "loss", "Replayed", "orphan_rate", "recorded_cuts", "replay_cuts", "restored_files", "summarize_loss",
+    "summarized_touch", "with_loss_columns",
 ]
 
 
@@ -87,7 +91,11 @@ CUT_SCHEMA: dict[str, pl.DataType] = {
 }
 
 #: The loss columns of a cut, and (summed, with the rate pooled) of a (session, budget, policy).
-LOSS_COLUMNS = ("window_calls", "orphan_calls", "orphan_rate", "refetch_tokens", "repeat_reads", "refetched_orphans")
+LOSS_COLUMNS = ("window_calls", "orphan_calls", "orphan_rate", "refetch_calls", "refetch_tokens", "repeat_reads",
+                "refetched_orphans")
+
+#: The kinds of reference that fetch a target's content again (a re-fetch of an orphan target).
+REFETCH_KINDS = ("read", "fetch")
 
 
 def orphan_rate(orphans: pl.Expr | str = "orphan_calls", calls: pl.Expr | str = "window_calls") -> pl.Expr:
@@ -139,26 +147,29 @@ def cut_loss(refs: pl.DataFrame | pl.LazyFrame, cuts: pl.DataFrame | pl.LazyFram
     window = (located.with_columns(call=pl.int_ranges(pl.col("first_call"), pl.col("first_call") + horizon))
               .explode("call").drop_nulls("call").with_columns(pl.col("call").cast(pl.UInt32)))
     touches = _touches(refs_lf.with_columns(pl.col("call").cast(pl.UInt32)))
-    hits = window.join(touches, on=[SESSION, "call"], how="inner")
+    hits = _last_touch_before(window.join(touches, on=[SESSION, "call"], how="inner"), touches)
     before = pl.col("prev_seq").is_not_null() & (pl.col("prev_seq") < pl.col("after_seq"))
-    kept = pl.col("kept_start").is_not_null() & (pl.col("prev_seq") >= pl.col("kept_start")) \
-        & (pl.col("prev_seq") < pl.col("kept_end")) & ~_cleared_touch(keyed.collect_schema().names())
-    candidate = before & ~kept & pl.col("kind").cast(pl.String).is_in(list(kinds))
-    hits = hits.with_columns(_orphan=candidate, _repeat=is_lookup("kind") & before & is_lookup("prev_kind")
-                             & (pl.col("kind") != "run"))
-    hits = _unrestored(hits, touches)
+    summarized = summarized_touch("last_seq") | _cleared_touch(extra)
+    hits = hits.with_columns(
+        _orphan=before & summarized & pl.col("kind").cast(pl.String).is_in(list(kinds)),
+        _refetch=summarized & pl.col("kind").cast(pl.String).is_in([k for k in kinds if k in REFETCH_KINDS]),
+        _repeat=is_lookup("kind") & before & is_lookup("prev_kind") & (pl.col("kind") != "run"))
+    restored = restored_files(touches, hits.filter(pl.col("_orphan") | pl.col("_refetch")).select("_cut", SESSION,
+                                                                                                   *CUT_SCHEMA))
+    hits = (hits.join(restored, on=["_cut", "key"], how="left")
+            .with_columns(pl.col("_orphan", "_refetch") & pl.col("restored").is_null()).drop("restored"))
     per_call = (hits.group_by("_cut", "call")
-                .agg(orphan=pl.col("_orphan").any(), repeat=pl.col("_repeat").any(),
+                .agg(orphan=pl.col("_orphan").any(), refetch=pl.col("_refetch").any(), repeat=pl.col("_repeat").any(),
                      tokens=pl.col("tokens").max().fill_null(0).cast(pl.UInt64)))
     per_cut = per_call.group_by("_cut").agg(
         window_calls=pl.len().cast(pl.UInt32),
         orphan_calls=pl.col("orphan").sum().cast(pl.UInt32),
-        refetch_tokens=pl.col("tokens").filter("orphan").sum().cast(pl.UInt64),
+        refetch_calls=pl.col("refetch").sum().cast(pl.UInt32),
+        refetch_tokens=pl.col("tokens").filter("refetch").sum().cast(pl.UInt64),
         repeat_reads=pl.col("repeat").sum().cast(pl.UInt32),
         refetched_orphans=(pl.col("orphan") & pl.col("repeat")).sum().cast(pl.UInt32))
     out = (base.join(per_cut, on="_cut", how="left", maintain_order="left")
-           .with_columns(pl.col(c).fill_null(0) for c in ("window_calls", "orphan_calls", "refetch_tokens",
-                                                          "repeat_reads", "refetched_orphans"))
+           .with_columns(pl.col(c).fill_null(0) for c in LOSS_COLUMNS if c != "orphan_rate")
            .with_columns(orphan_rate())
            .drop("_cut", "_sid"))
     cols = [c for c in out.collect_schema().names() if c not in LOSS_COLUMNS] + list(LOSS_COLUMNS)
@@ -175,29 +186,56 @@ _RESULT_KINDS = ("read", "run", "fetch")
 
 
 def _cleared_touch(columns: Sequence[str]) -> pl.Expr:
-    """A touch whose content a clearing edit took out of the context: a call before ``cleared_calls`` of a kind
-    the edit clears, whose content was in its result (a read, a search, a command, a page), or in its input too
-    when the edit clears inputs. False where the cut has no such columns (a compaction)."""
+    """Whether a clearing edit took the last touch's content out of the context: its call (``last_call``) is
+    before ``cleared_calls``, of a kind the edit clears, and the content was in its result (a read, a search, a
+    command, a page), or in its input too when the edit clears inputs. False for a compaction's cut (no such
+    columns)."""
     if "cleared_calls" not in columns:
         return pl.lit(False)
-    kind = pl.col("prev_kind").cast(pl.String)
+    kind = pl.col("last_kind").cast(pl.String)
     excluded = pl.col("cleared_excluded").str.contains(pl.lit("/") + kind + pl.lit("/"), literal=True)
     content = kind.is_in(list(_RESULT_KINDS)) | pl.col("cleared_inputs")
-    return (pl.col("prev_call").cast(pl.Int64) < pl.col("cleared_calls")).fill_null(False) & ~excluded & content
+    return ((pl.col("last_call") < pl.col("cleared_calls")) & ~excluded & content).fill_null(False)
 
 
-def _unrestored(hits: pl.LazyFrame, touches: pl.LazyFrame) -> pl.LazyFrame:
-    """``hits`` with ``_orphan`` cleared where the agent restores the target: one of the ``restore`` files
-    read or written most recently before the cut (the latest call first; within a call, the larger key)."""
-    cuts = hits.filter(pl.col("_orphan") & (pl.col("restore") > 0)).select("_cut", SESSION, "after_seq", "restore").unique()
+def summarized_touch(seq: str = "last_seq") -> pl.Expr:
+    """Whether a target's last touch before a cut (its ``seq``, null: none) lies in the summarized part: before
+    ``after_seq`` (it is the last touch before the cut) and outside the kept range ``[kept_start, kept_end)``.
+
+    >>> pl.DataFrame({"last_seq": [None, 2, 5], "kept_start": [4, 4, 4], "kept_end": [8, 8, 8]}).select(
+    ...     summarized_touch()).to_series().to_list()
+    [False, True, False]
+    """
+    s = pl.col(seq)
+    kept = pl.col("kept_start").is_not_null() & (s >= pl.col("kept_start")) & (s < pl.col("kept_end"))
+    return (s.is_not_null() & ~kept).fill_null(False)
+
+
+def _last_touch_before(hits: pl.LazyFrame, touches: pl.LazyFrame) -> pl.LazyFrame:
+    """``hits`` (window references, with their cut's ``after_seq``) with ``last_seq``: the seq of the last touch of
+    the same target before the cut (null: none), found by an as-of join on seq per (session, key), and that
+    touch's ``last_call`` (the latest call of that message touching it) and ``last_kind``."""
+    probe = hits.with_columns(_probe=pl.col("after_seq") - 1).sort("_probe")
+    right = (touches.group_by(SESSION, "key", _at=pl.col(SEQ).cast(pl.Int64))
+             .agg(last_call=pl.col("call").max().cast(pl.Int64), last_kind=pl.col("kind").last()).sort("_at"))
+    return (probe.join_asof(right, left_on="_probe", right_on="_at", by=[SESSION, "key"], strategy="backward",
+                            check_sortedness=False)
+            .rename({"_at": "last_seq"}).drop("_probe"))
+
+
+def restored_files(touches: pl.LazyFrame, cuts: pl.LazyFrame) -> pl.LazyFrame:
+    """The files the agent restores at each cut (``_cut``, ``key``, ``restored``): of the files read or written
+    before the cut, the ``restore`` touched last (the latest call first; within a call, the larger key).
+
+    ``touches`` is a references table, ``cuts`` has ``_cut``, ``session_id``, ``after_seq`` and ``restore``
+    (one row per cut, or repeated: repeats are dropped)."""
+    wanted = cuts.filter(pl.col("restore") > 0).select("_cut", SESSION, "after_seq", "restore").unique()
     files = touches.filter(pl.col("file") & pl.col("kind").is_in(["read", "write"])).select(SESSION, "key", "call", SEQ)
-    last = (cuts.join(files, on=SESSION).filter(pl.col(SEQ).cast(pl.Int64) < pl.col("after_seq"))
+    return (wanted.join(files, on=SESSION).filter(pl.col(SEQ).cast(pl.Int64) < pl.col("after_seq"))
             .group_by("_cut", "key").agg(last=pl.col("call").max(), restore=pl.col("restore").first())
             .sort("_cut", "last", "key", descending=[False, True, True])
             .filter(pl.int_range(pl.len()).over("_cut") < pl.col("restore"))
             .select("_cut", "key", restored=pl.lit(True)))
-    return (hits.join(last, on=["_cut", "key"], how="left")
-            .with_columns(_orphan=pl.col("_orphan") & pl.col("restored").is_null()).drop("restored"))
 
 
 # -- cuts ---------------------------------------------------------------------------------------------
@@ -283,22 +321,25 @@ def summarize_loss(events: pl.DataFrame | pl.LazyFrame, keys: Iterable[str], *,
 def with_loss_columns(table: pl.DataFrame, events: pl.DataFrame | pl.LazyFrame, *,
                       column_at_a_time: bool = False) -> pl.DataFrame:
     """A replay's summary table (one row per budget, or per policy and budget) with the loss of its events:
-    ``window_calls``, ``orphan_calls``, ``orphan_rate`` (pooled), ``refetch_tokens`` (0 where nothing compacted).
+    ``window_calls``, ``orphan_calls``, ``orphan_rate`` (pooled), ``refetch_calls``, ``refetch_tokens`` (0 where
+    nothing compacted).
     ``events`` may be lazy (a dataset's, read back from Parquet; ``column_at_a_time``: as in
     :func:`summarize_loss`).
 
     >>> t = pl.DataFrame({"budget": [8, 20]})
-    >>> e = pl.DataFrame({"budget": [8, 8], "window_calls": [10, 10], "orphan_calls": [1, 3], "refetch_tokens": [5, 7],
-    ...                   "repeat_reads": [0, 0], "refetched_orphans": [0, 0], "orphan_rate": [0.1, 0.3]})
+    >>> e = pl.DataFrame({"budget": [8, 8], "window_calls": [10, 10], "orphan_calls": [1, 3], "refetch_calls": [1, 4],
+    ...                   "refetch_tokens": [5, 7], "repeat_reads": [0, 0], "refetched_orphans": [0, 0],
+    ...                   "orphan_rate": [0.1, 0.3]})
     >>> with_loss_columns(t, e).rows()
-    [(8, 20, 4, 0.2, 12), (20, 0, 0, None, 0)]
+    [(8, 20, 4, 0.2, 5, 12), (20, 0, 0, None, 0, 0)]
     """
     keys = [k for k in ("policy", BUDGET) if k in table.columns]
     summed = summarize_loss(events, keys, column_at_a_time=column_at_a_time).select(
-        *keys, "window_calls", "orphan_calls", "orphan_rate", "refetch_tokens")
+        *keys, "window_calls", "orphan_calls", "orphan_rate", "refetch_calls", "refetch_tokens")
     summed = summed.cast({k: table.schema[k] for k in keys})
     return (table.join(summed, on=keys, how="left", maintain_order="left")
-            .with_columns(pl.col(c).fill_null(0) for c in ("window_calls", "orphan_calls", "refetch_tokens")))
+            .with_columns(pl.col(c).fill_null(0) for c in ("window_calls", "orphan_calls", "refetch_calls",
+                                                           "refetch_tokens")))
 
 
 def loss(messages: pl.DataFrame | pl.LazyFrame, replay: Replayed, *, horizon: int = DEFAULT_HORIZON,

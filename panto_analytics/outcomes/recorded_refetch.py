@@ -27,20 +27,38 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 import polars as pl
 
 from ..schema import ROLE, SEQ, SESSION
-from .orphan_loss import CUT_SCHEMA, DEFAULT_HORIZON, ORPHAN_KINDS, cut_loss, orphan_rate, recorded_cuts
+from .orphan_loss import (
+    CUT_SCHEMA,
+    DEFAULT_HORIZON,
+    ORPHAN_KINDS,
+    REFETCH_KINDS,
+    cut_loss,
+    orphan_rate,
+    recorded_cuts,
+    restored_files,
+    summarized_touch,
+)
 from .tool_targets import references
 
 __all__ = [
-    "MEDIANS", "REFETCH_COLUMNS", "SUMMED", "call_context", "cut_rows", "measure_cuts", "merge_refetch_partials",
-    "pseudo_cuts", "recorded_cut_rows", "refetch", "refetch_partials", "refetch_summary", "reorientation", "target_loss",
+    "BOOTSTRAP_LEVEL", "BOOTSTRAP_RESAMPLES", "BOOTSTRAP_SEED", "ENOUGH_CUTS", "MEDIANS", "REFETCH_COLUMNS", "SUMMED",
+    "TARGET_COLUMNS", "bootstrap_intervals", "call_context", "cut_rows", "measure_cuts", "merge_refetch_partials",
+    "precision_recall", "pseudo_cuts", "recorded_cut_rows", "refetch", "refetch_partials", "refetch_summary",
+    "reorientation", "target_loss",
 ]
 
 
+#: Per cut, of the targets touched before it: the orphan targets (the measure's prediction of a re-fetch), those
+#: of them the agent read or fetched again within the window (predicted and observed), and every target it read
+#: or fetched again within the window (observed, predicted or not).
+TARGET_COLUMNS = ("orphan_targets", "refetched_targets", "fetched_again_targets")
+
 #: The columns :func:`refetch` adds to the loss columns.
-REFETCH_COLUMNS = ("orphan_targets", "refetched_targets", "reorientation", "reorientation_start")
+REFETCH_COLUMNS = (*TARGET_COLUMNS, "reorientation", "reorientation_start")
 
 
 def call_context() -> pl.Expr:
@@ -92,30 +110,26 @@ def target_loss(refs: pl.DataFrame | pl.LazyFrame, cuts: pl.DataFrame | pl.LazyF
     last = (base.join(r.filter(pl.col("kind") != "other"), on=SESSION)
             .filter(pl.col(SEQ) < pl.col("after_seq"))
             .group_by("_cut", "key")
-            .agg(last_seq=pl.col(SEQ).max(), last_call=pl.col("call").max(),
-                 file=(pl.col("file") & pl.col("kind").is_in(["read", "write"])).any(),
-                 kept_start=pl.col("kept_start").first(), kept_end=pl.col("kept_end").first(),
-                 restore=pl.col("restore").first()))
-    restored = (last.filter(pl.col("file"))
-                .sort("_cut", "last_call", "key", descending=[False, True, True])
-                .filter(pl.int_range(pl.len()).over("_cut") < pl.col("restore"))
-                .select("_cut", "key", restored=pl.lit(True)))
-    kept = pl.col("kept_start").is_not_null() & (pl.col("last_seq") >= pl.col("kept_start")) \
-        & (pl.col("last_seq") < pl.col("kept_end"))
-    orphans = (last.join(restored, on=["_cut", "key"], how="left")
-               .filter(~kept & pl.col("restored").is_null()).select("_cut", "key"))
+            .agg(last_seq=pl.col(SEQ).max(), kept_start=pl.col("kept_start").first(), kept_end=pl.col("kept_end").first()))
+    orphans = (last.join(restored_files(r, base), on=["_cut", "key"], how="left")
+               .filter(summarized_touch("last_seq") & pl.col("restored").is_null()).select("_cut", "key"))
     # The window: the first ``horizon`` calls at or after the cut; its reads and fetches.
     calls = r.group_by(SESSION, "call").agg(pl.col(SEQ).first())
     first = (base.join(calls, on=SESSION).filter(pl.col(SEQ) >= pl.col("after_seq"))
              .group_by("_cut").agg(first_call=pl.col("call").min()))
-    fetched = (base.join(first, on="_cut").join(r.filter(pl.col("kind").is_in(["read", "fetch"])), on=SESSION)
+    fetched = (base.join(first, on="_cut").join(r.filter(pl.col("kind").is_in(list(REFETCH_KINDS))), on=SESSION)
                .filter((pl.col("call") >= pl.col("first_call")) & (pl.col("call") < pl.col("first_call") + horizon))
                .select("_cut", "key").unique())
-    per_cut = orphans.group_by("_cut").agg(orphan_targets=pl.len().cast(pl.UInt32))
-    again = orphans.join(fetched, on=["_cut", "key"]).group_by("_cut").agg(refetched_targets=pl.len().cast(pl.UInt32))
-    return (base.select("_cut").join(per_cut, on="_cut", how="left", maintain_order="left")
-            .join(again, on="_cut", how="left", maintain_order="left")
-            .select(pl.col("orphan_targets").fill_null(0), pl.col("refetched_targets").fill_null(0)).collect())
+
+    def count(frame: pl.LazyFrame, name: str) -> pl.LazyFrame:
+        return frame.group_by("_cut").agg(pl.len().cast(pl.UInt32).alias(name))
+
+    out = base.select("_cut")
+    for part in (count(orphans, "orphan_targets"),
+                 count(orphans.join(fetched, on=["_cut", "key"]), "refetched_targets"),
+                 count(last.select("_cut", "key").join(fetched, on=["_cut", "key"]), "fetched_again_targets")):
+        out = out.join(part, on="_cut", how="left", maintain_order="left")
+    return out.select(pl.col(c).fill_null(0) for c in TARGET_COLUMNS).collect()
 
 
 def reorientation(refs: pl.DataFrame | pl.LazyFrame, cuts: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
@@ -198,57 +212,90 @@ def recorded_cut_rows(messages: pl.DataFrame | pl.LazyFrame, compactions: pl.Dat
 
 def measure_cuts(refs: pl.DataFrame, cuts: pl.DataFrame, *, horizon: int = DEFAULT_HORIZON,
                  kinds: Sequence[str] = ORPHAN_KINDS) -> pl.DataFrame:
-    """:func:`refetch`'s row of each cut (in order): the cut's columns, the loss columns and
-    :data:`REFETCH_COLUMNS`. Each cut is measured on its own session's references alone."""
+    """:func:`refetch`'s row of each cut (in order): the cut's columns, the loss columns,
+    :data:`REFETCH_COLUMNS` and the cut's ``precision`` and ``recall`` (:func:`precision_recall`).
+    Each cut is measured on its own session's references alone."""
     lost = cut_loss(refs, cuts, horizon=horizon, kinds=kinds)
-    return pl.concat([lost, target_loss(refs, cuts, horizon=horizon), reorientation(refs, cuts)], how="horizontal")
+    return (pl.concat([lost, target_loss(refs, cuts, horizon=horizon), reorientation(refs, cuts)], how="horizontal")
+            .with_columns(*precision_recall()))
+
+
+def precision_recall() -> tuple[pl.Expr, pl.Expr]:
+    """``precision``: of the orphan targets (the measure's prediction of a re-fetch), the share the agent read or
+    fetched again within the window; ``recall``: of the targets it read or fetched again within the window
+    (touched before the cut), the share predicted; null where there is nothing to divide.
+
+    >>> pl.DataFrame({"orphan_targets": [4, 0], "refetched_targets": [1, 0], "fetched_again_targets": [2, 3]}).select(
+    ...     *precision_recall()).rows()
+    [(0.25, 0.5), (None, 0.0)]
+    """
+    return (orphan_rate("refetched_targets", "orphan_targets").alias("precision"),
+            orphan_rate("refetched_targets", "fetched_again_targets").alias("recall"))
 
 
 #: The columns :func:`refetch_summary` sums per agent and kind of cut.
-SUMMED = ("window_calls", "repeat_reads", "orphan_calls", "refetched_orphans", "orphan_targets", "refetched_targets",
+SUMMED = ("window_calls", "repeat_reads", "orphan_calls", "refetched_orphans", *TARGET_COLUMNS, "refetch_calls",
           "refetch_tokens")
 
 #: The columns whose median :func:`refetch_summary` gives (``<column>_median``).
 MEDIANS = ("reorientation", "reorientation_start")
 
+#: Fewer cuts than this behind a row of :func:`refetch_summary`: no bootstrap interval (and ``loss`` warns).
+ENOUGH_CUTS = 30
+
+#: The bootstrap of :func:`refetch_summary`'s intervals: resamples, seed, and the interval's coverage.
+BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, BOOTSTRAP_LEVEL = 2_000, 28, 0.95
+
 _KEYS = ["source_format", "cut"]
+
+#: The per-cut counts the bootstrap resamples (kept in the partials as value counts of the triple).
+_TRIPLE = "orphan_targets", "refetched_targets", "fetched_again_targets"
 
 
 def refetch_summary(cuts: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
     """:func:`refetch`'s rows pooled per agent and kind of cut: counts summed, rates pooled, medians of the
-    re-orientation counts (``reoriented``: cuts with a write after them).
+    re-orientation counts (``reoriented``: cuts with a write after them), and the pooled ``precision`` and
+    ``recall`` of the orphan targets as a prediction of a re-fetch with a seeded bootstrap interval over the
+    cuts (``precision_low``/``_high``, ``recall_low``/``_high``: :data:`BOOTSTRAP_LEVEL`, resampling cuts;
+    null where fewer than :data:`ENOUGH_CUTS` cuts stand behind the row).
 
     It is :func:`merge_refetch_partials` of one :func:`refetch_partials`: the rows of disjoint sets of cuts
     (a dataset's buckets) give the same table, bit for bit.
 
     >>> cuts = pl.DataFrame({"source_format": ["pi"] * 3, "cut": ["compaction"] * 3, "reorientation": [1, None, 4],
     ...                      "reorientation_start": [2, 2, 3], **{c: [1, 0, 2] for c in SUMMED}})
-    >>> refetch_summary(cuts).select("cuts", "orphan_calls", "reoriented", "reorientation_median").rows()
-    [(3, 3, 2, 2.5)]
+    >>> refetch_summary(cuts).select("cuts", "orphan_calls", "reoriented", "reorientation_median", "precision").rows()
+    [(3, 3, 2, 2.5, 1.0)]
     """
     return merge_refetch_partials([refetch_partials(cuts)])
 
 
 def refetch_partials(cuts: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
     """What :func:`refetch_summary` needs of some cuts, in a form that merges exactly by adding: per agent and
-    kind of cut, one row of sums (``metric`` null: ``cuts``, :data:`SUMMED`, ``reoriented``) and, for each of
-    :data:`MEDIANS`, one row per distinct value with its ``count`` (``metric`` the column)."""
+    kind of cut, one row of sums (``metric`` null: ``cuts``, :data:`SUMMED`, ``reoriented``), for each of
+    :data:`MEDIANS` one row per distinct value with its ``count`` (``metric`` the column), and one row per
+    distinct triple of a cut's target counts with its ``count`` (``metric`` ``targets``), which the bootstrap
+    resamples."""
     lf = cuts.lazy().with_columns(pl.col("source_format").cast(pl.String), pl.col("cut").cast(pl.String))
     sums = lf.group_by(_KEYS).agg(cuts=pl.len().cast(pl.UInt32), **{c: pl.col(c).sum() for c in SUMMED},
                                   reoriented=pl.col("reorientation").is_not_null().sum().cast(pl.UInt32))
     counts = [lf.filter(pl.col(m).is_not_null()).group_by(*_KEYS, pl.col(m).cast(pl.Int64).alias("value"))
               .agg(count=pl.len().cast(pl.UInt64)).with_columns(metric=pl.lit(m)) for m in MEDIANS]
-    return pl.concat(pl.collect_all([sums.with_columns(metric=pl.lit(None, pl.String)), *counts]), how="diagonal")
+    triples = (lf.group_by(*_KEYS, *(pl.col(c).cast(pl.Int64).alias(f"t_{c}") for c in _TRIPLE))
+               .agg(count=pl.len().cast(pl.UInt64)).with_columns(metric=pl.lit("targets")))
+    return pl.concat(pl.collect_all([sums.with_columns(metric=pl.lit(None, pl.String)), *counts, triples]),
+                     how="diagonal")
 
 
 def merge_refetch_partials(partials: Sequence[pl.DataFrame]) -> pl.DataFrame:
     """:func:`refetch_summary` from the :func:`refetch_partials` of disjoint sets of cuts: sums added, each
     median the middle of the merged value counts (the mean of the two middle values for an even count, as
-    Polars' ``median``)."""
+    Polars' ``median``), the bootstrap run on the merged triples (sorted: the same draws however the cuts were
+    split)."""
     both = pl.concat([p for p in partials if p.width] or [refetch_partials(_no_cuts())], how="diagonal_relaxed").lazy()
     sums = (both.filter(pl.col("metric").is_null()).group_by(_KEYS)
             .agg(pl.col("cuts").sum(), *(pl.col(c).sum() for c in SUMMED), pl.col("reoriented").sum()))
-    counts = (both.filter(pl.col("metric").is_not_null()).group_by(*_KEYS, "metric", "value")
+    counts = (both.filter(pl.col("metric").is_in(list(MEDIANS))).group_by(*_KEYS, "metric", "value")
               .agg(pl.col("count").sum()).sort(*_KEYS, "metric", "value")
               .with_columns(seen=pl.col("count").cum_sum().over(*_KEYS, "metric"),
                             n=pl.col("count").sum().over(*_KEYS, "metric")))
@@ -261,9 +308,50 @@ def merge_refetch_partials(partials: Sequence[pl.DataFrame]) -> pl.DataFrame:
     for m in MEDIANS:
         table = table.join(middle.filter(pl.col("metric") == m).select(*_KEYS, pl.col("median").alias(f"{m}_median")),
                            on=_KEYS, how="left")
-    return (table.with_columns(repeat_rate=orphan_rate("repeat_reads", "window_calls"), orphan_rate=orphan_rate(),
-                               refetched_share=orphan_rate("refetched_targets", "orphan_targets"))
+    triples = (both.filter(pl.col("metric") == "targets").group_by(*_KEYS, *(f"t_{c}" for c in _TRIPLE))
+               .agg(pl.col("count").sum()).collect())
+    return (table.with_columns(*precision_recall(), repeat_rate=orphan_rate("repeat_reads", "window_calls"),
+                               orphan_rate=orphan_rate())
+            .join(bootstrap_intervals(triples).lazy(), on=_KEYS, how="left")
             .sort("source_format", "cut", descending=[False, True]).collect())
+
+
+def bootstrap_intervals(triples: pl.DataFrame, *, resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED,
+                        level: float = BOOTSTRAP_LEVEL, enough: int = ENOUGH_CUTS) -> pl.DataFrame:
+    """Percentile bootstrap intervals of the pooled precision and recall, per agent and kind of cut.
+
+    ``triples`` holds, per (``source_format``, ``cut``), each distinct triple of a cut's counts
+    (``t_orphan_targets``, ``t_refetched_targets``, ``t_fetched_again_targets``) with its ``count``. Cuts are
+    drawn with replacement (``resamples`` times, NumPy's generator seeded with ``seed`` per group), and each
+    draw's pooled ratios give the interval's quantiles; a group of fewer than ``enough`` cuts gets nulls.
+
+    >>> t = pl.DataFrame({"source_format": ["pi"] * 2, "cut": ["compaction"] * 2, "t_orphan_targets": [4, 2],
+    ...                   "t_refetched_targets": [1, 2], "t_fetched_again_targets": [1, 3], "count": [20, 20]})
+    >>> row = bootstrap_intervals(t).row(0, named=True)
+    >>> row["precision_low"] < 3 / 6 < row["precision_high"], row["recall_low"] < 3 / 4 < row["recall_high"]
+    (True, True)
+    >>> bootstrap_intervals(t.with_columns(count=pl.lit(5))).row(0, named=True)["precision_low"] is None
+    True
+    """
+    bounds = ("precision_low", "precision_high", "recall_low", "recall_high")
+    groups = (triples.sort(*_KEYS, *(f"t_{c}" for c in _TRIPLE))
+              .group_by(_KEYS, maintain_order=True)
+              .agg(*(pl.col(f"t_{c}").repeat_by("count").list.explode(keep_nulls=False, empty_as_null=False).alias(c) for c in _TRIPLE)))
+    rows: list[tuple[float | None, ...]] = []
+    alpha = (1 - level) / 2
+    for orphans, refetched, again in groups.select(*_TRIPLE).iter_rows():  # one per agent and kind of cut
+        if len(orphans) < enough:
+            rows.append((None,) * 4)
+            continue
+        draw = np.random.default_rng(seed).integers(0, len(orphans), size=(resamples, len(orphans)))
+        tp = np.asarray(refetched)[draw].sum(axis=1)
+        out: list[float | None] = []
+        for den in (np.asarray(orphans)[draw].sum(axis=1), np.asarray(again)[draw].sum(axis=1)):
+            ratio = tp[den > 0] / den[den > 0]
+            out += [float(np.quantile(ratio, alpha)), float(np.quantile(ratio, 1 - alpha))] if len(ratio) else [None] * 2
+        rows.append(tuple(out))
+    return pl.concat([groups.select(_KEYS), pl.DataFrame(rows, schema={b: pl.Float64 for b in bounds}, orient="row")],
+                     how="horizontal")
 
 
 def _no_cuts() -> pl.DataFrame:

@@ -7,7 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
-from panto_analytics.analysis.recommendation import Criteria, coverage_table
+from panto_analytics.analysis.choose.from_splits import coverage_table
+from panto_analytics.analysis.choose.rule import Rule
 from panto_analytics.dataset._budget_histograms import coverage_from, histograms, merge, sweep_from
 from panto_analytics.policy import sweep
 from panto_analytics.schema import SPLIT_SCHEMA
@@ -53,9 +54,9 @@ def test_sweep_from_merged_buckets_equals_in_memory(frame):
        st.sampled_from([0.1, 0.5, 0.9, 1.0]))
 def test_coverage_from_merged_buckets_equals_in_memory(frame, k, share, coverage):
     splits, buckets = frame
-    criteria = Criteria(min_kept_turns=k, max_kept_share=share, context_window=100 if share else None,
+    rule = Rule(min_kept_turns=k, max_kept_share=share, context_window=100 if share else None,
                         coverage=coverage).or_default()
-    assert_frame_equal(coverage_from(_merged(splits, buckets), criteria), coverage_table(splits, criteria),
+    assert_frame_equal(coverage_from(_merged(splits, buckets), rule), coverage_table(splits, rule),
                        check_exact=True)
 
 

@@ -9,7 +9,8 @@ from click.testing import CliRunner
 from conftest import DATA
 
 import panto_analytics as pa
-from panto_analytics.analysis.decision import DecisionRule, decision_from_replay, replay_outcomes
+from panto_analytics.analysis.choose import Rule
+from panto_analytics.analysis.choose.from_replay import choose_from_replay, replay_outcomes
 from panto_analytics.cli import main
 from panto_analytics.dataset import write_dataset
 from panto_analytics.dataset.decision import decision_dataset
@@ -24,10 +25,10 @@ def dataset(tmp_path_factory):
     return root
 
 
-@pytest.mark.parametrize("rule", [DecisionRule(min_kept_turns=1, coverage=0.5), DecisionRule(max_orphan_rate=0.05)])
+@pytest.mark.parametrize("rule", [Rule(min_kept_turns=1, coverage=0.5), Rule(max_orphan_rate=0.05)])
 def test_the_dataset_decision_equals_the_in_memory_one(dataset, rule):
     kw = {"window": 32_000, "reserve": 16_384, "policy": ["libpanto", "gemini-cli"], "prices": PRICES}
-    memory = decision_from_replay(replay_outcomes(pa.read_sessions(DATA), "0:16k:5", **kw), rule)
+    memory = choose_from_replay(replay_outcomes(pa.read_sessions(DATA), "0:16k:5", **kw), rule)
     for task_rows in (1, 10**9):  # one task per bucket, then one task for all
         streamed = decision_dataset(dataset, "0:16k:5", rule, task_rows=task_rows, **kw)
         assert streamed.table.equals(memory.table)  # to the last bit, nulls and all
@@ -64,7 +65,7 @@ def test_recommend_window_on_a_dataset_notes_the_unpriced_models(dataset):
 def test_the_decision_on_ray_equals_local(dataset):
     pytest.importorskip("ray", reason="Ray is an optional extra: pip install 'panto_analytics[ray]'")
     kw = {"window": 32_000, "reserve": 16_384, "policy": ["libpanto", "pi"], "prices": PRICES}
-    on_ray = decision_dataset(dataset, "0:16k:5", DecisionRule(max_orphan_rate=0.05), engine="ray", task_rows=1, **kw)
-    here = decision_dataset(dataset, "0:16k:5", DecisionRule(max_orphan_rate=0.05), **kw)
+    on_ray = decision_dataset(dataset, "0:16k:5", Rule(max_orphan_rate=0.05), engine="ray", task_rows=1, **kw)
+    here = decision_dataset(dataset, "0:16k:5", Rule(max_orphan_rate=0.05), **kw)
     assert on_ray.table.equals(here.table)
     assert (on_ray.budget, on_ray.policy, on_ray.warnings) == (here.budget, here.policy, here.warnings)

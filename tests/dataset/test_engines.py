@@ -9,7 +9,7 @@ import pytest
 from conftest import DATA
 from polars.testing import assert_frame_equal
 
-from panto_analytics.analysis.decision import DecisionRule
+from panto_analytics.analysis.choose import Rule
 from panto_analytics.dataset import cost_dataset, engines
 from panto_analytics.dataset.decision import decision_dataset
 from panto_analytics.dataset.replay import replay_dataset
@@ -79,7 +79,7 @@ def test_replay_cost_and_decision_in_the_worker_equal_those_here(data_dataset, m
         warnings.simplefilter("ignore")
         here = replay_dataset(data_dataset, [8_000, 20_000], with_loss=True, task_rows=1, **kw)
         cost_here = cost_dataset(data_dataset, by=["model"], task_rows=1)
-        rule = DecisionRule(max_orphan_rate=0.05)
+        rule = Rule(max_orphan_rate=0.05)
         decision_here = decision_dataset(data_dataset, "0:16k:5", rule, task_rows=1, **kw)
         monkeypatch.setattr(engines, "WORKER_MIN_ROWS", 0)
         there = replay_dataset(data_dataset, [8_000, 20_000], with_loss=True, task_rows=1, **kw)

@@ -24,7 +24,7 @@ def mixed_dataset(tmp_path_factory) -> Path:
     """data/ and, when present, the real pi recordings (two agents, both with recorded compactions)."""
     paths = [DATA, *([REALDATA / "pi", REALDATA / "pi-compactions"] if (REALDATA / "pi-compactions").exists() else [])]
     root = tmp_path_factory.mktemp("mixed") / "ds"
-    write_dataset(paths, root, buckets=8, cache=False)
+    write_dataset(paths, root, buckets=8, cache=False, skip_invalid=True)  # xcsh-session.jsonl:440
     return root
 
 

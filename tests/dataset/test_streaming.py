@@ -19,12 +19,12 @@ from panto_analytics.dataset.streaming import recommend_dataset, sweep_dataset, 
 
 BUDGETS = [0, 1_000, 5_000, 8_000, 20_000, 50_000, 100_000, 200_000]
 
-CRITERIA = [
+RULES = [
     None,
-    pa.Criteria(min_kept_turns=3, coverage=0.95),
-    pa.Criteria(max_kept_share=0.1, context_window=128_000),
-    pa.Criteria(min_kept_turns=1, max_kept_share=0.25, context_window=200_000, coverage=0.8),
-    pa.Criteria(min_kept_turns=50, coverage=1.0),  # no budget meets it
+    pa.Rule(min_kept_turns=3, coverage=0.95),
+    pa.Rule(max_kept_share=0.1, context_window=128_000),
+    pa.Rule(min_kept_turns=1, max_kept_share=0.25, context_window=200_000, coverage=0.8),
+    pa.Rule(min_kept_turns=50, coverage=1.0),  # no budget meets it
 ]
 
 
@@ -44,9 +44,9 @@ def dataset(corpus_dir, tmp_path_factory) -> Path:
     return root
 
 
-def in_memory_recommend(corpus: pa.ingest.Corpus, criteria):
+def in_memory_recommend(corpus: pa.ingest.Corpus, rule):
     """What `panto-analytics recommend` computes without a dataset."""
-    return pa.recommend(pa.splits(corpus.messages, BUDGETS), criteria, turns=pa.turns(corpus.messages),
+    return pa.recommend(pa.splits(corpus.messages, BUDGETS), rule, turns=pa.turns(corpus.messages),
                         windows=corpus.sessions["context_window"].to_list())
 
 
@@ -60,10 +60,10 @@ def test_sweep_equals_in_memory(corpus_dir, dataset):
     assert got["sessions"][0] == 41  # the empty session is counted
 
 
-@pytest.mark.parametrize("criteria", CRITERIA, ids=range(len(CRITERIA)))
-def test_recommend_equals_in_memory(corpus_dir, dataset, criteria):
-    expected = in_memory_recommend(pa.ingest.read_corpus([corpus_dir]), criteria)
-    got = recommend_dataset(dataset, BUDGETS, criteria, task_rows=1)
+@pytest.mark.parametrize("rule", RULES, ids=range(len(RULES)))
+def test_recommend_equals_in_memory(corpus_dir, dataset, rule):
+    expected = in_memory_recommend(pa.ingest.read_corpus([corpus_dir]), rule)
+    got = recommend_dataset(dataset, BUDGETS, rule, task_rows=1)
     assert got.budget == expected.budget
     assert_frame_equal(got.table, expected.table, check_exact=True)
     assert got.to_text() == expected.to_text()
@@ -109,9 +109,9 @@ def test_ray_engine_equals_local_engine(dataset):
     pytest.importorskip("ray", reason="Ray is an optional extra: pip install 'panto_analytics[ray]'")
     assert_frame_equal(sweep_dataset(dataset, BUDGETS, engine="ray", task_rows=1), sweep_dataset(dataset, BUDGETS),
                        check_exact=True)
-    for criteria in CRITERIA[:3]:
-        ray_rec = recommend_dataset(dataset, BUDGETS, criteria, engine="ray", task_rows=1)
-        local_rec = recommend_dataset(dataset, BUDGETS, criteria)
+    for rule in RULES[:3]:
+        ray_rec = recommend_dataset(dataset, BUDGETS, rule, engine="ray", task_rows=1)
+        local_rec = recommend_dataset(dataset, BUDGETS, rule)
         assert_frame_equal(ray_rec.table, local_rec.table, check_exact=True)
         assert ray_rec.to_text() == local_rec.to_text()
 

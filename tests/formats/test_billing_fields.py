@@ -105,7 +105,7 @@ def test_pi_recorded_cost_is_the_computed_cost_on_the_real_recordings():
     """Every call pi priced (910 on the recordings here), within Float32's rounding of the recorded figure:
     pi prices with the same per-token rates genai-prices has, and no call passes 200k prompt tokens, where
     the two could part (genai-prices' tier)."""
-    calls = bill(call_tokens(read_sessions(PI_REAL, cache=False)))
+    calls = bill(call_tokens(read_sessions(PI_REAL, cache=False, skip_invalid=True)))
     priced = calls.filter(pl.col("recorded_cost").is_not_null())
     assert priced.height > 0
     assert priced["cost_usd"].null_count() == 0

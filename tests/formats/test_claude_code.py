@@ -22,6 +22,8 @@ from panto_analytics.ingest.pipeline import parse_files
 
 FIXTURES = ALL_FIXTURES / "claude_code"
 REAL = SHARED / "realdata" / "claude-code"
+# Every transcript the folder holds, main sessions and subagents (19 when written; the folder grows).
+REAL_FILES = sorted(REAL.rglob("*.jsonl")) if REAL.is_dir() else []
 USAGE = ("input", "output", "cache_read", "cache_write")
 
 needs_real = pytest.mark.skipif(not REAL.is_dir(), reason=f"{REAL} is absent")
@@ -62,7 +64,7 @@ def test_canonical_records_are_not_claude_code():
 @needs_real
 def test_every_real_transcript_is_detected():
     files = expand_paths(REAL)
-    assert len(files) == 15
+    assert len(files) == len(REAL_FILES)
     assert {detect_format(f) for f in files} == {claude_code.NAME}
 
 
@@ -258,9 +260,47 @@ def test_call_lines_split_by_another_message_count_once(tmp_path):
     path = _write(tmp_path / "split.jsonl", _user("u1", "q"), _asst("a1", "m1", "part one", 5),
                   _user("u2", "interjection"), _asst("a2", "m1", "part two", 9))
     msgs, src = messages_of(path)
+    # Billed once, with its final usage (its last line's), on its first message.
     assert [(m.role, m.usage and m.usage["output"]) for m in msgs] == \
-        [("user", None), ("assistant", 5), ("user", None), ("assistant", None)]
+        [("user", None), ("assistant", 9), ("user", None), ("assistant", None)]
     assert src.meta.api_calls == 1
+
+
+def _pdf_call_split(tmp_path):
+    """A call shaped like Claude Code's after a Read of a PDF: the tool result, then a meta user record holding the
+    document and a queued prompt, both between the call's lines (its first line's usage partial)."""
+    def line(uid, blocks, out):
+        return {**_asst(uid, "m1", "", out), "message": {
+            "id": "m1", "model": "claude-sonnet-4-5", "content": blocks,
+            "usage": {"input_tokens": 3, "cache_read_input_tokens": 20_000, "cache_creation_input_tokens": 500,
+                      "output_tokens": out, "cache_creation": {"ephemeral_5m_input_tokens": 0,
+                                                               "ephemeral_1h_input_tokens": 500}}}}
+    return _write(tmp_path / "pdf.jsonl", _user("u1", "read the paper"),
+                  line("a1", [{"type": "tool_use", "id": "t1", "name": "Read", "input": {"file_path": "p.pdf"}}], 1),
+                  _user("u2", [{"type": "tool_result", "tool_use_id": "t1", "content": "PDF file read"}]),
+                  _user("u3", [{"type": "document", "source": {"type": "base64", "media_type": "application/pdf",
+                                                                "data": "JVBERi0="}}], isMeta=True),
+                  {"type": "attachment", "uuid": "q1", "parentUuid": None, "sessionId": "s",
+                   "timestamp": "2026-01-01T00:00:02Z", "attachment": {"type": "queued_command", "prompt": "and then"}},
+                  line("a2", [{"type": "text", "text": "The paper says"}], 412),
+                  _user("u4", "thanks"))
+
+
+def test_a_call_split_by_other_records_is_billed_once_with_its_final_usage(tmp_path):
+    from reference import claude_code_lines as oracle
+
+    path = _pdf_call_split(tmp_path)
+    msgs, src = messages_of(path)
+    usages = [(m.role, m.usage and (m.usage["output"], m.usage["cache_read"], m.usage["cache_write_1h"])) for m in msgs]
+    assert usages == [("user", None), ("assistant", (412, 20_000, 500)), ("user", None), ("user", None),
+                      ("user", None), ("assistant", None), ("user", None)]
+    assert src.meta.api_calls == 1
+    ref = list(oracle.parse(SourceFile(path, claude_code.NAME)))
+    assert [m.usage for m in ref] == [m.usage for m in msgs]
+    frame = pa.read_sessions(path)   # the fast path takes the file
+    assert frame["output"].drop_nulls().to_list() == [412]
+    # $3 in, $15 out, $0.30 read, $6 1-hour write per MTok: 3 x 3 + 412 x 15 + 20,000 x 0.30 + 500 x 6 = 15,189 $/M
+    assert pa.costs(frame)["cost_usd"].item() == pytest.approx(0.015189, abs=1e-12)
 
 
 def test_compact_summary_without_boundary_is_its_own_anchor(tmp_path):
@@ -427,7 +467,7 @@ def real():
 @needs_real
 def test_real_files_give_what_their_raw_json_says(real):
     files, report = real
-    assert len(files) == 15
+    assert len(files) == len(REAL_FILES)
     for p in files:
         want = _raw_expectations(p.path)
         frame = p.messages
@@ -498,8 +538,8 @@ def test_real_ignored_records_are_all_counted(real):
 
 @needs_real
 def test_real_splits_match_libpanto():
-    # 15 files, one of them a lone summary line: a session without messages.
-    assert assert_splits_match_oracle(expand_paths(REAL)) == 15
+    # Every file, one of them a lone summary line: a session without messages.
+    assert assert_splits_match_oracle(expand_paths(REAL)) == len(REAL_FILES)
 
 
 def test_fixture_splits_match_libpanto():
@@ -528,3 +568,45 @@ def test_skip_invalid_on_copies_of_one_transcript_each_with_another_bad_line(tmp
     assert bad_json == {str(tmp_path / f"copy{i}.jsonl"): 1 for i in range(3)}
     result = CliRunner().invoke(main, ["ingest", str(tmp_path), "--skip-invalid", "--no-cache", "-q"])
     assert result.exit_code == 0, result.output
+
+
+def test_usage_iterations_count_where_the_top_level_is_all_zero(tmp_path):
+    # Claude Code 2.1.18x writes the first call after a compaction with an all-zero usage, the counts in iterations.
+    from reference import claude_code_lines as oracle
+
+    zero = {"input_tokens": 0, "output_tokens": 0, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0,
+            "cache_creation": {"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 0}}
+    steps = [{"input_tokens": 3, "output_tokens": 50, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 30_000,
+              "cache_creation": {"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 30_000}, "type": "message"},
+             {"input_tokens": 1, "output_tokens": 7, "cache_read_input_tokens": 30_000, "cache_creation_input_tokens": 10,
+              "cache_creation": {"ephemeral_5m_input_tokens": 10, "ephemeral_1h_input_tokens": 0}, "type": "message"}]
+    call = _asst("a1", "m1", "resumed", 0)
+    call["message"]["usage"] = {**zero, "iterations": steps}
+    path = _write(tmp_path / "it.jsonl", _user("u1", "go on"), call)
+    want = {"input": 4, "output": 57, "cache_read": 30_000, "cache_write": 30_010, "cache_write_1h": 30_000}
+    msgs, _ = messages_of(path)
+    assert msgs[1].usage == want
+    assert list(oracle.parse(SourceFile(path, claude_code.NAME)))[1].usage == want
+    frame = pa.read_sessions(path)   # the fast path takes the file
+    assert frame.row(1, named=True)["cache_write"] == 30_010
+    # The context size the replay anchors on: the call's whole prompt.
+    assert frame.select(pl.col("input") + pl.col("cache_read") + pl.col("cache_write")).row(1)[0] == 60_014
+
+
+@pytest.mark.parametrize(("steps", "error"), [
+    ("x", "message.usage.iterations must be a list, got str"),
+    ([3], "message.usage.iterations[0] must be an object"),
+    ([{"input_tokens": -1}], "message.usage.iterations[0].input_tokens must be a non-negative integer, got -1"),
+    ([{"input_tokens": 2**32 - 1}, {"input_tokens": 1}], "message.usage.iterations (their sum).input_tokens"),
+])
+def test_bad_iterations_are_named(tmp_path, steps, error):
+    from reference import claude_code_lines as oracle
+
+    call = _asst("a1", "m1", "x", 0)
+    call["message"]["usage"] = {"input_tokens": 0, "output_tokens": 0, "iterations": steps}
+    path = _write(tmp_path / "bad.jsonl", _user("u1", "go"), call)
+    for read in (claude_code.parse, oracle.parse):
+        with pytest.raises(InputError, match=re.escape(error)):
+            list(read(SourceFile(path, claude_code.NAME)))
+        with pytest.raises(InputError, match=re.escape(f"bad.jsonl:2: {error}")):
+            pa.read_sessions(path)

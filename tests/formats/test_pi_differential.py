@@ -34,7 +34,9 @@ def test_fixture(path):
 @pytest.mark.skipif(not REAL_FILES, reason="../shared/realdata/pi is absent")
 @pytest.mark.parametrize("path", REAL_FILES, ids=lambda p: p.parent.name + "/" + p.name)
 def test_real_recording(path):
-    want = outcome(pi_lines, path, "pi", False)
+    # A real recording may hold a bad line (xcsh-session.jsonl:440: two objects on one line): the oracle reads
+    # it whole once that line is skipped, and both readers agree either way (_agree: strict and skipping).
+    want = outcome(pi_lines, path, "pi", True)
     assert want[0] == "read" and want[1], "the oracle reads the recording"
     _agree(path)
 

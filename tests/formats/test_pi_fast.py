@@ -50,7 +50,17 @@ def test_fixtures_agree():
 
 @pytest.mark.skipif(not REAL_FILES, reason="../shared/realdata/pi is absent")
 def test_real_recordings_are_taken_and_agree():
-    assert all(assert_agrees(REAL_FILES))
+    """The fast path takes every real file whose lines each hold one JSON object, and declines the rest whole
+    (xcsh-session.jsonl:440 holds two): the line reader's, with the same result (assert_agrees)."""
+    taken = dict(zip(REAL_FILES, assert_agrees(REAL_FILES)))
+    assert {p for p, took in taken.items() if not took} == {p for p in REAL_FILES if not _one_object_a_line(p)}
+
+
+def _one_object_a_line(path: Path) -> bool:
+    try:
+        return all(isinstance(orjson.loads(line), dict) for line in path.read_bytes().splitlines() if line.strip())
+    except orjson.JSONDecodeError:
+        return False
 
 
 def test_all_of_the_files_in_one_batch_agree():

@@ -38,28 +38,34 @@ def reference_cut_loss(refs: list[dict], cut: dict, horizon: int = DEFAULT_HORIZ
             if r["file"] and r["kind"] in ("read", "write") and r["seq"] < after:
                 last[r["key"]] = max(last.get(r["key"], -1), r["call"])
         restored = set(sorted(last, key=lambda k: (-last[k], -k))[:cut["restore"]])
-    out = {"window_calls": len(window), "orphan_calls": 0, "refetch_tokens": 0, "repeat_reads": 0,
+    out = {"window_calls": len(window), "orphan_calls": 0, "refetch_calls": 0, "refetch_tokens": 0, "repeat_reads": 0,
            "refetched_orphans": 0}
     for c in window:
-        orphan = repeat = False
+        orphan = repeat = refetch = False
         tokens = 0
         for r in (r for r in mine if r["call"] == c):
             tokens = max(tokens, r["tokens"] or 0)
+            # The target's last touch before the cut, summarized and not restored: an orphan target.
+            before = [p for p in mine if p["key"] == r["key"] and p["seq"] < after]
+            summarized = bool(before) and not (start is not None and start <= before[-1]["seq"] < end) \
+                and r["key"] not in restored
+            if summarized and r["kind"] in ("read", "fetch") and r["kind"] in kinds:
+                refetch = True
             earlier = [p for p in mine if p["key"] == r["key"] and p["call"] < c]
             if not earlier:
                 continue
             prev = earlier[-1]
             if prev["seq"] >= after:
                 continue
-            kept = start is not None and start <= prev["seq"] < end
-            if not kept and r["kind"] in kinds and r["key"] not in restored:
+            if summarized and r["kind"] in kinds:
                 orphan = True
             if r["kind"] in ("read", "fetch") and prev["kind"] in LOOKUP:
                 repeat = True
         out["orphan_calls"] += orphan
         out["repeat_reads"] += repeat
         out["refetched_orphans"] += orphan and repeat
-        out["refetch_tokens"] += tokens if orphan else 0
+        out["refetch_calls"] += refetch
+        out["refetch_tokens"] += tokens if refetch else 0
     out["orphan_rate"] = out["orphan_calls"] / out["window_calls"] if window else None
     return out
 
@@ -120,12 +126,12 @@ def hand_built(tmp_path):
 
     1 read a.py (result 10 words)   3 read b.py   5 run "make"   7 read c.py (kept)
     ---- compaction after seq 8: summarized 0..6, kept 7..8 ----
-    9  read a.py  -> orphan (last touched at 1, summarized), refetch 13 tokens, a repeat read
+    9  read a.py  -> orphan (last touched at 1, summarized), a re-fetch of 13 tokens, a repeat read
     11 read c.py  -> kept: not an orphan (a repeat read all the same)
-    13 edit b.py  -> orphan (a write of a summarized target)
-    15 read b.py  -> touched since (the edit at 13): not an orphan
+    13 edit b.py  -> orphan (a write of a summarized target), not a re-fetch (a write)
+    15 read b.py  -> touched since (the edit at 13): not an orphan, but a re-fetch (2 tokens) of an orphan target
     17 read d.py  -> new: not an orphan
-    19 run make   -> orphan (a run of a summarized command)
+    19 run make   -> orphan (a run of a summarized command), not a re-fetch (a run)
     """
     def call(i, tool, args):
         return {"type": "message", "role": "assistant",
@@ -153,7 +159,7 @@ def test_a_hand_built_session_has_the_orphans_it_was_built_with(tmp_path):
     assert refs["seq"].to_list() == list(range(1, 21, 2))
     cut = pl.DataFrame({"session_id": ["hand"], "after_seq": [9], "kept_start": [7], "kept_end": [9], "restore": [0]})
     row = cut_loss(refs, cut).row(0, named=True)
-    assert (row["window_calls"], row["orphan_calls"], row["refetch_tokens"]) == (6, 3, 13 + 2 + 4)
+    assert (row["window_calls"], row["orphan_calls"], row["refetch_calls"], row["refetch_tokens"]) == (6, 3, 2, 13 + 2)
     assert (row["repeat_reads"], row["refetched_orphans"]) == (2, 1)
     assert row["orphan_rate"] == 0.5
     # Only the next 2 calls: a.py (orphan) and c.py (kept).

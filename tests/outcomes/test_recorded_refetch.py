@@ -16,8 +16,9 @@ CUT_TYPES = {"session_id": pl.String, "after_seq": pl.Int64, "kept_start": pl.In
              "restore": pl.Int64}
 
 
-def reference_targets(refs: list[dict], cut: dict, horizon: int) -> tuple[int, int, int | None, int | None]:
-    """Literally: orphan targets, those read again in the window, calls to the first write after and from the start."""
+def reference_targets(refs: list[dict], cut: dict, horizon: int) -> tuple[int, int, int, int | None, int | None]:
+    """Literally: orphan targets, those read again in the window, every target touched before the cut and read
+    again in the window, calls to the first write after and from the start."""
     mine = sorted((r for r in refs if r["session_id"] == cut["session_id"]), key=lambda r: (r["call"], r["key"]))
     after = cut["after_seq"]
     last: dict[int, dict] = {}
@@ -40,7 +41,7 @@ def reference_targets(refs: list[dict], cut: dict, horizon: int) -> tuple[int, i
     writes = sorted({r["call"] for r in mine if r["kind"] == "write"})
     first_write_after = next((w for w in writes if w in after_calls), None)
     reorient = None if first_write_after is None else after_calls.index(first_write_after)
-    return len(orphans), len(orphans & fetched), reorient, (writes[0] if writes else None)
+    return len(orphans), len(orphans & fetched), len(set(last) & fetched), reorient, (writes[0] if writes else None)
 
 
 @settings(max_examples=examples(100))
@@ -80,12 +81,14 @@ def test_refetch_on_a_recorded_compaction(tmp_path):
     assert (row["orphan_targets"], row["refetched_targets"], row["reorientation"], row["reorientation_start"]) == \
         (2, 1, 1, 3)
     summary = refetch_summary(cuts)
-    assert summary.select("source_format", "cut", "cuts", "refetched_share").rows() == [("canonical", "compaction", 1, 0.5)]
+    assert summary.select("source_format", "cut", "cuts", "precision").rows() == [("canonical", "compaction", 1, 0.5)]
+    # One cut: no interval.
+    assert summary.select("precision_low", "recall_high").rows() == [(None, None)]
 
 
 @pytest.mark.skipif(not (REALDATA / "pi-compactions").exists(), reason="../shared/realdata absent")
 def test_the_pi_compactions_are_checked_against_a_baseline():
-    corpus = pa.ingest.read_corpus([REALDATA / "pi", REALDATA / "pi-compactions"])
+    corpus = pa.ingest.read_corpus([REALDATA / "pi", REALDATA / "pi-compactions" / "before-compaction.jsonl"])
     cuts = refetch(corpus.messages, corpus.compactions, corpus.sessions)
     recorded = cuts.filter(pl.col("cut") == "compaction")
     assert recorded["context"].to_list() == [175_004, 185_014]
@@ -96,26 +99,60 @@ def test_the_pi_compactions_are_checked_against_a_baseline():
     assert cuts.filter(pl.col("cut") == "baseline")["context"].to_list() == [175_004]
 
 
+def literal_bootstrap(orphans: list[int], refetched: list[int], again: list[int]) -> tuple[float | None, ...]:
+    """The intervals of one group, literally: its cuts sorted, drawn with the documented seed, each draw pooled."""
+    import numpy as np
+
+    from panto_analytics.outcomes.recorded_refetch import (
+        BOOTSTRAP_LEVEL,
+        BOOTSTRAP_RESAMPLES,
+        BOOTSTRAP_SEED,
+        ENOUGH_CUTS,
+    )
+
+    if len(orphans) < ENOUGH_CUTS:
+        return (None,) * 4
+    cuts = sorted(zip(orphans, refetched, again))
+    draws = np.random.default_rng(BOOTSTRAP_SEED).integers(0, len(cuts), size=(BOOTSTRAP_RESAMPLES, len(cuts)))
+    out: list[float | None] = []
+    for den_at in (0, 2):
+        ratios = []
+        for draw in draws:
+            tp = sum(cuts[i][1] for i in draw)
+            den = sum(cuts[i][den_at] for i in draw)
+            if den:
+                ratios.append(tp / den)
+        alpha = (1 - BOOTSTRAP_LEVEL) / 2
+        out += [float(np.quantile(ratios, alpha)), float(np.quantile(ratios, 1 - alpha))] if ratios else [None] * 2
+    return tuple(out)
+
+
 def literal_summary(cuts: pl.DataFrame) -> pl.DataFrame:
     """The summary as one group_by over every cut (what refetch_summary computed before it merged partials)."""
     from panto_analytics.outcomes.orphan_loss import orphan_rate
     from panto_analytics.outcomes.recorded_refetch import SUMMED
 
-    return (cuts.lazy().group_by("source_format", "cut")
-            .agg(cuts=pl.len().cast(pl.UInt32), **{c: pl.col(c).sum() for c in SUMMED},
-                 reoriented=pl.col("reorientation").is_not_null().sum().cast(pl.UInt32),
-                 reorientation_median=pl.col("reorientation").median(),
-                 reorientation_start_median=pl.col("reorientation_start").median())
-            .with_columns(repeat_rate=orphan_rate("repeat_reads", "window_calls"), orphan_rate=orphan_rate(),
-                          refetched_share=orphan_rate("refetched_targets", "orphan_targets"))
-            .sort("source_format", "cut", descending=[False, True]).collect())
+    table = (cuts.lazy().group_by("source_format", "cut")
+             .agg(cuts=pl.len().cast(pl.UInt32), **{c: pl.col(c).sum() for c in SUMMED},
+                  reoriented=pl.col("reorientation").is_not_null().sum().cast(pl.UInt32),
+                  reorientation_median=pl.col("reorientation").median(),
+                  reorientation_start_median=pl.col("reorientation_start").median(),
+                  _o=pl.col("orphan_targets"), _r=pl.col("refetched_targets"), _a=pl.col("fetched_again_targets"))
+             .with_columns(precision=orphan_rate("refetched_targets", "orphan_targets"),
+                           recall=orphan_rate("refetched_targets", "fetched_again_targets"),
+                           repeat_rate=orphan_rate("repeat_reads", "window_calls"), orphan_rate=orphan_rate())
+             .sort("source_format", "cut", descending=[False, True]).collect())
+    bounds = pl.DataFrame([literal_bootstrap(*row) for row in table.select("_o", "_r", "_a").iter_rows()],
+                          schema={b: pl.Float64 for b in ("precision_low", "precision_high", "recall_low", "recall_high")},
+                          orient="row")
+    return pl.concat([table.drop("_o", "_r", "_a"), bounds], how="horizontal")
 
 
 @st.composite
 def cut_rows_and_split(draw):
     from panto_analytics.outcomes.recorded_refetch import MEDIANS, SUMMED
 
-    n = draw(st.integers(0, 40))
+    n = draw(st.integers(0, 80))
     small = st.integers(0, 6)
     maybe = st.one_of(st.none(), st.integers(0, 9))
     frame = pl.DataFrame({
@@ -126,7 +163,7 @@ def cut_rows_and_split(draw):
         **{c: pl.Series(draw(st.lists(small, min_size=n, max_size=n)), dtype=pl.UInt32) for c in SUMMED},
         **{m: pl.Series(draw(st.lists(maybe, min_size=n, max_size=n)), dtype=pl.UInt32) for m in MEDIANS},
     })
-    cuts = sorted(draw(st.sets(st.integers(1, max(n - 1, 1)), max_size=4)))
+    cuts = sorted(draw(st.sets(st.integers(1, n - 1), max_size=4))) if n >= 2 else []
     return frame, [0, *cuts, n]
 
 

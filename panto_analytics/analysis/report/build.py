@@ -40,13 +40,14 @@ from ...policy import turns as compute_turns
 from ...policy.replay.engine import DEFAULT_RESERVE
 from ...schema import BUDGET, COMPACTIONS_SCHEMA, ROLE, SESSION
 from .. import plots
-from ..choice import choose_budget
+from ..choose.budget import choose_budget
+from ..choose.choice import Choice
+from ..choose.from_replay import pareto_front, recorded_points
+from ..choose.rule import Rule
 from ..compactions import agent_vs_libpanto, compaction_table, policies_vs_agents, recorded_cut_summary
 from ..cost_table import compaction_costs
-from ..decision import Decision, recorded_points
 from ..formatting import format_tokens
 from ..plot_data import session_segments
-from ..recommendation import Criteria, Recommendation
 from .model import SEGMENT_TITLES, Report, ReportFigure, Table, cell, percent, tokens
 
 __all__ = [
@@ -168,7 +169,7 @@ def breakdown(messages: pl.DataFrame, column: str, *, top: int = 10, sessions: p
     return Table.from_frame(frame)
 
 
-def sweep_table(rec: Recommendation) -> Table:
+def sweep_table(rec: Choice) -> Table:
     """The per-budget table, display-formatted, the chosen budget emphasised."""
     t = rec.table
     cols = {
@@ -181,8 +182,8 @@ def sweep_table(rec: Recommendation) -> Table:
         "kept_tokens_p90": ("kept p90", tokens),
         "kept_turns_p50": ("kept turns p50", cell),
         "summarized_share": ("summarized", percent),
-        "keeps_k_share": (f"keep {rec.criteria.min_kept_turns}+ turns", percent),
-        "within_limit_share": (f"kept <= {tokens(rec.criteria.limit)}", percent),
+        "keeps_k_share": (f"keep {rec.rule.min_kept_turns}+ turns", percent),
+        "within_limit_share": (f"kept <= {tokens(rec.rule.limit)}", percent),
     }
     present = [c for c in cols if c in t.columns]
     rows = [[cols[c][1](row[c]) for c in present] for row in t.iter_rows(named=True)]
@@ -190,7 +191,7 @@ def sweep_table(rec: Recommendation) -> Table:
     return Table([cols[c][0] for c in present], rows, highlight=chosen)
 
 
-def decision_table(rec: Decision) -> Table:
+def decision_table(rec: Choice) -> Table:
     """The decision's table under the window (one row per policy and budget), display-formatted, the chosen row
     emphasised; rows at or above the trigger say so."""
     t = rec.table
@@ -352,13 +353,12 @@ def _a_few(budgets: list[int], chosen: int | None, n: int = 5) -> list[int]:
     return sorted(picked | ({chosen} if chosen is not None else set()))
 
 
-def build_report(messages: pl.DataFrame | Corpus, budgets: Budgets, *, criteria: Criteria | None = None,
+def build_report(messages: pl.DataFrame | Corpus, budgets: Budgets, *, rule: Rule | None = None,
                  segment_by: Sequence[str] = (), ingest: IngestReport | None = None,
                  sessions: pl.DataFrame | None = None, compactions: pl.DataFrame | None = None,
                  title: str | None = None, inputs: Sequence[str] = (), window: int | None = None,
                  reserve: int = DEFAULT_RESERVE, summary_tokens: int | None = None,
-                 policies: Sequence[str] = (), prices: object = True, horizon: int | None = None,
-                 max_orphan_rate: float | None = None) -> Report:
+                 policies: Sequence[str] = (), prices: object = True, horizon: int | None = None) -> Report:
     """Compute everything a report shows.
 
     ``messages`` is a :class:`~panto_analytics.ingest.corpus.Corpus` (what
@@ -372,8 +372,8 @@ def build_report(messages: pl.DataFrame | Corpus, budgets: Budgets, *, criteria:
     libpanto at every budget and each of ``policies``, every call billed
     (``prices``: genai-prices' offline table by default, a LiteLLM file, or
     None) and the loss of every compaction measured (``horizon`` tool calls);
-    the recommendation is :func:`~panto_analytics.analysis.decision.decide`'s on
-    those per-session outcomes (``max_orphan_rate``: the frontier rule), and
+    the choice is :func:`~panto_analytics.analysis.choose.from_replay.choose_from_replay`'s on
+    those per-session outcomes (``rule.max_orphan_rate``: the frontier rule), and
     the report leads with the frontier (cost per session against orphan rate)
     and the chosen point, then a section and three plots on libpanto's replay. With a ``window`` and ``policies``
     (``NAME[:k=v]``), the report compares them: each replayed under the same
@@ -397,13 +397,12 @@ def build_report(messages: pl.DataFrame | Corpus, budgets: Budgets, *, criteria:
     turns = compute_turns(messages)
     per_session = compute_splits(messages, budgets, sessions=sessions)
     replayed = outcomes = None
-    rec: Recommendation | Decision
     named = ["libpanto", *[p for p in policies if str(p).split(":")[0] != "libpanto"]] if policies else None
     windows = (sessions["context_window"].to_list() if sessions is not None and "context_window" in sessions.columns
                else None)
-    rec, outcomes = choose_budget(messages, budgets, criteria, window=window, splits=per_session, turns=turns,
+    rec, outcomes = choose_budget(messages, budgets, rule, window=window, splits=per_session, turns=turns,
                                   windows=windows, reserve=reserve, summary_tokens=summary_tokens, policy=named,
-                                  prices=prices, horizon=horizon, max_orphan_rate=max_orphan_rate)
+                                  prices=prices, horizon=horizon)
     if outcomes is not None:
         replayed = _libpanto_only(outcomes)
     n = per_session[SESSION].n_unique()
@@ -424,7 +423,7 @@ def build_report(messages: pl.DataFrame | Corpus, budgets: Budgets, *, criteria:
     if replayed is not None:
         report.replay, report.replay_table = replayed, replay_table(replayed, rec.budget)
         report.figures += replay_figures(replayed, highlight=rec.budget)
-    if isinstance(rec, Decision) and outcomes is not None:
+    if rec.replayed and outcomes is not None:
         report.outcomes = outcomes
         _frontier_section(report, rec, messages, sessions, compactions, horizon=horizon)
     billed = report.outcomes or report.replay   # every policy's, where the report has it
@@ -457,11 +456,9 @@ def _libpanto_only(result: Replay) -> Replay:
                   summary_source=result.summary_source)
 
 
-def _frontier_section(report: Report, rec: Decision, messages: pl.DataFrame, sessions: pl.DataFrame | None,
+def _frontier_section(report: Report, rec: Choice, messages: pl.DataFrame, sessions: pl.DataFrame | None,
                       compactions: pl.DataFrame | None, *, horizon: int | None) -> None:
     """The figure and table that lead a report under a window: every (policy, budget) by cost and loss."""
-    from ..decision import frontier
-
     t = rec.table
     if "cost_p50" not in t.columns or "orphan_rate" not in t.columns or t["cost_p50"].is_null().all():
         report.frontier_table = Table(["note"], [["no frontier: no session's model has a price (give --prices FILE); "
@@ -480,7 +477,7 @@ def _frontier_section(report: Report, rec: Decision, messages: pl.DataFrame, ses
         "the summary held). The dashed line joins the Pareto front; hollow points are at or above the trigger "
         "and never proposed; stars are what the agents recorded; the ring is the chosen point.",
         plots.frontier(t, recorded=recorded, chosen=chosen))
-    front = frontier(t).select("policy", BUDGET, "cost_p50", "cost_p90", "orphan_rate", "refetch_tokens")
+    front = pareto_front(t).select("policy", BUDGET, "cost_p50", "cost_p90", "orphan_rate", "refetch_tokens")
     rows = [[r["policy"], tokens(r[BUDGET]), f"${r['cost_p50']:,.4f}", f"${r['cost_p90']:,.4f}",
              percent(r["orphan_rate"]), tokens(r["refetch_tokens"])] for r in front.iter_rows(named=True)]
     if recorded is not None:

@@ -12,9 +12,8 @@ import polars as pl
 
 from ...policy import Replay
 from ...schema import SESSION
-from ..decision import Decision
+from ..choose.choice import Choice
 from ..formatting import format_column, format_tokens, is_money
-from ..recommendation import Recommendation
 
 __all__ = [
     "SEGMENT_TITLES", "Report", "ReportFigure", "Table", "cell", "percent", "tokens",
@@ -105,7 +104,7 @@ class Report:
     budgets: list[int]
     splits: pl.DataFrame
     sweep: pl.DataFrame
-    recommendation: Recommendation | Decision
+    recommendation: Choice
     overview: Table
     breakdowns: dict[str, Table]
     figures: list[ReportFigure] = field(default_factory=list)

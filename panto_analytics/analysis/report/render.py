@@ -10,7 +10,6 @@ from pathlib import Path
 import polars as pl
 
 from ...policy import Replay
-from ..decision import Decision
 from ..formatting import format_tokens
 from .build import (
     decision_table,
@@ -126,7 +125,7 @@ _POLICY_CUTS_TEXT = ("Each policy's cut of the conversation as it stood at every
 def render_markdown(report: Report) -> str:
     """``report.md``: headings, tables and links to the PNGs beside it."""
     rec = report.recommendation
-    headline, rules, reasons, warnings = rec.headline(), rec.criteria.describe(), rec.reasons, rec.warnings
+    headline, rules, reasons, warnings = rec.headline(), rec.rules(), rec.reasons, rec.warnings
     out = [f"# {report.title}", ""]
     if report.inputs:
         out += ["Inputs: " + ", ".join(f"`{p}`" for p in report.inputs[:MAX_INPUTS]) + _more(report.inputs), ""]
@@ -140,7 +139,7 @@ def render_markdown(report: Report) -> str:
     out += ["## Corpus", "", report.overview.markdown(), ""]
     for name, table in report.breakdowns.items():
         out += [f"### By {name}", "", table.markdown(), ""]
-    if isinstance(rec, Decision):
+    if rec.replayed:
         out += ["## Budgets under the window", "", _DECISION_TEXT, "", decision_table(rec).markdown(), ""]
     else:
         out += ["## Budgets", "", "One row per budget tried; the chosen one in bold. Kept sizes in tokens; shares "
@@ -187,7 +186,7 @@ figcaption { color: #555; font-size: .9em; }
 def render_html(report: Report) -> str:
     """``index.html``: one self-contained page; images embedded as data URIs."""
     rec = report.recommendation
-    headline, rules, reasons, warnings = rec.headline(), rec.criteria.describe(), rec.reasons, rec.warnings
+    headline, rules, reasons, warnings = rec.headline(), rec.rules(), rec.reasons, rec.warnings
     e = html.escape
     parts = [f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>{e(report.title)}</title>"
              f"<meta name='viewport' content='width=device-width, initial-scale=1'><style>{_CSS}</style></head><body>",
@@ -208,7 +207,7 @@ def render_html(report: Report) -> str:
     parts += ["<h2>Corpus</h2>", report.overview.html()]
     for name, table in report.breakdowns.items():
         parts += [f"<h3>By {e(name)}</h3>", table.html()]
-    if isinstance(rec, Decision):
+    if rec.replayed:
         parts += ["<h2>Budgets under the window</h2>", f"<p>{e(_DECISION_TEXT)}</p>", decision_table(rec).html()]
     else:
         parts += ["<h2>Budgets</h2>", "<p>One row per budget tried; the chosen one highlighted. Kept sizes in "

@@ -52,7 +52,7 @@ from ..blocks import block_words
 from ..columnar import BLOCK, PART, iso_utc, parse_timestamps, read_together, serialized_bytes, words_and_flags
 from ..fast_columns import _strings
 from ..typed import DEEP, beyond_double_spans
-from .shapes import Message, Record, Usage, decode_file
+from .shapes import Message, Record, Usage, counted_usage, decode_file
 from .vocabulary import NAME, PRESERVED_MARK, SYNTHETIC_MODEL, TOOL_USE_BLOCKS, project_folder, text_of
 
 __all__ = ["read_frames"]
@@ -175,7 +175,7 @@ class _Columns:
         has_message = [r.message is not None for r in recs]
         msgs = [m if (m := r.message) is not None else _NO_MESSAGE for r in recs]
         has_usage = [m.usage is not None for m in msgs]
-        usages = [u if (u := m.usage) is not None else _NO_USAGE for m in msgs]
+        usages = [counted_usage(u) if (u := m.usage) is not None else _NO_USAGE for m in msgs]
         contents = [m.content for m in msgs]
         self.bad = np.zeros(n, dtype=bool)
         self.text: list[str | None] = [None] * n
@@ -432,7 +432,8 @@ def _state(records: pl.DataFrame) -> pl.DataFrame:
     line with the streaming call's (message id, request id) extends it; a
     tool result written while it streams is a message of its own after it;
     a call whose key came before is a message, but not another API call, and
-    its usage is not counted again; a compaction boundary is a summary
+    carries no usage: the call's first message has the usage of its last line
+    that has one (each call billed once, with its final usage); a compaction boundary is a summary
     message, which the compact summary right after it fills in (one without a
     boundary before it is its own). ``talks``: the records the reference
     takes the session's facts from (every message record but a boundary).
@@ -467,10 +468,15 @@ def _state(records: pl.DataFrame) -> pl.DataFrame:
         owner=pl.when(pl.col("opens") | ~_ASSISTANT).then("message").otherwise(
             pl.when(_ASSISTANT & pl.col("opens")).then("message").forward_fill().over("file")),
         counted=_ASSISTANT & pl.col("opens") & ~pl.col("repeated") & ~pl.col("synthetic"),
-        # The call's usage is its last line's that has one; a repeated call's first line has none.
-        usage_pos=pl.when(_ASSISTANT & ~pl.col("synthetic") & pl.col("has_usage")
-                          & ~(pl.col("opens") & pl.col("repeated"))).then("pos"),
-    ).with_columns(usage_row=pl.col("row").gather(pl.col("usage_pos").max().over("owner")))
+        usage_pos=pl.when(_ASSISTANT & ~pl.col("synthetic") & pl.col("has_usage")).then("pos"),
+    ).with_columns(
+        # A call is billed once: its usage is its last line's that has one, wherever that line is (other messages
+        # may come between its lines), and it goes to the call's first message; a keyed call's later messages
+        # (``repeated``) carry none.
+        billed=pl.when(keyed).then(pl.col("owner").first().over("file", "type", "msg_id", "request"))
+        .otherwise("owner"),
+    ).with_columns(usage_row=pl.when(~pl.col("repeated")).then(
+        pl.col("row").gather(pl.col("usage_pos").max().over("billed"))))
     keep = ["row", "opens", "owner", "counted", "usage_row", "synthetic"]
     return records.join(conv.select(keep), on="row", how="left").with_columns(pl.col("opens", "counted", "synthetic").fill_null(False))
 

@@ -32,7 +32,7 @@ import orjson
 from ..base import BAD_RECORD, Invalid, Message, SourceFile, bad_record, parse_timestamp, session_stem, usage_counter
 from ..jsonl import require_string
 from ..typed import TypedLines, raw_json
-from .shapes import DECODER, Attachment, Block, CacheSplit, Part, Record, Source, Usage
+from .shapes import DECODER, Attachment, Block, CacheSplit, Iteration, Part, Record, Source, Usage, counted_usage
 from .shapes import Message as Said
 from .vocabulary import NAME, PRESERVED_MARK, SYNTHETIC_MODEL, TOOL_USE_BLOCKS, USAGE_KEYS, project_folder, text_of
 
@@ -46,7 +46,10 @@ class _Plain(Exception):
 
 
 def parse(src: SourceFile) -> Iterator[Message]:
-    """Yield the messages of one Claude Code transcript, in the order the agent had them."""
+    """Yield the messages of one Claude Code transcript, in the order the agent had them.
+
+    They come once the whole file is read: a call's later lines may come after other messages, and its final
+    usage goes to its first message (billed once)."""
     state = _Transcript(src, _preserved_heads(src))
     lines = TypedLines(src, DECODER)
     for lineno, rec in lines:
@@ -60,9 +63,6 @@ def parse(src: SourceFile) -> Iterator[Message]:
                 state.record(_plain(cast("dict[str, Any]", rec)), lineno, typed=False)
         except BAD_RECORD as e:
             src.invalid(lineno, bad_record(e))
-        if state.out:
-            yield from state.out
-            state.out = []
     state.finish()
     yield from state.out
 
@@ -74,8 +74,9 @@ def _plain(rec: dict[str, Any]) -> Record:
     - ``attachment`` and ``message``: an :class:`Attachment` and a :class:`Said` (anything else there: None);
     - ``message.content``: each object in a list a :class:`Block`, and each object in a ``tool_result`` block's
       ``content`` list a :class:`Part` (items that are not objects kept as they are, for the checks to refuse);
-    - ``message.usage``: a :class:`Usage` (anything else kept as it is, for the checks to refuse), and its
-      ``cache_creation`` a :class:`CacheSplit` (anything else there: None).
+    - ``message.usage``: a :class:`Usage` (anything else kept as it is, for the checks to refuse), its
+      ``cache_creation`` a :class:`CacheSplit` (anything else there: None), and each object in its
+      ``iterations`` list an :class:`Iteration` (with its own ``cache_creation`` so).
 
     Every other field keeps the line's value: a ``Part``'s ``source`` stays a dict, a server tool result's
     ``content`` and ``compactMetadata`` stay as orjson read them."""
@@ -87,8 +88,20 @@ def _plain(rec: dict[str, Any]) -> Record:
             message.content = [_block(b) if isinstance(b, dict) else b for b in message.content]
         if isinstance(message.usage, dict):
             message.usage = usage = _fields(Usage, message.usage)
-            usage.cache_creation = _fields(CacheSplit, usage.cache_creation) if isinstance(usage.cache_creation, dict) else None
+            usage.cache_creation = _split(usage.cache_creation)
+            if isinstance(usage.iterations, list):
+                usage.iterations = [_iteration(i) if isinstance(i, dict) else i for i in usage.iterations]
     return out
+
+
+def _split(obj: Any) -> CacheSplit | None:
+    return _fields(CacheSplit, obj) if isinstance(obj, dict) else None
+
+
+def _iteration(obj: dict[str, Any]) -> Iteration:
+    step = _fields(Iteration, obj)
+    step.cache_creation = _split(step.cache_creation)
+    return step
 
 
 def _block(obj: dict[str, Any]) -> Block:
@@ -110,6 +123,7 @@ class _Call:
     msg: Message
     key: tuple[Any, ...] | None
     uid: str | None
+    billed: Message   # the message that carries the call's usage: ``msg``, or the call's first message
     results: list[tuple[Message, str | None]] = field(default_factory=list)   # tool results written meanwhile
 
 
@@ -137,7 +151,7 @@ class _Transcript:
         self.kept_for: str | None = None
         self.seen: set[str] = set()
         self.dropped: list[str] = []   # the record's blocks libpanto has none of, counted once it is valid
-        self.keys: set[tuple[Any, ...]] = set()
+        self.calls: dict[tuple[Any, ...], Message] = {}   # each call's key -> its first message (it is billed)
         self.models: Counter[str] = Counter()
         self.api_calls = 0
         self.sidechain: bool | None = None   # decided by the first user/assistant record
@@ -322,20 +336,24 @@ class _Transcript:
             assert call is not None  # same_call says there is one
             call.msg.content.extend(blocks)
             if usage is not None:
-                call.msg.usage = usage      # the call's final line has its final usage
+                call.billed.usage = usage      # the call's final line has its final usage
             return
         self._flush()
-        if key is not None and key in self.keys:
-            usage = None   # more lines of a call emitted already (another message between): not another call
-        else:
-            if key is not None:
-                self.keys.add(key)
-            if not synthetic:
-                self.api_calls += 1
-                if model is not None:
-                    self.models[model] += 1
+        first = self.calls.get(key) if key is not None else None
+        if first is not None:
+            # More lines of a call emitted already (another message came between): a message of its own, but
+            # not another call; the call's first message keeps its final usage (billed once).
+            if usage is not None:
+                first.usage = usage
+            usage = None
+        elif not synthetic:
+            self.api_calls += 1
+            if model is not None:
+                self.models[model] += 1
         msg = Message("assistant", blocks, usage, lineno, parse_timestamp(rec.timestamp), model)
-        self.call = _Call(msg, key, uid)
+        if key is not None and first is None:
+            self.calls[key] = msg
+        self.call = _Call(msg, key, uid, msg if first is None else first)
 
     def _boundary(self, rec: Record, lineno: int, uid: str | None) -> None:
         if self.typed:
@@ -439,15 +457,32 @@ def _block_type(block: Any, i: int, where: str = "content") -> str:
 
 
 def _usage(usage: Any) -> dict[str, int] | None:
-    """Anthropic ``usage`` as libpanto's counters (``cache_write_1h``: ``cache_creation.ephemeral_1h_input_tokens``)."""
+    """Anthropic ``usage`` as libpanto's counters (``cache_write_1h``: ``cache_creation.ephemeral_1h_input_tokens``);
+    where the four counters are all zero, the sum of ``usage.iterations`` (:func:`.shapes.counted_usage`), each
+    iteration's counters checked first."""
     if usage is None:
         return None
     if not isinstance(usage, Usage):
         raise Invalid(f"message.usage must be an object, got {type(usage).__name__}")
-    out = {name: usage_counter(getattr(usage, key), f"message.usage.{key}") for name, key in USAGE_KEYS}
+    out = _counters(usage, "message.usage")
+    if usage.iterations is not None and not any(out[name] for name, _ in USAGE_KEYS):
+        steps = usage.iterations
+        if not isinstance(steps, list):
+            raise Invalid(f"message.usage.iterations must be a list, got {type(steps).__name__}")
+        for i, step in enumerate(steps):
+            if not isinstance(step, Iteration):
+                raise Invalid(f"message.usage.iterations[{i}] must be an object")
+            _counters(step, f"message.usage.iterations[{i}]")
+        out = _counters(counted_usage(usage), "message.usage.iterations (their sum)")
+    return out
+
+
+def _counters(usage: Usage | Iteration, where: str) -> dict[str, int]:
+    """The counters of a usage or an iteration, each checked (:func:`.base.usage_counter`)."""
+    out = {name: usage_counter(getattr(usage, key), f"{where}.{key}") for name, key in USAGE_KEYS}
     split = usage.cache_creation
     out["cache_write_1h"] = usage_counter(None if split is None else split.ephemeral_1h_input_tokens,
-                                          "message.usage.cache_creation.ephemeral_1h_input_tokens")
+                                          f"{where}.cache_creation.ephemeral_1h_input_tokens")
     return out
 
 

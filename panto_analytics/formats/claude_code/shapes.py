@@ -28,7 +28,8 @@ import msgspec
 
 from ..typed import TYPED_ERRORS, Counter
 
-__all__ = ["DECODER", "Block", "Message", "Part", "Record", "Usage", "decode_file"]
+__all__ = ["COUNTERS", "DECODER", "Block", "CacheSplit", "Iteration", "Message", "Part", "Record", "Usage", "counted_usage",
+           "decode_file"]
 
 
 class Source(msgspec.Struct, gc=False):
@@ -68,14 +69,57 @@ class CacheSplit(msgspec.Struct, gc=False):
     ephemeral_1h_input_tokens: Counter | None = None
 
 
-class Usage(msgspec.Struct, gc=False):
-    """``message.usage``: the four counters in libpanto's range (anything else: the line-by-line reader judges)."""
+class Iteration(msgspec.Struct, gc=False):
+    """An item of ``usage.iterations`` (Claude Code 2.1.18x): the counters of one step of the call."""
 
     input_tokens: Counter | None = None
     output_tokens: Counter | None = None
     cache_read_input_tokens: Counter | None = None
     cache_creation_input_tokens: Counter | None = None
     cache_creation: CacheSplit | None = None
+
+
+class Usage(msgspec.Struct, gc=False):
+    """``message.usage``: the four counters in libpanto's range (anything else: the line-by-line reader judges),
+    and ``iterations``, which count where the four are all zero (:func:`counted_usage`)."""
+
+    input_tokens: Counter | None = None
+    output_tokens: Counter | None = None
+    cache_read_input_tokens: Counter | None = None
+    cache_creation_input_tokens: Counter | None = None
+    cache_creation: CacheSplit | None = None
+    iterations: list[Iteration] | None = None
+
+
+#: The counters of a usage and of an iteration, by their names in the record.
+COUNTERS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+
+
+def counted_usage(usage: Usage) -> Usage:
+    """The usage a call is billed with: ``usage`` itself, or, where its four counters are all zero (or absent) and
+    it has ``iterations`` (Claude Code 2.1.18x writes the first call after a compaction so), the sum of the
+    iterations' counters and of their 1-hour writes. A sum may pass :data:`~panto_analytics.schema.MAX_USAGE`:
+    the readers' range checks judge it.
+
+    >>> u = Usage(0, 0, 0, 0, CacheSplit(0), [Iteration(3, 5, 100, 20, CacheSplit(20)), Iteration(1, 2, 0, 0)])
+    >>> s = counted_usage(u)
+    >>> (s.input_tokens, s.output_tokens, s.cache_read_input_tokens, s.cache_creation_input_tokens,
+    ...  s.cache_creation.ephemeral_1h_input_tokens)
+    (4, 7, 100, 20, 20)
+    >>> counted_usage(Usage(1, 0, 0, 0, None, [Iteration(3)])).input_tokens   # the top level counts
+    1
+    """
+    steps = usage.iterations
+    if not steps or usage.input_tokens or usage.output_tokens or usage.cache_read_input_tokens \
+            or usage.cache_creation_input_tokens:
+        return usage
+    def total(name: str) -> int:
+        return sum(getattr(step, name) or 0 for step in steps)
+
+    one_hour = sum((step.cache_creation.ephemeral_1h_input_tokens or 0) if step.cache_creation is not None else 0
+                   for step in steps)
+    return Usage(total("input_tokens"), total("output_tokens"), total("cache_read_input_tokens"),
+                 total("cache_creation_input_tokens"), CacheSplit(one_hour))
 
 
 class Message(msgspec.Struct, gc=False):

@@ -54,13 +54,18 @@ from .engine import replay as replay_libpanto
 from .policies import Clearing, LibPanto, Policy, parse_policy
 from .request import with_request_bytes
 
-__all__ = ["POLICY_EVENT_SCHEMA", "check_policy_windows", "parse_policies", "replay", "replay_policies", "window_columns"]
+__all__ = ["AGENT_VERSION", "POLICY_EVENT_SCHEMA", "check_policy_windows", "parse_policies", "replay", "replay_policies", "window_columns"]
 
 Array = np.ndarray
 
 #: The events of a policy replay: :data:`~panto_analytics.policy.replay.engine.EVENT_SCHEMA` plus two columns.
 POLICY_EVENT_SCHEMA: dict[str, pl.DataType] = {**EVENT_SCHEMA, "kept_start": pl.UInt32(), "kept_messages": pl.UInt32(),
                                                "split_turn": pl.Boolean()}
+
+#: The optional message-frame column naming the agent version that recorded each message (a string; Claude
+#: Code's ``version`` field): a policy whose rule changed between versions reads it (``claude-code``). A frame
+#: without it: every version unknown.
+AGENT_VERSION = "agent_version"
 
 #: Triggers of a state cut in one round (see ``_PolicyEngine._round``).
 LOOKAHEAD = 4
@@ -82,6 +87,7 @@ def window_columns(frame: pl.DataFrame) -> pl.DataFrame:
     user_msg = (role == "user") & ~pl.col("has_tool_result")
     chars = pl.col("serialized_bytes") if "serialized_bytes" in frame.columns else pl.lit(0)
     bash = pl.col("bash_execution") if "bash_execution" in frame.columns else pl.lit(False)
+    version = pl.col(AGENT_VERSION).cast(pl.String) if AGENT_VERSION in frame.columns else pl.lit(None, pl.String)
     return frame.select(
         pl.col(SEQ).cast(pl.Int64), role=role.cast(pl.String), user=user_msg & ~pl.col("has_summary"),
         tool_result="has_tool_result", summary="has_summary", bash=(user_msg & ~pl.col("has_summary") & bash).fill_null(False),
@@ -90,6 +96,7 @@ def window_columns(frame: pl.DataFrame) -> pl.DataFrame:
         turn_start=user_msg & ~ex.follows_user(),
         next_tool_result=pl.when(ex.session_end()).then(False).otherwise(pl.col("has_tool_result").shift(-1)),
         before=ex.prior_assistant_cumulative().fill_null(0).cast(pl.Int64),
+        version=version,
     )
 
 
@@ -124,8 +131,10 @@ class _PolicyEngine(_Engine):
         owner = np.repeat(np.arange(len(k)), lens)
         offsets = np.arange(int(lens.sum())) - np.repeat(np.cumsum(lens) - lens, lens)
         idx = row0[owner] + first[owner] + offsets
+        context = np.maximum(self.cum[k] - hit["S"], 0) + hit["sig"]
         window = self.rows[idx].with_columns(
-            state=pl.Series(owner), first=pl.Series(first[owner]), trigger=pl.Series(trigger[owner]))
+            state=pl.Series(owner), first=pl.Series(first[owner]), trigger=pl.Series(trigger[owner]),
+            start=pl.Series(hit["a"][owner]), context=pl.Series(context[owner]), window=pl.lit(self.window, pl.Int64))
         cut = self.policy.cut(window).sort("state")
         return {c: cut[c].to_numpy() for c in _CUT}
 

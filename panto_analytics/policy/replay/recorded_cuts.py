@@ -60,7 +60,8 @@ def _windows(conversation: pl.DataFrame) -> pl.DataFrame:
         first=(pl.when(pl.col("summary")).then(pl.col(SEQ) + 1).otherwise(0)).max().over("state"),
         trigger=pl.col(SEQ).max().over("state"),
         newest=pl.col("cum").filter(pl.col("call")).last().over("state").fill_null(0),
-    ).filter(pl.col(SEQ) >= pl.col("first"))
+    ).filter(pl.col(SEQ) >= pl.col("first")).with_columns(
+        start=pl.col("first"), context=pl.col("newest"), window=pl.lit(None, pl.Int64))
 
 
 def _agent_side(messages: pl.DataFrame, cuts: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:

@@ -229,9 +229,9 @@ def test_recorded_compactions_get_their_section(tmp_path):
     real = REALDATA / "pi-compactions"
     if not real.is_dir():
         pytest.skip(f"the real pi compactions are absent ({real})")
-    corpus = pa.ingest.read_corpus(real)
+    corpus = pa.ingest.read_corpus(real, skip_invalid=True)  # xcsh-session.jsonl:440 holds two objects
     rep = build_report(corpus.messages, [0, 20_000, 50_000], sessions=corpus.sessions, compactions=corpus.compactions)
-    assert rep.recorded is not None and len(rep.recorded.rows) == corpus.compactions.height == 2
+    assert rep.recorded is not None and len(rep.recorded.rows) == corpus.compactions.height == 3
     assert any(f.name == "recorded_compactions" for f in rep.figures)
     assert "What the agents did at their recorded compactions" in render_markdown(rep)
     no_compactions = build_report(pa.read_sessions(FIXTURE), [0, 20_000])

@@ -6,28 +6,35 @@ contract).
 
 >>> parse_policy("pi:keep_recent_tokens=30k")
 Pi(reserve_tokens=16384, keep_recent_tokens=30000)
->>> sorted(POLICIES)[:4]
-['claude-code', 'claude-code-microcompact', 'clear-tool-uses', 'codex']
+>>> len(POLICIES), sorted(POLICIES)[:4]
+(17, ['anthropic-compact', 'claude-code', 'claude-code-microcompact', 'clear-tool-uses'])
 """
 from __future__ import annotations
 
+from .anthropic_compact import AnthropicCompact
 from .base import Policy
 from .claude_code import ClaudeCode
 from .clearing import ClaudeCodeMicrocompact, Clearing, ClearToolUses, ObservationMasking, OpencodePrune
+from .cline import Cline
 from .codex import Codex
 from .gemini_cli import GeminiCli
 from .last_n_turns import LastNTurns
 from .libpanto import LibPanto
+from .openai_compact import OpenAiCompact
+from .opencode import Opencode
+from .openhands import OpenHands
 from .pi import Pi
 from .pi_whole_turn import PiWholeTurn
+from .summarize_every import SummarizeEvery
 
-__all__ = ["POLICIES", "ClaudeCode", "ClaudeCodeMicrocompact", "ClearToolUses", "Clearing", "Codex", "GeminiCli",
-           "LastNTurns", "LibPanto", "ObservationMasking", "OpencodePrune", "Pi", "PiWholeTurn", "Policy", "parse_policy"]
+__all__ = ["POLICIES", "AnthropicCompact", "ClaudeCode", "ClaudeCodeMicrocompact", "ClearToolUses", "Clearing", "Cline",
+           "Codex", "GeminiCli", "LastNTurns", "LibPanto", "ObservationMasking", "OpenAiCompact", "OpenHands",
+           "Opencode", "OpencodePrune", "Pi", "PiWholeTurn", "Policy", "SummarizeEvery", "parse_policy"]
 
 #: Every policy by name, in the order comparisons list them.
-POLICIES: dict[str, type[Policy]] = {p.name: p for p in (LibPanto, Pi, PiWholeTurn, Codex, ClaudeCode, GeminiCli,
-                                                         LastNTurns, ClearToolUses, ClaudeCodeMicrocompact,
-                                                         ObservationMasking, OpencodePrune)}
+POLICIES: dict[str, type[Policy]] = {p.name: p for p in (
+    LibPanto, Pi, PiWholeTurn, Codex, ClaudeCode, GeminiCli, LastNTurns, AnthropicCompact, OpenAiCompact, Cline,
+    OpenHands, Opencode, SummarizeEvery, ClearToolUses, ClaudeCodeMicrocompact, ObservationMasking, OpencodePrune)}
 
 
 def parse_policy(spec: str | Policy) -> Policy:

@@ -55,8 +55,8 @@ def chars_to_tokens(chars: pl.Expr) -> pl.Expr:
 
 
 def parse_settings(text: str, types: dict[str, type]) -> dict[str, object]:
-    """``k=v,k=v`` into typed values: ints accept ``20k``; floats a plain number; strings are kept as written
-    (a list of names joined by ``/``). ValueError in one line."""
+    """``k=v,k=v`` into typed values: ints accept ``20k``; floats a plain number; strings as given (a version).
+    ValueError in one line."""
     out: dict[str, object] = {}
     for part in (p.strip() for p in text.split(",")):
         if not part:

@@ -11,7 +11,21 @@ from hypothesis import HealthCheck, given, settings, target
 from hypothesis import strategies as st
 
 from panto_analytics.policy.replay.any_policy import replay_policies
-from panto_analytics.policy.replay.policies import ClaudeCode, Codex, GeminiCli, LastNTurns, Pi, PiWholeTurn, Policy
+from panto_analytics.policy.replay.policies import (
+    AnthropicCompact,
+    ClaudeCode,
+    Cline,
+    Codex,
+    GeminiCli,
+    LastNTurns,
+    OpenAiCompact,
+    Opencode,
+    OpenHands,
+    Pi,
+    PiWholeTurn,
+    Policy,
+    SummarizeEvery,
+)
 from panto_analytics.schema import MESSAGE_SCHEMA
 from reference import policies as ref
 
@@ -27,7 +41,9 @@ def frame_of(sessions: dict[str, list[dict]]) -> pl.DataFrame:
     for sid, msgs in sessions.items():
         for seq, m in enumerate(msgs):
             rows.append({"session_id": sid, "seq": seq, "words": m["serialized_bytes"] // 5, **m})
-    return pl.DataFrame(rows, schema=MESSAGE_SCHEMA) if rows else pl.DataFrame(schema=MESSAGE_SCHEMA)
+    versions = [r.pop("agent_version", None) for r in rows]
+    frame = pl.DataFrame(rows, schema=MESSAGE_SCHEMA) if rows else pl.DataFrame(schema=MESSAGE_SCHEMA)
+    return frame.with_columns(agent_version=pl.Series(versions, dtype=pl.String)) if any(versions) else frame
 
 
 def msg(role: str, size: int = 400, cum: int | None = None, tool_result: bool = False, summary: bool = False,
@@ -128,6 +144,95 @@ def test_a_noop_cut_is_no_event_and_a_recorded_summary_restarts():
     assert events["active_start"].to_list() == [0, 3]
 
 
+def test_claude_code_keeps_a_preserved_segment_by_version():
+    # 20,000 bytes a message: 5,000 tokens by chars/4, 6,667 with Claude Code's 4/3 padding. Calls at 10k ... 190k.
+    session = qa(list(range(10_000, 200_000, 10_000)), size=20_000)
+    old = check({"s": [{**m, "agent_version": "2.1.112"} for m in session]}, ClaudeCode(), window=200_000,
+                summary_tokens=3_000)
+    assert old.select("trigger_seq", "prefix_end", "kept_messages").rows() == [(33, 34, 0)]
+    new = check({"s": [{**m, "agent_version": "2.1.185"} for m in session]}, ClaudeCode(), window=200_000,
+                summary_tokens=3_000)
+    # Walking back: 10,000 tokens are reached at the second message, 5 text messages (every prompt and answer
+    # calls no tool) at the fifth from the end (33,335 tokens, below the 40,000 cap): seq 29 to 33 kept.
+    assert new.select("trigger_seq", "prefix_end", "kept_messages").rows() == [(33, 29, 5)]
+    capped = check({"s": [{**m, "agent_version": "2.1.185"} for m in session]}, ClaudeCode(max_tokens=20_000),
+                   window=200_000, summary_tokens=3_000)
+    assert capped.select("prefix_end", "kept_messages").rows() == [(31, 3)]  # 20,001 tokens: the cap stops the walk
+    # Forced: the same session recorded by an unknown version keeps a segment when the version is given.
+    forced = check({"s": session}, ClaudeCode(version="2.1.185"), window=200_000, summary_tokens=3_000)
+    assert forced.select("prefix_end").rows() == [(29,)]
+    assert check({"s": session}, ClaudeCode(), window=200_000, summary_tokens=3_000)["kept_messages"].to_list() == [0]
+
+
+def test_claude_code_takes_the_call_of_a_kept_tool_result_along():
+    tools = [msg("user", 4_000), *[m for c in range(20_000, 200_000, 20_000) for m in (
+        msg("assistant", 400, c), msg("user", 40_000, tool_result=True))], msg("assistant", 400, 199_000)]
+    events = check({"s": tools}, ClaudeCode(version="2.1.185", min_text_messages=0), window=200_000, summary_tokens=1)
+    # The call at 180,000 (seq 17) triggers; the walk stops at the tool result before it (seq 16: 13,334 tokens,
+    # past 10,000), and its call (seq 15) is kept with it.
+    assert events.select("trigger_seq", "prefix_end", "kept_messages").rows() == [(17, 15, 3)]
+
+
+def test_server_compactions_keep_nothing_or_every_user_message():
+    session = qa([60_000, 120_000, 151_000, 170_000], size=4_000)
+    a = check({"s": session}, AnthropicCompact(), window=200_000, summary_tokens=2_000)
+    assert a.select("trigger_seq", "prefix_end", "kept_messages", "kept_tokens").rows() == [(5, 6, 0, 0)]
+    o = check({"s": session}, OpenAiCompact(trigger_ratio=0.5), window=200_000, summary_tokens=2_000)
+    # At 120,000 (past half the window): every user message kept, 2 prompts of 1,000 tokens.
+    assert o.select("trigger_seq", "kept_start", "kept_messages", "kept_tokens").rows() == [(3, 0, 2, 2_000)]
+    # Codex keeps the newest user messages up to 20,000 tokens; openai-compact all of them.
+    big = qa([60_000, 120_000, 130_000], size=60_000)  # 15,000 tokens a prompt
+    assert check({"s": big}, OpenAiCompact(trigger_ratio=0.6), window=200_000, summary_tokens=1).select(
+        "kept_messages", "kept_tokens").rows() == [(3, 45_000)]
+    assert check({"s": big}, Codex(trigger_ratio=0.6), window=200_000, summary_tokens=1).select(
+        "kept_messages", "kept_tokens").rows() == [(2, 20_000)]
+
+
+def test_cline_keeps_the_whole_current_turn():
+    # A short first turn, then a prompt (seq 2) and tool rounds of 1,000 tokens each (calls at 10k, 30k, ...):
+    # past 162,000 (0.81 of the window) the cuts at seq 19 and 21 are no-ops (20,000 tokens back reach the
+    # window's start); at seq 23 they are reached at seq 3, inside the turn, and the cut moves back to its prompt.
+    tools = [msg("assistant", 4_000, 10_000 * (i + 1)) if i % 2 == 0 else msg("user", 4_000, tool_result=True)
+             for i in range(40)]
+    session = [*qa([5_000], size=400), msg("user", 400), *tools]
+    events = check({"s": session}, Cline(), window=200_000, summary_tokens=1_000)
+    assert events.select("trigger_seq", "prefix_end").rows() == [(23, 2)]
+
+
+def test_opencode_keeps_whole_turns_then_splits_the_first_that_does_not_fit():
+    turns = [m for c in range(10_000, 200_000, 10_000) for m in (
+        msg("user", 4_000), msg("assistant", 20_000, c), msg("user", 8_000, tool_result=True),
+        msg("assistant", 4_000, c + 5_000))]
+    events = check({"s": turns}, Opencode(), window=200_000, summary_tokens=1_000)
+    # 1,000 + 5,000 + 2,000 + 1,000 = 9,000 tokens a turn. The first trigger, past 148,000 at seq 57, has the newest
+    # turn half done (6,000 tokens): it and the whole turn before it fit 15,000 exactly, nothing is left to split
+    # the next one: kept from seq 52.
+    assert events.select("trigger_seq", "prefix_end", "kept_messages").row(0) == (57, 52, 6)
+    # Triggered one call later (a trigger of 152,000: seq 59), the newest turn is whole (9,000), 6,000 are left
+    # for the turn before it, whose steps start at its answers: from seq 53 (8,000 tokens to the turn's end) it does not fit, from seq 55
+    # (1,000) it does: a split turn (seq 54, a tool result, is no step of its own).
+    late = check({"s": turns}, Opencode(max_output=28_000), window=200_000, summary_tokens=1_000)
+    assert late.select("trigger_seq", "prefix_end", "kept_messages").row(0) == (59, 55, 5)
+
+
+def test_openhands_counts_events_and_summarize_every_counts_turns():
+    session = qa([1_000 * (i + 1) for i in range(50)], size=400)
+    events = check({"s": session}, OpenHands(), window=200_000, summary_tokens=500)
+    # 81 events at seq 80: the first 4 and the newest 35 kept (from seq 46), the middle summarized.
+    assert events.select("trigger_seq", "prefix_end", "kept_messages").row(0) == (81, 47, 39)
+    every = check({"s": session}, SummarizeEvery(), window=200_000, summary_tokens=500)
+    # 31 turns (answers) at seq 61: the first 21 summarized, the kept part starts at the 22nd answer (seq 43).
+    assert every.select("trigger_seq", "prefix_end", "kept_messages").row(0) == (61, 43, 19)
+
+
+def test_openhands_token_trigger():
+    session = qa([20_000, 90_000, 120_000, 130_000], size=400)
+    events = check({"s": session}, OpenHands(), window=100_000, summary_tokens=500)
+    # 120,000 (seq 5) passes the 100,000 window: the tail kept is what stays within 50,000 (from seq 4, after the
+    # 90,000 call), past the first 4 events.
+    assert events.select("trigger_seq", "prefix_end", "kept_messages").row(0) == (5, 4, 6)
+
+
 # -- hypothesis -------------------------------------------------------------------------------------------
 
 @st.composite
@@ -150,6 +255,9 @@ def sessions_strategy(draw) -> dict[str, list[dict]]:
                 cum = draw(st.integers(0, 2_000))
             else:
                 msgs.append(msg(kind, size))
+        version = draw(st.sampled_from([None, "2.1.112", "2.1.185", "2.1.150"]))
+        if version is not None:
+            msgs = [{**m, "agent_version": version} for m in msgs]
         out[f"s{s}"] = msgs
     return out
 
@@ -161,6 +269,17 @@ policies = st.one_of(
     st.builds(ClaudeCode, output_reserve=st.integers(0, 1_000), buffer=st.integers(0, 1_000)),
     st.builds(GeminiCli, threshold_ratio=st.sampled_from([0.3, 0.5]), preserve=st.sampled_from([0.3, 0.5, 0.7])),
     st.builds(LastNTurns, n=st.integers(1, 3), reserve=st.integers(0, 2_000)),
+    st.builds(ClaudeCode, output_reserve=st.integers(0, 1_000), buffer=st.integers(0, 1_000),
+              version=st.sampled_from(["", "", "2.1.185", "2.1.22"]), min_tokens=st.integers(0, 3_000),
+              min_text_messages=st.integers(0, 6), max_tokens=st.integers(0, 8_000)),
+    st.builds(AnthropicCompact, trigger=st.integers(50_000, 50_000)),
+    st.builds(OpenAiCompact, trigger_ratio=st.sampled_from([0.5, 0.9])),
+    st.builds(Cline, trigger_ratio=st.sampled_from([0.5, 0.9]), preserve_recent_tokens=st.integers(0, 3_000)),
+    st.builds(Opencode, max_output=st.integers(0, 1_000), buffer=st.integers(0, 1_000),
+              preserve_recent_tokens=st.integers(0, 3_000)),
+    st.builds(OpenHands, max_size=st.integers(1, 12), keep_first=st.integers(0, 4),
+              max_tokens_ratio=st.sampled_from([0.5, 1.0])),
+    st.builds(SummarizeEvery, n=st.integers(1, 5), keep=st.integers(0, 4)),
 )
 
 
@@ -172,7 +291,9 @@ def test_engine_equals_reference(sessions, policy, window, summary_tokens):
     target(float(events.height))  # steer the search toward corpora with many compactions
 
 
-@pytest.mark.parametrize("spec", ["pi", "pi-whole-turn", "codex", "claude-code", "gemini-cli", "last-n-turns:n=3"])
+@pytest.mark.parametrize("spec", ["pi", "pi-whole-turn", "codex", "claude-code", "gemini-cli", "last-n-turns:n=3",
+                                  "anthropic-compact", "openai-compact", "cline", "opencode", "openhands",
+                                  "summarize-every"])
 def test_several_policies_in_one_call_equal_each_alone(spec):
     sessions = {"a": qa(list(range(10_000, 200_000, 7_000))), "b": qa([190_000, 60_000, 199_000])}
     both = replay_policies(frame_of(sessions), ["libpanto", spec], window=200_000, summary_tokens=2_000)
@@ -186,7 +307,10 @@ def test_the_drawn_corpora_do_compact():
     sessions = {"s": qa(list(range(1_000, 40_000, 1_500)), size=2_000)}
     for policy in (Pi(reserve_tokens=500, keep_recent_tokens=1_000), PiWholeTurn(reserve_tokens=500, keep_recent_tokens=3_000),
                    Codex(user_tokens=1_000), ClaudeCode(output_reserve=500, buffer=500), GeminiCli(),
-                   LastNTurns(n=2, reserve=500)):
+                   LastNTurns(n=2, reserve=500), ClaudeCode(output_reserve=500, buffer=500, version="2.1.185",
+                                                            min_tokens=1_000), OpenAiCompact(), Cline(),
+                   Opencode(max_output=500, buffer=500, preserve_recent_tokens=1_500), OpenHands(max_size=10),
+                   SummarizeEvery(n=3, keep=2)):
         assert check(sessions, policy, window=8_000, summary_tokens=500).height >= 2, policy
 
 

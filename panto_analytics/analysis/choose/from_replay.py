@@ -1,4 +1,4 @@
-"""The decision under a context window: per-session outcomes for every (policy, budget), a rule, a frontier.
+"""A budget from a replay under a context window: per-session outcomes for every (policy, budget), the rule, the frontier.
 
 A replay (:func:`panto_analytics.replay`) gives one row per (policy, session,
 budget). :func:`outcomes_table` turns it into one row per (policy, budget):
@@ -30,7 +30,7 @@ budget). :func:`outcomes_table` turns it into one row per (policy, budget):
 Rules count sessions, not events: a larger budget makes fewer events, so a
 share of events rises with the budget until the budget passes the trigger.
 
-:func:`decide` picks a (policy, budget) by a rule: the smallest proposable
+:func:`choose_from_outcomes` picks a (policy, budget) by a :class:`~.rule.Rule`: the smallest proposable
 budget meeting ``-k``/``-s``, or, with ``max_orphan_rate``, the cheapest point
 of the Pareto front (cost per session against orphan rate) that meets it.
 
@@ -45,27 +45,26 @@ of the Pareto front (cost per session against orphan rate) that meets it.
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any, cast
 
 import polars as pl
 
-from ..outcomes.cost import dollars_total
-from ..outcomes.group_tables import grouped
-from ..phrases import counted
-from ..policy.replay.engine import Replay
-from ..schema import BUDGET, SESSION
-from .formatting import format_tokens, render_table
+from ...outcomes.cost import dollars_total
+from ...outcomes.group_tables import grouped
+from ...phrases import counted
+from ...policy.replay.engine import Replay
+from ...schema import BUDGET, SESSION
+from ..formatting import format_tokens
+from .bootstrap import MIN_SESSIONS, RESAMPLES, SEED, BudgetInterval, budget_interval, intervals, replicate_tables
+from .choice import Choice
+from .rule import FEW_SESSIONS, Rule
 
 __all__ = [
-    "FEW", "OUTCOME_COLUMNS", "Decision", "DecisionRule", "decide", "decision_from_replay", "few_warnings", "frontier",
-    "outcomes_table", "recorded_points", "replay_outcomes", "session_outcomes", "table_from_sessions", "thresholds_of",
+    "INTERVAL_FIGURES", "OUTCOME_COLUMNS", "choose_from_outcomes", "choose_from_replay", "chosen_by_replicate",
+    "few_warnings", "outcomes_table", "pareto_front", "pool_policy", "recorded_points", "replay_outcomes",
+    "session_outcomes", "table_aggs", "table_from_sessions", "thresholds_of", "with_intervals",
 ]
-
-#: Fewer sessions (or events) than this behind a figure: a warning with the count.
-FEW = 30
 
 #: Columns a replay's sessions gain from billing (per session, US dollars): the first present is the cost.
 COSTS = ("total_cost_usd", "simulated_cost_usd")
@@ -80,73 +79,13 @@ OUTCOME_COLUMNS = ("policy", SESSION, BUDGET, "_reach", "min_kept_turns", "max_k
                    ORPHAN_RATE, REFETCH, "window_calls")
 
 
-@dataclass(frozen=True)
-class DecisionRule:
-    """What a chosen (policy, budget) must do, over the sessions that reach the trigger.
-
-    ``min_kept_turns`` with ``coverage``: the smallest budget at which that
-    share of sessions keep K whole turns at every compaction they have.
-    ``max_kept_share`` of ``window``: the largest budget at which that share of
-    sessions keep at most ``max_kept_share * window`` tokens at every
-    compaction. ``max_orphan_rate``: the cheapest point of the frontier whose
-    pooled orphan rate is at most this. ``policy``: choose among this policy's
-    budgets only (None: libpanto's when it was replayed, else any).
-    """
-
-    min_kept_turns: int | None = None
-    coverage: float = 0.9
-    max_kept_share: float | None = None
-    max_orphan_rate: float | None = None
-    policy: str | None = None
-    #: The window the rules are judged under (for the sentences and the kept-share limit).
-    window: int | None = None
-
-    def __post_init__(self):
-        if not 0 < self.coverage <= 1:
-            raise ValueError(f"coverage is a share of sessions in (0, 1], got {self.coverage}")
-        if self.max_orphan_rate is not None and not 0 <= self.max_orphan_rate <= 1:
-            raise ValueError(f"max_orphan_rate is a share of calls in [0, 1], got {self.max_orphan_rate}")
-
-    def or_default(self) -> DecisionRule:
-        """This rule, or ``-k 2`` when no rule is set."""
-        if self.min_kept_turns is None and self.max_kept_share is None and self.max_orphan_rate is None:
-            return DecisionRule(min_kept_turns=2, coverage=self.coverage, policy=self.policy, window=self.window)
-        return self
-
-    @property
-    def limit(self) -> int | None:
-        """``max_kept_share * window`` in whole tokens, or None."""
-        if self.max_kept_share is None or self.window is None:
-            return None
-        return int(self.max_kept_share * self.window)
-
-    def describe(self, window: int | None = None) -> list[str]:
-        """Each rule as a sentence."""
-        window = window if window is not None else (self.window or 0)
-        out = []
-        if self.min_kept_turns is not None:
-            k = self.min_kept_turns
-            out.append(f"the smallest budget at which at least {self.coverage:.0%} of the sessions that reach the "
-                       f"trigger keep {k} or more whole turn{'s' if k > 1 else ''} verbatim at every compaction "
-                       "they have")
-        if self.max_kept_share is not None:
-            out.append(f"the largest budget at which at least {self.coverage:.0%} of the sessions that reach the "
-                       f"trigger keep at most {self.max_kept_share:.0%} of the {format_tokens(window)} window "
-                       f"({format_tokens(int(self.max_kept_share * window))} tokens) at every compaction")
-        if self.max_orphan_rate is not None:
-            out.append(f"the cheapest point of the frontier (median cost per session against orphan rate) whose "
-                       f"orphan rate is at most {self.max_orphan_rate:.1%}")
-        out.append("never a budget at or above the policy's trigger (window - reserve)")
-        return out
-
-
 def thresholds_of(policies: list[str], window: int, reserve: int) -> dict[str, int]:
     """Each policy spec's trigger under ``window`` (libpanto without a policy column: ``window - reserve``).
 
     >>> thresholds_of(["libpanto", "pi:reserve_tokens=8k"], 100_000, 16_384)
     {'libpanto': 83616, 'pi:reserve_tokens=8k': 92000}
     """
-    from ..policy.replay.policies import LibPanto, parse_policy
+    from ...policy.replay.policies import LibPanto, parse_policy
 
     out = {}
     for spec in policies:
@@ -193,7 +132,19 @@ def table_from_sessions(ses: pl.DataFrame | pl.LazyFrame, *, window: int, reserv
     same table to the last bit). ``ses`` may be lazy (a dataset's rows, read back from Parquet);
     ``column_at_a_time`` reads one column of it at a time
     (:func:`~panto_analytics.outcomes.group_tables.grouped`), for the same table."""
-    columns = ses.lazy().collect_schema().names()
+    aggs = table_aggs(ses.lazy().collect_schema().names(), min_kept_turns=min_kept_turns, limit=limit)
+    table = grouped(ses, ["policy", BUDGET], aggs, column_at_a_time=column_at_a_time)
+    order = {p: i for i, p in enumerate(dict.fromkeys(table["policy"].to_list()))}
+    given = dict(thresholds) if thresholds is not None else thresholds_of(list(order), window, reserve)
+    thr = pl.col("policy").replace_strict(given, return_dtype=pl.Int64, default=window - reserve)
+    return (table.with_columns(threshold=thr, proposable=pl.col(BUDGET).cast(pl.Int64) < thr,
+                               _o=pl.col("policy").replace_strict(order, return_dtype=pl.Int64))
+            .sort("_o", BUDGET).drop("_o"))
+
+
+def table_aggs(columns: list[str], *, min_kept_turns: int = 2, limit: int | None = None) -> dict[str, pl.Expr]:
+    """The figures of :func:`table_from_sessions`, by name, as aggregations of :func:`session_outcomes` rows
+    with ``columns`` (the bootstrap groups the same ones by resample too: :func:`with_intervals`)."""
     at = pl.col("_reach")
     keeps = pl.col("min_kept_turns").is_null() | (pl.col("min_kept_turns") >= min_kept_turns)
     n_at = at.sum()
@@ -231,13 +182,7 @@ def table_from_sessions(ses: pl.DataFrame | pl.LazyFrame, *, window: int, reserv
     if REFETCH in columns:
         aggs |= {"refetch_tokens": pl.col(REFETCH).sum().cast(pl.UInt64),
                  "refetch_tokens_p50": pl.col(REFETCH).filter(at).quantile(0.5, "nearest")}
-    table = grouped(ses, ["policy", BUDGET], aggs, column_at_a_time=column_at_a_time)
-    order = {p: i for i, p in enumerate(dict.fromkeys(table["policy"].to_list()))}
-    given = dict(thresholds) if thresholds is not None else thresholds_of(list(order), window, reserve)
-    thr = pl.col("policy").replace_strict(given, return_dtype=pl.Int64, default=window - reserve)
-    return (table.with_columns(threshold=thr, proposable=pl.col(BUDGET).cast(pl.Int64) < thr,
-                               _o=pl.col("policy").replace_strict(order, return_dtype=pl.Int64))
-            .sort("_o", BUDGET).drop("_o"))
+    return aggs
 
 
 def _looked_at(columns: list[str]) -> pl.Expr | None:
@@ -248,13 +193,13 @@ def _looked_at(columns: list[str]) -> pl.Expr | None:
     return None
 
 
-def frontier(table: pl.DataFrame, *, cost: str = "cost_p50", loss: str = "orphan_rate") -> pl.DataFrame:
+def pareto_front(table: pl.DataFrame, *, cost: str = "cost_p50", loss: str = "orphan_rate") -> pl.DataFrame:
     """The Pareto front of ``table``'s proposable rows: no other row is as cheap and loses as little, and one of
     them strictly less. Sorted by cost; rows without both figures are left out.
 
     >>> t = pl.DataFrame({"policy": ["p"] * 4, "budget": [1, 2, 3, 4], "cost_p50": [1.0, 2.0, 3.0, 2.5],
     ...     "orphan_rate": [0.3, 0.1, 0.05, 0.2], "proposable": [True] * 4})
-    >>> frontier(t)["budget"].to_list()
+    >>> pareto_front(t)["budget"].to_list()
     [1, 2, 3]
     """
     pts = table.filter(pl.col("proposable") & pl.col(cost).is_not_null() & pl.col(loss).is_not_null())
@@ -264,98 +209,23 @@ def frontier(table: pl.DataFrame, *, cost: str = "cost_p50", loss: str = "orphan
     return pts.filter(best_before.is_null() | (pl.col(loss) < best_before))
 
 
-@dataclass
-class Decision:
-    """The chosen (policy, budget) under a window (None when no row meets the rule), why, and what to watch."""
-
-    budget: int | None
-    policy: str | None
-    rule: DecisionRule
-    window: int
-    reserve: int
-    table: pl.DataFrame
-    reasons: list[str] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-
-    @property
-    def criteria(self) -> DecisionRule:
-        """The rule (named as :class:`~panto_analytics.analysis.recommendation.Recommendation` names it)."""
-        return self.rule
-
-    def around(self, n: int = 2) -> pl.DataFrame:
-        """The chosen policy's rows: the chosen budget and ``n`` budgets either side; when none is chosen, every
-        proposable row and each policy's first row at or above its trigger."""
-        if self.budget is None or self.policy is None:
-            first_above = (~pl.col("proposable")) & ((~pl.col("proposable")).cum_sum().over("policy") == 1)
-            return self.table.filter(pl.col("proposable") | first_above)
-        rows = self.table.filter(pl.col("policy") == self.policy).with_row_index("_i")
-        idx = rows.filter(pl.col(BUDGET) == self.budget)["_i"][0]
-        return rows.slice(max(0, idx - n), 2 * n + 1).drop("_i")
-
-    def headline(self) -> str:
-        if self.budget is None:
-            return "no proposable budget meets the rule"
-        of = "" if self.policy in (None, "libpanto") or self.policy.startswith("libpanto:") else f" ({self.policy})"
-        return f"recommended keep_verbatim: {format_tokens(self.budget)} ({self.budget:,} tokens){of}"
-
-    def to_dict(self, n: int = 2) -> dict[str, Any]:
-        """What ``-o - --output-format json`` prints: one JSON-ready object."""
-        return {"budget": self.budget, "policy": self.policy, "rule": self.rule.describe(self.window),
-                "window": self.window, "reserve": self.reserve, "rows": _json_rows(self.around(n)),
-                "reasons": list(self.reasons), "warnings": list(self.warnings)}
-
-    def to_text(self, n: int = 2) -> str:
-        """A plain-text account: the choice, the rule, the reasons, the rows around it and the warnings."""
-        lines = [self.headline(), ""]
-        lines += [f"rule: {r}" for r in self.rule.describe(self.window)]
-        lines += [f"why: {r}" for r in self.reasons]
-        rows = self.around(n)
-        if not rows.is_empty():
-            shown = rows.select(_display(rows)).with_columns(
-                pl.when(~pl.col("proposable")).then(pl.lit("at/above trigger"))
-                .when((pl.col(BUDGET) == (self.budget or -1)) & (pl.col("policy") == (self.policy or "")))
-                .then(pl.lit("<- chosen")).otherwise(pl.lit("")).alias(" ")).drop("proposable")
-            lines += ["", render_table(shown)[0]]
-        lines += [f"warning: {w}" for w in self.warnings]
-        return "\n".join(lines)
-
-
-def _display(table: pl.DataFrame) -> list[str]:
-    wanted = ["policy", BUDGET, "at_trigger", "events", "compactions_per_session", "keeps_k_share",
-              "within_limit_share", "cost_p50", "cost_p90", "orphan_rate", "orphan_rate_p50", "refetch_tokens",
-              "summarized_p50", "proposable"]
-    return [c for c in wanted if c in table.columns]
-
-
-def _json_rows(rows: pl.DataFrame) -> list[dict[str, Any]]:
-    out = []
-    for row in rows.to_dicts():
-        out.append({k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in row.items()})
-    return out
-
-
-def decide(table: pl.DataFrame, rule: DecisionRule, *, window: int, reserve: int) -> Decision:
+def choose_from_outcomes(table: pl.DataFrame, rule: Rule, *, window: int, reserve: int) -> Choice:
     """Pick a (policy, budget) from an :func:`outcomes_table` by ``rule`` (``-k 2`` when none is set).
 
     >>> t = pl.DataFrame({"policy": ["libpanto"] * 3, "budget": [10, 20, 90], "at_trigger": [40] * 3,
     ...     "events": [80, 60, 0], "keeps_k_share": [0.5, 0.95, 1.0], "threshold": [84] * 3,
     ...     "proposable": [True, True, False]})
-    >>> decide(t, DecisionRule(min_kept_turns=2), window=100, reserve=16).budget
+    >>> choose_from_outcomes(t, Rule(min_kept_turns=2), window=100, reserve=16).budget
     20
     """
-    rule = dataclasses.replace(rule.or_default(), window=window)
-    dec = Decision(None, None, rule, window, reserve, table)
+    rule = rule.under(window)
+    dec = Choice(None, rule, table, window=window, reserve=reserve)
     if table.is_empty() or int(cast(int, table["at_trigger"].max() or 0)) == 0:
         dec.warnings.append(f"no session reaches the trigger under a {format_tokens(window)} window (reserve "
                             f"{format_tokens(reserve)}): no budget changes anything; try a smaller --window")
         return dec
-    policy = rule.policy
-    if policy is None:
-        policies = table["policy"].unique(maintain_order=True).to_list()
-        policy = next((p for p in policies if p.split(":")[0] == "libpanto"), None)
-    pool = table if policy is None or rule.max_orphan_rate is not None else table.filter(pl.col("policy") == policy)
-    if rule.policy is not None:
-        pool = table.filter(pl.col("policy") == rule.policy)
+    policy = pool_policy(table, rule)
+    pool = table if policy is None else table.filter(pl.col("policy") == policy)
     above = pool.filter(~pl.col("proposable"))
     if not above.is_empty():
         dec.reasons.append(f"{counted(above.height, 'row')} at or above the trigger are never proposed (from "
@@ -373,7 +243,7 @@ def decide(table: pl.DataFrame, rule: DecisionRule, *, window: int, reserve: int
             missing = [c for c in ("cost_p50", "orphan_rate") if c not in table.columns]
             dec.warnings.append(f"--max-orphan-rate needs cost and loss figures; the replay has no {', '.join(missing)}")
             return dec
-        front = frontier(meeting)
+        front = pareto_front(meeting)
         fits = front.filter(pl.col("orphan_rate") <= rule.max_orphan_rate)
         if fits.is_empty():
             best = front.sort("orphan_rate").head(1)
@@ -424,7 +294,7 @@ def decide(table: pl.DataFrame, rule: DecisionRule, *, window: int, reserve: int
     return dec
 
 
-def _rule_reason(ok: pl.DataFrame, pick: dict[str, Any], rule: DecisionRule) -> str:
+def _rule_reason(ok: pl.DataFrame, pick: dict[str, Any], rule: Rule) -> str:
     text = (f"at {format_tokens(pick['budget'])} ({pick['policy']}), "
             + (f"{pick['keeps_k_share']:.1%} of the {pick['at_trigger']} sessions that reach the trigger keep "
                f"{rule.min_kept_turns}+ whole turns at every compaction" if rule.min_kept_turns is not None else
@@ -467,38 +337,114 @@ def _signed(x: float, unit: str, digits: int) -> str:
 
 
 def few_warnings(rows: pl.DataFrame) -> list[str]:
-    """A warning for each figure in ``rows`` that rests on fewer than :data:`FEW` sessions or events."""
+    """A warning for each figure in ``rows`` that rests on fewer than :data:`~.rule.FEW_SESSIONS` sessions or events."""
     out: list[str] = []
     if rows.is_empty():
         return out
     n = int(cast(int, rows["at_trigger"].min() or 0))
-    if n < FEW:
+    if n < FEW_SESSIONS:
         verb = "reaches" if n == 1 else "reach"
-        out.append(f"the figures rest on {counted(n, 'session')} that {verb} the trigger (fewer than {FEW}): read them as "
+        out.append(f"the figures rest on {counted(n, 'session')} that {verb} the trigger (fewer than {FEW_SESSIONS}): read them as "
                    "examples, not rates")
     ev = int(cast(int, rows["events"].min() or 0))
-    if ev < FEW:
-        out.append(f"as few as {counted(ev, 'compaction event')} behind a row (fewer than {FEW})")
+    if ev < FEW_SESSIONS:
+        out.append(f"as few as {counted(ev, 'compaction event')} behind a row (fewer than {FEW_SESSIONS})")
     return out
 
 
-def decision_from_replay(result: Replay, rule: DecisionRule | None = None, *,
-                         thresholds: Mapping[str, int] | None = None) -> Decision:
-    """:func:`decide` on the :func:`outcomes_table` of a replay (with or without a ``policy`` column).
+def pool_policy(table: pl.DataFrame, rule: Rule) -> str | None:
+    """The policy whose rows the rule chooses among: ``rule.policy``; else libpanto's where it was replayed,
+    unless the frontier rule looks at every policy (None: every policy)."""
+    if rule.policy is not None:
+        return rule.policy
+    if rule.max_orphan_rate is not None:
+        return None
+    policies = table["policy"].unique(maintain_order=True).to_list()
+    return next((p for p in policies if p.split(":")[0] == "libpanto"), None)
+
+
+#: The figures of the outcomes table the bootstrap gives an interval (``*_lo``, ``*_hi``): every one but the
+#: counts of the corpus itself (sessions, unpriced sessions) and the trigger.
+INTERVAL_FIGURES = ("at_trigger", "compacted", "events", "compactions_per_session", "zero_kept_events", "keeps_k_share",
+                    "within_limit_share", "summarized_p50", "request_bytes_total", "cost_p50", "cost_p90", "cost_total",
+                    "recorded_cost_p50", "orphan_rate", "orphan_calls", "orphan_rate_p50", "refetch_tokens",
+                    "refetch_tokens_p50")
+
+
+def chosen_by_replicate(tables: pl.DataFrame, rule: Rule, policy: str | None) -> pl.DataFrame:
+    """The budget ``rule`` chooses in each resample's table (:func:`choose_from_outcomes`'s rule, as one
+    query over every replicate): one row per replicate where one meets it, ``_replicate`` and ``budget``.
+
+    The frontier rule's pick, the cheapest point of the front whose orphan rate is at most R, is the
+    cheapest row (then the least loss) of those meeting R: a cheaper row losing as little would meet R too.
+    """
+    share = [c for c in ("keeps_k_share", "within_limit_share", "cost_p50", "orphan_rate") if c in tables.columns]
+    lf = tables.lazy().with_columns(pl.col(share).fill_nan(None)).filter(pl.col("proposable"))
+    if policy is not None:
+        lf = lf.filter(pl.col("policy") == policy)
+    if rule.min_kept_turns is not None:
+        lf = lf.filter(pl.col("keeps_k_share") >= rule.coverage)
+    if rule.max_kept_share is not None:
+        lf = lf.filter(pl.col("within_limit_share") >= rule.coverage)
+    if rule.max_orphan_rate is not None:
+        if not {"cost_p50", "orphan_rate"} <= set(tables.columns):
+            return pl.DataFrame(schema={"_replicate": pl.UInt32, BUDGET: pl.Int64})
+        pick = (lf.filter(pl.col("cost_p50").is_not_null() & (pl.col("orphan_rate") <= rule.max_orphan_rate))
+                .sort("_replicate", "cost_p50", "orphan_rate").group_by("_replicate").agg(pl.col(BUDGET).first()))
+    elif rule.max_kept_share is not None and rule.min_kept_turns is None:
+        pick = lf.group_by("_replicate").agg(pl.col(BUDGET).max())
+    else:
+        pick = lf.group_by("_replicate").agg(pl.col(BUDGET).min())
+    return pick.select("_replicate", pl.col(BUDGET).cast(pl.Int64)).sort("_replicate").collect()
+
+
+def with_intervals(choice: Choice, ses: pl.DataFrame | pl.LazyFrame, *, resamples: int = RESAMPLES,
+                   seed: int = SEED) -> Choice:
+    """``choice`` with the seeded bootstrap over the sessions of ``ses`` (:func:`session_outcomes` rows, lazy
+    or not, of one corpus or its buckets in any order): each figure's ``*_lo`` and ``*_hi`` in its table and
+    the chosen budget's :class:`~.bootstrap.BudgetInterval`. Only the sessions that reach the trigger (under
+    some policy) are resampled: every per-session figure is over them, and they are the sessions behind it."""
+    rule, table = choice.rule, choice.table
+    lf = ses.lazy()
+    columns = lf.collect_schema().names()
+    reaching = lf.filter(pl.col("_reach").any().over(SESSION))
+    n = reaching.select(pl.col(SESSION).n_unique()).collect().item() if "_reach" in columns else 0
+    if n < MIN_SESSIONS or resamples < 1 or table.is_empty():
+        choice.interval = BudgetInterval(None, None, n, 0)
+        return choice
+    aggs = table_aggs(columns, min_kept_turns=rule.min_kept_turns or 2, limit=rule.limit)
+    figures = [f for f in INTERVAL_FIGURES if f in aggs]
+    keys = ["policy", BUDGET]
+    reps = replicate_tables(reaching.select(SESSION, *keys, *{c for c in columns if c not in (SESSION, *keys)}),
+                            keys, {f: aggs[f] for f in figures}, resamples=resamples, seed=seed)
+    reps = reps.join(table.select(*keys, "proposable"), on=keys, how="left")
+    choice.table = table.join(intervals(reps, keys, figures), on=keys, how="left", maintain_order="left")
+    picked = chosen_by_replicate(reps, rule, pool_policy(table, rule))
+    choice.interval = budget_interval(picked, sessions=n, resamples=resamples)
+    return choice
+
+
+def choose_from_replay(result: Replay, rule: Rule | None = None, *,
+                       thresholds: Mapping[str, int] | None = None, resamples: int = RESAMPLES,
+                       seed: int = SEED) -> Choice:
+    """:func:`choose_from_outcomes` on the :func:`outcomes_table` of a replay (with or without a ``policy`` column),
+    :func:`with_intervals` (``resamples`` of the sessions, seeded by ``seed``; 0: none).
 
     Examples
     --------
     >>> import panto_analytics as pa
     >>> from panto_analytics import examples
     >>> r = pa.replay(examples.messages(), [500, 1_000, 3_000, 30_000], window=8_000, reserve=4_000, summary_tokens=500)
-    >>> d = decision_from_replay(r, DecisionRule(min_kept_turns=1, coverage=1.0))
+    >>> d = choose_from_replay(r, Rule(min_kept_turns=1, coverage=1.0))
     >>> d.budget, d.table.filter(~pl.col("proposable"))["budget"].to_list()
     (3000, [30000])
     """
-    rule = dataclasses.replace((rule or DecisionRule()).or_default(), window=result.window)
-    table = outcomes_table(result.events, result.sessions, window=result.window, reserve=result.reserve,
-                           thresholds=thresholds, min_kept_turns=rule.min_kept_turns or 2, limit=rule.limit)
-    dec = decide(table, rule, window=result.window, reserve=result.reserve)
+    rule = (rule or Rule()).under(result.window)
+    ses = session_outcomes(result.events, result.sessions)
+    table = table_from_sessions(ses, window=result.window, reserve=result.reserve, thresholds=thresholds,
+                                min_kept_turns=rule.min_kept_turns or 2, limit=rule.limit)
+    dec = with_intervals(choose_from_outcomes(table, rule, window=result.window, reserve=result.reserve), ses,
+                         resamples=resamples, seed=seed)
     dec.reasons.append(f"replayed under a {format_tokens(result.window)} window (summary "
                        f"{format_tokens(result.summary_tokens)} tokens, {result.summary_source}); figures per session "
                        "are over the sessions that reach the trigger")
@@ -521,8 +467,8 @@ def replay_outcomes(messages: pl.DataFrame, budgets: Any, *, window: int, reserv
     >>> {"orphan_rate", "window_calls", "refetch_tokens"} <= set(r.sessions.columns)
     True
     """
-    from ..outcomes.orphan_loss import DEFAULT_HORIZON, loss
-    from ..policy import replay
+    from ...outcomes.orphan_loss import DEFAULT_HORIZON, loss
+    from ...policy import replay
 
     result = replay(messages, budgets, window=window, reserve=reserve, summary_tokens=summary_tokens, policy=policy,
                     prices=prices, summarizer=summarizer)
@@ -544,8 +490,8 @@ def recorded_points(messages: pl.DataFrame, compactions: pl.DataFrame, sessions:
     ...                 pl.DataFrame({"session_id": [], "source_format": []})).height
     0
     """
-    from ..outcomes.orphan_loss import DEFAULT_HORIZON, cut_loss, recorded_cuts
-    from ..outcomes.tool_targets import references
+    from ...outcomes.orphan_loss import DEFAULT_HORIZON, cut_loss, recorded_cuts
+    from ...outcomes.tool_targets import references
 
     empty = pl.DataFrame(schema={"agent": pl.String, "sessions": pl.UInt32, "compactions": pl.UInt32,
                                  "orphan_rate": pl.Float64, "cost_p50": pl.Float64})

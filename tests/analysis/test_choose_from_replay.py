@@ -1,6 +1,8 @@
-"""The decision under a window (analysis/decision.py): per-session rules, the trigger bound, the frontier, JSON."""
+"""A budget from a replay under a window (analysis/choose/from_replay.py): per-session rules, the trigger bound,
+the frontier, JSON."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 
@@ -12,7 +14,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import panto_analytics as pa
-from panto_analytics.analysis.decision import FEW, DecisionRule, decide, decision_from_replay, frontier, outcomes_table
+from panto_analytics.analysis.choose import Rule
+from panto_analytics.analysis.choose.from_replay import (
+    choose_from_outcomes,
+    choose_from_replay,
+    outcomes_table,
+    pareto_front,
+)
+from panto_analytics.analysis.choose.rule import FEW_SESSIONS as FEW
 from panto_analytics.cli import main
 
 # -- a literal reference ----------------------------------------------------------------------------------
@@ -75,7 +84,7 @@ def test_frontier_equals_the_brute_force_front(points):
     t = pl.DataFrame({"policy": ["p"] * len(points), "budget": list(range(len(points))),
                       "cost_p50": [float(c) for c, _ in points], "orphan_rate": [o / 10 for _, o in points],
                       "proposable": [True] * len(points)})
-    got = set(frontier(t)["budget"].to_list())
+    got = set(pareto_front(t)["budget"].to_list())
     want = reference_front([(float(c), o / 10) for c, o in points])
     # Equal points: the front keeps one of them (the first in cost, loss order); the reference keeps all.
     assert got <= want and {points[i] for i in got} == {points[i] for i in want}
@@ -93,7 +102,7 @@ def test_rule_counts_sessions_not_events():
                            "kept_turns": [2, 2, 2, 0, 2, 2], "kept_tokens": [9] * 6})
     table = outcomes_table(events, sessions, window=100, reserve=50)
     assert table["keeps_k_share"].to_list() == [0.5, 1.0]
-    assert decide(table, DecisionRule(min_kept_turns=2, coverage=0.7), window=100, reserve=50).budget == 20
+    assert choose_from_outcomes(table, Rule(min_kept_turns=2, coverage=0.7), window=100, reserve=50).budget == 20
 
 
 def test_a_budget_at_or_above_the_trigger_is_never_proposed():
@@ -103,7 +112,7 @@ def test_a_budget_at_or_above_the_trigger_is_never_proposed():
     events = pl.DataFrame({"session_id": ["a"], "budget": [10], "kept_turns": [0], "kept_tokens": [0]})
     table = outcomes_table(events, sessions, window=100, reserve=50)
     assert table["proposable"].to_list() == [True, False]
-    dec = decide(table, DecisionRule(min_kept_turns=2), window=100, reserve=50)
+    dec = choose_from_outcomes(table, Rule(min_kept_turns=2), window=100, reserve=50)
     assert dec.budget is None and "at or above the trigger" in " ".join(dec.reasons)
 
 
@@ -140,7 +149,7 @@ def test_json_without_a_window():
 def test_decision_from_replay_with_policies():
     m = pa.read_sessions(DATA)
     r = pa.replay(m, [0, 5_000, 10_000, 20_000], window=32_000, policy=["libpanto", "pi", "codex"])
-    dec = decision_from_replay(r, DecisionRule(min_kept_turns=1, coverage=0.5))
+    dec = choose_from_replay(r, Rule(min_kept_turns=1, coverage=0.5))
     assert set(dec.table["policy"]) == {"libpanto", "pi", "codex"}
     assert dec.policy == "libpanto" and dec.budget is not None and dec.budget < 32_000 - 16_384
     # pi's budget is its keep_recent_tokens (20k): at or above its 32k - 16,384 trigger, so marked, never proposed.
@@ -160,32 +169,32 @@ def _outcomes(rows: list[tuple[str, int, float, float]]) -> pl.DataFrame:
 def test_max_orphan_rate_picks_the_cheapest_front_point_that_meets_it():
     t = _outcomes([("libpanto", 10_000, 1.0, 0.20), ("libpanto", 20_000, 1.2, 0.08), ("libpanto", 30_000, 1.5, 0.04),
                    ("libpanto", 40_000, 1.6, 0.06), ("pi", 20_000, 1.3, 0.045), ("libpanto", 120_000, 0.5, 0.0)])
-    dec = decide(t, DecisionRule(max_orphan_rate=0.05), window=200_000, reserve=16_384)
+    dec = choose_from_outcomes(t, Rule(max_orphan_rate=0.05), window=200_000, reserve=16_384)
     # 120k is cheapest and loses nothing, but it is past the trigger; 40k is dominated by 30k.
     assert (dec.policy, dec.budget) == ("pi", 20_000)
     text = " ".join(dec.reasons)
     assert "one step down" not in text or "at 10k" in text
-    dec = decide(t, DecisionRule(max_orphan_rate=0.10), window=200_000, reserve=16_384)
+    dec = choose_from_outcomes(t, Rule(max_orphan_rate=0.10), window=200_000, reserve=16_384)
     assert (dec.policy, dec.budget) == ("libpanto", 20_000)
     assert any("one step down, at 10k" in r and "orphan rate +12.0 points" in r for r in dec.reasons)
     assert any("one step up, at 30k" in r for r in dec.reasons)
-    dec = decide(t, DecisionRule(max_orphan_rate=0.01), window=200_000, reserve=16_384)
+    dec = choose_from_outcomes(t, Rule(max_orphan_rate=0.01), window=200_000, reserve=16_384)
     assert dec.budget is None and dec.to_dict()["budget"] is None
 
 
 def test_max_orphan_rate_without_cost_or_loss_says_so():
     t = _outcomes([("libpanto", 10_000, 1.0, 0.2)]).drop("orphan_rate")
-    dec = decide(t, DecisionRule(max_orphan_rate=0.05), window=200_000, reserve=16_384)
+    dec = choose_from_outcomes(t, Rule(max_orphan_rate=0.05), window=200_000, reserve=16_384)
     assert dec.budget is None and "orphan_rate" in " ".join(dec.warnings)
 
 
 def test_few_sessions_warn_with_the_count():
     t = _outcomes([("libpanto", 10_000, 1.0, 0.2)]).with_columns(at_trigger=pl.lit(12), events=pl.lit(7),
                                                                   keeps_k_share=pl.lit(1.0))
-    dec = decide(t, DecisionRule(min_kept_turns=2), window=200_000, reserve=16_384)
+    dec = choose_from_outcomes(t, Rule(min_kept_turns=2), window=200_000, reserve=16_384)
     assert any("12 sessions" in w for w in dec.warnings) and any("7 compaction events" in w for w in dec.warnings)
     enough = t.with_columns(at_trigger=pl.lit(FEW), events=pl.lit(FEW))
-    assert decide(enough, DecisionRule(min_kept_turns=2), window=200_000, reserve=16_384).warnings == []
+    assert choose_from_outcomes(enough, Rule(min_kept_turns=2), window=200_000, reserve=16_384).warnings == []
 
 
 # -- with cost and loss: the frontier on data/ ------------------------------------------------------------
@@ -202,12 +211,12 @@ def test_recommend_max_orphan_rate_on_data_picks_a_front_point_that_meets_it():
     chosen = next(r for r in obj["rows"] if r["budget"] == obj["budget"] and r["policy"] == obj["policy"])
     assert chosen["orphan_rate"] <= 0.05 and chosen["proposable"]
     # Recomputed from the library: the chosen point is on the front and no cheaper front point meets 5%.
-    from panto_analytics.analysis.decision import replay_outcomes
+    from panto_analytics.analysis.choose.from_replay import replay_outcomes
 
     r = replay_outcomes(pa.read_sessions(DATA), "0:16k:9", window=32_000, reserve=16_384,
                         policy=["libpanto", "gemini-cli"], prices=PRICES)
     t = outcomes_table(r.events, r.sessions, window=32_000, reserve=16_384)
-    front = frontier(t)
+    front = pareto_front(t)
     meets = front.filter(pl.col("orphan_rate") <= 0.05).sort("cost_p50")
     assert (meets["policy"][0], meets["budget"][0]) == (obj["policy"], obj["budget"])
     assert chosen["cost_p50"] == pytest.approx(meets["cost_p50"][0])
@@ -218,7 +227,7 @@ def test_recommend_max_orphan_rate_on_data_picks_a_front_point_that_meets_it():
 
 def test_recorded_points_and_the_frontier_plot():
     from panto_analytics.analysis import plots
-    from panto_analytics.analysis.decision import recorded_points, replay_outcomes
+    from panto_analytics.analysis.choose.from_replay import recorded_points, replay_outcomes
 
     c = pa.ingest.read_corpus([DATA])
     r = replay_outcomes(c.messages, "0:16k:5", window=32_000, reserve=16_384, policy=["libpanto", "gemini-cli"],
@@ -250,3 +259,74 @@ def test_the_decision_on_the_real_recordings_as_docs_replay_md_says():
     assert out.exit_code == 0 and obj["budget"] < 128_000 - 16_384
     chosen = next(r for r in obj["rows"] if r["budget"] == obj["budget"] and r["policy"] == obj["policy"])
     assert chosen["orphan_rate"] <= 0.05
+
+
+# -- the seeded bootstrap over sessions ----------------------------------------------------------------------
+
+
+def test_recommend_window_json_carries_the_interval_and_the_sessions_and_repeats():
+    args = ["recommend", str(DATA), "--no-cache", "--window", "32k", "-k", "1", "-p", "50%", "-b", "0:16k:9",
+            "--prices", str(PRICES), "-o", "-", "--output-format", "json"]
+    first, again = (CliRunner().invoke(main, args) for _ in range(2))
+    assert first.exit_code == 0, first.output
+    a, b = json.loads(first.stdout), json.loads(again.stdout)
+    assert a["interval"] == b["interval"] and a["rows"] == b["rows"]  # seeded: the same run, the same interval
+    iv = a["interval"]
+    assert iv["resamples"] == 200 and iv["level"] == 0.9 and iv["sessions"] == a["sessions"] > 0
+    assert iv["lo"] <= a["budget"] <= iv["hi"] and f"{a['sessions']} sessions" in iv["text"]
+    chosen = next(r for r in a["rows"] if r["budget"] == a["budget"])
+    assert chosen["at_trigger"] == a["sessions"]
+    for figure in ("keeps_k_share", "cost_p50", "orphan_rate"):
+        assert chosen[f"{figure}_lo"] <= chosen[f"{figure}_hi"]
+    headline = next(line for line in first.stderr.splitlines() if line.startswith("recommended"))
+    assert f"(90% of resamples: {iv['text'].split(': ', 1)[1]})" in headline
+
+
+def test_too_few_sessions_say_so_instead_of_an_interval():
+    m = pa.read_sessions(DATA)
+    two = m.filter(pl.col("session_id").is_in(m["session_id"].unique().sort().head(2).implode()))
+    choice, _ = pa.choose_budget(two, [0, 4_000], pa.Rule(min_kept_turns=1, coverage=0.01), window=8_000,
+                                 reserve=2_000, summary_tokens=100, prices=None)
+    assert choice.interval is not None and not choice.interval.resampled
+    assert "too few to resample" in choice.to_text() and choice.to_dict()["interval"]["lo"] is None
+    assert not any(c.endswith("_lo") for c in choice.table.columns)
+
+
+def test_the_intervals_do_not_depend_on_the_order_of_the_sessions():
+    m = pa.read_sessions(DATA)
+    r = pa.replay(m, [0, 4_000, 8_000], window=32_000, prices=None)
+    shuffled = dataclasses.replace(r, sessions=r.sessions.sample(fraction=1.0, shuffle=True, seed=3),
+                                   events=r.events.sample(fraction=1.0, shuffle=True, seed=4))
+    a = choose_from_replay(r, Rule(min_kept_turns=1, coverage=0.5))
+    b = choose_from_replay(shuffled, Rule(min_kept_turns=1, coverage=0.5))
+    assert a.interval == b.interval and a.table.equals(b.table)
+
+
+@settings(max_examples=examples(30), deadline=None)
+@given(st.data())
+def test_the_rule_over_every_resample_at_once_equals_the_rule_on_each(data):
+    """chosen_by_replicate (one query over every replicate) against choose_from_outcomes on each replicate alone."""
+    from panto_analytics.analysis.choose.from_replay import chosen_by_replicate, pool_policy
+
+    n_rep = data.draw(st.integers(1, 4))
+    rows = []
+    for rep in range(n_rep):
+        for policy in ("libpanto", "pi"):
+            for budget in (0, 10, 20, 30):
+                rows.append({"_replicate": rep, "policy": policy, "budget": budget, "at_trigger": 5, "events": 9,
+                             "compactions_per_session": 1.0, "refetch_tokens": 0,
+                             "keeps_k_share": data.draw(st.sampled_from([0.0, 0.5, 0.9, 1.0])),
+                             "within_limit_share": data.draw(st.sampled_from([0.0, 0.5, 0.9, 1.0])),
+                             "cost_p50": float(data.draw(st.integers(0, 4))),
+                             "orphan_rate": data.draw(st.integers(0, 4)) / 10,
+                             "proposable": budget < data.draw(st.sampled_from([20, 40]))})
+    reps = pl.DataFrame(rows)
+    rule = data.draw(st.sampled_from([Rule(min_kept_turns=2), Rule(max_kept_share=0.5, context_window=100),
+                                      Rule(min_kept_turns=1, max_kept_share=0.5, context_window=100),
+                                      Rule(max_orphan_rate=0.2), Rule(min_kept_turns=1, max_orphan_rate=0.3),
+                                      Rule(min_kept_turns=2, policy="pi")]))
+    got = dict(chosen_by_replicate(reps, rule, pool_policy(reps, rule)).iter_rows())
+    for rep in range(n_rep):
+        one = reps.filter(pl.col("_replicate") == rep).drop("_replicate")
+        want = choose_from_outcomes(one, rule, window=100, reserve=10)
+        assert got.get(rep) == want.budget, (rep, rule)

@@ -1,4 +1,4 @@
-"""Choosing ``keep_verbatim``: one budget, picked by a stated rule, with its reasons and warnings.
+"""A budget from end-of-session splits: the :class:`~.rule.Rule` judged on one split per session and budget.
 
 Two rules, alone or together, each over the sessions that have at least one
 turn (a session without turns keeps nothing at any budget):
@@ -11,7 +11,7 @@ turn (a session without turns keeps nothing at any budget):
     the *largest* budget at which the kept suffix stays within ``S * W``
     tokens for at least P of sessions.
 
-Both criteria are monotone in the budget (a larger budget never keeps
+Both rule are monotone in the budget (a larger budget never keeps
 fewer turns or tokens), so the budgets meeting the first rule are those from
 some budget up, and those meeting the second are those up to some budget.
 With both rules, the smallest budget meeting both is chosen: it keeps
@@ -22,84 +22,31 @@ enough turns and leaves the most room.
 ...     "kept_turns": [1, 2, 2, 2], "kept_tokens": [9, 19, 8, 8], "n_turns": [3, 3, 2, 2],
 ...     "summarized_tokens": [21, 11, 0, 0], "active_tokens": [30, 30, 8, 8],
 ...     "noop": [False, False, True, True], "capped": [False] * 4})
->>> recommend(s, Criteria(min_kept_turns=2, coverage=1.0)).budget
+>>> recommend(s, Rule(min_kept_turns=2, coverage=1.0)).budget
 20
 """
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, cast
 
 import polars as pl
 
-from ..defaults import DEFAULT_COVERAGE, DEFAULT_MIN_KEPT_TURNS
-from ..phrases import counted
-from ..policy import sweep
-from ..schema import BUDGET, SESSION
-from .formatting import format_share, format_tokens, render_table
+from ...phrases import counted
+from ...policy import sweep
+from ...schema import BUDGET, SESSION
+from ..formatting import format_share, format_tokens
+from .choice import Choice
+from .rule import FEW_SESSIONS, Rule
 
 __all__ = [
-    "DEFAULT_COVERAGE", "DEFAULT_MIN_KEPT_TURNS", "FEW_SESSIONS", "WINDOW_SHARE_WARNING", "Criteria", "Outcomes", "Recommendation",
-    "coverage_table", "display_columns", "outcome_warnings", "outcomes_at", "recommend", "recommend_from_table",
-    "window_warnings",
+    "WINDOW_SHARE_WARNING", "Outcomes", "choose_from_coverage", "coverage_table", "outcome_warnings", "outcomes_at",
+    "recommend", "window_warnings",
 ]
 
 
-
-@dataclass(frozen=True)
-class Criteria:
-    """What a good budget must do; see the module docstring for the rules."""
-
-    min_kept_turns: int | None = None
-    max_kept_share: float | None = None
-    context_window: int | None = None
-    coverage: float = DEFAULT_COVERAGE
-    #: What ``coverage`` is a share of: the rows of the frame the rules run on
-    #: (``sessions`` for splits, ``compaction events`` for a replay's events).
-    unit: str = "sessions"
-
-    def __post_init__(self):
-        if not 0 < self.coverage <= 1:
-            raise ValueError(f"coverage is a share of {self.unit} in (0, 1], got {self.coverage}")
-        if self.min_kept_turns is not None and self.min_kept_turns < 1:
-            raise ValueError(f"min_kept_turns must be at least 1, got {self.min_kept_turns}")
-        if self.max_kept_share is not None:
-            if not 0 < self.max_kept_share <= 1:
-                raise ValueError(f"max_kept_share is a share of the window in (0, 1], got {self.max_kept_share}")
-            if not self.context_window or self.context_window < 1:
-                raise ValueError("max_kept_share needs a context_window (tokens)")
-
-    def or_default(self) -> Criteria:
-        """These criteria, or the default rule when no rule is set."""
-        if self.min_kept_turns is None and self.max_kept_share is None:
-            return Criteria(min_kept_turns=DEFAULT_MIN_KEPT_TURNS, coverage=self.coverage, unit=self.unit)
-        return self
-
-    @property
-    def limit(self) -> int | None:
-        """``max_kept_share * context_window`` in whole tokens, or None."""
-        if self.max_kept_share is None:
-            return None
-        assert self.context_window is not None  # __post_init__ requires it with max_kept_share
-        return int(self.max_kept_share * self.context_window)
-
-    def describe(self) -> list[str]:
-        """Each rule as a sentence."""
-        out = []
-        if self.min_kept_turns is not None:
-            k = self.min_kept_turns
-            fewer = " (or all of theirs, when they have fewer)" if self.unit == "sessions" else ""
-            out.append(f"the smallest budget at which at least {self.coverage:.0%} of {self.unit} keep {k} or more "
-                       f"whole turn{'s' if k > 1 else ''} verbatim{fewer}")
-        if self.max_kept_share is not None:
-            out.append(f"the largest budget at which the kept suffix stays within {self.max_kept_share:.0%} of a "
-                       f"{format_tokens(self.context_window)}-token context window ({format_tokens(self.limit)} "
-                       f"tokens) for at least {self.coverage:.0%} of {self.unit}")
-        return out
-
-
-def coverage_table(splits: pl.DataFrame | pl.LazyFrame, criteria: Criteria) -> pl.DataFrame:
+def coverage_table(splits: pl.DataFrame | pl.LazyFrame, rule: Rule) -> pl.DataFrame:
     """The sweep table (one row per budget) plus, for each rule set, its coverage and verdict.
 
     Adds ``sessions_with_turns``; for ``min_kept_turns``: ``keeps_k_share``,
@@ -113,79 +60,22 @@ def coverage_table(splits: pl.DataFrame | pl.LazyFrame, criteria: Criteria) -> p
     n = with_turns.sum()
     aggs = {"sessions_with_turns": n.cast(pl.UInt32)}
     verdicts = []
-    if criteria.min_kept_turns is not None:
-        aggs["fewer_than_k_turns"] = (with_turns & (pl.col("n_turns") < criteria.min_kept_turns)).sum().cast(pl.UInt32)
-        wanted = pl.min_horizontal(pl.col("n_turns"), pl.lit(criteria.min_kept_turns, pl.UInt32))
+    if rule.min_kept_turns is not None:
+        aggs["fewer_than_k_turns"] = (with_turns & (pl.col("n_turns") < rule.min_kept_turns)).sum().cast(pl.UInt32)
+        wanted = pl.min_horizontal(pl.col("n_turns"), pl.lit(rule.min_kept_turns, pl.UInt32))
         aggs["keeps_k_share"] = ((pl.col("kept_turns") >= wanted) & with_turns).sum() / n.clip(1)
-        verdicts.append((pl.col("keeps_k_share") >= criteria.coverage).alias("meets_min_kept_turns"))
-    if criteria.max_kept_share is not None:
-        aggs["within_limit_share"] = ((pl.col("kept_tokens") <= criteria.limit) & with_turns).sum() / n.clip(1)
-        verdicts.append((pl.col("within_limit_share") >= criteria.coverage).alias("meets_max_kept_share"))
+        verdicts.append((pl.col("keeps_k_share") >= rule.coverage).alias("meets_min_kept_turns"))
+    if rule.max_kept_share is not None:
+        aggs["within_limit_share"] = ((pl.col("kept_tokens") <= rule.limit) & with_turns).sum() / n.clip(1)
+        verdicts.append((pl.col("within_limit_share") >= rule.coverage).alias("meets_max_kept_share"))
     rules = lf.group_by(BUDGET).agg(**aggs).with_columns(verdicts)
     return sweep(lf).join(rules, on=BUDGET, how="left").sort(BUDGET).collect()
 
 
-@dataclass
-class Recommendation:
-    """The chosen budget (None when no budget tried meets the rules), why, and what to watch."""
-
-    budget: int | None
-    criteria: Criteria
-    table: pl.DataFrame
-    reasons: list[str] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-
-    def around(self, n: int = 2) -> pl.DataFrame:
-        """Rows of :attr:`table` for the chosen budget and ``n`` budgets either side."""
-        if self.budget is None:
-            return self.table.head(0)
-        idx = self.table.with_row_index("_i").filter(pl.col(BUDGET) == self.budget)["_i"][0]
-        return self.table.slice(max(0, idx - n), 2 * n + 1)
-
-    def __str__(self) -> str:
-        """``print(rec)``: the account :meth:`to_text` gives, as ``panto-analytics recommend`` prints it."""
-        return self.to_text()
-
-    def __repr__(self) -> str:
-        """One line: the budget, the rule, how many budgets were tried and the warnings."""
-        rules = "; ".join(self.criteria.describe())
-        said = f", {len(self.warnings)} warning{'' if len(self.warnings) == 1 else 's'}" if self.warnings else ""
-        return f"<Recommendation: {self.headline()} (rule: {rules}; {self.table.height} budgets tried{said})>"
-
-    def headline(self) -> str:
-        if self.budget is None:
-            return "no budget tried meets the rule"
-        return f"recommended keep_verbatim: {format_tokens(self.budget)} ({self.budget:,} tokens)"
-
-    def to_text(self, n: int = 2) -> str:
-        """A plain-text account: the budget, the rule, the reasons, nearby rows and warnings."""
-        lines = [self.headline(), ""]
-        lines += [f"rule: {rule}" for rule in self.criteria.describe()]
-        lines += [f"why: {reason}" for reason in self.reasons]
-        rows = self.around(n) if self.budget is not None else self.table
-        if rows.is_empty():
-            return "\n".join(lines + [f"warning: {w}" for w in self.warnings])
-        rows = rows.select(display_columns(rows)).with_columns(
-            pl.col("^kept_.*$").round().cast(pl.Int64),
-            pl.when(pl.lit(self.budget is not None) & (pl.col(BUDGET) == (self.budget or 0)))
-            .then(pl.lit("<- chosen")).otherwise(pl.lit("")).alias(" "),
-        )
-        lines += ["", render_table(rows)[0]]
-        lines += [f"warning: {w}" for w in self.warnings]
-        return "\n".join(lines)
-
-
-def display_columns(table: pl.DataFrame) -> list[str]:
-    """The columns worth showing when a table is printed, in order."""
-    wanted = [BUDGET, "sessions", "events", "noop_share", "zero_kept_share", "capped_share", "kept_tokens_p50",
-              "kept_turns_p50", "summarized_share", "keeps_k_share", "within_limit_share"]
-    return [c for c in wanted if c in table.columns]
-
-
-def recommend(splits: pl.DataFrame | pl.LazyFrame, criteria: Criteria | None = None, *,
+def recommend(splits: pl.DataFrame | pl.LazyFrame, rule: Rule | None = None, *,
               turns: pl.DataFrame | pl.LazyFrame | None = None,
-              windows: Iterable[int | None] | None = None) -> Recommendation:
-    """Pick a budget from those in ``splits`` by ``criteria`` (the default rule when None).
+              windows: Iterable[int | None] | None = None) -> Choice:
+    """Pick a budget from those in ``splits`` by ``rule`` (the default rule when None).
 
     The figures are end-of-session splits (one split per session, taken where
     its recording ends); the reasons say so. Pass ``turns`` (from
@@ -198,8 +88,8 @@ def recommend(splits: pl.DataFrame | pl.LazyFrame, criteria: Criteria | None = N
     ----------
     splits
         What :func:`~panto_analytics.splits` returns, at several budgets.
-    criteria
-        The rule (:class:`Criteria`); None: the default one.
+    rule
+        The rule (:class:`Rule`); None: the default one.
     turns
         The turns of the same messages, for the zero-kept warning.
     windows
@@ -207,7 +97,7 @@ def recommend(splits: pl.DataFrame | pl.LazyFrame, criteria: Criteria | None = N
 
     Returns
     -------
-    Recommendation
+    Choice
         ``budget`` (None when no budget meets the rule), the per-budget ``table``, reasons and warnings.
 
     Examples
@@ -217,14 +107,14 @@ def recommend(splits: pl.DataFrame | pl.LazyFrame, criteria: Criteria | None = N
     >>> pa.recommend(pa.splits(examples.messages(), [500, 2_000, 5_000])).budget
     5000
     """
-    criteria = (criteria or Criteria()).or_default()
-    return recommend_from_table(coverage_table(splits, criteria), criteria,
+    rule = (rule or Rule()).on_splits()
+    return choose_from_coverage(coverage_table(splits, rule), rule,
                                 outcomes=lambda budget: outcome_warnings(splits, budget, turns=turns), windows=windows)
 
 
-def recommend_from_table(table: pl.DataFrame, criteria: Criteria, *, outcomes: Callable[[int], list[str]] | None = None,
-                         windows: Iterable[int | None] | None = None) -> Recommendation:
-    """Pick a budget from a :func:`coverage_table` (however it was computed) by ``criteria``.
+def choose_from_coverage(table: pl.DataFrame, rule: Rule, *, outcomes: Callable[[int], list[str]] | None = None,
+                         windows: Iterable[int | None] | None = None) -> Choice:
+    """Pick a budget from a :func:`coverage_table` (however it was computed) by ``rule``.
 
     ``outcomes(budget)`` gives the warnings about the chosen budget's
     pathological sessions (:func:`outcome_warnings`); the streaming path
@@ -233,24 +123,24 @@ def recommend_from_table(table: pl.DataFrame, criteria: Criteria, *, outcomes: C
     >>> import polars as pl
     >>> s = pl.DataFrame({"session_id": ["a"], "budget": [10], "kept_turns": [2], "kept_tokens": [9], "n_turns": [2],
     ...     "summarized_tokens": [0], "active_tokens": [9], "noop": [True], "capped": [False]})
-    >>> c = Criteria(min_kept_turns=2).or_default()
-    >>> recommend_from_table(coverage_table(s, c), c).budget
+    >>> c = Rule(min_kept_turns=2).or_default()
+    >>> choose_from_coverage(coverage_table(s, c), c).budget
     10
     """
-    rec = Recommendation(None, criteria, table)
+    rec = Choice(None, rule, table)
     if table.is_empty() or table["sessions_with_turns"].max() == 0:
         rec.warnings.append("no session has a turn: there is nothing to choose a budget for")
         return rec
     budgets = table[BUDGET]
     lo: int | None = None
     hi: int | None = None
-    if criteria.min_kept_turns is not None:
+    if rule.min_kept_turns is not None:
         lo = cast("int | None", table.filter("meets_min_kept_turns")[BUDGET].min())
-        rec.reasons.append(_min_turns_reason(table, criteria, lo))
-    if criteria.max_kept_share is not None:
+        rec.reasons.append(_min_turns_reason(table, rule, lo))
+    if rule.max_kept_share is not None:
         hi = cast("int | None", table.filter("meets_max_kept_share")[BUDGET].max())
-        rec.reasons.append(_max_share_reason(table, criteria, hi))
-    both = criteria.min_kept_turns is not None and criteria.max_kept_share is not None
+        rec.reasons.append(_max_share_reason(table, rule, hi))
+    both = rule.min_kept_turns is not None and rule.max_kept_share is not None
     if both:
         if lo is not None and hi is not None and lo <= hi:
             rec.budget = lo
@@ -263,12 +153,11 @@ def recommend_from_table(table: pl.DataFrame, criteria: Criteria, *, outcomes: C
         rec.budget = lo if lo is not None else hi
     if rec.budget is not None:
         rec.budget = int(rec.budget)
-        rec.warnings += _edge_warnings(rec.budget, budgets, criteria, lo, hi)
-        if criteria.unit == "sessions" and outcomes is not None:
+        rec.warnings += _edge_warnings(rec.budget, budgets, rule, lo, hi)
+        if outcomes is not None:
             rec.warnings += outcomes(rec.budget)
-    if criteria.unit == "sessions":
-        rec.reasons.append("these are end-of-session splits: each session split once, where its recording ends; "
-                           "`--window` replays compaction at the moments an agent would compact")
+    rec.reasons.append("these are end-of-session splits: each session split once, where its recording ends; "
+                       "`--window` replays compaction at the moments an agent would compact")
     if rec.budget is not None:
         rec.warnings += window_warnings(rec.budget, windows)
     with_turns = int(cast(int, table["sessions_with_turns"].max() or 0))
@@ -292,18 +181,17 @@ def _neighbour(table: pl.DataFrame, budget: int, step: int) -> dict[str, Any] | 
     return table.row(idx, named=True) if 0 <= idx < len(table) else None
 
 
-def _min_turns_reason(table: pl.DataFrame, c: Criteria, lo: int | None) -> str:
+def _min_turns_reason(table: pl.DataFrame, c: Rule, lo: int | None) -> str:
     k = c.min_kept_turns
     assert k is not None  # only called when the min_kept_turns rule is set
-    what = f"keep {k}+ whole turn{'s' if k > 1 else ''}" + (" (or all of theirs)" if c.unit == "sessions" else "")
+    what = f"keep {k}+ whole turn{'s' if k > 1 else ''}" + " (or all of theirs)"
     if lo is None:
         best = table.sort("keeps_k_share", BUDGET, descending=[True, False]).row(0, named=True)
-        return (f"no budget tried is enough: at most {best['keeps_k_share']:.1%} of {c.unit} {what}, "
+        return (f"no budget tried is enough: at most {best['keeps_k_share']:.1%} of sessions {what}, "
                 f"at {format_tokens(best['budget'])}; try larger budgets")
     row = _row(table, lo)
     assert row is not None  # lo is a budget from the table
-    of = f"{c.unit} with turns" if c.unit == "sessions" else c.unit
-    text = (f"at {format_tokens(lo)}, {row['keeps_k_share']:.1%} of the {row['sessions_with_turns']} {of} "
+    text = (f"at {format_tokens(lo)}, {row['keeps_k_share']:.1%} of the {row['sessions_with_turns']} sessions with turns "
             f"{what}, at least the {c.coverage:.0%} asked for")
     prev = _neighbour(table, lo, -1)
     if prev is not None:
@@ -315,16 +203,16 @@ def _min_turns_reason(table: pl.DataFrame, c: Criteria, lo: int | None) -> str:
     return text
 
 
-def _max_share_reason(table: pl.DataFrame, c: Criteria, hi: int | None) -> str:
+def _max_share_reason(table: pl.DataFrame, c: Rule, hi: int | None) -> str:
     limit = format_tokens(c.limit)
     if hi is None:
         best = table.sort("within_limit_share", BUDGET, descending=[True, False]).row(0, named=True)
-        return (f"no budget tried keeps the suffix within {limit} tokens for {c.coverage:.0%} of {c.unit} (best: "
+        return (f"no budget tried keeps the suffix within {limit} tokens for {c.coverage:.0%} of sessions (best: "
                 f"{best['within_limit_share']:.1%} at {format_tokens(best['budget'])}); try smaller budgets")
     row = _row(table, hi)
     assert row is not None  # hi is a budget from the table
     text = (f"at {format_tokens(hi)}, the kept suffix stays within {limit} tokens for "
-            f"{row['within_limit_share']:.1%} of {c.unit}, at least the {c.coverage:.0%} asked for")
+            f"{row['within_limit_share']:.1%} of sessions, at least the {c.coverage:.0%} asked for")
     nxt = _neighbour(table, hi, +1)
     if nxt is not None:
         text += f"; at {format_tokens(nxt['budget'])}, the next larger budget tried, only {nxt['within_limit_share']:.1%}"
@@ -333,7 +221,7 @@ def _max_share_reason(table: pl.DataFrame, c: Criteria, hi: int | None) -> str:
     return text
 
 
-def _edge_warnings(budget: int, budgets: pl.Series, c: Criteria, lo: int | None, hi: int | None) -> list[str]:
+def _edge_warnings(budget: int, budgets: pl.Series, c: Rule, lo: int | None, hi: int | None) -> list[str]:
     """A choice at the edge of the grid may be an artefact of the budgets tried."""
     out = []
     if lo is not None and budget == lo and lo == budgets.min() and lo > 0:
@@ -413,9 +301,6 @@ def outcome_warnings(splits: pl.DataFrame | pl.LazyFrame, budget: int, *,
     """
     return outcomes_at(splits, budget, turns=turns, examples=examples).warnings(examples)
 
-
-#: Fewer sessions than this behind the figures: a warning with the count (as the decision under a window gives).
-FEW_SESSIONS = 30
 
 #: A budget above this share of the model's context window leaves little room after a compaction.
 WINDOW_SHARE_WARNING = 0.25

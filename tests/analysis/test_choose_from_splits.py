@@ -1,4 +1,4 @@
-"""Recommending a budget: the rules, their edges, the warnings, and the CLI.
+"""A budget from end-of-session splits (analysis/choose/from_splits.py): the rules, their edges, the warnings, the CLI.
 
 Expected answers are worked out by hand from tests/fixtures/recommend/README.md
 (turn costs a: 1000/1000/1000, b: 500/4000, c: 200, d: 26, e: no turns).
@@ -11,7 +11,8 @@ from click.testing import CliRunner
 from conftest import DATA, FIXTURES
 
 import panto_analytics as pa
-from panto_analytics.analysis.recommendation import Criteria, coverage_table, outcome_warnings, recommend
+from panto_analytics.analysis.choose import Rule, recommend
+from panto_analytics.analysis.choose.from_splits import coverage_table, outcome_warnings
 from panto_analytics.cli import main
 
 FIXTURE = FIXTURES / "recommend"
@@ -31,7 +32,7 @@ def splits(messages) -> pl.DataFrame:
 def test_min_kept_turns_coverage_by_hand(splits):
     # Sessions with turns: a, b, c, d. A session counts when it keeps min(2, n_turns) turns:
     # at 1000 c and d (2/4), at 2000 also a (3/4), b needs both turns = 4500 tokens, so 5000.
-    table = coverage_table(splits, Criteria(min_kept_turns=2))
+    table = coverage_table(splits, Rule(min_kept_turns=2))
     assert table["sessions_with_turns"].to_list() == [4] * 6
     assert table["keeps_k_share"].to_list() == [0.0, 0.5, 0.75, 0.75, 0.75, 1.0]
     assert table["fewer_than_k_turns"].to_list() == [2] * 6  # c and d have one turn
@@ -39,7 +40,7 @@ def test_min_kept_turns_coverage_by_hand(splits):
 
 @pytest.mark.parametrize("coverage, expected", [(0.5, 1000), (0.75, 2000), (0.8, 5000), (1.0, 5000)])
 def test_min_kept_turns_picks_the_smallest_budget(splits, coverage, expected):
-    rec = recommend(splits, Criteria(min_kept_turns=2, coverage=coverage))
+    rec = recommend(splits, Rule(min_kept_turns=2, coverage=coverage))
     assert rec.budget == expected
     assert any("at least" in r for r in rec.reasons)
 
@@ -47,35 +48,35 @@ def test_min_kept_turns_picks_the_smallest_budget(splits, coverage, expected):
 def test_max_kept_share_picks_the_largest_budget(splits):
     # Limit 0.2 x 10k = 2000 tokens. Kept tokens at 3000: a 3000 (over), b 0, c 200, d 26: 3/4 within.
     # At 4000: a 3000 and b 4000 over: 2/4.
-    table = coverage_table(splits, Criteria(max_kept_share=0.2, context_window=10_000))
+    table = coverage_table(splits, Rule(max_kept_share=0.2, context_window=10_000))
     assert table["within_limit_share"].to_list() == [1.0, 1.0, 1.0, 0.75, 0.5, 0.5]
-    assert recommend(splits, Criteria(max_kept_share=0.2, context_window=10_000, coverage=0.75)).budget == 3000
-    assert recommend(splits, Criteria(max_kept_share=0.2, context_window=10_000, coverage=1.0)).budget == 2000
+    assert recommend(splits, Rule(max_kept_share=0.2, context_window=10_000, coverage=0.75)).budget == 3000
+    assert recommend(splits, Rule(max_kept_share=0.2, context_window=10_000, coverage=1.0)).budget == 2000
 
 
 def test_both_rules_take_the_smallest_budget_meeting_both(splits):
-    rec = recommend(splits, Criteria(min_kept_turns=2, max_kept_share=0.2, context_window=10_000, coverage=0.75))
+    rec = recommend(splits, Rule(min_kept_turns=2, max_kept_share=0.2, context_window=10_000, coverage=0.75))
     assert rec.budget == 2000
     assert any("from 2k to 3k meet both" in r for r in rec.reasons)
 
 
 def test_conflicting_rules_recommend_nothing_and_say_so(splits):
     # All 4 sessions keeping 2 turns needs 5000; all within 2000 tokens allows at most 2000.
-    rec = recommend(splits, Criteria(min_kept_turns=2, max_kept_share=0.2, context_window=10_000, coverage=1.0))
+    rec = recommend(splits, Rule(min_kept_turns=2, max_kept_share=0.2, context_window=10_000, coverage=1.0))
     assert rec.budget is None
     assert any("conflict" in w for w in rec.warnings)
     assert "no budget tried" in rec.to_text()
 
 
 def test_unreachable_rule_says_which_budget_came_closest(splits):
-    rec = recommend(splits.filter(pl.col("budget") <= 3000), Criteria(min_kept_turns=2, coverage=1.0))
+    rec = recommend(splits.filter(pl.col("budget") <= 3000), Rule(min_kept_turns=2, coverage=1.0))
     assert rec.budget is None
     assert any("75.0%" in r and "larger budgets" in r for r in rec.reasons)
 
 
 def test_default_rule_is_two_turns_for_ninety_percent(splits):
     rec = recommend(splits)
-    assert rec.criteria == Criteria(min_kept_turns=2, coverage=0.9)
+    assert rec.rule == Rule(min_kept_turns=2, coverage=0.9)
     assert rec.budget == 5000
 
 
@@ -96,35 +97,41 @@ def test_warns_about_capped_sessions():
 
 
 def test_sessions_without_turns_are_left_out_and_said_to_be(splits):
-    rec = recommend(splits, Criteria(min_kept_turns=1, coverage=1.0))
+    rec = recommend(splits, Rule(min_kept_turns=1, coverage=1.0))
     assert rec.budget == 4000  # b's last turn is 4000 tokens; e has no turns and does not block 100%
     assert any("1 session without turns is left out" in r for r in rec.reasons)
 
 
 def test_smallest_budget_in_the_grid_is_flagged(splits):
-    rec = recommend(splits.filter(pl.col("budget") >= 1000), Criteria(min_kept_turns=1, coverage=0.75))
+    rec = recommend(splits.filter(pl.col("budget") >= 1000), Rule(min_kept_turns=1, coverage=0.75))
     assert rec.budget == 1000  # a, c and d keep their last turn
     assert any("smallest budget tried" in w for w in rec.warnings)
 
 
 def test_around_gives_the_rows_either_side(splits):
-    rec = recommend(splits, Criteria(min_kept_turns=2, coverage=0.75))
+    rec = recommend(splits, Rule(min_kept_turns=2, coverage=0.75))
     assert rec.around(1)["budget"].to_list() == [1000, 2000, 3000]
     assert rec.around(5)["budget"].to_list() == BUDGETS
 
 
 @pytest.mark.parametrize("kwargs", [
-    {"coverage": 0}, {"coverage": 1.5}, {"min_kept_turns": 0},
-    {"max_kept_share": 0.3}, {"max_kept_share": 2, "context_window": 1000},
+    {"coverage": 0}, {"coverage": 1.5}, {"min_kept_turns": 0}, {"max_kept_share": 2, "context_window": 1000},
+    {"max_orphan_rate": 1.5}, {"context_window": 0},
 ])
-def test_bad_criteria_are_refused(kwargs):
+def test_bad_rules_are_refused(kwargs):
     with pytest.raises(ValueError):
-        Criteria(**kwargs)
+        Rule(**kwargs)
+
+
+@pytest.mark.parametrize("kwargs", [{"max_kept_share": 0.3}, {"max_orphan_rate": 0.05}, {"policy": "pi"}])
+def test_rules_that_need_a_window_or_a_replay_are_refused_on_splits(splits, kwargs):
+    with pytest.raises(ValueError):
+        recommend(splits, Rule(**kwargs))
 
 
 def test_coverage_is_computed_lazily_too(splits):
-    eager = coverage_table(splits, Criteria(min_kept_turns=2))
-    lazy = coverage_table(splits.lazy(), Criteria(min_kept_turns=2))
+    eager = coverage_table(splits, Rule(min_kept_turns=2))
+    lazy = coverage_table(splits.lazy(), Rule(min_kept_turns=2))
     assert eager.equals(lazy)
 
 
@@ -184,15 +191,15 @@ def test_the_reasons_say_the_figures_are_end_of_session_splits():
 
 def test_a_budget_past_a_quarter_of_the_smallest_known_window_is_warned():
     splits = pa.splits(pa.read_sessions(DATA), [200_000])
-    rec = pa.recommend(splits, pa.Criteria(min_kept_turns=1, coverage=0.01), windows=[400_000, 128_000, None])
+    rec = pa.recommend(splits, pa.Rule(min_kept_turns=1, coverage=0.01), windows=[400_000, 128_000, None])
     assert rec.budget == 200_000
     assert any("156% of the smallest known context window (128k)" in w for w in rec.warnings)
-    quiet = pa.recommend(splits, pa.Criteria(min_kept_turns=1, coverage=0.01), windows=[None])
+    quiet = pa.recommend(splits, pa.Rule(min_kept_turns=1, coverage=0.01), windows=[None])
     assert not any("context window" in w for w in quiet.warnings)
 
 
 def test_fewer_than_thirty_sessions_behind_the_figures_warn_with_the_count(splits):
-    from panto_analytics.analysis.recommendation import FEW_SESSIONS
+    from panto_analytics.analysis.choose.rule import FEW_SESSIONS
 
     n = splits.filter(pl.col("n_turns") > 0)["session_id"].n_unique()
     assert n < FEW_SESSIONS

@@ -1,0 +1,147 @@
+"""One seeded bootstrap over sessions: every figure of a choice's table with its interval, and the chosen budget's.
+
+The sessions are resampled with replacement (``resamples`` times, from a seeded generator over the sorted
+session ids, so the same sessions give the same resamples in any order, in memory or bucket by bucket). A
+resample is a frame of (replicate, session, copies) joined to the per-session rows, each row repeated by its
+copies, and the table's own aggregations grouped by replicate as well: no Python loop over sessions or
+resamples (the replicates go in a few passes only where their rows would pass :data:`ROWS_PER_PASS`).
+
+- :func:`intervals`: each figure's ``*_lo`` and ``*_hi`` (the :data:`LEVEL` share of resamples between
+  them), one row per key of the table;
+- :func:`budget_interval`: the budget the rule chooses in each resample, as a :class:`BudgetInterval`
+  ("47.5k (90% of resamples: 37.5k-60k; 5 sessions)").
+
+With fewer than :data:`MIN_SESSIONS` sessions there is nothing to resample: the interval says so.
+
+>>> import polars as pl
+>>> rows = pl.DataFrame({"session_id": list("abcdef"), "budget": [1] * 6, "x": [1.0, 2, 3, 4, 5, 6]})
+>>> t = replicate_tables(rows, ["budget"], {"x_p50": pl.col("x").median()}, resamples=50, seed=1)
+>>> t.height, sorted(t.columns)
+(50, ['_replicate', 'budget', 'x_p50'])
+>>> iv = intervals(t, ["budget"], ["x_p50"])
+>>> 1.0 <= iv["x_p50_lo"][0] <= iv["x_p50_hi"][0] <= 6.0
+True
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+from ...schema import SESSION
+from ..formatting import format_tokens
+
+__all__ = ["LEVEL", "MIN_SESSIONS", "RESAMPLES", "ROWS_PER_PASS", "SEED", "BudgetInterval", "budget_interval",
+           "intervals", "replicate_tables", "resample_frame"]
+
+#: Resamples of the sessions, the generator's seed, and the share of resamples an interval spans.
+RESAMPLES, SEED, LEVEL = 200, 0, 0.9
+#: Fewer sessions than this: no interval ("too few sessions to resample").
+MIN_SESSIONS = 3
+#: Repeated rows one pass of the bootstrap holds at most (the resamples go in as many passes as needed).
+ROWS_PER_PASS = 4_000_000
+REPLICATE = "_replicate"
+
+
+def resample_frame(session_ids: pl.Series, resamples: int = RESAMPLES, seed: int = SEED) -> pl.DataFrame:
+    """``resamples`` draws of ``len(ids)`` sessions with replacement from the distinct, sorted ``session_ids``:
+    one row per (replicate, session drawn), with ``copies`` (how often it was drawn).
+
+    >>> f = resample_frame(pl.Series(["b", "a", "c", "a"]), resamples=4, seed=0)
+    >>> f.group_by("_replicate").agg(pl.col("copies").sum())["copies"].to_list()
+    [3, 3, 3, 3]
+    """
+    ids = session_ids.cast(pl.String).unique().sort()
+    n = len(ids)
+    if n == 0 or resamples < 1:
+        return pl.DataFrame(schema={REPLICATE: pl.UInt32, SESSION: pl.String, "copies": pl.UInt32})
+    draws = np.random.default_rng(seed).integers(0, n, size=(resamples, n))
+    counts = np.bincount((draws + n * np.arange(resamples)[:, None]).ravel(), minlength=resamples * n)
+    hit = np.flatnonzero(counts)
+    return pl.DataFrame({REPLICATE: (hit // n).astype(np.uint32), SESSION: ids.gather(hit % n),
+                         "copies": counts[hit].astype(np.uint32)})
+
+
+def replicate_tables(rows: pl.DataFrame | pl.LazyFrame, keys: Sequence[str], aggs: Mapping[str, pl.Expr], *,
+                     resamples: int = RESAMPLES, seed: int = SEED) -> pl.DataFrame:
+    """``aggs`` grouped by ``keys`` in each resample of the sessions of ``rows`` (which has ``session_id``):
+    one row per (replicate, keys)."""
+    lf = rows.lazy().with_columns(pl.col(SESSION).cast(pl.String))
+    ids = lf.select(pl.col(SESSION).unique()).collect().to_series()
+    draws = resample_frame(ids, resamples, seed)
+    n_rows = lf.select(pl.len()).collect().item()
+    per_pass = max(1, ROWS_PER_PASS // max(1, n_rows))
+    out = []
+    for first in range(0, resamples, per_pass):  # passes over groups of replicates, not over sessions
+        some = draws.filter(pl.col(REPLICATE).is_between(first, first + per_pass - 1)).lazy()
+        repeated = (some.join(lf, on=SESSION).with_columns(pl.int_ranges(0, "copies").alias("_copy"))
+                    .explode("_copy"))
+        out.append(repeated.group_by(REPLICATE, *keys).agg(**aggs).collect())
+    return pl.concat(out).sort(REPLICATE, *keys) if out else pl.DataFrame()
+
+
+def intervals(tables: pl.DataFrame, keys: Sequence[str], figures: Sequence[str], level: float = LEVEL) -> pl.DataFrame:
+    """Per ``keys``: each of ``figures`` at the ``(1 - level) / 2`` and ``(1 + level) / 2`` quantiles of the
+    resamples (``*_lo``, ``*_hi``; NaN taken as missing)."""
+    lo, hi = (1 - level) / 2, (1 + level) / 2
+    present = [f for f in figures if f in tables.columns]
+    clean = tables.with_columns(pl.col(f).cast(pl.Float64).fill_nan(None) for f in present)
+    return clean.group_by(*keys).agg(*[e for f in present for e in (pl.col(f).quantile(lo, "linear").alias(f"{f}_lo"),
+                                                                    pl.col(f).quantile(hi, "linear").alias(f"{f}_hi"))])
+
+
+@dataclass(frozen=True)
+class BudgetInterval:
+    """The budgets the rule chose across resamples: ``lo``-``hi`` hold ``level`` of them; ``none``: the
+    resamples where no budget met the rule; ``sessions``: the sessions behind the figures (None: too few
+    to resample)."""
+
+    lo: int | None
+    hi: int | None
+    sessions: int
+    resamples: int
+    none: int = 0
+    level: float = LEVEL
+
+    @property
+    def resampled(self) -> bool:
+        """Whether there were sessions enough to resample."""
+        return self.resamples > 0
+
+    def describe(self) -> str:
+        """The interval as a person reads it.
+
+        >>> BudgetInterval(37_500, 60_000, 5, 200).describe()
+        '90% of resamples: 37.5k-60k; 5 sessions'
+        >>> BudgetInterval(None, None, 2, 0).describe()
+        'no interval: 2 sessions are too few to resample'
+        """
+        if not self.resampled:
+            verb = "is" if self.sessions == 1 else "are"
+            return f"no interval: {self.sessions} session{'' if self.sessions == 1 else 's'} {verb} too few to resample"
+        n = f"{self.sessions} session{'' if self.sessions == 1 else 's'}"
+        missing = f"; in {self.none} of {self.resamples} no budget meets the rule" if self.none else ""
+        if self.lo is None or self.hi is None:
+            return f"no budget meets the rule in {self.none} of {self.resamples} resamples; {n}"
+        span = format_tokens(self.lo) if self.lo == self.hi else f"{format_tokens(self.lo)}-{format_tokens(self.hi)}"
+        return f"{self.level:.0%} of resamples: {span}; {n}{missing}"
+
+    def to_dict(self) -> dict[str, object]:
+        """JSON-ready: ``lo``, ``hi``, ``level``, ``resamples``, ``sessions``, ``none`` and the sentence."""
+        return {"lo": self.lo, "hi": self.hi, "level": self.level, "resamples": self.resamples,
+                "sessions": self.sessions, "none": self.none, "text": self.describe()}
+
+
+def budget_interval(chosen: pl.DataFrame, *, sessions: int, resamples: int, level: float = LEVEL) -> BudgetInterval:
+    """The :class:`BudgetInterval` of ``chosen`` (one row per replicate with ``budget``, null where none met
+    the rule; replicates without a row count as none)."""
+    budgets = chosen["budget"].drop_nulls().sort()
+    none = resamples - len(budgets)
+    if budgets.is_empty():
+        return BudgetInterval(None, None, sessions, resamples, none, level)
+    # The budgets themselves (nearest), so the interval names budgets that were tried.
+    lo = budgets.quantile((1 - level) / 2, "nearest")
+    hi = budgets.quantile((1 + level) / 2, "nearest")
+    return BudgetInterval(int(lo or 0), int(hi or 0), sessions, resamples, none, level)

@@ -1,0 +1,162 @@
+"""What a rule chose: :class:`Choice`, the one result type, from end-of-session splits or from a replay.
+
+Without a window (``window`` None) its ``table`` is the coverage table of the splits
+(:func:`~panto_analytics.analysis.choose.from_splits.coverage_table`, one row per budget); under a window it
+is the outcomes table of a replay
+(:func:`~panto_analytics.analysis.choose.from_replay.outcomes_table`, one row per policy and budget, and a
+``proposable`` column). It prints as ``panto-analytics recommend`` prints it (:meth:`Choice.to_text`) and
+turns into the JSON object ``-o - --output-format json`` writes (:meth:`Choice.to_dict`).
+
+>>> import polars as pl
+>>> from panto_analytics.analysis.choose.rule import Rule
+>>> c = Choice(2000, Rule(min_kept_turns=2), pl.DataFrame({"budget": [1000, 2000], "sessions": [4, 4]}))
+>>> c.headline()
+'recommended keep_verbatim: 2k (2,000 tokens)'
+>>> c.to_dict()["rows"]
+[{'budget': 1000, 'sessions': 4}, {'budget': 2000, 'sessions': 4}]
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+
+from ...schema import BUDGET
+from ..formatting import format_tokens, render_table
+from .bootstrap import BudgetInterval
+from .rule import Rule
+
+__all__ = ["Choice", "display_columns"]
+
+
+@dataclass
+class Choice:
+    """The chosen budget (None when none meets the rule), the policy under a window, why, and what to watch."""
+
+    budget: int | None
+    rule: Rule
+    #: One row per budget (splits) or per (policy, budget) (a replay): every figure the rule read.
+    table: pl.DataFrame
+    #: Under a window: the chosen policy, the window and the reserve replayed; None on splits.
+    policy: str | None = None
+    window: int | None = None
+    reserve: int | None = None
+    reasons: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    #: The seeded bootstrap's budgets across resamples of the sessions (:mod:`.bootstrap`); None: not computed.
+    interval: BudgetInterval | None = None
+
+    @property
+    def sessions(self) -> int:
+        """The sessions behind the choice: those that reach the trigger (under a window), or with turns."""
+        if self.interval is not None:
+            return self.interval.sessions
+        column = "at_trigger" if "at_trigger" in self.table.columns else "sessions_with_turns"
+        if column not in self.table.columns or self.table.is_empty():
+            return 0
+        rows = self.table
+        if self.budget is not None:
+            rows = rows.filter(pl.col(BUDGET) == self.budget)
+            if self.policy is not None and "policy" in rows.columns:
+                rows = rows.filter(pl.col("policy") == self.policy)
+        return int(rows[column].max() or 0)  # type: ignore[arg-type]
+
+    @property
+    def replayed(self) -> bool:
+        """Whether the choice was made on a replay under a window (else on end-of-session splits)."""
+        return self.window is not None
+
+    def rules(self) -> list[str]:
+        """The rule, as sentences."""
+        return self.rule.describe(replayed=self.replayed)
+
+    def around(self, n: int = 2) -> pl.DataFrame:
+        """The rows of the chosen budget (of the chosen policy) and ``n`` budgets either side. When none is
+        chosen: on splits the whole table; under a window every proposable row and each policy's first row at
+        or above its trigger."""
+        if self.budget is None:
+            if "proposable" not in self.table.columns:
+                return self.table
+            first_above = (~pl.col("proposable")) & ((~pl.col("proposable")).cum_sum().over("policy") == 1)
+            return self.table.filter(pl.col("proposable") | first_above)
+        rows = self.table
+        if self.policy is not None and "policy" in rows.columns:
+            rows = rows.filter(pl.col("policy") == self.policy)
+        rows = rows.with_row_index("_i")
+        idx = rows.filter(pl.col(BUDGET) == self.budget)["_i"][0]
+        return rows.slice(max(0, idx - n), 2 * n + 1).drop("_i")
+
+    def headline(self) -> str:
+        """One line: the budget (and a policy other than libpanto), or that none meets the rule."""
+        if self.budget is None:
+            none = "no proposable budget meets the rule" if self.replayed else "no budget tried meets the rule"
+            return none + self._spread()
+        of = "" if self.policy is None or self.policy.split(":")[0] == "libpanto" else f" ({self.policy})"
+        return f"recommended keep_verbatim: {format_tokens(self.budget)} ({self.budget:,} tokens){of}{self._spread()}"
+
+    def _spread(self) -> str:
+        """`` (90% of resamples: 37.5k-60k; 5 sessions)``, or that there were too few to resample; or nothing."""
+        return "" if self.interval is None else f" ({self.interval.describe()})"
+
+    def to_dict(self, n: int = 2) -> dict[str, Any]:
+        """What ``-o - --output-format json`` prints: one JSON-ready object."""
+        return {"budget": self.budget, "policy": self.policy, "sessions": self.sessions,
+                "interval": None if self.interval is None else self.interval.to_dict(), "rule": self.rules(),
+                "window": self.window, "reserve": self.reserve, "rows": _json_rows(self.around(n)),
+                "reasons": list(self.reasons), "warnings": list(self.warnings)}
+
+    def to_text(self, n: int = 2) -> str:
+        """A plain-text account: the choice, the rule, the reasons, the rows around it and the warnings."""
+        lines = [self.headline(), ""]
+        lines += [f"rule: {r}" for r in self.rules()]
+        lines += [f"why: {r}" for r in self.reasons]
+        rows = self.around(n)
+        if not rows.is_empty():
+            chosen = pl.col(BUDGET) == (self.budget if self.budget is not None else -1)
+            if self.policy is not None and "policy" in rows.columns:
+                chosen = chosen & (pl.col("policy") == self.policy)
+            mark = pl.when(chosen).then(pl.lit("<- chosen")).otherwise(pl.lit(""))
+            if "proposable" in rows.columns:
+                mark = pl.when(~pl.col("proposable")).then(pl.lit("at/above trigger")).otherwise(mark)
+            shown = rows.with_columns(mark.alias(" ")).select([*display_columns(rows), " "])
+            if not self.replayed:
+                shown = shown.with_columns(pl.col("^kept_.*$").round().cast(pl.Int64))
+            lines += ["", render_table(shown)[0]]
+        lines += [f"warning: {w}" for w in self.warnings]
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        """``print(choice)``: the account :meth:`to_text` gives, as ``panto-analytics recommend`` prints it."""
+        return self.to_text()
+
+    def __repr__(self) -> str:
+        """One line: the budget, the rule, how many rows were tried and the warnings."""
+        said = f", {len(self.warnings)} warning{'' if len(self.warnings) == 1 else 's'}" if self.warnings else ""
+        tried = f"{self.table.height} {'rows' if self.replayed else 'budgets'} tried"
+        return f"<Choice: {self.headline()} (rule: {'; '.join(self.rules())}; {tried}{said})>"
+
+
+#: The columns worth showing when a table is printed, in order: of splits, and of a replay.
+_SHOWN_SPLITS = [BUDGET, "sessions", "events", "noop_share", "zero_kept_share", "capped_share", "kept_tokens_p50",
+                 "kept_turns_p50", "summarized_share", "keeps_k_share", "within_limit_share"]
+_SHOWN_REPLAY = ["policy", BUDGET, "at_trigger", "events", "compactions_per_session", "keeps_k_share",
+                 "within_limit_share", "cost_p50", "cost_p90", "orphan_rate", "orphan_rate_p50", "refetch_tokens",
+                 "summarized_p50"]
+
+
+def display_columns(table: pl.DataFrame) -> list[str]:
+    """The columns worth showing when ``table`` (of splits, or of a replay: it has ``proposable``) is printed.
+
+    >>> display_columns(pl.DataFrame({"budget": [1], "noop_share": [0.5], "n": [3]}))
+    ['budget', 'noop_share']
+    """
+    wanted = _SHOWN_REPLAY if "proposable" in table.columns else _SHOWN_SPLITS
+    return [c for c in wanted if c in table.columns]
+
+
+def _json_rows(rows: pl.DataFrame) -> list[dict[str, Any]]:
+    """Rows as JSON-ready dicts: NaN and infinities as null."""
+    return [{k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in row.items()}
+            for row in rows.to_dicts()]
