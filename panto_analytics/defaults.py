@@ -33,10 +33,10 @@ DEFAULT_SUMMARY_TOKENS = 2_000
 #: placeholder text): the replay then assumes :data:`DEFAULT_SUMMARY_TOKENS` and says why.
 MIN_SUMMARY_TOKENS = 100
 
-#: The compaction policies by name, in the order comparisons list them (``policy.replay.policies.POLICIES``).
-#: Of those, the policies that clear old tool results in place rather than summarize a prefix (no cut).
+#: The policies that clear old tool results in place rather than summarize a prefix (no cut).
 CLEARING_POLICY_NAMES = ("clear-tool-uses", "claude-code-microcompact", "observation-masking", "opencode-prune")
 
+#: The compaction policies by name, in the order comparisons list them (``policy.compaction.policies.POLICIES``).
 POLICY_NAMES = ("libpanto", "pi", "pi-whole-turn", "codex", "claude-code", "gemini-cli", "last-n-turns",
                 "anthropic-compact", "openai-compact", "cline", "openhands", "opencode", "summarize-every",
                 *CLEARING_POLICY_NAMES)

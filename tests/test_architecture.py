@@ -190,3 +190,50 @@ def test_the_wheel_holds_the_package_and_no_benchmark(tmp_path):
     assert "panto_analytics/py.typed" in names
     assert "panto_analytics/policy/compute_split.py" in names and "panto_analytics/formats/pi.py" in names
     assert not [n for n in names if n.startswith(("benchmarks/", "reference/", "tests/")) or "synth" in n or "bench.py" in n]
+
+
+def test_no_package_exports_a_name_of_its_submodules():
+    """``import panto_analytics.policy.compaction.engine as engine`` works: no package's attribute named after
+    one of its submodules is anything but that submodule (``from .replay.any_policy import replay`` in
+    ``policy/__init__.py`` once made ``policy.replay`` a function and that import an ImportError)."""
+    import importlib
+    import pkgutil
+
+    import panto_analytics
+
+    clashes = []
+    for info in pkgutil.walk_packages(panto_analytics.__path__, f"{PACKAGE}."):
+        module = importlib.import_module(info.name)
+        parent = sys.modules[info.name.rsplit(".", 1)[0]]
+        name = info.name.rsplit(".", 1)[1]
+        exported = set(getattr(parent, "__all__", ()))
+        if getattr(parent, name, module) is not module or (name in exported and getattr(parent, name) is not module):
+            clashes.append(info.name)
+    assert clashes == []
+
+
+def public_definitions() -> dict[str, list[str]]:
+    """Each public function or class name defined at the top of one of our modules: ``{name: [module paths]}``."""
+    found: dict[str, list[str]] = {}
+    for path in sorted((REPO / PACKAGE).rglob("*.py")):
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and not node.name.startswith("_"):
+                found.setdefault(node.name, []).append(path.relative_to(REPO / PACKAGE).as_posix())
+    return found
+
+
+#: Names defined twice on purpose: the per-message statement (libpanto's, row by row) and its array form.
+STATEMENT_AND_ARRAY = {"block_words", "serialized_bytes", "request_bytes"}
+
+
+def test_no_public_name_is_defined_twice():
+    """One definition of each idea: no two modules define a public function or class of the same name (two
+    ``replay``, two ``frontier``, three ``read_manifest`` were). Allowed: each source format's own adapter
+    hooks and record shapes (every definition under ``formats/``), a command named after the verb it runs
+    (one definition under ``cli/``), the adapter hook a reader and the pipeline share (``postprocess``), pi's
+    tree ``Entry`` beside the cache's public ``Entry``, and :data:`STATEMENT_AND_ARRAY`."""
+    twice = {name: paths for name, paths in public_definitions().items() if len(paths) > 1
+             and not all(p.startswith("formats/") for p in paths)
+             and not (len(paths) == 2 and any(p.startswith("cli/") for p in paths))
+             and name not in STATEMENT_AND_ARRAY | {"postprocess", "Entry"}}
+    assert twice == {}

@@ -14,9 +14,9 @@ from collections.abc import Iterable, Sequence
 import polars as pl
 
 from ..ingest.corpus import Corpus
+from ..policy.compaction.policies import POLICIES, Policy
+from ..policy.compaction.recorded_cuts import policy_cuts_at
 from ..policy.cuts import splits_at
-from ..policy.replay.policies import POLICIES, Policy
-from ..policy.replay.recorded_cuts import policy_cuts_at
 from ..schema import BUDGET, SESSION
 from .formatting import format_tokens
 
@@ -62,7 +62,7 @@ def compaction_table(rows: pl.DataFrame) -> pl.DataFrame:
 def policies_vs_agents(corpus: Corpus, policies: Sequence[str | Policy] | None = None) -> pl.DataFrame:
     """One row per (recorded compaction, policy): the policy's cut at that moment beside the agent's.
 
-    :func:`~panto_analytics.policy.replay.recorded_cuts.policy_cuts_at`'s columns, plus
+    :func:`~panto_analytics.policy.compaction.recorded_cuts.policy_cuts_at`'s columns, plus
     ``source_format`` and ``own`` (the policy is one the format's agent ran,
     :data:`AGENT_POLICIES`). ``policies`` defaults to every policy but
     libpanto (whose split at these moments is :func:`agent_vs_libpanto`'s).

@@ -586,7 +586,7 @@ def replay_options(*, required: bool):
 
 
 def _parse_policies(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]):
-    from ..policy.replay.policies import parse_policy
+    from ..policy.compaction.policies import parse_policy
 
     try:
         return tuple(parse_policy(v) if v.strip() != "libpanto" else "libpanto" for v in value)
@@ -640,8 +640,8 @@ def replay_prices(cost: bool, prices_file: Path | None, summarizer: str | None) 
 def check_replay(window: int | None, reserve: int, summary_tokens: int | None, policies: tuple[str, ...] = ()) -> None:
     """A usage error, before any work, for replay parameters that cannot work (``window <= reserve``, a policy
     whose own reserve leaves no trigger at ``window``, ...)."""
-    from ..policy.replay.any_policy import check_policy_windows, parse_policies
-    from ..policy.replay.engine import validate_parameters
+    from ..policy.compaction.any_policy import check_policy_windows, parse_policies
+    from ..policy.compaction.engine import validate_parameters
 
     if window is not None:
         try:

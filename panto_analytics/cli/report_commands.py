@@ -162,7 +162,7 @@ def recommend_cmd(paths, format_, skip_invalid, budgets, min_kept_turns, coverag
     given = [p if isinstance(p, str) else p.spec() for p in policies]
     if ds is not None:
         from ..dataset.decision import decision_dataset
-        from ..policy.replay.billing import resolve_prices
+        from ..policy.compaction.priced import resolve_prices
 
         prices = resolve_prices(replay_prices(True, prices_file, summarizer))
         with unpriced_notes():

@@ -72,7 +72,7 @@ def write_info(root: str | Path, info: DatasetInfo) -> None:
 def read_manifest(root: str | Path) -> pl.DataFrame:
     """The manifest (``DATASET_MANIFEST_SCHEMA``); empty when the dataset has none yet."""
     path = Path(root) / MANIFEST_FILE
-    frame = manifests.read_manifest(path, lambda message: InputError(path, None, message, skippable=False),
+    frame = manifests.read_parquet_manifest(path, lambda message: InputError(path, None, message, skippable=False),
                                     what="dataset manifest", schema=DATASET_MANIFEST_SCHEMA, exact=False)
     return pl.DataFrame(schema=DATASET_MANIFEST_SCHEMA) if frame is None else frame
 

@@ -1,6 +1,6 @@
 """The tokens of every API call a replay simulates, under one cache rule: frames in, frames out.
 
-A replay (:func:`panto_analytics.policy.replay.engine.replay`) says where compactions fire;
+A replay (:func:`panto_analytics.policy.compaction.engine.replay_libpanto`) says where compactions fire;
 this module says what each API call would then have sent, split the way a
 provider bills it: ``input`` (uncached), ``cache_read``, ``cache_write_5m``,
 ``cache_write_1h`` and ``output``. Pricing those columns is

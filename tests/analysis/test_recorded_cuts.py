@@ -9,9 +9,9 @@ import pytest
 from conftest import DATA, REALDATA, REPO
 
 import panto_analytics as pa
-from panto_analytics.analysis.compactions import policies_vs_agents, recorded_cut_summary
+from panto_analytics.analysis.compactions import agent_vs_libpanto, policies_vs_agents, recorded_cut_summary
+from panto_analytics.policy.compaction.policies import POLICIES, parse_policy
 from panto_analytics.policy.cuts import cut_conversations
-from panto_analytics.policy.replay.policies import POLICIES, parse_policy
 from reference import policies as ref
 
 needs_realdata = pytest.mark.skipif(not REALDATA.is_dir(), reason="../shared/realdata is not present")
@@ -118,3 +118,19 @@ def test_codex_keeps_the_users_prompts_not_its_own_session_prefix_and_matches_a_
     codex = rows.filter(pl.col("policy") == "codex")
     assert codex.select("kept_messages", "exact").rows() == [(2, True)]
     assert codex["kept_tokens"].to_list() == codex["agent_kept_tokens"].to_list()
+
+
+@pytest.mark.parametrize("path", [REPO / "tests" / "fixtures" / "codex" / "compacted.jsonl", REMOTE, DATA,
+                                  REPO / "tests" / "fixtures" / "claude_code" / "preserved.jsonl",
+                                  *([REALDATA / "pi-compactions"] if REALDATA.is_dir() else [])],
+                         ids=lambda p: p.name)
+def test_compactions_and_policy_cuts_agree_on_what_the_agent_kept(path):
+    """`compactions` (agent_vs_libpanto) and `policy-cuts` (policies_vs_agents) name the same first kept message
+    and count the same kept messages at every compaction. Before, a Codex replacement history counted its
+    developer and contextual items in `compactions` (the 39 beside policy-cuts' 21 of issue 29)."""
+    corpus = pa.ingest.read_corpus(path, skip_invalid=True)
+    libpanto = agent_vs_libpanto(corpus, [20_000]).sort("cut")
+    cuts = policies_vs_agents(corpus, ["claude-code"]).sort("cut")
+    assert libpanto.height == cuts.height == corpus.compactions.height > 0
+    assert libpanto.select("agent_first_kept_seq", "agent_kept_messages").rows() == \
+        cuts.select("agent_first_kept_seq", "agent_kept_messages").rows()

@@ -132,7 +132,7 @@ def test_a_plot_loads_matplotlib_when_asked_for(tmp_path):
 def test_the_defaults_are_the_libraries_own():
     """``defaults`` holds what help shows; the modules that use the values agree with it."""
     from panto_analytics.formats import ADAPTERS
-    from panto_analytics.policy.replay.policies import POLICIES
+    from panto_analytics.policy.compaction.policies import POLICIES
 
     assert tuple(POLICIES) == defaults.POLICY_NAMES
     assert sorted(ADAPTERS) == sorted(defaults.SOURCE_FORMATS)

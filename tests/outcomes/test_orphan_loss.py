@@ -19,7 +19,7 @@ from panto_analytics.outcomes.orphan_loss import (
     summarize_loss,
 )
 from panto_analytics.outcomes.tool_targets import key_of, references
-from panto_analytics.policy.replay.any_policy import replay_policies
+from panto_analytics.policy.compaction.any_policy import replay_policies
 
 LOOKUP = ("read", "run", "fetch")
 

@@ -1,6 +1,6 @@
 """Replay under any compaction policy: :func:`replay_policies`, one engine for the policies of :mod:`.policies`.
 
-The rules are :func:`~panto_analytics.policy.replay.engine.replay`'s (calls, the
+The rules are :func:`~panto_analytics.policy.compaction.engine.replay_libpanto`'s (calls, the
 simulated context, one compaction at most per call, restarts at recorded
 summaries, no-ops that are not events), with the policy's trigger and cut in
 place of libpanto's:
@@ -22,7 +22,7 @@ place of libpanto's:
   is kept (0 for a policy that keeps no suffix); ``kept_messages``;
   ``split_turn``: pi cut inside a turn.
 
-libpanto itself runs on :func:`~panto_analytics.policy.replay.engine.replay`'s own
+libpanto itself runs on :func:`~panto_analytics.policy.compaction.engine.replay_libpanto`'s own
 engine, unchanged. The others share :class:`_PolicyEngine`, which reuses that
 engine's per-corpus arrays and its search for the next trigger (binary
 lifting over running maxima of the recorded context); each round gathers the
@@ -47,18 +47,17 @@ from ...schema import BUDGET, ROLE, SEQ, SESSION
 from .. import expressions as ex
 from ..compute_split import budget_series
 from ..turn_costs import check_order
-from .billing import PriceSpec, bill_replay_result
 from .clearing import CLEARING_EVENT_COLUMNS, replay_clearing
-from .engine import DEFAULT_RESERVE, EVENT_SCHEMA, Replay, _Engine, _np, summary_size, validate_parameters
-from .engine import replay as replay_libpanto
+from .engine import DEFAULT_RESERVE, EVENT_SCHEMA, Replay, _Engine, _np, replay_libpanto, summary_size, validate_parameters
 from .policies import Clearing, LibPanto, Policy, parse_policy
+from .priced import PriceSpec, bill_replay_result
 from .request import with_request_bytes
 
 __all__ = ["AGENT_VERSION", "POLICY_EVENT_SCHEMA", "check_policy_windows", "parse_policies", "replay", "replay_policies", "window_columns"]
 
 Array = np.ndarray
 
-#: The events of a policy replay: :data:`~panto_analytics.policy.replay.engine.EVENT_SCHEMA` plus two columns.
+#: The events of a policy replay: :data:`~panto_analytics.policy.compaction.engine.EVENT_SCHEMA` plus two columns.
 POLICY_EVENT_SCHEMA: dict[str, pl.DataType] = {**EVENT_SCHEMA, "kept_start": pl.UInt32(), "kept_messages": pl.UInt32(),
                                                "split_turn": pl.Boolean()}
 
@@ -257,7 +256,7 @@ def replay(messages: pl.DataFrame | pl.LazyFrame, budgets: Budgets, *, window: i
            summarizer: str | None = None) -> Replay:
     """Replay compaction over each session's life under ``window``: libpanto at every budget, or the given policies.
 
-    Without ``policy`` this is :func:`~panto_analytics.policy.replay.engine.replay`,
+    Without ``policy`` this is :func:`~panto_analytics.policy.compaction.engine.replay_libpanto`,
     unchanged (its docstring states the rules). Given ``policy`` it is
     :func:`replay_policies`: the same sessions compacted as each policy would
     (``"libpanto"``, ``"pi"``, ``"pi-whole-turn"``, ``"codex"``,
@@ -285,7 +284,7 @@ def replay(messages: pl.DataFrame | pl.LazyFrame, budgets: Budgets, *, window: i
         Size of a simulated summary; None: the median of the recorded ones, else 2,000.
     policy
         None (libpanto), or one policy or several: names, ``NAME:k=v`` specs or
-        :class:`~panto_analytics.policy.replay.policies.Policy` objects.
+        :class:`~panto_analytics.policy.compaction.policies.Policy` objects.
     prices
         None (no bill), True (genai-prices' bundled table, offline), a
         :class:`~panto_analytics.outcomes.prices.Prices` or a LiteLLM price file.
@@ -350,8 +349,8 @@ def replay_policies(messages: pl.DataFrame | pl.LazyFrame, policies: Sequence[st
                     summary_tokens: int | None = None) -> Replay:
     """Replay each of ``policies`` over each session's life under ``window``; one frame, a ``policy`` column.
 
-    ``policies``: names or ``NAME:k=v`` specs (:func:`~panto_analytics.policy.replay.policies.parse_policy`) or
-    :class:`~panto_analytics.policy.replay.policies.Policy` objects. ``libpanto``
+    ``policies``: names or ``NAME:k=v`` specs (:func:`~panto_analytics.policy.compaction.policies.parse_policy`) or
+    :class:`~panto_analytics.policy.compaction.policies.Policy` objects. ``libpanto``
     runs at every budget of ``budgets`` (default: 20,000) with its
     ``reserve``; the other policies run at their own settings, their
     ``budget`` column holding their token budget (0 where they have none).

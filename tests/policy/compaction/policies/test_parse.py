@@ -5,7 +5,7 @@ import polars as pl
 import pytest
 
 from panto_analytics.policy import replay_policies
-from panto_analytics.policy.replay.policies import POLICIES, Codex, LastNTurns, Pi, parse_policy
+from panto_analytics.policy.compaction.policies import POLICIES, Codex, LastNTurns, Pi, parse_policy
 from panto_analytics.schema import MESSAGE_SCHEMA
 
 

@@ -21,8 +21,8 @@ from panto_analytics.schema import empty_messages
 from reference import port as ref
 from reference import replay as rr
 
-#: The module (``panto_analytics.policy.replay.engine`` names the function: the package re-exports it).
-replay_module = importlib.import_module("panto_analytics.policy.replay.engine")
+#: The module (``panto_analytics.policy.compaction.engine`` names the function: the package re-exports it).
+replay_module = importlib.import_module("panto_analytics.policy.compaction.engine")
 
 SLOW_OK = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example]
 EVENT_COLUMNS = ["session_id", "budget", "event", "trigger_seq", "context_before", "active_start", "prefix_end",

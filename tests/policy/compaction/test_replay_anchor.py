@@ -1,5 +1,5 @@
 """The replay starts from what an agent recorded: after a recorded anchor, the agent's kept block (recorded
-before its compaction record, as pi writes it) is no growth and no trigger (policy/replay/engine.py's rules)."""
+before its compaction record, as pi writes it) is no growth and no trigger (policy/compaction/engine.py's rules)."""
 from __future__ import annotations
 
 import dataclasses
@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from strategies import conversations, random_conversation
 
 import panto_analytics as pa
-from panto_analytics.policy.replay.engine import recorded_before_anchor
-from panto_analytics.policy.replay.policies import POLICIES, PiWholeTurn, parse_policy
+from panto_analytics.policy.compaction.engine import recorded_before_anchor
+from panto_analytics.policy.compaction.policies import POLICIES, PiWholeTurn, parse_policy
 from panto_analytics.schema import MESSAGE_SCHEMA
 from reference import policies as refp
 from reference import replay as rr

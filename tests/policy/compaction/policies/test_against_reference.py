@@ -1,4 +1,4 @@
-"""Every policy's vectorized replay (policy/replay/any_policy.py) against its literal sequential reference
+"""Every policy's vectorized replay (policy/compaction/any_policy.py) against its literal sequential reference
 (reference/policies.py): hand-made cases, then hypothesis-drawn corpora."""
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from conftest import examples
 from hypothesis import HealthCheck, given, settings, target
 from hypothesis import strategies as st
 
-from panto_analytics.policy.replay.any_policy import replay_policies
-from panto_analytics.policy.replay.policies import (
+from panto_analytics.policy.compaction.any_policy import replay_policies
+from panto_analytics.policy.compaction.policies import (
     AnthropicCompact,
     ClaudeCode,
     Cline,

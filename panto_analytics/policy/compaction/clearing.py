@@ -35,7 +35,7 @@ there and in ``docs/replay.md``; the literal sequential statement of both is
 ``reference/clearing.py``.
 
 >>> from panto_analytics import examples
->>> from panto_analytics.policy.replay.policies import ObservationMasking
+>>> from panto_analytics.policy.compaction.policies import ObservationMasking
 >>> replay_clearing(examples.messages(), ObservationMasking(m=0), window=20_000).events.height  # no tool calls
 0
 """

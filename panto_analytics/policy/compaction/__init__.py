@@ -8,7 +8,7 @@
 - :mod:`.policies`: one module per compaction policy.
 
 The engine's constants and :class:`~.engine.Replay` are reachable here too
-(``from panto_analytics.policy.replay import Replay``); ``replay`` itself, the
+(``from panto_analytics.policy.compaction import Replay``); ``replay`` itself, the
 function, is :mod:`panto_analytics.policy`'s (the replay under any policy).
 """
 from .engine import (

@@ -2,13 +2,12 @@
 
 The rules are :mod:`panto_analytics.outcomes.billing`'s; the price of a call
 is :func:`panto_analytics.outcomes.cost.bill`'s, the one definition. This
-module only ties them to a :class:`~panto_analytics.policy.replay.engine.Replay`:
+module only ties them to a :class:`~panto_analytics.policy.compaction.engine.Replay`:
 its keys (``budget``, and ``policy`` for a policy replay) and each policy's
 way of asking for its summary (``Policy.summarizer_cached``).
 """
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -16,15 +15,14 @@ from pathlib import Path
 import polars as pl
 
 from ...outcomes.billing import SUMMARIZER_MODES, bill_edited, bill_replay
-from ...outcomes.cost import UnpricedWarning, bill, unpriced
+from ...outcomes.cost import bill, unpriced, warn_unpriced
 from ...outcomes.prices import Prices, load_prices
-from ...phrases import counted
 from ...schema import BUDGET
 from .clearing import cleared_usage
 from .engine import Replay
 from .policies import POLICIES, Clearing, parse_policy
 
-__all__ = ["PriceSpec", "bill_replay_result", "resolve_prices", "summarizer_cached", "warn_unpriced"]
+__all__ = ["PriceSpec", "bill_replay_result", "resolve_prices", "summarizer_cached"]
 
 #: What ``prices=`` accepts: True (genai-prices, offline), a loaded table, or a LiteLLM price file.
 PriceSpec = Prices | str | Path | bool
@@ -82,7 +80,7 @@ def bill_replay_result(result: Replay, messages: pl.DataFrame | pl.LazyFrame, pr
     else:
         events, sessions = _bill_mixed(result, messages, clearing, keys=keys, price=price, cached=cached)
     left = missing[0] if missing else pl.DataFrame(schema=_UNPRICED)
-    warn_unpriced(left)
+    warn_unpriced(left, replay=True)
     return replace(result, events=events, sessions=sessions, price_source=table.source, unpriced=left)
 
 
@@ -120,11 +118,3 @@ def _bill_mixed(result: Replay, messages: pl.DataFrame | pl.LazyFrame, clearing:
     return (pl.concat(out_events, how="diagonal_relaxed").sort("_order").drop("_order"),
             pl.concat(out_sessions, how="diagonal_relaxed").sort("_order").drop("_order"))
 
-
-def warn_unpriced(unpriced: pl.DataFrame) -> None:
-    """One :class:`~panto_analytics.outcomes.cost.UnpricedWarning` per model of ``unpriced`` (a replay's
-    :attr:`~panto_analytics.policy.replay.engine.Replay.unpriced`, or the merge of several): how many of its
-    recorded calls and tokens went unpriced."""
-    for model, calls, tokens in unpriced.iter_rows():
-        warnings.warn(UnpricedWarning(f"no price for model {model}: {counted(calls, 'recorded call')}, "
-                                      f"{counted(tokens, 'token')} unpriced (their sessions' costs are null)"), stacklevel=3)

@@ -2,7 +2,7 @@
 
 A policy decides, when the context passes its trigger, what stays verbatim
 and what its summarizer reads. :class:`Policy` is the contract the replay
-engine (:mod:`panto_analytics.policy.replay.any_policy`) drives; each policy is a
+engine (:mod:`panto_analytics.policy.compaction.any_policy`) drives; each policy is a
 frozen dataclass in its own module whose fields are its settings, with the
 defaults its source sets.
 
@@ -11,7 +11,7 @@ The cut is computed for every live (session, setting) state at once, on a
 trigger, ordered by ``(state, seq)``, with the columns of :data:`WINDOW_COLUMNS`.
 It returns one row per state with :data:`CUT_COLUMNS`.
 
->>> from panto_analytics.policy.replay.policies.base import parse_settings
+>>> from panto_analytics.policy.compaction.policies.base import parse_settings
 >>> parse_settings("keep_recent_tokens=30k, reserve_tokens=8192", {"keep_recent_tokens": int, "reserve_tokens": int})
 {'keep_recent_tokens': 30000, 'reserve_tokens': 8192}
 """

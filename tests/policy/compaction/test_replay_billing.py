@@ -10,8 +10,8 @@ from conftest import REALDATA
 
 import panto_analytics as pa
 from panto_analytics.cli import main
-from panto_analytics.policy.replay.billing import summarizer_cached
-from panto_analytics.policy.replay.summary import compare_policies, summarize_replay
+from panto_analytics.policy.compaction.priced import summarizer_cached
+from panto_analytics.policy.compaction.summary import compare_policies, summarize_replay
 
 COSTS = ("recorded_cost_usd", "simulated_cost_usd", "summarizer_cost_usd", "total_cost_usd")
 

@@ -71,7 +71,7 @@ def _named(exprs: Sequence[pl.Expr]) -> dict[str, pl.Expr]:
 
 def summarize_replay(events: pl.DataFrame | pl.LazyFrame, sessions: pl.DataFrame | pl.LazyFrame, *,
                      by: Sequence[str] = (BUDGET,), column_at_a_time: bool = False) -> pl.DataFrame:
-    """One row per budget from :func:`~panto_analytics.policy.replay.engine.replay`'s two frames.
+    """One row per budget from :func:`~panto_analytics.policy.compaction.engine.replay_libpanto`'s two frames.
 
     ``by``: the grouping (``("policy", "budget")`` for a policy replay; the
     rows then come in the order the policies appear).
@@ -93,7 +93,7 @@ def summarize_replay(events: pl.DataFrame | pl.LazyFrame, sessions: pl.DataFrame
     Parameters
     ----------
     events, sessions
-        :attr:`~panto_analytics.policy.replay.engine.Replay.events` and ``.sessions`` (or lazy frames of
+        :attr:`~panto_analytics.policy.compaction.engine.Replay.events` and ``.sessions`` (or lazy frames of
         their rows: a dataset's, read back from Parquet).
     column_at_a_time
         Read one column of the frames at a time (:func:`~panto_analytics.outcomes.group_tables.grouped`): the
@@ -153,7 +153,7 @@ def summarize_replay(events: pl.DataFrame | pl.LazyFrame, sessions: pl.DataFrame
 
 def compare_policies(events: pl.DataFrame | pl.LazyFrame, sessions: pl.DataFrame | pl.LazyFrame, *,
                      column_at_a_time: bool = False) -> pl.DataFrame:
-    """One row per (policy, budget) of a policy replay (:func:`~panto_analytics.policy.replay.any_policy.replay_policies`).
+    """One row per (policy, budget) of a policy replay (:func:`~panto_analytics.policy.compaction.any_policy.replay_policies`).
 
     :func:`summarize_replay`'s columns by ``("policy", "budget")``, then, at
     events: ``kept_tokens_p10`` / ``kept_tokens_p90``, ``kept_messages_p50``,

@@ -1,9 +1,9 @@
-"""``libpanto``: libpanto's own whole-turn policy, ``computeSplit``, exactly (the :func:`~panto_analytics.policy.replay.engine` engine).
+"""``libpanto``: libpanto's own whole-turn policy, ``computeSplit``, exactly (the :func:`~panto_analytics.policy.compaction.engine` engine).
 
 Source: ``compaction.zig`` (``computeSplit``; ``../shared/reference/compaction.zig``). Trigger:
 the simulated context exceeds ``window - reserve``; the cut keeps the newest
 whole turns whose cost (cumulative-usage deltas, else words) fits ``budget``.
-``reserve`` defaults to the replay's :data:`~panto_analytics.policy.replay.engine.DEFAULT_RESERVE`
+``reserve`` defaults to the replay's :data:`~panto_analytics.policy.compaction.engine.DEFAULT_RESERVE`
 (16,384, the same reserve pi ships); ``budget`` is the replay's budget list.
 
 >>> LibPanto.parse("reserve=8k").spec()

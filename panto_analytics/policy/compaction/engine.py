@@ -94,7 +94,7 @@ from .request import with_request_bytes
 
 __all__ = [
     "DEFAULT_RESERVE", "DEFAULT_SUMMARY_TOKENS", "EVENT_SCHEMA", "MIN_SUMMARY_TOKENS", "REPLAY_SESSION_SCHEMA", "Replay",
-    "recorded_before_anchor", "replay", "resume_after_anchor", "summary_size", "validate_parameters",
+    "recorded_before_anchor", "replay_libpanto", "resume_after_anchor", "summary_size", "validate_parameters",
 ]
 
 
@@ -232,7 +232,7 @@ def validate_parameters(window: int, reserve: int, summary_tokens: int) -> None:
         raise ValueError(f"window ({window}) must be larger than reserve ({reserve})")
 
 
-def replay(messages: pl.DataFrame | pl.LazyFrame, budgets: Iterable[int], *, window: int,
+def replay_libpanto(messages: pl.DataFrame | pl.LazyFrame, budgets: Iterable[int], *, window: int,
            reserve: int = DEFAULT_RESERVE, summary_tokens: int | None = None) -> Replay:
     """Replay compaction over each session's life under ``window``, for every budget.
 
@@ -242,7 +242,7 @@ def replay(messages: pl.DataFrame | pl.LazyFrame, budgets: Iterable[int], *, win
     (sessions in input order, budgets ascending, events in order), and
     ``sessions``, one row per (session, budget). The rules are in the module
     docstring. Events also carry ``transcript_bytes`` and ``request_bytes``
-    (what the summarizer reads, :mod:`.replay.request`), and sessions the sum
+    (what the summarizer reads, :mod:`.compaction.request`), and sessions the sum
     of their events' ``request_bytes``. ``summary_tokens`` defaults to
     :func:`summary_size`: the median size of the summaries recorded in
     ``messages``, else :data:`DEFAULT_SUMMARY_TOKENS`; ``summary_source``
@@ -270,7 +270,7 @@ def replay(messages: pl.DataFrame | pl.LazyFrame, budgets: Iterable[int], *, win
     Examples
     --------
     >>> from panto_analytics import examples
-    >>> r = replay(examples.messages(), [1_000, 3_000], window=20_000, summary_tokens=500)
+    >>> r = replay_libpanto(examples.messages(), [1_000, 3_000], window=20_000, summary_tokens=500)
     >>> r.events.select("session_id", "budget", "trigger_seq", "kept_turns", "context_after").rows()
     [('a', 1000, 5, 0, 500), ('a', 3000, 5, 1, 3500)]
     """
