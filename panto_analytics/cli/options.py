@@ -363,6 +363,8 @@ def check_output_path(path: Path, suffixes: Iterable[str] | None, option: str, *
         raise OutputPathError(f"{option} {path}: {existing} is a file, not a folder")
     if not os.access(existing, os.W_OK | os.X_OK):
         raise OutputPathError(f"{option} {path}: cannot write in {existing} (permission denied)")
+    if (refused := _cannot_create_in(existing)) is not None:
+        raise OutputPathError(f"{option} {path}: cannot write in {existing} ({refused})")
     if existing != target:
         # A report may create its own folder, not its parents; outside the current folder nothing else is created.
         needed = target.parent if folder else target
@@ -372,6 +374,26 @@ def check_output_path(path: Path, suffixes: Iterable[str] | None, option: str, *
             raise OutputPathError(f"{option} {path}: folder {first_missing} does not exist "
                                   "(outside the current folder nothing is created; create it first)")
     return path
+
+
+def _cannot_create_in(folder: Path) -> str | None:
+    """Why no file can be made in ``folder``, or None: tried with a file made and removed at once, since
+    ``os.access`` says yes to root everywhere, and ``/proc`` or ``/sys`` still refuse.
+
+    >>> import tempfile
+    >>> _cannot_create_in(Path(tempfile.mkdtemp())) is None
+    True
+    """
+    import tempfile
+
+    try:
+        fd, name = tempfile.mkstemp(prefix=".panto-analytics-check-", dir=folder)
+    except OSError as e:
+        return e.strerror or str(e)
+    os.close(fd)
+    with contextlib.suppress(OSError):
+        os.unlink(name)
+    return None
 
 
 def is_device(path: Path) -> bool:
@@ -528,6 +550,12 @@ def friendly_errors(fn):
         except InputError as e:
             hint = "" if kwargs.get("skip_invalid") or not e.skippable else " (--skip-invalid skips it and goes on)"
             click.echo(f"error: {e.for_command_line()}{hint}", err=True)
+            sys.exit(1)
+        except BrokenPipeError:   # stdout closed by its reader: the console script ends the usual way
+            raise
+        except OSError as e:   # an output that could not be written after all (a full disk, a folder gone)
+            where = f"{e.filename}: {e.strerror}" if e.filename and e.strerror else str(e)
+            click.echo(f"error: cannot write {where}", err=True)
             sys.exit(1)
     return wrapper
 
