@@ -21,9 +21,10 @@ only ``a``:
   ``Set-Content``; ``cp`` reads its sources and writes its destination)
   writes each operand; ``> FILE``, ``>> FILE``, ``&> FILE``, ``2> FILE`` are
   writes and ``< FILE`` a read (``/dev/null`` and ``&N`` are not files);
-- ``cd DIR`` moves the folder for what follows it (not out of a subshell or
-  a pipe's stage); ``echo``, ``printf``, ``true``, ``false``, ``:``, a
-  variable assignment and ``export`` touch nothing;
+- ``cd DIR`` moves the folder for what follows it (not out of a subshell); ``echo``, ``printf``, ``true``, ``false``, ``:``, a test
+  (``test``, ``[``, ``[[``), a variable assignment and ``export`` touch
+  nothing, nor does a filter (``tr``, PowerShell's ``Select-Object``, ...)
+  in a pipe;
 - anything else (``pytest``, ``git``, ``python -c``, ``eval``, a variable as
   the program, an operand that is unknown, a command the grammar cannot
   parse) makes the whole command also a ``run``.
@@ -101,6 +102,8 @@ _SET_CONTENT = Program("write", _valued("-value", "-encoding", "-width", "-filte
                                         "-inputobject", "-stream"),
                        powershell=True, path_options=frozenset({"-path", "-literalpath", "-filepath"}))
 _HASH = Program("read", _valued("-a", "--algorithm"))
+_GET_CHILD_ITEM = Program("list", _valued("-filter", "-include", "-exclude", "-depth", "-attributes"),
+                          powershell=True, path_options=frozenset({"-path", "-literalpath"}))
 
 #: The programs whose operands are targets, by lower-cased name (``Get-Content`` is ``get-content``).
 PROGRAMS: dict[str, Program] = {
@@ -151,7 +154,11 @@ PROGRAMS: dict[str, Program] = {
     "tree": Program("list", _valued("-L", "-P", "-I", "-o", "-H", "-T", "--charset", "--filelimit", "--timefmt",
                                     "--sort")),
     "find": Program("list"),
+    "uniq": Program("read", _valued("-f", "-s", "-w", "--skip-fields", "--skip-chars", "--check-chars")),
+    "column": Program("read", _valued("-s", "-c", "-o", "-N", "-R", "-H", "-W", "-E", "--separator",
+                                      "--output-separator", "--table-columns", "--output-width")),
     "get-content": _GET_CONTENT, "gc": _GET_CONTENT,
+    "get-childitem": _GET_CHILD_ITEM, "gci": _GET_CHILD_ITEM,
     "tee": Program("write"),
     "cp": Program("copy", _valued("-t", "-S", "--target-directory", "--suffix")),
     "mv": Program("write", _valued("-t", "-S", "--target-directory", "--suffix")),
@@ -163,9 +170,12 @@ PROGRAMS: dict[str, Program] = {
 }
 #: ``type FILE`` is PowerShell's (and cmd's) ``cat``; only under a Windows working directory (bash's ``type``
 #: names a command).
-_WINDOWS_PROGRAMS = {"type": _GET_CONTENT}
-#: Programs that print what they were given and touch nothing.
-_INERT = frozenset({"echo", "printf", "true", "false", ":"})
+_WINDOWS_PROGRAMS = {"type": _GET_CONTENT, "dir": _GET_CHILD_ITEM}
+#: Programs that print what they were given, or test a condition, and touch nothing.
+_INERT = frozenset({"echo", "printf", "true", "false", ":", "test", "["})
+#: Programs that only transform their input: nothing in a pipe's later stage (or fed by a redirect), a run alone.
+_FILTERS = frozenset({"tr", "select-object", "sort-object", "where-object", "foreach-object", "format-table",
+                      "format-list", "out-string", "measure-object", "group-object", "select"})
 #: Programs that run the rest of their words as a command, with the options that take a value.
 _WRAPPERS: dict[str, dict[str, int]] = {"sudo": _valued("-u", "-g", "-C", "-D"), "nohup": {}, "time": {},
                                          "command": {}, "builtin": {}, "exec": {}, "nice": _valued("-n"),
@@ -173,8 +183,8 @@ _WRAPPERS: dict[str, dict[str, int]] = {"sudo": _valued("-u", "-g", "-C", "-D"),
 #: The actions of ``find`` that do more than list.
 _FIND_ACTIONS = frozenset({"-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf",
                            "-fls"})
-#: Files that are not files (a redirect there writes nothing).
-_DEVICES = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "-"})
+#: Files that are not files (a redirect there writes nothing; also anything under ``/dev/``).
+_DEVICES = frozenset({"-", "/dev/null"})
 _GLOB = re.compile(r"[*?\[]")
 _STATEMENT_LISTS = frozenset({"program", "list", "compound_statement", "do_group", "if_statement", "elif_clause",
                               "else_clause", "while_statement", "for_statement", "c_style_for_statement",
@@ -264,8 +274,10 @@ def _statement(node: Node, base: str | None, walk: _Walk, piped: bool, fed: bool
             _redirect(redirect, after, walk)
         return after
     if kind == "pipeline":
+        # Each stage runs in a subshell, but the grammar reads ``cd x && a 2>&1 | b`` as ``(cd x && a 2>&1) | b``:
+        # the folder is carried through the stages, as the shell's own reading (cd x && (a 2>&1 | b)) carries it.
         for k, stage in enumerate(node.named_children):
-            _statement(stage, base, walk, piped or k > 0, fed)
+            base = _statement(stage, base, walk, piped or k > 0, fed)
         return base
     if kind == "subshell":
         _statements(node, base, walk, fed)
@@ -282,9 +294,9 @@ def _statement(node: Node, base: str | None, walk: _Walk, piped: bool, fed: bool
     if kind in _SUBSTITUTIONS:
         _statements(node, base, walk, False)
         return base
-    # A test ([ -f x ]), arithmetic, or any other construct: it runs something of its own.
     _substitutions(node, base, walk)
-    walk.other = True
+    if kind != "test_command":      # [[ -f x ]] tests; arithmetic or any other construct runs something of its own
+        walk.other = True
     return base
 
 
@@ -316,9 +328,13 @@ def _redirect(node: Node, base: str | None, walk: _Walk) -> None:
     path = _word(destination, base, walk)
     if path is None:
         walk.other = True
-    elif path not in _DEVICES and not path.startswith("&"):
+    elif not _is_device(path):
         walk.add("read" if operators and operators[0] in ("<", "<&") and "<>" not in operators else "write",
                  "file:", path, base)
+
+
+def _is_device(path: str) -> bool:
+    return path in _DEVICES or path.startswith("/dev/")
 
 
 def _substitutions(node: Node, base: str | None, walk: _Walk) -> None:
@@ -359,7 +375,8 @@ def _word(node: Node, base: str | None, walk: _Walk) -> str | None:
         return "".join(v for v in values if v is not None)
     if kind in _SUBSTITUTIONS:
         _statements(node, base, walk, False)
-        return None
+        # <(cmd) is a pipe bash names /dev/fd/N (its command walked above); $(cmd) text not known before it runs
+        return "/dev/fd/63" if kind == "process_substitution" else None
     _substitutions(node, base, walk)
     return None
 
@@ -410,7 +427,7 @@ def _simple(words: list[str | None], base: str | None, walk: _Walk, piped: bool,
     args = words[1:]
     if name == "cd":
         return _cd(args, base, walk)
-    if name in _INERT:
+    if name in _INERT or (name in _FILTERS and (piped or fed)):
         return base
     program = PROGRAMS.get(name) or (_WINDOWS_PROGRAMS.get(name) if walk.windows else None)
     if program is None:
@@ -522,7 +539,7 @@ def _each(walk: _Walk, kind: str, prefix: str, paths: list[str | None], base: st
     for path in paths:
         if path is None:
             walk.other = True
-        elif path not in _DEVICES:
+        elif not _is_device(path):
             walk.add(kind, prefix, path, base)
 
 

@@ -21,20 +21,23 @@ message that made the call), each a ``(call, key, kind, tokens)`` struct:
 
 The normalization (``docs/loss.md``):
 
-- file paths are made absolute against the session's working directory (a
-  shell call's own ``workdir``, and ``cd DIR &&`` inside it, take
-  precedence), then normalized (``.``, ``..``, repeated and trailing
-  separators; Windows paths get forward slashes). ``~`` is left as written.
+- file paths are made absolute against the call's working directory (a
+  shell call's own ``workdir``, a Claude Code record's ``cwd``, else the
+  session's; ``cd DIR`` inside a command for what follows), then normalized
+  (``.``, ``..``, repeated and trailing separators; Windows paths get
+  forward slashes). ``~`` is left as written.
 - line ranges (``offset``/``limit``, ``sed -n 1,80p``, ``head -n``) are
   dropped: a target is a file, so a read of lines 1-100 and a read of lines
   200-300 after a compaction re-fetch the same file, and an edit (which has
   no range) is a write of the same target as the read before it.
-- a shell command is split on ``&&``, ``||``, ``;``, ``|`` and newlines; a
-  segment that reads files (``cat``, ``head``, ``tail``, ``sed -n``, ``nl``,
-  ``less``, ``wc``, ``Get-Content``, ...) is a read of each, ``> FILE``,
-  ``tee FILE`` and ``sed -i`` are writes, ``apply_patch`` writes the files
-  its patch names; a command with anything else is also one ``run`` of the
-  whole command (whitespace collapsed, prefixed by its directory).
+- a shell command is parsed by :mod:`.shell_commands` (tree-sitter-bash):
+  files read and written, folders listed, searches; ``apply_patch`` writes
+  the files its patch names; a command with anything else is also one
+  ``run`` of the whole command (whitespace collapsed, prefixed by its
+  directory).
+- a key is the hash of the target's text: ``file:PATH``, ``dir:PATH``,
+  ``search:TOOL:PATTERN@DIR``, ``run:CWD$ COMMAND``, ``url:URL``,
+  ``web:QUERY``, ``tool:NAME`` (``docs/loss.md`` states each).
 
 >>> [(k, t) for k, t in targets("Read", '{"file_path": "src/a.py", "offset": 10}', "/repo")]
 [('read', 'file:/repo/src/a.py')]
