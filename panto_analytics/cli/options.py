@@ -20,6 +20,7 @@ import click
 
 from ..budgets import budgets_as_written, parse_budget, parse_budgets
 from ..defaults import (
+    CLEARING_POLICY_NAMES,
     DEFAULT_BUDGETS,
     DEFAULT_RESERVE,
     DEFAULT_SUMMARY_TOKENS,
@@ -652,7 +653,7 @@ def policy_option(fn):
 
 def cut_policy_option(fn):
     """--policy NAME[:k=v,...] for ``policy-cuts``: the agents' policies only (libpanto's split is per budget)."""
-    names = ", ".join(n for n in POLICY_NAMES if n != "libpanto")
+    names = ", ".join(n for n in POLICY_NAMES if n != "libpanto" and n not in CLEARING_POLICY_NAMES)
     return click.option(
         "--policy", "policies", multiple=True, callback=_parse_policies, metavar="NAME[:k=v,...]",
         help=f"Cut under this compaction policy ({names}), with settings over its defaults "
