@@ -188,7 +188,7 @@ def test_bill_is_lazy_in_lazy_out_and_keeps_row_order(genai):
 # --- costs: the message frame's bill per group ---------------------------------------------------------
 
 def messages() -> pl.DataFrame:
-    from panto_analytics.schema import MESSAGE_SCHEMA
+    from panto_analytics.frame.schema import MESSAGE_SCHEMA
 
     rows = [
         # session a: two calls on 2026-11-01 (23:30 UTC is 2026-11-02 in Tokyo), one on 2026-11-09

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import polars as pl
 
+from ...frame.schema import BUDGET
 from ...outcomes.billing import SUMMARIZER_MODES, bill_replay
 from ...outcomes.cost import bill, unpriced, warn_unpriced
 from ...outcomes.prices import Prices, load_prices
-from ...schema import BUDGET
 from .engine import Replay
 from .policies import POLICIES
 

@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 from strategies import conversations, random_conversation
 
 import panto_analytics as pa
+from panto_analytics.frame.schema import MESSAGE_SCHEMA
 from panto_analytics.policy.compaction.engine import recorded_before_anchor
 from panto_analytics.policy.compaction.policies import POLICIES, PiWholeTurn, parse_policy
-from panto_analytics.schema import MESSAGE_SCHEMA
 from reference import policies as refp
 from reference import replay as rr
 from reference.port import write_session
