@@ -354,7 +354,9 @@ class _Transcript:
                 self.api_calls += 1
                 if model is not None:
                     self.models[model] += 1
-        msg = Message("assistant", blocks, usage, lineno, parse_timestamp(rec.get("timestamp")), model)
+        cwd = rec.get("cwd")
+        msg = Message("assistant", blocks, usage, lineno, parse_timestamp(rec.get("timestamp")), model,
+                      cwd=cwd if isinstance(cwd, str) and cwd else None)
         if key is not None:
             self.pieces.setdefault(key, []).append(msg)
         self.call = _Call(msg, key, uid)

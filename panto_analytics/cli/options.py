@@ -29,7 +29,7 @@ from ..defaults import (
     RAY_INSTALL,
     SOURCE_FORMATS,
 )
-from ..errors import IngestReport, InputError
+from ..errors import STRAY, IngestReport, InputError
 from .launch import READ_KEY as _READ_KEY
 from .launch import launching
 
@@ -129,12 +129,14 @@ def read_settings() -> dict:
     return {"cache": cache, "progress": not given.get("quiet"), "jobs": given.get("jobs")}
 
 
-def session_files(paths) -> list[Path]:
+def session_files(paths, format_: str | None = None) -> list[Path]:
     """The session files PATHS name; :class:`InputError` (one line saying what was searched) when there are none.
 
-    No PATHS: the agents' default locations that exist (said on stderr), an error when none does.
+    No PATHS: the agents' default locations that exist (said on stderr), an error when none does. A file
+    found in a folder whose format no adapter knows (a hook log, an export) is left out, and one note counts
+    them (unless ``--format`` is given); a file named is read, and is an error if it is not a session file.
     """
-    from ..ingest.paths import SESSION_PATTERNS, default_locations, expand_paths, known_locations
+    from ..ingest.paths import SESSION_PATTERNS, default_locations, expand_searched, known_locations
 
     if not paths:
         paths = default_locations()
@@ -142,11 +144,28 @@ def session_files(paths) -> list[Path]:
             raise InputError(", ".join(str(p) for p in known_locations()), None,
                              "no PATH given and none of the default session folders exists", skippable=False)
         click.echo(f"note: no PATH given: reading {', '.join(str(p) for p in paths)}", err=True)
-    files = expand_paths(paths)
+    names, searched = expand_searched(paths)
+    files = [Path(name) for name in _without_strays(names, searched, format_)]
     if not files:
         raise InputError(", ".join(str(p) for p in paths), None,
                          f"no session files found (searched for {', '.join(SESSION_PATTERNS)})", skippable=False)
     return files
+
+
+def _without_strays(names: list[str], searched: set[str], format_: str | None) -> list[str]:
+    """:func:`~panto_analytics.ingest.pipeline.without_strays`, said in one note on stderr."""
+    if not searched or format_ is not None:
+        return names
+    from ..ingest.pipeline import without_strays
+    from ..phrases import counted
+
+    kept = without_strays(names, searched, None, report := IngestReport())
+    if report.skipped:
+        strays = sorted(f for f, _ in report.skipped)
+        click.echo(f"note: skipped {counted(len(strays), 'file')} of no known session format found in the folders "
+                   f"searched ({strays[0]}{', ...' if len(strays) > 1 else ''}); name one, with --format, to read it",
+                   err=True)
+    return kept
 
 
 def _nothing_read(paths, report: IngestReport) -> InputError:
@@ -180,7 +199,7 @@ def read_input(paths, format_, skip_invalid) -> pl.DataFrame:
     if dataset_path(paths) is not None or session_filter().active:
         return read_input_corpus(paths, format_, skip_invalid).messages
     report = IngestReport()
-    files = session_files(paths)
+    files = session_files(paths, format_)
     from ..ingest.parallel import keep_pandas_out
 
     keep_pandas_out()  # as in read_input_corpus
@@ -204,7 +223,7 @@ def read_input_corpus(paths, format_, skip_invalid, *, list_skips: bool = True):
         if corpus.sessions.is_empty():
             raise _nothing_read(paths, corpus.report)
         return _filtered(corpus, paths)
-    files = session_files(paths)
+    files = session_files(paths, format_)
     from ..ingest.parallel import keep_pandas_out
 
     keep_pandas_out()  # files are read here, never on Ray: pandas is not needed (a fresh process only)
@@ -480,7 +499,8 @@ def report_skips(report: IngestReport) -> None:
     if truncated:
         click.echo(f"note: skipped the unfinished last line of {counted(len(truncated), 'file')} "
                    "(sessions still being written?)", err=True)
-    invalid = {(f, r): n for (f, r), n in report.skipped.items() if r != TRUNCATED}
+    # A stray file found in a folder was said in one note already (:func:`session_files`).
+    invalid = {(f, r): n for (f, r), n in report.skipped.items() if r not in (TRUNCATED, STRAY)}
     if not invalid:
         return
     lines = {(f, r): n for (f, r), n in invalid.items() if not r.startswith(WHOLE_FILE)}
@@ -506,7 +526,7 @@ def friendly_errors(fn):
             return fn(*args, **kwargs)
         except InputError as e:
             hint = "" if kwargs.get("skip_invalid") or not e.skippable else " (--skip-invalid skips it and goes on)"
-            click.echo(f"error: {e}{hint}", err=True)
+            click.echo(f"error: {e.for_command_line()}{hint}", err=True)
             sys.exit(1)
     return wrapper
 

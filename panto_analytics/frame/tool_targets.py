@@ -21,20 +21,23 @@ message that made the call), each a ``(call, key, kind, tokens)`` struct:
 
 The normalization (``docs/loss.md``):
 
-- file paths are made absolute against the session's working directory (a
-  shell call's own ``workdir``, and ``cd DIR &&`` inside it, take
-  precedence), then normalized (``.``, ``..``, repeated and trailing
-  separators; Windows paths get forward slashes). ``~`` is left as written.
+- file paths are made absolute against the call's working directory (a
+  shell call's own ``workdir``, a Claude Code record's ``cwd``, else the
+  session's; ``cd DIR`` inside a command for what follows), then normalized
+  (``.``, ``..``, repeated and trailing separators; Windows paths get
+  forward slashes). ``~`` is left as written.
 - line ranges (``offset``/``limit``, ``sed -n 1,80p``, ``head -n``) are
   dropped: a target is a file, so a read of lines 1-100 and a read of lines
   200-300 after a compaction re-fetch the same file, and an edit (which has
   no range) is a write of the same target as the read before it.
-- a shell command is split on ``&&``, ``||``, ``;``, ``|`` and newlines; a
-  segment that reads files (``cat``, ``head``, ``tail``, ``sed -n``, ``nl``,
-  ``less``, ``wc``, ``Get-Content``, ...) is a read of each, ``> FILE``,
-  ``tee FILE`` and ``sed -i`` are writes, ``apply_patch`` writes the files
-  its patch names; a command with anything else is also one ``run`` of the
-  whole command (whitespace collapsed, prefixed by its directory).
+- a shell command is parsed by :mod:`.shell_commands` (tree-sitter-bash):
+  files read and written, folders listed, searches; ``apply_patch`` writes
+  the files its patch names; a command with anything else is also one
+  ``run`` of the whole command (whitespace collapsed, prefixed by its
+  directory).
+- a key is the hash of the target's text: ``file:PATH``, ``dir:PATH``,
+  ``search:TOOL:PATTERN@DIR``, ``run:CWD$ COMMAND``, ``url:URL``,
+  ``web:QUERY``, ``tool:NAME`` (``docs/loss.md`` states each).
 
 >>> [(k, t) for k, t in targets("Read", '{"file_path": "src/a.py", "offset": 10}', "/repo")]
 [('read', 'file:/repo/src/a.py')]
@@ -46,7 +49,6 @@ The normalization (``docs/loss.md``):
 from __future__ import annotations
 
 import hashlib
-import ntpath
 import posixpath
 import re
 import shlex
@@ -59,7 +61,9 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..pathnames import normalize_path
 from .schema import REF_KINDS, REF_STRUCT, REFERENCE_SCHEMA, SEQ, SESSION
+from .shell_commands import command_targets
 from .words import MEDIA_PART_WORDS, count_words_arrow
 
 __all__ = [
@@ -75,37 +79,18 @@ _WORD_TOKENS = 1.3
 _READ_TOOLS = frozenset({"read", "read_file", "view", "view_file", "open_file", "cat"})
 _WRITE_TOOLS = frozenset({"edit", "write", "multiedit", "notebookedit", "write_file", "edit_file", "create_file",
                           "str_replace_editor", "str_replace_based_edit_tool", "replace", "insert"})
-_LIST_TOOLS = frozenset({"ls", "list", "list_dir", "list_directory", "read_folder"})
-_SEARCH_TOOLS = frozenset({"grep", "glob", "find", "search", "search_files", "grep_search", "file_search", "rg"})
+#: Listing a folder, by name (``ls``) or by a pattern (Claude Code's ``Glob``, pi's ``find``): a read of the folder.
+_LIST_TOOLS = frozenset({"ls", "list", "list_dir", "list_directory", "read_folder", "glob", "find"})
+_SEARCH_TOOLS = frozenset({"grep", "search", "search_files", "grep_search", "file_search", "rg"})
 _SHELL_TOOLS = frozenset({"bash", "shell", "shell_command", "exec_command", "local_shell", "run_shell_command",
                           "run_terminal_cmd", "terminal", "powershell"})
 _FETCH_TOOLS = frozenset({"webfetch", "web_fetch", "fetch", "read_url", "open_url"})
 _WEB_SEARCH_TOOLS = frozenset({"websearch", "web_search", "google_web_search", "search_query"})
 _PATH_FIELDS = ("file_path", "path", "notebook_path", "filePath", "absolute_path", "filename", "file")
 
-# -- shell commands -----------------------------------------------------------------------------------
-
-#: Commands whose file operands are read (options skipped; a pipe's later stages read their input, not files).
-_READ_COMMANDS = frozenset({"cat", "head", "tail", "less", "more", "nl", "wc", "bat", "batcat", "view",
-                            "get-content", "gc", "type", "sed", "awk", "xxd", "hexdump", "od", "strings", "file",
-                            "stat", "md5sum", "sha256sum", "diff", "jq", "yq"})
-#: Options of those commands that take a value (so the value is not a file).
-_VALUED = frozenset({"-n", "-c", "-e", "-f", "--lines", "--bytes", "-F", "-v", "-s", "-l", "-d", "-A", "-B", "-C",
-                     "-TotalCount", "-Tail", "-Head", "-First", "-Last"})
-#: Options of ``sed`` and ``awk`` that take a value.
-_SCRIPT_VALUED = frozenset({"-e", "-f", "-F", "-v", "--expression", "--file"})
-#: A word: runs of unquoted characters (an escaped one included), single- or double-quoted strings;
-#: ``bad``: an unterminated quote.
-_WORD = re.compile(r"""(?:[^\s'"\\]|\\.|'[^']*'|"(?:[^"\\]|\\.)*")+|(?P<bad>['"])""", re.S)
-_UNQUOTE = re.compile(r"""'([^']*)'|"((?:[^"\\]|\\.)*)"|\\(.)""", re.S)
-#: A here-document's body (``<<EOF ... EOF``): text for a command, not commands.
-_HEREDOC = re.compile(r"<<-?\s*(['\"]?)(\w+)\1([^\n]*)\n.*?\n\s*\2\s*(?:\n|$)", re.S)
-_SEPARATORS = re.compile(r"\s*(?:&&|\|\||;|\||\n)\s*")
 _APPLY_PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+?)\s*$|^\*\*\* Move to: (.+?)\s*$", re.M)
 #: Codex's code-mode ``exec`` tool: JavaScript that calls ``tools.NAME({json})``.
 _JS_TOOL_CALL = re.compile(r"tools\.(\w+)\(")
-_WINDOWS_ABSOLUTE = re.compile(r"^(?:[A-Za-z]:[\\/]|\\\\)")
-_REDIRECT = re.compile(r"^(?:\d|&)?>>?(.*)$")
 
 
 def key_of(target: str) -> int:
@@ -117,27 +102,6 @@ def key_of(target: str) -> int:
     6675673868126107620
     """
     return int.from_bytes(hashlib.blake2b(target.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little")
-
-
-def normalize_path(path: str, cwd: str | None) -> str:
-    """``path`` made absolute against ``cwd`` (when it is relative and a cwd is known) and normalized.
-
-    >>> normalize_path("./src/../lib/a.py", "/repo/"), normalize_path("/x//y/", None), normalize_path("a", None)
-    ('/repo/lib/a.py', '/x/y', 'a')
-    >>> normalize_path("src\\\\a.ts", "D:\\\\web\\\\app")
-    'D:/web/app/src/a.ts'
-    """
-    path = path.strip()
-    windows = bool(_WINDOWS_ABSOLUTE.match(path)) or (cwd is not None and bool(_WINDOWS_ABSOLUTE.match(cwd)))
-    if windows:
-        if not _WINDOWS_ABSOLUTE.match(path) and cwd:
-            path = ntpath.join(cwd, path)
-        return ntpath.normpath(path).replace("\\", "/")
-    if not path.startswith(("/", "~")) and cwd:
-        path = posixpath.join(cwd, path)
-    # normpath keeps a leading "//" (POSIX leaves its meaning to the system); one spelling, one target.
-    return "/" + posixpath.normpath(path).lstrip("/") if path.startswith("/") else posixpath.normpath(path) if path \
-        else path
 
 
 def _file(path: str, cwd: str | None) -> str:
@@ -280,7 +244,8 @@ def _raw_decode(text: str) -> tuple[Any, int]:
 
 
 def shell_targets(command: str, cwd: str | None) -> list[tuple[str, str]]:
-    """What a shell command references: files read and written, and one ``run`` unless it only reads or writes.
+    """What a shell command references (:func:`.shell_commands.command_targets`); a patch given to
+    ``apply_patch`` in it: the files the patch names.
 
     >>> shell_targets("sed -n '1,80p' src/a.py", "/r")
     [('read', 'file:/r/src/a.py')]
@@ -291,49 +256,7 @@ def shell_targets(command: str, cwd: str | None) -> list[tuple[str, str]]:
     """
     if "*** Begin Patch" in command:
         return list(_patch_targets(command, cwd))
-    out: list[tuple[str, str]] = []
-    other = False
-    base = cwd
-    # PowerShell (a Windows working directory): backslashes are separators, not escapes.
-    posix = not (cwd and _WINDOWS_ABSOLUTE.match(cwd))
-    for k, segment in enumerate(_segments(command)):
-        words = _words(segment if posix else segment.replace("\\", "/"))
-        if words is None:
-            other = True
-            continue
-        words, redirects = _redirects(words) if ">" in segment or "<" in segment else (words, [])
-        if redirects:
-            out.extend(("write", _file(path, base)) for path in redirects)
-        if not words:
-            continue
-        program = words[0][words[0].rfind("/") + 1:].lower()   # posixpath.basename
-        if program == "cd" and len(words) == 2:
-            base = normalize_path(words[1], base)
-            continue
-        if program in ("echo", "printf", "true", ":") or (program == "cat" and redirects and len(words) == 1):
-            continue                # prints what it was given (to a file, if redirected), reads nothing
-        if program in ("tee",):
-            out.extend(("write", _file(w, base)) for w in words[1:] if not w.startswith("-"))
-            continue
-        if program == "sed" and any(w == "-i" or w.startswith("-i") for w in words[1:]):
-            files = _operands([w for w in words[1:] if not w.startswith("-i")], _SCRIPT_VALUED)
-            if not any(w in ("-e", "-f", "--expression", "--file") for w in words):
-                files = files[1:]   # the script comes first
-            out.extend(("write", _file(w, base)) for w in files)
-            continue
-        if program in _READ_COMMANDS:
-            files = _operands(words[1:], _SCRIPT_VALUED if program in ("sed", "awk") else _VALUED)
-            if program in ("sed", "awk") and files and not any(w in ("-e", "-f") for w in words):
-                files = files[1:]   # the script comes first
-            if files:
-                out.extend(("read", _file(f, base)) for f in files)
-                continue
-            if k > 0:
-                continue            # a filter in a pipe
-        other = True
-    if other or not out:
-        out.append(("run", f"run:{cwd or ''}$ " + _collapsed(command)))
-    return out
+    return command_targets(command, cwd)
 
 
 def _collapsed(text: str) -> str:
@@ -343,80 +266,6 @@ def _collapsed(text: str) -> str:
     'a b c'
     """
     return " ".join(text.split())
-
-
-def _segments(command: str) -> list[str]:
-    """A command's segments between ``&&``, ``||``, ``;``, ``|`` and newlines, here-document bodies dropped.
-
-    >>> _segments("cd a && cat <<EOF > f\\nbody; x\\nEOF\\nls")
-    ['cd a', 'cat  > f', 'ls']
-    """
-    text = command.strip()
-    if "<<" in text:
-        text = _HEREDOC.sub(r"\3\n", text)
-    if "&" not in text and "|" not in text and ";" not in text and "\n" not in text:
-        return [text] if text else []   # nothing to split on (the pattern needs one of these)
-    return [s for s in _SEPARATORS.split(text) if s]
-
-
-def _words(segment: str) -> list[str] | None:
-    """A shell segment's words, quotes removed (a regular expression, not a shell: fast on long commands);
-    None for an unterminated quote.
-
-    >>> _words("sed -n '1,80p' 'a b.py' c\\\\ d"), _words("echo 'x")
-    (['sed', '-n', '1,80p', 'a b.py', 'c d'], None)
-    """
-    if "'" not in segment and '"' not in segment and "\\" not in segment:
-        return segment.split()   # no quotes: runs of what is not whitespace (str.split and \\s agree on what is)
-    words = []
-    for match in _WORD.finditer(segment):
-        if match.group("bad") is not None:
-            return None
-        word = match.group(0)
-        # Only a quote or a backslash is ever rewritten: other words are kept as they are (most of them).
-        words.append(_UNQUOTE.sub(_unquoted, word) if "'" in word or '"' in word or "\\" in word else word)
-    return words
-
-
-def _unquoted(m: re.Match[str]) -> str:
-    return m.group(1) or m.group(2) or m.group(3) or ""
-
-
-def _redirects(words: list[str]) -> tuple[list[str], list[str]]:
-    """The words without output redirections, and the files those write (``2>&1``, ``/dev/null`` ignored)."""
-    kept, written = [], []
-    i = 0
-    while i < len(words):
-        word = words[i]
-        match = _REDIRECT.match(word) if ">" in word else None
-        if match:
-            target = match.group(1) or (words[i + 1] if i + 1 < len(words) else "")
-            i += 1 if match.group(1) else 2
-            if target and not target.startswith("&") and target != "/dev/null":
-                written.append(target)
-            continue
-        if word.startswith("<"):
-            i += 1 if len(word) > 1 else 2
-            continue
-        kept.append(word)
-        i += 1
-    return kept, written
-
-
-def _operands(words: list[str], valued: frozenset[str] = _VALUED) -> list[str]:
-    """The operands among ``words``: not options, not the value of an option in ``valued``."""
-    out, skip = [], False
-    for word in words:
-        if skip:
-            skip = False
-            continue
-        if word.startswith("-") and len(word) > 1:
-            skip = word in valued
-            continue
-        if word.startswith("+") or any(c in word for c in "*?$`"):
-            continue
-        out.append(word)
-    return out
 
 
 # -- the ``refs`` column, from canonical blocks ----------------------------------------------------------
@@ -433,7 +282,8 @@ def result_tokens(words: pl.Expr | str = "words") -> pl.Expr:
 
 
 def refs_column(blocks: pa.StructArray, owner: np.ndarray, n: int, scope: np.ndarray,
-                cwds: list[str | None], result_words: np.ndarray | None = None) -> pl.Series:
+                cwds: list[str | None], result_words: np.ndarray | None = None,
+                block_cwds: pa.Array | None = None) -> pl.Series:
     """The ``refs`` column of ``n`` messages from their canonical blocks.
 
     ``blocks`` holds canonical blocks (:data:`~panto_analytics.formats.columnar.BLOCK`),
@@ -444,6 +294,9 @@ def refs_column(blocks: pa.StructArray, owner: np.ndarray, n: int, scope: np.nda
     columnar fast paths) builds the column here, so they agree.
     ``result_words``, when the caller counted them already, holds the words
     of each tool-result block of the ``n`` messages, in block order.
+    ``block_cwds``, where the recording gives each call its own working
+    directory (Claude Code's per-record ``cwd``), holds it for each block
+    (null or empty: the scope's).
 
     Built in array operations but for one Python call of :func:`targets` per
     distinct (name, input, working directory): the distinct calls are found
@@ -476,9 +329,9 @@ def refs_column(blocks: pa.StructArray, owner: np.ndarray, n: int, scope: np.nda
     names, inputs = (pc.dictionary_encode(blocks.field(f).take(take), null_encoding="encode") for f in ("name", "input"))
     # A call repeated in the same directory (a re-read, the same test run) is resolved once: the distinct
     # (name, input, cwd) by their codes, and only those go through Python.
-    cwd_codes = {cwd: k for k, cwd in enumerate(dict.fromkeys(cwds))}
-    cwd_of = np.array([cwd_codes[cwd] for cwd in cwds], dtype=np.int64)[call_scope]
-    name_cwd = np.unique(_codes(names) * len(cwd_codes) + cwd_of, return_inverse=True)[1]
+    call_cwds = _call_cwds(cwds, call_scope, None if block_cwds is None else block_cwds.take(take))
+    cwd_of = _codes(call_cwds)
+    name_cwd = np.unique(_codes(names) * len(call_cwds.dictionary) + cwd_of, return_inverse=True)[1]
     _, first, group = np.unique(name_cwd * len(inputs.dictionary) + _codes(inputs), return_index=True,
                                 return_inverse=True)
     found_keys: list[int] = []
@@ -487,7 +340,7 @@ def refs_column(blocks: pa.StructArray, owner: np.ndarray, n: int, scope: np.nda
     found = np.zeros(len(first) + 1, dtype=np.int64)   # where each distinct call's targets start
     for g, (name, text, cwd) in enumerate(zip(names.dictionary.take(names.indices.take(first)).to_pylist(),
                                                inputs.dictionary.take(inputs.indices.take(first)).to_pylist(),
-                                               [cwds[k] for k in call_scope[first]])):
+                                               call_cwds.dictionary.take(call_cwds.indices.take(first)).to_pylist())):
         pairs = targets(name or "", text, cwd)
         found[g + 1] = found[g] + len(pairs)
         for kind, target in pairs:
@@ -514,6 +367,16 @@ def refs_column(blocks: pa.StructArray, owner: np.ndarray, n: int, scope: np.nda
     np.cumsum(per_message, out=offsets[1:])
     lists = pa.LargeListArray.from_arrays(pa.array(offsets), refs, mask=pa.array(per_message == 0))
     return pl.Series("refs", lists).cast(pl.List(REF_STRUCT))
+
+
+def _call_cwds(cwds: list[str | None], call_scope: np.ndarray, own: pa.Array | None) -> pa.DictionaryArray:
+    """Each call's working directory, dictionary-encoded (nulls a value): its own where it has one, else its
+    scope's."""
+    scoped = pa.array(cwds, pa.string()).take(pa.array(call_scope))
+    if own is not None:
+        own = own.cast(pa.string())
+        scoped = pc.if_else(pc.fill_null(pc.not_equal(own, ""), False), own, scoped)
+    return pc.dictionary_encode(scoped, null_encoding="encode")
 
 
 _KIND_CODES = {kind: k for k, kind in enumerate(REF_KINDS)}

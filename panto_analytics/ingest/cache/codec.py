@@ -88,11 +88,12 @@ def parser_version() -> str:
 
     It covers the adapters, the frame's vocabulary (``frame/``: the schemas,
     word counting, the column expressions, the normalization of tool-call
-    targets), the report, ingest and this module, so that any change to how a file is read invalidates
-    what was cached from it, without anyone having to bump a number.
+    targets and the shell commands it parses), ``pathnames.py``, the report,
+    ingest and this module, so that any change to how a file is read
+    invalidates what was cached from it, without anyone having to bump a number.
     """
     root = Path(__file__).resolve().parents[2]  # the package folder
-    shared = ("transcript.py", "errors.py", "models.py")
+    shared = ("transcript.py", "errors.py", "models.py", "pathnames.py")
     sources = (sorted(root.glob("formats/**/*.py")) + sorted(root.glob("frame/*.py")) + sorted(root.glob("ingest/cache/*.py"))
                + sorted(root.glob("ingest/*.py")) + [root / name for name in shared])
     digest = hashlib.sha256(f"layout {LAYOUT}\n".encode())
