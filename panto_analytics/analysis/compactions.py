@@ -67,7 +67,7 @@ def policies_vs_agents(corpus: Corpus, policies: Sequence[str | Policy] | None =
     :data:`AGENT_POLICIES`). ``policies`` defaults to every policy but
     libpanto (whose split at these moments is :func:`agent_vs_libpanto`'s).
     """
-    chosen = list(policies) if policies is not None else [p for p in POLICIES if p != "libpanto"]
+    chosen = list(policies) if policies is not None else [p for p, c in POLICIES.items() if p != "libpanto" and not c.clears]
     rows = policy_cuts_at(corpus.messages, corpus.compactions, chosen)
     formats = corpus.sessions.select(pl.col(SESSION).cast(pl.String), pl.col("source_format").cast(pl.String))
     own = [f"{f}/{p}" for f, ps in AGENT_POLICIES.items() for p in ps]

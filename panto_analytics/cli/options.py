@@ -20,6 +20,7 @@ import click
 
 from ..budgets import budgets_as_written, parse_budget, parse_budgets
 from ..defaults import (
+    CLEARING_POLICY_NAMES,
     DEFAULT_BUDGETS,
     DEFAULT_RESERVE,
     DEFAULT_SUMMARY_TOKENS,
@@ -362,6 +363,8 @@ def check_output_path(path: Path, suffixes: Iterable[str] | None, option: str, *
         raise OutputPathError(f"{option} {path}: {existing} is a file, not a folder")
     if not os.access(existing, os.W_OK | os.X_OK):
         raise OutputPathError(f"{option} {path}: cannot write in {existing} (permission denied)")
+    if (refused := _cannot_create_in(existing)) is not None:
+        raise OutputPathError(f"{option} {path}: cannot write in {existing} ({refused})")
     if existing != target:
         # A report may create its own folder, not its parents; outside the current folder nothing else is created.
         needed = target.parent if folder else target
@@ -371,6 +374,26 @@ def check_output_path(path: Path, suffixes: Iterable[str] | None, option: str, *
             raise OutputPathError(f"{option} {path}: folder {first_missing} does not exist "
                                   "(outside the current folder nothing is created; create it first)")
     return path
+
+
+def _cannot_create_in(folder: Path) -> str | None:
+    """Why no file can be made in ``folder``, or None: tried with a file made and removed at once, since
+    ``os.access`` says yes to root everywhere, and ``/proc`` or ``/sys`` still refuse.
+
+    >>> import tempfile
+    >>> _cannot_create_in(Path(tempfile.mkdtemp())) is None
+    True
+    """
+    import tempfile
+
+    try:
+        fd, name = tempfile.mkstemp(prefix=".panto-analytics-check-", dir=folder)
+    except OSError as e:
+        return e.strerror or str(e)
+    os.close(fd)
+    with contextlib.suppress(OSError):
+        os.unlink(name)
+    return None
 
 
 def is_device(path: Path) -> bool:
@@ -528,6 +551,12 @@ def friendly_errors(fn):
             hint = "" if kwargs.get("skip_invalid") or not e.skippable else " (--skip-invalid skips it and goes on)"
             click.echo(f"error: {e.for_command_line()}{hint}", err=True)
             sys.exit(1)
+        except BrokenPipeError:   # stdout closed by its reader: the console script ends the usual way
+            raise
+        except OSError as e:   # an output that could not be written after all (a full disk, a folder gone)
+            where = f"{e.filename}: {e.strerror}" if e.filename and e.strerror else str(e)
+            click.echo(f"error: cannot write {where}", err=True)
+            sys.exit(1)
     return wrapper
 
 
@@ -624,7 +653,7 @@ def policy_option(fn):
 
 def cut_policy_option(fn):
     """--policy NAME[:k=v,...] for ``policy-cuts``: the agents' policies only (libpanto's split is per budget)."""
-    names = ", ".join(n for n in POLICY_NAMES if n != "libpanto")
+    names = ", ".join(n for n in POLICY_NAMES if n != "libpanto" and n not in CLEARING_POLICY_NAMES)
     return click.option(
         "--policy", "policies", multiple=True, callback=_parse_policies, metavar="NAME[:k=v,...]",
         help=f"Cut under this compaction policy ({names}), with settings over its defaults "

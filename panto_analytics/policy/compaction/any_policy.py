@@ -47,8 +47,9 @@ from ...frame import expressions as ex
 from ...frame.schema import BUDGET, ROLE, SEQ, SESSION
 from ..compute_split import budget_series
 from ..turn_costs import check_order
+from .clearing import CLEARING_EVENT_COLUMNS, replay_clearing
 from .engine import DEFAULT_RESERVE, EVENT_SCHEMA, Replay, _Engine, _np, replay_libpanto, summary_size, validate_parameters
-from .policies import LibPanto, Policy, parse_policy
+from .policies import Clearing, LibPanto, Policy, parse_policy
 from .priced import PriceSpec, bill_replay_result
 from .request import with_request_bytes
 
@@ -227,15 +228,26 @@ def _with_policy(result: Replay, policy: Policy, frame: pl.DataFrame) -> tuple[p
             kept_start=pl.when(pl.col("kept_turns") > 0).then(pl.col("prefix_end")),
             kept_messages=(pl.col("trigger_seq").cast(pl.Int64) + 1 - pl.col("prefix_end").cast(pl.Int64))
             .clip(0).cast(pl.UInt32), split_turn=pl.lit(False))
-    else:
+    elif "cleared_calls" not in events.columns:  # a clearing policy's events carry their (zero) request sizes
         kept_start = pl.when(pl.col("kept_start") >= 0).then(pl.col("kept_start")).cast(pl.UInt32)
         events = with_request_bytes(events.with_columns(kept_start), frame, result.summary_tokens)
         per_session = events.group_by(SESSION, BUDGET).agg(request_bytes=pl.col("request_bytes").sum())
         sessions = result.sessions.join(per_session, on=[SESSION, BUDGET], how="left", maintain_order="left")
         result = replace(result, sessions=sessions.with_columns(
             pl.col("request_bytes").fill_null(0) if "serialized_bytes" in frame.columns else pl.col("request_bytes")))
-    return (events.select(name, *POLICY_EVENT_SCHEMA, "transcript_bytes", "request_bytes"),
+    events = events.with_columns(pl.lit(None, dtype).alias(c) for c, dtype in CLEARING_EVENT_COLUMNS.items()
+                                 if c not in events.columns)
+    return (events.select(name, *POLICY_EVENT_SCHEMA, "transcript_bytes", "request_bytes", *CLEARING_EVENT_COLUMNS),
             result.sessions.select(name, pl.all()))
+
+
+def _clearing_result(frame: pl.DataFrame, policy: Clearing, *, window: int, summary_tokens: int) -> Replay:
+    """A clearing policy's replay (:mod:`.clearing`) as a :class:`Replay`: no summarizer request (0 bytes)."""
+    cleared = replay_clearing(frame, policy, window=window)
+    zero = pl.lit(0, pl.UInt64)
+    return Replay(events=cleared.events.with_columns(transcript_bytes=zero, request_bytes=zero),
+                  sessions=cleared.sessions.with_columns(request_bytes=zero), window=window, reserve=0,
+                  summary_tokens=summary_tokens)
 
 
 def replay(messages: pl.DataFrame | pl.LazyFrame, budgets: Budgets, *, window: int,
@@ -365,11 +377,16 @@ def replay_policies(messages: pl.DataFrame | pl.LazyFrame, policies: Sequence[st
         if isinstance(policy, LibPanto):
             result = replay_libpanto(frame, [20_000] if budgets is None else budgets, window=window, reserve=policy.reserve,
                             summary_tokens=summary_tokens)
+        elif isinstance(policy, Clearing):
+            result = _clearing_result(frame, policy, window=window, summary_tokens=summary_tokens)
         else:
             result = _PolicyEngine(frame, policy, window=window, summary_tokens=summary_tokens).run()
             result = replace(result, summary_tokens=summary_tokens)
         e, s = _with_policy(result, policy, frame)
         events.append(e)
         sessions.append(s)
-    return Replay(events=pl.concat(events, how="vertical_relaxed"), sessions=pl.concat(sessions, how="vertical_relaxed"),
+    all_events = pl.concat(events, how="vertical_relaxed")
+    if not any(p.clears for p in parsed):  # the clearing columns only where some policy clears
+        all_events = all_events.drop(*CLEARING_EVENT_COLUMNS)
+    return Replay(events=all_events, sessions=pl.concat(sessions, how="vertical_relaxed"),
                   window=window, reserve=DEFAULT_RESERVE, summary_tokens=summary_tokens, summary_source=source)

@@ -8,17 +8,19 @@ way of asking for its summary (``Policy.summarizer_cached``).
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
 import polars as pl
 
 from ...frame.schema import BUDGET
-from ...outcomes.billing import SUMMARIZER_MODES, bill_replay
+from ...outcomes.billing import SUMMARIZER_MODES, bill_edited, bill_replay
 from ...outcomes.cost import bill, unpriced, warn_unpriced
 from ...outcomes.prices import Prices, load_prices
+from .clearing import cleared_usage
 from .engine import Replay
-from .policies import POLICIES
+from .policies import POLICIES, Clearing, parse_policy
 
 __all__ = ["PriceSpec", "bill_replay_result", "resolve_prices", "summarizer_cached"]
 
@@ -71,11 +73,48 @@ def bill_replay_result(result: Replay, messages: pl.DataFrame | pl.LazyFrame, pr
             missing.append(unpriced(billed.filter("_recorded")) if "_recorded" in billed.columns else unpriced(billed))
         return billed
 
-    events, sessions = bill_replay(messages, result.events, result.sessions, keys=keys,
-                                   summary_tokens=result.summary_tokens, price=price, cached=cached)
+    clearing = _clearing_policies(result) if has_policy else []
+    if not clearing:
+        events, sessions = bill_replay(messages, result.events, result.sessions, keys=keys,
+                                       summary_tokens=result.summary_tokens, price=price, cached=cached)
+    else:
+        events, sessions = _bill_mixed(result, messages, clearing, keys=keys, price=price, cached=cached)
     left = missing[0] if missing else pl.DataFrame(schema=_UNPRICED)
     warn_unpriced(left, replay=True)
     return replace(result, events=events, sessions=sessions, price_source=table.source, unpriced=left)
 
 
 _UNPRICED = {"model": pl.String, "api_calls": pl.UInt64, "tokens": pl.UInt64}
+
+
+def _clearing_policies(result: Replay) -> list[Clearing]:
+    """The clearing policies among a policy replay's (their specs parsed back), in the order they appear."""
+    specs = result.sessions["policy"].unique(maintain_order=True).to_list()
+    return [p for p in (parse_policy(s) for s in specs if not s.startswith("libpanto")) if isinstance(p, Clearing)]
+
+
+def _bill_mixed(result: Replay, messages: pl.DataFrame | pl.LazyFrame, clearing: list[Clearing], *,
+                keys: list[str], price: Callable[[pl.DataFrame], pl.DataFrame],
+                cached: pl.Expr | bool) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Bill the cut policies of ``result`` as compactions and each clearing policy on its edited calls
+    (:func:`~panto_analytics.outcomes.billing.bill_edited`); the rows keep their order."""
+    frame = messages.collect() if isinstance(messages, pl.LazyFrame) else messages
+    events, sessions = result.events.with_row_index("_order"), result.sessions.with_row_index("_order")
+    specs = [p.spec() for p in clearing]
+    cut_events = events.filter(~pl.col("policy").is_in(specs))
+    cut_sessions = sessions.filter(~pl.col("policy").is_in(specs))
+    out_events, out_sessions = [], []
+    if cut_sessions.height:
+        e, s = bill_replay(frame, cut_events.drop("_order"), cut_sessions.drop("_order"), keys=keys,
+                           summary_tokens=result.summary_tokens, price=price, cached=cached)
+        out_events.append(e.with_columns(cut_events["_order"]))
+        out_sessions.append(s.with_columns(cut_sessions["_order"]))
+    for policy, spec in zip(clearing, specs):
+        edited, _ = cleared_usage(frame, policy)
+        pe, ps = events.filter(pl.col("policy") == spec), sessions.filter(pl.col("policy") == spec)
+        e, s = bill_edited(frame, edited, pe.drop("_order"), ps.drop("_order"), price=price)
+        out_events.append(e.with_columns(pe["_order"]))
+        out_sessions.append(s.with_columns(ps["_order"]))
+    return (pl.concat(out_events, how="diagonal_relaxed").sort("_order").drop("_order"),
+            pl.concat(out_sessions, how="diagonal_relaxed").sort("_order").drop("_order"))
+

@@ -103,6 +103,9 @@ def policy_cuts_at(messages: pl.DataFrame, cuts: pl.DataFrame, policies: Sequenc
     parsed = [parse_policy(p) for p in policies]
     if any(isinstance(p, LibPanto) for p in parsed):
         raise ValueError("libpanto's split at recorded compactions is splits_at's (per budget), not a policy cut")
+    clearing = [p.spec() for p in parsed if p.clears]
+    if clearing:
+        raise ValueError(f"policy {clearing[0]} clears tool results in place: it has no cut to set beside an agent's")
     if cuts.is_empty():
         return pl.DataFrame(schema=dict.fromkeys(POLICY_CUT_COLUMNS, pl.Int64)).with_columns(
             pl.col(SESSION, "policy").cast(pl.String), pl.col("exact").cast(pl.Boolean))

@@ -7,13 +7,14 @@ contract).
 >>> parse_policy("pi:keep_recent_tokens=30k")
 Pi(reserve_tokens=16384, keep_recent_tokens=30000)
 >>> len(POLICIES), sorted(POLICIES)[:4]
-(13, ['anthropic-compact', 'claude-code', 'cline', 'codex'])
+(17, ['anthropic-compact', 'claude-code', 'claude-code-microcompact', 'clear-tool-uses'])
 """
 from __future__ import annotations
 
 from .anthropic_compact import AnthropicCompact
 from .base import Policy
 from .claude_code import ClaudeCode
+from .clearing import ClaudeCodeMicrocompact, Clearing, ClearToolUses, ObservationMasking, OpencodePrune
 from .cline import Cline
 from .codex import Codex
 from .gemini_cli import GeminiCli
@@ -26,13 +27,14 @@ from .pi import Pi
 from .pi_whole_turn import PiWholeTurn
 from .summarize_every import SummarizeEvery
 
-__all__ = ["POLICIES", "AnthropicCompact", "ClaudeCode", "Cline", "Codex", "GeminiCli", "LastNTurns", "LibPanto",
-           "OpenAiCompact", "OpenHands", "Opencode", "Pi", "PiWholeTurn", "Policy", "SummarizeEvery", "parse_policy"]
+__all__ = ["POLICIES", "AnthropicCompact", "ClaudeCode", "ClaudeCodeMicrocompact", "ClearToolUses", "Clearing", "Cline",
+           "Codex", "GeminiCli", "LastNTurns", "LibPanto", "ObservationMasking", "OpenAiCompact", "OpenHands",
+           "Opencode", "OpencodePrune", "Pi", "PiWholeTurn", "Policy", "SummarizeEvery", "parse_policy"]
 
 #: Every policy by name, in the order comparisons list them.
 POLICIES: dict[str, type[Policy]] = {p.name: p for p in (
     LibPanto, Pi, PiWholeTurn, Codex, ClaudeCode, GeminiCli, LastNTurns, AnthropicCompact, OpenAiCompact, Cline,
-    OpenHands, Opencode, SummarizeEvery)}
+    OpenHands, Opencode, SummarizeEvery, ClearToolUses, ClaudeCodeMicrocompact, ObservationMasking, OpencodePrune)}
 
 
 def parse_policy(spec: str | Policy) -> Policy:

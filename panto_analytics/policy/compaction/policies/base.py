@@ -101,6 +101,9 @@ class Policy:
     #: How the agent asks for its summary, for the bill (:mod:`panto_analytics.outcomes.billing`): on its cached
     #: conversation (True) or as a separate, uncached request (False, the default).
     summarizer_cached: ClassVar[bool] = False
+    #: The policy replaces old tool results in place (:mod:`..clearing`) instead of cutting a prefix and summarizing
+    #: it: it has no ``cut``, no summarizer call, and is replayed on every call rather than at a trigger.
+    clears: ClassVar[bool] = False
 
     def __post_init__(self) -> None:
         """ValueError, in one line naming the setting and its valid range, for a setting out of range."""
