@@ -33,10 +33,10 @@ from typing import Any, cast
 
 import polars as pl
 
+from ...frame.schema import BUDGET, SESSION
 from ...phrases import counted
 from ...policy import sweep
 from ...policy.budget_sweep import sweep_aggs
-from ...schema import BUDGET, SESSION
 from ..formatting import format_share, format_tokens
 from .bootstrap import MIN_SESSIONS, RESAMPLES, SEED, BudgetInterval, budget_interval, intervals, replicate_tables
 from .choice import Choice
