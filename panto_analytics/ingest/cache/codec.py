@@ -88,13 +88,13 @@ def parser_version() -> str:
 
     It covers the adapters, word counting, the schemas, the report, ingest,
     the normalization of tool-call targets (``outcomes/tool_targets.py``,
-    ``outcomes/shell_commands.py``, ``pathnames.py``)
+    ``outcomes/shell_commands.py``, ``outcomes/powershell.py``, ``pathnames.py``)
     and this module, so that any change to how a file is read invalidates
     what was cached from it, without anyone having to bump a number.
     """
     root = Path(__file__).resolve().parents[2]  # the package folder
     shared = ("words.py", "transcript.py", "schema.py", "errors.py", "models.py", "pathnames.py",
-              "outcomes/tool_targets.py", "outcomes/shell_commands.py")
+              "outcomes/tool_targets.py", "outcomes/shell_commands.py", "outcomes/powershell.py")
     sources = (sorted(root.glob("formats/**/*.py")) + sorted(root.glob("ingest/cache/*.py"))
                + sorted(root.glob("ingest/*.py")) + [root / name for name in shared])
     digest = hashlib.sha256(f"layout {LAYOUT}\n".encode())
