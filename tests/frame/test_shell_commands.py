@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 
 from panto_analytics.formats import adapter, detect_format
 from panto_analytics.formats.base import SourceFile
-from panto_analytics.outcomes.shell_commands import command_targets, parse_errors
-from panto_analytics.outcomes.tool_targets import key_of, normalize_path, targets
+from panto_analytics.frame.shell_commands import command_targets, parse_errors
+from panto_analytics.frame.tool_targets import key_of, normalize_path, targets
 
 CWD = "/r"
 
