@@ -55,7 +55,7 @@ from panto_analytics.formats.base import (
     usage_counter,
 )
 from panto_analytics.formats.jsonl import records, require_string
-from panto_analytics.schema import MAX_USAGE
+from panto_analytics.frame.schema import MAX_USAGE
 
 __all__ = ["NAME", "SYNTHETIC_MODEL", "PRESERVED_MARK", "TOOL_USE_BLOCKS", "USAGE_KEYS",
            "parse", "project_folder", "text_of"]

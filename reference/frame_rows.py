@@ -1,6 +1,6 @@
 """The frame of line-by-line messages, one message at a time: what :class:`panto_analytics.formats.base.FrameBuilder`
 computes in batches (words, summarizer-request bytes and flags per message, the ``refs`` column), stated per
-message with :func:`~panto_analytics.words.message_words` and :func:`~panto_analytics.transcript.serialized_bytes`,
+message with :func:`~panto_analytics.frame.words.message_words` and :func:`~panto_analytics.transcript.serialized_bytes`,
 and the ``refs`` of each tool call one call at a time (:func:`references`).
 
 The package's builder before it counted in batches, kept as the oracle ``tests/formats/test_frame_builder.py``
@@ -15,10 +15,10 @@ from typing import Any
 import polars as pl
 
 from panto_analytics.formats.base import Message, SourceFile
-from panto_analytics.outcomes.tool_targets import key_of, targets
-from panto_analytics.schema import MESSAGE_SCHEMA, REF_STRUCT, ROLE, SEQ, USAGE_COLUMNS
+from panto_analytics.frame.schema import MESSAGE_SCHEMA, REF_STRUCT, ROLE, SEQ, USAGE_COLUMNS
+from panto_analytics.frame.tool_targets import key_of, targets
+from panto_analytics.frame.words import block_words, message_words
 from panto_analytics.transcript import serialized_bytes
-from panto_analytics.words import block_words, message_words
 
 __all__ = ["FrameBuilder", "references"]
 

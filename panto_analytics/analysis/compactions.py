@@ -13,11 +13,11 @@ from collections.abc import Iterable, Sequence
 
 import polars as pl
 
+from ..frame.schema import BUDGET, SESSION
 from ..ingest.corpus import Corpus
 from ..policy.compaction.policies import POLICIES, Policy
 from ..policy.compaction.recorded_cuts import policy_cuts_at
 from ..policy.cuts import splits_at
-from ..schema import BUDGET, SESSION
 from .formatting import format_tokens
 
 __all__ = ["AGENT_POLICIES", "agent_vs_libpanto", "compaction_table", "policies_vs_agents", "recorded_cut_summary"]

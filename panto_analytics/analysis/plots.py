@@ -37,7 +37,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, MaxNLocator, NullLocator, PercentFormatter
 
-from ..schema import BUDGET
+from ..frame.schema import BUDGET
 from . import plot_data as data
 from .formatting import format_tokens
 

@@ -29,13 +29,13 @@ from typing import Any, cast
 import polars as pl
 
 from ..errors import IngestReport, InputError
+from ..frame.schema import SESSION
 from ..ingest.cache import Cache, CacheStats, as_cache
 from ..ingest.cache.codec import FileKey, mode_of, parser_version
 from ..ingest.corpus import read_corpus
 from ..ingest.paths import PathLike, expand_paths, expand_searched
 from ..ingest.pipeline import without_strays
 from ..phrases import counted
-from ..schema import SESSION
 from .buckets import MAX_BUCKETS, session_buckets
 from .info import DatasetInfo, is_dataset, read_info
 from .store import (

@@ -33,9 +33,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import IngestReport, InputError
-from ..outcomes.tool_targets import refs_column
+from ..frame.schema import MAX_USAGE, MESSAGE_SCHEMA, REF_STRUCT, ROLE, SEQ, USAGE_COLUMNS
+from ..frame.tool_targets import refs_column
 from ..pathnames import file_name, path_stem, path_string, path_suffix
-from ..schema import MAX_USAGE, MESSAGE_SCHEMA, REF_STRUCT, ROLE, SEQ, USAGE_COLUMNS
 from .blocks import block_array, block_words, serialized_bytes, words_and_flags
 
 __all__ = [

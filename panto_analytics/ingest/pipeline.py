@@ -30,9 +30,9 @@ import polars as pl
 from ..errors import STRAY, WHOLE_FILE, IngestReport, InputError, UnknownFormatError
 from ..formats import ADAPTERS, adapter, detect_format
 from ..formats.base import FrameBuilder, ParsedFile, SessionMeta, SourceFile, session_stem
+from ..frame.expressions import is_api_call
+from ..frame.schema import ROLE, empty_messages
 from ..phrases import counted
-from ..policy.expressions import is_api_call
-from ..schema import ROLE, empty_messages
 from . import _schedule as schedule
 from . import parallel
 from .cache import Cache, CacheStats, CacheWarning, Entry, FileKey, as_cache

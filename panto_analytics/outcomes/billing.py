@@ -68,7 +68,7 @@ from typing import NamedTuple
 
 import polars as pl
 
-from ..schema import ROLE, SEQ, SESSION, USAGE_COLUMNS
+from ..frame.schema import ROLE, SEQ, SESSION, USAGE_COLUMNS
 from .cost import COST_COLUMNS
 
 __all__ = [

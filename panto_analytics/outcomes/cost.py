@@ -44,9 +44,9 @@ from typing import Any, Literal, TypeVar, cast
 import polars as pl
 
 from ..defaults import COST_GROUPINGS
+from ..frame.schema import SESSION
 from ..models import normalized_model
 from ..phrases import counted
-from ..schema import SESSION
 from .prices import RATES, Prices, load_prices
 
 __all__ = [

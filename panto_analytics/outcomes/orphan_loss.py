@@ -3,7 +3,7 @@
 A compaction turns a prefix of the conversation into a summary. The tool
 calls the agent makes next show what that cost it: a call that reaches for
 a target (a file, a search, a command, a URL; see
-:mod:`~panto_analytics.outcomes.tool_targets`) whose content the context held
+:mod:`~panto_analytics.frame.tool_targets`) whose content the context held
 only in the summarized part must fetch it again.
 
 Every compaction is described by a *cut* (:data:`CUT_SCHEMA`): ``after_seq``,
@@ -49,7 +49,7 @@ and the edit tools update); those files are not orphans under the
 agents restore no tool result (``docs/loss.md`` cites each).
 
 >>> import polars as pl
->>> from panto_analytics.outcomes.tool_targets import key_of
+>>> from panto_analytics.frame.tool_targets import key_of
 >>> a, b = key_of("file:/a"), key_of("file:/b")
 >>> refs = pl.DataFrame({"session_id": ["s"] * 4, "seq": [1, 3, 9, 11], "call": [0, 1, 2, 3], "key": [a, b, a, b],
 ...                      "kind": ["read"] * 4, "file": [True] * 4, "tokens": [100, 50, 100, 50]})
@@ -65,9 +65,9 @@ from typing import Protocol
 
 import polars as pl
 
-from ..schema import BUDGET, REF_KINDS, SEQ, SESSION
+from ..frame.schema import BUDGET, REF_KINDS, SEQ, SESSION
+from ..frame.tool_targets import is_lookup, references
 from .group_tables import grouped
-from .tool_targets import is_lookup, references
 
 __all__ = [
     "CLEARED_CUT_COLUMNS", "CUT_SCHEMA", "DEFAULT_HORIZON", "LOSS_COLUMNS", "ORPHAN_KINDS", "REFETCH_KINDS", "RESTORE", "Loss", "cut_loss",
@@ -132,7 +132,7 @@ def cut_loss(refs: pl.DataFrame | pl.LazyFrame, cuts: pl.DataFrame | pl.LazyFram
              horizon: int = DEFAULT_HORIZON, kinds: Sequence[str] = ORPHAN_KINDS) -> pl.DataFrame:
     """The loss of each cut (:data:`LOSS_COLUMNS` added to ``cuts``' columns, in ``cuts``' order).
 
-    ``refs`` is a references table (:data:`~panto_analytics.schema.REFERENCE_SCHEMA`);
+    ``refs`` is a references table (:data:`~panto_analytics.frame.schema.REFERENCE_SCHEMA`);
     ``cuts`` has ``session_id`` and :data:`CUT_SCHEMA`'s columns (any other
     column is carried through). The rules are in the module docstring.
     """
@@ -267,7 +267,7 @@ def replay_cuts(events: pl.DataFrame | pl.LazyFrame, *, restore: dict[str, int] 
 
 def recorded_cuts(compactions: pl.DataFrame | pl.LazyFrame, sessions: pl.DataFrame | pl.LazyFrame, *,
                   restore: dict[str, int] | None = None) -> pl.LazyFrame:
-    """The cuts of the compactions agents recorded (:data:`~panto_analytics.schema.COMPACTIONS_SCHEMA`).
+    """The cuts of the compactions agents recorded (:data:`~panto_analytics.frame.schema.COMPACTIONS_SCHEMA`).
 
     After the compaction: the first message past both the summary and what
     the agent compacted (``max(anchor_seq + 1, trigger_seq)``); kept: the

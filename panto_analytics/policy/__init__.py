@@ -1,6 +1,6 @@
 """libpanto's compaction policy over whole corpora: frames in, frames out, no I/O.
 
-- :mod:`.expressions`: the column expressions (one definition of a turn start, of a cost).
+- the column expressions it computes with are the frame's (:mod:`panto_analytics.frame.expressions`).
 - :mod:`.turn_costs`: :func:`annotate`, :func:`turns`, :func:`session_turns`.
 - :mod:`.compute_split`: :func:`splits`, one row per (session, budget), equal to ``computeSplit``.
 - :mod:`.cuts`: :func:`splits_at`, the split at given moments (an agent's recorded compactions).

@@ -102,7 +102,7 @@ def test_each_call_is_read_in_its_own_record_s_working_directory(tmp_path):
     """The Bash tool moves Claude Code's cwd; a call's relative paths are joined to its own record's cwd, by the fast
     path and the line-by-line reader alike (issue 28, item 2)."""
     import panto_analytics as pa
-    from panto_analytics.outcomes.tool_targets import key_of
+    from panto_analytics.frame.tool_targets import key_of
 
     path = _write(tmp_path / "s.jsonl",
                   _user("u1", "go", cwd="/a"),

@@ -192,7 +192,7 @@ def test_bill_is_lazy_in_lazy_out_and_keeps_row_order(genai):
 # --- costs: the message frame's bill per group ---------------------------------------------------------
 
 def messages() -> pl.DataFrame:
-    from panto_analytics.schema import MESSAGE_SCHEMA
+    from panto_analytics.frame.schema import MESSAGE_SCHEMA
 
     rows = [
         # session a: two calls on 2026-11-01 (23:30 UTC is 2026-11-02 in Tokyo), one on 2026-11-09
@@ -275,7 +275,7 @@ def test_unknown_grouping_is_an_error():
 
 def _calls_frame(rows: list[tuple]) -> pl.DataFrame:
     """A message frame of assistant calls ``(session, model, input, output, cache_read, cache_write, time)``."""
-    from panto_analytics.schema import MESSAGE_SCHEMA
+    from panto_analytics.frame.schema import MESSAGE_SCHEMA
 
     df = pl.DataFrame([dict(session_id=s, seq=q, role="assistant", words=1, serialized_bytes=1, has_tool_result=False,
                             has_summary=False, bash_execution=False, input=i, output=o, cache_read=cr, cache_write=cw,

@@ -50,11 +50,11 @@ from typing import Any, cast
 
 import polars as pl
 
+from ...frame.schema import BUDGET, SESSION
 from ...outcomes.cost import dollars_total
 from ...outcomes.group_tables import grouped
 from ...phrases import counted
 from ...policy.compaction.engine import Replay
-from ...schema import BUDGET, SESSION
 from ..formatting import format_tokens
 from .bootstrap import MIN_SESSIONS, RESAMPLES, SEED, BudgetInterval, budget_interval, intervals, replicate_tables
 from .choice import Choice
@@ -395,7 +395,7 @@ def chosen_by_replicate(tables: pl.DataFrame, rule: Rule, policy: str | None) ->
         pick = lf.group_by("_replicate").agg(pl.col(BUDGET).max())
     else:
         pick = lf.group_by("_replicate").agg(pl.col(BUDGET).min())
-    return pick.select("_replicate", pl.col(BUDGET).cast(pl.Int64)).sort("_replicate").collect()
+    return pick.select("_replicate", BUDGET).sort("_replicate").collect()
 
 
 def with_intervals(choice: Choice, ses: pl.DataFrame | pl.LazyFrame, *, resamples: int = RESAMPLES,
@@ -409,7 +409,9 @@ def with_intervals(choice: Choice, ses: pl.DataFrame | pl.LazyFrame, *, resample
     columns = lf.collect_schema().names()
     reaching = lf.filter(pl.col("_reach").any().over(SESSION))
     n = reaching.select(pl.col(SESSION).n_unique()).collect().item() if "_reach" in columns else 0
-    if n < MIN_SESSIONS or resamples < 1 or table.is_empty():
+    if resamples < 1:
+        return choice
+    if n < MIN_SESSIONS or table.is_empty():
         choice.interval = BudgetInterval(None, None, n, 0)
         return choice
     aggs = table_aggs(columns, min_kept_turns=rule.min_kept_turns or 2, limit=rule.limit)
@@ -492,13 +494,13 @@ def recorded_points(messages: pl.DataFrame, compactions: pl.DataFrame, sessions:
     ``orphan_rate``, ``cost_p50``.
 
     >>> import polars as pl
-    >>> from panto_analytics.schema import COMPACTIONS_SCHEMA, MESSAGE_SCHEMA
+    >>> from panto_analytics.frame.schema import COMPACTIONS_SCHEMA, MESSAGE_SCHEMA
     >>> recorded_points(pl.DataFrame(schema=MESSAGE_SCHEMA), pl.DataFrame(schema=COMPACTIONS_SCHEMA),
     ...                 pl.DataFrame({"session_id": [], "source_format": []})).height
     0
     """
+    from ...frame.tool_targets import references
     from ...outcomes.orphan_loss import DEFAULT_HORIZON, cut_loss, recorded_cuts
-    from ...outcomes.tool_targets import references
 
     schema = {"agent": pl.String, "point": pl.String, BUDGET: pl.Int64, "sessions": pl.UInt32,
               "compactions": pl.UInt32, "orphan_rate": pl.Float64, "cost_p50": pl.Float64}

@@ -32,13 +32,13 @@ import polars as pl
 
 from ...budgets import Budgets, as_budgets
 from ...errors import IngestReport
+from ...frame.schema import BUDGET, COMPACTIONS_SCHEMA, ROLE, SESSION
 from ...ingest.corpus import Corpus
 from ...models import normalized_model, session_model
 from ...policy import Replay, compare_policies, events_as_splits, replay, summarize_replay, sweep
 from ...policy import splits as compute_splits
 from ...policy import turns as compute_turns
 from ...policy.compaction.engine import DEFAULT_RESERVE
-from ...schema import BUDGET, COMPACTIONS_SCHEMA, ROLE, SESSION
 from .. import plots
 from ..choose.budget import choose_budget
 from ..choose.choice import Choice

@@ -45,8 +45,8 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ...outcomes.tool_targets import refs_column
-from ...schema import MAX_USAGE, MESSAGE_SCHEMA, ROLE, USAGE_COLUMNS
+from ...frame.schema import MAX_USAGE, MESSAGE_SCHEMA, ROLE, USAGE_COLUMNS
+from ...frame.tool_targets import refs_column
 from ..base import BAD_RECORD, SessionMeta, SourceFile, gc_paused, parse_timestamp, session_stem
 from ..blocks import block_words
 from ..columnar import BLOCK, PART, iso_utc, parse_timestamps, read_together, serialized_bytes, words_and_flags

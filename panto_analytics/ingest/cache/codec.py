@@ -29,7 +29,7 @@ import polars as pl
 
 from ...errors import IngestReport, InputError
 from ...formats.base import SessionMeta
-from ...schema import MESSAGE_SCHEMA, SESSION
+from ...frame.schema import MESSAGE_SCHEMA, SESSION
 from .. import _manifest as manifests
 
 __all__ = [
@@ -86,16 +86,15 @@ class BadEntry(Exception):
 def parser_version() -> str:
     """A digest of the code that turns a file into an entry.
 
-    It covers the adapters, word counting, the schemas, the report, ingest,
-    the normalization of tool-call targets (``outcomes/tool_targets.py``,
-    ``outcomes/shell_commands.py``, ``pathnames.py``)
-    and this module, so that any change to how a file is read invalidates
-    what was cached from it, without anyone having to bump a number.
+    It covers the adapters, the frame's vocabulary (``frame/``: the schemas,
+    word counting, the column expressions, the normalization of tool-call
+    targets and the shell commands it parses), ``pathnames.py``, the report,
+    ingest and this module, so that any change to how a file is read
+    invalidates what was cached from it, without anyone having to bump a number.
     """
     root = Path(__file__).resolve().parents[2]  # the package folder
-    shared = ("words.py", "transcript.py", "schema.py", "errors.py", "models.py", "pathnames.py",
-              "outcomes/tool_targets.py", "outcomes/shell_commands.py")
-    sources = (sorted(root.glob("formats/**/*.py")) + sorted(root.glob("ingest/cache/*.py"))
+    shared = ("transcript.py", "errors.py", "models.py", "pathnames.py")
+    sources = (sorted(root.glob("formats/**/*.py")) + sorted(root.glob("frame/*.py")) + sorted(root.glob("ingest/cache/*.py"))
                + sorted(root.glob("ingest/*.py")) + [root / name for name in shared])
     digest = hashlib.sha256(f"layout {LAYOUT}\n".encode())
     for path in sources:

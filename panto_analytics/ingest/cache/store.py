@@ -57,7 +57,7 @@ import polars as pl
 
 from ...errors import IngestReport
 from ...formats.base import SessionMeta, gc_paused
-from ...schema import SESSION, empty_messages
+from ...frame.schema import SESSION, empty_messages
 from . import codec
 from .codec import (
     BadEntry,

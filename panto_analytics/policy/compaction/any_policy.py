@@ -43,8 +43,8 @@ import numpy as np
 import polars as pl
 
 from ...budgets import Budgets, as_budgets
-from ...schema import BUDGET, ROLE, SEQ, SESSION
-from .. import expressions as ex
+from ...frame import expressions as ex
+from ...frame.schema import BUDGET, ROLE, SEQ, SESSION
 from ..compute_split import budget_series
 from ..turn_costs import check_order
 from .clearing import CLEARING_EVENT_COLUMNS, replay_clearing
@@ -78,7 +78,7 @@ def window_columns(frame: pl.DataFrame) -> pl.DataFrame:
     but ``state``, ``first`` and ``trigger``, which belong to the window), plus ``before``, the recorded
     context of the session's last call before the row (0 when none).
 
-    >>> from panto_analytics.schema import MESSAGE_SCHEMA
+    >>> from panto_analytics.frame.schema import MESSAGE_SCHEMA
     >>> window_columns(pl.DataFrame(schema=MESSAGE_SCHEMA)).columns[:4]
     ['seq', 'role', 'user', 'tool_result']
     """

@@ -6,7 +6,7 @@ the edit is applied again to every request), so every call of every session
 is replayed at once, with no rounds:
 
 - A session's *tool uses* are its tool calls in order (the ``refs`` of the
-  assistant messages: one use per call, :mod:`~panto_analytics.outcomes.tool_targets`);
+  assistant messages: one use per call, :mod:`~panto_analytics.frame.tool_targets`);
   a use's result has ``tokens`` (null where the recording holds none: nothing
   to clear). The uses in context at a call are those after the latest
   recorded summary before it (a recorded compaction removed the others).
@@ -46,8 +46,8 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from ...schema import BUDGET, ROLE, SEQ, SESSION
-from .. import expressions as ex
+from ...frame import expressions as ex
+from ...frame.schema import BUDGET, ROLE, SEQ, SESSION
 from .engine import REPLAY_SESSION_SCHEMA, recorded_before_anchor
 from .policies.clearing import PLACEHOLDER_TOKENS, Clearing, ClearRule
 

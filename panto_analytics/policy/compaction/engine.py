@@ -86,8 +86,8 @@ import numpy as np
 import polars as pl
 
 from ...defaults import DEFAULT_RESERVE, DEFAULT_SUMMARY_TOKENS, MIN_SUMMARY_TOKENS
-from ...schema import BUDGET, ROLE, SEQ, SESSION
-from .. import expressions as ex
+from ...frame import expressions as ex
+from ...frame.schema import BUDGET, ROLE, SEQ, SESSION
 from ..compute_split import budget_series
 from ..turn_costs import _turns, check_order
 from .request import with_request_bytes

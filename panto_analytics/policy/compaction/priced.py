@@ -14,10 +14,10 @@ from pathlib import Path
 
 import polars as pl
 
+from ...frame.schema import BUDGET
 from ...outcomes.billing import SUMMARIZER_MODES, bill_edited, bill_replay
 from ...outcomes.cost import bill, unpriced, warn_unpriced
 from ...outcomes.prices import Prices, load_prices
-from ...schema import BUDGET
 from .clearing import cleared_usage
 from .engine import Replay
 from .policies import POLICIES, Clearing, parse_policy

@@ -26,7 +26,7 @@ policy that keeps copies can match. ``distance_messages`` / ``distance_tokens``:
 differences of the kept messages and tokens.
 
 >>> import polars as pl
->>> from panto_analytics.schema import MESSAGE_SCHEMA
+>>> from panto_analytics.frame.schema import MESSAGE_SCHEMA
 >>> policy_cuts_at(pl.DataFrame(schema=MESSAGE_SCHEMA), pl.DataFrame(schema={"session_id": pl.String,
 ...     "anchor_seq": pl.UInt32}), ["pi"]).height
 0
@@ -37,7 +37,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from ...schema import ROLE, SEQ, SESSION
+from ...frame.schema import ROLE, SEQ, SESSION
 from ..cuts import cut_conversations
 from .any_policy import window_columns
 from .policies import LibPanto, Policy, parse_policy

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import polars as pl
 
-from ...schema import SEQ, SESSION
-from .. import expressions as ex
+from ...frame import expressions as ex
+from ...frame.schema import SEQ, SESSION
 
 __all__ = ["SUMMARY_BYTES_PER_TOKEN", "with_request_bytes"]
 

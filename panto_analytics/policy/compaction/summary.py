@@ -15,10 +15,10 @@ from collections.abc import Sequence
 
 import polars as pl
 
+from ...frame.schema import BUDGET, SESSION
 from ...outcomes.cost import dollars_total
 from ...outcomes.group_tables import grouped
 from ...outcomes.orphan_loss import LOSS_COLUMNS
-from ...schema import BUDGET, SESSION
 
 __all__ = ["TABLE_COLUMNS", "compare_policies", "cost_columns", "events_as_splits", "summarize_replay"]
 

@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 from strategies import budgets, conversations, random_conversation
 
 import panto_analytics as pa
+from panto_analytics.frame.schema import empty_messages
 from panto_analytics.policy import Replay, replay
-from panto_analytics.schema import empty_messages
 from reference import port as ref
 from reference import replay as rr
 

@@ -15,9 +15,10 @@ from hypothesis import strategies as st
 from strategies import conversations, random_conversation
 
 import panto_analytics as pa
+from panto_analytics.frame import expressions
+from panto_analytics.frame.schema import MESSAGE_SCHEMA
 from panto_analytics.policy.compaction.engine import recorded_before_anchor
 from panto_analytics.policy.compaction.policies import POLICIES, PiWholeTurn, parse_policy
-from panto_analytics.schema import MESSAGE_SCHEMA
 from reference import policies as refp
 from reference import replay as rr
 from reference.port import write_session
@@ -202,7 +203,7 @@ def test_pis_own_policy_fires_only_where_pi_compacted_by_itself():
     pi = PiWholeTurn()  # the defaults of pi at that version
     threshold = pi.threshold(200_000)
     assert threshold == 183_616
-    calls = m.with_columns(cum=pa.policy.expressions.assistant_cumulative()).filter(pl.col("cum").is_not_null())
+    calls = m.with_columns(cum=expressions.assistant_cumulative()).filter(pl.col("cum").is_not_null())
     over = calls.filter(pl.col("cum") > threshold)["seq"].to_list()
     triggers = [t - 1 for t in corpus.compactions["trigger_seq"].to_list()]  # the last call before each record
     assert triggers == [354, 623] and over == [623]

@@ -23,7 +23,7 @@ from typing import ClassVar
 import polars as pl
 
 from ....budgets import parse_budget
-from ....schema import ROLE, SEQ
+from ....frame.schema import ROLE, SEQ
 
 __all__ = ["CUT_COLUMNS", "Policy", "WINDOW_COLUMNS", "at_or_after", "chars_to_tokens", "parse_settings", "state_max",
            "state_min", "suffix_cut"]

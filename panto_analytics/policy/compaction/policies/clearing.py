@@ -32,7 +32,7 @@ every call of every session at once). One rule, four sets of settings:
   tokens are prunable.
 
 The frame keeps no tool names, only what each call does (its reference
-``kind``: read, write, run, fetch, other; :mod:`~panto_analytics.outcomes.tool_targets`),
+``kind``: read, write, run, fetch, other; :mod:`~panto_analytics.frame.tool_targets`),
 so ``exclude`` names kinds (``write``, ``read/run``, ...). A result's size is
 its ``tokens`` (libpanto's word estimate of the result, as the loss measure
 counts it); a call whose recording holds no result has nothing to clear.
@@ -49,7 +49,7 @@ from typing import NamedTuple
 
 import polars as pl
 
-from ....schema import REF_KINDS
+from ....frame.schema import REF_KINDS
 from .base import Policy
 
 __all__ = ["PLACEHOLDER_TOKENS", "ClaudeCodeMicrocompact", "ClearRule", "ClearToolUses", "Clearing", "ObservationMasking",

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from ....schema import SEQ
+from ....frame.schema import SEQ
 from .base import Policy, at_or_after, chars_to_tokens, state_max, suffix_cut
 
 __all__ = ["Cline"]

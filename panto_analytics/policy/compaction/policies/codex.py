@@ -54,7 +54,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from ....schema import SEQ
+from ....frame.schema import SEQ
 from .base import Policy, at_or_after, chars_to_tokens
 
 __all__ = ["Codex"]

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from ....schema import ROLE, SEQ
+from ....frame.schema import ROLE, SEQ
 from .base import Policy, state_max, state_min, suffix_cut
 
 __all__ = ["GeminiCli"]

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from ....schema import SEQ
+from ....frame.schema import SEQ
 from ..engine import DEFAULT_RESERVE
 from .base import Policy, at_or_after, state_max, suffix_cut
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from ....schema import SEQ
+from ....frame.schema import SEQ
 from .base import Policy, chars_to_tokens
 
 __all__ = ["OpenAiCompact"]

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from ....schema import ROLE, SEQ
+from ....frame.schema import ROLE, SEQ
 from .base import Policy, at_or_after, chars_to_tokens, state_max, state_min, suffix_cut
 
 __all__ = ["Pi", "PiSettings"]

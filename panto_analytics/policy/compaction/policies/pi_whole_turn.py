@@ -53,7 +53,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from ....schema import SEQ
+from ....frame.schema import SEQ
 from .base import state_max, state_min, suffix_cut
 from .pi import PiSettings
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from ....schema import ROLE, SEQ
+from ....frame.schema import ROLE, SEQ
 from .base import Policy, state_max, suffix_cut
 
 __all__ = ["SummarizeEvery"]

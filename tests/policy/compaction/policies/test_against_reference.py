@@ -10,6 +10,7 @@ from conftest import examples
 from hypothesis import HealthCheck, given, settings, target
 from hypothesis import strategies as st
 
+from panto_analytics.frame.schema import MESSAGE_SCHEMA
 from panto_analytics.policy.compaction.any_policy import replay_policies
 from panto_analytics.policy.compaction.policies import (
     AnthropicCompact,
@@ -26,7 +27,6 @@ from panto_analytics.policy.compaction.policies import (
     Policy,
     SummarizeEvery,
 )
-from panto_analytics.schema import MESSAGE_SCHEMA
 from reference import policies as ref
 
 EVENT_COLUMNS = ["session_id", "event", "trigger_seq", "context_before", "active_start", "prefix_end", "kept_turns",

@@ -4,9 +4,9 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
+from panto_analytics.frame.schema import MESSAGE_SCHEMA
 from panto_analytics.policy import replay_policies
 from panto_analytics.policy.compaction.policies import POLICIES, Codex, LastNTurns, Pi, parse_policy
-from panto_analytics.schema import MESSAGE_SCHEMA
 
 
 def test_every_policy_parses_by_name_with_its_defaults_and_round_trips_its_spec():

@@ -8,8 +8,8 @@ from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from panto_analytics.json_words import raw_texts
-from panto_analytics.words import count_words, count_words_arrow
+from panto_analytics.frame.json_words import raw_texts
+from panto_analytics.frame.words import count_words, count_words_arrow
 
 # Characters whose spelling in JSON varies: the separators, the quote and backslash, controls, non-ASCII (two, three
 # and four UTF-8 bytes: the last a surrogate pair when escaped), and the rest of what a text may hold.
@@ -71,7 +71,7 @@ def test_raw_texts_of_each_escape(spelled):
 def test_raw_texts_read_alike_in_chunks_of_any_size(monkeypatch):
     """The backslashes are found a chunk at a time: a chunk boundary anywhere (inside an escape, a run) changes
     nothing."""
-    from panto_analytics import json_words
+    from panto_analytics.frame import json_words
 
     raws = [msgspec.json.decode(b'["' + spelled.encode() + b'"]', type=list[msgspec.Raw])[0] for spelled in SPELLINGS]
     whole = raw_texts(raws)

@@ -26,9 +26,9 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from ..schema import ROLE, SESSION, USAGE_COLUMNS
 from ..transcript import REQUEST_FRAME_BYTES, REQUEST_FRAME_WITH_SUMMARY_BYTES, SEPARATOR
-from ..words import WORD_TO_TOKEN_FACTOR
+from .schema import ROLE, SESSION, USAGE_COLUMNS
+from .words import WORD_TO_TOKEN_FACTOR
 
 if TYPE_CHECKING:
     from polars._typing import IntoExpr

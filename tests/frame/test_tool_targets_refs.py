@@ -13,9 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from panto_analytics.formats.blocks import BLOCK
-from panto_analytics.outcomes.tool_targets import key_of, refs_column, targets
-from panto_analytics.schema import REF_STRUCT
-from panto_analytics.words import MEDIA_PART_WORDS, count_words
+from panto_analytics.frame.schema import REF_STRUCT
+from panto_analytics.frame.tool_targets import key_of, refs_column, targets
+from panto_analytics.frame.words import MEDIA_PART_WORDS, count_words
 
 _NAMES = ["read", "Read", "bash", "Edit", "Grep", "TodoWrite", "apply_patch", "shell", "", None]
 _INPUTS = [json.dumps({"path": "a.py"}), json.dumps({"file_path": "../b.py"}), json.dumps({"command": "cat a && ls"}),

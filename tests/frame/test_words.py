@@ -1,4 +1,4 @@
-"""panto_analytics.words against the port of libpanto's countWordsIn / countWords."""
+"""panto_analytics.frame.words against the port of libpanto's countWordsIn / countWords."""
 from __future__ import annotations
 
 import pyarrow as pa
@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import ALPHABET, blocks, texts
 
-from panto_analytics.words import MEDIA_PART_WORDS, WORD_TO_TOKEN_FACTOR, count_words, count_words_arrow, message_words
+from panto_analytics.frame.words import MEDIA_PART_WORDS, WORD_TO_TOKEN_FACTOR, count_words, count_words_arrow, message_words
 from reference import port as ref
 
 

@@ -18,7 +18,8 @@ only ``a``:
 - a **lister** (``ls``, ``tree``, ``find``, ``rg --files``) reads each
   folder it lists (``dir:``); ``grep -r`` and ``rg`` search (``search:``);
 - a **writer** (``tee``, ``touch``, ``rm``, ``mv``, ``sed -i``, ``mkdir``,
-  ``Set-Content``; ``cp`` reads its sources and writes its destination)
+  ``Set-Content``; ``cp`` writes its destination: its sources are copied,
+  not read into the context)
   writes each operand; ``> FILE``, ``>> FILE``, ``&> FILE``, ``2> FILE`` are
   writes and ``< FILE`` a read (``/dev/null`` and ``&N`` are not files);
 - ``cd DIR`` moves the folder for what follows it (not out of a subshell); ``echo``, ``printf``, ``true``, ``false``, ``:``, a test
@@ -57,7 +58,7 @@ class Program:
     """How a program uses its operands.
 
     ``does``: ``read``, ``write``, ``list`` (folders), ``copy`` (``cp``: the
-    last operand is written, the others read) or ``search`` (``grep``,
+    last operand, or ``-t DIR``, is written) or ``search`` (``grep``,
     ``rg``: files read, or a search of folders when recursive);
     ``valued``: the options that take values, and how many; ``script``: the
     first operand is a script or a pattern, unless one of
@@ -521,9 +522,10 @@ def _operands_of(name: str, program: Program, args: list[str | None], base: str 
         if not destination and len(operands) < 2:
             walk.other = True
             return
-        written = destination or operands[-1:]
-        _each(walk, "read", "file:", operands if destination else operands[:-1], base)
-        _each(walk, "write", "file:", written, base)
+        # Its sources are copied, not read into the context: unknown ones make it a run, known ones are no target.
+        if any(w is None for w in (operands if destination else operands[:-1])):
+            walk.other = True
+        _each(walk, "write", "file:", destination or operands[-1:], base)
     elif program.does == "write":
         written = operands[:1] if program.powershell else operands + parsed.values("-t", "--target-directory")
         _each(walk, "write", "dir:" if name == "mkdir" else "file:", written, base)

@@ -62,9 +62,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..pathnames import normalize_path
-from ..schema import REF_KINDS, REF_STRUCT, REFERENCE_SCHEMA, SEQ, SESSION
-from ..words import MEDIA_PART_WORDS, count_words_arrow
+from .schema import REF_KINDS, REF_STRUCT, REFERENCE_SCHEMA, SEQ, SESSION
 from .shell_commands import command_targets
+from .words import MEDIA_PART_WORDS, count_words_arrow
 
 __all__ = [
     "REF_KINDS", "is_lookup", "is_write", "key_of", "normalize_path", "references", "refs_column", "result_tokens",
@@ -451,7 +451,7 @@ def references(messages: pl.DataFrame | pl.LazyFrame) -> pl.LazyFrame:
     Returns
     -------
     pl.LazyFrame
-        :data:`~panto_analytics.schema.REFERENCE_SCHEMA`: one row per
+        :data:`~panto_analytics.frame.schema.REFERENCE_SCHEMA`: one row per
         (session, message, call, target), in session and call order; ``call``
         numbers the session's tool calls from 0.
 

@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 
 from panto_analytics.formats import adapter, detect_format
 from panto_analytics.formats.base import SourceFile
-from panto_analytics.outcomes.shell_commands import command_targets, parse_errors
-from panto_analytics.outcomes.tool_targets import key_of, normalize_path, targets
+from panto_analytics.frame.shell_commands import command_targets, parse_errors
+from panto_analytics.frame.tool_targets import key_of, normalize_path, targets
 
 CWD = "/r"
 
@@ -73,7 +73,7 @@ PROBES = [
                                                              ("read", "dir:/r")]),
     ("find . -name x -delete", [("read", "dir:/r"), run("find . -name x -delete")]),
     ("cp a b/c && mv d e && rm -f g && touch h && mkdir -p i/j",
-     [f("a"), f("b/c", "write"), f("d", "write"), f("e", "write"), f("g", "write"), f("h", "write"),
+     [f("b/c", "write"), f("d", "write"), f("e", "write"), f("g", "write"), f("h", "write"),
       ("write", "dir:/r/i/j")]),
     ("echo x | tee -a log other", [f("log", "write"), f("other", "write")]),
     ("jq -r --arg k v '.[$k]' f.json", [f("f.json")]),

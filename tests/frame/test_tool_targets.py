@@ -12,10 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import panto_analytics as pa
+from panto_analytics.frame import tool_targets
+from panto_analytics.frame.schema import REFERENCE_SCHEMA
+from panto_analytics.frame.tool_targets import key_of, normalize_path, references, shell_targets, targets
 from panto_analytics.ingest.cache import Cache
-from panto_analytics.outcomes import tool_targets
-from panto_analytics.outcomes.tool_targets import key_of, normalize_path, references, shell_targets, targets
-from panto_analytics.schema import REFERENCE_SCHEMA
 
 CWD = "/repo"
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from .defaults import SOURCE_FORMATS
+from ..defaults import SOURCE_FORMATS
 
 __all__ = [
     "COMPACTIONS_SCHEMA", "SESSION", "MAX_USAGE", "MESSAGE_SCHEMA", "REFERENCE_SCHEMA", "REF_KINDS", "REF_STRUCT", "ROLES",
@@ -45,7 +45,7 @@ MAX_USAGE = 2**32 - 1
 #: Where the turn cost came from (see :func:`panto_analytics.policy.turns`).
 TokenSource = pl.Enum(["usage", "words"])
 
-#: What a tool call does to its target (see :mod:`panto_analytics.outcomes.tool_targets`).
+#: What a tool call does to its target (see :mod:`panto_analytics.frame.tool_targets`).
 REF_KINDS = ("read", "write", "run", "fetch", "other")
 RefKind = pl.Enum(list(REF_KINDS))
 
@@ -85,7 +85,7 @@ MESSAGE_SCHEMA: dict[str, pl.DataType] = {
     "refs": pl.List(REF_STRUCT),
 }
 
-#: The references table (:func:`panto_analytics.outcomes.tool_targets.references`): one row per
+#: The references table (:func:`panto_analytics.frame.tool_targets.references`): one row per
 #: (session, message, tool call, target); ``call`` numbers the session's tool calls from 0.
 REFERENCE_SCHEMA: dict[str, pl.DataType] = {
     SESSION: pl.Categorical(),
