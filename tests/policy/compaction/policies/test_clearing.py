@@ -7,6 +7,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from panto_analytics.frame.schema import MESSAGE_SCHEMA
 from panto_analytics.policy.compaction.any_policy import replay_policies
 from panto_analytics.policy.compaction.clearing import cleared_usage, replay_clearing
 from panto_analytics.policy.compaction.policies import (
@@ -17,7 +18,6 @@ from panto_analytics.policy.compaction.policies import (
     parse_policy,
 )
 from panto_analytics.policy.compaction.policies.clearing import Clearing
-from panto_analytics.schema import MESSAGE_SCHEMA
 from reference import clearing as ref
 
 EVENT_COLUMNS = ["session_id", "event", "trigger_seq", "context_before", "active_start", "prefix_end", "kept_turns",
