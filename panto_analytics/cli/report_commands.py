@@ -173,7 +173,13 @@ def recommend_cmd(paths, format_, skip_invalid, budgets, min_kept_turns, coverag
     corpus = reason = hint = None
     if window is None and ds is None and engine != "ray":
         corpus = read_input_corpus(paths, format_, skip_invalid)
-        window, reason, hint = _implied_window(corpus)
+        window, reason, hint = _implied_window(corpus.sessions)
+        check_replay(window, reserve, summary_tokens, tuple(policies))
+    elif window is None and ds is not None:  # the same window from the dataset's sessions table
+        from ..dataset.store import collect, scan_dataset
+
+        sessions = collect(scan_dataset(ds, "sessions").select("session_id", "model", "context_window"), ds)
+        window, reason, hint = _implied_window(sessions)
         check_replay(window, reserve, summary_tokens, tuple(policies))
     if window is None and (policies or max_orphan_rate is not None):
         raise click.UsageError("--policy and --max-orphan-rate judge a replay: give --window (e.g. 200k)")
@@ -181,8 +187,9 @@ def recommend_cmd(paths, format_, skip_invalid, budgets, min_kept_turns, coverag
     if ds is not None and window is None:
         from ..dataset.streaming import recommend_dataset
 
-        _print_recommendation(recommend_dataset(ds, budgets, rule, engine=engine, address=ray_address,
-                                                resamples=resamples, seed=seed), output)
+        rec = recommend_dataset(ds, budgets, rule, engine=engine, address=ray_address, resamples=resamples, seed=seed)
+        _name_window(rec, reason, hint)
+        _print_recommendation(rec, output)
         return
     given = [p if isinstance(p, str) else p.spec() for p in policies]
     if ds is not None:
@@ -195,6 +202,7 @@ def recommend_cmd(paths, format_, skip_invalid, budgets, min_kept_turns, coverag
                                    policy=given or None, prices=prices, summarizer=summarizer, horizon=horizon,
                                    engine=engine, address=ray_address, resamples=resamples, seed=seed)
         click.echo(f"prices: {prices.source}", err=True)
+        _name_window(dec, reason, hint)
         _print_recommendation(dec, output)
         return
     if engine == "ray":
@@ -213,14 +221,14 @@ def recommend_cmd(paths, format_, skip_invalid, budgets, min_kept_turns, coverag
     _print_recommendation(rec, output)
 
 
-def _implied_window(corpus) -> tuple[int | None, str | None, str | None]:
+def _implied_window(sessions) -> tuple[int | None, str | None, str | None]:
     """Without --window: ``(window, reason, hint)``. Where the sessions name models the table knows, the window
     the recordings imply (``outcomes.context_windows.corpus_window``) and the sentence that names it (the replay
     runs under it; a note on stderr says so too); else no window, and where the files record windows, a warning
     that points to --window."""
     from ..outcomes.context_windows import corpus_window
 
-    implied = corpus_window(corpus.sessions)
+    implied = corpus_window(sessions)
     if implied.window is not None and implied.from_models:
         click.echo(f"note: no --window given: {implied.source} (give --window to choose another)", err=True)
         return implied.window, implied.source, None
@@ -307,7 +315,7 @@ def report(paths, format_, skip_invalid, budgets, min_kept_turns, coverage, max_
     corpus = read_input_corpus(paths, format_, skip_invalid)
     reason = hint = None
     if window is None:
-        window, reason, hint = _implied_window(corpus)
+        window, reason, hint = _implied_window(corpus.sessions)
         check_replay(window, reserve, summary_tokens, tuple(policies))
     if policies and window is None:
         raise click.UsageError("--policy compares policies under a context window: give --window (e.g. 200k)")
