@@ -481,8 +481,10 @@ def write_frame(df: pl.DataFrame, output: Path | None) -> None:
         return
     if output is None:
         from ..analysis.formatting import render_table
+        from .table_keys import key_columns
 
-        text, hidden = render_table(df, width=terminal_width(), rows=TABLE_ROWS)
+        command = ctx.command.name if ctx is not None else None
+        text, hidden = render_table(df, width=terminal_width(), rows=TABLE_ROWS, key=key_columns(command))
         click.echo(text)
         if len(df) > TABLE_ROWS:
             click.echo(f"({len(df) - TABLE_ROWS:,} of {len(df):,} rows not shown; -o FILE or -o - writes them all)")

@@ -304,7 +304,7 @@ def test_a_terminal_table_fits_the_terminal_and_names_the_columns_it_leaves_out(
     lines = result.stdout.splitlines()
     table = [line for line in lines if not line.startswith("(")]
     assert max(map(len, table)) <= 100
-    assert sid in result.stdout  # whole, never shortened
+    assert sid not in result.stdout and sid[:8] + "…" in result.stdout  # shortened to a unique prefix (issue 32)
     [note] = [line for line in lines if "not shown to fit the terminal" in line]
     assert "file" in note and "-o FILE or -o - writes them all" in note
     wide = CliRunner().invoke(main, ["sessions", str(d), "--no-cache"], env={"COLUMNS": "1000"})
