@@ -518,7 +518,7 @@ def _csv_ready(df: pl.DataFrame) -> pl.DataFrame:
 def report_skips(report: IngestReport) -> None:
     """Tell stderr what was skipped, file by file: how many lines (or the whole file), and why."""
     from ..errors import WHOLE_FILE
-    from ..formats.base import TRUNCATED
+    from ..formats.session_files import TRUNCATED
     from ..phrases import counted
 
     truncated = {f for (f, reason) in report.skipped if reason == TRUNCATED}
