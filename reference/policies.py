@@ -1,4 +1,4 @@
-"""A literal, sequential reference of :func:`panto_analytics.policy.replay.any_policy.replay_policies`.
+"""A literal, sequential reference of :func:`panto_analytics.policy.compaction.any_policy.replay_policies`.
 
 One session, one policy, one message at a time, each policy's cut written
 as its source writes it (a walk over the messages, not a formula): pi's
@@ -12,7 +12,7 @@ A session is a list of message-frame rows (dicts with ``role``,
 counters, and optionally ``line`` and ``file``), so the reference reads exactly
 what the engine reads. After a recorded summary, the run of messages recorded
 before it (same file, a lower line: the agent's kept block, see
-``policy/replay/engine.py``) is skipped: no trigger, no peak.
+``policy/compaction/engine.py``) is skipped: no trigger, no peak.
 """
 from __future__ import annotations
 

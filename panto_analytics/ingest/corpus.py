@@ -61,9 +61,9 @@ import polars as pl
 
 from ..errors import IngestReport
 from ..formats.base import ParsedFile, SessionMeta
+from ..frame import expressions as ex
+from ..frame.schema import COMPACTIONS_SCHEMA, SESSION, SESSION_META_SCHEMA, SESSIONS_SCHEMA
 from ..models import normalized_model, session_model
-from ..policy import expressions as ex
-from ..schema import COMPACTIONS_SCHEMA, SESSION, SESSION_META_SCHEMA, SESSIONS_SCHEMA
 from .cache import Cache, CacheStats
 from .paths import PathLike
 from .pipeline import read_files

@@ -30,7 +30,8 @@ from collections.abc import Sequence
 import numpy as np
 import polars as pl
 
-from ..schema import ROLE, SEQ, SESSION
+from ..frame.schema import ROLE, SEQ, SESSION
+from ..frame.tool_targets import references
 from .orphan_loss import (
     CUT_SCHEMA,
     DEFAULT_HORIZON,
@@ -42,7 +43,6 @@ from .orphan_loss import (
     restored_files,
     summarized_touch,
 )
-from .tool_targets import references
 
 __all__ = [
     "BOOTSTRAP_LEVEL", "BOOTSTRAP_RESAMPLES", "BOOTSTRAP_SEED", "ENOUGH_CUTS", "MEDIANS", "REFETCH_COLUMNS", "SUMMED",

@@ -49,7 +49,7 @@ from __future__ import annotations
 import polars as pl
 
 from ..budgets import Budgets, as_budgets
-from ..schema import BUDGET, ROLE, SEQ, SESSION
+from ..frame.schema import BUDGET, ROLE, SEQ, SESSION
 from .compute_split import splits
 from .turn_costs import annotate
 

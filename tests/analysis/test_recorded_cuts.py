@@ -10,12 +10,12 @@ from conftest import DATA, REALDATA, REPO
 
 import panto_analytics as pa
 from panto_analytics.analysis.compactions import agent_vs_libpanto, policies_vs_agents, recorded_cut_summary
+from panto_analytics.policy.compaction.policies import POLICIES, parse_policy
 from panto_analytics.policy.cuts import cut_conversations
-from panto_analytics.policy.replay.policies import POLICIES, parse_policy
 from reference import policies as ref
 
 needs_realdata = pytest.mark.skipif(not REALDATA.is_dir(), reason="../shared/realdata is not present")
-OTHERS = [p for p in POLICIES if p != "libpanto"]
+OTHERS = [p for p, c in POLICIES.items() if p != "libpanto" and not c.clears]
 
 
 def recordings() -> list:
