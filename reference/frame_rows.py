@@ -15,7 +15,7 @@ from typing import Any
 import polars as pl
 
 from panto_analytics.formats.base import Message, SourceFile
-from panto_analytics.outcomes.tool_targets import key_of, targets
+from panto_analytics.outcomes.tool_targets import is_file_tool, key_of, targets
 from panto_analytics.schema import MESSAGE_SCHEMA, REF_STRUCT, ROLE, SEQ, USAGE_COLUMNS
 from panto_analytics.transcript import serialized_bytes
 from panto_analytics.words import block_words, message_words
@@ -109,7 +109,7 @@ def references(tools: list[dict[str, Any]], rows: list[int], sizes: list[int],
             for kind, target in targets(block.get("name") or "", block.get("input"), cwd):
                 refs = out[row] if out[row] is not None else []
                 refs.append({"call": call, "key": key_of(target), "kind": kind, "file": target.startswith("file:"),
-                             "tokens": tokens})
+                             "file_tool": is_file_tool(block.get("name") or ""), "tokens": tokens})
                 out[row] = refs
         start += size
     return out
