@@ -39,9 +39,9 @@ import numpy as np
 import polars as pl
 
 import panto_analytics as pa
+from panto_analytics.frame.schema import MESSAGE_SCHEMA
 from panto_analytics.outcomes.cost import UnpricedWarning, bill, call_tokens
 from panto_analytics.outcomes.prices import TIER, load_prices
-from panto_analytics.schema import MESSAGE_SCHEMA
 
 from .ingest_scale import CCUSAGE_HOWTO, CCUSAGE_VERSION, ccusage_binary
 

@@ -13,8 +13,8 @@ import tempfile
 import time
 
 import panto_analytics as pa
-from panto_analytics.policy.replay.any_policy import replay_policies
-from panto_analytics.policy.replay.policies import POLICIES
+from panto_analytics.policy.compaction.any_policy import replay_policies
+from panto_analytics.policy.compaction.policies import POLICIES
 
 from .synth import write_corpus
 

@@ -82,7 +82,7 @@ def time_side_by_side(corpus: Path, prices: Path, *, window: int, budgets: list[
 
 def _in_process(corpus: Path, prices: Path, args: argparse.Namespace) -> None:
     import panto_analytics as pa
-    from panto_analytics.policy.replay.billing import bill_replay_result
+    from panto_analytics.policy.compaction.priced import bill_replay_result
 
     messages = pa.read_sessions([corpus], cache=False)
     table = pa.outcomes.load_prices(prices)

@@ -35,7 +35,7 @@ import pyarrow as pa
 
 from benchmarks.synth_shape import MODELS, NO_USAGE_SHARE
 from panto_analytics.dataset import DatasetUpdate, DatasetWriter
-from panto_analytics.schema import COMPACTIONS_SCHEMA, MESSAGE_SCHEMA, SESSIONS_SCHEMA, RefKind
+from panto_analytics.frame.schema import COMPACTIONS_SCHEMA, MESSAGE_SCHEMA, SESSIONS_SCHEMA, RefKind
 
 __all__ = [
     "CHUNK_SESSIONS", "COMPACTED_MIN_TURNS", "COMPACTED_SHARE", "KINDS", "TARGETS", "Frames", "synthetic_frames",

@@ -38,7 +38,8 @@ The package is floors over a shared vocabulary, and imports only go down
 - :mod:`panto_analytics.ingest`: files -> the message frame (adapters, cache);
 - :mod:`panto_analytics.policy`: the message frame -> turns, splits, sweeps (no I/O);
 - :mod:`panto_analytics.outcomes`: prices and the cost of a call;
-- ``schema``, ``errors``, ``budgets``, ``words``, ``models``: the shared vocabulary.
+- :mod:`panto_analytics.frame`: the message frame's vocabulary (``schema``, word counts, column expressions);
+- ``errors``, ``budgets``, ``models``: the shared vocabulary.
 
 >>> import panto_analytics as pa
 >>> {"read_sessions", "splits", "sweep"} <= set(pa.__all__), "read_corpus" in pa.__all__
@@ -80,7 +81,8 @@ _FROM = {
 #: ``pa.plots``), each imported on first use (matplotlib is heavy): everything not in ``__all__`` is here.
 _LAZY = {
     **{name: f".{name}" for name in ("analysis", "budgets", "dataset", "errors", "formats", "ingest", "outcomes",
-                                     "policy", "schema", "examples")},
+                                     "policy", "examples")},
+    "schema": ".frame.schema",
     "plots": ".analysis.plots", "report": ".analysis.report", "plot_data": ".analysis.plot_data",
 }
 
@@ -94,11 +96,11 @@ if TYPE_CHECKING:
     from . import ingest as ingest
     from . import outcomes as outcomes
     from . import policy as policy
-    from . import schema as schema
     from .analysis import Rule, choose_budget, recommend
     from .analysis import plot_data as plot_data
     from .analysis import plots as plots
     from .analysis import report as report
+    from .frame import schema as schema
     from .ingest import Cache, open_corpus, read_sessions
     from .ingest.filters import SessionFilter
     from .outcomes import costs, loss

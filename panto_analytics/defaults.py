@@ -12,7 +12,8 @@ from __future__ import annotations
 __all__ = [
     "COST_GROUPINGS",
     "DEFAULT_BUCKETS", "DEFAULT_BUDGETS", "DEFAULT_COVERAGE", "DEFAULT_MIN_KEPT_TURNS", "DEFAULT_RESERVE", "DEFAULT_SUMMARY_TOKENS",
-    "ENGINES", "MAX_BUCKETS", "MIN_SUMMARY_TOKENS", "POLICY_NAMES", "RAY_INSTALL", "SEGMENT_KINDS", "SOURCE_FORMATS",
+    "CLEARING_POLICY_NAMES", "ENGINES", "MAX_BUCKETS", "MIN_SUMMARY_TOKENS", "POLICY_NAMES", "RAY_INSTALL",
+    "SEGMENT_KINDS", "SOURCE_FORMATS",
 ]
 
 #: The source formats an adapter can read (see ``docs/formats.md``).
@@ -32,8 +33,13 @@ DEFAULT_SUMMARY_TOKENS = 2_000
 #: placeholder text): the replay then assumes :data:`DEFAULT_SUMMARY_TOKENS` and says why.
 MIN_SUMMARY_TOKENS = 100
 
-#: The compaction policies by name, in the order comparisons list them (``policy.replay.policies.POLICIES``).
-POLICY_NAMES = ("libpanto", "pi", "pi-whole-turn", "codex", "claude-code", "gemini-cli", "last-n-turns")
+#: The policies that clear old tool results in place rather than summarize a prefix (no cut).
+CLEARING_POLICY_NAMES = ("clear-tool-uses", "claude-code-microcompact", "observation-masking", "opencode-prune")
+
+#: The compaction policies by name, in the order comparisons list them (``policy.compaction.policies.POLICIES``).
+POLICY_NAMES = ("libpanto", "pi", "pi-whole-turn", "codex", "claude-code", "gemini-cli", "last-n-turns",
+                "anthropic-compact", "openai-compact", "cline", "openhands", "opencode", "summarize-every",
+                *CLEARING_POLICY_NAMES)
 
 #: The rule applied when none is given: 90% of sessions keep at least two whole turns.
 DEFAULT_MIN_KEPT_TURNS = 2

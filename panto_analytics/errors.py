@@ -13,10 +13,20 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # Polars is loaded only when a frame is asked for: the command line starts without it
     import polars as pl
 
-__all__ = ["WHOLE_FILE", "IngestReport", "InputError"]
+__all__ = ["FORCE_FORMAT", "FORCE_FORMAT_OPTION", "STRAY", "WHOLE_FILE", "IngestReport", "InputError", "UnknownFormatError"]
 
 #: How a skip reason begins when the whole file was skipped, not a line of it (``whole file skipped: ...``).
 WHOLE_FILE = "whole file skipped"
+
+
+#: The skip reason of a file found by searching a folder whose format no adapter knows
+#: (:func:`~panto_analytics.ingest.pipeline.without_strays`).
+STRAY = f"{WHOLE_FILE}: found in a folder searched, of no known session format"
+
+#: How an error of the library says a format can be forced (``read_sessions(..., format=...)``), and how the command
+#: line says it (its ``--format`` option; :meth:`InputError.for_command_line`).
+FORCE_FORMAT = "use format= to force one"
+FORCE_FORMAT_OPTION = "use --format to force one"
 
 
 class InputError(ValueError):
@@ -31,9 +41,26 @@ class InputError(ValueError):
         where = self.path if line is None else f"{self.path}:{line}"
         super().__init__(f"{where}: {reason}")
 
+    def for_command_line(self) -> str:
+        """The message as the command line says it: the library's ``format=`` is its ``--format`` option.
+
+        >>> e = InputError("x.jsonl", None, f"unknown session format; {FORCE_FORMAT}")
+        >>> str(e), e.for_command_line()
+        ('x.jsonl: unknown session format; use format= to force one', 'x.jsonl: unknown session format; use --format to force one')
+        """
+        return str(self).replace(FORCE_FORMAT, FORCE_FORMAT_OPTION)
+
     def __reduce__(self) -> tuple:
         """Pickled whole (a dataset task's error comes back from its worker process as it was raised)."""
         return type(self), (self.path, self.line, self.reason), self.__dict__
+
+
+class UnknownFormatError(InputError):
+    """A file that no adapter recognises (:func:`~panto_analytics.formats.detect_format`): not a session file.
+
+    Named, it is an error; found by searching a folder, it is skipped and counted (see
+    :func:`~panto_analytics.ingest.pipeline.without_strays`).
+    """
 
 
 @dataclass

@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 
 import polars as pl
 
-from .schema import MESSAGE_SCHEMA, ROLE, SEQ, SESSION
+from .frame.schema import MESSAGE_SCHEMA, ROLE, SEQ, SESSION
 
 __all__ = ["messages"]
 
@@ -28,7 +28,7 @@ _ROWS = (
 
 
 def messages() -> pl.DataFrame:
-    """The example message frame (:data:`~panto_analytics.schema.MESSAGE_SCHEMA`).
+    """The example message frame (:data:`~panto_analytics.frame.schema.MESSAGE_SCHEMA`).
 
     Returns
     -------

@@ -7,10 +7,13 @@ Imports nothing of ours, and only the standard library.
 """
 from __future__ import annotations
 
+import ntpath
 import os
+import posixpath
+import re
 from pathlib import Path
 
-__all__ = ["file_name", "path_stem", "path_string", "path_suffix"]
+__all__ = ["file_name", "is_windows_path", "normalize_path", "path_stem", "path_string", "path_suffix"]
 
 
 def path_string(path: str | Path) -> str:
@@ -55,3 +58,35 @@ def path_stem(path: str | Path) -> str:
     name = file_name(path)
     i = name.rfind(".")
     return name[:i] if 0 < i < len(name) - 1 else name
+
+
+_WINDOWS_ABSOLUTE = re.compile(r"^(?:[A-Za-z]:[\\/]|\\\\)")
+
+
+def is_windows_path(path: str | None) -> bool:
+    """Whether ``path`` is an absolute Windows path (a drive letter, or a ``\\\\server`` share).
+
+    >>> is_windows_path("D:/web"), is_windows_path("/d/web"), is_windows_path(None)
+    (True, False, False)
+    """
+    return bool(path) and bool(_WINDOWS_ABSOLUTE.match(path or ""))
+
+
+def normalize_path(path: str, cwd: str | None) -> str:
+    """``path`` made absolute against ``cwd`` (when it is relative and a cwd is known) and normalized.
+
+    >>> normalize_path("./src/../lib/a.py", "/repo/"), normalize_path("/x//y/", None), normalize_path("a", None)
+    ('/repo/lib/a.py', '/x/y', 'a')
+    >>> normalize_path("src\\\\a.ts", "D:\\\\web\\\\app")
+    'D:/web/app/src/a.ts'
+    """
+    path = path.strip()
+    if is_windows_path(path) or is_windows_path(cwd):
+        if not is_windows_path(path) and cwd:
+            path = ntpath.join(cwd, path)
+        return ntpath.normpath(path).replace("\\", "/")
+    if not path.startswith(("/", "~")) and cwd:
+        path = posixpath.join(cwd, path)
+    # normpath keeps a leading "//" (POSIX leaves its meaning to the system); one spelling, one target.
+    return "/" + posixpath.normpath(path).lstrip("/") if path.startswith("/") else posixpath.normpath(path) if path \
+        else path

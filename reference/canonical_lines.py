@@ -22,7 +22,7 @@ from panto_analytics.formats.base import (
     usage_counter,
 )
 from panto_analytics.formats.jsonl import records, require_string
-from panto_analytics.schema import ROLES, USAGE_COLUMNS
+from panto_analytics.frame.schema import ROLES, USAGE_COLUMNS
 
 __all__ = ["NAME", "SYSTEM_MODES", "header", "parse", "record_compactions", "sniff"]
 

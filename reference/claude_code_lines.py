@@ -55,7 +55,7 @@ from panto_analytics.formats.base import (
     usage_counter,
 )
 from panto_analytics.formats.jsonl import records, require_string
-from panto_analytics.schema import MAX_USAGE
+from panto_analytics.frame.schema import MAX_USAGE
 
 __all__ = ["NAME", "SYNTHETIC_MODEL", "PRESERVED_MARK", "TOOL_USE_BLOCKS", "USAGE_KEYS",
            "parse", "project_folder", "text_of"]
@@ -360,7 +360,9 @@ class _Transcript:
                 self.api_calls += 1
                 if model is not None:
                     self.models[model] += 1
-        msg = Message("assistant", blocks, usage, lineno, parse_timestamp(rec.get("timestamp")), model)
+        cwd = rec.get("cwd")
+        msg = Message("assistant", blocks, usage, lineno, parse_timestamp(rec.get("timestamp")), model,
+                      cwd=cwd if isinstance(cwd, str) and cwd else None)
         if key is not None:
             self.pieces.setdefault(key, []).append(msg)
         self.call = _Call(msg, key, uid)

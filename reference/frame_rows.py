@@ -1,6 +1,6 @@
 """The frame of line-by-line messages, one message at a time: what :class:`panto_analytics.formats.base.FrameBuilder`
 computes in batches (words, summarizer-request bytes and flags per message, the ``refs`` column), stated per
-message with :func:`~panto_analytics.words.message_words` and :func:`~panto_analytics.transcript.serialized_bytes`,
+message with :func:`~panto_analytics.frame.words.message_words` and :func:`~panto_analytics.transcript.serialized_bytes`,
 and the ``refs`` of each tool call one call at a time (:func:`references`).
 
 The package's builder before it counted in batches, kept as the oracle ``tests/formats/test_frame_builder.py``
@@ -15,10 +15,10 @@ from typing import Any
 import polars as pl
 
 from panto_analytics.formats.base import Message, SourceFile
-from panto_analytics.outcomes.tool_targets import is_file_tool, key_of, targets
-from panto_analytics.schema import MESSAGE_SCHEMA, REF_STRUCT, ROLE, SEQ, USAGE_COLUMNS
+from panto_analytics.frame.schema import MESSAGE_SCHEMA, REF_STRUCT, ROLE, SEQ, USAGE_COLUMNS
+from panto_analytics.frame.tool_targets import is_file_tool, key_of, targets
+from panto_analytics.frame.words import block_words, message_words
 from panto_analytics.transcript import serialized_bytes
-from panto_analytics.words import block_words, message_words
 
 __all__ = ["FrameBuilder", "references"]
 
@@ -48,7 +48,8 @@ class FrameBuilder:
             kinds = {b["type"] for b in msg.content}
             if "tool_use" in kinds or "tool_result" in kinds:
                 calls = [b for b in msg.content if b["type"] in ("tool_use", "tool_result")]
-                self._tools.extend(calls)
+                # a call's own working directory (Claude Code's record cwd) rides with it
+                self._tools.extend({**b, "cwd": msg.cwd} if msg.cwd is not None else b for b in calls)
                 self._tool_rows.extend([first + n - 1] * len(calls))
             cols[ROLE].append(msg.role)
             cols["words"].append(message_words(msg.content))
@@ -106,7 +107,7 @@ def references(tools: list[dict[str, Any]], rows: list[int], sizes: list[int],
             calls_in_row[row] = call + 1
             words = answered.get(block["id"]) if block.get("id") is not None else None
             tokens = None if words is None else math.ceil(words * 1.3)
-            for kind, target in targets(block.get("name") or "", block.get("input"), cwd):
+            for kind, target in targets(block.get("name") or "", block.get("input"), block.get("cwd") or cwd):
                 refs = out[row] if out[row] is not None else []
                 refs.append({"call": call, "key": key_of(target), "kind": kind, "file": target.startswith("file:"),
                              "file_tool": is_file_tool(block.get("name") or ""), "tokens": tokens})

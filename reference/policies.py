@@ -1,4 +1,4 @@
-"""A literal, sequential reference of :func:`panto_analytics.policy.replay.any_policy.replay_policies`.
+"""A literal, sequential reference of :func:`panto_analytics.policy.compaction.any_policy.replay_policies`.
 
 One session, one policy, one message at a time, each policy's cut written
 as its source writes it (a walk over the messages, not a formula): pi's
@@ -12,10 +12,11 @@ A session is a list of message-frame rows (dicts with ``role``,
 counters, and optionally ``line`` and ``file``), so the reference reads exactly
 what the engine reads. After a recorded summary, the run of messages recorded
 before it (same file, a lower line: the agent's kept block, see
-``policy/replay/engine.py``) is skipped: no trigger, no peak.
+``policy/compaction/engine.py``) is skipped: no trigger, no peak.
 """
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 
@@ -152,8 +153,134 @@ def cut_codex(msgs, first, k, user_tokens, **_) -> Cut:
     return Cut(k + 1, min(selected) if selected else None, kept, False, len(selected))
 
 
-def cut_claude_code(msgs, first, k, **_) -> Cut:
+def version_tuple(version) -> tuple[int, int, int] | None:
+    """``"2.1.185"`` as (2, 1, 185) (a suffix after the third number ignored); None for anything else."""
+    parts = str(version).split(".") if version else []
+    if len(parts) < 3:
+        return None
+    digits = "".join(itertools.takewhile(str.isdigit, parts[2]))
+    if not all(p.isdigit() and len(p) <= 6 for p in parts[:2]) or not digits or len(digits) > 6:
+        return None
+    return int(parts[0]), int(parts[1]), int(digits)
+
+
+def calls_tool(msgs, i) -> bool:
+    return i + 1 < len(msgs) and msgs[i + 1]["has_tool_result"]
+
+
+def cut_claude_code(msgs, first, k, version, preserved_since, min_tokens, min_text_messages, max_tokens, **_) -> Cut:
+    recorded = version or msgs[k].get("agent_version")
+    v = version_tuple(recorded)
+    if v is None or v < version_tuple(preserved_since):
+        return _suffix(k + 1, k)
+    # calculateMessagesToKeepIndex with no summarized mark: start with nothing kept, walk back from the newest.
+    total = text = 0
+    start = k + 1
+    for i in range(k, first - 1, -1):
+        m = msgs[i]
+        if m["role"] != "system":
+            total += math.ceil(tokens4(m["serialized_bytes"]) * 4 / 3)
+        if is_user(m) or (m["role"] == "assistant" and not calls_tool(msgs, i)):
+            text += 1
+        start = i
+        if total >= max_tokens or (total >= min_tokens and text >= min_text_messages):
+            break
+    # adjustIndexToPreserveAPIInvariants: a kept tool result takes its call along.
+    if msgs[start]["has_tool_result"]:
+        for j in range(start - 1, first - 1, -1):
+            if msgs[j]["role"] == "assistant":
+                start = j
+                break
+    return _suffix(start, k)
+
+
+def cut_anthropic_compact(msgs, first, k, **_) -> Cut:
     return _suffix(k + 1, k)
+
+
+def cut_openai_compact(msgs, first, k, **_) -> Cut:
+    kept = [i for i in range(first, k + 1) if is_user(msgs[i])]
+    return Cut(k + 1, min(kept) if kept else None, sum(tokens4(msgs[i]["serialized_bytes"]) for i in kept), False,
+               len(kept))
+
+
+def cut_cline(msgs, first, k, preserve_recent_tokens, **_) -> Cut:
+    window = msgs[first:k + 1]
+    turn_start = [is_user(m) for m in window]
+    last_turn = max((i for i, t in enumerate(turn_start) if t), default=0)
+    if last_turn <= 0:
+        return _suffix(first, k)
+    total, candidate = 0, len(window)
+    for i in range(len(window) - 1, -1, -1):
+        total += tokens4(window[i]["serialized_bytes"])
+        candidate = i
+        if total >= preserve_recent_tokens:
+            break
+    if candidate <= 0:
+        return _suffix(first, k)
+    cut = min(candidate, last_turn)
+    while cut > 0 and not turn_start[cut]:
+        cut -= 1
+    return _suffix(first + cut, k)
+
+
+def cut_opencode(msgs, first, k, preserve_recent_tokens, **_) -> Cut:
+    window = msgs[first:k + 1]
+    starts = [i for i, m in enumerate(window) if is_user(m)]
+    turns = [(s, starts[j + 1] if j + 1 < len(starts) else len(window)) for j, s in enumerate(starts)]
+    size = lambda a, b: sum(tokens4(m["serialized_bytes"]) for m in window[a:b])  # noqa: E731
+    total, keep = 0, None
+    for start, end in reversed(turns):
+        turn_size = size(start, end)
+        if total + turn_size <= preserve_recent_tokens:
+            total += turn_size
+            keep = start
+            continue
+        remaining = preserve_recent_tokens - total
+        if remaining > 0 and end - start > 1:  # splitTurn
+            for s in range(start + 1, end):
+                if window[s]["role"] == "assistant" and size(s, end) <= remaining:
+                    keep = s
+                    break
+        break
+    if keep is None or keep == 0:
+        return _suffix(k + 1, k)
+    return _suffix(first + keep, k)
+
+
+def cut_openhands(msgs, first, k, max_size, keep_first, max_tokens_ratio, *, start, context, window, **_) -> Cut:
+    head_end = first + keep_first
+    view = keep_first + 1 + (k + 1 - start) if start > first else k + 1 - first
+    limit = None if window is None else window * max_tokens_ratio
+    by_tokens = limit is not None and context > limit
+    by_events = view > max_size
+    if not (by_events or by_tokens):
+        return _suffix(start, k)
+    raw = max(head_end, start)
+    if by_events:
+        raw = max(raw, k + 1 - max(max_size // 2 - keep_first - 1, 0))
+    newest = call_context(msgs[k]) or 0
+    if by_tokens:
+        def before(i):
+            return next((call_context(msgs[j]) for j in range(i - 1, -1, -1) if call_context(msgs[j]) is not None), 0)
+        tokens_start = next((i for i in range(head_end, k + 1) if newest - before(i) <= limit / 2), k + 1)
+        raw = max(raw, tokens_start)
+    cut = next((i for i in range(raw, k + 1) if not msgs[i]["has_tool_result"]), k + 1)
+    head = [i for i in range(first, min(head_end, cut))]
+    tail = max(k + 1 - cut, 0)
+    tail_tokens = 0
+    if tail:
+        b = next((call_context(msgs[j]) for j in range(cut - 1, -1, -1) if call_context(msgs[j]) is not None), 0)
+        tail_tokens = max(newest - b, 0)
+    return Cut(cut, cut if tail else None, tail_tokens + sum(tokens4(msgs[i]["serialized_bytes"]) for i in head),
+               False, tail + len(head))
+
+
+def cut_summarize_every(msgs, first, k, n, keep, *, start, **_) -> Cut:
+    turns = [i for i in range(start, k + 1) if msgs[i]["role"] == "assistant"]
+    if len(turns) < n + keep:
+        return _suffix(start, k)
+    return _suffix(turns[n] if len(turns) > n else k + 1, k)
 
 
 def cut_gemini_cli(msgs, first, k, preserve, **_) -> Cut:
@@ -182,15 +309,18 @@ def cut_last_n_turns(msgs, first, k, n, **_) -> Cut:
 
 
 CUTS = {"pi": cut_pi, "pi-whole-turn": cut_pi_whole_turn, "codex": cut_codex, "claude-code": cut_claude_code,
-        "gemini-cli": cut_gemini_cli, "last-n-turns": cut_last_n_turns}
+        "gemini-cli": cut_gemini_cli, "last-n-turns": cut_last_n_turns, "anthropic-compact": cut_anthropic_compact,
+        "openai-compact": cut_openai_compact, "cline": cut_cline, "opencode": cut_opencode,
+        "openhands": cut_openhands, "summarize-every": cut_summarize_every}
 
 
 def cut_of(name: str, msgs: list[dict], first: int, k: int, settings: dict, *, context: int | None = None,
-           start: int | None = None) -> Cut:
+           start: int | None = None, window: int | None = None) -> Cut:
     """The named policy's cut of ``msgs[first:k + 1]``; ``context``: the simulated context at ``k`` (default: its
-    recorded context), ``start``: where the previous cut ended (default: ``first``)."""
-    return CUTS[name](msgs, first, k, context=call_context(msgs[k]) or 0 if context is None else context,
-                      start=first if start is None else start, **settings)
+    recorded context), ``start``: where the previous cut ended (default: ``first``), ``window``: the replay's
+    (None: a cut at a compaction the agent recorded)."""
+    return CUTS[name](msgs, first, k, context=(call_context(msgs[k]) or 0) if context is None else context,
+                      start=first if start is None else start, window=window, **settings)
 
 
 @dataclass(frozen=True)
@@ -231,7 +361,7 @@ def replay_session(msgs: list[dict], name: str, settings: dict, *, threshold: in
         if context <= threshold:
             continue
         cut = cut_of(name, msgs, anchor_start if from_anchor else active_start, k, settings, context=context,
-                     start=active_start)
+                     start=active_start, window=window)
         if cut.prefix_end <= active_start:
             continue  # nothing summarized: a no-op, not an event
         if cut.kept_tokens is not None:  # Codex: its own estimate of the user messages it keeps

@@ -1,4 +1,4 @@
-"""A literal, sequential reference of :func:`panto_analytics.policy.replay.engine`: the slow, plain one.
+"""A literal, sequential reference of :func:`panto_analytics.policy.compaction.engine`: the slow, plain one.
 
 One session, one budget, one message at a time, with libpanto's ``computeSplit``
 (:func:`reference.port.compute_split`) run on the very transcript

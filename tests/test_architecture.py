@@ -1,13 +1,14 @@
 """The package's plan, checked on its import graph and on the wheel it builds.
 
-Layers, top to bottom: ``cli`` -> ``dataset`` -> ``analysis`` -> ``ingest`` ->
-``formats`` -> ``policy`` -> ``outcomes`` (prices and the cost of a call, below
-the replay that bills with it; references and loss) -> ``examples`` (a tiny
-message frame for doctests, built from the schema) -> the shared vocabulary
-(``schema``, ``errors``, ``budgets``, ``words``, ``json_words``, ``transcript``, ``defaults``, ``phrases``,
-``models``, ``pathnames``). An import may stay in its layer or go down, never up; the vocabulary imports
-nothing of ours; nothing inside imports the package's own ``__init__``; and
-no two modules import each other, directly or around a loop.
+Floors, top to bottom: ``cli`` -> ``dataset`` -> ``analysis``, where two wings meet: reading (``ingest`` ->
+``formats``: files into the message frame) and modelling (``policy`` -> ``outcomes``: the replay over the
+frame, and prices and loss below it, the cost the replay bills with); neither wing imports the other. Both
+stand on ``examples`` (a tiny message frame for doctests) -> ``frame`` (the message frame's vocabulary: the
+schema, word counts, the column expressions, the tool-call targets) -> the shared vocabulary (``errors``,
+``budgets``, ``transcript``, ``defaults``, ``phrases``, ``models``, ``pathnames``, ``isotimes``). An import
+may stay in its floor or go to one its row of :data:`LAYERS` names, never up or across; the vocabulary
+imports nothing of ours; nothing inside imports the package's own ``__init__``; and no two modules import
+each other, directly or around a loop.
 """
 from __future__ import annotations
 
@@ -24,19 +25,25 @@ from conftest import REPO
 PACKAGE = "panto_analytics"
 DEFAULTS = f"{PACKAGE}.defaults"
 
-#: Layers from the bottom up; a module belongs to the first whose prefix it has.
+#: Floors from the bottom up, each with the floors it may import (nearest first); a module belongs to the first
+#: floor whose prefix it has. ``formats``/``ingest`` (reading) and ``outcomes``/``policy`` (modelling) are two
+#: wings over ``frame``: neither names the other.
 LAYERS = (
-    ("shared", ("schema", "errors", "budgets", "words", "json_words", "transcript", "defaults", "models", "phrases",
-                "pathnames", "isotimes")),
-    ("examples", ("examples",)),
-    ("outcomes", ("outcomes",)),
-    ("policy", ("policy",)),
-    ("formats", ("formats",)),
-    ("ingest", ("ingest",)),
-    ("analysis", ("analysis",)),
-    ("dataset", ("dataset",)),
-    ("cli", ("cli",)),
+    ("shared", ("errors", "budgets", "transcript", "defaults", "models", "phrases", "pathnames", "isotimes"), ()),
+    ("frame", ("frame",), ("shared",)),
+    ("examples", ("examples",), ("frame", "shared")),
+    ("outcomes", ("outcomes",), ("examples", "frame", "shared")),
+    ("policy", ("policy",), ("outcomes", "examples", "frame", "shared")),
+    ("formats", ("formats",), ("examples", "frame", "shared")),
+    ("ingest", ("ingest",), ("formats", "examples", "frame", "shared")),
+    ("analysis", ("analysis",), ("ingest", "formats", "policy", "outcomes", "examples", "frame", "shared")),
+    ("dataset", ("dataset",), ("analysis", "ingest", "formats", "policy", "outcomes", "examples", "frame", "shared")),
+    ("cli", ("cli",), ("dataset", "analysis", "ingest", "formats", "policy", "outcomes", "examples", "frame",
+                       "shared")),
 )
+
+#: The two wings between ``frame`` and ``analysis``: no import crosses from one to the other.
+WINGS = {"reading": ("formats", "ingest"), "modelling": ("policy", "outcomes")}
 
 
 @pytest.fixture(scope="module")
@@ -47,10 +54,15 @@ def graph() -> grimp.ImportGraph:
 def layer_of(module: str) -> int:
     """The rank of ``module``'s layer (0 = the shared vocabulary)."""
     parts = module.split(".")
-    for rank, (_, names) in enumerate(LAYERS):
+    for rank, (_, names, _) in enumerate(LAYERS):
         if len(parts) > 1 and parts[1] in names:
             return rank
     raise AssertionError(f"{module} belongs to no layer: add it to LAYERS or move it into one")
+
+
+def floor_of(module: str) -> str:
+    """The name of ``module``'s floor."""
+    return LAYERS[layer_of(module)][0]
 
 
 def internal_imports(graph: grimp.ImportGraph) -> list[tuple[str, str]]:
@@ -64,10 +76,25 @@ def test_every_module_has_a_layer(graph):
         layer_of(module)
 
 
-def test_imports_never_go_up_a_layer(graph):
-    upward = [f"{a} -> {b}" for a, b in internal_imports(graph)
-              if b != PACKAGE and layer_of(b) > layer_of(a)]
-    assert upward == []
+def test_imports_only_go_to_the_floors_a_floor_may_import(graph):
+    allowed = {name: {name, *below} for name, _, below in LAYERS}
+    wrong = [f"{a} -> {b}" for a, b in internal_imports(graph)
+             if b != PACKAGE and floor_of(b) not in allowed[floor_of(a)]]
+    assert wrong == []
+
+
+def test_the_floors_only_go_down():
+    """The table itself: every floor a row names is below it (so no import can run up a floor)."""
+    rank = {name: i for i, (name, _, _) in enumerate(LAYERS)}
+    assert [(name, b) for name, _, below in LAYERS for b in below if rank[b] >= rank[name]] == []
+
+
+def test_no_import_crosses_between_the_wings(graph):
+    """Reading (``formats``, ``ingest``) and modelling (``policy``, ``outcomes``) meet in ``analysis`` only."""
+    wing = {floor: name for name, floors in WINGS.items() for floor in floors}
+    crossing = [f"{a} -> {b}" for a, b in internal_imports(graph) if b != PACKAGE
+                and {wing.get(floor_of(a)), wing.get(floor_of(b))} == set(WINGS)]
+    assert crossing == []
 
 
 def test_the_shared_vocabulary_imports_nothing_of_ours(graph):
@@ -154,10 +181,9 @@ def floor_table(text: str) -> dict[str, list[str]]:
 
 def test_the_architecture_doc_lists_the_floors_and_what_each_may_import():
     documented = floor_table((REPO / "docs" / "architecture.md").read_text())
-    expected = {name: [below for below, _ in reversed(LAYERS[:rank])] for rank, (name, _) in enumerate(LAYERS)}
-    assert documented == expected
+    assert documented == {name: list(below) for name, _, below in LAYERS}
     folders = {p.name for p in (REPO / PACKAGE).iterdir() if (p / "__init__.py").is_file()}
-    assert folders == {name for name, _ in LAYERS} - {"shared", "examples"}
+    assert folders == {name for name, _, _ in LAYERS} - {"shared", "examples"}
 
 
 def lines_of(path) -> int:
@@ -190,3 +216,62 @@ def test_the_wheel_holds_the_package_and_no_benchmark(tmp_path):
     assert "panto_analytics/py.typed" in names
     assert "panto_analytics/policy/compute_split.py" in names and "panto_analytics/formats/pi.py" in names
     assert not [n for n in names if n.startswith(("benchmarks/", "reference/", "tests/")) or "synth" in n or "bench.py" in n]
+
+
+def test_no_package_exports_a_name_of_its_submodules():
+    """``import panto_analytics.policy.compaction.engine as engine`` works: no package's attribute named after
+    one of its submodules is anything but that submodule (``from .replay.any_policy import replay`` in
+    ``policy/__init__.py`` once made ``policy.replay`` a function and that import an ImportError)."""
+    import importlib
+    import pkgutil
+
+    import panto_analytics
+
+    clashes = []
+    for info in pkgutil.walk_packages(panto_analytics.__path__, f"{PACKAGE}."):
+        module = importlib.import_module(info.name)
+        parent = sys.modules[info.name.rsplit(".", 1)[0]]
+        name = info.name.rsplit(".", 1)[1]
+        exported = set(getattr(parent, "__all__", ()))
+        if getattr(parent, name, module) is not module or (name in exported and getattr(parent, name) is not module):
+            clashes.append(info.name)
+    assert clashes == []
+
+
+def public_definitions() -> dict[str, list[str]]:
+    """Each public function or class name defined at the top of one of our modules: ``{name: [module paths]}``."""
+    found: dict[str, list[str]] = {}
+    for path in sorted((REPO / PACKAGE).rglob("*.py")):
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and not node.name.startswith("_"):
+                found.setdefault(node.name, []).append(path.relative_to(REPO / PACKAGE).as_posix())
+    return found
+
+
+#: Names defined twice on purpose: the per-message statement (libpanto's, row by row) and its array form.
+STATEMENT_AND_ARRAY = {"block_words", "serialized_bytes", "request_bytes"}
+
+
+def test_no_public_name_is_defined_twice():
+    """One definition of each idea: no two modules define a public function or class of the same name (two
+    ``replay``, two ``frontier``, three ``read_manifest`` were). Allowed: each source format's own adapter
+    hooks and record shapes (every definition under ``formats/``), a command named after the verb it runs
+    (one definition under ``cli/``), the adapter hook a reader and the pipeline share (``postprocess``), pi's
+    tree ``Entry`` beside the cache's public ``Entry``, and :data:`STATEMENT_AND_ARRAY`."""
+    twice = {name: paths for name, paths in public_definitions().items() if len(paths) > 1
+             and not all(p.startswith("formats/") for p in paths)
+             and not (len(paths) == 2 and any(p.startswith("cli/") for p in paths))
+             and name not in STATEMENT_AND_ARRAY | {"postprocess", "Entry"}}
+    assert twice == {}
+
+
+def test_the_architecture_doc_names_every_module():
+    """docs/architecture.md's map is whole: every module of the package is named in it (``turn_costs.py`` or
+    ``turn_costs``), every folder as ``name/``."""
+    text = (REPO / "docs" / "architecture.md").read_text()
+    root = REPO / PACKAGE
+    missing = [p.relative_to(root).as_posix() for p in sorted(root.rglob("*.py"))
+               if p.stem != "__init__" and not re.search(rf"(?<![\w/]){re.escape(p.stem)}\b", text)]
+    missing += [p.relative_to(root).as_posix() + "/" for p in sorted(root.rglob("*")) if (p / "__init__.py").is_file()
+                and p != root and f"{p.name}/" not in text]
+    assert missing == []

@@ -13,11 +13,11 @@ from collections.abc import Iterable, Sequence
 
 import polars as pl
 
+from ..frame.schema import BUDGET, SESSION
 from ..ingest.corpus import Corpus
+from ..policy.compaction.policies import POLICIES, Policy
+from ..policy.compaction.recorded_cuts import policy_cuts_at
 from ..policy.cuts import splits_at
-from ..policy.replay.policies import POLICIES, Policy
-from ..policy.replay.recorded_cuts import policy_cuts_at
-from ..schema import BUDGET, SESSION
 from .formatting import format_tokens
 
 __all__ = ["AGENT_POLICIES", "agent_vs_libpanto", "compaction_table", "policies_vs_agents", "recorded_cut_summary"]
@@ -62,12 +62,12 @@ def compaction_table(rows: pl.DataFrame) -> pl.DataFrame:
 def policies_vs_agents(corpus: Corpus, policies: Sequence[str | Policy] | None = None) -> pl.DataFrame:
     """One row per (recorded compaction, policy): the policy's cut at that moment beside the agent's.
 
-    :func:`~panto_analytics.policy.replay.recorded_cuts.policy_cuts_at`'s columns, plus
+    :func:`~panto_analytics.policy.compaction.recorded_cuts.policy_cuts_at`'s columns, plus
     ``source_format`` and ``own`` (the policy is one the format's agent ran,
     :data:`AGENT_POLICIES`). ``policies`` defaults to every policy but
     libpanto (whose split at these moments is :func:`agent_vs_libpanto`'s).
     """
-    chosen = list(policies) if policies is not None else [p for p in POLICIES if p != "libpanto"]
+    chosen = list(policies) if policies is not None else [p for p, c in POLICIES.items() if p != "libpanto" and not c.clears]
     rows = policy_cuts_at(corpus.messages, corpus.compactions, chosen)
     formats = corpus.sessions.select(pl.col(SESSION).cast(pl.String), pl.col("source_format").cast(pl.String))
     own = [f"{f}/{p}" for f, ps in AGENT_POLICIES.items() for p in ps]

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from ..schema import BUDGET
+from ..frame.schema import BUDGET
 
 __all__ = ["COMPACTION_COST_COLUMNS", "compaction_costs"]
 

@@ -28,9 +28,9 @@ from typing import cast
 import polars as pl
 
 from ..defaults import SEGMENT_KINDS
+from ..frame.schema import BUDGET, SESSION
 from ..models import normalized_model, session_model
 from ..policy import session_turns, sweep
-from ..schema import BUDGET, SESSION
 
 __all__ = [
     "ALL", "LENGTH_BUCKETS", "OUTCOMES", "QUANTILES", "SEGMENT_KINDS", "cost_per_session",

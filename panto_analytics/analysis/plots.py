@@ -31,12 +31,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 import matplotlib
+import numpy as np
 from cycler import cycler
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, MaxNLocator, NullLocator, PercentFormatter
 
-from ..schema import BUDGET
+from ..frame.schema import BUDGET
 from . import plot_data as data
 from .formatting import format_tokens
 
@@ -541,9 +542,12 @@ def frontier(table, *, recorded=None, chosen: tuple[str, int] | None = None) -> 
     """Cost per session against orphan rate, one point per (policy, budget), the Pareto front drawn.
 
     ``table``: :func:`~panto_analytics.analysis.choose.from_replay.outcomes_table` (``cost_p50``, ``orphan_rate``,
-    ``proposable``); rows at or above the trigger are hollow (never proposed). ``recorded``: the agents' own
-    points (:func:`~panto_analytics.analysis.choose.from_replay.recorded_points`: ``agent``, ``cost_p50``,
-    ``orphan_rate``), drawn as stars. ``chosen``: the (policy, budget) to ring.
+    ``proposable``); rows at or above the trigger are hollow (never proposed); where the table has the
+    bootstrap's intervals (``cost_p50_lo``/``_hi``, ``orphan_rate_lo``/``_hi``), each point has its bars.
+    ``recorded``: the agents' own points
+    (:func:`~panto_analytics.analysis.choose.from_replay.recorded_points`), drawn as stars, each joined by a
+    thin line to the replayed points over the same sessions (diamonds). ``chosen``: the (policy, budget) to
+    ring.
 
     >>> import polars as pl
     >>> t = pl.DataFrame({"policy": ["libpanto"] * 3, "budget": [0, 8_000, 90_000], "cost_p50": [1.0, 1.2, 0.9],
@@ -560,6 +564,7 @@ def frontier(table, *, recorded=None, chosen: tuple[str, int] | None = None) -> 
             mine = pts.filter(pts["policy"] == policy)
             color = PALETTE[i % len(PALETTE)]
             ok, above = mine.filter(mine["proposable"]), mine.filter(~mine["proposable"])
+            _error_bars(ax, ok, color)
             ax.scatter(ok["orphan_rate"].to_list(), ok["cost_p50"].to_list(), color=color, s=28, label=policy,
                        zorder=3)
             if above.height:
@@ -574,13 +579,7 @@ def frontier(table, *, recorded=None, chosen: tuple[str, int] | None = None) -> 
             ax.step(front["orphan_rate"].to_list(), front["cost_p50"].to_list(), where="post", color=INK,
                     linewidth=1.2, linestyle="--", label="Pareto front", zorder=2)
         if recorded is not None and recorded.height:
-            for row in recorded.iter_rows(named=True):
-                if row["cost_p50"] is None or row["orphan_rate"] is None:
-                    continue
-                ax.scatter([row["orphan_rate"]], [row["cost_p50"]], marker="*", s=160, color=ACCENT, zorder=4,
-                           edgecolors=INK, linewidths=0.6)
-                ax.annotate(f"{row['agent']} (recorded)", (row["orphan_rate"], row["cost_p50"]),
-                            textcoords="offset points", xytext=(6, -10), fontsize=8, color=INK)
+            _recorded(ax, recorded)
         if chosen is not None:
             hit = pts.filter((pts["policy"] == chosen[0]) & (pts[BUDGET] == chosen[1]))
             if hit.height:
@@ -591,8 +590,40 @@ def frontier(table, *, recorded=None, chosen: tuple[str, int] | None = None) -> 
         ax.set_ylabel("cost per session, median (USD)")
         _title(ax, "What each budget costs and loses")
         _legend(ax)
-        _note(fig, "hollow: at or above the trigger, never proposed · dashed: the Pareto front · star: recorded")
+        _note(fig, "hollow: never proposed · dashed: Pareto front · bars: 90% of resamples · "
+                   "star: recorded, diamonds: replays of its sessions")
     return fig
+
+
+def _error_bars(ax, rows, color) -> None:
+    """The bootstrap's interval of each point (cost and orphan rate), where the table has them."""
+    need = ("cost_p50_lo", "cost_p50_hi", "orphan_rate_lo", "orphan_rate_hi")
+    if not rows.height or not all(c in rows.columns for c in need):
+        return
+    rows = rows.drop_nulls(list(need))
+    x, y = rows["orphan_rate"].to_numpy(), rows["cost_p50"].to_numpy()
+    xerr = [np.clip(x - rows["orphan_rate_lo"].to_numpy(), 0, None), np.clip(rows["orphan_rate_hi"].to_numpy() - x, 0, None)]
+    yerr = [np.clip(y - rows["cost_p50_lo"].to_numpy(), 0, None), np.clip(rows["cost_p50_hi"].to_numpy() - y, 0, None)]
+    ax.errorbar(x, y, xerr=xerr, yerr=yerr, fmt="none", ecolor=color, alpha=0.35, linewidth=0.9, zorder=2)
+
+
+def _recorded(ax, recorded) -> None:
+    """Each agent's recorded point (a star) and, joined to it, the replayed points over the same sessions."""
+    for agent in recorded["agent"].unique(maintain_order=True).to_list():
+        mine = recorded.filter((recorded["agent"] == agent) & recorded["cost_p50"].is_not_null()
+                               & recorded["orphan_rate"].is_not_null())
+        own = mine.filter(mine["point"] == "recorded")
+        if not own.height:
+            continue
+        x0, y0, n = own["orphan_rate"][0], own["cost_p50"][0], own["sessions"][0]
+        ax.scatter([x0], [y0], marker="*", s=160, color=ACCENT, zorder=4, edgecolors=INK, linewidths=0.6)
+        ax.annotate(f"{agent} (recorded, {n} sessions)", (x0, y0), textcoords="offset points", xytext=(6, -10),
+                    fontsize=8, color=INK)
+        for row in mine.filter(mine["point"] != "recorded").iter_rows(named=True):
+            ax.plot([x0, row["orphan_rate"]], [y0, row["cost_p50"]], color=ACCENT, linewidth=0.7, alpha=0.6, zorder=3)
+            ax.scatter([row["orphan_rate"]], [row["cost_p50"]], marker="D", s=22, color=ACCENT, zorder=4)
+            ax.annotate(f"{row['point']} {format_tokens(row[BUDGET])}, same sessions", (row["orphan_rate"], row["cost_p50"]),
+                        textcoords="offset points", xytext=(5, 3), fontsize=7, color=ACCENT)
 
 
 def turn_sizes(turns, *, segments=None, bins_per_decade: int = 4) -> Figure:

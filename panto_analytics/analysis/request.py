@@ -33,8 +33,8 @@ import polars as pl
 from ..errors import InputError
 from ..formats import adapter, detect_format
 from ..formats.base import Message, SourceFile
+from ..frame.schema import SESSION
 from ..policy import splits
-from ..schema import SESSION
 from ..transcript import RoleBlocks, build_request_body, latest_summary_text, serialize_transcript, serialized_bytes
 
 __all__ = ["session_messages", "summary_request"]

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import polars as pl
 
+from ..frame.schema import SEQ, SESSION
 from ..policy import splits, turns
-from ..schema import SEQ, SESSION
 
 __all__ = ["worst_served"]
 

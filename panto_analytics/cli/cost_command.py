@@ -40,19 +40,26 @@ def _check_timezone(ctx: click.Context, param: click.Parameter, value: str) -> s
               metavar="FILE",
               help="A LiteLLM price file (model_prices_and_context_window.json, as ccusage uses) instead of the "
                    "genai-prices tables this version ships.")
+@click.option("--provider", default=None, metavar="NAME",
+              help="Where several providers price a model id, take this one's price (a genai-prices provider id, "
+                   "e.g. zai or zhipuai for GLM models, whose lists differ; with --prices, the key prefix NAME/). "
+                   "Each row's price_source names the providers whose prices it took.")
 @click.option("--timezone", default="UTC", show_default=True, callback=_check_timezone, metavar="TZ",
               help="The time zone of --by day, week and month (an IANA name).")
 @engine_options
 @output_option
 @friendly_errors
-def cost_cmd(paths, format_, skip_invalid, by, prices_file, timezone, engine, ray_address, output):
+def cost_cmd(paths, format_, skip_invalid, by, prices_file, provider, timezone, engine, ray_address, output):
     """What the API calls recorded in PATHS cost, in US dollars, one row per group.
 
     Each row: the group, api_calls, the token counts (input, output,
     cache_read, cache_write_5m, cache_write_1h), input_usd, output_usd,
-    cache_read_usd, cache_write_usd and cost_usd, and the price source. A
-    model without a price costs null, never 0: a note on stderr says how
-    many calls and tokens went unpriced. Prices come from the genai-prices
+    cache_read_usd, cache_write_usd and cost_usd, priced_cost_usd (the
+    part with a price), unpriced_calls, no_usage_calls and the price source
+    (with the providers whose prices it took). A model without a price, or
+    a call that recorded no usage, costs null, never 0: a note on stderr
+    says how many calls went unpriced. A model id ending in :free costs 0.
+    Prices come from the genai-prices
     tables shipped with this version (offline), or from --prices FILE; above
     200k prompt tokens each source's own rule applies (docs/cost.md).
     Over a dataset folder (ingest --dataset) the bill is summed bucket by
@@ -63,12 +70,19 @@ def cost_cmd(paths, format_, skip_invalid, by, prices_file, timezone, engine, ra
       panto-analytics cost ~/.claude/projects --by day
       panto-analytics cost data/ --by model --by month -o costs.csv
       panto-analytics cost ~/.pi/agent/sessions --by session --timezone Europe/Paris -o - --output-format json
+      panto-analytics cost ~/.claude/projects --by model --provider zai
       panto-analytics cost corpus.ds/ --by model --engine ray
     """
+    from ..errors import InputError
     from ..outcomes import costs, load_prices
 
     ds = check_engine(paths, engine, ray_address)
-    prices = load_prices(prices_file)   # a bad price file is an error before any reading
+    try:
+        prices = load_prices(prices_file, provider=provider)   # a bad price file is an error before any reading
+    except InputError:
+        raise
+    except ValueError as e:   # an unknown provider
+        raise click.BadParameter(str(e), param_hint="--provider") from None
     if ds is not None:
         from ..dataset.cost import cost_dataset
 

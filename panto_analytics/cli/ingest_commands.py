@@ -100,7 +100,7 @@ def _ingest_dataset(paths, format_, skip_invalid, dataset_dir: Path, buckets: in
     from ..ingest.paths import default_locations
 
     report = IngestReport()
-    session_files(paths)  # nothing to read is an error before any work
+    session_files(paths, format_)  # nothing to read is an error before any work
     named = list(paths) or default_locations()
     if is_dataset(dataset_dir):
         outside = files_outside(read_manifest(dataset_dir), named)

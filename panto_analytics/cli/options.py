@@ -20,6 +20,7 @@ import click
 
 from ..budgets import budgets_as_written, parse_budget, parse_budgets
 from ..defaults import (
+    CLEARING_POLICY_NAMES,
     DEFAULT_BUDGETS,
     DEFAULT_RESERVE,
     DEFAULT_SUMMARY_TOKENS,
@@ -29,7 +30,7 @@ from ..defaults import (
     RAY_INSTALL,
     SOURCE_FORMATS,
 )
-from ..errors import IngestReport, InputError
+from ..errors import STRAY, IngestReport, InputError
 from .launch import READ_KEY as _READ_KEY
 from .launch import launching
 
@@ -129,12 +130,14 @@ def read_settings() -> dict:
     return {"cache": cache, "progress": not given.get("quiet"), "jobs": given.get("jobs")}
 
 
-def session_files(paths) -> list[Path]:
+def session_files(paths, format_: str | None = None) -> list[Path]:
     """The session files PATHS name; :class:`InputError` (one line saying what was searched) when there are none.
 
-    No PATHS: the agents' default locations that exist (said on stderr), an error when none does.
+    No PATHS: the agents' default locations that exist (said on stderr), an error when none does. A file
+    found in a folder whose format no adapter knows (a hook log, an export) is left out, and one note counts
+    them (unless ``--format`` is given); a file named is read, and is an error if it is not a session file.
     """
-    from ..ingest.paths import SESSION_PATTERNS, default_locations, expand_paths, known_locations
+    from ..ingest.paths import SESSION_PATTERNS, default_locations, expand_searched, known_locations
 
     if not paths:
         paths = default_locations()
@@ -142,11 +145,28 @@ def session_files(paths) -> list[Path]:
             raise InputError(", ".join(str(p) for p in known_locations()), None,
                              "no PATH given and none of the default session folders exists", skippable=False)
         click.echo(f"note: no PATH given: reading {', '.join(str(p) for p in paths)}", err=True)
-    files = expand_paths(paths)
+    names, searched = expand_searched(paths)
+    files = [Path(name) for name in _without_strays(names, searched, format_)]
     if not files:
         raise InputError(", ".join(str(p) for p in paths), None,
                          f"no session files found (searched for {', '.join(SESSION_PATTERNS)})", skippable=False)
     return files
+
+
+def _without_strays(names: list[str], searched: set[str], format_: str | None) -> list[str]:
+    """:func:`~panto_analytics.ingest.pipeline.without_strays`, said in one note on stderr."""
+    if not searched or format_ is not None:
+        return names
+    from ..ingest.pipeline import without_strays
+    from ..phrases import counted
+
+    kept = without_strays(names, searched, None, report := IngestReport())
+    if report.skipped:
+        strays = sorted(f for f, _ in report.skipped)
+        click.echo(f"note: skipped {counted(len(strays), 'file')} of no known session format found in the folders "
+                   f"searched ({strays[0]}{', ...' if len(strays) > 1 else ''}); name one, with --format, to read it",
+                   err=True)
+    return kept
 
 
 def _nothing_read(paths, report: IngestReport) -> InputError:
@@ -180,7 +200,7 @@ def read_input(paths, format_, skip_invalid) -> pl.DataFrame:
     if dataset_path(paths) is not None or session_filter().active:
         return read_input_corpus(paths, format_, skip_invalid).messages
     report = IngestReport()
-    files = session_files(paths)
+    files = session_files(paths, format_)
     from ..ingest.parallel import keep_pandas_out
 
     keep_pandas_out()  # as in read_input_corpus
@@ -204,7 +224,7 @@ def read_input_corpus(paths, format_, skip_invalid, *, list_skips: bool = True):
         if corpus.sessions.is_empty():
             raise _nothing_read(paths, corpus.report)
         return _filtered(corpus, paths)
-    files = session_files(paths)
+    files = session_files(paths, format_)
     from ..ingest.parallel import keep_pandas_out
 
     keep_pandas_out()  # files are read here, never on Ray: pandas is not needed (a fresh process only)
@@ -343,6 +363,8 @@ def check_output_path(path: Path, suffixes: Iterable[str] | None, option: str, *
         raise OutputPathError(f"{option} {path}: {existing} is a file, not a folder")
     if not os.access(existing, os.W_OK | os.X_OK):
         raise OutputPathError(f"{option} {path}: cannot write in {existing} (permission denied)")
+    if (refused := _cannot_create_in(existing)) is not None:
+        raise OutputPathError(f"{option} {path}: cannot write in {existing} ({refused})")
     if existing != target:
         # A report may create its own folder, not its parents; outside the current folder nothing else is created.
         needed = target.parent if folder else target
@@ -352,6 +374,26 @@ def check_output_path(path: Path, suffixes: Iterable[str] | None, option: str, *
             raise OutputPathError(f"{option} {path}: folder {first_missing} does not exist "
                                   "(outside the current folder nothing is created; create it first)")
     return path
+
+
+def _cannot_create_in(folder: Path) -> str | None:
+    """Why no file can be made in ``folder``, or None: tried with a file made and removed at once, since
+    ``os.access`` says yes to root everywhere, and ``/proc`` or ``/sys`` still refuse.
+
+    >>> import tempfile
+    >>> _cannot_create_in(Path(tempfile.mkdtemp())) is None
+    True
+    """
+    import tempfile
+
+    try:
+        fd, name = tempfile.mkstemp(prefix=".panto-analytics-check-", dir=folder)
+    except OSError as e:
+        return e.strerror or str(e)
+    os.close(fd)
+    with contextlib.suppress(OSError):
+        os.unlink(name)
+    return None
 
 
 def is_device(path: Path) -> bool:
@@ -480,7 +522,8 @@ def report_skips(report: IngestReport) -> None:
     if truncated:
         click.echo(f"note: skipped the unfinished last line of {counted(len(truncated), 'file')} "
                    "(sessions still being written?)", err=True)
-    invalid = {(f, r): n for (f, r), n in report.skipped.items() if r != TRUNCATED}
+    # A stray file found in a folder was said in one note already (:func:`session_files`).
+    invalid = {(f, r): n for (f, r), n in report.skipped.items() if r not in (TRUNCATED, STRAY)}
     if not invalid:
         return
     lines = {(f, r): n for (f, r), n in invalid.items() if not r.startswith(WHOLE_FILE)}
@@ -506,7 +549,13 @@ def friendly_errors(fn):
             return fn(*args, **kwargs)
         except InputError as e:
             hint = "" if kwargs.get("skip_invalid") or not e.skippable else " (--skip-invalid skips it and goes on)"
-            click.echo(f"error: {e}{hint}", err=True)
+            click.echo(f"error: {e.for_command_line()}{hint}", err=True)
+            sys.exit(1)
+        except BrokenPipeError:   # stdout closed by its reader: the console script ends the usual way
+            raise
+        except OSError as e:   # an output that could not be written after all (a full disk, a folder gone)
+            where = f"{e.filename}: {e.strerror}" if e.filename and e.strerror else str(e)
+            click.echo(f"error: cannot write {where}", err=True)
             sys.exit(1)
     return wrapper
 
@@ -585,7 +634,7 @@ def replay_options(*, required: bool):
 
 
 def _parse_policies(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]):
-    from ..policy.replay.policies import parse_policy
+    from ..policy.compaction.policies import parse_policy
 
     try:
         return tuple(parse_policy(v) if v.strip() != "libpanto" else "libpanto" for v in value)
@@ -604,7 +653,7 @@ def policy_option(fn):
 
 def cut_policy_option(fn):
     """--policy NAME[:k=v,...] for ``policy-cuts``: the agents' policies only (libpanto's split is per budget)."""
-    names = ", ".join(n for n in POLICY_NAMES if n != "libpanto")
+    names = ", ".join(n for n in POLICY_NAMES if n != "libpanto" and n not in CLEARING_POLICY_NAMES)
     return click.option(
         "--policy", "policies", multiple=True, callback=_parse_policies, metavar="NAME[:k=v,...]",
         help=f"Cut under this compaction policy ({names}), with settings over its defaults "
@@ -639,8 +688,8 @@ def replay_prices(cost: bool, prices_file: Path | None, summarizer: str | None) 
 def check_replay(window: int | None, reserve: int, summary_tokens: int | None, policies: tuple[str, ...] = ()) -> None:
     """A usage error, before any work, for replay parameters that cannot work (``window <= reserve``, a policy
     whose own reserve leaves no trigger at ``window``, ...)."""
-    from ..policy.replay.any_policy import check_policy_windows, parse_policies
-    from ..policy.replay.engine import validate_parameters
+    from ..policy.compaction.any_policy import check_policy_windows, parse_policies
+    from ..policy.compaction.engine import validate_parameters
 
     if window is not None:
         try:

@@ -90,8 +90,8 @@ def replay_cmd(paths, format_, skip_invalid, budgets, window, reserve, summary_t
       panto-analytics replay data/ --window 64k -b 8k,20k --policy libpanto --policy claude-code --loss
       panto-analytics replay corpus.ds/ --window 200k -b 20k --cost --engine ray
     """
-    from ..policy.replay.any_policy import replay
-    from ..policy.replay.summary import compare_policies, summarize_replay
+    from ..policy.compaction.any_policy import replay
+    from ..policy.compaction.summary import compare_policies, summarize_replay
 
     check_replay(window, reserve, summary_tokens, tuple(policies))
     ds = check_engine(paths, engine, ray_address)

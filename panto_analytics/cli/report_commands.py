@@ -149,11 +149,16 @@ def recommend_cmd(paths, format_, skip_invalid, budgets, min_kept_turns, coverag
     """
     from ..analysis.choose import choose_budget
 
-    check_replay(window, reserve, summary_tokens, tuple(policies))
+    check_replay(window, reserve, summary_tokens, tuple(policies))   # before any reading where a window is given
+    ds = check_engine(paths, engine, ray_address)
+    corpus = reason = hint = None
+    if window is None and ds is None and engine != "ray":
+        corpus = read_input_corpus(paths, format_, skip_invalid)
+        window, reason, hint = _implied_window(corpus)
+        check_replay(window, reserve, summary_tokens, tuple(policies))
     if window is None and (policies or max_orphan_rate is not None):
         raise click.UsageError("--policy and --max-orphan-rate judge a replay: give --window (e.g. 200k)")
     rule = _rule(min_kept_turns, coverage, max_kept_share, context_window, window, max_orphan_rate)
-    ds = check_engine(paths, engine, ray_address)
     if ds is not None and window is None:
         from ..dataset.streaming import recommend_dataset
 
@@ -162,7 +167,7 @@ def recommend_cmd(paths, format_, skip_invalid, budgets, min_kept_turns, coverag
     given = [p if isinstance(p, str) else p.spec() for p in policies]
     if ds is not None:
         from ..dataset.decision import decision_dataset
-        from ..policy.replay.billing import resolve_prices
+        from ..policy.compaction.priced import resolve_prices
 
         prices = resolve_prices(replay_prices(True, prices_file, summarizer))
         with unpriced_notes():
@@ -174,7 +179,8 @@ def recommend_cmd(paths, format_, skip_invalid, budgets, min_kept_turns, coverag
         return
     if engine == "ray":
         raise click.UsageError("--engine ray runs on a dataset (ingest --dataset DIR)")
-    corpus = read_input_corpus(paths, format_, skip_invalid)
+    if corpus is None:
+        corpus = read_input_corpus(paths, format_, skip_invalid)
     with unpriced_notes():
         rec, result = choose_budget(corpus.messages, budgets, rule, window=window,
                                     windows=corpus.sessions["context_window"].to_list(), reserve=reserve,
@@ -183,7 +189,33 @@ def recommend_cmd(paths, format_, skip_invalid, budgets, min_kept_turns, coverag
                                     summarizer=summarizer, horizon=horizon)
     if result is not None and result.price_source is not None:
         click.echo(f"prices: {result.price_source}", err=True)
+    _name_window(rec, reason, hint)
     _print_recommendation(rec, output)
+
+
+def _implied_window(corpus) -> tuple[int | None, str | None, str | None]:
+    """Without --window: ``(window, reason, hint)``. Where the sessions name models the table knows, the window
+    the recordings imply (``outcomes.context_windows.corpus_window``) and the sentence that names it (the replay
+    runs under it; a note on stderr says so too); else no window, and where the files record windows, a warning
+    that points to --window."""
+    from ..outcomes.context_windows import corpus_window
+
+    implied = corpus_window(corpus.sessions)
+    if implied.window is not None and implied.from_models:
+        click.echo(f"note: no --window given: {implied.source} (give --window to choose another)", err=True)
+        return implied.window, implied.source, None
+    if implied.window is not None:
+        return None, None, (f"no --window given, so budgets are judged on end-of-session splits; the recordings "
+                            f"imply {implied.source}: give --window {implied.window} to replay under it")
+    return None, None, None
+
+
+def _name_window(rec: Choice, reason: str | None, hint: str | None) -> None:
+    """The implied window's sentence as the choice's first reason, or the hint among its warnings."""
+    if reason is not None:
+        rec.reasons.insert(0, reason)
+    if hint is not None:
+        rec.warnings.append(hint)
 
 
 def _print_recommendation(rec: Choice, output) -> None:
@@ -250,17 +282,22 @@ def report(paths, format_, skip_invalid, budgets, min_kept_turns, coverage, max_
     """
     from ..analysis.report import build_report, write_report  # matplotlib: loaded only when a report is asked for
 
-    check_replay(window, reserve, summary_tokens, tuple(policies))
+    check_replay(window, reserve, summary_tokens, tuple(policies))   # before any reading where a window is given
+    corpus = read_input_corpus(paths, format_, skip_invalid)
+    reason = hint = None
+    if window is None:
+        window, reason, hint = _implied_window(corpus)
+        check_replay(window, reserve, summary_tokens, tuple(policies))
     if policies and window is None:
         raise click.UsageError("--policy compares policies under a context window: give --window (e.g. 200k)")
     rule = _rule(min_kept_turns, coverage, max_kept_share, context_window, window, max_orphan_rate)
-    corpus = read_input_corpus(paths, format_, skip_invalid)
     with unpriced_notes():
         rep = build_report(corpus, budgets, rule=rule, segment_by=list(dict.fromkeys(segment_by)), title=title,
                            inputs=[str(p) for p in paths], window=window, reserve=reserve,
                            summary_tokens=summary_tokens,
                            policies=[p if isinstance(p, str) else p.spec() for p in policies],
                            prices=replay_prices(True, prices_file, summarizer), horizon=horizon)
+    _name_window(rep.recommendation, reason, hint)
     out = write_report(rep, out_dir)
     click.echo(rep.recommendation.headline())
     click.echo(f"wrote {out / 'index.html'} and {out / 'report.md'} ({len(rep.figures)} plots)", err=True)

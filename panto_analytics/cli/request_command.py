@@ -1,6 +1,8 @@
 """``request``: the exact text libpanto would send to its summarizer for one session at one budget."""
 from __future__ import annotations
 
+import sys
+
 import click
 
 from .app import main
@@ -23,7 +25,7 @@ def request(paths, format_, skip_invalid, budget, session_id, output):
     libpanto keeps the newest whole turns that fit in the budget and sends
     the older part of the active window to a summarizer, framed by
     buildRequestBody (with the previous summary in its own section). This
-    prints that text exactly, re-read from the session's files; its length
+    prints that text exactly (its bytes, nothing added), re-read from the session's files; its length
     in UTF-8 bytes is the split's request_bytes. A budget at which nothing
     is summarized sends no request: then nothing is printed, and stderr says
     so.
@@ -49,9 +51,14 @@ def request(paths, format_, skip_invalid, budget, session_id, output):
         click.echo(f"nothing to summarize at {budget:,} tokens: the whole active window fits, and libpanto sends "
                    "no request", err=True)
         return
+    exact = text.encode("utf-8")  # request_bytes of them: nothing added (a newline), nothing taken (an escape)
     if output is None:
-        click.echo(text)
+        stdout = click.get_binary_stream("stdout")
+        stdout.write(exact)
+        stdout.flush()
+        if not exact.endswith(b"\n") and sys.stdout.isatty():   # the prompt on a line of its own, not the request's
+            click.echo("", err=True)
     else:
         output.parent.mkdir(parents=True, exist_ok=True)  # checked before any work: only inside the current folder
-        output.write_text(text, encoding="utf-8")
-        click.echo(f"wrote {len(text.encode())} bytes to {output}", err=True)
+        output.write_bytes(exact)
+        click.echo(f"wrote {len(exact)} bytes to {output}", err=True)

@@ -36,8 +36,8 @@ import polars as pl
 
 from ..analysis.choose.from_splits import coverage_table
 from ..analysis.choose.rule import Rule
+from ..frame.schema import BUDGET, SPLIT_SCHEMA
 from ..policy import sweep
-from ..schema import BUDGET, SPLIT_SCHEMA
 
 __all__ = ["HISTOGRAM_SCHEMA", "METRICS", "Metric", "coverage_from", "histograms", "merge", "nearest_rank", "sweep_from"]
 

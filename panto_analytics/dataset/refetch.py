@@ -36,6 +36,8 @@ from pathlib import Path
 
 import polars as pl
 
+from ..frame.schema import SESSION
+from ..frame.tool_targets import references
 from ..outcomes.orphan_loss import DEFAULT_HORIZON, ORPHAN_KINDS
 from ..outcomes.recorded_refetch import (
     cut_rows,
@@ -45,8 +47,6 @@ from ..outcomes.recorded_refetch import (
     recorded_cut_rows,
     refetch_partials,
 )
-from ..outcomes.tool_targets import references
-from ..schema import SESSION
 from .engines import gather, map_buckets
 from .store import TASK_ROWS, collect, scan_parts
 

@@ -42,10 +42,11 @@ import polars as pl
 from ..analysis.choose.from_replay import OUTCOME_COLUMNS, replay_outcomes, session_outcomes
 from ..budgets import as_budgets
 from ..errors import InputError
+from ..outcomes.cost import warn_unpriced
 from ..outcomes.orphan_loss import DEFAULT_HORIZON
-from ..policy.replay.any_policy import replay
-from ..policy.replay.billing import resolve_prices, warn_unpriced
-from ..policy.replay.engine import Replay, summary_size, validate_parameters
+from ..policy.compaction.any_policy import replay
+from ..policy.compaction.engine import Replay, summary_size, validate_parameters
+from ..policy.compaction.priced import resolve_prices
 from .engines import gather, map_buckets
 from .spill import Spill
 from .store import collect, scan_parts
@@ -67,7 +68,7 @@ RowSink = Callable[[pl.DataFrame, pl.DataFrame], None]
 
 @dataclass(frozen=True)
 class DatasetReplay:
-    """What :func:`replay_dataset` returns: the :class:`~panto_analytics.policy.replay.engine.Replay` of every
+    """What :func:`replay_dataset` returns: the :class:`~panto_analytics.policy.compaction.engine.Replay` of every
     session, with the loss columns when ``with_loss`` (then ``loss_events`` holds the events of
     :func:`~panto_analytics.outcomes.orphan_loss.loss`)."""
 
@@ -197,7 +198,7 @@ def _stream(root: str | Path, budgets: Any, *, window: int, reserve: int, summar
     if price_source.len() and kept[_UNPRICED]:  # billed: the unpriced recorded calls of every task, summed per model
         unpriced = (pl.concat(kept[_UNPRICED]).group_by("model").agg(pl.col("api_calls").sum(), pl.col("tokens").sum())
                     .sort("model"))
-        warn_unpriced(unpriced)
+        warn_unpriced(unpriced, replay=True)
     return _Streamed(events, sessions, summary_tokens, source, price_source[0] if price_source.len() else None,
                      unpriced)
 
@@ -216,7 +217,7 @@ def replay_dataset(root: str | Path, budgets: Any, *, window: int, reserve: int,
     rows, in another order: task by task (in bucket order here, in the order the tasks finish on Ray), so
     with several policies they come interleaved task by task, not policy after policy; and ``keep`` (the
     events' and the sessions' columns) keeps only those columns of them (those
-    the per-budget table reads, :data:`~panto_analytics.policy.replay.summary.TABLE_COLUMNS`), so that what
+    the per-budget table reads, :data:`~panto_analytics.policy.compaction.summary.TABLE_COLUMNS`), so that what
     is held for the table is a few numbers per session, not the whole rows."""
     s = _stream(root, budgets, window=window, reserve=reserve, summary_tokens=summary_tokens, policy=policy,
                 prices=prices, summarizer=summarizer, horizon=horizon if with_loss else None, per_session=False,
@@ -239,16 +240,16 @@ def replay_table_dataset(root: str | Path, budgets: Any, *, window: int, reserve
                          summarizer: str | None = None, with_loss: bool = False, horizon: int = DEFAULT_HORIZON,
                          engine: str = "local", address: str | None = None, task_rows: int = REPLAY_TASK_ROWS,
                          on_rows: RowSink | None = None, spill_dir: str | Path | None = None) -> DatasetReplayTable:
-    """``replay``'s per-budget table of the dataset at ``root`` (:func:`~panto_analytics.policy.replay.summary.
-    summarize_replay`, or :func:`~panto_analytics.policy.replay.summary.compare_policies` when ``policy`` is
+    """``replay``'s per-budget table of the dataset at ``root`` (:func:`~panto_analytics.policy.compaction.summary.
+    summarize_replay`, or :func:`~panto_analytics.policy.compaction.summary.compare_policies` when ``policy`` is
     given; with the loss columns when ``with_loss``), equal to the in-memory one to the last bit, in memory
     that does not grow with the sessions: each task's rows go to ``on_rows`` (as in :func:`replay_dataset`),
-    the columns the table reads (:data:`~panto_analytics.policy.replay.summary.TABLE_COLUMNS`) to Parquet in a
+    the columns the table reads (:data:`~panto_analytics.policy.compaction.summary.TABLE_COLUMNS`) to Parquet in a
     temporary folder (in ``spill_dir``; :class:`~panto_analytics.dataset.spill.Spill`), and the table is
     computed from those files one column at a time (its figures are order-free, so the order the tasks come
     in, on Ray too, changes nothing)."""
     from ..outcomes.orphan_loss import with_loss_columns
-    from ..policy.replay.summary import TABLE_COLUMNS, compare_policies, summarize_replay
+    from ..policy.compaction.summary import TABLE_COLUMNS, compare_policies, summarize_replay
 
     with Spill(spill_dir) as spill:
         s = _stream(root, budgets, window=window, reserve=reserve, summary_tokens=summary_tokens, policy=policy,

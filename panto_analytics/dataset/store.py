@@ -15,7 +15,7 @@ manifest names are read: a part left behind by an interrupted write is
 ignored.
 
 >>> import tempfile, polars as pl
->>> from panto_analytics.schema import MESSAGE_SCHEMA
+>>> from panto_analytics.frame.schema import MESSAGE_SCHEMA
 >>> root = tempfile.mkdtemp()
 >>> is_dataset(root), scan_dataset.__name__
 (False, 'scan_dataset')
@@ -35,9 +35,9 @@ import pyarrow.parquet as pq
 
 from ..defaults import DEFAULT_BUCKETS
 from ..errors import IngestReport, InputError
+from ..frame.schema import COMPACTIONS_SCHEMA, MESSAGE_SCHEMA, SESSION, SESSIONS_SCHEMA
 from ..ingest import _manifest as manifests
 from ..ingest.corpus import Corpus
-from ..schema import COMPACTIONS_SCHEMA, MESSAGE_SCHEMA, SESSION, SESSIONS_SCHEMA
 from .info import FORMAT_NAME, INFO_FILE, DatasetInfo, is_dataset, read_info
 
 __all__ = [
@@ -72,7 +72,7 @@ def write_info(root: str | Path, info: DatasetInfo) -> None:
 def read_manifest(root: str | Path) -> pl.DataFrame:
     """The manifest (``DATASET_MANIFEST_SCHEMA``); empty when the dataset has none yet."""
     path = Path(root) / MANIFEST_FILE
-    frame = manifests.read_manifest(path, lambda message: InputError(path, None, message, skippable=False),
+    frame = manifests.read_parquet_manifest(path, lambda message: InputError(path, None, message, skippable=False),
                                     what="dataset manifest", schema=DATASET_MANIFEST_SCHEMA, exact=False)
     return pl.DataFrame(schema=DATASET_MANIFEST_SCHEMA) if frame is None else frame
 

@@ -37,10 +37,10 @@ import pyarrow.parquet as pq
 from ..analysis.choose.choice import Choice
 from ..analysis.choose.from_splits import Outcomes, choose_from_coverage, outcomes_at
 from ..analysis.choose.rule import Rule
+from ..frame.schema import SESSION
 from ..policy import splits as compute_splits
 from ..policy import turns as compute_turns
 from ..policy.compute_split import budget_series
-from ..schema import SESSION
 from ._budget_histograms import coverage_from, histograms, merge, sweep_from
 from .engines import map_buckets
 from .store import TASK_ROWS, bucket_groups, collect, scan_dataset, scan_parts

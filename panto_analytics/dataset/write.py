@@ -29,12 +29,13 @@ from typing import Any, cast
 import polars as pl
 
 from ..errors import IngestReport, InputError
+from ..frame.schema import SESSION
 from ..ingest.cache import Cache, CacheStats, as_cache
 from ..ingest.cache.codec import FileKey, mode_of, parser_version
 from ..ingest.corpus import read_corpus
-from ..ingest.paths import PathLike, expand_paths
+from ..ingest.paths import PathLike, expand_paths, expand_searched
+from ..ingest.pipeline import without_strays
 from ..phrases import counted
-from ..schema import SESSION
 from .buckets import MAX_BUCKETS, session_buckets
 from .info import DatasetInfo, is_dataset, read_info
 from .store import (
@@ -236,7 +237,7 @@ def write_dataset(paths: Iterable[PathLike] | PathLike, root: PathLike, *, bucke
     paths = [paths] if isinstance(paths, (str, Path)) else list(paths)
     before = read_manifest(root) if is_dataset(root) else None
     writer = DatasetWriter(root, buckets=buckets, mode=f"{mode_of(format)}:{'lenient' if skip_invalid else 'strict'}")
-    stats = _stats(expand_paths(paths))
+    stats = _stats([Path(n) for n in without_strays(*expand_searched(paths), format, report)])
     kept = pl.DataFrame(schema={"abspath": pl.String()})
     if before is not None and not replace:
         # Files the dataset holds that PATHS do not name stay: those still there are updated like the others,

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import orjson
 
-from ..errors import InputError
+from ..errors import FORCE_FORMAT, InputError, UnknownFormatError
 from . import canonical, claude_code, codex, jsonl, pi
 from .base import BAD_RECORD, BOM, COMPRESSED_SUFFIXES, Adapter, DamagedFileError, open_session_file
 
@@ -38,7 +38,8 @@ def detect_format(path: str | Path) -> str:
     """The format of ``path``, judged from its first JSON records.
 
     An empty (or blank) file is canonical: a session with no messages.
-    Raises :class:`InputError` when no adapter recognises the file.
+    Raises :class:`~panto_analytics.errors.UnknownFormatError` when no adapter recognises the file (or it is
+    one JSON document, not lines), :class:`InputError` when its first line is not JSON.
     """
     known = _known_from_head(path)
     if known is not None:
@@ -56,8 +57,9 @@ def detect_format(path: str | Path) -> str:
                     break  # the last line, still being written: judged by what came before it
                 if not seen:
                     why = jsonl.malformed(raw, e)
-                    hint = (jsonl.NOT_JSONL if raw.strip() in (b"{", b"[")
-                            else why if not why.startswith("malformed JSON: ")
+                    if raw.strip() in (b"{", b"["):   # a JSON document, not a session's lines
+                        raise UnknownFormatError(path, lineno, jsonl.NOT_JSONL) from None
+                    hint = (why if not why.startswith("malformed JSON: ")
                             else f"the first line is not valid JSON: {e.msg}")
                     raise InputError(path, lineno, hint) from None
                 break
@@ -72,8 +74,7 @@ def detect_format(path: str | Path) -> str:
         raise DamagedFileError(path, damage[0])
     if not seen:
         return canonical.NAME
-    raise InputError(path, None, f"unknown session format (known: {', '.join(ADAPTERS)}); "
-                     "use --format to force one")
+    raise UnknownFormatError(path, None, f"unknown session format (known: {', '.join(ADAPTERS)}); {FORCE_FORMAT}")
 
 
 def _known_from_head(path: str | Path) -> str | None:

@@ -33,9 +33,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import IngestReport, InputError
-from ..outcomes.tool_targets import refs_column
+from ..frame.schema import MAX_USAGE, MESSAGE_SCHEMA, REF_STRUCT, ROLE, SEQ, USAGE_COLUMNS
+from ..frame.tool_targets import refs_column
 from ..pathnames import file_name, path_stem, path_string, path_suffix
-from ..schema import MAX_USAGE, MESSAGE_SCHEMA, REF_STRUCT, ROLE, SEQ, USAGE_COLUMNS
 from .blocks import block_array, block_words, serialized_bytes, words_and_flags
 
 __all__ = [
@@ -222,6 +222,8 @@ class Message:
     cost: float | None = None
     #: pi's ``bashExecution``, a user message that is the user's ``!command`` run (``bash_execution``).
     bash: bool = False
+    #: The working directory its record gives (Claude Code's ``cwd``): its tool calls' own; None: the session's.
+    cwd: str | None = None
 
 
 @dataclass(slots=True)
@@ -508,6 +510,8 @@ class FrameBuilder:
         self._tool_words: list[np.ndarray] = []
         self._sizes: list[int] = []
         self._cwds: list[str | None] = []
+        self._message_cwds: dict[int, str] = {}   # a message's own working directory (row: cwd), where it has one
+        self._tool_cwds: list[list[str | None]] = []
 
     @property
     def height(self) -> int:
@@ -533,6 +537,8 @@ class FrameBuilder:
             owner.extend([row] * len(content))
             role.append(msg.role)
             bash.append(msg.bash)
+            if msg.cwd is not None:
+                self._message_cwds[row] = msg.cwd
             usage = msg.usage
             if usage is None:
                 for col in usage_cols:
@@ -577,6 +583,10 @@ class FrameBuilder:
             self._tools.append(blocks.filter(pa.array(is_tool)))
             self._tool_rows.append(owner[is_tool] + start)
             self._tool_words.append(each[is_tool])
+            if self._message_cwds:
+                self._tool_cwds.append([self._message_cwds.get(r) for r in (owner[is_tool] + start).tolist()])
+            else:
+                self._tool_cwds.append([None] * int(is_tool.sum()))
         self._blocks.clear()
         self._owner.clear()
         self._counted = self.height
@@ -594,8 +604,9 @@ class FrameBuilder:
             scope = np.repeat(np.arange(len(self._sizes)), self._sizes)
             tools = pa.concat_arrays(self._tools)
             is_result = np.asarray(pc.fill_null(pc.equal(tools.field("type"), "tool_result"), False))
+            own = pa.array([c for cwds in self._tool_cwds for c in cwds], pa.string()) if self._message_cwds else None
             refs = refs_column(tools, np.concatenate(self._tool_rows), n, scope, self._cwds,
-                               np.concatenate(self._tool_words)[is_result])
+                               np.concatenate(self._tool_words)[is_result], own)
         else:
             refs = pl.Series("refs", [None] * n, dtype=pl.List(REF_STRUCT))
         columns: dict[str, Any] = dict(self._cols)

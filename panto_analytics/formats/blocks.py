@@ -4,7 +4,7 @@ Every reader ends here: the columnar fast paths map their sources' blocks
 onto :data:`BLOCK` themselves, and :class:`~.base.FrameBuilder` converts the
 line-by-line readers' block dicts into it (:func:`block_array`). Per message,
 :func:`words_and_flags` gives libpanto's word count
-(:func:`~panto_analytics.words.message_words`) and whether it holds a tool
+(:func:`~panto_analytics.frame.words.message_words`) and whether it holds a tool
 result or a summary, and :func:`serialized_bytes` what it adds to a summarizer
 request (:func:`~panto_analytics.transcript.serialized_bytes`), each over the
 whole array in a few Arrow and NumPy calls. Both read only the fields a block's
@@ -25,8 +25,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..frame.words import MEDIA_PART_WORDS, count_words_arrow
 from ..transcript import BLOCK_FIELDS, MEDIA_NOTE_BYTES, SEPARATOR, label_bytes
-from ..words import MEDIA_PART_WORDS, count_words_arrow
 
 __all__ = ["BLOCK", "PART", "block_array", "block_words", "byte_lengths", "per_owner", "serialized_bytes", "words_and_flags"]
 
@@ -38,7 +38,7 @@ BLOCK = pa.struct([
     ("input", pa.large_string()), ("tool_use_id", pa.string()), ("parts", pa.list_(PART)),
 ])
 
-#: Block types whose ``text`` is counted (:data:`panto_analytics.words._TEXT_BLOCKS`).
+#: Block types whose ``text`` is counted (:data:`panto_analytics.frame.words._TEXT_BLOCKS`).
 _TEXT_KINDS = ("text", "thinking", "system", "compaction_summary")
 
 
@@ -85,8 +85,8 @@ def _is_any(values: pa.Array, options: tuple[str, ...]) -> np.ndarray:
 
 
 def block_words(blocks: pa.StructArray) -> np.ndarray:
-    """libpanto's words of each block (:func:`panto_analytics.words.block_words`): a text block's text, a tool
-    call's input, a tool result's parts (media at :data:`~panto_analytics.words.MEDIA_PART_WORDS` each)."""
+    """libpanto's words of each block (:func:`panto_analytics.frame.words.block_words`): a text block's text, a tool
+    call's input, a tool result's parts (media at :data:`~panto_analytics.frame.words.MEDIA_PART_WORDS` each)."""
     kinds = blocks.field("type")
     words = np.where(_is_any(kinds, _TEXT_KINDS), count_words_arrow(blocks.field("text")), 0)
     words += np.where(_is(kinds, "tool_use"), count_words_arrow(blocks.field("input")), 0)

@@ -6,7 +6,7 @@ canonical block struct (``type``, ``text``, ``id``, ``name``, ``input``,
 ``tool_use_id``, ``parts``). What follows is the same for every format:
 libpanto's word count and the summarizer-request bytes of each message
 (:func:`words_and_flags`, :func:`serialized_bytes`, which reproduce
-:func:`~panto_analytics.words.message_words` and
+:func:`~panto_analytics.frame.words.message_words` and
 :func:`~panto_analytics.transcript.serialized_bytes` over whole arrays),
 and the timestamps the fast paths take (:func:`iso_utc`, :func:`checked_timestamps`,
 :func:`parse_timestamps`).

@@ -23,10 +23,10 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..frame.schema import MESSAGE_SCHEMA, ROLE, SEQ, USAGE_COLUMNS
+from ..frame.tool_targets import refs_column
 from ..isotimes import iso_milliseconds
-from ..outcomes.tool_targets import refs_column
 from ..pathnames import path_suffix
-from ..schema import MESSAGE_SCHEMA, ROLE, SEQ, USAGE_COLUMNS
 from .base import COMPRESSED_SUFFIXES, SessionMeta, SourceFile, gc_paused, parse_timestamp
 from .blocks import BLOCK, PART, block_words, serialized_bytes, words_and_flags
 from .columnar import MAX_FILE_BYTES, iso_utc, read_whole, to_datetime, valid_utf8

@@ -30,7 +30,7 @@ from typing import Annotated, Any, Generic, TypeVar
 import msgspec
 import orjson
 
-from ..schema import MAX_USAGE
+from ..frame.schema import MAX_USAGE
 from .base import COMPRESSED_SUFFIXES, SourceFile, gc_paused
 from .columnar import valid_utf8
 from .jsonl import records

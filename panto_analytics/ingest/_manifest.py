@@ -16,10 +16,10 @@ from typing import Any, BinaryIO, cast
 
 import polars as pl
 
-__all__ = ["check_shape", "read_manifest"]
+__all__ = ["check_shape", "read_parquet_manifest"]
 
 
-def read_manifest(source: Path | BinaryIO, bad: Callable[[str], Exception], *, what: str = "manifest",
+def read_parquet_manifest(source: Path | BinaryIO, bad: Callable[[str], Exception], *, what: str = "manifest",
                   columns: Sequence[str] | None = None, schema: Mapping[str, pl.DataType] | None = None,
                   exact: bool = True) -> pl.DataFrame | None:
     """The manifest at ``source`` (a path, or a file open for reading); None if the path does not exist.
@@ -43,14 +43,14 @@ def read_manifest(source: Path | BinaryIO, bad: Callable[[str], Exception], *, w
     --------
     >>> import tempfile
     >>> path = Path(tempfile.mkdtemp()) / "manifest.parquet"
-    >>> read_manifest(path, ValueError) is None
+    >>> read_parquet_manifest(path, ValueError) is None
     True
     >>> pl.DataFrame({"path": ["a"], "rows": [4]}).write_parquet(path)
-    >>> read_manifest(path, ValueError, schema={"rows": pl.Int64()}).row(0)
+    >>> read_parquet_manifest(path, ValueError, schema={"rows": pl.Int64()}).row(0)
     ('a', 4)
-    >>> read_manifest(path, ValueError, schema={"rows": pl.UInt32()}, exact=False).rows()
+    >>> read_parquet_manifest(path, ValueError, schema={"rows": pl.UInt32()}, exact=False).rows()
     [(4,)]
-    >>> read_manifest(path, ValueError, schema={"rows": pl.String()})
+    >>> read_parquet_manifest(path, ValueError, schema={"rows": pl.String()})
     Traceback (most recent call last):
     ...
     ValueError: manifest of another shape

@@ -61,10 +61,10 @@ import polars as pl
 
 from ..errors import IngestReport
 from ..formats.base import ParsedFile, SessionMeta
+from ..frame import expressions as ex
+from ..frame.schema import COMPACTIONS_SCHEMA, SESSION, SESSION_META_SCHEMA, SESSIONS_SCHEMA
+from ..frame.tool_targets import file_key
 from ..models import normalized_model, session_model
-from ..outcomes.tool_targets import file_key
-from ..policy import expressions as ex
-from ..schema import COMPACTIONS_SCHEMA, SESSION, SESSION_META_SCHEMA, SESSIONS_SCHEMA
 from .cache import Cache, CacheStats
 from .paths import PathLike
 from .pipeline import read_files

@@ -1,7 +1,7 @@
 """Choosing sessions the way users of ccusage and claude-code-log do: by date, project, model, subagent.
 
 A :class:`SessionFilter` is a predicate over the sessions table
-(:data:`~panto_analytics.schema.SESSIONS_SCHEMA`); :func:`filter_corpus` keeps
+(:data:`~panto_analytics.frame.schema.SESSIONS_SCHEMA`); :func:`filter_corpus` keeps
 the sessions it accepts in every table of a corpus::
 
     corpus = pa.ingest.read_corpus("~/.claude/projects")
@@ -37,8 +37,8 @@ from datetime import UTC, date, datetime, timedelta
 
 import polars as pl
 
+from ..frame.schema import SESSION
 from ..models import normalized_model
-from ..schema import SESSION
 from .corpus import Corpus
 
 __all__ = ["SessionFilter", "filter_corpus", "parse_when"]

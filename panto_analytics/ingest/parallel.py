@@ -42,6 +42,16 @@ here or in a worker walks them again (a worker's collections took about
 0.04 s of CPU each, walking the inherited modules and copying the pages they
 touched). :func:`close` ends the workers.
 
+Every way a command ends, ends its workers, and nothing waits on them
+without a bound (issue 32: a fast command once waited forever for a worker
+whose stop had been lost). The workers are forked with Ctrl-C and SIGTERM
+blocked, and a worker sets its own handling of both before it takes them
+(:func:`_start_sharing`): a signal sent to it before then waits for it (in
+a forked child, Python drops a signal caught before its own after-fork
+reset, and that worker then never stopped). A worker ends with the process
+that started it, however that ends (:func:`_die_with`). :func:`close` tells
+each worker to stop, waits :data:`STOP_WAIT_S` at most, then kills any left.
+
 >>> run(abs, [-1, -2, 3], weights=[1, 2, 3], jobs=1)
 [1, 2, 3]
 """
@@ -106,11 +116,66 @@ def threads_here(most: int = 4) -> int:
     return max(1, min(most, default_jobs() // _sharing))
 
 
-def _start_sharing(sharing: int) -> None:
-    """A worker's start: it is one of ``sharing`` parsing processes; Ctrl-C is the caller's to handle."""
+def _start_sharing(sharing: int, parent: int) -> None:
+    """A forked worker's start: it is one of ``sharing`` parsing processes, it ends with ``parent`` and on SIGTERM,
+    and Ctrl-C is the caller's to handle; then the signals held since the fork (:func:`_stop_signals_held`) come in."""
     global _sharing
     _sharing = max(1, sharing)
+    _stop_at_once(parent)
+
+
+#: The signals that stop a command: held while workers are forked (:func:`_stop_signals_held`).
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+#: Seconds :func:`close` waits for workers told to stop before it kills them, and again for the killed ones.
+STOP_WAIT_S = 2.0
+
+
+@contextmanager
+def _stop_signals_held():
+    """Hold Ctrl-C and SIGTERM in this thread meanwhile, so that a process forked here starts with them held.
+
+    A forked child runs Python's after-fork reset before any of its code: a
+    signal that came before it (a fast command closing its workers as they
+    start, on a loaded machine) is dropped there, and the worker, never
+    told to stop, waited on its queue forever, and the command for it. Held,
+    the signal waits in the kernel until the worker has set what it does
+    with it (:func:`_stop_at_once`). Here, a signal sent to the process meanwhile
+    goes to another thread or waits until the end of the block: none is lost.
+    """
+    if not hasattr(signal, "pthread_sigmask"):  # not on POSIX: nothing is forked
+        yield
+        return
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
+
+
+def _stop_at_once(parent: int) -> None:
+    """In a worker: SIGTERM ends it at once, whatever it waits on (a Python handler runs only between bytecodes);
+    Ctrl-C is ignored (the caller handles it and ends the workers); it ends with ``parent``; then the signals are
+    let in (held by a fork, they end it now)."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     _ignore_ctrl_c()
+    _die_with(parent)
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
+
+
+def _die_with(parent: int) -> None:
+    """Have the kernel kill this worker when ``parent`` ends (Linux), however it ends (even by SIGKILL): no worker
+    outlives its command; a worker whose parent is gone already ends now."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    pr_set_pdeathsig = 1
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
+    if os.getppid() != parent:
+        os._exit(1)
 
 
 #: The worker pool :func:`launch` started, or None; how it was started; how many workers it holds.
@@ -161,22 +226,24 @@ def launch(jobs: int | None = None, module: str = PARSER_MODULE, method: str = "
         gc.disable()   # imports make many objects and free few: the collector's passes would find nothing
         try:
             importlib.import_module(module)  # here, once: the forked workers share it
+            importlib.import_module("ctypes")  # and what a worker's start uses (_die_with)
         finally:
             if collecting:
                 gc.enable()
         pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("fork"),
-                                   initializer=_start_sharing, initargs=(jobs,))
+                                   initializer=_start_sharing, initargs=(jobs, os.getpid()))
         # What the imports made lives as long as the process: the collector leaves it alone from now on, here
         # and in the workers, whose collections would otherwise walk it all (and copy every page they touch).
         gc.freeze()
         _froze = True
         with warnings.catch_warnings():  # Python 3.12+ warns of any thread; the libraries' own are fork-safe
             warnings.filterwarnings("ignore", message=".*fork.*", category=DeprecationWarning)
-            pool.submit(_ready)  # forks every worker now, before this process starts any thread of its own
+            with _stop_signals_held():
+                pool.submit(_ready)  # forks every worker now, before this process starts any thread of its own
         _launched_count = jobs
     else:
         pool = ProcessPoolExecutor(max_workers=jobs - 1, mp_context=multiprocessing.get_context("spawn"),
-                                   initializer=_start_worker, initargs=(module,))
+                                   initializer=_start_worker, initargs=(module, os.getpid()))
         with _main_not_inherited():
             pool.submit(_ready)  # starts one worker, which imports ``module``
         _launched_count = 1
@@ -189,13 +256,13 @@ def _ignore_ctrl_c() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _start_worker(module: str) -> None:
-    """A spawned worker's start: Ctrl-C is the caller's to handle, then the imports.
+def _start_worker(module: str, parent: int) -> None:
+    """A spawned worker's start: it ends with ``parent``, Ctrl-C is the caller's to handle, then the imports.
 
     It parses alone (the caller waits) unless a read big enough for a pool
     starts more of them; it keeps every core for its threads.
     """
-    _ignore_ctrl_c()
+    _stop_at_once(parent)
     _block_pandas()
     importlib.import_module(module)
 
@@ -252,10 +319,12 @@ def keep_pandas_out() -> bool:
     return True
 
 
-def _start_pool_worker(sharing: int) -> None:
-    """A worker of :func:`run`'s own pool: one of ``sharing`` parsing processes (the caller parses too), pandas out."""
+def _start_pool_worker(sharing: int, parent: int) -> None:
+    """A worker of :func:`run`'s own pool: one of ``sharing`` parsing processes (the caller parses too), pandas out;
+    it ends with ``parent``."""
     global _sharing
     _sharing = max(1, sharing)
+    _die_with(parent)
     _block_pandas()
 
 
@@ -273,9 +342,13 @@ def launched() -> bool:
 def close() -> None:
     """End the launched workers now, without waiting for one still starting (nothing is left for them).
 
-    Each worker is terminated, then the pool shut down: its thread here
-    ends as soon as it sees them gone, so nothing of the pool is left
-    running when this returns (the console script then ends at once, see
+    Each worker is told to stop (SIGTERM, which ends it at once, see
+    :func:`_stop_at_once`) and waited for :data:`STOP_WAIT_S` at most; any
+    still there is killed and waited for as long again; then the pool is
+    shut down, and its thread here, which ends as soon as it sees the
+    workers gone, is waited for with the same bound. Nothing waits without
+    a bound, and a Ctrl-C or SIGTERM that interrupts this still kills the
+    workers (the console script then ends at once, see
     :func:`panto_analytics.cli.app.leave`).
     """
     global _launched, _launched_method, _launched_count, _froze
@@ -285,10 +358,44 @@ def close() -> None:
         _froze = False
     if pool is None:
         return
-    for process in list((getattr(pool, "_processes", None) or {}).values()):
-        with contextlib.suppress(Exception):
-            process.terminate()
-    pool.shutdown(wait=True, cancel_futures=True)
+    manager = getattr(pool, "_executor_manager_thread", None)
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    running = processes
+    try:
+        for process in processes:
+            with contextlib.suppress(Exception):
+                process.terminate()
+        running = _still_running(processes, STOP_WAIT_S)
+    finally:
+        for process in running:
+            with contextlib.suppress(Exception):
+                process.kill()
+        _still_running(running, STOP_WAIT_S)
+        pool.shutdown(wait=False, cancel_futures=True)
+        if manager is not None:
+            manager.join(STOP_WAIT_S)
+
+
+def _still_running(processes: Sequence[Any], seconds: float) -> list[Any]:
+    """Wait until every one of ``processes`` has ended, ``seconds`` at most; those still running then.
+
+    Each one's sentinel tells: a pipe the kernel closes when the process
+    ends, whoever reaps it (the pool's thread may, meanwhile).
+
+    >>> _still_running([], 1.0)
+    []
+    """
+    from multiprocessing.connection import wait as wait_for
+
+    sentinels = {}
+    for process in processes:
+        with contextlib.suppress(ValueError, AttributeError):   # closed, or never started
+            sentinels[process.sentinel] = process
+    deadline = time.monotonic() + seconds
+    while sentinels and (left := deadline - time.monotonic()) > 0:
+        for ready in wait_for(list(sentinels), timeout=left):
+            sentinels.pop(ready)
+    return list(sentinels.values())
 
 
 def run(fn: Callable[[T], R], items: Sequence[T], *, weights: Sequence[int], jobs: int | None = None,
@@ -354,7 +461,7 @@ def run(fn: Callable[[T], R], items: Sequence[T], *, weights: Sequence[int], job
     workers = min(jobs - 1, len(items) - 1)
     own = _launched is None
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
-                               initializer=_start_pool_worker, initargs=(workers + 1,)) if own else _launched
+                               initializer=_start_pool_worker, initargs=(workers + 1, os.getpid())) if own else _launched
     assert pool is not None
     try:
         with _main_not_inherited():  # the workers start on these submits (a launched one is up, or nearly)

@@ -14,7 +14,7 @@ from ..errors import InputError
 from ..pathnames import path_string
 
 __all__ = ["SESSION_PATTERNS", "SESSION_SUFFIXES", "PathLike", "default_locations", "expand_names", "expand_paths",
-           "is_session_file", "known_locations"]
+           "expand_searched", "is_session_file", "known_locations"]
 
 PathLike = str | Path
 
@@ -50,10 +50,24 @@ def expand_names(paths: Iterable[PathLike] | PathLike) -> list[str]:
     >>> [pathlib.Path(n).name for n in expand_names(d)]
     ['a.jsonl', 'b.jsonl']
     """
+    return expand_searched(paths)[0]
+
+
+def expand_searched(paths: Iterable[PathLike] | PathLike) -> tuple[list[str], set[str]]:
+    """:func:`expand_names`, and which of them were found by searching (a folder, a glob), not named.
+
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / "a.jsonl").write_text(""), (d / "b.jsonl").write_text("")
+    >>> names, searched = expand_searched([d, d / "b.jsonl"])
+    >>> [pathlib.Path(n).name for n in names], sorted(pathlib.Path(n).name for n in searched)
+    (['a.jsonl', 'b.jsonl'], ['a.jsonl'])
+    """
     if isinstance(paths, (str, Path)):
         paths = [paths]
     paths = list(paths)
     out: list[tuple[str, bool | None]] = []  # (path, is a link; None: not known yet)
+    named: set[str] = set()
     for p in paths:
         name = _expanded(p)
         kind, link = _kind(name)  # one lstat per name (two for a link): no Path, no separate is_dir/exists
@@ -61,6 +75,7 @@ def expand_names(paths: Iterable[PathLike] | PathLike) -> list[str]:
             out.extend(sorted(_jsonl_under(name)))
         elif kind == "other":
             out.append((name, link))
+            named.add(name)
         elif glob.has_magic(name):
             out.extend((str(q), None) for q in sorted(Path(q) for q in glob.glob(name, recursive=True)
                                                       if os.path.isfile(q)))
@@ -68,16 +83,20 @@ def expand_names(paths: Iterable[PathLike] | PathLike) -> list[str]:
             raise InputError(name, None, "no such file or directory", skippable=False)
     if len(paths) == 1 and all(is_link is False for _, is_link in out):
         # One folder walked without following links: every file is there once, under one name.
-        return [path for path, _ in out]
+        return [path for path, _ in out], {path for path, _ in out} - named
+    named_real = {_RealPaths()(n) for n in named}
     seen: set[str] = set()
     real = _RealPaths()
     unique: list[str] = []
+    searched: set[str] = set()
     for path, is_link in out:
         r = real(path, is_link)
         if r not in seen:
             seen.add(r)
             unique.append(path)
-    return unique
+            if r not in named_real:
+                searched.add(path)
+    return unique, searched
 
 
 def _expanded(path: PathLike) -> str:

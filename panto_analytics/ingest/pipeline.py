@@ -27,21 +27,21 @@ import numpy as np
 import numpy.ma  # noqa: F401  Polars imports it at the first Series built from an array: here, before workers fork
 import polars as pl
 
-from ..errors import WHOLE_FILE, IngestReport, InputError
+from ..errors import STRAY, WHOLE_FILE, IngestReport, InputError, UnknownFormatError
 from ..formats import ADAPTERS, adapter, detect_format
 from ..formats.base import FrameBuilder, ParsedFile, SessionMeta, SourceFile, session_stem
+from ..frame.expressions import is_api_call
+from ..frame.schema import ROLE, empty_messages
 from ..phrases import counted
-from ..policy.expressions import is_api_call
-from ..schema import ROLE, empty_messages
 from . import _schedule as schedule
 from . import parallel
 from .cache import Cache, CacheStats, CacheWarning, Entry, FileKey, as_cache
 from .cache.codec import key_table, keys_of
 from .cache.hits import Found, gather_messages, session_ids
-from .paths import PathLike, expand_names
+from .paths import PathLike, expand_searched
 from .progress import Progress
 
-__all__ = ["Ingested", "concat_messages", "parse_files", "parse_here", "read_files", "read_sessions"]
+__all__ = ["Ingested", "concat_messages", "parse_files", "parse_here", "read_files", "read_sessions", "without_strays"]
 
 
 @dataclass
@@ -62,10 +62,44 @@ def read_files(paths: Iterable[PathLike] | PathLike, *, format: str | None = Non
     report = report if report is not None else IngestReport()
     store = as_cache(cache)
     before = dataclasses.replace(store.stats) if store is not None else None
-    parsed = parse_files(expand_names(paths), format=format, skip_invalid=skip_invalid, report=report,
+    names, searched = expand_searched(paths)
+    parsed = parse_files(without_strays(names, searched, format, report), format=format, skip_invalid=skip_invalid, report=report,
                          cache=store, progress=progress, jobs=jobs)
     stats = store.stats.since(before) if store is not None and before is not None else None
     return Ingested(parsed, gather_messages(parsed), report, stats)
+
+
+def without_strays(names: Sequence[str], searched: set[str], format: str | None,
+                   report: IngestReport | None) -> list[str]:
+    """``names`` less the files found by searching a folder (``searched``) whose format no adapter knows: a hook
+    log or an export beside the sessions is skipped, and counted in ``report`` (:data:`STRAY`), not an error.
+
+    A file named (not in ``searched``) stays, to be an error when read; so
+    does every file when ``format`` is forced, and a file bad in another way
+    (its first line not JSON: the read says where).
+
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / "hook.jsonl").write_text('{"hook": "PreToolUse"}\n')
+    >>> report = IngestReport()
+    >>> without_strays([str(d / "hook.jsonl")], {str(d / "hook.jsonl")}, None, report), report.n_skipped
+    ([], 1)
+    """
+    if format is not None or not searched:
+        return list(names)
+    kept = []
+    for name in names:
+        if name in searched:
+            try:
+                detect_format(name)
+            except UnknownFormatError:
+                if report is not None:
+                    report.skip(name, STRAY)
+                continue
+            except InputError:
+                pass
+        kept.append(name)
+    return kept
 
 
 def read_sessions(paths: Iterable[PathLike] | PathLike, *, format: str | None = None,
@@ -266,7 +300,8 @@ def parse_files(files: Sequence[PathLike], *, format: str | None = None, skip_in
             stop=lambda r: r[0] == "error")
     errors = [r[1] for r in batch_results if r is not None and r[0] == "error"]
     if errors:
-        raise InputError(*errors[0])
+        kind, *where = errors[0]
+        raise kind(*where)
     done = cast("list[tuple]", batch_results)  # every batch ran: none stopped the others
     parsed_entries = [entry for _, batch_entries, _, _, _ in done for entry in batch_entries]
     if cache is not None:
@@ -302,14 +337,15 @@ def _parse_batch(task: tuple[list[FileKey], str | None, bool, Cache | None]) -> 
     """Parse a batch of files and write its pack, here or in a worker.
 
     Returns ``("ok", entries, manifest rows or None, stats, error)``, or
-    ``("error", args)``: :class:`InputError` does not survive pickling. The
+    ``("error", (kind, path, line, reason))``, an :class:`InputError` as its parts. The
     calling process commits the manifest rows of every batch at once.
     """
     keys, format, skip_invalid, cache = task
     try:
         entries = _Shipped(parse_entries([key.path for key in keys], format, skip_invalid))
     except InputError as e:
-        return ("error", (e.path, e.line, e.reason))
+        return ("error", (UnknownFormatError if isinstance(e, UnknownFormatError) else InputError, e.path, e.line,
+                          e.reason))
     if cache is None:
         return ("ok", entries, None, CacheStats(), None)
     mine = Cache(cache.root)  # counts what this task wrote, wherever it runs

@@ -4,7 +4,7 @@
   LiteLLM price file);
 - :mod:`~panto_analytics.outcomes.cost`: ``bill``, the one definition of a call's cost, and ``costs``,
   the recorded sessions' bill per group;
-- :mod:`~panto_analytics.outcomes.tool_targets`: what each tool call touches (``references``), hashed at ingest;
+- :mod:`~panto_analytics.frame.tool_targets`: what each tool call touches (``references``), hashed at ingest;
 - :mod:`~panto_analytics.outcomes.orphan_loss`: what every compaction loses (``loss``: orphan references among the
   next tool calls), and :mod:`~panto_analytics.outcomes.recorded_refetch`: what agents really fetched again after the
   compactions they recorded.
@@ -13,11 +13,11 @@
 
 This floor sits below ``policy``, so that the replay can bill the calls it simulates.
 """
+from ..frame.tool_targets import references
 from .cost import COST_COLUMNS, GROUPINGS, UnpricedWarning, bill, costs, unpriced
 from .orphan_loss import Loss, loss
 from .prices import Prices, load_prices
 from .recorded_refetch import refetch, refetch_summary
-from .tool_targets import references
 
 __all__ = ["COST_COLUMNS", "GROUPINGS", "Loss", "Prices", "UnpricedWarning", "bill", "costs", "load_prices", "loss",
            "references", "refetch", "refetch_summary", "unpriced"]

@@ -1,6 +1,6 @@
 """The tokens of every API call a replay simulates, under one cache rule: frames in, frames out.
 
-A replay (:func:`panto_analytics.policy.replay.engine.replay`) says where compactions fire;
+A replay (:func:`panto_analytics.policy.compaction.engine.replay_libpanto`) says where compactions fire;
 this module says what each API call would then have sent, split the way a
 provider bills it: ``input`` (uncached), ``cache_read``, ``cache_write_5m``,
 ``cache_write_1h`` and ``output``. Pricing those columns is
@@ -68,12 +68,12 @@ from typing import NamedTuple
 
 import polars as pl
 
-from ..schema import ROLE, SEQ, SESSION, USAGE_COLUMNS
+from ..frame.schema import ROLE, SEQ, SESSION, USAGE_COLUMNS
 from .cost import COST_COLUMNS
 
 __all__ = [
     "BYTES_PER_TOKEN", "CACHE_WRITE_1H", "FIVE_MINUTES_MS", "ONE_HOUR_MS", "SUMMARIZER_MODES", "TOKEN_COLUMNS",
-    "PARTS", "Price", "bill_replay", "cache_split", "call_rows", "check_cache_rule", "lifetime_ms", "simulated_calls",
+    "PARTS", "Price", "bill_edited", "bill_replay", "cache_split", "call_rows", "check_cache_rule", "lifetime_ms", "simulated_calls",
     "summarizer_calls",
 ]
 
@@ -678,3 +678,77 @@ def bill_replay(messages: pl.DataFrame | pl.LazyFrame, events: pl.DataFrame, ses
     out = out.select(*(c for c in out.columns if not c.startswith("_") and c not in x.added), *x.session_columns)
     events_out = ev.select(*events.columns, *x.event_columns)
     return events_out, out
+
+
+def bill_edited(messages: pl.DataFrame, edited: pl.DataFrame, events: pl.DataFrame, sessions: pl.DataFrame, *,
+                price: Price, parts: Sequence[str] = PARTS) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """A replay whose calls were edited in place (a clearing policy: ``edited`` is ``messages`` with each call's
+    usage as the policy leaves it, row for row) billed the way :func:`bill_replay` bills a compaction.
+
+    ``sessions`` gain the ``recorded_``, ``simulated_``, ``summarizer_`` (0: no summarizer call) and ``total_``
+    sums of each of ``parts``; a session none of whose calls changed costs its recorded sums, copied. ``events``
+    (one per edited call, ``trigger_seq`` its seq) gain the columns :func:`bill_replay` gives them: no
+    summarizer call (0 tokens, 0 cost), ``calls_after`` 1 (the edited call itself), its recorded and replayed
+    cost, and its cache miss: what it writes beyond what it recorded (tokens and write cost, floored at 0).
+
+    >>> import polars as pl
+    >>> m = pl.DataFrame({"session_id": ["s"], "seq": [0], "role": ["assistant"], "input": [10], "output": [5],
+    ...                   "cache_read": [100], "cache_write": [0], "has_summary": [False]})
+    >>> e = m.with_columns(pl.lit(40).alias("cache_read"))
+    >>> def price(c): return c.with_columns(cost_usd=pl.col("cache_read") * 0.1 + pl.col("input") + pl.col("output"))
+    >>> bill_edited(m, e, pl.DataFrame({"session_id": ["s"], "trigger_seq": [0]}), pl.DataFrame({"session_id": ["s"]}),
+    ...             price=price, parts=["cost_usd"])[1].select("recorded_cost_usd", "simulated_cost_usd").rows()
+    [(25.0, 19.0)]
+    """
+    base = _recorded_calls(messages.lazy()).collect(engine="in-memory")
+    sim = _recorded_calls(edited.lazy()).collect(engine="in-memory")
+    differs = pl.any_horizontal(pl.col(c) != pl.col(f"_sim_{c}") for c in TOKEN_COLUMNS)
+    both = pl.concat([base, sim.select(pl.col(c).alias(f"_sim_{c}") for c in TOKEN_COLUMNS)], how="horizontal")
+    changed = both.with_row_index("_bi").filter(differs)
+    to_price = pl.concat([
+        base.select("model", *TOKEN_COLUMNS, _recorded=pl.lit(True)),
+        changed.select("model", *(pl.col(f"_sim_{c}").alias(c) for c in TOKEN_COLUMNS), _recorded=pl.lit(False)),
+    ], how="vertical_relaxed")
+    priced = price(to_price).select(parts)
+    recorded = priced.slice(0, base.height)
+    new = priced.slice(base.height)
+    old = recorded[changed["_bi"]]
+    per_session = pl.concat([base.select(SESSION), recorded], how="horizontal").group_by(
+        SESSION, maintain_order=True).agg(pl.len().alias("_calls"), *(_total(p).alias(f"recorded_{p}") for p in parts))
+    delta = pl.concat([changed.select(SESSION), new.rename(lambda c: f"_new_{c}"), old.rename(lambda c: f"_old_{c}")],
+                      how="horizontal").group_by(SESSION).agg(
+        *(_total(f"_new_{p}").alias(f"_new_{p}") for p in parts), *(_total(f"_old_{p}").alias(f"_old_{p}") for p in parts))
+    session_key = sessions.schema[SESSION]
+    out = (sessions.join(per_session.with_columns(pl.col(SESSION).cast(session_key)), on=SESSION, how="left",
+                         maintain_order="left")
+           .join(delta.with_columns(pl.col(SESSION).cast(session_key)), on=SESSION, how="left", maintain_order="left"))
+    recorded_p = {p: pl.when(pl.col("_calls").is_null()).then(0.0).otherwise(pl.col(f"recorded_{p}")) for p in parts}
+    simulated_p = {p: pl.when(pl.col(f"_new_{p}").is_null() & pl.col(f"_old_{p}").is_null()).then(recorded_p[p])
+                   .otherwise(recorded_p[p] - pl.col(f"_old_{p}") + pl.col(f"_new_{p}")) for p in parts}
+    out = out.with_columns(
+        *(recorded_p[p].alias(f"recorded_{p}") for p in parts),
+        *(pl.lit(0.0).alias(f"summarizer_{p}") for p in parts),
+        *(simulated_p[p].alias(f"simulated_{p}") for p in parts),
+        cache_miss_usd=pl.lit(0.0),
+    ).with_columns(*(pl.col(f"simulated_{p}").alias(f"total_{p}") for p in parts))
+    # Per event: its call as recorded and as replayed, and the cache miss (the write beyond the recorded one).
+    miss_write = "cache_write_usd" if "cache_write_usd" in parts else parts[-1]
+    per_call = pl.concat([changed.select(SESSION, pl.col(SEQ).cast(_I).alias("trigger_seq"),
+                                         _miss_tokens=(pl.col("_sim_cache_write_5m") + pl.col("_sim_cache_write_1h")
+                                                       - pl.col("cache_write_5m") - pl.col("cache_write_1h")).clip(0)),
+                          new.select(pl.col(parts[-1]).alias("_new"), pl.col(miss_write).alias("_new_w")),
+                          old.select(pl.col(parts[-1]).alias("_old"), pl.col(miss_write).alias("_old_w"))],
+                         how="horizontal").with_columns(pl.col(SESSION).cast(events.schema[SESSION]))
+    ev = events.with_columns(pl.col("trigger_seq").cast(_I)).join(per_call, on=[SESSION, "trigger_seq"], how="left",
+                                                                  maintain_order="left")
+    zero = pl.lit(0, _I)
+    events_out = ev.select(
+        *events.columns, summarizer_input=zero, summarizer_cache_read=zero, summarizer_output=zero,
+        **{f"summarizer_{p}": pl.lit(0.0) for p in parts}, calls_after=pl.lit(1, pl.UInt32),
+        calls_recorded_cost_usd=pl.col("_old"), calls_simulated_cost_usd=pl.col("_new"),
+        cache_miss_tokens=pl.col("_miss_tokens").fill_null(0), cache_miss_usd=(pl.col("_new_w") - pl.col("_old_w"))
+        .clip(0).fill_null(0.0))
+    total_miss = events_out.group_by(SESSION).agg(_m=pl.col("cache_miss_usd").sum())
+    out = out.join(total_miss, on=SESSION, how="left", maintain_order="left").with_columns(
+        cache_miss_usd=pl.col("_m").fill_null(0.0))
+    return events_out, out.select([c for c in out.columns if not c.startswith("_")])

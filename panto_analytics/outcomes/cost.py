@@ -11,7 +11,9 @@ the four parts and their sum (:data:`COST_COLUMNS`), in US dollars:
 - ``cache_write_usd`` = cache_write_5m x the 5-minute write rate + cache_write_1h x the 1-hour write rate;
 - ``cost_usd`` = their sum.
 
-A call whose model the price table lacks gets null in all five (never 0).
+A call whose model the price table lacks gets null in all five (never 0); so does a call whose counters are
+all zero (a proxy that records no usage: its cost is unknown, not $0). A model id ending in ``:free``
+(OpenRouter's free variants) costs $0.
 Above the tier (200k prompt tokens) the table's rule applies (see
 :mod:`~panto_analytics.outcomes.prices`): ``cliff`` (genai-prices) bills every
 token of a call whose prompt (input + cache_read + both writes) passes the
@@ -21,8 +23,9 @@ column arithmetic: no Python per row, lazy in, lazy out.
 
 :func:`costs` bills a message frame's API calls (its assistant messages with
 usage) and sums them per group: session, day, week, month, model, project or
-format, with the price source. A model without a price is reported once by an
-:class:`UnpricedWarning` (calls and tokens), and its groups' costs are null.
+format, with the price source (and the providers whose prices were taken). A model without a price is
+reported once by an :class:`UnpricedWarning` (calls and tokens), calls without usage by a
+:class:`NoUsageWarning`; their groups' ``cost_usd`` is null and ``priced_cost_usd`` the bill of the rest.
 
 >>> import polars as pl
 >>> calls = pl.DataFrame({"model": ["claude-opus-4-5-20251101", "mystery"], "input": [1_000, 5],
@@ -41,14 +44,15 @@ from typing import Any, Literal, TypeVar, cast
 import polars as pl
 
 from ..defaults import COST_GROUPINGS
+from ..frame.schema import SESSION
 from ..models import normalized_model
 from ..phrases import counted
-from ..schema import SESSION
 from .prices import RATES, Prices, load_prices
 
 __all__ = [
-    "CALL_COLUMNS", "COST_COLUMNS", "GROUPINGS", "PICO", "Grouping", "UnpricedWarning", "bill", "call_tokens",
-    "cost_partials", "costs", "dollars_total", "merge_cost_partials", "picodollars", "unpriced",
+    "CALL_COLUMNS", "COST_COLUMNS", "GROUPINGS", "PICO", "Grouping", "NoUsageWarning", "UnpricedWarning", "bill",
+    "call_tokens", "cost_partials", "costs", "dollars_total", "has_usage", "merge_cost_partials", "picodollars",
+    "unpriced", "warn_unpriced",
 ]
 
 #: What :func:`bill` reads: the model and one token counter per rate.
@@ -68,6 +72,20 @@ _PRICE = "__price_"  # prefix of the joined price columns, dropped again
 
 class UnpricedWarning(UserWarning):
     """A model the price table has no price for: its calls cost null."""
+
+
+class NoUsageWarning(UnpricedWarning):
+    """Calls whose usage is all zero (recorded by a proxy that counts none): their cost is unknown, null."""
+
+
+def has_usage() -> pl.Expr:
+    """Whether a call recorded any usage: one of its counters (:data:`CALL_COLUMNS`' ``input`` to
+    ``cache_write_1h``) is above zero. A call with none costs null (unknown), never $0.
+
+    >>> pl.DataFrame({r: [0, 1] for r in RATES}).select(has_usage())["has_usage"].to_list()
+    [False, True]
+    """
+    return pl.any_horizontal([pl.col(r).fill_null(0) > 0 for r in RATES]).alias("has_usage")
 
 
 def bill(calls: F, prices: Prices | str | None = None) -> F:
@@ -188,12 +206,13 @@ def _parts(rule: str, *, tiers: bool = True) -> dict[str, pl.Expr]:
 
 
 def _sums(part: dict[str, pl.Expr]) -> list[pl.Expr]:
-    """The five cost columns from each rate's dollars ``part``."""
+    """The five cost columns from each rate's dollars ``part``; null for a call without usage (:func:`has_usage`)."""
+    known = has_usage()
     exprs = [part["input"].alias("input_usd"), part["output"].alias("output_usd"),
              part["cache_read"].alias("cache_read_usd"),
              (part["cache_write_5m"] + part["cache_write_1h"]).alias("cache_write_usd")]
     total = part["input"] + part["output"] + part["cache_read"] + (part["cache_write_5m"] + part["cache_write_1h"])
-    return [*exprs, total.alias("cost_usd")]
+    return [pl.when(known).then(e).alias(e.meta.output_name()) for e in [*exprs, total.alias("cost_usd")]]
 
 
 def call_tokens(messages: F) -> F:
@@ -255,13 +274,19 @@ def costs(messages: Any, *, by: Grouping | Sequence[Grouping] = (), prices: Pric
     pl.DataFrame
         The group columns (``session_id``, ``day``, ``week``, ``month``, ``model``, ``project``,
         ``source_format``), ``api_calls``, ``input``, ``output``, ``cache_read``, ``cache_write_5m``,
-        ``cache_write_1h`` (UInt64 sums), the five cost columns (null where any call of the group has no
-        price), ``unpriced_calls`` and ``price_source``; sorted by the groups.
+        ``cache_write_1h`` (UInt64 sums), the five cost columns (null where a call of the group has no price
+        or no usage), ``priced_cost_usd`` (the bill of the group's calls that have a cost: a total at hand
+        where ``cost_usd`` is null), ``unpriced_calls`` (calls of models without a price), ``no_usage_calls``
+        (calls whose counters are all zero: cost unknown) and ``price_source`` (the table, and in brackets
+        the providers whose prices its calls took, e.g. ``genai-prices 0.2.3 (anthropic, zai)``); sorted by
+        the groups.
 
     Warns
     -----
     UnpricedWarning
         Once per model without a price: how many calls and tokens went unpriced.
+    NoUsageWarning
+        Once per model with calls that recorded no usage: how many (their cost is null).
 
     Examples
     --------
@@ -298,7 +323,9 @@ def dollars_total(column: str | pl.Expr) -> pl.Expr:
 
 
 _MODEL_KEY = "__cost_model"
-_PRICED_KEY = "__cost_priced"
+_PRICED_KEY = "__cost_priced"       # the model has a price
+_PROVIDER_KEY = "__cost_provider"   # whose price it is
+_NO_USAGE = "__cost_no_usage"       # calls without usage
 
 
 def _nulls(c: str) -> str:
@@ -339,14 +366,18 @@ def cost_partials(messages: Any, *, by: Grouping | Sequence[Grouping] = (), pric
     table = load_prices(prices).covering(names)
     keys = [_group_key(g, timezone) for g in groups if g != "model"]
     # The model, normalized once per distinct name by the price lookup, replaces the recorded one.
+    priced = pl.any_horizontal([pl.col(_PRICE + r).is_not_null() for r in RATES])
     billed = (_priced(calls.with_columns(keys), table).with_columns(_bill_exprs(table.rule))
-              .with_columns(pl.col(_PRICE + "key").alias("model")).drop(pl.selectors.starts_with(_PRICE)))
+              .with_columns(pl.col(_PRICE + "key").alias("model"), priced.alias(_PRICED_KEY),
+                            pl.col(_PRICE + "provider").alias(_PROVIDER_KEY))
+              .drop(pl.selectors.starts_with(_PRICE)))
     key_names = [_group_key(g, timezone).meta.output_name() for g in groups]
-    hidden = [pl.col("model").alias(_MODEL_KEY), pl.col("cost_usd").is_not_null().alias(_PRICED_KEY)]
+    hidden = [pl.col("model").alias(_MODEL_KEY), _PRICED_KEY, _PROVIDER_KEY]
     aggs = [pl.len().cast(pl.UInt64).alias("api_calls"),
             *[pl.col(c).cast(pl.UInt64).sum() for c in RATES],
             *[picodollars(c).sum().alias(c) for c in COST_COLUMNS],
-            *[pl.col(c).is_null().sum().cast(pl.UInt64).alias(_nulls(c)) for c in COST_COLUMNS]]
+            *[pl.col(c).is_null().sum().cast(pl.UInt64).alias(_nulls(c)) for c in COST_COLUMNS],
+            (~has_usage()).sum().cast(pl.UInt64).alias(_NO_USAGE)]
     out = (billed.group_by([*key_names, *hidden]).agg(aggs)
            .with_columns(pl.lit(table.source).alias("price_source")).collect())
     return out
@@ -361,17 +392,26 @@ def merge_cost_partials(partials: Sequence[pl.DataFrame], *, by: Grouping | Sequ
     frames = [p for p in partials if p.height] or list(partials[:1])
     both = pl.concat(frames, how="vertical_relaxed").lazy()
     source = both.select(pl.col("price_source").first()).collect().item() if frames and frames[0].height else None
+    providers = pl.col(_PROVIDER_KEY).filter(pl.col(_PRICED_KEY)).drop_nulls().unique().sort().str.join(", ")
     aggs = [pl.col("api_calls").sum(), *[pl.col(c).sum() for c in RATES],
             *[pl.when(pl.col(_nulls(c)).sum() > 0).then(None)
               .otherwise(pl.col(c).sum().cast(pl.Float64) / PICO).alias(c) for c in COST_COLUMNS],
-            pl.col(_nulls("cost_usd")).sum().alias("unpriced_calls")]
+            (pl.col("cost_usd").sum().cast(pl.Float64) / PICO).alias("priced_cost_usd"),
+            pl.col("api_calls").filter(~pl.col(_PRICED_KEY)).sum().alias("unpriced_calls"),
+            pl.col(_NO_USAGE).sum().alias("no_usage_calls"),
+            pl.when(providers.str.len_chars() > 0).then(pl.lit(f"{source} (") + providers + pl.lit(")"))
+            .otherwise(pl.lit(source, pl.String)).alias("price_source")]
     grouped = (both.group_by(key_names).agg(aggs).sort(key_names, nulls_last=True) if key_names
                else both.select(aggs))
-    missing = (both.filter(~pl.col(_PRICED_KEY)).group_by(pl.col(_MODEL_KEY).fill_null("(no model)").alias("model"))
+    by_model = pl.col(_MODEL_KEY).fill_null("(no model)").alias("model")
+    missing = (both.filter(~pl.col(_PRICED_KEY)).group_by(by_model)
                .agg(pl.col("api_calls").sum(), pl.sum_horizontal([pl.col(c).sum() for c in RATES]).alias("tokens"))
                .sort("model"))
-    out, miss = pl.collect_all([grouped.with_columns(pl.lit(source, pl.String).alias("price_source")), missing])
-    _warn_unpriced(miss)
+    no_usage = (both.filter(pl.col(_NO_USAGE) > 0).group_by(by_model).agg(pl.col(_NO_USAGE).sum().alias("api_calls"))
+                .sort("model"))
+    out, miss, unknown = pl.collect_all([grouped, missing, no_usage])
+    warn_unpriced(miss)
+    _warn_no_usage(unknown)
     return out
 
 
@@ -381,15 +421,35 @@ def unpriced(billed: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
 
 
 def _unpriced(billed: pl.LazyFrame) -> pl.LazyFrame:
-    """:func:`unpriced` of calls whose ``model`` is normalized already."""
-    return (billed.filter(pl.col("cost_usd").is_null())
+    """:func:`unpriced` of calls whose ``model`` is normalized already (a call without usage is not unpriced:
+    its cost is unknown whatever the price)."""
+    return (billed.filter(pl.col("cost_usd").is_null() & has_usage())
             .group_by(pl.col("model").fill_null("(no model)"))
             .agg(pl.len().cast(pl.UInt64).alias("api_calls"),
                  pl.sum_horizontal([pl.col(c).cast(pl.UInt64).fill_null(0) for c in RATES]).sum().alias("tokens"))
             .sort("model"))
 
 
-def _warn_unpriced(table: pl.DataFrame) -> None:
-    for model, calls, tokens in table.iter_rows():
-        warnings.warn(UnpricedWarning(f"no price for model {model}: {counted(calls, 'call')}, {counted(tokens, 'token')} "
-                                      "unpriced (their cost is null)"), stacklevel=3)
+def warn_unpriced(table: pl.DataFrame, *, replay: bool = False, stacklevel: int = 3) -> None:
+    """One :class:`UnpricedWarning` per model of ``table`` (:func:`unpriced`'s columns, or a replay's
+    ``unpriced``): how many of its calls and tokens went unpriced. The one wording of the warning, for
+    :func:`costs` and, with ``replay``, for a billed replay (its recorded calls; its sessions' costs are null).
+
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     warn_unpriced(pl.DataFrame({"model": ["m"], "api_calls": [2], "tokens": [15]}))
+    >>> str(caught[0].message)
+    'no price for model m: 2 calls, 15 tokens unpriced (their cost is null)'
+    """
+    calls, whose = ("recorded call", "their sessions' costs are null") if replay else ("call", "their cost is null")
+    for model, n_calls, tokens in table.iter_rows():
+        warnings.warn(UnpricedWarning(f"no price for model {model}: {counted(n_calls, calls)}, "
+                                      f"{counted(tokens, 'token')} unpriced ({whose})"), stacklevel=stacklevel)
+
+
+def _warn_no_usage(table: pl.DataFrame) -> None:
+    for model, calls in table.iter_rows():
+        warnings.warn(NoUsageWarning(f"{counted(calls, 'call')} of model {model} recorded no usage (every counter 0, "
+                                     "as behind a proxy that counts none): their cost is unknown (null), not $0"),
+                      stacklevel=3)

@@ -3,7 +3,7 @@
 A compaction turns a prefix of the conversation into a summary. The tool
 calls the agent makes next show what that cost it: a call that reaches for
 a target (a file, a search, a command, a URL; see
-:mod:`~panto_analytics.outcomes.tool_targets`) whose content the context held
+:mod:`~panto_analytics.frame.tool_targets`) whose content the context held
 only in the summarized part must fetch it again.
 
 Every compaction is described by a *cut* (:data:`CUT_SCHEMA`): ``after_seq``,
@@ -20,7 +20,12 @@ messages at or after ``after_seq``, in order; fewer at the session's end).
 A reference in the window is an **orphan** when it is the first touch of
 its target after the cut (nothing read or wrote it since), its target was
 touched before the cut, and that last touch lies in the summarized part (not
-in the kept range), and the agent did not restore the target itself. Then:
+in the kept range), and the agent did not restore the target itself. A
+clearing edit (a policy that clears old tool results in place) keeps
+everything but the results it cleared: there the last touch also counts as
+summarized when the edit cleared its call's result and the target's content
+was in that result (a read, a search, a command, a page: not a write, whose
+content is its input, unless the edit cleared the inputs too). Then:
 
 - ``window_calls``: calls in the window; ``orphan_calls``: calls with at least
   one orphan reference (``kind`` in ``kinds``, default every kind but
@@ -44,7 +49,7 @@ and the edit tools update); those files are not orphans under the
 agents restore no tool result (``docs/loss.md`` cites each).
 
 >>> import polars as pl
->>> from panto_analytics.outcomes.tool_targets import key_of
+>>> from panto_analytics.frame.tool_targets import key_of
 >>> a, b = key_of("file:/a"), key_of("file:/b")
 >>> refs = pl.DataFrame({"session_id": ["s"] * 4, "seq": [1, 3, 9, 11], "call": [0, 1, 2, 3], "key": [a, b, a, b],
 ...                      "kind": ["read"] * 4, "file": [True] * 4, "file_tool": [True] * 4, "tokens": [100, 50, 100, 50]})
@@ -60,12 +65,13 @@ from typing import Protocol
 
 import polars as pl
 
-from ..schema import BUDGET, REF_KINDS, SEQ, SESSION
+from ..frame.schema import BUDGET, REF_KINDS, SEQ, SESSION
+from ..frame.tool_targets import is_lookup, references
 from .group_tables import grouped
-from .tool_targets import is_lookup, references
 
 __all__ = [
-    "CUT_SCHEMA", "DEFAULT_HORIZON", "LOSS_COLUMNS", "ORPHAN_KINDS", "REFETCH_KINDS", "RESTORE", "RESTORE_FILE_TOKENS", "Loss", "cut_loss",
+    "CLEARED_CUT_COLUMNS", "CUT_SCHEMA", "DEFAULT_HORIZON", "LOSS_COLUMNS", "ORPHAN_KINDS", "REFETCH_KINDS", "RESTORE",
+    "RESTORE_FILE_TOKENS", "Loss", "cut_loss",
     "loss", "Replayed", "orphan_rate", "recorded_cuts", "replay_cuts", "restored_files", "summarize_loss",
     "summarized_touch", "with_loss_columns",
 ]
@@ -133,7 +139,7 @@ def cut_loss(refs: pl.DataFrame | pl.LazyFrame, cuts: pl.DataFrame | pl.LazyFram
              horizon: int = DEFAULT_HORIZON, kinds: Sequence[str] = ORPHAN_KINDS) -> pl.DataFrame:
     """The loss of each cut (:data:`LOSS_COLUMNS` added to ``cuts``' columns, in ``cuts``' order).
 
-    ``refs`` is a references table (:data:`~panto_analytics.schema.REFERENCE_SCHEMA`);
+    ``refs`` is a references table (:data:`~panto_analytics.frame.schema.REFERENCE_SCHEMA`);
     ``cuts`` has ``session_id`` and :data:`CUT_SCHEMA`'s columns (any other
     column is carried through). The rules are in the module docstring.
     """
@@ -142,15 +148,16 @@ def cut_loss(refs: pl.DataFrame | pl.LazyFrame, cuts: pl.DataFrame | pl.LazyFram
     refs_lf = refs.lazy().with_columns(pl.col(SESSION).cast(pl.String))
     base = (cuts.lazy().with_row_index("_cut").with_columns(pl.col(SESSION).cast(pl.String).alias("_sid"))
             .with_columns(pl.col(c).cast(t) for c, t in CUT_SCHEMA.items()))
+    extra = [c for c in CLEARED_CUT_COLUMNS if c in base.collect_schema().names()]
     recorded = ["restored_keys"] if "restored_keys" in base.collect_schema().names() else []
-    keyed = base.select("_cut", pl.col("_sid").alias(SESSION), *CUT_SCHEMA, *recorded)
+    keyed = base.select("_cut", pl.col("_sid").alias(SESSION), *CUT_SCHEMA, *extra, *recorded)
     located = _first_calls(refs_lf, keyed.drop(recorded))
     window = (located.with_columns(call=pl.int_ranges(pl.col("first_call"), pl.col("first_call") + horizon))
               .explode("call").drop_nulls("call").with_columns(pl.col("call").cast(pl.UInt32)))
     touches = _touches(refs_lf.with_columns(pl.col("call").cast(pl.UInt32)))
     hits = _last_touch_before(window.join(touches, on=[SESSION, "call"], how="inner"), touches)
     before = pl.col("prev_seq").is_not_null() & (pl.col("prev_seq") < pl.col("after_seq"))
-    summarized = summarized_touch("last_seq")
+    summarized = summarized_touch("last_seq") | _cleared_touch(extra)
     hits = hits.with_columns(
         _orphan=before & summarized & pl.col("kind").cast(pl.String).is_in(list(kinds)),
         _refetch=summarized & pl.col("kind").cast(pl.String).is_in([k for k in kinds if k in REFETCH_KINDS]),
@@ -176,6 +183,28 @@ def cut_loss(refs: pl.DataFrame | pl.LazyFrame, cuts: pl.DataFrame | pl.LazyFram
     return out.select(cols).collect()
 
 
+#: Optional cut columns of a clearing edit (a clearing policy's events, :func:`replay_cuts`): ``cleared_calls``
+#: (the session's tool calls before it had their results cleared; null: none), ``cleared_excluded`` (the kinds it
+#: never clears, as ``/read/write/``) and ``cleared_inputs`` (their inputs were cleared too).
+CLEARED_CUT_COLUMNS = ("cleared_calls", "cleared_excluded", "cleared_inputs")
+
+#: The kinds whose target's content is in the call's result (a write's is in its input).
+_RESULT_KINDS = ("read", "run", "fetch")
+
+
+def _cleared_touch(columns: Sequence[str]) -> pl.Expr:
+    """Whether a clearing edit took the last touch's content out of the context: its call (``last_call``) is
+    before ``cleared_calls``, of a kind the edit clears, and the content was in its result (a read, a search, a
+    command, a page), or in its input too when the edit clears inputs. False for a compaction's cut (no such
+    columns)."""
+    if "cleared_calls" not in columns:
+        return pl.lit(False)
+    kind = pl.col("last_kind").cast(pl.String)
+    excluded = pl.col("cleared_excluded").str.contains(pl.lit("/") + kind + pl.lit("/"), literal=True)
+    content = kind.is_in(list(_RESULT_KINDS)) | pl.col("cleared_inputs")
+    return ((pl.col("last_call") < pl.col("cleared_calls")) & ~excluded & content).fill_null(False)
+
+
 def summarized_touch(seq: str = "last_seq") -> pl.Expr:
     """Whether a target's last touch before a cut (its ``seq``, null: none) lies in the summarized part: before
     ``after_seq`` (it is the last touch before the cut) and outside the kept range ``[kept_start, kept_end)``.
@@ -191,9 +220,11 @@ def summarized_touch(seq: str = "last_seq") -> pl.Expr:
 
 def _last_touch_before(hits: pl.LazyFrame, touches: pl.LazyFrame) -> pl.LazyFrame:
     """``hits`` (window references, with their cut's ``after_seq``) with ``last_seq``: the seq of the last touch of
-    the same target before the cut (null: none), found by an as-of join on seq per (session, key)."""
+    the same target before the cut (null: none), found by an as-of join on seq per (session, key), and that
+    touch's ``last_call`` (the latest call of that message touching it) and ``last_kind``."""
     probe = hits.with_columns(_probe=pl.col("after_seq") - 1).sort("_probe")
-    right = touches.select(SESSION, "key", _at=pl.col(SEQ).cast(pl.Int64)).unique().sort("_at")
+    right = (touches.group_by(SESSION, "key", _at=pl.col(SEQ).cast(pl.Int64))
+             .agg(last_call=pl.col("call").max().cast(pl.Int64), last_kind=pl.col("kind").last()).sort("_at"))
     return (probe.join_asof(right, left_on="_probe", right_on="_at", by=[SESSION, "key"], strategy="backward",
                             check_sortedness=False)
             .rename({"_at": "last_seq"}).drop("_probe"))
@@ -241,7 +272,9 @@ def restored_files(touches: pl.LazyFrame, cuts: pl.LazyFrame) -> pl.LazyFrame:
 
 
 def replay_cuts(events: pl.DataFrame | pl.LazyFrame, *, restore: dict[str, int] | None = None) -> pl.LazyFrame:
-    """The cuts of a replay's events: after the trigger call, kept ``[prefix_end, trigger_seq + 1)``.
+    """The cuts of a replay's events: after the trigger call, kept ``[prefix_end, trigger_seq + 1)``; a clearing
+    edit's (events with ``cleared_calls``, :data:`CLEARED_CUT_COLUMNS`) from its call on, everything kept but what
+    it cleared.
 
     ``restore`` maps a policy name to the files its agent restores (default :data:`RESTORE`);
     events without a ``policy`` column are libpanto's.
@@ -251,8 +284,12 @@ def replay_cuts(events: pl.DataFrame | pl.LazyFrame, *, restore: dict[str, int] 
         lf = lf.with_columns(policy=pl.lit("libpanto"))
     table = RESTORE if restore is None else restore
     name = pl.col("policy").cast(pl.String).str.split(":").list.first()
+    # A clearing edit applies to its call's own prompt: the call's tool calls are the first it governs.
+    after = pl.col("trigger_seq").cast(pl.Int64) + 1
+    if "cleared_calls" in lf.collect_schema().names():
+        after = after - pl.col("cleared_calls").is_not_null().cast(pl.Int64)
     return lf.with_columns(
-        after_seq=pl.col("trigger_seq").cast(pl.Int64) + 1,
+        after_seq=after,
         kept_start=pl.col("prefix_end").cast(pl.Int64),
         kept_end=pl.col("trigger_seq").cast(pl.Int64) + 1,
         restore=name.replace_strict(list(table), list(table.values()), default=0, return_dtype=pl.Int64))
@@ -260,7 +297,7 @@ def replay_cuts(events: pl.DataFrame | pl.LazyFrame, *, restore: dict[str, int] 
 
 def recorded_cuts(compactions: pl.DataFrame | pl.LazyFrame, sessions: pl.DataFrame | pl.LazyFrame, *,
                   restore: dict[str, int] | None = None) -> pl.LazyFrame:
-    """The cuts of the compactions agents recorded (:data:`~panto_analytics.schema.COMPACTIONS_SCHEMA`).
+    """The cuts of the compactions agents recorded (:data:`~panto_analytics.frame.schema.COMPACTIONS_SCHEMA`).
 
     After the compaction: the first message past both the summary and what
     the agent compacted (``max(anchor_seq + 1, trigger_seq)``); kept: the

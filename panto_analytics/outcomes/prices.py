@@ -48,7 +48,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
@@ -59,7 +59,7 @@ import polars as pl
 from ..errors import InputError
 from ..models import normalized_model
 
-__all__ = ["PRICE_SCHEMA", "RATES", "TIER", "Prices", "TierRule", "load_prices"]
+__all__ = ["FREE_SUFFIX", "PRICE_SCHEMA", "RATES", "TIER", "Prices", "TierRule", "genai_providers", "load_prices"]
 
 #: The per-token rates a price row holds, by the token counter they price.
 RATES = ("input", "output", "cache_read", "cache_write_5m", "cache_write_1h")
@@ -72,7 +72,12 @@ PRICE_SCHEMA: dict[str, pl.DataType] = {
     **{rate: pl.Float64() for rate in RATES},
     **{f"{rate}_above": pl.Float64() for rate in RATES},
     "tier_start": pl.UInt64(),
+    "provider": pl.String(),
 }
+
+#: The end of an OpenRouter model id that costs nothing (``nvidia/nemotron-3-super-120b-a12b:free``): priced $0
+#: by every source, its provider ``free``.
+FREE_SUFFIX = ":free"
 
 #: How rates above ``tier_start`` apply (see the module docstring).
 TierRule = Literal["cliff", "split"]
@@ -85,33 +90,47 @@ _PER_MTOK = Decimal(1_000_000)
 
 @dataclass(frozen=True)
 class Prices:
-    """A price table: ``frame`` (:data:`PRICE_SCHEMA`), its ``source``, its tier ``rule``.
+    """A price table: ``frame`` (:data:`PRICE_SCHEMA`), its ``source``, its tier ``rule``, and the ``provider``
+    tried first where several price a model id (None: the source's own order).
 
     ``covering(names)`` returns the table with a row for each name the source can price (by its own
     matching rules: genai-prices' model matchers, or LiteLLM keys as ccusage looks them up), so that a
-    join on the normalized model name finds them.
+    join on the normalized model name finds them. A name ending in :data:`FREE_SUFFIX` costs $0.
+    Each row's ``provider`` says whose price it is (genai-prices' provider id, a LiteLLM entry's
+    ``litellm_provider``; ``free`` for a ``:free`` id).
     """
 
     frame: pl.DataFrame
     source: str
     rule: TierRule
     _match: Callable[[str], dict[str, Any] | None] = field(repr=False, compare=False, default=lambda name: None)
+    provider: str | None = None
 
     def covering(self, names: Iterable[str | None]) -> Prices:
-        """This table plus a row for each of ``names`` it lacks and its source can price (names as written)."""
+        """This table plus a row for each of ``names`` it lacks and its source can price (names as written).
+
+        >>> load_prices().covering(["some/model:free"]).frame.filter(pl.col("model") == "some/model:free").select(
+        ...     "input", "output", "provider").row(0)
+        (0.0, 0.0, 'free')
+        """
         known = set(self.frame["model"].to_list())
         rows = []
         for name in sorted({n for n in names if n is not None} - known):
-            row = self._match(name)
+            row = _FREE if name.lower().endswith(FREE_SUFFIX) else self._match(name)
             if row is not None:
                 rows.append({**row, "model": name})
         if not rows:
             return self
         extra = pl.DataFrame(rows, schema=PRICE_SCHEMA)
-        return Prices(pl.concat([self.frame, extra]), self.source, self.rule, self._match)
+        return replace(self, frame=pl.concat([self.frame, extra]))
 
 
-def load_prices(source: str | Path | Prices | None = None) -> Prices:
+#: The price row of a ``:free`` model id.
+_FREE: dict[str, Any] = {**{rate: 0.0 for rate in RATES}, **{f"{rate}_above": None for rate in RATES},
+                         "tier_start": None, "provider": "free"}
+
+
+def load_prices(source: str | Path | Prices | None = None, *, provider: str | None = None) -> Prices:
     """The price table: None for the pinned genai-prices snapshot, or the path of a LiteLLM price file.
 
     Parameters
@@ -122,6 +141,11 @@ def load_prices(source: str | Path | Prices | None = None) -> Prices:
         ``cache_read_input_token_cost``, ``cache_creation_input_token_cost``,
         ``cache_creation_input_token_cost_above_1hr`` and the ``*_above_200k_tokens`` variants).
         A :class:`Prices` is returned as it is.
+    provider
+        The provider whose price a model id takes where several price it (GLM models: ``zai`` or ``zhipuai``,
+        whose prices differ): a genai-prices provider id (:func:`genai_providers`), or for a LiteLLM file the
+        key prefix (``zai`` tries ``zai/NAME`` first). None: genai-prices' own order (Anthropic, OpenAI,
+        Google first), or the file's.
 
     Returns
     -------
@@ -132,6 +156,8 @@ def load_prices(source: str | Path | Prices | None = None) -> Prices:
     InputError
         The file cannot be read, is not JSON, or is not an object of objects; or a rate is not a finite
         number of dollars per token from 0 to 1 (NaN, infinite, negative, absurd).
+    ValueError
+        ``provider`` is not a genai-prices provider id.
 
     Examples
     --------
@@ -145,45 +171,65 @@ def load_prices(source: str | Path | Prices | None = None) -> Prices:
     if isinstance(source, Prices):
         return source
     if source is None:
-        return _genai_prices()
-    return _litellm(Path(source))
+        return _genai_prices(provider)
+    return _litellm(Path(source), provider)
+
+
+def genai_providers() -> list[str]:
+    """The provider ids of the pinned genai-prices snapshot (what ``provider=`` takes with its tables).
+
+    >>> {"anthropic", "zai", "zhipuai"} <= set(genai_providers())
+    True
+    """
+    from genai_prices import data_snapshot
+
+    return [p.id for p in data_snapshot.get_snapshot().providers]
 
 
 # --- genai-prices ------------------------------------------------------------------------------------
 
-def _genai_prices() -> Prices:
+def _genai_prices(preferred: str | None = None) -> Prices:
     from genai_prices import __version__, data_snapshot
 
     snapshot = data_snapshot.get_snapshot()
+    if preferred is not None and preferred not in (ids := [p.id for p in snapshot.providers]):
+        raise ValueError(f"unknown provider {preferred!r}: genai-prices {__version__} has {', '.join(ids)}")
     now = datetime.now(UTC)
-    order = {p: i for i, p in enumerate(_PREFERRED_PROVIDERS)}
+    first = (preferred,) if preferred is not None else ()
+    order = {p: i for i, p in enumerate((*first, *_PREFERRED_PROVIDERS))}
     providers = sorted(snapshot.providers, key=lambda p: order.get(p.id, len(order)))
     rows: dict[str, dict[str, Any]] = {}
     for provider in providers:
         for model in provider.models:
             name = model.id
             if name not in rows and (row := _genai_row(model, now)) is not None:
-                rows[name] = {"model": name, **row}
+                rows[name] = {"model": name, **row, "provider": provider.id}
 
     frame = pl.DataFrame(list(rows.values()), schema=PRICE_SCHEMA)
-    return Prices(frame, f"genai-prices {__version__}", "cliff", _GenaiMatch(now))
+    return Prices(frame, f"genai-prices {__version__}", "cliff", _GenaiMatch(now, preferred), preferred)
 
 
 @dataclass(frozen=True, eq=False)
 class _GenaiMatch:
-    """genai-prices' own match of a model name the table does not name, priced at ``now``; picklable (a
-    dataset task's worker process gets it), the snapshot looked up where it runs."""
+    """genai-prices' own match of a model name the table does not name, priced at ``now`` (by ``provider`` first,
+    where it prices the name); picklable (a dataset task's worker process gets it), the snapshot looked up where
+    it runs."""
 
     now: datetime
+    provider: str | None = None
 
     def __call__(self, name: str) -> dict[str, Any] | None:
         from genai_prices import data_snapshot
 
-        try:
-            _, model = data_snapshot.get_snapshot().find_provider_model(name, None, None, None)
-        except LookupError:
-            return None
-        return _genai_row(model, self.now)
+        snapshot = data_snapshot.get_snapshot()
+        for provider_id in dict.fromkeys((self.provider, None)):
+            try:
+                provider, model = snapshot.find_provider_model(name, None, provider_id, None)
+            except LookupError:
+                continue
+            row = _genai_row(model, self.now)
+            return None if row is None else {**row, "provider": provider.id}
+        return None
 
 
 def _genai_row(model: Any, now: datetime) -> dict[str, Any] | None:
@@ -240,7 +286,7 @@ _LITELLM_FIELDS = {
 _LITELLM_PREFIXES = ("anthropic/", "claude-3-5-", "claude-3-", "claude-", "openai/", "azure/", "openrouter/openai/")
 
 
-def _litellm(path: Path) -> Prices:
+def _litellm(path: Path, preferred: str | None = None) -> Prices:
     try:
         data = path.read_bytes()
     except OSError as e:
@@ -260,14 +306,17 @@ def _litellm(path: Path) -> Prices:
     keys = list(entries)
     normalized = pl.DataFrame({"key": keys}, schema={"key": pl.String}).select(
         "key", normalized_model("key").alias("model"))
-    # One row per normalized name: the key itself first, then undecorated keys, then the rest, each by name.
+    # One row per normalized name: the preferred provider's key first, then the key itself, then undecorated
+    # keys, then the rest, each by name.
+    prefix = f"{preferred}/" if preferred is not None else None
     ranked = normalized.with_columns(
-        rank=pl.when(pl.col("key") == pl.col("model")).then(0).when(~pl.col("key").str.contains("/")).then(1)
+        rank=pl.when(pl.lit(prefix is not None) & pl.col("key").str.starts_with(prefix or "")).then(-1)
+        .when(pl.col("key") == pl.col("model")).then(0).when(~pl.col("key").str.contains("/")).then(1)
         .otherwise(2)).sort("model", "rank", "key").unique("model", keep="first", maintain_order=True)
     rows = [{"model": m, **entries[k]} for k, m in ranked.select("key", "model").iter_rows()]
     digest = hashlib.sha256(data).hexdigest()[:12]
     frame = pl.DataFrame(rows, schema=PRICE_SCHEMA)
-    return Prices(frame, f"LiteLLM file {path.name} {digest}", "split", _LiteLLMMatch(entries))
+    return Prices(frame, f"LiteLLM file {path.name} {digest}", "split", _LiteLLMMatch(entries, prefix), preferred)
 
 
 @dataclass(frozen=True, eq=False)
@@ -277,9 +326,11 @@ class _LiteLLMMatch:
     process gets it)."""
 
     entries: dict[str, dict[str, Any]]
+    prefix: str | None = None   # the preferred provider's key prefix, tried first
 
     def __call__(self, name: str) -> dict[str, Any] | None:
-        for candidate in (name, *(p + name for p in _LITELLM_PREFIXES)):
+        first = (self.prefix + name,) if self.prefix is not None else ()
+        for candidate in (*first, name, *(p + name for p in _LITELLM_PREFIXES)):
             if candidate in self.entries:
                 return self.entries[candidate]
         low = name.lower()
@@ -333,5 +384,6 @@ def _litellm_row(entry: dict[str, Any], path: Path, model: str) -> dict[str, Any
         else:
             # Above 200k, a counter without a rate of its own keeps its base rate (ccusage's calculateTieredCost).
             above[name] = raw_above[name] if raw_above[name] is not None else base[name]
+    provider = entry.get("litellm_provider")
     return {**base, **{f"{k}_above": (v if tiered else None) for k, v in above.items()},
-            "tier_start": TIER if tiered else None}
+            "tier_start": TIER if tiered else None, "provider": provider if isinstance(provider, str) else None}

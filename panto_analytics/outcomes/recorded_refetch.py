@@ -30,7 +30,8 @@ from collections.abc import Sequence
 import numpy as np
 import polars as pl
 
-from ..schema import ROLE, SEQ, SESSION
+from ..frame.schema import ROLE, SEQ, SESSION
+from ..frame.tool_targets import references
 from .orphan_loss import (
     CUT_SCHEMA,
     DEFAULT_HORIZON,
@@ -42,7 +43,6 @@ from .orphan_loss import (
     restored_files,
     summarized_touch,
 )
-from .tool_targets import references
 
 __all__ = [
     "BOOTSTRAP_LEVEL", "BOOTSTRAP_RESAMPLES", "BOOTSTRAP_SEED", "ENOUGH_CUTS", "MEDIANS", "REFETCH_COLUMNS", "SUMMED",
@@ -152,7 +152,7 @@ def refetch_curve(refs: pl.DataFrame | pl.LazyFrame, cuts: pl.DataFrame | pl.Laz
     cut's row in ``cuts``, and its ``orphan_targets``. The last row of a cut equals its
     :func:`target_loss` (``predicted`` = ``refetched_targets``; the sum = ``fetched_again_targets``).
 
-    >>> from panto_analytics.outcomes.tool_targets import key_of
+    >>> from panto_analytics.frame.tool_targets import key_of
     >>> a, b = key_of("file:/a"), key_of("file:/b")
     >>> refs = pl.DataFrame({"session_id": ["s"] * 4, "seq": [1, 3, 9, 11], "call": [0, 1, 2, 3], "key": [a, b, b, a],
     ...                      "kind": ["read"] * 4, "file": [True] * 4, "file_tool": [True] * 4, "tokens": [9] * 4})

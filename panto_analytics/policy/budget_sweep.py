@@ -13,7 +13,7 @@ from typing import TypeVar
 
 import polars as pl
 
-from ..schema import BUDGET
+from ..frame.schema import BUDGET
 
 __all__ = ["Frame", "sweep"]
 

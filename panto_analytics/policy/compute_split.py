@@ -23,8 +23,8 @@ from collections.abc import Sequence
 import polars as pl
 
 from ..budgets import Budgets, as_budgets
-from ..schema import BUDGET, SESSION, SPLIT_SCHEMA
-from . import expressions as ex
+from ..frame import expressions as ex
+from ..frame.schema import BUDGET, SESSION, SPLIT_SCHEMA
 from .turn_costs import Frame, _cast, _checked, _same_kind, _sessions, _turns, annotate
 
 __all__ = ["budget_series", "splits"]
@@ -77,7 +77,7 @@ def splits(messages: Frame, budgets: Budgets, *, sessions: pl.DataFrame | pl.Laz
     Returns
     -------
     DataFrame or LazyFrame
-        The same kind as ``messages``: :data:`~panto_analytics.schema.SPLIT_SCHEMA`.
+        The same kind as ``messages``: :data:`~panto_analytics.frame.schema.SPLIT_SCHEMA`.
 
     Examples
     --------

@@ -26,8 +26,10 @@ libpanto's ``turnTokenEstimate`` charges for the messages the agent kept:
   saturating, else the per-message estimates. So when the agent kept whole
   turns, its kept tokens are libpanto's suffix sum at the same turn.
 - kept messages that are copies placed after the anchor (Codex's replacement
-  history, recorded without usage): the same rule on those rows read as a
-  conversation of their own, i.e. their word estimates.
+  history, recorded without usage): its user messages (not the developer and
+  contextual items Codex inserts afresh, system rows in the frame, nor its
+  compaction item), by the same rule read as a conversation of their own,
+  i.e. their word estimates. ``policy-cuts`` counts the same messages.
 - nothing kept (Claude Code without a preserved segment, an opaque Codex
   compaction): 0, ``agent_first_kept_seq`` null.
 
@@ -47,7 +49,7 @@ from __future__ import annotations
 import polars as pl
 
 from ..budgets import Budgets, as_budgets
-from ..schema import BUDGET, SEQ, SESSION
+from ..frame.schema import BUDGET, ROLE, SEQ, SESSION
 from .compute_split import splits
 from .turn_costs import annotate
 
@@ -157,8 +159,11 @@ def splits_at(messages: pl.DataFrame | pl.LazyFrame, cuts: pl.DataFrame | pl.Laz
         .filter(pl.col("orig_seq") >= pl.col("agent_from"))
         .drop("agent_from")
     )
+    # Of copies, the user's messages only: a replacement history also holds what the agent inserts afresh
+    # (Codex's developer and contextual items, system rows here) and its compaction item, which it did not keep.
+    prompt = (pl.col(ROLE) == "user") & ~pl.col("has_tool_result") & ~pl.col("has_summary")
     copied_rows = (pl.col("first_kept_seq") >= pl.col("trigger_seq")) & (pl.col(SEQ) >= pl.col("first_kept_seq")) \
-        & (pl.col(SEQ) < pl.coalesce("kept_end_seq", "first_kept_seq"))
+        & (pl.col(SEQ) < pl.coalesce("kept_end_seq", "first_kept_seq")) & prompt
     copied = annotate(_renumbered(_in_cut(messages, numbered, copied_rows)).collect()).lazy()
     columns = in_conversation.collect_schema().names()
     agent = _kept_cost(pl.concat([in_conversation, copied.select(columns)], how="vertical"))

@@ -4,7 +4,7 @@ Each function takes a message frame (``DataFrame`` or ``LazyFrame``, rows
 ordered by ``(session_id, seq)`` with each session contiguous, as
 :func:`~panto_analytics.read_sessions` returns them) and returns the same
 kind. Nothing loops in Python: turns come from scans over sessions (see
-:mod:`panto_analytics.policy.expressions`) and turn costs from fills started
+:mod:`panto_analytics.frame.expressions`) and turn costs from fills started
 at each turn's first row.
 
 >>> import polars as pl
@@ -24,8 +24,8 @@ from typing import TypeVar
 
 import polars as pl
 
-from ..schema import ROLE, SEQ, SESSION, TURN_SCHEMA
-from . import expressions as ex
+from ..frame import expressions as ex
+from ..frame.schema import ROLE, SEQ, SESSION, TURN_SCHEMA
 
 __all__ = ["annotate", "check_order", "session_turns", "turns"]
 
@@ -131,7 +131,7 @@ def turns(messages: Frame) -> Frame:
     Returns
     -------
     DataFrame or LazyFrame
-        The same kind as ``messages``: one row per turn (:data:`~panto_analytics.schema.TURN_SCHEMA`).
+        The same kind as ``messages``: one row per turn (:data:`~panto_analytics.frame.schema.TURN_SCHEMA`).
 
     Examples
     --------

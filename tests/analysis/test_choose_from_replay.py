@@ -232,15 +232,60 @@ def test_recorded_points_and_the_frontier_plot():
     c = pa.ingest.read_corpus([DATA])
     r = replay_outcomes(c.messages, "0:16k:5", window=32_000, reserve=16_384, policy=["libpanto", "gemini-cli"],
                         prices=PRICES)
-    rec = recorded_points(c.messages, c.compactions, c.sessions, r.sessions)
-    assert rec["agent"].to_list() == ["canonical"] and rec["compactions"].item() == c.compactions.height
-    assert 0 <= rec["orphan_rate"].item() <= 1 and rec["cost_p50"].item() > 0
+    rec = recorded_points(c.messages, c.compactions, c.sessions, r.sessions, budget=8_000)
+    own = rec.filter(pl.col("point") == "recorded")
+    assert own["agent"].to_list() == ["canonical"] and own["compactions"].item() == c.compactions.height
+    assert 0 <= own["orphan_rate"].item() <= 1 and own["cost_p50"].item() > 0
+    assert rec.filter(pl.col("point") == "libpanto")["budget"].to_list() == [8_000]
     t = outcomes_table(r.events, r.sessions, window=32_000, reserve=16_384)
     fig = plots.frontier(t, recorded=rec, chosen=("libpanto", 0))
     ax = fig.axes[0]
     assert ax.get_ylabel() == "cost per session, median (USD)"
     labels = [h.get_label() for h in ax.get_legend().legend_handles]
     assert {"libpanto", "gemini-cli", "Pareto front", "chosen"} <= set(labels)
+    texts = [t.get_text() for t in ax.texts]
+    assert "canonical (recorded, 5 sessions)" in texts and "libpanto 8k, same sessions" in texts
+
+
+def test_the_recorded_point_and_the_replayed_points_beside_it_are_over_the_same_sessions():
+    """A corpus where the sessions an agent compacted itself are not the sessions that reach the replay's
+    trigger (nor all of that agent's sessions): every row of the agent is over the first, exactly."""
+    from panto_analytics.analysis.choose.from_replay import recorded_points, replay_outcomes
+
+    c = pa.ingest.read_corpus([DATA])
+    r = replay_outcomes(c.messages, [0, 4_000, 8_000], window=32_000, reserve=16_384, policy=["libpanto", "pi"],
+                        prices=PRICES)
+    compacted_itself = set(c.compactions["session_id"].cast(pl.String))
+    reaching = set(r.sessions.filter(pl.col("n_compactions") > 0)["session_id"].cast(pl.String))
+    assert compacted_itself != reaching and compacted_itself - reaching or reaching - compacted_itself
+    rows = recorded_points(c.messages, c.compactions, c.sessions, r.sessions, budget=4_000)
+    assert set(rows["sessions"]) == {len(compacted_itself)}
+    assert rows["point"].to_list()[0] == "recorded" and set(rows["point"][1:]) == {"libpanto", "pi"}
+    ses = r.sessions.with_columns(pl.col("session_id").cast(pl.String), pl.col("policy").cast(pl.String))
+    mine = ses.filter(pl.col("session_id").is_in(sorted(compacted_itself)))
+    # By hand, over exactly those sessions: the recording's median cost, and libpanto's at 4k.
+    assert rows["cost_p50"][0] == pytest.approx(mine.group_by("session_id").agg(pl.col("recorded_cost_usd").first())
+                                                ["recorded_cost_usd"].median())
+    lib = mine.filter((pl.col("policy") == "libpanto") & (pl.col("budget") == 4_000))
+    got = rows.filter(pl.col("point") == "libpanto").row(0, named=True)
+    assert got["cost_p50"] == pytest.approx(lib["total_cost_usd"].median())
+    assert got["orphan_rate"] == pytest.approx(lib["orphan_calls"].sum() / lib["window_calls"].sum())
+
+
+def test_the_report_names_one_budget_in_its_headline_and_its_frontier_table(tmp_path):
+    from panto_analytics.analysis.formatting import format_tokens
+    from panto_analytics.analysis.report import build_report
+
+    c = pa.ingest.read_corpus([DATA])
+    rep = build_report(c, "0:16k:9", window=32_000, prices=PRICES, rule=pa.Rule(min_kept_turns=1, coverage=0.5))
+    chosen = [row for row in rep.frontier_table.rows if row[-1].startswith("chosen")]
+    assert len(chosen) == 1 and rep.frontier_table.rows.index(chosen[0]) == rep.frontier_table.highlight
+    budget = rep.recommendation.budget
+    assert budget is not None and chosen[0][1] == format_tokens(budget)
+    assert f"at {format_tokens(budget)}, the budget of the recommendation" in (
+        rep.frontier.caption)
+    assert "(90% of resamples: " in rep.recommendation.headline()
+    assert all("(" in row[3] for row in rep.frontier_table.rows if row[-1] in ("front", "chosen"))
 
 
 @pytest.mark.skipif(not REALDATA.is_dir(), reason=f"{REALDATA} is not there")

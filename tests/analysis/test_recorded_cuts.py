@@ -9,13 +9,13 @@ import pytest
 from conftest import DATA, REALDATA, REPO
 
 import panto_analytics as pa
-from panto_analytics.analysis.compactions import policies_vs_agents, recorded_cut_summary
+from panto_analytics.analysis.compactions import agent_vs_libpanto, policies_vs_agents, recorded_cut_summary
+from panto_analytics.policy.compaction.policies import POLICIES, parse_policy
 from panto_analytics.policy.cuts import cut_conversations
-from panto_analytics.policy.replay.policies import POLICIES, parse_policy
 from reference import policies as ref
 
 needs_realdata = pytest.mark.skipif(not REALDATA.is_dir(), reason="../shared/realdata is not present")
-OTHERS = [p for p in POLICIES if p != "libpanto"]
+OTHERS = [p for p, c in POLICIES.items() if p != "libpanto" and not c.clears]
 
 
 def recordings() -> list:
@@ -56,8 +56,10 @@ def check(corpus: pa.ingest.Corpus) -> pl.DataFrame:
 def test_the_bundled_corpus_compactions_keep_nothing_as_claude_code_does():
     rows = check(pa.ingest.read_corpus(DATA))
     summary = recorded_cut_summary(rows)
-    # data/'s canonical compactions keep nothing verbatim: only a summarize-everything policy matches them all.
-    assert summary.filter(pl.col("exact") == pl.col("recorded"))["policy"].to_list() == ["claude-code"]
+    # data/'s canonical compactions keep nothing verbatim: only the summarize-everything policies match them all
+    # (Claude Code where the recording names no version that keeps a segment, Anthropic's server compaction).
+    assert summary.filter(pl.col("exact") == pl.col("recorded"))["policy"].to_list() == ["claude-code",
+                                                                                         "anthropic-compact"]
     assert (summary["recorded"] == 7).all()
 
 
@@ -89,9 +91,10 @@ def test_codex_copies_are_matched_by_count_and_size_never_by_a_suffix():
         pl.col("first_kept_seq") >= pl.col("trigger_seq"))["cut"].to_list()
     assert copies, "the fixture records a replacement history"
     at_copies = rows.filter(pl.col("cut").is_in(copies))
-    suffix = at_copies.filter(pl.col("policy") != "codex")
+    copying = ["codex", "openai-compact"]  # the policies that keep copies of user messages
+    suffix = at_copies.filter(~pl.col("policy").is_in(copying))
     assert not suffix.filter(pl.col("kept_messages") > 0)["exact"].any()
-    codex = at_copies.filter(pl.col("policy") == "codex")
+    codex = at_copies.filter(pl.col("policy").is_in(copying))
     assert codex["exact"].to_list() == ((codex["kept_messages"] == codex["agent_kept_messages"])
                                         & (codex["kept_tokens"] == codex["agent_kept_tokens"])).to_list()
 
@@ -115,3 +118,19 @@ def test_codex_keeps_the_users_prompts_not_its_own_session_prefix_and_matches_a_
     codex = rows.filter(pl.col("policy") == "codex")
     assert codex.select("kept_messages", "exact").rows() == [(2, True)]
     assert codex["kept_tokens"].to_list() == codex["agent_kept_tokens"].to_list()
+
+
+@pytest.mark.parametrize("path", [REPO / "tests" / "fixtures" / "codex" / "compacted.jsonl", REMOTE, DATA,
+                                  REPO / "tests" / "fixtures" / "claude_code" / "preserved.jsonl",
+                                  *([REALDATA / "pi-compactions"] if REALDATA.is_dir() else [])],
+                         ids=lambda p: p.name)
+def test_compactions_and_policy_cuts_agree_on_what_the_agent_kept(path):
+    """`compactions` (agent_vs_libpanto) and `policy-cuts` (policies_vs_agents) name the same first kept message
+    and count the same kept messages at every compaction. Before, a Codex replacement history counted its
+    developer and contextual items in `compactions` (the 39 beside policy-cuts' 21 of issue 29)."""
+    corpus = pa.ingest.read_corpus(path, skip_invalid=True)
+    libpanto = agent_vs_libpanto(corpus, [20_000]).sort("cut")
+    cuts = policies_vs_agents(corpus, ["claude-code"]).sort("cut")
+    assert libpanto.height == cuts.height == corpus.compactions.height > 0
+    assert libpanto.select("agent_first_kept_seq", "agent_kept_messages").rows() == \
+        cuts.select("agent_first_kept_seq", "agent_kept_messages").rows()

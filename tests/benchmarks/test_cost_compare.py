@@ -10,7 +10,7 @@ import pytest
 from conftest import FIXTURES
 
 from benchmarks.cost_compare import compare_ccusage, cost_speed, format_comparison, probe_prices, speed_frame
-from panto_analytics.schema import MESSAGE_SCHEMA
+from panto_analytics.frame.schema import MESSAGE_SCHEMA
 
 #: The stand-in's prices: a model with a 200k tier and a 1-hour write rate, and one without.
 PRICES = {

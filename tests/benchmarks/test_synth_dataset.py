@@ -8,7 +8,7 @@ import pytest
 import panto_analytics as pa
 from benchmarks import scale
 from benchmarks.synth_dataset import synthetic_frames, write_synthetic_dataset
-from panto_analytics.schema import empty_messages
+from panto_analytics.frame.schema import empty_messages
 
 
 def test_frames_are_a_valid_message_frame():

@@ -50,6 +50,8 @@ def test_cost_by_day_is_hand_computed_and_names_its_source(corpus):
     assert table["cost_usd"][0] == pytest.approx(5.0 + 25.0)
     assert table["cost_usd"][1] is None          # the unpriced call leaves the day's total null, not partial
     assert table["price_source"].str.starts_with("genai-prices ").all()
+    assert table["price_source"][0].endswith(" (anthropic)")   # whose prices the day's calls took
+    assert table["priced_cost_usd"].to_list() == pytest.approx([30.0, 1.0])   # the priced part: a total at hand
     assert "note: no price for model house-model-7: 1 call, 15 tokens unpriced" in result.stderr
     # In Tokyo, 23:30 UTC is the next day.
     tokyo = _csv(run("cost", corpus, "--by", "day", "--timezone", "Asia/Tokyo", "-o", "-"))
@@ -89,6 +91,23 @@ def test_cost_errors_are_one_line(corpus, tmp_path):
     assert result.exit_code == 2 and "not an IANA time zone" in result.stderr
     result = run("cost", corpus, "--by", "year")
     assert result.exit_code == 2
+    result = run("cost", corpus, "--provider", "nope")
+    assert result.exit_code == 2 and "unknown provider 'nope'" in result.stderr
+
+
+def test_cost_takes_the_provider_a_user_picks_and_names_it(tmp_path):
+    d = tmp_path / "glm"
+    d.mkdir()
+    _session(d / "g.jsonl", "g", "glm-4.6", [("2026-11-01T10:00:00Z", 1_000_000, 0, 0)])
+    _session(d / "z.jsonl", "z", "qwen3-coder-plus", [("2026-11-01T11:00:00Z", 0, 0, 0)])   # no usage recorded
+    default = _csv(run("cost", d, "-o", "-"))
+    assert default["cost_usd"][0] is None and default["priced_cost_usd"][0] == 0
+    zai = run("cost", d, "--provider", "zai", "-o", "-")
+    row = _csv(zai).row(0, named=True)
+    # Z.AI's GLM-4.6: $0.60 per MTok of input; the call without usage: unknown, so the total is null.
+    assert (row["cost_usd"], row["priced_cost_usd"], row["no_usage_calls"]) == (None, pytest.approx(0.6), 1)
+    assert row["price_source"].endswith("(zai)")
+    assert "recorded no usage" in zai.stderr
 
 
 def test_cost_reads_a_dataset_and_takes_filters(corpus, tmp_path):

@@ -19,3 +19,15 @@ def test_every_command_is_documented_with_examples():
     for command in ("splits", "sweep", "report", "recommend", "ingest", "bench"):
         section = text.split(f"## panto-analytics {command}\n", 1)[1].split("\n## ", 1)[0]
         assert "Example" in section, f"{command} --help shows no example"
+
+
+def test_the_readme_is_a_five_minute_read():
+    """Issue 31: what the tool answers, run and test, a decision's five commands, the library, where the docs
+    are; the long forms live in docs/ (guide.md, performance.md), so the README stays short."""
+    readme = (REPO / "README.md").read_text()
+    assert len(readme.splitlines()) <= 250
+    for command in ("ingest", "cost", "replay", "recommend", "report"):
+        assert f"panto-analytics {command} " in readme, command
+    for doc in ("docs/guide.md", "docs/performance.md", "docs/cli.md", "docs/architecture.md"):
+        assert doc in readme and (REPO / doc).is_file(), doc
+    assert "## Speed" not in readme and "load average" not in readme

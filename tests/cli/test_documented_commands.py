@@ -40,7 +40,7 @@ SUBSTITUTE = {
 NOT_RUN = {
     "bench": "the benchmark times minutes of work; tests/benchmarks/test_bench.py runs it",
     "recommend ../shared/realdata": "a measurement on the real recordings (docs/replay.md), run on them by "
-                                    "tests/analysis/test_decision.py; data/ reaches no 128k trigger",
+                                    "tests/analysis/test_choose_from_replay.py; data/ reaches no 128k trigger",
 }
 
 #: Commands another open issue is fixing (the reason names it); each is run and must fail until then.

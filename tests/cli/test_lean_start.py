@@ -45,7 +45,7 @@ def heavy(modules: set[str]) -> list[str]:
 
 def test_the_import_log_is_read():
     """The parser sees a heavy import when there is one: the checks below could fail."""
-    assert {"polars", "panto_analytics.schema"} <= imported("import panto_analytics.schema")
+    assert {"polars", "panto_analytics.frame.schema"} <= imported("import panto_analytics.frame.schema")
 
 
 def test_importing_the_package_loads_no_heavy_library():
@@ -132,7 +132,7 @@ def test_a_plot_loads_matplotlib_when_asked_for(tmp_path):
 def test_the_defaults_are_the_libraries_own():
     """``defaults`` holds what help shows; the modules that use the values agree with it."""
     from panto_analytics.formats import ADAPTERS
-    from panto_analytics.policy.replay.policies import POLICIES
+    from panto_analytics.policy.compaction.policies import POLICIES
 
     assert tuple(POLICIES) == defaults.POLICY_NAMES
     assert sorted(ADAPTERS) == sorted(defaults.SOURCE_FORMATS)

@@ -186,6 +186,28 @@ def test_a_read_only_folder_is_one_line(corpus, tmp_path):
         assert result.exit_code == 2 and "permission denied" in result.stderr, args
 
 
+@pytest.mark.skipif(not Path("/proc/self").is_dir() or not Path("/sys/kernel").is_dir(), reason="needs /proc and /sys")
+@pytest.mark.parametrize("args", [["sweep", "C", "-o", "/proc/out.csv"], ["sweep", "C", "--plot", "/sys/x.png"],
+                                  ["report", "C", "-o", "/proc/rep"], ["ingest", "C", "-o", "/proc/m.parquet"],
+                                  ["request", "C", "-b", "1k", "-o", "/proc/r.txt"]])
+def test_a_folder_that_refuses_new_files_is_one_line_before_any_work_even_as_root(corpus, args):
+    # os.access says yes to root for /proc and /sys; the check tries (issue 32: a traceback after the work, before).
+    result = run(*[str(corpus) if a == "C" else a for a in args])
+    assert result.exit_code == 2, result.output
+    [line] = error_lines(result)
+    assert line.startswith("error: ") and "cannot write in /" in line and "Traceback" not in result.output
+
+
+def test_an_output_that_fails_as_it_is_written_is_one_line(corpus, tmp_path, monkeypatch):
+    def full(self, *args, **kwargs):
+        raise OSError(28, "No space left on device", str(tmp_path / "m.csv"))
+
+    monkeypatch.setattr(pl.DataFrame, "write_csv", full)
+    result = run("splits", corpus, "-b", "1k", "-o", tmp_path / "m.csv")
+    assert result.exit_code == 1 and result.exception is None or isinstance(result.exception, SystemExit)
+    assert error_lines(result) == [f"error: cannot write {tmp_path / 'm.csv'}: No space left on device"]
+
+
 def test_missing_folders_are_created_only_under_the_current_one(corpus, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     result = run("splits", corpus, "-b", "1k", "-o", "new/sub/m.csv")

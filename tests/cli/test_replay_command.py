@@ -100,7 +100,7 @@ def test_bad_replay_parameters_fail_before_any_work(tmp_path):
 
 
 def test_the_summary_size_defaults_to_the_recorded_median_and_says_so():
-    from panto_analytics.policy.replay.engine import summary_size
+    from panto_analytics.policy.compaction.engine import summary_size
 
     tokens, source = summary_size(pa.read_sessions(DATA))
     assert source.startswith("the median of") and tokens > 0
@@ -156,7 +156,7 @@ def test_a_policy_setting_out_of_range_is_a_one_line_usage_error():
 
 def test_implausibly_small_recorded_summaries_give_way_to_the_default_and_say_why():
     from panto_analytics.defaults import DEFAULT_SUMMARY_TOKENS
-    from panto_analytics.policy.replay.engine import MIN_SUMMARY_TOKENS, summary_size
+    from panto_analytics.policy.compaction.engine import MIN_SUMMARY_TOKENS, summary_size
 
     tiny = pl.DataFrame({"words": [3, 3, 4], "has_summary": [True, True, True]})
     tokens, source = summary_size(tiny)

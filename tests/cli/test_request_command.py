@@ -19,7 +19,7 @@ def test_prints_the_request_of_the_only_session():
     assert out.exit_code == 0, out.output
     frame = pa.read_sessions(FILE)
     want = pa.analysis.summary_request(frame, frame["session_id"][0], 20_000)
-    assert want is not None and out.stdout == want + "\n"
+    assert want is not None and out.stdout_bytes == want.encode()
     size = pa.splits(frame, [20_000])["request_bytes"][0]
     assert len(want.encode()) == size
 
@@ -48,3 +48,20 @@ def test_an_unknown_session_is_a_usage_error():
 def test_a_no_op_budget_sends_nothing():
     out = run(str(FILE), "-b", "1M")
     assert out.exit_code == 0 and out.stdout == "" and "no request" in out.stderr
+
+
+def test_stdout_and_a_file_get_the_exact_request_bytes_escapes_included(tmp_path):
+    # A tool's coloured output (ANSI escapes) and no final newline: the bytes are the request's, to stdout as to a
+    # file (issue 32: stdout lost the escape and gained a newline, 2 bytes off request_bytes).
+    session = tmp_path / "s.jsonl"
+    turn = ('{"type":"message","role":"user","content":[{"type":"text","text":"run it \\u001b[31mred\\u001b[0m"}]}\n'
+            '{"type":"message","role":"assistant","content":[{"type":"text","text":"done \\u001b[1mbold"}]}\n')
+    session.write_text(turn * 4)
+    frame = pa.read_sessions(session)
+    want = pa.analysis.summary_request(frame, frame["session_id"][0], 0)
+    assert want is not None and "\x1b[31m" in want
+    size = pa.splits(frame, [0])["request_bytes"][0]
+    out = run(str(session), "-b", "0")
+    assert out.exit_code == 0 and out.stdout_bytes == want.encode() and len(out.stdout_bytes) == size
+    assert run(str(session), "-b", "0", "-o", str(tmp_path / "r.txt")).exit_code == 0
+    assert (tmp_path / "r.txt").read_bytes() == out.stdout_bytes

@@ -10,8 +10,8 @@ from polars.testing import assert_frame_equal
 from panto_analytics.analysis.choose.from_splits import coverage_table
 from panto_analytics.analysis.choose.rule import Rule
 from panto_analytics.dataset._budget_histograms import coverage_from, histograms, merge, sweep_from
+from panto_analytics.frame.schema import SPLIT_SCHEMA
 from panto_analytics.policy import sweep
-from panto_analytics.schema import SPLIT_SCHEMA
 
 
 @st.composite

@@ -200,7 +200,7 @@ def test_bucket_groups_hold_whole_buckets_up_to_the_rows_asked(tmp_path):
 
 def test_a_part_written_before_a_column_was_added_reads_it_as_null(tmp_path):
     from panto_analytics.dataset.store import read_part
-    from panto_analytics.schema import SESSIONS_SCHEMA
+    from panto_analytics.frame.schema import SESSIONS_SCHEMA
 
     old = pl.DataFrame({"session_id": ["s"], "file": ["s.jsonl"], "no_longer_a_column": [1]},
                        schema_overrides={"session_id": pl.Categorical})

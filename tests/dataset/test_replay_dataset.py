@@ -12,8 +12,8 @@ from benchmarks.synth_dataset import write_synthetic_dataset
 from panto_analytics.dataset import dataset_corpus
 from panto_analytics.dataset.replay import replay_dataset
 from panto_analytics.outcomes.orphan_loss import loss, with_loss_columns
-from panto_analytics.policy.replay.any_policy import replay
-from panto_analytics.policy.replay.summary import compare_policies, summarize_replay
+from panto_analytics.policy.compaction.any_policy import replay
+from panto_analytics.policy.compaction.summary import compare_policies, summarize_replay
 
 BUDGETS = [8_000, 20_000]
 
@@ -111,7 +111,7 @@ def tool_dataset(tmp_path_factory) -> Path:
 
 @pytest.mark.parametrize("policy", [None, ["libpanto", "claude-code", "pi"]])
 def test_the_table_from_the_kept_columns_equals_in_memory(policy, tool_dataset, tmp_path):
-    from panto_analytics.policy.replay.summary import TABLE_COLUMNS
+    from panto_analytics.policy.compaction.summary import TABLE_COLUMNS
 
     prices = tmp_path / "prices.json"  # synth-mini and synth-pro priced: cost quantiles over real numbers
     prices.write_text('{"synth-mini": {"input_cost_per_token": 1e-6, "output_cost_per_token": 2e-6}, '

@@ -27,7 +27,7 @@ from test_canonical_fast import BREAKAGES, assert_agrees, fast, reference
 from panto_analytics.errors import InputError
 from panto_analytics.formats.canonical import fast as canonical_fast
 from panto_analytics.formats.canonical import reader, shapes
-from panto_analytics.schema import ROLES
+from panto_analytics.frame.schema import ROLES
 from reference import canonical_lines
 
 SOURCES = sorted(DATA.glob("*.jsonl"))[:3]

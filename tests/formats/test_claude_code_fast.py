@@ -100,6 +100,24 @@ def _result(tid: str, content) -> dict:
     return {"tool_use_id": tid, "type": "tool_result", "content": content}
 
 
+def test_each_call_is_read_in_its_own_record_s_working_directory(tmp_path):
+    """The Bash tool moves Claude Code's cwd; a call's relative paths are joined to its own record's cwd, by the fast
+    path and the line-by-line reader alike (issue 28, item 2)."""
+    import panto_analytics as pa
+    from panto_analytics.frame.tool_targets import key_of
+
+    path = _write(tmp_path / "s.jsonl",
+                  _user("u1", "go", cwd="/a"),
+                  _asst("a1", "m1", [_use("t1", {"command": "cat x"})], {"input_tokens": 1, "output_tokens": 1}, cwd="/a"),
+                  _user("u2", [_result("t1", "x")], cwd="/a"),
+                  _asst("a2", "m2", [_use("t2", {"command": "cat x"})], {"input_tokens": 1, "output_tokens": 1},
+                        cwd="/a/b"),
+                  _user("u3", [_result("t2", "x")], cwd="/a/b"))
+    assert assert_agrees([path]) == [True]
+    refs = pa.outcomes.references(pa.read_sessions([path])).collect()
+    assert refs["key"].to_list() == [key_of("file:/a/x"), key_of("file:/a/b/x")]
+
+
 FEATURES = {
     "streamed call, results written while it streams": [
         _user("u1", "run it"),

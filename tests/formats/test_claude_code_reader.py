@@ -24,8 +24,8 @@ from panto_analytics.errors import IngestReport, InputError
 from panto_analytics.formats import jsonl
 from panto_analytics.formats.claude_code import reader
 from panto_analytics.formats.claude_code.vocabulary import TOOL_USE_BLOCKS
+from panto_analytics.frame.schema import ROLE
 from panto_analytics.ingest.pipeline import read_sessions
-from panto_analytics.schema import ROLE
 from reference import claude_code_lines
 
 FIXTURE_FILES = sorted((FIXTURES / "claude_code").rglob("*.jsonl"))

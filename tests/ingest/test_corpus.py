@@ -11,7 +11,7 @@ import pytest
 from conftest import FIXTURES, REALDATA
 
 import panto_analytics as pa
-from panto_analytics.schema import COMPACTIONS_SCHEMA, SESSIONS_SCHEMA
+from panto_analytics.frame.schema import COMPACTIONS_SCHEMA, SESSIONS_SCHEMA
 
 
 def write(path: Path, *records) -> Path:

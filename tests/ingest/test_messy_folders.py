@@ -9,10 +9,12 @@ from pathlib import Path
 import polars as pl
 import pytest
 import zstandard
+from click.testing import CliRunner
 from conftest import DATA, FIXTURES
 
 import panto_analytics as pa
-from panto_analytics.errors import IngestReport, InputError
+from panto_analytics.cli import main
+from panto_analytics.errors import STRAY, IngestReport, InputError, UnknownFormatError
 from panto_analytics.formats import detect_format
 from panto_analytics.formats.base import TRUNCATED
 
@@ -72,14 +74,59 @@ def test_a_file_of_no_session_format_is_refused_by_detection(tmp_path):
         pa.read_sessions([f])
 
 
-def test_skip_invalid_skips_a_foreign_file_whole_and_names_it(tmp_path):
-    copy(ONE_PER_FORMAT["canonical"], tmp_path / "good.jsonl")
+def test_skip_invalid_skips_a_named_foreign_file_whole_and_names_it(tmp_path):
+    good = copy(ONE_PER_FORMAT["canonical"], tmp_path / "good.jsonl")
     (tmp_path / "export.jsonl").write_text(SANITIZED)
     report = IngestReport()
-    df = pa.read_sessions([tmp_path], skip_invalid=True, report=report)
-    assert df["file"].unique().to_list() == [str(tmp_path / "good.jsonl")]
+    df = pa.read_sessions([good, tmp_path / "export.jsonl"], skip_invalid=True, report=report)
+    assert df["file"].unique().to_list() == [str(good)]
     [(path, reason)] = report.skipped
     assert path == str(tmp_path / "export.jsonl") and reason.startswith("whole file skipped: unknown session format")
+
+
+@pytest.mark.parametrize("stray", [SANITIZED, '{"hook": "PreToolUse", "tool": "Bash"}\n', '{\n  "export": []\n}\n'])
+def test_a_foreign_file_found_in_a_folder_is_skipped_and_counted_without_skip_invalid(tmp_path, stray):
+    copy(ONE_PER_FORMAT["canonical"], tmp_path / "good.jsonl")
+    copy(ONE_PER_FORMAT["pi"], tmp_path / "sub" / "pi.jsonl")
+    (tmp_path / "sub" / "hooks.jsonl").write_text(stray)
+    report = IngestReport()
+    df = pa.read_sessions([tmp_path], report=report)
+    assert sorted(df["file"].unique().to_list()) == [str(tmp_path / "good.jsonl"), str(tmp_path / "sub" / "pi.jsonl")]
+    assert report.skipped == {(str(tmp_path / "sub" / "hooks.jsonl"), STRAY): 1} and report.files == 2
+    with pytest.raises(InputError, match="unknown session format|not JSONL"):  # named, it is still an error
+        pa.read_sessions([tmp_path, tmp_path / "sub" / "hooks.jsonl"])
+
+
+def test_a_file_in_a_folder_whose_first_line_is_broken_is_still_an_error(tmp_path):
+    copy(ONE_PER_FORMAT["canonical"], tmp_path / "good.jsonl")
+    (tmp_path / "cut.jsonl").write_text('{"type": "message", "role"\n{"type":"message"}\n')
+    with pytest.raises(InputError, match="cut.jsonl:1"):
+        pa.read_sessions([tmp_path])
+
+
+def test_the_library_says_format_and_the_command_line_says_dash_dash_format(tmp_path):
+    f = tmp_path / "export.jsonl"
+    f.write_text(SANITIZED)
+    with pytest.raises(UnknownFormatError) as e:
+        pa.read_sessions([f])
+    assert "format=" in str(e.value) and "--format" not in str(e.value)
+    done = CliRunner().invoke(main, ["ingest", str(f), "--no-cache", "-q"])
+    assert done.exit_code == 1 and "use --format to force one" in done.output and "format=" not in done.output
+
+
+def test_the_command_line_skips_a_stray_in_a_folder_with_one_note(tmp_path):
+    copy(ONE_PER_FORMAT["canonical"], tmp_path / "good.jsonl")
+    (tmp_path / "a-hooks.jsonl").write_text('{"hook": "PreToolUse"}\n')
+    (tmp_path / "b-export.jsonl").write_text(SANITIZED)
+    for extra in ([], ["--skip-invalid"]):
+        done = CliRunner().invoke(main, ["ingest", str(tmp_path), "--no-cache", "-q", *extra])
+        assert done.exit_code == 0, done.output
+        notes = [line for line in done.stderr.splitlines() if "known session format" in line]
+        assert len(notes) == 1 and "2 files" in notes[0] and "a-hooks.jsonl" in notes[0], done.stderr
+        assert "skipped" not in done.stderr.replace(notes[0], ""), done.stderr
+    named = CliRunner().invoke(main, ["ingest", str(tmp_path / "good.jsonl"), str(tmp_path / "a-hooks.jsonl"),
+                                      "--no-cache", "-q"])
+    assert named.exit_code == 1 and "a-hooks.jsonl" in named.stderr
 
 
 @pytest.mark.parametrize("forced,actual", [("pi", "claude-code"), ("codex", "canonical"), ("canonical", "pi")])

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -245,3 +246,39 @@ def test_forked_workers_share_the_items_in_order(tmp_path):
     done = subprocess.run([sys.executable, str(script), str(gate)], capture_output=True, text=True, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "ok"
+
+
+def deaf_to_sigterm(x: int) -> int:
+    """A worker's task: from now on this worker does not act on SIGTERM (as one blocked where no handler runs)."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    return os.getpid()
+
+
+def test_close_kills_a_worker_that_does_not_stop_when_told():
+    # Not waited on forever: close waits STOP_WAIT_S for it, then kills it (before issue 32 it waited without end).
+    assert parallel.launch(jobs=2, module=__name__)
+    assert parallel.run(deaf_to_sigterm, [2], weights=[1], jobs=2)[0] != MAIN  # a worker is up, and deaf
+    workers = list(parallel._launched._processes.values())
+    parallel.close()
+    assert not parallel.launched() and workers and not any(w.is_alive() for w in workers)
+    assert all(w.exitcode == -signal.SIGKILL for w in workers), [w.exitcode for w in workers]
+
+
+def test_a_forked_worker_told_to_stop_before_it_has_started_still_stops(tmp_path):
+    # Fresh process (fork is used only where Polars was not imported yet): launch, then close at once, many times;
+    # a stop sent before a worker's first instruction is held, not dropped (issue 32's hang).
+    script = tmp_path / "launch_close.py"
+    script.write_text(textwrap.dedent("""
+        import os, signal, sys
+        from panto_analytics.ingest import parallel
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))   # as the console script's (a Python handler)
+        for _ in range(20):
+            assert parallel.launch(jobs=2, module="json", method="fork")
+            workers = list(parallel._launched._processes.values())
+            parallel.close()
+            assert not any(w.is_alive() for w in workers), [w.exitcode for w in workers]
+            assert all(w.exitcode == -signal.SIGTERM for w in workers), [w.exitcode for w in workers]
+        print("ok")
+    """))
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]

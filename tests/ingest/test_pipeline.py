@@ -14,7 +14,7 @@ import pytest
 from conftest import DATA, FIXTURES, REPO
 
 import panto_analytics as pa
-from panto_analytics.errors import IngestReport, InputError
+from panto_analytics.errors import STRAY, IngestReport, InputError
 from panto_analytics.ingest import parallel
 from panto_analytics.ingest import pipeline as ingest
 from panto_analytics.ingest.cache import Cache
@@ -153,13 +153,19 @@ def test_skip_invalid_skips_a_file_that_is_not_jsonl_at_all(tmp_path):
     pretty = tmp_path / "pretty.jsonl"
     pretty.write_text('{\n  "type": "message",\n  "role": "user"\n}\n')
     with pytest.raises(InputError, match=r"pretty\.jsonl:1: not JSONL"):
-        pa.read_sessions(tmp_path)
+        pa.read_sessions([good, pretty])
     report = IngestReport()
-    corpus = pa.ingest.read_corpus(tmp_path, skip_invalid=True, report=report)
+    corpus = pa.ingest.read_corpus([good, pretty], skip_invalid=True, report=report)
     assert corpus.messages["session_id"].cast(str).to_list() == ["good"]
     assert corpus.sessions["session_id"].cast(str).to_list() == ["good"]
     assert report.files == 2 and report.sessions == 1
     assert [(f, n) for (f, _), n in report.skipped.items()] == [(str(pretty), 1)]
+    # Found in a folder, it is not a session file: skipped and counted, skip_invalid or not (issue 32).
+    for skip_invalid in (False, True):
+        report = IngestReport()
+        corpus = pa.ingest.read_corpus(tmp_path, skip_invalid=skip_invalid, report=report)
+        assert corpus.sessions["session_id"].cast(str).to_list() == ["good"]
+        assert report.files == 1 and report.skipped == {(str(pretty), STRAY): 1}
 
 
 def test_a_first_line_that_is_not_json_says_why(tmp_path):

@@ -19,10 +19,11 @@ from panto_analytics.outcomes.prices import RATES, Prices, load_prices
 
 
 def reference_bill(call: dict, price: dict | None, rule: str) -> dict:
-    """A call's five cost figures from its price row (per-token rates), by hand; None without a price."""
-    if price is None:
-        return dict.fromkeys(COST_COLUMNS)
+    """A call's five cost figures from its price row (per-token rates), by hand; None without a price, or without
+    usage (every counter 0: the cost is unknown)."""
     tokens = {r: Decimal(call[r] or 0) for r in RATES}
+    if price is None or not any(tokens.values()):
+        return dict.fromkeys(COST_COLUMNS)
     parts = {}
     start = price["tier_start"]
     prompt = tokens["input"] + tokens["cache_read"] + tokens["cache_write_5m"] + tokens["cache_write_1h"]
@@ -122,6 +123,9 @@ def test_genai_prices_own_calculation_agrees(genai, rows):
 
     billed = bill(frame(rows), genai)["cost_usd"].to_list()
     for row, ours in zip(rows, billed, strict=True):
+        if not any(row[r] for r in RATES):
+            assert ours is None   # no usage recorded: unknown, where genai-prices says $0
+            continue
         usage = Usage(input_tokens=row["input"] + row["cache_read"] + row["cache_write_5m"] + row["cache_write_1h"],
                       output_tokens=row["output"], cache_read_tokens=row["cache_read"],
                       cache_write_tokens=row["cache_write_5m"] + row["cache_write_1h"],
@@ -188,7 +192,7 @@ def test_bill_is_lazy_in_lazy_out_and_keeps_row_order(genai):
 # --- costs: the message frame's bill per group ---------------------------------------------------------
 
 def messages() -> pl.DataFrame:
-    from panto_analytics.schema import MESSAGE_SCHEMA
+    from panto_analytics.frame.schema import MESSAGE_SCHEMA
 
     rows = [
         # session a: two calls on 2026-11-01 (23:30 UTC is 2026-11-02 in Tokyo), one on 2026-11-09
@@ -218,7 +222,8 @@ def test_costs_by_session_are_hand_computed(genai):
         ("a", 3, 1_500, 22_000, 2_000)
     # opus: (1500 x 5 + 150 x 25 + 22000 x 0.5 + 2000 x 6.25) / 1e6; haiku: 10 x 5 / 1e6
     assert a["cost_usd"] == pytest.approx((7_500 + 3_750 + 11_000 + 12_500 + 50) / 1e6)
-    assert a["price_source"] == genai.source
+    assert a["price_source"] == f"{genai.source} (anthropic)"   # the provider whose prices it took
+    assert b["price_source"] == genai.source   # none
     assert b["cost_usd"] is None and b["unpriced_calls"] == 1 and b["api_calls"] == 1
 
 
@@ -264,3 +269,66 @@ def test_a_one_hour_write_is_billed_at_its_rate(genai):
 def test_unknown_grouping_is_an_error():
     with pytest.raises(ValueError, match="unknown grouping"):
         costs(messages(), by="year")  # type: ignore[arg-type]
+
+
+# --- issue 30: calls without usage, :free ids, the priced part, the provider ---------------------------------
+
+def _calls_frame(rows: list[tuple]) -> pl.DataFrame:
+    """A message frame of assistant calls ``(session, model, input, output, cache_read, cache_write, time)``."""
+    from panto_analytics.frame.schema import MESSAGE_SCHEMA
+
+    df = pl.DataFrame([dict(session_id=s, seq=q, role="assistant", words=1, serialized_bytes=1, has_tool_result=False,
+                            has_summary=False, bash_execution=False, input=i, output=o, cache_read=cr, cache_write=cw,
+                            cache_write_1h=0, source_format="claude-code", model=m, timestamp=t, file="f", line=q + 1)
+                       for q, (s, m, i, o, cr, cw, t) in enumerate(rows)], schema_overrides={"timestamp": pl.String})
+    df = df.with_columns(pl.col("timestamp").str.to_datetime("%Y-%m-%dT%H:%M:%S", time_zone="UTC"),
+                         recorded_cost=None, refs=pl.lit(None, MESSAGE_SCHEMA["refs"]))
+    return df.cast({k: v for k, v in MESSAGE_SCHEMA.items() if k in df.columns}).select(list(MESSAGE_SCHEMA))
+
+
+def test_a_call_without_usage_costs_null_counted_with_a_note_never_zero(genai):
+    frame_ = _calls_frame([("a", "claude-opus-4-5", 1_000, 100, 0, 0, "2026-11-01T09:00:00"),
+                           ("a", "claude-opus-4-5", 0, 0, 0, 0, "2026-11-01T09:05:00"),   # a proxy recorded none
+                           ("b", "claude-opus-4-5", 2_000, 0, 0, 0, "2026-11-02T09:00:00")])
+    with pytest.warns(UnpricedWarning, match="1 call of model claude-opus-4-5 recorded no usage") as notes:
+        table = costs(frame_, by="day", prices=genai)
+    assert all(type(n.message).__name__ == "NoUsageWarning" for n in notes)
+    one, two = table.rows(named=True)
+    assert (one["api_calls"], one["no_usage_calls"], one["unpriced_calls"], one["cost_usd"]) == (2, 1, 0, None)
+    # The priced part, at hand: 1,000 x $5 + 100 x $25 per MTok.
+    assert one["priced_cost_usd"] == pytest.approx(0.0075, abs=1e-15)
+    assert (two["no_usage_calls"], two["cost_usd"], two["priced_cost_usd"]) == (0, pytest.approx(0.01), pytest.approx(0.01))
+    # Not an unpriced model: its model has a price.
+    assert unpriced(bill(frame([{"model": "claude-opus-4-5", **dict.fromkeys(RATES, 0)}]), genai)).height == 0
+
+
+def test_an_openrouter_free_model_costs_nothing_and_an_unpriced_one_keeps_its_priced_part(genai):
+    frame_ = _calls_frame([
+        ("a", "nvidia/nemotron-3-super-120b-a12b-20230311:free", 25_430, 59, 0, 0, "2026-11-01T09:00:00"),
+        ("a", "claude-opus-4-5", 1_000, 0, 0, 0, "2026-11-01T09:01:00"),
+        ("a", "no-such-model", 1_000, 0, 0, 0, "2026-11-01T09:02:00")])
+    with pytest.warns(UnpricedWarning, match="no price for model no-such-model"):
+        day = costs(frame_, by="day", prices=genai).row(0, named=True)
+        models = costs(frame_, by="model", prices=genai)
+    assert (day["cost_usd"], day["unpriced_calls"], day["priced_cost_usd"]) == (None, 1, pytest.approx(0.005))
+    free = models.filter(pl.col("model").str.ends_with(":free")).row(0, named=True)
+    assert (free["cost_usd"], free["price_source"]) == (0.0, f"{genai.source} (free)")
+    assert day["price_source"] == f"{genai.source} (anthropic, free)"
+
+
+def test_the_provider_decides_a_glm_price_and_is_named(genai):
+    frame_ = _calls_frame([("a", "glm-5", 1_000_000, 0, 0, 0, "2026-11-01T09:00:00")])
+    by_default = costs(frame_, prices=genai).row(0, named=True)
+    zai = costs(frame_, prices=load_prices(provider="zai")).row(0, named=True)
+    zhipu = costs(frame_, prices=load_prices(provider="zhipuai")).row(0, named=True)
+    assert zai["price_source"].endswith("(zai)") and zhipu["price_source"].endswith("(zhipuai)")
+    assert by_default["price_source"] == zhipu["price_source"]   # genai-prices' own match
+    # The two lists differ (Z.AI's $1 against Zhipu's $0.552 per MTok of input in genai-prices 0.2.3).
+    assert zai["cost_usd"] > 1.5 * zhipu["cost_usd"] > 0
+    # GLM-4.6 is priced by Z.AI only: no price unless the user picks it.
+    frame46 = _calls_frame([("a", "glm-4.6", 1_000_000, 0, 0, 0, "2026-11-01T09:00:00")])
+    with pytest.warns(UnpricedWarning, match="glm-4.6"):
+        assert costs(frame46, prices=genai)["cost_usd"].item() is None
+    assert costs(frame46, prices=load_prices(provider="zai"))["cost_usd"].item() == pytest.approx(0.6)
+    with pytest.raises(ValueError, match="unknown provider 'nope'"):
+        load_prices(provider="nope")

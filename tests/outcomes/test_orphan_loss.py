@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import panto_analytics as pa
+from panto_analytics.frame.tool_targets import key_of, references
 from panto_analytics.outcomes.orphan_loss import (
     DEFAULT_HORIZON,
     ORPHAN_KINDS,
@@ -19,8 +20,7 @@ from panto_analytics.outcomes.orphan_loss import (
     replay_cuts,
     summarize_loss,
 )
-from panto_analytics.outcomes.tool_targets import key_of, references
-from panto_analytics.policy.replay.any_policy import replay_policies
+from panto_analytics.policy.compaction.any_policy import replay_policies
 
 LOOKUP = ("read", "run", "fetch")
 

@@ -199,7 +199,7 @@ def test_a_recorded_restoration_is_read_from_the_recording():
     """restored.jsonl, shaped like Claude Code's records: Read a.py, Read big.py (2,000 lines), `cat c.py` in Bash,
     Edit d.py; compaction; attached: d.py and a.py whole, big.py as a name only (compact_file_reference); then
     a.py, big.py and c.py read again."""
-    from panto_analytics.outcomes.tool_targets import file_key
+    from panto_analytics.frame.tool_targets import file_key
 
     c = pa.ingest.read_corpus([RESTORED])
     assert c.compactions["restored_keys"].to_list() == [[file_key("/r/d.py"), file_key("/r/a.py")]]

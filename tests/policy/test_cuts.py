@@ -108,7 +108,9 @@ def test_codex_keeps_its_replacement_history_by_word_estimates():
     corpus = pa.ingest.read_corpus([FIXTURES / "codex" / "compacted.jsonl"], cache=False)
     rows = splits_at(corpus.messages, corpus.compactions, [20_000])
     words = corpus.messages["words"].to_list()
-    assert rows.select("agent_first_kept_seq", "agent_kept_messages").rows() == [(3, 2), (8, 1), (None, 0)]
+    # The first replacement history holds a developer item (seq 3, a system row) and one user message (seq 4):
+    # Codex kept the user message; the developer item it inserts afresh is not counted.
+    assert rows.select("agent_first_kept_seq", "agent_kept_messages").rows() == [(4, 1), (8, 1), (None, 0)]
     assert rows["agent_kept_tokens"].to_list()[1] == -(-words[8] * 13 // 10)
 
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from ...schema import SESSION
+from ...frame.schema import SESSION
 from ..formatting import format_tokens
 
 __all__ = ["LEVEL", "MIN_SESSIONS", "RESAMPLES", "ROWS_PER_PASS", "SEED", "BudgetInterval", "budget_interval",

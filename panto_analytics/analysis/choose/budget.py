@@ -13,7 +13,7 @@ import polars as pl
 
 from ...policy import splits as split_table
 from ...policy import turns as turn_table
-from ...policy.replay.engine import DEFAULT_RESERVE, Replay
+from ...policy.compaction.engine import DEFAULT_RESERVE, Replay
 from .choice import Choice
 from .from_replay import choose_from_replay, replay_outcomes
 from .from_splits import recommend

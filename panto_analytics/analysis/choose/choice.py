@@ -23,7 +23,7 @@ from typing import Any
 
 import polars as pl
 
-from ...schema import BUDGET
+from ...frame.schema import BUDGET
 from ..formatting import format_tokens, render_table
 from .bootstrap import BudgetInterval
 from .rule import Rule

@@ -50,11 +50,11 @@ from typing import Any, cast
 
 import polars as pl
 
+from ...frame.schema import BUDGET, SESSION
 from ...outcomes.cost import dollars_total
 from ...outcomes.group_tables import grouped
 from ...phrases import counted
-from ...policy.replay.engine import Replay
-from ...schema import BUDGET, SESSION
+from ...policy.compaction.engine import Replay
 from ..formatting import format_tokens
 from .bootstrap import MIN_SESSIONS, RESAMPLES, SEED, BudgetInterval, budget_interval, intervals, replicate_tables
 from .choice import Choice
@@ -85,7 +85,7 @@ def thresholds_of(policies: list[str], window: int, reserve: int) -> dict[str, i
     >>> thresholds_of(["libpanto", "pi:reserve_tokens=8k"], 100_000, 16_384)
     {'libpanto': 83616, 'pi:reserve_tokens=8k': 92000}
     """
-    from ...policy.replay.policies import LibPanto, parse_policy
+    from ...policy.compaction.policies import LibPanto, parse_policy
 
     out = {}
     for spec in policies:
@@ -477,42 +477,66 @@ def replay_outcomes(messages: pl.DataFrame, budgets: Any, *, window: int, reserv
 
 
 def recorded_points(messages: pl.DataFrame, compactions: pl.DataFrame, sessions: pl.DataFrame,
-                    replay_sessions: pl.DataFrame | None = None, *, horizon: int | None = None) -> pl.DataFrame:
-    """The agents' own points on the frontier: per agent (``source_format``) that recorded compactions, the
-    pooled orphan rate at its recorded compactions and, where the replay billed the recording
-    (``recorded_cost_usd``), the median recorded cost of that agent's sessions that reach the replay's
-    trigger (the sessions the replayed points' costs are over: what the agent's own compaction cost them).
-    One row per agent: ``agent``, ``sessions`` and ``compactions`` (recorded), ``orphan_rate``, ``cost_p50``.
+                    replay_sessions: pl.DataFrame | None = None, *, horizon: int | None = None,
+                    budget: int | None = None) -> pl.DataFrame:
+    """The agents' own points on the frontier, each beside the replayed points over the same sessions.
+
+    Per agent (``source_format``) that recorded compactions, its sessions with a recorded compaction (those
+    the replay has, when ``replay_sessions`` is given) are the sessions of every row of that agent: the
+    recorded row (``point`` ``"recorded"``: the pooled orphan rate at its recorded compactions and, where the
+    replay billed the recording, ``recorded_cost_usd``, the median recorded cost) and, from
+    ``replay_sessions``, one row per replayed policy (``point``: the policy) at ``budget`` (each policy's
+    own budget where it has just one; every budget when ``budget`` is None): its pooled orphan rate and
+    median cost over the same sessions. Like is compared with like: no row is over sessions another row of
+    its agent leaves out. Columns: ``agent``, ``point``, ``budget``, ``sessions``, ``compactions``,
+    ``orphan_rate``, ``cost_p50``.
 
     >>> import polars as pl
-    >>> from panto_analytics.schema import COMPACTIONS_SCHEMA, MESSAGE_SCHEMA
+    >>> from panto_analytics.frame.schema import COMPACTIONS_SCHEMA, MESSAGE_SCHEMA
     >>> recorded_points(pl.DataFrame(schema=MESSAGE_SCHEMA), pl.DataFrame(schema=COMPACTIONS_SCHEMA),
     ...                 pl.DataFrame({"session_id": [], "source_format": []})).height
     0
     """
+    from ...frame.tool_targets import references
     from ...outcomes.orphan_loss import DEFAULT_HORIZON, cut_loss, recorded_cuts
-    from ...outcomes.tool_targets import references
 
-    empty = pl.DataFrame(schema={"agent": pl.String, "sessions": pl.UInt32, "compactions": pl.UInt32,
-                                 "orphan_rate": pl.Float64, "cost_p50": pl.Float64})
+    schema = {"agent": pl.String, "point": pl.String, BUDGET: pl.Int64, "sessions": pl.UInt32,
+              "compactions": pl.UInt32, "orphan_rate": pl.Float64, "cost_p50": pl.Float64}
     if compactions.is_empty():
-        return empty
+        return pl.DataFrame(schema=schema)
     cuts = recorded_cuts(compactions, sessions)
     lost = cut_loss(references(messages), cuts, horizon=horizon or DEFAULT_HORIZON).lazy().select(
-        pl.col(SESSION).cast(pl.String), pl.col("source_format").cast(pl.String), "window_calls", "orphan_calls"
-    ).collect()
-    out = lost.group_by(pl.col("source_format").alias("agent"), maintain_order=True).agg(
-        sessions=pl.col(SESSION).n_unique().cast(pl.UInt32), compactions=pl.len().cast(pl.UInt32),
-        orphan_rate=pl.col("orphan_calls").sum() / pl.col("window_calls").sum())
-    if replay_sessions is not None and RECORDED_COST in replay_sessions.columns:
-        reaching = (replay_sessions.group_by(pl.col(SESSION).cast(pl.String))
-                    .agg(pl.col("n_compactions").max(), pl.col(RECORDED_COST).first())
-                    .filter(pl.col("n_compactions") > 0))
-        formats = sessions.select(pl.col(SESSION).cast(pl.String), pl.col("source_format").cast(pl.String))
-        cost = (reaching.join(formats, on=SESSION)
-                .group_by(pl.col("source_format").alias("agent")).agg(cost_p50=pl.col(RECORDED_COST).median()))
-        out = out.join(cost, on="agent", how="left")
-    else:
-        out = out.with_columns(cost_p50=pl.lit(None, pl.Float64))
-    return out.select(list(empty.columns)).cast(dict(empty.schema))  # type: ignore[arg-type]
-
+        pl.col(SESSION).cast(pl.String), pl.col("source_format").cast(pl.String).alias("agent"), "window_calls",
+        "orphan_calls").collect()
+    replayed = None if replay_sessions is None else _with_policy(replay_sessions).with_columns(
+        pl.col(SESSION).cast(pl.String), pl.col("policy").cast(pl.String))
+    if replayed is not None:  # the agent's sessions the replay has: the sessions of every row of that agent
+        lost = lost.join(replayed.select(pl.col(SESSION).unique()), on=SESSION, how="semi")
+    of_agent = lost.select(SESSION, "agent").unique()
+    rows = [lost.group_by("agent", maintain_order=True).agg(
+        point=pl.lit("recorded"), budget=pl.lit(None, pl.Int64), sessions=pl.col(SESSION).n_unique(),
+        compactions=pl.len(), orphan_rate=pl.col("orphan_calls").sum() / pl.col("window_calls").sum())]
+    if replayed is not None:
+        mine = replayed.join(of_agent, on=SESSION)
+        if RECORDED_COST in mine.columns:
+            recorded_cost = (mine.group_by("agent", SESSION).agg(pl.col(RECORDED_COST).first())
+                             .group_by("agent").agg(cost_p50=pl.col(RECORDED_COST).median()))
+            rows[0] = rows[0].join(recorded_cost, on="agent", how="left")
+        cost = next((c for c in COSTS if c in mine.columns), None)
+        at = pl.col(BUDGET) == (budget if budget is not None else -1)
+        pick = at | (~at.any().over("policy") & (pl.col(BUDGET).n_unique().over("policy") == 1))
+        looked = "window_calls" if "window_calls" in mine.columns else None
+        if looked is not None and ORPHAN_CALLS in mine.columns:
+            rows.append(mine.filter(pick if budget is not None else pl.lit(True)).group_by(
+                "agent", "policy", BUDGET, maintain_order=True).agg(
+                sessions=pl.col(SESSION).n_unique(), compactions=pl.col("n_compactions").sum(),
+                orphan_rate=pl.col(ORPHAN_CALLS).sum() / pl.col(looked).sum(),
+                cost_p50=pl.col(cost).median() if cost is not None else pl.lit(None, pl.Float64),
+            ).rename({"policy": "point"}))
+    out = [r.with_columns(pl.col(c).cast(t) for c, t in schema.items() if c in r.columns) for r in rows]
+    full = pl.concat([r.select(pl.col(c) if c in r.columns else pl.lit(None, t).alias(c) for c, t in schema.items())
+                      for r in out])
+    order = {a: i for i, a in enumerate(dict.fromkeys(full["agent"].to_list()))}
+    return (full.with_columns(_a=pl.col("agent").replace_strict(order, return_dtype=pl.Int64),
+                              _r=pl.col("point") != "recorded")
+            .sort("_a", "_r", maintain_order=True).drop("_a", "_r"))

@@ -33,9 +33,9 @@ from typing import Any, cast
 
 import polars as pl
 
+from ...frame.schema import BUDGET, SESSION
 from ...phrases import counted
 from ...policy import sweep
-from ...schema import BUDGET, SESSION
 from ..formatting import format_share, format_tokens
 from .choice import Choice
 from .rule import FEW_SESSIONS, Rule

@@ -32,6 +32,7 @@ import polars as pl
 
 from ...budgets import Budgets, as_budgets
 from ...errors import IngestReport
+from ...frame.schema import BUDGET, COMPACTIONS_SCHEMA, ROLE, SESSION
 from ...ingest.corpus import Corpus
 from ...models import normalized_model, session_model
 from ...outcomes.orphan_loss import DEFAULT_HORIZON
@@ -39,8 +40,7 @@ from ...outcomes.recorded_refetch import calibration
 from ...policy import Replay, compare_policies, events_as_splits, replay, summarize_replay, sweep
 from ...policy import splits as compute_splits
 from ...policy import turns as compute_turns
-from ...policy.replay.engine import DEFAULT_RESERVE
-from ...schema import BUDGET, COMPACTIONS_SCHEMA, ROLE, SESSION
+from ...policy.compaction.engine import DEFAULT_RESERVE
 from .. import plots
 from ..choose.budget import choose_budget
 from ..choose.choice import Choice
@@ -53,7 +53,7 @@ from ..plot_data import session_segments
 from .model import SEGMENT_TITLES, Report, ReportFigure, Table, cell, percent, tokens
 
 __all__ = [
-    "breakdown", "build_report", "corpus_overview", "costs_section", "decision_table", "policy_table",
+    "breakdown", "build_report", "corpus_overview", "costs_section", "decision_table", "frontier_table", "policy_table",
     "replay_figures", "replay_table", "report_figures", "sweep_table",
 ]
 
@@ -209,7 +209,9 @@ def decision_table(rec: Choice) -> Table:
         "proposable": ("", lambda v: "" if v else "at/above trigger"),
     }
     present = [c for c in cols if c in t.columns]
-    rows = [[cols[c][1](row[c]) for c in present] for row in t.iter_rows(named=True)]
+    # A figure with the bootstrap's interval is written with it: 'value (lo-hi)', 90% of resamples.
+    rows = [[_with_interval(row[c], row.get(f"{c}_lo"), row.get(f"{c}_hi"), cols[c][1]) if row[c] is not None
+             else cols[c][1](row[c]) for c in present] for row in t.iter_rows(named=True)]
     chosen = None
     for i, row in enumerate(t.iter_rows(named=True)):
         if row["policy"] == rec.policy and row[BUDGET] == rec.budget:
@@ -255,7 +257,7 @@ def report_figures(splits: pl.DataFrame, turns: pl.DataFrame, *, highlight: int 
 
 
 def replay_table(result: Replay, chosen: int | None) -> Table:
-    """The replay's per-budget table (:func:`~panto_analytics.policy.replay.summary.summarize_replay`), formatted."""
+    """The replay's per-budget table (:func:`~panto_analytics.policy.compaction.summary.summarize_replay`), formatted."""
     t = summarize_replay(result.events, result.sessions)
     cols = {
         BUDGET: ("budget", tokens), "sessions": ("sessions", cell), "compacted_share": ("compacted", percent),
@@ -492,22 +494,66 @@ def _frontier_section(report: Report, rec: Choice, messages: pl.DataFrame, sessi
     if (compactions is not None and sessions is not None and not compactions.is_empty()
             and set(COMPACTIONS_SCHEMA) <= set(compactions.columns) and "source_format" in sessions.columns):
         recorded = recorded_points(messages, compactions, sessions, report.outcomes.sessions if report.outcomes
-                                   else None, horizon=horizon)
+                                   else None, horizon=horizon, budget=_beside(rec))
     chosen = (rec.policy, rec.budget) if rec.budget is not None and rec.policy is not None else None
+    named = (f"the ring is the chosen point, {rec.policy} at {format_tokens(rec.budget)}, the budget of the "
+             "recommendation above" if chosen is not None else "no point is chosen")
     report.frontier = ReportFigure(
         "frontier", "What each budget costs and loses",
         "One point per (policy, budget) under the window: the median cost per session (over the sessions that "
         "reach the trigger) against the orphan rate (tool calls after a compaction that reach for something only "
-        "the summary held). The dashed line joins the Pareto front; hollow points are at or above the trigger "
-        "and never proposed; stars are what the agents recorded; the ring is the chosen point.",
+        "the summary held), each with its bars: 90% of resamples of the sessions. The dashed line joins the "
+        "Pareto front; hollow points are at or above the trigger and never proposed; stars are what the agents "
+        "recorded, each joined to the replays over the same sessions (the agent's sessions with a recorded "
+        f"compaction); {named}.",
         plots.frontier(t, recorded=recorded, chosen=chosen))
-    front = pareto_front(t).select("policy", BUDGET, "cost_p50", "cost_p90", "orphan_rate", "refetch_tokens")
-    rows = [[r["policy"], tokens(r[BUDGET]), f"${r['cost_p50']:,.4f}", f"${r['cost_p90']:,.4f}",
-             percent(r["orphan_rate"]), tokens(r["refetch_tokens"])] for r in front.iter_rows(named=True)]
+    report.frontier_table = frontier_table(rec, recorded)
+
+
+def _beside(rec: Choice) -> int | None:
+    """The budget the recorded points are compared at: the chosen one, else libpanto's cheapest on the front."""
+    if rec.budget is not None:
+        return rec.budget
+    front = pareto_front(rec.table).filter(pl.col("policy").str.starts_with("libpanto"))
+    return int(front[BUDGET][0]) if front.height else None
+
+
+def _with_interval(value, lo, hi, fmt) -> str:
+    """``value (lo-hi)``, or the value alone where there is no interval."""
+    if value is None:
+        return "-"
+    return fmt(value) if lo is None or hi is None else f"{fmt(value)} ({fmt(lo)}-{fmt(hi)})"
+
+
+def frontier_table(rec: Choice, recorded: pl.DataFrame | None = None) -> Table:
+    """The points of the frontier and the chosen one (which the rule may pick off the front: it says so), each
+    figure with its interval; then each agent's recorded point beside the replays over the same sessions."""
+    t = rec.table
+    chosen = (pl.col("policy") == (rec.policy or "")) & (pl.col(BUDGET) == (rec.budget if rec.budget is not None else -1))
+    front = pareto_front(t).with_columns(_front=pl.lit(True))
+    off = t.filter(chosen).join(front.select("policy", BUDGET), on=["policy", BUDGET], how="anti")
+    points = pl.concat([front, off.with_columns(_front=pl.lit(False))], how="diagonal_relaxed").sort("cost_p50")
+    money = lambda v: f"${v:,.4f}"  # noqa: E731
+    rate = lambda v: f"{v:.1%}"  # noqa: E731
+
+    def figures(r: dict) -> list[str]:
+        return [_with_interval(r.get("cost_p50"), r.get("cost_p50_lo"), r.get("cost_p50_hi"), money),
+                _with_interval(r.get("orphan_rate"), r.get("orphan_rate_lo"), r.get("orphan_rate_hi"), rate)]
+
+    rows, hit = [], None
+    for i, r in enumerate(points.iter_rows(named=True)):
+        is_chosen = (r["policy"], r[BUDGET]) == (rec.policy, rec.budget)
+        hit = i if is_chosen else hit
+        note = ("chosen" if r["_front"] else "chosen by the rule, off the front") if is_chosen else "front"
+        rows.append([r["policy"], tokens(r[BUDGET]), cell(r.get("at_trigger")), *figures(r),
+                     tokens(r.get("refetch_tokens")), note])
     if recorded is not None:
-        rows += [[f"{r['agent']} (recorded)", "-", "-" if r["cost_p50"] is None else f"${r['cost_p50']:,.4f}", "-",
-                  percent(r["orphan_rate"]), "-"] for r in recorded.iter_rows(named=True)]
-    hit = next((i for i, r in enumerate(front.iter_rows(named=True))
-                if chosen is not None and (r["policy"], r[BUDGET]) == chosen), None)
-    report.frontier_table = Table(["point", "budget", "cost/session p50", "p90", "orphan rate", "re-fetch tokens"],
-                                  rows, highlight=hit)
+        for r in recorded.iter_rows(named=True):
+            mine = r["point"] == "recorded"
+            rows.append([f"{r['agent']} (recorded)" if mine else f"{r['point']} over {r['agent']}'s sessions",
+                         "-" if mine else tokens(r[BUDGET]), cell(r["sessions"]),
+                         "-" if r["cost_p50"] is None else money(r["cost_p50"]),
+                         "-" if r["orphan_rate"] is None else rate(r["orphan_rate"]), "-",
+                         "recorded" if mine else "replayed, same sessions"])
+    return Table(["point", "budget", "sessions", "cost/session p50 (90% of resamples)",
+                  "orphan rate (90% of resamples)", "re-fetch tokens", ""], rows, highlight=hit, left=(0, 6))

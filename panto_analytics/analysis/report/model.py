@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
+from ...frame.schema import SESSION
 from ...policy import Replay
-from ...schema import SESSION
 from ..choose.choice import Choice
 from ..formatting import format_column, format_tokens, is_money
 

@@ -114,7 +114,9 @@ _DECISION_TEXT = ("One row per (policy, budget) of the replay under the window, 
                   "per session are over the sessions that reach the trigger; a rule counts sessions (keep k+ turns: "
                   "at every compaction the session has). A budget at or above the trigger (window - reserve) is "
                   "never proposed. Cost: the replayed calls and the summarizer's; orphan rate: pooled over the "
-                  "tool calls after each compaction; re-fetch tokens: the results those orphan calls fetch again.")
+                  "tool calls after each compaction; re-fetch tokens: the results those orphan calls fetch again. In "
+                  "parentheses: the range of 90% of the resamples of the sessions that reach the trigger (a seeded "
+                  "bootstrap: the same corpus gives the same ranges).")
 
 _POLICY_TEXT = ("Each policy replayed over the sessions' life under the same window, at its own trigger and "
                 "defaults: how often it compacts, what it keeps verbatim (in recorded-usage tokens; Codex: its "

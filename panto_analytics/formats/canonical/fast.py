@@ -37,11 +37,11 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ...json_words import raw_texts
-from ...outcomes.tool_targets import refs_column
-from ...schema import MESSAGE_SCHEMA, ROLE, SEQ, USAGE_COLUMNS
+from ...frame.json_words import raw_texts
+from ...frame.schema import MESSAGE_SCHEMA, ROLE, SEQ, USAGE_COLUMNS
+from ...frame.tool_targets import refs_column
+from ...frame.words import MEDIA_PART_WORDS, count_words_arrow
 from ...transcript import MEDIA_NOTE_BYTES, SEPARATOR, label_bytes
-from ...words import MEDIA_PART_WORDS, count_words_arrow
 from ..base import Invalid, SourceFile, gc_paused
 from ..columnar import byte_lengths, checked_timestamps, read_together
 from ..typed import DEEP

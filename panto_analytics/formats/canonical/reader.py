@@ -23,7 +23,7 @@ from typing import Any, cast
 
 import msgspec
 
-from ...schema import ROLES, USAGE_COLUMNS
+from ...frame.schema import ROLES, USAGE_COLUMNS
 from ..base import BAD_RECORD, Invalid, Message, SourceFile, bad_record, parse_timestamp, timestamp_field, usage_counter
 from ..jsonl import require_string
 from ..typed import TypedLines

@@ -45,8 +45,8 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ...outcomes.tool_targets import refs_column
-from ...schema import MAX_USAGE, MESSAGE_SCHEMA, ROLE, USAGE_COLUMNS
+from ...frame.schema import MAX_USAGE, MESSAGE_SCHEMA, ROLE, USAGE_COLUMNS
+from ...frame.tool_targets import refs_column
 from ..base import BAD_RECORD, SessionMeta, SourceFile, gc_paused, parse_timestamp, session_stem
 from ..blocks import block_words
 from ..columnar import BLOCK, PART, iso_utc, parse_timestamps, read_together, serialized_bytes, words_and_flags
@@ -592,6 +592,12 @@ def _meta(src: SourceFile, facts: dict[str, Any], message_ids: list[str | None],
     return meta
 
 
+def _message_cwds(cwds: pl.Series, owner: np.ndarray) -> pa.Array:
+    """The ``cwd`` of the record that opens each block's message (a call's own working directory: the Bash tool
+    moves it), null for a block of no message."""
+    return cwds.to_arrow().take(pa.array(owner, mask=owner >= len(cwds)))
+
+
 def _assemble(sources: list[SourceFile], records: pl.DataFrame, canonical: pa.StructArray, line: np.ndarray,
               dropped: pl.DataFrame, declined: np.ndarray) -> list[pl.DataFrame | None]:
     """The frame of every file not declined; each one's source gets its session metadata and report."""
@@ -649,7 +655,8 @@ def _assemble(sources: list[SourceFile], records: pl.DataFrame, canonical: pa.St
         timestamp=parse_timestamps(messages["timestamp"].to_arrow().cast(_STR)),
         file=per_file([str(src.path) for src in sources]),
         line=pl.col("line"),
-        refs=refs_column(canonical, owner, n, file_of, [m.project for m in metas], result_words),
+        refs=refs_column(canonical, owner, n, file_of, [m.project for m in metas], result_words,
+                         _message_cwds(messages["cwd"], owner)),
     ).cast(cast("dict[Any, pl.DataType]", MESSAGE_SCHEMA))
     ignored = _ignored(records, dropped)
     out: list[pl.DataFrame | None] = [None] * len(sources)

@@ -367,7 +367,8 @@ class _Transcript:
             self.api_calls += 1
             if model is not None:
                 self.models[model] += 1
-        msg = Message("assistant", blocks, usage, lineno, parse_timestamp(rec.timestamp), model)
+        msg = Message("assistant", blocks, usage, lineno, parse_timestamp(rec.timestamp), model,
+                      cwd=rec.cwd if isinstance(rec.cwd, str) and rec.cwd else None)
         if key is not None and first is None:
             self.calls[key] = msg
         self.call = _Call(msg, key, uid, msg if first is None else first)

@@ -12,7 +12,7 @@ from dataclasses import replace
 import polars as pl
 
 from ...errors import IngestReport
-from ...policy.expressions import is_api_call
+from ...frame.expressions import is_api_call
 from ..base import ParsedFile, SessionMeta
 from .vocabulary import NAME
 

@@ -98,7 +98,7 @@ COUNTERS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_c
 def counted_usage(usage: Usage) -> Usage:
     """The usage a call is billed with: ``usage`` itself, or, where its four counters are all zero (or absent) and
     it has ``iterations`` (Claude Code 2.1.18x writes the first call after a compaction so), the sum of the
-    iterations' counters and of their 1-hour writes. A sum may pass :data:`~panto_analytics.schema.MAX_USAGE`:
+    iterations' counters and of their 1-hour writes. A sum may pass :data:`~panto_analytics.frame.schema.MAX_USAGE`:
     the readers' range checks judge it.
 
     >>> u = Usage(0, 0, 0, 0, CacheSplit(0), [Iteration(3, 5, 100, 20, CacheSplit(20)), Iteration(1, 2, 0, 0)])

@@ -29,14 +29,14 @@ import polars as pl
 
 from ...errors import IngestReport, InputError
 from ...formats.base import SessionMeta
-from ...schema import MESSAGE_SCHEMA, SESSION
+from ...frame.schema import MESSAGE_SCHEMA, SESSION
 from .. import _manifest as manifests
 
 __all__ = [
     "BadEntry", "COUNT_COLUMNS", "Entry", "FileKey", "KEY_TABLE_SCHEMA", "LAYOUT", "MAGIC", "MANIFEST_SCHEMA",
     "META_KEY", "SESSION_COLUMNS", "check_record", "decoded", "decoded_session", "key_digest", "key_table",
     "keys_of", "make_meta", "manifest_rows", "merge_report", "mode_of", "open_manifest", "pack_name", "parser_version",
-    "read_columns", "read_frame", "read_manifest", "read_footer", "read_meta", "record_of", "report_of", "write_parquet"
+    "read_columns", "read_frame", "read_cache_manifest", "read_footer", "read_meta", "record_of", "report_of", "write_parquet"
 ]
 
 #: Marks our metadata in a Parquet file; anything without it is foreign.
@@ -86,14 +86,15 @@ class BadEntry(Exception):
 def parser_version() -> str:
     """A digest of the code that turns a file into an entry.
 
-    It covers the adapters, word counting, the schemas, the report, ingest,
-    the normalization of tool-call targets (``outcomes/tool_targets.py``)
-    and this module, so that any change to how a file is read invalidates
-    what was cached from it, without anyone having to bump a number.
+    It covers the adapters, the frame's vocabulary (``frame/``: the schemas,
+    word counting, the column expressions, the normalization of tool-call
+    targets and the shell commands it parses), ``pathnames.py``, the report,
+    ingest and this module, so that any change to how a file is read
+    invalidates what was cached from it, without anyone having to bump a number.
     """
     root = Path(__file__).resolve().parents[2]  # the package folder
-    shared = ("words.py", "transcript.py", "schema.py", "errors.py", "models.py", "outcomes/tool_targets.py")
-    sources = (sorted(root.glob("formats/**/*.py")) + sorted(root.glob("ingest/cache/*.py"))
+    shared = ("transcript.py", "errors.py", "models.py", "pathnames.py")
+    sources = (sorted(root.glob("formats/**/*.py")) + sorted(root.glob("frame/*.py")) + sorted(root.glob("ingest/cache/*.py"))
                + sorted(root.glob("ingest/*.py")) + [root / name for name in shared])
     digest = hashlib.sha256(f"layout {LAYOUT}\n".encode())
     for path in sources:
@@ -244,13 +245,13 @@ def read_footer(path: Path | BinaryIO, kind: str) -> tuple[dict | None, int]:
     return meta, rows
 
 
-def read_manifest(path: Path) -> pl.DataFrame | None:
+def read_cache_manifest(path: Path) -> pl.DataFrame | None:
     """The manifest's rows; None if there is none (or of another layout); :class:`BadEntry` if bad."""
     if not path.exists():
         return None
     if read_meta(path, "manifest") is None:
         return None
-    return manifests.read_manifest(path, BadEntry, schema=MANIFEST_SCHEMA)
+    return manifests.read_parquet_manifest(path, BadEntry, schema=MANIFEST_SCHEMA)
 
 
 def open_manifest(path: Path) -> BinaryIO | None:
@@ -296,7 +297,7 @@ def open_manifest(path: Path) -> BinaryIO | None:
 
 def read_columns(manifest: BinaryIO, columns: list[str]) -> pl.DataFrame:
     """Some columns of a manifest that :func:`open_manifest` opened; :class:`BadEntry` if they cannot be read."""
-    return cast(pl.DataFrame, manifests.read_manifest(manifest, BadEntry, columns=columns))
+    return cast(pl.DataFrame, manifests.read_parquet_manifest(manifest, BadEntry, columns=columns))
 
 
 def manifest_rows(keys: list[FileKey], records: list[dict], format: str | None, pack: str,

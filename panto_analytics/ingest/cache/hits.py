@@ -28,7 +28,7 @@ import polars as pl
 
 from ...errors import IngestReport
 from ...formats.base import ParsedFile, SessionMeta
-from ...schema import SESSION, empty_messages
+from ...frame.schema import SESSION, empty_messages
 from .codec import SESSION_COLUMNS
 
 __all__ = ["CachedFile", "Found", "Served", "gather_messages", "session_ids"]

@@ -57,7 +57,7 @@ import polars as pl
 
 from ...errors import IngestReport
 from ...formats.base import SessionMeta, gc_paused
-from ...schema import SESSION, empty_messages
+from ...frame.schema import SESSION, empty_messages
 from . import codec
 from .codec import (
     BadEntry,
@@ -67,9 +67,9 @@ from .codec import (
     make_meta,
     merge_report,
     mode_of,
+    read_cache_manifest,
     read_footer,
     read_frame,
-    read_manifest,
     report_of,
     write_parquet,
 )
@@ -338,7 +338,7 @@ class Cache:
 
     def _manifest_or_none(self) -> pl.DataFrame | None:
         try:
-            return read_manifest(self.manifest_path)
+            return read_cache_manifest(self.manifest_path)
         except BadEntry:
             return None
 

@@ -1,0 +1,47 @@
+"""The compaction policies a replay can run, by name: ``NAME[:k=v,...]``.
+
+Each policy is one module with a frozen dataclass of its settings, its
+defaults and its source cited in the docstring (:mod:`.base` states the
+contract).
+
+>>> parse_policy("pi:keep_recent_tokens=30k")
+Pi(reserve_tokens=16384, keep_recent_tokens=30000)
+>>> len(POLICIES), sorted(POLICIES)[:4]
+(17, ['anthropic-compact', 'claude-code', 'claude-code-microcompact', 'clear-tool-uses'])
+"""
+from __future__ import annotations
+
+from .anthropic_compact import AnthropicCompact
+from .base import Policy
+from .claude_code import ClaudeCode
+from .clearing import ClaudeCodeMicrocompact, Clearing, ClearToolUses, ObservationMasking, OpencodePrune
+from .cline import Cline
+from .codex import Codex
+from .gemini_cli import GeminiCli
+from .last_n_turns import LastNTurns
+from .libpanto import LibPanto
+from .openai_compact import OpenAiCompact
+from .opencode import Opencode
+from .openhands import OpenHands
+from .pi import Pi
+from .pi_whole_turn import PiWholeTurn
+from .summarize_every import SummarizeEvery
+
+__all__ = ["POLICIES", "AnthropicCompact", "ClaudeCode", "ClaudeCodeMicrocompact", "ClearToolUses", "Clearing", "Cline",
+           "Codex", "GeminiCli", "LastNTurns", "LibPanto", "ObservationMasking", "OpenAiCompact", "OpenHands",
+           "Opencode", "OpencodePrune", "Pi", "PiWholeTurn", "Policy", "SummarizeEvery", "parse_policy"]
+
+#: Every policy by name, in the order comparisons list them.
+POLICIES: dict[str, type[Policy]] = {p.name: p for p in (
+    LibPanto, Pi, PiWholeTurn, Codex, ClaudeCode, GeminiCli, LastNTurns, AnthropicCompact, OpenAiCompact, Cline,
+    OpenHands, Opencode, SummarizeEvery, ClearToolUses, ClaudeCodeMicrocompact, ObservationMasking, OpencodePrune)}
+
+
+def parse_policy(spec: str | Policy) -> Policy:
+    """A policy from ``NAME`` or ``NAME:k=v,...`` (a :class:`Policy` is returned as it is). ValueError in one line."""
+    if isinstance(spec, Policy):
+        return spec
+    name, _, settings = spec.strip().partition(":")
+    if name not in POLICIES:
+        raise ValueError(f"unknown policy {name!r}; policies: {', '.join(POLICIES)}")
+    return POLICIES[name].parse(settings)

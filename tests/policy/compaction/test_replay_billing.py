@@ -1,0 +1,131 @@
+"""``replay(..., prices=...)``: the bill on the replay's own frames, the no-compaction identity on real recordings."""
+from __future__ import annotations
+
+import json
+
+import polars as pl
+import pytest
+from click.testing import CliRunner
+from conftest import REALDATA
+
+import panto_analytics as pa
+from panto_analytics.cli import main
+from panto_analytics.policy.compaction.priced import summarizer_cached
+from panto_analytics.policy.compaction.summary import compare_policies, summarize_replay
+
+COSTS = ("recorded_cost_usd", "simulated_cost_usd", "summarizer_cost_usd", "total_cost_usd")
+
+
+@pytest.fixture(scope="module")
+def real() -> pl.DataFrame:
+    if not REALDATA.is_dir():
+        pytest.skip(f"no real recordings at {REALDATA}")
+    return pa.read_sessions([REALDATA], skip_invalid=True)
+
+
+def test_nothing_fires_costs_the_recorded_cost_to_the_last_digit(real):
+    """A window no session reaches: every session on every real recording costs exactly what it recorded."""
+    result = pa.replay(real, [8_000, 20_000], window=10**9, prices=True)
+    assert result.events.is_empty()
+    assert result.price_source.startswith("genai-prices")
+    ses = result.sessions
+    assert ses.height == 2 * real["session_id"].n_unique()
+    assert ses.filter(pl.col("recorded_cost_usd").is_not_null()).height > 0
+    for part in ("input_usd", "output_usd", "cache_read_usd", "cache_write_usd", "cost_usd"):
+        assert ses[f"simulated_{part}"].equals(ses[f"recorded_{part}"])
+    assert (ses["summarizer_cost_usd"] == 0).all()
+    # Where nothing fires the bill skips the rule: its frames have the columns and types of one where something
+    # fired, and every session costs the same as in the full bill.
+    fired = pa.replay(real, [8_000, 20_000], window=64_000, prices=True)
+    assert fired.events.height > 0
+    assert result.events.schema == fired.events.schema and ses.schema == fired.sessions.schema
+    quiet = fired.sessions.filter(pl.col("n_compactions") == 0)
+    same = quiet.join(ses, on=["session_id", "budget"], suffix="_none")
+    assert same.height == quiet.height > 0
+    for column in ("recorded_cost_usd", "simulated_cost_usd", "total_cost_usd", "cache_miss_usd"):
+        assert same[column].equals(same[f"{column}_none"])
+
+
+def test_the_recorded_cost_is_the_cost_of_the_recorded_calls(real):
+    """Per session, ``recorded_cost_usd`` is ``outcomes.costs`` by session, the one definition."""
+    result = pa.replay(real, [20_000], window=10**9, prices=True)
+    by_session = pa.costs(real, by=["session"])
+    joined = result.sessions.select(pl.col("session_id").cast(pl.String), "recorded_cost_usd").join(
+        by_session.select(pl.col("session_id").cast(pl.String), "cost_usd"), on="session_id")
+    assert joined.height == result.sessions.height
+    assert joined.select((pl.col("recorded_cost_usd") - pl.col("cost_usd")).abs().max()).item() < 1e-9
+
+
+def test_compactions_change_the_bill(real):
+    result = pa.replay(real, [20_000], window=200_000, policy=["libpanto", "codex", "gemini-cli"], prices=True)
+    fired = result.sessions.filter(pl.col("n_compactions") > 0)
+    assert fired.height > 0
+    # Each compacted session pays a summarizer, and its calls cost less than recorded once the context shrank
+    # (the same where the compaction came after its last call).
+    assert (fired["summarizer_cost_usd"] > 0).all()
+    later = result.events.group_by("policy", "session_id").agg(pl.col("calls_after").sum())
+    fired = fired.join(later, on=["policy", "session_id"])
+    assert (fired.filter(pl.col("calls_after") > 0).select(pl.col("simulated_cost_usd") < pl.col("recorded_cost_usd"))
+            .to_series().all())
+    assert fired.filter(pl.col("calls_after") == 0).select(pl.col("simulated_cost_usd") == pl.col(
+        "recorded_cost_usd")).to_series().all()
+    assert (fired["total_cost_usd"] - fired["simulated_cost_usd"] - fired["summarizer_cost_usd"]).abs().max() < 1e-9
+    quiet = result.sessions.filter(pl.col("n_compactions") == 0)
+    assert quiet["simulated_cost_usd"].equals(quiet["recorded_cost_usd"])
+    # Codex asks on its cached conversation, the others separately.
+    ev = result.events
+    assert (ev.filter(pl.col("policy") == "codex")["summarizer_cache_read"] > 0).all()
+    assert (ev.filter(pl.col("policy") != "codex")["summarizer_cache_read"] == 0).all()
+    # Each compaction's cache miss: never negative, a session's is the sum of its events', nothing on a quiet one.
+    assert (ev["cache_miss_usd"] >= 0).all() and (ev["cache_miss_tokens"] >= 0).all()
+    assert (ev.filter(pl.col("calls_after") > 0)["cache_miss_tokens"] > 0).any()
+    per_session = ev.group_by("policy", "session_id").agg(pl.col("cache_miss_usd").sum().alias("_events"))
+    both = result.sessions.join(per_session, on=["policy", "session_id"], how="left")
+    assert (both["cache_miss_usd"] - both["_events"].fill_null(0.0)).abs().max() < 1e-9
+    assert (quiet["cache_miss_usd"] == 0).all()
+    table = compare_policies(result.events, result.sessions)
+    # A policy's cost is its sessions' sum, unknown (null) where a session is unpriced (a model no price table
+    # knows, as agentic-wallet's OpenRouter model), never the priced part passed off as the whole.
+    totals = result.sessions.group_by("policy", maintain_order=True).agg(
+        pl.when(pl.col("total_cost_usd").null_count() == 0).then(pl.col("total_cost_usd").sum()))
+    got, want = table["cost_usd"].to_list(), totals["total_cost_usd"].to_list()
+    assert [g is None for g in got] == [w is None for w in want]
+    assert [g for g in got if g is not None] == pytest.approx([w for w in want if w is not None])
+    assert table["recorded_cost_usd"].n_unique() == 1  # one recorded bill beside every policy (null if unpriced)
+
+
+def test_summarizer_settings():
+    assert summarizer_cached("cached", has_policy=True) is True
+    assert summarizer_cached(None, has_policy=False) is False
+    names = pl.DataFrame({"policy": ["codex:user_tokens=10000", "pi", "libpanto:reserve=8000"]})
+    assert names.select(summarizer_cached(None, has_policy=True)).to_series().to_list() == [True, False, False]
+    with pytest.raises(ValueError, match="summarizer must be one of"):
+        summarizer_cached("sometimes", has_policy=True)
+
+
+def test_an_unpriced_model_is_noted_and_null():
+    from panto_analytics import examples
+    with pytest.warns(pa.outcomes.UnpricedWarning, match="no price for model"):
+        result = pa.replay(examples.messages(), [1_000], window=8_000, reserve=4_000, summary_tokens=500,
+                           prices=True)
+    assert result.sessions["recorded_cost_usd"].null_count() == result.sessions.height
+
+
+def test_the_table_without_a_bill_has_no_cost_columns():
+    from panto_analytics import examples
+    r = pa.replay(examples.messages(), [1_000], window=8_000, reserve=4_000, summary_tokens=500)
+    assert "cost_usd" not in summarize_replay(r.events, r.sessions).columns
+    assert r.price_source is None
+
+
+def test_cli_replay_cost(tmp_path, real):
+    sessions = tmp_path / "sessions.ndjson"
+    out = CliRunner().invoke(main, ["replay", str(REALDATA), "--skip-invalid", "-w", "200k", "-b", "20k",
+                                    "--policy", "libpanto", "--policy", "codex", "--cost", "--sessions",
+                                    str(sessions), "-o", "-", "--output-format", "json"])
+    assert out.exit_code == 0, out.output
+    assert "prices: genai-prices" in out.stderr
+    table = json.loads(out.stdout)
+    assert {"cost_p50_usd", "cost_p90_usd", "cost_usd", "recorded_cost_usd", "summarizer_cost_usd"} <= set(table[0])
+    rows = pl.read_ndjson(sessions)
+    assert set(COSTS) <= set(rows.columns)
