@@ -705,3 +705,12 @@ def png_bytes(fig: Figure, *, dpi: int = DPI) -> bytes:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight", facecolor="white")
     return buf.getvalue()
+
+
+def __dir__() -> list[str]:
+    """``dir(pa.plots)``: the plots and what they share (``__all__``), not the matplotlib names used here.
+
+    >>> "Figure" in dir(__import__("panto_analytics").plots), "kept_tokens_by_budget" in dir(__import__("panto_analytics").plots)
+    (False, True)
+    """
+    return sorted(__all__)

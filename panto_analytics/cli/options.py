@@ -308,12 +308,13 @@ class BudgetList(click.ParamType):
         return budgets
 
 
-def budgets_option(*, required: bool = False):
-    """--budgets/-b: the one default grid (:data:`~panto_analytics.defaults.DEFAULT_BUDGETS`), or required.
+def budgets_option(*, required: bool = False, default: str = DEFAULT_BUDGETS):
+    """--budgets/-b: the one default grid (:data:`~panto_analytics.defaults.DEFAULT_BUDGETS`), another
+    ``default``, or required.
 
     (click 8.5 takes an explicit default=None as a default given, hence no default at all when required.)
     """
-    extra: dict = {"required": True} if required else {"default": DEFAULT_BUDGETS, "show_default": True}
+    extra: dict = {"required": True} if required else {"default": default, "show_default": True}
     return click.option("--budgets", "-b", type=BudgetList(),
                         help="Token budgets (keep_verbatim): a list like 8k,20k,1.5M or START:STOP:N.", **extra)
 
@@ -481,8 +482,10 @@ def write_frame(df: pl.DataFrame, output: Path | None) -> None:
         return
     if output is None:
         from ..analysis.formatting import render_table
+        from .table_keys import key_columns
 
-        text, hidden = render_table(df, width=terminal_width(), rows=TABLE_ROWS)
+        command = ctx.command.name if ctx is not None else None
+        text, hidden = render_table(df, width=terminal_width(), rows=TABLE_ROWS, key=key_columns(command))
         click.echo(text)
         if len(df) > TABLE_ROWS:
             click.echo(f"({len(df) - TABLE_ROWS:,} of {len(df):,} rows not shown; -o FILE or -o - writes them all)")
@@ -515,7 +518,7 @@ def _csv_ready(df: pl.DataFrame) -> pl.DataFrame:
 def report_skips(report: IngestReport) -> None:
     """Tell stderr what was skipped, file by file: how many lines (or the whole file), and why."""
     from ..errors import WHOLE_FILE
-    from ..formats.base import TRUNCATED
+    from ..formats.session_files import TRUNCATED
     from ..phrases import counted
 
     truncated = {f for (f, reason) in report.skipped if reason == TRUNCATED}
@@ -697,7 +700,23 @@ def check_replay(window: int | None, reserve: int, summary_tokens: int | None, p
             if policies:
                 check_policy_windows(parse_policies(policies, reserve=reserve), window)
         except ValueError as e:
-            raise click.UsageError(str(e)) from None
+            raise click.UsageError(str(e) + _reserve_hint(window, reserve)) from None
+
+
+def _reserve_hint(window: int, reserve: int) -> str:
+    """What to do when ``window`` is not above ``reserve``; where ``window`` is in thousands that would have
+    been enough in units of 1,024 (16k against the default 16,384), that k means 1,000 here.
+
+    >>> _reserve_hint(16_000, 16_384)
+    ': k is 1,000 here (16k is 16,000 tokens, not 16,384); give a larger --window (e.g. 32k) or a smaller --reserve'
+    >>> _reserve_hint(200_000, 16_384)
+    ''
+    """
+    if window > reserve:
+        return ""
+    thousands = window % 1000 == 0 and window * 1024 // 1000 >= reserve
+    said = f"k is 1,000 here ({window // 1000}k is {window:,} tokens, not {window * 1024 // 1000:,}); " if thousands else ""
+    return f": {said}give a larger --window (e.g. {2 * max(window, reserve) // 1000}k) or a smaller --reserve"
 
 
 def horizon_option(fn):

@@ -28,14 +28,16 @@ in-memory path's bit for bit:
 from __future__ import annotations
 
 import functools
+import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
 import polars as pl
 import pyarrow.parquet as pq
 
+from ..analysis.choose.bootstrap import RESAMPLES, SEED
 from ..analysis.choose.choice import Choice
-from ..analysis.choose.from_splits import Outcomes, choose_from_coverage, outcomes_at
+from ..analysis.choose.from_splits import Outcomes, choose_from_coverage, outcomes_at, with_split_intervals
 from ..analysis.choose.rule import Rule
 from ..frame.schema import SESSION
 from ..policy import splits as compute_splits
@@ -140,7 +142,8 @@ def _outcomes(root: str | Path, budget: int, engine: str, address: str | None, t
 
 
 def recommend_dataset(root: str | Path, budgets: int | Iterable[int], rule: Rule | None = None, *,
-                      engine: str = "local", address: str | None = None, task_rows: int = TASK_ROWS) -> Choice:
+                      engine: str = "local", address: str | None = None, task_rows: int = TASK_ROWS,
+                      resamples: int = RESAMPLES, seed: int = SEED) -> Choice:
     """:func:`~panto_analytics.recommend` over the dataset at ``root``, task by task in bounded memory.
 
     Parameters
@@ -170,19 +173,28 @@ def recommend_dataset(root: str | Path, budgets: int | Iterable[int], rule: Rule
     hist = dataset_histograms(root, budgets, with_sessions=False, engine=engine, address=address, task_rows=task_rows)
     table = coverage_from(hist, rule)
     windows = collect(scan_dataset(root, "sessions").select(pl.col("context_window").unique()), root).to_series().to_list()
-    return choose_from_coverage(table, rule, outcomes=lambda b: _outcomes(root, b, engine, address, task_rows),
-                                windows=windows)
+    chosen = choose_from_coverage(table, rule, outcomes=lambda b: _outcomes(root, b, engine, address, task_rows),
+                                  windows=windows)
+    if resamples < 1:
+        return chosen
+    # The bootstrap resamples sessions: their split rows, written to a temporary Parquet file bucket group by
+    # bucket group (write_splits) and read back lazily, give the same intervals as in memory.
+    with tempfile.TemporaryDirectory(prefix="panto-splits-") as tmp:
+        path = Path(tmp) / "splits.parquet"
+        write_splits(root, budgets, path, task_rows=task_rows, with_sessions=False)
+        return with_split_intervals(chosen, pl.scan_parquet(path), resamples=resamples, seed=seed)
 
 
 def write_splits(root: str | Path, budgets: int | Iterable[int], output: str | Path, *,
-                 task_rows: int = TASK_ROWS) -> int:
+                 task_rows: int = TASK_ROWS, with_sessions: bool = True) -> int:
     """Write every (session, budget) split of the dataset at ``root`` to the Parquet file ``output``, one row
-    group per group of buckets, holding one group's rows at a time; returns the number of rows."""
+    group per group of buckets, holding one group's rows at a time; returns the number of rows.
+    ``with_sessions``: sessions without messages too (as ``splits`` does; ``recommend`` does not)."""
     rows = 0
     writer: pq.ParquetWriter | None = None
     try:
         for parts in bucket_groups(root, task_rows):  # one iteration per group of buckets
-            messages, sessions = _bucket(str(root), parts, True)
+            messages, sessions = _bucket(str(root), parts, with_sessions)
             table = compute_splits(messages, budgets, sessions=sessions).to_arrow()
             if writer is None:
                 writer = pq.ParquetWriter(output, table.schema, compression="zstd")

@@ -6,9 +6,9 @@ genai-prices 0.2.3 (``claude-opus-4-5``: 200,000; ``claude-sonnet-4-6``: 1,000,0
 LiteLLM's ``model_prices_and_context_window.json`` carries ``max_input_tokens`` too, but LiteLLM is not a
 dependency: only a price file the user gives is read, and only for prices.
 
-A model is found as its price is (:mod:`.prices`): by its normalized name among the table's model ids
-(the preferred provider's first, then Anthropic's, OpenAI's, Google's), else by genai-prices' own matching
-rules. :func:`corpus_window` gives the window a replay should use where the user gives none: per session,
+A model is found as its price is (:mod:`.prices`): by its normalized name among the model ids of the
+preferred provider, Anthropic, OpenAI and Google, else by genai-prices' own matching rules (which pick the
+provider by the model id). :func:`corpus_window` gives the window a replay should use where the user gives none: per session,
 the window the recording states (Codex's ``model_context_window``, a canonical file's ``context_window``),
 else its model's; the window of the most sessions (on a tie, the smaller), with a sentence that says which
 window and from where (``recommend`` and ``report`` print it).
@@ -49,7 +49,7 @@ def _table(provider: str | None) -> dict[str, tuple[int, str]]:
     first = (provider,) if provider is not None else ()
     order = {p: i for i, p in enumerate((*first, *_PREFERRED_PROVIDERS))}
     out: dict[str, tuple[int, str]] = {}
-    for prov in sorted(data_snapshot.get_snapshot().providers, key=lambda p: order.get(p.id, len(order))):
+    for prov in sorted((p for p in data_snapshot.get_snapshot().providers if p.id in order), key=lambda p: order[p.id]):
         for model in prov.models:
             if model.context_window and model.id.lower() not in out:
                 out[model.id.lower()] = (int(model.context_window), prov.id)

@@ -197,7 +197,10 @@ def _genai_prices(preferred: str | None = None) -> Prices:
     now = datetime.now(UTC)
     first = (preferred,) if preferred is not None else ()
     order = {p: i for i, p in enumerate((*first, *_PREFERRED_PROVIDERS))}
-    providers = sorted(snapshot.providers, key=lambda p: order.get(p.id, len(order)))
+    # Only the preferred providers' ids are rows: any other name is resolved by genai-prices' own matcher
+    # (``covering``), which picks the provider by the model id, as genai-prices' calc_price does; the same id
+    # under another provider (a reseller, github-copilot's claude-sonnet-4) is not taken by chance.
+    providers = sorted((p for p in snapshot.providers if p.id in order), key=lambda p: order[p.id])
     rows: dict[str, dict[str, Any]] = {}
     for provider in providers:
         for model in provider.models:

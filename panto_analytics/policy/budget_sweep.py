@@ -15,7 +15,7 @@ import polars as pl
 
 from ..frame.schema import BUDGET
 
-__all__ = ["Frame", "sweep"]
+__all__ = ["Frame", "sweep", "sweep_aggs"]
 
 Frame = TypeVar("Frame", pl.DataFrame, pl.LazyFrame)
 
@@ -46,23 +46,28 @@ def sweep(splits: Frame) -> Frame:
     >>> pa.sweep(pa.splits(examples.messages(), [2_000, 5_000])).select("budget", "zero_kept_share").rows()
     [(2000, 0.5), (5000, 0.0)]
     """
+    lf = splits.lazy().group_by(BUDGET).agg(**sweep_aggs()).sort(BUDGET)
+    return lf.collect() if isinstance(splits, pl.DataFrame) else lf
+
+
+def sweep_aggs() -> dict[str, pl.Expr]:
+    """The figures of :func:`sweep`, by name, as aggregations of split rows (a bootstrap groups them by
+    resample too).
+
+    >>> sorted(sweep_aggs())[:3]
+    ['capped_share', 'kept_tokens_p10', 'kept_tokens_p50']
+    """
     has_turns = pl.col("n_turns") > 0
     kept = pl.col("kept_tokens")
-    lf = (
-        splits.lazy()
-        .group_by(BUDGET)
-        .agg(
-            sessions=pl.len(),
-            noop_share=pl.col("noop").mean(),
-            zero_kept_share=((pl.col("kept_turns") == 0) & has_turns).sum() / has_turns.sum().clip(1),
-            capped_share=pl.col("capped").mean(),
-            # "nearest" picks an observed value, so the percentiles stay whole tokens and turns.
-            kept_tokens_p10=kept.quantile(0.1, "nearest").cast(pl.UInt64),
-            kept_tokens_p50=kept.quantile(0.5, "nearest").cast(pl.UInt64),
-            kept_tokens_p90=kept.quantile(0.9, "nearest").cast(pl.UInt64),
-            kept_turns_p50=pl.col("kept_turns").quantile(0.5, "nearest").cast(pl.UInt32),
-            summarized_share=pl.col("summarized_tokens").sum() / pl.col("active_tokens").sum().clip(1),
-        )
-        .sort(BUDGET)
-    )
-    return lf.collect() if isinstance(splits, pl.DataFrame) else lf
+    return {
+        "sessions": pl.len(),
+        "noop_share": pl.col("noop").mean(),
+        "zero_kept_share": ((pl.col("kept_turns") == 0) & has_turns).sum() / has_turns.sum().clip(1),
+        "capped_share": pl.col("capped").mean(),
+        # "nearest" picks an observed value, so the percentiles stay whole tokens and turns.
+        "kept_tokens_p10": kept.quantile(0.1, "nearest").cast(pl.UInt64),
+        "kept_tokens_p50": kept.quantile(0.5, "nearest").cast(pl.UInt64),
+        "kept_tokens_p90": kept.quantile(0.9, "nearest").cast(pl.UInt64),
+        "kept_turns_p50": pl.col("kept_turns").quantile(0.5, "nearest").cast(pl.UInt32),
+        "summarized_share": pl.col("summarized_tokens").sum() / pl.col("active_tokens").sum().clip(1),
+    }

@@ -206,3 +206,48 @@ def test_fewer_than_thirty_sessions_behind_the_figures_warn_with_the_count(split
     assert any(f"{n} sessions with turns (fewer than {FEW_SESSIONS})" in w for w in recommend(splits).warnings)
     many = pl.concat([splits.with_columns(pl.col("session_id").cast(pl.String) + f"-{i}") for i in range(10)])
     assert not any("fewer than" in w for w in recommend(many).warnings)
+
+
+# --- the seeded bootstrap over sessions --------------------------------------------------------------------
+
+def test_every_figure_has_its_interval_and_the_budget_its_spread(splits):
+    rec = recommend(splits, Rule(min_kept_turns=2, coverage=0.75))
+    iv = rec.interval
+    assert iv is not None and iv.resamples == 200 and iv.sessions == 4  # a, b, c, d have turns; e has none
+    assert iv.lo is not None and iv.hi is not None and iv.lo <= rec.budget <= iv.hi
+    for figure in ("keeps_k_share", "noop_share", "kept_tokens_p50", "summarized_share"):
+        lo, hi = rec.table[f"{figure}_lo"], rec.table[f"{figure}_hi"]
+        assert (lo <= hi).all()
+    assert "(90% of resamples: " in rec.headline() and "; 4 sessions)" in rec.headline()
+    again = recommend(splits, Rule(min_kept_turns=2, coverage=0.75))
+    assert again.interval == iv and again.table.equals(rec.table)
+    assert recommend(splits, Rule(min_kept_turns=2, coverage=0.75), resamples=0).interval is None
+
+
+@pytest.mark.parametrize("rule", [Rule(min_kept_turns=2, coverage=0.75), Rule(min_kept_turns=1, coverage=1.0),
+                                  Rule(max_kept_share=0.2, context_window=10_000, coverage=0.75),
+                                  Rule(min_kept_turns=2, max_kept_share=0.2, context_window=10_000, coverage=0.75)])
+def test_the_rule_over_every_resample_at_once_equals_the_rule_on_each(splits, rule):
+    from panto_analytics.analysis.choose.bootstrap import replicate_tables
+    from panto_analytics.analysis.choose.from_splits import (
+        _chosen_by_replicate,
+        _verdicts,
+        choose_from_coverage,
+        coverage_aggs,
+    )
+    from panto_analytics.policy.budget_sweep import sweep_aggs
+
+    reps = replicate_tables(splits, ["budget"], {**sweep_aggs(), **coverage_aggs(rule)}, resamples=30, seed=5)
+    got = dict(_chosen_by_replicate(reps, rule).iter_rows())
+    for rep in range(30):
+        one = reps.filter(pl.col("_replicate") == rep).drop("_replicate")
+        assert got.get(rep) == choose_from_coverage(one.with_columns(_verdicts(rule)), rule).budget
+
+
+def test_cli_json_without_a_window_carries_the_interval():
+    import json
+
+    result = run("-k", "2", "-p", "75%", "-o", "-", "--output-format", "json")
+    obj = json.loads(result.stdout)
+    assert obj["budget"] == 2000 and obj["sessions"] == 4 and obj["interval"]["resamples"] == 200
+    assert {"keeps_k_share_lo", "keeps_k_share_hi"} <= set(obj["rows"][0])

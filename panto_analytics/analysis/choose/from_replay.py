@@ -395,7 +395,7 @@ def chosen_by_replicate(tables: pl.DataFrame, rule: Rule, policy: str | None) ->
         pick = lf.group_by("_replicate").agg(pl.col(BUDGET).max())
     else:
         pick = lf.group_by("_replicate").agg(pl.col(BUDGET).min())
-    return pick.select("_replicate", pl.col(BUDGET).cast(pl.Int64)).sort("_replicate").collect()
+    return pick.select("_replicate", BUDGET).sort("_replicate").collect()
 
 
 def with_intervals(choice: Choice, ses: pl.DataFrame | pl.LazyFrame, *, resamples: int = RESAMPLES,
@@ -409,7 +409,9 @@ def with_intervals(choice: Choice, ses: pl.DataFrame | pl.LazyFrame, *, resample
     columns = lf.collect_schema().names()
     reaching = lf.filter(pl.col("_reach").any().over(SESSION))
     n = reaching.select(pl.col(SESSION).n_unique()).collect().item() if "_reach" in columns else 0
-    if n < MIN_SESSIONS or resamples < 1 or table.is_empty():
+    if resamples < 1:
+        return choice
+    if n < MIN_SESSIONS or table.is_empty():
         choice.interval = BudgetInterval(None, None, n, 0)
         return choice
     aggs = table_aggs(columns, min_kept_turns=rule.min_kept_turns or 2, limit=rule.limit)

@@ -36,13 +36,15 @@ import polars as pl
 from ...frame.schema import BUDGET, SESSION
 from ...phrases import counted
 from ...policy import sweep
+from ...policy.budget_sweep import sweep_aggs
 from ..formatting import format_share, format_tokens
+from .bootstrap import MIN_SESSIONS, RESAMPLES, SEED, BudgetInterval, budget_interval, intervals, replicate_tables
 from .choice import Choice
 from .rule import FEW_SESSIONS, Rule
 
 __all__ = [
-    "WINDOW_SHARE_WARNING", "Outcomes", "choose_from_coverage", "coverage_table", "outcome_warnings", "outcomes_at",
-    "recommend", "window_warnings",
+    "SPLIT_FIGURES", "WINDOW_SHARE_WARNING", "Outcomes", "choose_from_coverage", "coverage_aggs", "coverage_table",
+    "outcome_warnings", "outcomes_at", "recommend", "window_warnings", "with_split_intervals",
 ]
 
 
@@ -56,26 +58,86 @@ def coverage_table(splits: pl.DataFrame | pl.LazyFrame, rule: Rule) -> pl.DataFr
     sessions with turns.
     """
     lf = splits.lazy()
+    rules = lf.group_by(BUDGET).agg(**coverage_aggs(rule)).with_columns(_verdicts(rule))
+    return sweep(lf).join(rules, on=BUDGET, how="left").sort(BUDGET).collect()
+
+
+def coverage_aggs(rule: Rule) -> dict[str, pl.Expr]:
+    """The rule's figures of :func:`coverage_table`, by name, as aggregations of split rows."""
     with_turns = pl.col("n_turns") > 0
     n = with_turns.sum()
     aggs = {"sessions_with_turns": n.cast(pl.UInt32)}
-    verdicts = []
     if rule.min_kept_turns is not None:
         aggs["fewer_than_k_turns"] = (with_turns & (pl.col("n_turns") < rule.min_kept_turns)).sum().cast(pl.UInt32)
         wanted = pl.min_horizontal(pl.col("n_turns"), pl.lit(rule.min_kept_turns, pl.UInt32))
         aggs["keeps_k_share"] = ((pl.col("kept_turns") >= wanted) & with_turns).sum() / n.clip(1)
-        verdicts.append((pl.col("keeps_k_share") >= rule.coverage).alias("meets_min_kept_turns"))
     if rule.max_kept_share is not None:
         aggs["within_limit_share"] = ((pl.col("kept_tokens") <= rule.limit) & with_turns).sum() / n.clip(1)
-        verdicts.append((pl.col("within_limit_share") >= rule.coverage).alias("meets_max_kept_share"))
-    rules = lf.group_by(BUDGET).agg(**aggs).with_columns(verdicts)
-    return sweep(lf).join(rules, on=BUDGET, how="left").sort(BUDGET).collect()
+    return aggs
+
+
+def _verdicts(rule: Rule) -> list[pl.Expr]:
+    """Whether each budget meets each rule set, from the shares."""
+    out = []
+    if rule.min_kept_turns is not None:
+        out.append((pl.col("keeps_k_share") >= rule.coverage).alias("meets_min_kept_turns"))
+    if rule.max_kept_share is not None:
+        out.append((pl.col("within_limit_share") >= rule.coverage).alias("meets_max_kept_share"))
+    return out
+
+
+#: The figures of the coverage table the bootstrap gives an interval: every one but the counts of the corpus.
+SPLIT_FIGURES = ("noop_share", "zero_kept_share", "capped_share", "kept_tokens_p10", "kept_tokens_p50",
+                 "kept_tokens_p90", "kept_turns_p50", "summarized_share", "keeps_k_share", "within_limit_share")
+
+
+def with_split_intervals(choice: Choice, splits: pl.DataFrame | pl.LazyFrame, *, resamples: int = RESAMPLES,
+                         seed: int = SEED) -> Choice:
+    """``choice`` (of :func:`choose_from_coverage`) with the seeded bootstrap over the sessions of ``splits``
+    (:mod:`.bootstrap`): each figure's ``*_lo``/``*_hi`` in its table, the chosen budget's interval. Every
+    session is resampled (the sweep's figures are over all of them); the sessions behind the rule, and the
+    count the interval names, are those with turns."""
+    rule, table = choice.rule, choice.table
+    lf = splits.lazy()
+    n = lf.filter(pl.col("n_turns") > 0).select(pl.col(SESSION).n_unique()).collect().item()
+    if resamples < 1:
+        return choice
+    if n < MIN_SESSIONS or table.is_empty():
+        choice.interval = BudgetInterval(None, None, n, 0)
+        return choice
+    aggs = {**sweep_aggs(), **coverage_aggs(rule)}
+    figures = [f for f in SPLIT_FIGURES if f in aggs]
+    reps = replicate_tables(lf.select(SESSION, BUDGET, "kept_turns", "kept_tokens", "n_turns", "noop", "capped",
+                                      "summarized_tokens", "active_tokens"),
+                            [BUDGET], {f: aggs[f] for f in figures}, resamples=resamples, seed=seed)
+    choice.table = table.join(intervals(reps, [BUDGET], figures), on=BUDGET, how="left", maintain_order="left")
+    choice.interval = budget_interval(_chosen_by_replicate(reps, rule), sessions=n, resamples=resamples)
+    return choice
+
+
+def _chosen_by_replicate(reps: pl.DataFrame, rule: Rule) -> pl.DataFrame:
+    """The budget :func:`choose_from_coverage`'s rule picks in each resample (one query over all of them):
+    the smallest meeting ``-k``, the largest meeting ``-s``, with both the smallest meeting both when it is
+    at most the largest meeting ``-s``."""
+    lf = reps.lazy().with_columns(_verdicts(rule))
+    lo = hi = None
+    if rule.min_kept_turns is not None:
+        lo = lf.filter("meets_min_kept_turns").group_by("_replicate").agg(lo=pl.col(BUDGET).min())
+    if rule.max_kept_share is not None:
+        hi = lf.filter("meets_max_kept_share").group_by("_replicate").agg(hi=pl.col(BUDGET).max())
+    if lo is not None and hi is not None:
+        pick = lo.join(hi, on="_replicate").filter(pl.col("lo") <= pl.col("hi")).select("_replicate", budget="lo")
+    else:
+        pick = lo.rename({"lo": BUDGET}) if lo is not None else cast(pl.LazyFrame, hi).rename({"hi": BUDGET})
+    return pick.select("_replicate", BUDGET).sort("_replicate").collect()
 
 
 def recommend(splits: pl.DataFrame | pl.LazyFrame, rule: Rule | None = None, *,
               turns: pl.DataFrame | pl.LazyFrame | None = None,
-              windows: Iterable[int | None] | None = None) -> Choice:
-    """Pick a budget from those in ``splits`` by ``rule`` (the default rule when None).
+              windows: Iterable[int | None] | None = None, resamples: int = RESAMPLES, seed: int = SEED) -> Choice:
+    """Pick a budget from those in ``splits`` by ``rule`` (the default rule when None), with the seeded
+    bootstrap's intervals (``resamples`` of the sessions, seeded by ``seed``; 0: none;
+    :func:`with_split_intervals`).
 
     The figures are end-of-session splits (one split per session, taken where
     its recording ends); the reasons say so. Pass ``turns`` (from
@@ -108,8 +170,9 @@ def recommend(splits: pl.DataFrame | pl.LazyFrame, rule: Rule | None = None, *,
     5000
     """
     rule = (rule or Rule()).on_splits()
-    return choose_from_coverage(coverage_table(splits, rule), rule,
-                                outcomes=lambda budget: outcome_warnings(splits, budget, turns=turns), windows=windows)
+    chosen = choose_from_coverage(coverage_table(splits, rule), rule,
+                                  outcomes=lambda budget: outcome_warnings(splits, budget, turns=turns), windows=windows)
+    return with_split_intervals(chosen, splits, resamples=resamples, seed=seed)
 
 
 def choose_from_coverage(table: pl.DataFrame, rule: Rule, *, outcomes: Callable[[int], list[str]] | None = None,

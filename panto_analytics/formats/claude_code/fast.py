@@ -47,10 +47,13 @@ import pyarrow.compute as pc
 
 from ...frame.schema import MAX_USAGE, MESSAGE_SCHEMA, ROLE, USAGE_COLUMNS
 from ...frame.tool_targets import refs_column
-from ..base import BAD_RECORD, SessionMeta, SourceFile, gc_paused, parse_timestamp, session_stem
 from ..blocks import block_words
 from ..columnar import BLOCK, PART, iso_utc, parse_timestamps, read_together, serialized_bytes, words_and_flags
+from ..contract import SessionMeta, SourceFile
 from ..fast_columns import _strings
+from ..gc_pause import gc_paused
+from ..record_fields import BAD_RECORD, parse_timestamp
+from ..session_files import session_stem
 from ..typed import DEEP, beyond_double_spans
 from .shapes import Message, Record, Usage, counted_usage, decode_file
 from .vocabulary import NAME, PRESERVED_MARK, RESTORED_ATTACHMENTS, SYNTHETIC_MODEL, TOOL_USE_BLOCKS, project_folder, text_of
@@ -568,7 +571,7 @@ def _compactions(conv: pl.DataFrame) -> pl.DataFrame:
 
 
 def _events(compactions: pl.DataFrame, starts: np.ndarray, n_files: int) -> list[list[dict[str, Any]]]:
-    """Each file's recorded compactions, as :class:`..base.SessionMeta` lists them."""
+    """Each file's recorded compactions, as :class:`..contract.SessionMeta` lists them."""
     events: list[list[dict[str, Any]]] = [[] for _ in range(n_files)]
     for file, owner, trigger, tokens in compactions.select("file", "owner", "trigger", "tokens_before").rows():
         anchor = owner - int(starts[file])

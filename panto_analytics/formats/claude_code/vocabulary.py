@@ -8,7 +8,7 @@ from typing import Any
 
 import msgspec
 
-from ..base import Invalid
+from ..record_fields import Invalid
 
 __all__ = ["NAME", "PRESERVED_MARK", "RESTORED_ATTACHMENTS", "SYNTHETIC_MODEL", "TOOL_USE_BLOCKS", "USAGE_KEYS",
            "project_folder", "restored_file", "sniff", "text_of"]

@@ -30,7 +30,7 @@ Source: openai/codex ``codex-rs/core/src/compact.rs`` (read at commit
   (``from_anchor``). The user-role messages Codex writes itself (AGENTS.md
   instructions, ``<environment_context>``, ...) are not user messages here:
   the Codex reader makes them system messages
-  (:data:`~panto_analytics.formats.codex.CONTEXTUAL_USER_FRAGMENTS`), as
+  (:data:`~panto_analytics.formats.codex.reader.CONTEXTUAL_USER_FRAGMENTS`), as
   Codex leaves them out of the user messages it keeps and inserts them
   afresh. Bytes are the frame's ``serialized_bytes``; the truncation marker's
   few tokens are not counted.
