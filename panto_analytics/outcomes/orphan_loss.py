@@ -240,8 +240,11 @@ def restored_files(touches: pl.LazyFrame, cuts: pl.LazyFrame) -> pl.LazyFrame:
     call, the larger key); a file whose largest read before the cut exceeds :data:`RESTORE_FILE_TOKENS` takes its
     slot but comes back as its name only, not restored (a file never read: assumed to fit).
 
-    ``touches`` is a references table, ``cuts`` has ``_cut``, ``session_id`` and :data:`CUT_SCHEMA`'s columns.
+    ``touches`` is a references table (one without ``file_tool``, built by hand: every file reference counts as
+    a file tool's), ``cuts`` has ``_cut``, ``session_id`` and :data:`CUT_SCHEMA`'s columns.
     """
+    if "file_tool" not in touches.collect_schema().names():
+        touches = touches.with_columns(file_tool=pl.lit(True))
     names = cuts.collect_schema().names()
     recorded = pl.col("restored_keys").is_not_null() if "restored_keys" in names else pl.lit(False)
     cuts = cuts.with_columns(_recorded=recorded)
