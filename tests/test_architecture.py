@@ -278,3 +278,49 @@ def test_the_architecture_doc_names_every_module():
     missing += [p.relative_to(root).as_posix() + "/" for p in sorted(root.rglob("*")) if (p / "__init__.py").is_file()
                 and p != root and f"{p.name}/" not in text]
     assert missing == []
+
+
+def imported_names(module: str, path) -> list[tuple[str, str]]:
+    """``(target module, name)`` for each name ``module`` imports from another of our modules (submodules excepted)."""
+    package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if not isinstance(node, ast.ImportFrom) or not (node.level or (node.module or "").startswith(PACKAGE)):
+            continue
+        parts = package.split(".")
+        target = ".".join([*parts[:len(parts) - node.level + 1], *([node.module] if node.module else [])]) \
+            if node.level else node.module
+        found += [(target, alias.name) for alias in node.names]
+    return found
+
+
+def declared_all(path) -> set[str] | None:
+    """The names of a module's ``__all__``, or None where it is not a plain list."""
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.Assign | ast.AnnAssign):
+            target = node.targets[0] if isinstance(node, ast.Assign) else node.target
+            if isinstance(target, ast.Name) and target.id == "__all__":
+                try:
+                    return set(ast.literal_eval(node.value))
+                except ValueError:
+                    return None
+    return None
+
+
+def test_modules_import_only_what_a_face_exports():
+    """No module imports another's private name (``_checked``, ``_Engine``, ``_csv_ready`` were); a helper two
+    modules share has a plain name, in a private module where no user should import it (``policy/_frames.py``,
+    ``ingest/_manifest.py``, as Polars' ``polars/io/_utils.py``), and every name imported is in the ``__all__``
+    of the module it comes from. Private modules themselves may be imported (``from . import _schedule``)."""
+    root = REPO / PACKAGE
+    paths = {".".join((PACKAGE, *p.relative_to(root).with_suffix("").parts)).removesuffix(".__init__"): p
+             for p in root.rglob("*.py")}
+    wrong = []
+    for module, path in sorted(paths.items()):
+        for target, name in imported_names(module, path):
+            if f"{target}.{name}" in paths or target not in paths:
+                continue  # a module, or outside the package
+            exported = declared_all(paths[target])
+            if name.startswith("_") or (exported is not None and name not in exported):
+                wrong.append(f"{module}: {target}.{name}")
+    assert wrong == []

@@ -35,7 +35,8 @@ from .record_fields import parse_timestamp
 from .session_files import COMPRESSED_SUFFIXES
 from .typed import DEEP, TYPED_ERRORS, beyond_double, one_per_line
 
-__all__ = ["KIND_NAMES", "RESULT", "SUMMARY", "SYSTEM", "TEXT", "THINKING", "TOOL_USE", "Columns", "ReadFile", "read_batch"]
+__all__ = ["KIND_NAMES", "RESULT", "SUMMARY", "SYSTEM", "TEXT", "THINKING", "TOOL_USE", "Columns", "ReadFile", "read_batch",
+           "strings"]
 
 #: Canonical block types by their codes.
 KIND_NAMES = ("text", "thinking", "tool_use", "tool_result", "compaction_summary", "system")
@@ -176,7 +177,7 @@ class Columns:
         n = self.rows
         blocks = self._blocks()
         owner = np.asarray(self.owner, dtype=np.int64)
-        roles = _strings(self.role, _STR)
+        roles = strings(self.role, _STR)
         each = block_words(blocks)
         words, has_result, has_summary = words_and_flags(blocks, owner, n, each)
         size = serialized_bytes(roles, blocks, owner, n)
@@ -216,12 +217,12 @@ class Columns:
     def _blocks(self) -> pa.StructArray:
         offsets = np.zeros(len(self.n_parts) + 1, dtype=np.int32)
         np.cumsum(self.n_parts, out=offsets[1:])
-        parts = pa.StructArray.from_arrays([_strings(self.part_kind, _STR), _strings(self.part_text, _LARGE),
-                                            _strings(self.part_media, _STR)], fields=list(PART))
+        parts = pa.StructArray.from_arrays([strings(self.part_kind, _STR), strings(self.part_text, _LARGE),
+                                            strings(self.part_media, _STR)], fields=list(PART))
         kinds = _KINDS.take(pl.Series(self.code, dtype=pl.Int8).to_arrow())
         return pa.StructArray.from_arrays(
-            [kinds, _strings(self.text, _LARGE), _strings(self.ids, _STR), _strings(self.names, _STR),
-             _strings(self.inputs, _LARGE), _strings(self.tool_use_ids, _STR),
+            [kinds, strings(self.text, _LARGE), strings(self.ids, _STR), strings(self.names, _STR),
+             strings(self.inputs, _LARGE), strings(self.tool_use_ids, _STR),
              pa.ListArray.from_arrays(pl.Series(offsets).to_arrow(), parts)], fields=list(BLOCK))
 
     def _timestamps(self) -> pl.Series:
@@ -254,9 +255,9 @@ def _python_timestamps(values: list[datetime | None]) -> pl.Series:
         return pl.Series(values, dtype=MESSAGE_SCHEMA["timestamp"])
 
 
-def _strings(values: Sequence[str | None], arrow_type: pa.DataType) -> pa.Array:
+def strings(values: Sequence[str | None], arrow_type: pa.DataType) -> pa.Array:
     """Python strings as an Arrow string array of ``arrow_type`` (through Polars: faster than ``pa.array``)."""
     return pl.Series(values, dtype=pl.String).to_arrow().cast(arrow_type)
 
 
-_KINDS = _strings(list(KIND_NAMES), _STR)
+_KINDS = strings(list(KIND_NAMES), _STR)
