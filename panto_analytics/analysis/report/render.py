@@ -191,7 +191,7 @@ h1 { font-size: 1.7em; margin-bottom: .2em; } h2 { margin-top: 2em; border-botto
 .headline { font-size: 1.35em; font-weight: 600; background: #eef5fb; border-left: 4px solid #0072B2;
             padding: .5em .8em; }
 .warning { background: #fdf1e6; border-left: 4px solid #D55E00; padding: .3em .8em; margin: .4em 0; }
-table { border-collapse: collapse; margin: .8em 0; font-size: .9em; }
+table { border-collapse: collapse; margin: .8em 0; font-size: .9em; display: block; max-width: 100%; overflow-x: auto; }
 th, td { padding: .25em .7em; border-bottom: 1px solid #e5e5e5; text-align: right; }
 th.text, td.text { text-align: left; } th { background: #f6f6f6; }
 tr.chosen td { font-weight: 700; background: #eef5fb; }
