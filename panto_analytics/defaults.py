@@ -11,7 +11,9 @@ from __future__ import annotations
 
 __all__ = [
     "COST_GROUPINGS",
-    "DEFAULT_BUCKETS", "DEFAULT_BUDGETS", "DEFAULT_COVERAGE", "DEFAULT_MIN_KEPT_TURNS", "DEFAULT_RESERVE", "DEFAULT_SUMMARY_TOKENS",
+    "DEFAULT_BUCKETS", "DEFAULT_BUDGETS", "DEFAULT_COMPACTION_BUDGETS",
+    "DEFAULT_COVERAGE", "DEFAULT_MIN_KEPT_TURNS", "DEFAULT_RESAMPLES", "DEFAULT_SEED", "DEFAULT_RESERVE",
+    "DEFAULT_SUMMARY_TOKENS",
     "CLEARING_POLICY_NAMES", "ENGINES", "MAX_BUCKETS", "MIN_SUMMARY_TOKENS", "POLICY_NAMES", "RAY_INSTALL",
     "SEGMENT_KINDS", "SOURCE_FORMATS",
 ]
@@ -22,6 +24,10 @@ SOURCE_FORMATS = ("canonical", "pi", "claude-code", "codex")
 #: The budgets every command tries when none are given: 0 to 100k in steps of 2.5k (one grid, so that
 #: ``sweep``, ``replay``, ``recommend`` and ``report`` on the same sessions speak of the same budgets).
 DEFAULT_BUDGETS = "0:100k:41"
+
+#: The budgets ``compactions`` sets beside each recorded compaction when none are given: a few, so that its
+#: table (two columns a budget) stays readable at a terminal.
+DEFAULT_COMPACTION_BUDGETS = "8k,20k,50k"
 
 #: Tokens kept free below the window for the next prompt and output (``reserve``).
 DEFAULT_RESERVE = 16_384
@@ -44,6 +50,10 @@ POLICY_NAMES = ("libpanto", "pi", "pi-whole-turn", "codex", "claude-code", "gemi
 #: The rule applied when none is given: 90% of sessions keep at least two whole turns.
 DEFAULT_MIN_KEPT_TURNS = 2
 DEFAULT_COVERAGE = 0.9
+
+#: The bootstrap over sessions behind every interval (analysis/choose/bootstrap.py): resamples and seed.
+DEFAULT_RESAMPLES = 200
+DEFAULT_SEED = 0
 
 #: Ways to split a corpus into segments (``analysis.plot_data.session_segments``).
 SEGMENT_KINDS = ("model", "source_format", "project", "length")

@@ -255,12 +255,17 @@ def test_every_command_tries_one_default_budget_grid(corpus):
     import click
 
     from panto_analytics.budgets import parse_budgets
-    from panto_analytics.defaults import DEFAULT_BUDGETS
+    from panto_analytics.defaults import DEFAULT_BUDGETS, DEFAULT_COMPACTION_BUDGETS
 
-    defaults = {name: param.default for name, command in _commands() for param in command.params
-                if isinstance(param, click.Option) and param.name == "budgets" and not param.required}
-    assert {"sweep", "replay", "recommend", "report"} <= set(defaults)
+    options = {name: param for name, command in _commands() for param in command.params
+               if isinstance(param, click.Option) and param.name == "budgets"}
+    assert not [name for name, param in options.items() if param.required]   # none asks for -b (issue 32)
+    defaults = {name: param.default for name, param in options.items()}
+    assert {"sweep", "replay", "recommend", "report", "splits"} <= set(defaults)
+    # compactions sets a few budgets beside each compaction (two columns a budget), the others the one grid
+    assert defaults.pop("compactions") == DEFAULT_COMPACTION_BUDGETS
     assert set(defaults.values()) == {DEFAULT_BUDGETS}, defaults
+    assert run("compactions", corpus).exit_code == 0
     # and what runs is that grid: sweep's rows, recommend's table
     swept = pl.read_csv(io.StringIO(run("sweep", corpus, "-o", "-").output))
     assert swept["budget"].to_list() == parse_budgets(DEFAULT_BUDGETS)

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from panto_analytics.formats import adapter, detect_format
-from panto_analytics.formats.base import SourceFile
+from panto_analytics.formats.contract import SourceFile
 from panto_analytics.frame.shell_commands import command_targets, parse_errors
 from panto_analytics.frame.tool_targets import key_of, normalize_path, targets
 

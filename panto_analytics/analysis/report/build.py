@@ -40,6 +40,7 @@ from ...policy import splits as compute_splits
 from ...policy import turns as compute_turns
 from ...policy.compaction.engine import DEFAULT_RESERVE
 from .. import plots
+from ..choose.bootstrap import RESAMPLES, SEED
 from ..choose.budget import choose_budget
 from ..choose.choice import Choice
 from ..choose.from_replay import pareto_front, recorded_points
@@ -360,7 +361,8 @@ def build_report(messages: pl.DataFrame | Corpus, budgets: Budgets, *, rule: Rul
                  sessions: pl.DataFrame | None = None, compactions: pl.DataFrame | None = None,
                  title: str | None = None, inputs: Sequence[str] = (), window: int | None = None,
                  reserve: int = DEFAULT_RESERVE, summary_tokens: int | None = None,
-                 policies: Sequence[str] = (), prices: object = True, horizon: int | None = None) -> Report:
+                 policies: Sequence[str] = (), prices: object = True, horizon: int | None = None,
+                 resamples: int = RESAMPLES, seed: int = SEED) -> Report:
     """Compute everything a report shows.
 
     ``messages`` is a :class:`~panto_analytics.ingest.corpus.Corpus` (what
@@ -404,7 +406,7 @@ def build_report(messages: pl.DataFrame | Corpus, budgets: Budgets, *, rule: Rul
                else None)
     rec, outcomes = choose_budget(messages, budgets, rule, window=window, splits=per_session, turns=turns,
                                   windows=windows, reserve=reserve, summary_tokens=summary_tokens, policy=named,
-                                  prices=prices, horizon=horizon)
+                                  prices=prices, horizon=horizon, resamples=resamples, seed=seed)
     if outcomes is not None:
         replayed = _libpanto_only(outcomes)
     n = per_session[SESSION].n_unique()
