@@ -45,7 +45,7 @@ __all__ = [
     "BUDGET_LABEL", "DPI", "FIGSIZE", "GREY", "OUTCOME_COLORS", "PALETTE", "PlotFigure", "SOURCE_COLORS", "SOURCE_LABELS",
     "STYLE", "agent_vs_libpanto_kept", "cost_by_budget",
     "frontier", "kept_tokens_by_budget", "kept_turns_by_budget", "outcome_shares_by_budget",
-    "png_bytes", "policy_comparison", "replay_by_budget", "save", "style",
+    "png_bytes", "policy_comparison", "refetch_calibration", "replay_by_budget", "save", "style",
     "summarized_share_by_budget", "timeline", "turn_sizes",
 ]
 
@@ -294,6 +294,62 @@ def agent_vs_libpanto_kept(rows, *, log: bool = False) -> Figure:
         _title(ax, "What libpanto would keep where the agents compacted")
         _note(fig, f"{len(agent)} recorded compactions · box: quartiles · whiskers: min / max · dots: compactions")
         _legend(ax, loc="upper left")
+    return fig
+
+
+def refetch_calibration(cuts, curve) -> Figure:
+    """The orphan targets as a prediction of a re-fetch, at every recorded compaction (and pseudo-cut).
+
+    ``cuts`` and ``curve`` are :func:`~panto_analytics.outcomes.recorded_refetch.calibration`'s pair (``curve``'s
+    ``_cut`` is the row of ``cuts``). Left: per cut, the orphan targets (predicted re-fetches) against the
+    targets the agent really read or fetched again within the horizon (hollow: all of them; filled: those it
+    predicted); on the dashed line every predicted target was fetched again. Right: over the horizon, after
+    each tool call, the predicted targets fetched again so far (solid) and the re-fetches it did not predict
+    (dotted), one colour per recorded compaction.
+    """
+    rows = cuts.with_row_index("_cut").to_dicts()
+    compactions = [r for r in rows if r["cut"] == "compaction"]
+    with style():
+        fig, (left, right) = _figure(2, size=(FIGSIZE[0] * 1.35, FIGSIZE[1]))
+        for kind, face, label in (("compaction", None, "recorded compaction"), ("baseline", "none", "pseudo-cut")):
+            mine = [r for r in rows if r["cut"] == kind]
+            if not mine:
+                continue
+            x = [r["orphan_targets"] for r in mine]
+            left.scatter(x, [r["fetched_again_targets"] for r in mine], s=40, facecolors="none",
+                         edgecolors=PALETTE[0] if kind == "compaction" else GREY,
+                         label=f"{label}: every target fetched again")
+            left.scatter(x, [r["refetched_targets"] for r in mine], s=22, marker="o" if face is None else "s",
+                         color=PALETTE[0] if kind == "compaction" else GREY, label=f"{label}: of them predicted")
+        top = max([1, *(max(r["orphan_targets"], r["fetched_again_targets"]) for r in rows)])
+        left.plot([0, top], [0, top], ls="--", color=GREY, lw=1, label="every predicted target fetched again")
+        left.set_xscale("symlog", linthresh=1)
+        left.set_yscale("symlog", linthresh=1)
+        left.set_xlim(left=0)
+        left.set_ylim(bottom=0)
+        left.set_xlabel("orphan targets at the cut (predicted re-fetches)")
+        left.set_ylabel("targets fetched again within the horizon")
+        _title(left, "Predicted against observed re-fetches")
+        horizon = int(curve["calls"].max()) if curve.height else 0
+        for i, r in enumerate(compactions):
+            color = PALETTE[i % len(PALETTE)]
+            mine = curve.filter(curve["_cut"] == r["_cut"]).sort("calls")
+            name = f"#{i + 1} ({format_tokens(r['context'])})" if r.get("context") is not None else f"#{i + 1}"
+            right.step(mine["calls"].to_list(), mine["predicted"].to_list(), where="post", color=color,
+                       label=f"{name}: predicted, fetched again")
+            right.step(mine["calls"].to_list(), mine["unpredicted"].to_list(), where="post", color=color, ls=":",
+                       label=f"{name}: not predicted")
+        right.set_xlim(0.5, max(horizon, 1) + 0.5)
+        right.set_ylim(bottom=0)
+        right.yaxis.set_major_locator(MaxNLocator(integer=True))
+        right.xaxis.set_major_locator(MaxNLocator(integer=True))
+        right.set_xlabel("tool calls after the compaction")
+        right.set_ylabel("targets fetched again (cumulative)")
+        _title(right, "Over the horizon")
+        _note(fig, f"{len(compactions)} recorded compactions, {len(rows) - len(compactions)} pseudo-cuts · "
+                   f"horizon {horizon} tool calls")
+        _legend(left, loc="upper left", fontsize=7.5)
+        _legend(right, loc="center right", fontsize=7.5)
     return fig
 
 

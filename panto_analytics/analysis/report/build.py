@@ -35,6 +35,8 @@ from ...errors import IngestReport
 from ...frame.schema import BUDGET, COMPACTIONS_SCHEMA, ROLE, SESSION
 from ...ingest.corpus import Corpus
 from ...models import normalized_model, session_model
+from ...outcomes.orphan_loss import DEFAULT_HORIZON
+from ...outcomes.recorded_refetch import calibration
 from ...policy import Replay, compare_policies, events_as_splits, replay, summarize_replay, sweep
 from ...policy import splits as compute_splits
 from ...policy import turns as compute_turns
@@ -49,6 +51,7 @@ from ..compactions import agent_vs_libpanto, compaction_table, policies_vs_agent
 from ..cost_table import compaction_costs
 from ..formatting import format_tokens
 from ..plot_data import session_segments
+from ..timeline import session_timeline
 from .model import SEGMENT_TITLES, Report, ReportFigure, Table, cell, percent, tokens
 
 __all__ = [
@@ -442,12 +445,72 @@ def build_report(messages: pl.DataFrame | Corpus, budgets: Budgets, *, rule: Rul
             "Each dot: libpanto's kept suffix for the conversation as it stood when the agent compacted; the "
             "dotted lines: what the agent itself kept, which no budget changes.",
             plots.agent_vs_libpanto_kept(rows)))
+    if corpus is not None and not corpus.compactions.is_empty():
+        _loss_section(report, corpus, horizon=DEFAULT_HORIZON if horizon is None else horizon)
     if policies and window is not None:
         _policy_section(report, messages, corpus, policies, window=window, reserve=reserve,
                         summary_tokens=summary_tokens)
-    for fig in [*report.figures, *([report.frontier] if report.frontier is not None else [])]:
+    if rec.replayed and outcomes is not None and window is not None:
+        _timeline_figures(report, rec, messages, sessions, compactions, window=window, reserve=reserve,
+                          prices=prices, horizon=horizon)
+    extra = [f for f in (report.frontier, report.loss_figure) if f is not None]
+    for fig in [*report.figures, *extra]:
         fig.png = plots.png_bytes(cast("Figure", fig.figure))
     return report
+
+
+def _loss_section(report: Report, corpus: Corpus, *, horizon: int) -> None:
+    """What compaction loses at the recorded compactions: one row per cut, and the calibration plot."""
+    cuts, curve = calibration(corpus.messages, corpus.compactions, corpus.sessions, horizon=horizon)
+    report.loss = Table(
+        ["agent", "cut", "context", "window calls", "orphan targets", "fetched again: predicted", "not predicted",
+         "precision", "recall", "re-fetch calls", "re-fetch tokens"],
+        [[r["source_format"], r["cut"], tokens(r["context"]), cell(r["window_calls"]), cell(r["orphan_targets"]),
+          cell(r["refetched_targets"]), cell(r["fetched_again_targets"] - r["refetched_targets"]),
+          percent(r["precision"]), percent(r["recall"]), cell(r["refetch_calls"]), tokens(r["refetch_tokens"])]
+         for r in cuts.iter_rows(named=True)])
+    report.loss_figure = ReportFigure(
+        "refetch_calibration", "The orphan targets against what the agents fetched again",
+        f"Left: each recorded compaction (and pseudo-cut): the orphan targets it predicts against the targets the "
+        f"agent read or fetched again within {horizon} tool calls (filled: of them predicted; on the dashed line "
+        "every predicted target was fetched again). Right: after each tool call, the predicted targets fetched "
+        "again so far (solid) and the re-fetches not predicted (dotted).",
+        plots.refetch_calibration(cuts, curve))
+
+
+#: How many of the sessions the chosen budget serves worst get a timeline in the report.
+WORST_TIMELINES = 2
+
+
+def _timeline_figures(report: Report, rec: Choice, messages: pl.DataFrame, sessions: pl.DataFrame | None,
+                      compactions: pl.DataFrame | None, *, window: int, reserve: int, prices: object,
+                      horizon: int | None) -> None:
+    """A timeline (:func:`~panto_analytics.analysis.timeline.session_timeline`) of each of the sessions the chosen
+    policy and budget serve worst: among those it compacts, the most orphan calls, then re-fetch tokens."""
+    budget = rec.budget if rec.budget is not None else _beside(rec)
+    if budget is None or report.outcomes is None:
+        return
+    policy = rec.policy or "libpanto"
+    outcomes = report.outcomes.sessions
+    if "policy" in outcomes.columns:
+        outcomes = outcomes.filter(pl.col("policy").cast(pl.String) == policy)
+    worst = (outcomes.filter((pl.col(BUDGET) == budget) & (pl.col("n_compactions") > 0))
+             .sort(["orphan_calls", "refetch_tokens", "zero_kept_events"], descending=True, nulls_last=True)
+             .head(WORST_TIMELINES))
+    extra = {} if horizon is None else {"horizon": horizon}
+    for sid in worst[SESSION].cast(pl.String).to_list():   # a couple of figures, not the engine
+        tl = session_timeline(messages, sid, compactions=compactions, sessions=sessions, window=window,
+                              policy=policy, budget=budget, reserve=reserve,
+                              summary_tokens=report.outcomes.summary_tokens,
+                              prices=cast("str | bool | None", prices), **extra)
+        report.figures.append(ReportFigure(
+            f"timeline_{sid[:8]}", f"Session {sid[:13]}, call by call ({policy} at {format_tokens(budget)})",
+            "One of the sessions the chosen budget serves worst (the most tool calls after a compaction that "
+            "reach for what only the summary held). Top: the context per API call as recorded (solid) and "
+            "replayed (dashed), each compaction marked with the context before and after it and what was fetched "
+            "again; below: what each call read from the prompt cache, wrote and sent uncached, and each cache break "
+            "with its cause. `panto-analytics timeline` draws any session.",
+            plots.timeline(tl)))
 
 
 def _libpanto_only(result: Replay) -> Replay:

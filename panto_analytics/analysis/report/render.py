@@ -43,6 +43,8 @@ def write_report(report: Report, out_dir: str | Path) -> Path:
     files: dict[str, bytes | pl.DataFrame | str] = {f"{fig.name}.png": fig.png for fig in report.figures}
     if report.frontier is not None:
         files[f"{report.frontier.name}.png"] = report.frontier.png
+    if report.loss_figure is not None:
+        files[f"{report.loss_figure.name}.png"] = report.loss_figure.png
     if report.outcomes is not None:
         files["decision.parquet"] = report.recommendation.table
     files.update({"sweep.parquet": report.sweep, "splits.parquet": report.splits})
@@ -120,6 +122,13 @@ _POLICY_TEXT = ("Each policy replayed over the sessions' life under the same win
                 "defaults: how often it compacts, what it keeps verbatim (in recorded-usage tokens; Codex: its "
                 "estimate of the user messages it keeps) and what its summarizer reads. docs/replay.md states "
                 "each policy's rules and sources.")
+_LOSS_TEXT = ("One row per compaction an agent recorded, and per pseudo-cut (a session of the same agent that never "
+              "compacted, cut where its context reaches the same size, nothing kept): the orphan targets (targets "
+              "last touched in the summarized part and not restored: the measure's prediction of what the agent "
+              "will fetch again), how many of them it read or fetched again within the horizon (precision), how "
+              "many of the targets it fetched again were predicted (recall), and every call that fetched an "
+              "orphan target again with its tokens. docs/loss.md states the rules; `panto-analytics loss` pools "
+              "them per agent with bootstrap intervals.")
 _POLICY_CUTS_TEXT = ("Each policy's cut of the conversation as it stood at every compaction an agent recorded, "
                      "beside the agent's own cut: exact matches, and how far the others are (messages, tokens).")
 
@@ -153,6 +162,11 @@ def render_markdown(report: Report) -> str:
     if report.recorded is not None:
         out += ["## What the agents did at their recorded compactions", "", _RECORDED_TEXT, "",
                 report.recorded.markdown(), ""]
+    if report.loss is not None:
+        out += ["## What compaction loses at the recorded compactions", "", _LOSS_TEXT, "", report.loss.markdown(), ""]
+        if report.loss_figure is not None:
+            fig = report.loss_figure
+            out += [f"### {fig.title}", "", fig.caption, "", f"![{fig.title}]({fig.name}.png)", ""]
     if report.costs is not None:
         out += ["## What compaction costs", "", _COSTS_TEXT, "", report.costs.markdown(), ""]
     if report.policy_table is not None:
@@ -221,6 +235,15 @@ def render_html(report: Report) -> str:
     if report.recorded is not None:
         parts += ["<h2>What the agents did at their recorded compactions</h2>", f"<p>{e(_RECORDED_TEXT)}</p>",
                   report.recorded.html()]
+    if report.loss is not None:
+        parts += ["<h2>What compaction loses at the recorded compactions</h2>", f"<p>{e(_LOSS_TEXT)}</p>",
+                  report.loss.html()]
+        if report.loss_figure is not None:
+            fig = report.loss_figure
+            data = base64.b64encode(fig.png).decode("ascii")
+            parts += [f"<h3>{e(fig.title)}</h3>", f"<figure id='{fig.name}'><img alt='{e(fig.title)}' "
+                      f"src='data:image/png;base64,{data}'><figcaption>{e(fig.caption)} "
+                      f"<a href='{fig.name}.png'>PNG</a></figcaption></figure>"]
     if report.costs is not None:
         parts += ["<h2>What compaction costs</h2>", f"<p>{e(_COSTS_TEXT)}</p>", report.costs.html()]
     if report.policy_table is not None:

@@ -236,6 +236,13 @@ def test_recorded_compactions_get_their_section(tmp_path):
     assert "What the agents did at their recorded compactions" in render_markdown(rep)
     no_compactions = build_report(pa.read_sessions(FIXTURE), [0, 20_000])
     assert no_compactions.recorded is None
+    # The loss section: one row per cut (the three compactions; pseudo-cuts only where a quiet pi session is read
+    # too), and the calibration plot beside it.
+    assert rep.loss is not None and [r[1] for r in rep.loss.rows] == ["compaction"] * 3
+    assert rep.loss_figure is not None and rep.loss_figure.png.startswith(b"\x89PNG")
+    text = render_markdown(rep)
+    assert "What compaction loses at the recorded compactions" in text and "(refetch_calibration.png)" in text
+    assert no_compactions.loss is None and no_compactions.loss_figure is None
 
 
 def test_policies_get_a_section_a_plot_and_the_recorded_cuts(tmp_path):
