@@ -154,7 +154,8 @@ def render_markdown(report: Report) -> str:
         out += ["## Budgets under the window", "", _DECISION_TEXT, "", decision_table(rec).markdown(), ""]
     else:
         out += ["## Budgets", "", "One row per budget tried; the chosen one in bold. Kept sizes in tokens; shares "
-                "of sessions except *summarized* (all summarized tokens over all active tokens).", "",
+                "of sessions except *summarized* (all summarized tokens over all active tokens). In parentheses: the "
+                "range of 90% of the resamples of the sessions (a seeded bootstrap).", "",
                 sweep_table(rec).markdown(), ""]
     if report.replay is not None and report.replay_table is not None:
         out += ["## Compaction over the sessions' life", "", _replay_text(report.replay), "",
@@ -190,7 +191,7 @@ h1 { font-size: 1.7em; margin-bottom: .2em; } h2 { margin-top: 2em; border-botto
 .headline { font-size: 1.35em; font-weight: 600; background: #eef5fb; border-left: 4px solid #0072B2;
             padding: .5em .8em; }
 .warning { background: #fdf1e6; border-left: 4px solid #D55E00; padding: .3em .8em; margin: .4em 0; }
-table { border-collapse: collapse; margin: .8em 0; font-size: .9em; }
+table { border-collapse: collapse; margin: .8em 0; font-size: .9em; display: block; max-width: 100%; overflow-x: auto; }
 th, td { padding: .25em .7em; border-bottom: 1px solid #e5e5e5; text-align: right; }
 th.text, td.text { text-align: left; } th { background: #f6f6f6; }
 tr.chosen td { font-weight: 700; background: #eef5fb; }
@@ -228,7 +229,8 @@ def render_html(report: Report) -> str:
     else:
         parts += ["<h2>Budgets</h2>", "<p>One row per budget tried; the chosen one highlighted. Kept sizes in "
                   "tokens; shares of sessions except <em>summarized</em> (all summarized tokens over all active "
-                  "tokens).</p>", sweep_table(rec).html()]
+                  "tokens). In parentheses: the range of 90% of the resamples of the sessions (a seeded bootstrap).</p>",
+                  sweep_table(rec).html()]
     if report.replay is not None and report.replay_table is not None:
         parts += ["<h2>Compaction over the sessions' life</h2>", f"<p>{e(_replay_text(report.replay))}</p>",
                   report.replay_table.html()]
