@@ -11,8 +11,8 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["ID_COLUMNS", "SHORT_ID", "TABLE_CONFIG", "format_column", "format_share", "format_tokens", "is_money",
-           "render_table", "shortest_unique_prefix"]
+__all__ = ["ID_COLUMNS", "SHORT_ID", "TABLE_CONFIG", "format_column", "format_share", "format_tokens", "has_budget",
+           "is_money", "point_name", "render_table", "shortest_unique_prefix"]
 
 
 def format_tokens(n: float | int | None) -> str:
@@ -188,3 +188,32 @@ def render_table(df, *, width: int | None = None, rows: int = 200, key: Sequence
             used += sizes[c]
     shown = [c for c in df.columns if c in kept]
     return draw(df.select(shown)), [c for c in df.columns if c not in kept]
+
+
+def has_budget(policy: str | None) -> bool:
+    """Whether the policy (a spec; None: libpanto) has a token budget (``keep_verbatim``, ``keep_recent_tokens``,
+    ...); one that has none (a share of the window, a count of turns, nothing kept) is named by its settings.
+
+    >>> has_budget("libpanto"), has_budget("pi:keep_recent_tokens=30k"), has_budget("gemini-cli")
+    (True, True, False)
+    """
+    from ..policy.compaction.policies import parse_policy
+
+    return policy is None or policy.split(":")[0] == "libpanto" or parse_policy(policy).budget_setting is not None
+
+
+def point_name(policy: str | None, budget: int | None) -> str:
+    """How a result names one (policy, budget) point: by its token budget where the policy has one, else by its
+    settings, never as a budget of 0.
+
+    >>> point_name("libpanto", 57_500), point_name("pi", 20_000)
+    ('libpanto at 57.5k', 'pi at 20k')
+    >>> point_name("gemini-cli", 0)
+    'gemini-cli (threshold_ratio=0.5, preserve=0.3)'
+    """
+    from ..policy.compaction.policies import parse_policy
+
+    name = policy or "libpanto"
+    if has_budget(policy):
+        return f"{name} at {format_tokens(budget)}"
+    return f"{name} ({parse_policy(name).settings_text()})"

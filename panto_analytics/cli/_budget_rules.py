@@ -18,7 +18,7 @@ from ._options import (
 if TYPE_CHECKING:
     from ..analysis.choose import Choice, Rule
 
-__all__ = ["Share", "criteria_options", "implied_window", "name_window", "rule_of"]
+__all__ = ["Share", "bootstrap_options", "criteria_options", "implied_window", "name_window", "rule_of"]
 
 
 class Share(click.ParamType):
@@ -77,14 +77,24 @@ def rule_of(min_kept_turns, coverage, max_kept_share, context_window, window=Non
                 context_window=context_window, max_orphan_rate=max_orphan_rate)
 
 
-def implied_window(corpus) -> tuple[int | None, str | None, str | None]:
+def bootstrap_options(fn):
+    """--resamples and --seed: the bootstrap over sessions behind every interval (analysis/choose/bootstrap.py)."""
+    from ..defaults import DEFAULT_RESAMPLES, DEFAULT_SEED
+
+    fn = click.option("--seed", type=click.IntRange(min=0), default=DEFAULT_SEED, show_default=True,
+                      help="The bootstrap's seed: the same seed and sessions give the same intervals.")(fn)
+    return click.option("--resamples", type=click.IntRange(min=0), default=DEFAULT_RESAMPLES, show_default=True,
+                        metavar="N", help="Resamples of the sessions behind each interval (0: no intervals).")(fn)
+
+
+def implied_window(sessions) -> tuple[int | None, str | None, str | None]:
     """Without --window: ``(window, reason, hint)``. Where the sessions name models the table knows, the window
     the recordings imply (``outcomes.context_windows.corpus_window``) and the sentence that names it (the replay
     runs under it; a note on stderr says so too); else no window, and where the files record windows, a warning
     that points to --window."""
     from ..outcomes.context_windows import corpus_window
 
-    implied = corpus_window(corpus.sessions)
+    implied = corpus_window(sessions)
     if implied.window is not None and implied.from_models:
         click.echo(f"note: no --window given: {implied.source} (give --window to choose another)", err=True)
         return implied.window, implied.source, None

@@ -6,7 +6,7 @@ from pathlib import Path
 import click
 
 from ..defaults import SEGMENT_KINDS
-from ._budget_rules import Share, criteria_options, implied_window, name_window, rule_of
+from ._budget_rules import Share, bootstrap_options, criteria_options, implied_window, name_window, rule_of
 from ._notes import friendly_errors, unpriced_notes
 from ._options import (
     budgets_option,
@@ -41,10 +41,11 @@ __all__ = ["report"]
               help="Rule (with --window): the cheapest point of the frontier whose orphan rate is at most this.")
 @cost_options
 @horizon_option
+@bootstrap_options
 @friendly_errors
 def report(paths, format_, skip_invalid, budgets, min_kept_turns, coverage, max_kept_share, context_window,
            out_dir, segment_by, title, window, reserve, summary_tokens, policies, max_orphan_rate, cost, prices_file,
-           summarizer, horizon):
+           summarizer, horizon, resamples, seed):
     """A report on what each budget does to the sessions in PATHS: HTML, Markdown, PNGs, Parquet.
 
     DIR/index.html opens offline (plots embedded); DIR/report.md links the
@@ -70,7 +71,7 @@ def report(paths, format_, skip_invalid, budgets, min_kept_turns, coverage, max_
     corpus = read_input_corpus(paths, format_, skip_invalid)
     reason = hint = None
     if window is None:
-        window, reason, hint = implied_window(corpus)
+        window, reason, hint = implied_window(corpus.sessions)
         check_replay(window, reserve, summary_tokens, tuple(policies))
     if policies and window is None:
         raise click.UsageError("--policy compares policies under a context window: give --window (e.g. 200k)")
@@ -80,7 +81,8 @@ def report(paths, format_, skip_invalid, budgets, min_kept_turns, coverage, max_
                            inputs=[str(p) for p in paths], window=window, reserve=reserve,
                            summary_tokens=summary_tokens,
                            policies=[p if isinstance(p, str) else p.spec() for p in policies],
-                           prices=replay_prices(True, prices_file, summarizer), horizon=horizon)
+                           prices=replay_prices(True, prices_file, summarizer), horizon=horizon,
+                           resamples=resamples, seed=seed)
     name_window(rep.recommendation, reason, hint)
     out = write_report(rep, out_dir)
     click.echo(rep.recommendation.headline())

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
+from ...defaults import DEFAULT_RESAMPLES, DEFAULT_SEED
 from ...frame.schema import SESSION
 from ..formatting import format_tokens
 
@@ -37,7 +38,7 @@ __all__ = ["LEVEL", "MIN_SESSIONS", "RESAMPLES", "ROWS_PER_PASS", "SEED", "Budge
            "intervals", "replicate_tables", "resample_frame"]
 
 #: Resamples of the sessions, the generator's seed, and the share of resamples an interval spans.
-RESAMPLES, SEED, LEVEL = 200, 0, 0.9
+RESAMPLES, SEED, LEVEL = DEFAULT_RESAMPLES, DEFAULT_SEED, 0.9
 #: Fewer sessions than this: no interval ("too few sessions to resample").
 MIN_SESSIONS = 3
 #: Repeated rows one pass of the bootstrap holds at most (the resamples go in as many passes as needed).
@@ -110,11 +111,13 @@ class BudgetInterval:
         """Whether there were sessions enough to resample."""
         return self.resamples > 0
 
-    def describe(self) -> str:
-        """The interval as a person reads it.
+    def describe(self, *, budgets: bool = True) -> str:
+        """The interval as a person reads it; ``budgets=False`` (a policy with no token budget): no span.
 
         >>> BudgetInterval(37_500, 60_000, 5, 200).describe()
         '90% of resamples: 37.5k-60k; 5 sessions'
+        >>> BudgetInterval(0, 0, 5, 200).describe(budgets=False)
+        '5 sessions'
         >>> BudgetInterval(None, None, 2, 0).describe()
         'no interval: 2 sessions are too few to resample'
         """
@@ -125,6 +128,8 @@ class BudgetInterval:
         missing = f"; in {self.none} of {self.resamples} no budget meets the rule" if self.none else ""
         if self.lo is None or self.hi is None:
             return f"no budget meets the rule in {self.none} of {self.resamples} resamples; {n}"
+        if not budgets:
+            return f"{n}{missing}"
         span = format_tokens(self.lo) if self.lo == self.hi else f"{format_tokens(self.lo)}-{format_tokens(self.hi)}"
         return f"{self.level:.0%} of resamples: {span}; {n}{missing}"
 

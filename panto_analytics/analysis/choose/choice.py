@@ -24,7 +24,7 @@ from typing import Any
 import polars as pl
 
 from ...frame.schema import BUDGET
-from ..formatting import format_tokens, render_table
+from ..formatting import format_tokens, has_budget, point_name, render_table
 from .bootstrap import BudgetInterval
 from .rule import Rule
 
@@ -114,12 +114,21 @@ class Choice:
         if self.budget is None:
             none = "no proposable budget meets the rule" if self.replayed else "no budget tried meets the rule"
             return none + self._spread()
-        of = "" if self.policy is None or self.policy.split(":")[0] == "libpanto" else f" ({self.policy})"
-        return f"recommended keep_verbatim: {format_tokens(self.budget)} ({self.budget:,} tokens){of}{self._spread()}"
+        if self.policy is None or self.policy.split(":")[0] == "libpanto":
+            return f"recommended keep_verbatim: {format_tokens(self.budget)} ({self.budget:,} tokens){self._spread()}"
+        if has_budget(self.policy):
+            from ...policy.compaction.policies import parse_policy
+
+            setting = parse_policy(self.policy).budget_setting
+            return (f"recommended policy: {self.policy}, {setting} {format_tokens(self.budget)} "
+                    f"({self.budget:,} tokens){self._spread()}")
+        return f"recommended policy: {point_name(self.policy, self.budget)}, no token budget{self._spread()}"
 
     def _spread(self) -> str:
         """`` (90% of resamples: 37.5k-60k; 5 sessions)``, or that there were too few to resample; or nothing."""
-        return "" if self.interval is None else f" ({self.interval.describe()})"
+        if self.interval is None:
+            return ""
+        return f" ({self.interval.describe(budgets=self.budget is None or has_budget(self.policy))})"
 
     def to_dict(self, n: int = 2) -> dict[str, Any]:
         """What ``-o - --output-format json`` prints: one JSON-ready object."""
@@ -146,6 +155,10 @@ class Choice:
             if "proposable" in rows.columns:
                 mark = pl.when(~pl.col("proposable")).then(pl.lit("at/above trigger")).otherwise(mark)
             shown = rows.with_columns(mark.alias(MARK)).select([*display_columns(rows), MARK])
+            if "policy" in shown.columns and BUDGET in shown.columns:  # no budget of 0 for a policy that has none
+                budgeted = {p: has_budget(p) for p in shown["policy"].unique().to_list()}
+                shown = shown.with_columns(pl.when(pl.col("policy").replace_strict(budgeted, return_dtype=pl.Boolean))
+                                           .then(pl.col(BUDGET)).alias(BUDGET))
             if not self.replayed:
                 shown = shown.with_columns(pl.col("^kept_.*$").round().cast(pl.Int64))
             text, hidden = render_table(shown, width=width, key=self.key_columns())
@@ -182,7 +195,7 @@ def _rows_around(rows: pl.DataFrame, budget: int, n: int) -> pl.DataFrame:
     """
     rows = rows.with_row_index("_i")
     idx = rows.filter(pl.col(BUDGET) == budget)["_i"][0]
-    return rows.slice(max(0, idx - n), 2 * n + 1).drop("_i")
+    return rows.slice(max(0, idx - n), min(idx, n) + n + 1).drop("_i")
 
 
 #: The columns worth showing when a table is printed, in order: of splits, and of a replay.

@@ -40,6 +40,7 @@ from ...policy import splits as compute_splits
 from ...policy import turns as compute_turns
 from ...policy.compaction.engine import DEFAULT_RESERVE
 from .. import plots
+from ..choose.bootstrap import RESAMPLES, SEED
 from ..choose.budget import choose_budget
 from ..choose.choice import Choice
 from ..choose.from_replay import pareto_front, recorded_points
@@ -48,6 +49,7 @@ from ..compactions import agent_vs_libpanto, compaction_table, policies_vs_agent
 from ..cost_table import compaction_costs
 from ..formatting import format_tokens
 from ..plot_data import session_segments
+from ..timeline import session_timeline
 from .model import SEGMENT_TITLES, Report, ReportFigure, Table, cell, percent, tokens
 
 __all__ = [
@@ -360,7 +362,8 @@ def build_report(messages: pl.DataFrame | Corpus, budgets: Budgets, *, rule: Rul
                  sessions: pl.DataFrame | None = None, compactions: pl.DataFrame | None = None,
                  title: str | None = None, inputs: Sequence[str] = (), window: int | None = None,
                  reserve: int = DEFAULT_RESERVE, summary_tokens: int | None = None,
-                 policies: Sequence[str] = (), prices: object = True, horizon: int | None = None) -> Report:
+                 policies: Sequence[str] = (), prices: object = True, horizon: int | None = None,
+                 resamples: int = RESAMPLES, seed: int = SEED) -> Report:
     """Compute everything a report shows.
 
     ``messages`` is a :class:`~panto_analytics.ingest.corpus.Corpus` (what
@@ -404,7 +407,7 @@ def build_report(messages: pl.DataFrame | Corpus, budgets: Budgets, *, rule: Rul
                else None)
     rec, outcomes = choose_budget(messages, budgets, rule, window=window, splits=per_session, turns=turns,
                                   windows=windows, reserve=reserve, summary_tokens=summary_tokens, policy=named,
-                                  prices=prices, horizon=horizon)
+                                  prices=prices, horizon=horizon, resamples=resamples, seed=seed)
     if outcomes is not None:
         replayed = _libpanto_only(outcomes)
     n = per_session[SESSION].n_unique()
@@ -443,9 +446,47 @@ def build_report(messages: pl.DataFrame | Corpus, budgets: Budgets, *, rule: Rul
     if policies and window is not None:
         _policy_section(report, messages, corpus, policies, window=window, reserve=reserve,
                         summary_tokens=summary_tokens)
+    if rec.replayed and outcomes is not None and window is not None:
+        _timeline_figures(report, rec, messages, sessions, compactions, window=window, reserve=reserve,
+                          prices=prices, horizon=horizon)
     for fig in [*report.figures, *([report.frontier] if report.frontier is not None else [])]:
         fig.png = plots.png_bytes(cast("Figure", fig.figure))
     return report
+
+
+#: How many of the sessions the chosen budget serves worst get a timeline in the report.
+WORST_TIMELINES = 2
+
+
+def _timeline_figures(report: Report, rec: Choice, messages: pl.DataFrame, sessions: pl.DataFrame | None,
+                      compactions: pl.DataFrame | None, *, window: int, reserve: int, prices: object,
+                      horizon: int | None) -> None:
+    """A timeline (:func:`~panto_analytics.analysis.timeline.session_timeline`) of each of the sessions the chosen
+    policy and budget serve worst: among those it compacts, the most orphan calls, then re-fetch tokens."""
+    budget = rec.budget if rec.budget is not None else _beside(rec)
+    if budget is None or report.outcomes is None:
+        return
+    policy = rec.policy or "libpanto"
+    outcomes = report.outcomes.sessions
+    if "policy" in outcomes.columns:
+        outcomes = outcomes.filter(pl.col("policy").cast(pl.String) == policy)
+    worst = (outcomes.filter((pl.col(BUDGET) == budget) & (pl.col("n_compactions") > 0))
+             .sort(["orphan_calls", "refetch_tokens", "zero_kept_events"], descending=True, nulls_last=True)
+             .head(WORST_TIMELINES))
+    extra = {} if horizon is None else {"horizon": horizon}
+    for sid in worst[SESSION].cast(pl.String).to_list():   # a couple of figures, not the engine
+        tl = session_timeline(messages, sid, compactions=compactions, sessions=sessions, window=window,
+                              policy=policy, budget=budget, reserve=reserve,
+                              summary_tokens=report.outcomes.summary_tokens,
+                              prices=cast("str | bool | None", prices), **extra)
+        report.figures.append(ReportFigure(
+            f"timeline_{sid[:8]}", f"Session {sid[:13]}, call by call ({policy} at {format_tokens(budget)})",
+            "One of the sessions the chosen budget serves worst (the most tool calls after a compaction that "
+            "reach for what only the summary held). Top: the context per API call as recorded (solid) and "
+            "replayed (dashed), each compaction marked with the context before and after it and what was fetched "
+            "again; below: what each call read from the prompt cache, wrote and sent uncached, and each cache break "
+            "with its cause. `panto-analytics timeline` draws any session.",
+            plots.timeline(tl)))
 
 
 def _libpanto_only(result: Replay) -> Replay:

@@ -110,6 +110,7 @@ class _PolicyEngine(Engine):
                          summary_tokens=summary_tokens)
         self.policy = policy
         self.threshold = policy.threshold(window)
+        self.ineffective_above = policy.token_limit(window)
 
     def _prepare(self) -> None:
         super()._prepare()

@@ -383,6 +383,9 @@ class Engine:
         self.frame, self.budget = frame, budget
         self.window, self.reserve, self.summary_tokens = window, reserve, summary_tokens
         self.threshold = window - reserve
+        #: ``ineffective``: a compaction left the context above this (the trigger; a policy that fires on a count
+        #: has its own token limit, :meth:`~.policies.base.Policy.token_limit`).
+        self.ineffective_above = self.threshold
 
     # -- the arrays, computed once -------------------------------------------------------------
 
@@ -627,7 +630,7 @@ class Engine:
         zero_kept = np.bincount(ev_pair, weights=ev["kept_turns"] == 0, minlength=n_sessions * nb)
         summarized = np.zeros(n_sessions * nb, dtype=np.int64)
         np.add.at(summarized, ev_pair, ev["summarized_tokens"])
-        ineffective = np.bincount(ev_pair, weights=ev["context_after"] > self.threshold, minlength=n_sessions * nb) > 0
+        ineffective = np.bincount(ev_pair, weights=ev["context_after"] > self.ineffective_above, minlength=n_sessions * nb) > 0
         sid_all = np.repeat(np.arange(n_sessions), nb)
         budget_all = np.tile(np.arange(nb), n_sessions)
         sessions = pl.DataFrame({

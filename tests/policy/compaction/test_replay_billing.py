@@ -167,3 +167,21 @@ def test_cli_replay_cost(tmp_path, real):
     assert {"cost_p50_usd", "cost_p90_usd", "cost_usd", "recorded_cost_usd", "summarizer_cost_usd"} <= set(table[0])
     rows = pl.read_ndjson(sessions)
     assert set(COSTS) <= set(rows.columns)
+
+
+def test_the_field_policies_replay_the_real_recordings_with_cost_and_loss(real):
+    """Issue 29's policies on ../shared/realdata at 200k (the small windows the count-triggered ones need are
+    their own): each compacts some session, pays its summarizer, and has a loss; where nothing fires the bill is
+    the recorded one to the last digit."""
+    from panto_analytics.outcomes.orphan_loss import loss
+
+    specs = ["claude-code:version=2.1.185", "anthropic-compact", "openai-compact", "cline", "opencode", "openhands",
+             "summarize-every"]
+    result = pa.replay(real, [20_000], window=200_000, policy=specs, prices=True)
+    lost = loss(real, result, horizon=20).sessions
+    fired = lost.filter(pl.col("n_compactions") > 0)
+    assert set(fired["policy"].unique()) == set(specs)
+    assert (fired.filter(pl.col("summarizer_cost_usd").is_not_null())["summarizer_cost_usd"] > 0).all()
+    assert fired["orphan_calls"].is_not_null().all()
+    quiet = lost.filter(pl.col("n_compactions") == 0)
+    assert quiet["simulated_cost_usd"].equals(quiet["recorded_cost_usd"])

@@ -65,6 +65,7 @@ class Codex(Policy):
     """Codex's ``build_compacted_history``: user messages up to ``user_tokens``, at ``trigger_ratio`` of the window."""
 
     name = "codex"
+    budget_setting = "user_tokens"
     summarizer_cached = True
     from_anchor = True
     trigger_ratio: float = 0.9
@@ -73,8 +74,6 @@ class Codex(Policy):
     def threshold(self, window: int) -> int:
         return math.floor(window * self.trigger_ratio)
 
-    def budget(self) -> int:
-        return self.user_tokens
 
     def cut(self, frame: pl.DataFrame) -> pl.DataFrame:
         kept = pl.col("user") & ~pl.col("summary")
