@@ -61,8 +61,8 @@ def charged(spent: dict[str, float], name: str, function: Callable[..., Any]) ->
 
 def split(paths: list[Path], rounds: int) -> dict[str, Any]:
     """Best CPU seconds of ``read_frames`` over ``paths`` and of each of :data:`STEPS`."""
-    from panto_analytics.formats.base import SourceFile
     from panto_analytics.formats.claude_code import fast
+    from panto_analytics.formats.contract import SourceFile
 
     spent: dict[str, float] = {}
 

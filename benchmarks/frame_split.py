@@ -40,13 +40,13 @@ STEPS = [
 ]
 
 #: The format's directory under ``realdata`` and its fast path's module.
-FORMATS = {"pi": ("pi", "panto_analytics.formats.pi_fast"), "codex": ("codex", "panto_analytics.formats.codex_fast")}
+FORMATS = {"pi": ("pi", "panto_analytics.formats.pi.fast"), "codex": ("codex", "panto_analytics.formats.codex.fast")}
 
 
 def split(fmt: str, paths: list[Path], rounds: int) -> dict[str, Any]:
     """Best CPU seconds of ``read_frames`` of ``fmt`` over ``paths``, and of each of :data:`STEPS`."""
     from panto_analytics.formats import fast_columns
-    from panto_analytics.formats.base import SourceFile
+    from panto_analytics.formats.contract import SourceFile
 
     reader = importlib.import_module(FORMATS[fmt][1])
     spent: dict[str, float] = {}

@@ -49,7 +49,7 @@ def _timed(fn: Callable[[], object]) -> tuple[float, float, object]:
 def measure(fmt: str, reader: str, paths: list[Path], repeat: int = 5) -> dict:
     """Best of ``repeat`` cold ingests and parses with ``reader`` in this process, and the best orjson floor,
     each in wall and CPU seconds (on a shared machine the CPU seconds are the steadier figure)."""
-    from panto_analytics.formats.base import SourceFile
+    from panto_analytics.formats.contract import SourceFile
     from panto_analytics.ingest import read_sessions
 
     adapter = importlib.import_module(f"panto_analytics.formats.{fmt}")

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 __all__ = [
     "COST_GROUPINGS",
-    "DEFAULT_BUCKETS", "DEFAULT_BUDGETS", "DEFAULT_COVERAGE", "DEFAULT_MIN_KEPT_TURNS", "DEFAULT_RESERVE", "DEFAULT_SUMMARY_TOKENS",
+    "DEFAULT_BUCKETS", "DEFAULT_BUDGETS", "DEFAULT_COMPACTION_BUDGETS",
+    "DEFAULT_COVERAGE", "DEFAULT_MIN_KEPT_TURNS", "DEFAULT_RESERVE", "DEFAULT_SUMMARY_TOKENS",
     "CLEARING_POLICY_NAMES", "ENGINES", "MAX_BUCKETS", "MIN_SUMMARY_TOKENS", "POLICY_NAMES", "RAY_INSTALL",
     "SEGMENT_KINDS", "SOURCE_FORMATS",
 ]
@@ -22,6 +23,10 @@ SOURCE_FORMATS = ("canonical", "pi", "claude-code", "codex")
 #: The budgets every command tries when none are given: 0 to 100k in steps of 2.5k (one grid, so that
 #: ``sweep``, ``replay``, ``recommend`` and ``report`` on the same sessions speak of the same budgets).
 DEFAULT_BUDGETS = "0:100k:41"
+
+#: The budgets ``compactions`` sets beside each recorded compaction when none are given: a few, so that its
+#: table (two columns a budget) stays readable at a terminal.
+DEFAULT_COMPACTION_BUDGETS = "8k,20k,50k"
 
 #: Tokens kept free below the window for the next prompt and output (``reserve``).
 DEFAULT_RESERVE = 16_384

@@ -26,7 +26,7 @@ def iso_milliseconds(values: list[Any] | pa.Array) -> np.ndarray | None:
 
     ``values``: Python values, or an Arrow string array whose nulls are let through (0 at each: its validity
     tells them apart). Where it gives a value it is the one :func:`.formats.columnar.to_datetime` and
-    :func:`.formats.base.parse_timestamp` give, and :func:`.formats.columnar.iso_utc` holds: the shape is one
+    :func:`.formats.record_fields.parse_timestamp` give, and :func:`.formats.columnar.iso_utc` holds: the shape is one
     its pattern allows, and its date and time are checked here as both parsers check them (month 1-12, a day
     the month has, hour 0-23, minute and second 0-59).
 

@@ -9,7 +9,7 @@ path).
 - :mod:`.policies`: each compaction policy's cut and replay, the way its source states it.
 - :mod:`.billing`: the tokens of every replayed call and summarizer call, one call at a time
   (``outcomes.billing``'s statement).
-- :mod:`.frame_rows`: a frame built one message at a time (``formats.base.FrameBuilder``'s statement).
+- :mod:`.frame_rows`: a frame built one message at a time (``formats.frame_builder.FrameBuilder``'s statement).
 - :mod:`.pi_lines`: the line-by-line pi reader (``formats.pi``'s statement).
 - :mod:`.codex_lines`: the line-by-line Codex reader (``formats.codex``'s statement).
 - :mod:`.canonical_lines`: the line-by-line canonical reader (``formats.canonical``'s statement).

@@ -11,17 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from panto_analytics.formats.base import (
-    BAD_RECORD,
-    Invalid,
-    Message,
-    SourceFile,
-    bad_record,
-    parse_timestamp,
-    timestamp_field,
-    usage_counter,
-)
+from panto_analytics.formats.contract import Message, SourceFile
 from panto_analytics.formats.jsonl import records, require_string
+from panto_analytics.formats.record_fields import BAD_RECORD, Invalid, bad_record, parse_timestamp, timestamp_field, usage_counter
 from panto_analytics.frame.schema import ROLES, USAGE_COLUMNS
 
 __all__ = ["NAME", "SYSTEM_MODES", "header", "parse", "record_compactions", "sniff"]

@@ -15,7 +15,7 @@ those lines while the call still streams. This module turns a transcript into
 libpanto messages; every rule is listed in ``docs/formats.md`` (Claude Code).
 
 >>> import tempfile, pathlib
->>> from panto_analytics.formats.base import SourceFile
+>>> from panto_analytics.formats.contract import SourceFile
 >>> p = pathlib.Path(tempfile.mkdtemp()) / "s.jsonl"
 >>> _ = p.write_text(
 ...     '{"type":"user","uuid":"u1","parentUuid":null,"sessionId":"s","message":{"role":"user","content":"hi"}}\\n'
@@ -44,17 +44,10 @@ from typing import Any
 
 import orjson
 
-from panto_analytics.formats.base import (
-    BAD_RECORD,
-    Invalid,
-    Message,
-    SourceFile,
-    bad_record,
-    parse_timestamp,
-    session_stem,
-    usage_counter,
-)
+from panto_analytics.formats.contract import Message, SourceFile
 from panto_analytics.formats.jsonl import records, require_string
+from panto_analytics.formats.record_fields import BAD_RECORD, Invalid, bad_record, parse_timestamp, usage_counter
+from panto_analytics.formats.session_files import session_stem
 from panto_analytics.frame.schema import MAX_USAGE
 
 __all__ = ["NAME", "SYNTHETIC_MODEL", "PRESERVED_MARK", "TOOL_USE_BLOCKS", "USAGE_KEYS",

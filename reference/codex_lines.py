@@ -26,25 +26,16 @@ from typing import Any, cast
 
 import orjson
 
-from panto_analytics.formats.base import (
-    BAD_RECORD,
-    Invalid,
-    Message,
-    Postprocess,
-    ReadFrames,
-    SourceFile,
-    bad_record,
-    parse_timestamp,
-    usage_counter,
-)
+from panto_analytics.formats.contract import Message, Postprocess, ReadFrames, SourceFile
 from panto_analytics.formats.jsonl import json_type, records, require_string
+from panto_analytics.formats.record_fields import BAD_RECORD, Invalid, bad_record, parse_timestamp, usage_counter
 
 __all__ = ["CONTEXTUAL_USER_FRAGMENTS", "ENVELOPES", "NAME", "is_contextual_fragment", "parse", "postprocess", "read_frames",
            "sniff"]
 
 NAME = "codex"
 
-#: No columnar fast path and no cross-file rules (see :class:`.base.Adapter`).
+#: No columnar fast path and no cross-file rules (see :class:`.contract.Adapter`).
 read_frames: ReadFrames | None = None
 postprocess: Postprocess | None = None
 

@@ -1,4 +1,4 @@
-"""The frame of line-by-line messages, one message at a time: what :class:`panto_analytics.formats.base.FrameBuilder`
+"""The frame of line-by-line messages, one message at a time: what :class:`panto_analytics.formats.frame_builder.FrameBuilder`
 computes in batches (words, summarizer-request bytes and flags per message, the ``refs`` column), stated per
 message with :func:`~panto_analytics.frame.words.message_words` and :func:`~panto_analytics.transcript.serialized_bytes`,
 and the ``refs`` of each tool call one call at a time (:func:`references`).
@@ -14,7 +14,7 @@ from typing import Any
 
 import polars as pl
 
-from panto_analytics.formats.base import Message, SourceFile
+from panto_analytics.formats.contract import Message, SourceFile
 from panto_analytics.frame.schema import MESSAGE_SCHEMA, REF_STRUCT, ROLE, SEQ, USAGE_COLUMNS
 from panto_analytics.frame.tool_targets import key_of, targets
 from panto_analytics.frame.words import block_words, message_words

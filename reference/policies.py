@@ -333,8 +333,10 @@ class PolicyEvent(Event):
 
 
 def replay_session(msgs: list[dict], name: str, settings: dict, *, threshold: int, window: int,
-                   summary_tokens: int, from_anchor: bool = False) -> tuple[list[PolicyEvent], dict]:
-    """Replay one session under one policy: its events and its per-session row (without ids)."""
+                   summary_tokens: int, from_anchor: bool = False,
+                   limit: int | None = None) -> tuple[list[PolicyEvent], dict]:
+    """Replay one session under one policy: its events and its per-session row (without ids). ``limit``: the
+    context a compaction must leave the session below, else ``ineffective`` (default: ``threshold``)."""
     events: list[PolicyEvent] = []
     active_start = anchor_start = 0
     summarized = 0
@@ -388,17 +390,18 @@ def replay_session(msgs: list[dict], name: str, settings: dict, *, threshold: in
     row = {"n_compactions": len(events), "zero_kept_events": sum(1 for e in events if e.kept_turns == 0),
            "summarized_tokens": sum(e.summarized_tokens for e in events), "peak_context": peak,
            "overflow": peak is not None and peak > window,
-           "ineffective": any(e.context_after > threshold for e in events)}
+           "ineffective": any(e.context_after > (threshold if limit is None else limit) for e in events)}
     return events, row
 
 
 def expected_policy_replay(sessions: dict[str, list[dict]], name: str, settings: dict, *, threshold: int,
-                           window: int, summary_tokens: int, from_anchor: bool = False) -> tuple[list[dict], list[dict]]:
+                           window: int, summary_tokens: int, from_anchor: bool = False,
+                           limit: int | None = None) -> tuple[list[dict], list[dict]]:
     """``(events, sessions)`` row dicts (session ids included, no policy or budget) for every session."""
     event_rows, session_rows = [], []
     for sid, msgs in sessions.items():
         events, row = replay_session(msgs, name, settings, threshold=threshold, window=window,
-                                     summary_tokens=summary_tokens, from_anchor=from_anchor)
+                                     summary_tokens=summary_tokens, from_anchor=from_anchor, limit=limit)
         event_rows += [{"session_id": sid, **e.__dict__} for e in events]
         session_rows.append({"session_id": sid, **row})
     return event_rows, session_rows

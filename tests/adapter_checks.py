@@ -11,7 +11,8 @@ from conftest import oracle_module
 import panto_analytics as pa
 from panto_analytics.errors import IngestReport, InputError
 from panto_analytics.formats import adapter, detect_format
-from panto_analytics.formats.base import FrameBuilder, Message, SessionMeta, SourceFile
+from panto_analytics.formats.contract import Message, SessionMeta, SourceFile
+from panto_analytics.formats.frame_builder import FrameBuilder
 
 #: Budgets for oracle comparisons: zero, small, around real turn sizes, past every session.
 BUDGETS = [0, 1, 100, 1_000, 5_000, 10_000, 20_000, 50_000, 100_000, 200_000, 500_000, 10**9, 2**64 - 1]

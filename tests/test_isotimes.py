@@ -8,9 +8,9 @@ from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from panto_analytics.formats import base
-from panto_analytics.formats.base import parse_timestamp
+from panto_analytics.formats import frame_builder
 from panto_analytics.formats.columnar import checked_timestamps, iso_utc, parse_timestamps, to_datetime
+from panto_analytics.formats.record_fields import parse_timestamp
 from panto_analytics.isotimes import iso_milliseconds
 
 #: Near the shape, or another shape of the same time.
@@ -19,9 +19,10 @@ ODD = ["2025-01-01T00:00:00Z", "2025-01-01T00:00:00.1234Z", "2025-01-01T00:00:00
 
 
 def _python_ms(text: str) -> int | None:
-    """What the line-by-line readers make of ``text``: :func:`.base.parse_timestamp` through :class:`.base.FrameBuilder`."""
+    """What the line-by-line readers make of ``text``: :func:`.record_fields.parse_timestamp` through
+    :class:`.frame_builder.FrameBuilder`."""
     ts = parse_timestamp(text)
-    return None if ts is None else base._timestamps([ts]).cast(pl.Int64)[0]
+    return None if ts is None else frame_builder._timestamps([ts]).cast(pl.Int64)[0]
 
 
 @st.composite

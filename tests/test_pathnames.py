@@ -7,7 +7,7 @@ from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from panto_analytics.formats.base import session_stem
+from panto_analytics.formats.session_files import session_stem
 from panto_analytics.pathnames import file_name, path_stem, path_string, path_suffix
 
 #: Paths made of the pieces pathlib respells: slashes, dots, "..", suffixes.

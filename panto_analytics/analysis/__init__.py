@@ -15,6 +15,7 @@
 """
 from .choose import Choice, Rule, choose_budget, recommend
 from .request import summary_request
+from .timeline import session_timeline
 from .worst import worst_served
 
-__all__ = ["Choice", "Rule", "choose_budget", "recommend", "summary_request", "worst_served"]
+__all__ = ["Choice", "Rule", "choose_budget", "recommend", "session_timeline", "summary_request", "worst_served"]

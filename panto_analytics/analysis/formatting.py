@@ -6,10 +6,13 @@
 """
 from __future__ import annotations
 
+import fnmatch
 import math
+from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["TABLE_CONFIG", "format_column", "format_share", "format_tokens", "is_money", "render_table"]
+__all__ = ["ID_COLUMNS", "SHORT_ID", "TABLE_CONFIG", "format_column", "format_share", "format_tokens", "has_budget",
+           "is_money", "point_name", "render_table", "shortest_unique_prefix"]
 
 
 def format_tokens(n: float | int | None) -> str:
@@ -93,12 +96,38 @@ TABLE_CONFIG: dict[str, Any] = {"tbl_cols": -1, "tbl_width_chars": 65_535, "fmt_
                 "tbl_hide_dataframe_shape": True, "tbl_hide_column_data_types": True}
 
 
-def render_table(df, *, width: int | None = None, rows: int = 200) -> tuple[str, list[str]]:
+#: Columns of session ids: shortened to a unique prefix where a table does not fit (:func:`render_table`).
+ID_COLUMNS = ("session_id", "session", "parent_session_id")
+
+#: The fewest characters a shortened session id keeps.
+SHORT_ID = 8
+
+
+def shortest_unique_prefix(ids: Sequence[str | None], least: int = SHORT_ID) -> int:
+    """The fewest leading characters (``least`` at the fewest) that still tell the distinct ``ids`` apart.
+
+    >>> shortest_unique_prefix(["0963a6d2-9c87", "0963a6d2-1111", "12d91d84-aaaa"])
+    10
+    >>> shortest_unique_prefix(["a", "b"])
+    8
+    """
+    distinct = {i for i in ids if i is not None}
+    longest = max(map(len, distinct), default=0)
+    n = least
+    while n < longest and len({i[:n] for i in distinct}) < len(distinct):
+        n += 1
+    return n
+
+
+def render_table(df, *, width: int | None = None, rows: int = 200, key: Sequence[str] = ()) -> tuple[str, list[str]]:
     """``df`` drawn as a table of at most ``width`` characters, and the columns left out to fit.
 
-    Text is never shortened (a session id or a path is whole or absent): whole columns are left out
-    instead, the later ones first, and each column that still fits is kept, so a narrow column after a
-    wide one stays. The first column always shows. ``width`` None: every column. Numbers are written as
+    Where the whole table does not fit, session ids (:data:`ID_COLUMNS`) are shortened first, to the
+    shortest prefix that tells them apart (:func:`shortest_unique_prefix`, ending in ``…``); other text
+    is never shortened (a path is whole or absent): whole columns are left out instead. The first column
+    and the ``key`` columns (names or ``fnmatch`` patterns: the ones the table exists for) always show;
+    of the others, the later ones are left out first, and each that still fits is kept, so a narrow
+    column after a wide one stays. ``width`` None: every column. Numbers are written as
     :func:`format_column` writes them (one notation per column, thousands separated), aligned right; the
     first ``rows`` rows are shown. A missing value is ``-``.
 
@@ -107,6 +136,10 @@ def render_table(df, *, width: int | None = None, rows: int = 200) -> tuple[str,
     >>> text, hidden = render_table(df, width=40)
     >>> hidden, max(len(line) for line in text.splitlines()) <= 40
     (['path'], True)
+    >>> df = pl.DataFrame({"session_id": ["0963a6d2-9c87-43a8-8b29-8037e82ed488"], "a": [1], "b": [2], "usd": [0.5]})
+    >>> text, hidden = render_table(df, width=24, key=["usd"])
+    >>> hidden, "0963a6d2…" in text
+    (['a', 'b'], True)
     >>> print(render_table(pl.DataFrame({"budget": [0, 25_000], "share": [0.0, 0.368948], "p": ["/w", None]}))[0])
     ┌────────┬───────┬────┐
     │ budget ┆ share ┆ p  │
@@ -135,12 +168,52 @@ def render_table(df, *, width: int | None = None, rows: int = 200) -> tuple[str,
 
     if width is None or wide(full := draw(df)) <= width:
         return (draw(df) if width is None else full), []
+    ids = [c for c in ID_COLUMNS if c in df.columns and df.schema[c] in (pl.String, pl.Categorical)]
+    if ids:
+        df = df.with_columns(pl.col(ids).cast(pl.String))
+        n = shortest_unique_prefix([v for c in ids for v in df[c].to_list()])
+        df = df.with_columns(pl.when(pl.col(c).str.len_chars() > n).then(pl.col(c).str.slice(0, n) + "…")
+                             .otherwise(pl.col(c)).alias(c) for c in ids)
+        if wide(full := draw(df)) <= width:
+            return full, []
     # A column's share of the width: alone, drawn with its borders; side by side they share one border.
-    sizes = [wide(draw(df.select(c))) - 1 for c in df.columns]
-    kept: list[str] = []
-    used = 1
-    for c, size in zip(df.columns, sizes, strict=True):
-        if not kept or used + size <= width:
-            kept.append(c)
-            used += size
-    return draw(df.select(kept)), [c for c in df.columns if c not in kept]
+    sizes = dict(zip(df.columns, [wide(draw(df.select(c))) - 1 for c in df.columns], strict=True))
+    first = df.columns[:1]
+    keys = [c for c in df.columns[1:] if any(fnmatch.fnmatchcase(c, k) for k in key)]
+    kept = set(first + keys)
+    used = 1 + sum(sizes[c] for c in kept)
+    for c in df.columns:
+        if c not in kept and used + sizes[c] <= width:
+            kept.add(c)
+            used += sizes[c]
+    shown = [c for c in df.columns if c in kept]
+    return draw(df.select(shown)), [c for c in df.columns if c not in kept]
+
+
+def has_budget(policy: str | None) -> bool:
+    """Whether the policy (a spec; None: libpanto) has a token budget (``keep_verbatim``, ``keep_recent_tokens``,
+    ...); one that has none (a share of the window, a count of turns, nothing kept) is named by its settings.
+
+    >>> has_budget("libpanto"), has_budget("pi:keep_recent_tokens=30k"), has_budget("gemini-cli")
+    (True, True, False)
+    """
+    from ..policy.compaction.policies import parse_policy
+
+    return policy is None or policy.split(":")[0] == "libpanto" or parse_policy(policy).budget_setting is not None
+
+
+def point_name(policy: str | None, budget: int | None) -> str:
+    """How a result names one (policy, budget) point: by its token budget where the policy has one, else by its
+    settings, never as a budget of 0.
+
+    >>> point_name("libpanto", 57_500), point_name("pi", 20_000)
+    ('libpanto at 57.5k', 'pi at 20k')
+    >>> point_name("gemini-cli", 0)
+    'gemini-cli (threshold_ratio=0.5, preserve=0.3)'
+    """
+    from ..policy.compaction.policies import parse_policy
+
+    name = policy or "libpanto"
+    if has_budget(policy):
+        return f"{name} at {format_tokens(budget)}"
+    return f"{name} ({parse_policy(name).settings_text()})"

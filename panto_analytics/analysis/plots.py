@@ -46,7 +46,7 @@ __all__ = [
     "STYLE", "agent_vs_libpanto_kept", "cost_by_budget",
     "frontier", "kept_tokens_by_budget", "kept_turns_by_budget", "outcome_shares_by_budget",
     "png_bytes", "policy_comparison", "replay_by_budget", "save", "style",
-    "summarized_share_by_budget", "turn_sizes",
+    "summarized_share_by_budget", "timeline", "turn_sizes",
 ]
 
 if TYPE_CHECKING:
@@ -631,6 +631,67 @@ def turn_sizes(turns, *, segments=None, bins_per_decade: int = 4) -> Figure:
     return fig
 
 
+#: The colour of each cause of a cache break (:data:`~panto_analytics.analysis.timeline.BREAK_CAUSES`).
+BREAK_COLORS = {"first call": "#7f7f7f", "compaction": "#D55E00", "model switch": "#CC79A7", "idle": "#E69F00"}
+
+
+def timeline(tl) -> Figure:
+    """One session call by call (:func:`~panto_analytics.analysis.timeline.session_timeline`): the context as
+    recorded and as replayed, each compaction marked with its before/after size and what was fetched again
+    after it; below, what each call read from the cache, wrote to it and sent uncached, each cache break
+    marked with its cause."""
+    calls, found = tl.calls, tl.compactions
+    fig, (top, bottom) = _figure(nrows=2, size=(FIGSIZE[0], FIGSIZE[1] * 1.6), sharex=True)
+    x = calls["call"].to_numpy()
+    top.plot(x, calls["context"].to_numpy(), color=PALETTE[0], label="context as recorded")
+    if "replayed_context" in calls.columns:
+        top.plot(x, calls["replayed_context"].to_numpy(), color=PALETTE[2], linestyle="--",
+                 label=f"replayed: {tl.policy} at {format_tokens(tl.budget)}")
+    if tl.window is not None:
+        top.axhline(tl.window, color=GREY, linewidth=0.8, linestyle=":", label=f"window {format_tokens(tl.window)}")
+    for row in found.iter_rows(named=True):  # one marker per compaction: a handful per session
+        recorded = row["kind"] == "recorded"
+        color = ACCENT if recorded else PALETTE[2]
+        at = row["call"] if row["call"] is not None else -0.5
+        top.axvline(at + 0.5, color=color, linewidth=1.0, linestyle="-" if recorded else "--", alpha=0.8)
+        after = "end" if row["after"] is None else format_tokens(row["after"])
+        label = f"{format_tokens(row['before'] or 0)} -> {after}"
+        if row["refetch_calls"]:
+            label += f"\nre-fetched: {row['refetch_calls']} calls, {format_tokens(row['refetch_tokens'])}"
+        top.annotate(label, xy=(at + 0.5, row["before"] or 0), xytext=(3, -2), textcoords="offset points",
+                     fontsize=7.5, color=color, va="top")
+    top.plot([], [], color=ACCENT, label="recorded compaction")
+    if "replayed_context" in calls.columns:
+        top.plot([], [], color=PALETTE[2], linestyle="--", label="simulated compaction")
+    top.set_ylabel("context (tokens)")
+    _token_axis(top.yaxis)
+    _title(top, f"Session {tl.session_id[:13]}: context per API call")
+    _legend(top, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    parts = [("cache_read", "cache read", "#56B4E9"), ("cache_write", "cache write", "#E69F00"),
+             ("input", "uncached input", "#D55E00")]
+    base = np.zeros(len(x))
+    for column, label, color in parts:
+        values = calls[column].fill_null(0).to_numpy().astype(float)
+        bottom.bar(x, values, bottom=base, width=1.0, color=color, label=label, linewidth=0)
+        base += values
+    breaks = calls.filter(calls["break_cause"].is_not_null())
+    for cause, color in BREAK_COLORS.items():
+        mine = breaks.filter(breaks["break_cause"] == cause)
+        if mine.height:
+            bottom.scatter(mine["call"].to_numpy(), (mine["context"].to_numpy() * 1.04), marker="v", s=18,
+                           color=color, zorder=3, label=f"cache break: {cause}")
+    bottom.set_xlabel("API call")
+    bottom.set_ylabel("prompt tokens")
+    _token_axis(bottom.yaxis)
+    _legend(bottom, outside=True)
+    cost = tl.cost_usd
+    broke = breaks["break_cost_usd"].drop_nulls().sum() if "break_cost_usd" in breaks.columns else 0
+    # An escaped dollar sign: a bare one starts matplotlib's math text.
+    _note(fig, f"{calls.height} calls; recorded cost " + ("unpriced" if cost is None else f"\\${cost:,.2f}")
+          + (f", of which cache breaks \\${broke:,.2f}" if cost is not None else ""))
+    return fig
+
+
 def _source_handles() -> list[Patch]:
     """Legend entries for both turn-size sources, drawn or not, in their fixed colours."""
     return [Patch(facecolor=SOURCE_COLORS[s], label=label) for s, label in SOURCE_LABELS.items()]
@@ -649,3 +710,12 @@ def png_bytes(fig: Figure, *, dpi: int = DPI) -> bytes:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight", facecolor="white")
     return buf.getvalue()
+
+
+def __dir__() -> list[str]:
+    """``dir(pa.plots)``: the plots and what they share (``__all__``), not the matplotlib names used here.
+
+    >>> "Figure" in dir(__import__("panto_analytics").plots), "kept_tokens_by_budget" in dir(__import__("panto_analytics").plots)
+    (False, True)
+    """
+    return sorted(__all__)

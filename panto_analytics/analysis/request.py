@@ -32,7 +32,7 @@ import polars as pl
 
 from ..errors import InputError
 from ..formats import adapter, detect_format
-from ..formats.base import Message, SourceFile
+from ..formats.contract import Message, SourceFile
 from ..frame.schema import SESSION
 from ..policy import splits
 from ..transcript import RoleBlocks, build_request_body, latest_summary_text, serialize_transcript, serialized_bytes

@@ -19,9 +19,10 @@ from . import (
     report_commands,
     request_command,
     sessions_command,
+    timeline_command,
 )
 from .app import main, run
 
 __all__ = ["bench_command", "compactions_command", "core_commands", "cost_command", "ingest_commands",
            "loss_command", "main", "policy_cuts_command", "run",
-           "replay_command", "report_commands", "request_command", "sessions_command"]
+           "replay_command", "report_commands", "request_command", "sessions_command", "timeline_command"]

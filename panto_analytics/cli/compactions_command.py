@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import click
 
+from ..defaults import DEFAULT_COMPACTION_BUDGETS
 from .app import main
 from .options import (
     PLOT_SUFFIXES,
@@ -21,7 +22,7 @@ __all__ = ["compactions_cmd"]
 
 @main.command("compactions")
 @input_options
-@budgets_option(required=True)
+@budgets_option(default=DEFAULT_COMPACTION_BUDGETS)
 @output_option(what="Without it the table of compactions is printed; with it, one row per (compaction, budget) "
                    "with every column.")
 @file_output_option("--plot", dest="plot", suffixes=PLOT_SUFFIXES,

@@ -30,7 +30,7 @@ def _splits(paths, format_, skip_invalid, budgets):
 
 @main.command()
 @input_options
-@budgets_option(required=True)
+@budgets_option()
 @output_option
 @friendly_errors
 def splits(paths, format_, skip_invalid, budgets, output):

@@ -20,7 +20,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 import click
 
-from .options import _FORMAT_KEY, _WRITERS, _csv_ready, is_device
+from .options import FORMAT_KEY, WRITERS, csv_ready, is_device
 
 if TYPE_CHECKING:
     import polars as pl
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 __all__ = ["FrameSink"]
 
 #: The kind of file each suffix writes: the suffixes ``write_frame`` writes (``write_ndjson`` -> ``ndjson``).
-_KINDS = {suffix: writer.removeprefix("write_") for suffix, writer in _WRITERS.items()}
+_KINDS = {suffix: writer.removeprefix("write_") for suffix, writer in WRITERS.items()}
 
 
 class FrameSink:
@@ -58,7 +58,7 @@ class FrameSink:
 
     def __init__(self, output: Path, *, categorical: Sequence[str] = ()):
         ctx = click.get_current_context(silent=True)
-        fmt = (ctx.meta.get(_FORMAT_KEY) if ctx is not None else None) or "csv"
+        fmt = (ctx.meta.get(FORMAT_KEY) if ctx is not None else None) or "csv"
         self.output = output
         self.kind = fmt if is_device(output) else _KINDS[output.suffix.lower()]
         self._partial: Path | None = None  # the temporary name a file is written under, renamed when finished
@@ -100,7 +100,7 @@ class FrameSink:
             frame = frame.cast(dict(self._schema))
         self.rows += frame.height
         if self.kind == "csv":
-            _csv_ready(frame).write_csv(self._file, include_header=first)
+            csv_ready(frame).write_csv(self._file, include_header=first)
         elif self.kind == "ndjson":
             frame.write_ndjson(self._file)
         elif self.kind == "json":

@@ -38,11 +38,12 @@ if TYPE_CHECKING:
     import polars as pl
 
 __all__ = [
-    "PLOT_SUFFIXES", "STDOUT_FORMATS", "BudgetList", "OutputPathError", "Tokens", "budgets_option",
-    "cache_warnings_on_stderr", "check_engine", "check_output", "check_output_path", "check_replay", "cost_options", "cut_policy_option",
-    "dataset_path", "engine_options", "file_output_option", "friendly_errors", "horizon_option", "input_options", "is_device",
-    "output_option", "policy_option", "read_input", "read_input_corpus", "read_settings", "replay_options",
-    "replay_prices", "report_skips", "session_files", "session_filter", "terminal_width", "to_stdout", "write_frame",
+    "FORMAT_KEY", "PLOT_SUFFIXES", "STDOUT_FORMATS", "WRITERS", "BudgetList", "OutputPathError", "Tokens",
+    "budgets_option", "cache_warnings_on_stderr", "check_engine", "check_output", "check_output_path", "check_replay",
+    "cost_options", "csv_ready", "cut_policy_option", "dataset_path", "engine_options", "file_output_option",
+    "friendly_errors", "horizon_option", "input_options", "is_device", "output_option", "policy_option", "read_input",
+    "read_input_corpus", "read_settings", "replay_options", "replay_prices", "report_skips", "session_files",
+    "session_filter", "terminal_width", "to_stdout", "unpriced_notes", "write_frame",
 ]
 
 
@@ -308,17 +309,18 @@ class BudgetList(click.ParamType):
         return budgets
 
 
-def budgets_option(*, required: bool = False):
-    """--budgets/-b: the one default grid (:data:`~panto_analytics.defaults.DEFAULT_BUDGETS`), or required.
+def budgets_option(*, required: bool = False, default: str = DEFAULT_BUDGETS):
+    """--budgets/-b: the one default grid (:data:`~panto_analytics.defaults.DEFAULT_BUDGETS`), another
+    ``default``, or required.
 
     (click 8.5 takes an explicit default=None as a default given, hence no default at all when required.)
     """
-    extra: dict = {"required": True} if required else {"default": DEFAULT_BUDGETS, "show_default": True}
+    extra: dict = {"required": True} if required else {"default": default, "show_default": True}
     return click.option("--budgets", "-b", type=BudgetList(),
                         help="Token budgets (keep_verbatim): a list like 8k,20k,1.5M or START:STOP:N.", **extra)
 
 
-_WRITERS = {".csv": "write_csv", ".parquet": "write_parquet", ".json": "write_json",
+WRITERS = {".csv": "write_csv", ".parquet": "write_parquet", ".json": "write_json",
             ".ndjson": "write_ndjson", ".jsonl": "write_ndjson"}
 
 #: Images matplotlib writes.
@@ -327,7 +329,7 @@ PLOT_SUFFIXES = (".png", ".svg", ".pdf")
 #: What ``-o -`` can write to stdout.
 STDOUT_FORMATS = {"csv": "write_csv", "json": "write_json", "ndjson": "write_ndjson"}
 
-_FORMAT_KEY = "panto_analytics.output_format"
+FORMAT_KEY = "panto_analytics.output_format"
 
 
 class OutputPathError(click.UsageError):
@@ -343,7 +345,7 @@ def check_output_path(path: Path, suffixes: Iterable[str] | None, option: str, *
     (``folder``: the output is itself a folder, which may be created).
     """
     if not folder and is_device(path):
-        if suffixes is None or not set(suffixes) <= set(_WRITERS):
+        if suffixes is None or not set(suffixes) <= set(WRITERS):
             raise OutputPathError(f"{option} {path}: not a file this output can be written to")
         if not os.access(path, os.W_OK):
             raise OutputPathError(f"{option} {path}: cannot write to it (permission denied)")
@@ -405,7 +407,7 @@ def is_device(path: Path) -> bool:
 def to_stdout(output: Path | None) -> bool:
     """Whether the command line asks for a table on stdout: ``-o -``, or ``--output-format`` without ``-o``."""
     ctx = click.get_current_context(silent=True)
-    fmt = ctx.meta.get(_FORMAT_KEY) if ctx is not None else None
+    fmt = ctx.meta.get(FORMAT_KEY) if ctx is not None else None
     return (output is not None and str(output) == "-") or (output is None and fmt is not None)
 
 
@@ -413,11 +415,11 @@ def check_output(ctx, param, value: Path | None) -> Path | None:
     # Checked before any work, so a typo never costs a whole run.
     if value is None or str(value) == "-":
         return value
-    return check_output_path(value, _WRITERS, "-o")
+    return check_output_path(value, WRITERS, "-o")
 
 
 def _remember_format(ctx: click.Context, param: click.Parameter, value):
-    ctx.meta[_FORMAT_KEY] = value
+    ctx.meta[FORMAT_KEY] = value
     return value
 
 
@@ -438,7 +440,7 @@ def output_option(fn=None, *, what: str = "Without it a table is printed."):
                              f"'-': stdout, as --output-format says; /dev/null: nothing. {what}")(fn)
 
 
-def file_output_option(*names: str, dest: str, help: str, suffixes: Iterable[str] | None = tuple(_WRITERS)):
+def file_output_option(*names: str, dest: str, help: str, suffixes: Iterable[str] | None = tuple(WRITERS)):
     """An option naming a file to write (checked before any work, like -o); ``suffixes`` None: any name."""
     option = names[0]
     allowed = None if suffixes is None else set(suffixes)
@@ -467,13 +469,13 @@ def write_frame(df: pl.DataFrame, output: Path | None) -> None:
     """Write ``df`` to ``output`` by extension, to stdout for ``-`` (``--output-format``), or print it as a table."""
 
     ctx = click.get_current_context(silent=True)
-    fmt = ctx.meta.get(_FORMAT_KEY) if ctx is not None else None
+    fmt = ctx.meta.get(FORMAT_KEY) if ctx is not None else None
     if to_stdout(output) or (output is not None and is_device(output)):
         csv = (fmt or "csv") == "csv"
     else:
         csv = output is not None and output.suffix.lower() == ".csv"
     if csv:
-        df = _csv_ready(df)
+        df = csv_ready(df)
     if to_stdout(output):
         text = getattr(df, STDOUT_FORMATS[fmt or "csv"])()
         if text:
@@ -481,8 +483,10 @@ def write_frame(df: pl.DataFrame, output: Path | None) -> None:
         return
     if output is None:
         from ..analysis.formatting import render_table
+        from .table_keys import key_columns
 
-        text, hidden = render_table(df, width=terminal_width(), rows=TABLE_ROWS)
+        command = ctx.command.name if ctx is not None else None
+        text, hidden = render_table(df, width=terminal_width(), rows=TABLE_ROWS, key=key_columns(command))
         click.echo(text)
         if len(df) > TABLE_ROWS:
             click.echo(f"({len(df) - TABLE_ROWS:,} of {len(df):,} rows not shown; -o FILE or -o - writes them all)")
@@ -495,11 +499,11 @@ def write_frame(df: pl.DataFrame, output: Path | None) -> None:
             getattr(df, STDOUT_FORMATS[fmt or "csv"])(sink)
     else:
         output.parent.mkdir(parents=True, exist_ok=True)
-        getattr(df, _WRITERS[output.suffix.lower()])(output)
+        getattr(df, WRITERS[output.suffix.lower()])(output)
     click.echo(f"wrote {len(df)} rows to {output}", err=True)
 
 
-def _csv_ready(df: pl.DataFrame) -> pl.DataFrame:
+def csv_ready(df: pl.DataFrame) -> pl.DataFrame:
     """``df`` with each nested column (a list, a struct) as its JSON text, which CSV can hold."""
     import polars as pl
 
@@ -515,7 +519,7 @@ def _csv_ready(df: pl.DataFrame) -> pl.DataFrame:
 def report_skips(report: IngestReport) -> None:
     """Tell stderr what was skipped, file by file: how many lines (or the whole file), and why."""
     from ..errors import WHOLE_FILE
-    from ..formats.base import TRUNCATED
+    from ..formats.session_files import TRUNCATED
     from ..phrases import counted
 
     truncated = {f for (f, reason) in report.skipped if reason == TRUNCATED}
@@ -697,7 +701,23 @@ def check_replay(window: int | None, reserve: int, summary_tokens: int | None, p
             if policies:
                 check_policy_windows(parse_policies(policies, reserve=reserve), window)
         except ValueError as e:
-            raise click.UsageError(str(e)) from None
+            raise click.UsageError(str(e) + _reserve_hint(window, reserve)) from None
+
+
+def _reserve_hint(window: int, reserve: int) -> str:
+    """What to do when ``window`` is not above ``reserve``; where ``window`` is in thousands that would have
+    been enough in units of 1,024 (16k against the default 16,384), that k means 1,000 here.
+
+    >>> _reserve_hint(16_000, 16_384)
+    ': k is 1,000 here (16k is 16,000 tokens, not 16,384); give a larger --window (e.g. 32k) or a smaller --reserve'
+    >>> _reserve_hint(200_000, 16_384)
+    ''
+    """
+    if window > reserve:
+        return ""
+    thousands = window % 1000 == 0 and window * 1024 // 1000 >= reserve
+    said = f"k is 1,000 here ({window // 1000}k is {window:,} tokens, not {window * 1024 // 1000:,}); " if thousands else ""
+    return f": {said}give a larger --window (e.g. {2 * max(window, reserve) // 1000}k) or a smaller --reserve"
 
 
 def horizon_option(fn):

@@ -21,11 +21,12 @@ def policy_cuts_cmd(paths, format_, skip_invalid, policies, output, rows_out):
     """Each policy's cut at every compaction the agents in PATHS recorded, beside what the agent kept.
 
     The conversation as it stood when the agent compacted is cut by each
-    policy (default: pi, pi-whole-turn, codex, claude-code, gemini-cli,
-    last-n-turns) at that moment. One row per (policy, source format):
+    policy (default: every policy but libpanto) at that moment. One row per (policy, source format):
     recorded compactions, exact matches (same first kept message and count),
-    and the distance in messages and tokens where they differ; `own` marks
-    the policies the format's agent ran. docs/replay.md explains the rules.
+    and the distance in messages and tokens where they differ (its median,
+    _p50: of an even count the mean of the middle two, and its maximum);
+    `own` marks the policies the format's agent ran. docs/replay.md explains
+    the rules.
 
     \b
     Examples:

@@ -26,6 +26,7 @@ from .options import (
     read_input_corpus,
     replay_options,
     replay_prices,
+    terminal_width,
     unpriced_notes,
     write_frame,
 )
@@ -224,7 +225,7 @@ def _print_recommendation(rec: Choice, output) -> None:
     ctx = click.get_current_context(silent=True)
     fmt = ctx.meta.get("panto_analytics.output_format") if ctx is not None else None
     to_stdout = (output is not None and str(output) == "-") or (output is None and fmt is not None)
-    click.echo(rec.to_text(), err=to_stdout)
+    click.echo(rec.to_text(width=None if to_stdout else terminal_width()), err=to_stdout)
     as_json = (to_stdout and fmt == "json") or (output is not None and str(output) != "-"
                                                  and output.suffix.lower() == ".json")
     if as_json:

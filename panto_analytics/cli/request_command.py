@@ -15,7 +15,8 @@ __all__ = ["request"]
 @input_options
 @click.option("--budget", "-b", type=Tokens(), required=True, help="keep_verbatim, in tokens (20k, 1.5M, ...).")
 @click.option("--session", "session_id", default=None,
-              help="The session, where PATHS hold more than one (its session_id, as `splits` prints it).")
+              help="The session, where PATHS hold more than one: its session_id, as `splits` prints it, or a "
+                   "prefix of it that no other session shares (a terminal table's shortened id).")
 @file_output_option("--output", "-o", dest="output", suffixes=None,
                     help="Write the request to this file instead of stdout.")
 @friendly_errors
@@ -44,8 +45,8 @@ def request(paths, format_, skip_invalid, budget, session_id, output):
             raise click.UsageError(f"PATHS hold {len(ids)} sessions: name one with --session "
                                    "(`panto-analytics splits` lists them)")
         session_id = ids[0]
-    elif session_id not in ids:
-        raise click.UsageError(f"no session {session_id!r} in PATHS ({len(ids)} sessions read)")
+    else:
+        session_id = _one_session(session_id, ids)
     text = summary_request(messages, session_id, budget)
     if text is None:
         click.echo(f"nothing to summarize at {budget:,} tokens: the whole active window fits, and libpanto sends "
@@ -62,3 +63,22 @@ def request(paths, format_, skip_invalid, budget, session_id, output):
         output.parent.mkdir(parents=True, exist_ok=True)  # checked before any work: only inside the current folder
         output.write_bytes(exact)
         click.echo(f"wrote {len(exact)} bytes to {output}", err=True)
+
+
+def _one_session(given: str, ids: list[str]) -> str:
+    """The session ``--session`` names: its whole id, or a prefix of it no other id shares (a terminal table's
+    shortened id, its ``…`` included); a usage error otherwise.
+
+    >>> _one_session("0963a6d2…", ["0963a6d2-9c87", "12d91d84-ee2c"])
+    '0963a6d2-9c87'
+    """
+    if given in ids:
+        return given
+    prefix = given.removesuffix("…")
+    matches = [i for i in ids if i.startswith(prefix)] if prefix else []
+    if len(matches) == 1:
+        return matches[0]
+    if matches:
+        raise click.UsageError(f"--session {given!r} begins {len(matches)} session ids ({', '.join(matches[:3])}"
+                               f"{', ...' if len(matches) > 3 else ''}): give more of it")
+    raise click.UsageError(f"no session {given!r} in PATHS ({len(ids)} sessions read)")

@@ -1,4 +1,4 @@
-"""Source-format adapters, one module per format (each satisfies :class:`.base.Adapter`), and format detection.
+"""Source-format adapters, one folder per format (each satisfies :class:`.contract.Adapter`), and format detection.
 
 >>> sorted(ADAPTERS)
 ['canonical', 'claude-code', 'codex', 'pi']
@@ -12,7 +12,9 @@ import orjson
 
 from ..errors import FORCE_FORMAT, InputError, UnknownFormatError
 from . import canonical, claude_code, codex, jsonl, pi
-from .base import BAD_RECORD, BOM, COMPRESSED_SUFFIXES, Adapter, DamagedFileError, open_session_file
+from .contract import Adapter
+from .record_fields import BAD_RECORD
+from .session_files import BOM, COMPRESSED_SUFFIXES, DamagedFileError, open_session_file
 
 __all__ = ["ADAPTERS", "Adapter", "adapter", "detect_format"]
 

@@ -1,7 +1,7 @@
 """Canonical content blocks held in Arrow arrays, and what each message's blocks add up to, counted at once.
 
 Every reader ends here: the columnar fast paths map their sources' blocks
-onto :data:`BLOCK` themselves, and :class:`~.base.FrameBuilder` converts the
+onto :data:`BLOCK` themselves, and :class:`~.frame_builder.FrameBuilder` converts the
 line-by-line readers' block dicts into it (:func:`block_array`). Per message,
 :func:`words_and_flags` gives libpanto's word count
 (:func:`~panto_analytics.frame.words.message_words`) and whether it holds a tool

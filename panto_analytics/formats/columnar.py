@@ -27,8 +27,9 @@ import pyarrow as pa
 
 from ..isotimes import iso_milliseconds
 from ..pathnames import path_suffix
-from .base import BOM, COMPRESSED_SUFFIXES, SourceFile, open_session_file
 from .blocks import BLOCK, PART, byte_lengths, per_owner, serialized_bytes, words_and_flags
+from .contract import SourceFile
+from .session_files import BOM, COMPRESSED_SUFFIXES, open_session_file
 
 __all__ = ["BLOCK", "ISO_UTC", "MAX_FILE_BYTES", "PART", "byte_lengths", "checked_timestamps", "iso_utc",
            "parse_timestamps", "per_owner", "read_together", "read_whole", "serialized_bytes", "to_datetime", "valid_utf8",
@@ -166,7 +167,7 @@ def to_datetime(text: pl.Expr) -> pl.Expr:
 
 
 def iso_utc(text: pl.Expr, parsed: pl.Expr | None = None) -> pl.Expr:
-    """Whether :func:`to_datetime` reads ``text`` as :func:`.base.parse_timestamp` does (null stays null).
+    """Whether :func:`to_datetime` reads ``text`` as :func:`.record_fields.parse_timestamp` does (null stays null).
 
     The one check every fast path takes a timestamp by: of :data:`ISO_UTC`'s
     shape, a real date and time (no month 13, no April 31 or February 29 of a

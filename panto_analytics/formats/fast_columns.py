@@ -1,11 +1,11 @@
-"""The columns a batched fast path fills (:mod:`.pi_fast`, :mod:`.codex_fast`), turned into the message frame at once.
+"""The columns a batched fast path fills (:mod:`.pi.fast`, :mod:`.codex.fast`), turned into the message frame at once.
 
 A fast path appends each message's fields and canonical blocks to Python
 lists (:class:`Columns`, the blocks by their codes in :data:`KIND_NAMES`); the
 frame of every file of the batch is then built in a few array operations:
 the blocks as one :data:`.blocks.BLOCK` array, their words, summarizer bytes,
 flags and ``refs`` counted over all files at once, the timestamps parsed in
-one vectorized call, as :class:`.base.FrameBuilder` builds the line readers'.
+one vectorized call, as :class:`.frame_builder.FrameBuilder` builds the line readers'.
 """
 from __future__ import annotations
 
@@ -27,12 +27,16 @@ from ..frame.schema import MESSAGE_SCHEMA, ROLE, SEQ, USAGE_COLUMNS
 from ..frame.tool_targets import refs_column
 from ..isotimes import iso_milliseconds
 from ..pathnames import path_suffix
-from .base import COMPRESSED_SUFFIXES, SessionMeta, SourceFile, gc_paused, parse_timestamp
 from .blocks import BLOCK, PART, block_words, serialized_bytes, words_and_flags
 from .columnar import MAX_FILE_BYTES, iso_utc, read_whole, to_datetime, valid_utf8
+from .contract import SessionMeta, SourceFile
+from .gc_pause import gc_paused
+from .record_fields import parse_timestamp
+from .session_files import COMPRESSED_SUFFIXES
 from .typed import DEEP, TYPED_ERRORS, beyond_double, one_per_line
 
-__all__ = ["KIND_NAMES", "RESULT", "SUMMARY", "SYSTEM", "TEXT", "THINKING", "TOOL_USE", "Columns", "ReadFile", "read_batch"]
+__all__ = ["KIND_NAMES", "RESULT", "SUMMARY", "SYSTEM", "TEXT", "THINKING", "TOOL_USE", "Columns", "ReadFile", "read_batch",
+           "strings"]
 
 #: Canonical block types by their codes.
 KIND_NAMES = ("text", "thinking", "tool_use", "tool_result", "compaction_summary", "system")
@@ -173,7 +177,7 @@ class Columns:
         n = self.rows
         blocks = self._blocks()
         owner = np.asarray(self.owner, dtype=np.int64)
-        roles = _strings(self.role, _STR)
+        roles = strings(self.role, _STR)
         each = block_words(blocks)
         words, has_result, has_summary = words_and_flags(blocks, owner, n, each)
         size = serialized_bytes(roles, blocks, owner, n)
@@ -213,16 +217,16 @@ class Columns:
     def _blocks(self) -> pa.StructArray:
         offsets = np.zeros(len(self.n_parts) + 1, dtype=np.int32)
         np.cumsum(self.n_parts, out=offsets[1:])
-        parts = pa.StructArray.from_arrays([_strings(self.part_kind, _STR), _strings(self.part_text, _LARGE),
-                                            _strings(self.part_media, _STR)], fields=list(PART))
+        parts = pa.StructArray.from_arrays([strings(self.part_kind, _STR), strings(self.part_text, _LARGE),
+                                            strings(self.part_media, _STR)], fields=list(PART))
         kinds = _KINDS.take(pl.Series(self.code, dtype=pl.Int8).to_arrow())
         return pa.StructArray.from_arrays(
-            [kinds, _strings(self.text, _LARGE), _strings(self.ids, _STR), _strings(self.names, _STR),
-             _strings(self.inputs, _LARGE), _strings(self.tool_use_ids, _STR),
+            [kinds, strings(self.text, _LARGE), strings(self.ids, _STR), strings(self.names, _STR),
+             strings(self.inputs, _LARGE), strings(self.tool_use_ids, _STR),
              pa.ListArray.from_arrays(pl.Series(offsets).to_arrow(), parts)], fields=list(BLOCK))
 
     def _timestamps(self) -> pl.Series:
-        """Each message's time: its entry's, else its message's (:func:`.base.parse_timestamp`), in UTC ms.
+        """Each message's time: its entry's, else its message's (:func:`.record_fields.parse_timestamp`), in UTC ms.
 
         Where every entry's is ``YYYY-MM-DDTHH:MM:SS.fffZ`` (:func:`..isotimes.iso_milliseconds`), read in array
         operations; else where every one is an ISO-8601 UTC string Polars reads as Python does
@@ -244,16 +248,16 @@ class Columns:
 
 
 def _python_timestamps(values: list[datetime | None]) -> pl.Series:
-    """Aware datetimes as :class:`.base.FrameBuilder` converts them (through Arrow, else by Polars)."""
+    """Aware datetimes as :class:`.frame_builder.FrameBuilder` converts them (through Arrow, else by Polars)."""
     try:
         return pl.Series(pa.array(values, pa.timestamp("ms", tz="UTC")))
     except (pa.ArrowException, TypeError, ValueError, OverflowError):
         return pl.Series(values, dtype=MESSAGE_SCHEMA["timestamp"])
 
 
-def _strings(values: Sequence[str | None], arrow_type: pa.DataType) -> pa.Array:
+def strings(values: Sequence[str | None], arrow_type: pa.DataType) -> pa.Array:
     """Python strings as an Arrow string array of ``arrow_type`` (through Polars: faster than ``pa.array``)."""
     return pl.Series(values, dtype=pl.String).to_arrow().cast(arrow_type)
 
 
-_KINDS = _strings(list(KIND_NAMES), _STR)
+_KINDS = strings(list(KIND_NAMES), _STR)

@@ -6,7 +6,7 @@ object, and a file that is not JSONL at all are reported the same way, with
 reasons stable enough to group skips by.
 
 >>> import tempfile, pathlib
->>> from panto_analytics.formats.base import SourceFile
+>>> from panto_analytics.formats.contract import SourceFile
 >>> p = pathlib.Path(tempfile.mkdtemp()) / "s.jsonl"
 >>> _ = p.write_text('{"a": 1}\\n\\n[2]\\n{"b": 3}\\n')
 >>> src = SourceFile(p, "pi", skip_invalid=True)
@@ -23,7 +23,8 @@ from typing import IO, Any
 
 import orjson
 
-from .base import Invalid, SourceFile
+from .contract import SourceFile
+from .record_fields import Invalid
 
 __all__ = ["CHUNK", "NOT_JSONL", "json_type", "malformed", "records", "require_string", "reread", "utf16", "wanted_lines"]
 
@@ -201,14 +202,14 @@ def json_type(value: Any) -> str:
 
 
 def require_string(value: Any, where: str) -> str:
-    """``value`` if it is a string, else :class:`~.base.Invalid` naming ``where`` and the JSON type found.
+    """``value`` if it is a string, else :class:`~.record_fields.Invalid` naming ``where`` and the JSON type found.
 
     >>> require_string("a", "text")
     'a'
     >>> require_string(5, "content[0].text")
     Traceback (most recent call last):
     ...
-    panto_analytics.formats.base.Invalid: content[0].text must be a string, got number
+    panto_analytics.formats.record_fields.Invalid: content[0].text must be a string, got number
     """
     if not isinstance(value, str):
         raise Invalid(f"{where} must be a string, got {json_type(value)}")

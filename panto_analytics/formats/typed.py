@@ -11,7 +11,7 @@ never what a file reads as. A line is decoded typed only where msgspec and
 orjson agree on whether it is JSON at all (:func:`plain`).
 
 >>> import tempfile, pathlib
->>> from panto_analytics.formats.base import SourceFile
+>>> from panto_analytics.formats.contract import SourceFile
 >>> class Rec(msgspec.Struct):
 ...     a: int
 >>> p = pathlib.Path(tempfile.mkdtemp()) / "s.jsonl"
@@ -31,9 +31,11 @@ import msgspec
 import orjson
 
 from ..frame.schema import MAX_USAGE
-from .base import COMPRESSED_SUFFIXES, SourceFile, gc_paused
 from .columnar import valid_utf8
+from .contract import SourceFile
+from .gc_pause import gc_paused
 from .jsonl import records
+from .session_files import COMPRESSED_SUFFIXES
 
 __all__ = ["DEEP", "Counter", "JsonInt", "TYPED_ERRORS", "TypedLines", "beyond_double", "beyond_double_spans", "one_per_line",
            "plain", "raw_json", "typed_records"]
@@ -327,7 +329,7 @@ class TypedLines(Generic[T]):
     (:func:`plain`). :meth:`raw` gives the bytes of the line just yielded.
 
     >>> import tempfile, pathlib
-    >>> from panto_analytics.formats.base import SourceFile
+    >>> from panto_analytics.formats.contract import SourceFile
     >>> class Rec(msgspec.Struct):
     ...     a: int
     >>> p = pathlib.Path(tempfile.mkdtemp()) / "s.jsonl"

@@ -30,6 +30,12 @@ only ``a``:
   the program, an operand that is unknown, a command the grammar cannot
   parse) makes the whole command also a ``run``.
 
+Under a Windows working directory the command is PowerShell (what Codex runs
+there), parsed by tree-sitter-powershell (:mod:`.powershell`) and read
+through the same table (``Get-Content``, ``Set-Content``, ``Get-ChildItem``,
+``Copy-Item``, ... and their aliases); one the PowerShell grammar cannot parse
+is read as bash, backslashes taken for separators.
+
 >>> command_targets("cat 'a;b' | wc -l > out # note", "/r")
 [('read', 'file:/r/a;b'), ('write', 'file:/r/out')]
 >>> command_targets("sed -i '' 's|x|y|g' f && python -c 'a; b'", "/r")
@@ -46,6 +52,7 @@ import tree_sitter_bash
 from tree_sitter import Language, Node, Parser
 
 from ..pathnames import is_windows_path, normalize_path
+from .powershell import powershell_commands
 
 __all__ = ["PROGRAMS", "Program", "command_targets", "parse_errors", "run_target"]
 
@@ -103,6 +110,16 @@ _SET_CONTENT = Program("write", _valued("-value", "-encoding", "-width", "-filte
                                         "-inputobject", "-stream"),
                        powershell=True, path_options=frozenset({"-path", "-literalpath", "-filepath"}))
 _HASH = Program("read", _valued("-a", "--algorithm"))
+_PS_PATHS = frozenset({"-path", "-literalpath"})
+_COPY_ITEM = Program("copy", _valued("-destination", "-filter", "-include", "-exclude"), powershell=True,
+                     path_options=_PS_PATHS)
+_MOVE_ITEM = Program("write", _valued("-destination", "-filter", "-include", "-exclude"), powershell=True,
+                     path_options=_PS_PATHS)
+_REMOVE_ITEM = Program("write", _valued("-filter", "-include", "-exclude"), powershell=True, path_options=_PS_PATHS)
+_NEW_ITEM = Program("write", _valued("-itemtype", "-value", "-name"), powershell=True, path_options=_PS_PATHS)
+_SELECT_STRING = Program("read", _valued("-pattern", "-encoding", "-context", "-include", "-exclude"),
+                         script=True, script_options=frozenset({"-pattern"}), powershell=True,
+                         path_options=_PS_PATHS)
 _GET_CHILD_ITEM = Program("list", _valued("-filter", "-include", "-exclude", "-depth", "-attributes"),
                           powershell=True, path_options=frozenset({"-path", "-literalpath"}))
 
@@ -160,6 +177,9 @@ PROGRAMS: dict[str, Program] = {
                                       "--output-separator", "--table-columns", "--output-width")),
     "get-content": _GET_CONTENT, "gc": _GET_CONTENT,
     "get-childitem": _GET_CHILD_ITEM, "gci": _GET_CHILD_ITEM,
+    "copy-item": _COPY_ITEM, "cpi": _COPY_ITEM, "move-item": _MOVE_ITEM, "mi": _MOVE_ITEM,
+    "remove-item": _REMOVE_ITEM, "ri": _REMOVE_ITEM, "new-item": _NEW_ITEM, "ni": _NEW_ITEM,
+    "select-string": _SELECT_STRING, "sls": _SELECT_STRING,
     "tee": Program("write"),
     "cp": Program("copy", _valued("-t", "-S", "--target-directory", "--suffix")),
     "mv": Program("write", _valued("-t", "-S", "--target-directory", "--suffix")),
@@ -171,9 +191,11 @@ PROGRAMS: dict[str, Program] = {
 }
 #: ``type FILE`` is PowerShell's (and cmd's) ``cat``; only under a Windows working directory (bash's ``type``
 #: names a command).
-_WINDOWS_PROGRAMS = {"type": _GET_CONTENT, "dir": _GET_CHILD_ITEM}
+_WINDOWS_PROGRAMS = {"type": _GET_CONTENT, "dir": _GET_CHILD_ITEM, "copy": _COPY_ITEM, "move": _MOVE_ITEM,
+                     "del": _REMOVE_ITEM, "erase": _REMOVE_ITEM}
 #: Programs that print what they were given, or test a condition, and touch nothing.
-_INERT = frozenset({"echo", "printf", "true", "false", ":", "test", "["})
+_INERT = frozenset({"echo", "printf", "true", "false", ":", "test", "[", "test-path", "write-output", "write-host",
+                    "write-error", "write-warning", "join-path", "split-path"})
 #: Programs that only transform their input: nothing in a pipe's later stage (or fed by a redirect), a run alone.
 _FILTERS = frozenset({"tr", "select-object", "sort-object", "where-object", "foreach-object", "format-table",
                       "format-list", "out-string", "measure-object", "group-object", "select"})
@@ -202,13 +224,16 @@ def _tree(command: str) -> Node:
     return _parser().parse(command.encode("utf-8", "surrogatepass")).root_node
 
 
-def parse_errors(command: str) -> bool:
-    """Whether tree-sitter-bash cannot parse ``command`` (it is then one ``run``).
+def parse_errors(command: str, cwd: str | None = None) -> bool:
+    """Whether ``command`` cannot be parsed (it is then one ``run``): by tree-sitter-bash, or under a Windows
+    folder by tree-sitter-powershell and then by tree-sitter-bash.
 
-    >>> parse_errors("cat a | wc -l"), parse_errors("cat 'a")
-    (False, True)
+    >>> parse_errors("cat a | wc -l"), parse_errors("cat 'a"), parse_errors("if (Test-Path a) { 1 }", "C:/w")
+    (False, True, False)
     """
-    return _tree(command).has_error
+    if is_windows_path(cwd) and powershell_commands(command) is not None:
+        return False
+    return _tree(command.replace("\\", "/") if is_windows_path(cwd) else command).has_error
 
 
 def run_target(command: str, cwd: str | None) -> str:
@@ -244,9 +269,14 @@ def command_targets(command: str, cwd: str | None) -> list[Target]:
     [('run', 'run:/r$ cat $(echo a)')]
     """
     windows = is_windows_path(cwd)
-    root = _tree(command.replace("\\", "/") if windows else command)
     walk = _Walk(windows)
-    if root.has_error:
+    script = powershell_commands(command) if windows else None
+    if script is not None:       # a Windows folder: PowerShell, what Codex runs there
+        base = cwd
+        for each in script:
+            base = _simple(each.words, base, walk, each.piped, False)
+            _each(walk, "write", "file:", each.writes, base)
+    elif (root := _tree(command.replace("\\", "/") if windows else command)).has_error:
         walk.other = True
     else:
         _statements(root, cwd, walk, False)
@@ -426,7 +456,7 @@ def _simple(words: list[str | None], base: str | None, walk: _Walk, piped: bool,
         return base
     name = _program_name(words[0])
     args = words[1:]
-    if name == "cd":
+    if name in ("cd", "set-location", "sl", "chdir"):
         return _cd(args, base, walk)
     if name in _INERT or (name in _FILTERS and (piped or fed)):
         return base
@@ -514,11 +544,11 @@ def _operands_of(name: str, program: Program, args: list[str | None], base: str 
         operands = operands[1:]                     # the script or the pattern
     if name in ("head", "tail", "more"):
         operands = [w for w in operands if w is None or not w.startswith("+")]
-    operands = [w for w in operands if w != "-"] + parsed.values(*program.path_options)
+    operands = parsed.values(*program.path_options) + [w for w in operands if w != "-"]
     if program.does == "list":
         _each(walk, "read", "dir:", operands or ["."], base)
     elif program.does == "copy":
-        destination = parsed.values("-t", "--target-directory")
+        destination = parsed.values("-t", "--target-directory", "-destination")
         if not destination and len(operands) < 2:
             walk.other = True
             return
@@ -527,7 +557,9 @@ def _operands_of(name: str, program: Program, args: list[str | None], base: str 
             walk.other = True
         _each(walk, "write", "file:", destination or operands[-1:], base)
     elif program.does == "write":
-        written = operands[:1] if program.powershell else operands + parsed.values("-t", "--target-directory")
+        # Set-Content PATH VALUE, New-Item PATH: the first operand; mv, Move-Item: sources and destination
+        written = operands[:1] if program in (_SET_CONTENT, _NEW_ITEM) else \
+            operands + parsed.values("-t", "--target-directory", "-destination")
         _each(walk, "write", "dir:" if name == "mkdir" else "file:", written, base)
         if not written:
             walk.other = True

@@ -60,7 +60,7 @@ from typing import Any, cast
 import polars as pl
 
 from ..errors import IngestReport
-from ..formats.base import ParsedFile, SessionMeta
+from ..formats.contract import ParsedFile, SessionMeta
 from ..frame import expressions as ex
 from ..frame.schema import COMPACTIONS_SCHEMA, SESSION, SESSION_META_SCHEMA, SESSIONS_SCHEMA
 from ..models import normalized_model, session_model

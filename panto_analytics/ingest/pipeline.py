@@ -29,7 +29,9 @@ import polars as pl
 
 from ..errors import STRAY, WHOLE_FILE, IngestReport, InputError, UnknownFormatError
 from ..formats import ADAPTERS, adapter, detect_format
-from ..formats.base import FrameBuilder, ParsedFile, SessionMeta, SourceFile, session_stem
+from ..formats.contract import ParsedFile, SessionMeta, SourceFile
+from ..formats.frame_builder import FrameBuilder
+from ..formats.session_files import session_stem
 from ..frame.expressions import is_api_call
 from ..frame.schema import ROLE, empty_messages
 from ..phrases import counted

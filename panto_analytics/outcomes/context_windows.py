@@ -29,7 +29,7 @@ import polars as pl
 
 from ..models import NOT_A_MODEL, normalized_model
 from ..phrases import counted
-from .prices import _PREFERRED_PROVIDERS
+from .prices import PREFERRED_PROVIDERS
 
 __all__ = ["CorpusWindow", "corpus_window", "model_windows", "window_of", "windows_source"]
 
@@ -47,7 +47,7 @@ def _table(provider: str | None) -> dict[str, tuple[int, str]]:
     from genai_prices import data_snapshot
 
     first = (provider,) if provider is not None else ()
-    order = {p: i for i, p in enumerate((*first, *_PREFERRED_PROVIDERS))}
+    order = {p: i for i, p in enumerate((*first, *PREFERRED_PROVIDERS))}
     out: dict[str, tuple[int, str]] = {}
     for prov in sorted((p for p in data_snapshot.get_snapshot().providers if p.id in order), key=lambda p: order[p.id]):
         for model in prov.models:

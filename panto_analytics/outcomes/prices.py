@@ -59,7 +59,7 @@ import polars as pl
 from ..errors import InputError
 from ..models import normalized_model
 
-__all__ = ["FREE_SUFFIX", "PRICE_SCHEMA", "RATES", "TIER", "Prices", "TierRule", "genai_providers", "load_prices"]
+__all__ = ["FREE_SUFFIX", "PREFERRED_PROVIDERS", "PRICE_SCHEMA", "RATES", "TIER", "Prices", "TierRule", "genai_providers", "load_prices"]
 
 #: The per-token rates a price row holds, by the token counter they price.
 RATES = ("input", "output", "cache_read", "cache_write_5m", "cache_write_1h")
@@ -83,7 +83,7 @@ FREE_SUFFIX = ":free"
 TierRule = Literal["cliff", "split"]
 
 #: genai-prices providers tried first, in this order, when several price a model id.
-_PREFERRED_PROVIDERS = ("anthropic", "openai", "google")
+PREFERRED_PROVIDERS = ("anthropic", "openai", "google")
 
 _PER_MTOK = Decimal(1_000_000)
 
@@ -196,7 +196,7 @@ def _genai_prices(preferred: str | None = None) -> Prices:
         raise ValueError(f"unknown provider {preferred!r}: genai-prices {__version__} has {', '.join(ids)}")
     now = datetime.now(UTC)
     first = (preferred,) if preferred is not None else ()
-    order = {p: i for i, p in enumerate((*first, *_PREFERRED_PROVIDERS))}
+    order = {p: i for i, p in enumerate((*first, *PREFERRED_PROVIDERS))}
     # Only the preferred providers' ids are rows: any other name is resolved by genai-prices' own matcher
     # (``covering``), which picks the provider by the model id, as genai-prices' calc_price does; the same id
     # under another provider (a reseller, github-copilot's claude-sonnet-4) is not taken by chance.

@@ -25,7 +25,8 @@ import polars as pl
 from ..budgets import Budgets, as_budgets
 from ..frame import expressions as ex
 from ..frame.schema import BUDGET, SESSION, SPLIT_SCHEMA
-from .turn_costs import Frame, _cast, _checked, _same_kind, _sessions, _turns, annotate
+from ._frames import Frame, cast_to, checked, same_kind
+from .turn_costs import annotate, annotated_sessions, annotated_turns
 
 __all__ = ["budget_series", "splits"]
 
@@ -86,14 +87,14 @@ def splits(messages: Frame, budgets: Budgets, *, sessions: pl.DataFrame | pl.Laz
     [('a', 2000, 0, 0), ('a', 5000, 3, 5000), ('b', 2000, 1, 400), ('b', 5000, 1, 400)]
     """
     budget = budget_series(budgets)
-    annotated = annotate(_checked(messages).lazy())
+    annotated = annotate(checked(messages).lazy())
     # Frames built by hand may lack the request sizes: their request_bytes is null.
     sized = "serialized_bytes" in annotated.collect_schema()
     if sized:
         annotated = annotated.with_columns(ex.request_bytes_before(active="is_active"), ex.latest_summary_bytes())
     annotated = annotated.cache()
     carry = ("request_bytes_before",) if sized else ()
-    tf = _turns(annotated, carry).with_columns(suffix=pl.col("tokens").cum_sum(reverse=True).over(SESSION))
+    tf = annotated_turns(annotated, carry).with_columns(suffix=pl.col("tokens").cum_sum(reverse=True).over(SESSION))
     per_session = _with_empty_sessions(_split_sessions(annotated, tf, sized), sessions, messages)
     ranges = _budget_ranges(tf, per_session, budget, carry)
     # One row per (session, budget index) the range covers.
@@ -111,7 +112,7 @@ def splits(messages: Frame, budgets: Budgets, *, sessions: pl.DataFrame | pl.Laz
         summarized_tokens=pl.col("active_tokens") - pl.col("kept_tokens"),
         noop=pl.col("kept_turns") == pl.col("n_turns"),
     ).with_columns(request_bytes=_request_bytes() if sized else pl.lit(None, pl.UInt64))
-    return _same_kind(_cast(out, SPLIT_SCHEMA), messages)
+    return same_kind(cast_to(out, SPLIT_SCHEMA), messages)
 
 
 def _request_bytes() -> pl.Expr:
@@ -126,7 +127,7 @@ def _split_sessions(annotated: pl.LazyFrame, tf: pl.LazyFrame, sized: bool) -> p
     where the frame is ``sized``, the request sizes of its last row."""
     active = tf.filter(pl.col("turn") == 0).select(SESSION, active_tokens=pl.col("suffix"))
     per_session = (
-        _sessions(annotated)
+        annotated_sessions(annotated)
         .join(active, on=SESSION, how="left", maintain_order="left")
         .with_columns(pl.col("active_tokens").fill_null(0))
     )

@@ -20,55 +20,14 @@ at each turn's first row.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TypeVar
 
 import polars as pl
 
 from ..frame import expressions as ex
 from ..frame.schema import ROLE, SEQ, SESSION, TURN_SCHEMA
+from ._frames import Frame, cast_to, check_order, checked, same_kind
 
-__all__ = ["annotate", "check_order", "session_turns", "turns"]
-
-Frame = TypeVar("Frame", pl.DataFrame, pl.LazyFrame)
-
-
-def _cast(lf: pl.LazyFrame, schema: dict[str, pl.DataType], keep: Sequence[str] = ()) -> pl.LazyFrame:
-    """Cast to ``schema`` and order its columns (then ``keep``'s); ``session_id`` keeps the caller's dtype."""
-    return lf.cast({k: v for k, v in schema.items() if k != SESSION}).select(*schema, *keep)
-
-
-def _same_kind(result: pl.LazyFrame, like: Frame) -> Frame:
-    return result.collect() if isinstance(like, pl.DataFrame) else result
-
-
-def check_order(messages: pl.DataFrame) -> None:
-    """Raise ValueError unless each session's rows are contiguous and in ``seq`` order 0, 1, 2, ...
-
-    Every scan of the policy relies on it, as :func:`~panto_analytics.read_sessions`
-    returns frames. Eager frames are checked by the public functions here; a
-    LazyFrame is taken on trust (checking it would mean collecting it).
-
-    >>> df = pl.DataFrame({"session_id": ["a", "b", "a"], "seq": [0, 0, 1]})
-    >>> check_order(df)
-    Traceback (most recent call last):
-    ...
-    ValueError: the message frame is not in order: sort it by session_id, seq (each session's rows contiguous, seq 0, 1, 2, ...)
-    """
-    start = ex.session_start()
-    expected_seq = pl.when(start).then(0).otherwise(pl.col(SEQ).shift(1) + 1)
-    ok = messages.select(
-        (pl.col(SEQ) == expected_seq).all() & (start.sum() == pl.col(SESSION).n_unique())
-    ).item()
-    if ok is False:
-        raise ValueError("the message frame is not in order: sort it by session_id, seq "
-                         "(each session's rows contiguous, seq 0, 1, 2, ...)")
-
-
-def _checked(messages: Frame) -> Frame:
-    if isinstance(messages, pl.DataFrame):
-        check_order(messages)
-    return messages
-
+__all__ = ["annotate", "annotated_sessions", "annotated_turns", "check_order", "session_turns", "turns"]
 
 def annotate(messages: Frame) -> Frame:
     """The message frame plus the policy's per-message columns.
@@ -96,7 +55,7 @@ def annotate(messages: Frame) -> Frame:
     [(0, True, 0), (1, False, 0), (2, True, 1)]
     """
     lf = (
-        _checked(messages).lazy()
+        checked(messages).lazy()
         .with_columns(
             ex.is_active(),
             ex.is_turn_start().alias("_any_start"),
@@ -112,7 +71,7 @@ def annotate(messages: Frame) -> Frame:
         )
         .drop("_any_start")
     )
-    return _same_kind(lf, messages)
+    return same_kind(lf, messages)
 
 
 def turns(messages: Frame) -> Frame:
@@ -139,10 +98,10 @@ def turns(messages: Frame) -> Frame:
     >>> turns(examples.messages()).select("session_id", "turn", "tokens").rows()
     [('a', 0, 1000), ('a', 1, 1000), ('a', 2, 3000), ('b', 0, 400)]
     """
-    return _same_kind(_turns(annotate(_checked(messages).lazy())), messages)
+    return same_kind(annotated_turns(annotate(checked(messages).lazy())), messages)
 
 
-def _turns(annotated: pl.LazyFrame, carry: Sequence[str] = ()) -> pl.LazyFrame:
+def annotated_turns(annotated: pl.LazyFrame, carry: Sequence[str] = ()) -> pl.LazyFrame:
     """:func:`turns` of an annotated frame, plus the ``carry`` columns' values at each turn's start row."""
     # A turn's rows are contiguous and open with its start, so a forward fill
     # from the start row carries the turn's opening values to its last row,
@@ -173,7 +132,7 @@ def _turns(annotated: pl.LazyFrame, carry: Sequence[str] = ()) -> pl.LazyFrame:
             .when(pl.col("_after") > pl.col("_before")).then(pl.col("_after") - pl.col("_before")).otherwise(0),
             token_source=pl.when(pl.col("_after") < 0).then(pl.lit("words")).otherwise(pl.lit("usage")),
         )
-        .pipe(_cast, TURN_SCHEMA, carry)
+        .pipe(cast_to, TURN_SCHEMA, carry)
     )
 
 
@@ -183,10 +142,10 @@ def session_turns(messages: Frame) -> Frame:
     ``first_turn_seq`` is libpanto's ``first_turn_msg``: the first active
     non-system message (``n_messages`` when there is none).
     """
-    return _same_kind(_sessions(annotate(_checked(messages).lazy())), messages)
+    return same_kind(annotated_sessions(annotate(checked(messages).lazy())), messages)
 
 
-def _sessions(annotated: pl.LazyFrame) -> pl.LazyFrame:
+def annotated_sessions(annotated: pl.LazyFrame) -> pl.LazyFrame:
     """:func:`session_turns` of an annotated frame."""
     # libpanto's first_turn_msg: the first active non-system message.
     first_turn = (

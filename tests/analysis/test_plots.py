@@ -248,3 +248,9 @@ def test_legends_of_segments_cover_no_line(corpus):
             for ax in fig.axes:
                 if ax.get_visible():
                     assert not box.overlaps(ax.get_window_extent()), draw.__name__
+
+
+def test_dir_of_plots_lists_its_own_names_not_matplotlibs():
+    names = dir(pa.plots)
+    assert names == sorted(pa.plots.__all__) and "kept_tokens_by_budget" in names
+    assert not {"Figure", "Patch", "matplotlib", "np", "FuncFormatter", "cycler"} & set(names)

@@ -134,3 +134,11 @@ def test_compactions_and_policy_cuts_agree_on_what_the_agent_kept(path):
     assert libpanto.height == cuts.height == corpus.compactions.height > 0
     assert libpanto.select("agent_first_kept_seq", "agent_kept_messages").rows() == \
         cuts.select("agent_first_kept_seq", "agent_kept_messages").rows()
+
+
+def test_the_median_distance_of_two_is_the_mean_of_the_two_not_the_larger():
+    rows = pl.DataFrame({"policy": ["pi"] * 2, "source_format": ["pi"] * 2, "own": [True] * 2, "exact": [False] * 2,
+                         "distance_messages": [3, 40], "distance_tokens": [100, 9_000]})
+    got = recorded_cut_summary(rows).row(0, named=True)
+    assert (got["distance_messages_p50"], got["distance_messages_max"]) == (21.5, 40)
+    assert (got["distance_tokens_p50"], got["distance_tokens_max"]) == (4_550, 9_000)

@@ -87,7 +87,7 @@ def test_skip_invalid_reports_the_skips(corpus):
     assert "skipped 1 invalid line" in result.output
 
 
-@pytest.mark.parametrize("args", [["splits"], ["splits", "x", "-b", "lots"], ["sweep", "x", "-o", "out.xlsx"]])
+@pytest.mark.parametrize("args", [["splits", "x", "--budgets"], ["splits", "x", "-b", "lots"], ["sweep", "x", "-o", "out.xlsx"]])
 def test_usage_errors_exit_2(corpus, args):
     args = [str(corpus) if a == "x" else a for a in args]
     result = CliRunner().invoke(main, args)
@@ -110,9 +110,13 @@ def test_sessions_without_messages_get_split_rows(corpus, tmp_path):
     assert empty.select("budget", "prefix_end", "kept_turns", "noop").rows() == [(0, 0, 0, True), (1000, 0, 0, True)]
 
 
-def test_splits_without_budgets_is_a_usage_error_not_a_traceback():
-    out = CliRunner().invoke(main, ["splits", "data/", "--no-cache"])
-    assert out.exit_code == 2 and "Missing option '--budgets'" in out.output
+def test_splits_without_budgets_tries_the_default_grid(corpus, tmp_path):
+    from panto_analytics.budgets import parse_budgets
+    from panto_analytics.defaults import DEFAULT_BUDGETS
+
+    out = tmp_path / "s.csv"
+    assert run("splits", corpus, "-o", out).exit_code == 0
+    assert sorted(set(pl.read_csv(out)["budget"])) == parse_budgets(DEFAULT_BUDGETS)
 
 
 def test_sweep_over_a_range_ending_at_the_largest_budget(corpus):

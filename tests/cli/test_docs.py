@@ -1,5 +1,6 @@
 """docs/cli.md is the generated ``--help`` of every command, kept in step with the code."""
 
+import pytest
 from conftest import REPO
 
 from panto_analytics.cli.docs import cli_reference
@@ -31,3 +32,18 @@ def test_the_readme_is_a_five_minute_read():
     for doc in ("docs/guide.md", "docs/performance.md", "docs/cli.md", "docs/architecture.md"):
         assert doc in readme and (REPO / doc).is_file(), doc
     assert "## Speed" not in readme and "load average" not in readme
+
+
+def test_the_quick_start_plot_is_ignored_by_git():
+    # The Quick start writes its plot where it runs, the checkout's root: git must not see it (issue 32).
+    import re
+    import shutil
+    import subprocess
+
+    if shutil.which("git") is None or not (REPO / ".git").exists():
+        pytest.skip("not a git checkout")
+    quick_start = (REPO / "README.md").read_text().split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    plots = re.findall(r"--plot (\S+)", quick_start)
+    assert plots
+    for plot in plots:
+        assert subprocess.run(["git", "check-ignore", "-q", plot], cwd=REPO).returncode == 0, plot

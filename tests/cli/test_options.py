@@ -255,12 +255,17 @@ def test_every_command_tries_one_default_budget_grid(corpus):
     import click
 
     from panto_analytics.budgets import parse_budgets
-    from panto_analytics.defaults import DEFAULT_BUDGETS
+    from panto_analytics.defaults import DEFAULT_BUDGETS, DEFAULT_COMPACTION_BUDGETS
 
-    defaults = {name: param.default for name, command in _commands() for param in command.params
-                if isinstance(param, click.Option) and param.name == "budgets" and not param.required}
-    assert {"sweep", "replay", "recommend", "report"} <= set(defaults)
+    options = {name: param for name, command in _commands() for param in command.params
+               if isinstance(param, click.Option) and param.name == "budgets"}
+    assert not [name for name, param in options.items() if param.required]   # none asks for -b (issue 32)
+    defaults = {name: param.default for name, param in options.items()}
+    assert {"sweep", "replay", "recommend", "report", "splits"} <= set(defaults)
+    # compactions sets a few budgets beside each compaction (two columns a budget), the others the one grid
+    assert defaults.pop("compactions") == DEFAULT_COMPACTION_BUDGETS
     assert set(defaults.values()) == {DEFAULT_BUDGETS}, defaults
+    assert run("compactions", corpus).exit_code == 0
     # and what runs is that grid: sweep's rows, recommend's table
     swept = pl.read_csv(io.StringIO(run("sweep", corpus, "-o", "-").output))
     assert swept["budget"].to_list() == parse_budgets(DEFAULT_BUDGETS)
@@ -304,7 +309,7 @@ def test_a_terminal_table_fits_the_terminal_and_names_the_columns_it_leaves_out(
     lines = result.stdout.splitlines()
     table = [line for line in lines if not line.startswith("(")]
     assert max(map(len, table)) <= 100
-    assert sid in result.stdout  # whole, never shortened
+    assert sid not in result.stdout and sid[:8] + "…" in result.stdout  # shortened to a unique prefix (issue 32)
     [note] = [line for line in lines if "not shown to fit the terminal" in line]
     assert "file" in note and "-o FILE or -o - writes them all" in note
     wide = CliRunner().invoke(main, ["sessions", str(d), "--no-cache"], env={"COLUMNS": "1000"})

@@ -33,6 +33,13 @@ def test_a_window_not_above_the_reserve_is_a_usage_error():
     assert out.exit_code == 2 and "window (10000) must be larger than reserve (16000)" in out.output
 
 
+def test_a_16k_window_under_the_default_reserve_says_that_k_is_1000():
+    out = run("--window", "16k")   # 16,000 against the default reserve of 16,384
+    assert out.exit_code == 2 and "k is 1,000 here (16k is 16,000 tokens, not 16,384)" in out.output
+    assert "give a larger --window (e.g. 32k) or a smaller --reserve" in out.output
+    assert "k is 1,000" not in run("--window", "10k").output   # no k of 1,024 would have been enough
+
+
 def test_the_window_is_required():
     out = run()
     assert out.exit_code == 2 and "--window" in out.output
@@ -120,10 +127,11 @@ def test_policies_are_compared_in_one_table(tmp_path):
     assert pl.read_parquet(tmp_path / "e.parquet").equals(result.events)
     table = pl.read_csv(tmp_path / "t.csv")
     assert table.select("policy", "budget").rows() == [("libpanto", 8_000), ("libpanto", 20_000), ("pi", 20_000),
-                                                       ("codex:user_tokens=10000", 10_000), ("claude-code", 0)]
+                                                       ("codex:user_tokens=10000", 10_000), ("claude-code", None)]
     per_policy = result.events.group_by("policy", "budget").len()
     for policy, budget, events in table.select("policy", "budget", "events").rows():
-        expected = per_policy.filter((pl.col("policy") == policy) & (pl.col("budget") == budget))["len"]
+        # The table shows no budget for a policy that has none (claude-code); its events hold 0 there.
+        expected = per_policy.filter((pl.col("policy") == policy) & (pl.col("budget") == (budget or 0)))["len"]
         assert events == (expected.item() if len(expected) else 0)
     assert (table.filter(pl.col("policy") == "claude-code")["kept_tokens_p90"] == 0).all()
 

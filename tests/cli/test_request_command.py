@@ -65,3 +65,17 @@ def test_stdout_and_a_file_get_the_exact_request_bytes_escapes_included(tmp_path
     assert out.exit_code == 0 and out.stdout_bytes == want.encode() and len(out.stdout_bytes) == size
     assert run(str(session), "-b", "0", "-o", str(tmp_path / "r.txt")).exit_code == 0
     assert (tmp_path / "r.txt").read_bytes() == out.stdout_bytes
+
+
+def test_a_unique_prefix_names_a_session_and_a_shared_one_is_a_usage_error():
+    sid = pa.read_sessions(FILE)["session_id"][0]
+    whole = run(str(DATA), "-b", "20k", "--session", sid)
+    for prefix in (sid[:8], sid[:8] + "…"):   # as typed, and as a terminal table shortens it
+        out = run(str(DATA), "-b", "20k", "--session", prefix)
+        assert out.exit_code == 0 and out.stdout_bytes == whole.stdout_bytes, out.output
+    shared = run(str(DATA), "-b", "20k", "--session", "")
+    assert shared.exit_code == 2 and "no session" in shared.output
+    ids = sorted(pa.read_sessions(DATA)["session_id"].unique())
+    first = next(a[:1] for a, b in zip(ids, ids[1:]) if a[:1] == b[:1])
+    several = run(str(DATA), "-b", "20k", "--session", first)
+    assert several.exit_code == 2 and "give more of it" in several.output

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from panto_analytics.errors import IngestReport, InputError
-from panto_analytics.formats.base import SourceFile
+from panto_analytics.formats.contract import SourceFile
 
 __all__ = ["gzipped", "outcome"]
 

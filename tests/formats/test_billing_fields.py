@@ -7,8 +7,8 @@ import polars as pl
 import pytest
 from conftest import FIXTURES, REALDATA
 
-from panto_analytics.formats.base import SourceFile
 from panto_analytics.formats.claude_code.fast import read_frames
+from panto_analytics.formats.contract import SourceFile
 from panto_analytics.ingest import read_sessions
 from panto_analytics.outcomes.cost import bill, call_tokens
 

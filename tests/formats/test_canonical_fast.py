@@ -20,8 +20,8 @@ from test_columnar import ODD_TIMESTAMPS
 
 from panto_analytics.errors import InputError
 from panto_analytics.formats import columnar
-from panto_analytics.formats.base import SourceFile
 from panto_analytics.formats.canonical import fast as canonical_fast
+from panto_analytics.formats.contract import SourceFile
 from reference import canonical_lines
 
 

@@ -16,7 +16,7 @@ from conftest import SHARED
 import panto_analytics as pa
 from panto_analytics.errors import IngestReport, InputError
 from panto_analytics.formats import claude_code, detect_format
-from panto_analytics.formats.base import SourceFile
+from panto_analytics.formats.contract import SourceFile
 from panto_analytics.ingest.paths import expand_paths
 from panto_analytics.ingest.pipeline import parse_files
 

@@ -72,8 +72,8 @@ def test_a_number_beyond_a_double_in_a_tool_input_leaves_its_file_to_the_one_fil
     (:func:`.typed.beyond_double`) and takes the other, and the one-file reader refuses the line as the line-by-line
     reference does."""
     from panto_analytics.errors import InputError
-    from panto_analytics.formats.base import SourceFile
     from panto_analytics.formats.claude_code import fast, reader
+    from panto_analytics.formats.contract import SourceFile
     from reference import claude_code_lines
 
     good = (b'{"type":"user","uuid":"u1","sessionId":"s","timestamp":"2026-01-01T00:00:00Z",'

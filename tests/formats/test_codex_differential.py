@@ -1,4 +1,4 @@
-"""The Codex line reader (``formats/codex.py``) against its oracle, the line-by-line reader
+"""The Codex line reader (``formats/codex/reader.py``) against its oracle, the line-by-line reader
 ``reference/codex_lines.py``: the same messages, session metadata, skips, ignores and errors on every fixture,
 every real recording present, hand-made lines at the edges of the fast path's declared shapes (its own test,
 ``test_codex_fast.py``, reads them too) and hypothesis-mutated files.

@@ -1,4 +1,4 @@
-"""The Codex fast path (``formats/codex_fast.py``) against the line reader (``formats/codex.py``) and its oracle.
+"""The Codex fast path (``formats/codex/fast.py``) against the line reader (``formats/codex/reader.py``) and its oracle.
 
 The fast path may decline any file (:func:`.codex.parse` then reads it), but
 what it returns for a file it takes must be exactly what the line reader
@@ -22,8 +22,9 @@ from mutations import mutated_file
 from test_codex_differential import CALLS, EDGES
 
 from panto_analytics.errors import IngestReport, InputError
-from panto_analytics.formats import codex, codex_fast
-from panto_analytics.formats.base import SourceFile
+from panto_analytics.formats import codex
+from panto_analytics.formats.codex import fast as codex_fast
+from panto_analytics.formats.contract import SourceFile
 from panto_analytics.ingest import read_sessions
 from reference import codex_lines
 

@@ -1,4 +1,4 @@
-"""Codex's shared rules (``formats/codex_shapes.py``) against the oracle ``reference/codex_lines.py``."""
+"""Codex's shared rules (``formats/codex/shapes.py``) against the oracle ``reference/codex_lines.py``."""
 from __future__ import annotations
 
 import pytest
@@ -6,7 +6,7 @@ from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from panto_analytics.formats.codex_shapes import CONTEXTUAL_USER_FRAGMENTS, is_contextual_fragment
+from panto_analytics.formats.codex.shapes import CONTEXTUAL_USER_FRAGMENTS, is_contextual_fragment
 from reference import codex_lines
 
 #: Characters whose lowering is unusual: U+0130 (two characters, one ASCII), the Kelvin sign (to ``k``), a

@@ -1,5 +1,5 @@
 """columnar.read_together: each file's bytes as open_session_file reads them, newline-terminated, in one buffer;
-the timestamps a fast path takes: read by the vectorized parse exactly as :func:`.base.parse_timestamp` reads them."""
+the timestamps a fast path takes: read by the vectorized parse exactly as :func:`.record_fields.parse_timestamp` reads them."""
 from __future__ import annotations
 
 import gzip
@@ -12,9 +12,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from panto_analytics.errors import IngestReport, InputError
-from panto_analytics.formats import adapter, base
-from panto_analytics.formats.base import BOM, SourceFile, open_session_file, parse_timestamp
+from panto_analytics.formats import adapter, frame_builder
 from panto_analytics.formats.columnar import checked_timestamps, parse_timestamps, read_together
+from panto_analytics.formats.contract import SourceFile
+from panto_analytics.formats.record_fields import parse_timestamp
+from panto_analytics.formats.session_files import BOM, open_session_file
 
 _BYTES = st.lists(st.sampled_from([b"{}\n", b'{"a":1}', b"\n", b"   ", b"x" * 70_000, BOM, b"\xc3\xa9\n"]), max_size=6)
 
@@ -99,9 +101,10 @@ def iso_like(draw) -> str:
 
 
 def _python_ms(text: str) -> int | None:
-    """What the line-by-line readers make of ``text``: :func:`.base.parse_timestamp` through :class:`.base.FrameBuilder`."""
+    """What the line-by-line readers make of ``text``: :func:`.record_fields.parse_timestamp` through
+    :class:`.frame_builder.FrameBuilder`."""
     ts = parse_timestamp(text)
-    return None if ts is None else base._timestamps([ts]).cast(pl.Int64)[0]
+    return None if ts is None else frame_builder._timestamps([ts]).cast(pl.Int64)[0]
 
 
 @settings(max_examples=examples(300))

@@ -1,4 +1,4 @@
-"""The typed pi reader (``formats/pi.py``, msgspec Structs) against its oracle, the line-by-line reader
+"""The typed pi reader (``formats/pi/reader.py``, msgspec Structs) against its oracle, the line-by-line reader
 ``reference/pi_lines.py``: the same messages, session metadata, skips, ignores and errors on every fixture,
 every real recording present and hypothesis-mutated files."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The pi fast path (``formats/pi_fast.py``) against the line reader (``formats/pi.py``) and its oracle.
+"""The pi fast path (``formats/pi/fast.py``) against the line reader (``formats/pi/reader.py``) and its oracle.
 
 The fast path may decline any file (:func:`.pi.parse` then reads it), but what
 it returns for a file it takes must be exactly what the line reader gives:
@@ -24,7 +24,8 @@ from hypothesis import strategies as st
 from mutations import mutated_file
 
 from panto_analytics.errors import IngestReport, InputError
-from panto_analytics.formats import pi, pi_fast
+from panto_analytics.formats import pi
+from panto_analytics.formats.pi import fast as pi_fast
 from panto_analytics.ingest import read_sessions
 from reference import pi_lines
 

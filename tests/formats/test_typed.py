@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from panto_analytics.errors import IngestReport, InputError
 from panto_analytics.formats import jsonl, typed
-from panto_analytics.formats.base import SourceFile
 from panto_analytics.formats.columnar import valid_utf8
+from panto_analytics.formats.contract import SourceFile
 from panto_analytics.formats.typed import TypedLines, beyond_double, beyond_double_spans, one_per_line, plain
 
 

@@ -137,8 +137,9 @@ def test_ingest_fills_the_references_table(tmp_path):
 
 def test_the_fast_path_and_the_line_by_line_reader_give_the_same_references(tmp_path):
     from panto_analytics.formats import canonical
-    from panto_analytics.formats.base import FrameBuilder, SourceFile
     from panto_analytics.formats.canonical.fast import read_frames
+    from panto_analytics.formats.contract import SourceFile
+    from panto_analytics.formats.frame_builder import FrameBuilder
 
     paths = [canonical_session(tmp_path, f"s{i}") for i in range(3)]
     fast = read_frames([SourceFile(p, "canonical") for p in paths])

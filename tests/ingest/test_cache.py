@@ -404,7 +404,7 @@ def test_read_sessions_takes_a_folder_or_a_cache(corpus, tmp_path):
 def test_session_metadata_round_trips_exactly(tmp_path):
     from datetime import datetime
 
-    from panto_analytics.formats.base import SessionMeta
+    from panto_analytics.formats.contract import SessionMeta
     from panto_analytics.ingest.cache import Entry
 
     meta = SessionMeta("s", model="m", context_window=5, parent_session_id="p",

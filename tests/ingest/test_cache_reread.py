@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_cache import assert_same, read, write_session
 
-from panto_analytics.formats.base import ParsedFile, SessionMeta
+from panto_analytics.formats.contract import ParsedFile, SessionMeta
 from panto_analytics.ingest.cache import Cache, FileKey
 from panto_analytics.ingest.cache.codec import key_table, keys_of
 from panto_analytics.ingest.cache.hits import CachedFile, session_ids

@@ -16,7 +16,7 @@ import panto_analytics as pa
 from panto_analytics.cli import main
 from panto_analytics.errors import STRAY, IngestReport, InputError, UnknownFormatError
 from panto_analytics.formats import detect_format
-from panto_analytics.formats.base import TRUNCATED
+from panto_analytics.formats.session_files import TRUNCATED
 
 #: One real-looking file per format.
 ONE_PER_FORMAT = {

@@ -225,3 +225,21 @@ def test_a_negative_horizon_is_refused():
 
 def test_keys_are_hashes_of_targets():
     assert key_of("file:/r/a.py") != key_of("file:/r/b.py")
+
+
+def test_a_clearing_edit_loses_the_results_it_cleared_and_a_write_keeps_its_input():
+    """A clearing cut keeps every message: a target counts as summarized where the edit cleared the result that
+    held it (a read), not where its content was the call's input (a write), unless the inputs were cleared too."""
+    a, b, c = key_of("file:/a"), key_of("file:/b"), key_of("file:/c")
+    refs = pl.DataFrame({"session_id": ["s"] * 6, "seq": [1, 3, 5, 9, 11, 13], "call": [0, 1, 2, 3, 4, 5],
+                         "key": [a, b, c, a, b, c], "kind": ["read", "write", "read", "read", "read", "read"],
+                         "file": [True] * 6, "tokens": [100, 50, 70, 100, 50, 70]})
+    cut = {"session_id": ["s"], "after_seq": [9], "kept_start": [0], "kept_end": [9], "restore": [0],
+           "cleared_calls": [2], "cleared_excluded": ["//"], "cleared_inputs": [False]}
+    # Calls 0 and 1 cleared: /a's read is lost, /b's write keeps its content, /c (call 2) was not cleared.
+    assert cut_loss(refs, pl.DataFrame(cut)).select("window_calls", "orphan_calls").rows() == [(3, 1)]
+    assert cut_loss(refs, pl.DataFrame({**cut, "cleared_inputs": [True]}))["orphan_calls"].to_list() == [2]
+    assert cut_loss(refs, pl.DataFrame({**cut, "cleared_excluded": ["/read/"]}))["orphan_calls"].to_list() == [0]
+    # A cut without the clearing columns (a compaction that kept everything) loses nothing.
+    plain = {k: v for k, v in cut.items() if not k.startswith("cleared")}
+    assert cut_loss(refs, pl.DataFrame(plain))["orphan_calls"].to_list() == [0]

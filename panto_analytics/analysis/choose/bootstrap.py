@@ -110,11 +110,13 @@ class BudgetInterval:
         """Whether there were sessions enough to resample."""
         return self.resamples > 0
 
-    def describe(self) -> str:
-        """The interval as a person reads it.
+    def describe(self, *, budgets: bool = True) -> str:
+        """The interval as a person reads it; ``budgets=False`` (a policy with no token budget): no span.
 
         >>> BudgetInterval(37_500, 60_000, 5, 200).describe()
         '90% of resamples: 37.5k-60k; 5 sessions'
+        >>> BudgetInterval(0, 0, 5, 200).describe(budgets=False)
+        '5 sessions'
         >>> BudgetInterval(None, None, 2, 0).describe()
         'no interval: 2 sessions are too few to resample'
         """
@@ -125,6 +127,8 @@ class BudgetInterval:
         missing = f"; in {self.none} of {self.resamples} no budget meets the rule" if self.none else ""
         if self.lo is None or self.hi is None:
             return f"no budget meets the rule in {self.none} of {self.resamples} resamples; {n}"
+        if not budgets:
+            return f"{n}{missing}"
         span = format_tokens(self.lo) if self.lo == self.hi else f"{format_tokens(self.lo)}-{format_tokens(self.hi)}"
         return f"{self.level:.0%} of resamples: {span}; {n}{missing}"
 

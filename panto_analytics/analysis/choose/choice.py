@@ -24,11 +24,11 @@ from typing import Any
 import polars as pl
 
 from ...frame.schema import BUDGET
-from ..formatting import format_tokens, render_table
+from ..formatting import format_tokens, has_budget, point_name, render_table
 from .bootstrap import BudgetInterval
 from .rule import Rule
 
-__all__ = ["Choice", "display_columns"]
+__all__ = ["MARK", "Choice", "display_columns"]
 
 
 @dataclass
@@ -74,31 +74,61 @@ class Choice:
 
     def around(self, n: int = 2) -> pl.DataFrame:
         """The rows of the chosen budget (of the chosen policy) and ``n`` budgets either side. When none is
-        chosen: on splits the whole table; under a window every proposable row and each policy's first row at
-        or above its trigger."""
+        chosen: on splits the rows around the best budget (:meth:`best`), or the whole table where there is
+        none; under a window every proposable row and each policy's first row at or above its trigger."""
         if self.budget is None:
             if "proposable" not in self.table.columns:
-                return self.table
+                best = self.best()
+                return self.table if best is None else _rows_around(self.table, best, n)
             first_above = (~pl.col("proposable")) & ((~pl.col("proposable")).cum_sum().over("policy") == 1)
             return self.table.filter(pl.col("proposable") | first_above)
         rows = self.table
         if self.policy is not None and "policy" in rows.columns:
             rows = rows.filter(pl.col("policy") == self.policy)
-        rows = rows.with_row_index("_i")
-        idx = rows.filter(pl.col(BUDGET) == self.budget)["_i"][0]
-        return rows.slice(max(0, idx - n), 2 * n + 1).drop("_i")
+        return _rows_around(rows, self.budget, n)
+
+    def best(self) -> int | None:
+        """On splits, where no budget meets the rule: the one that comes nearest (the highest of the shares the
+        rule asks for, the least of them where it asks for two; the smallest budget of equals); else None.
+
+        >>> from panto_analytics.analysis.choose.rule import Rule
+        >>> t = pl.DataFrame({"budget": [1, 2, 3], "keeps_k_share": [0.2, 0.5, 0.5]})
+        >>> Choice(None, Rule(min_kept_turns=2), t).best()
+        2
+        """
+        shares = [c for c in _RULE_SHARES if c in self.table.columns]
+        if self.budget is not None or self.table.is_empty() or not shares or "proposable" in self.table.columns:
+            return None
+        nearest = self.table.with_columns(pl.min_horizontal(shares).alias("_nearest"))
+        return int(nearest.sort("_nearest", BUDGET, descending=[True, False], nulls_last=True)[BUDGET][0])
+
+    def key_columns(self) -> list[str]:
+        """The columns of the printed table that carry the answer (kept at any width, see
+        :func:`~panto_analytics.analysis.formatting.render_table`): the policy, the budget, the figures the
+        rule judges, and the mark of the chosen row."""
+        judged = [c for c in (*_RULE_SHARES, "orphan_rate") if c in self.table.columns]
+        return ["policy", BUDGET, *judged, MARK]
 
     def headline(self) -> str:
         """One line: the budget (and a policy other than libpanto), or that none meets the rule."""
         if self.budget is None:
             none = "no proposable budget meets the rule" if self.replayed else "no budget tried meets the rule"
             return none + self._spread()
-        of = "" if self.policy is None or self.policy.split(":")[0] == "libpanto" else f" ({self.policy})"
-        return f"recommended keep_verbatim: {format_tokens(self.budget)} ({self.budget:,} tokens){of}{self._spread()}"
+        if self.policy is None or self.policy.split(":")[0] == "libpanto":
+            return f"recommended keep_verbatim: {format_tokens(self.budget)} ({self.budget:,} tokens){self._spread()}"
+        if has_budget(self.policy):
+            from ...policy.compaction.policies import parse_policy
+
+            setting = parse_policy(self.policy).budget_setting
+            return (f"recommended policy: {self.policy}, {setting} {format_tokens(self.budget)} "
+                    f"({self.budget:,} tokens){self._spread()}")
+        return f"recommended policy: {point_name(self.policy, self.budget)}, no token budget{self._spread()}"
 
     def _spread(self) -> str:
         """`` (90% of resamples: 37.5k-60k; 5 sessions)``, or that there were too few to resample; or nothing."""
-        return "" if self.interval is None else f" ({self.interval.describe()})"
+        if self.interval is None:
+            return ""
+        return f" ({self.interval.describe(budgets=self.budget is None or has_budget(self.policy))})"
 
     def to_dict(self, n: int = 2) -> dict[str, Any]:
         """What ``-o - --output-format json`` prints: one JSON-ready object."""
@@ -107,23 +137,35 @@ class Choice:
                 "window": self.window, "reserve": self.reserve, "rows": _json_rows(self.around(n)),
                 "reasons": list(self.reasons), "warnings": list(self.warnings)}
 
-    def to_text(self, n: int = 2) -> str:
-        """A plain-text account: the choice, the rule, the reasons, the rows around it and the warnings."""
+    def to_text(self, n: int = 2, width: int | None = None) -> str:
+        """A plain-text account: the choice, the rule, the reasons, the rows around it and the warnings; its table
+        fits ``width`` characters, leaving out the columns the rule does not judge first (None: every column)."""
         lines = [self.headline(), ""]
         lines += [f"rule: {r}" for r in self.rules()]
         lines += [f"why: {r}" for r in self.reasons]
         rows = self.around(n)
         if not rows.is_empty():
-            chosen = pl.col(BUDGET) == (self.budget if self.budget is not None else -1)
+            best = self.best()
+            marked = self.budget if self.budget is not None else best if best is not None else -1
+            chosen = pl.col(BUDGET) == marked
             if self.policy is not None and "policy" in rows.columns:
                 chosen = chosen & (pl.col("policy") == self.policy)
-            mark = pl.when(chosen).then(pl.lit("<- chosen")).otherwise(pl.lit(""))
+            said = "<- chosen" if self.budget is not None else "<- nearest"
+            mark = pl.when(chosen).then(pl.lit(said)).otherwise(pl.lit(""))
             if "proposable" in rows.columns:
                 mark = pl.when(~pl.col("proposable")).then(pl.lit("at/above trigger")).otherwise(mark)
-            shown = rows.with_columns(mark.alias(" ")).select([*display_columns(rows), " "])
+            shown = rows.with_columns(mark.alias(MARK)).select([*display_columns(rows), MARK])
+            if "policy" in shown.columns and BUDGET in shown.columns:  # no budget of 0 for a policy that has none
+                budgeted = {p: has_budget(p) for p in shown["policy"].unique().to_list()}
+                shown = shown.with_columns(pl.when(pl.col("policy").replace_strict(budgeted, return_dtype=pl.Boolean))
+                                           .then(pl.col(BUDGET)).alias(BUDGET))
             if not self.replayed:
                 shown = shown.with_columns(pl.col("^kept_.*$").round().cast(pl.Int64))
-            lines += ["", render_table(shown)[0]]
+            text, hidden = render_table(shown, width=width, key=self.key_columns())
+            lines += ["", text]
+            if hidden:
+                lines.append(f"({len(hidden)} column{'' if len(hidden) == 1 else 's'} not shown to fit the terminal: "
+                             f"{', '.join(hidden)}; -o FILE or -o - writes them all)")
         lines += [f"warning: {w}" for w in self.warnings]
         return "\n".join(lines)
 
@@ -136,6 +178,24 @@ class Choice:
         said = f", {len(self.warnings)} warning{'' if len(self.warnings) == 1 else 's'}" if self.warnings else ""
         tried = f"{self.table.height} {'rows' if self.replayed else 'budgets'} tried"
         return f"<Choice: {self.headline()} (rule: {'; '.join(self.rules())}; {tried}{said})>"
+
+
+#: The name of the printed table's last column, which marks the chosen row (or the nearest, where none is chosen).
+MARK = "choice"
+
+#: The shares a rule on splits judges (coverage_table): one per criterion.
+_RULE_SHARES = ("keeps_k_share", "within_limit_share")
+
+
+def _rows_around(rows: pl.DataFrame, budget: int, n: int) -> pl.DataFrame:
+    """The row of ``budget`` in ``rows`` and ``n`` rows either side.
+
+    >>> _rows_around(pl.DataFrame({"budget": [1, 2, 3, 4, 5]}), 1, 1)["budget"].to_list()
+    [1, 2]
+    """
+    rows = rows.with_row_index("_i")
+    idx = rows.filter(pl.col(BUDGET) == budget)["_i"][0]
+    return rows.slice(max(0, idx - n), 2 * n + 1).drop("_i")
 
 
 #: The columns worth showing when a table is printed, in order: of splits, and of a replay.

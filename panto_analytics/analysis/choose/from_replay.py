@@ -55,7 +55,7 @@ from ...outcomes.cost import dollars_total
 from ...outcomes.group_tables import grouped
 from ...phrases import counted
 from ...policy.compaction.engine import Replay
-from ..formatting import format_tokens
+from ..formatting import format_tokens, has_budget, point_name
 from .bootstrap import MIN_SESSIONS, RESAMPLES, SEED, BudgetInterval, budget_interval, intervals, replicate_tables
 from .choice import Choice
 from .rule import FEW_SESSIONS, Rule
@@ -248,16 +248,16 @@ def choose_from_outcomes(table: pl.DataFrame, rule: Rule, *, window: int, reserv
         if fits.is_empty():
             best = front.sort("orphan_rate").head(1)
             dec.reasons.append("no point of the frontier meets the orphan rate" + (
-                f" (the lowest: {best['orphan_rate'][0]:.1%}, {best['policy'][0]} at "
-                f"{format_tokens(best['budget'][0])})" if not best.is_empty() else ""))
+                f" (the lowest: {best['orphan_rate'][0]:.1%}, {point_name(best['policy'][0], best['budget'][0])})"
+                if not best.is_empty() else ""))
         else:
             pick = fits.row(0, named=True)
             dec.policy, dec.budget = pick["policy"], int(pick[BUDGET])
             dec.reasons.append(f"{counted(front.height, 'point')} on the frontier; the cheapest with an orphan rate of at "
-                               f"most {rule.max_orphan_rate:.1%}: {pick['policy']} at {format_tokens(dec.budget)}, "
+                               f"most {rule.max_orphan_rate:.1%}: {point_name(pick['policy'], dec.budget)}, "
                                f"median ${pick['cost_p50']:.4f} per session, orphan rate {pick['orphan_rate']:.1%}")
             dec.reasons.append("the frontier: " + "; ".join(
-                f"{r['policy']} {format_tokens(r['budget'])} (${r['cost_p50']:.4f}, {r['orphan_rate']:.1%})"
+                f"{point_name(r['policy'], r['budget'])} (${r['cost_p50']:.4f}, {r['orphan_rate']:.1%})"
                 for r in front.iter_rows(named=True)))
             dec.reasons += _neighbours(table, pick)
     else:
@@ -295,7 +295,7 @@ def choose_from_outcomes(table: pl.DataFrame, rule: Rule, *, window: int, reserv
 
 
 def _rule_reason(ok: pl.DataFrame, pick: dict[str, Any], rule: Rule) -> str:
-    text = (f"at {format_tokens(pick['budget'])} ({pick['policy']}), "
+    text = (f"{point_name(pick['policy'], pick['budget'])}: "
             + (f"{pick['keeps_k_share']:.1%} of the {pick['at_trigger']} sessions that reach the trigger keep "
                f"{rule.min_kept_turns}+ whole turns at every compaction" if rule.min_kept_turns is not None else
                f"{pick['within_limit_share']:.1%} of the {pick['at_trigger']} sessions that reach the trigger stay "
@@ -311,7 +311,9 @@ def _rule_reason(ok: pl.DataFrame, pick: dict[str, Any], rule: Rule) -> str:
 def _neighbours(table: pl.DataFrame, pick: dict[str, Any]) -> list[str]:
     """What the next budgets down and up cost and lose against the chosen one (same policy)."""
     mine = table.filter(pl.col("policy") == pick["policy"]).sort(BUDGET)
-    out = []
+    out: list[str] = []
+    if not has_budget(pick["policy"]):
+        return out  # one point: no budget to move down or up
     for what, rows in (("down", mine.filter(pl.col(BUDGET) < pick[BUDGET]).tail(1)),
                        ("up", mine.filter(pl.col(BUDGET) > pick[BUDGET]).head(1))):
         if rows.is_empty():

@@ -15,10 +15,10 @@ from .build import (
     decision_table,
     sweep_table,
 )
-from .model import Report
+from .model import Report, Table
 
 __all__ = [
-    "MAX_INPUTS", "WRITTEN_LIST", "render_html", "render_markdown", "write_report",
+    "MAX_INPUTS", "WRITTEN_LIST", "render_html", "render_markdown", "timeline_html", "write_report",
 ]
 
 #: The list of files a report wrote, kept in its folder, so that the next report there removes the ones
@@ -238,3 +238,21 @@ def render_html(report: Report) -> str:
               "<li><a href='splits.parquet'>splits.parquet</a>: libpanto's split for every session and budget</li>"
               "<li><a href='report.md'>report.md</a>: this report in Markdown</li></ul></body></html>"]
     return "\n".join(parts)
+
+
+def timeline_html(tl, png: bytes) -> str:
+    """One self-contained page for a session's timeline (:func:`~panto_analytics.analysis.timeline.session_timeline`):
+    its account, the plot (``png``, embedded), the compactions and the cache breaks."""
+    e = html.escape
+    breaks = tl.calls.filter(pl.col("break_cause").is_not_null()).select(
+        "call", "seq", "timestamp", "model", "context", "cache_read", "cache_write", "break_cause", "break_cost_usd")
+    data = base64.b64encode(png).decode("ascii")
+    title = f"Session {tl.session_id}"
+    return "\n".join([
+        f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>{e(title)}</title>"
+        f"<meta name='viewport' content='width=device-width, initial-scale=1'><style>{_CSS}</style></head><body>",
+        f"<h1>{e(title)}</h1>", f"<p>{e(str(tl))}</p>",
+        f"<figure id='timeline'><img alt='{e(title)}: context per API call' src='data:image/png;base64,{data}'></figure>",
+        "<h2>Compactions</h2>", Table.from_frame(tl.compactions).html(),
+        "<h2>Cache breaks</h2>", Table.from_frame(breaks.with_columns(pl.col("timestamp").cast(pl.String))).html(),
+        "</body></html>"])

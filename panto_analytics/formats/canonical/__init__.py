@@ -9,11 +9,11 @@ judge. The line-by-line reader they replaced is the tests' oracle,
 """
 from __future__ import annotations
 
-from ..base import Postprocess
+from ..contract import Postprocess
 from .fast import read_frames
 from .reader import NAME, parse, sniff
 
-#: No cross-file rules (see :class:`..base.Adapter`).
+#: No cross-file rules (see :class:`..contract.Adapter`).
 postprocess: Postprocess | None = None
 
 __all__ = ["NAME", "parse", "postprocess", "read_frames", "sniff"]

@@ -42,8 +42,10 @@ from ...frame.schema import MESSAGE_SCHEMA, ROLE, SEQ, USAGE_COLUMNS
 from ...frame.tool_targets import refs_column
 from ...frame.words import MEDIA_PART_WORDS, count_words_arrow
 from ...transcript import MEDIA_NOTE_BYTES, SEPARATOR, label_bytes
-from ..base import Invalid, SourceFile, gc_paused
 from ..columnar import byte_lengths, checked_timestamps, read_together
+from ..contract import SourceFile
+from ..gc_pause import gc_paused
+from ..record_fields import Invalid
 from ..typed import DEEP
 from . import reader as canonical
 from .shapes import (

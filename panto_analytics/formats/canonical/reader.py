@@ -24,8 +24,9 @@ from typing import Any, cast
 import msgspec
 
 from ...frame.schema import ROLES, USAGE_COLUMNS
-from ..base import BAD_RECORD, Invalid, Message, SourceFile, bad_record, parse_timestamp, timestamp_field, usage_counter
+from ..contract import Message, SourceFile
 from ..jsonl import require_string
+from ..record_fields import BAD_RECORD, Invalid, bad_record, parse_timestamp, timestamp_field, usage_counter
 from ..typed import TypedLines
 from .shapes import Header, MessageRecord, Record
 

@@ -86,7 +86,7 @@ Block = TextBlock[T] | ThinkingBlock[T] | SummaryBlock[T] | SystemBlock[T] | Too
 
 
 class _Usage(msgspec.Struct, gc=False):
-    """A missing or null counter is 0 (as :func:`~..base.usage_counter` reads it)."""
+    """A missing or null counter is 0 (as :func:`~..record_fields.usage_counter` reads it)."""
 
     input: Counter | None = None
     output: Counter | None = None

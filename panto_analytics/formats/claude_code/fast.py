@@ -47,10 +47,13 @@ import pyarrow.compute as pc
 
 from ...frame.schema import MAX_USAGE, MESSAGE_SCHEMA, ROLE, USAGE_COLUMNS
 from ...frame.tool_targets import refs_column
-from ..base import BAD_RECORD, SessionMeta, SourceFile, gc_paused, parse_timestamp, session_stem
 from ..blocks import block_words
 from ..columnar import BLOCK, PART, iso_utc, parse_timestamps, read_together, serialized_bytes, words_and_flags
-from ..fast_columns import _strings
+from ..contract import SessionMeta, SourceFile
+from ..fast_columns import strings
+from ..gc_pause import gc_paused
+from ..record_fields import BAD_RECORD, parse_timestamp
+from ..session_files import session_stem
 from ..typed import DEEP, beyond_double_spans
 from .shapes import Message, Record, Usage, counted_usage, decode_file
 from .vocabulary import NAME, PRESERVED_MARK, SYNTHETIC_MODEL, TOOL_USE_BLOCKS, project_folder, text_of
@@ -313,11 +316,11 @@ class _Columns:
         self.code = np.array(code, dtype=np.int8)
         offsets = np.zeros(len(n_parts) + 1, dtype=np.int32)
         np.cumsum(n_parts, out=offsets[1:])
-        arrays = pa.StructArray.from_arrays([_strings(part_kind, _STR), _strings(part_text, _TEXT),
-                                             _strings(part_media, _STR)], fields=list(PART))
+        arrays = pa.StructArray.from_arrays([strings(part_kind, _STR), strings(part_text, _TEXT),
+                                             strings(part_media, _STR)], fields=list(PART))
         self.canonical = pa.StructArray.from_arrays(
-            [_KINDS.take(_arrow(pl.Series(self.code, dtype=pl.Int8))), _strings(text, _TEXT), _strings(ids, _STR),
-             _strings(names, _STR), self._inputs(len(code), calls, raw_inputs), _strings(tool_use_ids, _STR),
+            [_KINDS.take(_arrow(pl.Series(self.code, dtype=pl.Int8))), strings(text, _TEXT), strings(ids, _STR),
+             strings(names, _STR), self._inputs(len(code), calls, raw_inputs), strings(tool_use_ids, _STR),
              pa.ListArray.from_arrays(_arrow(pl.Series(offsets)), arrays)], fields=list(BLOCK))
         self.dropped = pl.DataFrame({"row": pl.Series(drop_rows, dtype=pl.Int64), "label": pl.Series(labels, dtype=pl.String)})
 
@@ -400,7 +403,7 @@ def _arrow(series: pl.Series) -> pa.Array:
 
 
 #: Canonical block types by code.
-_KINDS = _strings(list(_KIND_NAMES), _STR)
+_KINDS = strings(list(_KIND_NAMES), _STR)
 
 
 def _read(sources: list[SourceFile], decoded: list[tuple[int, list[Record], np.ndarray]]) -> list[pl.DataFrame | None]:
@@ -566,7 +569,7 @@ def _compactions(conv: pl.DataFrame) -> pl.DataFrame:
 
 
 def _events(compactions: pl.DataFrame, starts: np.ndarray, n_files: int) -> list[list[dict[str, Any]]]:
-    """Each file's recorded compactions, as :class:`..base.SessionMeta` lists them."""
+    """Each file's recorded compactions, as :class:`..contract.SessionMeta` lists them."""
     events: list[list[dict[str, Any]]] = [[] for _ in range(n_files)]
     for file, owner, trigger, tokens in compactions.select("file", "owner", "trigger", "tokens_before").rows():
         anchor = owner - int(starts[file])
@@ -619,7 +622,7 @@ def _assemble(sources: list[SourceFile], records: pl.DataFrame, canonical: pa.St
     # The words of each tool result of the n messages, in block order, for the refs column.
     result_words = per_block[pc.fill_null(pc.equal(canonical.field("type"), "tool_result"), False).to_numpy(
         zero_copy_only=False) & (owner < n)]
-    roles = pa.concat_arrays([messages[ROLE].to_arrow().cast(_STR), _strings(["user"], _STR)])
+    roles = pa.concat_arrays([messages[ROLE].to_arrow().cast(_STR), strings(["user"], _STR)])
     size = serialized_bytes(roles, canonical, owner, n + 1)
     usage_rows = messages["usage_row"]
     # A message without a usage row has no usage; a counter missing from a usage is 0.

@@ -29,8 +29,10 @@ from typing import Any, TypeVar, cast
 import msgspec
 import orjson
 
-from ..base import BAD_RECORD, Invalid, Message, SourceFile, bad_record, parse_timestamp, session_stem, usage_counter
+from ..contract import Message, SourceFile
 from ..jsonl import require_string
+from ..record_fields import BAD_RECORD, Invalid, bad_record, parse_timestamp, usage_counter
+from ..session_files import session_stem
 from ..typed import TypedLines, raw_json
 from .shapes import DECODER, Attachment, Block, CacheSplit, Iteration, Part, Record, Source, Usage, counted_usage
 from .shapes import Message as Said
@@ -479,7 +481,7 @@ def _usage(usage: Any) -> dict[str, int] | None:
 
 
 def _counters(usage: Usage | Iteration, where: str) -> dict[str, int]:
-    """The counters of a usage or an iteration, each checked (:func:`.base.usage_counter`)."""
+    """The counters of a usage or an iteration, each checked (:func:`.record_fields.usage_counter`)."""
     out = {name: usage_counter(getattr(usage, key), f"{where}.{key}") for name, key in USAGE_KEYS}
     split = usage.cache_creation
     out["cache_write_1h"] = usage_counter(None if split is None else split.ephemeral_1h_input_tokens,

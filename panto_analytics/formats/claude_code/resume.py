@@ -13,7 +13,7 @@ import polars as pl
 
 from ...errors import IngestReport
 from ...frame.expressions import is_api_call
-from ..base import ParsedFile, SessionMeta
+from ..contract import ParsedFile, SessionMeta
 from .vocabulary import NAME
 
 __all__ = ["postprocess"]

@@ -28,8 +28,8 @@ import msgspec
 
 from ..typed import TYPED_ERRORS, Counter
 
-__all__ = ["COUNTERS", "DECODER", "Block", "CacheSplit", "Iteration", "Message", "Part", "Record", "Usage", "counted_usage",
-           "decode_file"]
+__all__ = ["COUNTERS", "DECODER", "Attachment", "Block", "CacheSplit", "Iteration", "Message", "Part", "Record", "Source", "Usage",
+           "counted_usage", "decode_file"]
 
 
 class Source(msgspec.Struct, gc=False):

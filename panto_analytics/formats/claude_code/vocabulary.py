@@ -8,7 +8,7 @@ from typing import Any
 
 import msgspec
 
-from ..base import Invalid
+from ..record_fields import Invalid
 
 __all__ = ["NAME", "PRESERVED_MARK", "SYNTHETIC_MODEL", "TOOL_USE_BLOCKS", "USAGE_KEYS", "project_folder", "sniff",
            "text_of"]

@@ -5,7 +5,7 @@ rows of many files one after another; its key-value metadata says it is ours
 and how many rows it holds. The *manifest* is a Parquet table with one row
 per cached file (:data:`MANIFEST_SCHEMA`): the file's key, which pack holds
 its rows and where, and a JSON *record* with everything else a re-read must
-reproduce: the session's :class:`~panto_analytics.formats.base.SessionMeta`
+reproduce: the session's :class:`~panto_analytics.formats.contract.SessionMeta`
 and the file's share of the :class:`~panto_analytics.errors.IngestReport`.
 Anything read back is checked, never trusted: :class:`BadEntry` marks what is
 corrupt or foreign.
@@ -28,7 +28,7 @@ import orjson
 import polars as pl
 
 from ...errors import IngestReport, InputError
-from ...formats.base import SessionMeta
+from ...formats.contract import SessionMeta
 from ...frame.schema import MESSAGE_SCHEMA, SESSION
 from .. import _manifest as manifests
 

@@ -4,7 +4,7 @@ A re-read of many unchanged files must cost one stat per file and one read
 per pack, whatever the number of files, and hold little per file. So a
 lookup keeps its packs once and, as columns (:class:`Served`), where each
 file's rows are and the session columns of its manifest row;
-:class:`CachedFile` is the :class:`~panto_analytics.formats.base.ParsedFile`
+:class:`CachedFile` is the :class:`~panto_analytics.formats.contract.ParsedFile`
 of one such file: its ``messages`` are sliced from the pack, and its
 ``session`` built (with every other file's of the lookup, in one pass) on
 first use. :func:`gather_messages` builds the frame of many files with one
@@ -12,7 +12,7 @@ first use. :func:`gather_messages` builds the frame of many files with one
 gives their session ids without building a session per file.
 
 >>> import polars as pl
->>> from panto_analytics.formats.base import SessionMeta
+>>> from panto_analytics.formats.contract import SessionMeta
 >>> pack = pl.DataFrame({"x": [1, 2, 3, 4]})
 >>> a, b = CachedFile.of(pack, 2, 2, SessionMeta("a"), "a.jsonl", "pi"), CachedFile.of(pack, 0, 1, SessionMeta("b"), "b.jsonl", "pi")
 >>> gather_messages([a, b])["x"].to_list(), a.messages["x"].to_list(), session_ids([a, b]).to_list()
@@ -27,7 +27,7 @@ import numpy as np
 import polars as pl
 
 from ...errors import IngestReport
-from ...formats.base import ParsedFile, SessionMeta
+from ...formats.contract import ParsedFile, SessionMeta
 from ...frame.schema import SESSION, empty_messages
 from .codec import SESSION_COLUMNS
 

@@ -6,7 +6,7 @@ small. Each batch of files parsed together is stored as one Parquet *pack*
 cached file: its key (absolute path, the path as it was named, size, mtime
 (ns), inode, format mode, parser version), the pack and the row range that
 hold its rows, and a JSON record with the session's
-:class:`~panto_analytics.formats.base.SessionMeta` (compactions and API
+:class:`~panto_analytics.formats.contract.SessionMeta` (compactions and API
 calls included) and the file's share of the
 :class:`~panto_analytics.errors.IngestReport`.
 
@@ -56,7 +56,8 @@ import orjson
 import polars as pl
 
 from ...errors import IngestReport
-from ...formats.base import SessionMeta, gc_paused
+from ...formats.contract import SessionMeta
+from ...formats.gc_pause import gc_paused
 from ...frame.schema import SESSION, empty_messages
 from . import codec
 from .codec import (

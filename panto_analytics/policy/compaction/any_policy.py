@@ -48,7 +48,7 @@ from ...frame.schema import BUDGET, ROLE, SEQ, SESSION
 from ..compute_split import budget_series
 from ..turn_costs import check_order
 from .clearing import CLEARING_EVENT_COLUMNS, replay_clearing
-from .engine import DEFAULT_RESERVE, EVENT_SCHEMA, Replay, _Engine, _np, replay_libpanto, summary_size, validate_parameters
+from .engine import DEFAULT_RESERVE, EVENT_SCHEMA, Engine, Replay, as_array, replay_libpanto, summary_size, validate_parameters
 from .policies import Clearing, LibPanto, Policy, parse_policy
 from .priced import PriceSpec, bill_replay_result
 from .request import with_request_bytes
@@ -99,7 +99,7 @@ def window_columns(frame: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-class _PolicyEngine(_Engine):
+class _PolicyEngine(Engine):
     """The rounds of a policy replay: next trigger, the policy's cut on every live state's window, next state."""
 
     #: ``kept_start`` is -1 for none here (numpy has no null); :func:`_with_policy` makes it null.
@@ -110,11 +110,12 @@ class _PolicyEngine(_Engine):
                          summary_tokens=summary_tokens)
         self.policy = policy
         self.threshold = policy.threshold(window)
+        self.ineffective_above = policy.token_limit(window)
 
     def _prepare(self) -> None:
         super()._prepare()
         self.rows = window_columns(self.frame)
-        self.before_row = _np(self.rows["before"], pad=0)
+        self.before_row = as_array(self.rows["before"], pad=0)
 
     def _initial_states(self) -> dict[str, Array]:
         st = super()._initial_states()

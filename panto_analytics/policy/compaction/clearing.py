@@ -108,7 +108,8 @@ def clearing_calls(frame: pl.DataFrame, rule: ClearRule) -> tuple[pl.DataFrame, 
 
     Columns: ``_row`` (the call's row), ``session_id``, ``seq``, ``prompt`` (recorded), ``cum`` (recorded
     context), ``inert`` (inside an agent's kept block: :func:`~.engine.recorded_before_anchor`), ``a`` (the
-    first use in context, a global use index), ``b`` (the boundary: uses before it may be cleared; ``a`` where
+    first use in context, a global use index), ``start`` (the first row in context), ``turns`` (turns started from
+    there through the call), ``b`` (the boundary: uses before it may be cleared; ``a`` where
     the edit does not apply), ``use0`` (the session's first use), ``cleared`` (uses cleared),
     ``cleared_tokens`` (the tokens the edit removes, placeholders counted: may be negative) and ``first_pos``
     (the recorded position of the first cleared result, null where none); and the per-use arrays
@@ -179,7 +180,10 @@ def clearing_calls(frame: pl.DataFrame, rule: ClearRule) -> tuple[pl.DataFrame, 
     removed = np.where(active, gross - PLACEHOLDER_TOKENS * count, 0)
     f = nxt[np.minimum(a, len(uses))]
     first_pos = np.where(active, pos.take(f, mode="clip") if len(pos) else 0, -1)
+    start = calls["_from"].to_numpy()
+    before_start = np.where(start > 0, turns_upto.take(np.maximum(start - 1, 0), mode="clip"), 0)
     return calls.select(SESSION, SEQ, "_row", "prompt", "cum", "inert").with_columns(
+        start=pl.Series(start), turns=pl.Series(turns_upto[r] - before_start),
         a=pl.Series(a), b=pl.Series(b), use0=pl.Series(use0), cleared=pl.Series(count),
         cleared_tokens=pl.Series(removed), first_pos=pl.Series(first_pos),
     ).with_columns(pl.col("first_pos").replace(-1, None)), _Arrays(ct=ct, nc=nc, nxt=nxt, pos=pos)
@@ -189,8 +193,8 @@ def _divergence(calls: pl.DataFrame, arrays: _Arrays) -> np.ndarray:
     """Per call: the position, in the previous call's (to the same model) edited prompt, of the first result whose
     clearing differs between the two calls; -1 where none differs (or the previous call is in another context)."""
     b, a = calls["b"].to_numpy(), calls["a"].to_numpy()
-    pb, pa_ = calls["_prev_b"].to_numpy(), calls["_prev_a"].to_numpy()
-    same = calls["_same"].to_numpy() & (pa_ == a)
+    pb = calls["_prev_b"].to_numpy()
+    same = calls["_same"].to_numpy() & (calls["_prev_start"].to_numpy() == calls["start"].to_numpy())
     lo = np.minimum(b, np.where(same, pb, b))
     hi = np.maximum(b, np.where(same, pb, b))
     first = arrays.nxt.take(lo, mode="clip")
@@ -240,7 +244,7 @@ def cleared_usage(frame: pl.DataFrame, policy: Clearing) -> tuple[pl.DataFrame, 
         _same=((pl.col("_gm") == pl.col("_gm").shift(1)).fill_null(False)),
         sim_prompt=(pl.col("prompt") - pl.col("cleared_tokens")).clip(0),
     ).with_columns(
-        _prev_b=pl.col("b").shift(1).fill_null(0), _prev_a=pl.col("a").shift(1).fill_null(-1),
+        _prev_b=pl.col("b").shift(1).fill_null(0), _prev_start=pl.col("start").shift(1).fill_null(-1),
         _prev_removed=pl.when("_same").then(pl.col("cleared_tokens").shift(1)).otherwise(0),
         _prev_cached=pl.when("_same").then(
             pl.col("sim_prompt").shift(1) - pl.when("_writes").then(pl.min_horizontal(pl.col("input").shift(1),
@@ -291,23 +295,23 @@ def replay_clearing(frame: pl.DataFrame, policy: Clearing, *, window: int) -> Cl
     rule = policy.rule()
     calls, _ = clearing_calls(frame, rule)
     budget = policy.budget()
+    # The previous call of the session, in the same context (no recorded summary between them).
+    same_context = ((pl.col(SESSION) == pl.col(SESSION).shift(1)) & (pl.col("start") == pl.col("start").shift(1))
+                    ).fill_null(False)
     c = calls.with_columns(
         context=(pl.col("cum") - pl.col("cleared_tokens")).clip(0),
-        _prev_cleared=pl.when((pl.col(SESSION) == pl.col(SESSION).shift(1)) & (pl.col("a") == pl.col("a").shift(1)))
-        .then(pl.col("cleared").shift(1)).otherwise(0),
-        _prev_removed=pl.when((pl.col(SESSION) == pl.col(SESSION).shift(1)) & (pl.col("a") == pl.col("a").shift(1)))
-        .then(pl.col("cleared_tokens").shift(1)).otherwise(0),
+        _prev_cleared=pl.when(same_context).then(pl.col("cleared").shift(1)).otherwise(0),
+        _prev_removed=pl.when(same_context).then(pl.col("cleared_tokens").shift(1)).otherwise(0),
     )
-    starts = frame.select(SESSION, _from=pl.when(pl.col("has_summary")).then(pl.col(SEQ).cast(_I) + 1)
-                          .when(ex.session_start()).then(0).forward_fill())
-    c = c.with_columns(active_start=starts["_from"].gather(c["_row"]))
+    # The first seq in context (seqs number a session's rows from 0).
+    c = c.with_columns(active_start=pl.col(SEQ) - (pl.col("_row") - pl.col("start")))
     ev = c.filter(pl.col("cleared") > pl.col("_prev_cleared")).with_columns(
         event=(pl.int_range(pl.len()).over(SESSION)).cast(pl.UInt32))
     events = ev.select(
         SESSION, pl.lit(budget, pl.UInt64).alias(BUDGET), "event", trigger_seq=pl.col(SEQ).cast(pl.UInt32),
         context_before=(pl.col("cum") - pl.col("_prev_removed")).clip(0).cast(pl.UInt64),
         active_start=pl.col("active_start").cast(pl.UInt32), prefix_end=pl.col("active_start").cast(pl.UInt32),
-        kept_turns=pl.lit(0, pl.UInt32), kept_tokens=pl.col("context").cast(pl.UInt64),
+        kept_turns=pl.col("turns").cast(pl.UInt32), kept_tokens=pl.col("context").cast(pl.UInt64),
         summarized_tokens=(pl.col("cleared_tokens") - pl.col("_prev_removed")).clip(0).cast(pl.UInt64),
         context_after=pl.col("context").cast(pl.UInt64),
         kept_start=pl.col("active_start").cast(pl.UInt32),

@@ -89,11 +89,12 @@ from ...defaults import DEFAULT_RESERVE, DEFAULT_SUMMARY_TOKENS, MIN_SUMMARY_TOK
 from ...frame import expressions as ex
 from ...frame.schema import BUDGET, ROLE, SEQ, SESSION
 from ..compute_split import budget_series
-from ..turn_costs import _turns, check_order
+from ..turn_costs import annotated_turns, check_order
 from .request import with_request_bytes
 
 __all__ = [
-    "DEFAULT_RESERVE", "DEFAULT_SUMMARY_TOKENS", "EVENT_SCHEMA", "MIN_SUMMARY_TOKENS", "REPLAY_SESSION_SCHEMA", "Replay",
+    "DEFAULT_RESERVE", "DEFAULT_SUMMARY_TOKENS", "EVENT_SCHEMA", "Engine", "MIN_SUMMARY_TOKENS", "REPLAY_SESSION_SCHEMA",
+    "Replay", "as_array",
     "recorded_before_anchor", "replay_libpanto", "resume_after_anchor", "summary_size", "validate_parameters",
 ]
 
@@ -281,7 +282,7 @@ def replay_libpanto(messages: pl.DataFrame | pl.LazyFrame, budgets: Iterable[int
     validate_parameters(window, reserve, summary_tokens)
     budget = budget_series(budgets)
     check_order(frame)
-    result = _Engine(frame, budget, window=window, reserve=reserve, summary_tokens=summary_tokens).run()
+    result = Engine(frame, budget, window=window, reserve=reserve, summary_tokens=summary_tokens).run()
     events = with_request_bytes(result.events, frame, summary_tokens)
     if "serialized_bytes" not in frame.columns:
         return replace(result, events=events, sessions=result.sessions.with_columns(request_bytes=pl.lit(None, pl.UInt64)),
@@ -302,7 +303,7 @@ def replay_libpanto(messages: pl.DataFrame | pl.LazyFrame, budgets: Iterable[int
 Array = np.ndarray
 
 
-def _np(s: pl.Series, pad: int | None = None) -> Array:
+def as_array(s: pl.Series, pad: int | None = None) -> Array:
     """An Int64 column as a numpy array, with one ``pad`` value appended (so that no gather is ever out of range)."""
     a = s.cast(pl.Int64).to_numpy()
     return a if pad is None else np.append(a, np.int64(pad))
@@ -372,7 +373,7 @@ def _first_of_runs(*keys: Array) -> tuple[Array, Array]:
 _STATE = ("sid", "bi", "B", "a", "c_from", "na", "c_to", "S", "sig", "ne")
 
 
-class _Engine:
+class Engine:
     """The per-corpus arrays and the rounds of :func:`replay`."""
 
     #: The events' columns (a subclass replaying another policy adds its own).
@@ -382,6 +383,9 @@ class _Engine:
         self.frame, self.budget = frame, budget
         self.window, self.reserve, self.summary_tokens = window, reserve, summary_tokens
         self.threshold = window - reserve
+        #: ``ineffective``: a compaction left the context above this (the trigger; a policy that fires on a count
+        #: has its own token limit, :meth:`~.policies.base.Policy.token_limit`).
+        self.ineffective_above = self.threshold
 
     # -- the arrays, computed once -------------------------------------------------------------
 
@@ -415,7 +419,7 @@ class _Engine:
             .cache()
         )
         # Base turn costs as complete turns (ending at the next base turn start): turn_costs.py's own machinery.
-        base_turns = _turns(annotated).select(cost=_as_int(pl.col("tokens")))
+        base_turns = annotated_turns(annotated).select(cost=_as_int(pl.col("tokens")))
         turn_rows_lf = annotated.filter(pl.col("is_turn_start")).select(
             start_seq=SEQ, before=pl.col("prior_cumulative").fill_null(0), call_at_start="_calls_before")
         calls_lf = annotated.filter(pl.col("_call")).select(
@@ -430,29 +434,29 @@ class _Engine:
             [base_turns, turn_rows_lf, calls_lf, per_row_lf, sessions_lf, ends_lf])
         self.ids = sessions[SESSION]
         ses = pl.concat([sessions.drop(SESSION), ends], how="horizontal")
-        self.row0, self.n, self.c0, self.c1, self.g0, self.g1 = (_np(ses[c]) for c in ("row0", "n", "c0", "c1", "g0", "g1"))
+        self.row0, self.n, self.c0, self.c1, self.g0, self.g1 = (as_array(ses[c]) for c in ("row0", "n", "c0", "c1", "g0", "g1"))
         n_calls, n_turns = calls.height, turn_rows.height
         self.n_calls = n_calls
         # Per message row (one more past the end).
-        self.next_call = _np(per_row["_calls_before"], pad=n_calls)
-        self.next_turn = _np(per_row["_turns_before"], pad=n_turns)
-        self.next_anchor = _np(per_row["_anchor"], pad=0)
+        self.next_call = as_array(per_row["_calls_before"], pad=n_calls)
+        self.next_turn = as_array(per_row["_turns_before"], pad=n_turns)
+        self.next_anchor = as_array(per_row["_anchor"], pad=0)
         # Per row: after a recorded anchor on it, the seq of the first row past the agent's kept block.
-        self.resume = _np(per_row["_resume"], pad=0)
+        self.resume = as_array(per_row["_resume"], pad=0)
         # Per base turn (one dummy past the end): start seq, prior cumulative usage, first call at
         # or after its start; and the exclusive prefix sums of the costs (P[G] = the total).
-        self.start_seq = _np(turn_rows["start_seq"], pad=0)
-        self.before = _np(turn_rows["before"], pad=0)
-        self.call_at_start = _np(turn_rows["call_at_start"], pad=n_calls)
-        self.prefix = np.concatenate([[0], np.cumsum(_np(base_turns_df["cost"]))]).astype(np.int64)
+        self.start_seq = as_array(turn_rows["start_seq"], pad=0)
+        self.before = as_array(turn_rows["before"], pad=0)
+        self.call_at_start = as_array(turn_rows["call_at_start"], pad=n_calls)
+        self.prefix = np.concatenate([[0], np.cumsum(as_array(base_turns_df["cost"]))]).astype(np.int64)
         # Per call (one dummy past the end): session, seq, recorded context, last base turn
         # started at or before it, and V = P[last] + max(cum - before[last], 0), the active
         # cost of a window that starts at base turn 0 (-1 when no turn has started).
-        self.call_sid = _np(calls["_sid"], pad=-1)
-        self.call_seq = _np(calls[SEQ], pad=0)
+        self.call_sid = as_array(calls["_sid"], pad=-1)
+        self.call_seq = as_array(calls[SEQ], pad=0)
         self.call_inert = calls["_inert"].to_numpy()
-        self.cum = _np(calls["cum"], pad=-1)
-        self.last_turn = _np(calls["last_turn"], pad=-1)
+        self.cum = as_array(calls["cum"], pad=-1)
+        self.last_turn = as_array(calls["last_turn"], pad=-1)
         lt = self.last_turn
         v = self.prefix.take(lt, mode="clip") + np.maximum(self.cum - self.before.take(lt, mode="clip"), 0)
         valid = (lt >= np.append(self.g0, 0).take(self.call_sid, mode="clip")) & (self.call_sid >= 0)
@@ -626,7 +630,7 @@ class _Engine:
         zero_kept = np.bincount(ev_pair, weights=ev["kept_turns"] == 0, minlength=n_sessions * nb)
         summarized = np.zeros(n_sessions * nb, dtype=np.int64)
         np.add.at(summarized, ev_pair, ev["summarized_tokens"])
-        ineffective = np.bincount(ev_pair, weights=ev["context_after"] > self.threshold, minlength=n_sessions * nb) > 0
+        ineffective = np.bincount(ev_pair, weights=ev["context_after"] > self.ineffective_above, minlength=n_sessions * nb) > 0
         sid_all = np.repeat(np.arange(n_sessions), nb)
         budget_all = np.tile(np.arange(nb), n_sessions)
         sessions = pl.DataFrame({

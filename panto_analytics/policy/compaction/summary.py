@@ -19,6 +19,7 @@ from ...frame.schema import BUDGET, SESSION
 from ...outcomes.cost import dollars_total
 from ...outcomes.group_tables import grouped
 from ...outcomes.orphan_loss import LOSS_COLUMNS
+from .policies import parse_policy
 
 __all__ = ["TABLE_COLUMNS", "compare_policies", "cost_columns", "events_as_splits", "summarize_replay"]
 
@@ -180,6 +181,12 @@ def compare_policies(events: pl.DataFrame | pl.LazyFrame, sessions: pl.DataFrame
     table = summarize_replay(events, sessions, by=keys, column_at_a_time=column_at_a_time).join(
         extra, on=keys, how="left", maintain_order="left")
     billed = "total_cost_usd" in sessions.lazy().collect_schema().names()
+    # A policy with no token budget has no budget to show (never a budget of 0): it is named by its spec.
+    specs = table["policy"].cast(pl.String).unique().to_list()
+    budgeted = {s: s is None or s.split(":")[0] == "libpanto" or parse_policy(s).budget_setting is not None
+                for s in specs}
+    table = table.with_columns(pl.when(pl.col("policy").cast(pl.String).replace_strict(
+        budgeted, return_dtype=pl.Boolean, default=True)).then(pl.col(BUDGET)).alias(BUDGET))
     return table.select(
         *keys, "sessions", "compacted_share", "compactions_mean", "compactions_max", "events", "zero_kept_event_share",
         "kept_turns_p50", "kept_messages_p50", "kept_tokens_p10", "kept_tokens_p50", "kept_tokens_p90",

@@ -46,6 +46,44 @@ def test_nothing_fires_costs_the_recorded_cost_to_the_last_digit(real):
         assert same[column].equals(same[f"{column}_none"])
 
 
+CLEARING = ["clear-tool-uses", "observation-masking", "claude-code-microcompact", "opencode-prune"]
+
+
+def test_a_clearing_edit_that_never_applies_costs_the_recorded_cost_to_the_last_digit(real):
+    """A trigger no call reaches, and masking that keeps more results than any session has: every session costs
+    exactly what it recorded, as the cut policies' identity above."""
+    quiet = pa.replay(real, [20_000], window=200_000, prices=True,
+                      policy=["clear-tool-uses:trigger=1000m", "observation-masking:m=100000"])
+    assert quiet.events.is_empty()
+    ses = quiet.sessions
+    assert ses.filter(pl.col("recorded_cost_usd").is_not_null()).height > 0
+    for part in ("input_usd", "output_usd", "cache_read_usd", "cache_write_usd", "cost_usd"):
+        assert ses[f"simulated_{part}"].equals(ses[f"recorded_{part}"])
+        assert ses[f"total_{part}"].equals(ses[f"recorded_{part}"])
+    assert (ses["summarizer_cost_usd"] == 0).all() and (ses["cache_miss_usd"] == 0).all()
+
+
+def test_clearing_changes_the_bill_only_where_it_edits(real):
+    """Each clearing policy beside a cut policy: sessions it never edits cost what they recorded; where it edits,
+    no summarizer is paid, the cache misses are the events' and the rows keep the replay's order."""
+    result = pa.replay(real, [20_000], window=200_000, prices=True, policy=["libpanto", *CLEARING])
+    ses = result.sessions
+    assert ses["policy"].unique(maintain_order=True).to_list() == ["libpanto", *CLEARING]
+    clearing = ses.filter(pl.col("policy").is_in(CLEARING))
+    quiet = clearing.filter(pl.col("n_compactions") == 0)
+    assert quiet["simulated_cost_usd"].equals(quiet["recorded_cost_usd"])
+    edited = clearing.filter((pl.col("n_compactions") > 0) & pl.col("recorded_cost_usd").is_not_null())
+    assert edited.height > 0 and (edited["summarizer_cost_usd"] == 0).all()
+    assert (edited["simulated_cost_usd"] != edited["recorded_cost_usd"]).all()
+    ev = result.events.filter(pl.col("policy").is_in(CLEARING))
+    per_session = ev.group_by("policy", "session_id").agg(pl.col("cache_miss_usd").sum().alias("_events"))
+    both = edited.join(per_session, on=["policy", "session_id"], how="left")
+    assert (both["cache_miss_usd"] - both["_events"].fill_null(0.0)).abs().max() < 1e-9
+    # Masking changes the prompt at every call: it writes more to the cache than was recorded.
+    masked = edited.filter(pl.col("policy") == "observation-masking")
+    assert masked["simulated_cache_write_usd"].sum() > masked["recorded_cache_write_usd"].sum()
+
+
 def test_the_recorded_cost_is_the_cost_of_the_recorded_calls(real):
     """Per session, ``recorded_cost_usd`` is ``outcomes.costs`` by session, the one definition."""
     result = pa.replay(real, [20_000], window=10**9, prices=True)

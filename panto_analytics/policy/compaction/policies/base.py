@@ -97,6 +97,9 @@ class Policy:
     #: Each setting's valid range, ``(low, high, low_open)`` (None: unbounded); a setting not named here is a
     #: token count (an int, 0 to 2**62) or a share of the window (a float, in (0, 1]).
     ranges: ClassVar[dict[str, tuple[float | None, float | None, bool]]] = {}
+    #: The setting :meth:`budget` returns, the policy's token budget (``keep_recent_tokens``); None: it has
+    #: none (a share of the window, a count of turns or events, nothing kept) and results name it by its settings.
+    budget_setting: ClassVar[str | None] = None
     from_anchor: ClassVar[bool] = False
     #: How the agent asks for its summary, for the bill (:mod:`panto_analytics.outcomes.billing`): on its cached
     #: conversation (True) or as a separate, uncached request (False, the default).
@@ -123,8 +126,24 @@ class Policy:
     def threshold(self, window: int) -> int:  # pragma: no cover - abstract
         raise NotImplementedError
 
+    def token_limit(self, window: int) -> int:
+        """The context a compaction must bring the session below, else it was ``ineffective``: the trigger; a
+        policy that fires on a count (of turns, of events) sets its own."""
+        return self.threshold(window)
+
     def budget(self) -> int:
-        return 0
+        return int(getattr(self, self.budget_setting)) if self.budget_setting else 0
+
+    def settings_text(self) -> str:
+        """Every setting with its value, defaults included: ``threshold_ratio=0.5, preserve=0.3``.
+
+        >>> from panto_analytics.policy.compaction.policies import GeminiCli
+        >>> GeminiCli().settings_text()
+        'threshold_ratio=0.5, preserve=0.3'
+        """
+        return ", ".join(f"{f.name}={getattr(self, f.name):g}" if isinstance(getattr(self, f.name), float)
+                         else f"{f.name}={getattr(self, f.name)}" for f in dataclasses.fields(self)
+                         if getattr(self, f.name) != "")
 
     def cut(self, frame: pl.DataFrame) -> pl.DataFrame:  # pragma: no cover - abstract
         raise NotImplementedError

@@ -42,6 +42,7 @@ class Cline(Policy):
     """``findCutIndex`` at ``trigger_ratio * input_ratio`` of the window."""
 
     name = "cline"
+    budget_setting = "preserve_recent_tokens"
     trigger_ratio: float = 0.9
     input_ratio: float = 0.9
     preserve_recent_tokens: int = 20_000
@@ -49,8 +50,6 @@ class Cline(Policy):
     def threshold(self, window: int) -> int:
         return math.ceil(window * self.input_ratio * self.trigger_ratio) - 1
 
-    def budget(self) -> int:
-        return self.preserve_recent_tokens
 
     def cut(self, frame: pl.DataFrame) -> pl.DataFrame:
         seq, turn_start = pl.col(SEQ), pl.col("user")

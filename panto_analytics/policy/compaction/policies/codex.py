@@ -30,7 +30,7 @@ Source: openai/codex ``codex-rs/core/src/compact.rs`` (read at commit
   (``from_anchor``). The user-role messages Codex writes itself (AGENTS.md
   instructions, ``<environment_context>``, ...) are not user messages here:
   the Codex reader makes them system messages
-  (:data:`~panto_analytics.formats.codex.CONTEXTUAL_USER_FRAGMENTS`), as
+  (:data:`~panto_analytics.formats.codex.reader.CONTEXTUAL_USER_FRAGMENTS`), as
   Codex leaves them out of the user messages it keeps and inserts them
   afresh. Bytes are the frame's ``serialized_bytes``; the truncation marker's
   few tokens are not counted.
@@ -65,6 +65,7 @@ class Codex(Policy):
     """Codex's ``build_compacted_history``: user messages up to ``user_tokens``, at ``trigger_ratio`` of the window."""
 
     name = "codex"
+    budget_setting = "user_tokens"
     summarizer_cached = True
     from_anchor = True
     trigger_ratio: float = 0.9
@@ -73,8 +74,6 @@ class Codex(Policy):
     def threshold(self, window: int) -> int:
         return math.floor(window * self.trigger_ratio)
 
-    def budget(self) -> int:
-        return self.user_tokens
 
     def cut(self, frame: pl.DataFrame) -> pl.DataFrame:
         kept = pl.col("user") & ~pl.col("summary")

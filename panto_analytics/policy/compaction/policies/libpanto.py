@@ -24,7 +24,11 @@ class LibPanto(Policy):
     """libpanto's ``computeSplit`` under ``window - reserve`` (replayed by :class:`~panto_analytics.policy.Replay`'s engine)."""
 
     name = "libpanto"
+    budget_setting = "keep_verbatim"
     reserve: int = DEFAULT_RESERVE
 
     def threshold(self, window: int) -> int:
         return window - self.reserve
+
+    def budget(self) -> int:
+        return 0  # keep_verbatim is the replay's budget list, not a setting

@@ -45,6 +45,7 @@ class Opencode(Policy):
     """opencode's ``select`` tail at ``window - max_output - min(buffer, max_output)``."""
 
     name = "opencode"
+    budget_setting = "preserve_recent_tokens"
     max_output: int = 32_000
     buffer: int = 20_000
     preserve_recent_tokens: int = 15_000
@@ -52,8 +53,6 @@ class Opencode(Policy):
     def threshold(self, window: int) -> int:
         return window - self.max_output - min(self.buffer, self.max_output) - 1
 
-    def budget(self) -> int:
-        return self.preserve_recent_tokens
 
     def cut(self, frame: pl.DataFrame) -> pl.DataFrame:
         seq, budget = pl.col(SEQ), self.preserve_recent_tokens

@@ -58,6 +58,9 @@ class OpenHands(Policy):
     def threshold(self, window: int) -> int:
         return 0  # every call is checked; the cut decides (events or tokens)
 
+    def token_limit(self, window: int) -> int:
+        return int(window * self.max_tokens_ratio)  # its hard trigger
+
     def cut(self, frame: pl.DataFrame) -> pl.DataFrame:
         seq, first, start, trigger = pl.col(SEQ), pl.col("first"), pl.col("start"), pl.col("trigger")
         head_end = first + self.keep_first

@@ -46,8 +46,6 @@ class PiSettings(Policy):
     def threshold(self, window: int) -> int:
         return window - self.reserve_tokens
 
-    def budget(self) -> int:
-        return self.keep_recent_tokens
 
 
 @dataclass(frozen=True)
@@ -55,6 +53,7 @@ class Pi(PiSettings):
     """pi's ``findCutPoint`` under ``window - reserve_tokens``."""
 
     name = "pi"
+    budget_setting = "keep_recent_tokens"
 
     def cut(self, frame: pl.DataFrame) -> pl.DataFrame:
         seq = pl.col(SEQ)

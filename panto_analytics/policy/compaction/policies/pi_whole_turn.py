@@ -65,6 +65,7 @@ class PiWholeTurn(PiSettings):
     """pi's whole-turn ``findCutPoint`` (usage differences) under ``window - reserve_tokens``."""
 
     name = "pi-whole-turn"
+    budget_setting = "keep_recent_tokens"
 
     def cut(self, frame: pl.DataFrame) -> pl.DataFrame:
         seq, call = pl.col(SEQ), pl.col("call")

@@ -46,6 +46,9 @@ class SummarizeEvery(Policy):
     def threshold(self, window: int) -> int:
         return 0  # every call is checked; the cut counts turns
 
+    def token_limit(self, window: int) -> int:
+        return window  # no token trigger: only an overflow makes it ineffective
+
     def cut(self, frame: pl.DataFrame) -> pl.DataFrame:
         turn = (pl.col(ROLE) == "assistant") & (pl.col(SEQ) >= pl.col("start"))
         number = turn.cast(pl.Int64).cum_sum().over("state")

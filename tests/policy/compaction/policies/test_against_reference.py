@@ -64,7 +64,7 @@ def check(sessions: dict[str, list[dict]], policy: Policy, *, window: int, summa
     assert set(got.events["policy"].to_list()) <= {policy.spec()}
     events, per_session = ref.expected_policy_replay(
         sessions, policy.name, settings_of(policy), threshold=policy.threshold(window), window=window,
-        summary_tokens=summary_tokens, from_anchor=policy.from_anchor)
+        summary_tokens=summary_tokens, from_anchor=policy.from_anchor, limit=policy.token_limit(window))
     as_rows = lambda df, cols: [{**r, "session_id": str(r["session_id"])} for r in df.select(cols).to_dicts()]  # noqa: E731
     assert as_rows(got.events, EVENT_COLUMNS) == events
     assert as_rows(got.sessions, SESSION_COLUMNS) == [r for r in per_session if sessions[r["session_id"]]]

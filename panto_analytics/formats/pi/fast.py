@@ -1,10 +1,10 @@
 """The fast path for pi sessions: many files at once, each decoded in one call, its columns built in one pass.
 
 Each file's lines are decoded in one call (``Decoder.decode_lines``) into one
-declared shape (:class:`_Line`: every field either pass of :mod:`.pi` reads,
+declared shape (:class:`_Line`: every field either pass of :mod:`.reader` reads,
 tool arguments as raw JSON bytes). The tree (``id``/``parentId``), the
 current branch and where each compaction's summary goes are found as
-:mod:`.pi` finds them (its own functions); the entries on the branch are then
+:mod:`.reader` finds them (its own functions); the entries on the branch are then
 turned straight into the frame's columns and canonical blocks (no message
 object, no block dict), whose words, summarizer bytes, flags and ``refs`` are
 counted over every file at once (:mod:`.blocks`, :func:`.tool_targets.refs_column`)
@@ -13,7 +13,7 @@ and whose timestamps are parsed in one vectorized call.
 A file with anything the fast path leaves to :func:`.pi.parse` is declined
 whole (None): a line that does not fit the declared shape or is not one JSON
 object per line (blank, truncated, pretty-printed, a carriage return, invalid
-UTF-8), a record :mod:`.pi`'s checks refuse,
+UTF-8), a record :mod:`.reader`'s checks refuse,
 a header that is not the first line, a bad version or tree, a number orjson
 refuses where msgspec skips or keeps raw bytes (beyond a double: :func:`.typed.beyond_double`).
 ``tests/formats/test_pi_fast.py`` checks the frame, the session metadata
@@ -31,17 +31,20 @@ import msgspec
 import orjson
 import polars as pl
 
-from .base import BAD_RECORD, SessionMeta, SourceFile, gc_paused, parse_timestamp, session_stem
-from .fast_columns import RESULT, SUMMARY, TEXT, THINKING, TOOL_USE, Columns, read_batch
-from .pi_shapes import NAME, Block, Compaction, Entry, Msg, anchors, branch, compaction
-from .pi_shapes import version as session_version
-from .typed import JsonInt, raw_json
+from ..contract import SessionMeta, SourceFile
+from ..fast_columns import RESULT, SUMMARY, TEXT, THINKING, TOOL_USE, Columns, read_batch
+from ..gc_pause import gc_paused
+from ..record_fields import BAD_RECORD, parse_timestamp
+from ..session_files import session_stem
+from ..typed import JsonInt, raw_json
+from .shapes import NAME, Block, Compaction, Entry, Msg, anchors, branch, compaction
+from .shapes import version as session_version
 
 __all__ = ["read_frames"]
 
 
 class _Line(msgspec.Struct, gc=False):
-    """A line of a pi file as the fast path reads it: an entry (every field :mod:`.pi` reads) or the header."""
+    """A line of a pi file as the fast path reads it: an entry (every field :mod:`.reader` reads) or the header."""
 
     type: str
     id: str | None = None
@@ -51,7 +54,7 @@ class _Line(msgspec.Struct, gc=False):
     content: str | list[Block] | None = None
     summary: str | None = None
     modelId: str | None = None  # noqa: N815
-    # The header's own fields (read as :class:`.pi._Session` reads them: any JSON value; a version an integer
+    # The header's own fields (read as :class:`.reader._Session` reads them: any JSON value; a version an integer
     # orjson reads as one, the rest the line reader's).
     version: JsonInt | None = None
     cwd: Any = None
@@ -73,7 +76,7 @@ def read_frames(sources: list[SourceFile]) -> list[pl.DataFrame | None]:
     """The message frame of each clean pi session, or None to leave it to :func:`.pi.parse`.
 
     Each accepted source gets the session metadata and the report entries :func:`.pi.parse` would have given it.
-    The garbage collector stays paused until the columns are gone (:func:`.base.gc_paused`): a collection
+    The garbage collector stays paused until the columns are gone (:func:`.gc_pause.gc_paused`): a collection
     between the reading and the frame would visit every value they hold (a tenth of the time, freeing nothing).
     """
     with gc_paused():
@@ -82,7 +85,7 @@ def read_frames(sources: list[SourceFile]) -> list[pl.DataFrame | None]:
 
 
 class _File:
-    """One decoded file: :mod:`.pi`'s two passes over its records, its messages appended to the columns at the end.
+    """One decoded file: :mod:`.reader`'s two passes over its records, its messages appended to the columns at the end.
 
     The second pass collects each message's, block's and part's columns as one tuple (one append, not one per
     column) and hands them to the columns transposed, once per file (:meth:`_flush`); the tool calls' arguments

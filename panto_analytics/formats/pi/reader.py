@@ -17,9 +17,9 @@ Reading takes two passes over the file: the first finds the tree and the
 compactions (ids and positions only), the second converts the entries on the
 path, so memory stays small however long the session.
 
-Clean files are read many at once by the fast path (:mod:`.pi_fast`: each
+Clean files are read many at once by the fast path (:mod:`.fast`: each
 decoded in one call into the record shapes declared once in
-:mod:`.pi_shapes`, msgspec Structs holding only the fields read); this module
+:mod:`.shapes`, msgspec Structs holding only the fields read); this module
 reads what it declines. Its first pass decodes each line typed where it fits
 (:class:`_Head`, ids and positions only); its second pass reads the entries on
 the path as plain JSON, by the checks that name the file's own fields in their
@@ -39,23 +39,24 @@ from typing import Any
 import msgspec
 import orjson
 
-from .base import BAD_RECORD, Invalid, Message, Postprocess, ReadFrames, SourceFile, bad_record, parse_timestamp, usage_counter
-from .jsonl import json_type, require_string, reread
-from .pi_fast import read_frames as _read_frames
-from .pi_shapes import NAME
-from .pi_shapes import Compaction as _Compaction
-from .pi_shapes import Entry as _Entry
-from .pi_shapes import anchors as _anchors
-from .pi_shapes import branch as _branch
-from .pi_shapes import compaction as _compaction
-from .pi_shapes import version as _version
-from .typed import typed_records
+from ..contract import Message, Postprocess, ReadFrames, SourceFile
+from ..jsonl import json_type, require_string, reread
+from ..record_fields import BAD_RECORD, Invalid, bad_record, parse_timestamp, usage_counter
+from ..typed import typed_records
+from .fast import read_frames as _read_frames
+from .shapes import NAME
+from .shapes import Compaction as _Compaction
+from .shapes import Entry as _Entry
+from .shapes import anchors as _anchors
+from .shapes import branch as _branch
+from .shapes import compaction as _compaction
+from .shapes import version as _version
 
 __all__ = ["NAME", "parse", "postprocess", "read_frames", "sniff"]
 
 
-#: The columnar fast path (:mod:`.pi_fast`: clean files, many at once; the rest are parsed here); no
-#: cross-file rules (see :class:`.base.Adapter`).
+#: The columnar fast path (:mod:`.fast`: clean files, many at once; the rest are parsed here); no
+#: cross-file rules (see :class:`.contract.Adapter`).
 read_frames: ReadFrames | None = _read_frames
 postprocess: Postprocess | None = None
 

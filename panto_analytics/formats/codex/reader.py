@@ -17,7 +17,7 @@ events with new totals (repeats are dropped). Tool outputs become
 ``compaction_summary`` message followed by its replacement history. Every rule,
 with its reason, is in ``docs/formats.md`` (section Codex).
 
-Clean rollouts are read by the fast path (:mod:`.codex_fast`); this line reader takes the rest, each line
+Clean rollouts are read by the fast path (:mod:`.fast`); this line reader takes the rest, each line
 read as plain JSON and checked field by field. Its oracle: ``reference/codex_lines.py``.
 """
 from __future__ import annotations
@@ -29,9 +29,11 @@ from typing import Any
 
 import orjson
 
-from .base import BAD_RECORD, Invalid, Message, Postprocess, ReadFrames, SourceFile, bad_record, parse_timestamp
-from .codex_fast import read_frames as _read_frames
-from .codex_shapes import (
+from ..contract import Message, Postprocess, ReadFrames, SourceFile
+from ..jsonl import json_type, records, require_string
+from ..record_fields import BAD_RECORD, Invalid, bad_record, parse_timestamp
+from .fast import read_frames as _read_frames
+from .shapes import (
     CONTEXTUAL_USER_FRAGMENTS,
     ENVELOPES,
     IMAGE_PARTS,
@@ -45,12 +47,11 @@ from .codex_shapes import (
     media_type,
     read_header,
 )
-from .jsonl import json_type, records, require_string
 
 __all__ = ["CONTEXTUAL_USER_FRAGMENTS", "ENVELOPES", "NAME", "is_contextual_fragment", "parse", "postprocess", "read_frames",
            "sniff"]
 
-#: The columnar fast path (:mod:`.codex_fast`); no cross-file rules (see :class:`.base.Adapter`).
+#: The columnar fast path (:mod:`.fast`); no cross-file rules (see :class:`.contract.Adapter`).
 read_frames: ReadFrames | None = _read_frames
 postprocess: Postprocess | None = None
 

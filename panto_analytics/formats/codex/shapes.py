@@ -1,4 +1,4 @@
-"""Codex's vocabulary and header rules, shared by the line reader (:mod:`.codex`) and the fast path (:mod:`.codex_fast`).
+"""Codex's vocabulary and header rules, shared by the line reader (:mod:`.reader`) and the fast path (:mod:`.fast`).
 
 The record types and content parts read, the user-role messages Codex writes
 itself (:data:`CONTEXTUAL_USER_FRAGMENTS`), a header's metadata
@@ -10,8 +10,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, cast
 
-from .base import Invalid, SessionMeta, parse_timestamp, usage_counter
-from .jsonl import json_type
+from ..contract import SessionMeta
+from ..jsonl import json_type
+from ..record_fields import Invalid, parse_timestamp, usage_counter
 
 __all__ = ["CALL_ITEMS", "CONTEXTUAL_USER_FRAGMENTS", "ENVELOPES", "IMAGE_PARTS", "LEGACY_ITEMS", "MAX_PENDING", "NAME",
            "OUTPUT_ITEMS", "SUMMARY_ITEMS", "TEXT_PARTS", "call_usage", "is_contextual_fragment", "media_type",

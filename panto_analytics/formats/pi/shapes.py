@@ -1,4 +1,4 @@
-"""pi's record shapes and tree rules, shared by the line reader (:mod:`.pi`) and the fast path (:mod:`.pi_fast`).
+"""pi's record shapes and tree rules, shared by the line reader (:mod:`.reader`) and the fast path (:mod:`.fast`).
 
 The shapes are ``msgspec.Struct``s holding only the fields read (tool
 arguments as raw JSON bytes; ``gc=False``: records hold no reference cycle); the rules find the current branch of a
@@ -16,9 +16,9 @@ from typing import Any
 
 import msgspec
 
-from .base import Invalid, usage_counter
-from .jsonl import require_string
-from .typed import Counter as Count
+from ..jsonl import require_string
+from ..record_fields import Invalid, usage_counter
+from ..typed import Counter as Count
 
 __all__ = ["NAME", "Block", "Compaction", "Cost", "Entry", "Msg", "Usage", "anchors", "branch", "compaction", "version"]
 

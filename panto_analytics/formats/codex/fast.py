@@ -2,13 +2,13 @@
 
 Each file is decoded in one ``Decoder.decode_lines`` call into :class:`_Line`
 (the envelope and what the reader uses of its payload; the bulk Codex writes
-and never needs is skipped unparsed), then read as :mod:`.codex` reads it,
+and never needs is skipped unparsed), then read as :mod:`.reader` reads it,
 each message appended straight to the frame's columns (:mod:`.fast_columns`).
-A file with anything else is declined whole (None, :func:`.codex.parse` then
+A file with anything else is declined whole (None, :func:`.reader.parse` then
 reads it): a line not of the shape or not one JSON object per line, a legacy
 line, a compaction, a tool input re-serialized, a header past line 1, a
 missing or null field, anything the line reader counts as invalid.
-``tests/formats/test_codex_fast.py`` checks it against :func:`.codex.parse` and ``reference/codex_lines.py``.
+``tests/formats/test_codex_fast.py`` checks it against :func:`.reader.parse` and ``reference/codex_lines.py``.
 """
 from __future__ import annotations
 
@@ -23,11 +23,13 @@ import orjson
 import polars as pl
 from msgspec import UNSET, UnsetType
 
-from .base import BAD_RECORD, SessionMeta, SourceFile, parse_timestamp, session_stem
-from .codex_shapes import LEGACY_ITEMS, MAX_PENDING, NAME, SUMMARY_ITEMS, TEXT_PARTS, is_contextual_fragment, media_type, read_header
-from .fast_columns import RESULT, SYSTEM, TEXT, THINKING, TOOL_USE, Columns, read_batch
-from .typed import Counter as Count
-from .typed import JsonInt as _Int
+from ..contract import SessionMeta, SourceFile
+from ..fast_columns import RESULT, SYSTEM, TEXT, THINKING, TOOL_USE, Columns, read_batch
+from ..record_fields import BAD_RECORD, parse_timestamp
+from ..session_files import session_stem
+from ..typed import Counter as Count
+from ..typed import JsonInt as _Int
+from .shapes import LEGACY_ITEMS, MAX_PENDING, NAME, SUMMARY_ITEMS, TEXT_PARTS, is_contextual_fragment, media_type, read_header
 
 __all__ = ["read_frames"]
 
@@ -91,12 +93,12 @@ _OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output"})
 
 
 class _Decline(Exception):
-    """The file has something the fast path leaves to :func:`.codex.parse`."""
+    """The file has something the fast path leaves to :func:`.reader.parse`."""
 
 
 def read_frames(sources: list[SourceFile]) -> list[pl.DataFrame | None]:
-    """The message frame of each clean Codex rollout (its metadata and report as :func:`.codex.parse` gives them), or
-    None to leave it to :func:`.codex.parse`."""
+    """The message frame of each clean Codex rollout (its metadata and report as :func:`.reader.parse` gives them), or
+    None to leave it to :func:`.reader.parse`."""
     return read_batch(sources, _LINES, NAME, _read_file, (_Decline, *BAD_RECORD))
 
 
@@ -108,7 +110,7 @@ _NO_PARTS: list[tuple[str, str | None, str | None]] = []
 
 
 def _read_file(src: SourceFile, records: list[_Line], raw: bytes, cols: Columns) -> tuple[SessionMeta, Counter[str]]:
-    """One decoded rollout read as :class:`.codex._Rollout` reads it, its messages appended to ``cols``.
+    """One decoded rollout read as :class:`.reader._Rollout` reads it, its messages appended to ``cols``.
 
     One loop with the state in local variables (the common records handled inline, without a call each): a
     call's messages are gathered as :data:`_Message` (tool results before its first assistant item, its

@@ -15,7 +15,8 @@ from strategies import conversations, texts
 
 from panto_analytics.errors import IngestReport, InputError
 from panto_analytics.formats import adapter, detect_format
-from panto_analytics.formats.base import FrameBuilder, Message, SourceFile
+from panto_analytics.formats.contract import Message, SourceFile
+from panto_analytics.formats.frame_builder import FrameBuilder
 from reference import frame_rows
 
 #: Keys a line-by-line reader may pass through beside a block's own fields (the canonical format keeps them);

@@ -1,0 +1,215 @@
+"""A literal, sequential reference of the clearing policies (``policy/compaction/clearing.py``).
+
+One session at a time, one call at a time, as the sources state the edits:
+Anthropic's ``clear_tool_uses_20250919`` (every request whose input passes
+the trigger: clear the oldest tool results but the newest ``keep``, not the
+excluded tools, and only if at least ``clear_at_least`` tokens go), SWE-agent's
+``last_n_observations`` (every request: all observations but the last ``n``)
+and opencode's prune (walk back from the last two turns summing outputs;
+those past the protected total go, if more than the minimum does). Then each
+edited call's usage, one call at a time, under the rule stated in
+``cleared_usage``'s docstring.
+
+A session is a list of message-frame rows (dicts with ``role``,
+``has_tool_result``, ``has_summary``, the four usage counters, optionally
+``cache_write_1h``, ``model``, ``line``/``file`` and ``refs``: a list of
+``{"call", "kind", "tokens"}`` per tool call target, as the frame holds them).
+A rule is a dict of :class:`~panto_analytics.policy.compaction.policies.clearing.ClearRule`'s fields.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+__all__ = ["PLACEHOLDER", "Use", "expected_clearing"]
+
+USAGE = ("input", "output", "cache_read", "cache_write")
+
+#: The placeholder's tokens (``[Old tool result content cleared]``, 34 characters at 4 per token).
+PLACEHOLDER = 9
+
+
+@dataclass
+class Use:
+    """One tool call: its message, its result's tokens (None: no result recorded) and its kinds."""
+
+    msg: int
+    tokens: int | None
+    kinds: set[str] = field(default_factory=set)
+
+
+def is_call(m: dict) -> bool:
+    return m["role"] == "assistant" and all(m.get(c) is not None for c in USAGE)
+
+
+def uses_of(msgs: list[dict]) -> list[Use]:
+    """The session's tool calls in order: one per distinct ``call`` of a message's refs."""
+    out: list[Use] = []
+    for i, m in enumerate(msgs):
+        seen: dict[int, Use] = {}
+        for ref in m.get("refs") or []:
+            if ref["call"] not in seen:
+                seen[ref["call"]] = Use(i, ref["tokens"])
+                out.append(seen[ref["call"]])
+            seen[ref["call"]].kinds.add(ref["kind"])
+    return out
+
+
+def turn_starts(msgs: list[dict]) -> list[int]:
+    """The messages that start a turn: a prompt (not a tool result, not a summary) whose nearest earlier message
+    that is neither a system message nor a summary is not a user's."""
+    starts = []
+    for i, m in enumerate(msgs):
+        if m["role"] != "user" or m["has_tool_result"] or m["has_summary"]:
+            continue
+        before = next((p for p in reversed(msgs[:i]) if p["role"] != "system" and not p["has_summary"]), None)
+        if before is None or before["role"] != "user":
+            starts.append(i)
+    return starts
+
+
+def inert_rows(msgs: list[dict]) -> set[int]:
+    """The summaries and, after each, the run of messages recorded before it (same file, a lower line)."""
+    out = set()
+    for i, m in enumerate(msgs):
+        if not m["has_summary"]:
+            continue
+        out.add(i)
+        j = i + 1
+        while (j < len(msgs) and not msgs[j]["has_summary"] and m.get("line") is not None
+               and msgs[j].get("line") is not None and msgs[j]["line"] < m["line"]
+               and msgs[j].get("file") == m.get("file")):
+            out.add(j)
+            j += 1
+    return out
+
+
+def position(msgs: list[dict], i: int) -> int:
+    """Where message ``i`` starts in a later prompt: its own recorded context if it is a call, else the last
+    call's before it (0 when none)."""
+    for j in range(i, -1, -1):
+        if msgs[j]["role"] == "assistant" and all(msgs[j].get(c) is not None for c in USAGE):
+            return sum(msgs[j][c] for c in USAGE)
+    return 0
+
+
+@dataclass
+class CallEdit:
+    seq: int
+    start: int            # the first message in context
+    first_use: int        # index in the session's uses of the first use in context
+    boundary: int         # uses before it (index in the session's uses) may be cleared; first_use where none
+    cleared: list[int]    # indices of the cleared uses
+    removed: int          # tokens removed, placeholders counted
+
+
+def edit_at(msgs: list[dict], uses: list[Use], i: int, start: int, rule: dict, inert: bool) -> CallEdit:
+    """The edit ``rule`` makes to call ``i``'s prompt (the context starting at message ``start``)."""
+    in_ctx = [k for k, u in enumerate(uses) if start <= u.msg < i]
+    first_use = next((k for k, u in enumerate(uses) if u.msg >= start), len(uses))
+    p = len(in_ctx) - rule.get("keep", 0)
+    if rule.get("keep_turns", 0) > 0:
+        starts = [t for t in turn_starts(msgs) if t <= i]
+        if len(starts) >= rule["keep_turns"] and starts[-rule["keep_turns"]] >= start:
+            p = min(p, sum(1 for k in in_ctx if uses[k].msg < starts[-rule["keep_turns"]]))
+        else:
+            p = min(p, 0)
+    p = max(p, 0)
+    b = p
+    if rule.get("keep_tokens", 0) > 0:
+        total = 0
+        while b > 0 and total + (uses[in_ctx[b - 1]].tokens or 0) <= rule["keep_tokens"]:
+            total += uses[in_ctx[b - 1]].tokens or 0
+            b -= 1
+    excluded = set(rule.get("exclude", ()))
+    cleared = [k for k in in_ctx[:b] if (uses[k].tokens or 0) > 0 and not (uses[k].kinds & excluded)]
+    gross = sum(uses[k].tokens or 0 for k in cleared)
+    prompt = msgs[i]["input"] + msgs[i]["cache_read"] + msgs[i]["cache_write"]
+    if inert or not cleared or prompt <= rule.get("trigger", 0) or gross < rule.get("clear_at_least", 0):
+        return CallEdit(i, start, first_use, first_use, [], 0)
+    return CallEdit(i, start, first_use, first_use + b, cleared, gross - PLACEHOLDER * len(cleared))
+
+
+def expected_clearing(sessions: dict[str, list[dict]], rule: dict, *, window: int
+                      ) -> tuple[list[dict], list[dict], dict[tuple[str, int], dict]]:
+    """Events, one row per session and the usage of every call, as ``replay_clearing`` and ``cleared_usage``
+    give them."""
+    events: list[dict] = []
+    per_session: list[dict] = []
+    usage: dict[tuple[str, int], dict] = {}
+    for sid, msgs in sessions.items():
+        if not msgs:
+            continue
+        uses = uses_of(msgs)
+        inert = inert_rows(msgs)
+        writes = any((m.get("cache_write") or 0) > 0 for m in msgs)
+        start, prev, by_model = 0, None, {}
+        peak, n_events, summarized, ineffective = None, 0, 0, False
+        one_hour = False
+        starts = turn_starts(msgs)
+        for i, m in enumerate(msgs):
+            if m["has_summary"]:
+                start = i + 1
+            if (m.get("cache_write") or 0) > 0:
+                one_hour = (m.get("cache_write_1h") or 0) > 0
+            if not is_call(m):
+                continue
+            e = edit_at(msgs, uses, i, start, rule, i in inert)
+            cum = sum(m[c] for c in USAGE)
+            context = max(cum - e.removed, 0)
+            if i not in inert:
+                peak = context if peak is None else max(peak, context)
+            same = prev is not None and prev.start == e.start
+            prev_count = len(prev.cleared) if same else 0
+            prev_removed = prev.removed if same else 0
+            if len(e.cleared) > prev_count:
+                events.append({
+                    "session_id": sid, "event": n_events, "trigger_seq": i, "context_before": max(cum - prev_removed, 0),
+                    "active_start": e.start, "prefix_end": e.start,
+                    "kept_turns": sum(1 for t in starts if e.start <= t <= i), "kept_tokens": context,
+                    "summarized_tokens": max(e.removed - prev_removed, 0), "context_after": context,
+                    "kept_start": e.start, "kept_messages": i + 1 - e.start,
+                    "cleared_calls": e.boundary,
+                    "cleared_tokens": e.removed})
+                n_events += 1
+                summarized += max(e.removed - prev_removed, 0)
+                ineffective |= rule.get("trigger", 0) > 0 and context > rule["trigger"]
+            prev = e
+            usage[(sid, i)] = _usage(msgs, uses, m, e, by_model.get(m.get("model")), writes, one_hour)
+            by_model[m.get("model")] = (e, usage[(sid, i)], m["input"])
+        per_session.append({"session_id": sid, "n_compactions": n_events, "zero_kept_events": 0,
+                            "summarized_tokens": summarized, "peak_context": peak,
+                            "overflow": peak is not None and peak > window, "ineffective": ineffective})
+    return events, per_session, usage
+
+
+def _usage(msgs: list[dict], uses: list[Use], m: dict, e: CallEdit, prev: tuple[CallEdit, dict, int] | None,
+           writes: bool, one_hour: bool) -> dict:
+    """The call's input, cache read and writes (5-minute, 1-hour) after the edit (``cleared_usage``'s rule):
+    ``prev`` is the previous call to the same model, its edit, its usage as billed and its recorded input."""
+    recorded = {"input": m["input"], "cache_read": m["cache_read"], "cache_write": m["cache_write"],
+                "cache_write_1h": m.get("cache_write_1h") or 0}
+    if e.removed == 0 and (prev is None or prev[0].removed == 0):
+        return recorded
+    prompt = m["input"] + m["cache_read"] + m["cache_write"]
+    sim = max(prompt - e.removed, 0)
+    tail = min(m["input"], sim) if writes else 0
+    candidates = [sim - tail]
+    if e.cleared and m["cache_read"] > position(msgs, uses[e.cleared[0]].msg):
+        candidates.append(max(m["cache_read"] - e.removed, position(msgs, uses[e.cleared[0]].msg)))
+    else:
+        candidates.append(m["cache_read"])
+    if prev is not None:
+        pe, pu, prev_input = prev
+        prev_sim = pu["input"] + pu["cache_read"] + pu["cache_write"]
+        candidates.append(prev_sim - (min(prev_input, prev_sim) if writes else 0))
+        if pe.start == e.start:
+            lo, hi = min(pe.boundary, e.boundary), max(pe.boundary, e.boundary)
+            differing = [k for k in range(lo, hi) if (k in pe.cleared) != (k in e.cleared)]
+            if differing:
+                before = [k for k in pe.cleared if k < lo]
+                removed_before = sum(uses[k].tokens or 0 for k in before) - PLACEHOLDER * len(before)
+                candidates.append(max(position(msgs, uses[differing[0]].msg) - removed_before, 0))
+    read = max(min(candidates), 0)
+    write = sim - tail - read if writes else 0
+    return {"input": sim - read - write, "cache_read": read, "cache_write": write,
+            "cache_write_1h": write if one_hour else 0}

@@ -1,0 +1,208 @@
+"""The clearing policies (policy/compaction/clearing.py) against their literal reference (reference/clearing.py):
+hand-made cases, then hypothesis-drawn corpora: events, sessions and every call's usage as billed."""
+from __future__ import annotations
+
+import polars as pl
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from panto_analytics.frame.schema import MESSAGE_SCHEMA
+from panto_analytics.policy.compaction.any_policy import replay_policies
+from panto_analytics.policy.compaction.clearing import cleared_usage, replay_clearing
+from panto_analytics.policy.compaction.policies import (
+    ClaudeCodeMicrocompact,
+    ClearToolUses,
+    ObservationMasking,
+    OpencodePrune,
+    parse_policy,
+)
+from panto_analytics.policy.compaction.policies.clearing import Clearing
+from reference import clearing as ref
+
+EVENT_COLUMNS = ["session_id", "event", "trigger_seq", "context_before", "active_start", "prefix_end", "kept_turns",
+                 "kept_tokens", "summarized_tokens", "context_after", "kept_start", "kept_messages", "cleared_calls",
+                 "cleared_tokens"]
+SESSION_COLUMNS = ["session_id", "n_compactions", "zero_kept_events", "summarized_tokens", "peak_context", "overflow",
+                   "ineffective"]
+
+
+def frame_of(sessions: dict[str, list[dict]]) -> pl.DataFrame:
+    """A message frame straight from rows: the columns the replay and the bill read, the rest null."""
+    rows = [{"session_id": sid, "seq": seq, "words": 1, "serialized_bytes": 4, "bash_execution": False, **m}
+            for sid, msgs in sessions.items() for seq, m in enumerate(msgs)]
+    return pl.DataFrame(rows, schema=MESSAGE_SCHEMA) if rows else pl.DataFrame(schema=MESSAGE_SCHEMA)
+
+
+def msg(role: str, *, read: int = 0, write: int = 0, inp: int | None = None, calls: list[tuple[str, int | None]] = (),
+        tool_result: bool = False, summary: bool = False, model: str = "m", w1h: int = 0, line: int | None = None) -> dict:
+    """A message: an assistant call with usage (``inp``, ``read``, ``write``; output 10) and tool ``calls``
+    (kind, result tokens), or a prompt / tool result / summary."""
+    usage = ({"input": inp, "output": 10, "cache_read": read, "cache_write": write, "cache_write_1h": min(w1h, write)}
+             if inp is not None else {"input": None, "output": None, "cache_read": None, "cache_write": None,
+                                      "cache_write_1h": None})
+    refs = [{"call": k, "key": k + 1, "kind": kind, "file": kind == "read", "tokens": tokens}
+            for k, (kind, tokens) in enumerate(calls)] or None
+    return {"role": role, "has_tool_result": tool_result, "has_summary": summary, "model": model, "refs": refs,
+            "line": line, "file": "f", **usage}
+
+
+def rule_of(policy: Clearing) -> dict:
+    return policy.rule()._asdict()
+
+
+def check(sessions: dict[str, list[dict]], policy: Clearing, *, window: int = 1_000_000) -> pl.DataFrame:
+    """``policy``'s replay and usage equal the reference's on every row; returns the events."""
+    frame = frame_of(sessions)
+    got = replay_clearing(frame, policy, window=window)
+    events, per_session, usage = ref.expected_clearing(sessions, rule_of(policy), window=window)
+    as_rows = lambda df, cols: [{**r, "session_id": str(r["session_id"])} for r in df.select(cols).to_dicts()]  # noqa: E731
+    assert as_rows(got.events, EVENT_COLUMNS) == events
+    assert as_rows(got.sessions, SESSION_COLUMNS) == per_session
+    edited, _ = cleared_usage(frame, policy)
+    calls = edited.filter(pl.col("input").is_not_null() & (pl.col("role") == "assistant"))
+    got_usage = {(str(r["session_id"]), r["seq"]): {c: r[c] for c in ("input", "cache_read", "cache_write", "cache_write_1h")}
+                 for r in calls.to_dicts()}
+    assert got_usage == usage
+    return got.events
+
+
+def work(n: int, size: int = 1_000, start: int = 5_000, step: int = 2_000) -> list[dict]:
+    """A prompt, then ``n`` calls each reading a file of ``size`` tokens and its result; the calls' prompts grow
+    by ``step`` and each reads back what the previous one wrote."""
+    out = [msg("user")]
+    prompt = start
+    for k in range(n):
+        out.append(msg("assistant", inp=10, read=prompt - 10 - (step if k else 0), write=step if k else 0,
+                       calls=[("read", size)]))
+        out.append(msg("user", tool_result=True))
+        prompt += step
+    return out
+
+
+# -- hand-made cases ----------------------------------------------------------------------------------------
+
+def test_masking_keeps_the_newest_m_results_at_every_call():
+    events = check({"s": work(6)}, ObservationMasking(m=2))
+    # Calls at seq 1, 3, ..., 11: the call at seq 7 is the first with three results before it.
+    assert events["trigger_seq"].to_list() == [7, 9, 11]
+    assert events["cleared_calls"].to_list() == [1, 2, 3]
+    assert events["cleared_tokens"].to_list() == [1_000 - 9, 2 * (1_000 - 9), 3 * (1_000 - 9)]
+
+
+def test_clear_tool_uses_waits_for_its_trigger_and_its_minimum():
+    sessions = {"s": work(8)}
+    # Prompts 5k, 7k, ..., 19k: past 12k from the call at seq 9 (15k).
+    assert check(sessions, ClearToolUses(trigger=12_000, keep=3))["trigger_seq"].to_list() == [9, 11, 13, 15]
+    # At least 3,000 tokens (of results, before placeholders): three results older than the newest three, from the
+    # call at seq 13.
+    assert check(sessions, ClearToolUses(trigger=12_000, keep=3, clear_at_least=3_000))["trigger_seq"].to_list() == [13, 15]
+    # Reads excluded: nothing is cleared.
+    assert check(sessions, ClearToolUses(trigger=0, keep=0, exclude="read")).is_empty()
+
+
+def test_an_edit_rewrites_the_cache_from_the_first_block_it_changes():
+    frame = frame_of({"s": work(6)})
+    edited, _ = cleared_usage(frame, ObservationMasking(m=2))
+    calls = edited.filter(pl.col("input").is_not_null())
+    recorded = frame.filter(pl.col("input").is_not_null())
+    # Before the first edit (seq 7) every call is as recorded.
+    assert calls.head(3).select("input", "cache_read", "cache_write").equals(
+        recorded.head(3).select("input", "cache_read", "cache_write"))
+    # At the first edit, the cache holds only the prefix before the first cleared result (the first call's
+    # context, 5,010 tokens): the rest of the smaller prompt is written again.
+    first = calls.row(3, named=True)
+    assert first["cache_read"] == 5_010 and first["cache_write"] == 11_000 - 10 - 991 - 5_010
+    # The cost of masking: every later call rewrites from its newly masked result.
+    assert (calls.tail(3)["cache_write"] > recorded.tail(3)["cache_write"]).all()
+
+
+def test_nothing_cleared_leaves_every_call_as_recorded():
+    frame = frame_of({"s": work(4), "t": work(2)})
+    for policy in (ClearToolUses(), ClaudeCodeMicrocompact(), OpencodePrune(), ObservationMasking(m=50)):
+        edited, _ = cleared_usage(frame, policy)
+        assert edited.equals(frame)
+
+
+def test_opencode_protects_the_last_two_turns_and_the_newest_40k_tokens():
+    turns = [m for _ in range(4) for m in [*work(3, size=12_000, start=5_000, step=12_000), msg("assistant")]]
+    events = check({"s": turns}, OpencodePrune())
+    assert not events.is_empty()
+    check({"s": turns}, OpencodePrune(protect=15_000, minimum=5_000, protect_turns=1))
+
+
+def test_a_recorded_summary_starts_a_new_context_and_its_kept_block_is_not_edited():
+    s = work(4) + [msg("user", summary=True, line=100), msg("user", line=50),
+                   msg("assistant", inp=10, read=0, write=3_000, calls=[("read", 500)], line=51)] + work(4)[1:]
+    events = check({"s": s}, ObservationMasking(m=1))
+    # The summary is at seq 9: the edits after it count only the results after it.
+    assert set(events["active_start"]) == {0, 10}
+
+
+def test_policies_parse_and_are_named_by_their_settings():
+    assert parse_policy("clear-tool-uses:trigger=50k,exclude=write/run").spec() == \
+        "clear-tool-uses:trigger=50000,exclude=write/run"
+    assert parse_policy("observation-masking:m=10").spec() == "observation-masking"
+    with pytest.raises(ValueError, match="unknown tool kind 'bogus'"):
+        parse_policy("clear-tool-uses:exclude=bogus")
+    with pytest.raises(ValueError, match="clear_tool_inputs must be in"):
+        parse_policy("clear-tool-uses:clear_tool_inputs=2")
+
+
+def test_a_policy_replay_carries_the_clearing_columns_only_with_a_clearing_policy():
+    frame = frame_of({"s": work(6)})
+    mixed = replay_policies(frame, ["pi:reserve_tokens=2k,keep_recent_tokens=2", "observation-masking:m=2"],
+                            window=12_000, summary_tokens=100)
+    pi = mixed.events.filter(pl.col("policy") == "pi:reserve_tokens=2000,keep_recent_tokens=2")
+    assert pi.height > 0 and pi["cleared_calls"].null_count() == pi.height
+    assert mixed.events.filter(pl.col("policy") == "observation-masking:m=2")["cleared_calls"].null_count() == 0
+    assert "cleared_calls" not in replay_policies(frame, ["pi:reserve_tokens=2k"], window=12_000,
+                                                  summary_tokens=100).events.columns
+
+
+# -- drawn corpora ------------------------------------------------------------------------------------------
+
+@st.composite
+def sessions_strategy(draw) -> dict[str, list[dict]]:
+    out = {}
+    for s in range(draw(st.integers(1, 3))):
+        msgs: list[dict] = []
+        prompt = draw(st.integers(0, 3_000))
+        line = 0
+        for _ in range(draw(st.integers(0, 30))):
+            line += 1
+            kind = draw(st.sampled_from(["user", "call", "call", "tool", "assistant", "system", "summary"]))
+            model = draw(st.sampled_from(["m", "m", "h"]))
+            if kind == "call":
+                prompt = max(prompt + draw(st.integers(-500, 3_000)), 0)
+                inp = draw(st.integers(0, min(prompt, 400)))
+                read = draw(st.integers(0, prompt - inp))
+                calls = draw(st.lists(st.tuples(st.sampled_from(["read", "write", "run", "fetch", "other"]),
+                                                st.one_of(st.none(), st.integers(0, 1_500))), max_size=3))
+                msgs.append(msg("assistant", inp=inp, read=read, write=prompt - inp - read, calls=calls, model=model,
+                                w1h=draw(st.sampled_from([0, 0, 10_000])), line=line))
+            elif kind == "assistant":
+                msgs.append(msg("assistant", calls=draw(st.lists(st.tuples(st.just("read"), st.integers(0, 900)),
+                                                                 max_size=1)), line=line))
+            elif kind == "summary":
+                msgs.append(msg("user", summary=True, line=line + draw(st.sampled_from([0, 3]))))
+                prompt = draw(st.integers(0, 2_000))
+            else:
+                msgs.append(msg("system" if kind == "system" else "user", tool_result=kind == "tool", line=line))
+        out[f"s{s}"] = msgs
+    return out
+
+
+policies = st.one_of(
+    st.builds(ClearToolUses, trigger=st.integers(0, 8_000), keep=st.integers(0, 4), clear_at_least=st.integers(0, 2_000),
+              exclude=st.sampled_from(["", "write", "read/run", "other"]), clear_tool_inputs=st.integers(0, 1)),
+    st.builds(ObservationMasking, m=st.integers(0, 5)),
+    st.builds(OpencodePrune, protect=st.integers(0, 3_000), minimum=st.integers(0, 1_500), protect_turns=st.integers(0, 3)),
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(sessions=sessions_strategy(), policy=policies, window=st.integers(1_000, 20_000))
+def test_engine_equals_reference(sessions, policy, window):
+    check(sessions, policy, window=window)
+
