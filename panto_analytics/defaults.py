@@ -12,7 +12,8 @@ from __future__ import annotations
 __all__ = [
     "COST_GROUPINGS",
     "DEFAULT_BUCKETS", "DEFAULT_BUDGETS", "DEFAULT_COMPACTION_BUDGETS",
-    "DEFAULT_COVERAGE", "DEFAULT_MIN_KEPT_TURNS", "DEFAULT_RESERVE", "DEFAULT_SUMMARY_TOKENS",
+    "DEFAULT_COVERAGE", "DEFAULT_MIN_KEPT_TURNS", "DEFAULT_RESAMPLES", "DEFAULT_SEED", "DEFAULT_RESERVE",
+    "DEFAULT_SUMMARY_TOKENS",
     "CLEARING_POLICY_NAMES", "ENGINES", "MAX_BUCKETS", "MIN_SUMMARY_TOKENS", "POLICY_NAMES", "RAY_INSTALL",
     "SEGMENT_KINDS", "SOURCE_FORMATS",
 ]
@@ -49,6 +50,10 @@ POLICY_NAMES = ("libpanto", "pi", "pi-whole-turn", "codex", "claude-code", "gemi
 #: The rule applied when none is given: 90% of sessions keep at least two whole turns.
 DEFAULT_MIN_KEPT_TURNS = 2
 DEFAULT_COVERAGE = 0.9
+
+#: The bootstrap over sessions behind every interval (analysis/choose/bootstrap.py): resamples and seed.
+DEFAULT_RESAMPLES = 200
+DEFAULT_SEED = 0
 
 #: Ways to split a corpus into segments (``analysis.plot_data.session_segments``).
 SEGMENT_KINDS = ("model", "source_format", "project", "length")

@@ -94,6 +94,16 @@ def _rule(min_kept_turns, coverage, max_kept_share, context_window, window=None,
                 context_window=context_window, max_orphan_rate=max_orphan_rate)
 
 
+def bootstrap_options(fn):
+    """--resamples and --seed: the bootstrap over sessions behind every interval (analysis/choose/bootstrap.py)."""
+    from ..defaults import DEFAULT_RESAMPLES, DEFAULT_SEED
+
+    fn = click.option("--seed", type=click.IntRange(min=0), default=DEFAULT_SEED, show_default=True,
+                      help="The bootstrap's seed: the same seed and sessions give the same intervals.")(fn)
+    return click.option("--resamples", type=click.IntRange(min=0), default=DEFAULT_RESAMPLES, show_default=True,
+                        metavar="N", help="Resamples of the sessions behind each interval (0: no intervals).")(fn)
+
+
 @main.command("recommend")
 @input_options
 @budgets_option()
@@ -105,12 +115,13 @@ def _rule(min_kept_turns, coverage, max_kept_share, context_window, window=None,
 @policy_option
 @cost_options
 @horizon_option
+@bootstrap_options
 @output_option
 @engine_options
 @friendly_errors
 def recommend_cmd(paths, format_, skip_invalid, budgets, min_kept_turns, coverage, max_kept_share,
                   context_window, max_orphan_rate, window, reserve, summary_tokens, policies, cost, prices_file,
-                  summarizer, provider, horizon, output, engine, ray_address):
+                  summarizer, provider, horizon, resamples, seed, output, engine, ray_address):
     """Pick keep_verbatim for the sessions in PATHS by a stated rule, and say why.
 
     Prints the chosen budget, the rule, the reasons, the table rows around
@@ -134,6 +145,13 @@ def recommend_cmd(paths, format_, skip_invalid, budgets, min_kept_turns, coverag
     pooled orphan rate) that meets it, and says what the next budgets up and
     down cost and lose.
 
+    Every figure has its interval: the sessions are resampled (--resamples,
+    seeded by --seed, so a run repeats), the table recomputed and the rule
+    rerun on each resample; -o outputs and JSON carry each figure's *_lo and
+    *_hi (90% of resamples between them), and the chosen budget its spread
+    ("47.5k (90% of resamples: 37.5k-60k; 5 sessions)"; JSON: interval,
+    sessions). With fewer than 3 sessions it says so instead.
+
     PATHS may be one dataset folder (`ingest --dataset DIR`): the rules then
     run bucket by bucket, here or on Ray (--engine ray), with the same result
     (without --window in bounded memory; with it, keeping one row per
@@ -155,7 +173,13 @@ def recommend_cmd(paths, format_, skip_invalid, budgets, min_kept_turns, coverag
     corpus = reason = hint = None
     if window is None and ds is None and engine != "ray":
         corpus = read_input_corpus(paths, format_, skip_invalid)
-        window, reason, hint = _implied_window(corpus)
+        window, reason, hint = _implied_window(corpus.sessions)
+        check_replay(window, reserve, summary_tokens, tuple(policies))
+    elif window is None and ds is not None:  # the same window from the dataset's sessions table
+        from ..dataset.store import collect, scan_dataset
+
+        sessions = collect(scan_dataset(ds, "sessions").select("session_id", "model", "context_window"), ds)
+        window, reason, hint = _implied_window(sessions)
         check_replay(window, reserve, summary_tokens, tuple(policies))
     if window is None and (policies or max_orphan_rate is not None):
         raise click.UsageError("--policy and --max-orphan-rate judge a replay: give --window (e.g. 200k)")
@@ -163,7 +187,9 @@ def recommend_cmd(paths, format_, skip_invalid, budgets, min_kept_turns, coverag
     if ds is not None and window is None:
         from ..dataset.streaming import recommend_dataset
 
-        _print_recommendation(recommend_dataset(ds, budgets, rule, engine=engine, address=ray_address), output)
+        rec = recommend_dataset(ds, budgets, rule, engine=engine, address=ray_address, resamples=resamples, seed=seed)
+        _name_window(rec, reason, hint)
+        _print_recommendation(rec, output)
         return
     given = [p if isinstance(p, str) else p.spec() for p in policies]
     if ds is not None:
@@ -174,8 +200,9 @@ def recommend_cmd(paths, format_, skip_invalid, budgets, min_kept_turns, coverag
         with unpriced_notes():
             dec = decision_dataset(ds, budgets, rule, window=window, reserve=reserve, summary_tokens=summary_tokens,
                                    policy=given or None, prices=prices, summarizer=summarizer, horizon=horizon,
-                                   engine=engine, address=ray_address)
+                                   engine=engine, address=ray_address, resamples=resamples, seed=seed)
         click.echo(f"prices: {prices.source}", err=True)
+        _name_window(dec, reason, hint)
         _print_recommendation(dec, output)
         return
     if engine == "ray":
@@ -187,20 +214,20 @@ def recommend_cmd(paths, format_, skip_invalid, budgets, min_kept_turns, coverag
                                     windows=corpus.sessions["context_window"].to_list(), reserve=reserve,
                                     summary_tokens=summary_tokens, policy=given or None,
                                     prices=replay_prices(True, prices_file, summarizer, provider) if window is not None else None,
-                                    summarizer=summarizer, horizon=horizon)
+                                    summarizer=summarizer, horizon=horizon, resamples=resamples, seed=seed)
     if result is not None and result.price_source is not None:
         click.echo(f"prices: {result.price_source}", err=True)
     _name_window(rec, reason, hint)
     _print_recommendation(rec, output)
 
 
-def _implied_window(corpus) -> tuple[int | None, str | None, str | None]:
+def _implied_window(sessions) -> tuple[int | None, str | None, str | None]:
     """Without --window: ``(window, reason, hint)``. Where the sessions name models the table knows, the window
     the recordings imply (``outcomes.context_windows.corpus_window``) and the sentence that names it (the replay
     runs under it; a note on stderr says so too); else nothing: the splits, as a dataset folder gives them."""
     from ..outcomes.context_windows import corpus_window
 
-    implied = corpus_window(corpus.sessions)
+    implied = corpus_window(sessions)
     if implied.window is not None and implied.from_models:
         click.echo(f"note: no --window given: {implied.source} (give --window to choose another)", err=True)
         return implied.window, implied.source, None
@@ -254,10 +281,11 @@ def _print_recommendation(rec: Choice, output) -> None:
               help="Rule (with --window): the cheapest point of the frontier whose orphan rate is at most this.")
 @cost_options
 @horizon_option
+@bootstrap_options
 @friendly_errors
 def report(paths, format_, skip_invalid, budgets, min_kept_turns, coverage, max_kept_share, context_window,
            out_dir, segment_by, title, window, reserve, summary_tokens, policies, max_orphan_rate, cost, prices_file,
-           summarizer, provider, horizon):
+           summarizer, provider, horizon, resamples, seed):
     """A report on what each budget does to the sessions in PATHS: HTML, Markdown, PNGs, Parquet.
 
     DIR/index.html opens offline (plots embedded); DIR/report.md links the
@@ -283,7 +311,7 @@ def report(paths, format_, skip_invalid, budgets, min_kept_turns, coverage, max_
     corpus = read_input_corpus(paths, format_, skip_invalid)
     reason = hint = None
     if window is None:
-        window, reason, hint = _implied_window(corpus)
+        window, reason, hint = _implied_window(corpus.sessions)
         check_replay(window, reserve, summary_tokens, tuple(policies))
     if policies and window is None:
         raise click.UsageError("--policy compares policies under a context window: give --window (e.g. 200k)")
@@ -293,7 +321,8 @@ def report(paths, format_, skip_invalid, budgets, min_kept_turns, coverage, max_
                            inputs=[str(p) for p in paths], window=window, reserve=reserve,
                            summary_tokens=summary_tokens,
                            policies=[p if isinstance(p, str) else p.spec() for p in policies],
-                           prices=replay_prices(True, prices_file, summarizer, provider), horizon=horizon)
+                           prices=replay_prices(True, prices_file, summarizer, provider), horizon=horizon,
+                           resamples=resamples, seed=seed)
     _name_window(rep.recommendation, reason, hint)
     out = write_report(rep, out_dir)
     click.echo(rep.recommendation.headline())

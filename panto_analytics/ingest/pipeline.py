@@ -82,7 +82,7 @@ def without_strays(names: Sequence[str], searched: set[str], format: str | None,
 
     >>> import tempfile, pathlib
     >>> d = pathlib.Path(tempfile.mkdtemp())
-    >>> _ = (d / "hook.jsonl").write_text('{"hook": "PreToolUse"}\n')
+    >>> _ = (d / "hook.jsonl").write_text('{"hook": "PreToolUse"}\\n')
     >>> report = IngestReport()
     >>> without_strays([str(d / "hook.jsonl")], {str(d / "hook.jsonl")}, None, report), report.n_skipped
     ([], 1)

@@ -241,7 +241,7 @@ def test_recorded_points_and_the_frontier_plot():
     fig = plots.frontier(t, recorded=rec, chosen=("libpanto", 0))
     ax = fig.axes[0]
     assert ax.get_ylabel() == "cost per session, median (USD)"
-    labels = [h.get_label() for h in ax.get_legend().legend_handles]
+    labels = [h.get_label() for legend in fig.legends for h in legend.legend_handles]
     assert {"libpanto", "gemini-cli", "Pareto front", "chosen"} <= set(labels)
     texts = [t.get_text() for t in ax.texts]
     assert "canonical (recorded, 5 sessions)" in texts and "libpanto 8k, same sessions" in texts

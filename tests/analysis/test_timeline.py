@@ -160,3 +160,17 @@ def test_the_command_refuses_in_one_line(args, message):
     out = CliRunner().invoke(main, ["timeline", str(DATA), *args])
     assert out.exit_code == 2
     assert message in out.output and "Traceback" not in out.output
+
+
+def test_the_report_shows_the_worst_served_sessions_call_by_call():
+    from panto_analytics.analysis.report.build import WORST_TIMELINES, build_report
+
+    corpus = pa.ingest.read_corpus(DATA)
+    rep = build_report(corpus, [2_000, 4_000, 8_000], window=32_000, prices=str(DATA.parent / "docs" / "synth-prices.json"))
+    shown = [f for f in rep.figures if f.name.startswith("timeline_")]
+    assert 0 < len(shown) <= WORST_TIMELINES
+    assert all(f.png[:8] == b"\x89PNG\r\n\x1a\n" for f in shown)
+    # Each is a session the replay compacted, drawn with the replayed context beside the recorded one.
+    for fig in shown:
+        labels = [line.get_label() for line in fig.figure.axes[0].get_lines()]
+        assert any(label.startswith("replayed:") for label in labels)

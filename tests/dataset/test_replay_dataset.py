@@ -182,3 +182,27 @@ def test_the_table_from_spilled_columns_equals_in_memory(policy, tool_dataset, t
         plain = replay_table_dataset(tool_dataset, BUDGETS, task_rows=1, **kw).table  # without the loss
     assert_frame_equal(plain, summarize(r.events, r.sessions), check_exact=True)
     assert expected["orphan_calls"].sum() > 0 and expected["cost_usd"].drop_nulls().len() > 0
+
+
+#: The policies of issue 29 (items 1, 5, 6): each replays with cost and loss on a dataset as in memory.
+FIELD_POLICIES = ["claude-code:version=2.1.185", "anthropic-compact:trigger=50000", "openai-compact", "cline",
+                  "opencode:max_output=8000,buffer=8000", "openhands", "summarize-every"]
+
+
+def test_the_field_policies_replay_a_dataset_with_cost_and_loss_as_in_memory(tool_dataset, tmp_path):
+    prices = tmp_path / "prices.json"
+    prices.write_text('{"synth-mini": {"input_cost_per_token": 1e-6, "output_cost_per_token": 2e-6}, '
+                      '"synth-pro": {"input_cost_per_token": 3e-6, "output_cost_per_token": 9e-6}}')
+    kw = dict(window=64_000, reserve=16_384, policy=FIELD_POLICIES, prices=prices)
+    messages = dataset_corpus(tool_dataset).messages
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        lost = loss(messages, replay(messages, BUDGETS, **kw), horizon=20)
+        got = replay_dataset(tool_dataset, BUDGETS, with_loss=True, horizon=20, task_rows=1, **kw)
+    assert_frame_equal(got.replay.sessions, lost.sessions, check_exact=True)
+    assert got.loss_events is not None
+    assert_frame_equal(got.loss_events, lost.events, check_exact=True)
+    fired = lost.sessions.filter(pl.col("n_compactions") > 0)
+    # Every policy compacts some session, pays a summarizer there and has a loss figure.
+    assert set(fired["policy"].unique()) == set(FIELD_POLICIES)
+    assert (fired["summarizer_cost_usd"] > 0).all() and fired["orphan_calls"].is_not_null().all()

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
+from ...defaults import DEFAULT_RESAMPLES, DEFAULT_SEED
 from ...frame.schema import SESSION
 from ..formatting import format_tokens
 
@@ -37,7 +38,7 @@ __all__ = ["LEVEL", "MIN_SESSIONS", "RESAMPLES", "ROWS_PER_PASS", "SEED", "Budge
            "intervals", "replicate_tables", "resample_frame"]
 
 #: Resamples of the sessions, the generator's seed, and the share of resamples an interval spans.
-RESAMPLES, SEED, LEVEL = 200, 0, 0.9
+RESAMPLES, SEED, LEVEL = DEFAULT_RESAMPLES, DEFAULT_SEED, 0.9
 #: Fewer sessions than this: no interval ("too few sessions to resample").
 MIN_SESSIONS = 3
 #: Repeated rows one pass of the bootstrap holds at most (the resamples go in as many passes as needed).

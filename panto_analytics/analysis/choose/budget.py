@@ -14,6 +14,7 @@ import polars as pl
 from ...policy import splits as split_table
 from ...policy import turns as turn_table
 from ...policy.compaction.engine import DEFAULT_RESERVE, Replay
+from .bootstrap import RESAMPLES, SEED
 from .choice import Choice
 from .from_replay import choose_from_replay, replay_outcomes
 from .from_splits import recommend
@@ -26,7 +27,8 @@ def choose_budget(messages: pl.DataFrame, budgets: Any, rule: Rule | None = None
                   splits: pl.DataFrame | None = None, turns: pl.DataFrame | None = None,
                   windows: Iterable[int | None] | None = None, reserve: int = DEFAULT_RESERVE,
                   summary_tokens: int | None = None, policy: Any = None, prices: Any = True,
-                  summarizer: str | None = None, horizon: int | None = None) -> tuple[Choice, Replay | None]:
+                  summarizer: str | None = None, horizon: int | None = None, resamples: int = RESAMPLES,
+                  seed: int = SEED) -> tuple[Choice, Replay | None]:
     """The budget ``rule`` picks: from the end-of-session splits without a ``window``, from a billed replay
     (every call billed, the loss of every compaction measured) under one.
 
@@ -46,6 +48,9 @@ def choose_budget(messages: pl.DataFrame, budgets: Any, rule: Rule | None = None
         :func:`~panto_analytics.analysis.choose.from_replay.choose_from_replay`.
     splits, turns, windows, reserve, summary_tokens, policy, prices, summarizer, horizon
         As above.
+    resamples, seed
+        The bootstrap over sessions (:mod:`~panto_analytics.analysis.choose.bootstrap`): how many resamples
+        (0: none) and the generator's seed.
 
     Returns
     -------
@@ -64,7 +69,7 @@ def choose_budget(messages: pl.DataFrame, budgets: Any, rule: Rule | None = None
     if window is None:
         per_session = splits if splits is not None else split_table(messages, budgets)
         return recommend(per_session, rule, turns=turns if turns is not None else turn_table(messages),
-                         windows=windows), None
+                         windows=windows, resamples=resamples, seed=seed), None
     outcomes = replay_outcomes(messages, budgets, window=window, reserve=reserve, summary_tokens=summary_tokens,
                                policy=policy, prices=prices, summarizer=summarizer, horizon=horizon)
-    return choose_from_replay(outcomes, rule), outcomes
+    return choose_from_replay(outcomes, rule, resamples=resamples, seed=seed), outcomes

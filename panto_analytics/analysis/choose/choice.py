@@ -195,7 +195,7 @@ def _rows_around(rows: pl.DataFrame, budget: int, n: int) -> pl.DataFrame:
     """
     rows = rows.with_row_index("_i")
     idx = rows.filter(pl.col(BUDGET) == budget)["_i"][0]
-    return rows.slice(max(0, idx - n), 2 * n + 1).drop("_i")
+    return rows.slice(max(0, idx - n), min(idx, n) + n + 1).drop("_i")
 
 
 #: The columns worth showing when a table is printed, in order: of splits, and of a replay.

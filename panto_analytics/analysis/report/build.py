@@ -35,11 +35,14 @@ from ...errors import IngestReport
 from ...frame.schema import BUDGET, COMPACTIONS_SCHEMA, ROLE, SESSION
 from ...ingest.corpus import Corpus
 from ...models import normalized_model, session_model
+from ...outcomes.orphan_loss import DEFAULT_HORIZON
+from ...outcomes.recorded_refetch import calibration
 from ...policy import Replay, compare_policies, events_as_splits, replay, summarize_replay, sweep
 from ...policy import splits as compute_splits
 from ...policy import turns as compute_turns
 from ...policy.compaction.engine import DEFAULT_RESERVE
 from .. import plots
+from ..choose.bootstrap import RESAMPLES, SEED
 from ..choose.budget import choose_budget
 from ..choose.choice import Choice
 from ..choose.from_replay import pareto_front, recorded_points
@@ -48,6 +51,7 @@ from ..compactions import agent_vs_libpanto, compaction_table, policies_vs_agent
 from ..cost_table import compaction_costs
 from ..formatting import format_tokens
 from ..plot_data import session_segments
+from ..timeline import session_timeline
 from .model import SEGMENT_TITLES, Report, ReportFigure, Table, cell, percent, tokens
 
 __all__ = [
@@ -186,7 +190,9 @@ def sweep_table(rec: Choice) -> Table:
         "within_limit_share": (f"kept <= {tokens(rec.rule.limit)}", percent),
     }
     present = [c for c in cols if c in t.columns]
-    rows = [[cols[c][1](row[c]) for c in present] for row in t.iter_rows(named=True)]
+    # A figure with the bootstrap's interval is written with it: 'value (lo-hi)', 90% of resamples.
+    rows = [[_with_interval(row[c], row.get(f"{c}_lo"), row.get(f"{c}_hi"), cols[c][1]) if row[c] is not None
+             else cols[c][1](row[c]) for c in present] for row in t.iter_rows(named=True)]
     chosen = t[BUDGET].to_list().index(rec.budget) if rec.budget is not None else None
     return Table([cols[c][0] for c in present], rows, highlight=chosen)
 
@@ -360,7 +366,8 @@ def build_report(messages: pl.DataFrame | Corpus, budgets: Budgets, *, rule: Rul
                  sessions: pl.DataFrame | None = None, compactions: pl.DataFrame | None = None,
                  title: str | None = None, inputs: Sequence[str] = (), window: int | None = None,
                  reserve: int = DEFAULT_RESERVE, summary_tokens: int | None = None,
-                 policies: Sequence[str] = (), prices: object = True, horizon: int | None = None) -> Report:
+                 policies: Sequence[str] = (), prices: object = True, horizon: int | None = None,
+                 resamples: int = RESAMPLES, seed: int = SEED) -> Report:
     """Compute everything a report shows.
 
     ``messages`` is a :class:`~panto_analytics.ingest.corpus.Corpus` (what
@@ -404,7 +411,7 @@ def build_report(messages: pl.DataFrame | Corpus, budgets: Budgets, *, rule: Rul
                else None)
     rec, outcomes = choose_budget(messages, budgets, rule, window=window, splits=per_session, turns=turns,
                                   windows=windows, reserve=reserve, summary_tokens=summary_tokens, policy=named,
-                                  prices=prices, horizon=horizon)
+                                  prices=prices, horizon=horizon, resamples=resamples, seed=seed)
     if outcomes is not None:
         replayed = _libpanto_only(outcomes)
     n = per_session[SESSION].n_unique()
@@ -440,12 +447,72 @@ def build_report(messages: pl.DataFrame | Corpus, budgets: Budgets, *, rule: Rul
             "Each dot: libpanto's kept suffix for the conversation as it stood when the agent compacted; the "
             "dotted lines: what the agent itself kept, which no budget changes.",
             plots.agent_vs_libpanto_kept(rows)))
+    if corpus is not None and not corpus.compactions.is_empty():
+        _loss_section(report, corpus, horizon=DEFAULT_HORIZON if horizon is None else horizon)
     if policies and window is not None:
         _policy_section(report, messages, corpus, policies, window=window, reserve=reserve,
                         summary_tokens=summary_tokens)
-    for fig in [*report.figures, *([report.frontier] if report.frontier is not None else [])]:
+    if rec.replayed and outcomes is not None and window is not None:
+        _timeline_figures(report, rec, messages, sessions, compactions, window=window, reserve=reserve,
+                          prices=prices, horizon=horizon)
+    extra = [f for f in (report.frontier, report.loss_figure) if f is not None]
+    for fig in [*report.figures, *extra]:
         fig.png = plots.png_bytes(cast("Figure", fig.figure))
     return report
+
+
+def _loss_section(report: Report, corpus: Corpus, *, horizon: int) -> None:
+    """What compaction loses at the recorded compactions: one row per cut, and the calibration plot."""
+    cuts, curve = calibration(corpus.messages, corpus.compactions, corpus.sessions, horizon=horizon)
+    report.loss = Table(
+        ["agent", "cut", "context", "window calls", "orphan targets", "fetched again: predicted", "not predicted",
+         "precision", "recall", "re-fetch calls", "re-fetch tokens"],
+        [[r["source_format"], r["cut"], tokens(r["context"]), cell(r["window_calls"]), cell(r["orphan_targets"]),
+          cell(r["refetched_targets"]), cell(r["fetched_again_targets"] - r["refetched_targets"]),
+          percent(r["precision"]), percent(r["recall"]), cell(r["refetch_calls"]), tokens(r["refetch_tokens"])]
+         for r in cuts.iter_rows(named=True)])
+    report.loss_figure = ReportFigure(
+        "refetch_calibration", "The orphan targets against what the agents fetched again",
+        f"Left: each recorded compaction (and pseudo-cut): the orphan targets it predicts against the targets the "
+        f"agent read or fetched again within {horizon} tool calls (filled: of them predicted; on the dashed line "
+        "every predicted target was fetched again). Right: after each tool call, the predicted targets fetched "
+        "again so far (solid) and the re-fetches not predicted (dotted).",
+        plots.refetch_calibration(cuts, curve))
+
+
+#: How many of the sessions the chosen budget serves worst get a timeline in the report.
+WORST_TIMELINES = 2
+
+
+def _timeline_figures(report: Report, rec: Choice, messages: pl.DataFrame, sessions: pl.DataFrame | None,
+                      compactions: pl.DataFrame | None, *, window: int, reserve: int, prices: object,
+                      horizon: int | None) -> None:
+    """A timeline (:func:`~panto_analytics.analysis.timeline.session_timeline`) of each of the sessions the chosen
+    policy and budget serve worst: among those it compacts, the most orphan calls, then re-fetch tokens."""
+    budget = rec.budget if rec.budget is not None else _beside(rec)
+    if budget is None or report.outcomes is None:
+        return
+    policy = rec.policy or "libpanto"
+    outcomes = report.outcomes.sessions
+    if "policy" in outcomes.columns:
+        outcomes = outcomes.filter(pl.col("policy").cast(pl.String) == policy)
+    worst = (outcomes.filter((pl.col(BUDGET) == budget) & (pl.col("n_compactions") > 0))
+             .sort(["orphan_calls", "refetch_tokens", "zero_kept_events"], descending=True, nulls_last=True)
+             .head(WORST_TIMELINES))
+    extra = {} if horizon is None else {"horizon": horizon}
+    for sid in worst[SESSION].cast(pl.String).to_list():   # a couple of figures, not the engine
+        tl = session_timeline(messages, sid, compactions=compactions, sessions=sessions, window=window,
+                              policy=policy, budget=budget, reserve=reserve,
+                              summary_tokens=report.outcomes.summary_tokens,
+                              prices=cast("str | bool | None", prices), **extra)
+        report.figures.append(ReportFigure(
+            f"timeline_{sid[:8]}", f"Session {sid[:13]}, call by call ({policy} at {format_tokens(budget)})",
+            "One of the sessions the chosen budget serves worst (the most tool calls after a compaction that "
+            "reach for what only the summary held). Top: the context per API call as recorded (solid) and "
+            "replayed (dashed), each compaction marked with the context before and after it and what was fetched "
+            "again; below: what each call read from the prompt cache, wrote and sent uncached, and each cache break "
+            "with its cause. `panto-analytics timeline` draws any session.",
+            plots.timeline(tl)))
 
 
 def _libpanto_only(result: Replay) -> Replay:
@@ -495,10 +562,16 @@ def _beside(rec: Choice) -> int | None:
 
 
 def _with_interval(value, lo, hi, fmt) -> str:
-    """``value (lo-hi)``, or the value alone where there is no interval."""
+    """``value (lo-hi)``, or the value alone where there is no interval or every resample gives the same.
+
+    >>> _with_interval(0.5, 0.25, 0.75, lambda v: f"{v:.0%}"), _with_interval(0, 0, 0, str)
+    ('50% (25%-75%)', '0')
+    """
     if value is None:
         return "-"
-    return fmt(value) if lo is None or hi is None else f"{fmt(value)} ({fmt(lo)}-{fmt(hi)})"
+    if lo is None or hi is None or fmt(lo) == fmt(hi) == fmt(value):
+        return fmt(value)
+    return f"{fmt(value)} ({fmt(lo)}-{fmt(hi)})"
 
 
 def frontier_table(rec: Choice, recorded: pl.DataFrame | None = None) -> Table:

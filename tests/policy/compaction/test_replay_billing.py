@@ -84,6 +84,22 @@ def test_clearing_changes_the_bill_only_where_it_edits(real):
     assert masked["simulated_cache_write_usd"].sum() > masked["recorded_cache_write_usd"].sum()
 
 
+def test_a_staged_policy_whose_clearing_never_applies_bills_as_its_last_stage(real):
+    """``A+B`` where A never edits a call: every session's bill is B's, digit for digit; where A edits, the recorded
+    cost stays the recording's and the compactions are billed on the edited calls."""
+    result = pa.replay(real, [20_000], window=200_000, prices=True,
+                       policy=["libpanto", "clear-tool-uses:trigger=1000m+libpanto", "clear-tool-uses+libpanto"])
+    ses = result.sessions
+    plain = ses.filter(pl.col("policy") == "libpanto").drop("policy")
+    quiet = ses.filter(pl.col("policy") == "clear-tool-uses:trigger=1000000000+libpanto").drop("policy")
+    for column in ("recorded_cost_usd", "simulated_cost_usd", "summarizer_cost_usd", "total_cost_usd", "n_compactions"):
+        assert quiet[column].equals(plain[column])
+    staged = ses.filter(pl.col("policy") == "clear-tool-uses+libpanto").drop("policy")
+    assert staged["recorded_cost_usd"].equals(plain["recorded_cost_usd"])
+    assert (staged["n_compactions"] >= plain["n_compactions"]).all()
+    assert (staged["total_cost_usd"] - staged["simulated_cost_usd"] - staged["summarizer_cost_usd"]).abs().max() < 1e-9
+
+
 def test_the_recorded_cost_is_the_cost_of_the_recorded_calls(real):
     """Per session, ``recorded_cost_usd`` is ``outcomes.costs`` by session, the one definition."""
     result = pa.replay(real, [20_000], window=10**9, prices=True)
@@ -167,3 +183,21 @@ def test_cli_replay_cost(tmp_path, real):
     assert {"cost_p50_usd", "cost_p90_usd", "cost_usd", "recorded_cost_usd", "summarizer_cost_usd"} <= set(table[0])
     rows = pl.read_ndjson(sessions)
     assert set(COSTS) <= set(rows.columns)
+
+
+def test_the_field_policies_replay_the_real_recordings_with_cost_and_loss(real):
+    """Issue 29's policies on ../shared/realdata at 200k (the small windows the count-triggered ones need are
+    their own): each compacts some session, pays its summarizer, and has a loss; where nothing fires the bill is
+    the recorded one to the last digit."""
+    from panto_analytics.outcomes.orphan_loss import loss
+
+    specs = ["claude-code:version=2.1.185", "anthropic-compact", "openai-compact", "cline", "opencode", "openhands",
+             "summarize-every"]
+    result = pa.replay(real, [20_000], window=200_000, policy=specs, prices=True)
+    lost = loss(real, result, horizon=20).sessions
+    fired = lost.filter(pl.col("n_compactions") > 0)
+    assert set(fired["policy"].unique()) == set(specs)
+    assert (fired.filter(pl.col("summarizer_cost_usd").is_not_null())["summarizer_cost_usd"] > 0).all()
+    assert fired["orphan_calls"].is_not_null().all()
+    quiet = lost.filter(pl.col("n_compactions") == 0)
+    assert quiet["simulated_cost_usd"].equals(quiet["recorded_cost_usd"])
