@@ -22,6 +22,7 @@ from .options import (
     replay_options,
     replay_prices,
     unpriced_notes,
+    versioned,
     write_frame,
 )
 
@@ -124,7 +125,7 @@ def replay_cmd(paths, format_, skip_invalid, budgets, window, reserve, summary_t
                 click.echo(f"prices: {streamed.price_source}", err=True)
         write_frame(streamed.table, output)
         return
-    messages = read_input(paths, format_, skip_invalid)
+    messages = versioned(read_input(paths, format_, skip_invalid), list(policies) or ["libpanto"])
     with unpriced_notes():
         result = replay(messages, budgets, window=window, reserve=reserve, summary_tokens=summary_tokens,
                         policy=list(policies) or None, prices=replay_prices(cost, prices_file, summarizer, provider),

@@ -28,6 +28,7 @@ from .options import (
     replay_prices,
     terminal_width,
     unpriced_notes,
+    versioned_corpus,
     write_frame,
 )
 
@@ -209,6 +210,7 @@ def recommend_cmd(paths, format_, skip_invalid, budgets, min_kept_turns, coverag
         raise click.UsageError("--engine ray runs on a dataset (ingest --dataset DIR)")
     if corpus is None:
         corpus = read_input_corpus(paths, format_, skip_invalid)
+    corpus = versioned_corpus(corpus, given or ["libpanto"])
     with unpriced_notes():
         rec, result = choose_budget(corpus.messages, budgets, rule, window=window,
                                     windows=corpus.sessions["context_window"].to_list(), reserve=reserve,
@@ -315,6 +317,7 @@ def report(paths, format_, skip_invalid, budgets, min_kept_turns, coverage, max_
         check_replay(window, reserve, summary_tokens, tuple(policies))
     if policies and window is None:
         raise click.UsageError("--policy compares policies under a context window: give --window (e.g. 200k)")
+    corpus = versioned_corpus(corpus, list(policies) or ["libpanto"])
     rule = _rule(min_kept_turns, coverage, max_kept_share, context_window, window, max_orphan_rate)
     with unpriced_notes():
         rep = build_report(corpus, budgets, rule=rule, segment_by=list(dict.fromkeys(segment_by)), title=title,
