@@ -286,7 +286,8 @@ def replay_cuts(events: pl.DataFrame | pl.LazyFrame, *, restore: dict[str, int] 
     if "policy" not in lf.collect_schema().names():
         lf = lf.with_columns(policy=pl.lit("libpanto"))
     table = RESTORE if restore is None else restore
-    name = pl.col("policy").cast(pl.String).str.split(":").list.first()
+    # A staged policy's agent is its last stage's.
+    name = pl.col("policy").cast(pl.String).str.split("+").list.last().str.split(":").list.first()
     # A clearing edit applies to its call's own prompt: the call's tool calls are the first it governs.
     after = pl.col("trigger_seq").cast(pl.Int64) + 1
     if "cleared_calls" in lf.collect_schema().names():

@@ -190,7 +190,9 @@ def sweep_table(rec: Choice) -> Table:
         "within_limit_share": (f"kept <= {tokens(rec.rule.limit)}", percent),
     }
     present = [c for c in cols if c in t.columns]
-    rows = [[cols[c][1](row[c]) for c in present] for row in t.iter_rows(named=True)]
+    # A figure with the bootstrap's interval is written with it: 'value (lo-hi)', 90% of resamples.
+    rows = [[_with_interval(row[c], row.get(f"{c}_lo"), row.get(f"{c}_hi"), cols[c][1]) if row[c] is not None
+             else cols[c][1](row[c]) for c in present] for row in t.iter_rows(named=True)]
     chosen = t[BUDGET].to_list().index(rec.budget) if rec.budget is not None else None
     return Table([cols[c][0] for c in present], rows, highlight=chosen)
 
@@ -560,10 +562,16 @@ def _beside(rec: Choice) -> int | None:
 
 
 def _with_interval(value, lo, hi, fmt) -> str:
-    """``value (lo-hi)``, or the value alone where there is no interval."""
+    """``value (lo-hi)``, or the value alone where there is no interval or every resample gives the same.
+
+    >>> _with_interval(0.5, 0.25, 0.75, lambda v: f"{v:.0%}"), _with_interval(0, 0, 0, str)
+    ('50% (25%-75%)', '0')
+    """
     if value is None:
         return "-"
-    return fmt(value) if lo is None or hi is None else f"{fmt(value)} ({fmt(lo)}-{fmt(hi)})"
+    if lo is None or hi is None or fmt(lo) == fmt(hi) == fmt(value):
+        return fmt(value)
+    return f"{fmt(value)} ({fmt(lo)}-{fmt(hi)})"
 
 
 def frontier_table(rec: Choice, recorded: pl.DataFrame | None = None) -> Table:
@@ -592,9 +600,7 @@ def frontier_table(rec: Choice, recorded: pl.DataFrame | None = None) -> Table:
         for r in recorded.iter_rows(named=True):
             mine = r["point"] == "recorded"
             rows.append([f"{r['agent']} (recorded)" if mine else f"{r['point']} over {r['agent']}'s sessions",
-                         "-" if mine else tokens(r[BUDGET]), cell(r["sessions"]),
-                         "-" if r["cost_p50"] is None else money(r["cost_p50"]),
-                         "-" if r["orphan_rate"] is None else rate(r["orphan_rate"]), "-",
+                         "-" if mine else tokens(r[BUDGET]), cell(r["sessions"]), *figures(r), "-",
                          "recorded" if mine else "replayed, same sessions"])
     return Table(["point", "budget", "sessions", "cost/session p50 (90% of resamples)",
                   "orphan rate (90% of resamples)", "re-fetch tokens", ""], rows, highlight=hit, left=(0, 6))

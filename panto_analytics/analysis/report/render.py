@@ -154,7 +154,8 @@ def render_markdown(report: Report) -> str:
         out += ["## Budgets under the window", "", _DECISION_TEXT, "", decision_table(rec).markdown(), ""]
     else:
         out += ["## Budgets", "", "One row per budget tried; the chosen one in bold. Kept sizes in tokens; shares "
-                "of sessions except *summarized* (all summarized tokens over all active tokens).", "",
+                "of sessions except *summarized* (all summarized tokens over all active tokens). In parentheses: the "
+                "range of 90% of the resamples of the sessions (a seeded bootstrap).", "",
                 sweep_table(rec).markdown(), ""]
     if report.replay is not None and report.replay_table is not None:
         out += ["## Compaction over the sessions' life", "", _replay_text(report.replay), "",
@@ -228,7 +229,8 @@ def render_html(report: Report) -> str:
     else:
         parts += ["<h2>Budgets</h2>", "<p>One row per budget tried; the chosen one highlighted. Kept sizes in "
                   "tokens; shares of sessions except <em>summarized</em> (all summarized tokens over all active "
-                  "tokens).</p>", sweep_table(rec).html()]
+                  "tokens). In parentheses: the range of 90% of the resamples of the sessions (a seeded bootstrap).</p>",
+                  sweep_table(rec).html()]
     if report.replay is not None and report.replay_table is not None:
         parts += ["<h2>Compaction over the sessions' life</h2>", f"<p>{e(_replay_text(report.replay))}</p>",
                   report.replay_table.html()]
