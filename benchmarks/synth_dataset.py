@@ -170,6 +170,7 @@ def _refs(rng: np.random.Generator, session: np.ndarray, tool_result: np.ndarray
         "key": target * np.uint64(0x9E3779B97F4A7C15),  # spread like a hash (wrapping): distinct per target
         "kind": pl.Series(np.array([k for k, _ in KINDS])[kind]).cast(RefKind),
         "file": kind < 2,  # read and write touch files
+        "file_tool": kind < 2,  # by the agent's file tools
         "tokens": np.minimum(tokens[call + 1], 2**32 - 1).astype(np.uint32),
     }).to_struct("refs").to_arrow()
     offsets = pa.array(np.concatenate([[0], np.cumsum(has)]).astype(np.int32))
@@ -191,6 +192,7 @@ def _compactions(rng: np.random.Generator, ids: pl.Series, turns: np.ndarray, tu
         "session_id": ids.gather(chosen), "anchor_seq": anchor, "trigger": "auto",
         "tokens_before": np.array([m[1] for m in MODELS])[model_idx[chosen]] - 16_384,
         "first_kept_seq": kept, "trigger_seq": anchor, "kept_end_seq": anchor,
+        "restored_keys": pl.Series([None] * len(chosen), dtype=pl.List(pl.UInt64)),   # no restoration recorded
     }).cast(cast("dict[Any, pl.DataType]", COMPACTIONS_SCHEMA))
 
 

@@ -135,6 +135,7 @@ class _Transcript:
         self.session_id: str | None = None
         self.agent_id: str | None = None
         self.created_at: datetime | None = None
+        self.restoring: dict[str, Any] | None = None   # the compaction just recorded, until the next assistant record
 
     # -- output ------------------------------------------------------------
 
@@ -188,6 +189,9 @@ class _Transcript:
         self.src.meta.compactions.append({"anchor_index": anchor, "trigger": comp.trigger,
                                           "tokens_before": comp.tokens_before, "first_kept_index": first_kept,
                                           "trigger_index": anchor if end is None else end, "kept_end_index": end})
+        if self.restoring is not None and "restored_files" in self.restoring:
+            self.src.meta.compactions[-1]["restored_files"] = self.restoring["restored_files"]
+        self.restoring = self.src.meta.compactions[-1]
 
     def finish(self) -> None:
         self._flush()
@@ -291,6 +295,7 @@ class _Transcript:
                 if self.call is not None:
                     self._flush()
                 self.compaction = _Compaction(_summary_message(lineno, rec), uid, None, None)
+                self.restoring = {}   # what is attached from here on is this compaction's
             self._emit_compaction(text, uid)
             return
         if rec.get("isVisibleInTranscriptOnly") is True:
@@ -322,6 +327,7 @@ class _Transcript:
         if self._foreign(rec, "assistant"):
             self.dropped.clear()
             return
+        self.restoring = None
         mid, rid = message.get("id"), rec.get("requestId")
         key = (mid, rid if isinstance(rid, str) else None) if isinstance(mid, str) else None
         call = self.call
@@ -360,6 +366,7 @@ class _Transcript:
         trigger = meta.get("trigger")
         tokens = meta.get("preTokens")
         self._flush()
+        self.restoring = {}   # files attached between the boundary and its summary are this compaction's too
         self.compaction = _Compaction(
             _summary_message(lineno, rec), uid,
             trigger if isinstance(trigger, str) else None,
@@ -378,6 +385,14 @@ class _Transcript:
             self._emit(Message("user", [{"type": "text", "text": text}], None, lineno,
                                parse_timestamp(rec.get("timestamp"))), uid)
             return
+        # A file Claude Code re-attached after the compaction just recorded: whole (restored), truncated or a
+        # name only (compact_file_reference: not restored); either way the recording shows the restoration.
+        if kind in ("file", "compact_file_reference") and self.restoring is not None \
+                and not (self.sidechain is False and rec.get("isSidechain") is True):
+            files = self.restoring.setdefault("restored_files", [])
+            name = att.get("filename") if isinstance(att, dict) else None
+            if kind == "file" and att.get("truncated") is not True and isinstance(name, str) and name:
+                files.append(name)
         self.src.ignore(f"attachment/{kind}")
 
     # -- content blocks ----------------------------------------------------

@@ -16,7 +16,7 @@ import polars as pl
 
 from panto_analytics.formats.contract import Message, SourceFile
 from panto_analytics.frame.schema import MESSAGE_SCHEMA, REF_STRUCT, ROLE, SEQ, USAGE_COLUMNS
-from panto_analytics.frame.tool_targets import key_of, targets
+from panto_analytics.frame.tool_targets import is_file_tool, key_of, targets
 from panto_analytics.frame.words import block_words, message_words
 from panto_analytics.transcript import serialized_bytes
 
@@ -110,7 +110,7 @@ def references(tools: list[dict[str, Any]], rows: list[int], sizes: list[int],
             for kind, target in targets(block.get("name") or "", block.get("input"), block.get("cwd") or cwd):
                 refs = out[row] if out[row] is not None else []
                 refs.append({"call": call, "key": key_of(target), "kind": kind, "file": target.startswith("file:"),
-                             "tokens": tokens})
+                             "file_tool": is_file_tool(block.get("name") or ""), "tokens": tokens})
                 out[row] = refs
         start += size
     return out

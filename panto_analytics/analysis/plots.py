@@ -45,7 +45,7 @@ __all__ = [
     "BUDGET_LABEL", "DPI", "FIGSIZE", "GREY", "OUTCOME_COLORS", "PALETTE", "PlotFigure", "SOURCE_COLORS", "SOURCE_LABELS",
     "STYLE", "agent_vs_libpanto_kept", "cost_by_budget",
     "frontier", "kept_tokens_by_budget", "kept_turns_by_budget", "outcome_shares_by_budget",
-    "png_bytes", "policy_comparison", "replay_by_budget", "save", "style",
+    "png_bytes", "policy_comparison", "refetch_calibration", "replay_by_budget", "save", "style",
     "summarized_share_by_budget", "timeline", "turn_sizes",
 ]
 
@@ -138,23 +138,18 @@ def _highlight(ax, budget: int | None, x: float | None = None) -> None:
                label=f"recommended: {format_tokens(budget)}")
 
 
-def _legend(ax, *, outside: bool = False, **kw) -> None:
-    """A legend, when there is something to name (an empty corpus draws nothing).
-
-    ``outside``: below the plot, under every axes (the constrained layout makes room), where it covers no
-    line: for the legends that name segments, whose labels (a project's path) run long and many.
+def _legend(ax, **kw) -> None:
+    """A legend, when there is something to name (an empty corpus draws nothing): below the plot, under every
+    axes (the constrained layout makes room), where it covers no line, whatever the data (inside the axes, a
+    legend in a fixed corner covered the lines of some corpora: issue 32). ``loc`` is ignored.
     """
     handles, labels = ax.get_legend_handles_labels()
     if not (handles or kw.get("handles")):
         return
-    if outside:
-        kw.pop("loc", None)
-        # Two columns while they fit the figure's width; long names (a project's path) one under the other.
-        ncols = 2 if max(map(len, labels), default=0) <= 45 else 1
-        ax.figure.legend(*(() if kw.get("handles") else (handles, labels)), loc="outside lower center", ncols=ncols,
-                         **kw)
-    else:
-        ax.legend(**kw)
+    kw.pop("loc", None)
+    # Two columns while they fit the figure's width; long names (a project's path) one under the other.
+    ncols = 2 if max(map(len, labels or [h.get_label() for h in kw.get("handles", [])]), default=0) <= 45 else 1
+    ax.figure.legend(*(() if kw.get("handles") else (handles, labels)), loc="outside lower center", ncols=ncols, **kw)
 
 
 def _sessions(n: int) -> str:
@@ -250,7 +245,7 @@ def kept_tokens_by_budget(splits, *, log: bool = False, segments=None, highlight
         ax.set_ylabel("kept verbatim suffix (tokens)")
         _title(ax, "How much each budget keeps verbatim")
         _note(fig, note)
-        _legend(ax, outside=segments is not None, loc="upper left")
+        _legend(ax)
     return fig
 
 
@@ -293,7 +288,63 @@ def agent_vs_libpanto_kept(rows, *, log: bool = False) -> Figure:
         ax.set_ylabel("kept verbatim (tokens)")
         _title(ax, "What libpanto would keep where the agents compacted")
         _note(fig, f"{len(agent)} recorded compactions · box: quartiles · whiskers: min / max · dots: compactions")
-        _legend(ax, loc="upper left")
+        _legend(ax)
+    return fig
+
+
+def refetch_calibration(cuts, curve) -> Figure:
+    """The orphan targets as a prediction of a re-fetch, at every recorded compaction (and pseudo-cut).
+
+    ``cuts`` and ``curve`` are :func:`~panto_analytics.outcomes.recorded_refetch.calibration`'s pair (``curve``'s
+    ``_cut`` is the row of ``cuts``). Left: per cut, the orphan targets (predicted re-fetches) against the
+    targets the agent really read or fetched again within the horizon (hollow: all of them; filled: those it
+    predicted); on the dashed line every predicted target was fetched again. Right: over the horizon, after
+    each tool call, the predicted targets fetched again so far (solid) and the re-fetches it did not predict
+    (dotted), one colour per recorded compaction.
+    """
+    rows = cuts.with_row_index("_cut").to_dicts()
+    compactions = [r for r in rows if r["cut"] == "compaction"]
+    with style():
+        fig, (left, right) = _figure(2, size=(FIGSIZE[0] * 1.35, FIGSIZE[1]))
+        for kind, face, label in (("compaction", None, "recorded compaction"), ("baseline", "none", "pseudo-cut")):
+            mine = [r for r in rows if r["cut"] == kind]
+            if not mine:
+                continue
+            x = [r["orphan_targets"] for r in mine]
+            left.scatter(x, [r["fetched_again_targets"] for r in mine], s=40, facecolors="none",
+                         edgecolors=PALETTE[0] if kind == "compaction" else GREY,
+                         label=f"{label}: every target fetched again")
+            left.scatter(x, [r["refetched_targets"] for r in mine], s=22, marker="o" if face is None else "s",
+                         color=PALETTE[0] if kind == "compaction" else GREY, label=f"{label}: of them predicted")
+        top = max([1, *(max(r["orphan_targets"], r["fetched_again_targets"]) for r in rows)])
+        left.plot([0, top], [0, top], ls="--", color=GREY, lw=1, label="every predicted target fetched again")
+        left.set_xscale("symlog", linthresh=1)
+        left.set_yscale("symlog", linthresh=1)
+        left.set_xlim(left=0)
+        left.set_ylim(bottom=0)
+        left.set_xlabel("orphan targets at the cut (predicted re-fetches)")
+        left.set_ylabel("targets fetched again within the horizon")
+        _title(left, "Predicted against observed re-fetches")
+        horizon = int(curve["calls"].max()) if curve.height else 0
+        for i, r in enumerate(compactions):
+            color = PALETTE[i % len(PALETTE)]
+            mine = curve.filter(curve["_cut"] == r["_cut"]).sort("calls")
+            name = f"#{i + 1} ({format_tokens(r['context'])})" if r.get("context") is not None else f"#{i + 1}"
+            right.step(mine["calls"].to_list(), mine["predicted"].to_list(), where="post", color=color,
+                       label=f"{name}: predicted, fetched again")
+            right.step(mine["calls"].to_list(), mine["unpredicted"].to_list(), where="post", color=color, ls=":",
+                       label=f"{name}: not predicted")
+        right.set_xlim(0.5, max(horizon, 1) + 0.5)
+        right.set_ylim(bottom=0)
+        right.yaxis.set_major_locator(MaxNLocator(integer=True))
+        right.xaxis.set_major_locator(MaxNLocator(integer=True))
+        right.set_xlabel("tool calls after the compaction")
+        right.set_ylabel("targets fetched again (cumulative)")
+        _title(right, "Over the horizon")
+        _note(fig, f"{len(compactions)} recorded compactions, {len(rows) - len(compactions)} pseudo-cuts · "
+                   f"horizon {horizon} tool calls")
+        _legend(left, loc="upper left", fontsize=7.5)
+        _legend(right, loc="center right", fontsize=7.5)
     return fig
 
 
@@ -329,7 +380,7 @@ def outcome_shares_by_budget(splits, *, segments=None, highlight: int | None = N
             ax.set_xlabel(BUDGET_LABEL)
             ax.set_xlim(left=0)
             _highlight(ax, highlight)
-        _legend(axes[-1], outside=segments is not None, loc="center right")
+        _legend(axes[-1])
         axes[0].set_ylabel("share of sessions")
         if segments is None:
             _note(fig, "noop: the whole active context fits · zero kept: the newest turn alone exceeds the budget"
@@ -354,7 +405,7 @@ def summarized_share_by_budget(splits, *, segments=None, highlight: int | None =
         ax.set_ylim(-0.03, 1.03)
         ax.set_ylabel("summarized share of the active context")
         _highlight(ax, highlight)
-        _legend(ax, outside=segments is not None, loc="upper right")
+        _legend(ax)
         _title(ax, "How much of the context each budget summarizes")
         _note(fig, "per session: summarized / active tokens · line: median · band: quartiles")
     return fig
@@ -371,7 +422,7 @@ def kept_turns_by_budget(splits, *, segments=None, highlight: int | None = None,
         ax.set_ylim(bottom=0)
         ax.set_ylabel("kept turns (whole turns)")
         _highlight(ax, highlight)
-        _legend(ax, outside=segments is not None, loc="upper left")
+        _legend(ax)
         _title(ax, "How many turns each budget keeps verbatim")
         _note(fig, "sessions with turns · line: median · dark band: quartiles · light band: 10th-90th percentile"
               if segments is None else "sessions with turns · line: median · band: quartiles")
@@ -391,7 +442,7 @@ def replay_by_budget(replay_sessions, value: str, *, ylabel: str, title: str, to
         ax.set_ylim(bottom=0)
         ax.set_ylabel(ylabel)
         _highlight(ax, highlight)
-        _legend(ax, loc="upper left")
+        _legend(ax)
         _title(ax, title)
         _note(fig, "sessions · line: median · dark band: quartiles · light band: 10th-90th percentile")
     return fig
@@ -438,7 +489,7 @@ def cost_by_budget(replay_sessions, *, value: str = "total_cost_usd", highlight:
         ax.set_xlim(left=0)
         ax.set_ylabel("cost per session (USD)")
         _highlight(ax, highlight)
-        _legend(ax, loc="best")
+        _legend(ax)
         _title(ax, "What each budget costs per session")
         what = "replayed calls and summarizer" if value == "total_cost_usd" else "replayed calls"
         _note(fig, f"sessions · {what} · line: median · band: 10th-90th percentile · dashed: as recorded")
@@ -625,7 +676,7 @@ def turn_sizes(turns, *, segments=None, bins_per_decade: int = 4) -> Figure:
             fig.legend(handles=_source_handles(), loc="outside upper right", ncols=2)
         else:
             _title(axes[0], "Turn sizes, and where they came from")
-            _legend(axes[0], handles=_source_handles(), loc="upper right")
+            _legend(axes[0], handles=_source_handles())
             _note(fig, f"a turn is a user prompt and everything it elicited · {bins_per_decade} bins per"
                        " factor of ten")
     return fig
@@ -683,7 +734,7 @@ def timeline(tl) -> Figure:
     bottom.set_xlabel("API call")
     bottom.set_ylabel("prompt tokens")
     _token_axis(bottom.yaxis)
-    _legend(bottom, outside=True)
+    _legend(bottom)
     cost = tl.cost_usd
     broke = breaks["break_cost_usd"].drop_nulls().sum() if "break_cost_usd" in breaks.columns else 0
     # An escaped dollar sign: a bare one starts matplotlib's math text.

@@ -90,17 +90,13 @@ def bootstrap_options(fn):
 def implied_window(sessions) -> tuple[int | None, str | None, str | None]:
     """Without --window: ``(window, reason, hint)``. Where the sessions name models the table knows, the window
     the recordings imply (``outcomes.context_windows.corpus_window``) and the sentence that names it (the replay
-    runs under it; a note on stderr says so too); else no window, and where the files record windows, a warning
-    that points to --window."""
+    runs under it; a note on stderr says so too); else nothing: the splits, as a dataset folder gives them."""
     from ..outcomes.context_windows import corpus_window
 
     implied = corpus_window(sessions)
     if implied.window is not None and implied.from_models:
         click.echo(f"note: no --window given: {implied.source} (give --window to choose another)", err=True)
         return implied.window, implied.source, None
-    if implied.window is not None:
-        return None, None, (f"no --window given, so budgets are judged on end-of-session splits; the recordings "
-                            f"imply {implied.source}: give --window {implied.window} to replay under it")
     return None, None, None
 
 

@@ -1,9 +1,8 @@
 """What the command line says on stderr besides its output: skipped lines, the cache's and the price
 table's warnings as plain lines, and bad input as one ``error:`` line (exit 1), never a traceback.
 
->>> import warnings
->>> with warnings_as_lines(UserWarning, "note"):
-...     warnings.warn("said once")   # doctest: +SKIP
+>>> friendly_errors(lambda: "done")()
+'done'
 """
 from __future__ import annotations
 

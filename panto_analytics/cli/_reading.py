@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     import polars as pl
 
 __all__ = ["check_engine", "dataset_path", "read_input", "read_input_corpus", "read_settings", "session_files",
-           "session_filter"]
+           "session_filter", "versioned", "versioned_corpus"]
 
 
 def session_filter():
@@ -151,6 +151,25 @@ def read_input_corpus(paths, format_, skip_invalid, *, list_skips: bool = True):
     if corpus.sessions.is_empty():
         raise _nothing_read(paths, corpus.report)
     return _filtered(corpus, paths)
+
+
+def versioned(messages: pl.DataFrame, policies) -> pl.DataFrame:
+    """``messages`` with the agent version of each Claude Code message read back from its recording where a
+    ``claude-code`` policy among ``policies`` (None: every policy) reads it
+    (:mod:`panto_analytics.ingest.versions`)."""
+    from ..defaults import POLICY_NAMES
+    from ..ingest.versions import needs_agent_versions, with_agent_versions
+
+    given = list(POLICY_NAMES) if not policies else [p if isinstance(p, str) else p.spec() for p in policies]
+    return with_agent_versions(messages) if needs_agent_versions(messages, given) else messages
+
+
+def versioned_corpus(corpus, policies):
+    """:func:`versioned` on a corpus's messages."""
+    from dataclasses import replace
+
+    messages = versioned(corpus.messages, policies)
+    return corpus if messages is corpus.messages else replace(corpus, messages=messages)
 
 
 def _filtered(corpus, paths):

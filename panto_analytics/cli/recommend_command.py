@@ -21,7 +21,7 @@ from ._options import (
     replay_prices,
 )
 from ._output import output_option, terminal_width, write_frame
-from ._reading import check_engine, read_input_corpus
+from ._reading import check_engine, read_input_corpus, versioned_corpus
 from .app import main
 
 if TYPE_CHECKING:
@@ -47,7 +47,7 @@ __all__ = ["recommend_cmd"]
 @friendly_errors
 def recommend_cmd(paths, format_, skip_invalid, budgets, min_kept_turns, coverage, max_kept_share,
                   context_window, max_orphan_rate, window, reserve, summary_tokens, policies, cost, prices_file,
-                  summarizer, horizon, resamples, seed, output, engine, ray_address):
+                  summarizer, provider, horizon, resamples, seed, output, engine, ray_address):
     """Pick keep_verbatim for the sessions in PATHS by a stated rule, and say why.
 
     Prints the chosen budget, the rule, the reasons, the table rows around
@@ -122,7 +122,7 @@ def recommend_cmd(paths, format_, skip_invalid, budgets, min_kept_turns, coverag
         from ..dataset.decision import decision_dataset
         from ..policy.compaction.priced import resolve_prices
 
-        prices = resolve_prices(replay_prices(True, prices_file, summarizer))
+        prices = resolve_prices(replay_prices(True, prices_file, summarizer, provider))
         with unpriced_notes():
             dec = decision_dataset(ds, budgets, rule, window=window, reserve=reserve, summary_tokens=summary_tokens,
                                    policy=given or None, prices=prices, summarizer=summarizer, horizon=horizon,
@@ -135,11 +135,12 @@ def recommend_cmd(paths, format_, skip_invalid, budgets, min_kept_turns, coverag
         raise click.UsageError("--engine ray runs on a dataset (ingest --dataset DIR)")
     if corpus is None:
         corpus = read_input_corpus(paths, format_, skip_invalid)
+    corpus = versioned_corpus(corpus, given or ["libpanto"])
     with unpriced_notes():
         rec, result = choose_budget(corpus.messages, budgets, rule, window=window,
                                     windows=corpus.sessions["context_window"].to_list(), reserve=reserve,
                                     summary_tokens=summary_tokens, policy=given or None,
-                                    prices=replay_prices(True, prices_file, summarizer) if window is not None else None,
+                                    prices=replay_prices(True, prices_file, summarizer, provider) if window is not None else None,
                                     summarizer=summarizer, horizon=horizon, resamples=resamples, seed=seed)
     if result is not None and result.price_source is not None:
         click.echo(f"prices: {result.price_source}", err=True)

@@ -19,7 +19,7 @@ from ._options import (
     replay_prices,
 )
 from ._output import check_output_path
-from ._reading import read_input_corpus
+from ._reading import read_input_corpus, versioned_corpus
 from .app import main
 
 __all__ = ["report"]
@@ -45,7 +45,7 @@ __all__ = ["report"]
 @friendly_errors
 def report(paths, format_, skip_invalid, budgets, min_kept_turns, coverage, max_kept_share, context_window,
            out_dir, segment_by, title, window, reserve, summary_tokens, policies, max_orphan_rate, cost, prices_file,
-           summarizer, horizon, resamples, seed):
+           summarizer, provider, horizon, resamples, seed):
     """A report on what each budget does to the sessions in PATHS: HTML, Markdown, PNGs, Parquet.
 
     DIR/index.html opens offline (plots embedded); DIR/report.md links the
@@ -75,13 +75,14 @@ def report(paths, format_, skip_invalid, budgets, min_kept_turns, coverage, max_
         check_replay(window, reserve, summary_tokens, tuple(policies))
     if policies and window is None:
         raise click.UsageError("--policy compares policies under a context window: give --window (e.g. 200k)")
+    corpus = versioned_corpus(corpus, list(policies) or ["libpanto"])
     rule = rule_of(min_kept_turns, coverage, max_kept_share, context_window, window, max_orphan_rate)
     with unpriced_notes():
         rep = build_report(corpus, budgets, rule=rule, segment_by=list(dict.fromkeys(segment_by)), title=title,
                            inputs=[str(p) for p in paths], window=window, reserve=reserve,
                            summary_tokens=summary_tokens,
                            policies=[p if isinstance(p, str) else p.spec() for p in policies],
-                           prices=replay_prices(True, prices_file, summarizer), horizon=horizon,
+                           prices=replay_prices(True, prices_file, summarizer, provider), horizon=horizon,
                            resamples=resamples, seed=seed)
     name_window(rep.recommendation, reason, hint)
     out = write_report(rep, out_dir)

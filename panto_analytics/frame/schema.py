@@ -15,7 +15,7 @@ import polars as pl
 from ..defaults import SOURCE_FORMATS
 
 __all__ = [
-    "COMPACTIONS_SCHEMA", "SESSION", "MAX_USAGE", "MESSAGE_SCHEMA", "REFERENCE_SCHEMA", "REF_KINDS", "REF_STRUCT", "ROLES",
+    "AGENT_VERSION", "COMPACTIONS_SCHEMA", "SESSION", "MAX_USAGE", "MESSAGE_SCHEMA", "REFERENCE_SCHEMA", "REF_KINDS", "REF_STRUCT", "ROLES",
     "BUDGET", "ROLE", "RefKind", "Role", "SEQ", "SESSIONS_SCHEMA", "SESSION_META_SCHEMA",
     "SOURCE_FORMATS", "SPLIT_SCHEMA", "SourceFormat", "TURN_SCHEMA", "TokenSource", "USAGE_COLUMNS", "empty_messages",
 ]
@@ -27,6 +27,10 @@ SESSION = "session_id"
 SEQ = "seq"
 ROLE = "role"
 BUDGET = "budget"
+#: An optional message-frame column: the agent version that recorded the message (a string; Claude Code's
+#: ``version`` field), read back from the recordings on demand (``ingest.versions``) for a policy whose rule
+#: changed between versions. Not in :data:`MESSAGE_SCHEMA`: a frame without it has every version unknown.
+AGENT_VERSION = "agent_version"
 
 #: Message roles, in libpanto's order (``conversation.Role``).
 ROLES = ("system", "user", "assistant")
@@ -51,9 +55,10 @@ RefKind = pl.Enum(list(REF_KINDS))
 
 #: One target of one tool call, on the message that made the call: the call's position among the
 #: message's tool calls, the 64-bit hash of the normalized target, its kind, whether the target is a file (not a
-#: listing, a search, a command, a URL), the result's tokens (null: none).
+#: listing, a search, a command, a URL), whether the call is one of the agent's own file tools (Read, Edit, Write,
+#: ...; not a shell command: what Claude Code restores after a compaction), the result's tokens (null: none).
 REF_STRUCT = pl.Struct({"call": pl.UInt16(), "key": pl.UInt64(), "kind": RefKind, "file": pl.Boolean(),
-                        "tokens": pl.UInt32()})
+                        "file_tool": pl.Boolean(), "tokens": pl.UInt32()})
 
 MESSAGE_SCHEMA: dict[str, pl.DataType] = {
     SESSION: pl.Categorical(),
@@ -94,6 +99,7 @@ REFERENCE_SCHEMA: dict[str, pl.DataType] = {
     "key": pl.UInt64(),
     "kind": RefKind,
     "file": pl.Boolean(),
+    "file_tool": pl.Boolean(),
     "tokens": pl.UInt32(),
 }
 
@@ -172,6 +178,9 @@ COMPACTIONS_SCHEMA: dict[str, pl.DataType] = {
     "trigger_seq": pl.UInt32(),
     #: One past the last message the agent kept verbatim (``first_kept_seq`` up to it); null when none.
     "kept_end_seq": pl.UInt32(),
+    #: The keys of the files the recording shows re-attached whole after the compaction (Claude Code's ``file``
+    #: attachments; a truncated file or a name only is not restored); null where the recording does not show it.
+    "restored_keys": pl.List(pl.UInt64()),
 }
 
 

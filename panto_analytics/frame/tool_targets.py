@@ -67,8 +67,8 @@ from .shell_commands import command_targets
 from .words import MEDIA_PART_WORDS, count_words_arrow
 
 __all__ = [
-    "REF_KINDS", "is_lookup", "is_write", "key_of", "normalize_path", "references", "refs_column", "result_tokens",
-    "shell_targets", "targets",
+    "REF_KINDS", "file_key", "is_file_tool", "is_lookup", "is_write", "key_of", "normalize_path", "references",
+    "refs_column", "result_tokens", "shell_targets", "targets",
 ]
 
 #: libpanto's words-to-tokens factor (``messageTokenEstimate``'s fallback).
@@ -102,6 +102,27 @@ def key_of(target: str) -> int:
     6675673868126107620
     """
     return int.from_bytes(hashlib.blake2b(target.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little")
+
+
+def is_file_tool(name: str) -> bool:
+    """Whether a tool is one of the agent's own file tools (Claude Code's Read, Edit, MultiEdit, Write,
+    NotebookEdit; pi's read, edit, write; ...), not a shell: the files Claude Code restores after a compaction are
+    those its file tools read or wrote (its ``readFileState``), never what a Bash command printed.
+
+    >>> is_file_tool("Read"), is_file_tool("NotebookEdit"), is_file_tool("Bash")
+    (True, True, False)
+    """
+    tool = name.lower()
+    return tool in _READ_TOOLS or tool in _WRITE_TOOLS
+
+
+def file_key(path: str, cwd: str | None = None) -> int:
+    """The key of a file, as a Read of ``path`` in ``cwd`` gives it (what a recorded restoration names).
+
+    >>> file_key("/r/./a.py") == key_of("file:/r/a.py")
+    True
+    """
+    return key_of(_file(path, cwd))
 
 
 def _file(path: str, cwd: str | None) -> str:
@@ -308,7 +329,7 @@ def refs_column(blocks: pa.StructArray, owner: np.ndarray, n: int, scope: np.nda
     ...                   {"type": "tool_result", "tool_use_id": "c1", "parts": [{"type": "text", "text": "x y z"}]}],
     ...                  type=BLOCK)
     >>> refs_column(calls, np.array([1, 2]), 3, np.zeros(3, np.int64), ["/r"]).to_list()[1] == [
-    ...     {"call": 0, "key": key_of("file:/r/a.py"), "kind": "read", "file": True, "tokens": 4}]
+    ...     {"call": 0, "key": key_of("file:/r/a.py"), "kind": "read", "file": True, "file_tool": True, "tokens": 4}]
     True
     """
     scope = np.asarray(scope, dtype=np.int64)  # its codes are multiplied below: 32 bits would wrap into another's
@@ -337,6 +358,7 @@ def refs_column(blocks: pa.StructArray, owner: np.ndarray, n: int, scope: np.nda
     found_keys: list[int] = []
     found_kinds: list[int] = []
     found_files: list[bool] = []
+    found_tools: list[bool] = []
     found = np.zeros(len(first) + 1, dtype=np.int64)   # where each distinct call's targets start
     for g, (name, text, cwd) in enumerate(zip(names.dictionary.take(names.indices.take(first)).to_pylist(),
                                                inputs.dictionary.take(inputs.indices.take(first)).to_pylist(),
@@ -347,6 +369,7 @@ def refs_column(blocks: pa.StructArray, owner: np.ndarray, n: int, scope: np.nda
             found_keys.append(key_of(target))
             found_kinds.append(_KIND_CODES[kind])
             found_files.append(target.startswith("file:"))
+            found_tools.append(is_file_tool(name or ""))
     # Each call's targets, in call order (and so by message), taken from its distinct call's.
     per_call = np.diff(found)[group]
     row_call = np.repeat(np.arange(len(calls_at)), per_call)
@@ -359,6 +382,7 @@ def refs_column(blocks: pa.StructArray, owner: np.ndarray, n: int, scope: np.nda
         pa.array(np.array(found_keys, dtype=np.uint64)[at]),
         _KIND_ARRAY.take(pa.array(np.array(found_kinds, dtype=np.int8)[at])),
         pa.array(np.array(found_files, dtype=bool)[at]),
+        pa.array(np.array(found_tools, dtype=bool)[at]),
         tokens.gather(row_call).to_arrow(),
     ], names=list(REF_STRUCT.to_schema()))
     # Every call has a target (a call that touches nothing is the tool's own): a message's refs are its calls'.
@@ -459,7 +483,7 @@ def references(messages: pl.DataFrame | pl.LazyFrame) -> pl.LazyFrame:
     --------
     >>> import panto_analytics as pa
     >>> references(pa.examples.messages()).collect().columns
-    ['session_id', 'seq', 'call', 'key', 'kind', 'file', 'tokens']
+    ['session_id', 'seq', 'call', 'key', 'kind', 'file', 'file_tool', 'tokens']
     """
     lf = messages.lazy()
     calls = (lf.select(SESSION, SEQ, "refs").filter(pl.col("refs").list.len() > 0)

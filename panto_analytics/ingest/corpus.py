@@ -63,6 +63,7 @@ from ..errors import IngestReport
 from ..formats.contract import ParsedFile, SessionMeta
 from ..frame import expressions as ex
 from ..frame.schema import COMPACTIONS_SCHEMA, SESSION, SESSION_META_SCHEMA, SESSIONS_SCHEMA
+from ..frame.tool_targets import file_key
 from ..models import normalized_model, session_model
 from .cache import Cache, CacheStats
 from .paths import PathLike
@@ -210,7 +211,8 @@ def sessions_table(parsed: list[ParsedFile], messages: pl.DataFrame) -> pl.DataF
 def compactions_table(parsed: list[ParsedFile]) -> pl.DataFrame:
     """One row per compaction event the files recorded, in file and event order."""
     rows = [(_session(p).session_id, c.get("anchor_index"), c.get("trigger"), c.get("tokens_before"),
-             c.get("first_kept_index"), c.get("trigger_index", c.get("anchor_index")), c.get("kept_end_index"))
+             c.get("first_kept_index"), c.get("trigger_index", c.get("anchor_index")), c.get("kept_end_index"),
+             None if (files := c.get("restored_files")) is None else [file_key(f, _session(p).project) for f in files])
             for p in parsed for c in _session(p).compactions]
     return pl.DataFrame(rows, schema=COMPACTIONS_SCHEMA, orient="row")
 

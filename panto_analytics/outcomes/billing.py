@@ -68,7 +68,7 @@ from typing import NamedTuple
 
 import polars as pl
 
-from ..frame.schema import ROLE, SEQ, SESSION, USAGE_COLUMNS
+from ..frame.schema import BUDGET, ROLE, SEQ, SESSION, USAGE_COLUMNS
 from .cost import COST_COLUMNS
 
 __all__ = [
@@ -748,7 +748,8 @@ def bill_edited(messages: pl.DataFrame, edited: pl.DataFrame, events: pl.DataFra
         calls_recorded_cost_usd=pl.col("_old"), calls_simulated_cost_usd=pl.col("_new"),
         cache_miss_tokens=pl.col("_miss_tokens").fill_null(0), cache_miss_usd=(pl.col("_new_w") - pl.col("_old_w"))
         .clip(0).fill_null(0.0))
-    total_miss = events_out.group_by(SESSION).agg(_m=pl.col("cache_miss_usd").sum())
-    out = out.join(total_miss, on=SESSION, how="left", maintain_order="left").with_columns(
+    group = [c for c in ("policy", BUDGET) if c in events.columns and c in sessions.columns] + [SESSION]
+    total_miss = events_out.group_by(group).agg(_m=pl.col("cache_miss_usd").sum())
+    out = out.join(total_miss, on=group, how="left", maintain_order="left").with_columns(
         cache_miss_usd=pl.col("_m").fill_null(0.0))
     return events_out, out.select([c for c in out.columns if not c.startswith("_")])

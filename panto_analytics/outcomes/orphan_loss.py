@@ -52,7 +52,7 @@ agents restore no tool result (``docs/loss.md`` cites each).
 >>> from panto_analytics.frame.tool_targets import key_of
 >>> a, b = key_of("file:/a"), key_of("file:/b")
 >>> refs = pl.DataFrame({"session_id": ["s"] * 4, "seq": [1, 3, 9, 11], "call": [0, 1, 2, 3], "key": [a, b, a, b],
-...                      "kind": ["read"] * 4, "file": [True] * 4, "tokens": [100, 50, 100, 50]})
+...                      "kind": ["read"] * 4, "file": [True] * 4, "file_tool": [True] * 4, "tokens": [100, 50, 100, 50]})
 >>> cuts = pl.DataFrame({"session_id": ["s"], "after_seq": [8], "kept_start": [3], "kept_end": [8], "restore": [0]})
 >>> cut_loss(refs, cuts).select("window_calls", "orphan_calls", "refetch_calls", "refetch_tokens").rows()
 [(2, 1, 1, 100)]
@@ -70,7 +70,8 @@ from ..frame.tool_targets import is_lookup, references
 from .group_tables import grouped
 
 __all__ = [
-    "CLEARED_CUT_COLUMNS", "CUT_SCHEMA", "DEFAULT_HORIZON", "LOSS_COLUMNS", "ORPHAN_KINDS", "REFETCH_KINDS", "RESTORE", "Loss", "cut_loss",
+    "CLEARED_CUT_COLUMNS", "CUT_SCHEMA", "DEFAULT_HORIZON", "LOSS_COLUMNS", "ORPHAN_KINDS", "REFETCH_KINDS", "RESTORE",
+    "RESTORE_FILE_TOKENS", "Loss", "cut_loss",
     "loss", "Replayed", "orphan_rate", "recorded_cuts", "replay_cuts", "restored_files", "summarize_loss",
     "summarized_touch", "with_loss_columns",
 ]
@@ -82,8 +83,14 @@ DEFAULT_HORIZON = 20
 #: The kinds of reference that can be orphans (``other`` touches nothing).
 ORPHAN_KINDS: tuple[str, ...] = tuple(k for k in REF_KINDS if k != "other")
 
-#: Files an agent restores by itself after its compaction, per policy name (and per recording format).
+#: Files an agent restores by itself after its compaction, per policy name (and per recording format): Claude
+#: Code's ``POST_COMPACT_MAX_FILES_TO_RESTORE``.
 RESTORE: dict[str, int] = {"claude-code": 5}
+
+#: Claude Code's ``POST_COMPACT_MAX_TOKENS_PER_FILE``: a file larger than this comes back as its name only
+#: (``compact_file_reference``), not restored. Its total, ``POST_COMPACT_TOKEN_BUDGET`` (50,000), cannot bind
+#: under this cap: five files of at most 5,000 tokens each.
+RESTORE_FILE_TOKENS = 5_000
 
 #: A cut: where a compaction is, what it kept, what the agent restores; other columns are carried through.
 CUT_SCHEMA: dict[str, pl.DataType] = {
@@ -142,8 +149,9 @@ def cut_loss(refs: pl.DataFrame | pl.LazyFrame, cuts: pl.DataFrame | pl.LazyFram
     base = (cuts.lazy().with_row_index("_cut").with_columns(pl.col(SESSION).cast(pl.String).alias("_sid"))
             .with_columns(pl.col(c).cast(t) for c, t in CUT_SCHEMA.items()))
     extra = [c for c in CLEARED_CUT_COLUMNS if c in base.collect_schema().names()]
-    keyed = base.select("_cut", pl.col("_sid").alias(SESSION), *CUT_SCHEMA, *extra)
-    located = _first_calls(refs_lf, keyed)
+    recorded = ["restored_keys"] if "restored_keys" in base.collect_schema().names() else []
+    keyed = base.select("_cut", pl.col("_sid").alias(SESSION), *CUT_SCHEMA, *extra, *recorded)
+    located = _first_calls(refs_lf, keyed.drop(recorded))
     window = (located.with_columns(call=pl.int_ranges(pl.col("first_call"), pl.col("first_call") + horizon))
               .explode("call").drop_nulls("call").with_columns(pl.col("call").cast(pl.UInt32)))
     touches = _touches(refs_lf.with_columns(pl.col("call").cast(pl.UInt32)))
@@ -154,8 +162,7 @@ def cut_loss(refs: pl.DataFrame | pl.LazyFrame, cuts: pl.DataFrame | pl.LazyFram
         _orphan=before & summarized & pl.col("kind").cast(pl.String).is_in(list(kinds)),
         _refetch=summarized & pl.col("kind").cast(pl.String).is_in([k for k in kinds if k in REFETCH_KINDS]),
         _repeat=is_lookup("kind") & before & is_lookup("prev_kind") & (pl.col("kind") != "run"))
-    restored = restored_files(touches, hits.filter(pl.col("_orphan") | pl.col("_refetch")).select("_cut", SESSION,
-                                                                                                   *CUT_SCHEMA))
+    restored = restored_files(touches, keyed)
     hits = (hits.join(restored, on=["_cut", "key"], how="left")
             .with_columns(pl.col("_orphan", "_refetch") & pl.col("restored").is_null()).drop("restored"))
     per_call = (hits.group_by("_cut", "call")
@@ -224,18 +231,44 @@ def _last_touch_before(hits: pl.LazyFrame, touches: pl.LazyFrame) -> pl.LazyFram
 
 
 def restored_files(touches: pl.LazyFrame, cuts: pl.LazyFrame) -> pl.LazyFrame:
-    """The files the agent restores at each cut (``_cut``, ``key``, ``restored``): of the files read or written
-    before the cut, the ``restore`` touched last (the latest call first; within a call, the larger key).
+    """The files the agent restores at each cut, with their content (``_cut``, ``key``, ``restored``).
 
-    ``touches`` is a references table, ``cuts`` has ``_cut``, ``session_id``, ``after_seq`` and ``restore``
-    (one row per cut, or repeated: repeats are dropped)."""
-    wanted = cuts.filter(pl.col("restore") > 0).select("_cut", SESSION, "after_seq", "restore").unique()
-    files = touches.filter(pl.col("file") & pl.col("kind").is_in(["read", "write"])).select(SESSION, "key", "call", SEQ)
-    return (wanted.join(files, on=SESSION).filter(pl.col(SEQ).cast(pl.Int64) < pl.col("after_seq"))
-            .group_by("_cut", "key").agg(last=pl.col("call").max(), restore=pl.col("restore").first())
-            .sort("_cut", "last", "key", descending=[False, True, True])
-            .filter(pl.int_range(pl.len()).over("_cut") < pl.col("restore"))
-            .select("_cut", "key", restored=pl.lit(True)))
+    Where the cut has a recorded list (``restored_keys``, not null: what the recording shows attached after the
+    compaction), those files. Elsewhere Claude Code's rule (``createPostCompactFileAttachments``): of the files
+    its file tools read or wrote before the cut (``file_tool``; not what a shell command printed), leaving out
+    those a file tool read in the kept range, the ``restore`` touched last (the latest call first; within a
+    call, the larger key); a file whose largest read before the cut exceeds :data:`RESTORE_FILE_TOKENS` takes its
+    slot but comes back as its name only, not restored (a file never read: assumed to fit).
+
+    ``touches`` is a references table (one without ``file_tool``, built by hand: every file reference counts as
+    a file tool's), ``cuts`` has ``_cut``, ``session_id`` and :data:`CUT_SCHEMA`'s columns.
+    """
+    if "file_tool" not in touches.collect_schema().names():
+        touches = touches.with_columns(file_tool=pl.lit(True))
+    names = cuts.collect_schema().names()
+    recorded = pl.col("restored_keys").is_not_null() if "restored_keys" in names else pl.lit(False)
+    cuts = cuts.with_columns(_recorded=recorded)
+    from_recording = (cuts.filter("_recorded").select("_cut", key=pl.col("restored_keys")).explode("key")
+                      .drop_nulls("key").select("_cut", pl.col("key").cast(pl.UInt64), restored=pl.lit(True))
+                      if "restored_keys" in names else None)
+    wanted = (cuts.filter(~pl.col("_recorded") & (pl.col("restore") > 0))
+              .select("_cut", SESSION, *CUT_SCHEMA).unique())
+    before = (wanted.join(touches.filter(pl.col("file")).select(SESSION, "key", "call", SEQ, "kind", "file_tool",
+                                                                "tokens"), on=SESSION)
+              .filter(pl.col(SEQ).cast(pl.Int64) < pl.col("after_seq")))
+    in_kept = (pl.col("kept_start").is_not_null() & (pl.col(SEQ).cast(pl.Int64) >= pl.col("kept_start"))
+               & (pl.col(SEQ).cast(pl.Int64) < pl.col("kept_end")))
+    ranked = (before.group_by("_cut", "key")
+              .agg(last=pl.col("call").filter(pl.col("file_tool") & pl.col("kind").is_in(["read", "write"])).max(),
+                   size=pl.col("tokens").filter(pl.col("kind") == "read").max(),
+                   shown=(pl.col("file_tool") & (pl.col("kind") == "read") & in_kept).any(),
+                   restore=pl.col("restore").first())
+              .filter(pl.col("last").is_not_null() & ~pl.col("shown"))
+              .sort("_cut", "last", "key", descending=[False, True, True])
+              .filter(pl.int_range(pl.len()).over("_cut") < pl.col("restore"))
+              .filter(pl.col("size").is_null() | (pl.col("size") <= RESTORE_FILE_TOKENS))
+              .select("_cut", "key", restored=pl.lit(True)))
+    return ranked if from_recording is None else pl.concat([ranked, from_recording], how="vertical_relaxed")
 
 
 # -- cuts ---------------------------------------------------------------------------------------------
@@ -253,7 +286,8 @@ def replay_cuts(events: pl.DataFrame | pl.LazyFrame, *, restore: dict[str, int] 
     if "policy" not in lf.collect_schema().names():
         lf = lf.with_columns(policy=pl.lit("libpanto"))
     table = RESTORE if restore is None else restore
-    name = pl.col("policy").cast(pl.String).str.split(":").list.first()
+    # A staged policy's agent is its last stage's.
+    name = pl.col("policy").cast(pl.String).str.split("+").list.last().str.split(":").list.first()
     # A clearing edit applies to its call's own prompt: the call's tool calls are the first it governs.
     after = pl.col("trigger_seq").cast(pl.Int64) + 1
     if "cleared_calls" in lf.collect_schema().names():

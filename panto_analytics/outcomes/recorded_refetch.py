@@ -46,9 +46,9 @@ from .orphan_loss import (
 
 __all__ = [
     "BOOTSTRAP_LEVEL", "BOOTSTRAP_RESAMPLES", "BOOTSTRAP_SEED", "ENOUGH_CUTS", "MEDIANS", "REFETCH_COLUMNS", "SUMMED",
-    "TARGET_COLUMNS", "bootstrap_intervals", "call_context", "cut_rows", "measure_cuts", "merge_refetch_partials",
-    "precision_recall", "pseudo_cuts", "recorded_cut_rows", "refetch", "refetch_partials", "refetch_summary",
-    "reorientation", "target_loss",
+    "TARGET_COLUMNS", "all_cuts", "bootstrap_intervals", "calibration", "call_context", "cut_rows", "measure_cuts",
+    "merge_refetch_partials", "precision_recall", "pseudo_cuts", "recorded_cut_rows", "refetch", "refetch_curve",
+    "refetch_partials", "refetch_summary", "reorientation", "restore_check", "target_loss",
 ]
 
 
@@ -97,15 +97,16 @@ def pseudo_cuts(messages: pl.DataFrame | pl.LazyFrame, cuts: pl.DataFrame | pl.L
             .sort(SESSION, "after_seq", "context"))
 
 
-def target_loss(refs: pl.DataFrame | pl.LazyFrame, cuts: pl.DataFrame | pl.LazyFrame, *,
-                horizon: int = DEFAULT_HORIZON) -> pl.DataFrame:
-    """Per cut (in order): ``orphan_targets`` and ``refetched_targets`` (see the module docstring).
-
-    Restored targets (the ``restore`` files touched last) are not orphan targets.
-    """
+def _target_sets(refs: pl.DataFrame | pl.LazyFrame, cuts: pl.DataFrame | pl.LazyFrame,
+                 horizon: int) -> tuple[pl.LazyFrame, pl.LazyFrame, pl.LazyFrame, pl.LazyFrame]:
+    """Per cut (``_cut``, its row number): the cuts, each target's last touch before the cut (``last``), the
+    orphan targets, and the targets read or fetched in the window with the position of the first such call
+    (``at``: 1 for the window's first call)."""
     r = refs.lazy().with_columns(pl.col(SESSION).cast(pl.String), pl.col("call").cast(pl.Int64), pl.col(SEQ).cast(pl.Int64))
-    base = cuts.lazy().with_row_index("_cut").select("_cut", pl.col(SESSION).cast(pl.String),
-                                                     *(pl.col(c).cast(t) for c, t in CUT_SCHEMA.items()))
+    lf = cuts.lazy()
+    recorded = ["restored_keys"] if "restored_keys" in lf.collect_schema().names() else []
+    base = lf.with_row_index("_cut").select("_cut", pl.col(SESSION).cast(pl.String),
+                                            *(pl.col(c).cast(t) for c, t in CUT_SCHEMA.items()), *recorded)
     # Each target's last touch before each cut.
     last = (base.join(r.filter(pl.col("kind") != "other"), on=SESSION)
             .filter(pl.col(SEQ) < pl.col("after_seq"))
@@ -115,11 +116,22 @@ def target_loss(refs: pl.DataFrame | pl.LazyFrame, cuts: pl.DataFrame | pl.LazyF
                .filter(summarized_touch("last_seq") & pl.col("restored").is_null()).select("_cut", "key"))
     # The window: the first ``horizon`` calls at or after the cut; its reads and fetches.
     calls = r.group_by(SESSION, "call").agg(pl.col(SEQ).first())
+    base = base.drop(recorded)
     first = (base.join(calls, on=SESSION).filter(pl.col(SEQ) >= pl.col("after_seq"))
              .group_by("_cut").agg(first_call=pl.col("call").min()))
     fetched = (base.join(first, on="_cut").join(r.filter(pl.col("kind").is_in(list(REFETCH_KINDS))), on=SESSION)
                .filter((pl.col("call") >= pl.col("first_call")) & (pl.col("call") < pl.col("first_call") + horizon))
-               .select("_cut", "key").unique())
+               .group_by("_cut", "key").agg(at=(pl.col("call") - pl.col("first_call")).min() + 1))
+    return base, last.select("_cut", "key"), orphans, fetched
+
+
+def target_loss(refs: pl.DataFrame | pl.LazyFrame, cuts: pl.DataFrame | pl.LazyFrame, *,
+                horizon: int = DEFAULT_HORIZON) -> pl.DataFrame:
+    """Per cut (in order): :data:`TARGET_COLUMNS` (see the module docstring).
+
+    Restored targets (:func:`~panto_analytics.outcomes.orphan_loss.restored_files`) are not orphan targets.
+    """
+    base, last, orphans, fetched = _target_sets(refs, cuts, horizon)
 
     def count(frame: pl.LazyFrame, name: str) -> pl.LazyFrame:
         return frame.group_by("_cut").agg(pl.len().cast(pl.UInt32).alias(name))
@@ -127,9 +139,42 @@ def target_loss(refs: pl.DataFrame | pl.LazyFrame, cuts: pl.DataFrame | pl.LazyF
     out = base.select("_cut")
     for part in (count(orphans, "orphan_targets"),
                  count(orphans.join(fetched, on=["_cut", "key"]), "refetched_targets"),
-                 count(last.select("_cut", "key").join(fetched, on=["_cut", "key"]), "fetched_again_targets")):
+                 count(last.join(fetched, on=["_cut", "key"]), "fetched_again_targets")):
         out = out.join(part, on="_cut", how="left", maintain_order="left")
     return out.select(pl.col(c).fill_null(0) for c in TARGET_COLUMNS).collect()
+
+
+def refetch_curve(refs: pl.DataFrame | pl.LazyFrame, cuts: pl.DataFrame | pl.LazyFrame, *,
+                  horizon: int = DEFAULT_HORIZON) -> pl.DataFrame:
+    """Over the horizon, per cut: after each of the next ``horizon`` tool calls (``calls``, 1 to ``horizon``),
+    how many orphan targets the agent has read or fetched again (``predicted``, the measure's prediction come
+    true) and how many other targets touched before the cut (``unpredicted``), cumulative; with ``_cut``, the
+    cut's row in ``cuts``, and its ``orphan_targets``. The last row of a cut equals its
+    :func:`target_loss` (``predicted`` = ``refetched_targets``; the sum = ``fetched_again_targets``).
+
+    >>> from panto_analytics.frame.tool_targets import key_of
+    >>> a, b = key_of("file:/a"), key_of("file:/b")
+    >>> refs = pl.DataFrame({"session_id": ["s"] * 4, "seq": [1, 3, 9, 11], "call": [0, 1, 2, 3], "key": [a, b, b, a],
+    ...                      "kind": ["read"] * 4, "file": [True] * 4, "file_tool": [True] * 4, "tokens": [9] * 4})
+    >>> cuts = pl.DataFrame({"session_id": ["s"], "after_seq": [8], "kept_start": [3], "kept_end": [8], "restore": [0]})
+    >>> refetch_curve(refs, cuts, horizon=3).select("calls", "predicted", "unpredicted").rows()
+    [(1, 0, 1), (2, 1, 1), (3, 1, 1)]
+    """
+    if horizon < 1:
+        raise ValueError(f"horizon must be >= 1, got {horizon}")
+    base, last, orphans, fetched = _target_sets(refs, cuts, horizon)
+    seen = (last.join(fetched, on=["_cut", "key"])
+            .join(orphans.with_columns(_orphan=pl.lit(True)), on=["_cut", "key"], how="left")
+            .group_by("_cut", "at").agg(p=pl.col("_orphan").is_not_null().sum(), u=pl.col("_orphan").is_null().sum()))
+    n_orphans = orphans.group_by("_cut").agg(orphan_targets=pl.len().cast(pl.UInt32))
+    grid = base.select("_cut", at=pl.int_ranges(1, horizon + 1)).explode("at")
+    return (grid.join(seen, on=["_cut", "at"], how="left").join(n_orphans, on="_cut", how="left")
+            .sort("_cut", "at")
+            .select("_cut", calls=pl.col("at").cast(pl.UInt32),
+                    predicted=pl.col("p").fill_null(0).cum_sum().over("_cut").cast(pl.UInt32),
+                    unpredicted=pl.col("u").fill_null(0).cum_sum().over("_cut").cast(pl.UInt32),
+                    orphan_targets=pl.col("orphan_targets").fill_null(0))
+            .collect())
 
 
 def reorientation(refs: pl.DataFrame | pl.LazyFrame, cuts: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
@@ -179,17 +224,70 @@ def refetch(messages: pl.DataFrame | pl.LazyFrame, compactions: pl.DataFrame | p
     >>> pa.outcomes.refetch(c.messages, c.compactions, c.sessions)["cut"].unique().sort().to_list()
     ['baseline', 'compaction']
     """
-    refs = references(messages).collect()
+    return measure_cuts(references(messages).collect(), all_cuts(messages, compactions, sessions), horizon=horizon,
+                        kinds=kinds)
+
+
+def all_cuts(messages: pl.DataFrame | pl.LazyFrame, compactions: pl.DataFrame | pl.LazyFrame,
+             sessions: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
+    """The cuts :func:`refetch` measures (:func:`cut_rows`): the recorded compactions, then the pseudo-cuts."""
     recorded = recorded_cut_rows(messages, compactions, sessions)
     baseline = cut_rows(pseudo_cuts(messages, recorded, sessions), "baseline")
-    cuts = pl.concat([recorded, baseline], how="vertical_relaxed").collect()
-    return measure_cuts(refs, cuts, horizon=horizon, kinds=kinds)
+    return pl.concat([recorded, baseline], how="vertical_relaxed").collect()
+
+
+def calibration(messages: pl.DataFrame | pl.LazyFrame, compactions: pl.DataFrame | pl.LazyFrame,
+                sessions: pl.DataFrame | pl.LazyFrame, *,
+                horizon: int = DEFAULT_HORIZON) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """What a calibration plot of the orphan targets needs: :func:`refetch`'s rows and, on the same cuts,
+    :func:`refetch_curve`'s (its ``_cut`` is the row of the first).
+
+    >>> import panto_analytics as pa
+    >>> c = pa.ingest.read_corpus(["tests/fixtures/claude_code/restored.jsonl"])
+    >>> cuts, curve = calibration(c.messages, c.compactions, c.sessions, horizon=3)
+    >>> curve.filter(pl.col("calls") == 3).select("predicted", "unpredicted").row(0) == (
+    ...     cuts.item(0, "refetched_targets"), cuts.item(0, "fetched_again_targets") - cuts.item(0, "refetched_targets"))
+    True
+    """
+    refs = references(messages).collect()
+    cuts = all_cuts(messages, compactions, sessions)
+    return measure_cuts(refs, cuts, horizon=horizon), refetch_curve(refs, cuts, horizon=horizon)
+
+
+def restore_check(messages: pl.DataFrame | pl.LazyFrame, compactions: pl.DataFrame | pl.LazyFrame,
+                  sessions: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
+    """The model of what an agent restores against what its recordings show, per recorded compaction whose
+    recording shows it (``restored_keys`` not null): ``recorded_files`` (re-attached whole), ``model_files``
+    (what :func:`~panto_analytics.outcomes.orphan_loss.restored_files`' rule restores there) and ``agreed_files``
+    (both). Where the recording shows the restoration, the measure reads it instead of the model.
+
+    >>> import panto_analytics as pa
+    >>> c = pa.ingest.read_corpus(["tests/fixtures/claude_code/restored.jsonl"])
+    >>> restore_check(c.messages, c.compactions, c.sessions).select("recorded_files", "model_files", "agreed_files").rows()
+    [(2, 2, 2)]
+    """
+    refs = references(messages).with_columns(pl.col(SESSION).cast(pl.String), pl.col("call").cast(pl.Int64),
+                                             pl.col(SEQ).cast(pl.Int64))
+    cuts = (recorded_cut_rows(messages, compactions, sessions).filter(pl.col("restored_keys").is_not_null())
+            .with_row_index("_cut"))
+    model = restored_files(refs, cuts.drop("restored_keys")).group_by("_cut").agg(model=pl.col("key"))
+    return (cuts.join(model, on="_cut", how="left")
+            .select(SESSION, "source_format", "after_seq",
+                    recorded_files=pl.col("restored_keys").list.len().cast(pl.UInt32),
+                    model_files=pl.col("model").list.len().fill_null(0).cast(pl.UInt32),
+                    agreed_files=pl.col("restored_keys").list.set_intersection(pl.col("model").fill_null([]))
+                    .list.len().cast(pl.UInt32))
+            .collect())
 
 
 def cut_rows(cuts: pl.LazyFrame, kind: str) -> pl.LazyFrame:
     """``cuts`` as :func:`refetch`'s cut columns, in order: ``cut`` (``kind``), ``session_id``, ``source_format``,
-    ``context`` and :data:`~panto_analytics.outcomes.orphan_loss.CUT_SCHEMA`'s."""
-    return cuts.with_columns(cut=pl.lit(kind)).select("cut", SESSION, "source_format", "context", *CUT_SCHEMA)
+    ``context``, :data:`~panto_analytics.outcomes.orphan_loss.CUT_SCHEMA`'s and ``restored_keys`` (the files
+    the recording shows restored; null: not recorded, the model decides)."""
+    if "restored_keys" not in cuts.collect_schema().names():
+        cuts = cuts.with_columns(restored_keys=pl.lit(None, pl.List(pl.UInt64)))
+    return cuts.with_columns(cut=pl.lit(kind)).select("cut", SESSION, "source_format", "context", *CUT_SCHEMA,
+                                                      pl.col("restored_keys").cast(pl.List(pl.UInt64)))
 
 
 def recorded_cut_rows(messages: pl.DataFrame | pl.LazyFrame, compactions: pl.DataFrame | pl.LazyFrame,
@@ -205,7 +303,8 @@ def recorded_cut_rows(messages: pl.DataFrame | pl.LazyFrame, compactions: pl.Dat
                 .join_asof(context.sort(SEQ), left_on="_probe", right_on=SEQ, by=SESSION, strategy="backward",
                            check_sortedness=False)
                 .with_columns(context=pl.coalesce(pl.col("tokens_before").cast(pl.Int64), pl.col("ctx")))
-                .select(SESSION, "source_format", "context", *CUT_SCHEMA)
+                .select(SESSION, "source_format", "context", *CUT_SCHEMA,
+                        *(["restored_keys"] if "restored_keys" in compactions.lazy().collect_schema().names() else []))
                 .sort(SESSION, "after_seq", "context", maintain_order=True))
     return cut_rows(recorded, "compaction")
 
@@ -216,6 +315,9 @@ def measure_cuts(refs: pl.DataFrame, cuts: pl.DataFrame, *, horizon: int = DEFAU
     :data:`REFETCH_COLUMNS` and the cut's ``precision`` and ``recall`` (:func:`precision_recall`).
     Each cut is measured on its own session's references alone."""
     lost = cut_loss(refs, cuts, horizon=horizon, kinds=kinds)
+    if "restored_keys" in lost.columns:   # a list: the row says whether the recording or the model decided
+        lost = lost.with_columns(pl.col("restored_keys").is_not_null().alias("restored_keys")).rename(
+            {"restored_keys": "restore_recorded"})
     return (pl.concat([lost, target_loss(refs, cuts, horizon=horizon), reorientation(refs, cuts)], how="horizontal")
             .with_columns(*precision_recall()))
 

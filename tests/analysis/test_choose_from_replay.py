@@ -241,7 +241,7 @@ def test_recorded_points_and_the_frontier_plot():
     fig = plots.frontier(t, recorded=rec, chosen=("libpanto", 0))
     ax = fig.axes[0]
     assert ax.get_ylabel() == "cost per session, median (USD)"
-    labels = [h.get_label() for h in ax.get_legend().legend_handles]
+    labels = [h.get_label() for legend in fig.legends for h in legend.legend_handles]
     assert {"libpanto", "gemini-cli", "Pareto front", "chosen"} <= set(labels)
     texts = [t.get_text() for t in ax.texts]
     assert "canonical (recorded, 5 sessions)" in texts and "libpanto 8k, same sessions" in texts
@@ -270,6 +270,9 @@ def test_the_recorded_point_and_the_replayed_points_beside_it_are_over_the_same_
     got = rows.filter(pl.col("point") == "libpanto").row(0, named=True)
     assert got["cost_p50"] == pytest.approx(lib["total_cost_usd"].median())
     assert got["orphan_rate"] == pytest.approx(lib["orphan_calls"].sum() / lib["window_calls"].sum())
+    # Each row with its bootstrap range over the same sessions, the same run after run.
+    assert (rows["orphan_rate_lo"] <= rows["orphan_rate_hi"]).all() and (rows["cost_p50_lo"] <= rows["cost_p50_hi"]).all()
+    assert rows.equals(recorded_points(c.messages, c.compactions, c.sessions, r.sessions, budget=4_000))
 
 
 def test_the_report_names_one_budget_in_its_headline_and_its_frontier_table(tmp_path):

@@ -134,7 +134,7 @@ def test_kept_tokens_plot_draws_the_boxes_and_the_budget(corpus):
     # The budget marks sit at the budgets.
     budget_marks = [c for c in ax.collections if c.get_label().startswith("budget")][0]
     assert [seg[0][1] for seg in budget_marks.get_segments()] == [0, 1000, 2000, 3000, 4000, 5000]
-    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    labels = [t.get_text() for legend in _legends(fig) for t in legend.get_texts()]
     assert "recommended: 2k" in labels
     assert "tokens" in ax.get_ylabel() and "tokens" in ax.get_xlabel()
 
@@ -228,6 +228,20 @@ def test_segments_by_project_come_from_the_sessions_table():
 
 def _legends(fig) -> list:
     return [*fig.legends, *(ax.get_legend() for ax in fig.axes if ax.get_legend() is not None)]
+
+
+def test_no_legend_stands_on_a_plot(corpus):
+    # Every plot, one corpus or segments: its legend is beside the axes, so it covers no line, whatever the data
+    # (issue 32: a legend in a fixed corner of the axes covered a line of the report).
+    msgs, splits, _ = corpus
+    figures = [plots.kept_tokens_by_budget(splits, highlight=2000), plots.outcome_shares_by_budget(splits, highlight=2000),
+               plots.summarized_share_by_budget(splits, highlight=2000), plots.kept_turns_by_budget(splits, highlight=2000),
+               plots.turn_sizes(pa.turns(msgs))]
+    for fig in figures:
+        fig.draw_without_rendering()
+        for legend in _legends(fig):
+            box = legend.get_window_extent()
+            assert not any(box.overlaps(ax.get_window_extent()) for ax in fig.axes if ax.get_visible())
 
 
 def test_legends_of_segments_cover_no_line(corpus):

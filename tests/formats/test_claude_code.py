@@ -216,7 +216,7 @@ def test_resume_rule_leaves_unrelated_sessions_and_subagents_alone():
     files = parse_files([p for p in expand_paths(FIXTURES) if p.name != "malformed.jsonl"])
     ids = sorted(p.session.session_id for p in files)
     assert ids == sorted(["s-stream", "s-compact", "s-keep", "parent-1", "parent-1/agent-abc123",
-                          "sess-b", "sess-d", "s-blocks", "summary-only"])
+                          "sess-b", "sess-d", "s-blocks", "summary-only", "s-restore"])
 
 
 

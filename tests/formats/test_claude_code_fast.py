@@ -58,6 +58,8 @@ def test_fixtures_agree():
     assert not taken[FIXTURES / "claude_code" / "blocks.jsonl"]
     assert not taken[FIXTURES / "claude_code" / "malformed.jsonl"]
     assert not taken[FIXTURES / "claude_code" / "preserved.jsonl"]
+    # Files re-attached after a compaction: the reader records them on the compaction.
+    assert not taken[FIXTURES / "claude_code" / "restored.jsonl"]
 
 
 @needs_real

@@ -17,6 +17,11 @@ from panto_analytics.frame.schema import REF_STRUCT
 from panto_analytics.frame.tool_targets import key_of, refs_column, targets
 from panto_analytics.frame.words import MEDIA_PART_WORDS, count_words
 
+#: The agents' own file tools, written out (what ``is_file_tool`` says yes to).
+FILE_TOOLS = {"read", "read_file", "view", "view_file", "open_file", "cat", "edit", "write", "multiedit", "notebookedit",
+              "write_file", "edit_file", "create_file", "str_replace_editor", "str_replace_based_edit_tool", "replace",
+              "insert"}
+
 _NAMES = ["read", "Read", "bash", "Edit", "Grep", "TodoWrite", "apply_patch", "shell", "", None]
 _INPUTS = [json.dumps({"path": "a.py"}), json.dumps({"file_path": "../b.py"}), json.dumps({"command": "cat a && ls"}),
            json.dumps({"command": ["bash", "-lc", "sed -n 1,5p x"], "workdir": "sub"}), json.dumps({"todos": []}),
@@ -65,7 +70,8 @@ def _plain_refs(blocks: list[dict], owner: list[int], n: int, scope: list[int], 
         tokens = None if words is None else math.ceil(words * 1.3)
         for kind, target in targets(block["name"] or "", block["input"], cwds[scope[o]]):
             out[o] = (out[o] or []) + [{"call": call, "key": key_of(target), "kind": kind,
-                                        "file": target.startswith("file:"), "tokens": tokens}]
+                                        "file": target.startswith("file:"),
+                                        "file_tool": (block["name"] or "").lower() in FILE_TOOLS, "tokens": tokens}]
     return out
 
 

@@ -14,6 +14,7 @@ from panto_analytics.frame.tool_targets import key_of, references
 from panto_analytics.outcomes.orphan_loss import (
     DEFAULT_HORIZON,
     ORPHAN_KINDS,
+    RESTORE_FILE_TOKENS,
     cut_loss,
     recorded_cuts,
     replay_cuts,
@@ -24,6 +25,29 @@ from panto_analytics.policy.compaction.any_policy import replay_policies
 LOOKUP = ("read", "run", "fetch")
 
 
+def reference_restored(mine: list[dict], cut: dict) -> set[int]:
+    """The files restored at a cut, literally: the recorded list where there is one, else Claude Code's rule."""
+    if cut.get("restored_keys") is not None:
+        return set(cut["restored_keys"])
+    if not cut["restore"]:
+        return set()
+    after, start, end = cut["after_seq"], cut["kept_start"], cut["kept_end"]
+    before = [r for r in mine if r["file"] and r["seq"] < after]
+    shown = {r["key"] for r in before if r["file_tool"] and r["kind"] == "read" and start is not None
+             and start <= r["seq"] < end}
+    last: dict[int, int] = {}
+    for r in before:
+        if r["file_tool"] and r["kind"] in ("read", "write") and r["key"] not in shown:
+            last[r["key"]] = max(last.get(r["key"], -1), r["call"])
+    top = sorted(last, key=lambda k: (-last[k], -k))[:cut["restore"]]
+
+    def size(key: int) -> int | None:
+        return max((r["tokens"] for r in before if r["key"] == key and r["kind"] == "read" and r["tokens"] is not None),
+                   default=None)
+
+    return {k for k in top if size(k) is None or size(k) <= RESTORE_FILE_TOKENS}
+
+
 def reference_cut_loss(refs: list[dict], cut: dict, horizon: int = DEFAULT_HORIZON,
                        kinds: tuple[str, ...] = ORPHAN_KINDS) -> dict:
     """The loss of one cut, literally: walk the next ``horizon`` calls and look back for each target."""
@@ -31,13 +55,7 @@ def reference_cut_loss(refs: list[dict], cut: dict, horizon: int = DEFAULT_HORIZ
     seq_of = {r["call"]: r["seq"] for r in mine}
     after, start, end = cut["after_seq"], cut["kept_start"], cut["kept_end"]
     window = [c for c in sorted(seq_of) if seq_of[c] >= after][:horizon]
-    restored: set[int] = set()
-    if cut["restore"] > 0:
-        last: dict[int, int] = {}
-        for r in mine:
-            if r["file"] and r["kind"] in ("read", "write") and r["seq"] < after:
-                last[r["key"]] = max(last.get(r["key"], -1), r["call"])
-        restored = set(sorted(last, key=lambda k: (-last[k], -k))[:cut["restore"]])
+    restored = reference_restored(mine, cut)
     out = {"window_calls": len(window), "orphan_calls": 0, "refetch_calls": 0, "refetch_tokens": 0, "repeat_reads": 0,
            "refetched_orphans": 0}
     for c in window:
@@ -71,7 +89,9 @@ def reference_cut_loss(refs: list[dict], cut: dict, horizon: int = DEFAULT_HORIZ
 
 
 REF_TYPES = {"session_id": pl.String, "seq": pl.UInt32, "call": pl.UInt32, "key": pl.UInt64, "kind": pl.String,
-             "file": pl.Boolean, "tokens": pl.UInt32}
+             "file": pl.Boolean, "file_tool": pl.Boolean, "tokens": pl.UInt32}
+CUT_TYPES = {"session_id": pl.String, "after_seq": pl.Int64, "kept_start": pl.Int64, "kept_end": pl.Int64,
+             "restore": pl.Int64, "restored_keys": pl.List(pl.UInt64)}
 
 
 @st.composite
@@ -90,17 +110,20 @@ def sessions_and_cuts(draw):
                     break
                 targets = draw(st.lists(st.integers(0, 6), min_size=1, max_size=2, unique=True))
                 kind = draw(st.sampled_from(["read", "write", "run", "fetch", "other"]))
-                tokens = draw(st.one_of(st.none(), st.integers(0, 500)))
+                tokens = draw(st.one_of(st.none(), st.integers(0, 500), st.just(RESTORE_FILE_TOKENS + 1)))
+                tool = draw(st.booleans())   # a file tool's call, or a shell command's
                 for t in targets:
                     refs.append({"session_id": sid, "seq": seq, "call": call, "key": t, "kind": kind,
-                                 "file": t % 2 == 0, "tokens": tokens})
+                                 "file": t % 2 == 0, "file_tool": tool and t % 2 == 0, "tokens": tokens})
                 call += 1
         for _ in range(draw(st.integers(0, 3))):
             after = draw(st.integers(0, seq + 2))
             kept = draw(st.booleans())
             start = draw(st.integers(0, after)) if kept else None
+            recorded = draw(st.one_of(st.none(), st.none(), st.lists(st.integers(0, 6), max_size=3, unique=True)))
             cuts.append({"session_id": sid, "after_seq": after, "kept_start": start,
-                         "kept_end": after if kept else None, "restore": draw(st.sampled_from([0, 0, 2, 5]))})
+                         "kept_end": after if kept else None, "restore": draw(st.sampled_from([0, 0, 2, 5])),
+                         "restored_keys": recorded})
     return refs, cuts
 
 
@@ -109,8 +132,7 @@ def sessions_and_cuts(draw):
 def test_the_engine_equals_the_literal_reference(data, horizon, kinds):
     refs, cuts = data
     frame = pl.DataFrame(refs, schema=REF_TYPES)
-    cut_frame = pl.DataFrame(cuts, schema={"session_id": pl.String, "after_seq": pl.Int64, "kept_start": pl.Int64,
-                                           "kept_end": pl.Int64, "restore": pl.Int64})
+    cut_frame = pl.DataFrame(cuts, schema=CUT_TYPES)
     got = cut_loss(frame, cut_frame, horizon=horizon, kinds=kinds)
     assert got.height == len(cuts)
     for row, cut in zip(got.iter_rows(named=True), cuts):
@@ -174,6 +196,26 @@ def test_a_hand_built_session_has_the_orphans_it_was_built_with(tmp_path):
     assert restored["orphan_calls"].to_list() == [1]
     assert reference_cut_loss(refs.with_columns(pl.col("session_id").cast(pl.String)).to_dicts(),
                               cut.with_columns(restore=pl.lit(3)).row(0, named=True))["orphan_calls"] == 1
+
+
+def test_claude_code_restores_what_its_file_tools_touched_within_the_caps():
+    """Before the cut: Read big.py (6,000 tokens), Read a.py, `cat b.py` in Bash, Edit c.py; after it each is read
+    again. Five slots: big.py takes one but comes back as its name only; b.py was only printed by a shell."""
+    k = {name: key_of(f"file:/r/{name}") for name in ("big.py", "a.py", "b.py", "c.py")}
+    rows = [("big.py", True, "read", 6_000), ("a.py", True, "read", 10), ("b.py", False, "read", 10),
+            ("c.py", True, "write", 1)]
+    refs = pl.DataFrame([{"session_id": "s", "seq": 2 * i + 1, "call": i, "key": k[name], "kind": kind, "file": True,
+                          "file_tool": tool, "tokens": tokens}
+                         for i, (name, tool, kind, tokens) in enumerate(rows + [(n, True, "read", 7) for n, *_ in rows])],
+                        schema=REF_TYPES)
+    cut = pl.DataFrame({"session_id": ["s"], "after_seq": [8], "kept_start": [None], "kept_end": [None], "restore": [5],
+                        "restored_keys": [None]}, schema=CUT_TYPES)
+    row = cut_loss(refs, cut).row(0, named=True)
+    # big.py (too large) and b.py (a shell's) are orphans; a.py and c.py came back
+    assert (row["window_calls"], row["orphan_calls"], row["refetch_calls"]) == (4, 2, 2)
+    # A recording that shows only c.py attached: the recording decides, a.py is an orphan too.
+    shown = cut.with_columns(restored_keys=pl.Series([[k["c.py"]]], dtype=pl.List(pl.UInt64)))
+    assert cut_loss(refs, shown)["orphan_calls"].to_list() == [3]
 
 
 # -- cuts of a replay and of recorded compactions -------------------------------------------------------

@@ -1,19 +1,18 @@
 """The re-fetch check: recorded compactions against pseudo-cuts, orphan targets fetched again, re-orientation."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import polars as pl
 import pytest
-from conftest import REALDATA, examples
+from conftest import FIXTURES, REALDATA, examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_orphan_loss import REF_TYPES, sessions_and_cuts
+from test_orphan_loss import CUT_TYPES, REF_TYPES, reference_restored, sessions_and_cuts
 from tool_sessions import pi_session
 
 import panto_analytics as pa
 from panto_analytics.outcomes.recorded_refetch import pseudo_cuts, refetch, refetch_summary, reorientation, target_loss
-
-CUT_TYPES = {"session_id": pl.String, "after_seq": pl.Int64, "kept_start": pl.Int64, "kept_end": pl.Int64,
-             "restore": pl.Int64}
 
 
 def reference_targets(refs: list[dict], cut: dict, horizon: int) -> tuple[int, int, int, int | None, int | None]:
@@ -25,13 +24,7 @@ def reference_targets(refs: list[dict], cut: dict, horizon: int) -> tuple[int, i
     for r in mine:
         if r["kind"] != "other" and r["seq"] < after:
             last[r["key"]] = r
-    restored: set[int] = set()
-    if cut["restore"]:
-        files = {k: max(x["call"] for x in mine if x["key"] == k and x["seq"] < after and x["file"]
-                        and x["kind"] in ("read", "write"))
-                 for k in last if any(x["key"] == k and x["seq"] < after and x["file"] and x["kind"] in ("read", "write")
-                                      for x in mine)}
-        restored = set(sorted(files, key=lambda k: (-files[k], -k))[:cut["restore"]])
+    restored = reference_restored(mine, cut)
     start, end = cut["kept_start"], cut["kept_end"]
     orphans = {k for k, r in last.items() if not (start is not None and start <= r["seq"] < end) and k not in restored}
     calls = sorted({r["call"]: r["seq"] for r in mine}.items())
@@ -56,6 +49,23 @@ def test_targets_and_reorientation_equal_the_literal_reference(data):
         want = reference_targets(refs, cut, 5)
         got = (*targets.row(k), *reoriented.row(k))
         assert got == want, (cut, refs)
+
+
+@settings(max_examples=examples(60))
+@given(sessions_and_cuts(), st.integers(1, 6))
+def test_the_curve_over_the_horizon_ends_at_the_cut_counts(data, horizon):
+    from panto_analytics.outcomes.recorded_refetch import refetch_curve
+
+    refs, cuts = data
+    frame, cut_frame = pl.DataFrame(refs, schema=REF_TYPES), pl.DataFrame(cuts, schema=CUT_TYPES)
+    curve = refetch_curve(frame, cut_frame, horizon=horizon)
+    assert curve.height == len(cuts) * horizon
+    assert curve.group_by("_cut").agg(up=(pl.col("predicted").diff().fill_null(0) >= 0).all())["up"].all()
+    ends = curve.filter(pl.col("calls") == horizon).sort("_cut")
+    targets = target_loss(frame, cut_frame, horizon=horizon)
+    assert ends["predicted"].to_list() == targets["refetched_targets"].to_list()
+    assert (ends["predicted"] + ends["unpredicted"]).to_list() == targets["fetched_again_targets"].to_list()
+    assert ends["orphan_targets"].to_list() == targets["orphan_targets"].to_list()
 
 
 def test_pseudo_cuts_sit_where_a_quiet_session_reaches_the_compaction_size():
@@ -178,3 +188,45 @@ def test_partials_of_any_split_merge_to_the_literal_summary(drawn):
     parts = [refetch_partials(frame.slice(a, b - a)) for a, b in zip(bounds, bounds[1:])]
     assert_frame_equal(merge_refetch_partials(parts), literal_summary(frame), check_exact=True)
     assert_frame_equal(refetch_summary(frame), literal_summary(frame), check_exact=True)
+
+
+# -- what Claude Code restores: read from the recording, and the model checked against it ---------------------------
+
+RESTORED = FIXTURES / "claude_code" / "restored.jsonl"
+
+
+def test_a_recorded_restoration_is_read_from_the_recording():
+    """restored.jsonl, shaped like Claude Code's records: Read a.py, Read big.py (2,000 lines), `cat c.py` in Bash,
+    Edit d.py; compaction; attached: d.py and a.py whole, big.py as a name only (compact_file_reference); then
+    a.py, big.py and c.py read again."""
+    from panto_analytics.frame.tool_targets import file_key
+
+    c = pa.ingest.read_corpus([RESTORED])
+    assert c.compactions["restored_keys"].to_list() == [[file_key("/r/d.py"), file_key("/r/a.py")]]
+    row = refetch(c.messages, c.compactions, c.sessions).row(0, named=True)
+    assert row["restore_recorded"] is True
+    # big.py and c.py are orphan targets, both read again; a.py was restored but read again all the same.
+    assert (row["orphan_targets"], row["refetched_targets"], row["fetched_again_targets"]) == (2, 2, 3)
+    assert (row["orphan_calls"], row["refetch_calls"], row["precision"], row["recall"]) == (2, 2, 1.0, 2 / 3)
+
+
+def recordings_with_a_restoration() -> list[Path]:
+    """Every recording here whose compactions show what was re-attached: ../shared/realdata's Claude Code files
+    with a compact boundary and a file attachment (none so far: no real recording here compacted), and the
+    fixture shaped like them."""
+    def shows(raw: bytes) -> bool:
+        return b"compact_boundary" in raw and (b'"compact_file_reference"' in raw or b'"type":"file"' in raw)
+
+    real = [p for p in sorted((REALDATA / "claude-code").rglob("*.jsonl")) if shows(p.read_bytes())] \
+        if REALDATA.exists() else []
+    return [*real, RESTORED]
+
+
+def test_the_restoration_model_matches_every_recorded_restoration():
+    from panto_analytics.outcomes.recorded_refetch import restore_check
+
+    c = pa.ingest.read_corpus(recordings_with_a_restoration(), skip_invalid=True)
+    check = restore_check(c.messages, c.compactions, c.sessions)
+    assert check.height >= 1
+    assert (check["agreed_files"] == check["recorded_files"]).all() and \
+        (check["agreed_files"] == check["model_files"]).all(), check

@@ -35,6 +35,8 @@ from ...errors import IngestReport
 from ...frame.schema import BUDGET, COMPACTIONS_SCHEMA, ROLE, SESSION
 from ...ingest.corpus import Corpus
 from ...models import normalized_model, session_model
+from ...outcomes.orphan_loss import DEFAULT_HORIZON
+from ...outcomes.recorded_refetch import calibration
 from ...policy import Replay, compare_policies, events_as_splits, replay, summarize_replay, sweep
 from ...policy import splits as compute_splits
 from ...policy import turns as compute_turns
@@ -188,7 +190,9 @@ def sweep_table(rec: Choice) -> Table:
         "within_limit_share": (f"kept <= {tokens(rec.rule.limit)}", percent),
     }
     present = [c for c in cols if c in t.columns]
-    rows = [[cols[c][1](row[c]) for c in present] for row in t.iter_rows(named=True)]
+    # A figure with the bootstrap's interval is written with it: 'value (lo-hi)', 90% of resamples.
+    rows = [[_with_interval(row[c], row.get(f"{c}_lo"), row.get(f"{c}_hi"), cols[c][1]) if row[c] is not None
+             else cols[c][1](row[c]) for c in present] for row in t.iter_rows(named=True)]
     chosen = t[BUDGET].to_list().index(rec.budget) if rec.budget is not None else None
     return Table([cols[c][0] for c in present], rows, highlight=chosen)
 
@@ -443,15 +447,37 @@ def build_report(messages: pl.DataFrame | Corpus, budgets: Budgets, *, rule: Rul
             "Each dot: libpanto's kept suffix for the conversation as it stood when the agent compacted; the "
             "dotted lines: what the agent itself kept, which no budget changes.",
             plots.agent_vs_libpanto_kept(rows)))
+    if corpus is not None and not corpus.compactions.is_empty():
+        _loss_section(report, corpus, horizon=DEFAULT_HORIZON if horizon is None else horizon)
     if policies and window is not None:
         _policy_section(report, messages, corpus, policies, window=window, reserve=reserve,
                         summary_tokens=summary_tokens)
     if rec.replayed and outcomes is not None and window is not None:
         _timeline_figures(report, rec, messages, sessions, compactions, window=window, reserve=reserve,
                           prices=prices, horizon=horizon)
-    for fig in [*report.figures, *([report.frontier] if report.frontier is not None else [])]:
+    extra = [f for f in (report.frontier, report.loss_figure) if f is not None]
+    for fig in [*report.figures, *extra]:
         fig.png = plots.png_bytes(cast("Figure", fig.figure))
     return report
+
+
+def _loss_section(report: Report, corpus: Corpus, *, horizon: int) -> None:
+    """What compaction loses at the recorded compactions: one row per cut, and the calibration plot."""
+    cuts, curve = calibration(corpus.messages, corpus.compactions, corpus.sessions, horizon=horizon)
+    report.loss = Table(
+        ["agent", "cut", "context", "window calls", "orphan targets", "fetched again: predicted", "not predicted",
+         "precision", "recall", "re-fetch calls", "re-fetch tokens"],
+        [[r["source_format"], r["cut"], tokens(r["context"]), cell(r["window_calls"]), cell(r["orphan_targets"]),
+          cell(r["refetched_targets"]), cell(r["fetched_again_targets"] - r["refetched_targets"]),
+          percent(r["precision"]), percent(r["recall"]), cell(r["refetch_calls"]), tokens(r["refetch_tokens"])]
+         for r in cuts.iter_rows(named=True)])
+    report.loss_figure = ReportFigure(
+        "refetch_calibration", "The orphan targets against what the agents fetched again",
+        f"Left: each recorded compaction (and pseudo-cut): the orphan targets it predicts against the targets the "
+        f"agent read or fetched again within {horizon} tool calls (filled: of them predicted; on the dashed line "
+        "every predicted target was fetched again). Right: after each tool call, the predicted targets fetched "
+        "again so far (solid) and the re-fetches not predicted (dotted).",
+        plots.refetch_calibration(cuts, curve))
 
 
 #: How many of the sessions the chosen budget serves worst get a timeline in the report.
@@ -536,10 +562,16 @@ def _beside(rec: Choice) -> int | None:
 
 
 def _with_interval(value, lo, hi, fmt) -> str:
-    """``value (lo-hi)``, or the value alone where there is no interval."""
+    """``value (lo-hi)``, or the value alone where there is no interval or every resample gives the same.
+
+    >>> _with_interval(0.5, 0.25, 0.75, lambda v: f"{v:.0%}"), _with_interval(0, 0, 0, str)
+    ('50% (25%-75%)', '0')
+    """
     if value is None:
         return "-"
-    return fmt(value) if lo is None or hi is None else f"{fmt(value)} ({fmt(lo)}-{fmt(hi)})"
+    if lo is None or hi is None or fmt(lo) == fmt(hi) == fmt(value):
+        return fmt(value)
+    return f"{fmt(value)} ({fmt(lo)}-{fmt(hi)})"
 
 
 def frontier_table(rec: Choice, recorded: pl.DataFrame | None = None) -> Table:
@@ -568,9 +600,7 @@ def frontier_table(rec: Choice, recorded: pl.DataFrame | None = None) -> Table:
         for r in recorded.iter_rows(named=True):
             mine = r["point"] == "recorded"
             rows.append([f"{r['agent']} (recorded)" if mine else f"{r['point']} over {r['agent']}'s sessions",
-                         "-" if mine else tokens(r[BUDGET]), cell(r["sessions"]),
-                         "-" if r["cost_p50"] is None else money(r["cost_p50"]),
-                         "-" if r["orphan_rate"] is None else rate(r["orphan_rate"]), "-",
+                         "-" if mine else tokens(r[BUDGET]), cell(r["sessions"]), *figures(r), "-",
                          "recorded" if mine else "replayed, same sessions"])
     return Table(["point", "budget", "sessions", "cost/session p50 (90% of resamples)",
                   "orphan rate (90% of resamples)", "re-fetch tokens", ""], rows, highlight=hit, left=(0, 6))

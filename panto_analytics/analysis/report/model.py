@@ -125,6 +125,10 @@ class Report:
     frontier: ReportFigure | None = None
     frontier_table: Table | None = None
     outcomes: Replay | None = None
+    #: With recorded compactions: what each lost, the orphan targets checked against what the agent fetched
+    #: again (one row per compaction and pseudo-cut), and the calibration plot.
+    loss: Table | None = None
+    loss_figure: ReportFigure | None = None
 
     def __repr__(self) -> str:
         """One line: the title, the budgets, the recommendation and what the report holds."""

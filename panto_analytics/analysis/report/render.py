@@ -43,6 +43,8 @@ def write_report(report: Report, out_dir: str | Path) -> Path:
     files: dict[str, bytes | pl.DataFrame | str] = {f"{fig.name}.png": fig.png for fig in report.figures}
     if report.frontier is not None:
         files[f"{report.frontier.name}.png"] = report.frontier.png
+    if report.loss_figure is not None:
+        files[f"{report.loss_figure.name}.png"] = report.loss_figure.png
     if report.outcomes is not None:
         files["decision.parquet"] = report.recommendation.table
     files.update({"sweep.parquet": report.sweep, "splits.parquet": report.splits})
@@ -120,6 +122,13 @@ _POLICY_TEXT = ("Each policy replayed over the sessions' life under the same win
                 "defaults: how often it compacts, what it keeps verbatim (in recorded-usage tokens; Codex: its "
                 "estimate of the user messages it keeps) and what its summarizer reads. docs/replay.md states "
                 "each policy's rules and sources.")
+_LOSS_TEXT = ("One row per compaction an agent recorded, and per pseudo-cut (a session of the same agent that never "
+              "compacted, cut where its context reaches the same size, nothing kept): the orphan targets (targets "
+              "last touched in the summarized part and not restored: the measure's prediction of what the agent "
+              "will fetch again), how many of them it read or fetched again within the horizon (precision), how "
+              "many of the targets it fetched again were predicted (recall), and every call that fetched an "
+              "orphan target again with its tokens. docs/loss.md states the rules; `panto-analytics loss` pools "
+              "them per agent with bootstrap intervals.")
 _POLICY_CUTS_TEXT = ("Each policy's cut of the conversation as it stood at every compaction an agent recorded, "
                      "beside the agent's own cut: exact matches, and how far the others are (messages, tokens).")
 
@@ -145,7 +154,8 @@ def render_markdown(report: Report) -> str:
         out += ["## Budgets under the window", "", _DECISION_TEXT, "", decision_table(rec).markdown(), ""]
     else:
         out += ["## Budgets", "", "One row per budget tried; the chosen one in bold. Kept sizes in tokens; shares "
-                "of sessions except *summarized* (all summarized tokens over all active tokens).", "",
+                "of sessions except *summarized* (all summarized tokens over all active tokens). In parentheses: the "
+                "range of 90% of the resamples of the sessions (a seeded bootstrap).", "",
                 sweep_table(rec).markdown(), ""]
     if report.replay is not None and report.replay_table is not None:
         out += ["## Compaction over the sessions' life", "", _replay_text(report.replay), "",
@@ -153,6 +163,11 @@ def render_markdown(report: Report) -> str:
     if report.recorded is not None:
         out += ["## What the agents did at their recorded compactions", "", _RECORDED_TEXT, "",
                 report.recorded.markdown(), ""]
+    if report.loss is not None:
+        out += ["## What compaction loses at the recorded compactions", "", _LOSS_TEXT, "", report.loss.markdown(), ""]
+        if report.loss_figure is not None:
+            fig = report.loss_figure
+            out += [f"### {fig.title}", "", fig.caption, "", f"![{fig.title}]({fig.name}.png)", ""]
     if report.costs is not None:
         out += ["## What compaction costs", "", _COSTS_TEXT, "", report.costs.markdown(), ""]
     if report.policy_table is not None:
@@ -176,7 +191,7 @@ h1 { font-size: 1.7em; margin-bottom: .2em; } h2 { margin-top: 2em; border-botto
 .headline { font-size: 1.35em; font-weight: 600; background: #eef5fb; border-left: 4px solid #0072B2;
             padding: .5em .8em; }
 .warning { background: #fdf1e6; border-left: 4px solid #D55E00; padding: .3em .8em; margin: .4em 0; }
-table { border-collapse: collapse; margin: .8em 0; font-size: .9em; }
+table { border-collapse: collapse; margin: .8em 0; font-size: .9em; display: block; max-width: 100%; overflow-x: auto; }
 th, td { padding: .25em .7em; border-bottom: 1px solid #e5e5e5; text-align: right; }
 th.text, td.text { text-align: left; } th { background: #f6f6f6; }
 tr.chosen td { font-weight: 700; background: #eef5fb; }
@@ -214,13 +229,23 @@ def render_html(report: Report) -> str:
     else:
         parts += ["<h2>Budgets</h2>", "<p>One row per budget tried; the chosen one highlighted. Kept sizes in "
                   "tokens; shares of sessions except <em>summarized</em> (all summarized tokens over all active "
-                  "tokens).</p>", sweep_table(rec).html()]
+                  "tokens). In parentheses: the range of 90% of the resamples of the sessions (a seeded bootstrap).</p>",
+                  sweep_table(rec).html()]
     if report.replay is not None and report.replay_table is not None:
         parts += ["<h2>Compaction over the sessions' life</h2>", f"<p>{e(_replay_text(report.replay))}</p>",
                   report.replay_table.html()]
     if report.recorded is not None:
         parts += ["<h2>What the agents did at their recorded compactions</h2>", f"<p>{e(_RECORDED_TEXT)}</p>",
                   report.recorded.html()]
+    if report.loss is not None:
+        parts += ["<h2>What compaction loses at the recorded compactions</h2>", f"<p>{e(_LOSS_TEXT)}</p>",
+                  report.loss.html()]
+        if report.loss_figure is not None:
+            fig = report.loss_figure
+            data = base64.b64encode(fig.png).decode("ascii")
+            parts += [f"<h3>{e(fig.title)}</h3>", f"<figure id='{fig.name}'><img alt='{e(fig.title)}' "
+                      f"src='data:image/png;base64,{data}'><figcaption>{e(fig.caption)} "
+                      f"<a href='{fig.name}.png'>PNG</a></figcaption></figure>"]
     if report.costs is not None:
         parts += ["<h2>What compaction costs</h2>", f"<p>{e(_COSTS_TEXT)}</p>", report.costs.html()]
     if report.policy_table is not None:

@@ -56,7 +56,7 @@ from ..record_fields import BAD_RECORD, parse_timestamp
 from ..session_files import session_stem
 from ..typed import DEEP, beyond_double_spans
 from .shapes import Message, Record, Usage, counted_usage, decode_file
-from .vocabulary import NAME, PRESERVED_MARK, SYNTHETIC_MODEL, TOOL_USE_BLOCKS, project_folder, text_of
+from .vocabulary import NAME, PRESERVED_MARK, RESTORED_ATTACHMENTS, SYNTHETIC_MODEL, TOOL_USE_BLOCKS, project_folder, text_of
 
 __all__ = ["read_frames"]
 
@@ -178,7 +178,8 @@ class _Columns:
         has_message = [r.message is not None for r in recs]
         msgs = [m if (m := r.message) is not None else _NO_MESSAGE for r in recs]
         has_usage = [m.usage is not None for m in msgs]
-        usages = [counted_usage(u) if (u := m.usage) is not None else _NO_USAGE for m in msgs]
+        # A usage with iterations may count them (counted_usage); the rest, nearly all, as they are.
+        usages = [(counted_usage(u) if u.iterations else u) if (u := m.usage) is not None else _NO_USAGE for m in msgs]
         contents = [m.content for m in msgs]
         self.bad = np.zeros(n, dtype=bool)
         self.text: list[str | None] = [None] * n
@@ -499,6 +500,9 @@ def _declined(records: pl.DataFrame, n_files: int) -> np.ndarray:
         | (conv & ~iso_utc(pl.col("timestamp")).fill_null(True))
         | (live & _ASSISTANT & ~pl.col("synthetic") & pl.col("has_usage") & over_max)
         | (talks & ~first_sidechain & pl.col("sidechain").eq_missing(True))
+        # a file re-attached after a compaction: the reader records it on the compaction
+        | (live & (pl.col("type") == "attachment") & pl.col("attachment").is_in(list(RESTORED_ATTACHMENTS))
+           & _BOUNDARY.any().over("file"))
     )
     files = records.filter(refused.fill_null(True))["file"].to_numpy()
     out = np.zeros(n_files, dtype=bool)

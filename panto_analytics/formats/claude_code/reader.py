@@ -36,7 +36,17 @@ from ..session_files import session_stem
 from ..typed import TypedLines, raw_json
 from .shapes import DECODER, Attachment, Block, CacheSplit, Iteration, Part, Record, Source, Usage, counted_usage
 from .shapes import Message as Said
-from .vocabulary import NAME, PRESERVED_MARK, SYNTHETIC_MODEL, TOOL_USE_BLOCKS, USAGE_KEYS, project_folder, text_of
+from .vocabulary import (
+    NAME,
+    PRESERVED_MARK,
+    RESTORED_ATTACHMENTS,
+    SYNTHETIC_MODEL,
+    TOOL_USE_BLOCKS,
+    USAGE_KEYS,
+    project_folder,
+    restored_file,
+    text_of,
+)
 
 __all__ = ["NAME", "parse"]
 
@@ -148,6 +158,8 @@ class _Transcript:
         self.ids: list[str | None] = []
         self.call: _Call | None = None
         self.compaction: _Compaction | None = None
+        #: The compaction just recorded, until the next assistant record: the files attached after it are its.
+        self.restoring: dict[str, Any] | None = None
         self.preserved = preserved   # head uuid -> the boundary that keeps the segment from there on
         self.kept: list[tuple[Message, str | None]] | None = None
         self.kept_for: str | None = None
@@ -207,6 +219,9 @@ class _Transcript:
         self.src.meta.compactions.append({"anchor_index": anchor, "trigger": comp.trigger,
                                           "tokens_before": comp.tokens_before, "first_kept_index": first_kept,
                                           "trigger_index": anchor if end is None else end, "kept_end_index": end})
+        if self.restoring is not None and "restored_files" in self.restoring:
+            self.src.meta.compactions[-1]["restored_files"] = self.restoring["restored_files"]
+        self.restoring = self.src.meta.compactions[-1]
 
     def finish(self) -> None:
         self._flush()
@@ -297,6 +312,7 @@ class _Transcript:
                 if self.call is not None:
                     self._flush()
                 self.compaction = _Compaction(_summary(lineno, rec), uid, None, None)
+                self.restoring = {}   # what is attached from here on is this compaction's
             self._emit_compaction(text, uid)
             return
         if rec.isVisibleInTranscriptOnly is True:
@@ -329,6 +345,7 @@ class _Transcript:
         if self._foreign(rec, "assistant"):
             self.dropped.clear()
             return
+        self.restoring = None
         mid, rid = message.id, rec.requestId
         key = (mid, rid if isinstance(rid, str) else None) if isinstance(mid, str) else None
         call = self.call
@@ -364,6 +381,7 @@ class _Transcript:
         meta = rec.compactMetadata if isinstance(rec.compactMetadata, dict) else {}
         trigger, tokens = meta.get("trigger"), meta.get("preTokens")
         self._flush()
+        self.restoring = {}   # files attached between the boundary and its summary are this compaction's too
         self.compaction = _Compaction(
             _summary(lineno, rec), uid,
             trigger if isinstance(trigger, str) else None,
@@ -384,6 +402,9 @@ class _Transcript:
             self._emit(Message("user", [{"type": "text", "text": text}], None, lineno,
                                parse_timestamp(rec.timestamp)), uid)
             return
+        if kind in RESTORED_ATTACHMENTS and self.restoring is not None and att is not None \
+                and not (self.sidechain is False and rec.isSidechain is True):
+            restored_file(self.restoring, kind, att.filename, att.truncated)
         self.src.ignore(f"attachment/{kind}")
 
     def _user_blocks(self, content: Any) -> list[dict[str, Any]]:

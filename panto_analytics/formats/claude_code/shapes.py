@@ -132,10 +132,13 @@ class Message(msgspec.Struct, gc=False):
 
 
 class Attachment(msgspec.Struct, gc=False):
-    """An attachment record's ``attachment``: its type, and a queued prompt (a string or a list of blocks)."""
+    """An attachment record's ``attachment``: its type, a queued prompt (a string or a list of blocks), and a
+    file's name and whether it came back truncated (a file re-attached after a compaction)."""
 
     type: str | None = None
     prompt: Any = None
+    filename: Any = None
+    truncated: Any = None
 
 
 class Record(msgspec.Struct, gc=False):

@@ -10,8 +10,8 @@ import msgspec
 
 from ..record_fields import Invalid
 
-__all__ = ["NAME", "PRESERVED_MARK", "SYNTHETIC_MODEL", "TOOL_USE_BLOCKS", "USAGE_KEYS", "project_folder", "sniff",
-           "text_of"]
+__all__ = ["NAME", "PRESERVED_MARK", "RESTORED_ATTACHMENTS", "SYNTHETIC_MODEL", "TOOL_USE_BLOCKS", "USAGE_KEYS",
+           "project_folder", "restored_file", "sniff", "text_of"]
 
 NAME = "claude-code"
 
@@ -74,3 +74,24 @@ def project_folder(path: Path, is_subagent: bool) -> str:
     """
     parents = path.parents
     return (parents[2] if is_subagent and parents[0].name == "subagents" and len(parents) > 2 else parents[0]).name
+
+
+#: The attachments Claude Code writes for the files it re-attaches after a compaction
+#: (``createPostCompactFileAttachments``): ``file`` (the content; ``truncated``: cut short) and
+#: ``compact_file_reference`` (a file over the per-file cap: its name only).
+RESTORED_ATTACHMENTS = frozenset({"file", "compact_file_reference"})
+
+
+def restored_file(compaction: dict[str, Any], kind: str, filename: Any, truncated: Any) -> None:
+    """Record on a compaction (its :class:`..base.SessionMeta` dict) what one attachment after it shows:
+    ``restored_files`` lists the files re-attached whole; a truncated file or a name only is not restored, but
+    says that the recording shows the restoration (the list exists, maybe empty).
+
+    >>> c = {}
+    >>> restored_file(c, "file", "/r/a.py", None); restored_file(c, "compact_file_reference", "/r/big.py", None)
+    >>> restored_file(c, "file", "/r/long.py", True); c
+    {'restored_files': ['/r/a.py']}
+    """
+    files = compaction.setdefault("restored_files", [])
+    if kind == "file" and truncated is not True and isinstance(filename, str) and filename:
+        files.append(filename)

@@ -44,27 +44,22 @@ import polars as pl
 
 from ...budgets import Budgets, as_budgets
 from ...frame import expressions as ex
-from ...frame.schema import BUDGET, ROLE, SEQ, SESSION
+from ...frame.schema import AGENT_VERSION, BUDGET, ROLE, SEQ, SESSION
 from ..compute_split import budget_series
 from ..turn_costs import check_order
-from .clearing import CLEARING_EVENT_COLUMNS, replay_clearing
+from .clearing import CLEARING_EVENT_COLUMNS, replay_clearing, staged_frame
 from .engine import DEFAULT_RESERVE, EVENT_SCHEMA, Engine, Replay, as_array, replay_libpanto, summary_size, validate_parameters
-from .policies import Clearing, LibPanto, Policy, parse_policy
+from .policies import Clearing, LibPanto, Policy, Staged, parse_policy
 from .priced import PriceSpec, bill_replay_result
 from .request import with_request_bytes
 
-__all__ = ["AGENT_VERSION", "POLICY_EVENT_SCHEMA", "check_policy_windows", "parse_policies", "replay", "replay_policies", "window_columns"]
+__all__ = ["POLICY_EVENT_SCHEMA", "check_policy_windows", "parse_policies", "replay", "replay_policies", "window_columns"]
 
 Array = np.ndarray
 
 #: The events of a policy replay: :data:`~panto_analytics.policy.compaction.engine.EVENT_SCHEMA` plus two columns.
 POLICY_EVENT_SCHEMA: dict[str, pl.DataType] = {**EVENT_SCHEMA, "kept_start": pl.UInt32(), "kept_messages": pl.UInt32(),
                                                "split_turn": pl.Boolean()}
-
-#: The optional message-frame column naming the agent version that recorded each message (a string; Claude
-#: Code's ``version`` field): a policy whose rule changed between versions reads it (``claude-code``). A frame
-#: without it: every version unknown.
-AGENT_VERSION = "agent_version"
 
 #: Triggers of a state cut in one round (see ``_PolicyEngine._round``).
 LOOKAHEAD = 4
@@ -251,6 +246,55 @@ def _clearing_result(frame: pl.DataFrame, policy: Clearing, *, window: int, summ
                   summary_tokens=summary_tokens)
 
 
+def _one_policy(frame: pl.DataFrame, policy: Policy, *, window: int, budgets: Iterable[int] | None,
+                summary_tokens: int) -> Replay:
+    """One policy's replay of ``frame``: libpanto's engine, the clearing replay or the round engine."""
+    if isinstance(policy, LibPanto):
+        return replay_libpanto(frame, [20_000] if budgets is None else budgets, window=window, reserve=policy.reserve,
+                               summary_tokens=summary_tokens)
+    if isinstance(policy, Clearing):
+        return _clearing_result(frame, policy, window=window, summary_tokens=summary_tokens)
+    result = _PolicyEngine(frame, policy, window=window, summary_tokens=summary_tokens).run()
+    return replace(result, summary_tokens=summary_tokens)
+
+
+def _staged(frame: pl.DataFrame, policy: Staged, *, window: int, budgets: Iterable[int] | None,
+            summary_tokens: int) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """A staged policy's events and sessions: its clearing stages edit the calls, its last stage replays the
+    edited frame; the clearing events are listed under every budget of the last stage, the sessions count both."""
+    edited, replays = staged_frame(frame, policy, window=window)
+    zero = pl.lit(0, pl.UInt64)
+    if policy.last.clears:
+        last = replays.pop()
+        base = _with_policy(Replay(events=last.events.with_columns(transcript_bytes=zero, request_bytes=zero),
+                                   sessions=last.sessions.with_columns(request_bytes=zero), window=window, reserve=0,
+                                   summary_tokens=summary_tokens), policy, frame)
+    else:
+        base = _with_policy(_one_policy(edited, policy.last, window=window, budgets=budgets,
+                                        summary_tokens=summary_tokens), policy, edited)
+    clear_events = [r.events for r in replays]
+    cut_events, sessions = base
+    budget_values = sessions.select(BUDGET).unique(maintain_order=True)
+    cleared = [_with_policy(Replay(events=e.drop(BUDGET).join(budget_values, how="cross").select(e.columns)
+                                   .with_columns(transcript_bytes=zero, request_bytes=zero),
+                                   sessions=sessions.head(0).drop("policy"), window=window, reserve=0,
+                                   summary_tokens=summary_tokens),
+                            policy, frame)[0] for e in clear_events]
+    order = frame.select(pl.col(SESSION).unique(maintain_order=True)).with_row_index("_s")
+    events = (pl.concat([*cleared, cut_events], how="vertical_relaxed")
+              .join(order, on=SESSION, how="left", maintain_order="left")
+              .sort("_s", BUDGET, "trigger_seq", maintain_order=True).drop("_s")
+              .with_columns(event=pl.int_range(pl.len(), dtype=pl.UInt32).over(SESSION, BUDGET)))
+    per_session = pl.concat(cleared, how="vertical_relaxed").group_by(SESSION, BUDGET).agg(
+        _n=pl.len(), _s=pl.col("summarized_tokens").sum()) if cleared else None
+    if per_session is not None:
+        sessions = (sessions.join(per_session, on=[SESSION, BUDGET], how="left", maintain_order="left")
+                    .with_columns((pl.col("n_compactions") + pl.col("_n").fill_null(0)).cast(pl.UInt32),
+                                  (pl.col("summarized_tokens") + pl.col("_s").fill_null(0)).cast(pl.UInt64))
+                    .drop("_n", "_s"))
+    return events, sessions
+
+
 def replay(messages: pl.DataFrame | pl.LazyFrame, budgets: Budgets, *, window: int,
            reserve: int = DEFAULT_RESERVE, summary_tokens: int | None = None,
            policy: Sequence[str | Policy] | str | Policy | None = None, prices: PriceSpec | None = None,
@@ -375,19 +419,15 @@ def replay_policies(messages: pl.DataFrame | pl.LazyFrame, policies: Sequence[st
     check_order(frame)
     events, sessions = [], []
     for policy in parsed:
-        if isinstance(policy, LibPanto):
-            result = replay_libpanto(frame, [20_000] if budgets is None else budgets, window=window, reserve=policy.reserve,
-                            summary_tokens=summary_tokens)
-        elif isinstance(policy, Clearing):
-            result = _clearing_result(frame, policy, window=window, summary_tokens=summary_tokens)
+        if isinstance(policy, Staged):
+            e, s = _staged(frame, policy, window=window, budgets=budgets, summary_tokens=summary_tokens)
         else:
-            result = _PolicyEngine(frame, policy, window=window, summary_tokens=summary_tokens).run()
-            result = replace(result, summary_tokens=summary_tokens)
-        e, s = _with_policy(result, policy, frame)
+            e, s = _with_policy(_one_policy(frame, policy, window=window, budgets=budgets,
+                                            summary_tokens=summary_tokens), policy, frame)
         events.append(e)
         sessions.append(s)
     all_events = pl.concat(events, how="vertical_relaxed")
-    if not any(p.clears for p in parsed):  # the clearing columns only where some policy clears
+    if not any(p.clears or isinstance(p, Staged) for p in parsed):  # the clearing columns where some policy clears
         all_events = all_events.drop(*CLEARING_EVENT_COLUMNS)
     return Replay(events=all_events, sessions=pl.concat(sessions, how="vertical_relaxed"),
                   window=window, reserve=DEFAULT_RESERVE, summary_tokens=summary_tokens, summary_source=source)

@@ -50,8 +50,10 @@ from ...frame import expressions as ex
 from ...frame.schema import BUDGET, ROLE, SEQ, SESSION
 from .engine import REPLAY_SESSION_SCHEMA, recorded_before_anchor
 from .policies.clearing import PLACEHOLDER_TOKENS, Clearing, ClearRule
+from .policies.staged import Staged
 
-__all__ = ["CLEARING_EVENT_COLUMNS", "Cleared", "cleared_usage", "clearing_calls", "replay_clearing", "tool_uses"]
+__all__ = ["CLEARING_EVENT_COLUMNS", "Cleared", "cleared_usage", "clearing_calls", "replay_clearing", "staged_frame",
+           "tool_uses"]
 
 _I = pl.Int64
 
@@ -333,3 +335,13 @@ def replay_clearing(frame: pl.DataFrame, policy: Clearing, *, window: int) -> Cl
                 .cast({k: v for k, v in REPLAY_SESSION_SCHEMA.items() if k != SESSION}))
     return Cleared(events=events, sessions=sessions, calls=c)
 
+
+def staged_frame(frame: pl.DataFrame, policy: Staged, *, window: int) -> tuple[pl.DataFrame, list[Cleared]]:
+    """``frame`` with every call edited by the clearing stages of ``policy`` in turn (each on the calls the stages
+    before it left), and each of those stages' replay (:func:`~.clearing.replay_clearing`)."""
+    edited, replays = frame, []
+    for stage in policy.clearing:
+        assert isinstance(stage, Clearing)
+        replays.append(replay_clearing(edited, stage, window=window))
+        edited, _ = cleared_usage(edited, stage)
+    return edited, replays

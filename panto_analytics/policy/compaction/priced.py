@@ -14,13 +14,13 @@ from pathlib import Path
 
 import polars as pl
 
-from ...frame.schema import BUDGET
+from ...frame.schema import BUDGET, SESSION
 from ...outcomes.billing import SUMMARIZER_MODES, bill_edited, bill_replay
 from ...outcomes.cost import bill, unpriced, warn_unpriced
 from ...outcomes.prices import Prices, load_prices
-from .clearing import cleared_usage
+from .clearing import cleared_usage, staged_frame
 from .engine import Replay
-from .policies import POLICIES, Clearing, parse_policy
+from .policies import POLICIES, Clearing, Staged, parse_policy
 
 __all__ = ["PriceSpec", "bill_replay_result", "resolve_prices", "summarizer_cached"]
 
@@ -49,8 +49,9 @@ def summarizer_cached(summarizer: str | None, *, has_policy: bool) -> pl.Expr | 
     if not has_policy:
         return False
     by_name = {name: cls.summarizer_cached for name, cls in POLICIES.items()}
-    return pl.col("policy").str.split(":").list.first().replace_strict(by_name, default=False,
-                                                                       return_dtype=pl.Boolean)
+    # A staged policy asks the way its last stage does.
+    last = pl.col("policy").str.split("+").list.last()
+    return last.str.split(":").list.first().replace_strict(by_name, default=False, return_dtype=pl.Boolean)
 
 
 def bill_replay_result(result: Replay, messages: pl.DataFrame | pl.LazyFrame, prices: PriceSpec, *,
@@ -87,17 +88,21 @@ def bill_replay_result(result: Replay, messages: pl.DataFrame | pl.LazyFrame, pr
 _UNPRICED = {"model": pl.String, "api_calls": pl.UInt64, "tokens": pl.UInt64}
 
 
-def _clearing_policies(result: Replay) -> list[Clearing]:
-    """The clearing policies among a policy replay's (their specs parsed back), in the order they appear."""
+def _clearing_policies(result: Replay) -> list[Clearing | Staged]:
+    """The policies of a policy replay that edit calls in place (clearing ones, and staged ones whose first stages
+    clear), their specs parsed back, in the order they appear."""
     specs = result.sessions["policy"].unique(maintain_order=True).to_list()
-    return [p for p in (parse_policy(s) for s in specs if not s.startswith("libpanto")) if isinstance(p, Clearing)]
+    return [p for p in (parse_policy(s) for s in specs if not s.startswith("libpanto"))
+            if isinstance(p, (Clearing, Staged))]
 
 
-def _bill_mixed(result: Replay, messages: pl.DataFrame | pl.LazyFrame, clearing: list[Clearing], *,
+def _bill_mixed(result: Replay, messages: pl.DataFrame | pl.LazyFrame, clearing: list[Clearing | Staged], *,
                 keys: list[str], price: Callable[[pl.DataFrame], pl.DataFrame],
                 cached: pl.Expr | bool) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Bill the cut policies of ``result`` as compactions and each clearing policy on its edited calls
-    (:func:`~panto_analytics.outcomes.billing.bill_edited`); the rows keep their order."""
+    """Bill the cut policies of ``result`` as compactions, each clearing policy on its edited calls
+    (:func:`~panto_analytics.outcomes.billing.bill_edited`) and each staged one both ways: its clearing events on
+    the calls its clearing stages edited, its last stage's compactions on those edited calls; the rows keep
+    their order."""
     frame = messages.collect() if isinstance(messages, pl.LazyFrame) else messages
     events, sessions = result.events.with_row_index("_order"), result.sessions.with_row_index("_order")
     specs = [p.spec() for p in clearing]
@@ -110,10 +115,28 @@ def _bill_mixed(result: Replay, messages: pl.DataFrame | pl.LazyFrame, clearing:
         out_events.append(e.with_columns(cut_events["_order"]))
         out_sessions.append(s.with_columns(cut_sessions["_order"]))
     for policy, spec in zip(clearing, specs):
-        edited, _ = cleared_usage(frame, policy)
         pe, ps = events.filter(pl.col("policy") == spec), sessions.filter(pl.col("policy") == spec)
-        e, s = bill_edited(frame, edited, pe.drop("_order"), ps.drop("_order"), price=price)
-        out_events.append(e.with_columns(pe["_order"]))
+        if isinstance(policy, Clearing):
+            edited, _ = cleared_usage(frame, policy)
+        else:
+            edited, _ = staged_frame(frame, policy, window=result.window)
+        summarizing = isinstance(policy, Staged) and not policy.last.clears
+        clear_ev = pe.filter(pl.col("cleared_calls").is_not_null()) if summarizing else pe
+        e, s = bill_edited(frame, edited, clear_ev.drop("_order"), ps.drop("_order"), price=price)
+        out_events.append(e.with_columns(clear_ev["_order"]))
+        if summarizing:
+            cut_ev = pe.filter(pl.col("cleared_calls").is_null())
+            # The bill of the compactions reads their count (the clearing events are billed above).
+            count = cut_ev.group_by(SESSION, BUDGET).agg(_n=pl.len())
+            cut_ps = (ps.join(count, on=[SESSION, BUDGET], how="left", maintain_order="left")
+                      .with_columns(n_compactions=pl.col("_n").fill_null(0).cast(pl.UInt32)).drop("_n"))
+            ce, cs = bill_replay(edited, cut_ev.drop("_order"), cut_ps.drop("_order"), keys=keys,
+                                 summary_tokens=result.summary_tokens, price=price, cached=cached)
+            out_events.append(ce.with_columns(cut_ev["_order"]))
+            # The recorded cost is the recording's; the replayed one is the edited calls' after the compactions.
+            recorded = [c for c in s.columns if c.startswith("recorded_")]
+            s = cs.with_columns(*s.select(recorded), ps["n_compactions"],
+                                cache_miss_usd=cs["cache_miss_usd"] + s["cache_miss_usd"])
         out_sessions.append(s.with_columns(ps["_order"]))
     return (pl.concat(out_events, how="diagonal_relaxed").sort("_order").drop("_order"),
             pl.concat(out_sessions, how="diagonal_relaxed").sort("_order").drop("_order"))

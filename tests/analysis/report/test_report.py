@@ -214,6 +214,25 @@ def test_every_image_renders_in_a_real_browser(report_dir, tmp_path):
         browser.quit()
 
 
+def test_no_table_runs_off_the_page_in_a_real_browser(tmp_path):
+    # data/'s recorded compactions: a table of 19 columns with whole session ids (issue 32: it ran off the page).
+    out = tmp_path / "r"
+    result = CliRunner().invoke(main, ["report", str(DATA), "-o", str(out), "--no-cache"])
+    assert result.exit_code == 0, result.output
+    assert "What the agents did at their recorded compactions" in (out / "index.html").read_text()
+    browser = chromium(tmp_path / "profile")
+    try:
+        browser.get((out / "index.html").resolve().as_uri())
+        assert browser.execute_script("return document.readyState") == "complete"
+        page = browser.execute_script("return document.body.getBoundingClientRect().right")
+        rights = browser.execute_script(
+            "return Array.from(document.querySelectorAll('table')).map(t => t.getBoundingClientRect().right)")
+        assert len(rights) > 3 and max(rights) <= page + 1, (rights, page)
+        assert browser.execute_script("return document.documentElement.scrollWidth <= window.innerWidth")
+    finally:
+        browser.quit()
+
+
 def test_a_corpus_without_turns_still_gets_a_report(tmp_path):
     (tmp_path / "in").mkdir()
     (tmp_path / "in" / "h.jsonl").write_text('{"type":"session","id":"only-a-header"}\n')
@@ -236,6 +255,13 @@ def test_recorded_compactions_get_their_section(tmp_path):
     assert "What the agents did at their recorded compactions" in render_markdown(rep)
     no_compactions = build_report(pa.read_sessions(FIXTURE), [0, 20_000])
     assert no_compactions.recorded is None
+    # The loss section: one row per cut (the three compactions; pseudo-cuts only where a quiet pi session is read
+    # too), and the calibration plot beside it.
+    assert rep.loss is not None and [r[1] for r in rep.loss.rows] == ["compaction"] * 3
+    assert rep.loss_figure is not None and rep.loss_figure.png.startswith(b"\x89PNG")
+    text = render_markdown(rep)
+    assert "What compaction loses at the recorded compactions" in text and "(refetch_calibration.png)" in text
+    assert no_compactions.loss is None and no_compactions.loss_figure is None
 
 
 def test_policies_get_a_section_a_plot_and_the_recorded_cuts(tmp_path):

@@ -84,6 +84,22 @@ def test_clearing_changes_the_bill_only_where_it_edits(real):
     assert masked["simulated_cache_write_usd"].sum() > masked["recorded_cache_write_usd"].sum()
 
 
+def test_a_staged_policy_whose_clearing_never_applies_bills_as_its_last_stage(real):
+    """``A+B`` where A never edits a call: every session's bill is B's, digit for digit; where A edits, the recorded
+    cost stays the recording's and the compactions are billed on the edited calls."""
+    result = pa.replay(real, [20_000], window=200_000, prices=True,
+                       policy=["libpanto", "clear-tool-uses:trigger=1000m+libpanto", "clear-tool-uses+libpanto"])
+    ses = result.sessions
+    plain = ses.filter(pl.col("policy") == "libpanto").drop("policy")
+    quiet = ses.filter(pl.col("policy") == "clear-tool-uses:trigger=1000000000+libpanto").drop("policy")
+    for column in ("recorded_cost_usd", "simulated_cost_usd", "summarizer_cost_usd", "total_cost_usd", "n_compactions"):
+        assert quiet[column].equals(plain[column])
+    staged = ses.filter(pl.col("policy") == "clear-tool-uses+libpanto").drop("policy")
+    assert staged["recorded_cost_usd"].equals(plain["recorded_cost_usd"])
+    assert (staged["n_compactions"] >= plain["n_compactions"]).all()
+    assert (staged["total_cost_usd"] - staged["simulated_cost_usd"] - staged["summarizer_cost_usd"]).abs().max() < 1e-9
+
+
 def test_the_recorded_cost_is_the_cost_of_the_recorded_calls(real):
     """Per session, ``recorded_cost_usd`` is ``outcomes.costs`` by session, the one definition."""
     result = pa.replay(real, [20_000], window=10**9, prices=True)

@@ -25,11 +25,13 @@ from .opencode import Opencode
 from .openhands import OpenHands
 from .pi import Pi
 from .pi_whole_turn import PiWholeTurn
+from .staged import STAGE_SEPARATOR, Staged
 from .summarize_every import SummarizeEvery
 
 __all__ = ["POLICIES", "AnthropicCompact", "ClaudeCode", "ClaudeCodeMicrocompact", "ClearToolUses", "Clearing", "Cline",
            "Codex", "GeminiCli", "LastNTurns", "LibPanto", "ObservationMasking", "OpenAiCompact", "OpenHands",
-           "Opencode", "OpencodePrune", "Pi", "PiWholeTurn", "Policy", "SummarizeEvery", "parse_policy"]
+           "Opencode", "OpencodePrune", "Pi", "PiWholeTurn", "Policy", "Staged", "SummarizeEvery",
+           "parse_policy"]
 
 #: Every policy by name, in the order comparisons list them.
 POLICIES: dict[str, type[Policy]] = {p.name: p for p in (
@@ -38,9 +40,12 @@ POLICIES: dict[str, type[Policy]] = {p.name: p for p in (
 
 
 def parse_policy(spec: str | Policy) -> Policy:
-    """A policy from ``NAME`` or ``NAME:k=v,...`` (a :class:`Policy` is returned as it is). ValueError in one line."""
+    """A policy from ``NAME`` or ``NAME:k=v,...``, or a staged one, ``A+B`` (:class:`.staged.Staged`); a
+    :class:`Policy` is returned as it is. ValueError in one line."""
     if isinstance(spec, Policy):
         return spec
+    if STAGE_SEPARATOR in spec:
+        return Staged.parse(spec, parse_policy)
     name, _, settings = spec.strip().partition(":")
     if name not in POLICIES:
         raise ValueError(f"unknown policy {name!r}; policies: {', '.join(POLICIES)}")

@@ -11,14 +11,18 @@ from panto_analytics.frame.schema import MESSAGE_SCHEMA
 from panto_analytics.policy.compaction.any_policy import replay_policies
 from panto_analytics.policy.compaction.clearing import cleared_usage, replay_clearing
 from panto_analytics.policy.compaction.policies import (
+    ClaudeCode,
     ClaudeCodeMicrocompact,
     ClearToolUses,
+    LastNTurns,
     ObservationMasking,
     OpencodePrune,
+    Pi,
     parse_policy,
 )
 from panto_analytics.policy.compaction.policies.clearing import Clearing
 from reference import clearing as ref
+from reference import policies as policy_ref
 
 EVENT_COLUMNS = ["session_id", "event", "trigger_seq", "context_before", "active_start", "prefix_end", "kept_turns",
                  "kept_tokens", "summarized_tokens", "context_after", "kept_start", "kept_messages", "cleared_calls",
@@ -206,3 +210,67 @@ policies = st.one_of(
 def test_engine_equals_reference(sessions, policy, window):
     check(sessions, policy, window=window)
 
+
+
+# -- staged policies ----------------------------------------------------------------------------------------
+
+CUT_EVENT_COLUMNS = ["session_id", "event", "trigger_seq", "context_before", "active_start", "prefix_end",
+                     "kept_turns", "kept_tokens", "summarized_tokens", "context_after", "kept_start", "kept_messages",
+                     "split_turn"]
+
+
+def check_staged(sessions: dict[str, list[dict]], first: Clearing, last, *, window: int, summary_tokens: int) -> None:
+    """``first+last`` equals the references composed: the clearing reference's events, then ``last``'s literal
+    reference on the sessions as the clearing left their calls' usage."""
+    staged = parse_policy(f"{first.spec()}+{last.spec()}")
+    got = replay_policies(frame_of(sessions), [staged], window=window, summary_tokens=summary_tokens)
+    clear_events, _, usage = ref.expected_clearing(sessions, rule_of(first), window=window)
+    edited = {sid: [{**m, "serialized_bytes": 4, **usage.get((sid, i), {})} for i, m in enumerate(msgs)]
+              for sid, msgs in sessions.items()}
+    cut_events, per_session = policy_ref.expected_policy_replay(
+        edited, last.name, {f: getattr(last, f) for f in last.__dataclass_fields__}, threshold=last.threshold(window),
+        window=window, summary_tokens=summary_tokens, from_anchor=last.from_anchor)
+    as_rows = lambda df, cols: [{**r, "session_id": str(r["session_id"])} for r in df.select(cols).to_dicts()]  # noqa: E731
+    cuts = got.events.filter(pl.col("cleared_calls").is_null())
+    columns = [c for c in CUT_EVENT_COLUMNS if c != "event"]  # a staged replay numbers both stages' events together
+    assert as_rows(cuts, columns) == [{k: e[k] for k in columns} for e in cut_events]
+    clears = got.events.filter(pl.col("cleared_calls").is_not_null())
+    assert as_rows(clears, ["session_id", "trigger_seq", "cleared_calls", "cleared_tokens"]) == [
+        {k: e[k] for k in ("session_id", "trigger_seq", "cleared_calls", "cleared_tokens")} for e in clear_events]
+    # A session counts the events of both stages; its peak is the last stage's, on the edited calls.
+    counts = {sid: sum(1 for e in clear_events if e["session_id"] == sid) for sid in sessions}
+    assert [(str(r["session_id"]), r["n_compactions"], r["peak_context"]) for r in got.sessions.to_dicts()] == [
+        (r["session_id"], r["n_compactions"] + counts[r["session_id"]], r["peak_context"]) for r in per_session
+        if sessions[r["session_id"]]]
+
+
+def test_a_staged_policy_clears_then_summarizes_on_what_the_clearing_left():
+    sessions = {"s": work(10, size=1_500, step=3_000)}
+    check_staged(sessions, ObservationMasking(m=2), ClaudeCode(output_reserve=1_000, buffer=1_000),
+                 window=25_000, summary_tokens=500)
+    # Alone the summarizer fires; behind masking the context stays below its trigger.
+    alone = replay_policies(frame_of(sessions), ["claude-code:output_reserve=1000,buffer=1000"], window=25_000,
+                            summary_tokens=500).events
+    staged = replay_policies(frame_of(sessions), ["observation-masking:m=2+claude-code:output_reserve=1000,buffer=1000"],
+                             window=25_000, summary_tokens=500).events.filter(pl.col("cleared_calls").is_null())
+    assert alone.height == 1 and staged.is_empty()
+
+
+def test_a_staged_spec_reads_and_only_its_last_stage_summarizes():
+    assert parse_policy("clear-tool-uses:trigger=100k+libpanto").spec() == "clear-tool-uses+libpanto"
+    assert parse_policy("opencode-prune+opencode").last.name == "opencode"
+    with pytest.raises(ValueError, match="stage pi summarizes: only the last stage"):
+        parse_policy("pi+clear-tool-uses")
+
+
+cut_stages = st.one_of(
+    st.builds(ClaudeCode, output_reserve=st.integers(0, 1_000), buffer=st.integers(0, 1_000)),
+    st.builds(Pi, reserve_tokens=st.integers(0, 2_000), keep_recent_tokens=st.integers(0, 30)),
+    st.builds(LastNTurns, n=st.integers(1, 3), reserve=st.integers(0, 2_000)),
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(sessions=sessions_strategy(), first=policies, last=cut_stages, window=st.integers(3_000, 20_000))
+def test_staged_equals_the_references_composed(sessions, first, last, window):
+    check_staged(sessions, first, last, window=window, summary_tokens=300)
