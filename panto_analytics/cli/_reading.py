@@ -22,7 +22,9 @@ from .launch import READ_KEY
 if TYPE_CHECKING:
     import polars as pl
 
-__all__ = ["check_engine", "dataset_path", "read_input", "read_input_corpus", "read_settings", "session_files",
+    from ..dataset.source import Source
+
+__all__ = ["dataset_path", "open_source", "read_input", "read_input_corpus", "read_settings", "session_files",
            "session_filter", "versioned", "versioned_corpus"]
 
 
@@ -192,10 +194,31 @@ def _filtered(corpus, paths):
     return kept
 
 
-def check_engine(paths, engine: str, ray_address: str | None) -> Path | None:
-    """The dataset folder PATHS name, to stream over, or None (session files, or session filters given: those
-    run in memory); a usage error, before any work, for an engine that cannot run, and the one-line error of
-    :func:`read_input_corpus` for a dataset without sessions."""
+def open_source(paths, format_, skip_invalid, engine: str = "local", ray_address: str | None = None, *,
+                messages_only: bool = False, versions_for=None) -> Source:
+    """The :class:`~panto_analytics.dataset.source.Source` PATHS name, the one face every verb runs on: a dataset
+    folder bucket by bucket (here, or on Ray with ``engine="ray"``), else the corpus in memory, read on first use
+    (session files; or a dataset with session filters given, which run in memory). ``messages_only``: the
+    verbs read the message frame alone (:func:`read_input`); ``versions_for``: the policies whose Claude Code
+    versions a corpus in memory is given (:func:`versioned`; None: none). A usage error, before any work, for an engine that
+    cannot run, and the one-line error of :func:`read_input_corpus` for a dataset without sessions."""
+    from ..dataset.source import InMemory, OnDataset, OnRay
+
+    ds = _dataset_to_stream(paths, engine, ray_address)
+    if ds is None:
+        def corpus():
+            read = read_input_corpus(paths, format_, skip_invalid)
+            return read if versions_for is None else versioned_corpus(read, versions_for)
+
+        def messages():
+            read = read_input(paths, format_, skip_invalid)
+            return read if versions_for is None else versioned(read, versions_for)
+
+        return InMemory(corpus, messages if messages_only else None)
+    return (OnRay if engine == "ray" else OnDataset)(ds, address=ray_address)
+
+
+def _dataset_to_stream(paths, engine: str, ray_address: str | None) -> Path | None:
     ds = dataset_path(paths)
     if ds is not None:
         from ..dataset import read_info

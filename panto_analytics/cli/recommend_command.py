@@ -21,7 +21,7 @@ from ._options import (
     replay_prices,
 )
 from ._output import output_option, terminal_width, write_frame
-from ._reading import check_engine, read_input_corpus, versioned_corpus
+from ._reading import open_source
 from .app import main
 
 if TYPE_CHECKING:
@@ -92,60 +92,25 @@ def recommend_cmd(paths, format_, skip_invalid, budgets, min_kept_turns, coverag
       panto-analytics recommend data/ --window 32k -k 1 -p 50% -o - --output-format json
       panto-analytics recommend data/ --window 32k --policy libpanto --policy pi --max-orphan-rate 5% --prices docs/synth-prices.json
     """
-    from ..analysis.choose import choose_budget
-
     check_replay(window, reserve, summary_tokens, tuple(policies))   # before any reading where a window is given
-    ds = check_engine(paths, engine, ray_address)
-    corpus = reason = hint = None
-    if window is None and ds is None and engine != "ray":
-        corpus = read_input_corpus(paths, format_, skip_invalid)
-        window, reason, hint = implied_window(corpus.sessions)
-        check_replay(window, reserve, summary_tokens, tuple(policies))
-    elif window is None and ds is not None:  # the same window from the dataset's sessions table
-        from ..dataset.store import collect, scan_dataset
-
-        sessions = collect(scan_dataset(ds, "sessions").select("session_id", "model", "context_window"), ds)
-        window, reason, hint = implied_window(sessions)
+    given = [p if isinstance(p, str) else p.spec() for p in policies]
+    source = open_source(paths, format_, skip_invalid, engine, ray_address, versions_for=given or ["libpanto"])
+    reason = hint = None
+    if window is None:  # the window the recordings imply, if any
+        window, reason, hint = implied_window(source.sessions())
         check_replay(window, reserve, summary_tokens, tuple(policies))
     if window is None and (policies or max_orphan_rate is not None):
         raise click.UsageError("--policy and --max-orphan-rate judge a replay: give --window (e.g. 200k)")
     rule = rule_of(min_kept_turns, coverage, max_kept_share, context_window, window, max_orphan_rate)
-    if ds is not None and window is None:
-        from ..dataset.streaming import recommend_dataset
-
-        rec = recommend_dataset(ds, budgets, rule, engine=engine, address=ray_address, resamples=resamples, seed=seed)
-        name_window(rec, reason, hint)
-        _print_recommendation(rec, output)
-        return
-    given = [p if isinstance(p, str) else p.spec() for p in policies]
-    if ds is not None:
-        from ..dataset.decision import decision_dataset
-        from ..policy.compaction.priced import resolve_prices
-
-        prices = resolve_prices(replay_prices(True, prices_file, summarizer, provider))
-        with unpriced_notes():
-            dec = decision_dataset(ds, budgets, rule, window=window, reserve=reserve, summary_tokens=summary_tokens,
-                                   policy=given or None, prices=prices, summarizer=summarizer, horizon=horizon,
-                                   engine=engine, address=ray_address, resamples=resamples, seed=seed)
-        click.echo(f"prices: {prices.source}", err=True)
-        name_window(dec, reason, hint)
-        _print_recommendation(dec, output)
-        return
-    if engine == "ray":
-        raise click.UsageError("--engine ray runs on a dataset (ingest --dataset DIR)")
-    if corpus is None:
-        corpus = read_input_corpus(paths, format_, skip_invalid)
-    corpus = versioned_corpus(corpus, given or ["libpanto"])
     with unpriced_notes():
-        rec, result = choose_budget(corpus.messages, budgets, rule, window=window,
-                                    windows=corpus.sessions["context_window"].to_list(), reserve=reserve,
-                                    summary_tokens=summary_tokens, policy=given or None,
-                                    prices=replay_prices(True, prices_file, summarizer, provider) if window is not None else None,
-                                    summarizer=summarizer, horizon=horizon, resamples=resamples, seed=seed)
-    if result is not None and result.price_source is not None:
-        click.echo(f"prices: {result.price_source}", err=True)
-    name_window(rec, reason, hint)
-    _print_recommendation(rec, output)
+        chosen = source.choose_budget(budgets, rule, window=window, reserve=reserve, summary_tokens=summary_tokens,
+                                      policy=given or None, prices=replay_prices(True, prices_file, summarizer, provider),
+                                      summarizer=summarizer,
+                                      horizon=horizon, resamples=resamples, seed=seed)
+    if chosen.price_source is not None:
+        click.echo(f"prices: {chosen.price_source}", err=True)
+    name_window(chosen.choice, reason, hint)
+    _print_recommendation(chosen.choice, output)
 
 
 def _print_recommendation(rec: Choice, output) -> None:

@@ -6,18 +6,10 @@ import click
 from ._notes import friendly_errors
 from ._options import budgets_option, input_options
 from ._output import output_option, write_frame
-from ._reading import check_engine, read_input_corpus
+from ._reading import open_source
 from .app import main
 
-__all__ = ["all_splits", "splits"]
-
-
-def all_splits(paths, format_, skip_invalid, budgets):
-    """Every session's split at every budget, sessions without messages included."""
-    from ..policy import splits as compute_splits
-
-    corpus = read_input_corpus(paths, format_, skip_invalid)
-    return compute_splits(corpus.messages, budgets, sessions=corpus.sessions)
+__all__ = ["splits"]
 
 
 @main.command()
@@ -45,12 +37,9 @@ def splits(paths, format_, skip_invalid, budgets, output):
       panto-analytics splits ~/.pi/agent/sessions -b 8k,20k,50k -o splits.parquet
       panto-analytics splits corpus.ds/ -b 0:200k:21 -o splits.parquet
     """
-    ds = check_engine(paths, "local", None)
-    if ds is not None and output is not None and output.suffix.lower() == ".parquet":
-        from ..dataset.streaming import write_splits
-
-        output.parent.mkdir(parents=True, exist_ok=True)
-        rows = write_splits(ds, budgets, output)
+    source = open_source(paths, format_, skip_invalid)
+    if output is not None and output.suffix.lower() == ".parquet":
+        rows = source.write_splits(budgets, output)
         click.echo(f"wrote {rows} rows to {output}", err=True)
         return
-    write_frame(all_splits(paths, format_, skip_invalid, budgets), output)
+    write_frame(source.splits(budgets), output)

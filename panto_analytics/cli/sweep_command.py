@@ -6,9 +6,8 @@ import click
 from ._notes import friendly_errors
 from ._options import budgets_option, engine_options, input_options
 from ._output import PLOT_SUFFIXES, file_output_option, output_option, write_frame
-from ._reading import check_engine
+from ._reading import open_source
 from .app import main
-from .splits_command import all_splits
 
 __all__ = ["sweep"]
 
@@ -39,22 +38,19 @@ def sweep(paths, format_, skip_invalid, budgets, output, plot, engine, ray_addre
       panto-analytics sweep ~/.codex/sessions -b 8k,20k,50k -o sweep.csv
       panto-analytics sweep corpus.ds/ -b 0:200k:21 --engine ray
     """
-    ds = check_engine(paths, engine, ray_address)
+    source = open_source(paths, format_, skip_invalid, engine, ray_address)
     if engine == "ray" and plot is not None:
         raise click.UsageError("--plot draws every split in memory; --engine ray does not apply to it")
-    if ds is not None and plot is None:
-        from ..dataset.streaming import sweep_dataset
-
-        write_frame(sweep_dataset(ds, budgets, engine=engine, address=ray_address), output)
+    if plot is None:
+        write_frame(source.sweep(budgets), output)
         return
     from ..policy import sweep
 
-    per_session = all_splits(paths, format_, skip_invalid, budgets)
+    per_session = source.splits(budgets)
     write_frame(sweep(per_session), output)
-    if plot is not None:
-        from ..analysis.plots import kept_tokens_by_budget
+    from ..analysis.plots import kept_tokens_by_budget
 
-        fig = kept_tokens_by_budget(per_session)
-        plot.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(plot, dpi=120, bbox_inches="tight")
-        click.echo(f"saved plot to {plot}", err=True)
+    fig = kept_tokens_by_budget(per_session)
+    plot.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(plot, dpi=120, bbox_inches="tight")
+    click.echo(f"saved plot to {plot}", err=True)
