@@ -734,7 +734,7 @@ def timeline(tl) -> Figure:
     bottom.set_xlabel("API call")
     bottom.set_ylabel("prompt tokens")
     _token_axis(bottom.yaxis)
-    _legend(bottom, outside=True)
+    _legend(bottom)
     cost = tl.cost_usd
     broke = breaks["break_cost_usd"].drop_nulls().sum() if "break_cost_usd" in breaks.columns else 0
     # An escaped dollar sign: a bare one starts matplotlib's math text.

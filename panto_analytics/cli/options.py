@@ -37,13 +37,15 @@ from .launch import launching
 if TYPE_CHECKING:
     import polars as pl
 
+    from ..outcomes.prices import Prices
+
 __all__ = [
     "FORMAT_KEY", "PLOT_SUFFIXES", "STDOUT_FORMATS", "WRITERS", "BudgetList", "OutputPathError", "Tokens",
     "budgets_option", "cache_warnings_on_stderr", "check_engine", "check_output", "check_output_path", "check_replay",
     "cost_options", "csv_ready", "cut_policy_option", "dataset_path", "engine_options", "file_output_option",
     "friendly_errors", "horizon_option", "input_options", "is_device", "output_option", "policy_option", "read_input",
     "read_input_corpus", "read_settings", "replay_options", "replay_prices", "report_skips", "session_files",
-    "session_filter", "terminal_width", "to_stdout", "unpriced_notes", "write_frame",
+    "session_filter", "terminal_width", "to_stdout", "unpriced_notes", "versioned", "versioned_corpus", "write_frame",
 ]
 
 
@@ -238,6 +240,25 @@ def read_input_corpus(paths, format_, skip_invalid, *, list_skips: bool = True):
     if corpus.sessions.is_empty():
         raise _nothing_read(paths, corpus.report)
     return _filtered(corpus, paths)
+
+
+def versioned(messages: pl.DataFrame, policies) -> pl.DataFrame:
+    """``messages`` with the agent version of each Claude Code message read back from its recording where a
+    ``claude-code`` policy among ``policies`` (None: every policy) reads it
+    (:mod:`panto_analytics.ingest.versions`)."""
+    from ..defaults import POLICY_NAMES
+    from ..ingest.versions import needs_agent_versions, with_agent_versions
+
+    given = list(POLICY_NAMES) if not policies else [p if isinstance(p, str) else p.spec() for p in policies]
+    return with_agent_versions(messages) if needs_agent_versions(messages, given) else messages
+
+
+def versioned_corpus(corpus, policies):
+    """:func:`versioned` on a corpus's messages."""
+    from dataclasses import replace
+
+    messages = versioned(corpus.messages, policies)
+    return corpus if messages is corpus.messages else replace(corpus, messages=messages)
 
 
 def _filtered(corpus, paths):
@@ -665,7 +686,7 @@ def cut_policy_option(fn):
 
 
 def cost_options(fn):
-    """--cost, --prices FILE and --summarizer: bill every call a replay simulates (docs/replay.md)."""
+    """--cost, --prices FILE, --summarizer and --provider: bill every call a replay simulates (docs/replay.md)."""
     for option in reversed([
         click.option("--cost", is_flag=True,
                      help="Bill every call: the recorded cost, the replayed calls' cost and the summarizer calls' "
@@ -677,13 +698,29 @@ def cost_options(fn):
         click.option("--summarizer", type=click.Choice(["separate", "cached"]), default=None,
                      help="Bill every summarizer call as a separate uncached request, or on the cached "
                           "conversation [default: each policy's own way]. Implies --cost."),
+        click.option("--provider", default=None, metavar="NAME",
+                     help="Where several providers price a model id, take this one's price (a genai-prices "
+                          "provider id, e.g. zai or zhipuai; with --prices, the key prefix NAME/), as `cost "
+                          "--provider` does. Implies --cost."),
     ]):
         fn = option(fn)
     return fn
 
 
-def replay_prices(cost: bool, prices_file: Path | None, summarizer: str | None) -> Path | bool | None:
-    """What ``replay(prices=...)`` gets from the cost options: None (no bill), True (genai-prices) or the file."""
+def replay_prices(cost: bool, prices_file: Path | None, summarizer: str | None,
+                  provider: str | None = None) -> Path | bool | Prices | None:
+    """What ``replay(prices=...)`` gets from the cost options: None (no bill), True (genai-prices), the file, or
+    with ``provider`` the table loaded with that provider first (an unknown one: a usage error)."""
+    if provider is not None:
+        from ..errors import InputError
+        from ..outcomes.prices import load_prices
+
+        try:
+            return load_prices(prices_file, provider=provider)
+        except InputError:
+            raise
+        except ValueError as e:
+            raise click.BadParameter(str(e), param_hint="--provider") from None
     if prices_file is not None:
         return prices_file
     return True if cost or summarizer is not None else None

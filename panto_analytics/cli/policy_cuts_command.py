@@ -4,7 +4,16 @@ from __future__ import annotations
 import click
 
 from .app import main
-from .options import cut_policy_option, file_output_option, friendly_errors, input_options, output_option, read_input_corpus, write_frame
+from .options import (
+    cut_policy_option,
+    file_output_option,
+    friendly_errors,
+    input_options,
+    output_option,
+    read_input_corpus,
+    versioned_corpus,
+    write_frame,
+)
 
 __all__ = ["policy_cuts_cmd"]
 
@@ -37,7 +46,7 @@ def policy_cuts_cmd(paths, format_, skip_invalid, policies, output, rows_out):
         raise click.UsageError("libpanto's split at recorded compactions is `panto-analytics compactions -b LIST`")
     from ..analysis.compactions import policies_vs_agents, recorded_cut_summary
 
-    corpus = read_input_corpus(paths, format_, skip_invalid)
+    corpus = versioned_corpus(read_input_corpus(paths, format_, skip_invalid), list(policies) or None)
     rows = policies_vs_agents(corpus, list(policies) or None)
     if not rows.height:
         click.echo("no recorded compactions in these sessions", err=True)

@@ -15,7 +15,7 @@ import polars as pl
 from ..defaults import SOURCE_FORMATS
 
 __all__ = [
-    "COMPACTIONS_SCHEMA", "SESSION", "MAX_USAGE", "MESSAGE_SCHEMA", "REFERENCE_SCHEMA", "REF_KINDS", "REF_STRUCT", "ROLES",
+    "AGENT_VERSION", "COMPACTIONS_SCHEMA", "SESSION", "MAX_USAGE", "MESSAGE_SCHEMA", "REFERENCE_SCHEMA", "REF_KINDS", "REF_STRUCT", "ROLES",
     "BUDGET", "ROLE", "RefKind", "Role", "SEQ", "SESSIONS_SCHEMA", "SESSION_META_SCHEMA",
     "SOURCE_FORMATS", "SPLIT_SCHEMA", "SourceFormat", "TURN_SCHEMA", "TokenSource", "USAGE_COLUMNS", "empty_messages",
 ]
@@ -27,6 +27,10 @@ SESSION = "session_id"
 SEQ = "seq"
 ROLE = "role"
 BUDGET = "budget"
+#: An optional message-frame column: the agent version that recorded the message (a string; Claude Code's
+#: ``version`` field), read back from the recordings on demand (``ingest.versions``) for a policy whose rule
+#: changed between versions. Not in :data:`MESSAGE_SCHEMA`: a frame without it has every version unknown.
+AGENT_VERSION = "agent_version"
 
 #: Message roles, in libpanto's order (``conversation.Role``).
 ROLES = ("system", "user", "assistant")

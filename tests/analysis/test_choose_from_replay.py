@@ -270,6 +270,9 @@ def test_the_recorded_point_and_the_replayed_points_beside_it_are_over_the_same_
     got = rows.filter(pl.col("point") == "libpanto").row(0, named=True)
     assert got["cost_p50"] == pytest.approx(lib["total_cost_usd"].median())
     assert got["orphan_rate"] == pytest.approx(lib["orphan_calls"].sum() / lib["window_calls"].sum())
+    # Each row with its bootstrap range over the same sessions, the same run after run.
+    assert (rows["orphan_rate_lo"] <= rows["orphan_rate_hi"]).all() and (rows["cost_p50_lo"] <= rows["cost_p50_hi"]).all()
+    assert rows.equals(recorded_points(c.messages, c.compactions, c.sessions, r.sessions, budget=4_000))
 
 
 def test_the_report_names_one_budget_in_its_headline_and_its_frontier_table(tmp_path):

@@ -482,7 +482,7 @@ def replay_outcomes(messages: pl.DataFrame, budgets: Any, *, window: int, reserv
 
 def recorded_points(messages: pl.DataFrame, compactions: pl.DataFrame, sessions: pl.DataFrame,
                     replay_sessions: pl.DataFrame | None = None, *, horizon: int | None = None,
-                    budget: int | None = None) -> pl.DataFrame:
+                    budget: int | None = None, resamples: int = RESAMPLES, seed: int = SEED) -> pl.DataFrame:
     """The agents' own points on the frontier, each beside the replayed points over the same sessions.
 
     Per agent (``source_format``) that recorded compactions, its sessions with a recorded compaction (those
@@ -493,7 +493,8 @@ def recorded_points(messages: pl.DataFrame, compactions: pl.DataFrame, sessions:
     own budget where it has just one; every budget when ``budget`` is None): its pooled orphan rate and
     median cost over the same sessions. Like is compared with like: no row is over sessions another row of
     its agent leaves out. Columns: ``agent``, ``point``, ``budget``, ``sessions``, ``compactions``,
-    ``orphan_rate``, ``cost_p50``.
+    ``orphan_rate``, ``cost_p50`` and, from the seeded bootstrap over those sessions (``resamples``, ``seed``;
+    not with fewer than 3 sessions), ``orphan_rate_lo``/``_hi`` and ``cost_p50_lo``/``_hi``.
 
     >>> import polars as pl
     >>> from panto_analytics.frame.schema import COMPACTIONS_SCHEMA, MESSAGE_SCHEMA
@@ -516,31 +517,38 @@ def recorded_points(messages: pl.DataFrame, compactions: pl.DataFrame, sessions:
         pl.col(SESSION).cast(pl.String), pl.col("policy").cast(pl.String))
     if replayed is not None:  # the agent's sessions the replay has: the sessions of every row of that agent
         lost = lost.join(replayed.select(pl.col(SESSION).unique()), on=SESSION, how="semi")
-    of_agent = lost.select(SESSION, "agent").unique()
-    rows = [lost.group_by("agent", maintain_order=True).agg(
-        point=pl.lit("recorded"), budget=pl.lit(None, pl.Int64), sessions=pl.col(SESSION).n_unique(),
-        compactions=pl.len(), orphan_rate=pl.col("orphan_calls").sum() / pl.col("window_calls").sum())]
+    # One row per (agent, point, budget, session): what each session contributes to each point.
+    per_session = [lost.group_by("agent", SESSION, maintain_order=True).agg(
+        point=pl.lit("recorded"), budget=pl.lit(None, pl.Int64), compactions=pl.len(),
+        orphan_calls=pl.col("orphan_calls").sum(), window_calls=pl.col("window_calls").sum())]
     if replayed is not None:
-        mine = replayed.join(of_agent, on=SESSION)
+        mine = replayed.join(lost.select(SESSION, "agent").unique(), on=SESSION)
         if RECORDED_COST in mine.columns:
-            recorded_cost = (mine.group_by("agent", SESSION).agg(pl.col(RECORDED_COST).first())
-                             .group_by("agent").agg(cost_p50=pl.col(RECORDED_COST).median()))
-            rows[0] = rows[0].join(recorded_cost, on="agent", how="left")
+            recorded_cost = mine.group_by(SESSION).agg(cost=pl.col(RECORDED_COST).first())
+            per_session[0] = per_session[0].join(recorded_cost, on=SESSION, how="left")
         cost = next((c for c in COSTS if c in mine.columns), None)
         at = pl.col(BUDGET) == (budget if budget is not None else -1)
         pick = at | (~at.any().over("policy") & (pl.col(BUDGET).n_unique().over("policy") == 1))
-        looked = "window_calls" if "window_calls" in mine.columns else None
-        if looked is not None and ORPHAN_CALLS in mine.columns:
-            rows.append(mine.filter(pick if budget is not None else pl.lit(True)).group_by(
-                "agent", "policy", BUDGET, maintain_order=True).agg(
-                sessions=pl.col(SESSION).n_unique(), compactions=pl.col("n_compactions").sum(),
-                orphan_rate=pl.col(ORPHAN_CALLS).sum() / pl.col(looked).sum(),
-                cost_p50=pl.col(cost).median() if cost is not None else pl.lit(None, pl.Float64),
-            ).rename({"policy": "point"}))
-    out = [r.with_columns(pl.col(c).cast(t) for c, t in schema.items() if c in r.columns) for r in rows]
-    full = pl.concat([r.select(pl.col(c) if c in r.columns else pl.lit(None, t).alias(c) for c, t in schema.items())
-                      for r in out])
+        if "window_calls" in mine.columns and ORPHAN_CALLS in mine.columns:
+            per_session.append(mine.filter(pick if budget is not None else pl.lit(True)).select(
+                "agent", SESSION, point="policy", budget=pl.col(BUDGET).cast(pl.Int64),
+                compactions="n_compactions", orphan_calls=ORPHAN_CALLS, window_calls="window_calls",
+                cost=pl.col(cost) if cost is not None else pl.lit(None, pl.Float64)))
+    columns = {"agent": pl.String, SESSION: pl.String, "point": pl.String, BUDGET: pl.Int64,
+               "compactions": pl.UInt32, "orphan_calls": pl.UInt64, "window_calls": pl.UInt64, "cost": pl.Float64}
+    rows = pl.concat([r.select(pl.col(c).cast(t) if c in r.columns else pl.lit(None, t).alias(c)
+                               for c, t in columns.items()) for r in per_session])
+    keys = ["agent", "point", "_b"]
+    aggs = {"orphan_rate": pl.col("orphan_calls").sum() / pl.col("window_calls").sum(),
+            "cost_p50": pl.col("cost").median()}
+    rows = rows.with_columns(_b=pl.col(BUDGET).fill_null(-1))
+    full = rows.group_by(keys, maintain_order=True).agg(
+        pl.col(BUDGET).first(), sessions=pl.col(SESSION).n_unique(), compactions=pl.col("compactions").sum(),
+        **aggs).select(*keys, *[pl.col(c).cast(t) for c, t in schema.items() if c not in ("agent", "point")])
+    if resamples > 0 and rows[SESSION].n_unique() >= MIN_SESSIONS:
+        reps = replicate_tables(rows, keys, aggs, resamples=resamples, seed=seed)
+        full = full.join(intervals(reps, keys, list(aggs)), on=keys, how="left", maintain_order="left")
     order = {a: i for i, a in enumerate(dict.fromkeys(full["agent"].to_list()))}
     return (full.with_columns(_a=pl.col("agent").replace_strict(order, return_dtype=pl.Int64),
                               _r=pl.col("point") != "recorded")
-            .sort("_a", "_r", maintain_order=True).drop("_a", "_r"))
+            .sort("_a", "_r", maintain_order=True).drop("_a", "_r", "_b"))

@@ -600,9 +600,7 @@ def frontier_table(rec: Choice, recorded: pl.DataFrame | None = None) -> Table:
         for r in recorded.iter_rows(named=True):
             mine = r["point"] == "recorded"
             rows.append([f"{r['agent']} (recorded)" if mine else f"{r['point']} over {r['agent']}'s sessions",
-                         "-" if mine else tokens(r[BUDGET]), cell(r["sessions"]),
-                         "-" if r["cost_p50"] is None else money(r["cost_p50"]),
-                         "-" if r["orphan_rate"] is None else rate(r["orphan_rate"]), "-",
+                         "-" if mine else tokens(r[BUDGET]), cell(r["sessions"]), *figures(r), "-",
                          "recorded" if mine else "replayed, same sessions"])
     return Table(["point", "budget", "sessions", "cost/session p50 (90% of resamples)",
                   "orphan rate (90% of resamples)", "re-fetch tokens", ""], rows, highlight=hit, left=(0, 6))

@@ -44,7 +44,7 @@ import polars as pl
 
 from ...budgets import Budgets, as_budgets
 from ...frame import expressions as ex
-from ...frame.schema import BUDGET, ROLE, SEQ, SESSION
+from ...frame.schema import AGENT_VERSION, BUDGET, ROLE, SEQ, SESSION
 from ..compute_split import budget_series
 from ..turn_costs import check_order
 from .clearing import CLEARING_EVENT_COLUMNS, replay_clearing, staged_frame
@@ -53,18 +53,13 @@ from .policies import Clearing, LibPanto, Policy, Staged, parse_policy
 from .priced import PriceSpec, bill_replay_result
 from .request import with_request_bytes
 
-__all__ = ["AGENT_VERSION", "POLICY_EVENT_SCHEMA", "check_policy_windows", "parse_policies", "replay", "replay_policies", "window_columns"]
+__all__ = ["POLICY_EVENT_SCHEMA", "check_policy_windows", "parse_policies", "replay", "replay_policies", "window_columns"]
 
 Array = np.ndarray
 
 #: The events of a policy replay: :data:`~panto_analytics.policy.compaction.engine.EVENT_SCHEMA` plus two columns.
 POLICY_EVENT_SCHEMA: dict[str, pl.DataType] = {**EVENT_SCHEMA, "kept_start": pl.UInt32(), "kept_messages": pl.UInt32(),
                                                "split_turn": pl.Boolean()}
-
-#: The optional message-frame column naming the agent version that recorded each message (a string; Claude
-#: Code's ``version`` field): a policy whose rule changed between versions reads it (``claude-code``). A frame
-#: without it: every version unknown.
-AGENT_VERSION = "agent_version"
 
 #: Triggers of a state cut in one round (see ``_PolicyEngine._round``).
 LOOKAHEAD = 4
