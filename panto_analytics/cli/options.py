@@ -37,6 +37,8 @@ from .launch import launching
 if TYPE_CHECKING:
     import polars as pl
 
+    from ..outcomes.prices import Prices
+
 __all__ = [
     "FORMAT_KEY", "PLOT_SUFFIXES", "STDOUT_FORMATS", "WRITERS", "BudgetList", "OutputPathError", "Tokens",
     "budgets_option", "cache_warnings_on_stderr", "check_engine", "check_output", "check_output_path", "check_replay",
@@ -684,7 +686,7 @@ def cut_policy_option(fn):
 
 
 def cost_options(fn):
-    """--cost, --prices FILE and --summarizer: bill every call a replay simulates (docs/replay.md)."""
+    """--cost, --prices FILE, --summarizer and --provider: bill every call a replay simulates (docs/replay.md)."""
     for option in reversed([
         click.option("--cost", is_flag=True,
                      help="Bill every call: the recorded cost, the replayed calls' cost and the summarizer calls' "
@@ -696,13 +698,29 @@ def cost_options(fn):
         click.option("--summarizer", type=click.Choice(["separate", "cached"]), default=None,
                      help="Bill every summarizer call as a separate uncached request, or on the cached "
                           "conversation [default: each policy's own way]. Implies --cost."),
+        click.option("--provider", default=None, metavar="NAME",
+                     help="Where several providers price a model id, take this one's price (a genai-prices "
+                          "provider id, e.g. zai or zhipuai; with --prices, the key prefix NAME/), as `cost "
+                          "--provider` does. Implies --cost."),
     ]):
         fn = option(fn)
     return fn
 
 
-def replay_prices(cost: bool, prices_file: Path | None, summarizer: str | None) -> Path | bool | None:
-    """What ``replay(prices=...)`` gets from the cost options: None (no bill), True (genai-prices) or the file."""
+def replay_prices(cost: bool, prices_file: Path | None, summarizer: str | None,
+                  provider: str | None = None) -> Path | bool | Prices | None:
+    """What ``replay(prices=...)`` gets from the cost options: None (no bill), True (genai-prices), the file, or
+    with ``provider`` the table loaded with that provider first (an unknown one: a usage error)."""
+    if provider is not None:
+        from ..errors import InputError
+        from ..outcomes.prices import load_prices
+
+        try:
+            return load_prices(prices_file, provider=provider)
+        except InputError:
+            raise
+        except ValueError as e:
+            raise click.BadParameter(str(e), param_hint="--provider") from None
     if prices_file is not None:
         return prices_file
     return True if cost or summarizer is not None else None

@@ -47,7 +47,7 @@ __all__ = ["replay_cmd"]
 @engine_options
 @friendly_errors
 def replay_cmd(paths, format_, skip_invalid, budgets, window, reserve, summary_tokens, policies, cost, prices_file,
-               summarizer, output, sessions_out, events_out,
+               summarizer, provider, output, sessions_out, events_out,
                with_loss, horizon, engine, ray_address):
     """Replay libpanto's compaction over each session's life in PATHS.
 
@@ -116,7 +116,7 @@ def replay_cmd(paths, format_, skip_invalid, budgets, window, reserve, summary_t
             with unpriced_notes():
                 streamed = replay_table_dataset(ds, budgets, window=window, reserve=reserve,
                                                 summary_tokens=summary_tokens, policy=list(policies) or None,
-                                                prices=replay_prices(cost, prices_file, summarizer),
+                                                prices=replay_prices(cost, prices_file, summarizer, provider),
                                                 summarizer=summarizer, with_loss=with_loss, horizon=horizon,
                                                 engine=engine, address=ray_address,
                                                 on_rows=on_rows if to_events or to_sessions else None)
@@ -128,7 +128,7 @@ def replay_cmd(paths, format_, skip_invalid, budgets, window, reserve, summary_t
     messages = versioned(read_input(paths, format_, skip_invalid), list(policies) or ["libpanto"])
     with unpriced_notes():
         result = replay(messages, budgets, window=window, reserve=reserve, summary_tokens=summary_tokens,
-                        policy=list(policies) or None, prices=replay_prices(cost, prices_file, summarizer),
+                        policy=list(policies) or None, prices=replay_prices(cost, prices_file, summarizer, provider),
                         summarizer=summarizer)
     lost_events = None
     if with_loss:

@@ -122,7 +122,7 @@ def bootstrap_options(fn):
 @friendly_errors
 def recommend_cmd(paths, format_, skip_invalid, budgets, min_kept_turns, coverage, max_kept_share,
                   context_window, max_orphan_rate, window, reserve, summary_tokens, policies, cost, prices_file,
-                  summarizer, horizon, resamples, seed, output, engine, ray_address):
+                  summarizer, provider, horizon, resamples, seed, output, engine, ray_address):
     """Pick keep_verbatim for the sessions in PATHS by a stated rule, and say why.
 
     Prints the chosen budget, the rule, the reasons, the table rows around
@@ -197,7 +197,7 @@ def recommend_cmd(paths, format_, skip_invalid, budgets, min_kept_turns, coverag
         from ..dataset.decision import decision_dataset
         from ..policy.compaction.priced import resolve_prices
 
-        prices = resolve_prices(replay_prices(True, prices_file, summarizer))
+        prices = resolve_prices(replay_prices(True, prices_file, summarizer, provider))
         with unpriced_notes():
             dec = decision_dataset(ds, budgets, rule, window=window, reserve=reserve, summary_tokens=summary_tokens,
                                    policy=given or None, prices=prices, summarizer=summarizer, horizon=horizon,
@@ -215,7 +215,7 @@ def recommend_cmd(paths, format_, skip_invalid, budgets, min_kept_turns, coverag
         rec, result = choose_budget(corpus.messages, budgets, rule, window=window,
                                     windows=corpus.sessions["context_window"].to_list(), reserve=reserve,
                                     summary_tokens=summary_tokens, policy=given or None,
-                                    prices=replay_prices(True, prices_file, summarizer) if window is not None else None,
+                                    prices=replay_prices(True, prices_file, summarizer, provider) if window is not None else None,
                                     summarizer=summarizer, horizon=horizon, resamples=resamples, seed=seed)
     if result is not None and result.price_source is not None:
         click.echo(f"prices: {result.price_source}", err=True)
@@ -226,17 +226,13 @@ def recommend_cmd(paths, format_, skip_invalid, budgets, min_kept_turns, coverag
 def _implied_window(sessions) -> tuple[int | None, str | None, str | None]:
     """Without --window: ``(window, reason, hint)``. Where the sessions name models the table knows, the window
     the recordings imply (``outcomes.context_windows.corpus_window``) and the sentence that names it (the replay
-    runs under it; a note on stderr says so too); else no window, and where the files record windows, a warning
-    that points to --window."""
+    runs under it; a note on stderr says so too); else nothing: the splits, as a dataset folder gives them."""
     from ..outcomes.context_windows import corpus_window
 
     implied = corpus_window(sessions)
     if implied.window is not None and implied.from_models:
         click.echo(f"note: no --window given: {implied.source} (give --window to choose another)", err=True)
         return implied.window, implied.source, None
-    if implied.window is not None:
-        return None, None, (f"no --window given, so budgets are judged on end-of-session splits; the recordings "
-                            f"imply {implied.source}: give --window {implied.window} to replay under it")
     return None, None, None
 
 
@@ -291,7 +287,7 @@ def _print_recommendation(rec: Choice, output) -> None:
 @friendly_errors
 def report(paths, format_, skip_invalid, budgets, min_kept_turns, coverage, max_kept_share, context_window,
            out_dir, segment_by, title, window, reserve, summary_tokens, policies, max_orphan_rate, cost, prices_file,
-           summarizer, horizon, resamples, seed):
+           summarizer, provider, horizon, resamples, seed):
     """A report on what each budget does to the sessions in PATHS: HTML, Markdown, PNGs, Parquet.
 
     DIR/index.html opens offline (plots embedded); DIR/report.md links the
@@ -328,7 +324,7 @@ def report(paths, format_, skip_invalid, budgets, min_kept_turns, coverage, max_
                            inputs=[str(p) for p in paths], window=window, reserve=reserve,
                            summary_tokens=summary_tokens,
                            policies=[p if isinstance(p, str) else p.spec() for p in policies],
-                           prices=replay_prices(True, prices_file, summarizer), horizon=horizon,
+                           prices=replay_prices(True, prices_file, summarizer, provider), horizon=horizon,
                            resamples=resamples, seed=seed)
     _name_window(rep.recommendation, reason, hint)
     out = write_report(rep, out_dir)
