@@ -554,11 +554,12 @@ def _frontier_section(report: Report, rec: Choice, messages: pl.DataFrame, sessi
 
 
 def _beside(rec: Choice) -> int | None:
-    """The budget the recorded points are compared at: the chosen one, else libpanto's cheapest on the front."""
-    if rec.budget is not None:
+    """The budget the recorded points are compared at (each policy with a budget of its own at its own): the
+    chosen one where libpanto was chosen, else libpanto's cheapest on the front."""
+    if rec.budget is not None and (rec.policy is None or rec.policy.split(":")[0] == "libpanto"):
         return rec.budget
     front = pareto_front(rec.table).filter(pl.col("policy").str.starts_with("libpanto"))
-    return int(front[BUDGET][0]) if front.height else None
+    return int(front[BUDGET][0]) if front.height else rec.budget
 
 
 def _with_interval(value, lo, hi, fmt) -> str:
