@@ -87,7 +87,7 @@ def replay_cmd(paths, format_, skip_invalid, budgets, window, reserve, summary_t
       panto-analytics replay corpus.ds/ --window 200k -b 20k --cost --engine ray
     """
     from ..policy.compaction.any_policy import replay
-    from ..policy.compaction.summary import compare_policies, summarize_replay
+    from ..policy.compaction.summary import budgets_shown, compare_policies, summarize_replay
 
     check_replay(window, reserve, summary_tokens, tuple(policies))
     ds = check_engine(paths, engine, ray_address)
@@ -118,7 +118,7 @@ def replay_cmd(paths, format_, skip_invalid, budgets, window, reserve, summary_t
             click.echo(f"summary: {streamed.summary_tokens:,} tokens ({streamed.summary_source})", err=True)
             if streamed.price_source is not None:
                 click.echo(f"prices: {streamed.price_source}", err=True)
-        write_frame(streamed.table, output)
+        write_frame(budgets_shown(streamed.table), output)
         return
     messages = versioned(read_input(paths, format_, skip_invalid), list(policies) or ["libpanto"])
     with unpriced_notes():
@@ -144,4 +144,4 @@ def replay_cmd(paths, format_, skip_invalid, budgets, window, reserve, summary_t
         from ..outcomes.orphan_loss import with_loss_columns
 
         table = with_loss_columns(table, lost_events)
-    write_frame(table, output)
+    write_frame(budgets_shown(table), output)
