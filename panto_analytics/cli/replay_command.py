@@ -86,6 +86,7 @@ def replay_cmd(paths, format_, skip_invalid, budgets, window, reserve, summary_t
       panto-analytics replay data/ --window 64k -b 8k,20k --policy libpanto --policy claude-code --loss
       panto-analytics replay corpus.ds/ --window 200k -b 20k --cost --engine ray
     """
+    from ..policy.compaction.summary import budgets_shown
     from .frame_sink import FrameSink
 
     check_replay(window, reserve, summary_tokens, tuple(policies))
@@ -114,4 +115,4 @@ def replay_cmd(paths, format_, skip_invalid, budgets, window, reserve, summary_t
         click.echo(f"summary: {result.summary_tokens:,} tokens ({result.summary_source})", err=True)
         if result.price_source is not None:
             click.echo(f"prices: {result.price_source}", err=True)
-    write_frame(result.table, output)
+    write_frame(budgets_shown(result.table), output)
