@@ -6,17 +6,11 @@ from pathlib import Path
 import click
 
 from ..defaults import COST_GROUPINGS
+from ._notes import friendly_errors, unpriced_notes
+from ._options import engine_options, input_options
+from ._output import output_option, write_frame
+from ._reading import check_engine, read_input_corpus
 from .app import main
-from .options import (
-    check_engine,
-    engine_options,
-    friendly_errors,
-    input_options,
-    output_option,
-    read_input_corpus,
-    unpriced_notes,
-    write_frame,
-)
 
 __all__ = ["cost_cmd"]
 

@@ -4,18 +4,11 @@ from __future__ import annotations
 import click
 
 from ..phrases import counted
+from ._notes import friendly_errors
+from ._options import engine_options, horizon_option, input_options
+from ._output import file_output_option, output_option, write_frame
+from ._reading import check_engine, read_input_corpus
 from .app import main
-from .options import (
-    check_engine,
-    engine_options,
-    file_output_option,
-    friendly_errors,
-    horizon_option,
-    input_options,
-    output_option,
-    read_input_corpus,
-    write_frame,
-)
 
 __all__ = ["loss_cmd"]
 

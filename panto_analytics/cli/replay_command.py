@@ -5,26 +5,21 @@ import contextlib
 
 import click
 
-from .app import main
-from .options import (
+from ._notes import friendly_errors, unpriced_notes
+from ._options import (
     budgets_option,
-    check_engine,
     check_replay,
     cost_options,
     engine_options,
-    file_output_option,
-    friendly_errors,
     horizon_option,
     input_options,
-    output_option,
     policy_option,
-    read_input,
     replay_options,
     replay_prices,
-    unpriced_notes,
-    versioned,
-    write_frame,
 )
+from ._output import file_output_option, output_option, write_frame
+from ._reading import check_engine, read_input, versioned
+from .app import main
 
 __all__ = ["replay_cmd"]
 
