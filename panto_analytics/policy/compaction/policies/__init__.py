@@ -7,7 +7,7 @@ contract).
 >>> parse_policy("pi:keep_recent_tokens=30k")
 Pi(reserve_tokens=16384, keep_recent_tokens=30000)
 >>> len(POLICIES), sorted(POLICIES)[:4]
-(18, ['anthropic-compact', 'claude-code', 'claude-code-microcompact', 'clear-tool-uses'])
+(18, ['anthropic-compact', 'claude-code', 'claude-code-microcompact', 'claude-code-time-microcompact'])
 """
 from __future__ import annotations
 
