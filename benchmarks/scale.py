@@ -7,7 +7,7 @@ that reports its own peak RSS (``VmHWM``), so no measurement inherits
 another's memory. Engines:
 
 - ``memory``: the whole dataset read into one frame, ``splits`` then ``sweep`` (the in-memory path);
-- ``local``: :func:`panto_analytics.dataset.sweep_dataset`, bucket by bucket in this process;
+- ``local``: :class:`panto_analytics.dataset.OnDataset`'s sweep, bucket by bucket in this process;
 - ``ray``: the same on Ray Data started on this machine (the driver's peak RSS; Ray's workers are
   separate processes, reported as the sum of their peak RSS where ``/proc`` shows them).
 
@@ -46,7 +46,7 @@ def measure(root: Path, engine: str, budgets: list[int], repeat: int) -> dict:
         if engine == "memory":
             corpus = dataset_corpus(root)
             return pa.sweep(pa.splits(corpus.messages, budgets, sessions=corpus.sessions))
-        return pa.dataset.sweep_dataset(root, budgets, engine=engine)
+        return (pa.dataset.OnRay if engine == "ray" else pa.dataset.OnDataset)(root).sweep(budgets)
 
     times = []
     table = None

@@ -25,8 +25,9 @@ attribute further, in the subpackage that owns it, each imported on first use:
 ``pa.outcomes.refetch``, ``pa.policy.summarize_replay``, ``pa.budgets.parse_budgets``,
 ``pa.errors.InputError``. Past one machine's memory: ``pa.dataset.write_dataset(paths, "corpus.ds")``
 writes a Parquet dataset partitioned by session, ``pa.dataset.scan_dataset("corpus.ds")`` is a LazyFrame
-over it, and ``pa.dataset.sweep_dataset`` / ``pa.dataset.recommend_dataset`` run bucket by bucket in
-bounded memory (``engine="ray"`` on Ray Data), with the same results as the in-memory path
+over it, and ``pa.dataset.OnDataset("corpus.ds")`` runs every verb on it (``.sweep``, ``.choose_budget``,
+``.cost``, ...) bucket by bucket in bounded memory (``pa.dataset.OnRay``: on Ray Data), with the same results
+as the in-memory path
 (``docs/scale.md``).
 
 The package is floors over a shared vocabulary, and imports only go down

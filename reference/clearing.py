@@ -102,8 +102,19 @@ class CallEdit:
     removed: int          # tokens removed, placeholders counted
 
 
-def edit_at(msgs: list[dict], uses: list[Use], i: int, start: int, rule: dict, inert: bool) -> CallEdit:
-    """The edit ``rule`` makes to call ``i``'s prompt (the context starting at message ``start``)."""
+def minutes_idle(msgs: list[dict], i: int) -> float | None:
+    """Minutes from the session's last assistant message before ``i`` to ``i`` (None: none, or no timestamps)."""
+    before = next((m for m in reversed(msgs[:i]) if m["role"] == "assistant"), None)
+    if before is None or before.get("timestamp") is None or msgs[i].get("timestamp") is None:
+        return None
+    return (msgs[i]["timestamp"] - before["timestamp"]).total_seconds() / 60
+
+
+def edit_at(msgs: list[dict], uses: list[Use], i: int, start: int, rule: dict, inert: bool,
+            kept: int | None = None) -> CallEdit:
+    """The edit ``rule`` makes to call ``i``'s prompt (the context starting at message ``start``). A cache-gated
+    rule (``gap_minutes``) fires only after that idle gap, and ``kept`` is the boundary its earlier firings left
+    (the agent keeps what it cleared)."""
     in_ctx = [k for k, u in enumerate(uses) if start <= u.msg < i]
     first_use = next((k for k, u in enumerate(uses) if u.msg >= start), len(uses))
     p = len(in_ctx) - rule.get("keep", 0)
@@ -124,7 +135,18 @@ def edit_at(msgs: list[dict], uses: list[Use], i: int, start: int, rule: dict, i
     cleared = [k for k in in_ctx[:b] if (uses[k].tokens or 0) > 0 and not (uses[k].kinds & excluded)]
     gross = sum(uses[k].tokens or 0 for k in cleared)
     prompt = msgs[i]["input"] + msgs[i]["cache_read"] + msgs[i]["cache_write"]
-    if inert or not cleared or prompt <= rule.get("trigger", 0) or gross < rule.get("clear_at_least", 0):
+    applies = not (inert or not cleared or prompt <= rule.get("trigger", 0) or gross < rule.get("clear_at_least", 0))
+    if rule.get("gap_minutes", 0) > 0:
+        idle = minutes_idle(msgs, i)
+        boundary = max(first_use + b if applies and idle is not None and idle > rule["gap_minutes"] else first_use,
+                       kept if kept is not None else first_use)
+        cleared = [k for k in range(first_use, boundary) if k in in_ctx and (uses[k].tokens or 0) > 0
+                   and not (uses[k].kinds & excluded)]
+        if inert or not cleared:
+            return CallEdit(i, start, first_use, first_use, [], 0)
+        return CallEdit(i, start, first_use, boundary, cleared,
+                        sum(uses[k].tokens or 0 for k in cleared) - PLACEHOLDER * len(cleared))
+    if not applies:
         return CallEdit(i, start, first_use, first_use, [], 0)
     return CallEdit(i, start, first_use, first_use + b, cleared, gross - PLACEHOLDER * len(cleared))
 
@@ -143,6 +165,7 @@ def expected_clearing(sessions: dict[str, list[dict]], rule: dict, *, window: in
         inert = inert_rows(msgs)
         writes = any((m.get("cache_write") or 0) > 0 for m in msgs)
         start, prev, by_model = 0, None, {}
+        fired: list[CallEdit] = []
         peak, n_events, summarized, ineffective = None, 0, 0, False
         one_hour = False
         starts = turn_starts(msgs)
@@ -153,7 +176,9 @@ def expected_clearing(sessions: dict[str, list[dict]], rule: dict, *, window: in
                 one_hour = (m.get("cache_write_1h") or 0) > 0
             if not is_call(m):
                 continue
-            e = edit_at(msgs, uses, i, start, rule, i in inert)
+            kept = max((p.boundary for p in fired if p.start == start), default=None)
+            e = edit_at(msgs, uses, i, start, rule, i in inert, kept)
+            fired.append(e)
             cum = sum(m[c] for c in USAGE)
             context = max(cum - e.removed, 0)
             if i not in inert:

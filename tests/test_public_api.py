@@ -35,8 +35,8 @@ def test_the_rest_is_one_attribute_further_in_the_subpackage_that_owns_it():
                  "analysis.Choice", "analysis.worst_served", "analysis.summary_request", "outcomes.Loss",
                  "outcomes.load_prices", "outcomes.references", "outcomes.refetch", "policy.Replay", "policy.annotate",
                  "policy.summarize_replay", "budgets.parse_budget", "budgets.parse_budgets", "errors.InputError",
-                 "errors.IngestReport", "dataset.write_dataset", "dataset.scan_dataset", "dataset.sweep_dataset",
-                 "dataset.recommend_dataset"):
+                 "errors.IngestReport", "dataset.write_dataset", "dataset.scan_dataset", "dataset.Source",
+                 "dataset.InMemory", "dataset.OnDataset", "dataset.OnRay"):
         module, name = path.split(".")
         assert name in getattr(pa, module).__all__, path
         assert getattr(getattr(pa, module), name) is not None

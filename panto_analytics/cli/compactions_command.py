@@ -4,18 +4,11 @@ from __future__ import annotations
 import click
 
 from ..defaults import DEFAULT_COMPACTION_BUDGETS
+from ._notes import friendly_errors
+from ._options import budgets_option, input_options
+from ._output import PLOT_SUFFIXES, file_output_option, output_option, to_stdout, write_frame
+from ._reading import read_input_corpus
 from .app import main
-from .options import (
-    PLOT_SUFFIXES,
-    budgets_option,
-    file_output_option,
-    friendly_errors,
-    input_options,
-    output_option,
-    read_input_corpus,
-    to_stdout,
-    write_frame,
-)
 
 __all__ = ["compactions_cmd"]
 

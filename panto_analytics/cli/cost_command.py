@@ -6,17 +6,11 @@ from pathlib import Path
 import click
 
 from ..defaults import COST_GROUPINGS
+from ._notes import friendly_errors, unpriced_notes
+from ._options import engine_options, input_options
+from ._output import output_option, write_frame
+from ._reading import open_source
 from .app import main
-from .options import (
-    check_engine,
-    engine_options,
-    friendly_errors,
-    input_options,
-    output_option,
-    read_input_corpus,
-    unpriced_notes,
-    write_frame,
-)
 
 __all__ = ["cost_cmd"]
 
@@ -74,25 +68,16 @@ def cost_cmd(paths, format_, skip_invalid, by, prices_file, provider, timezone, 
       panto-analytics cost corpus.ds/ --by model --engine ray
     """
     from ..errors import InputError
-    from ..outcomes import costs, load_prices
+    from ..outcomes import load_prices
 
-    ds = check_engine(paths, engine, ray_address)
+    source = open_source(paths, format_, skip_invalid, engine, ray_address)
     try:
         prices = load_prices(prices_file, provider=provider)   # a bad price file is an error before any reading
     except InputError:
         raise
     except ValueError as e:   # an unknown provider
         raise click.BadParameter(str(e), param_hint="--provider") from None
-    if ds is not None:
-        from ..dataset.cost import cost_dataset
-
-        with unpriced_notes():
-            table = cost_dataset(ds, by=list(by), prices=prices, timezone=timezone, engine=engine, address=ray_address)
-        click.echo(f"note: prices from {prices.source}", err=True)
-        write_frame(table, output)
-        return
-    corpus = read_input_corpus(paths, format_, skip_invalid)
     with unpriced_notes():
-        table = costs(corpus, by=list(by), prices=prices, timezone=timezone)
+        table = source.cost(by=list(by), prices=prices, timezone=timezone)
     click.echo(f"note: prices from {prices.source}", err=True)
     write_frame(table, output)

@@ -20,7 +20,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 import click
 
-from .options import FORMAT_KEY, WRITERS, csv_ready, is_device
+from ._output import FORMAT_KEY, WRITERS, csv_ready, is_device
 
 if TYPE_CHECKING:
     import polars as pl

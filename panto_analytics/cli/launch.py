@@ -9,7 +9,7 @@ import click
 
 __all__ = ["READ_KEY", "WORKERS_ENV", "launching"]
 
-#: Where ``input_options`` keep the read options on the click context (``cli.options``).
+#: Where ``input_options`` keep the read options on the click context (``cli._options``).
 READ_KEY = "panto_analytics.read"
 
 #: How a command starts its parsing workers: ``fork`` (the default), ``spawn``, or ``off`` (parse in the
@@ -47,7 +47,7 @@ def launching(fn):
         from ..ingest import parallel
 
         mode = _mode()
-        # A dataset folder (cli.options.dataset_path) is read from its Parquet, here or on Ray: nothing to parse.
+        # A dataset folder (cli._reading.dataset_path) is read from its Parquet, here or on Ray: nothing to parse.
         reads_a_dataset = any(is_dataset(p) for p in kwargs.get("paths") or ())
         if mode != "off" and parallel.PARSER_MODULE not in sys.modules and not reads_a_dataset:
             parallel.keep_pandas_out()  # session files are read here, never on Ray; forked workers inherit it

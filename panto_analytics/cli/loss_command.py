@@ -4,18 +4,11 @@ from __future__ import annotations
 import click
 
 from ..phrases import counted
+from ._notes import friendly_errors
+from ._options import engine_options, horizon_option, input_options
+from ._output import file_output_option, output_option, write_frame
+from ._reading import open_source
 from .app import main
-from .options import (
-    check_engine,
-    engine_options,
-    file_output_option,
-    friendly_errors,
-    horizon_option,
-    input_options,
-    output_option,
-    read_input_corpus,
-    write_frame,
-)
 
 __all__ = ["loss_cmd"]
 
@@ -59,25 +52,15 @@ def loss_cmd(paths, format_, skip_invalid, horizon, output, cuts_out, engine, ra
       panto-analytics loss data/ --horizon 10 --cuts cuts.csv
       panto-analytics loss corpus.ds/ --engine ray
     """
-    from ..outcomes.recorded_refetch import ENOUGH_CUTS, refetch, refetch_summary
+    from contextlib import nullcontext
 
-    ds = check_engine(paths, engine, ray_address)
-    if ds is not None:
-        from contextlib import nullcontext
+    from ..outcomes.recorded_refetch import ENOUGH_CUTS
+    from .frame_sink import FrameSink
 
-        from ..dataset.refetch import refetch_dataset
-        from .frame_sink import FrameSink
-
-        with FrameSink(cuts_out) if cuts_out is not None else nullcontext() as sink:
-            streamed = refetch_dataset(ds, horizon=horizon, on_cuts=sink, engine=engine, address=ray_address)
-        table, agents = streamed.summary, streamed.agents
-    else:
-        corpus = read_input_corpus(paths, format_, skip_invalid)
-        cuts = refetch(corpus.messages, corpus.compactions, corpus.sessions, horizon=horizon)
-        if cuts_out is not None:
-            write_frame(cuts, cuts_out)
-        table = refetch_summary(cuts)
-        agents = sorted(set(corpus.sessions["source_format"].cast(str).unique().to_list()))
+    source = open_source(paths, format_, skip_invalid, engine, ray_address)
+    with FrameSink(cuts_out) if cuts_out is not None else nullcontext() as sink:
+        found = source.refetch(horizon=horizon, on_cuts=sink)
+    table, agents = found.summary, found.agents
     compacted = set(table.filter(table["cut"] == "compaction")["source_format"].to_list())
     for agent in agents:
         if agent not in compacted:

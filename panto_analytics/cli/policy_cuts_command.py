@@ -3,17 +3,11 @@ from __future__ import annotations
 
 import click
 
+from ._notes import friendly_errors
+from ._options import cut_policy_option, input_options
+from ._output import file_output_option, output_option, write_frame
+from ._reading import read_input_corpus, versioned_corpus
 from .app import main
-from .options import (
-    cut_policy_option,
-    file_output_option,
-    friendly_errors,
-    input_options,
-    output_option,
-    read_input_corpus,
-    versioned_corpus,
-    write_frame,
-)
 
 __all__ = ["policy_cuts_cmd"]
 

@@ -5,26 +5,21 @@ import contextlib
 
 import click
 
-from .app import main
-from .options import (
+from ._notes import friendly_errors, unpriced_notes
+from ._options import (
     budgets_option,
-    check_engine,
     check_replay,
     cost_options,
     engine_options,
-    file_output_option,
-    friendly_errors,
     horizon_option,
     input_options,
-    output_option,
     policy_option,
-    read_input,
     replay_options,
     replay_prices,
-    unpriced_notes,
-    versioned,
-    write_frame,
 )
+from ._output import file_output_option, output_option, write_frame
+from ._reading import open_source
+from .app import main
 
 __all__ = ["replay_cmd"]
 
@@ -47,7 +42,7 @@ __all__ = ["replay_cmd"]
 @engine_options
 @friendly_errors
 def replay_cmd(paths, format_, skip_invalid, budgets, window, reserve, summary_tokens, policies, cost, prices_file,
-               summarizer, output, sessions_out, events_out,
+               summarizer, provider, output, sessions_out, events_out,
                with_loss, horizon, engine, ray_address):
     """Replay libpanto's compaction over each session's life in PATHS.
 
@@ -91,62 +86,33 @@ def replay_cmd(paths, format_, skip_invalid, budgets, window, reserve, summary_t
       panto-analytics replay data/ --window 64k -b 8k,20k --policy libpanto --policy claude-code --loss
       panto-analytics replay corpus.ds/ --window 200k -b 20k --cost --engine ray
     """
-    from ..policy.compaction.any_policy import replay
-    from ..policy.compaction.summary import compare_policies, summarize_replay
+    from ..policy.compaction.summary import budgets_shown
+    from .frame_sink import FrameSink
 
     check_replay(window, reserve, summary_tokens, tuple(policies))
-    ds = check_engine(paths, engine, ray_address)
-    if ds is not None:
-        from ..dataset.replay import replay_table_dataset
-        from .frame_sink import FrameSink
+    source = open_source(paths, format_, skip_invalid, engine, ray_address, messages_only=True,
+                         versions_for=list(policies) or ["libpanto"])
+    with contextlib.ExitStack() as files:
+        # The rows asked for go to their files as they come (a dataset: task by task); the table is computed
+        # from the columns it reads. (Opened events first: the files close in reverse, sessions first, as
+        # write_frame writes them in memory.)
+        ids = ("session_id",)  # plain strings from a dataset's tasks, Categorical in memory
+        to_events, to_sessions = (None if t is None else files.enter_context(FrameSink(t, categorical=ids))
+                                  for t in (events_out, sessions_out))
 
-        with contextlib.ExitStack() as files:
-            # The rows asked for go to their files task by task; the table is computed from the columns it reads,
-            # spilled to disk. (Opened events first: the files close in reverse, sessions first, as write_frame
-            # writes them in memory.)
-            ids = ("session_id",)  # plain strings from the tasks, Categorical in memory
-            to_events, to_sessions = (None if t is None else files.enter_context(FrameSink(t, categorical=ids))
-                                      for t in (events_out, sessions_out))
+        def on_rows(events, sessions):
+            for sink, rows in ((to_sessions, sessions), (to_events, events)):
+                if sink is not None:
+                    sink(rows)
 
-            def on_rows(events, sessions):
-                for sink, rows in ((to_sessions, sessions), (to_events, events)):
-                    if sink is not None:
-                        sink(rows)
-
-            with unpriced_notes():
-                streamed = replay_table_dataset(ds, budgets, window=window, reserve=reserve,
-                                                summary_tokens=summary_tokens, policy=list(policies) or None,
-                                                prices=replay_prices(cost, prices_file, summarizer),
-                                                summarizer=summarizer, with_loss=with_loss, horizon=horizon,
-                                                engine=engine, address=ray_address,
-                                                on_rows=on_rows if to_events or to_sessions else None)
-            click.echo(f"summary: {streamed.summary_tokens:,} tokens ({streamed.summary_source})", err=True)
-            if streamed.price_source is not None:
-                click.echo(f"prices: {streamed.price_source}", err=True)
-        write_frame(streamed.table, output)
-        return
-    messages = versioned(read_input(paths, format_, skip_invalid), list(policies) or ["libpanto"])
-    with unpriced_notes():
-        result = replay(messages, budgets, window=window, reserve=reserve, summary_tokens=summary_tokens,
-                        policy=list(policies) or None, prices=replay_prices(cost, prices_file, summarizer),
-                        summarizer=summarizer)
-    lost_events = None
-    if with_loss:
-        from dataclasses import replace
-
-        from ..outcomes.orphan_loss import loss
-
-        lost = loss(messages, result, horizon=horizon)
-        result, lost_events = replace(result, events=lost.events, sessions=lost.sessions), lost.events
-    click.echo(f"summary: {result.summary_tokens:,} tokens ({result.summary_source})", err=True)
-    if result.price_source is not None:
-        click.echo(f"prices: {result.price_source}", err=True)
-    for frame, target in ((result.sessions, sessions_out), (result.events, events_out)):
-        if target is not None:
-            write_frame(frame, target)
-    table = (compare_policies if policies else summarize_replay)(result.events, result.sessions)
-    if lost_events is not None:
-        from ..outcomes.orphan_loss import with_loss_columns
-
-        table = with_loss_columns(table, lost_events)
-    write_frame(table, output)
+        with unpriced_notes():
+            result = source.replay_table(budgets, window=window, reserve=reserve, summary_tokens=summary_tokens,
+                                         policy=list(policies) or None,
+                                         prices=replay_prices(cost, prices_file, summarizer, provider),
+                                         summarizer=summarizer,
+                                         with_loss=with_loss, horizon=horizon,
+                                         on_rows=on_rows if to_events or to_sessions else None)
+        click.echo(f"summary: {result.summary_tokens:,} tokens ({result.summary_source})", err=True)
+        if result.price_source is not None:
+            click.echo(f"prices: {result.price_source}", err=True)
+    write_frame(budgets_shown(result.table), output)

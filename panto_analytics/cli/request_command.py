@@ -5,8 +5,11 @@ import sys
 
 import click
 
+from ._notes import friendly_errors
+from ._options import Tokens, input_options
+from ._output import file_output_option
+from ._reading import read_input
 from .app import main
-from .options import Tokens, file_output_option, friendly_errors, input_options, read_input
 
 __all__ = ["request"]
 

@@ -3,8 +3,11 @@ from __future__ import annotations
 
 import click
 
+from ._notes import friendly_errors
+from ._options import Tokens, input_options
+from ._output import output_option, write_frame
+from ._reading import read_input_corpus
 from .app import main
-from .options import Tokens, friendly_errors, input_options, output_option, read_input_corpus, write_frame
 
 __all__ = ["sessions_cmd"]
 

@@ -3,16 +3,11 @@ from __future__ import annotations
 
 import click
 
+from ._notes import friendly_errors
+from ._options import Tokens, horizon_option, input_options, replay_options
+from ._output import file_output_option
+from ._reading import read_input_corpus
 from .app import main
-from .options import (
-    Tokens,
-    file_output_option,
-    friendly_errors,
-    horizon_option,
-    input_options,
-    read_input_corpus,
-    replay_options,
-)
 
 __all__ = ["timeline_cmd"]
 
@@ -56,7 +51,7 @@ def timeline_cmd(paths, format_, skip_invalid, session_id, window, reserve, summ
     import polars as pl
 
     from ..analysis.timeline import pick_session, session_timeline
-    from .options import write_frame
+    from ._output import write_frame
 
     if (window is None) != (budget is None):
         raise click.UsageError("--window and --budget go together: the replay runs at one budget in one window")

@@ -3,8 +3,10 @@
 - :mod:`.buckets`: the stable hash that puts each session in its bucket.
 - :mod:`.info`: ``dataset.json`` (:func:`is_dataset`); :mod:`.store`: the layout, the manifest, :func:`scan_dataset`.
 - :mod:`.write`: :func:`write_dataset`, incremental like the cache, and :class:`DatasetWriter`.
-- :mod:`.histograms`, :mod:`.streaming`, :mod:`.engines`: the sweep and the recommendation of a dataset, bucket by
-  bucket, here or on Ray Data.
+- :mod:`.source`: :class:`Source`, the one face of every verb (sweep, splits, choose_budget, cost, refetch,
+  replay_table), the backend chosen by the input: :class:`InMemory`, :class:`OnDataset` (bucket by bucket,
+  here) or :class:`OnRay` (on Ray Data); behind it the per-bucket implementations (:mod:`.streaming`,
+  :mod:`.cost`, :mod:`.decision`, :mod:`.replay`, :mod:`.refetch`) and :mod:`.engines`, where tasks run.
 
 It is a package of its own (not a part of ``ingest/``) so that its code is not
 part of the cache's parser version: changing how datasets are written does not
@@ -21,25 +23,25 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 __all__ = [
-    "DEFAULT_BUCKETS", "TASK_ROWS", "DatasetInfo", "cost_dataset", "DatasetUpdate", "DatasetWriter", "bucket_groups", "bucket_parts",
-    "dataset_corpus", "is_dataset", "read_info", "read_manifest", "recommend_dataset", "scan_dataset", "scan_parts",
-    "session_buckets", "sweep_dataset", "write_dataset",
+    "DEFAULT_BUCKETS", "TASK_ROWS", "DatasetInfo", "DatasetUpdate", "DatasetWriter", "InMemory", "OnDataset", "OnRay",
+    "Source", "bucket_groups", "bucket_parts", "dataset_corpus", "is_dataset", "read_info", "read_manifest",
+    "scan_dataset", "scan_parts", "session_buckets", "write_dataset",
 ]
 
 #: Where each name is defined.
 _FROM = {
-    "session_buckets": ".buckets", "cost_dataset": ".cost",
+    "session_buckets": ".buckets",
+    **dict.fromkeys(["InMemory", "OnDataset", "OnRay", "Source"], ".source"),
     **dict.fromkeys(["DatasetInfo", "is_dataset", "read_info"], ".info"),
     **dict.fromkeys(["DEFAULT_BUCKETS", "TASK_ROWS", "bucket_groups", "bucket_parts", "dataset_corpus",
                      "read_manifest", "scan_dataset", "scan_parts"], ".store"),
-    **dict.fromkeys(["recommend_dataset", "sweep_dataset"], ".streaming"),
     **dict.fromkeys(["DatasetUpdate", "DatasetWriter", "write_dataset"], ".write"),
 }
 
 if TYPE_CHECKING:
     from .buckets import session_buckets
-    from .cost import cost_dataset
     from .info import DatasetInfo, is_dataset, read_info
+    from .source import InMemory, OnDataset, OnRay, Source
     from .store import (
         DEFAULT_BUCKETS,
         TASK_ROWS,
@@ -50,7 +52,6 @@ if TYPE_CHECKING:
         scan_dataset,
         scan_parts,
     )
-    from .streaming import recommend_dataset, sweep_dataset
     from .write import DatasetUpdate, DatasetWriter, write_dataset
 
 

@@ -14,12 +14,12 @@
 from .budget_sweep import sweep
 from .compaction.any_policy import replay, replay_policies
 from .compaction.engine import Replay
-from .compaction.summary import compare_policies, events_as_splits, summarize_replay
+from .compaction.summary import budgets_shown, compare_policies, events_as_splits, summarize_replay
 from .compute_split import budget_series, splits
 from .cuts import splits_at
 from .turn_costs import annotate, check_order, session_turns, turns
 
 __all__ = [
-    "Replay", "annotate", "budget_series", "check_order", "compare_policies", "events_as_splits", "replay",
+    "Replay", "annotate", "budget_series", "budgets_shown", "check_order", "compare_policies", "events_as_splits", "replay",
     "replay_policies", "session_turns", "splits", "splits_at", "summarize_replay", "sweep", "turns",
 ]

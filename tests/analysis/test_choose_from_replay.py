@@ -378,3 +378,11 @@ def test_the_rule_over_every_resample_at_once_equals_the_rule_on_each(data):
         one = reps.filter(pl.col("_replicate") == rep).drop("_replicate")
         want = choose_from_outcomes(one, rule, window=100, reserve=10)
         assert got.get(rep) == want.budget, (rep, rule)
+
+
+def test_a_clearing_policy_has_no_trigger_to_pass_and_can_be_recommended():
+    """A policy that clears tool results (budget 0, masking at every call) is proposable, named by its settings."""
+    from panto_analytics.analysis.choose.from_replay import thresholds_of
+
+    assert thresholds_of(["observation-masking:m=3", "clear-tool-uses", "libpanto"], 32_000, 16_384) == {
+        "observation-masking:m=3": 32_000, "clear-tool-uses": 32_000, "libpanto": 32_000 - 16_384}

@@ -140,7 +140,7 @@ def test_kept_tokens_plot_draws_the_boxes_and_the_budget(corpus):
 
 
 def test_sweep_plot_entry_point_takes_only_the_splits(corpus):
-    # cli/core_commands.py calls kept_tokens_by_budget(splits) for `sweep --plot`.
+    # cli/sweep_command.py calls kept_tokens_by_budget(splits) for `sweep --plot`.
     assert isinstance(plots.kept_tokens_by_budget(corpus[1]), Figure)
 
 

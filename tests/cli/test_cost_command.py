@@ -116,3 +116,18 @@ def test_cost_reads_a_dataset_and_takes_filters(corpus, tmp_path):
     table = _csv(run("cost", ds, "--by", "session", "--model", "claude-opus-4-5", "-o", "-"))
     assert table["session_id"].to_list() == ["a", "b"]
     assert table["cost_usd"].to_list() == pytest.approx([30.0, 1.0])
+
+
+def test_replay_takes_the_provider_too(tmp_path):
+    d = tmp_path / "glm"
+    d.mkdir()
+    _session(d / "g.jsonl", "g", "glm-4.6", [("2026-11-01T10:00:00Z", 1_000_000, 0, 0)])
+    by_default, zai = tmp_path / "default.csv", tmp_path / "zai.csv"
+    assert run("replay", d, "-w", "32k", "-b", "4k", "--cost", "--sessions", by_default).exit_code == 0
+    out = run("replay", d, "-w", "32k", "-b", "4k", "--provider", "zai", "--sessions", zai)
+    assert out.exit_code == 0, out.output
+    # GLM-4.6 is priced by Z.AI only ($0.60 per MTok of input): unpriced by default, priced when picked.
+    assert pl.read_csv(by_default)["recorded_cost_usd"].null_count() == 1
+    assert pl.read_csv(zai)["recorded_cost_usd"].to_list() == pytest.approx([0.6])
+    bad = run("recommend", d, "--window", "32k", "--provider", "nope")
+    assert bad.exit_code == 2 and "unknown provider 'nope'" in bad.stderr

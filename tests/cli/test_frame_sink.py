@@ -5,8 +5,8 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
+from panto_analytics.cli._output import write_frame
 from panto_analytics.cli.frame_sink import FrameSink
-from panto_analytics.cli.options import write_frame
 
 WHOLE = pl.DataFrame({"a": [1, 2, 3, 4], "b": ["x", None, "z", "w"], "c": [0.5, 1.5, None, 2.0]})
 

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from conftest import FIXTURES
 
 from panto_analytics.cli import main
-from panto_analytics.cli.options import TABLE_ROWS
+from panto_analytics.cli._output import TABLE_ROWS
 
 
 def _session(path: Path, n_turns: int, sid: str | None = None) -> Path:

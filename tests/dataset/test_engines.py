@@ -10,7 +10,8 @@ from conftest import DATA
 from polars.testing import assert_frame_equal
 
 from panto_analytics.analysis.choose import Rule
-from panto_analytics.dataset import cost_dataset, engines
+from panto_analytics.dataset import engines
+from panto_analytics.dataset.cost import cost_dataset
 from panto_analytics.dataset.decision import decision_dataset
 from panto_analytics.dataset.replay import replay_dataset
 from panto_analytics.dataset.store import bucket_groups

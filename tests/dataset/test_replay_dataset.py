@@ -13,6 +13,7 @@ from panto_analytics.dataset import dataset_corpus
 from panto_analytics.dataset.replay import replay_dataset
 from panto_analytics.outcomes.orphan_loss import loss, with_loss_columns
 from panto_analytics.policy.compaction.any_policy import replay
+from panto_analytics.policy.compaction.policies import parse_policy
 from panto_analytics.policy.compaction.summary import compare_policies, summarize_replay
 
 BUDGETS = [8_000, 20_000]
@@ -206,3 +207,32 @@ def test_the_field_policies_replay_a_dataset_with_cost_and_loss_as_in_memory(too
     # Every policy compacts some session, pays a summarizer there and has a loss figure.
     assert set(fired["policy"].unique()) == set(FIELD_POLICIES)
     assert (fired["summarizer_cost_usd"] > 0).all() and fired["orphan_calls"].is_not_null().all()
+
+
+#: The clearing and staged policies of issue 29 (items 2, 3, 4, 6, 7).
+CLEARING_POLICIES = ["clear-tool-uses:trigger=20000", "observation-masking", "opencode-prune:protect=4000,minimum=2000",
+                     "claude-code-time-microcompact:gap_minutes=1", "clear-tool-uses:trigger=20000+libpanto",
+                     "observation-masking:m=3+pi"]
+
+
+def test_the_clearing_and_staged_policies_replay_a_dataset_with_cost_and_loss_as_in_memory(tool_dataset, tmp_path):
+    prices = tmp_path / "prices.json"
+    prices.write_text('{"synth-mini": {"input_cost_per_token": 1e-6, "output_cost_per_token": 2e-6, '
+                      '"cache_read_input_token_cost": 1e-7, "cache_creation_input_token_cost": 1.25e-6}, '
+                      '"synth-pro": {"input_cost_per_token": 3e-6, "output_cost_per_token": 9e-6}}')
+    kw = dict(window=64_000, reserve=16_384, policy=CLEARING_POLICIES, prices=prices)
+    messages = dataset_corpus(tool_dataset).messages
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        lost = loss(messages, replay(messages, BUDGETS, **kw), horizon=20)
+        got = replay_dataset(tool_dataset, BUDGETS, with_loss=True, horizon=20, task_rows=1, **kw)
+    assert_frame_equal(got.replay.sessions, lost.sessions, check_exact=True)
+    assert got.loss_events is not None
+    assert_frame_equal(got.loss_events, lost.events, check_exact=True)
+    # Every policy but the cache-gated one (the synthetic sessions have no idle hour) edits some session, and
+    # there its bill differs from the recording.
+    edits = {parse_policy(p).spec() for p in CLEARING_POLICIES if "time" not in p}
+    fired = lost.sessions.filter(pl.col("n_compactions") > 0)
+    assert set(fired["policy"].unique()) >= edits
+    changed = fired.filter(pl.col("simulated_cost_usd") != pl.col("recorded_cost_usd"))
+    assert set(changed["policy"].unique()) >= edits

@@ -80,7 +80,8 @@ OUTCOME_COLUMNS = ("policy", SESSION, BUDGET, "_reach", "min_kept_turns", "max_k
 
 
 def thresholds_of(policies: list[str], window: int, reserve: int) -> dict[str, int]:
-    """Each policy spec's trigger under ``window`` (libpanto without a policy column: ``window - reserve``).
+    """Each policy spec's trigger under ``window`` (libpanto without a policy column: ``window - reserve``); for a
+    policy that clears tool results (no budget, no summarizing trigger), the window itself.
 
     >>> thresholds_of(["libpanto", "pi:reserve_tokens=8k"], 100_000, 16_384)
     {'libpanto': 83616, 'pi:reserve_tokens=8k': 92000}
@@ -90,7 +91,8 @@ def thresholds_of(policies: list[str], window: int, reserve: int) -> dict[str, i
     out = {}
     for spec in policies:
         policy = LibPanto(reserve=reserve) if spec == "libpanto" else parse_policy(spec)
-        out[spec] = policy.threshold(window)
+        # A policy that clears tool results has no budget to pass a trigger: its edits run at any size.
+        out[spec] = window if policy.clears else policy.threshold(window)
     return out
 
 

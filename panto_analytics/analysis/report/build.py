@@ -37,7 +37,7 @@ from ...ingest.corpus import Corpus
 from ...models import normalized_model, session_model
 from ...outcomes.orphan_loss import DEFAULT_HORIZON
 from ...outcomes.recorded_refetch import calibration
-from ...policy import Replay, compare_policies, events_as_splits, replay, summarize_replay, sweep
+from ...policy import Replay, budgets_shown, compare_policies, events_as_splits, replay, summarize_replay, sweep
 from ...policy import splits as compute_splits
 from ...policy import turns as compute_turns
 from ...policy.compaction.engine import DEFAULT_RESERVE
@@ -49,7 +49,7 @@ from ..choose.from_replay import pareto_front, recorded_points
 from ..choose.rule import Rule
 from ..compactions import agent_vs_libpanto, compaction_table, policies_vs_agents, recorded_cut_summary
 from ..cost_table import compaction_costs
-from ..formatting import format_tokens
+from ..formatting import format_tokens, has_budget, point_name
 from ..plot_data import session_segments
 from ..timeline import session_timeline
 from .model import SEGMENT_TITLES, Report, ReportFigure, Table, cell, percent, tokens
@@ -318,7 +318,7 @@ def costs_section(report: Report, result: Replay, chosen: int | None = None) -> 
 
 def policy_table(result: Replay) -> Table:
     """The comparison of policies (:func:`~panto_analytics.policy.compare_policies`), formatted."""
-    t = compare_policies(result.events, result.sessions)
+    t = budgets_shown(compare_policies(result.events, result.sessions))  # no budget of 0 for a policy with none
     cols = {
         "policy": ("policy", cell), BUDGET: ("budget", tokens), "compacted_share": ("compacted", percent),
         "compactions_mean": ("compactions/session", cell), "events": ("events", cell),
@@ -506,7 +506,7 @@ def _timeline_figures(report: Report, rec: Choice, messages: pl.DataFrame, sessi
                               summary_tokens=report.outcomes.summary_tokens,
                               prices=cast("str | bool | None", prices), **extra)
         report.figures.append(ReportFigure(
-            f"timeline_{sid[:8]}", f"Session {sid[:13]}, call by call ({policy} at {format_tokens(budget)})",
+            f"timeline_{sid[:8]}", f"Session {sid[:13]}, call by call ({point_name(policy, budget)})",
             "One of the sessions the chosen budget serves worst (the most tool calls after a compaction that "
             "reach for what only the summary held). Top: the context per API call as recorded (solid) and "
             "replayed (dashed), each compaction marked with the context before and after it and what was fetched "
@@ -539,7 +539,7 @@ def _frontier_section(report: Report, rec: Choice, messages: pl.DataFrame, sessi
         recorded = recorded_points(messages, compactions, sessions, report.outcomes.sessions if report.outcomes
                                    else None, horizon=horizon, budget=_beside(rec))
     chosen = (rec.policy, rec.budget) if rec.budget is not None and rec.policy is not None else None
-    named = (f"the ring is the chosen point, {rec.policy} at {format_tokens(rec.budget)}, the budget of the "
+    named = (f"the ring is the chosen point, {point_name(rec.policy, rec.budget)}, the budget of the "
              "recommendation above" if chosen is not None else "no point is chosen")
     report.frontier = ReportFigure(
         "frontier", "What each budget costs and loses",
@@ -554,11 +554,12 @@ def _frontier_section(report: Report, rec: Choice, messages: pl.DataFrame, sessi
 
 
 def _beside(rec: Choice) -> int | None:
-    """The budget the recorded points are compared at: the chosen one, else libpanto's cheapest on the front."""
-    if rec.budget is not None:
+    """The budget the recorded points are compared at (each policy with a budget of its own at its own): the
+    chosen one where libpanto was chosen, else libpanto's cheapest on the front."""
+    if rec.budget is not None and (rec.policy is None or rec.policy.split(":")[0] == "libpanto"):
         return rec.budget
     front = pareto_front(rec.table).filter(pl.col("policy").str.starts_with("libpanto"))
-    return int(front[BUDGET][0]) if front.height else None
+    return int(front[BUDGET][0]) if front.height else rec.budget
 
 
 def _with_interval(value, lo, hi, fmt) -> str:
@@ -594,7 +595,8 @@ def frontier_table(rec: Choice, recorded: pl.DataFrame | None = None) -> Table:
         is_chosen = (r["policy"], r[BUDGET]) == (rec.policy, rec.budget)
         hit = i if is_chosen else hit
         note = ("chosen" if r["_front"] else "chosen by the rule, off the front") if is_chosen else "front"
-        rows.append([r["policy"], tokens(r[BUDGET]), cell(r.get("at_trigger")), *figures(r),
+        budget = tokens(r[BUDGET]) if has_budget(r["policy"]) else "-"  # no budget of 0 for a policy with none
+        rows.append([r["policy"], budget, cell(r.get("at_trigger")), *figures(r),
                      tokens(r.get("refetch_tokens")), note])
     if recorded is not None:
         for r in recorded.iter_rows(named=True):

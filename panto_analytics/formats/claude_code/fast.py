@@ -178,7 +178,8 @@ class _Columns:
         has_message = [r.message is not None for r in recs]
         msgs = [m if (m := r.message) is not None else _NO_MESSAGE for r in recs]
         has_usage = [m.usage is not None for m in msgs]
-        usages = [counted_usage(u) if (u := m.usage) is not None else _NO_USAGE for m in msgs]
+        # A usage with iterations may count them (counted_usage); the rest, nearly all, as they are.
+        usages = [(counted_usage(u) if u.iterations else u) if (u := m.usage) is not None else _NO_USAGE for m in msgs]
         contents = [m.content for m in msgs]
         self.bad = np.zeros(n, dtype=bool)
         self.text: list[str | None] = [None] * n

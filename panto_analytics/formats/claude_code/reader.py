@@ -34,7 +34,7 @@ from ..jsonl import require_string
 from ..record_fields import BAD_RECORD, Invalid, bad_record, parse_timestamp, usage_counter
 from ..session_files import session_stem
 from ..typed import TypedLines, raw_json
-from .shapes import DECODER, Attachment, Block, CacheSplit, Iteration, Part, Record, Source, Usage, counted_usage
+from .shapes import DECODER, Attachment, Block, CacheSplit, Iteration, MediaSource, Part, Record, Usage, counted_usage
 from .shapes import Message as Said
 from .vocabulary import (
     NAME,
@@ -438,8 +438,8 @@ class _Transcript:
             if kind == "text":
                 parts.append({"type": "text", "text": require_string(part.text, f"content[{i}].content[{j}].text")})
             elif kind in ("image", "document"):
-                source = part.source   # decoded typed: a Source; read plain: as the line holds it
-                media = source.media_type if isinstance(source, Source) else source.get("media_type") \
+                source = part.source   # decoded typed: a MediaSource; read plain: as the line holds it
+                media = source.media_type if isinstance(source, MediaSource) else source.get("media_type") \
                     if isinstance(source, dict) else None
                 parts.append({"type": "media", "media_type": media if isinstance(media, str) else kind})
             else:

@@ -28,11 +28,11 @@ import msgspec
 
 from ..typed import TYPED_ERRORS, Counter
 
-__all__ = ["COUNTERS", "DECODER", "Attachment", "Block", "CacheSplit", "Iteration", "Message", "Part", "Record", "Source", "Usage",
+__all__ = ["COUNTERS", "DECODER", "Attachment", "Block", "CacheSplit", "Iteration", "Message", "Part", "MediaSource", "Record", "Usage",
            "counted_usage", "decode_file"]
 
 
-class Source(msgspec.Struct, gc=False):
+class MediaSource(msgspec.Struct, gc=False):
     """An image's or a document's ``source``: only its media type is read."""
 
     media_type: str | None = None
@@ -43,7 +43,7 @@ class Part(msgspec.Struct, gc=False):
 
     type: str | None = None
     text: str | None = None
-    source: Source | None = None
+    source: MediaSource | None = None
 
 
 class Block(msgspec.Struct, gc=False):

@@ -80,6 +80,21 @@ def tool_uses(frame: pl.DataFrame, exclude: tuple[str, ...] = ()) -> pl.DataFram
         clearable=pl.col("tokens").is_not_null() & (pl.col("tokens") > 0) & ~pl.col("excluded"))
 
 
+def _minutes_since_assistant(columns: list[str]) -> pl.Expr:
+    """Per row: minutes since the session's latest assistant message before it (null: none, or no timestamps).
+
+    >>> import datetime as dt
+    >>> t = [dt.datetime(2026, 1, 1, 0, m) for m in (0, 1, 50)]
+    >>> f = pl.DataFrame({"session_id": ["s"] * 3, "role": ["assistant", "user", "assistant"], "timestamp": t})
+    >>> f.select(_minutes_since_assistant(f.columns)).to_series().to_list()
+    [None, 1.0, 50.0]
+    """
+    if "timestamp" not in columns:
+        return pl.lit(None, pl.Float64)
+    last = pl.when(pl.col(ROLE) == "assistant").then(pl.col("timestamp")).shift(1).forward_fill().over(SESSION)
+    return (pl.col("timestamp") - last).dt.total_milliseconds().cast(pl.Float64) / 60_000
+
+
 @dataclass(frozen=True)
 class _Arrays:
     """Per global use index (one past the end): clearable tokens and count before it (``ct``, ``nc``), the first
@@ -147,6 +162,8 @@ def clearing_calls(frame: pl.DataFrame, rule: ClearRule) -> tuple[pl.DataFrame, 
         .when(ex.session_start()).then(pl.int_range(pl.len(), dtype=_I)).forward_fill(),
         _row0=pl.when(ex.session_start()).then(pl.int_range(pl.len(), dtype=_I)).forward_fill(),
         _turn=turn_start,
+        # Minutes since the session's previous assistant message (null: none, or no timestamps).
+        _gap=_minutes_since_assistant(frame.columns),
     )
     uses_before = np.searchsorted(use_row, np.arange(n_rows + 1), side="left").astype(np.int64)
     # The rows of every turn start, and per row how many started at or before it (global).
@@ -177,6 +194,15 @@ def clearing_calls(frame: pl.DataFrame, rule: ClearRule) -> tuple[pl.DataFrame, 
     # The calls of an agent's kept block happened before its compaction: as recorded, never edited.
     inert = calls["inert"].to_numpy()
     active = (prompt > rule.trigger) & (gross >= rule.clear_at_least) & (count > 0) & ~inert
+    if rule.gap_minutes > 0:
+        # A cache-gated edit fires only after an idle gap, and the agent keeps what it cleared: the boundary is
+        # the largest one fired so far in the same context.
+        idle = calls["_gap"].fill_null(-1.0).to_numpy() > rule.gap_minutes
+        fired = pl.DataFrame({"k": calls[SESSION], "s": calls["_from"], "b": np.where(active & idle, b, a)})
+        b = fired.select(pl.col("b").cum_max().over("k", "s")).to_series().to_numpy()
+        gross = ct[b] - ct[a]
+        count = nc[b] - nc[a]
+        active = (count > 0) & ~inert
     b = np.where(active, b, a)
     count = np.where(active, count, 0)
     removed = np.where(active, gross - PLACEHOLDER_TOKENS * count, 0)

@@ -21,7 +21,7 @@ from ...outcomes.group_tables import grouped
 from ...outcomes.orphan_loss import LOSS_COLUMNS
 from .policies import parse_policy
 
-__all__ = ["TABLE_COLUMNS", "compare_policies", "cost_columns", "events_as_splits", "summarize_replay"]
+__all__ = ["TABLE_COLUMNS", "budgets_shown", "compare_policies", "cost_columns", "events_as_splits", "summarize_replay"]
 
 #: The columns of a replay's events and of its session rows that the per-budget tables read
 #: (:func:`summarize_replay`, :func:`compare_policies`, and the loss columns'
@@ -181,12 +181,6 @@ def compare_policies(events: pl.DataFrame | pl.LazyFrame, sessions: pl.DataFrame
     table = summarize_replay(events, sessions, by=keys, column_at_a_time=column_at_a_time).join(
         extra, on=keys, how="left", maintain_order="left")
     billed = "total_cost_usd" in sessions.lazy().collect_schema().names()
-    # A policy with no token budget has no budget to show (never a budget of 0): it is named by its spec.
-    specs = table["policy"].cast(pl.String).unique().to_list()
-    budgeted = {s: s is None or s.split(":")[0] == "libpanto" or parse_policy(s).budget_setting is not None
-                for s in specs}
-    table = table.with_columns(pl.when(pl.col("policy").cast(pl.String).replace_strict(
-        budgeted, return_dtype=pl.Boolean, default=True)).then(pl.col(BUDGET)).alias(BUDGET))
     return table.select(
         *keys, "sessions", "compacted_share", "compactions_mean", "compactions_max", "events", "zero_kept_event_share",
         "kept_turns_p50", "kept_messages_p50", "kept_tokens_p10", "kept_tokens_p50", "kept_tokens_p90",
@@ -219,3 +213,20 @@ def events_as_splits(events: pl.DataFrame) -> pl.DataFrame:
         n_turns=pl.lit(_MANY_TURNS, pl.UInt32), noop=pl.lit(False), capped=pl.lit(False),
         request_bytes="request_bytes",
     )
+
+
+def budgets_shown(table: pl.DataFrame) -> pl.DataFrame:
+    """``table`` (one row per policy and budget) as it is shown: the budget of a policy that has no token budget
+    (a share of the window, a count, nothing kept) is empty, never 0; it is named by its spec. The replay's own
+    frames keep 0 there (their rows join on it).
+
+    >>> budgets_shown(pl.DataFrame({"policy": ["pi", "gemini-cli"], "budget": [20_000, 0]}))["budget"].to_list()
+    [20000, None]
+    """
+    if "policy" not in table.columns or BUDGET not in table.columns:
+        return table
+    specs = table["policy"].cast(pl.String).unique().to_list()
+    budgeted = {s: s is None or s.split(":")[0] == "libpanto" or parse_policy(s).budget_setting is not None
+                for s in specs}
+    return table.with_columns(pl.when(pl.col("policy").cast(pl.String).replace_strict(
+        budgeted, return_dtype=pl.Boolean, default=True)).then(pl.col(BUDGET)).alias(BUDGET))

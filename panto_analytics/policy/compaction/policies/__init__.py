@@ -7,14 +7,21 @@ contract).
 >>> parse_policy("pi:keep_recent_tokens=30k")
 Pi(reserve_tokens=16384, keep_recent_tokens=30000)
 >>> len(POLICIES), sorted(POLICIES)[:4]
-(17, ['anthropic-compact', 'claude-code', 'claude-code-microcompact', 'clear-tool-uses'])
+(18, ['anthropic-compact', 'claude-code', 'claude-code-microcompact', 'claude-code-time-microcompact'])
 """
 from __future__ import annotations
 
 from .anthropic_compact import AnthropicCompact
 from .base import Policy
 from .claude_code import ClaudeCode
-from .clearing import ClaudeCodeMicrocompact, Clearing, ClearToolUses, ObservationMasking, OpencodePrune
+from .clearing import (
+    ClaudeCodeMicrocompact,
+    ClaudeCodeTimeMicrocompact,
+    Clearing,
+    ClearToolUses,
+    ObservationMasking,
+    OpencodePrune,
+)
 from .cline import Cline
 from .codex import Codex
 from .gemini_cli import GeminiCli
@@ -28,15 +35,16 @@ from .pi_whole_turn import PiWholeTurn
 from .staged import STAGE_SEPARATOR, Staged
 from .summarize_every import SummarizeEvery
 
-__all__ = ["POLICIES", "AnthropicCompact", "ClaudeCode", "ClaudeCodeMicrocompact", "ClearToolUses", "Clearing", "Cline",
-           "Codex", "GeminiCli", "LastNTurns", "LibPanto", "ObservationMasking", "OpenAiCompact", "OpenHands",
-           "Opencode", "OpencodePrune", "Pi", "PiWholeTurn", "Policy", "Staged", "SummarizeEvery",
-           "parse_policy"]
+__all__ = ["POLICIES", "AnthropicCompact", "ClaudeCode", "ClaudeCodeMicrocompact", "ClaudeCodeTimeMicrocompact",
+           "ClearToolUses", "Clearing", "Cline", "Codex", "GeminiCli", "LastNTurns", "LibPanto", "ObservationMasking",
+           "OpenAiCompact", "OpenHands", "Opencode", "OpencodePrune", "Pi", "PiWholeTurn", "Policy", "Staged",
+           "SummarizeEvery", "parse_policy"]
 
 #: Every policy by name, in the order comparisons list them.
 POLICIES: dict[str, type[Policy]] = {p.name: p for p in (
     LibPanto, Pi, PiWholeTurn, Codex, ClaudeCode, GeminiCli, LastNTurns, AnthropicCompact, OpenAiCompact, Cline,
-    OpenHands, Opencode, SummarizeEvery, ClearToolUses, ClaudeCodeMicrocompact, ObservationMasking, OpencodePrune)}
+    OpenHands, Opencode, SummarizeEvery, ClearToolUses, ClaudeCodeMicrocompact, ClaudeCodeTimeMicrocompact,
+    ObservationMasking, OpencodePrune)}
 
 
 def parse_policy(spec: str | Policy) -> Policy:

@@ -21,6 +21,14 @@ every call of every session at once). One rule, four sets of settings:
   180_000`` as the trigger, ``DEFAULT_TARGET_INPUT_TOKENS = 40_000`` kept, sent
   as ``clear_at_least`` = 180,000 - 40,000; the edit tools' uses excluded):
   the same edit at trigger 180,000, clear_at_least 140,000, writes excluded.
+- ``claude-code-time-microcompact``: Claude Code's time-based microcompact
+  (``services/compact/timeBasedMCConfig.ts``, gap 60 minutes, keep 5, shipped
+  off behind a feature gate; secondary: write-ups of the March-2026 source
+  dump): when more than 60 minutes passed since the last assistant message
+  (the server cache has expired), the results of every compactable tool
+  (Read, Bash, Grep, Glob, WebSearch, WebFetch, Edit, Write: every kind but
+  ``other`` here) but the newest 5 are replaced, in the agent's own history:
+  they stay cleared.
 - ``observation-masking``: SWE-agent's ``last_n_observations`` history
   processor, the JetBrains baseline ("The Complexity Trap", arXiv 2508.21433,
   M = 10): every call, the results of all tool uses but the newest ``m`` are
@@ -52,8 +60,8 @@ import polars as pl
 from ....frame.schema import REF_KINDS
 from .base import Policy
 
-__all__ = ["PLACEHOLDER_TOKENS", "ClaudeCodeMicrocompact", "ClearRule", "ClearToolUses", "Clearing", "ObservationMasking",
-           "OpencodePrune", "parse_kinds"]
+__all__ = ["PLACEHOLDER_TOKENS", "ClaudeCodeMicrocompact", "ClaudeCodeTimeMicrocompact", "ClearRule", "ClearToolUses",
+           "Clearing", "ObservationMasking", "OpencodePrune", "parse_kinds"]
 
 #: Tokens of the placeholder that replaces a cleared result: ``[Old tool result content cleared]`` (Claude Code's
 #: text), 34 characters at 4 per token.
@@ -77,6 +85,9 @@ class ClearRule(NamedTuple):
     clear_at_least: int = 0
     exclude: tuple[str, ...] = ()
     inputs: bool = False
+    #: Fire only at a call more than this many minutes after the session's previous assistant message (0: any
+    #: call); what such an edit cleared stays cleared (the agent edits its own history).
+    gap_minutes: int = 0
 
 
 def parse_kinds(text: str) -> tuple[str, ...]:
@@ -140,6 +151,20 @@ class ClaudeCodeMicrocompact(ClearToolUses):
     trigger: int = 180_000
     clear_at_least: int = 140_000
     exclude: str = "write"
+
+
+@dataclass(frozen=True)
+class ClaudeCodeTimeMicrocompact(Clearing):
+    """Claude Code's time-based microcompact: after ``gap_minutes`` (60) idle since the last assistant message, the
+    results of all compactable tools (not ``other``) but the newest ``keep`` (5) are cleared, and stay cleared."""
+
+    name = "claude-code-time-microcompact"
+    ranges = {"gap_minutes": (0, None, True)}
+    gap_minutes: int = 60
+    keep: int = 5
+
+    def rule(self) -> ClearRule:
+        return ClearRule(keep=self.keep, exclude=("other",), gap_minutes=self.gap_minutes)
 
 
 @dataclass(frozen=True)

@@ -11,10 +11,11 @@ it: the clearing stages edit every call's prompt (and its usage, as the
 provider would bill it), and the last stage's trigger and cut run on those
 edited calls (``docs/replay.md``).
 
->>> s = Staged.parse("clear-tool-uses:trigger=100k+libpanto")
+>>> from panto_analytics.policy.compaction.policies import parse_policy
+>>> s = parse_policy("clear-tool-uses:trigger=100k+libpanto")
 >>> s.spec(), s.threshold(200_000), s.budget()
 ('clear-tool-uses+libpanto', 183616, 0)
->>> Staged.parse("opencode-prune+opencode").spec()
+>>> parse_policy("opencode-prune+opencode").spec()
 'opencode-prune+opencode'
 """
 from __future__ import annotations

@@ -2,6 +2,8 @@
 hand-made cases, then hypothesis-drawn corpora: events, sessions and every call's usage as billed."""
 from __future__ import annotations
 
+import datetime as dt
+
 import polars as pl
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -13,6 +15,7 @@ from panto_analytics.policy.compaction.clearing import cleared_usage, replay_cle
 from panto_analytics.policy.compaction.policies import (
     ClaudeCode,
     ClaudeCodeMicrocompact,
+    ClaudeCodeTimeMicrocompact,
     ClearToolUses,
     LastNTurns,
     ObservationMasking,
@@ -23,6 +26,8 @@ from panto_analytics.policy.compaction.policies import (
 from panto_analytics.policy.compaction.policies.clearing import Clearing
 from reference import clearing as ref
 from reference import policies as policy_ref
+
+T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 
 EVENT_COLUMNS = ["session_id", "event", "trigger_seq", "context_before", "active_start", "prefix_end", "kept_turns",
                  "kept_tokens", "summarized_tokens", "context_after", "kept_start", "kept_messages", "cleared_calls",
@@ -39,7 +44,8 @@ def frame_of(sessions: dict[str, list[dict]]) -> pl.DataFrame:
 
 
 def msg(role: str, *, read: int = 0, write: int = 0, inp: int | None = None, calls: list[tuple[str, int | None]] = (),
-        tool_result: bool = False, summary: bool = False, model: str = "m", w1h: int = 0, line: int | None = None) -> dict:
+        tool_result: bool = False, summary: bool = False, model: str = "m", w1h: int = 0, line: int | None = None,
+        minute: int | None = None) -> dict:
     """A message: an assistant call with usage (``inp``, ``read``, ``write``; output 10) and tool ``calls``
     (kind, result tokens), or a prompt / tool result / summary."""
     usage = ({"input": inp, "output": 10, "cache_read": read, "cache_write": write, "cache_write_1h": min(w1h, write)}
@@ -48,7 +54,8 @@ def msg(role: str, *, read: int = 0, write: int = 0, inp: int | None = None, cal
     refs = [{"call": k, "key": k + 1, "kind": kind, "file": kind == "read", "tokens": tokens}
             for k, (kind, tokens) in enumerate(calls)] or None
     return {"role": role, "has_tool_result": tool_result, "has_summary": summary, "model": model, "refs": refs,
-            "line": line, "file": "f", **usage}
+            "line": line, "file": "f", "timestamp": None if minute is None else T0 + dt.timedelta(minutes=minute),
+            **usage}
 
 
 def rule_of(policy: Clearing) -> dict:
@@ -121,6 +128,23 @@ def test_an_edit_rewrites_the_cache_from_the_first_block_it_changes():
     assert (calls.tail(3)["cache_write"] > recorded.tail(3)["cache_write"]).all()
 
 
+def test_the_time_based_microcompact_fires_after_an_hour_idle_and_what_it_cleared_stays_cleared():
+    # Calls a minute apart, then two hours idle before the call at seq 11, then a minute apart again.
+    s = work(8)
+    for i, m in enumerate(s):
+        m["timestamp"] = T0 + dt.timedelta(minutes=i + (120 if i >= 11 else 0))
+    events = check({"s": s}, ClaudeCodeTimeMicrocompact(keep=2))
+    assert events["trigger_seq"].to_list() == [11]          # five results before it, the newest two kept
+    assert events["cleared_calls"].to_list() == [3]
+    calls = replay_clearing(frame_of({"s": s}), ClaudeCodeTimeMicrocompact(keep=2), window=10**6).calls
+    assert calls.filter(pl.col("seq") >= 11)["cleared"].to_list() == [3, 3, 3]   # kept cleared, no new ones
+    # The call after the idle gap re-reads nothing anyway (its cache expired): the edit costs it no extra write.
+    s[11]["cache_read"], s[11]["cache_write"] = 0, s[11]["cache_read"] + s[11]["cache_write"]
+    edited, _ = cleared_usage(frame_of({"s": s}), ClaudeCodeTimeMicrocompact(keep=2))
+    after = edited.row(11, named=True)
+    assert after["cache_read"] == 0 and after["cache_write"] == s[11]["cache_write"] - 3 * (1_000 - 9)
+
+
 def test_nothing_cleared_leaves_every_call_as_recorded():
     frame = frame_of({"s": work(4), "t": work(2)})
     for policy in (ClearToolUses(), ClaudeCodeMicrocompact(), OpencodePrune(), ObservationMasking(m=50)):
@@ -173,8 +197,11 @@ def sessions_strategy(draw) -> dict[str, list[dict]]:
         msgs: list[dict] = []
         prompt = draw(st.integers(0, 3_000))
         line = 0
+        minute = 0
+        timed = draw(st.booleans())
         for _ in range(draw(st.integers(0, 30))):
             line += 1
+            minute += draw(st.sampled_from([0, 1, 30, 61, 130]))
             kind = draw(st.sampled_from(["user", "call", "call", "tool", "assistant", "system", "summary"]))
             model = draw(st.sampled_from(["m", "m", "h"]))
             if kind == "call":
@@ -184,10 +211,10 @@ def sessions_strategy(draw) -> dict[str, list[dict]]:
                 calls = draw(st.lists(st.tuples(st.sampled_from(["read", "write", "run", "fetch", "other"]),
                                                 st.one_of(st.none(), st.integers(0, 1_500))), max_size=3))
                 msgs.append(msg("assistant", inp=inp, read=read, write=prompt - inp - read, calls=calls, model=model,
-                                w1h=draw(st.sampled_from([0, 0, 10_000])), line=line))
+                                w1h=draw(st.sampled_from([0, 0, 10_000])), line=line, minute=minute if timed else None))
             elif kind == "assistant":
                 msgs.append(msg("assistant", calls=draw(st.lists(st.tuples(st.just("read"), st.integers(0, 900)),
-                                                                 max_size=1)), line=line))
+                                                                 max_size=1)), line=line, minute=minute if timed else None))
             elif kind == "summary":
                 msgs.append(msg("user", summary=True, line=line + draw(st.sampled_from([0, 3]))))
                 prompt = draw(st.integers(0, 2_000))
@@ -201,6 +228,7 @@ policies = st.one_of(
     st.builds(ClearToolUses, trigger=st.integers(0, 8_000), keep=st.integers(0, 4), clear_at_least=st.integers(0, 2_000),
               exclude=st.sampled_from(["", "write", "read/run", "other"]), clear_tool_inputs=st.integers(0, 1)),
     st.builds(ObservationMasking, m=st.integers(0, 5)),
+    st.builds(ClaudeCodeTimeMicrocompact, gap_minutes=st.sampled_from([1, 60]), keep=st.integers(0, 5)),
     st.builds(OpencodePrune, protect=st.integers(0, 3_000), minimum=st.integers(0, 1_500), protect_turns=st.integers(0, 3)),
 )
 

@@ -1,4 +1,4 @@
-"""``ingest`` (read a corpus, fill the cache, say what was read) and ``cache info|clear``."""
+"""``ingest``: read a corpus, fill the cache (or write a dataset), and say what was read."""
 from __future__ import annotations
 
 import re
@@ -10,26 +10,17 @@ import click
 from ..defaults import DEFAULT_BUCKETS, MAX_BUCKETS
 from ..errors import WHOLE_FILE, IngestReport
 from ..phrases import counted
+from ._notes import cache_warnings_on_stderr, friendly_errors, report_skips
+from ._options import input_options
+from ._output import check_output_path, file_output_option, output_option, to_stdout, write_frame
+from ._reading import read_input_corpus, read_settings, session_files
 from .app import main
-from .options import (
-    cache_warnings_on_stderr,
-    check_output_path,
-    file_output_option,
-    friendly_errors,
-    input_options,
-    output_option,
-    read_input_corpus,
-    read_settings,
-    report_skips,
-    session_files,
-    to_stdout,
-    write_frame,
-)
 
 if TYPE_CHECKING:
     from ..ingest.cache import CacheStats
 
-__all__ = ["cache", "cache_clear", "cache_info", "format_summary", "ingest"]
+__all__ = ["format_summary", "ingest"]
+
 
 #: Reasons and record types listed one by one in the summary; the rest are summed up.
 _MAX_ITEMS = 20
@@ -184,46 +175,3 @@ def _items(counts: dict[str, int]) -> list[tuple[int, str]]:
     if rest:
         rows.append((sum(n for _, n in rest), f"  ({len(rest)} more)"))
     return rows
-
-
-def _cache_option(fn):
-    return click.option("--cache", "cache_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-                        envvar="PANTO_ANALYTICS_CACHE", show_envvar=True,
-                        help="The cache folder [default: ~/.cache/panto_analytics, or under $XDG_CACHE_HOME].")(fn)
-
-
-@main.group()
-def cache():
-    """The Parquet cache of parsed session files.
-
-    Every command that reads sessions keeps one file of Parquet per session
-    file it parsed, in a per-user folder (--cache DIR to choose another,
-    --no-cache to do without). A file unchanged since (same path, size and
-    modification time, same panto_analytics parser) is read from the cache.
-    """
-
-
-@cache.command("info")
-@_cache_option
-def cache_info(cache_dir):
-    """Where the cache is and what it holds."""
-    from ..ingest.cache import Cache, default_cache_dir
-
-    info = Cache(cache_dir or default_cache_dir()).info()
-    rows = [("cache", info["root"]), ("entries", f"{info['entries']:,}"), ("packs", f"{info['packs']:,}"),
-            ("size", f"{info['bytes'] / 1e6:.1f} MB"), ("parser version", info["parser_version"])]
-    if info["temporaries"]:
-        rows.append(("unfinished writes", f"{info['temporaries']:,} (removed by 'cache clear')"))
-    for k, v in rows:
-        click.echo(f"{k:<18}{v}")
-
-
-@cache.command("clear")
-@_cache_option
-def cache_clear(cache_dir):
-    """Delete every file the cache wrote (and nothing else)."""
-    from ..ingest.cache import Cache, default_cache_dir
-
-    c = Cache(cache_dir or default_cache_dir())
-    n, size = c.clear()
-    click.echo(f"removed {counted(n, 'file')}, {size / 1e6:.1f} MB, from {c.root}")

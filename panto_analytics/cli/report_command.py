@@ -1,0 +1,90 @@
+"""``report``: what each budget does to a corpus, as HTML, Markdown, PNGs and Parquet."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ..defaults import SEGMENT_KINDS
+from ._budget_rules import Share, bootstrap_options, criteria_options, implied_window, name_window, rule_of
+from ._notes import friendly_errors, unpriced_notes
+from ._options import (
+    budgets_option,
+    check_replay,
+    cost_options,
+    horizon_option,
+    input_options,
+    policy_option,
+    replay_options,
+    replay_prices,
+)
+from ._output import check_output_path
+from ._reading import read_input_corpus, versioned_corpus
+from .app import main
+
+__all__ = ["report"]
+
+
+@main.command()
+@input_options
+@budgets_option()
+@criteria_options
+@click.option("--output", "--out", "-o", "out_dir", type=click.Path(file_okay=False, path_type=Path), required=True,
+              callback=lambda ctx, param, value: value and check_output_path(value, None, "-o", folder=True),
+              help="Folder to write index.html, report.md, the PNGs, sweep.parquet and splits.parquet into.")
+@click.option("--by", "segment_by", type=click.Choice(SEGMENT_KINDS), multiple=True,
+              help="Also plot by segment: model, source_format, project or length (session-length bucket). Repeatable.")
+@click.option("--title", default=None, help="The report's title.")
+@replay_options(required=False)
+@policy_option
+@click.option("--max-orphan-rate", type=Share(allow_zero=True), default=None,
+              help="Rule (with --window): the cheapest point of the frontier whose orphan rate is at most this.")
+@cost_options
+@horizon_option
+@bootstrap_options
+@friendly_errors
+def report(paths, format_, skip_invalid, budgets, min_kept_turns, coverage, max_kept_share, context_window,
+           out_dir, segment_by, title, window, reserve, summary_tokens, policies, max_orphan_rate, cost, prices_file,
+           summarizer, provider, horizon, resamples, seed):
+    """A report on what each budget does to the sessions in PATHS: HTML, Markdown, PNGs, Parquet.
+
+    DIR/index.html opens offline (plots embedded); DIR/report.md links the
+    PNGs beside it; sweep.parquet and splits.parquet hold the numbers. The
+    report shows the corpus, the budget table, the plots and a recommended
+    budget by the same rules as `recommend`. With --window it leads with the
+    decision under that window: the frontier (median cost per session against
+    orphan rate, one point per policy and budget, the agents' recorded points
+    marked) and the chosen point, every call billed (genai-prices' offline
+    table, or --prices FILE); with --policy (repeatable), a section compares
+    the policies under that window too.
+
+    \b
+    Examples:
+      panto-analytics report data/ -o report/
+      panto-analytics report data/ -o report/ --window 32k --prices docs/synth-prices.json
+      panto-analytics report data/ -o report/ --window 48k --policy libpanto --policy pi --policy codex
+      panto-analytics report ~/.pi/agent/sessions ~/.claude/projects -o report/ --by model --by length
+    """
+    from ..analysis.report import build_report, write_report  # matplotlib: loaded only when a report is asked for
+
+    check_replay(window, reserve, summary_tokens, tuple(policies))   # before any reading where a window is given
+    corpus = read_input_corpus(paths, format_, skip_invalid)
+    reason = hint = None
+    if window is None:
+        window, reason, hint = implied_window(corpus.sessions)
+        check_replay(window, reserve, summary_tokens, tuple(policies))
+    if policies and window is None:
+        raise click.UsageError("--policy compares policies under a context window: give --window (e.g. 200k)")
+    corpus = versioned_corpus(corpus, list(policies) or ["libpanto"])
+    rule = rule_of(min_kept_turns, coverage, max_kept_share, context_window, window, max_orphan_rate)
+    with unpriced_notes():
+        rep = build_report(corpus, budgets, rule=rule, segment_by=list(dict.fromkeys(segment_by)), title=title,
+                           inputs=[str(p) for p in paths], window=window, reserve=reserve,
+                           summary_tokens=summary_tokens,
+                           policies=[p if isinstance(p, str) else p.spec() for p in policies],
+                           prices=replay_prices(True, prices_file, summarizer, provider), horizon=horizon,
+                           resamples=resamples, seed=seed)
+    name_window(rep.recommendation, reason, hint)
+    out = write_report(rep, out_dir)
+    click.echo(rep.recommendation.headline())
+    click.echo(f"wrote {out / 'index.html'} and {out / 'report.md'} ({len(rep.figures)} plots)", err=True)
