@@ -5,6 +5,13 @@ words (libpanto scans UTF-8 bytes), so a vertical tab, a form feed or a
 non-breaking space is part of a word. A media part of a tool result counts as
 a fixed :data:`MEDIA_PART_WORDS` words.
 
+Measured (2026-12-04, issue 31 item 9): ``python -m benchmarks.replacements C``, C the first 10 files by
+name (3.6 MB) of ``python -m benchmarks.synth DIR --sessions 150 --seed 1``; callgrind instructions of the
+whole in-process ingest ``read_sessions(C, cache=False, jobs=1)``, Python's start and the imports included
+(2,552.5 M for an empty corpus): 2,798.2 M with :func:`count_words_arrow`'s packed-bit count, 2,982.3 M with
+Polars' ``str.count_matches`` of runs of non-separators in its place. It saves 6.2% of the whole command
+(42.8% of the command less its start): over the 5% that keeps a hand-written replacement.
+
 >>> count_words("  hello   there\\x0bworld ")
 2
 >>> message_words([{"type": "tool_result", "tool_use_id": "t",
