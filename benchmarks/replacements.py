@@ -18,7 +18,7 @@ command itself)::
     python -m benchmarks.replacements CORPUS... [--replacement NAME]... [--json]
 
 >>> sorted(LIBRARY_PATHS)
-['isotimes', 'json_words', 'words']
+['json_words', 'words']
 """
 from __future__ import annotations
 
@@ -39,14 +39,6 @@ __all__ = ["LIBRARY_PATHS", "MIN_SHARE", "callgrind_instructions", "library_path
 
 #: The least gain, as a share of the whole command, that keeps a replacement.
 MIN_SHARE = 0.05
-
-
-def _isotimes() -> Iterator[None]:
-    """ISO timestamps read by Polars' ``str.to_datetime`` (:func:`.columnar.to_datetime`) alone."""
-    from panto_analytics.formats import columnar, fast_columns
-
-    with _patched([(columnar, "iso_milliseconds"), (fast_columns, "iso_milliseconds")], lambda values: None):
-        yield
 
 
 def _words() -> Iterator[None]:
@@ -88,7 +80,6 @@ def _json_words() -> Iterator[None]:
 
 #: Each replacement by name: a context in which the command takes the library call instead.
 LIBRARY_PATHS: dict[str, Callable[[], contextlib.AbstractContextManager[None]]] = {
-    "isotimes": contextlib.contextmanager(_isotimes),
     "json_words": contextlib.contextmanager(_json_words),
     "words": contextlib.contextmanager(_words),
 }

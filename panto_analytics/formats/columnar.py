@@ -25,7 +25,6 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from ..isotimes import iso_milliseconds
 from ..pathnames import path_suffix
 from .blocks import BLOCK, PART, byte_lengths, per_owner, serialized_bytes, words_and_flags
 from .contract import SourceFile
@@ -186,26 +185,15 @@ def iso_utc(text: pl.Expr, parsed: pl.Expr | None = None) -> pl.Expr:
 def parse_timestamps(values: pa.Array) -> pl.Series:
     """:func:`to_datetime` of ``values``; rows of a file with a bad timestamp may read null (the file is declined).
 
-    Read in array operations where every one is of the recorders' shape (:func:`..isotimes.iso_milliseconds`).
+    >>> parse_timestamps(pa.array(["1970-01-01T00:00:01.500Z", None])).dt.epoch("ms").to_list()
+    [1500, None]
     """
-    milliseconds = iso_milliseconds(values)
-    if milliseconds is not None:
-        return _milliseconds_series(values, milliseconds)
     return pl.Series("t", values).to_frame().select(to_datetime(pl.col("t")))["t"]
 
 
 def checked_timestamps(values: pa.Array) -> tuple[pl.Series, np.ndarray]:
-    """:func:`parse_timestamps` of ``values``, and which of them :func:`iso_utc` refuses (nulls are not bad; none
-    where all are of the recorders' shape), from one reading."""
-    milliseconds = iso_milliseconds(values)
-    if milliseconds is not None:
-        return _milliseconds_series(values, milliseconds), np.zeros(len(values), dtype=bool)
+    """:func:`parse_timestamps` of ``values``, and which of them :func:`iso_utc` refuses (nulls are not bad), from one
+    reading."""
     frame = pl.Series("t", values).to_frame().with_columns(parsed=to_datetime(pl.col("t")))
     ok = frame.select(iso_utc(pl.col("t"), pl.col("parsed")).fill_null(True))["t"]
     return frame["parsed"].rename("t"), ~ok.to_numpy()
-
-
-def _milliseconds_series(values: pa.Array, milliseconds: np.ndarray) -> pl.Series:
-    """The UTC times of ``milliseconds`` since the epoch, null where ``values`` is."""
-    nulls = ~np.asarray(values.is_valid()) if values.null_count else None
-    return pl.Series("t", pa.array(milliseconds, pa.int64(), mask=nulls)).cast(pl.Datetime("ms", "UTC"))

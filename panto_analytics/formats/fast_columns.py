@@ -25,7 +25,6 @@ import pyarrow.compute as pc
 
 from ..frame.schema import MESSAGE_SCHEMA, ROLE, SEQ, USAGE_COLUMNS
 from ..frame.tool_targets import refs_column
-from ..isotimes import iso_milliseconds
 from ..pathnames import path_suffix
 from .blocks import BLOCK, PART, block_words, serialized_bytes, words_and_flags
 from .columnar import MAX_FILE_BYTES, iso_utc, read_whole, to_datetime, valid_utf8
@@ -228,15 +227,11 @@ class Columns:
     def _timestamps(self) -> pl.Series:
         """Each message's time: its entry's, else its message's (:func:`.record_fields.parse_timestamp`), in UTC ms.
 
-        Where every entry's is ``YYYY-MM-DDTHH:MM:SS.fffZ`` (:func:`..isotimes.iso_milliseconds`), read in array
-        operations; else where every one is an ISO-8601 UTC string Polars reads as Python does
+        Where every entry's is an ISO-8601 UTC string Polars reads as Python does
         (:func:`.columnar.iso_utc`), one vectorized parse; else each is parsed as :func:`.pi.parse` parses it and
         converted as ``FrameBuilder`` does.
         """
         dtype = MESSAGE_SCHEMA["timestamp"]
-        milliseconds = iso_milliseconds(self.ts)   # the recorders' one shape, in array operations
-        if milliseconds is not None:
-            return pl.Series(milliseconds, dtype=pl.Int64).cast(dtype)
         try:  # every entry's a string (strict: anything else raises), parsed once
             text = pl.Series("t", self.ts, dtype=pl.String).to_frame().with_columns(p=to_datetime(pl.col("t")))
         except (TypeError, ValueError, pl.exceptions.PolarsError):

@@ -40,10 +40,10 @@ def test_the_report_gives_both_paths_of_each(corpus):
         seen.append(library)
         return 100 if library is None else 110 if library == "words" else 101
 
-    rows = replacements.measure(corpus, ["isotimes", "words"], count=count)
-    assert seen == [None, "isotimes", "words"]
+    rows = replacements.measure(corpus, ["json_words", "words"], count=count)
+    assert seen == [None, "json_words", "words"]
     assert [(r["replacement"], r["replaced"], r["library"], r["keep"]) for r in rows] == [
-        ("isotimes", 100, 101, False), ("words", 100, 110, True)]
+        ("json_words", 100, 101, False), ("words", 100, 110, True)]
 
 
 def test_the_measured_command_runs(corpus, capsys):
