@@ -49,10 +49,10 @@ def launching(fn):
         mode = _mode()
         # A dataset folder (cli._reading.dataset_path) is read from its Parquet, here or on Ray: nothing to parse.
         reads_a_dataset = any(is_dataset(p) for p in kwargs.get("paths") or ())
-        if mode != "off" and parallel.PARSER_MODULE not in sys.modules and not reads_a_dataset:
-            parallel.keep_pandas_out()  # session files are read here, never on Ray; forked workers inherit it
-            parallel.launch(click.get_current_context().meta.get(READ_KEY, {}).get("jobs"), method=mode)
-        try:
+        try:   # the launch too: a Ctrl-C that comes as it forks must still close what it started
+            if mode != "off" and parallel.PARSER_MODULE not in sys.modules and not reads_a_dataset:
+                parallel.keep_pandas_out()  # session files are read here, never on Ray; forked workers inherit it
+                parallel.launch(click.get_current_context().meta.get(READ_KEY, {}).get("jobs"), method=mode)
             return fn(*args, **kwargs)
         finally:
             parallel.close()

@@ -20,7 +20,7 @@ KEY_COLUMNS: dict[str, tuple[str, ...]] = {
     "sessions": ("model", "messages", "api_calls", "last_turn_share", "kept_turns", "kept_tokens"),
     "cost": ("cost_usd",),
     "replay": ("policy", "budget", "compactions_mean", "kept_tokens_p50", "orphan_rate"),
-    "compactions": ("agent_tokens", "tokens@*"),
+    "compactions": ("agent_tokens", "turns@*", "tokens@*"),
     "policy-cuts": ("exact", "distance_messages_p50"),
     "loss": ("cut", "orphan_rate", "precision", "recall"),
     "recommend": ("policy", "budget", "keeps_k_share", "within_limit_share", "orphan_rate"),

@@ -232,6 +232,10 @@ def launch(jobs: int | None = None, module: str = PARSER_MODULE, method: str = "
                 gc.enable()
         pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("fork"),
                                    initializer=_start_sharing, initargs=(jobs, os.getpid()))
+        # Known before a worker exists: a Ctrl-C or SIGTERM held over the fork comes in as it ends, and the
+        # caller's close() must find the pool then (else its workers outlive the command, and its exit waits
+        # on them forever: the stress test's one hang in 300).
+        _launched, _launched_method = pool, method
         # What the imports made lives as long as the process: the collector leaves it alone from now on, here
         # and in the workers, whose collections would otherwise walk it all (and copy every page they touch).
         gc.freeze()
@@ -244,10 +248,10 @@ def launch(jobs: int | None = None, module: str = PARSER_MODULE, method: str = "
     else:
         pool = ProcessPoolExecutor(max_workers=jobs - 1, mp_context=multiprocessing.get_context("spawn"),
                                    initializer=_start_worker, initargs=(module, os.getpid()))
+        _launched, _launched_method = pool, method   # as above: known before the worker is started
         with _main_not_inherited():
             pool.submit(_ready)  # starts one worker, which imports ``module``
         _launched_count = 1
-    _launched, _launched_method = pool, method
     return True
 
 
