@@ -102,11 +102,12 @@ class Timeline:
 
 
 def pick_session(ids: list[str], wanted: str | None) -> str:
-    """The session ``wanted`` names among ``ids``: its id, or a prefix only one id starts with; the only one
-    when ``wanted`` is None.
+    """The session ``wanted`` names among ``ids``: its whole id, or a prefix of it no other id shares (a
+    terminal table's shortened id, its ``…`` included); the only one when ``wanted`` is None. A ValueError
+    that says why otherwise (the commands' ``--session`` turn it into a usage error).
 
-    >>> pick_session(["a1b2", "c3d4"], "a1")
-    'a1b2'
+    >>> pick_session(["0963a6d2-9c87", "12d91d84-ee2c"], "0963a6d2…")
+    '0963a6d2-9c87'
     """
     if wanted is None:
         if len(ids) != 1:
@@ -114,13 +115,14 @@ def pick_session(ids: list[str], wanted: str | None) -> str:
         return ids[0]
     if wanted in ids:
         return wanted
-    matches = [i for i in ids if i.startswith(wanted)]
+    prefix = wanted.removesuffix("…")
+    matches = [i for i in ids if i.startswith(prefix)] if prefix else []
     if len(matches) == 1:
         return matches[0]
-    if not matches:
-        raise ValueError(f"no session {wanted!r} ({len(ids)} sessions read)")
-    raise ValueError(f"{len(matches)} sessions start with {wanted!r}: {', '.join(matches[:5])}"
-                     + (", ..." if len(matches) > 5 else ""))
+    if matches:
+        raise ValueError(f"{wanted!r} begins {len(matches)} session ids ({', '.join(matches[:3])}"
+                         f"{', ...' if len(matches) > 3 else ''}): give more of it")
+    raise ValueError(f"no session {wanted!r} ({len(ids)} sessions read)")
 
 
 def _break_cause() -> pl.Expr:

@@ -40,6 +40,7 @@ def request(paths, format_, skip_invalid, budget, session_id, output):
       panto-analytics request ~/.claude/projects --session 5f1c... -b 50k -o request.txt
     """
     from ..analysis.request import summary_request
+    from ..analysis.timeline import pick_session
 
     messages = read_input(paths, format_, skip_invalid)
     ids = messages["session_id"].cast(str).unique(maintain_order=True).to_list()
@@ -49,7 +50,10 @@ def request(paths, format_, skip_invalid, budget, session_id, output):
                                    "(`panto-analytics splits` lists them)")
         session_id = ids[0]
     else:
-        session_id = _one_session(session_id, ids)
+        try:
+            session_id = pick_session(ids, session_id)
+        except ValueError as e:
+            raise click.UsageError(f"--session: {e}") from None
     text = summary_request(messages, session_id, budget)
     if text is None:
         click.echo(f"nothing to summarize at {budget:,} tokens: the whole active window fits, and libpanto sends "
@@ -66,22 +70,3 @@ def request(paths, format_, skip_invalid, budget, session_id, output):
         output.parent.mkdir(parents=True, exist_ok=True)  # checked before any work: only inside the current folder
         output.write_bytes(exact)
         click.echo(f"wrote {len(exact)} bytes to {output}", err=True)
-
-
-def _one_session(given: str, ids: list[str]) -> str:
-    """The session ``--session`` names: its whole id, or a prefix of it no other id shares (a terminal table's
-    shortened id, its ``…`` included); a usage error otherwise.
-
-    >>> _one_session("0963a6d2…", ["0963a6d2-9c87", "12d91d84-ee2c"])
-    '0963a6d2-9c87'
-    """
-    if given in ids:
-        return given
-    prefix = given.removesuffix("…")
-    matches = [i for i in ids if i.startswith(prefix)] if prefix else []
-    if len(matches) == 1:
-        return matches[0]
-    if matches:
-        raise click.UsageError(f"--session {given!r} begins {len(matches)} session ids ({', '.join(matches[:3])}"
-                               f"{', ...' if len(matches) > 3 else ''}): give more of it")
-    raise click.UsageError(f"no session {given!r} in PATHS ({len(ids)} sessions read)")

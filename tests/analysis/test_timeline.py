@@ -116,7 +116,7 @@ def test_pick_session_by_id_or_unique_prefix():
     ids = ["abc1", "abd2", "xyz"]
     assert pick_session(ids, "abc1") == "abc1"
     assert pick_session(ids, "x") == "xyz"
-    with pytest.raises(ValueError, match="2 sessions start with 'ab'"):
+    with pytest.raises(ValueError, match="'ab' begins 2 session ids .*: give more of it"):
         pick_session(ids, "ab")
     with pytest.raises(ValueError, match="no session 'q'"):
         pick_session(ids, "q")
@@ -152,7 +152,7 @@ def test_the_command_writes_a_plot_a_page_and_tables(tmp_path):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--session", "0"], "sessions start with '0'"),
+    (["--session", "0"], "give more of it"),
     (["--session", "nope"], "no session 'nope'"),
     (["--session", "0963a6d2", "-w", "32k"], "--window and --budget go together"),
 ])
