@@ -402,7 +402,8 @@ class _Transcript:
             self._emit(Message("user", [{"type": "text", "text": text}], None, lineno,
                                parse_timestamp(rec.timestamp)), uid)
             return
-        if kind in RESTORED_ATTACHMENTS and self.restoring is not None and att is not None \
+        # A type of another kind (a list, an object) is no restoration: counted as ignored, as the oracle does.
+        if isinstance(kind, str) and kind in RESTORED_ATTACHMENTS and self.restoring is not None and att is not None \
                 and not (self.sidechain is False and rec.isSidechain is True):
             restored_file(self.restoring, kind, att.filename, att.truncated)
         self.src.ignore(f"attachment/{kind}")
