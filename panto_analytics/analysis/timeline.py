@@ -148,10 +148,9 @@ def _as_hit() -> list[pl.Expr]:
             pl.when(pl.col("writes") & (moved > 0)).then(0).otherwise(pl.col("cache_write_1h")).alias("cache_write_1h")]
 
 
-def _calls(session: pl.DataFrame, table: Prices | None) -> pl.DataFrame:
-    """One row per recorded call of one session, its bill and its cache breaks."""
-    rows = (call_rows(session).with_columns(_break_cause()).collect()
-            .with_columns(pl.col(c).cast(pl.Int64) for c in _TOKENS))
+def _calls(rows: pl.DataFrame, table: Prices | None) -> pl.DataFrame:
+    """One row per recorded call of one session (``rows``: its :func:`call_rows`), its bill and its cache breaks."""
+    rows = rows.with_columns(_break_cause()).with_columns(pl.col(c).cast(pl.Int64) for c in _TOKENS)
     base = rows.select(
         call=pl.int_range(pl.len(), dtype=pl.UInt32), seq=SEQ, timestamp="timestamp", model="model",
         context="prompt", input="input", cache_read="cache_read",
@@ -191,13 +190,12 @@ _COMPACTIONS_SCHEMA = pl.Schema({
     "refetch_calls": pl.UInt32(), "refetch_tokens": pl.UInt64(), "orphan_calls": pl.UInt32()})
 
 
-def _replayed(session: pl.DataFrame, calls: pl.DataFrame, *, window: int, policy: str, budget: int, reserve: int,
+def _replayed(session: pl.DataFrame, rows: pl.DataFrame, calls: pl.DataFrame, *, window: int, policy: str, budget: int, reserve: int,
               summary_tokens: int | None, table: Prices | None, refs: pl.LazyFrame, horizon: int
               ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """The calls with the replayed prompt and bill under ``policy`` at ``budget``, and its compactions."""
     result = replay(session, [budget], window=window, reserve=reserve, summary_tokens=summary_tokens,
                     policy=[policy])
-    rows = call_rows(session).collect()
     simulated = simulated_calls(rows, result.events, keys=["policy", "budget"],
                                 summary_tokens=result.summary_tokens)
     sim = simulated.select(SEQ, *(pl.col(c).cast(pl.Int64) for c in _TOKENS))
@@ -253,7 +251,8 @@ def session_timeline(messages: pl.DataFrame, session_id: str, *, compactions: pl
     if session.height == 0:
         raise ValueError(f"no session {session_id!r} in the messages")
     table = None if prices is None or prices is False else load_prices(None if prices is True else prices)
-    calls = _calls(session, table)
+    rows = call_rows(session).collect()   # read once: the recorded calls' bill and the replay's both start here
+    calls = _calls(rows, table)
     refs = references(session)
     parts = []
     if compactions is not None and compactions.height:
@@ -264,7 +263,7 @@ def session_timeline(messages: pl.DataFrame, session_id: str, *, compactions: pl
             lost = cut_loss(refs, recorded_cuts(mine, formats), horizon=horizon)
             parts.append(_compaction_rows(lost, calls, "recorded"))
     if window is not None and budget is not None:
-        calls, simulated = _replayed(session, calls, window=window, policy=policy, budget=budget, reserve=reserve,
+        calls, simulated = _replayed(session, rows, calls, window=window, policy=policy, budget=budget, reserve=reserve,
                                      summary_tokens=summary_tokens, table=table, refs=refs, horizon=horizon)
         parts.append(simulated)
     found = pl.concat([p.cast(_COMPACTIONS_SCHEMA) for p in parts]) if parts else pl.DataFrame(
