@@ -324,3 +324,39 @@ def test_modules_import_only_what_a_face_exports():
             if name.startswith("_") or (exported is not None and name not in exported):
                 wrong.append(f"{module}: {target}.{name}")
     assert wrong == []
+
+
+#: The names a public face may end in ``_dataset``: the dataset itself (tell one, scan it, write it), never a verb
+#: run over one. A verb over a dataset is a method of :class:`~panto_analytics.dataset.Source`.
+DATASET_ITSELF = {"is_dataset", "scan_dataset", "write_dataset"}
+
+
+def public_faces() -> dict[str, set[str]]:
+    """The ``__all__`` of every public module (no part of its dotted name private): ``{module: names}``."""
+    import importlib
+    import pkgutil
+
+    import panto_analytics
+
+    faces = {PACKAGE: set(panto_analytics.__all__)}
+    for info in pkgutil.walk_packages(panto_analytics.__path__, f"{PACKAGE}."):
+        if not any(part.startswith("_") for part in info.name.split(".")):
+            faces[info.name] = set(getattr(importlib.import_module(info.name), "__all__", ()))
+    return faces
+
+
+def test_no_face_exports_a_dataset_twin_of_a_verb():
+    """One lane behind one face (issue 31 item 1): ``sweep_dataset``, ``cost_dataset``, ``replay_table_dataset``,
+    ``write_splits``, ... are the private implementation of :class:`~panto_analytics.dataset.Source` (in
+    ``dataset/_streaming.py``, ``_cost.py``, ...): no public module, package face or not, exports a name ending
+    in ``_dataset`` but the dataset's own (:data:`DATASET_ITSELF`), nor ``write_splits`` (a verb of the Source,
+    which in memory is ``splits`` written)."""
+    from panto_analytics.dataset import Source
+
+    faces = public_faces()
+    assert {"panto_analytics.dataset", "panto_analytics.dataset.source"} <= set(faces)
+    verbs = {name for name in vars(Source) if not name.startswith("_")}
+    assert {"sweep", "choose_budget", "cost", "refetch", "replay_table", "write_splits"} <= verbs
+    twins = sorted(f"{module}.{name}" for module, names in faces.items() for name in names
+                   if (name.endswith("_dataset") and name not in DATASET_ITSELF) or name == "write_splits")
+    assert twins == []

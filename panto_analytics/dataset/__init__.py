@@ -5,8 +5,9 @@
 - :mod:`.write`: :func:`write_dataset`, incremental like the cache, and :class:`DatasetWriter`.
 - :mod:`.source`: :class:`Source`, the one face of every verb (sweep, splits, choose_budget, cost, refetch,
   replay_table), the backend chosen by the input: :class:`InMemory`, :class:`OnDataset` (bucket by bucket,
-  here) or :class:`OnRay` (on Ray Data); behind it the per-bucket implementations (:mod:`.streaming`,
-  :mod:`.cost`, :mod:`.decision`, :mod:`.replay`, :mod:`.refetch`) and :mod:`.engines`, where tasks run.
+  here) or :class:`OnRay` (on Ray Data); behind it its private per-bucket implementations (:mod:`._streaming`,
+  :mod:`._cost`, :mod:`._decision`, :mod:`._replay`, :mod:`._refetch`: no ``*_dataset`` twin of a verb is
+  exported; the Source is the face) and :mod:`.engines`, where tasks run.
 
 It is a package of its own (not a part of ``ingest/``) so that its code is not
 part of the cache's parser version: changing how datasets are written does not

@@ -9,8 +9,9 @@ each):
 - :class:`OnDataset`: a Parquet dataset (``ingest --dataset DIR``) bucket by bucket, in bounded memory, here;
 - :class:`OnRay`: the same, its tasks on Ray Data.
 
-The dataset backends run the private per-bucket implementations of :mod:`.streaming`, :mod:`.cost`,
-:mod:`.decision`, :mod:`.replay` and :mod:`.refetch`; the in-memory one the library's own verbs.
+The dataset backends run the private per-bucket implementations of :mod:`._streaming`, :mod:`._cost`,
+:mod:`._decision`, :mod:`._replay` and :mod:`._refetch` (private modules: no user imports them); the in-memory
+one the library's own verbs.
 
 >>> from panto_analytics import examples
 >>> from panto_analytics.ingest.corpus import corpus_from_messages   # doctest: +SKIP
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
     from ..analysis.choose.rule import Rule
     from ..ingest.corpus import Corpus
     from ..outcomes.cost import Grouping
-    from .replay import RowSink
+    from ._replay import RowSink
 
 __all__ = ["Choosing", "InMemory", "OnDataset", "OnRay", "Refetched", "ReplayTable", "Source"]
 
@@ -231,7 +232,7 @@ class OnDataset(Source):
         return InMemory(lambda: dataset_corpus(self.root)).splits(budgets)
 
     def write_splits(self, budgets: Any, output: Path) -> int:
-        from .streaming import write_splits
+        from ._streaming import write_splits
 
         output.parent.mkdir(parents=True, exist_ok=True)
         if self.task_rows is None:
@@ -239,7 +240,7 @@ class OnDataset(Source):
         return write_splits(self.root, budgets, output, task_rows=self.task_rows)
 
     def sweep(self, budgets: Any) -> pl.DataFrame:
-        from .streaming import sweep_dataset
+        from ._streaming import sweep_dataset
 
         return sweep_dataset(self.root, budgets, **self._where)
 
@@ -249,12 +250,12 @@ class OnDataset(Source):
                       horizon: int | None = None, resamples: int = DEFAULT_RESAMPLES,
                       seed: int = DEFAULT_SEED) -> Choosing:
         if window is None:
-            from .streaming import recommend_dataset
+            from ._streaming import recommend_dataset
 
             return Choosing(recommend_dataset(self.root, budgets, rule, resamples=resamples, seed=seed,
                                               **self._where), None)
         from ..policy.compaction.priced import resolve_prices
-        from .decision import decision_dataset
+        from ._decision import decision_dataset
 
         table = resolve_prices(prices)
         dec = decision_dataset(self.root, budgets, rule, window=window, reserve=reserve,
@@ -263,12 +264,12 @@ class OnDataset(Source):
         return Choosing(dec, table.source)
 
     def cost(self, *, by: Sequence[Grouping] = (), prices: Any = None, timezone: str = "UTC") -> pl.DataFrame:
-        from .cost import cost_dataset
+        from ._cost import cost_dataset
 
         return cost_dataset(self.root, by=list(by), prices=prices, timezone=timezone, **self._where)
 
     def refetch(self, *, horizon: int = DEFAULT_HORIZON, on_cuts: Callable[[pl.DataFrame], None] | None = None) -> Refetched:
-        from .refetch import refetch_dataset
+        from ._refetch import refetch_dataset
 
         streamed = refetch_dataset(self.root, horizon=horizon, on_cuts=on_cuts, **self._where)
         return Refetched(streamed.summary, streamed.agents)
@@ -277,7 +278,7 @@ class OnDataset(Source):
                      summary_tokens: int | None = None, policy: list[Any] | None = None, prices: Any = None,
                      summarizer: str | None = None, with_loss: bool = False, horizon: int = DEFAULT_HORIZON,
                      on_rows: RowSink | None = None) -> ReplayTable:
-        from .replay import replay_table_dataset
+        from ._replay import replay_table_dataset
 
         s = replay_table_dataset(self.root, budgets, window=window, reserve=reserve, summary_tokens=summary_tokens,
                                  policy=policy, prices=prices, summarizer=summarizer, with_loss=with_loss,
