@@ -20,8 +20,9 @@ session files (:func:`is_dataset`) loads neither Polars nor the parsers.
 """
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ..lazy import lazy_getattr
 
 __all__ = [
     "DEFAULT_BUCKETS", "TASK_ROWS", "DatasetInfo", "DatasetUpdate", "DatasetWriter", "InMemory", "OnDataset", "OnRay",
@@ -56,9 +57,4 @@ if TYPE_CHECKING:
     from .write import DatasetUpdate, DatasetWriter, write_dataset
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _FROM:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(_FROM[name], __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _FROM)
