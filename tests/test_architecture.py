@@ -360,3 +360,19 @@ def test_no_face_exports_a_dataset_twin_of_a_verb():
     twins = sorted(f"{module}.{name}" for module, names in faces.items() for name in names
                    if (name.endswith("_dataset") and name not in DATASET_ITSELF) or name == "write_splits")
     assert twins == []
+
+
+#: What a command body would name to pick a lane itself: the Source (``cli/_reading.py``'s ``open_source``) does.
+LANE_BRANCHES = re.compile(r"check_engine|\bds is (not )?None|is_dataset|dataset_path|engine [!=]=|\b(InMemory|OnDataset|"
+                           r"OnRay)\b|read_input(_corpus)?\(|dataset_corpus")
+
+
+def test_no_command_body_branches_on_the_lane():
+    """A command is read, verb, write (issue 31 item 1): it opens the Source its PATHS name and never asks which
+    lane it runs in, the commands whose verb exists in memory only included (``source.corpus()``). ``ingest``
+    writes datasets and reads files; it is no verb over a Source."""
+    commands = sorted((REPO / PACKAGE / "cli").glob("*_command.py"))
+    assert len(commands) > 10
+    branching = [f"{p.name}: {m.group(0)}" for p in commands if p.name != "ingest_command.py"
+                 for m in LANE_BRANCHES.finditer(p.read_text())]
+    assert branching == []

@@ -26,14 +26,14 @@ from ..lazy import lazy_getattr
 
 __all__ = [
     "DEFAULT_BUCKETS", "TASK_ROWS", "DatasetInfo", "DatasetUpdate", "DatasetWriter", "InMemory", "OnDataset", "OnRay",
-    "Source", "bucket_groups", "bucket_parts", "dataset_corpus", "is_dataset", "read_info", "read_manifest",
+    "Source", "Unserved", "bucket_groups", "bucket_parts", "dataset_corpus", "is_dataset", "read_info", "read_manifest",
     "scan_dataset", "scan_parts", "session_buckets", "write_dataset",
 ]
 
 #: Where each name is defined.
 _FROM = {
     "session_buckets": ".buckets",
-    **dict.fromkeys(["InMemory", "OnDataset", "OnRay", "Source"], ".source"),
+    **dict.fromkeys(["InMemory", "OnDataset", "OnRay", "Source", "Unserved"], ".source"),
     **dict.fromkeys(["DatasetInfo", "is_dataset", "read_info"], ".info"),
     **dict.fromkeys(["DEFAULT_BUCKETS", "TASK_ROWS", "bucket_groups", "bucket_parts", "dataset_corpus",
                      "read_manifest", "scan_dataset", "scan_parts"], ".store"),
@@ -43,7 +43,7 @@ _FROM = {
 if TYPE_CHECKING:
     from .buckets import session_buckets
     from .info import DatasetInfo, is_dataset, read_info
-    from .source import InMemory, OnDataset, OnRay, Source
+    from .source import InMemory, OnDataset, OnRay, Source, Unserved
     from .store import (
         DEFAULT_BUCKETS,
         TASK_ROWS,

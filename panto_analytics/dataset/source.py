@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..defaults import DEFAULT_RESAMPLES, DEFAULT_RESERVE, DEFAULT_SEED
+from ..errors import InputError
 from ..outcomes.orphan_loss import DEFAULT_HORIZON
 
 if TYPE_CHECKING:
@@ -39,7 +40,23 @@ if TYPE_CHECKING:
     from ..outcomes.cost import Grouping
     from ._replay import RowSink
 
-__all__ = ["Choosing", "InMemory", "OnDataset", "OnRay", "Refetched", "ReplayTable", "Source"]
+__all__ = ["Choosing", "InMemory", "OnDataset", "OnRay", "Refetched", "ReplayTable", "Source", "Unserved"]
+
+
+class Unserved(InputError):
+    """A verb this backend cannot run: one line, naming where the corpus is and the verb
+    (the command line says it as ``error: ...``, never a traceback).
+
+    >>> str(Unserved("corpus.ds", "sweep"))
+    'corpus.ds: sweep does not run on this backend'
+    """
+
+    def __init__(self, where: str | Path, verb: str, reason: str | None = None):
+        super().__init__(where, None, reason or f"{verb} does not run on this backend", skippable=False)
+        self.verb = verb
+
+    def __reduce__(self) -> tuple:
+        return type(self), (self.path, self.verb, self.reason)
 
 
 @dataclass(frozen=True)
@@ -70,23 +87,40 @@ class ReplayTable:
 
 
 class Source:
-    """A corpus and the verbs over it; the subclasses say where the work runs."""
+    """A corpus and the verbs over it; the subclasses say where the work runs. A verb a backend does not run
+    raises :class:`Unserved` (one line), never ``NotImplementedError``."""
+
+    #: Where the corpus is, as an error names it.
+    where: str = "the corpus"
+
+    def _unserved(self, verb: str) -> Unserved:
+        return Unserved(self.where, verb)
+
+    def corpus(self) -> Corpus:
+        """The whole corpus in one frame (:class:`~panto_analytics.ingest.corpus.Corpus`), for the verbs that exist
+        in memory only (``compactions``, ``timeline``, ``policy-cuts``, ``report``, ...): over a dataset,
+        gathered here whole, as big as the corpus."""
+        raise self._unserved("corpus")
+
+    def messages(self) -> pl.DataFrame:
+        """The message frame alone (:meth:`corpus`'s ``messages``, where a backend can read it alone)."""
+        return self.corpus().messages
 
     def sessions(self) -> pl.DataFrame:
         """The sessions table (``session_id``, ``model``, ``context_window``, ...)."""
-        raise NotImplementedError
+        raise self._unserved("sessions")
 
     def splits(self, budgets: Any) -> pl.DataFrame:
         """:func:`~panto_analytics.policy.splits`: every session's split at every budget."""
-        raise NotImplementedError
+        raise self._unserved("splits")
 
     def write_splits(self, budgets: Any, output: Path) -> int:
         """The rows of :meth:`splits` written to the Parquet file ``output``; the number of rows."""
-        raise NotImplementedError
+        raise self._unserved("write_splits")
 
     def sweep(self, budgets: Any) -> pl.DataFrame:
         """:func:`~panto_analytics.policy.sweep` of :meth:`splits`: one row per budget."""
-        raise NotImplementedError
+        raise self._unserved("sweep")
 
     def choose_budget(self, budgets: Any, rule: Rule | None = None, *, window: int | None = None,
                       reserve: int = DEFAULT_RESERVE, summary_tokens: int | None = None,
@@ -95,16 +129,16 @@ class Source:
                       seed: int = DEFAULT_SEED) -> Choosing:
         """:func:`~panto_analytics.analysis.choose.choose_budget`: by end-of-session splits without ``window``,
         by a billed replay under one (``prices``: what ``replay(prices=...)`` takes)."""
-        raise NotImplementedError
+        raise self._unserved("choose_budget")
 
     def cost(self, *, by: Sequence[Grouping] = (), prices: Any = None, timezone: str = "UTC") -> pl.DataFrame:
         """:func:`~panto_analytics.outcomes.costs`: the recorded calls' bill per group."""
-        raise NotImplementedError
+        raise self._unserved("cost")
 
     def refetch(self, *, horizon: int = DEFAULT_HORIZON, on_cuts: Callable[[pl.DataFrame], None] | None = None) -> Refetched:
         """:func:`~panto_analytics.outcomes.recorded_refetch.refetch_summary` of the cuts, each piece of the cuts
         given to ``on_cuts`` (in memory: all of them at once)."""
-        raise NotImplementedError
+        raise self._unserved("refetch")
 
     def replay_table(self, budgets: Any, *, window: int, reserve: int = DEFAULT_RESERVE,
                      summary_tokens: int | None = None, policy: list[Any] | None = None, prices: Any = None,
@@ -112,7 +146,7 @@ class Source:
                      on_rows: RowSink | None = None) -> ReplayTable:
         """``replay``'s per-budget table (with the loss columns when ``with_loss``); the events and sessions
         rows given to ``on_rows(events, sessions)`` (in memory: all at once)."""
-        raise NotImplementedError
+        raise self._unserved("replay_table")
 
 
 class InMemory(Source):
@@ -213,6 +247,7 @@ class OnDataset(Source):
 
     def __init__(self, root: str | Path, *, address: str | None = None, task_rows: int | None = None):
         self.root = Path(root)
+        self.where = str(self.root)
         self.address = address
         self.task_rows = task_rows
 
@@ -221,15 +256,23 @@ class OnDataset(Source):
         where: dict[str, Any] = {"engine": self.engine, "address": self.address}
         return where if self.task_rows is None else {**where, "task_rows": self.task_rows}
 
+    def corpus(self) -> Corpus:
+        from .store import dataset_corpus
+
+        return dataset_corpus(self.root)
+
+    def messages(self) -> pl.DataFrame:
+        from .store import collect, scan_dataset
+
+        return collect(scan_dataset(self.root, "messages"), self.root)
+
     def sessions(self) -> pl.DataFrame:
         from .store import collect, scan_dataset
 
         return collect(scan_dataset(self.root, "sessions"), self.root)
 
     def splits(self, budgets: Any) -> pl.DataFrame:
-        from .store import dataset_corpus
-
-        return InMemory(lambda: dataset_corpus(self.root)).splits(budgets)
+        return InMemory(self.corpus).splits(budgets)
 
     def write_splits(self, budgets: Any, output: Path) -> int:
         from ._streaming import write_splits
@@ -287,6 +330,11 @@ class OnDataset(Source):
 
 
 class OnRay(OnDataset):
-    """A Parquet dataset whose per-bucket tasks run on Ray Data (``address``: the cluster; None starts Ray here)."""
+    """A Parquet dataset whose per-bucket tasks run on Ray Data (``address``: the cluster; None starts Ray here).
+    Every session's splits (``sweep --plot``) are held in memory, here: not on Ray (:class:`Unserved`)."""
 
     engine = "ray"
+
+    def splits(self, budgets: Any) -> pl.DataFrame:
+        raise Unserved(self.where, "splits", "every session's splits are held in memory here, never on Ray Data "
+                                             "(read the dataset without --engine ray for them)")
