@@ -58,7 +58,7 @@ from panto_analytics.policy import annotate, replay, splits, turns
 from reference import port
 
 from . import cost_compare, ingest_scale, memory, real_formats
-from .ingest_scale import orjson_floor
+from .canonical_small import orjson_floor
 from .sizes import CLAUDE_SESSIONS
 from .synth import write_corpus
 from .synth_claude_code import write_corpus as write_claude_code_corpus

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import functools
+import json
 import os
 import sys
 from pathlib import Path
@@ -51,6 +52,24 @@ REALDATA = SHARED / "realdata"
 
 #: libpanto's reference harness (compaction.zig compiled unchanged), when ``../shared`` is present.
 HARNESS = SHARED / "reference" / "harness"
+
+
+def canonical_session(path: Path, n_turns: int, *, user: str = "w w w", assistant: str = "w w", sid: str | None = None,
+                      usage: bool = False) -> Path:
+    """A canonical session file of ``n_turns`` user/assistant turns, with a header naming ``sid`` where given and,
+    with ``usage``, assistant usage of 10 input tokens more each turn (and 1 output).
+
+    >>> import tempfile
+    >>> canonical_session(Path(tempfile.mkdtemp()) / "s.jsonl", 2, sid="s").read_text().count("\\n")
+    5
+    """
+    lines: list[dict] = [{"type": "session", "id": sid}] if sid else []
+    for t in range(n_turns):
+        lines.append({"type": "message", "role": "user", "content": [{"type": "text", "text": user}]})
+        lines.append({"type": "message", "role": "assistant", "content": [{"type": "text", "text": assistant}],
+                      **({"usage": {"input": 10 * (t + 1), "output": 1}} if usage else {})})
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    return path
 
 
 @functools.cache
@@ -152,6 +171,16 @@ def data_dataset(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("ds") / "ds"
     write_dataset([DATA], root, buckets=8, cache=False)
     return root
+
+
+@pytest.fixture
+def corpus(tmp_path) -> Path:
+    """A folder of two canonical sessions (:func:`canonical_session`), ``a.jsonl`` of 3 turns and ``b.jsonl`` of 5."""
+    d = tmp_path / "corpus"
+    d.mkdir()
+    canonical_session(d / "a.jsonl", 3)
+    canonical_session(d / "b.jsonl", 5)
+    return d
 
 
 @pytest.fixture(params=FRAME_KINDS)

@@ -10,7 +10,7 @@ from polars.testing import assert_frame_equal
 import panto_analytics as pa
 from benchmarks.synth_dataset import write_synthetic_dataset
 from panto_analytics.dataset import dataset_corpus
-from panto_analytics.dataset.cost import cost_dataset
+from panto_analytics.dataset._cost import cost_dataset
 from panto_analytics.outcomes import costs
 from panto_analytics.outcomes.cost import UnpricedWarning
 

@@ -13,7 +13,7 @@ from panto_analytics.analysis.choose import Rule
 from panto_analytics.analysis.choose.from_replay import choose_from_replay, replay_outcomes
 from panto_analytics.cli import main
 from panto_analytics.dataset import write_dataset
-from panto_analytics.dataset.decision import decision_dataset
+from panto_analytics.dataset._decision import decision_dataset
 
 PRICES = DATA.parent / "docs" / "synth-prices.json"
 

@@ -11,9 +11,9 @@ from polars.testing import assert_frame_equal
 
 from panto_analytics.analysis.choose import Rule
 from panto_analytics.dataset import engines
-from panto_analytics.dataset.cost import cost_dataset
-from panto_analytics.dataset.decision import decision_dataset
-from panto_analytics.dataset.replay import replay_dataset
+from panto_analytics.dataset._cost import cost_dataset
+from panto_analytics.dataset._decision import decision_dataset
+from panto_analytics.dataset._replay import replay_dataset
 from panto_analytics.dataset.store import bucket_groups
 from panto_analytics.errors import InputError
 

@@ -13,7 +13,7 @@ from polars.testing import assert_frame_equal
 from benchmarks.synth_dataset import write_synthetic_dataset
 from panto_analytics.cli import main
 from panto_analytics.dataset import dataset_corpus, write_dataset
-from panto_analytics.dataset.refetch import refetch_dataset
+from panto_analytics.dataset._refetch import refetch_dataset
 from panto_analytics.outcomes.recorded_refetch import refetch, refetch_summary
 
 CUT_KEY = ["cut", "session_id", "after_seq", "context"]

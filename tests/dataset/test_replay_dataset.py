@@ -10,7 +10,7 @@ from polars.testing import assert_frame_equal
 
 from benchmarks.synth_dataset import write_synthetic_dataset
 from panto_analytics.dataset import dataset_corpus
-from panto_analytics.dataset.replay import replay_dataset
+from panto_analytics.dataset._replay import replay_dataset
 from panto_analytics.outcomes.orphan_loss import loss, with_loss_columns
 from panto_analytics.policy.compaction.any_policy import replay
 from panto_analytics.policy.compaction.policies import parse_policy
@@ -72,7 +72,7 @@ def test_the_table_on_ray_equals_local(data_dataset):
     """The table from the spilled columns on Ray: the tasks finish in another order, the table is the same to the
     last bit (its figures are order-free)."""
     pytest.importorskip("ray", reason="Ray is an optional extra: pip install 'panto_analytics[ray]'")
-    from panto_analytics.dataset.replay import replay_table_dataset
+    from panto_analytics.dataset._replay import replay_table_dataset
 
     kw = dict(window=64_000, reserve=16_384, policy=["libpanto", "claude-code"], prices=True, with_loss=True)
     on_ray = replay_table_dataset(data_dataset, BUDGETS, engine="ray", task_rows=1, **kw)
@@ -155,7 +155,7 @@ def test_a_dataset_without_sessions_is_bad_input(tmp_path):
 def test_the_table_from_spilled_columns_equals_in_memory(policy, tool_dataset, tmp_path):
     """``replay_table_dataset``: the rows to Parquet, the table one column at a time; the same table to the
     last bit (dollars summed as whole picodollars, so the order the rows come in changes nothing)."""
-    from panto_analytics.dataset.replay import replay_table_dataset
+    from panto_analytics.dataset._replay import replay_table_dataset
 
     prices = tmp_path / "prices.json"  # every model priced: cost totals (summed in picodollars) over real numbers
     prices.write_text('{"synth-mini": {"input_cost_per_token": 1e-6, "output_cost_per_token": 2e-6}, '

@@ -126,3 +126,40 @@ def test_the_command_line_picks_the_backend_by_its_input(root):
         assert isinstance(open_source([DATA], None, False), InMemory)
         with pytest.raises(click.UsageError, match="--engine ray runs over a dataset folder"):
             open_source([DATA], None, False, "ray")
+
+
+def test_a_verb_a_backend_does_not_run_is_one_line(root):
+    """:class:`Unserved`, an :class:`~panto_analytics.errors.InputError` (the command line's one-line error), never
+    ``NotImplementedError``: the bare face runs nothing, and Ray does not hold every split in memory."""
+    from panto_analytics.dataset import Unserved
+    from panto_analytics.errors import InputError
+
+    with pytest.raises(Unserved, match=r"^the corpus: sweep does not run on this backend$"):
+        Source().sweep(BUDGETS)
+    with pytest.raises(InputError, match=rf"^{root}: every session's splits are held in memory here, never on Ray"):
+        OnRay(root).splits(BUDGETS)
+
+
+def test_sweep_plot_on_ray_is_one_line_before_any_work(root, tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from panto_analytics.cli import main
+    from panto_analytics.dataset import engines
+
+    monkeypatch.setattr(engines, "ray_available", lambda: True)   # refused before Ray would start
+    result = CliRunner().invoke(main, ["sweep", str(root), "--engine", "ray", "--plot", str(tmp_path / "p.png")])
+    assert result.exit_code == 1
+    assert result.output == (f"error: {root}: every session's splits are held in memory here, never on Ray Data "
+                             "(read the dataset without --engine ray for them)\n")
+    assert not (tmp_path / "p.png").exists()
+
+
+def test_the_in_memory_verbs_read_a_dataset_whole(root, memory):
+    """``corpus``, ``messages``, ``sessions``: the dataset gathered here, what the same files give in memory
+    (sessions bucket by bucket)."""
+    source = OnDataset(root)
+    assert_frame_equal(by_session(source.sessions()), by_session(memory.sessions()), check_exact=True)
+    key = ["session_id", "seq"]
+    assert_frame_equal(by_session(source.messages()).sort(key), by_session(memory.messages()).sort(key),
+                       check_exact=True)
+    assert source.corpus().compactions.height == memory.corpus().compactions.height > 0

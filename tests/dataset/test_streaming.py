@@ -15,7 +15,7 @@ from polars.testing import assert_frame_equal
 
 import panto_analytics as pa
 from panto_analytics.dataset import bucket_groups, engines, write_dataset
-from panto_analytics.dataset.streaming import recommend_dataset, sweep_dataset, write_splits
+from panto_analytics.dataset._streaming import recommend_dataset, sweep_dataset, write_splits
 
 BUDGETS = [0, 1_000, 5_000, 8_000, 20_000, 50_000, 100_000, 200_000]
 
