@@ -222,3 +222,10 @@ def lane_task_rows(lane: str) -> tuple[int | None, ...]:
 def lanes_of(lane: str, root: Path):
     """Each :func:`open_lane` of ``lane`` at the task sizes of :func:`lane_task_rows`."""
     return [open_lane(lane, root, rows) for rows in lane_task_rows(lane)]
+
+
+def our_warnings(records) -> list[str]:
+    """The messages of the warnings our package gave (the unpriced models', ...), not a library's (Ray's
+    deprecations as it starts), from ``warnings.catch_warnings(record=True)``."""
+    ours = str(Path(pa.__file__).parent)
+    return [str(w.message) for w in records if w.filename.startswith(ours)]

@@ -6,7 +6,7 @@ import warnings
 from pathlib import Path
 
 import pytest
-from conftest import LANES, lanes_of
+from conftest import LANES, lanes_of, our_warnings
 from polars.testing import assert_frame_equal
 
 import panto_analytics as pa
@@ -32,7 +32,7 @@ def _both(root: Path, by, source):
     with warnings.catch_warnings(record=True) as lane_notes:
         warnings.simplefilter("always")
         got = source.cost(by=by, timezone="Europe/Paris")
-    return expected, got, [str(w.message) for w in mem_notes], [str(w.message) for w in lane_notes]
+    return expected, got, our_warnings(mem_notes), our_warnings(lane_notes)
 
 
 @pytest.mark.parametrize("lane", LANES)
