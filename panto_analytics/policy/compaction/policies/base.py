@@ -18,15 +18,15 @@ It returns one row per state with :data:`CUT_COLUMNS`.
 from __future__ import annotations
 
 import dataclasses
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import polars as pl
 
 from ....budgets import parse_budget
 from ....frame.schema import ROLE, SEQ
 
-__all__ = ["CUT_COLUMNS", "Policy", "WINDOW_COLUMNS", "at_or_after", "chars_to_tokens", "parse_settings", "state_max",
-           "state_min", "suffix_cut"]
+__all__ = ["CUT_COLUMNS", "Policy", "WINDOW_COLUMNS", "at_or_after", "chars_to_tokens", "one_window", "parse_settings",
+           "state_max", "state_min", "suffix_cut"]
 
 #: The window frame's columns: ``state`` (the state's row in the round), ``seq``, ``role`` (a string),
 #: ``user`` (a user message that is not a tool result), ``bash`` (a ``user`` one that is pi's ``bashExecution``,
@@ -170,6 +170,18 @@ def _describe_range(low: float | None, high: float | None, low_open: bool) -> st
     if isinstance(high, int) and high >= 2**62 - 1:
         return f"at least {low:g} (and below 2**62)"
     return f"in {'(' if low_open else '['}{low:g}, {high:g}]"
+
+
+def one_window(first: int = 0, **columns: list[Any]) -> pl.DataFrame:
+    """The window of one state, for a policy's examples: ``columns`` (lists of one length), with ``state`` 0,
+    ``seq`` counting from ``first``, and ``first`` and ``trigger`` (the last seq) on every row.
+
+    >>> one_window(user=[True, False]).rows()
+    [(0, 0, True, 0, 1), (0, 1, False, 0, 1)]
+    """
+    n = len(next(iter(columns.values())))
+    return pl.DataFrame({"state": [0] * n, "seq": list(range(first, first + n)), **columns, "first": [first] * n,
+                         "trigger": [first + n - 1] * n})
 
 
 def at_or_after(value: pl.Expr) -> pl.Expr:

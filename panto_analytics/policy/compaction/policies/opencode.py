@@ -21,10 +21,10 @@ modelled here.
   start at the window's first message, or no tail at all, keeps nothing: the
   whole window is summarized.
 
->>> import polars as pl
->>> w = pl.DataFrame({"state": [0] * 6, "seq": list(range(6)), "user": [True, False, False, True, False, False],
-...                   "role": ["user", "assistant", "assistant", "user", "assistant", "assistant"],
-...                   "chars": [4_000, 40_000, 4_000, 4_000, 40_000, 8_000], "first": [0] * 6, "trigger": [5] * 6})
+>>> from panto_analytics.policy.compaction.policies.base import one_window
+>>> w = one_window(user=[True, False, False, True, False, False],
+...     role=["user", "assistant", "assistant", "user", "assistant", "assistant"],
+...     chars=[4_000, 40_000, 4_000, 4_000, 40_000, 8_000])
 >>> Opencode(preserve_recent_tokens=20_000).cut(w).select("prefix_end", "kept_messages").rows()
 [(2, 4)]
 """

@@ -9,6 +9,7 @@ import pytest
 from conftest import examples
 from hypothesis import HealthCheck, given, settings, target
 from hypothesis import strategies as st
+from replay_sessions import frame_row, growing_sessions
 
 from panto_analytics.frame.schema import MESSAGE_SCHEMA
 from panto_analytics.policy.compaction.any_policy import replay_policies
@@ -46,12 +47,7 @@ def frame_of(sessions: dict[str, list[dict]]) -> pl.DataFrame:
     return frame.with_columns(agent_version=pl.Series(versions, dtype=pl.String)) if any(versions) else frame
 
 
-def msg(role: str, size: int = 400, cum: int | None = None, tool_result: bool = False, summary: bool = False,
-        bash: bool = False) -> dict:
-    usage = {"input": cum, "output": 0, "cache_read": 0, "cache_write": 0} if cum is not None else \
-        {"input": None, "output": None, "cache_read": None, "cache_write": None}
-    return {"role": role, "serialized_bytes": size, "has_tool_result": tool_result, "has_summary": summary,
-            "bash_execution": bash, **usage}
+msg = frame_row
 
 
 def settings_of(policy: Policy) -> dict:
@@ -237,29 +233,13 @@ def test_openhands_token_trigger():
 
 @st.composite
 def sessions_strategy(draw) -> dict[str, list[dict]]:
-    out = {}
-    for s in range(draw(st.integers(1, 3))):
-        cum, msgs = 0, []
-        for _ in range(draw(st.integers(0, 40))):
-            kind = draw(st.sampled_from(["user", "user", "bash", "tool", "assistant", "assistant", "system", "summary"]))
-            size = draw(st.integers(0, 3_000))
-            if kind == "assistant":
-                cum = max(cum + draw(st.integers(-800, 2_500)), 0)
-                msgs.append(msg("assistant", size, cum if draw(st.integers(0, 5)) else None))
-            elif kind == "tool":
-                msgs.append(msg("user", size, tool_result=True))
-            elif kind == "bash":
-                msgs.append(msg("user", size, bash=True))
-            elif kind == "summary":
-                msgs.append(msg(draw(st.sampled_from(["system", "user"])), size, summary=True))
-                cum = draw(st.integers(0, 2_000))
-            else:
-                msgs.append(msg(kind, size))
-        version = draw(st.sampled_from([None, "2.1.112", "2.1.185", "2.1.150"]))
-        if version is not None:
-            msgs = [{**m, "agent_version": version} for m in msgs]
-        out[f"s{s}"] = msgs
-    return out
+    """:func:`growing_sessions` of every kind, a summary resetting the context, each session of a Claude Code
+    version drawn (or none)."""
+    sessions = draw(growing_sessions(["user", "user", "bash", "tool", "assistant", "assistant", "system", "summary"],
+                                     summary_roles=("system", "user"), summary_resets=True))
+    versions = [draw(st.sampled_from([None, "2.1.112", "2.1.185", "2.1.150"])) for _ in sessions]
+    return {sid: [{**m, "agent_version": v} for m in msgs] if v is not None else msgs
+            for (sid, msgs), v in zip(sessions.items(), versions, strict=True)}
 
 
 policies = st.one_of(
