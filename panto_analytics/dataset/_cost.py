@@ -44,9 +44,9 @@ def cost_dataset(root: str | Path, *, by: Grouping | Sequence[Grouping] = (), pr
     Examples
     --------
     >>> import warnings
-    >>> from panto_analytics.dataset.write import example_dataset
+    >>> from panto_analytics.dataset.write import dataset_example
     >>> with warnings.catch_warnings(record=True):
-    ...     cost_dataset(example_dataset(usage=True)).select("api_calls", "input", "output").rows()
+    ...     cost_dataset(dataset_example(usage=True)).select("api_calls", "input", "output").rows()
     [(1, 9, 1)]
     """
     groups: list[Grouping] = [by] if isinstance(by, str) else list(by)

@@ -16,8 +16,8 @@ in-memory path's bit for bit:
 
 ``engine="ray"`` runs the per-bucket function on Ray Data (:mod:`.engines`).
 
->>> from panto_analytics.dataset.write import example_dataset
->>> sweep_dataset(example_dataset(usage=True), [0, 20]).select("budget", "sessions", "kept_tokens_p50").rows()
+>>> from panto_analytics.dataset.write import dataset_example
+>>> sweep_dataset(dataset_example(usage=True), [0, 20]).select("budget", "sessions", "kept_tokens_p50").rows()
 [(0, 1, 0), (20, 1, 10)]
 """
 from __future__ import annotations
@@ -101,8 +101,8 @@ def sweep_dataset(root: str | Path, budgets: int | Iterable[int], *, engine: str
 
     Examples
     --------
-    >>> from panto_analytics.dataset.write import example_dataset
-    >>> sweep_dataset(example_dataset(), [0, 100]).select("budget", "sessions", "noop_share").rows()
+    >>> from panto_analytics.dataset.write import dataset_example
+    >>> sweep_dataset(dataset_example(), [0, 100]).select("budget", "sessions", "noop_share").rows()
     [(0, 1, 0.0), (100, 1, 1.0)]
     """
     return sweep_from(dataset_histograms(root, budgets, engine=engine, address=address, task_rows=task_rows))
@@ -152,8 +152,8 @@ def recommend_dataset(root: str | Path, budgets: int | Iterable[int], rule: Rule
 
     Examples
     --------
-    >>> from panto_analytics.dataset.write import example_dataset
-    >>> recommend_dataset(example_dataset(), [0, 100]).budget
+    >>> from panto_analytics.dataset.write import dataset_example
+    >>> recommend_dataset(dataset_example(), [0, 100]).budget
     100
     """
     rule = (rule or Rule()).on_splits()

@@ -238,8 +238,8 @@ def scan_dataset(root: str | Path, table: str = "messages", *, buckets: Iterable
 
     Examples
     --------
-    >>> from panto_analytics.dataset.write import example_dataset
-    >>> scan_dataset(example_dataset()).select("session_id", "role", "words").collect().rows()
+    >>> from panto_analytics.dataset.write import dataset_example
+    >>> scan_dataset(dataset_example()).select("session_id", "role", "words").collect().rows()
     [('s', 'user', 1)]
     """
     if table not in TABLES:

@@ -52,7 +52,7 @@ from .store import (
     write_part,
 )
 
-__all__ = ["CHUNK_FILES", "DatasetUpdate", "DatasetWriter", "example_dataset", "files_outside", "write_dataset"]
+__all__ = ["CHUNK_FILES", "DatasetUpdate", "DatasetWriter", "dataset_example", "files_outside", "write_dataset"]
 
 _MANIFEST_CAST = cast("dict[Any, pl.DataType]", DATASET_MANIFEST_SCHEMA)
 
@@ -274,12 +274,12 @@ def write_dataset(paths: Iterable[PathLike] | PathLike, root: PathLike, *, bucke
     return writer.commit()
 
 
-def example_dataset(*, usage: bool = False) -> Path:
+def dataset_example(*, usage: bool = False) -> Path:
     """A dataset in two buckets, for examples, in a new temporary folder: one session ``s``, a user's "hi" and,
     with ``usage``, an assistant's reply that reports 9 input and 1 output tokens.
 
     >>> from panto_analytics.dataset import scan_dataset
-    >>> scan_dataset(example_dataset(usage=True)).select("role", "input").collect().rows()
+    >>> scan_dataset(dataset_example(usage=True)).select("role", "input").collect().rows()
     [('user', None), ('assistant', 9)]
     """
     folder = Path(tempfile.mkdtemp())
