@@ -196,22 +196,29 @@ FIELD_POLICIES = ["claude-code:version=2.1.185", "anthropic-compact:trigger=5000
                   "opencode:max_output=8000,buffer=8000", "openhands", "summarize-every"]
 
 
+def _replays_as_in_memory(dataset, lane: str, policies: list[str], prices: Path) -> pl.DataFrame:
+    """``policies`` replayed with cost (``prices``) and loss on ``dataset`` in ``lane`` and in memory: the same
+    sessions, events and table; the in-memory sessions, for what each test asserts of them."""
+    kw = dict(window=64_000, reserve=16_384, policy=policies, prices=prices)
+    messages = dataset_corpus(dataset).messages
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        lost = loss(messages, replay(messages, BUDGETS, **kw), horizon=20)
+        got, events, sessions = replayed(lanes_of(lane, dataset)[0], BUDGETS, with_loss=True, horizon=20, **kw)
+    assert_rows_equal(sessions, lost.sessions)
+    assert_rows_equal(events, lost.events, "event")
+    assert_frame_equal(got.table, with_loss_columns(compare_policies(lost.events, lost.sessions), lost.events),
+                       check_exact=True)
+    return lost.sessions
+
+
 @pytest.mark.parametrize("lane", LANES)
 def test_the_field_policies_replay_with_cost_and_loss_as_in_memory(tool_dataset, tmp_path, lane):
     prices = tmp_path / "prices.json"
     prices.write_text('{"synth-mini": {"input_cost_per_token": 1e-6, "output_cost_per_token": 2e-6}, '
                       '"synth-pro": {"input_cost_per_token": 3e-6, "output_cost_per_token": 9e-6}}')
-    kw = dict(window=64_000, reserve=16_384, policy=FIELD_POLICIES, prices=prices)
-    messages = dataset_corpus(tool_dataset).messages
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        lost = loss(messages, replay(messages, BUDGETS, **kw), horizon=20)
-        got, events, sessions = replayed(lanes_of(lane, tool_dataset)[0], BUDGETS, with_loss=True, horizon=20, **kw)
-    assert_rows_equal(sessions, lost.sessions)
-    assert_rows_equal(events, lost.events, "event")
-    assert_frame_equal(got.table, with_loss_columns(compare_policies(lost.events, lost.sessions), lost.events),
-                       check_exact=True)
-    fired = lost.sessions.filter(pl.col("n_compactions") > 0)
+    sessions = _replays_as_in_memory(tool_dataset, lane, FIELD_POLICIES, prices)
+    fired = sessions.filter(pl.col("n_compactions") > 0)
     # Every policy compacts some session, pays a summarizer there and has a loss figure.
     assert set(fired["policy"].unique()) == set(FIELD_POLICIES)
     assert (fired["summarizer_cost_usd"] > 0).all() and fired["orphan_calls"].is_not_null().all()
@@ -229,20 +236,11 @@ def test_the_clearing_and_staged_policies_replay_with_cost_and_loss_as_in_memory
     prices.write_text('{"synth-mini": {"input_cost_per_token": 1e-6, "output_cost_per_token": 2e-6, '
                       '"cache_read_input_token_cost": 1e-7, "cache_creation_input_token_cost": 1.25e-6}, '
                       '"synth-pro": {"input_cost_per_token": 3e-6, "output_cost_per_token": 9e-6}}')
-    kw = dict(window=64_000, reserve=16_384, policy=CLEARING_POLICIES, prices=prices)
-    messages = dataset_corpus(tool_dataset).messages
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        lost = loss(messages, replay(messages, BUDGETS, **kw), horizon=20)
-        got, events, sessions = replayed(lanes_of(lane, tool_dataset)[0], BUDGETS, with_loss=True, horizon=20, **kw)
-    assert_rows_equal(sessions, lost.sessions)
-    assert_rows_equal(events, lost.events, "event")
-    assert_frame_equal(got.table, with_loss_columns(compare_policies(lost.events, lost.sessions), lost.events),
-                       check_exact=True)
+    sessions = _replays_as_in_memory(tool_dataset, lane, CLEARING_POLICIES, prices)
     # Every policy but the cache-gated one (the synthetic sessions have no idle hour) edits some session, and
     # there its bill differs from the recording.
     edits = {parse_policy(p).spec() for p in CLEARING_POLICIES if "time" not in p}
-    fired = lost.sessions.filter(pl.col("n_compactions") > 0)
+    fired = sessions.filter(pl.col("n_compactions") > 0)
     assert set(fired["policy"].unique()) >= edits
     changed = fired.filter(pl.col("simulated_cost_usd") != pl.col("recorded_cost_usd"))
     assert set(changed["policy"].unique()) >= edits
