@@ -184,14 +184,15 @@ def one_window(first: int = 0, **columns: list[Any]) -> pl.DataFrame:
                          "trigger": [first + n - 1] * n})
 
 
-def at_or_after(value: pl.Expr) -> pl.Expr:
-    """Per row: the sum of ``value`` over this row and the later rows of its state (a suffix sum, no group loop).
+def at_or_after(value: pl.Expr, *within: str) -> pl.Expr:
+    """Per row: the sum of ``value`` over this row and the later rows of its state (a suffix sum, no group loop),
+    or of its group of the state by the columns ``within``.
 
-    >>> df = pl.DataFrame({"state": [0, 0, 0, 1], "v": [1, 2, 3, 4]})
-    >>> df.select(at_or_after(pl.col("v"))).to_series().to_list()
-    [6, 5, 3, 4]
+    >>> df = pl.DataFrame({"state": [0, 0, 0, 1], "turn": [1, 1, 2, 1], "v": [1, 2, 3, 4]})
+    >>> df.select(at_or_after(pl.col("v")), turn_rest=at_or_after(pl.col("v"), "turn")).rows()
+    [(6, 3), (5, 2), (3, 3), (4, 4)]
     """
-    return value.sum().over("state") - value.cum_sum().over("state") + value
+    return value.sum().over("state", *within) - value.cum_sum().over("state", *within) + value
 
 
 def state_max(value: pl.Expr) -> pl.Expr:
