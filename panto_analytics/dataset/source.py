@@ -1,8 +1,8 @@
 """One face for every verb, the backend chosen by the input (narwhals' pattern): a :class:`Source`.
 
 A command is read, verb, write: it opens the :class:`Source` its PATHS name and calls the verb on it, never
-asking which lane it runs in. Three backends give the same results (``tests/dataset`` checks each verb on
-each):
+asking which lane it runs in. Three backends give the same results (each verb's test in ``tests/dataset`` is
+parametrized over them, ``tests/conftest.py``'s ``LANES``):
 
 - :class:`InMemory`: a corpus in one frame (session files read by ``ingest``, or a dataset folder gathered
   whole), read on first use;
@@ -13,11 +13,14 @@ The dataset backends run the private per-bucket implementations of :mod:`._strea
 :mod:`._decision`, :mod:`._replay` and :mod:`._refetch` (private modules: no user imports them); the in-memory
 one the library's own verbs.
 
->>> from panto_analytics import examples
->>> from panto_analytics.ingest.corpus import corpus_from_messages   # doctest: +SKIP
->>> src = InMemory(lambda: examples.corpus())                        # doctest: +SKIP
->>> src.sweep([0, 20]).select("budget", "sessions").rows()           # doctest: +SKIP
-[(0, 1), (20, 1)]
+>>> import tempfile
+>>> from panto_analytics.dataset import write_dataset
+>>> from panto_analytics.ingest import read_corpus
+>>> root = tempfile.mkdtemp() + "/corpus.ds"
+>>> _ = write_dataset(["data/"], root, buckets=4, cache=False)
+>>> memory, on_dataset = InMemory(lambda: read_corpus(["data/"], cache=False)), OnDataset(root)
+>>> memory.sweep([0, 20_000]).equals(on_dataset.sweep([0, 20_000]))   # the same figures, bucket by bucket
+True
 """
 from __future__ import annotations
 
