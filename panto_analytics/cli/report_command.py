@@ -19,7 +19,7 @@ from ._options import (
     replay_prices,
 )
 from ._output import check_output_path
-from ._reading import read_input_corpus, versioned_corpus
+from ._reading import open_source, versioned_corpus
 from .app import main
 
 __all__ = ["report"]
@@ -68,7 +68,7 @@ def report(paths, format_, skip_invalid, budgets, min_kept_turns, coverage, max_
     from ..analysis.report import build_report, write_report  # matplotlib: loaded only when a report is asked for
 
     check_replay(window, reserve, summary_tokens, tuple(policies))   # before any reading where a window is given
-    corpus = read_input_corpus(paths, format_, skip_invalid)
+    corpus = open_source(paths, format_, skip_invalid).corpus()
     reason = hint = None
     if window is None:
         window, reason, hint = implied_window(corpus.sessions)

@@ -31,10 +31,10 @@ names the versions read and what each holds.
   ``agent_version``, Claude Code's ``version`` field); set, it is forced
   (``claude-code:version=2.1.185``).
 
->>> import polars as pl
->>> w = pl.DataFrame({"state": [0] * 6, "seq": list(range(6)), "role": ["user", "assistant"] * 3,
-...     "call": [False, True] * 3, "cum": [None, 100_000, None, 150_000, None, 170_000], "first": [0] * 6,
-...     "trigger": [5] * 6, "context": [170_000] * 6, "window": [200_000] * 6, "version": ["2.1.112"] * 6})
+>>> from panto_analytics.policy.compaction.policies.base import one_window
+>>> w = one_window(role=["user", "assistant"] * 3, call=[False, True] * 3,
+...     cum=[None, 100_000, None, 150_000, None, 170_000], context=[170_000] * 6, window=[200_000] * 6,
+...     version=["2.1.112"] * 6)
 >>> ClaudeCode().cut(w).select("prefix_end", "kept_messages").rows()  # a version that keeps nothing
 [(6, 0)]
 >>> ClaudeCode(version="2.1.185").cut(w).select("prefix_end", "kept_messages").rows()  # from 150,000 >= 144,000
