@@ -10,7 +10,7 @@ each):
 - :class:`OnRay`: the same, its tasks on Ray Data.
 
 The dataset backends run the private per-bucket implementations of :mod:`.streaming`, :mod:`.cost`,
-:mod:`.decision`, :mod:`.replay` and :mod:`.refetch`; the in-memory one the library's own verbs.
+:mod:`.decision`, :mod:`.replay`, :mod:`.refetch` and :mod:`._report`; the in-memory one the library's own verbs.
 
 >>> from panto_analytics import examples
 >>> from panto_analytics.ingest.corpus import corpus_from_messages   # doctest: +SKIP
@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
     from ..analysis.choose.choice import Choice
     from ..analysis.choose.rule import Rule
+    from ..analysis.report.model import Report
     from ..ingest.corpus import Corpus
     from ..outcomes.cost import Grouping
     from .replay import RowSink
@@ -111,6 +112,12 @@ class Source:
                      on_rows: RowSink | None = None) -> ReplayTable:
         """``replay``'s per-budget table (with the loss columns when ``with_loss``); the events and sessions
         rows given to ``on_rows(events, sessions)`` (in memory: all at once)."""
+        raise NotImplementedError
+
+    def report(self, budgets: Any, *, splits_to: Path, **options: Any) -> Report:
+        """:func:`~panto_analytics.analysis.report.build_report` of the corpus (``options``: its keywords); over a
+        dataset, bucket by bucket, the sections that do not need every session in memory
+        (:mod:`panto_analytics.dataset._report`), its splits written to the Parquet file ``splits_to``."""
         raise NotImplementedError
 
 
@@ -202,6 +209,11 @@ class InMemory(Source):
             table = with_loss_columns(table, lost_events)
         return ReplayTable(table, result.summary_tokens, result.summary_source, result.price_source)
 
+    def report(self, budgets: Any, *, splits_to: Path, **options: Any) -> Report:
+        from ..analysis.report import build_report
+
+        return build_report(self.corpus(), budgets, **options)
+
 
 class OnDataset(Source):
     """A Parquet dataset (``ingest --dataset DIR``), read bucket by bucket, here (:class:`OnRay`: on Ray Data);
@@ -283,6 +295,11 @@ class OnDataset(Source):
                                  policy=policy, prices=prices, summarizer=summarizer, with_loss=with_loss,
                                  horizon=horizon, on_rows=on_rows, **self._where)
         return ReplayTable(s.table, s.summary_tokens, s.summary_source, s.price_source)
+
+    def report(self, budgets: Any, *, splits_to: Path, **options: Any) -> Report:
+        from ._report import report_dataset
+
+        return report_dataset(self.root, budgets, splits_to=splits_to, **options, **self._where)
 
 
 class OnRay(OnDataset):
