@@ -1,4 +1,4 @@
-"""A literal, sequential reference of the clearing policies (``policy/compaction/clearing.py``).
+"""A literal, sequential reference of the clearing policies (``policy/compaction/clearing_replay.py``).
 
 One session at a time, one call at a time, as the sources state the edits:
 Anthropic's ``clear_tool_uses_20250919`` (every request whose input passes

@@ -7,13 +7,13 @@ the same section of the report of the same corpus in memory
 
 - the corpus at a glance and the breakdowns: each task reduces its whole sessions to
   :class:`~panto_analytics.analysis.report.overview.OverviewParts` (counts and value counts), merged;
-- the budget table (:func:`~panto_analytics.dataset.streaming.sweep_dataset`'s histograms);
-- the recommendation: without a window :func:`~panto_analytics.dataset.streaming.recommend_dataset`, under
-  one the decision :func:`~panto_analytics.dataset.decision.decision_dataset` (every session replayed, billed
+- the budget table (:func:`~panto_analytics.dataset._streaming.sweep_dataset`'s histograms);
+- the recommendation: without a window :func:`~panto_analytics.dataset._streaming.recommend_dataset`, under
+  one the decision :func:`~panto_analytics.dataset._decision.decision_dataset` (every session replayed, billed
   and its loss measured, task by task; the rows its table and its bootstrap read spilled to Parquet), with the
   frontier's figure and table drawn from its per-(policy, budget) table;
 - ``splits.parquet``, written group of buckets after group of buckets
-  (:func:`~panto_analytics.dataset.streaming.write_splits`), not held.
+  (:func:`~panto_analytics.dataset._streaming.write_splits`), not held.
 
 The sections drawn from every session's rows in memory (the plots of the splits
 and turns, the replay's plots and tables, the costs, the recorded compactions
@@ -95,8 +95,8 @@ def report_dataset(root: str | Path, budgets: Any, *, splits_to: Path, rule: Rul
     ``task_rows``: the messages a task holds (None: each section's default); ``segment_by``: plots by segment,
     drawn from every session in memory, named among what the report leaves out."""
     from ..policy.compaction.priced import resolve_prices
-    from .decision import decision_dataset
-    from .streaming import recommend_dataset, sweep_dataset, write_splits
+    from ._decision import decision_dataset
+    from ._streaming import recommend_dataset, sweep_dataset, write_splits
 
     budgets = as_budgets(budgets)
     where: dict[str, Any] = {"engine": engine, "address": address}

@@ -238,12 +238,8 @@ def scan_dataset(root: str | Path, table: str = "messages", *, buckets: Iterable
 
     Examples
     --------
-    >>> import tempfile, pathlib
-    >>> from panto_analytics.dataset import write_dataset
-    >>> d = pathlib.Path(tempfile.mkdtemp())
-    >>> _ = (d / "s.jsonl").write_text('{"type":"message","role":"user","content":[{"type":"text","text":"hi"}]}\\n')
-    >>> _ = write_dataset([d], d / "ds", buckets=2)
-    >>> scan_dataset(d / "ds").select("session_id", "role", "words").collect().rows()
+    >>> from panto_analytics.dataset.write import dataset_example
+    >>> scan_dataset(dataset_example()).select("session_id", "role", "words").collect().rows()
     [('s', 'user', 1)]
     """
     if table not in TABLES:

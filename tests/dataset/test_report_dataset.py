@@ -7,17 +7,16 @@ from pathlib import Path
 import polars as pl
 import pytest
 from click.testing import CliRunner
-from conftest import DATA
+from conftest import DATA, LANES, open_lane
 from polars.testing import assert_frame_equal
 
 from panto_analytics.analysis.choose.rule import Rule
 from panto_analytics.analysis.report import write_report
 from panto_analytics.cli import main
-from panto_analytics.dataset import InMemory, OnDataset, OnRay, dataset_corpus
 
 PRICES = DATA.parent / "docs" / "synth-prices.json"
 BUDGETS = [0, 2_500, 5_000, 10_000, 20_000]
-BACKENDS = ["dataset", pytest.param("ray", marks=[pytest.mark.ray, pytest.mark.slow])]
+BACKENDS = [lane for lane in LANES if lane != "memory"]
 #: Without a window (the splits), and under one (the decision, billed, with its frontier).
 OPTIONS = {"splits": {"rule": Rule(min_kept_turns=2, coverage=0.75)},
            "window": {"rule": Rule(min_kept_turns=1, coverage=0.5), "window": 32_000, "prices": PRICES}}
@@ -29,16 +28,14 @@ def a_report(source, tmp: Path, kind: str):
 
 @pytest.fixture(scope="module", params=list(OPTIONS))
 def in_memory(request, data_dataset, tmp_path_factory):
-    corpus = dataset_corpus(data_dataset)  # the same corpus, read whole
-    return request.param, a_report(InMemory(lambda: corpus), tmp_path_factory.mktemp("memory"), request.param)
+    memory = open_lane("memory", data_dataset)  # the same corpus, read whole
+    return request.param, a_report(memory, tmp_path_factory.mktemp("memory"), request.param)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_each_section_equals_the_report_in_memory(in_memory, data_dataset, backend, tmp_path):
-    if backend == "ray":
-        pytest.importorskip("ray", reason="Ray is an optional extra: pip install 'panto_analytics[ray]'")
     kind, mem = in_memory
-    source = (OnRay if backend == "ray" else OnDataset)(data_dataset, task_rows=1)  # a task per bucket
+    source = open_lane(backend, data_dataset)  # a task per bucket
     got = a_report(source, tmp_path, kind)
     assert got.title == mem.title and got.budgets == mem.budgets
     assert got.overview.rows == mem.overview.rows
@@ -82,7 +79,7 @@ def test_a_dataset_report_on_the_command_line(data_dataset, tmp_path):
 
 
 def test_write_report_moves_the_written_splits_in(data_dataset, tmp_path):
-    rep = a_report(OnDataset(data_dataset), tmp_path, "splits")
+    rep = a_report(open_lane("dataset", data_dataset, None), tmp_path, "splits")
     part = Path(rep.splits)
     out = write_report(rep, tmp_path / "r")
     assert not part.exists() and (out / "splits.parquet").is_file()

@@ -18,7 +18,7 @@ from ...frame.schema import BUDGET, SESSION
 from ...outcomes.billing import SUMMARIZER_MODES, bill_edited, bill_replay
 from ...outcomes.cost import bill, unpriced, warn_unpriced
 from ...outcomes.prices import Prices, load_prices
-from .clearing import cleared_usage, staged_frame
+from .clearing_replay import cleared_usage, staged_frame
 from .engine import Replay
 from .policies import POLICIES, Clearing, Staged, parse_policy
 

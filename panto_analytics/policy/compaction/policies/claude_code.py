@@ -27,10 +27,9 @@ SDK's record types. ``docs/replay.md`` states what was read where.
   ``agent_version``, Claude Code's ``version`` field); set, it is forced
   (``claude-code:version=2.1.185``).
 
->>> import polars as pl
->>> w = pl.DataFrame({"state": [0] * 4, "seq": [4, 5, 6, 7], "role": ["user", "assistant"] * 2,
-...     "user": [True, False] * 2, "tool_result": [False] * 4, "next_tool_result": [False] * 4,
-...     "chars": [30_000] * 4, "first": [4] * 4, "trigger": [7] * 4, "version": ["2.1.112"] * 4})
+>>> from panto_analytics.policy.compaction.policies.base import one_window
+>>> w = one_window(4, role=["user", "assistant"] * 2, user=[True, False] * 2, tool_result=[False] * 4,
+...     next_tool_result=[False] * 4, chars=[30_000] * 4, version=["2.1.112"] * 4)
 >>> ClaudeCode().cut(w).select("prefix_end", "kept_messages").rows()  # a version that keeps nothing
 [(8, 0)]
 >>> ClaudeCode(version="2.1.185").cut(w).select("prefix_end", "kept_messages").rows()  # 5 text messages: here all 4

@@ -1,4 +1,4 @@
-"""The clearing policies (policy/compaction/clearing.py) against their literal reference (reference/clearing.py):
+"""The clearing policies (policy/compaction/clearing_replay.py) against their literal reference (reference/clearing.py):
 hand-made cases, then hypothesis-drawn corpora: events, sessions and every call's usage as billed."""
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from panto_analytics.frame.schema import MESSAGE_SCHEMA
 from panto_analytics.policy.compaction.any_policy import replay_policies
-from panto_analytics.policy.compaction.clearing import cleared_usage, replay_clearing
+from panto_analytics.policy.compaction.clearing_replay import cleared_usage, replay_clearing
 from panto_analytics.policy.compaction.policies import (
     ClaudeCode,
     ClaudeCodeMicrocompact,
