@@ -40,6 +40,7 @@ from ...policy import Replay, budgets_shown, compare_policies, events_as_splits,
 from ...policy import splits as compute_splits
 from ...policy import turns as compute_turns
 from ...policy.compaction.engine import DEFAULT_RESERVE
+from ...policy.compaction.recorded_cuts import no_cut_reason
 from .. import plots
 from ..choose.bootstrap import RESAMPLES, SEED
 from ..choose.budget import choose_budget
@@ -103,9 +104,10 @@ def decision_table(rec: Choice) -> Table:
         "proposable": ("", lambda v: "" if v else "at/above trigger"),
     }
     present = [c for c in cols if c in t.columns]
-    # A figure with the bootstrap's interval is written with it: 'value (lo-hi)', 90% of resamples.
+    # A figure with the bootstrap's interval is written with it: 'value (lo-hi)', 90% of resamples; a policy with
+    # no token budget shows none, never 0.
     rows = [[_with_interval(row[c], row.get(f"{c}_lo"), row.get(f"{c}_hi"), cols[c][1]) if row[c] is not None
-             else cols[c][1](row[c]) for c in present] for row in t.iter_rows(named=True)]
+             else cols[c][1](row[c]) for c in present] for row in budgets_shown(t).iter_rows(named=True)]
     chosen = None
     for i, row in enumerate(t.iter_rows(named=True)):
         if row["policy"] == rec.policy and row[BUDGET] == rec.budget:
@@ -195,7 +197,7 @@ def costs_section(report: Report, result: Replay, chosen: int | None = None) -> 
             "cache_read_change_usd": ("cache reads change", money),
             "cache_miss_usd": ("cache misses", money),
             "cache_miss_per_compaction_usd": ("cache miss per compaction", money)}
-    t = compaction_costs(result.sessions)
+    t = budgets_shown(compaction_costs(result.sessions))  # no budget of 0 for a policy with none
     report.costs = Table([name for name, _ in cols.values()],
                          [[fmt(row[c]) for c, (_, fmt) in cols.items()] for row in t.iter_rows(named=True)])
     report.figures.append(ReportFigure(
@@ -232,7 +234,8 @@ def _policy_section(report: Report, messages: pl.DataFrame, corpus: Corpus | Non
         f"Each policy replayed over the sessions' life under a {format_tokens(window)} window at its own "
         "trigger and defaults (libpanto at the recommended budget).",
         plots.policy_comparison(compare_policies(result.events, result.sessions))))
-    others = [p for p in policies if str(p).split(":")[0] != "libpanto"]
+    # The policies with a cut to set beside the agents' (not libpanto's per-budget split, not a clearing one).
+    others = [p for p in policies if no_cut_reason(p) is None]
     if corpus is not None and others and not corpus.compactions.is_empty():
         summary = recorded_cut_summary(policies_vs_agents(corpus, others)).rename({
             "source_format": "format", "own": "agent's policy", "distance_messages_p50": "off by (messages) p50",
@@ -509,7 +512,8 @@ def frontier_table(rec: Choice, recorded: pl.DataFrame | None = None) -> Table:
         for r in recorded.iter_rows(named=True):
             mine = r["point"] == "recorded"
             rows.append([f"{r['agent']} (recorded)" if mine else f"{r['point']} over {r['agent']}'s sessions",
-                         "-" if mine else tokens(r[BUDGET]), cell(r["sessions"]), *figures(r), "-",
+                         "-" if mine or not has_budget(r["point"]) else tokens(r[BUDGET]), cell(r["sessions"]),
+                         *figures(r), "-",
                          "recorded" if mine else "replayed, same sessions"])
     return Table(["point", "budget", "sessions", "cost/session p50 (90% of resamples)",
                   "orphan rate (90% of resamples)", "re-fetch tokens", ""], rows, highlight=hit, left=(0, 6))
