@@ -196,10 +196,12 @@ def has_budget(policy: str | None) -> bool:
 
     >>> has_budget("libpanto"), has_budget("pi:keep_recent_tokens=30k"), has_budget("gemini-cli")
     (True, True, False)
+    >>> has_budget("clear-tool-uses+libpanto"), has_budget("observation-masking")
+    (True, False)
     """
     from ..policy.compaction.policies import parse_policy
 
-    return policy is None or policy.split(":")[0] == "libpanto" or parse_policy(policy).budget_setting is not None
+    return policy is None or parse_policy(policy).budget_name() is not None
 
 
 def point_name(policy: str | None, budget: int | None) -> str:

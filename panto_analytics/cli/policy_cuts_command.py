@@ -37,6 +37,11 @@ def policy_cuts_cmd(paths, format_, skip_invalid, policies, output, rows_out):
     if "libpanto" in policies:
         raise click.UsageError("libpanto's split at recorded compactions is `panto-analytics compactions -b LIST`")
     from ..analysis.compactions import policies_vs_agents, recorded_cut_summary
+    from ..policy.compaction.recorded_cuts import no_cut_reason
+
+    reason = next((r for r in map(no_cut_reason, policies) if r), None)
+    if reason:
+        raise click.UsageError(reason)
 
     corpus = versioned_corpus(open_source(paths, format_, skip_invalid).corpus(), list(policies) or None)
     rows = policies_vs_agents(corpus, list(policies) or None)

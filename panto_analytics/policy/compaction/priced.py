@@ -117,7 +117,7 @@ def _bill_mixed(result: Replay, messages: pl.DataFrame | pl.LazyFrame, clearing:
     for policy, spec in zip(clearing, specs):
         pe, ps = events.filter(pl.col("policy") == spec), sessions.filter(pl.col("policy") == spec)
         if isinstance(policy, Clearing):
-            edited, _ = cleared_usage(frame, policy)
+            edited, _ = cleared_usage(frame, policy, window=result.window)
         else:
             edited, _ = staged_frame(frame, policy, window=result.window)
         summarizing = isinstance(policy, Staged) and not policy.last.clears

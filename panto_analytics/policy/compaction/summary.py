@@ -227,7 +227,6 @@ def budgets_shown(table: pl.DataFrame) -> pl.DataFrame:
     if "policy" not in table.columns or BUDGET not in table.columns:
         return table
     specs = table["policy"].cast(pl.String).unique().to_list()
-    budgeted = {s: s is None or s.split(":")[0] == "libpanto" or parse_policy(s).budget_setting is not None
-                for s in specs}
+    budgeted = {s: s is None or parse_policy(s).budget_name() is not None for s in specs}
     return table.with_columns(pl.when(pl.col("policy").cast(pl.String).replace_strict(
         budgeted, return_dtype=pl.Boolean, default=True)).then(pl.col(BUDGET)).alias(BUDGET))

@@ -134,6 +134,16 @@ class Policy:
     def budget(self) -> int:
         return int(getattr(self, self.budget_setting)) if self.budget_setting else 0
 
+    def budget_name(self) -> str | None:
+        """The setting its token budget is (``keep_recent_tokens``), None where it has none: results then name the
+        policy by its settings, never by a budget of 0.
+
+        >>> from panto_analytics.policy.compaction.policies import parse_policy
+        >>> parse_policy("pi").budget_name(), parse_policy("gemini-cli").budget_name()
+        ('keep_recent_tokens', None)
+        """
+        return self.budget_setting
+
     def settings_text(self) -> str:
         """Every setting with its value, defaults included: ``threshold_ratio=0.5, preserve=0.3``.
 
