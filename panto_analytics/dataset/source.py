@@ -10,8 +10,8 @@ parametrized over them, ``tests/conftest.py``'s ``LANES``):
 - :class:`OnRay`: the same, its tasks on Ray Data.
 
 The dataset backends run the private per-bucket implementations of :mod:`._streaming`, :mod:`._cost`,
-:mod:`._decision`, :mod:`._replay` and :mod:`._refetch` (private modules: no user imports them); the in-memory
-one the library's own verbs.
+:mod:`._decision`, :mod:`._replay`, :mod:`._refetch` and :mod:`._report` (private modules: no user imports
+them); the in-memory one the library's own verbs.
 
 >>> import tempfile
 >>> from panto_analytics.dataset import write_dataset
@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 
     from ..analysis.choose.choice import Choice
     from ..analysis.choose.rule import Rule
+    from ..analysis.report.model import Report
     from ..ingest.corpus import Corpus
     from ..outcomes.cost import Grouping
     from ._replay import RowSink
@@ -151,6 +152,12 @@ class Source:
         rows given to ``on_rows(events, sessions)`` (in memory: all at once)."""
         raise self._unserved("replay_table")
 
+    def report(self, budgets: Any, *, splits_to: Path, **options: Any) -> Report:
+        """:func:`~panto_analytics.analysis.report.build_report` of the corpus (``options``: its keywords); over a
+        dataset, bucket by bucket, the sections that do not need every session in memory
+        (:mod:`panto_analytics.dataset._report`), its splits written to the Parquet file ``splits_to``."""
+        raise self._unserved("report")
+
 
 class InMemory(Source):
     """A corpus in one frame, read on first use: ``read()`` gives the corpus, ``read_messages()`` (by default
@@ -239,6 +246,11 @@ class InMemory(Source):
         if lost_events is not None:
             table = with_loss_columns(table, lost_events)
         return ReplayTable(table, result.summary_tokens, result.summary_source, result.price_source)
+
+    def report(self, budgets: Any, *, splits_to: Path, **options: Any) -> Report:
+        from ..analysis.report import build_report
+
+        return build_report(self.corpus(), budgets, **options)
 
 
 class OnDataset(Source):
@@ -330,6 +342,11 @@ class OnDataset(Source):
                                  policy=policy, prices=prices, summarizer=summarizer, with_loss=with_loss,
                                  horizon=horizon, on_rows=on_rows, **self._where)
         return ReplayTable(s.table, s.summary_tokens, s.summary_source, s.price_source)
+
+    def report(self, budgets: Any, *, splits_to: Path, **options: Any) -> Report:
+        from ._report import report_dataset
+
+        return report_dataset(self.root, budgets, splits_to=splits_to, **options, **self._where)
 
 
 class OnRay(OnDataset):
