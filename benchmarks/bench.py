@@ -58,7 +58,7 @@ from panto_analytics.policy import annotate, replay, splits, turns
 from reference import port
 
 from . import cost_compare, ingest_scale, memory, real_formats
-from .ingest_scale import orjson_floor
+from .canonical_small import orjson_floor
 from .sizes import CLAUDE_SESSIONS
 from .synth import write_corpus
 from .synth_claude_code import write_corpus as write_claude_code_corpus
@@ -452,11 +452,8 @@ def format_report(r: dict) -> str:
             f"  {ing['floor_mb_per_s']:>7.1f} MB/s   ingest/floor {ing['vs_floor']:.2f}x"
             f"   {goal(prefix + 'ingest_vs_floor')}",
         ]
-        if cache["available"]:
-            out.append(f"{indent + 'cache re-read':<38}{cache['seconds']:>9.3f} s"
-                       f"   {'':>13}cold/re-read {cache['speedup']:.1f}x   {goal(prefix + 'cache_speedup')}")
-        else:
-            out.append(f"{indent + 'cache re-read':<38}{cache['note']}")
+        out.append(_figure_row(indent + "cache re-read", cache, lambda c: f"{c['seconds']:>9.3f} s"
+                               f"   {'':>13}cold/re-read {c['speedup']:.1f}x   {goal(prefix + 'cache_speedup')}"))
         return out
 
     lines = [
@@ -490,18 +487,12 @@ def format_report(r: dict) -> str:
         f"{f'{n}-budget sweep, polars splits()':<38}{sw['seconds']:>9.3f} s"
         f"  (of which, alone: annotate() {sw['annotate_seconds']:.3f} s, turns() {sw['turns_seconds']:.3f} s)",
     ]
-    if nat["available"]:
-        lines.append(f"{'  native computeSplit loop':<38}{nat['seconds']:>9.3f} s"
-                     f"  polars {nat['seconds'] / sw['seconds']:.1f}x faster   {goal('native_speedup')}")
-    else:
-        lines.append(f"{'  native computeSplit loop':<38}{nat['note']}")
-    if port["available"]:
-        how = (f"  (estimated: {port['seconds_timed']:.1f} s on {port['sessions_timed']} of {port['sessions']} "
-               f"sessions, a random sample, scaled by message count)" if port["scaled"] else "")
-        lines.append(f"{'  python reference port':<38}{port['seconds']:>9.1f} s"
-                     f"  polars {port['seconds'] / sw['seconds']:.0f}x faster   {goal('python_speedup')}{how}")
-    else:
-        lines.append(f"{'  python reference port':<38}{port['note']}")
+    lines.append(_figure_row("  native computeSplit loop", nat, lambda f: f"{f['seconds']:>9.3f} s"
+                             f"  polars {f['seconds'] / sw['seconds']:.1f}x faster   {goal('native_speedup')}"))
+    lines.append(_figure_row("  python reference port", port, lambda f: f"{f['seconds']:>9.1f} s"
+                             f"  polars {f['seconds'] / sw['seconds']:.0f}x faster   {goal('python_speedup')}"
+                             + (f"  (estimated: {f['seconds_timed']:.1f} s on {f['sessions_timed']} of {f['sessions']} "
+                                f"sessions, a random sample, scaled by message count)" if f["scaled"] else "")))
     for window, rep in r["replay"].items():
         judged = f"   {goal('replay_vs_sweep')}" if window == str(REPLAY_WINDOWS[0]) else ""
         lines.append(f"{f'  replay, {int(window) // 1000}k window':<38}{rep['seconds']:>9.3f} s"
@@ -541,12 +532,19 @@ def _cost_lines(cost: dict) -> list[str]:
     return lines
 
 
+def _figure_row(label: str, figure: dict, shown: Callable[[dict], str]) -> str:
+    """A row of the report: ``label`` in the labels' column, then what ``shown`` writes of ``figure``, or the
+    figure's note where it is not available.
+
+    >>> _figure_row("x", {"available": False, "note": "skipped"}, str).split()
+    ['x', 'skipped']
+    """
+    return f"{label:<38}{shown(figure) if figure['available'] else figure['note']}"
+
+
 def _ccusage_lines(cc: dict, goal: Callable[[str], str]) -> list[str]:
-    cu = cc["ccusage"]
-    if not cu["available"]:
-        return [f"{'  ccusage daily --json --offline':<38}{cu['note']}"]
-    return [f"{'  ccusage daily --json --offline':<38}{cu['seconds']:>9.2f} s"
-            f"   {'':>13}ingest/ccusage {cu['ratio']:.2f}x   {goal('claude_vs_ccusage')}"]
+    return [_figure_row("  ccusage daily --json --offline", cc["ccusage"], lambda cu: f"{cu['seconds']:>9.2f} s"
+                        f"   {'':>13}ingest/ccusage {cu['ratio']:.2f}x   {goal('claude_vs_ccusage')}")]
 
 
 def _small_lines(sm: dict, goal: Callable[[str], str]) -> list[str]:
@@ -586,9 +584,8 @@ def _reread_lines(many: dict, goal: Callable[[str], str]) -> list[str]:
 
 
 def _memory_lines(mem: dict, what: str, key: str, unit: str, verdict: str) -> list[str]:
-    if not mem["available"]:
-        return [f"{what:<38}{mem['note']}"]
-    value = mem.get(key)
-    shown = "n/a (below the peak of the imports)" if value is None else f"{value:.1f} {unit}"
-    return [f"{what:<38}{shown:>24}   (frame {mem['frame_bytes_per_message']:.1f} bytes/message, "
-            f"resident {mem['resident_bytes_per_message']:.0f})   {verdict}"]
+    def shown(m: dict) -> str:
+        value = "n/a (below the peak of the imports)" if m.get(key) is None else f"{m[key]:.1f} {unit}"
+        return (f"{value:>24}   (frame {m['frame_bytes_per_message']:.1f} bytes/message, "
+                f"resident {m['resident_bytes_per_message']:.0f})   {verdict}")
+    return [_figure_row(what, mem, shown)]

@@ -24,7 +24,7 @@ import click
 
 from .real_formats import write_copies
 
-__all__ = ["charged", "split"]
+__all__ = ["charged", "charged_reads", "split"]
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -59,31 +59,38 @@ def charged(spent: dict[str, float], name: str, function: Callable[..., Any]) ->
     return run
 
 
-def split(paths: list[Path], rounds: int) -> dict[str, Any]:
-    """Best CPU seconds of ``read_frames`` over ``paths`` and of each of :data:`STEPS`."""
-    from panto_analytics.formats.claude_code import fast
-    from panto_analytics.formats.contract import SourceFile
-
+def charged_reads(owners: dict[str, Any], read: Callable[[], list], rounds: int) -> dict[str, Any]:
+    """Best CPU seconds over ``rounds`` of ``read()`` (as ``total``) and of each function ``owners`` names
+    (``{name: the module or class it is an attribute of}``), each :func:`charged` while the reads run and put
+    back after; the messages of the frames ``read`` returns, and the files it declined (None).
+    """
     spent: dict[str, float] = {}
-
-    originals = {name: getattr(fast, name) for name, _ in STEPS}
+    originals = {name: vars(owner)[name] for name, owner in owners.items()}
     best: dict[str, float] = {}
     try:
         for name, function in originals.items():
-            setattr(fast, name, charged(spent, name, function))
+            setattr(owners[name], name, charged(spent, name, function))
         for _ in range(rounds):
             spent.clear()
-            sources = [SourceFile(p, "claude-code") for p in paths]
             start = time.process_time()
-            frames = fast.read_frames(sources)
+            frames = read()
             spent["total"] = time.process_time() - start
             for name, seconds in spent.items():
                 best[name] = min(best.get(name, seconds), seconds)
     finally:
         for name, function in originals.items():
-            setattr(fast, name, function)
+            setattr(owners[name], name, function)
     return {"seconds": best, "messages": sum(f.height for f in frames if f is not None),
             "declined": sum(f is None for f in frames)}
+
+
+def split(paths: list[Path], rounds: int) -> dict[str, Any]:
+    """Best CPU seconds of ``read_frames`` over ``paths`` and of each of :data:`STEPS`."""
+    from panto_analytics.formats.claude_code import fast
+    from panto_analytics.formats.contract import SourceFile
+
+    return charged_reads({name: fast for name, _ in STEPS},
+                         lambda: fast.read_frames([SourceFile(p, "claude-code") for p in paths]), rounds)
 
 
 @click.command()

@@ -44,6 +44,7 @@ from panto_analytics.outcomes.cost import UnpricedWarning, bill, call_tokens
 from panto_analytics.outcomes.prices import TIER, load_prices
 
 from .ingest_scale import CCUSAGE_HOWTO, CCUSAGE_VERSION, ccusage_binary
+from .timing import best_of
 
 __all__ = ["PROBE_TOKENS", "compare_ccusage", "cost_speed", "format_comparison", "probe_days", "probe_prices"]
 
@@ -250,27 +251,18 @@ def speed_frame(n: int = 1_000_000, seed: int = 0) -> pl.DataFrame:
     return frame.with_columns(**extra).select(list(MESSAGE_SCHEMA)).cast(dict(MESSAGE_SCHEMA))  # type: ignore[arg-type]
 
 
-def _best(repeat: int, fn, *args, **kwargs) -> tuple[Any, float]:
-    best, out = float("inf"), None
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        out = fn(*args, **kwargs)
-        best = min(best, time.perf_counter() - t0)
-    return out, best
-
-
 def cost_speed(n: int = 1_000_000, repeat: int = 3) -> dict[str, Any]:
     """Best-of-``repeat`` seconds of ``pa.costs(by="day")``, ``by="session"`` and ``bill`` over ``n`` messages."""
     frame = speed_frame(n)
     prices = load_prices().covering(_SPEED_MODELS)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UnpricedWarning)
-        _, by_day = _best(repeat, pa.costs, frame, by="day", prices=prices)
-        _, by_session = _best(repeat, pa.costs, frame, by="session", prices=prices)
+        _, by_day = best_of(repeat, pa.costs, frame, by="day", prices=prices)
+        _, by_session = best_of(repeat, pa.costs, frame, by="session", prices=prices)
         calls = call_tokens(frame)
-        _, bare = _best(repeat, bill, calls, prices)
+        _, bare = best_of(repeat, bill, calls, prices)
     return {"messages": n, "calls": calls.height, "by_day_seconds": by_day, "by_session_seconds": by_session,
-            "bill_seconds": bare, "load_prices_seconds": _best(1, load_prices)[1]}
+            "bill_seconds": bare, "load_prices_seconds": best_of(1, load_prices)[1]}
 
 
 def format_speed(r: dict[str, Any]) -> str:

@@ -12,7 +12,9 @@ process:
   a user asks for are written as they come, not held);
 - ``loss DS --cuts FILE`` (the re-fetch check, its cut rows written to a file);
 - ``recommend DS --window 64k -b 20k`` (the decision under a window: every session replayed, billed and
-  its loss measured).
+  its loss measured, and the seeded bootstrap of its figures over the sessions);
+- ``report DS -o DIR --window 64k -b 20k`` (the same decision, the overview, the budget table and
+  ``splits.parquet``, bucket by bucket).
 
 Each figure is the peak resident memory of that process
 (``ru_maxrss`` of the child from ``os.wait4``: the largest of the process and
@@ -52,6 +54,7 @@ COMMANDS: dict[str, list[str]] = {
                "--sessions", "{out}/sessions.parquet", "--events", "{out}/events.parquet"],
     "loss": ["loss", "{ds}", "-o", "/dev/null", "--cuts", "{out}/cuts.parquet"],
     "recommend": ["recommend", "{ds}", "--window", "64k", "-b", "20k", "-o", "/dev/null"],
+    "report": ["report", "{ds}", "-o", "{out}/report", "--window", "64k", "-b", "20k"],
 }
 
 #: Exit codes that are not failures: ``recommend`` exits 1 when no budget meets its rule.

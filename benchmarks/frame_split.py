@@ -16,13 +16,12 @@ from __future__ import annotations
 import importlib
 import os
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 import click
 
-from .claude_code_split import charged
+from .claude_code_split import charged_reads
 from .real_formats import write_copies
 
 __all__ = ["STEPS", "split"]
@@ -49,27 +48,9 @@ def split(fmt: str, paths: list[Path], rounds: int) -> dict[str, Any]:
     from panto_analytics.formats.contract import SourceFile
 
     reader = importlib.import_module(FORMATS[fmt][1])
-    spent: dict[str, float] = {}
-
     owners = {name: getattr(fast_columns, owner) if owner else fast_columns for owner, name, _ in STEPS}
-    originals = {name: owner.__dict__[name] for name, owner in owners.items()}
-    best: dict[str, float] = {}
-    try:
-        for name, function in originals.items():
-            setattr(owners[name], name, charged(spent, name, function))
-        for _ in range(rounds):
-            spent.clear()
-            sources = [SourceFile(p, fmt, skip_invalid=True) for p in paths]
-            start = time.process_time()
-            frames = reader.read_frames(sources)
-            spent["total"] = time.process_time() - start
-            for name, seconds in spent.items():
-                best[name] = min(best.get(name, seconds), seconds)
-    finally:
-        for name, function in originals.items():
-            setattr(owners[name], name, function)
-    return {"seconds": best, "messages": sum(f.height for f in frames if f is not None),
-            "declined": sum(f is None for f in frames)}
+    return charged_reads(owners, lambda: reader.read_frames([SourceFile(p, fmt, skip_invalid=True) for p in paths]),
+                         rounds)
 
 
 @click.command()

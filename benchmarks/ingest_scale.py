@@ -20,7 +20,6 @@ import os
 import shutil
 import subprocess
 import tempfile
-import time
 from pathlib import Path
 
 import orjson
@@ -28,7 +27,9 @@ import orjson
 from panto_analytics.ingest import read_sessions
 
 from . import memory
+from .canonical_small import orjson_floor
 from .synth import write_corpus
+from .timing import best_of, cpu_seconds
 
 __all__ = ["CCUSAGE_HOWTO", "CCUSAGE_VERSION", "cache_cost", "ccusage", "ccusage_binary", "reread_many",
            "small_files", "write_tiny_sessions"]
@@ -37,16 +38,6 @@ CCUSAGE_VERSION = "20.0.24"
 
 CCUSAGE_HOWTO = (f"not installed: npm install --prefix ~/.cache/panto-tools ccusage@{CCUSAGE_VERSION}, then set "
                  "PANTO_CCUSAGE=~/.cache/panto-tools/node_modules/.bin/ccusage (or put ccusage on PATH)")
-
-
-def _best(repeat: int, fn, *args, **kwargs) -> tuple[object, float]:
-    """The last result of ``fn`` and its best time over ``repeat`` runs."""
-    best, out = float("inf"), None
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        out = fn(*args, **kwargs)
-        best = min(best, time.perf_counter() - t0)
-    return out, best
 
 
 def ccusage_binary(env: dict[str, str] | None = None) -> str | None:
@@ -72,7 +63,7 @@ def ccusage(config_dir: Path, ours_seconds: float) -> dict:
     if binary is None:
         return {"available": False, "note": CCUSAGE_HOWTO}
     try:
-        report, seconds = _best(2, _run_ccusage, binary, config_dir)
+        report, seconds = best_of(2, _run_ccusage, binary, config_dir)
     except (OSError, subprocess.SubprocessError, ValueError) as e:
         return {"available": False, "note": f"ccusage failed: {e}"}
     totals = report.get("totals", {}) if isinstance(report, dict) else {}
@@ -85,9 +76,9 @@ def cache_cost(paths: list[Path], no_cache_seconds: float, repeat: int = 2) -> d
     fills = []
     for _ in range(repeat):
         with tempfile.TemporaryDirectory(prefix="panto-bench-cold-") as cache:
-            _, seconds = _best(1, read_sessions, paths, cache=cache)
+            _, seconds = best_of(1, read_sessions, paths, cache=cache)
             fills.append(seconds)
-            _, reread = _best(2, read_sessions, paths, cache=cache)
+            _, reread = best_of(2, read_sessions, paths, cache=cache)
     cold = min(fills)
     return {"cold_seconds": cold, "ratio": cold / no_cache_seconds, "reread_seconds": reread,
             "reread_speedup": no_cache_seconds / reread}
@@ -100,7 +91,7 @@ def small_files(n: int, seed: int, workdir: Path) -> dict:
     paths = write_corpus(workdir / "small", n, seed, median_turns=4, max_turns=10)
     size = sum(p.stat().st_size for p in paths)
     floor = min(orjson_floor(paths) for _ in range(2))
-    _, seconds = _best(2, read_sessions, paths)
+    _, seconds = best_of(2, read_sessions, paths)
     return {"available": True, "files": n, "bytes": size, "seconds": seconds, "floor_seconds": floor,
             "vs_floor": seconds / floor, "cache": cache_cost(paths, seconds)}
 
@@ -125,27 +116,10 @@ def reread_many(n: int, workdir: Path) -> dict:
     folder = workdir / "many"
     write_tiny_sessions(folder, n)
     with tempfile.TemporaryDirectory(prefix="panto-bench-many-") as cache:
-        _, fill = _best(1, read_sessions, [folder], cache=cache)
-        frame, seconds = _best(2, read_sessions, [folder], cache=cache)
-        cpu = min(_cpu_seconds(read_sessions, [folder], cache=cache) for _ in range(2))
+        _, fill = best_of(1, read_sessions, [folder], cache=cache)
+        frame, seconds = best_of(2, read_sessions, [folder], cache=cache)
+        cpu = min(cpu_seconds(read_sessions, [folder], cache=cache) for _ in range(2))
         mem = memory.resident([folder], cache)
     return {"available": True, "files": n, "fill_seconds": fill, "seconds": seconds, "cpu_seconds": cpu,
             "messages": frame.height, "memory": mem}  # type: ignore[attr-defined]
 
-
-def _cpu_seconds(fn, *args, **kwargs) -> float:
-    """The CPU time of this process (all its threads) in ``fn``: what a loaded machine does not stretch."""
-    t0 = time.process_time()
-    fn(*args, **kwargs)
-    return time.process_time() - t0
-
-
-def orjson_floor(paths: list[Path]) -> float:
-    """Seconds to read every file and ``orjson.loads`` every non-blank line, in this process: the parse-only floor."""
-    t0 = time.perf_counter()
-    for path in paths:
-        with open(path, "rb") as f:
-            for line in f:
-                if line.strip():
-                    orjson.loads(line)
-    return time.perf_counter() - t0

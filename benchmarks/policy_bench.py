@@ -10,34 +10,25 @@ from __future__ import annotations
 
 import argparse
 import tempfile
-import time
 
 import panto_analytics as pa
 from panto_analytics.policy.compaction.any_policy import replay_policies
 from panto_analytics.policy.compaction.policies import POLICIES
 
 from .synth import write_corpus
+from .timing import best_of
 
 __all__ = ["main", "time_policies"]
 
 
-def _best(repeat: int, fn) -> tuple[object, float]:
-    times, result = [], None
-    for _ in range(repeat):
-        start = time.perf_counter()
-        result = fn()
-        times.append(time.perf_counter() - start)
-    return result, min(times)
-
-
 def time_policies(messages, window: int, repeat: int = 3) -> list[dict]:
     """One dict per policy: seconds (min of ``repeat``), events, and the ratio to libpanto at a 20k budget."""
-    base, base_s = _best(repeat, lambda: pa.replay(messages, [20_000], window=window, summary_tokens=2_000))
+    base, base_s = best_of(repeat, lambda: pa.replay(messages, [20_000], window=window, summary_tokens=2_000))
     rows = [{"policy": "libpanto", "seconds": base_s, "events": base.events.height, "vs_libpanto": 1.0}]  # type: ignore[attr-defined]
     for name in POLICIES:
         if name == "libpanto":
             continue
-        result, seconds = _best(repeat, lambda n=name: replay_policies(messages, [n], window=window, summary_tokens=2_000))
+        result, seconds = best_of(repeat, lambda n=name: replay_policies(messages, [n], window=window, summary_tokens=2_000))
         rows.append({"policy": name, "seconds": seconds, "events": result.events.height,  # type: ignore[attr-defined]
                      "vs_libpanto": seconds / base_s})
     return rows

@@ -20,7 +20,8 @@ import orjson
 
 from panto_analytics.ingest import read_sessions
 
-from .ingest_scale import _best, orjson_floor
+from .canonical_small import orjson_floor
+from .timing import best_of
 
 __all__ = ["FORMATS", "fresh_ids", "real_format", "write_copies"]
 
@@ -71,7 +72,7 @@ def real_format(fmt: str, shared: Path | None, copies: int, workdir: Path) -> di
         return {"available": False, "note": f"not available: no JSON Lines files in {source}"}
     size = sum(p.stat().st_size for p in paths)
     floor = min(orjson_floor(paths) for _ in range(2))
-    frame, seconds = _best(2, read_sessions, paths, format=fmt, skip_invalid=True)
+    frame, seconds = best_of(2, read_sessions, paths, format=fmt, skip_invalid=True)
     return {"available": True, "files": len(paths), "copies": copies, "bytes": size,
             "messages": frame.height, "seconds": seconds,  # type: ignore[attr-defined]
             "floor_seconds": floor, "vs_floor": seconds / floor}

@@ -367,18 +367,8 @@ def _compact(t: _Transcript, system_tokens: int) -> None:
 
 def generate_session(rng: random.Random, session_id: str, *, median_turns: float = 10,
                      max_turns: int = 300) -> list[dict]:
-    """The records of one synthetic Claude Code transcript.
-
-    Parameters
-    ----------
-    rng
-        The only source of randomness: the same state gives the same records.
-    session_id
-        The ``sessionId`` of every record.
-    median_turns, max_turns
-        Turns (user prompts) per session are log-normal around the median,
-        from 1 up to ``max_turns``.
-    """
+    """The records of one synthetic Claude Code transcript, whose every record has ``session_id`` as its
+    ``sessionId``; the other parameters as :func:`benchmarks.synth.generate_session` takes them."""
     version = _weighted(rng, VERSIONS)
     project = f"{_pick(rng, _IDENTS)}-{_pick(rng, _IDENTS)}"
     env = {"userType": "external", "entrypoint": _pick(rng, ("cli", "claude-vscode")), "cwd": f"/home/synth/{project}",

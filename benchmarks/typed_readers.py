@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from .bench import shared_dir
-from .ingest_scale import orjson_floor
+from .canonical_small import orjson_floor
 from .real_formats import FORMATS, write_copies
 
 __all__ = ["ORACLES", "READERS", "main", "measure"]

@@ -48,8 +48,10 @@ The package is floors over a shared vocabulary, and imports only go down
 >>> callable(pa.ingest.read_corpus)
 True
 """
-import importlib
-from typing import TYPE_CHECKING, Any
+from types import ModuleType
+from typing import TYPE_CHECKING
+
+from .lazy import lazy_getattr
 
 __all__ = [
     "Cache",
@@ -108,18 +110,10 @@ if TYPE_CHECKING:
     from .policy import replay, splits, sweep, turns
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        value = importlib.import_module(_LAZY[name], __name__)
-    elif name in _FROM:
-        value = getattr(importlib.import_module(_FROM[name], __name__), name)
-    else:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _FROM, _LAZY)
 
 
 def __dir__() -> list[str]:
     """The public names, the lazy submodules and the subpackages imported so far: not this module's machinery."""
-    loaded = {n for n, v in globals().items() if isinstance(v, type(importlib)) and n != "importlib"}
+    loaded = {n for n, v in globals().items() if isinstance(v, ModuleType) and n != "lazy"}
     return sorted({*__all__, *_LAZY, *loaded})

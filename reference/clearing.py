@@ -1,4 +1,4 @@
-"""A literal, sequential reference of the clearing policies (``policy/compaction/clearing.py``).
+"""A literal, sequential reference of the clearing policies (``policy/compaction/clearing_replay.py``).
 
 One session at a time, one call at a time, as the sources state the edits:
 Anthropic's ``clear_tool_uses_20250919`` (every request whose input passes
@@ -18,14 +18,19 @@ A rule is a dict of :class:`~panto_analytics.policy.compaction.policies.clearing
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
-__all__ = ["PLACEHOLDER", "Use", "expected_clearing"]
+__all__ = ["PLACEHOLDER", "TRIMMED", "CallEdit", "Use", "expected_clearing", "rule_edits", "saved"]
 
 USAGE = ("input", "output", "cache_read", "cache_write")
 
 #: The placeholder's tokens (``[Old tool result content cleared]``, 34 characters at 4 per token).
 PLACEHOLDER = 9
+
+#: A trimmed result's tokens (OpenClaw: its first and last 1,500 characters, ``\n...\n`` between them and an
+#: 82-character note after: 3,087 characters at 4 per token, rounded up).
+TRIMMED = 772
 
 
 @dataclass
@@ -98,8 +103,17 @@ class CallEdit:
     start: int            # the first message in context
     first_use: int        # index in the session's uses of the first use in context
     boundary: int         # uses before it (index in the session's uses) may be cleared; first_use where none
-    cleared: list[int]    # indices of the cleared uses
+    cleared: list[int]    # indices of the edited uses (cleared or trimmed), in order
     removed: int          # tokens removed, placeholders counted
+    trimmed: set[int] = field(default_factory=set)   # of ``cleared``, those trimmed (OpenClaw), not cleared
+
+    def state(self, k: int) -> str | None:
+        """What the edit made of use ``k``'s result: ``trimmed``, ``cleared`` or None."""
+        return "trimmed" if k in self.trimmed else "cleared" if k in self.cleared else None
+
+    def hard(self) -> int:
+        """How many results the edit cleared (not trimmed)."""
+        return len(self.cleared) - len(self.trimmed)
 
 
 def minutes_idle(msgs: list[dict], i: int) -> float | None:
@@ -151,10 +165,29 @@ def edit_at(msgs: list[dict], uses: list[Use], i: int, start: int, rule: dict, i
     return CallEdit(i, start, first_use, first_use + b, cleared, gross - PLACEHOLDER * len(cleared))
 
 
-def expected_clearing(sessions: dict[str, list[dict]], rule: dict, *, window: int
+def rule_edits(rule: dict) -> Callable[[list[dict], list[Use]], dict[int, CallEdit]]:
+    """The edit ``rule`` makes at every call of a session, call by call (:func:`edit_at`)."""
+    def edits(msgs: list[dict], uses: list[Use]) -> dict[int, CallEdit]:
+        inert = inert_rows(msgs)
+        start, fired, out = 0, [], {}
+        for i, m in enumerate(msgs):
+            if m["has_summary"]:
+                start = i + 1
+            if not is_call(m):
+                continue
+            kept = max((p.boundary for p in fired if p.start == start), default=None)
+            out[i] = edit_at(msgs, uses, i, start, rule, i in inert, kept)
+            fired.append(out[i])
+        return out
+    return edits
+
+
+def expected_clearing(sessions: dict[str, list[dict]], rule: dict, *, window: int,
+                      edits: Callable[[list[dict], list[Use]], dict[int, CallEdit]] | None = None
                       ) -> tuple[list[dict], list[dict], dict[tuple[str, int], dict]]:
     """Events, one row per session and the usage of every call, as ``replay_clearing`` and ``cleared_usage``
-    give them."""
+    give them; ``edits`` gives every call's edit (default: ``rule``'s, :func:`rule_edits`)."""
+    edits = edits or rule_edits(rule)
     events: list[dict] = []
     per_session: list[dict] = []
     usage: dict[tuple[str, int], dict] = {}
@@ -163,30 +196,28 @@ def expected_clearing(sessions: dict[str, list[dict]], rule: dict, *, window: in
             continue
         uses = uses_of(msgs)
         inert = inert_rows(msgs)
+        made = edits(msgs, uses)
         writes = any((m.get("cache_write") or 0) > 0 for m in msgs)
-        start, prev, by_model = 0, None, {}
-        fired: list[CallEdit] = []
+        prev, by_model = None, {}
         peak, n_events, summarized, ineffective = None, 0, 0, False
         one_hour = False
         starts = turn_starts(msgs)
         for i, m in enumerate(msgs):
-            if m["has_summary"]:
-                start = i + 1
             if (m.get("cache_write") or 0) > 0:
                 one_hour = (m.get("cache_write_1h") or 0) > 0
             if not is_call(m):
                 continue
-            kept = max((p.boundary for p in fired if p.start == start), default=None)
-            e = edit_at(msgs, uses, i, start, rule, i in inert, kept)
-            fired.append(e)
+            e = made[i]
             cum = sum(m[c] for c in USAGE)
             context = max(cum - e.removed, 0)
             if i not in inert:
                 peak = context if peak is None else max(peak, context)
             same = prev is not None and prev.start == e.start
             prev_count = len(prev.cleared) if same else 0
+            prev_hard = prev.hard() if same else 0
             prev_removed = prev.removed if same else 0
-            if len(e.cleared) > prev_count:
+            # An event: a result edited that was not, or trimmed before and cleared now.
+            if len(e.cleared) > prev_count or e.hard() > prev_hard:
                 events.append({
                     "session_id": sid, "event": n_events, "trigger_seq": i, "context_before": max(cum - prev_removed, 0),
                     "active_start": e.start, "prefix_end": e.start,
@@ -207,6 +238,12 @@ def expected_clearing(sessions: dict[str, list[dict]], rule: dict, *, window: in
     return events, per_session, usage
 
 
+def saved(uses: list[Use], e: CallEdit, k: int) -> int:
+    """What the edit ``e`` removed of use ``k``'s result: its tokens less the placeholder, or less the trimmed
+    size."""
+    return (uses[k].tokens or 0) - (TRIMMED if k in e.trimmed else PLACEHOLDER)
+
+
 def _usage(msgs: list[dict], uses: list[Use], m: dict, e: CallEdit, prev: tuple[CallEdit, dict, int] | None,
            writes: bool, one_hour: bool) -> dict:
     """The call's input, cache read and writes (5-minute, 1-hour) after the edit (``cleared_usage``'s rule):
@@ -219,8 +256,9 @@ def _usage(msgs: list[dict], uses: list[Use], m: dict, e: CallEdit, prev: tuple[
     sim = max(prompt - e.removed, 0)
     tail = min(m["input"], sim) if writes else 0
     candidates = [sim - tail]
-    if e.cleared and m["cache_read"] > position(msgs, uses[e.cleared[0]].msg):
-        candidates.append(max(m["cache_read"] - e.removed, position(msgs, uses[e.cleared[0]].msg)))
+    first = min(e.cleared, default=None)
+    if first is not None and m["cache_read"] > position(msgs, uses[first].msg):
+        candidates.append(max(m["cache_read"] - e.removed, position(msgs, uses[first].msg)))
     else:
         candidates.append(m["cache_read"])
     if prev is not None:
@@ -228,11 +266,9 @@ def _usage(msgs: list[dict], uses: list[Use], m: dict, e: CallEdit, prev: tuple[
         prev_sim = pu["input"] + pu["cache_read"] + pu["cache_write"]
         candidates.append(prev_sim - (min(prev_input, prev_sim) if writes else 0))
         if pe.start == e.start:
-            lo, hi = min(pe.boundary, e.boundary), max(pe.boundary, e.boundary)
-            differing = [k for k in range(lo, hi) if (k in pe.cleared) != (k in e.cleared)]
+            differing = [k for k in range(len(uses)) if pe.state(k) != e.state(k)]
             if differing:
-                before = [k for k in pe.cleared if k < lo]
-                removed_before = sum(uses[k].tokens or 0 for k in before) - PLACEHOLDER * len(before)
+                removed_before = sum(saved(uses, pe, k) for k in pe.cleared if k < differing[0])
                 candidates.append(max(position(msgs, uses[differing[0]].msg) - removed_before, 0))
     read = max(min(candidates), 0)
     write = sim - tail - read if writes else 0

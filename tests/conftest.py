@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import functools
+import json
 import os
 import sys
 from pathlib import Path
@@ -51,6 +52,24 @@ REALDATA = SHARED / "realdata"
 
 #: libpanto's reference harness (compaction.zig compiled unchanged), when ``../shared`` is present.
 HARNESS = SHARED / "reference" / "harness"
+
+
+def canonical_session(path: Path, n_turns: int, *, user: str = "w w w", assistant: str = "w w", sid: str | None = None,
+                      usage: bool = False) -> Path:
+    """A canonical session file of ``n_turns`` user/assistant turns, with a header naming ``sid`` where given and,
+    with ``usage``, assistant usage of 10 input tokens more each turn (and 1 output).
+
+    >>> import tempfile
+    >>> canonical_session(Path(tempfile.mkdtemp()) / "s.jsonl", 2, sid="s").read_text().count("\\n")
+    5
+    """
+    lines: list[dict] = [{"type": "session", "id": sid}] if sid else []
+    for t in range(n_turns):
+        lines.append({"type": "message", "role": "user", "content": [{"type": "text", "text": user}]})
+        lines.append({"type": "message", "role": "assistant", "content": [{"type": "text", "text": assistant}],
+                      **({"usage": {"input": 10 * (t + 1), "output": 1}} if usage else {})})
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    return path
 
 
 @functools.cache
@@ -154,6 +173,16 @@ def data_dataset(tmp_path_factory) -> Path:
     return root
 
 
+@pytest.fixture
+def corpus(tmp_path) -> Path:
+    """A folder of two canonical sessions (:func:`canonical_session`), ``a.jsonl`` of 3 turns and ``b.jsonl`` of 5."""
+    d = tmp_path / "corpus"
+    d.mkdir()
+    canonical_session(d / "a.jsonl", 3)
+    canonical_session(d / "b.jsonl", 5)
+    return d
+
+
 @pytest.fixture(params=FRAME_KINDS)
 def frame_kind(request) -> str:
     """Each way of handing a frame to the engine."""
@@ -164,3 +193,39 @@ def frame_kind(request) -> str:
 def private_cache(tmp_path_factory, monkeypatch):
     """Keep every test's default Parquet cache out of the user's ~/.cache."""
     monkeypatch.setenv("PANTO_ANALYTICS_CACHE", str(tmp_path_factory.mktemp("cache")))
+
+
+#: The lanes every verb runs in (narwhals' pattern: one face, a test parametrized over the backends): the corpus in
+#: memory, a dataset bucket by bucket here, and on Ray Data (which starts Ray on this machine: marked ``ray`` and
+#: ``slow``). Each lane-equality test asserts what the verb gives in each equals the library's own result.
+LANES = ["memory", "dataset", pytest.param("ray", marks=[pytest.mark.ray, pytest.mark.slow])]
+
+
+def open_lane(lane: str, root: Path, task_rows: int | None = 1):
+    """The :class:`~panto_analytics.dataset.Source` of ``lane`` over the dataset at ``root``: in memory, the dataset
+    gathered whole; on a dataset, tasks of ``task_rows`` messages (1: a task per bucket, None: each verb's own)."""
+    from panto_analytics.dataset import InMemory, OnDataset, OnRay, dataset_corpus
+
+    if lane == "memory":
+        return InMemory(functools.partial(dataset_corpus, root))
+    if lane == "ray":
+        pytest.importorskip("ray", reason="Ray is an optional extra: pip install 'panto_analytics[ray]'")
+    return (OnRay if lane == "ray" else OnDataset)(root, task_rows=task_rows)
+
+
+def lane_task_rows(lane: str) -> tuple[int | None, ...]:
+    """The task sizes a lane-equality test tries: on a dataset here a task per bucket, then one task for all (the
+    partial results merge the same whatever the split); on Ray a task per bucket; in memory, no tasks."""
+    return {"memory": (None,), "dataset": (1, 10**9), "ray": (1,)}[lane]
+
+
+def lanes_of(lane: str, root: Path):
+    """Each :func:`open_lane` of ``lane`` at the task sizes of :func:`lane_task_rows`."""
+    return [open_lane(lane, root, rows) for rows in lane_task_rows(lane)]
+
+
+def our_warnings(records) -> list[str]:
+    """The messages of the warnings our package gave (the unpriced models', ...), not a library's (Ray's
+    deprecations as it starts), from ``warnings.catch_warnings(record=True)``."""
+    ours = str(Path(pa.__file__).parent)
+    return [str(w.message) for w in records if w.filename.startswith(ours)]

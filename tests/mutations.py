@@ -13,13 +13,16 @@ from __future__ import annotations
 import json
 import re
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
+from conftest import examples
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-__all__ = ["BIG_NUMBERS", "MUTATIONS", "mutate", "mutated_file", "mutated_lines", "retype"]
+__all__ = ["BIG_NUMBERS", "MUTATIONS", "mutate", "mutated_file", "mutated_lines", "mutation_test", "retype"]
 
 
 def _deep(depth: int) -> object:
@@ -94,3 +97,19 @@ def mutated_file(source: Path, data: st.DataObject) -> Iterator[Path]:
         f = Path(d) / "s.jsonl"
         f.write_bytes(mutated_lines(source, data))
         yield f
+
+
+def mutation_test(sources: list[Path], check: Callable[[Path], object], *, n: int = 60) -> Callable[..., None]:
+    """A slow property test: ``check`` on a :func:`mutated_file` of one of ``sources``, ``examples(n)`` draws.
+
+    A test module binds it under a test's name (``test_mutated_file = mutation_test(SOURCES, agree)``); what the
+    test asserts is ``check``'s (its docstring is the test's).
+    """
+    @pytest.mark.slow
+    @settings(max_examples=examples(n), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(data=st.data())
+    def test(data: st.DataObject) -> None:
+        with mutated_file(data.draw(st.sampled_from(sources), label="source"), data) as f:
+            check(f)
+    test.__doc__ = check.__doc__
+    return test

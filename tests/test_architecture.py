@@ -5,7 +5,7 @@ Floors, top to bottom: ``cli`` -> ``dataset`` -> ``analysis``, where two wings m
 frame, and prices and loss below it, the cost the replay bills with); neither wing imports the other. Both
 stand on ``examples`` (a tiny message frame for doctests) -> ``frame`` (the message frame's vocabulary: the
 schema, word counts, the column expressions, the tool-call targets) -> the shared vocabulary (``errors``,
-``budgets``, ``transcript``, ``defaults``, ``phrases``, ``models``, ``pathnames``). An import
+``budgets``, ``transcript``, ``defaults``, ``phrases``, ``models``, ``pathnames``, ``lazy``). An import
 may stay in its floor or go to one its row of :data:`LAYERS` names, never up or across; the vocabulary
 imports nothing of ours; nothing inside imports the package's own ``__init__``; and no two modules import
 each other, directly or around a loop.
@@ -29,7 +29,7 @@ DEFAULTS = f"{PACKAGE}.defaults"
 #: floor whose prefix it has. ``formats``/``ingest`` (reading) and ``outcomes``/``policy`` (modelling) are two
 #: wings over ``frame``: neither names the other.
 LAYERS = (
-    ("shared", ("errors", "budgets", "transcript", "defaults", "models", "phrases", "pathnames"), ()),
+    ("shared", ("errors", "budgets", "transcript", "defaults", "models", "phrases", "pathnames", "lazy"), ()),
     ("frame", ("frame",), ("shared",)),
     ("examples", ("examples",), ("frame", "shared")),
     ("outcomes", ("outcomes",), ("examples", "frame", "shared")),
@@ -154,7 +154,7 @@ def source_of(module: str) -> str:
 OUTSIDE_IMPORTS = {("panto_analytics.cli.bench_command", "benchmarks")}
 
 #: Modules that import modules by name (lazy public names; the worker processes' initializer), and what they may.
-IMPORT_BY_NAME = {"__init__.py", "ingest/__init__.py", "dataset/__init__.py", "ingest/parallel.py"}
+IMPORT_BY_NAME = {"lazy.py", "ingest/parallel.py"}
 
 
 def test_the_package_imports_no_oracle_test_or_benchmark_but_the_bench_command():
@@ -324,3 +324,55 @@ def test_modules_import_only_what_a_face_exports():
             if name.startswith("_") or (exported is not None and name not in exported):
                 wrong.append(f"{module}: {target}.{name}")
     assert wrong == []
+
+
+#: The names a public face may end in ``_dataset``: the dataset itself (tell one, scan it, write it), never a verb
+#: run over one. A verb over a dataset is a method of :class:`~panto_analytics.dataset.Source`.
+DATASET_ITSELF = {"is_dataset", "scan_dataset", "write_dataset"}
+
+
+def public_faces() -> dict[str, set[str]]:
+    """The ``__all__`` of every public module (no part of its dotted name private): ``{module: names}``."""
+    import importlib
+    import pkgutil
+
+    import panto_analytics
+
+    faces = {PACKAGE: set(panto_analytics.__all__)}
+    for info in pkgutil.walk_packages(panto_analytics.__path__, f"{PACKAGE}."):
+        if not any(part.startswith("_") for part in info.name.split(".")):
+            faces[info.name] = set(getattr(importlib.import_module(info.name), "__all__", ()))
+    return faces
+
+
+def test_no_face_exports_a_dataset_twin_of_a_verb():
+    """One lane behind one face (issue 31 item 1): ``sweep_dataset``, ``cost_dataset``, ``replay_table_dataset``,
+    ``write_splits``, ... are the private implementation of :class:`~panto_analytics.dataset.Source` (in
+    ``dataset/_streaming.py``, ``_cost.py``, ...): no public module, package face or not, exports a name ending
+    in ``_dataset`` but the dataset's own (:data:`DATASET_ITSELF`), nor ``write_splits`` (a verb of the Source,
+    which in memory is ``splits`` written)."""
+    from panto_analytics.dataset import Source
+
+    faces = public_faces()
+    assert {"panto_analytics.dataset", "panto_analytics.dataset.source"} <= set(faces)
+    verbs = {name for name in vars(Source) if not name.startswith("_")}
+    assert {"sweep", "choose_budget", "cost", "refetch", "replay_table", "write_splits"} <= verbs
+    twins = sorted(f"{module}.{name}" for module, names in faces.items() for name in names
+                   if (name.endswith("_dataset") and name not in DATASET_ITSELF) or name == "write_splits")
+    assert twins == []
+
+
+#: What a command body would name to pick a lane itself: the Source (``cli/_reading.py``'s ``open_source``) does.
+LANE_BRANCHES = re.compile(r"check_engine|\bds is (not )?None|is_dataset|dataset_path|engine [!=]=|\b(InMemory|OnDataset|"
+                           r"OnRay)\b|read_input(_corpus)?\(|dataset_corpus")
+
+
+def test_no_command_body_branches_on_the_lane():
+    """A command is read, verb, write (issue 31 item 1): it opens the Source its PATHS name and never asks which
+    lane it runs in, the commands whose verb exists in memory only included (``source.corpus()``). ``ingest``
+    writes datasets and reads files; it is no verb over a Source."""
+    commands = sorted((REPO / PACKAGE / "cli").glob("*_command.py"))
+    assert len(commands) > 10
+    branching = [f"{p.name}: {m.group(0)}" for p in commands if p.name != "ingest_command.py"
+                 for m in LANE_BRANCHES.finditer(p.read_text())]
+    assert branching == []

@@ -39,7 +39,7 @@ from matplotlib.ticker import FuncFormatter, MaxNLocator, NullLocator, PercentFo
 
 from ..frame.schema import BUDGET
 from . import plot_data as data
-from .formatting import format_tokens
+from .formatting import format_tokens, has_budget, point_name
 
 __all__ = [
     "BUDGET_LABEL", "DPI", "FIGSIZE", "GREY", "OUTCOME_COLORS", "PALETTE", "PlotFigure", "SOURCE_COLORS", "SOURCE_LABELS",
@@ -509,7 +509,8 @@ def policy_comparison(table) -> Figure:
     >>> policy_comparison(t).axes[1].get_xlabel()
     'compactions per session (mean)'
     """
-    labels = [p if p != "libpanto" else f"libpanto {format_tokens(b)}" for p, b in zip(table["policy"], table[BUDGET])]
+    labels = [f"{p} {format_tokens(b)}" if p.split(":")[0] == "libpanto" or (b and has_budget(p)) else p
+              for p, b in zip(table["policy"], table[BUDGET])]
     y = list(range(len(labels)))[::-1]
     with style():
         fig, (left, right) = _figure(2, 1, size=(FIGSIZE[0] * 1.4, 0.45 * len(labels) + 1.8), sharey=True)
@@ -567,8 +568,10 @@ def frontier(table, *, recorded=None, chosen: tuple[str, int] | None = None) -> 
                            edgecolors=color, s=28, zorder=3)
         front = front_of(pts).sort("orphan_rate")
         for row in front.iter_rows(named=True):
-            ax.annotate(f"{row['policy']} {format_tokens(row['budget'])}" if row["policy"] != "libpanto"
-                        else format_tokens(row[BUDGET]), (row["orphan_rate"], row["cost_p50"]),
+            # A policy with no token budget is named alone, never with a budget of 0.
+            label = (format_tokens(row[BUDGET]) if row["policy"] == "libpanto" else
+                     f"{row['policy']} {format_tokens(row[BUDGET])}" if has_budget(row["policy"]) else row["policy"])
+            ax.annotate(label, (row["orphan_rate"], row["cost_p50"]),
                         textcoords="offset points", xytext=(4, 4), fontsize=7.5, color=GREY)
         if front.height:
             ax.step(front["orphan_rate"].to_list(), front["cost_p50"].to_list(), where="post", color=INK,
@@ -617,7 +620,8 @@ def _recorded(ax, recorded) -> None:
         for row in mine.filter(mine["point"] != "recorded").iter_rows(named=True):
             ax.plot([x0, row["orphan_rate"]], [y0, row["cost_p50"]], color=ACCENT, linewidth=0.7, alpha=0.6, zorder=3)
             ax.scatter([row["orphan_rate"]], [row["cost_p50"]], marker="D", s=22, color=ACCENT, zorder=4)
-            ax.annotate(f"{row['point']} {format_tokens(row[BUDGET])}, same sessions", (row["orphan_rate"], row["cost_p50"]),
+            name = f"{row['point']} {format_tokens(row[BUDGET])}" if has_budget(row["point"]) else row["point"]
+            ax.annotate(f"{name}, same sessions", (row["orphan_rate"], row["cost_p50"]),
                         textcoords="offset points", xytext=(5, 3), fontsize=7, color=ACCENT)
 
 
@@ -697,7 +701,7 @@ def timeline(tl) -> Figure:
     top.plot(x, calls["context"].to_numpy(), color=PALETTE[0], label="context as recorded")
     if "replayed_context" in calls.columns:
         top.plot(x, calls["replayed_context"].to_numpy(), color=PALETTE[2], linestyle="--",
-                 label=f"replayed: {tl.policy} at {format_tokens(tl.budget)}")
+                 label=f"replayed: {point_name(tl.policy, tl.budget)}")
     if tl.window is not None:
         top.axhline(tl.window, color=GREY, linewidth=0.8, linestyle=":", label=f"window {format_tokens(tl.window)}")
     for row in found.iter_rows(named=True):  # one marker per compaction: a handful per session

@@ -21,8 +21,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FORMAT_KEY", "PLOT_SUFFIXES", "STDOUT_FORMATS", "TABLE_ROWS", "WRITERS", "OutputPathError", "check_output",
-    "check_output_path", "csv_ready", "file_output_option", "is_device", "output_option", "terminal_width",
-    "to_stdout", "write_frame",
+    "check_output_path", "csv_ready", "file_output_option", "is_device", "output_option", "table_file_option",
+    "terminal_width", "to_stdout", "write_frame",
 ]
 
 
@@ -158,6 +158,16 @@ def file_output_option(*names: str, dest: str, help: str, suffixes: Iterable[str
         return None if value is None else check_output_path(value, allowed, option)
 
     return click.option(*names, dest, type=click.Path(path_type=Path), default=None, callback=check, help=help)
+
+
+def table_file_option(name: str, dest: str, rows: str):
+    """An option naming a file to also write a table to (``rows``: what the table holds), in the format its suffix
+    names, as -o writes it.
+
+    >>> table_file_option("--cuts", "cuts_out", "one row per cut")(lambda cuts_out: None).__click_params__[0].help
+    'Also write one row per cut to this file (.csv, .parquet, .json, .ndjson).'
+    """
+    return file_output_option(name, dest=dest, help=f"Also write {rows} to this file (.csv, .parquet, .json, .ndjson).")
 
 
 #: Rows a terminal table shows; the rest are counted.

@@ -65,7 +65,9 @@ def run() -> None:
     try:
         main()
     except SystemExit as done:
+        parallel.close()   # done by the command already, unless a signal came just before its own close()
         leave(done.code)
+    parallel.close()
     leave(0)
 
 

@@ -7,7 +7,7 @@ from ..defaults import DEFAULT_COMPACTION_BUDGETS
 from ._notes import friendly_errors
 from ._options import budgets_option, input_options
 from ._output import PLOT_SUFFIXES, file_output_option, output_option, to_stdout, write_frame
-from ._reading import read_input_corpus
+from ._reading import open_source
 from .app import main
 
 __all__ = ["compactions_cmd"]
@@ -42,7 +42,7 @@ def compactions_cmd(paths, format_, skip_invalid, budgets, output, plot):
     """
     from ..analysis.compactions import agent_vs_libpanto, compaction_table
 
-    corpus = read_input_corpus(paths, format_, skip_invalid)
+    corpus = open_source(paths, format_, skip_invalid).corpus()
     rows = agent_vs_libpanto(corpus, budgets)
     if plot is not None:
         from ..analysis.plots import agent_vs_libpanto_kept, save

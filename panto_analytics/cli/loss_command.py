@@ -6,7 +6,7 @@ import click
 from ..phrases import counted
 from ._notes import friendly_errors
 from ._options import engine_options, horizon_option, input_options
-from ._output import file_output_option, output_option, write_frame
+from ._output import output_option, table_file_option, write_frame
 from ._reading import open_source
 from .app import main
 
@@ -17,9 +17,7 @@ __all__ = ["loss_cmd"]
 @input_options
 @horizon_option
 @output_option
-@file_output_option("--cuts", dest="cuts_out",
-                    help="Also write one row per cut (each recorded compaction and each pseudo-cut) to this file "
-                         "(.csv, .parquet, .json, .ndjson).")
+@table_file_option("--cuts", "cuts_out", "one row per cut (each recorded compaction and each pseudo-cut)")
 @engine_options
 @friendly_errors
 def loss_cmd(paths, format_, skip_invalid, horizon, output, cuts_out, engine, ray_address):

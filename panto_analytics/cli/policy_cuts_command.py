@@ -5,8 +5,8 @@ import click
 
 from ._notes import friendly_errors
 from ._options import cut_policy_option, input_options
-from ._output import file_output_option, output_option, write_frame
-from ._reading import read_input_corpus, versioned_corpus
+from ._output import output_option, table_file_option, write_frame
+from ._reading import open_source, versioned_corpus
 from .app import main
 
 __all__ = ["policy_cuts_cmd"]
@@ -16,9 +16,7 @@ __all__ = ["policy_cuts_cmd"]
 @input_options
 @cut_policy_option
 @output_option
-@file_output_option("--rows", dest="rows_out",
-                    help="Also write one row per (recorded compaction, policy) to this file "
-                         "(.csv, .parquet, .json, .ndjson).")
+@table_file_option("--rows", "rows_out", "one row per (recorded compaction, policy)")
 @friendly_errors
 def policy_cuts_cmd(paths, format_, skip_invalid, policies, output, rows_out):
     """Each policy's cut at every compaction the agents in PATHS recorded, beside what the agent kept.
@@ -39,8 +37,13 @@ def policy_cuts_cmd(paths, format_, skip_invalid, policies, output, rows_out):
     if "libpanto" in policies:
         raise click.UsageError("libpanto's split at recorded compactions is `panto-analytics compactions -b LIST`")
     from ..analysis.compactions import policies_vs_agents, recorded_cut_summary
+    from ..policy.compaction.recorded_cuts import no_cut_reason
 
-    corpus = versioned_corpus(read_input_corpus(paths, format_, skip_invalid), list(policies) or None)
+    reason = next((r for r in map(no_cut_reason, policies) if r), None)
+    if reason:
+        raise click.UsageError(reason)
+
+    corpus = versioned_corpus(open_source(paths, format_, skip_invalid).corpus(), list(policies) or None)
     rows = policies_vs_agents(corpus, list(policies) or None)
     if not rows.height:
         click.echo("no recorded compactions in these sessions", err=True)

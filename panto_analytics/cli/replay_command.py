@@ -17,7 +17,7 @@ from ._options import (
     replay_options,
     replay_prices,
 )
-from ._output import file_output_option, output_option, write_frame
+from ._output import output_option, table_file_option, write_frame
 from ._reading import open_source
 from .app import main
 
@@ -31,10 +31,8 @@ __all__ = ["replay_cmd"]
 @policy_option
 @cost_options
 @output_option
-@file_output_option("--sessions", dest="sessions_out",
-                    help="Also write one row per (session, budget) to this file (.csv, .parquet, .json, .ndjson).")
-@file_output_option("--events", dest="events_out",
-                    help="Also write one row per compaction event to this file (.csv, .parquet, .json, .ndjson).")
+@table_file_option("--sessions", "sessions_out", "one row per (session, budget)")
+@table_file_option("--events", "events_out", "one row per compaction event")
 @click.option("--loss", "with_loss", is_flag=True,
               help="Add what each compaction loses: orphan references among the next --horizon tool calls "
                    "(orphan_calls, orphan_rate, refetch_tokens; docs/loss.md), to the table, --sessions and --events.")

@@ -12,6 +12,7 @@ from ._options import (
     budgets_option,
     check_replay,
     cost_options,
+    engine_options,
     horizon_option,
     input_options,
     policy_option,
@@ -19,7 +20,7 @@ from ._options import (
     replay_prices,
 )
 from ._output import check_output_path
-from ._reading import read_input_corpus, versioned_corpus
+from ._reading import open_source
 from .app import main
 
 __all__ = ["report"]
@@ -42,10 +43,11 @@ __all__ = ["report"]
 @cost_options
 @horizon_option
 @bootstrap_options
+@engine_options
 @friendly_errors
 def report(paths, format_, skip_invalid, budgets, min_kept_turns, coverage, max_kept_share, context_window,
            out_dir, segment_by, title, window, reserve, summary_tokens, policies, max_orphan_rate, cost, prices_file,
-           summarizer, provider, horizon, resamples, seed):
+           summarizer, provider, horizon, resamples, seed, engine, ray_address):
     """A report on what each budget does to the sessions in PATHS: HTML, Markdown, PNGs, Parquet.
 
     DIR/index.html opens offline (plots embedded); DIR/report.md links the
@@ -58,6 +60,14 @@ def report(paths, format_, skip_invalid, budgets, min_kept_turns, coverage, max_
     table, or --prices FILE); with --policy (repeatable), a section compares
     the policies under that window too.
 
+    Over a dataset folder (ingest --dataset) the report runs bucket by
+    bucket, here or with --engine ray: the corpus at a glance, the budget
+    table, the recommendation (under --window: the decision, every session
+    replayed and billed, and the frontier) and splits.parquet, equal to the
+    same report in memory; the sections drawn from every session in memory
+    (the plots of the splits, the replay's and the recorded compactions'
+    sections, the timelines, --by) are left out, each named in the report.
+
     \b
     Examples:
       panto-analytics report data/ -o report/
@@ -65,25 +75,24 @@ def report(paths, format_, skip_invalid, budgets, min_kept_turns, coverage, max_
       panto-analytics report data/ -o report/ --window 48k --policy libpanto --policy pi --policy codex
       panto-analytics report ~/.pi/agent/sessions ~/.claude/projects -o report/ --by model --by length
     """
-    from ..analysis.report import build_report, write_report  # matplotlib: loaded only when a report is asked for
+    from ..analysis.report import write_report  # matplotlib: loaded only when a report is asked for
 
     check_replay(window, reserve, summary_tokens, tuple(policies))   # before any reading where a window is given
-    corpus = read_input_corpus(paths, format_, skip_invalid)
+    source = open_source(paths, format_, skip_invalid, engine, ray_address, versions_for=list(policies) or ["libpanto"])
     reason = hint = None
     if window is None:
-        window, reason, hint = implied_window(corpus.sessions)
+        window, reason, hint = implied_window(source.sessions())
         check_replay(window, reserve, summary_tokens, tuple(policies))
     if policies and window is None:
         raise click.UsageError("--policy compares policies under a context window: give --window (e.g. 200k)")
-    corpus = versioned_corpus(corpus, list(policies) or ["libpanto"])
     rule = rule_of(min_kept_turns, coverage, max_kept_share, context_window, window, max_orphan_rate)
     with unpriced_notes():
-        rep = build_report(corpus, budgets, rule=rule, segment_by=list(dict.fromkeys(segment_by)), title=title,
-                           inputs=[str(p) for p in paths], window=window, reserve=reserve,
-                           summary_tokens=summary_tokens,
-                           policies=[p if isinstance(p, str) else p.spec() for p in policies],
-                           prices=replay_prices(True, prices_file, summarizer, provider), horizon=horizon,
-                           resamples=resamples, seed=seed)
+        rep = source.report(budgets, splits_to=out_dir / ".splits.parquet.part", rule=rule,
+                            segment_by=list(dict.fromkeys(segment_by)), title=title, inputs=[str(p) for p in paths],
+                            window=window, reserve=reserve, summary_tokens=summary_tokens,
+                            policies=[p if isinstance(p, str) else p.spec() for p in policies],
+                            prices=replay_prices(True, prices_file, summarizer, provider), horizon=horizon,
+                            resamples=resamples, seed=seed)
     name_window(rep.recommendation, reason, hint)
     out = write_report(rep, out_dir)
     click.echo(rep.recommendation.headline())

@@ -8,7 +8,7 @@ import click
 from ._notes import friendly_errors
 from ._options import Tokens, input_options
 from ._output import file_output_option
-from ._reading import read_input
+from ._reading import open_source
 from .app import main
 
 __all__ = ["request"]
@@ -42,7 +42,7 @@ def request(paths, format_, skip_invalid, budget, session_id, output):
     from ..analysis.request import summary_request
     from ..analysis.timeline import pick_session
 
-    messages = read_input(paths, format_, skip_invalid)
+    messages = open_source(paths, format_, skip_invalid, messages_only=True).messages()
     ids = messages["session_id"].cast(str).unique(maintain_order=True).to_list()
     if session_id is None:
         if len(ids) != 1:

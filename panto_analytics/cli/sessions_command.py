@@ -6,7 +6,7 @@ import click
 from ._notes import friendly_errors
 from ._options import Tokens, input_options
 from ._output import output_option, write_frame
-from ._reading import read_input_corpus
+from ._reading import open_source
 from .app import main
 
 __all__ = ["sessions_cmd"]
@@ -37,10 +37,11 @@ def sessions_cmd(paths, format_, skip_invalid, budget, worst, output):
     """
     if worst is not None and budget is None:
         raise click.UsageError("--worst N needs --budget B (the budget whose worst-served sessions to list)")
-    corpus = read_input_corpus(paths, format_, skip_invalid)
+    source = open_source(paths, format_, skip_invalid)
     if budget is None:
-        write_frame(corpus.sessions, output)
+        write_frame(source.sessions(), output)
         return
+    corpus = source.corpus()
     import polars as pl
 
     from ..analysis.worst import worst_served

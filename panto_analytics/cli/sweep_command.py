@@ -39,8 +39,6 @@ def sweep(paths, format_, skip_invalid, budgets, output, plot, engine, ray_addre
       panto-analytics sweep corpus.ds/ -b 0:200k:21 --engine ray
     """
     source = open_source(paths, format_, skip_invalid, engine, ray_address)
-    if engine == "ray" and plot is not None:
-        raise click.UsageError("--plot draws every split in memory; --engine ray does not apply to it")
     if plot is None:
         write_frame(source.sweep(budgets), output)
         return

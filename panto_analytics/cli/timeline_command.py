@@ -6,7 +6,7 @@ import click
 from ._notes import friendly_errors
 from ._options import Tokens, horizon_option, input_options, replay_options
 from ._output import file_output_option
-from ._reading import read_input_corpus
+from ._reading import open_source
 from .app import main
 
 __all__ = ["timeline_cmd"]
@@ -55,7 +55,7 @@ def timeline_cmd(paths, format_, skip_invalid, session_id, window, reserve, summ
 
     if (window is None) != (budget is None):
         raise click.UsageError("--window and --budget go together: the replay runs at one budget in one window")
-    corpus = read_input_corpus(paths, format_, skip_invalid)
+    corpus = open_source(paths, format_, skip_invalid).corpus()
     ids = corpus.messages["session_id"].cast(str).unique(maintain_order=True).to_list()
     try:
         chosen = pick_session(ids, session_id)

@@ -5,8 +5,9 @@
 - :mod:`.write`: :func:`write_dataset`, incremental like the cache, and :class:`DatasetWriter`.
 - :mod:`.source`: :class:`Source`, the one face of every verb (sweep, splits, choose_budget, cost, refetch,
   replay_table), the backend chosen by the input: :class:`InMemory`, :class:`OnDataset` (bucket by bucket,
-  here) or :class:`OnRay` (on Ray Data); behind it the per-bucket implementations (:mod:`.streaming`,
-  :mod:`.cost`, :mod:`.decision`, :mod:`.replay`, :mod:`.refetch`) and :mod:`.engines`, where tasks run.
+  here) or :class:`OnRay` (on Ray Data); behind it its private per-bucket implementations (:mod:`._streaming`,
+  :mod:`._cost`, :mod:`._decision`, :mod:`._replay`, :mod:`._refetch`: no ``*_dataset`` twin of a verb is
+  exported; the Source is the face) and :mod:`.engines`, where tasks run.
 
 It is a package of its own (not a part of ``ingest/``) so that its code is not
 part of the cache's parser version: changing how datasets are written does not
@@ -19,19 +20,20 @@ session files (:func:`is_dataset`) loads neither Polars nor the parsers.
 """
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ..lazy import lazy_getattr
 
 __all__ = [
     "DEFAULT_BUCKETS", "TASK_ROWS", "DatasetInfo", "DatasetUpdate", "DatasetWriter", "InMemory", "OnDataset", "OnRay",
-    "Source", "bucket_groups", "bucket_parts", "dataset_corpus", "is_dataset", "read_info", "read_manifest",
+    "Source", "Unserved", "bucket_groups", "bucket_parts", "dataset_corpus", "is_dataset", "read_info", "read_manifest",
     "scan_dataset", "scan_parts", "session_buckets", "write_dataset",
 ]
 
 #: Where each name is defined.
 _FROM = {
     "session_buckets": ".buckets",
-    **dict.fromkeys(["InMemory", "OnDataset", "OnRay", "Source"], ".source"),
+    **dict.fromkeys(["InMemory", "OnDataset", "OnRay", "Source", "Unserved"], ".source"),
     **dict.fromkeys(["DatasetInfo", "is_dataset", "read_info"], ".info"),
     **dict.fromkeys(["DEFAULT_BUCKETS", "TASK_ROWS", "bucket_groups", "bucket_parts", "dataset_corpus",
                      "read_manifest", "scan_dataset", "scan_parts"], ".store"),
@@ -41,7 +43,7 @@ _FROM = {
 if TYPE_CHECKING:
     from .buckets import session_buckets
     from .info import DatasetInfo, is_dataset, read_info
-    from .source import InMemory, OnDataset, OnRay, Source
+    from .source import InMemory, OnDataset, OnRay, Source, Unserved
     from .store import (
         DEFAULT_BUCKETS,
         TASK_ROWS,
@@ -55,9 +57,4 @@ if TYPE_CHECKING:
     from .write import DatasetUpdate, DatasetWriter, write_dataset
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _FROM:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(_FROM[name], __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _FROM)

@@ -1,22 +1,26 @@
 """One face for every verb, the backend chosen by the input (narwhals' pattern): a :class:`Source`.
 
 A command is read, verb, write: it opens the :class:`Source` its PATHS name and calls the verb on it, never
-asking which lane it runs in. Three backends give the same results (``tests/dataset`` checks each verb on
-each):
+asking which lane it runs in. Three backends give the same results (each verb's test in ``tests/dataset`` is
+parametrized over them, ``tests/conftest.py``'s ``LANES``):
 
 - :class:`InMemory`: a corpus in one frame (session files read by ``ingest``, or a dataset folder gathered
   whole), read on first use;
 - :class:`OnDataset`: a Parquet dataset (``ingest --dataset DIR``) bucket by bucket, in bounded memory, here;
 - :class:`OnRay`: the same, its tasks on Ray Data.
 
-The dataset backends run the private per-bucket implementations of :mod:`.streaming`, :mod:`.cost`,
-:mod:`.decision`, :mod:`.replay` and :mod:`.refetch`; the in-memory one the library's own verbs.
+The dataset backends run the private per-bucket implementations of :mod:`._streaming`, :mod:`._cost`,
+:mod:`._decision`, :mod:`._replay`, :mod:`._refetch` and :mod:`._report` (private modules: no user imports
+them); the in-memory one the library's own verbs.
 
->>> from panto_analytics import examples
->>> from panto_analytics.ingest.corpus import corpus_from_messages   # doctest: +SKIP
->>> src = InMemory(lambda: examples.corpus())                        # doctest: +SKIP
->>> src.sweep([0, 20]).select("budget", "sessions").rows()           # doctest: +SKIP
-[(0, 1), (20, 1)]
+>>> import tempfile
+>>> from panto_analytics.dataset import write_dataset
+>>> from panto_analytics.ingest import read_corpus
+>>> root = tempfile.mkdtemp() + "/corpus.ds"
+>>> _ = write_dataset(["data/"], root, buckets=4, cache=False)
+>>> memory, on_dataset = InMemory(lambda: read_corpus(["data/"], cache=False)), OnDataset(root)
+>>> memory.sweep([0, 20_000]).equals(on_dataset.sweep([0, 20_000]))   # the same figures, bucket by bucket
+True
 """
 from __future__ import annotations
 
@@ -27,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..defaults import DEFAULT_RESAMPLES, DEFAULT_RESERVE, DEFAULT_SEED
+from ..errors import InputError
 from ..outcomes.orphan_loss import DEFAULT_HORIZON
 
 if TYPE_CHECKING:
@@ -34,11 +39,28 @@ if TYPE_CHECKING:
 
     from ..analysis.choose.choice import Choice
     from ..analysis.choose.rule import Rule
+    from ..analysis.report.model import Report
     from ..ingest.corpus import Corpus
     from ..outcomes.cost import Grouping
-    from .replay import RowSink
+    from ._replay import RowSink
 
-__all__ = ["Choosing", "InMemory", "OnDataset", "OnRay", "Refetched", "ReplayTable", "Source"]
+__all__ = ["Choosing", "InMemory", "OnDataset", "OnRay", "Refetched", "ReplayTable", "Source", "Unserved"]
+
+
+class Unserved(InputError):
+    """A verb this backend cannot run: one line, naming where the corpus is and the verb
+    (the command line says it as ``error: ...``, never a traceback).
+
+    >>> str(Unserved("corpus.ds", "sweep"))
+    'corpus.ds: sweep does not run on this backend'
+    """
+
+    def __init__(self, where: str | Path, verb: str, reason: str | None = None):
+        super().__init__(where, None, reason or f"{verb} does not run on this backend", skippable=False)
+        self.verb = verb
+
+    def __reduce__(self) -> tuple:
+        return type(self), (self.path, self.verb, self.reason)
 
 
 @dataclass(frozen=True)
@@ -69,23 +91,40 @@ class ReplayTable:
 
 
 class Source:
-    """A corpus and the verbs over it; the subclasses say where the work runs."""
+    """A corpus and the verbs over it; the subclasses say where the work runs. A verb a backend does not run
+    raises :class:`Unserved` (one line), never ``NotImplementedError``."""
+
+    #: Where the corpus is, as an error names it.
+    where: str = "the corpus"
+
+    def _unserved(self, verb: str) -> Unserved:
+        return Unserved(self.where, verb)
+
+    def corpus(self) -> Corpus:
+        """The whole corpus in one frame (:class:`~panto_analytics.ingest.corpus.Corpus`), for the verbs that exist
+        in memory only (``compactions``, ``timeline``, ``policy-cuts``, ``report``, ...): over a dataset,
+        gathered here whole, as big as the corpus."""
+        raise self._unserved("corpus")
+
+    def messages(self) -> pl.DataFrame:
+        """The message frame alone (:meth:`corpus`'s ``messages``, where a backend can read it alone)."""
+        return self.corpus().messages
 
     def sessions(self) -> pl.DataFrame:
         """The sessions table (``session_id``, ``model``, ``context_window``, ...)."""
-        raise NotImplementedError
+        raise self._unserved("sessions")
 
     def splits(self, budgets: Any) -> pl.DataFrame:
         """:func:`~panto_analytics.policy.splits`: every session's split at every budget."""
-        raise NotImplementedError
+        raise self._unserved("splits")
 
     def write_splits(self, budgets: Any, output: Path) -> int:
         """The rows of :meth:`splits` written to the Parquet file ``output``; the number of rows."""
-        raise NotImplementedError
+        raise self._unserved("write_splits")
 
     def sweep(self, budgets: Any) -> pl.DataFrame:
         """:func:`~panto_analytics.policy.sweep` of :meth:`splits`: one row per budget."""
-        raise NotImplementedError
+        raise self._unserved("sweep")
 
     def choose_budget(self, budgets: Any, rule: Rule | None = None, *, window: int | None = None,
                       reserve: int = DEFAULT_RESERVE, summary_tokens: int | None = None,
@@ -94,16 +133,16 @@ class Source:
                       seed: int = DEFAULT_SEED) -> Choosing:
         """:func:`~panto_analytics.analysis.choose.choose_budget`: by end-of-session splits without ``window``,
         by a billed replay under one (``prices``: what ``replay(prices=...)`` takes)."""
-        raise NotImplementedError
+        raise self._unserved("choose_budget")
 
     def cost(self, *, by: Sequence[Grouping] = (), prices: Any = None, timezone: str = "UTC") -> pl.DataFrame:
         """:func:`~panto_analytics.outcomes.costs`: the recorded calls' bill per group."""
-        raise NotImplementedError
+        raise self._unserved("cost")
 
     def refetch(self, *, horizon: int = DEFAULT_HORIZON, on_cuts: Callable[[pl.DataFrame], None] | None = None) -> Refetched:
         """:func:`~panto_analytics.outcomes.recorded_refetch.refetch_summary` of the cuts, each piece of the cuts
         given to ``on_cuts`` (in memory: all of them at once)."""
-        raise NotImplementedError
+        raise self._unserved("refetch")
 
     def replay_table(self, budgets: Any, *, window: int, reserve: int = DEFAULT_RESERVE,
                      summary_tokens: int | None = None, policy: list[Any] | None = None, prices: Any = None,
@@ -111,7 +150,13 @@ class Source:
                      on_rows: RowSink | None = None) -> ReplayTable:
         """``replay``'s per-budget table (with the loss columns when ``with_loss``); the events and sessions
         rows given to ``on_rows(events, sessions)`` (in memory: all at once)."""
-        raise NotImplementedError
+        raise self._unserved("replay_table")
+
+    def report(self, budgets: Any, *, splits_to: Path, **options: Any) -> Report:
+        """:func:`~panto_analytics.analysis.report.build_report` of the corpus (``options``: its keywords); over a
+        dataset, bucket by bucket, the sections that do not need every session in memory
+        (:mod:`panto_analytics.dataset._report`), its splits written to the Parquet file ``splits_to``."""
+        raise self._unserved("report")
 
 
 class InMemory(Source):
@@ -202,6 +247,11 @@ class InMemory(Source):
             table = with_loss_columns(table, lost_events)
         return ReplayTable(table, result.summary_tokens, result.summary_source, result.price_source)
 
+    def report(self, budgets: Any, *, splits_to: Path, **options: Any) -> Report:
+        from ..analysis.report import build_report
+
+        return build_report(self.corpus(), budgets, **options)
+
 
 class OnDataset(Source):
     """A Parquet dataset (``ingest --dataset DIR``), read bucket by bucket, here (:class:`OnRay`: on Ray Data);
@@ -212,6 +262,7 @@ class OnDataset(Source):
 
     def __init__(self, root: str | Path, *, address: str | None = None, task_rows: int | None = None):
         self.root = Path(root)
+        self.where = str(self.root)
         self.address = address
         self.task_rows = task_rows
 
@@ -220,18 +271,26 @@ class OnDataset(Source):
         where: dict[str, Any] = {"engine": self.engine, "address": self.address}
         return where if self.task_rows is None else {**where, "task_rows": self.task_rows}
 
+    def corpus(self) -> Corpus:
+        from .store import dataset_corpus
+
+        return dataset_corpus(self.root)
+
+    def messages(self) -> pl.DataFrame:
+        from .store import collect, scan_dataset
+
+        return collect(scan_dataset(self.root, "messages"), self.root)
+
     def sessions(self) -> pl.DataFrame:
         from .store import collect, scan_dataset
 
         return collect(scan_dataset(self.root, "sessions"), self.root)
 
     def splits(self, budgets: Any) -> pl.DataFrame:
-        from .store import dataset_corpus
-
-        return InMemory(lambda: dataset_corpus(self.root)).splits(budgets)
+        return InMemory(self.corpus).splits(budgets)
 
     def write_splits(self, budgets: Any, output: Path) -> int:
-        from .streaming import write_splits
+        from ._streaming import write_splits
 
         output.parent.mkdir(parents=True, exist_ok=True)
         if self.task_rows is None:
@@ -239,7 +298,7 @@ class OnDataset(Source):
         return write_splits(self.root, budgets, output, task_rows=self.task_rows)
 
     def sweep(self, budgets: Any) -> pl.DataFrame:
-        from .streaming import sweep_dataset
+        from ._streaming import sweep_dataset
 
         return sweep_dataset(self.root, budgets, **self._where)
 
@@ -249,12 +308,12 @@ class OnDataset(Source):
                       horizon: int | None = None, resamples: int = DEFAULT_RESAMPLES,
                       seed: int = DEFAULT_SEED) -> Choosing:
         if window is None:
-            from .streaming import recommend_dataset
+            from ._streaming import recommend_dataset
 
             return Choosing(recommend_dataset(self.root, budgets, rule, resamples=resamples, seed=seed,
                                               **self._where), None)
         from ..policy.compaction.priced import resolve_prices
-        from .decision import decision_dataset
+        from ._decision import decision_dataset
 
         table = resolve_prices(prices)
         dec = decision_dataset(self.root, budgets, rule, window=window, reserve=reserve,
@@ -263,12 +322,12 @@ class OnDataset(Source):
         return Choosing(dec, table.source)
 
     def cost(self, *, by: Sequence[Grouping] = (), prices: Any = None, timezone: str = "UTC") -> pl.DataFrame:
-        from .cost import cost_dataset
+        from ._cost import cost_dataset
 
         return cost_dataset(self.root, by=list(by), prices=prices, timezone=timezone, **self._where)
 
     def refetch(self, *, horizon: int = DEFAULT_HORIZON, on_cuts: Callable[[pl.DataFrame], None] | None = None) -> Refetched:
-        from .refetch import refetch_dataset
+        from ._refetch import refetch_dataset
 
         streamed = refetch_dataset(self.root, horizon=horizon, on_cuts=on_cuts, **self._where)
         return Refetched(streamed.summary, streamed.agents)
@@ -277,15 +336,25 @@ class OnDataset(Source):
                      summary_tokens: int | None = None, policy: list[Any] | None = None, prices: Any = None,
                      summarizer: str | None = None, with_loss: bool = False, horizon: int = DEFAULT_HORIZON,
                      on_rows: RowSink | None = None) -> ReplayTable:
-        from .replay import replay_table_dataset
+        from ._replay import replay_table_dataset
 
         s = replay_table_dataset(self.root, budgets, window=window, reserve=reserve, summary_tokens=summary_tokens,
                                  policy=policy, prices=prices, summarizer=summarizer, with_loss=with_loss,
                                  horizon=horizon, on_rows=on_rows, **self._where)
         return ReplayTable(s.table, s.summary_tokens, s.summary_source, s.price_source)
 
+    def report(self, budgets: Any, *, splits_to: Path, **options: Any) -> Report:
+        from ._report import report_dataset
+
+        return report_dataset(self.root, budgets, splits_to=splits_to, **options, **self._where)
+
 
 class OnRay(OnDataset):
-    """A Parquet dataset whose per-bucket tasks run on Ray Data (``address``: the cluster; None starts Ray here)."""
+    """A Parquet dataset whose per-bucket tasks run on Ray Data (``address``: the cluster; None starts Ray here).
+    Every session's splits (``sweep --plot``) are held in memory, here: not on Ray (:class:`Unserved`)."""
 
     engine = "ray"
+
+    def splits(self, budgets: Any) -> pl.DataFrame:
+        raise Unserved(self.where, "splits", "every session's splits are held in memory here, never on Ray Data "
+                                             "(read the dataset without --engine ray for them)")

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +36,7 @@ from ..ingest.cache.codec import FileKey, mode_of, parser_version
 from ..ingest.corpus import read_corpus
 from ..ingest.paths import PathLike, expand_paths, expand_searched
 from ..ingest.pipeline import without_strays
+from ..ingest.versions import with_agent_versions
 from ..phrases import counted
 from .buckets import MAX_BUCKETS, session_buckets
 from .info import DatasetInfo, is_dataset, read_info
@@ -51,7 +53,7 @@ from .store import (
     write_part,
 )
 
-__all__ = ["CHUNK_FILES", "DatasetUpdate", "DatasetWriter", "files_outside", "write_dataset"]
+__all__ = ["CHUNK_FILES", "DatasetUpdate", "DatasetWriter", "dataset_example", "files_outside", "write_dataset"]
 
 _MANIFEST_CAST = cast("dict[Any, pl.DataType]", DATASET_MANIFEST_SCHEMA)
 
@@ -266,11 +268,31 @@ def write_dataset(paths: Iterable[PathLike] | PathLike, root: PathLike, *, bucke
         # (``request`` re-reads a session's file); the manifest keeps the path as named too.
         corpus = read_corpus(chunk["abspath"].to_list(), format=format, skip_invalid=skip_invalid, report=report,
                              cache=store, progress=progress, jobs=jobs)
-        writer.add(corpus.messages, corpus.sessions, corpus.compactions, chunk.drop("folder"))
+        # The Claude Code version of each message is stored beside the frame (store.STORED_BESIDE), read back from
+        # the files now, while they are certainly there: a claude-code replay on the dataset reads it.
+        writer.add(with_agent_versions(corpus.messages), corpus.sessions, corpus.compactions, chunk.drop("folder"))
         writer.update.files_read += chunk.height
     writer.update.files_removed = _removed(before, pl.concat([stats.select("abspath"), kept]))
     writer.update.cache = store.stats.since(counted) if store is not None and counted is not None else None
     return writer.commit()
+
+
+def dataset_example(*, usage: bool = False) -> Path:
+    """A dataset in two buckets, for examples, in a new temporary folder: one session ``s``, a user's "hi" and,
+    with ``usage``, an assistant's reply that reports 9 input and 1 output tokens.
+
+    >>> from panto_analytics.dataset import scan_dataset
+    >>> scan_dataset(dataset_example(usage=True)).select("role", "input").collect().rows()
+    [('user', None), ('assistant', 9)]
+    """
+    folder = Path(tempfile.mkdtemp())
+    lines = ['{"type":"message","role":"user","content":[{"type":"text","text":"hi"}]}\n']
+    if usage:
+        lines.append('{"type":"message","role":"assistant","content":[],'
+                     '"usage":{"input":9,"output":1,"cache_read":0,"cache_write":0}}\n')
+    (folder / "s.jsonl").write_text("".join(lines))
+    write_dataset([folder], folder / "ds", buckets=2)
+    return folder / "ds"
 
 
 def files_outside(manifest: pl.DataFrame, paths: Iterable[PathLike] | PathLike,

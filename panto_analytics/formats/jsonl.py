@@ -26,7 +26,8 @@ import orjson
 from .contract import SourceFile
 from .record_fields import Invalid
 
-__all__ = ["CHUNK", "NOT_JSONL", "json_type", "malformed", "records", "require_string", "reread", "utf16", "wanted_lines"]
+__all__ = ["CHUNK", "NOT_JSONL", "content_parts", "json_type", "malformed", "records", "require_string", "reread", "utf16",
+           "wanted_lines"]
 
 #: Why a pretty-printed JSON file is rejected (one reason for all its lines).
 NOT_JSONL = ("not JSONL: the file looks like pretty-printed JSON (one document over many lines), "
@@ -214,3 +215,25 @@ def require_string(value: Any, where: str) -> str:
     if not isinstance(value, str):
         raise Invalid(f"{where} must be a string, got {json_type(value)}")
     return value
+
+
+def content_parts(content: Any, where: str, *, or_string: bool = False) -> Iterator[tuple[str, Any, dict[str, Any]]]:
+    """Each object of the content list ``content``: ``(its place, its type, the object)``.
+
+    :class:`~.record_fields.Invalid` names ``where`` when ``content`` is not a list (saying that a string
+    would do, with ``or_string``: the caller took a string before), and the part when one is not an object.
+
+    >>> [(here, kind) for here, kind, _ in content_parts([{"type": "text"}, {}], "content")]
+    [('content[0]', 'text'), ('content[1]', None)]
+    >>> list(content_parts([{}, 5], "message.content"))
+    Traceback (most recent call last):
+    ...
+    panto_analytics.formats.record_fields.Invalid: message.content[1] must be an object, got number
+    """
+    if not isinstance(content, list):
+        raise Invalid(f"{where} must be {'a string or ' if or_string else ''}a list, got {json_type(content)}")
+    for i, part in enumerate(content):
+        here = f"{where}[{i}]"
+        if not isinstance(part, dict):
+            raise Invalid(f"{here} must be an object, got {json_type(part)}")
+        yield here, part.get("type"), part

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAX_TURNS", "assistant_cumulative", "count_in_session", "follows_user", "is_active", "is_api_call",
-    "is_structural_frame", "is_turn_start", "last_before", "message_tokens",
+    "is_structural_frame", "is_turn_start", "last_before", "message_tokens", "observed_quantile",
     "latest_summary_bytes", "prior_assistant_cumulative", "request_bytes", "request_bytes_before", "session_end", "session_start",
     "sum_in_session", "transcript_bytes", "usage_total", "word_tokens",
 ]
@@ -258,3 +258,13 @@ def request_bytes(contributions: IntoExpr, previous_summary_bytes: IntoExpr) -> 
     framing = pl.when(previous.is_null()).then(pl.lit(REQUEST_FRAME_BYTES, pl.UInt64)) \
         .otherwise(REQUEST_FRAME_WITH_SUMMARY_BYTES + previous.cast(pl.UInt64))
     return (framing + transcript_bytes(contributions)).alias("request_bytes")
+
+
+def observed_quantile(column: str, q: float, dtype: pl.DataType) -> pl.Expr:
+    """The ``q`` quantile of ``column`` as one of its values (nearest rank), cast to ``dtype``: a percentile of
+    whole tokens, turns or bytes stays whole.
+
+    >>> pl.DataFrame({"k": [10, 20, 40]}).select(observed_quantile("k", 0.9, pl.UInt64())).item()
+    40
+    """
+    return pl.col(column).quantile(q, "nearest").cast(dtype)

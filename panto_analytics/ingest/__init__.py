@@ -9,8 +9,9 @@
 """
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ..lazy import lazy_getattr
 
 __all__ = ["Cache", "CacheStats", "Corpus", "SessionFilter", "compactions", "expand_paths", "filter_corpus",
            "open_corpus", "read_corpus", "read_files", "read_sessions", "sessions"]
@@ -31,9 +32,4 @@ if TYPE_CHECKING:
     from .pipeline import read_files, read_sessions
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _FROM:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(_FROM[name], __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _FROM)

@@ -113,22 +113,9 @@ def read_corpus(paths: Iterable[PathLike] | PathLike, *, format: str | None = No
 
 
 def sessions(source: Corpus | Iterable[PathLike] | PathLike, **options) -> pl.DataFrame:
-    """One row per session (``SESSIONS_SCHEMA``) of a :class:`Corpus`, or of the files under ``source``.
+    """The sessions table (``SESSIONS_SCHEMA``, the module docstring says its columns) of ``source``: a
+    :class:`Corpus`, or paths, read with ``options`` as :func:`read_corpus` takes them.
 
-    Parameters
-    ----------
-    source
-        A :class:`Corpus`, or paths to read.
-    **options
-        Read options for paths, as :func:`read_corpus` takes them.
-
-    Returns
-    -------
-    pl.DataFrame
-        The sessions table (see the module docstring for its columns).
-
-    Examples
-    --------
     >>> import pathlib, tempfile
     >>> d = pathlib.Path(tempfile.mkdtemp())
     >>> _ = (d / "s.jsonl").write_text('{"type":"session","id":"s1","model":"claude-opus-4-5-20251101"}\\n'
@@ -140,22 +127,9 @@ def sessions(source: Corpus | Iterable[PathLike] | PathLike, **options) -> pl.Da
 
 
 def compactions(source: Corpus | Iterable[PathLike] | PathLike, **options) -> pl.DataFrame:
-    """The recorded compaction events (``COMPACTIONS_SCHEMA``) of a :class:`Corpus`, or of the files under ``source``.
+    """The recorded compaction events (``COMPACTIONS_SCHEMA``), one row each in file and event order, of ``source``
+    (a :class:`Corpus`, or paths read with ``options``, as :func:`sessions` takes them).
 
-    Parameters
-    ----------
-    source
-        A :class:`Corpus`, or paths to read.
-    **options
-        Read options for paths, as :func:`read_corpus` takes them.
-
-    Returns
-    -------
-    pl.DataFrame
-        One row per recorded compaction, in file and event order.
-
-    Examples
-    --------
     >>> import pathlib, tempfile
     >>> d = pathlib.Path(tempfile.mkdtemp())
     >>> _ = (d / "s.jsonl").write_text('{"type":"message","role":"user","content":[{"type":"text","text":"hi"}]}\\n')

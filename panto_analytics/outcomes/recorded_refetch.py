@@ -205,10 +205,8 @@ def refetch(messages: pl.DataFrame | pl.LazyFrame, compactions: pl.DataFrame | p
     ----------
     messages, compactions, sessions
         A corpus' three tables (:func:`~panto_analytics.ingest.read_corpus`).
-    horizon
-        Tool calls looked at after each cut.
-    kinds
-        Reference kinds that can be orphans (default: all but ``other``).
+    horizon, kinds
+        As :func:`~panto_analytics.outcomes.orphan_loss.loss` takes them, at each cut.
 
     Returns
     -------

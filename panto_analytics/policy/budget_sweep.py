@@ -13,6 +13,7 @@ from typing import TypeVar
 
 import polars as pl
 
+from ..frame.expressions import observed_quantile
 from ..frame.schema import BUDGET
 
 __all__ = ["Frame", "sweep", "sweep_aggs"]
@@ -58,16 +59,14 @@ def sweep_aggs() -> dict[str, pl.Expr]:
     ['capped_share', 'kept_tokens_p10', 'kept_tokens_p50']
     """
     has_turns = pl.col("n_turns") > 0
-    kept = pl.col("kept_tokens")
     return {
         "sessions": pl.len(),
         "noop_share": pl.col("noop").mean(),
         "zero_kept_share": ((pl.col("kept_turns") == 0) & has_turns).sum() / has_turns.sum().clip(1),
         "capped_share": pl.col("capped").mean(),
-        # "nearest" picks an observed value, so the percentiles stay whole tokens and turns.
-        "kept_tokens_p10": kept.quantile(0.1, "nearest").cast(pl.UInt64),
-        "kept_tokens_p50": kept.quantile(0.5, "nearest").cast(pl.UInt64),
-        "kept_tokens_p90": kept.quantile(0.9, "nearest").cast(pl.UInt64),
-        "kept_turns_p50": pl.col("kept_turns").quantile(0.5, "nearest").cast(pl.UInt32),
+        "kept_tokens_p10": observed_quantile("kept_tokens", 0.1, pl.UInt64()),
+        "kept_tokens_p50": observed_quantile("kept_tokens", 0.5, pl.UInt64()),
+        "kept_tokens_p90": observed_quantile("kept_tokens", 0.9, pl.UInt64()),
+        "kept_turns_p50": observed_quantile("kept_turns", 0.5, pl.UInt32()),
         "summarized_share": pl.col("summarized_tokens").sum() / pl.col("active_tokens").sum().clip(1),
     }

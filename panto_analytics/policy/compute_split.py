@@ -6,15 +6,10 @@ The split for every budget comes from suffix sums of the turn costs of
 :mod:`panto_analytics.policy.turn_costs` and one ``search_sorted`` of the budgets
 against them (see :func:`splits`).
 
->>> import polars as pl
->>> msgs = pl.DataFrame({
-...     "session_id": ["s"] * 4, "seq": [0, 1, 2, 3],
-...     "role": ["user", "assistant", "user", "assistant"], "words": [1] * 4,
-...     "has_tool_result": [False] * 4, "has_summary": [False] * 4,
-...     "input": [0, 100, 0, 300], "output": [0, 100, 0, 100],
-...     "cache_read": [0] * 4, "cache_write": [0] * 4})
->>> splits(msgs, [200]).select("prefix_end", "kept_turns", "kept_tokens").rows()
-[(2, 1, 200)]
+>>> from panto_analytics import examples
+>>> # session a's turns cost 1,000, 1,000 and 3,000 tokens: a 3,000 budget keeps the last one, from message 4
+>>> splits(examples.messages(), [3_000]).select("session_id", "prefix_end", "kept_turns", "kept_tokens").rows()
+[('a', 4, 1, 3000), ('b', 0, 1, 400)]
 """
 from __future__ import annotations
 

@@ -36,20 +36,9 @@ def annotate(messages: Frame) -> Frame:
     ``is_turn_start`` (a turn start libpanto records), ``turn_ordinal`` (turn
     starts so far in the session, past the 4096 cap too), ``turn`` (0-based
     index of the turn the message belongs to, null outside turns),
-    ``message_tokens``, ``assistant_cumulative`` and ``prior_cumulative``.
+    ``message_tokens``, ``assistant_cumulative`` and ``prior_cumulative``; ``messages`` and what comes back
+    as the module docstring says.
 
-    Parameters
-    ----------
-    messages
-        A message frame, ordered by ``(session_id, seq)``.
-
-    Returns
-    -------
-    DataFrame or LazyFrame
-        The same kind as ``messages``, with the columns above added.
-
-    Examples
-    --------
     >>> from panto_analytics import examples
     >>> annotate(examples.messages()).select("seq", "is_turn_start", "turn").head(3).rows()
     [(0, True, 0), (1, False, 0), (2, True, 1)]

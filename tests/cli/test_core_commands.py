@@ -1,32 +1,12 @@
 """``splits`` and ``sweep`` on the command line: outputs, errors and exit codes."""
 from __future__ import annotations
 
-import json
-
 import polars as pl
 import pytest
 from click.testing import CliRunner
 
 import panto_analytics as pa
 from panto_analytics.cli import main
-
-
-def _session(path, n_turns, words=3):
-    lines = []
-    for _ in range(n_turns):
-        lines.append({"type": "message", "role": "user", "content": [{"type": "text", "text": "w " * words}]})
-        lines.append({"type": "message", "role": "assistant", "content": [{"type": "text", "text": "w " * words}]})
-    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
-    return path
-
-
-@pytest.fixture
-def corpus(tmp_path):
-    d = tmp_path / "corpus"
-    d.mkdir()
-    _session(d / "a.jsonl", 3)
-    _session(d / "b.jsonl", 5)
-    return d
 
 
 def run(*args):

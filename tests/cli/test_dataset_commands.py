@@ -35,16 +35,21 @@ def test_second_ingest_reads_nothing(dataset):
                                      ["replay", "--window", "64k", "-b", "8k,20k", "--policy", "libpanto", "--policy",
                                       "claude-code", "--cost", "--loss"],
                                      ["replay", "--window", "64k", "-b", "20k", "--cost"],
-                                     ["loss", "--horizon", "10"]])
+                                     ["loss", "--horizon", "10"],
+                                     # the commands whose verb exists in memory only: the Source gathers the dataset
+                                     ["sessions"], ["sessions", "--budget", "8k", "--worst", "5"], ["policy-cuts"],
+                                     ["timeline", "--session", "0963a6d2", "-w", "32k", "-b", "4k"],
+                                     ["request", "--session", "0963a6d2", "-b", "2k"]])
 def test_a_dataset_gives_what_its_files_give(dataset, command):
-    from_files = run(command[0], DATA, *command[1:], "-o", "-")
-    from_dataset = run(command[0], dataset, *command[1:], "-o", "-")
+    out = [] if command[0] in ("timeline", "request") else ["-o", "-"]   # both print without -o
+    from_files = run(command[0], DATA, *command[1:], *out)
+    from_dataset = run(command[0], dataset, *command[1:], *out)
     assert from_files.exit_code == from_dataset.exit_code == 0, from_dataset.output
     def key(text: str) -> list[str]:
         lines = text.splitlines()
         if command[0] == "compactions":  # its first column numbers the rows
             lines = [line.split(",", 1)[1] for line in lines]
-        return sorted(lines) if command[0] in ("splits", "compactions") else lines  # sessions come bucket by bucket
+        return sorted(lines) if command[0] in ("splits", "compactions", "sessions") else lines  # bucket by bucket
 
     expected = key(from_files.output)
     if "--cost" in command:  # the unpriced-model notes, summed over the buckets
@@ -210,7 +215,7 @@ def test_files_gone_from_a_folder_not_named_are_kept(tmp_path):
 
 
 @pytest.mark.parametrize("command", [["replay", "--window", "64k", "-b", "20k"], ["recommend", "--window", "64k"],
-                                     ["loss"], ["sweep"], ["cost"]])
+                                     ["loss"], ["sweep"], ["cost"], ["sessions"], ["compactions"], ["policy-cuts"]])
 def test_a_dataset_without_sessions_is_the_one_line_error_of_its_files(tmp_path, command):
     """Not a traceback (replay, recommend --window) nor an empty table (loss): what the files read in memory say."""
     (tmp_path / "src").mkdir()

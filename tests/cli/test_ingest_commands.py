@@ -1,36 +1,25 @@
 """``ingest`` and ``cache info|clear`` on the command line: the summary, outputs, the cache, exit codes."""
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
 import polars as pl
 import pytest
 from click.testing import CliRunner
-from conftest import FIXTURES
+from conftest import FIXTURES, canonical_session
 
 import panto_analytics as pa
 from panto_analytics.cli import main
 from panto_analytics.ingest.cache import Cache, FileKey
 
 
-def _session(path: Path, n_turns: int) -> Path:
-    lines = []
-    for t in range(n_turns):
-        lines.append({"type": "message", "role": "user", "content": [{"type": "text", "text": "q"}]})
-        lines.append({"type": "message", "role": "assistant", "content": [{"type": "text", "text": "a"}],
-                      "usage": {"input": 10 * (t + 1), "output": 1}})
-    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
-    return path
-
-
 @pytest.fixture
 def corpus(tmp_path) -> Path:
     d = tmp_path / "corpus"
     d.mkdir()
-    _session(d / "a.jsonl", 2)
-    _session(d / "b.jsonl", 3)
+    canonical_session(d / "a.jsonl", 2, user="q", assistant="a", usage=True)
+    canonical_session(d / "b.jsonl", 3, user="q", assistant="a", usage=True)
     return d
 
 

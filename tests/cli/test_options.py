@@ -10,28 +10,10 @@ from pathlib import Path
 import polars as pl
 import pytest
 from click.testing import CliRunner
-from conftest import FIXTURES
+from conftest import FIXTURES, canonical_session
 
 from panto_analytics.cli import main
 from panto_analytics.cli._output import TABLE_ROWS
-
-
-def _session(path: Path, n_turns: int, sid: str | None = None) -> Path:
-    lines = [{"type": "session", "id": sid}] if sid else []
-    for _ in range(n_turns):
-        lines.append({"type": "message", "role": "user", "content": [{"type": "text", "text": "w w w"}]})
-        lines.append({"type": "message", "role": "assistant", "content": [{"type": "text", "text": "w w"}]})
-    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
-    return path
-
-
-@pytest.fixture
-def corpus(tmp_path) -> Path:
-    d = tmp_path / "corpus"
-    d.mkdir()
-    _session(d / "a.jsonl", 3)
-    _session(d / "b.jsonl", 5)
-    return d
 
 
 def run(*args):
@@ -130,7 +112,7 @@ def test_long_session_ids_are_never_shortened(tmp_path):
     sid = "0123456789abcdef-0123456789abcdef-0123456789abcdef/agent-0123456789"
     d = tmp_path / "c"
     d.mkdir()
-    _session(d / "s.jsonl", 2, sid=sid)
+    canonical_session(d / "s.jsonl", 2, sid=sid)
     for args in ([], ["-o", "-"], ["-o", "-", "--output-format", "json"]):
         result = run("splits", d, "-b", "1k", *args)
         assert sid in result.stdout, args
@@ -303,7 +285,7 @@ def test_a_terminal_table_fits_the_terminal_and_names_the_columns_it_leaves_out(
     sid = "0123456789abcdef-0123456789abcdef-0123456789abcdef"
     d = tmp_path / ("a-long-folder-name-" * 4)
     d.mkdir()
-    _session(d / "s.jsonl", 2, sid)
+    canonical_session(d / "s.jsonl", 2, sid=sid)
     result = CliRunner().invoke(main, ["sessions", str(d), "--no-cache"], env={"COLUMNS": "100"})
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()

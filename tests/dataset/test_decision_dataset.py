@@ -1,4 +1,5 @@
-"""recommend --window on a dataset, bucket by bucket (dataset/decision.py): the same decision as in memory."""
+"""recommend --window in every lane (in memory, a dataset bucket by bucket here, on Ray; dataset/_decision.py):
+the same decision as the library's in memory."""
 from __future__ import annotations
 
 import json
@@ -6,14 +7,13 @@ import json
 import polars as pl
 import pytest
 from click.testing import CliRunner
-from conftest import DATA
+from conftest import DATA, LANES, lanes_of
 
 import panto_analytics as pa
 from panto_analytics.analysis.choose import Rule
 from panto_analytics.analysis.choose.from_replay import choose_from_replay, replay_outcomes
 from panto_analytics.cli import main
 from panto_analytics.dataset import write_dataset
-from panto_analytics.dataset.decision import decision_dataset
 
 PRICES = DATA.parent / "docs" / "synth-prices.json"
 
@@ -25,15 +25,17 @@ def dataset(tmp_path_factory):
     return root
 
 
+@pytest.mark.parametrize("lane", LANES)
 @pytest.mark.parametrize("rule", [Rule(min_kept_turns=1, coverage=0.5), Rule(max_orphan_rate=0.05)])
-def test_the_dataset_decision_equals_the_in_memory_one(dataset, rule):
+def test_the_decision_equals_the_in_memory_one(dataset, rule, lane):
     kw = {"window": 32_000, "reserve": 16_384, "policy": ["libpanto", "gemini-cli"], "prices": PRICES}
     memory = choose_from_replay(replay_outcomes(pa.read_sessions(DATA), "0:16k:5", **kw), rule)
-    for task_rows in (1, 10**9):  # one task per bucket, then one task for all
-        streamed = decision_dataset(dataset, "0:16k:5", rule, task_rows=task_rows, **kw)
-        assert streamed.table.equals(memory.table)  # to the last bit, nulls and all
-        assert (streamed.budget, streamed.policy) == (memory.budget, memory.policy)
-        assert streamed.warnings == memory.warnings
+    for source in lanes_of(lane, dataset):  # on a dataset: a task per bucket, then one task for all
+        chosen = source.choose_budget("0:16k:5", rule, **kw)
+        assert chosen.choice.table.equals(memory.table)  # to the last bit, nulls and all
+        assert (chosen.choice.budget, chosen.choice.policy) == (memory.budget, memory.policy)
+        assert chosen.choice.warnings == memory.warnings
+        assert chosen.price_source is not None and chosen.price_source.startswith("LiteLLM file synth-prices.json")
 
 
 def test_recommend_window_on_a_dataset_prints_the_same_json(dataset):
@@ -58,14 +60,3 @@ def test_recommend_window_on_a_dataset_notes_the_unpriced_models(dataset):
     notes = [line for line in on_files.stderr.splitlines() if line.startswith(("note: no price", "prices:"))]
     assert len(notes) > 1
     assert [line for line in on_dataset.stderr.splitlines() if line.startswith(("note: no price", "prices:"))] == notes
-
-
-@pytest.mark.ray
-@pytest.mark.slow
-def test_the_decision_on_ray_equals_local(dataset):
-    pytest.importorskip("ray", reason="Ray is an optional extra: pip install 'panto_analytics[ray]'")
-    kw = {"window": 32_000, "reserve": 16_384, "policy": ["libpanto", "pi"], "prices": PRICES}
-    on_ray = decision_dataset(dataset, "0:16k:5", Rule(max_orphan_rate=0.05), engine="ray", task_rows=1, **kw)
-    here = decision_dataset(dataset, "0:16k:5", Rule(max_orphan_rate=0.05), **kw)
-    assert on_ray.table.equals(here.table)
-    assert (on_ray.budget, on_ray.policy, on_ray.warnings) == (here.budget, here.policy, here.warnings)

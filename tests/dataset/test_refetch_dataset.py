@@ -1,4 +1,5 @@
-"""`loss` over a dataset, bucket by bucket (dataset/refetch.py): the same table and cut rows as in memory."""
+"""`loss` in every lane (in memory, a dataset bucket by bucket here, on Ray; dataset/_refetch.py): the same table
+and cut rows as the library's in memory."""
 from __future__ import annotations
 
 import io
@@ -7,13 +8,12 @@ from pathlib import Path
 import polars as pl
 import pytest
 from click.testing import CliRunner
-from conftest import DATA, REALDATA
+from conftest import DATA, LANES, REALDATA, lanes_of, open_lane
 from polars.testing import assert_frame_equal
 
 from benchmarks.synth_dataset import write_synthetic_dataset
 from panto_analytics.cli import main
 from panto_analytics.dataset import dataset_corpus, write_dataset
-from panto_analytics.dataset.refetch import refetch_dataset
 from panto_analytics.outcomes.recorded_refetch import refetch, refetch_summary
 
 CUT_KEY = ["cut", "session_id", "after_seq", "context"]
@@ -28,16 +28,17 @@ def mixed_dataset(tmp_path_factory) -> Path:
     return root
 
 
+@pytest.mark.parametrize("lane", LANES)
 @pytest.mark.parametrize("horizon", [5, 20])
-def test_refetch_dataset_equals_in_memory(mixed_dataset, horizon):
+def test_refetch_equals_in_memory(mixed_dataset, horizon, lane):
     corpus = dataset_corpus(mixed_dataset)
     cuts = refetch(corpus.messages, corpus.compactions, corpus.sessions, horizon=horizon)
-    for task_rows in (1, 10**9):  # one task per bucket, then one task for all
+    for source in lanes_of(lane, mixed_dataset):  # on a dataset: a task per bucket, then one task for all
         rows: list[pl.DataFrame] = []
-        got = refetch_dataset(mixed_dataset, horizon=horizon, task_rows=task_rows, on_cuts=rows.append)
+        got = source.refetch(horizon=horizon, on_cuts=rows.append)
         assert_frame_equal(got.summary, refetch_summary(cuts), check_exact=True)
-        assert_frame_equal(pl.concat(rows).sort(CUT_KEY), cuts.sort(CUT_KEY), check_exact=True)
-        assert got.cuts == cuts.height
+        assert_frame_equal(pl.concat(rows).sort(CUT_KEY), cuts.sort(CUT_KEY), check_exact=True,
+                           check_dtypes=lane != "ray")
         assert got.agents == sorted(corpus.sessions["source_format"].cast(str).unique().to_list())
         # Recorded compactions come first, then the pseudo-cuts, as in memory.
         kinds = pl.concat(rows)["cut"].to_list()
@@ -45,14 +46,16 @@ def test_refetch_dataset_equals_in_memory(mixed_dataset, horizon):
     assert set(cuts["cut"]) == {"compaction", "baseline"}
 
 
-def test_a_dataset_without_a_recorded_compaction_has_no_cut(tmp_path):
+@pytest.mark.parametrize("lane", ["memory", "dataset"])
+def test_a_dataset_without_a_recorded_compaction_has_no_cut(tmp_path, lane):
     root = tmp_path / "ds"
     write_synthetic_dataset(root, 30, seed=3, buckets=4, chunk=20)
     corpus = dataset_corpus(root)
     expected = refetch_summary(refetch(corpus.messages, corpus.compactions, corpus.sessions))
-    got = refetch_dataset(root)
+    rows: list[pl.DataFrame] = []
+    got = open_lane(lane, root, None).refetch(on_cuts=rows.append)
     assert_frame_equal(got.summary, expected, check_exact=True)
-    assert (got.cuts, got.agents) == (0, ["canonical"])
+    assert (sum(r.height for r in rows), got.agents) == (0, ["canonical"])
 
 
 @pytest.mark.parametrize("suffix", [".csv", ".json", ".ndjson", ".parquet"])
@@ -68,16 +71,3 @@ def test_loss_on_a_dataset_prints_the_same_table_and_cuts(data_dataset, tmp_path
     a, b = read(tmp_path / f"files{suffix}"), read(tmp_path / f"ds{suffix}")
     assert_frame_equal(b.sort(CUT_KEY), a.sort(CUT_KEY), check_exact=True)
     assert pl.read_csv(io.StringIO(on_dataset.stdout))["cuts"].sum() == a.height > 0
-
-
-@pytest.mark.ray
-@pytest.mark.slow
-def test_refetch_dataset_on_ray_equals_local(mixed_dataset):
-    pytest.importorskip("ray", reason="Ray is an optional extra: pip install 'panto_analytics[ray]'")
-    rows: list[pl.DataFrame] = []
-    on_ray = refetch_dataset(mixed_dataset, engine="ray", task_rows=1, on_cuts=rows.append)
-    here = refetch_dataset(mixed_dataset)
-    assert_frame_equal(on_ray.summary, here.summary, check_exact=True)
-    corpus = dataset_corpus(mixed_dataset)
-    cuts = refetch(corpus.messages, corpus.compactions, corpus.sessions)
-    assert_frame_equal(pl.concat(rows).sort(CUT_KEY), cuts.sort(CUT_KEY), check_exact=True, check_dtypes=False)

@@ -1,4 +1,5 @@
-"""`replay` (with cost and loss) over a dataset, bucket by bucket: the same rows and table as in memory."""
+"""`replay` (with cost and loss) in every lane (in memory, a dataset bucket by bucket here, on Ray): the same rows
+and table as the library's in memory; and the dataset's own means to that (the kept columns, the spill)."""
 from __future__ import annotations
 
 import warnings
@@ -6,11 +7,12 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from conftest import LANES, lanes_of, our_warnings
 from polars.testing import assert_frame_equal
 
 from benchmarks.synth_dataset import write_synthetic_dataset
 from panto_analytics.dataset import dataset_corpus
-from panto_analytics.dataset.replay import replay_dataset
+from panto_analytics.dataset._replay import replay_dataset
 from panto_analytics.outcomes.orphan_loss import loss, with_loss_columns
 from panto_analytics.policy.compaction.any_policy import replay
 from panto_analytics.policy.compaction.policies import parse_policy
@@ -26,63 +28,56 @@ def synthetic_dataset(tmp_path_factory) -> Path:
     return root
 
 
+def by_key(frame: pl.DataFrame, *more: str) -> pl.DataFrame:
+    """Rows in (policy, session, budget[, event]) order, session ids as plain strings: a dataset gives its rows
+    task by task (on Ray, in the order the tasks finish), and as plain strings."""
+    key = [c for c in ("policy", "session_id", "budget", *more) if c in frame.columns]
+    return frame.with_columns(pl.col(c).cast(pl.String) for c in ("policy", "session_id") if c in frame.columns).sort(key)
+
+
+def replayed(source, budgets, **kw) -> tuple:
+    """A lane's ``replay_table`` and every events and sessions row it gave ``on_rows``, each in :func:`by_key` order."""
+    rows: list[tuple[pl.DataFrame, pl.DataFrame]] = []
+    got = source.replay_table(budgets, on_rows=lambda e, s: rows.append((e, s)), **kw)
+    events, sessions = (pl.concat([r[i] for r in rows if r[i].height], how="vertical_relaxed") for i in (0, 1))
+    return got, by_key(events, "event"), by_key(sessions)
+
+
+def assert_rows_equal(got: pl.DataFrame, expected: pl.DataFrame, *more: str) -> None:
+    assert_frame_equal(got, by_key(expected, *more), check_exact=True, check_dtypes=False)
+
+
+@pytest.mark.parametrize("lane", LANES)
 @pytest.mark.parametrize("policy", [None, ["claude-code", "libpanto", "pi"]])
 @pytest.mark.parametrize("which", ["data", "synthetic"])
-def test_replay_dataset_equals_in_memory(policy, which, data_dataset, synthetic_dataset):
+def test_replay_equals_in_memory(policy, which, lane, data_dataset, synthetic_dataset):
     root = data_dataset if which == "data" else synthetic_dataset
     messages = dataset_corpus(root).messages
+    kw = dict(window=64_000, reserve=16_384, policy=policy, prices=True)
+    summarize = compare_policies if policy else summarize_replay
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        expected = replay(messages, BUDGETS, window=64_000, reserve=16_384, policy=policy, prices=True)
+        expected = replay(messages, BUDGETS, **kw)
         lost = loss(messages, expected, horizon=20)
-        for task_rows in (1, 10**9):
-            got = replay_dataset(root, BUDGETS, window=64_000, reserve=16_384, policy=policy, prices=True,
-                                 task_rows=task_rows).replay
-            assert_frame_equal(got.sessions, expected.sessions, check_exact=True)
-            assert_frame_equal(got.events, expected.events, check_exact=True)
+        sources = lanes_of(lane, root)
+        for source in sources:  # on a dataset: a task per bucket, then one task for all
+            got, events, sessions = replayed(source, BUDGETS, **kw)
+            assert_rows_equal(sessions, expected.sessions)
+            assert_rows_equal(events, expected.events, "event")
+            assert_frame_equal(got.table, summarize(expected.events, expected.sessions), check_exact=True)
             assert (got.summary_tokens, got.summary_source, got.price_source) == (
                 expected.summary_tokens, expected.summary_source, expected.price_source)
-        streamed = replay_dataset(root, BUDGETS, window=64_000, reserve=16_384, policy=policy, prices=True,
-                                  with_loss=True, horizon=20, task_rows=1)
-    assert_frame_equal(streamed.replay.sessions, lost.sessions, check_exact=True)
-    assert streamed.loss_events is not None
-    assert_frame_equal(streamed.loss_events, lost.events, check_exact=True)
-    summarize = compare_policies if policy else summarize_replay
-    assert_frame_equal(with_loss_columns(summarize(streamed.replay.events, streamed.replay.sessions),
-                                         streamed.loss_events),
-                       with_loss_columns(summarize(lost.events, lost.sessions), lost.events), check_exact=True)
-    assert expected.sessions.height > 0
+        got, events, sessions = replayed(sources[0], BUDGETS, with_loss=True, horizon=20, **kw)
+    assert_rows_equal(sessions, lost.sessions)
+    assert_rows_equal(events, lost.events, "event")
+    assert_frame_equal(got.table, with_loss_columns(summarize(lost.events, lost.sessions), lost.events),
+                       check_exact=True)
+    assert expected.sessions.height > 0 and (policy is None or got.table["policy"].n_unique() == len(policy))
 
 
-@pytest.mark.ray
-@pytest.mark.slow
-def test_replay_dataset_on_ray_equals_local(data_dataset):
-    pytest.importorskip("ray", reason="Ray is an optional extra: pip install 'panto_analytics[ray]'")
-    kw = dict(window=64_000, reserve=16_384, policy=["libpanto", "claude-code"], prices=True, with_loss=True)
-    on_ray = replay_dataset(data_dataset, BUDGETS, engine="ray", task_rows=1, **kw)
-    here = replay_dataset(data_dataset, BUDGETS, **kw)
-    key = ["policy", "session_id", "budget"]
-    assert_frame_equal(on_ray.replay.sessions.sort(key), here.replay.sessions.sort(key), check_exact=True,
-                       check_dtypes=False)
-
-
-@pytest.mark.ray
-@pytest.mark.slow
-def test_the_table_on_ray_equals_local(data_dataset):
-    """The table from the spilled columns on Ray: the tasks finish in another order, the table is the same to the
-    last bit (its figures are order-free)."""
-    pytest.importorskip("ray", reason="Ray is an optional extra: pip install 'panto_analytics[ray]'")
-    from panto_analytics.dataset.replay import replay_table_dataset
-
-    kw = dict(window=64_000, reserve=16_384, policy=["libpanto", "claude-code"], prices=True, with_loss=True)
-    on_ray = replay_table_dataset(data_dataset, BUDGETS, engine="ray", task_rows=1, **kw)
-    here = replay_table_dataset(data_dataset, BUDGETS, **kw)
-    assert_frame_equal(on_ray.table, here.table, check_exact=True)
-    assert here.table["policy"].n_unique() == 2 and here.table["orphan_calls"].sum() > 0
-
-
+@pytest.mark.parametrize("lane", LANES)
 @pytest.mark.parametrize("which", ["data", "synthetic"])
-def test_replay_dataset_warns_of_the_same_unpriced_calls(which, data_dataset, synthetic_dataset, tmp_path):
+def test_replay_warns_of_the_same_unpriced_calls(which, lane, data_dataset, synthetic_dataset, tmp_path):
     root = data_dataset if which == "data" else synthetic_dataset
     prices = tmp_path / "prices.json"  # synth-mini priced, the other models not: a partial table
     prices.write_text('{"synth-mini": {"input_cost_per_token": 1e-6, "output_cost_per_token": 2e-6}, '
@@ -91,15 +86,26 @@ def test_replay_dataset_warns_of_the_same_unpriced_calls(which, data_dataset, sy
     with warnings.catch_warnings(record=True) as in_memory:
         warnings.simplefilter("always")
         expected = replay(messages, BUDGETS, window=64_000, reserve=16_384, policy=["libpanto", "pi"], prices=prices)
-    for task_rows in (1, 10**9):
+    for source in lanes_of(lane, root):
         with warnings.catch_warnings(record=True) as streamed:
             warnings.simplefilter("always")
-            got = replay_dataset(root, BUDGETS, window=64_000, reserve=16_384, policy=["libpanto", "pi"],
-                                 prices=prices, task_rows=task_rows).replay
-        assert [str(w.message) for w in streamed] == [str(w.message) for w in in_memory]
-        assert got.unpriced is not None and expected.unpriced is not None
-        assert_frame_equal(got.unpriced, expected.unpriced, check_exact=True)
+            source.replay_table(BUDGETS, window=64_000, reserve=16_384, policy=["libpanto", "pi"], prices=prices)
+        assert our_warnings(streamed) == our_warnings(in_memory)   # not Ray's, as it starts
+    assert expected.unpriced is not None
     assert expected.unpriced.height > 0 and len(in_memory) == expected.unpriced.height
+
+
+def test_the_unpriced_calls_of_a_dataset_are_those_in_memory(synthetic_dataset, tmp_path):
+    prices = tmp_path / "prices.json"
+    prices.write_text('{"synth-mini": {"input_cost_per_token": 1e-6, "output_cost_per_token": 2e-6}}')
+    messages = dataset_corpus(synthetic_dataset).messages
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        expected = replay(messages, BUDGETS, window=64_000, reserve=16_384, prices=prices)
+        got = replay_dataset(synthetic_dataset, BUDGETS, window=64_000, reserve=16_384, prices=prices,
+                             task_rows=1).replay
+    assert got.unpriced is not None and expected.unpriced is not None and expected.unpriced.height > 0
+    assert_frame_equal(got.unpriced, expected.unpriced, check_exact=True)
 
 
 @pytest.fixture(scope="module")
@@ -155,7 +161,7 @@ def test_a_dataset_without_sessions_is_bad_input(tmp_path):
 def test_the_table_from_spilled_columns_equals_in_memory(policy, tool_dataset, tmp_path):
     """``replay_table_dataset``: the rows to Parquet, the table one column at a time; the same table to the
     last bit (dollars summed as whole picodollars, so the order the rows come in changes nothing)."""
-    from panto_analytics.dataset.replay import replay_table_dataset
+    from panto_analytics.dataset._replay import replay_table_dataset
 
     prices = tmp_path / "prices.json"  # every model priced: cost totals (summed in picodollars) over real numbers
     prices.write_text('{"synth-mini": {"input_cost_per_token": 1e-6, "output_cost_per_token": 2e-6}, '
@@ -190,20 +196,29 @@ FIELD_POLICIES = ["claude-code:version=2.1.185", "anthropic-compact:trigger=5000
                   "opencode:max_output=8000,buffer=8000", "openhands", "summarize-every"]
 
 
-def test_the_field_policies_replay_a_dataset_with_cost_and_loss_as_in_memory(tool_dataset, tmp_path):
-    prices = tmp_path / "prices.json"
-    prices.write_text('{"synth-mini": {"input_cost_per_token": 1e-6, "output_cost_per_token": 2e-6}, '
-                      '"synth-pro": {"input_cost_per_token": 3e-6, "output_cost_per_token": 9e-6}}')
-    kw = dict(window=64_000, reserve=16_384, policy=FIELD_POLICIES, prices=prices)
-    messages = dataset_corpus(tool_dataset).messages
+def _replays_as_in_memory(dataset, lane: str, policies: list[str], prices: Path) -> pl.DataFrame:
+    """``policies`` replayed with cost (``prices``) and loss on ``dataset`` in ``lane`` and in memory: the same
+    sessions, events and table; the in-memory sessions, for what each test asserts of them."""
+    kw = dict(window=64_000, reserve=16_384, policy=policies, prices=prices)
+    messages = dataset_corpus(dataset).messages
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         lost = loss(messages, replay(messages, BUDGETS, **kw), horizon=20)
-        got = replay_dataset(tool_dataset, BUDGETS, with_loss=True, horizon=20, task_rows=1, **kw)
-    assert_frame_equal(got.replay.sessions, lost.sessions, check_exact=True)
-    assert got.loss_events is not None
-    assert_frame_equal(got.loss_events, lost.events, check_exact=True)
-    fired = lost.sessions.filter(pl.col("n_compactions") > 0)
+        got, events, sessions = replayed(lanes_of(lane, dataset)[0], BUDGETS, with_loss=True, horizon=20, **kw)
+    assert_rows_equal(sessions, lost.sessions)
+    assert_rows_equal(events, lost.events, "event")
+    assert_frame_equal(got.table, with_loss_columns(compare_policies(lost.events, lost.sessions), lost.events),
+                       check_exact=True)
+    return lost.sessions
+
+
+@pytest.mark.parametrize("lane", LANES)
+def test_the_field_policies_replay_with_cost_and_loss_as_in_memory(tool_dataset, tmp_path, lane):
+    prices = tmp_path / "prices.json"
+    prices.write_text('{"synth-mini": {"input_cost_per_token": 1e-6, "output_cost_per_token": 2e-6}, '
+                      '"synth-pro": {"input_cost_per_token": 3e-6, "output_cost_per_token": 9e-6}}')
+    sessions = _replays_as_in_memory(tool_dataset, lane, FIELD_POLICIES, prices)
+    fired = sessions.filter(pl.col("n_compactions") > 0)
     # Every policy compacts some session, pays a summarizer there and has a loss figure.
     assert set(fired["policy"].unique()) == set(FIELD_POLICIES)
     assert (fired["summarizer_cost_usd"] > 0).all() and fired["orphan_calls"].is_not_null().all()
@@ -212,27 +227,20 @@ def test_the_field_policies_replay_a_dataset_with_cost_and_loss_as_in_memory(too
 #: The clearing and staged policies of issue 29 (items 2, 3, 4, 6, 7).
 CLEARING_POLICIES = ["clear-tool-uses:trigger=20000", "observation-masking", "opencode-prune:protect=4000,minimum=2000",
                      "claude-code-time-microcompact:gap_minutes=1", "clear-tool-uses:trigger=20000+libpanto",
-                     "observation-masking:m=3+pi"]
+                     "observation-masking:m=3+pi", "openclaw-cache-ttl:ttl=1", "openclaw-cache-ttl:ttl=1+libpanto"]
 
 
-def test_the_clearing_and_staged_policies_replay_a_dataset_with_cost_and_loss_as_in_memory(tool_dataset, tmp_path):
+@pytest.mark.parametrize("lane", LANES)
+def test_the_clearing_and_staged_policies_replay_with_cost_and_loss_as_in_memory(tool_dataset, tmp_path, lane):
     prices = tmp_path / "prices.json"
     prices.write_text('{"synth-mini": {"input_cost_per_token": 1e-6, "output_cost_per_token": 2e-6, '
                       '"cache_read_input_token_cost": 1e-7, "cache_creation_input_token_cost": 1.25e-6}, '
                       '"synth-pro": {"input_cost_per_token": 3e-6, "output_cost_per_token": 9e-6}}')
-    kw = dict(window=64_000, reserve=16_384, policy=CLEARING_POLICIES, prices=prices)
-    messages = dataset_corpus(tool_dataset).messages
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        lost = loss(messages, replay(messages, BUDGETS, **kw), horizon=20)
-        got = replay_dataset(tool_dataset, BUDGETS, with_loss=True, horizon=20, task_rows=1, **kw)
-    assert_frame_equal(got.replay.sessions, lost.sessions, check_exact=True)
-    assert got.loss_events is not None
-    assert_frame_equal(got.loss_events, lost.events, check_exact=True)
-    # Every policy but the cache-gated one (the synthetic sessions have no idle hour) edits some session, and
-    # there its bill differs from the recording.
-    edits = {parse_policy(p).spec() for p in CLEARING_POLICIES if "time" not in p}
-    fired = lost.sessions.filter(pl.col("n_compactions") > 0)
+    sessions = _replays_as_in_memory(tool_dataset, lane, CLEARING_POLICIES, prices)
+    # Every policy but the cache-gated ones (the synthetic sessions have no idle hour, few idle minutes) edits some
+    # session, and there its bill differs from the recording.
+    edits = {parse_policy(p).spec() for p in CLEARING_POLICIES if "time" not in p and "openclaw" not in p}
+    fired = sessions.filter(pl.col("n_compactions") > 0)
     assert set(fired["policy"].unique()) >= edits
     changed = fired.filter(pl.col("simulated_cost_usd") != pl.col("recorded_cost_usd"))
     assert set(changed["policy"].unique()) >= edits

@@ -11,10 +11,28 @@ import gzip
 from pathlib import Path
 from typing import Any
 
+from conftest import FIXTURES, REALDATA
+
 from panto_analytics.errors import IngestReport, InputError
 from panto_analytics.formats.contract import SourceFile
 
-__all__ = ["gzipped", "outcome"]
+__all__ = ["gzipped", "outcome", "recording_id", "recordings"]
+
+
+def recordings(fixtures: str, real: str) -> tuple[list[Path], list[Path]]:
+    """The bundled files of a format (``tests/fixtures/<fixtures>/``, subfolders included) and the real recordings
+    present (``realdata/<real>*/``; none where realdata is absent).
+
+    >>> [p.name for p in recordings("pi", "pi")[0]][:1]
+    ['v1.jsonl']
+    """
+    real_files = sorted(REALDATA.glob(f"{real}*/**/*.jsonl")) if REALDATA.is_dir() else []
+    return sorted((FIXTURES / fixtures).rglob("*.jsonl")), real_files
+
+
+def recording_id(path: Path) -> str:
+    """A file's test id: its folder and name (``pi/v1.jsonl``, ``pi-sessions/s.jsonl``)."""
+    return f"{path.parent.name}/{path.name}"
 
 
 def outcome(module: Any, path: Path, fmt: str, skip_invalid: bool) -> tuple[Any, ...]:

@@ -13,11 +13,11 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, REALDATA, examples
-from differential import gzipped, outcome
+from conftest import FIXTURES, examples
+from differential import gzipped, outcome, recording_id, recordings
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from mutations import mutated_file
+from mutations import mutation_test
 from test_claude_code_fast import FEATURES, REFUSED_OR_LEFT, _asst, _user, _write, mutated_transcripts
 
 from panto_analytics.errors import IngestReport, InputError
@@ -28,8 +28,7 @@ from panto_analytics.frame.schema import ROLE
 from panto_analytics.ingest.pipeline import read_sessions
 from reference import claude_code_lines
 
-FIXTURE_FILES = sorted((FIXTURES / "claude_code").rglob("*.jsonl"))
-REAL_FILES = sorted(REALDATA.glob("claude-code*/**/*.jsonl")) if REALDATA.is_dir() else []
+FIXTURE_FILES, REAL_FILES = recordings("claude_code", "claude-code")
 
 #: Chunk sizes read with: the package's, and a few hundred bytes (a chunk of one to three lines).
 CHUNKS = (jsonl.CHUNK, 300)
@@ -50,17 +49,11 @@ def assert_reads_as_the_oracle(path: Path) -> tuple:
     return want
 
 
-@pytest.mark.parametrize("path", FIXTURE_FILES, ids=lambda p: p.parent.name + "/" + p.name)
-def test_fixture(path):
+@pytest.mark.parametrize("path", FIXTURE_FILES + REAL_FILES, ids=recording_id)
+def test_a_recording(path):
+    """Every bundled file and every real recording present: the oracle reads each (but the malformed fixture)."""
     want = assert_reads_as_the_oracle(path)
     assert want[0] == ("error" if path.name == "malformed.jsonl" else "read")
-
-
-@pytest.mark.skipif(not REAL_FILES, reason="../shared/realdata/claude-code is absent")
-@pytest.mark.parametrize("path", REAL_FILES, ids=lambda p: p.parent.name + "/" + p.name)
-def test_real_recording(path):
-    want = assert_reads_as_the_oracle(path)
-    assert want[0] == "read", "the oracle reads the recording"
 
 
 @pytest.mark.parametrize("name", sorted(FEATURES))
@@ -180,12 +173,7 @@ def test_compressed(tmp_path, cut):
     assert_reads_as_the_oracle(gzipped(FIXTURES / "claude_code" / "preserved.jsonl", tmp_path, cut))
 
 
-@pytest.mark.slow
-@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=st.data())
-def test_a_mutated_fixture(data):
-    with mutated_file(data.draw(st.sampled_from(FIXTURE_FILES), label="source"), data) as f:
-        assert_reads_as_the_oracle(f)
+test_a_mutated_fixture = mutation_test(FIXTURE_FILES, assert_reads_as_the_oracle, n=40)
 
 
 @pytest.mark.slow

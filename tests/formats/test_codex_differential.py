@@ -10,17 +10,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, REALDATA, examples
-from differential import gzipped, outcome
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-from mutations import mutated_file
+from conftest import FIXTURES
+from differential import gzipped, outcome, recording_id, recordings
+from mutations import mutation_test
 
 from panto_analytics.formats import codex, jsonl
 from reference import codex_lines
 
-FIXTURE_FILES = sorted((FIXTURES / "codex").glob("*.jsonl"))
-REAL_FILES = sorted(REALDATA.glob("codex*/**/*.jsonl")) if REALDATA.is_dir() else []
+FIXTURE_FILES, REAL_FILES = recordings("codex", "codex")
 
 #: Chunk sizes read with: the package's, and a few hundred bytes (a chunk of one to three lines).
 CHUNKS = (jsonl.CHUNK, 300)
@@ -38,14 +35,9 @@ def _agree(path: Path) -> None:
             assert got == want, (path, skip_invalid, chunk)
 
 
-@pytest.mark.parametrize("path", FIXTURE_FILES, ids=lambda p: p.name)
-def test_fixture(path):
-    _agree(path)
-
-
-@pytest.mark.skipif(not REAL_FILES, reason="../shared/realdata/codex is absent")
-@pytest.mark.parametrize("path", REAL_FILES, ids=lambda p: p.parent.name + "/" + p.name)
-def test_real_recording(path):
+@pytest.mark.parametrize("path", FIXTURE_FILES + REAL_FILES, ids=recording_id)
+def test_a_recording(path):
+    """Every bundled file and every real recording present."""
     _agree(path)
 
 
@@ -192,10 +184,4 @@ def test_edge(tmp_path, name, at):
 SOURCES = FIXTURE_FILES + [p for p in REAL_FILES if p.stat().st_size < 1 << 20][:2]
 
 
-@pytest.mark.slow
-@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=st.data())
-def test_mutated_file(data):
-    source = data.draw(st.sampled_from(SOURCES), label="source")
-    with mutated_file(source, data) as f:
-        _agree(f)
+test_mutated_file = mutation_test(SOURCES, _agree)

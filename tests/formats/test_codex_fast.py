@@ -15,10 +15,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 from adapter_checks import assert_fast_path_agrees
-from conftest import FIXTURES, REALDATA, examples
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-from mutations import mutated_file
+from conftest import FIXTURES
+from differential import recordings
+from mutations import mutation_test
 from test_codex_differential import CALLS, EDGES
 
 from panto_analytics.errors import IngestReport, InputError
@@ -28,8 +27,7 @@ from panto_analytics.formats.contract import SourceFile
 from panto_analytics.ingest import read_sessions
 from reference import codex_lines
 
-FIXTURE_FILES = sorted((FIXTURES / "codex").glob("*.jsonl"))
-REAL_FILES = sorted(REALDATA.glob("codex*/**/*.jsonl")) if REALDATA.is_dir() else []
+FIXTURE_FILES, REAL_FILES = recordings("codex", "codex")
 
 
 def assert_agrees(paths: list[Path]) -> list[bool]:
@@ -106,13 +104,7 @@ def test_a_compressed_file_reads_as_without_it(tmp_path, monkeypatch, keep):
 SOURCES = FIXTURE_FILES + [p for p in REAL_FILES if p.stat().st_size < 1 << 20][:2]
 
 
-@pytest.mark.slow
-@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=st.data())
-def test_mutated_file(data):
-    source = data.draw(st.sampled_from(SOURCES), label="source")
-    with mutated_file(source, data) as f:
-        assert_agrees([f])
+test_mutated_file = mutation_test(SOURCES, lambda f: assert_agrees([f]))
 
 
 def test_frames_are_polars_frames():

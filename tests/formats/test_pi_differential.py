@@ -6,17 +6,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, REALDATA, examples
-from differential import outcome
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-from mutations import mutated_file
+from conftest import FIXTURES
+from differential import outcome, recording_id, recordings
+from mutations import mutation_test
 
 from panto_analytics.formats import pi
 from reference import pi_lines
 
-FIXTURE_FILES = sorted((FIXTURES / "pi").glob("*.jsonl"))
-REAL_FILES = sorted(REALDATA.glob("pi*/**/*.jsonl")) if REALDATA.is_dir() else []
+FIXTURE_FILES, REAL_FILES = recordings("pi", "pi")
 
 
 def _agree(path: Path) -> None:
@@ -26,14 +23,9 @@ def _agree(path: Path) -> None:
         assert got == want, (path, skip_invalid)
 
 
-@pytest.mark.parametrize("path", FIXTURE_FILES, ids=lambda p: p.name)
-def test_fixture(path):
-    _agree(path)
-
-
-@pytest.mark.skipif(not REAL_FILES, reason="../shared/realdata/pi is absent")
-@pytest.mark.parametrize("path", REAL_FILES, ids=lambda p: p.parent.name + "/" + p.name)
-def test_real_recording(path):
+@pytest.mark.parametrize("path", FIXTURE_FILES + REAL_FILES, ids=recording_id)
+def test_a_recording(path):
+    """Every bundled file and every real recording present."""
     # A real recording may hold a bad line (xcsh-session.jsonl:440: two objects on one line): the oracle reads
     # it whole once that line is skipped, and both readers agree either way (_agree: strict and skipping).
     want = outcome(pi_lines, path, "pi", True)
@@ -84,10 +76,4 @@ def test_a_number_beyond_a_double_in_an_unread_field(tmp_path, fixture):
 SOURCES = FIXTURE_FILES + REAL_FILES[:1]
 
 
-@pytest.mark.slow
-@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=st.data())
-def test_mutated_file(data):
-    source = data.draw(st.sampled_from(SOURCES), label="source")
-    with mutated_file(source, data) as f:
-        _agree(f)
+test_mutated_file = mutation_test(SOURCES, _agree)

@@ -18,10 +18,11 @@ import msgspec
 import orjson
 import pytest
 from adapter_checks import assert_fast_path_agrees
-from conftest import FIXTURES, REALDATA, examples
+from conftest import FIXTURES, examples
+from differential import recordings
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from mutations import mutated_file
+from mutations import mutation_test
 
 from panto_analytics.errors import IngestReport, InputError
 from panto_analytics.formats import pi
@@ -29,8 +30,7 @@ from panto_analytics.formats.pi import fast as pi_fast
 from panto_analytics.ingest import read_sessions
 from reference import pi_lines
 
-FIXTURE_FILES = sorted((FIXTURES / "pi").glob("*.jsonl"))
-REAL_FILES = sorted(REALDATA.glob("pi*/**/*.jsonl")) if REALDATA.is_dir() else []
+FIXTURE_FILES, REAL_FILES = recordings("pi", "pi")
 
 
 def assert_agrees(paths: list[Path]) -> list[bool]:
@@ -286,13 +286,7 @@ def test_a_compressed_file_cut_short_reads_as_without_it(tmp_path, monkeypatch, 
 SOURCES = FIXTURE_FILES + REAL_FILES[:1]
 
 
-@pytest.mark.slow
-@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=st.data())
-def test_mutated_file(data):
-    source = data.draw(st.sampled_from(SOURCES), label="source")
-    with mutated_file(source, data) as f:
-        assert_agrees([f])
+test_mutated_file = mutation_test(SOURCES, lambda f: assert_agrees([f]))
 
 
 @settings(max_examples=examples(80), deadline=None, suppress_health_check=[HealthCheck.too_slow,

@@ -225,31 +225,29 @@ def test_corrupt_entry_is_rebuilt_and_reported(corpus, cache, damage):
     assert read(corpus, cache).cache.hits == 3  # the rebuilt entry is good
 
 
-def test_foreign_parquet_file_is_not_trusted(corpus, cache):
-    cold = read(corpus, None)
-    fill_one_pack_per_file(corpus, cache)
+def _foreign_parquet(cache, corpus) -> None:
     pl.DataFrame({"x": [1, 2]}).write_parquet(_entry_path(cache, corpus / "a.jsonl"))
-    again = read(corpus, cache)
-    assert again.cache.rebuilt == 1
-    assert_same(cold, again)
 
 
-def test_entry_of_another_file_is_not_trusted(corpus, cache):
-    cold = read(corpus, None)
-    fill_one_pack_per_file(corpus, cache)
-    a, b = _entry_path(cache, corpus / "a.jsonl"), _entry_path(cache, corpus / "b.jsonl")
-    b.write_bytes(a.read_bytes())
-    again = read(corpus, cache)
-    assert again.cache.rebuilt == 1
-    assert_same(cold, again)
+def _entry_of_another_file(cache, corpus) -> None:
+    _entry_path(cache, corpus / "b.jsonl").write_bytes(_entry_path(cache, corpus / "a.jsonl").read_bytes())
 
 
-def test_entry_whose_data_does_not_match_its_metadata_is_not_trusted(corpus, cache):
-    cold = read(corpus, None)
-    fill_one_pack_per_file(corpus, cache)
+def _rows_missing(cache, corpus) -> None:
     entry = _entry_path(cache, corpus / "b.jsonl")
     meta = json.loads(pl.read_parquet_metadata(entry)[cache_codec.META_KEY])
     cache_codec.write_parquet(pl.read_parquet(entry).head(1), entry, meta)  # right metadata, rows missing
+
+
+@pytest.mark.parametrize("damage", [_foreign_parquet, _entry_of_another_file, _rows_missing],
+                         ids=["a foreign parquet file", "the entry of another file",
+                              "data that does not match its metadata"])
+def test_a_damaged_entry_is_not_trusted(corpus, cache, damage):
+    """An entry replaced by another Parquet file, by another file's entry, or with rows missing under its
+    metadata is rebuilt, and the read is the cold one."""
+    cold = read(corpus, None)
+    fill_one_pack_per_file(corpus, cache)
+    damage(cache, corpus)
     again = read(corpus, cache)
     assert again.cache.rebuilt == 1
     assert_same(cold, again)

@@ -315,3 +315,76 @@ def test_a_ctrl_c_as_the_fork_ends_leaves_the_pool_for_close_to_end(tmp_path):
     """))
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path, timeout=120)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
+
+
+def _run_script(tmp_path, name: str, body: str) -> None:
+    script = tmp_path / name
+    script.write_text(textwrap.dedent(body))
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
+
+
+def test_a_sigterm_that_another_thread_takes_mid_fork_loses_no_worker(tmp_path):
+    # The stress test's one worker left behind in 300 (issue 32): the main thread holds SIGTERM over the fork, but
+    # an idle thread of a library takes it, and Python runs the handler in the main thread at its next bytecode:
+    # before, between a worker's start and the pool recording it, so close() never ended that worker.
+    _run_script(tmp_path, "sigterm_mid_fork.py", """
+        import multiprocessing.context, os, signal, sys, threading, time
+        from panto_analytics.ingest import parallel
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))   # as the console script's
+        idle = threading.Event()
+        threading.Thread(target=idle.wait, daemon=True).start()   # started before the hold: it takes the signal
+        start = multiprocessing.context.ForkProcess.start
+
+        def start_then_signal(self):
+            start(self)
+            os.kill(os.getpid(), signal.SIGTERM)
+            end = time.monotonic() + 2   # bytecodes while the idle thread takes it: before, the handler ran here
+            while time.monotonic() < end:
+                pass
+
+        multiprocessing.context.ForkProcess.start = start_then_signal
+        try:
+            parallel.launch(jobs=2, module="json", method="fork")
+        except SystemExit as e:
+            assert e.code == 143, e.code
+        else:
+            sys.exit("the SIGTERM was lost")
+        multiprocessing.context.ForkProcess.start = start
+        workers = list(parallel._launched._processes.values())
+        assert len(workers) == 2, f"{len(workers)} of 2 workers recorded: the rest outlive the command"
+        parallel.close()
+        assert not any(os.path.exists(f"/proc/{w.pid}") for w in workers), "a worker (or its zombie) is left"
+        print("ok")
+    """)
+
+
+def test_a_sigterm_during_close_is_acted_on_after_every_worker_is_reaped(tmp_path):
+    # Before, the handler's exit interrupted close() between ending a worker and reaping it: a zombie was left in
+    # the command's process group (the stress test counts it as a process left behind).
+    _run_script(tmp_path, "sigterm_in_close.py", """
+        import os, signal, sys
+        from panto_analytics.ingest import parallel
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+        still_running = parallel._still_running
+        calls = []
+
+        def signalled(processes, seconds):
+            calls.append(1)
+            if len(calls) == 2:   # the second wait: after the workers were told to stop
+                os.kill(os.getpid(), signal.SIGTERM)
+            return still_running(processes, seconds)
+
+        parallel._still_running = signalled
+        assert parallel.launch(jobs=2, module="json", method="fork")
+        workers = list(parallel._launched._processes.values())
+        try:
+            parallel.close()
+        except SystemExit as e:
+            assert e.code == 143, e.code
+        else:
+            sys.exit("the SIGTERM was lost")
+        assert len(calls) == 2 and not parallel.launched()
+        assert not any(os.path.exists(f"/proc/{w.pid}") for w in workers), "a worker (or its zombie) is left"
+        print("ok")
+    """)

@@ -119,7 +119,7 @@ class Choice:
         if has_budget(self.policy):
             from ...policy.compaction.policies import parse_policy
 
-            setting = parse_policy(self.policy).budget_setting
+            setting = parse_policy(self.policy).budget_name()
             return (f"recommended policy: {self.policy}, {setting} {format_tokens(self.budget)} "
                     f"({self.budget:,} tokens){self._spread()}")
         return f"recommended policy: {point_name(self.policy, self.budget)}, no token budget{self._spread()}"

@@ -73,7 +73,7 @@ RECORDED_COST = "recorded_cost_usd"
 ORPHAN_CALLS, ORPHAN_RATE, REFETCH = "orphan_calls", "orphan_rate", "refetch_tokens"
 
 #: The columns of :func:`session_outcomes` rows that :func:`table_from_sessions` reads (where present): all a
-#: dataset's tasks keep of them (:func:`panto_analytics.dataset.decision.decision_dataset`).
+#: dataset's tasks keep of them (:func:`panto_analytics.dataset._decision.decision_dataset`).
 OUTCOME_COLUMNS = ("policy", SESSION, BUDGET, "_reach", "min_kept_turns", "max_kept", "n_compactions",
                    "zero_kept_events", "summarized_tokens", "request_bytes", *COSTS, RECORDED_COST, ORPHAN_CALLS,
                    ORPHAN_RATE, REFETCH, "window_calls")
@@ -104,7 +104,7 @@ def session_outcomes(events: pl.DataFrame, sessions: pl.DataFrame) -> pl.DataFra
     """A replay's session rows (one per policy, session and budget) with what the rules read of their events:
     ``min_kept_turns`` and ``max_kept`` (null without an event), ``_reach`` (the session compacts under this
     policy at some budget). Whole sessions in, so rows of disjoint sets of sessions concatenate
-    (:func:`panto_analytics.dataset.decision.decision_dataset`)."""
+    (:func:`panto_analytics.dataset._decision.decision_dataset`)."""
     events, sessions = _with_policy(events), _with_policy(sessions)
     keys = ["policy", SESSION, BUDGET]
     per = events.group_by(keys).agg(min_kept_turns=pl.col("kept_turns").min(), max_kept=pl.col("kept_tokens").max())
@@ -464,7 +464,7 @@ def replay_outcomes(messages: pl.DataFrame, budgets: Any, *, window: int, reserv
     table, a LiteLLM file, or None for no bill) and the loss of every compaction (orphan references among
     the next ``horizon`` tool calls, :func:`panto_analytics.loss`) on the session rows; ``loss_events``: the
     events too are the loss's (its per-event rows, with the loss columns; what a dataset's task keeps,
-    :func:`panto_analytics.dataset.replay.replay_dataset`), not the replay's.
+    :func:`panto_analytics.dataset._replay.replay_dataset`), not the replay's.
 
     Examples
     --------

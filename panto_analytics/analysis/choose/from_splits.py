@@ -234,33 +234,40 @@ def choose_from_coverage(table: pl.DataFrame, rule: Rule, *, outcomes: Callable[
     return rec
 
 
-def _row(table: pl.DataFrame, budget: int) -> dict[str, Any] | None:
-    rows = table.filter(pl.col(BUDGET) == budget).to_dicts()
-    return rows[0] if rows else None
+def _decided_at(table: pl.DataFrame, share: str, budget: int | None, step: int,
+                ) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """The rows a rule's reason quotes: the row of the ``budget`` it chose and the next budget tried ``step``
+    away (the one that fails it; None past the grid's edge), or, where no budget meets the rule (``budget`` None),
+    the row with the highest ``share`` (the smallest budget among equals) and None."""
+    if budget is None:
+        return table.sort(share, BUDGET, descending=[True, False]).row(0, named=True), None
+    at = table[BUDGET].to_list().index(budget)
+    return table.row(at, named=True), table.row(at + step, named=True) if 0 <= at + step < len(table) else None
 
 
-def _neighbour(table: pl.DataFrame, budget: int, step: int) -> dict[str, Any] | None:
-    idx = table[BUDGET].to_list().index(budget) + step
-    return table.row(idx, named=True) if 0 <= idx < len(table) else None
+def _next_tried(row: dict[str, Any] | None, share: str, side: str, verb: str = "") -> str:
+    """The clause on the next budget tried on ``side`` (``smaller`` or ``larger``) of the chosen one, the first that
+    fails the rule: its ``share``, or, past the grid's edge, that the chosen one is the smallest or largest tried.
+
+    >>> _next_tried({"budget": 20_000, "s": 0.5}, "s", "smaller", " do"), _next_tried(None, "s", "larger")
+    ('; at 20k, the next smaller budget tried, only 50.0% do', '; it is the largest budget tried')
+    """
+    if row is None:
+        return f"; it is the {side[:-1]}st budget tried"
+    return f"; at {format_tokens(row['budget'])}, the next {side} budget tried, only {row[share]:.1%}{verb}"
 
 
 def _min_turns_reason(table: pl.DataFrame, c: Rule, lo: int | None) -> str:
     k = c.min_kept_turns
     assert k is not None  # only called when the min_kept_turns rule is set
     what = f"keep {k}+ whole turn{'s' if k > 1 else ''}" + " (or all of theirs)"
+    row, prev = _decided_at(table, "keeps_k_share", lo, -1)
     if lo is None:
-        best = table.sort("keeps_k_share", BUDGET, descending=[True, False]).row(0, named=True)
-        return (f"no budget tried is enough: at most {best['keeps_k_share']:.1%} of sessions {what}, "
-                f"at {format_tokens(best['budget'])}; try larger budgets")
-    row = _row(table, lo)
-    assert row is not None  # lo is a budget from the table
+        return (f"no budget tried is enough: at most {row['keeps_k_share']:.1%} of sessions {what}, "
+                f"at {format_tokens(row['budget'])}; try larger budgets")
     text = (f"at {format_tokens(lo)}, {row['keeps_k_share']:.1%} of the {row['sessions_with_turns']} sessions with turns "
             f"{what}, at least the {c.coverage:.0%} asked for")
-    prev = _neighbour(table, lo, -1)
-    if prev is not None:
-        text += f"; at {format_tokens(prev['budget'])}, the next smaller budget tried, only {prev['keeps_k_share']:.1%} do"
-    else:
-        text += "; it is the smallest budget tried"
+    text += _next_tried(prev, "keeps_k_share", "smaller", " do")
     if row["fewer_than_k_turns"]:
         text += (f" ({row['fewer_than_k_turns']} of them have fewer than {k} turns and count when they keep them all)")
     return text
@@ -268,19 +275,13 @@ def _min_turns_reason(table: pl.DataFrame, c: Rule, lo: int | None) -> str:
 
 def _max_share_reason(table: pl.DataFrame, c: Rule, hi: int | None) -> str:
     limit = format_tokens(c.limit)
+    row, nxt = _decided_at(table, "within_limit_share", hi, +1)
     if hi is None:
-        best = table.sort("within_limit_share", BUDGET, descending=[True, False]).row(0, named=True)
         return (f"no budget tried keeps the suffix within {limit} tokens for {c.coverage:.0%} of sessions (best: "
-                f"{best['within_limit_share']:.1%} at {format_tokens(best['budget'])}); try smaller budgets")
-    row = _row(table, hi)
-    assert row is not None  # hi is a budget from the table
+                f"{row['within_limit_share']:.1%} at {format_tokens(row['budget'])}); try smaller budgets")
     text = (f"at {format_tokens(hi)}, the kept suffix stays within {limit} tokens for "
             f"{row['within_limit_share']:.1%} of sessions, at least the {c.coverage:.0%} asked for")
-    nxt = _neighbour(table, hi, +1)
-    if nxt is not None:
-        text += f"; at {format_tokens(nxt['budget'])}, the next larger budget tried, only {nxt['within_limit_share']:.1%}"
-    else:
-        text += "; it is the largest budget tried"
+    text += _next_tried(nxt, "within_limit_share", "larger")
     return text
 
 

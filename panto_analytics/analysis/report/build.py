@@ -32,15 +32,15 @@ import polars as pl
 
 from ...budgets import Budgets, as_budgets
 from ...errors import IngestReport
-from ...frame.schema import BUDGET, COMPACTIONS_SCHEMA, ROLE, SESSION
+from ...frame.schema import BUDGET, COMPACTIONS_SCHEMA, SESSION
 from ...ingest.corpus import Corpus
-from ...models import normalized_model, session_model
 from ...outcomes.orphan_loss import DEFAULT_HORIZON
 from ...outcomes.recorded_refetch import calibration
 from ...policy import Replay, budgets_shown, compare_policies, events_as_splits, replay, summarize_replay, sweep
 from ...policy import splits as compute_splits
 from ...policy import turns as compute_turns
 from ...policy.compaction.engine import DEFAULT_RESERVE
+from ...policy.compaction.recorded_cuts import no_cut_reason
 from .. import plots
 from ..choose.bootstrap import RESAMPLES, SEED
 from ..choose.budget import choose_budget
@@ -53,125 +53,16 @@ from ..formatting import format_tokens, has_budget, point_name
 from ..plot_data import session_segments
 from ..timeline import session_timeline
 from .model import SEGMENT_TITLES, Report, ReportFigure, Table, cell, percent, tokens
+from .overview import BREAKDOWNS, breakdown, breakdown_table, corpus_overview, overview_parts, overview_table
 
 __all__ = [
-    "breakdown", "build_report", "corpus_overview", "costs_section", "decision_table", "frontier_table", "policy_table",
+    "breakdown", "build_report", "corpus_overview", "costs_section", "decision_table", "frontier_figures",
+    "frontier_table", "policy_table", "with_pngs",
     "replay_figures", "replay_table", "report_figures", "sweep_table",
 ]
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
-
-#: Segment kinds the report can split plots by, with their headings.
-def corpus_overview(messages: pl.DataFrame, turns: pl.DataFrame, splits: pl.DataFrame, *,
-                    ingest: IngestReport | None = None, sessions: pl.DataFrame | None = None,
-                    compactions: pl.DataFrame | None = None) -> Table:
-    """The corpus at a glance: files, sessions, messages, turns and where their sizes came from, compactions.
-
-    ``sessions`` and ``compactions`` (the tables of :mod:`panto_analytics.ingest.corpus`)
-    add API calls as the formats record them, context windows and recorded
-    compaction events; without them the message frame says what it can.
-    """
-    m = messages.lazy().select(
-        sessions=pl.col(SESSION).n_unique(),
-        messages=pl.len(),
-        files=pl.col("file").n_unique() if "file" in messages.columns else pl.lit(None),
-        api_calls=((pl.col(ROLE) == "assistant") & pl.col("input").is_not_null()).sum(),
-        summaries=pl.col("has_summary").sum(),
-        sessions_with_summary=pl.col(SESSION).filter(pl.col("has_summary")).n_unique(),
-    ).collect().row(0, named=True)
-    t = turns.lazy().select(
-        turns=pl.len(),
-        usage=(pl.col("token_source") == "usage").sum(),
-        words=(pl.col("token_source") == "words").sum(),
-        median=pl.col("tokens").median(),
-    ).collect().row(0, named=True)
-    first_budget = splits.lazy().filter(pl.col(BUDGET) == pl.col(BUDGET).min())
-    s = first_budget.select(sessions=pl.len(), with_turns=(pl.col("n_turns") > 0).sum(),
-                            capped=pl.col("capped").sum()).collect().row(0, named=True)
-    n_turns = max(t["turns"], 1)
-    if sessions is not None and "api_calls" in sessions.columns:
-        calls = f"{sessions['api_calls'].sum():,} API calls"
-    else:
-        calls = f"{m['api_calls']:,} assistant messages with provider usage"
-    rows = [
-        ["sessions", f"{s['sessions']:,}", f"{s['with_turns']:,} with at least one turn"],
-        ["messages", f"{m['messages']:,}", calls],
-        ["turns", f"{t['turns']:,}", f"median {format_tokens(t['median'])} tokens per turn" if t["turns"] else ""],
-        ["turns sized from provider usage", f"{t['usage'] / n_turns:.1%}", _count(t["usage"], "turn")],
-        ["turns sized from word estimates", f"{t['words'] / n_turns:.1%}",
-         f"{_count(t['words'], 'turn')} (no usage on the turn's final assistant message)"],
-        ["compaction summaries", f"{m['summaries']:,}",
-         f"in {m['sessions_with_summary']:,} sessions; only the turns after a session's latest one are active"
-         if m["summaries"] else "none: every session is active from its start"],
-    ]
-    if compactions is not None and len(compactions):
-        rows.append(["recorded compaction events", f"{len(compactions):,}", _compaction_detail(compactions)])
-    if sessions is not None and "context_window" in sessions.columns:
-        windows = sessions["context_window"].drop_nulls()
-        if len(windows):
-            rows.append(["context windows recorded", f"{len(windows):,}",
-                         ", ".join(f"{format_tokens(w)}: {n}" for w, n in
-                                   windows.value_counts(sort=True).head(5).iter_rows())])
-    if s["capped"]:
-        rows.append(["sessions over 4096 turns", f"{s['capped']:,}", "libpanto records only the first 4096 turn starts"])
-    if ingest is not None:
-        files = ingest.files or m["files"]
-        rows.insert(0, ["files", f"{files:,}", ""])
-        rows.append(["invalid lines skipped", f"{ingest.n_skipped:,}",
-                     "; ".join(f"{r['lines']} x {r['reason']} in {r['file']}"
-                               for r in ingest.skipped_frame().head(5).iter_rows(named=True))])
-        ignored = sum(ingest.ignored.values())
-        if ignored:
-            rows.append(["non-conversation records ignored", f"{ignored:,}",
-                         ", ".join(f"{r['records']} {r['record_type']}" for r in
-                                   ingest.ignored_frame().sort("records", descending=True).head(6).iter_rows(named=True))])
-    return Table(["", "count", "detail"], rows, left=(0, 2))
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n:,} {noun}{'' if n == 1 else 's'}"
-
-
-def _compaction_detail(compactions: pl.DataFrame) -> str:
-    parts = []
-    if "trigger" in compactions.columns:
-        by = compactions.group_by("trigger").len().sort("len", descending=True)
-        parts.append(", ".join(f"{n:,} {t if t is not None else 'without a recorded trigger'}"
-                               for t, n in by.iter_rows()))
-    if "tokens_before" in compactions.columns and compactions["tokens_before"].drop_nulls().len():
-        parts.append(f"median {format_tokens(cast('float | None', compactions['tokens_before'].median()))} tokens before")
-    return "; ".join(parts)
-
-
-def breakdown(messages: pl.DataFrame, column: str, *, top: int = 10, sessions: pl.DataFrame | None = None) -> Table:
-    """Sessions and messages per value of ``column`` (e.g. ``source_format``, ``model``), each session once.
-
-    A session's value is its first message's, except ``model``: the sessions
-    table's (normalized, the session's own), or without ``sessions`` the same
-    from the messages (:func:`~panto_analytics.models.session_model`), so
-    that one model is one row and ``<synthetic>`` none.
-    """
-    if column == "model" and sessions is not None and "model" in sessions.columns:
-        per_session = sessions.lazy().select(SESSION, pl.col("model").cast(pl.String))
-    elif column == "model":
-        per_session = messages.lazy().group_by(SESSION).agg(normalized_model(session_model("model")))
-    else:
-        per_session = messages.lazy().group_by(SESSION).agg(pl.col(column).first().cast(pl.String))
-    sizes = messages.lazy().group_by(SESSION).agg(messages=pl.len())
-    frame = (
-        per_session.join(sizes, on=SESSION, how="left")
-        .group_by(pl.col(column).fill_null("unknown"))
-        .agg(sessions=pl.len().cast(pl.UInt32), messages=pl.col("messages").fill_null(0).sum().cast(pl.UInt32))
-        .sort(["sessions", column], descending=[True, False])
-        .collect()
-    )
-    if len(frame) > top:
-        rest = frame.slice(top - 1).select(pl.lit("other").alias(column), pl.col("sessions").sum(),
-                                           pl.col("messages").sum())
-        frame = pl.concat([frame.head(top - 1), rest.cast(frame.schema)])
-    return Table.from_frame(frame)
-
 
 def sweep_table(rec: Choice) -> Table:
     """The per-budget table, display-formatted, the chosen budget emphasised."""
@@ -213,9 +104,10 @@ def decision_table(rec: Choice) -> Table:
         "proposable": ("", lambda v: "" if v else "at/above trigger"),
     }
     present = [c for c in cols if c in t.columns]
-    # A figure with the bootstrap's interval is written with it: 'value (lo-hi)', 90% of resamples.
+    # A figure with the bootstrap's interval is written with it: 'value (lo-hi)', 90% of resamples; a policy with
+    # no token budget shows none, never 0.
     rows = [[_with_interval(row[c], row.get(f"{c}_lo"), row.get(f"{c}_hi"), cols[c][1]) if row[c] is not None
-             else cols[c][1](row[c]) for c in present] for row in t.iter_rows(named=True)]
+             else cols[c][1](row[c]) for c in present] for row in budgets_shown(t).iter_rows(named=True)]
     chosen = None
     for i, row in enumerate(t.iter_rows(named=True)):
         if row["policy"] == rec.policy and row[BUDGET] == rec.budget:
@@ -305,7 +197,7 @@ def costs_section(report: Report, result: Replay, chosen: int | None = None) -> 
             "cache_read_change_usd": ("cache reads change", money),
             "cache_miss_usd": ("cache misses", money),
             "cache_miss_per_compaction_usd": ("cache miss per compaction", money)}
-    t = compaction_costs(result.sessions)
+    t = budgets_shown(compaction_costs(result.sessions))  # no budget of 0 for a policy with none
     report.costs = Table([name for name, _ in cols.values()],
                          [[fmt(row[c]) for c, (_, fmt) in cols.items()] for row in t.iter_rows(named=True)])
     report.figures.append(ReportFigure(
@@ -342,7 +234,8 @@ def _policy_section(report: Report, messages: pl.DataFrame, corpus: Corpus | Non
         f"Each policy replayed over the sessions' life under a {format_tokens(window)} window at its own "
         "trigger and defaults (libpanto at the recommended budget).",
         plots.policy_comparison(compare_policies(result.events, result.sessions))))
-    others = [p for p in policies if str(p).split(":")[0] != "libpanto"]
+    # The policies with a cut to set beside the agents' (not libpanto's per-budget split, not a clearing one).
+    others = [p for p in policies if no_cut_reason(p) is None]
     if corpus is not None and others and not corpus.compactions.is_empty():
         summary = recorded_cut_summary(policies_vs_agents(corpus, others)).rename({
             "source_format": "format", "own": "agent's policy", "distance_messages_p50": "off by (messages) p50",
@@ -415,6 +308,7 @@ def build_report(messages: pl.DataFrame | Corpus, budgets: Budgets, *, rule: Rul
     if outcomes is not None:
         replayed = _libpanto_only(outcomes)
     n = per_session[SESSION].n_unique()
+    parts = overview_parts(messages, turns, per_session, sessions=sessions, compactions=compactions)
     report = Report(
         title=title or f"What keep_verbatim does to {n:,} session{'s' if n != 1 else ''}",
         inputs=[str(p) for p in inputs],
@@ -422,10 +316,8 @@ def build_report(messages: pl.DataFrame | Corpus, budgets: Budgets, *, rule: Rul
         splits=per_session,
         sweep=sweep(per_session),
         recommendation=rec,
-        overview=corpus_overview(messages, turns, per_session, ingest=ingest, sessions=sessions,
-                                 compactions=compactions),
-        breakdowns={"source format": breakdown(messages, "source_format", sessions=sessions),
-                    "model": breakdown(messages, "model", sessions=sessions)},
+        overview=overview_table(parts, ingest=ingest),
+        breakdowns={name: breakdown_table(parts.breakdowns[c], c) for name, c in BREAKDOWNS.items()},
     )
     segments = {kind: session_segments(messages, kind, sessions=sessions) for kind in segment_by}
     report.figures = report_figures(per_session, turns, highlight=rec.budget, segments=segments)
@@ -455,6 +347,11 @@ def build_report(messages: pl.DataFrame | Corpus, budgets: Budgets, *, rule: Rul
     if rec.replayed and outcomes is not None and window is not None:
         _timeline_figures(report, rec, messages, sessions, compactions, window=window, reserve=reserve,
                           prices=prices, horizon=horizon)
+    return with_pngs(report)
+
+
+def with_pngs(report: Report) -> Report:
+    """``report`` with each of its figures drawn as PNG."""
     extra = [f for f in (report.frontier, report.loss_figure) if f is not None]
     for fig in [*report.figures, *extra]:
         fig.png = plots.png_bytes(cast("Figure", fig.figure))
@@ -528,16 +425,25 @@ def _libpanto_only(result: Replay) -> Replay:
 def _frontier_section(report: Report, rec: Choice, messages: pl.DataFrame, sessions: pl.DataFrame | None,
                       compactions: pl.DataFrame | None, *, horizon: int | None) -> None:
     """The figure and table that lead a report under a window: every (policy, budget) by cost and loss."""
-    t = rec.table
-    if "cost_p50" not in t.columns or "orphan_rate" not in t.columns or t["cost_p50"].is_null().all():
-        report.frontier_table = Table(["note"], [["no frontier: no session's model has a price (give --prices FILE); "
-                                                  "the table below has the loss figures"]])
+    if not _has_frontier(rec.table):
+        frontier_figures(report, rec)
         return
     recorded = None
     if (compactions is not None and sessions is not None and not compactions.is_empty()
             and set(COMPACTIONS_SCHEMA) <= set(compactions.columns) and "source_format" in sessions.columns):
         recorded = recorded_points(messages, compactions, sessions, report.outcomes.sessions if report.outcomes
                                    else None, horizon=horizon, budget=_beside(rec))
+    frontier_figures(report, rec, recorded)
+
+
+def frontier_figures(report: Report, rec: Choice, recorded: pl.DataFrame | None = None) -> None:
+    """The frontier's figure and table of a decision under a window (``recorded``: the agents' own points, None
+    where they are not drawn)."""
+    t = rec.table
+    if not _has_frontier(t):
+        report.frontier_table = Table(["note"], [["no frontier: no session's model has a price (give --prices FILE); "
+                                                  "the table below has the loss figures"]])
+        return
     chosen = (rec.policy, rec.budget) if rec.budget is not None and rec.policy is not None else None
     named = (f"the ring is the chosen point, {point_name(rec.policy, rec.budget)}, the budget of the "
              "recommendation above" if chosen is not None else "no point is chosen")
@@ -551,6 +457,10 @@ def _frontier_section(report: Report, rec: Choice, messages: pl.DataFrame, sessi
         f"compaction); {named}.",
         plots.frontier(t, recorded=recorded, chosen=chosen))
     report.frontier_table = frontier_table(rec, recorded)
+
+
+def _has_frontier(t: pl.DataFrame) -> bool:
+    return "cost_p50" in t.columns and "orphan_rate" in t.columns and not t["cost_p50"].is_null().all()
 
 
 def _beside(rec: Choice) -> int | None:
@@ -602,7 +512,8 @@ def frontier_table(rec: Choice, recorded: pl.DataFrame | None = None) -> Table:
         for r in recorded.iter_rows(named=True):
             mine = r["point"] == "recorded"
             rows.append([f"{r['agent']} (recorded)" if mine else f"{r['point']} over {r['agent']}'s sessions",
-                         "-" if mine else tokens(r[BUDGET]), cell(r["sessions"]), *figures(r), "-",
+                         "-" if mine or not has_budget(r["point"]) else tokens(r[BUDGET]), cell(r["sessions"]),
+                         *figures(r), "-",
                          "recorded" if mine else "replayed, same sessions"])
     return Table(["point", "budget", "sessions", "cost/session p50 (90% of resamples)",
                   "orphan rate (90% of resamples)", "re-fetch tokens", ""], rows, highlight=hit, left=(0, 6))

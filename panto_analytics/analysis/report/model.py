@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import html
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import polars as pl
@@ -102,7 +103,9 @@ class Report:
     title: str
     inputs: list[str]
     budgets: list[int]
-    splits: pl.DataFrame
+    #: One row per session and budget; or the Parquet file they were written to as they came (a dataset's
+    #: report, bucket by bucket), which :func:`write_report` moves into the report's folder.
+    splits: pl.DataFrame | Path
     sweep: pl.DataFrame
     recommendation: Choice
     overview: Table
@@ -129,10 +132,19 @@ class Report:
     #: again (one row per compaction and pseudo-cut), and the calibration plot.
     loss: Table | None = None
     loss_figure: ReportFigure | None = None
+    #: What this report leaves out and why (a dataset's report: the sections that need every session in memory).
+    omitted: list[str] = field(default_factory=list)
+
+    def sessions(self) -> int:
+        """The sessions the report is on (those of :attr:`splits`)."""
+        rows = pl.scan_parquet(self.splits) if isinstance(self.splits, Path) else self.splits.lazy()
+        if SESSION not in rows.collect_schema().names():
+            return 0
+        return int(rows.select(pl.col(SESSION).n_unique()).collect().item())
 
     def __repr__(self) -> str:
         """One line: the title, the budgets, the recommendation and what the report holds."""
-        n = self.splits[SESSION].n_unique() if SESSION in self.splits.columns else 0
+        n = self.sessions()
         return (f"<Report {self.title!r}: {n:,} session{'' if n == 1 else 's'}, {len(self.budgets)} budgets, "
                 f"{self.recommendation.headline()}, {len(self.figures)} plots>")
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import html
+import shutil
 from pathlib import Path
 
 import polars as pl
@@ -40,14 +41,14 @@ def write_report(report: Report, out_dir: str | Path) -> Path:
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    files: dict[str, bytes | pl.DataFrame | str] = {f"{fig.name}.png": fig.png for fig in report.figures}
+    files: dict[str, bytes | pl.DataFrame | Path | str] = {f"{fig.name}.png": fig.png for fig in report.figures}
     if report.frontier is not None:
         files[f"{report.frontier.name}.png"] = report.frontier.png
     if report.loss_figure is not None:
         files[f"{report.loss_figure.name}.png"] = report.loss_figure.png
-    if report.outcomes is not None:
+    if report.recommendation.replayed:
         files["decision.parquet"] = report.recommendation.table
-    files.update({"sweep.parquet": report.sweep, "splits.parquet": report.splits})
+    files.update({"sweep.parquet": report.sweep, "splits.parquet": report.splits})  # a Path: moved here
     if report.policies is not None:
         files.update({"policy_events.parquet": report.policies.events,
                       "policy_sessions.parquet": report.policies.sessions})
@@ -57,7 +58,11 @@ def write_report(report: Report, out_dir: str | Path) -> Path:
     for name in _written_before(out) - set(files):
         (out / name).unlink(missing_ok=True)
     for name, content in files.items():
-        if isinstance(content, pl.DataFrame):
+        if isinstance(content, Path):  # the splits, written as they came: moved in, and read there from now on
+            if content.resolve() != (out / name).resolve():
+                shutil.move(content, out / name)
+            report.splits = out / name
+        elif isinstance(content, pl.DataFrame):
             content.write_parquet(out / name)
         elif isinstance(content, str):
             (out / name).write_text(content, encoding="utf-8")
@@ -175,6 +180,8 @@ def render_markdown(report: Report) -> str:
     if report.policy_cuts is not None:
         out += ["### Each policy at the recorded compactions", "", _POLICY_CUTS_TEXT, "",
                 report.policy_cuts.markdown(), ""]
+    if report.omitted:
+        out += ["## Not in this report", ""] + [f"- {o}" for o in report.omitted] + [""]
     out += ["## Plots", ""]
     for fig in report.figures:
         out += [f"### {fig.title}", "", fig.caption, "", f"![{fig.title}]({fig.name}.png)", ""]
@@ -253,6 +260,8 @@ def render_html(report: Report) -> str:
     if report.policy_cuts is not None:
         parts += ["<h3>Each policy at the recorded compactions</h3>", f"<p>{e(_POLICY_CUTS_TEXT)}</p>",
                   report.policy_cuts.html()]
+    if report.omitted:
+        parts += ["<h2>Not in this report</h2><ul>", *[f"<li>{e(o)}</li>" for o in report.omitted], "</ul>"]
     parts += ["<h2>Plots</h2>"]
     for fig in report.figures:
         data = base64.b64encode(fig.png).decode("ascii")

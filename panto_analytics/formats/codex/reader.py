@@ -30,7 +30,7 @@ from typing import Any
 import orjson
 
 from ..contract import Message, Postprocess, ReadFrames, SourceFile
-from ..jsonl import json_type, records, require_string
+from ..jsonl import content_parts, json_type, records, require_string
 from ..record_fields import BAD_RECORD, Invalid, bad_record, parse_timestamp
 from .fast import read_frames as _read_frames
 from .shapes import (
@@ -329,15 +329,10 @@ class _Rollout:
 
     def texts(self, content: Any, where: str, images_in: str | None = None) -> list[str]:
         """The texts of a content list; images and unknown parts are counted as ignored."""
-        if not isinstance(content, list):
-            raise Invalid(f"{where} must be a list, got {json_type(content)}")
         out = []
-        for i, part in enumerate(content):
-            if not isinstance(part, dict):
-                raise Invalid(f"{where}[{i}] must be an object, got {json_type(part)}")
-            kind = part.get("type")
+        for here, kind, part in content_parts(content, where):
             if kind in TEXT_PARTS:
-                out.append(require_string(part.get(TEXT_PARTS[kind]), f"{where}[{i}].{TEXT_PARTS[kind]}"))
+                out.append(require_string(part.get(TEXT_PARTS[kind]), f"{here}.{TEXT_PARTS[kind]}"))
             elif kind in IMAGE_PARTS:
                 # libpanto has media only inside tool results.
                 self.src.ignore(f"image in a {images_in or 'content'} message")
@@ -351,15 +346,10 @@ class _Rollout:
             return [{"type": "text", "text": output}]
         if isinstance(output, dict) and "content" in output:
             return self.output_parts(output["content"], f"{where}.content")
-        if not isinstance(output, list):
-            raise Invalid(f"{where} must be a string or a list, got {json_type(output)}")
         parts = []
-        for i, part in enumerate(output):
-            if not isinstance(part, dict):
-                raise Invalid(f"{where}[{i}] must be an object, got {json_type(part)}")
-            kind = part.get("type")
+        for here, kind, part in content_parts(output, where, or_string=True):
             if kind in TEXT_PARTS:
-                parts.append({"type": "text", "text": require_string(part.get(TEXT_PARTS[kind]), f"{where}[{i}].text")})
+                parts.append({"type": "text", "text": require_string(part.get(TEXT_PARTS[kind]), f"{here}.text")})
             elif kind in IMAGE_PARTS:
                 parts.append({"type": "media", "media_type": media_type(part.get("image_url"))})
             else:

@@ -40,7 +40,7 @@ import msgspec
 import orjson
 
 from ..contract import Message, Postprocess, ReadFrames, SourceFile
-from ..jsonl import json_type, require_string, reread
+from ..jsonl import content_parts, json_type, require_string, reread
 from ..record_fields import BAD_RECORD, Invalid, bad_record, parse_timestamp, usage_counter
 from ..typed import typed_records
 from .fast import read_frames as _read_frames
@@ -287,15 +287,8 @@ class _Session:
         return None
 
     def _assistant(self, msg: dict[str, Any], lineno: int, ts: datetime | None) -> Message:
-        content = msg.get("content")
-        if not isinstance(content, list):
-            raise Invalid(f"message.content must be a list, got {json_type(content)}")
         blocks = []
-        for i, block in enumerate(content):
-            where = f"message.content[{i}]"
-            if not isinstance(block, dict):
-                raise Invalid(f"{where} must be an object, got {json_type(block)}")
-            kind = block.get("type")
+        for where, kind, block in content_parts(msg.get("content"), "message.content"):
             if kind == "text":
                 blocks.append({"type": "text", "text": require_string(block.get("text"), f"{where}.text")})
             elif kind == "thinking":
@@ -322,15 +315,10 @@ class _Session:
         """User-side content (a string, or text and image blocks) as texts; images are counted as ignored."""
         if isinstance(content, str):
             return [content]
-        if not isinstance(content, list):
-            raise Invalid(f"{where} must be a string or a list, got {json_type(content)}")
         texts = []
-        for i, block in enumerate(content):
-            if not isinstance(block, dict):
-                raise Invalid(f"{where}[{i}] must be an object, got {json_type(block)}")
-            kind = block.get("type")
+        for here, kind, block in content_parts(content, where, or_string=True):
             if kind == "text":
-                texts.append(require_string(block.get("text"), f"{where}[{i}].text"))
+                texts.append(require_string(block.get("text"), f"{here}.text"))
             elif kind == "image":
                 # libpanto has media only inside tool results.
                 self.src.ignore("image in a user message")
@@ -342,17 +330,12 @@ class _Session:
         """A tool result's content as result parts: text, and images as media."""
         if isinstance(content, str):
             return [{"type": "text", "text": content}]
-        if not isinstance(content, list):
-            raise Invalid(f"{where} must be a string or a list, got {json_type(content)}")
         parts = []
-        for i, block in enumerate(content):
-            if not isinstance(block, dict):
-                raise Invalid(f"{where}[{i}] must be an object, got {json_type(block)}")
-            kind = block.get("type")
+        for here, kind, block in content_parts(content, where, or_string=True):
             if kind == "text":
-                parts.append({"type": "text", "text": require_string(block.get("text"), f"{where}[{i}].text")})
+                parts.append({"type": "text", "text": require_string(block.get("text"), f"{here}.text")})
             elif kind == "image":
-                parts.append({"type": "media", "media_type": require_string(block.get("mimeType"), f"{where}[{i}].mimeType")})
+                parts.append({"type": "media", "media_type": require_string(block.get("mimeType"), f"{here}.mimeType")})
             else:
                 self.src.ignore(f"content block:{kind}")
         return parts

@@ -47,7 +47,7 @@ from ...frame import expressions as ex
 from ...frame.schema import AGENT_VERSION, BUDGET, ROLE, SEQ, SESSION
 from ..compute_split import budget_series
 from ..turn_costs import check_order
-from .clearing import CLEARING_EVENT_COLUMNS, replay_clearing, staged_frame
+from .clearing_replay import CLEARING_EVENT_COLUMNS, replay_clearing, staged_frame
 from .engine import DEFAULT_RESERVE, EVENT_SCHEMA, Engine, Replay, as_array, replay_libpanto, summary_size, validate_parameters
 from .policies import Clearing, LibPanto, Policy, Staged, parse_policy
 from .priced import PriceSpec, bill_replay_result

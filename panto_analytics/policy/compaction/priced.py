@@ -18,7 +18,7 @@ from ...frame.schema import BUDGET, SESSION
 from ...outcomes.billing import SUMMARIZER_MODES, bill_edited, bill_replay
 from ...outcomes.cost import bill, unpriced, warn_unpriced
 from ...outcomes.prices import Prices, load_prices
-from .clearing import cleared_usage, staged_frame
+from .clearing_replay import cleared_usage, staged_frame
 from .engine import Replay
 from .policies import POLICIES, Clearing, Staged, parse_policy
 
@@ -117,7 +117,7 @@ def _bill_mixed(result: Replay, messages: pl.DataFrame | pl.LazyFrame, clearing:
     for policy, spec in zip(clearing, specs):
         pe, ps = events.filter(pl.col("policy") == spec), sessions.filter(pl.col("policy") == spec)
         if isinstance(policy, Clearing):
-            edited, _ = cleared_usage(frame, policy)
+            edited, _ = cleared_usage(frame, policy, window=result.window)
         else:
             edited, _ = staged_frame(frame, policy, window=result.window)
         summarizing = isinstance(policy, Staged) and not policy.last.clears

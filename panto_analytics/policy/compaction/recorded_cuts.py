@@ -40,10 +40,10 @@ import polars as pl
 from ...frame.schema import ROLE, SEQ, SESSION
 from ..cuts import cut_conversations
 from .any_policy import window_columns
-from .policies import LibPanto, Policy, parse_policy
+from .policies import LibPanto, Policy, Staged, parse_policy
 from .policies.base import chars_to_tokens
 
-__all__ = ["POLICY_CUT_COLUMNS", "policy_cuts_at"]
+__all__ = ["POLICY_CUT_COLUMNS", "no_cut_reason", "policy_cuts_at"]
 
 
 POLICY_CUT_COLUMNS = (
@@ -90,6 +90,26 @@ def _agent_side(messages: pl.DataFrame, cuts: pl.DataFrame, windows: pl.DataFram
         pl.col("agent_kept_messages").fill_null(0).cast(pl.Int64), pl.col("agent_kept_tokens").fill_null(0).cast(pl.Int64))
 
 
+def no_cut_reason(policy: str | Policy) -> str | None:
+    """Why ``policy`` has no cut to set beside an agent's at a recorded compaction (None: it has one). A staged
+    policy's cut is its last stage's (the clearing in front does not choose what is kept verbatim).
+
+    >>> no_cut_reason("pi"), no_cut_reason("clear-tool-uses+pi")
+    (None, None)
+    >>> no_cut_reason("observation-masking").split(":")[0]
+    'policy observation-masking clears tool results in place'
+    """
+    parsed = parse_policy(policy)
+    last = parsed.last if isinstance(parsed, Staged) else parsed
+    if isinstance(last, LibPanto):
+        return (f"policy {parsed.spec()}: libpanto's split at recorded compactions is per budget (compactions -b LIST, "
+                "splits_at), not a policy cut")
+    if last.clears:
+        return (f"policy {parsed.spec()} clears tool results in place: it keeps every message, so it has no cut to "
+                f"set beside an agent's (replay it: replay --policy {parsed.spec()})")
+    return None
+
+
 def policy_cuts_at(messages: pl.DataFrame, cuts: pl.DataFrame, policies: Sequence[str | Policy]) -> pl.DataFrame:
     """One row per (recorded compaction, policy): the policy's cut at that moment beside the agent's.
 
@@ -101,11 +121,9 @@ def policy_cuts_at(messages: pl.DataFrame, cuts: pl.DataFrame, policies: Sequenc
     order given.
     """
     parsed = [parse_policy(p) for p in policies]
-    if any(isinstance(p, LibPanto) for p in parsed):
-        raise ValueError("libpanto's split at recorded compactions is splits_at's (per budget), not a policy cut")
-    clearing = [p.spec() for p in parsed if p.clears]
-    if clearing:
-        raise ValueError(f"policy {clearing[0]} clears tool results in place: it has no cut to set beside an agent's")
+    reason = next((r for r in map(no_cut_reason, parsed) if r), None)
+    if reason:
+        raise ValueError(reason)
     if cuts.is_empty():
         return pl.DataFrame(schema=dict.fromkeys(POLICY_CUT_COLUMNS, pl.Int64)).with_columns(
             pl.col(SESSION, "policy").cast(pl.String), pl.col("exact").cast(pl.Boolean))

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
+from ...frame.expressions import observed_quantile
 from ...frame.schema import BUDGET, SESSION
 from ...outcomes.cost import dollars_total
 from ...outcomes.group_tables import grouped
@@ -128,10 +129,10 @@ def summarize_replay(events: pl.DataFrame | pl.LazyFrame, sessions: pl.DataFrame
     per_event = grouped(events, keys, {
         "events": pl.len(),
         "zero_kept_event_share": (pl.col("kept_turns") == 0).mean(),
-        "kept_turns_p10": pl.col("kept_turns").quantile(0.1, "nearest").cast(pl.UInt32),
-        "kept_turns_p50": pl.col("kept_turns").quantile(0.5, "nearest").cast(pl.UInt32),
-        "kept_tokens_p50": pl.col("kept_tokens").quantile(0.5, "nearest").cast(pl.UInt64),
-        "request_bytes_p50": pl.col("request_bytes").quantile(0.5, "nearest").cast(pl.UInt64),
+        "kept_turns_p10": observed_quantile("kept_turns", 0.1, pl.UInt32()),
+        "kept_turns_p50": observed_quantile("kept_turns", 0.5, pl.UInt32()),
+        "kept_tokens_p50": observed_quantile("kept_tokens", 0.5, pl.UInt64()),
+        "request_bytes_p50": observed_quantile("request_bytes", 0.5, pl.UInt64()),
         "request_bytes_total": pl.col("request_bytes").sum(),
     }, column_at_a_time=column_at_a_time)
     table = (
@@ -172,10 +173,10 @@ def compare_policies(events: pl.DataFrame | pl.LazyFrame, sessions: pl.DataFrame
     """
     keys = ["policy", BUDGET]
     extra = grouped(events, keys, {
-        "kept_tokens_p10": pl.col("kept_tokens").quantile(0.1, "nearest").cast(pl.UInt64),
-        "kept_tokens_p90": pl.col("kept_tokens").quantile(0.9, "nearest").cast(pl.UInt64),
-        "kept_messages_p50": pl.col("kept_messages").quantile(0.5, "nearest").cast(pl.UInt32),
-        "summarized_tokens_p50": pl.col("summarized_tokens").quantile(0.5, "nearest").cast(pl.UInt64),
+        "kept_tokens_p10": observed_quantile("kept_tokens", 0.1, pl.UInt64()),
+        "kept_tokens_p90": observed_quantile("kept_tokens", 0.9, pl.UInt64()),
+        "kept_messages_p50": observed_quantile("kept_messages", 0.5, pl.UInt32()),
+        "summarized_tokens_p50": observed_quantile("summarized_tokens", 0.5, pl.UInt64()),
         "split_turn_share": pl.col("split_turn").mean(),
     }, column_at_a_time=column_at_a_time)
     table = summarize_replay(events, sessions, by=keys, column_at_a_time=column_at_a_time).join(
@@ -226,7 +227,6 @@ def budgets_shown(table: pl.DataFrame) -> pl.DataFrame:
     if "policy" not in table.columns or BUDGET not in table.columns:
         return table
     specs = table["policy"].cast(pl.String).unique().to_list()
-    budgeted = {s: s is None or s.split(":")[0] == "libpanto" or parse_policy(s).budget_setting is not None
-                for s in specs}
+    budgeted = {s: s is None or parse_policy(s).budget_name() is not None for s in specs}
     return table.with_columns(pl.when(pl.col("policy").cast(pl.String).replace_strict(
         budgeted, return_dtype=pl.Boolean, default=True)).then(pl.col(BUDGET)).alias(BUDGET))

@@ -12,6 +12,7 @@ import pytest
 from conftest import REALDATA, examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from replay_sessions import growing_sessions
 from strategies import conversations, random_conversation
 
 import panto_analytics as pa
@@ -101,43 +102,21 @@ def as_rows(df: pl.DataFrame, cols: list[str]) -> list[dict]:
     return [{**r, "session_id": str(r["session_id"])} for r in df.select(cols).to_dicts()]
 
 
-def row(role: str, size: int, cum: int | None = None, tool_result: bool = False, summary: bool = False) -> dict:
-    usage = dict.fromkeys(("input", "output", "cache_read", "cache_write"))
-    if cum is not None:
-        usage = {"input": cum, "output": 0, "cache_read": 0, "cache_write": 0}
-    return {"role": role, "serialized_bytes": size, "has_tool_result": tool_result, "has_summary": summary, **usage}
-
-
 @st.composite
 def row_sessions(draw) -> dict[str, list[dict]]:
     """Message-frame rows with lines: each recorded summary takes a drawn kept block after it (its line past
     theirs), whose calls report the context before the compaction."""
-    out = {}
-    for s in range(draw(st.integers(1, 3))):
-        cum, msgs = 0, []
-        for _ in range(draw(st.integers(0, 40))):
-            kind = draw(st.sampled_from(["user", "user", "tool", "assistant", "assistant", "summary"]))
-            size = draw(st.integers(0, 3_000))
-            if kind == "assistant":
-                cum = max(cum + draw(st.integers(-800, 2_500)), 0)
-                msgs.append(row("assistant", size, cum if draw(st.integers(0, 5)) else None))
-            elif kind == "tool":
-                msgs.append(row("user", size, tool_result=True))
-            elif kind == "summary":
-                msgs.append(row("user", size, summary=True))
-                msgs[-1]["_block"] = draw(st.integers(0, 5))
-            else:
-                msgs.append(row(kind, size))
+    out = draw(growing_sessions(["user", "user", "tool", "assistant", "assistant", "summary"]))
+    for s, msgs in enumerate(out.values()):
         lines = list(range(1, len(msgs) + 1))
         for i, m in enumerate(msgs):
-            block = m.pop("_block", 0)
+            block = draw(st.integers(0, 5)) if m["has_summary"] else 0
             j = min(i + block, len(msgs) - 1)
             while j > i and any(x["has_summary"] for x in msgs[i + 1:j + 1]):
                 j -= 1
             lines[i] = lines[j] + 1 if j > i else lines[i]
         for m, line in zip(msgs, lines, strict=True):
             m["line"], m["file"] = line, f"f{s}"
-        out[f"s{s}"] = msgs
     return out
 
 

@@ -7,7 +7,7 @@ contract).
 >>> parse_policy("pi:keep_recent_tokens=30k")
 Pi(reserve_tokens=16384, keep_recent_tokens=30000)
 >>> len(POLICIES), sorted(POLICIES)[:4]
-(18, ['anthropic-compact', 'claude-code', 'claude-code-microcompact', 'claude-code-time-microcompact'])
+(19, ['anthropic-compact', 'claude-code', 'claude-code-microcompact', 'claude-code-time-microcompact'])
 """
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from .clearing import (
     Clearing,
     ClearToolUses,
     ObservationMasking,
+    OpenclawCacheTtl,
     OpencodePrune,
 )
 from .cline import Cline
@@ -37,14 +38,14 @@ from .summarize_every import SummarizeEvery
 
 __all__ = ["POLICIES", "AnthropicCompact", "ClaudeCode", "ClaudeCodeMicrocompact", "ClaudeCodeTimeMicrocompact",
            "ClearToolUses", "Clearing", "Cline", "Codex", "GeminiCli", "LastNTurns", "LibPanto", "ObservationMasking",
-           "OpenAiCompact", "OpenHands", "Opencode", "OpencodePrune", "Pi", "PiWholeTurn", "Policy", "Staged",
+           "OpenAiCompact", "OpenHands", "OpenclawCacheTtl", "Opencode", "OpencodePrune", "Pi", "PiWholeTurn", "Policy", "Staged",
            "SummarizeEvery", "parse_policy"]
 
 #: Every policy by name, in the order comparisons list them.
 POLICIES: dict[str, type[Policy]] = {p.name: p for p in (
     LibPanto, Pi, PiWholeTurn, Codex, ClaudeCode, GeminiCli, LastNTurns, AnthropicCompact, OpenAiCompact, Cline,
     OpenHands, Opencode, SummarizeEvery, ClearToolUses, ClaudeCodeMicrocompact, ClaudeCodeTimeMicrocompact,
-    ObservationMasking, OpencodePrune)}
+    ObservationMasking, OpencodePrune, OpenclawCacheTtl)}
 
 
 def parse_policy(spec: str | Policy) -> Policy:

@@ -18,15 +18,15 @@ It returns one row per state with :data:`CUT_COLUMNS`.
 from __future__ import annotations
 
 import dataclasses
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import polars as pl
 
 from ....budgets import parse_budget
 from ....frame.schema import ROLE, SEQ
 
-__all__ = ["CUT_COLUMNS", "Policy", "WINDOW_COLUMNS", "at_or_after", "chars_to_tokens", "parse_settings", "state_max",
-           "state_min", "suffix_cut"]
+__all__ = ["CUT_COLUMNS", "Policy", "WINDOW_COLUMNS", "at_or_after", "chars_to_tokens", "one_window", "parse_settings",
+           "state_max", "state_min", "suffix_cut"]
 
 #: The window frame's columns: ``state`` (the state's row in the round), ``seq``, ``role`` (a string),
 #: ``user`` (a user message that is not a tool result), ``bash`` (a ``user`` one that is pi's ``bashExecution``,
@@ -134,6 +134,16 @@ class Policy:
     def budget(self) -> int:
         return int(getattr(self, self.budget_setting)) if self.budget_setting else 0
 
+    def budget_name(self) -> str | None:
+        """The setting its token budget is (``keep_recent_tokens``), None where it has none: results then name the
+        policy by its settings, never by a budget of 0.
+
+        >>> from panto_analytics.policy.compaction.policies import parse_policy
+        >>> parse_policy("pi").budget_name(), parse_policy("gemini-cli").budget_name()
+        ('keep_recent_tokens', None)
+        """
+        return self.budget_setting
+
     def settings_text(self) -> str:
         """Every setting with its value, defaults included: ``threshold_ratio=0.5, preserve=0.3``.
 
@@ -172,14 +182,27 @@ def _describe_range(low: float | None, high: float | None, low_open: bool) -> st
     return f"in {'(' if low_open else '['}{low:g}, {high:g}]"
 
 
-def at_or_after(value: pl.Expr) -> pl.Expr:
-    """Per row: the sum of ``value`` over this row and the later rows of its state (a suffix sum, no group loop).
+def one_window(first: int = 0, **columns: list[Any]) -> pl.DataFrame:
+    """The window of one state, for a policy's examples: ``columns`` (lists of one length), with ``state`` 0,
+    ``seq`` counting from ``first``, and ``first`` and ``trigger`` (the last seq) on every row.
 
-    >>> df = pl.DataFrame({"state": [0, 0, 0, 1], "v": [1, 2, 3, 4]})
-    >>> df.select(at_or_after(pl.col("v"))).to_series().to_list()
-    [6, 5, 3, 4]
+    >>> one_window(user=[True, False]).rows()
+    [(0, 0, True, 0, 1), (0, 1, False, 0, 1)]
     """
-    return value.sum().over("state") - value.cum_sum().over("state") + value
+    n = len(next(iter(columns.values())))
+    return pl.DataFrame({"state": [0] * n, "seq": list(range(first, first + n)), **columns, "first": [first] * n,
+                         "trigger": [first + n - 1] * n})
+
+
+def at_or_after(value: pl.Expr, *within: str) -> pl.Expr:
+    """Per row: the sum of ``value`` over this row and the later rows of its state (a suffix sum, no group loop),
+    or of its group of the state by the columns ``within``.
+
+    >>> df = pl.DataFrame({"state": [0, 0, 0, 1], "turn": [1, 1, 2, 1], "v": [1, 2, 3, 4]})
+    >>> df.select(at_or_after(pl.col("v")), turn_rest=at_or_after(pl.col("v"), "turn")).rows()
+    [(6, 3), (5, 2), (3, 3), (4, 4)]
+    """
+    return value.sum().over("state", *within) - value.cum_sum().over("state", *within) + value
 
 
 def state_max(value: pl.Expr) -> pl.Expr:

@@ -33,6 +33,16 @@ every call of every session at once). One rule, four sets of settings:
   processor, the JetBrains baseline ("The Complexity Trap", arXiv 2508.21433,
   M = 10): every call, the results of all tool uses but the newest ``m`` are
   replaced by a placeholder; no trigger.
+- ``openclaw-cache-ttl``: OpenClaw's client-side ``cache-ttl`` context
+  pruning (:class:`OpenclawCacheTtl`; read in the ``openclaw`` npm package
+  2026.9.6, ``dist/tool-result-truncation-*.mjs``, region
+  ``src/agents/embedded-agent-runner/tool-result-truncation.ts``,
+  ``pruneExpiredCacheTtlToolResults``): at a request at least ``ttl`` minutes
+  (5) after the last one, with the context at 0.3 of the window or more, the
+  results older than the last 3 assistant messages over 4,000 characters are
+  trimmed to their first and last 1,500; then, at 0.5 of the window or more
+  with at least 50,000 characters of them left, they are cleared oldest
+  first until the context is below 0.5. What it trimmed or cleared stays so.
 - ``opencode-prune``: opencode's prune (``session/compaction.ts``,
   ``PRUNE_PROTECT = 40_000``, ``PRUNE_MINIMUM = 20_000``): the tool outputs of
   the last two turns are never touched; walking back from there, outputs
@@ -60,12 +70,20 @@ import polars as pl
 from ....frame.schema import REF_KINDS
 from .base import Policy
 
-__all__ = ["PLACEHOLDER_TOKENS", "ClaudeCodeMicrocompact", "ClaudeCodeTimeMicrocompact", "ClearRule", "ClearToolUses",
-           "Clearing", "ObservationMasking", "OpencodePrune", "parse_kinds"]
+__all__ = ["PLACEHOLDER_TOKENS", "TRIMMED_TOKENS", "TRIM_OVER_TOKENS", "ClaudeCodeMicrocompact", "ClaudeCodeTimeMicrocompact",
+           "ClearRule", "ClearToolUses", "Clearing", "ObservationMasking", "OpenclawCacheTtl", "OpencodePrune",
+           "parse_kinds"]
 
 #: Tokens of the placeholder that replaces a cleared result: ``[Old tool result content cleared]`` (Claude Code's
 #: text), 34 characters at 4 per token.
 PLACEHOLDER_TOKENS = 9
+
+#: OpenClaw's soft trim: a result over 4,000 characters (at 4 per token) ...
+TRIM_OVER_TOKENS = 1_000
+#: ... keeps its first and last 1,500 characters, joined by ``\n...\n`` and followed by its note
+#: (``\n\n[Tool result trimmed: kept first 1500 chars and last 1500 chars of N chars.]``, 82 characters for a
+#: five-digit N): 3,087 characters, 772 tokens.
+TRIMMED_TOKENS = 772
 
 
 class ClearRule(NamedTuple):
@@ -177,6 +195,41 @@ class ObservationMasking(Clearing):
 
     def rule(self) -> ClearRule:
         return ClearRule(keep=self.m)
+
+
+@dataclass(frozen=True)
+class OpenclawCacheTtl(Clearing):
+    """OpenClaw's ``cache-ttl`` pruning: after ``ttl`` minutes idle, at ``soft_ratio`` of the window, results older
+    than the last ``keep_assistants`` assistant messages over :data:`TRIM_OVER_TOKENS` are trimmed to
+    :data:`TRIMMED_TOKENS`; at ``hard_ratio`` with at least ``min_prunable`` tokens of them (50,000 characters),
+    they are cleared oldest first until the context is below it (``hard_clear=0``: never). ``exclude``: kinds
+    never pruned (its ``tools.deny``). Replayed by :mod:`..cache_ttl`, rounds of firings.
+
+    >>> OpenclawCacheTtl.parse("ttl=60").spec()
+    'openclaw-cache-ttl:ttl=60'
+    """
+
+    name = "openclaw-cache-ttl"
+    ranges = {"ttl": (0, None, True), "hard_clear": (0, 1, False), "keep_assistants": (1, None, False)}
+    ttl: int = 5
+    soft_ratio: float = 0.3
+    hard_ratio: float = 0.5
+    min_prunable: int = 12_500
+    keep_assistants: int = 3
+    hard_clear: int = 1
+    exclude: str = ""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        parse_kinds(self.exclude)
+
+    def rule(self) -> ClearRule:
+        """The settings the common clearing columns read (the kinds excluded); the firings are :mod:`..cache_ttl`'s."""
+        return ClearRule(exclude=parse_kinds(self.exclude))
+
+    def threshold(self, window: int) -> int:
+        """The context below which it never prunes: ``soft_ratio`` of the window."""
+        return int(self.soft_ratio * window)
 
 
 @dataclass(frozen=True)

@@ -18,9 +18,8 @@ Source: cline/cline ``sdk/packages/core/src/extensions/context/compaction-shared
   whole and a tool call never loses its result. Characters are the frame's
   ``serialized_bytes`` (Cline counts ``JSON.stringify`` of each message).
 
->>> import polars as pl
->>> w = pl.DataFrame({"state": [0] * 4, "seq": [0, 1, 2, 3], "user": [True, False, True, False],
-...                   "chars": [80_000, 80_000, 40_000, 40_000], "first": [0] * 4, "trigger": [3] * 4})
+>>> from panto_analytics.policy.compaction.policies.base import one_window
+>>> w = one_window(user=[True, False, True, False], chars=[80_000, 80_000, 40_000, 40_000])
 >>> Cline().cut(w).select("prefix_end", "kept_messages").rows()
 [(2, 2)]
 """

@@ -41,9 +41,8 @@ Source: openai/codex ``codex-rs/core/src/compact.rs`` (read at commit
   the previous call sent, read from OpenAI's prefix cache ("Trim from the
   beginning to preserve cache (prefix-based)", ibid.).
 
->>> import polars as pl
->>> w = pl.DataFrame({"state": [0] * 4, "seq": [0, 1, 2, 3], "user": [True, False, True, False],
-...     "summary": [False] * 4, "chars": [40_000, 10, 40_000, 10], "first": [0] * 4, "trigger": [3] * 4})
+>>> from panto_analytics.policy.compaction.policies.base import one_window
+>>> w = one_window(user=[True, False, True, False], summary=[False] * 4, chars=[40_000, 10, 40_000, 10])
 >>> Codex(user_tokens=15_000).cut(w).select("prefix_end", "kept_start", "kept_messages", "kept_tokens").rows()
 [(4, 0, 2, 15000)]
 """

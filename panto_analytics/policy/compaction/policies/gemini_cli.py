@@ -18,10 +18,9 @@ untruncated characters; some forks split at tool calls too.
   are the frame's ``serialized_bytes`` (Gemini counts ``JSON.stringify`` of
   each content); a call is taken to call a tool when a tool result follows it.
 
->>> import polars as pl
->>> w = pl.DataFrame({"state": [0] * 4, "seq": [0, 1, 2, 3], "user": [True, False, True, False],
-...     "role": ["user", "assistant"] * 2,
-...     "chars": [100, 600, 100, 200], "next_tool_result": [False] * 4, "first": [0] * 4, "trigger": [3] * 4})
+>>> from panto_analytics.policy.compaction.policies.base import one_window
+>>> w = one_window(user=[True, False, True, False], role=["user", "assistant"] * 2, chars=[100, 600, 100, 200],
+...     next_tool_result=[False] * 4)
 >>> GeminiCli().cut(w).select("prefix_end").rows()
 [(2,)]
 """

@@ -7,9 +7,8 @@ not a tool result and follows a non-user message). Trigger: as libpanto's,
 the default rule of ``recommend`` asks for two kept turns). When the active
 window holds ``n`` turns or fewer, nothing is summarized (a no-op).
 
->>> import polars as pl
->>> w = pl.DataFrame({"state": [0] * 4, "seq": [0, 1, 2, 3], "turn_start": [True, False, True, False],
-...     "first": [0] * 4, "trigger": [3] * 4})
+>>> from panto_analytics.policy.compaction.policies.base import one_window
+>>> w = one_window(turn_start=[True, False, True, False])
 >>> LastNTurns(n=1).cut(w).select("prefix_end", "kept_messages").rows()
 [(2, 2)]
 """

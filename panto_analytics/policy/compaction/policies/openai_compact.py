@@ -16,9 +16,8 @@ are read again at the next compaction (``from_anchor``), measures them by
 ``ceil(bytes / 4)``, and the request is the conversation itself
 (``summarizer_cached``).
 
->>> import polars as pl
->>> w = pl.DataFrame({"state": [0] * 3, "seq": [0, 1, 2], "user": [True, False, True], "summary": [False] * 3,
-...                   "chars": [400, 4000, 800], "trigger": [2] * 3})
+>>> from panto_analytics.policy.compaction.policies.base import one_window
+>>> w = one_window(user=[True, False, True], summary=[False] * 3, chars=[400, 4000, 800])
 >>> OpenAiCompact().cut(w).select("prefix_end", "kept_start", "kept_messages", "kept_tokens").rows()
 [(3, 0, 2, 300)]
 """

@@ -21,10 +21,10 @@ modelled here.
   start at the window's first message, or no tail at all, keeps nothing: the
   whole window is summarized.
 
->>> import polars as pl
->>> w = pl.DataFrame({"state": [0] * 6, "seq": list(range(6)), "user": [True, False, False, True, False, False],
-...                   "role": ["user", "assistant", "assistant", "user", "assistant", "assistant"],
-...                   "chars": [4_000, 40_000, 4_000, 4_000, 40_000, 8_000], "first": [0] * 6, "trigger": [5] * 6})
+>>> from panto_analytics.policy.compaction.policies.base import one_window
+>>> w = one_window(user=[True, False, False, True, False, False],
+...     role=["user", "assistant", "assistant", "user", "assistant", "assistant"],
+...     chars=[4_000, 40_000, 4_000, 4_000, 40_000, 8_000])
 >>> Opencode(preserve_recent_tokens=20_000).cut(w).select("prefix_end", "kept_messages").rows()
 [(2, 4)]
 """
@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from ....frame.schema import ROLE, SEQ
-from .base import Policy, chars_to_tokens, state_max, state_min, suffix_cut
+from .base import Policy, at_or_after, chars_to_tokens, state_max, state_min, suffix_cut
 
 __all__ = ["Opencode"]
 
@@ -61,12 +61,9 @@ class Opencode(Policy):
         rows = frame.with_columns(_turn=turn, _tok=tokens)
         in_turn = pl.col("_turn") > 0
         size = pl.col("_tok").sum().over("state", "_turn")
-        rest_of_turn = pl.col("_tok").sum().over("state", "_turn") - pl.col("_tok").cum_sum().over("state", "_turn") \
-            + pl.col("_tok")
+        rest_of_turn = at_or_after(pl.col("_tok"), "_turn")
         # Per turn, the tokens of it and every newer turn (on each row: the sum over rows of turns >= its turn).
-        newer = pl.when(in_turn).then(
-            pl.col("_tok").sum().over("state") - pl.col("_tok").cum_sum().over("state") + pl.col("_tok")
-            - (rest_of_turn - size))
+        newer = pl.when(in_turn).then(at_or_after(pl.col("_tok")) - (rest_of_turn - size))
         rows = rows.with_columns(_newer=newer, _size=size, _rest=rest_of_turn)
         fits = in_turn & (pl.col("_newer") <= budget)
         whole = state_min(pl.when(fits).then(seq))

@@ -24,11 +24,10 @@ LLM's effective max input, the hard token trigger since #1380).
   action). Kept tokens: the tail's recorded context (usage) plus
   ``ceil(bytes / 4)`` of the first events.
 
->>> import polars as pl
+>>> from panto_analytics.policy.compaction.policies.base import one_window
 >>> n = 90
->>> w = pl.DataFrame({"state": [0] * n, "seq": list(range(n)), "role": ["user", "assistant"] * (n // 2),
-...     "tool_result": [False] * n, "chars": [400] * n, "cum": [None] * n, "before": [10 * i for i in range(n)],
-...     "first": [0] * n, "start": [0] * n, "trigger": [n - 1] * n, "context": [900] * n, "window": [100_000] * n})
+>>> w = one_window(role=["user", "assistant"] * (n // 2), tool_result=[False] * n, chars=[400] * n, cum=[None] * n,
+...     before=[10 * i for i in range(n)], start=[0] * n, context=[900] * n, window=[100_000] * n)
 >>> OpenHands().cut(w).select("prefix_end", "kept_start", "kept_messages", "kept_tokens").rows()
 [(55, 55, 39, 400)]
 """

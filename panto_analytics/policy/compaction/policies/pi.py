@@ -17,10 +17,9 @@ Source: badlogic/pi-mono ``packages/coding-agent/src/core/compaction/compaction.
   character count); pi's 4,800 chars per image are not counted (the frame
   keeps no image count).
 
->>> import polars as pl
->>> w = pl.DataFrame({"state": [0] * 4, "seq": [0, 1, 2, 3], "role": ["user", "assistant", "user", "assistant"],
-...     "user": [True, False, False, False], "tool_result": [False, False, True, False],
-...     "chars": [400, 400, 400, 400], "first": [0] * 4, "trigger": [3] * 4})
+>>> from panto_analytics.policy.compaction.policies.base import one_window
+>>> w = one_window(role=["user", "assistant", "user", "assistant"], user=[True, False, False, False],
+...     tool_result=[False, False, True, False], chars=[400, 400, 400, 400])
 >>> Pi(keep_recent_tokens=250).cut(w).select("prefix_end", "split_turn").rows()
 [(1, True)]
 """

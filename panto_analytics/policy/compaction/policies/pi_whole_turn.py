@@ -32,18 +32,16 @@ The window's first row is its ``first`` seq, so ``bash`` runs that reach it keep
 the whole window (nothing cut). libpanto's own turns (``turn_start``) still
 read a ``bashExecution`` as a user message.
 
->>> import polars as pl
->>> w = pl.DataFrame({"state": [0] * 6, "seq": [0, 1, 2, 3, 4, 5],
-...     "user": [True, False, True, False, True, False], "bash": [False] * 6, "call": [False, True] * 3,
-...     "cum": [None, 1000, None, 30000, None, 40000], "first": [0] * 6, "trigger": [5] * 6})
+>>> from panto_analytics.policy.compaction.policies.base import one_window
+>>> w = one_window(user=[True, False, True, False, True, False], bash=[False] * 6, call=[False, True] * 3,
+...     cum=[None, 1000, None, 30000, None, 40000])
 >>> PiWholeTurn().cut(w).select("prefix_end", "kept_messages").rows()
 [(2, 4)]
 
 With a ``bashExecution`` at seq 2, just before the prompt the cut falls on, the kept block starts at it:
 
->>> b = pl.DataFrame({"state": [0] * 7, "seq": list(range(7)), "user": [True, False, True, True, False, True, False],
-...     "bash": [False, False, True, False, False, False, False], "call": [False, True, False, False, True, False, True],
-...     "cum": [None, 1000, None, None, 30000, None, 40000], "first": [0] * 7, "trigger": [6] * 7})
+>>> b = one_window(user=[True, False, True, True, False, True, False], bash=[False, False, True, False, False, False, False],
+...     call=[False, True, False, False, True, False, True], cum=[None, 1000, None, None, 30000, None, 40000])
 >>> PiWholeTurn().cut(b).select("prefix_end", "kept_messages").rows()
 [(2, 5)]
 """

@@ -67,6 +67,10 @@ class Staged(Policy):
     def budget(self) -> int:
         return self.last.budget()
 
+    def budget_name(self) -> str | None:
+        """The last stage's: ``clear-tool-uses+libpanto`` runs at libpanto's budgets."""
+        return self.last.budget_name()
+
     def cut(self, frame: pl.DataFrame) -> pl.DataFrame:
         return self.last.cut(frame)
 

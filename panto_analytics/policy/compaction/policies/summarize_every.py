@@ -16,9 +16,8 @@ turns will be summarized, while the last keep_last_m_turns will be kept".
   one summary of ``summary_tokens``; it never summarizes the task prompt (the
   first two entries), the replay summarizes what precedes the first kept turn.
 
->>> import polars as pl
->>> w = pl.DataFrame({"state": [0] * 8, "seq": list(range(8)), "role": ["user"] + ["assistant", "user"] * 3 + ["assistant"],
-...                   "first": [0] * 8, "start": [0] * 8, "trigger": [7] * 8})
+>>> from panto_analytics.policy.compaction.policies.base import one_window
+>>> w = one_window(role=["user"] + ["assistant", "user"] * 3 + ["assistant"], start=[0] * 8)
 >>> SummarizeEvery(n=2, keep=2).cut(w).select("prefix_end", "kept_messages").rows()
 [(5, 3)]
 """

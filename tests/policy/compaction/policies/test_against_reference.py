@@ -9,6 +9,7 @@ import pytest
 from conftest import examples
 from hypothesis import HealthCheck, given, settings, target
 from hypothesis import strategies as st
+from replay_sessions import frame_row, growing_sessions
 
 from panto_analytics.frame.schema import MESSAGE_SCHEMA
 from panto_analytics.policy.compaction.any_policy import replay_policies
@@ -46,14 +47,6 @@ def frame_of(sessions: dict[str, list[dict]]) -> pl.DataFrame:
     return frame.with_columns(agent_version=pl.Series(versions, dtype=pl.String)) if any(versions) else frame
 
 
-def msg(role: str, size: int = 400, cum: int | None = None, tool_result: bool = False, summary: bool = False,
-        bash: bool = False) -> dict:
-    usage = {"input": cum, "output": 0, "cache_read": 0, "cache_write": 0} if cum is not None else \
-        {"input": None, "output": None, "cache_read": None, "cache_write": None}
-    return {"role": role, "serialized_bytes": size, "has_tool_result": tool_result, "has_summary": summary,
-            "bash_execution": bash, **usage}
-
-
 def settings_of(policy: Policy) -> dict:
     return {f.name: getattr(policy, f.name) for f in dataclasses.fields(policy)}
 
@@ -73,7 +66,7 @@ def check(sessions: dict[str, list[dict]], policy: Policy, *, window: int, summa
 
 def qa(cums: list[int], size: int = 400) -> list[dict]:
     """Turns of a prompt and an answer reporting a cumulative context of ``cums[i]``."""
-    return [m for c in cums for m in (msg("user", size), msg("assistant", size, c))]
+    return [m for c in cums for m in (frame_row("user", size), frame_row("assistant", size, c))]
 
 
 # -- hand-made cases ----------------------------------------------------------------------------------
@@ -96,7 +89,7 @@ def test_pi_whole_turn_starts_no_turn_at_a_bash_execution_and_keeps_the_ones_bef
     # that bash (pi-mono 4227fd59's findTurnBoundaries takes role "user" only) but at the prompt, and the
     # backward scan keeps the two before it, down to the assistant message at seq 33.
     turns = qa(list(range(10_000, 200_000, 10_000)))
-    bash = lambda: msg("user", 400, bash=True)  # noqa: E731
+    bash = lambda: frame_row("user", 400, bash=True)  # noqa: E731
     session = [*turns[:34], bash(), bash(), turns[34], bash(), *turns[35:]]
     events = check({"s": session}, PiWholeTurn(), window=200_000, summary_tokens=1_000)
     assert events.select("trigger_seq", "prefix_end", "kept_messages").rows() == [(40, 34, 7)]
@@ -110,9 +103,9 @@ def test_pi_cuts_inside_a_turn_at_an_assistant_message():
     # One prompt then tool rounds, 4,000 bytes (1,000 tokens) each; calls report 10k, 30k, ...: the first
     # triggers (seq 11, ..., 19) are no-ops (the window holds less than 20k or reaches it only at seq 0); at
     # seq 21 the walk reaches 20k at seq 2, a tool result, so pi cuts at the assistant message after it.
-    tools = [msg("assistant", 4_000, 10_000 * (i + 1)) if i % 2 == 0 else msg("user", 4_000, tool_result=True)
+    tools = [frame_row("assistant", 4_000, 10_000 * (i + 1)) if i % 2 == 0 else frame_row("user", 4_000, tool_result=True)
              for i in range(40)]
-    events = check({"s": [msg("user", 4_000), *tools]}, Pi(), window=120_000, summary_tokens=1_000)
+    events = check({"s": [frame_row("user", 4_000), *tools]}, Pi(), window=120_000, summary_tokens=1_000)
     first = events.row(0, named=True)
     assert first["split_turn"] and first["kept_turns"] == 0
     assert (first["trigger_seq"], first["prefix_end"], first["kept_messages"]) == (21, 3, 19)
@@ -139,38 +132,46 @@ def test_a_noop_cut_is_no_event_and_a_recorded_summary_restarts():
     # pi keeps 20k tokens by chars: these messages are too small, so every cut is a no-op.
     small = qa([170_000, 190_000, 195_000], size=40)
     assert check({"s": small}, Pi(), window=200_000, summary_tokens=1_000).is_empty()
-    restarted = [*qa([190_000]), msg("system", 40, summary=True), *qa([10_000, 190_000])]
+    restarted = [*qa([190_000]), frame_row("system", 40, summary=True), *qa([10_000, 190_000])]
     events = check({"s": restarted}, ClaudeCode(), window=200_000, summary_tokens=1_000)
     assert events["active_start"].to_list() == [0, 3]
 
 
 def test_claude_code_keeps_a_preserved_segment_by_version():
-    # 20,000 bytes a message: 5,000 tokens by chars/4, 6,667 with Claude Code's 4/3 padding. Calls at 10k ... 190k.
+    # Calls at 10k, 20k, ..., 190k (seq 1, 3, ..., 37); 170k (seq 33) passes 167,000 and triggers.
     session = qa(list(range(10_000, 200_000, 10_000)), size=20_000)
     old = check({"s": [{**m, "agent_version": "2.1.112"} for m in session]}, ClaudeCode(), window=200_000,
                 summary_tokens=3_000)
     assert old.select("trigger_seq", "prefix_end", "kept_messages").rows() == [(33, 34, 0)]
     new = check({"s": [{**m, "agent_version": "2.1.185"} for m in session]}, ClaudeCode(), window=200_000,
                 summary_tokens=3_000)
-    # Walking back: 10,000 tokens are reached at the second message, 5 text messages (every prompt and answer
-    # calls no tool) at the fifth from the end (33,335 tokens, below the 40,000 cap): seq 29 to 33 kept.
-    assert new.select("trigger_seq", "prefix_end", "kept_messages").rows() == [(33, 29, 5)]
-    capped = check({"s": [{**m, "agent_version": "2.1.185"} for m in session]}, ClaudeCode(max_tokens=20_000),
-                   window=200_000, summary_tokens=3_000)
-    assert capped.select("prefix_end", "kept_messages").rows() == [(31, 3)]  # 20,001 tokens: the cap stops the walk
+    # The precompute line of a 200k window: min(180,000 - 36,000, 167,000) = 144,000, first reached by the
+    # 150k call (seq 29): it and everything after it kept, 5 messages, 30,000 tokens by usage (170k - 140k).
+    assert new.select("trigger_seq", "prefix_end", "kept_messages", "kept_tokens").rows() == [(33, 29, 5, 30_000)]
+    # Without the precomputed summary (precompute=0) the reactive compaction keeps the trigger's round alone.
+    alone = check({"s": [{**m, "agent_version": "2.1.185"} for m in session]}, ClaudeCode(precompute=0),
+                  window=200_000, summary_tokens=3_000)
+    assert alone.select("prefix_end", "kept_messages").rows() == [(33, 1)]
+    # Nor on a window below 200,000 (Claude Code 2.1.185 runs no precomputed summary there): 170k of 190k.
+    small = check({"s": [{**m, "agent_version": "2.1.185"} for m in session]}, ClaudeCode(), window=190_000,
+                  summary_tokens=3_000)
+    assert small.select("trigger_seq", "prefix_end", "kept_messages").rows() == [(31, 31, 1)]
     # Forced: the same session recorded by an unknown version keeps a segment when the version is given.
     forced = check({"s": session}, ClaudeCode(version="2.1.185"), window=200_000, summary_tokens=3_000)
     assert forced.select("prefix_end").rows() == [(29,)]
     assert check({"s": session}, ClaudeCode(), window=200_000, summary_tokens=3_000)["kept_messages"].to_list() == [0]
 
 
-def test_claude_code_takes_the_call_of_a_kept_tool_result_along():
-    tools = [msg("user", 4_000), *[m for c in range(20_000, 200_000, 20_000) for m in (
-        msg("assistant", 400, c), msg("user", 40_000, tool_result=True))], msg("assistant", 400, 199_000)]
-    events = check({"s": tools}, ClaudeCode(version="2.1.185", min_text_messages=0), window=200_000, summary_tokens=1)
-    # The call at 180,000 (seq 17) triggers; the walk stops at the tool result before it (seq 16: 13,334 tokens,
-    # past 10,000), and its call (seq 15) is kept with it.
-    assert events.select("trigger_seq", "prefix_end", "kept_messages").rows() == [(17, 15, 3)]
+def test_claude_code_arms_on_the_simulated_context_after_a_compaction():
+    # Two compactions on one session: after the first (at 170k, seq 33, keeping from the 150k call) the simulated
+    # context is the kept rounds plus the summary, so the precompute line is reached later in recorded terms.
+    session = [{**m, "agent_version": "2.1.185"} for m in qa(list(range(10_000, 400_000, 10_000)), size=400)]
+    events = check({"s": session}, ClaudeCode(), window=200_000, summary_tokens=3_000)
+    assert events.select("trigger_seq", "prefix_end").rows()[0] == (33, 29)
+    second = events.row(1, named=True)
+    # 140,000 summarized and a 3,000-token summary: a recorded c reads c - 137,000. The trigger (past 167,000) is
+    # the 310k call (seq 61); the line (144,000) is first reached by the 290k call (seq 57; 280k reads 143,000).
+    assert (second["prefix_end"], second["trigger_seq"]) == (57, 61)
 
 
 def test_server_compactions_keep_nothing_or_every_user_message():
@@ -192,17 +193,17 @@ def test_cline_keeps_the_whole_current_turn():
     # A short first turn, then a prompt (seq 2) and tool rounds of 1,000 tokens each (calls at 10k, 30k, ...):
     # past 162,000 (0.81 of the window) the cuts at seq 19 and 21 are no-ops (20,000 tokens back reach the
     # window's start); at seq 23 they are reached at seq 3, inside the turn, and the cut moves back to its prompt.
-    tools = [msg("assistant", 4_000, 10_000 * (i + 1)) if i % 2 == 0 else msg("user", 4_000, tool_result=True)
+    tools = [frame_row("assistant", 4_000, 10_000 * (i + 1)) if i % 2 == 0 else frame_row("user", 4_000, tool_result=True)
              for i in range(40)]
-    session = [*qa([5_000], size=400), msg("user", 400), *tools]
+    session = [*qa([5_000], size=400), frame_row("user", 400), *tools]
     events = check({"s": session}, Cline(), window=200_000, summary_tokens=1_000)
     assert events.select("trigger_seq", "prefix_end").rows() == [(23, 2)]
 
 
 def test_opencode_keeps_whole_turns_then_splits_the_first_that_does_not_fit():
     turns = [m for c in range(10_000, 200_000, 10_000) for m in (
-        msg("user", 4_000), msg("assistant", 20_000, c), msg("user", 8_000, tool_result=True),
-        msg("assistant", 4_000, c + 5_000))]
+        frame_row("user", 4_000), frame_row("assistant", 20_000, c), frame_row("user", 8_000, tool_result=True),
+        frame_row("assistant", 4_000, c + 5_000))]
     events = check({"s": turns}, Opencode(), window=200_000, summary_tokens=1_000)
     # 1,000 + 5,000 + 2,000 + 1,000 = 9,000 tokens a turn. The first trigger, past 148,000 at seq 57, has the newest
     # turn half done (6,000 tokens): it and the whole turn before it fit 15,000 exactly, nothing is left to split
@@ -237,29 +238,13 @@ def test_openhands_token_trigger():
 
 @st.composite
 def sessions_strategy(draw) -> dict[str, list[dict]]:
-    out = {}
-    for s in range(draw(st.integers(1, 3))):
-        cum, msgs = 0, []
-        for _ in range(draw(st.integers(0, 40))):
-            kind = draw(st.sampled_from(["user", "user", "bash", "tool", "assistant", "assistant", "system", "summary"]))
-            size = draw(st.integers(0, 3_000))
-            if kind == "assistant":
-                cum = max(cum + draw(st.integers(-800, 2_500)), 0)
-                msgs.append(msg("assistant", size, cum if draw(st.integers(0, 5)) else None))
-            elif kind == "tool":
-                msgs.append(msg("user", size, tool_result=True))
-            elif kind == "bash":
-                msgs.append(msg("user", size, bash=True))
-            elif kind == "summary":
-                msgs.append(msg(draw(st.sampled_from(["system", "user"])), size, summary=True))
-                cum = draw(st.integers(0, 2_000))
-            else:
-                msgs.append(msg(kind, size))
-        version = draw(st.sampled_from([None, "2.1.112", "2.1.185", "2.1.150"]))
-        if version is not None:
-            msgs = [{**m, "agent_version": version} for m in msgs]
-        out[f"s{s}"] = msgs
-    return out
+    """:func:`growing_sessions` of every kind, a summary resetting the context, each session of a Claude Code
+    version drawn (or none)."""
+    sessions = draw(growing_sessions(["user", "user", "bash", "tool", "assistant", "assistant", "system", "summary"],
+                                     summary_roles=("system", "user"), summary_resets=True))
+    versions = [draw(st.sampled_from([None, "2.1.112", "2.1.185", "2.1.152", "2.1.153"])) for _ in sessions]
+    return {sid: [{**m, "agent_version": v} for m in msgs] if v is not None else msgs
+            for (sid, msgs), v in zip(sessions.items(), versions, strict=True)}
 
 
 policies = st.one_of(
@@ -270,8 +255,8 @@ policies = st.one_of(
     st.builds(GeminiCli, threshold_ratio=st.sampled_from([0.3, 0.5]), preserve=st.sampled_from([0.3, 0.5, 0.7])),
     st.builds(LastNTurns, n=st.integers(1, 3), reserve=st.integers(0, 2_000)),
     st.builds(ClaudeCode, output_reserve=st.integers(0, 1_000), buffer=st.integers(0, 1_000),
-              version=st.sampled_from(["", "", "2.1.185", "2.1.22"]), min_tokens=st.integers(0, 3_000),
-              min_text_messages=st.integers(0, 6), max_tokens=st.integers(0, 8_000)),
+              version=st.sampled_from(["", "", "2.1.185", "2.1.22"]), precompute=st.sampled_from([0.0, 0.2, 0.5]),
+              precompute_from=st.sampled_from([0, 8_000, 200_000])),
     st.builds(AnthropicCompact, trigger=st.integers(50_000, 50_000)),
     st.builds(OpenAiCompact, trigger_ratio=st.sampled_from([0.5, 0.9])),
     st.builds(Cline, trigger_ratio=st.sampled_from([0.5, 0.9]), preserve_recent_tokens=st.integers(0, 3_000)),
@@ -308,7 +293,7 @@ def test_the_drawn_corpora_do_compact():
     for policy in (Pi(reserve_tokens=500, keep_recent_tokens=1_000), PiWholeTurn(reserve_tokens=500, keep_recent_tokens=3_000),
                    Codex(user_tokens=1_000), ClaudeCode(output_reserve=500, buffer=500), GeminiCli(),
                    LastNTurns(n=2, reserve=500), ClaudeCode(output_reserve=500, buffer=500, version="2.1.185",
-                                                            min_tokens=1_000), OpenAiCompact(), Cline(),
+                                                            precompute_from=0), OpenAiCompact(), Cline(),
                    Opencode(max_output=500, buffer=500, preserve_recent_tokens=1_500), OpenHands(max_size=10),
                    SummarizeEvery(n=3, keep=2)):
         assert check(sessions, policy, window=8_000, summary_tokens=500).height >= 2, policy

@@ -1,4 +1,4 @@
-"""The clearing policies (policy/compaction/clearing.py) against their literal reference (reference/clearing.py):
+"""The clearing policies (policy/compaction/clearing_replay.py) against their literal reference (reference/clearing.py):
 hand-made cases, then hypothesis-drawn corpora: events, sessions and every call's usage as billed."""
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from panto_analytics.frame.schema import MESSAGE_SCHEMA
 from panto_analytics.policy.compaction.any_policy import replay_policies
-from panto_analytics.policy.compaction.clearing import cleared_usage, replay_clearing
+from panto_analytics.policy.compaction.clearing_replay import cleared_usage, replay_clearing
 from panto_analytics.policy.compaction.policies import (
     ClaudeCode,
     ClaudeCodeMicrocompact,
@@ -19,11 +19,13 @@ from panto_analytics.policy.compaction.policies import (
     ClearToolUses,
     LastNTurns,
     ObservationMasking,
+    OpenclawCacheTtl,
     OpencodePrune,
     Pi,
     parse_policy,
 )
 from panto_analytics.policy.compaction.policies.clearing import Clearing
+from reference import cache_ttl as ttl_ref
 from reference import clearing as ref
 from reference import policies as policy_ref
 
@@ -62,15 +64,23 @@ def rule_of(policy: Clearing) -> dict:
     return policy.rule()._asdict()
 
 
+def expected(sessions: dict[str, list[dict]], policy: Clearing, *, window: int):
+    """The literal reference's events, sessions and usage for ``policy``."""
+    if isinstance(policy, OpenclawCacheTtl):
+        settings = {f: getattr(policy, f) for f in policy.__dataclass_fields__}
+        return ttl_ref.expected_cache_ttl(sessions, settings, window=window)
+    return ref.expected_clearing(sessions, rule_of(policy), window=window)
+
+
 def check(sessions: dict[str, list[dict]], policy: Clearing, *, window: int = 1_000_000) -> pl.DataFrame:
     """``policy``'s replay and usage equal the reference's on every row; returns the events."""
     frame = frame_of(sessions)
     got = replay_clearing(frame, policy, window=window)
-    events, per_session, usage = ref.expected_clearing(sessions, rule_of(policy), window=window)
+    events, per_session, usage = expected(sessions, policy, window=window)
     as_rows = lambda df, cols: [{**r, "session_id": str(r["session_id"])} for r in df.select(cols).to_dicts()]  # noqa: E731
     assert as_rows(got.events, EVENT_COLUMNS) == events
     assert as_rows(got.sessions, SESSION_COLUMNS) == per_session
-    edited, _ = cleared_usage(frame, policy)
+    edited, _ = cleared_usage(frame, policy, window=window)
     calls = edited.filter(pl.col("input").is_not_null() & (pl.col("role") == "assistant"))
     got_usage = {(str(r["session_id"]), r["seq"]): {c: r[c] for c in ("input", "cache_read", "cache_write", "cache_write_1h")}
                  for r in calls.to_dicts()}
@@ -145,10 +155,52 @@ def test_the_time_based_microcompact_fires_after_an_hour_idle_and_what_it_cleare
     assert after["cache_read"] == 0 and after["cache_write"] == s[11]["cache_write"] - 3 * (1_000 - 9)
 
 
+def idle(session: list[dict], gaps: dict[int, int]) -> list[dict]:
+    """``session`` timed a minute a message, with ``gaps[i]`` more minutes before message ``i``."""
+    minute = 0
+    for i, m in enumerate(session):
+        minute += 1 + gaps.get(i, 0)
+        m["timestamp"] = T0 + dt.timedelta(minutes=minute)
+    return session
+
+
+def test_openclaw_trims_after_the_ttl_then_clears_past_half_the_window_and_keeps_its_projection():
+    # Calls reading 5,000-token files (over 4,000 characters: trimmed to 772), prompts 5k, 7k, ..., 25k; the cache
+    # expires (10 minutes idle) before the calls at seq 9 (13k) and 15 (19k).
+    s = idle(work(11, size=5_000), {9: 10, 15: 10})
+    trims = check({"s": s}, OpenclawCacheTtl(min_prunable=10**9), window=40_000)
+    # At seq 9 the context (13k) is past 0.3 of 40k: the results older than the last three assistant messages
+    # (seq 3, 5, 7), the call at seq 1's, is trimmed; at seq 15 (19k less what was trimmed) those of seq 1 to 7.
+    assert trims.select("trigger_seq", "cleared_calls").rows() == [(9, 0), (15, 0)]
+    assert trims["cleared_tokens"].to_list() == [1 * (5_000 - 772), 4 * (5_000 - 772)]
+    calls = replay_clearing(frame_of({"s": s}), OpenclawCacheTtl(min_prunable=10**9), window=40_000).calls
+    assert calls.filter(pl.col("seq") > 15)["cleared"].to_list() == [4] * 3       # the projection stays
+    # Under a 12k window the call at seq 9 is still past half of it once it trimmed (13k - 4,228): the trimmed
+    # result (772 tokens, above min_prunable) is cleared, and the context is still past half: nothing else to clear.
+    clears = check({"s": s}, OpenclawCacheTtl(min_prunable=500), window=12_000)
+    assert clears.row(0, named=True)["cleared_calls"] == 1 and clears.row(0, named=True)["cleared_tokens"] == 5_000 - 9
+    # No idle gap of 5 minutes: nothing is pruned, the bill is the recording's.
+    s = idle(work(11, size=5_000), {})
+    assert check({"s": s}, OpenclawCacheTtl(), window=24_000).is_empty()
+    edited, _ = cleared_usage(frame_of({"s": s}), OpenclawCacheTtl(), window=24_000)
+    assert edited.equals(frame_of({"s": s}))
+
+
+def test_openclaw_pruning_after_the_cache_expired_writes_no_more_than_the_recording():
+    s = idle(work(11, size=5_000), {9: 10})
+    # The call after the idle gap read nothing from the cache, as after an expiry: it wrote its whole prompt.
+    s[9]["cache_read"], s[9]["cache_write"] = 0, s[9]["cache_read"] + s[9]["cache_write"]
+    check({"s": s}, OpenclawCacheTtl(), window=40_000)
+    edited, _ = cleared_usage(frame_of({"s": s}), OpenclawCacheTtl(), window=40_000)
+    at = edited.row(9, named=True)
+    assert at["cache_read"] == 0 and at["cache_write"] == s[9]["cache_write"] - (5_000 - 772)
+
+
 def test_nothing_cleared_leaves_every_call_as_recorded():
     frame = frame_of({"s": work(4), "t": work(2)})
-    for policy in (ClearToolUses(), ClaudeCodeMicrocompact(), OpencodePrune(), ObservationMasking(m=50)):
-        edited, _ = cleared_usage(frame, policy)
+    for policy in (ClearToolUses(), ClaudeCodeMicrocompact(), OpencodePrune(), ObservationMasking(m=50),
+                   OpenclawCacheTtl()):
+        edited, _ = cleared_usage(frame, policy, window=200_000)
         assert edited.equals(frame)
 
 
@@ -224,18 +276,30 @@ def sessions_strategy(draw) -> dict[str, list[dict]]:
     return out
 
 
+openclaw_policies = st.builds(
+    OpenclawCacheTtl, ttl=st.sampled_from([1, 5, 60]), soft_ratio=st.sampled_from([0.05, 0.3, 0.6]),
+    hard_ratio=st.sampled_from([0.1, 0.5, 1.0]), min_prunable=st.integers(0, 3_000), keep_assistants=st.integers(1, 3),
+    hard_clear=st.integers(0, 1), exclude=st.sampled_from(["", "write", "read/run"]))
+
 policies = st.one_of(
     st.builds(ClearToolUses, trigger=st.integers(0, 8_000), keep=st.integers(0, 4), clear_at_least=st.integers(0, 2_000),
               exclude=st.sampled_from(["", "write", "read/run", "other"]), clear_tool_inputs=st.integers(0, 1)),
     st.builds(ObservationMasking, m=st.integers(0, 5)),
     st.builds(ClaudeCodeTimeMicrocompact, gap_minutes=st.sampled_from([1, 60]), keep=st.integers(0, 5)),
     st.builds(OpencodePrune, protect=st.integers(0, 3_000), minimum=st.integers(0, 1_500), protect_turns=st.integers(0, 3)),
+    openclaw_policies,
 )
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(sessions=sessions_strategy(), policy=policies, window=st.integers(1_000, 20_000))
 def test_engine_equals_reference(sessions, policy, window):
+    check(sessions, policy, window=window)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(sessions=sessions_strategy(), policy=openclaw_policies, window=st.integers(1_000, 20_000))
+def test_openclaw_engine_equals_reference(sessions, policy, window):
     check(sessions, policy, window=window)
 
 
@@ -252,7 +316,7 @@ def check_staged(sessions: dict[str, list[dict]], first: Clearing, last, *, wind
     reference on the sessions as the clearing left their calls' usage."""
     staged = parse_policy(f"{first.spec()}+{last.spec()}")
     got = replay_policies(frame_of(sessions), [staged], window=window, summary_tokens=summary_tokens)
-    clear_events, _, usage = ref.expected_clearing(sessions, rule_of(first), window=window)
+    clear_events, _, usage = expected(sessions, first, window=window)
     edited = {sid: [{**m, "serialized_bytes": 4, **usage.get((sid, i), {})} for i, m in enumerate(msgs)]
               for sid, msgs in sessions.items()}
     cut_events, per_session = policy_ref.expected_policy_replay(

@@ -16,13 +16,8 @@ in-memory path's bit for bit:
 
 ``engine="ray"`` runs the per-bucket function on Ray Data (:mod:`.engines`).
 
->>> import tempfile, pathlib
->>> from panto_analytics.dataset import write_dataset
->>> d = pathlib.Path(tempfile.mkdtemp())
->>> _ = (d / "s.jsonl").write_text('{"type":"message","role":"user","content":[{"type":"text","text":"hi"}]}\\n'
-...     '{"type":"message","role":"assistant","content":[],"usage":{"input":9,"output":1,"cache_read":0,"cache_write":0}}\\n')
->>> _ = write_dataset([d], d / "ds", buckets=2)
->>> sweep_dataset(d / "ds", [0, 20]).select("budget", "sessions", "kept_tokens_p50").rows()
+>>> from panto_analytics.dataset.write import dataset_example
+>>> sweep_dataset(dataset_example(usage=True), [0, 20]).select("budget", "sessions", "kept_tokens_p50").rows()
 [(0, 1, 0), (20, 1, 10)]
 """
 from __future__ import annotations
@@ -106,12 +101,8 @@ def sweep_dataset(root: str | Path, budgets: int | Iterable[int], *, engine: str
 
     Examples
     --------
-    >>> import tempfile, pathlib
-    >>> from panto_analytics.dataset import write_dataset
-    >>> d = pathlib.Path(tempfile.mkdtemp())
-    >>> _ = (d / "s.jsonl").write_text('{"type":"message","role":"user","content":[{"type":"text","text":"hi"}]}\\n')
-    >>> _ = write_dataset([d], d / "ds", buckets=2)
-    >>> sweep_dataset(d / "ds", [0, 100]).select("budget", "sessions", "noop_share").rows()
+    >>> from panto_analytics.dataset.write import dataset_example
+    >>> sweep_dataset(dataset_example(), [0, 100]).select("budget", "sessions", "noop_share").rows()
     [(0, 1, 0.0), (100, 1, 1.0)]
     """
     return sweep_from(dataset_histograms(root, budgets, engine=engine, address=address, task_rows=task_rows))
@@ -161,12 +152,8 @@ def recommend_dataset(root: str | Path, budgets: int | Iterable[int], rule: Rule
 
     Examples
     --------
-    >>> import tempfile, pathlib
-    >>> from panto_analytics.dataset import write_dataset
-    >>> d = pathlib.Path(tempfile.mkdtemp())
-    >>> _ = (d / "s.jsonl").write_text('{"type":"message","role":"user","content":[{"type":"text","text":"hi"}]}\\n')
-    >>> _ = write_dataset([d], d / "ds", buckets=2)
-    >>> recommend_dataset(d / "ds", [0, 100]).budget
+    >>> from panto_analytics.dataset.write import dataset_example
+    >>> recommend_dataset(dataset_example(), [0, 100]).budget
     100
     """
     rule = (rule or Rule()).on_splits()

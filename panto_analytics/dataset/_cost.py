@@ -43,14 +43,10 @@ def cost_dataset(root: str | Path, *, by: Grouping | Sequence[Grouping] = (), pr
 
     Examples
     --------
-    >>> import tempfile, pathlib, warnings
-    >>> from panto_analytics.dataset import write_dataset
-    >>> d = pathlib.Path(tempfile.mkdtemp())
-    >>> _ = (d / "s.jsonl").write_text('{"type":"message","role":"user","content":[{"type":"text","text":"hi"}]}\\n'
-    ...     '{"type":"message","role":"assistant","content":[],"usage":{"input":9,"output":1,"cache_read":0,"cache_write":0}}\\n')
-    >>> _ = write_dataset([d], d / "ds", buckets=2)
+    >>> import warnings
+    >>> from panto_analytics.dataset.write import dataset_example
     >>> with warnings.catch_warnings(record=True):
-    ...     cost_dataset(d / "ds").select("api_calls", "input", "output").rows()
+    ...     cost_dataset(dataset_example(usage=True)).select("api_calls", "input", "output").rows()
     [(1, 9, 1)]
     """
     groups: list[Grouping] = [by] if isinstance(by, str) else list(by)

@@ -1,7 +1,7 @@
 """The decision under a window over a dataset, bucket by bucket: :func:`decision_dataset`.
 
 Each task replays, bills and measures the loss of whole sessions (the task
-of :func:`~panto_analytics.dataset.replay.replay_dataset`, what
+of :func:`~panto_analytics.dataset._replay.replay_dataset`, what
 :func:`~panto_analytics.analysis.choose.from_replay.replay_outcomes` does in memory) and
 returns their :func:`~panto_analytics.analysis.choose.from_replay.session_outcomes`
 rows, one per (policy, session, budget); only the columns the table reads
@@ -29,7 +29,7 @@ from ..analysis.choose.rule import Rule
 from ..analysis.formatting import format_tokens
 from ..errors import InputError
 from ..outcomes.orphan_loss import DEFAULT_HORIZON
-from .replay import REPLAY_TASK_ROWS, session_outcomes_dataset
+from ._replay import REPLAY_TASK_ROWS, session_outcomes_dataset
 from .spill import Spill
 
 __all__ = ["decision_dataset"]
@@ -46,7 +46,7 @@ def decision_dataset(root: str | Path, budgets: Any, rule: Rule | None = None, *
     in memory.
 
     Each task replays, bills and measures whole sessions and returns their :func:`session_outcomes` rows (one
-    per policy, session and budget; :func:`~panto_analytics.dataset.replay.session_outcomes_dataset`, the task of
+    per policy, session and budget; :func:`~panto_analytics.dataset._replay.session_outcomes_dataset`, the task of
     ``replay_dataset``); only those rows are kept and concatenated, so memory holds the messages of one task
     plus those rows, not the corpus. The summary size is the corpus's (the median of the recorded summaries,
     read from the dataset first), as in memory.

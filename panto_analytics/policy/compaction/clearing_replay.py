@@ -48,8 +48,9 @@ import polars as pl
 
 from ...frame import expressions as ex
 from ...frame.schema import BUDGET, ROLE, SEQ, SESSION
+from .cache_ttl import Prefixes, boundaries
 from .engine import REPLAY_SESSION_SCHEMA, recorded_before_anchor
-from .policies.clearing import PLACEHOLDER_TOKENS, Clearing, ClearRule
+from .policies.clearing import PLACEHOLDER_TOKENS, TRIM_OVER_TOKENS, TRIMMED_TOKENS, Clearing, ClearRule, OpenclawCacheTtl
 from .policies.staged import Staged
 
 __all__ = ["CLEARING_EVENT_COLUMNS", "Cleared", "cleared_usage", "clearing_calls", "replay_clearing", "staged_frame",
@@ -97,12 +98,14 @@ def _minutes_since_assistant(columns: list[str]) -> pl.Expr:
 
 @dataclass(frozen=True)
 class _Arrays:
-    """Per global use index (one past the end): clearable tokens and count before it (``ct``, ``nc``), the first
-    clearable use at or after it (``nxt``); per use, its recorded position (``pos``)."""
+    """Per global use index (one past the end): the prefix sums (:class:`~.cache_ttl.Prefixes`; ``g``: all results'
+    tokens), the first clearable
+    and the first trimmable use at or after it (``nxt``, ``nxm``); per use, its recorded position (``pos``)."""
 
-    ct: np.ndarray
-    nc: np.ndarray
+    pre: Prefixes
+    g: np.ndarray
     nxt: np.ndarray
+    nxm: np.ndarray
     pos: np.ndarray
 
 
@@ -120,35 +123,110 @@ def _prefix(values: np.ndarray) -> np.ndarray:
     return np.concatenate([[0], np.cumsum(values, dtype=np.int64)]).astype(np.int64)
 
 
-def clearing_calls(frame: pl.DataFrame, rule: ClearRule) -> tuple[pl.DataFrame, _Arrays]:
-    """One row per call (an assistant message with usage) of ``frame``: what ``rule`` clears in its prompt.
+def _next_true(flags: np.ndarray) -> np.ndarray:
+    """Per index (one past the end included): the first index at or after it where ``flags`` holds (its length
+    where none does)."""
+    n = len(flags)
+    out = np.full(n + 1, n, dtype=np.int64)
+    idx = np.flatnonzero(flags)
+    if len(idx):
+        out[:-1] = idx[np.minimum(np.searchsorted(idx, np.arange(n)), len(idx) - 1)]
+        out[:-1] = np.where(np.arange(n) <= idx[-1], out[:-1], n)
+    return out
+
+
+def _use_arrays(uses: pl.DataFrame, pos: np.ndarray, trims: bool) -> _Arrays:
+    """The per-use arrays of ``uses`` (:func:`tool_uses`); ``trims``: results over
+    :data:`~.policies.clearing.TRIM_OVER_TOKENS` can be trimmed (OpenClaw), else none is."""
+    tokens = uses["tokens"].to_numpy()
+    clearable = uses["clearable"].to_numpy()
+    trimmable = clearable & (tokens > TRIM_OVER_TOKENS) if trims else np.zeros(len(tokens), dtype=bool)
+    size = np.where(trimmable, TRIMMED_TOKENS, tokens)
+    pre = Prefixes(hs=_prefix(np.where(clearable, tokens - PLACEHOLDER_TOKENS, 0)),
+                   ss=_prefix(np.where(trimmable, tokens - TRIMMED_TOKENS, 0)),
+                   ct=_prefix(np.where(clearable, tokens, 0)), nc=_prefix(clearable.astype(np.int64)),
+                   nm=_prefix(trimmable.astype(np.int64)),
+                   hd=_prefix(np.where(clearable, size - PLACEHOLDER_TOKENS, 0)))
+    return _Arrays(pre=pre, g=_prefix(tokens), nxt=_next_true(clearable), nxm=_next_true(trimmable), pos=pos)
+
+
+def _rule_boundary(calls: pl.DataFrame, arrays: _Arrays, rule: ClearRule, *, n: np.ndarray, a: np.ndarray,
+                   uses_before: np.ndarray, turn_rows: np.ndarray, turns_upto: np.ndarray) -> np.ndarray:
+    """Per call: the boundary ``b`` a :class:`ClearRule` clears before (``a`` where its edit does not apply)."""
+    r = calls["_row"].to_numpy()
+    pre = arrays.pre
+    p = n - rule.keep
+    if rule.keep_turns > 0:
+        # The uses from the keep_turns-th newest turn start at or before the call are protected.
+        t = turns_upto[r] - rule.keep_turns
+        has = t >= 0
+        start_row = np.where(has, turn_rows.take(np.maximum(t, 0), mode="clip") if len(turn_rows) else 0, -1)
+        protect = np.where(has & (start_row >= calls["_from"].to_numpy()), uses_before[np.maximum(start_row, 0)], a)
+        p = np.minimum(p, protect)
+    p = np.maximum(p, a)
+    if rule.keep_tokens > 0:
+        b = np.minimum(np.maximum(np.searchsorted(arrays.g, arrays.g[p] - rule.keep_tokens, side="left"), a), p)
+    else:
+        b = p
+    gross = pre.ct[b] - pre.ct[a]
+    count = pre.nc[b] - pre.nc[a]
+    prompt = calls["prompt"].to_numpy()
+    # The calls of an agent's kept block happened before its compaction: as recorded, never edited.
+    inert = calls["inert"].to_numpy()
+    active = (prompt > rule.trigger) & (gross >= rule.clear_at_least) & (count > 0) & ~inert
+    if rule.gap_minutes > 0:
+        # A cache-gated edit fires only after an idle gap, and the agent keeps what it cleared: the boundary is
+        # the largest one fired so far in the same context.
+        idle = calls["_gap"].fill_null(-1.0).to_numpy() > rule.gap_minutes
+        fired = pl.DataFrame({"k": calls[SESSION], "s": calls["_from"], "b": np.where(active & idle, b, a)})
+        b = fired.select(pl.col("b").cum_max().over("k", "s")).to_series().to_numpy()
+        active = (pre.nc[b] - pre.nc[a] > 0) & ~inert
+    return np.where(active, b, a)
+
+
+def _openclaw_boundaries(calls: pl.DataFrame, arrays: _Arrays, policy: OpenclawCacheTtl, clearable: np.ndarray, *,
+                         window: int, a: np.ndarray, uses_before: np.ndarray, assistant_rows: np.ndarray,
+                         assistants_upto: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per call: OpenClaw's projection boundaries ``(h, P)`` (:mod:`.cache_ttl`)."""
+    r = calls["_row"].to_numpy()
+    start = calls["_from"].to_numpy()
+    # The uses before the keep_assistants-th newest assistant message in context before the call are prunable.
+    k = assistants_upto[r] - policy.keep_assistants
+    has = k >= assistants_upto[start]
+    cutoff = assistant_rows.take(np.maximum(k, 0), mode="clip") if len(assistant_rows) else np.zeros(len(r), np.int64)
+    p = np.maximum(np.where(has, uses_before[cutoff], a), a)
+    inert = calls["inert"].to_numpy()
+    fires = (calls["_gap"].fill_null(-1.0).to_numpy() >= policy.ttl) & ~inert
+    h, soft = boundaries(ctx=start, a=a, p=p, fires=fires, prompt=calls["prompt"].to_numpy(), prefix=arrays.pre,
+                         clearable=clearable, window=window, soft_ratio=policy.soft_ratio, hard_ratio=policy.hard_ratio,
+                         min_prunable=policy.min_prunable, hard_clear=bool(policy.hard_clear))
+    return np.where(inert, a, h), np.where(inert, a, soft)
+
+
+def clearing_calls(frame: pl.DataFrame, policy: Clearing, *, window: int | None = None) -> tuple[pl.DataFrame, _Arrays]:
+    """One row per call (an assistant message with usage) of ``frame``: what ``policy`` clears in its prompt
+    (``window``: the context window, which OpenClaw's pruning reads).
 
     Columns: ``_row`` (the call's row), ``session_id``, ``seq``, ``prompt`` (recorded), ``cum`` (recorded
     context), ``inert`` (inside an agent's kept block: :func:`~.engine.recorded_before_anchor`), ``a`` (the
     first use in context, a global use index), ``start`` (the first row in context), ``turns`` (turns started from
-    there through the call), ``b`` (the boundary: uses before it may be cleared; ``a`` where
-    the edit does not apply), ``use0`` (the session's first use), ``cleared`` (uses cleared),
-    ``cleared_tokens`` (the tokens the edit removes, placeholders counted: may be negative) and ``first_pos``
-    (the recorded position of the first cleared result, null where none); and the per-use arrays
-    :func:`cleared_usage` needs to find where two calls' edits first differ.
+    there through the call), ``b`` (the boundary: clearable uses before it are cleared; ``a`` where
+    nothing is), ``soft`` (trimmable uses in ``[b, soft)`` are trimmed: OpenClaw; ``b`` elsewhere), ``use0`` (the
+    session's first use), ``cleared`` (uses cleared or trimmed), ``hard`` (uses cleared), ``cleared_tokens`` (the
+    tokens the edit removes, placeholders counted: may be negative) and ``first_pos`` (the recorded position of
+    the first edited result, null where none); and the per-use arrays :func:`cleared_usage` needs to find where
+    two calls' edits first differ.
     """
+    rule = policy.rule()
     uses = tool_uses(frame, rule.exclude)
     use_row = uses["_row"].to_numpy()
-    tokens = uses["tokens"].to_numpy()
-    clearable = uses["clearable"].to_numpy()
-    g = _prefix(tokens)                                   # all results' tokens
-    ct = _prefix(np.where(clearable, tokens, 0))          # clearable tokens
-    nc = _prefix(clearable.astype(np.int64))              # clearable count
     # A use's position in later prompts: the recorded context at its calling message (or the last call before).
     pos_col = frame.select(pl.coalesce(ex.assistant_cumulative(), ex.prior_assistant_cumulative()).fill_null(0)
                            .cast(_I)).to_series().to_numpy()
     pos = pos_col[use_row] if len(use_row) else np.zeros(0, dtype=np.int64)
-    # The first clearable use at or after each use index (len(uses) when none).
-    nxt = np.full(len(uses) + 1, len(uses), dtype=np.int64)
-    idx = np.flatnonzero(clearable)
-    if len(idx):
-        nxt[:-1] = idx[np.minimum(np.searchsorted(idx, np.arange(len(uses))), len(idx) - 1)]
-        nxt[:-1] = np.where(np.arange(len(uses)) <= idx[-1], nxt[:-1], len(uses))
+    openclaw = isinstance(policy, OpenclawCacheTtl)
+    arrays = _use_arrays(uses, pos, openclaw)
+    pre = arrays.pre
     n_rows = frame.height
     turn_start = (pl.col(ROLE) == "user") & ~pl.col("has_tool_result") & ~pl.col("has_summary") & ~ex.follows_user()
     rows = frame.select(
@@ -161,7 +239,7 @@ def clearing_calls(frame: pl.DataFrame, rule: ClearRule) -> tuple[pl.DataFrame, 
         _from=pl.when(pl.col("has_summary")).then(pl.int_range(pl.len(), dtype=_I) + 1)
         .when(ex.session_start()).then(pl.int_range(pl.len(), dtype=_I)).forward_fill(),
         _row0=pl.when(ex.session_start()).then(pl.int_range(pl.len(), dtype=_I)).forward_fill(),
-        _turn=turn_start,
+        _turn=turn_start, _assistant=pl.col(ROLE) == "assistant",
         # Minutes since the session's previous assistant message (null: none, or no timestamps).
         _gap=_minutes_since_assistant(frame.columns),
     )
@@ -175,66 +253,65 @@ def clearing_calls(frame: pl.DataFrame, rule: ClearRule) -> tuple[pl.DataFrame, 
     n = uses_before[r]
     a = uses_before[np.minimum(calls["_from"].to_numpy(), n_rows)]
     use0 = uses_before[calls["_row0"].to_numpy()]
-    p = n - rule.keep
-    if rule.keep_turns > 0:
-        # The uses from the keep_turns-th newest turn start at or before the call are protected.
-        t = turns_upto[r] - rule.keep_turns
-        has = t >= 0
-        start_row = np.where(has, turn_rows.take(np.maximum(t, 0), mode="clip") if len(turn_rows) else 0, -1)
-        protect = np.where(has & (start_row >= calls["_from"].to_numpy()), uses_before[np.maximum(start_row, 0)], a)
-        p = np.minimum(p, protect)
-    p = np.maximum(p, a)
-    if rule.keep_tokens > 0:
-        b = np.minimum(np.maximum(np.searchsorted(g, g[p] - rule.keep_tokens, side="left"), a), p)
+    if openclaw:
+        assert isinstance(policy, OpenclawCacheTtl) and window is not None, "OpenClaw's pruning reads the window"
+        flags = rows["_assistant"].to_numpy()
+        # Per row, the assistant messages before it (global), and the rows of every assistant message.
+        upto = np.concatenate([[0], np.cumsum(flags, dtype=np.int64)])
+        b, soft = _openclaw_boundaries(calls, arrays, policy, uses["clearable"].to_numpy(), window=window, a=a,
+                                       uses_before=uses_before, assistant_rows=np.flatnonzero(flags).astype(np.int64),
+                                       assistants_upto=upto)
     else:
-        b = p
-    gross = ct[b] - ct[a]
-    count = nc[b] - nc[a]
-    prompt = calls["prompt"].to_numpy()
-    # The calls of an agent's kept block happened before its compaction: as recorded, never edited.
-    inert = calls["inert"].to_numpy()
-    active = (prompt > rule.trigger) & (gross >= rule.clear_at_least) & (count > 0) & ~inert
-    if rule.gap_minutes > 0:
-        # A cache-gated edit fires only after an idle gap, and the agent keeps what it cleared: the boundary is
-        # the largest one fired so far in the same context.
-        idle = calls["_gap"].fill_null(-1.0).to_numpy() > rule.gap_minutes
-        fired = pl.DataFrame({"k": calls[SESSION], "s": calls["_from"], "b": np.where(active & idle, b, a)})
-        b = fired.select(pl.col("b").cum_max().over("k", "s")).to_series().to_numpy()
-        gross = ct[b] - ct[a]
-        count = nc[b] - nc[a]
-        active = (count > 0) & ~inert
-    b = np.where(active, b, a)
-    count = np.where(active, count, 0)
-    removed = np.where(active, gross - PLACEHOLDER_TOKENS * count, 0)
-    f = nxt[np.minimum(a, len(uses))]
-    first_pos = np.where(active, pos.take(f, mode="clip") if len(pos) else 0, -1)
+        b = _rule_boundary(calls, arrays, rule, n=n, a=a, uses_before=uses_before, turn_rows=turn_rows,
+                           turns_upto=turns_upto)
+        soft = b
+    hard = pre.nc[b] - pre.nc[a]
+    count = hard + pre.nm[soft] - pre.nm[b]
+    removed = (pre.hs[b] - pre.hs[a]) + (pre.ss[soft] - pre.ss[b])
+    big = len(uses) + 1
+    first = np.minimum(np.where(arrays.nxt[a] < b, arrays.nxt[a], big), np.where(arrays.nxm[b] < soft, arrays.nxm[b], big))
+    first_pos = np.where(first < big, pos.take(np.minimum(first, max(len(pos) - 1, 0)), mode="clip") if len(pos) else 0,
+                         -1)
     start = calls["_from"].to_numpy()
     before_start = np.where(start > 0, turns_upto.take(np.maximum(start - 1, 0), mode="clip"), 0)
     return calls.select(SESSION, SEQ, "_row", "prompt", "cum", "inert").with_columns(
         start=pl.Series(start), turns=pl.Series(turns_upto[r] - before_start),
-        a=pl.Series(a), b=pl.Series(b), use0=pl.Series(use0), cleared=pl.Series(count),
-        cleared_tokens=pl.Series(removed), first_pos=pl.Series(first_pos),
-    ).with_columns(pl.col("first_pos").replace(-1, None)), _Arrays(ct=ct, nc=nc, nxt=nxt, pos=pos)
+        a=pl.Series(a), b=pl.Series(b), soft=pl.Series(soft), use0=pl.Series(use0), cleared=pl.Series(count),
+        hard=pl.Series(hard), cleared_tokens=pl.Series(removed), first_pos=pl.Series(first_pos),
+    ).with_columns(pl.col("first_pos").replace(-1, None)), arrays
 
 
 def _divergence(calls: pl.DataFrame, arrays: _Arrays) -> np.ndarray:
     """Per call: the position, in the previous call's (to the same model) edited prompt, of the first result whose
-    clearing differs between the two calls; -1 where none differs (or the previous call is in another context)."""
-    b, a = calls["b"].to_numpy(), calls["a"].to_numpy()
-    pb = calls["_prev_b"].to_numpy()
+    edit differs between the two calls; -1 where none differs (or the previous call is in another context).
+
+    A result is cleared below ``b``, trimmed (if trimmable) in ``[b, soft)``: between two projections the
+    clearable results in ``[min b, max b)`` differ, and the trimmable ones in ``[max b, max soft)`` from
+    ``min soft`` on."""
+    b, a, soft = calls["b"].to_numpy(), calls["a"].to_numpy(), calls["soft"].to_numpy()
+    pb, ps = calls["_prev_b"].to_numpy(), calls["_prev_soft"].to_numpy()
     same = calls["_same"].to_numpy() & (calls["_prev_start"].to_numpy() == calls["start"].to_numpy())
-    lo = np.minimum(b, np.where(same, pb, b))
-    hi = np.maximum(b, np.where(same, pb, b))
-    first = arrays.nxt.take(lo, mode="clip")
-    differs = same & (first < hi)
-    removed_before = (arrays.ct.take(lo, mode="clip") - arrays.ct.take(a, mode="clip")
-                      - PLACEHOLDER_TOKENS * (arrays.nc.take(lo, mode="clip") - arrays.nc.take(a, mode="clip")))
-    at = arrays.pos.take(first, mode="clip") - removed_before if len(arrays.pos) else np.zeros(len(b), dtype=np.int64)
+    pb, ps = np.where(same, pb, b), np.where(same, ps, soft)
+    big = len(arrays.pos) + 1
+    lo, hi = np.minimum(b, pb), np.maximum(b, pb)
+    d1 = np.where(arrays.nxt.take(lo, mode="clip") < hi, arrays.nxt.take(lo, mode="clip"), big)
+    lo_s, hi_s = np.maximum(hi, np.minimum(soft, ps)), np.maximum(soft, ps)
+    first_m = arrays.nxm.take(np.minimum(lo_s, len(arrays.nxm) - 1), mode="clip")
+    d2 = np.where((lo_s < hi_s) & (first_m < hi_s), first_m, big)
+    first = np.minimum(d1, d2)
+    differs = same & (first < big)
+    pre = arrays.pre
+    x = np.minimum(first, len(arrays.pos))
+    removed_before = ((pre.hs.take(np.clip(x, a, pb), mode="clip") - pre.hs.take(a, mode="clip"))
+                      + (pre.ss.take(np.clip(x, pb, np.maximum(ps, pb)), mode="clip") - pre.ss.take(pb, mode="clip")))
+    at = arrays.pos.take(x, mode="clip") - removed_before if len(arrays.pos) else np.zeros(len(b), dtype=np.int64)
     return np.where(differs, np.maximum(at, 0), -1)
 
 
-def cleared_usage(frame: pl.DataFrame, policy: Clearing) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """``frame`` with each edited call's usage as the provider would have billed it, and the per-call table.
+def cleared_usage(frame: pl.DataFrame, policy: Clearing, *, window: int | None = None
+                  ) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """``frame`` with each edited call's usage as the provider would have billed it, and the per-call table
+    (``window``: the context window, which OpenClaw's pruning reads).
 
     Where nothing is cleared at a call nor at the previous call to its model,
     the call keeps its recorded usage, digit for digit. Elsewhere its prompt
@@ -257,7 +334,7 @@ def cleared_usage(frame: pl.DataFrame, policy: Clearing) -> tuple[pl.DataFrame, 
     An edit that waits for the cache to expire pays no extra write: the call
     read nothing as recorded and rewrites its (smaller) prompt anyway.
     """
-    calls, arrays = clearing_calls(frame, policy.rule())
+    calls, arrays = clearing_calls(frame, policy, window=window)
     model = pl.col("model") if "model" in frame.columns else pl.lit(None, pl.String)
     w1h = pl.col("cache_write_1h").fill_null(0).cast(_I) if "cache_write_1h" in frame.columns else pl.lit(0, _I)
     recorded = frame.select(
@@ -272,7 +349,8 @@ def cleared_usage(frame: pl.DataFrame, policy: Clearing) -> tuple[pl.DataFrame, 
         _same=((pl.col("_gm") == pl.col("_gm").shift(1)).fill_null(False)),
         sim_prompt=(pl.col("prompt") - pl.col("cleared_tokens")).clip(0),
     ).with_columns(
-        _prev_b=pl.col("b").shift(1).fill_null(0), _prev_start=pl.col("start").shift(1).fill_null(-1),
+        _prev_b=pl.col("b").shift(1).fill_null(0), _prev_soft=pl.col("soft").shift(1).fill_null(0),
+        _prev_start=pl.col("start").shift(1).fill_null(-1),
         _prev_removed=pl.when("_same").then(pl.col("cleared_tokens").shift(1)).otherwise(0),
         _prev_cached=pl.when("_same").then(
             pl.col("sim_prompt").shift(1) - pl.when("_writes").then(pl.min_horizontal(pl.col("input").shift(1),
@@ -321,7 +399,7 @@ def replay_clearing(frame: pl.DataFrame, policy: Clearing, *, window: int) -> Cl
     trigger (never for a policy without one).
     """
     rule = policy.rule()
-    calls, _ = clearing_calls(frame, rule)
+    calls, _ = clearing_calls(frame, policy, window=window)
     budget = policy.budget()
     # The previous call of the session, in the same context (no recorded summary between them).
     same_context = ((pl.col(SESSION) == pl.col(SESSION).shift(1)) & (pl.col("start") == pl.col("start").shift(1))
@@ -329,11 +407,13 @@ def replay_clearing(frame: pl.DataFrame, policy: Clearing, *, window: int) -> Cl
     c = calls.with_columns(
         context=(pl.col("cum") - pl.col("cleared_tokens")).clip(0),
         _prev_cleared=pl.when(same_context).then(pl.col("cleared").shift(1)).otherwise(0),
+        _prev_hard=pl.when(same_context).then(pl.col("hard").shift(1)).otherwise(0),
         _prev_removed=pl.when(same_context).then(pl.col("cleared_tokens").shift(1)).otherwise(0),
     )
     # The first seq in context (seqs number a session's rows from 0).
     c = c.with_columns(active_start=pl.col(SEQ) - (pl.col("_row") - pl.col("start")))
-    ev = c.filter(pl.col("cleared") > pl.col("_prev_cleared")).with_columns(
+    # An event: a result edited that was not, or trimmed before and cleared now.
+    ev = c.filter((pl.col("cleared") > pl.col("_prev_cleared")) | (pl.col("hard") > pl.col("_prev_hard"))).with_columns(
         event=(pl.int_range(pl.len()).over(SESSION)).cast(pl.UInt32))
     events = ev.select(
         SESSION, pl.lit(budget, pl.UInt64).alias(BUDGET), "event", trigger_seq=pl.col(SEQ).cast(pl.UInt32),
@@ -369,5 +449,5 @@ def staged_frame(frame: pl.DataFrame, policy: Staged, *, window: int) -> tuple[p
     for stage in policy.clearing:
         assert isinstance(stage, Clearing)
         replays.append(replay_clearing(edited, stage, window=window))
-        edited, _ = cleared_usage(edited, stage)
+        edited, _ = cleared_usage(edited, stage, window=window)
     return edited, replays

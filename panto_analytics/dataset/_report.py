@@ -1,0 +1,128 @@
+"""``report`` over a dataset, bucket by bucket: :func:`report_dataset`.
+
+Each section of the report that a dataset gives in memory that does not grow
+with its sessions is computed here bucket by bucket, here or on Ray, equal to
+the same section of the report of the same corpus in memory
+(:func:`~panto_analytics.analysis.report.build_report`):
+
+- the corpus at a glance and the breakdowns: each task reduces its whole sessions to
+  :class:`~panto_analytics.analysis.report.overview.OverviewParts` (counts and value counts), merged;
+- the budget table (:func:`~panto_analytics.dataset._streaming.sweep_dataset`'s histograms);
+- the recommendation: without a window :func:`~panto_analytics.dataset._streaming.recommend_dataset`, under
+  one the decision :func:`~panto_analytics.dataset._decision.decision_dataset` (every session replayed, billed
+  and its loss measured, task by task; the rows its table and its bootstrap read spilled to Parquet), with the
+  frontier's figure and table drawn from its per-(policy, budget) table;
+- ``splits.parquet``, written group of buckets after group of buckets
+  (:func:`~panto_analytics.dataset._streaming.write_splits`), not held.
+
+The sections drawn from every session's rows in memory (the plots of the splits
+and turns, the replay's plots and tables, the costs, the recorded compactions
+and their loss, the policies' comparison, the timelines) are left out, each
+named in the report (:attr:`~panto_analytics.analysis.report.Report.omitted`)
+with the command that gives it on a dataset, or the in-memory report, where
+one exists.
+"""
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ..analysis.choose.bootstrap import RESAMPLES, SEED
+from ..analysis.choose.rule import Rule
+from ..analysis.report.build import frontier_figures, with_pngs
+from ..analysis.report.model import Report
+from ..analysis.report.overview import BREAKDOWNS, OverviewParts, breakdown_table, overview_parts, overview_table
+from ..budgets import as_budgets
+from ..errors import IngestReport
+from ..policy import splits as compute_splits
+from ..policy import turns as compute_turns
+from ..policy.compaction.engine import DEFAULT_RESERVE
+from .engines import map_buckets
+from .info import read_info
+from .store import TASK_ROWS, collect, scan_parts
+
+__all__ = ["OMITTED", "overview_dataset", "report_dataset"]
+
+#: What a dataset's report leaves out, and where to find it.
+OMITTED = [
+    "the plots of every session's split and turn sizes (kept suffix, outcomes, summarized share, kept turns, turn "
+    "sizes): they are drawn from every session's rows in memory; splits.parquet holds the numbers",
+    "the replay's own table and plots, and what compaction costs per policy and budget: "
+    "`panto-analytics replay DS -w W --cost --loss` gives them over a dataset",
+    "the recorded compactions, their loss per cut and the agents' recorded points on the frontier: "
+    "`panto-analytics loss DS` gives the loss per agent over a dataset; `compactions` and this report's in-memory "
+    "form (session files, or a dataset with a session filter) give the rest",
+    "the timelines of the sessions the chosen budget serves worst: `panto-analytics timeline DS --session ID`",
+]
+
+
+def _overview_task(root: str, parts: list[str], *, budget: int) -> OverviewParts:
+    """One group of buckets' :class:`OverviewParts` (its splits at the smallest budget only)."""
+    messages = collect(scan_parts(root, "messages", parts), root)
+    sessions = collect(scan_parts(root, "sessions", parts), root)
+    compactions = collect(scan_parts(root, "compactions", parts), root)
+    return overview_parts(messages, compute_turns(messages), compute_splits(messages, [budget], sessions=sessions),
+                          sessions=sessions, compactions=compactions)
+
+
+def overview_dataset(root: str | Path, budget: int, *, engine: str = "local", address: str | None = None,
+                     task_rows: int = TASK_ROWS) -> OverviewParts:
+    """The merged :class:`OverviewParts` of the dataset at ``root`` (``budget``: the report's smallest one),
+    task by task, here or on Ray.
+
+    >>> import tempfile, pathlib
+    >>> from panto_analytics.dataset import write_dataset
+    >>> root = pathlib.Path(tempfile.mkdtemp()) / "ds"
+    >>> _ = write_dataset(["data/"], root, buckets=4, cache=False)
+    >>> overview_dataset(root, 0).counts["split_sessions"] == read_info(root).sessions
+    True
+    """
+    task = functools.partial(_overview_task, budget=budget)
+    found = list(map_buckets(root, task, engine=engine, address=address, rows=task_rows))
+    return OverviewParts.merge(found) if found else _overview_task(str(root), [], budget=budget)
+
+
+def report_dataset(root: str | Path, budgets: Any, *, splits_to: Path, rule: Rule | None = None,
+                   segment_by: Sequence[str] = (), title: str | None = None, inputs: Sequence[str] = (), window: int | None = None,
+                   reserve: int = DEFAULT_RESERVE, summary_tokens: int | None = None, policies: Sequence[str] = (),
+                   prices: Any = True, horizon: int | None = None, resamples: int = RESAMPLES, seed: int = SEED,
+                   engine: str = "local", address: str | None = None, task_rows: int | None = None) -> Report:
+    """The :class:`~panto_analytics.analysis.report.Report` of the dataset at ``root`` (see the module docstring),
+    its splits written to the Parquet file ``splits_to`` (which :func:`~panto_analytics.analysis.report.write_report`
+    moves into the report's folder). ``policies``: replayed beside libpanto in the decision under ``window``;
+    ``task_rows``: the messages a task holds (None: each section's default); ``segment_by``: plots by segment,
+    drawn from every session in memory, named among what the report leaves out."""
+    from ..policy.compaction.priced import resolve_prices
+    from ._decision import decision_dataset
+    from ._streaming import recommend_dataset, sweep_dataset, write_splits
+
+    budgets = as_budgets(budgets)
+    where: dict[str, Any] = {"engine": engine, "address": address}
+    if task_rows is not None:
+        where["task_rows"] = task_rows
+    parts = overview_dataset(root, min(budgets), **where)
+    if window is None:
+        rec = recommend_dataset(root, budgets, rule, resamples=resamples, seed=seed, **where)
+    else:
+        named = ["libpanto", *[p for p in policies if str(p).split(":")[0] != "libpanto"]] if policies else None
+        rec = decision_dataset(root, budgets, rule, window=window, reserve=reserve, summary_tokens=summary_tokens,
+                               policy=named, prices=resolve_prices(prices), horizon=horizon, resamples=resamples,
+                               seed=seed, **where)
+    splits_to.parent.mkdir(parents=True, exist_ok=True)
+    write_splits(root, budgets, splits_to, task_rows=TASK_ROWS if task_rows is None else task_rows)
+    info = read_info(root)
+    n = parts.counts["split_sessions"] or 0
+    report = Report(
+        title=title or f"What keep_verbatim does to {n:,} session{'s' if n != 1 else ''}",
+        inputs=[str(p) for p in inputs], budgets=budgets, splits=splits_to,
+        sweep=sweep_dataset(root, budgets, **where), recommendation=rec,
+        overview=overview_table(parts, ingest=IngestReport(files=info.files, sessions=info.sessions,
+                                                           messages=info.messages)),
+        breakdowns={name: breakdown_table(parts.breakdowns[c], c) for name, c in BREAKDOWNS.items()},
+        omitted=list(OMITTED) + ([f"the plots by {', '.join(segment_by)} (--by): drawn from every session's rows "
+                                  "in memory"] if segment_by else []))
+    if rec.replayed:
+        frontier_figures(report, rec)
+    return with_pngs(report)

@@ -1,0 +1,86 @@
+"""``report`` over a dataset, bucket by bucket (dataset/_report.py): every section it draws equals the same section
+of the report of the same corpus in memory, here and on Ray, with and without a window."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+from click.testing import CliRunner
+from conftest import DATA, LANES, open_lane
+from polars.testing import assert_frame_equal
+
+from panto_analytics.analysis.choose.rule import Rule
+from panto_analytics.analysis.report import write_report
+from panto_analytics.cli import main
+
+PRICES = DATA.parent / "docs" / "synth-prices.json"
+BUDGETS = [0, 2_500, 5_000, 10_000, 20_000]
+BACKENDS = [lane for lane in LANES if lane != "memory"]
+#: Without a window (the splits), and under one (the decision, billed, with its frontier).
+OPTIONS = {"splits": {"rule": Rule(min_kept_turns=2, coverage=0.75)},
+           "window": {"rule": Rule(min_kept_turns=1, coverage=0.5), "window": 32_000, "prices": PRICES}}
+
+
+def a_report(source, tmp: Path, kind: str):
+    return source.report(BUDGETS, splits_to=tmp / f"{kind}.splits.parquet", resamples=40, seed=3, **OPTIONS[kind])
+
+
+@pytest.fixture(scope="module", params=list(OPTIONS))
+def in_memory(request, data_dataset, tmp_path_factory):
+    memory = open_lane("memory", data_dataset)  # the same corpus, read whole
+    return request.param, a_report(memory, tmp_path_factory.mktemp("memory"), request.param)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_each_section_equals_the_report_in_memory(in_memory, data_dataset, backend, tmp_path):
+    kind, mem = in_memory
+    source = open_lane(backend, data_dataset)  # a task per bucket
+    got = a_report(source, tmp_path, kind)
+    assert got.title == mem.title and got.budgets == mem.budgets
+    assert got.overview.rows == mem.overview.rows
+    assert {k: t.rows for k, t in got.breakdowns.items()} == {k: t.rows for k, t in mem.breakdowns.items()}
+    assert_frame_equal(got.sweep, mem.sweep, check_exact=True)
+    g, m = got.recommendation, mem.recommendation
+    assert (g.budget, g.policy, g.interval, g.warnings) == (m.budget, m.policy, m.interval, m.warnings)
+    assert [r.replace(", bucket by bucket", "") for r in g.reasons] == m.reasons
+    assert_frame_equal(g.table, m.table, check_exact=True)
+    assert g.interval is not None and g.interval.resampled
+    assert any(c.endswith("_lo") for c in g.table.columns)
+    key = ["session_id", "budget"]
+    written = pl.read_parquet(got.splits).with_columns(pl.col("session_id").cast(pl.String)).sort(key)
+    assert_frame_equal(written, mem.splits.with_columns(pl.col("session_id").cast(pl.String)).sort(key),
+                       check_exact=True)
+    if kind == "window":  # the frontier's replayed points, drawn from the decision's table
+        assert got.frontier is not None and got.frontier_table is not None and mem.frontier_table is not None
+        mine = [r for r in got.frontier_table.rows if r[-1] != "recorded" and "same sessions" not in r[-1]]
+        assert mine == [r for r in mem.frontier_table.rows if r[-1] in {"front", "chosen",
+                                                                        "chosen by the rule, off the front"}]
+        assert mine
+    assert got.omitted and not mem.omitted  # what the dataset's report leaves out, it says
+
+
+def test_a_dataset_report_on_the_command_line(data_dataset, tmp_path):
+    """The command picks the dataset's report by its input; its folder holds what it names, splits.parquet moved
+    in, and the recommendation is the one the same report in memory prints (a session filter reads in memory)."""
+    args = ["--window", "32k", "-b", "0:20k:5", "--prices", str(PRICES), "--resamples", "20"]
+    on_dataset = CliRunner().invoke(main, ["report", str(data_dataset), "-o", str(tmp_path / "ds"), *args])
+    in_memory = CliRunner().invoke(main, ["report", str(data_dataset), "--since", "2000-01-01",
+                                          "-o", str(tmp_path / "mem"), *args])
+    assert on_dataset.exit_code == in_memory.exit_code == 0, on_dataset.output
+    assert on_dataset.stdout == in_memory.stdout
+    files = {p.name for p in (tmp_path / "ds").iterdir()}
+    assert {"index.html", "report.md", "splits.parquet", "sweep.parquet", "decision.parquet", "frontier.png"} <= files
+    assert not any(name.endswith(".part") for name in files)
+    md = (tmp_path / "ds" / "report.md").read_text()
+    assert "## Not in this report" in md and "## Not in this report" not in (tmp_path / "mem" / "report.md").read_text()
+    assert_frame_equal(pl.read_parquet(tmp_path / "ds" / "decision.parquet"),
+                       pl.read_parquet(tmp_path / "mem" / "decision.parquet"), check_exact=True)
+
+
+def test_write_report_moves_the_written_splits_in(data_dataset, tmp_path):
+    rep = a_report(open_lane("dataset", data_dataset, None), tmp_path, "splits")
+    part = Path(rep.splits)
+    out = write_report(rep, tmp_path / "r")
+    assert not part.exists() and (out / "splits.parquet").is_file()
+    assert repr(rep).startswith(f"<Report {rep.title!r}: 40 sessions")
