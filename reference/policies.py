@@ -184,7 +184,15 @@ def cut_claude_code(msgs, first, k, version, preserved_since, output_reserve, bu
     shift = call_context(msgs[newest]) - context  # the recorded context less the simulated one
     for j in range(first, k + 1):
         c = call_context(msgs[j])
-        if c is not None and c - shift >= line:
+        if c is None:
+            continue
+        # Checked after the call, and before the next one with the messages since estimated (ceil(bytes / 4)).
+        since = 0
+        for i in range(j + 1, k + 1):
+            if call_context(msgs[i]) is not None:
+                break
+            since += tokens4(msgs[i]["serialized_bytes"])
+        if c - shift + since >= line:
             return _suffix(j, k)
     return _suffix(k, k)
 

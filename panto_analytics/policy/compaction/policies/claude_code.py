@@ -21,10 +21,13 @@ names the versions read and what each holds.
   output_reserve``; ``precomputeBufferFraction``, 0.2: 144,000 of a 200k
   window) and swapped in at the trigger, keeping the newest round at that
   moment and everything after it; Claude Code 2.1.185 runs it on windows of
-  ``precompute_from`` (200,000) and more. Here: the first call of the active
-  window whose context reaches that line, and every message after it, are
-  kept; on a smaller window, or with ``precompute=0``, the trigger's round
-  alone (the frame has one message per API call). At a compaction an agent
+  ``precompute_from`` (200,000) and more. Claude Code checks the line after a
+  call, on its context, and before the next, on that context plus its
+  estimate of the messages since (here ``ceil(bytes / 4)``): either way the
+  round kept starts at that call. Here: the first call of the active window
+  that reaches the line so, and every message after it, are kept; on a
+  smaller window, or with ``precompute=0``, the trigger's round alone (the
+  frame has one message per API call). At a compaction an agent
   recorded (no replay window) the window is 200,000 for a context within it,
   else 1,000,000.
 - ``version``: empty, each recording's own (the message frame's
@@ -32,12 +35,12 @@ names the versions read and what each holds.
   (``claude-code:version=2.1.185``).
 
 >>> from panto_analytics.policy.compaction.policies.base import one_window
->>> w = one_window(role=["user", "assistant"] * 3, call=[False, True] * 3,
-...     cum=[None, 100_000, None, 150_000, None, 170_000], context=[170_000] * 6, window=[200_000] * 6,
+>>> w = one_window(role=["user", "assistant"] * 3, call=[False, True] * 3, chars=[4_000] * 6,
+...     cum=[None, 100_000, None, 143_500, None, 170_000], context=[170_000] * 6, window=[200_000] * 6,
 ...     version=["2.1.112"] * 6)
 >>> ClaudeCode().cut(w).select("prefix_end", "kept_messages").rows()  # a version that keeps nothing
 [(6, 0)]
->>> ClaudeCode(version="2.1.185").cut(w).select("prefix_end", "kept_messages").rows()  # from 150,000 >= 144,000
+>>> ClaudeCode(version="2.1.185").cut(w).select("prefix_end", "kept_messages").rows()  # 143,500 + 1,000 >= 144,000
 [(3, 3)]
 >>> ClaudeCode(version="2.1.185", precompute=0).cut(w).select("prefix_end", "kept_messages").rows()
 [(5, 1)]
@@ -55,7 +58,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from ....frame.schema import SEQ
-from .base import Policy, state_max, state_min, suffix_cut
+from .base import Policy, chars_to_tokens, state_max, state_min, suffix_cut
 
 __all__ = ["ClaudeCode", "recorded_window", "version_key"]
 
@@ -134,10 +137,16 @@ class ClaudeCode(Policy):
         at_trigger = pl.when(seq == trigger).then(version_key(version) >= _key(self.preserved_since))
         preserves = state_max(at_trigger).fill_null(False)  # the version that recorded the trigger call
         calls = pl.col("call") & (seq <= trigger)
+        # Each row's round: the last call at or before it; the messages after a call, estimated as Claude Code
+        # estimates what came after its last usage (ceil(bytes / 4) here), are what the check before the next
+        # call adds to that call's context.
+        rounds = frame.with_columns(_round=pl.when(calls).then(seq).forward_fill().over("state"))
+        after = pl.when(~calls & pl.col("_round").is_not_null()).then(chars_to_tokens(pl.col("chars"))).otherwise(0)
         newest = state_max(pl.when(calls).then(seq))
         shift = state_max(pl.when(seq == newest).then(pl.col("cum"))) - pl.col("context")  # recorded - simulated
         window = recorded_window(pl.col("window"), pl.col("context"))
         line = pl.when(window >= self.precompute_from).then(self.arm_line(window))  # else: no precomputed summary
-        armed = state_min(pl.when(calls & (pl.col("cum") - shift >= line)).then(seq))
+        before_next = pl.col("cum") - shift + after.sum().over("state", "_round")
+        armed = state_min(pl.when(calls & (before_next >= line)).then(seq))
         start = pl.coalesce(armed, trigger)
-        return suffix_cut(frame, pl.when(preserves).then(start).otherwise(trigger + 1))
+        return suffix_cut(rounds, pl.when(preserves).then(start).otherwise(trigger + 1))

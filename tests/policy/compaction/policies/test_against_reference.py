@@ -145,9 +145,10 @@ def test_claude_code_keeps_a_preserved_segment_by_version():
     assert old.select("trigger_seq", "prefix_end", "kept_messages").rows() == [(33, 34, 0)]
     new = check({"s": [{**m, "agent_version": "2.1.185"} for m in session]}, ClaudeCode(), window=200_000,
                 summary_tokens=3_000)
-    # The precompute line of a 200k window: min(180,000 - 36,000, 167,000) = 144,000, first reached by the
-    # 150k call (seq 29): it and everything after it kept, 5 messages, 30,000 tokens by usage (170k - 140k).
-    assert new.select("trigger_seq", "prefix_end", "kept_messages", "kept_tokens").rows() == [(33, 29, 5, 30_000)]
+    # The precompute line of a 200k window: min(180,000 - 36,000, 167,000) = 144,000, first reached before the
+    # 150k call: the 140k call (seq 27) and the 5,000-token prompt after it (20,000 bytes) make 145,000. That
+    # call's round and everything after it kept: 7 messages, 40,000 tokens by usage (170k - 130k).
+    assert new.select("trigger_seq", "prefix_end", "kept_messages", "kept_tokens").rows() == [(33, 27, 7, 40_000)]
     # Without the precomputed summary (precompute=0) the reactive compaction keeps the trigger's round alone.
     alone = check({"s": [{**m, "agent_version": "2.1.185"} for m in session]}, ClaudeCode(precompute=0),
                   window=200_000, summary_tokens=3_000)
@@ -158,13 +159,14 @@ def test_claude_code_keeps_a_preserved_segment_by_version():
     assert small.select("trigger_seq", "prefix_end", "kept_messages").rows() == [(31, 31, 1)]
     # Forced: the same session recorded by an unknown version keeps a segment when the version is given.
     forced = check({"s": session}, ClaudeCode(version="2.1.185"), window=200_000, summary_tokens=3_000)
-    assert forced.select("prefix_end").rows() == [(29,)]
+    assert forced.select("prefix_end").rows() == [(27,)]
     assert check({"s": session}, ClaudeCode(), window=200_000, summary_tokens=3_000)["kept_messages"].to_list() == [0]
 
 
 def test_claude_code_arms_on_the_simulated_context_after_a_compaction():
-    # Two compactions on one session: after the first (at 170k, seq 33, keeping from the 150k call) the simulated
-    # context is the kept rounds plus the summary, so the precompute line is reached later in recorded terms.
+    # Two compactions on one session (prompts of 100 tokens, too few to arm a round early): after the first (at
+    # 170k, seq 33, keeping from the 150k call) the simulated context is the kept rounds plus the summary, so the
+    # precompute line is reached later in recorded terms.
     session = [{**m, "agent_version": "2.1.185"} for m in qa(list(range(10_000, 400_000, 10_000)), size=400)]
     events = check({"s": session}, ClaudeCode(), window=200_000, summary_tokens=3_000)
     assert events.select("trigger_seq", "prefix_end").rows()[0] == (33, 29)
