@@ -3,7 +3,7 @@
 One session, one policy, one message at a time, each policy's cut written
 as its source writes it (a walk over the messages, not a formula): pi's
 ``findCutPoint`` (both versions), Codex's ``build_compacted_history_with_limit``,
-Gemini CLI's ``findCompressSplitPoint``, Claude Code's summarize-all and the
+Gemini CLI's ``findCompressSplitPoint``, Claude Code's summary and preserved round, and the
 last-n-turns baseline. The replay rules around the cut are
 :mod:`reference.replay`'s (see ``any_policy``'s docstring).
 
@@ -164,34 +164,37 @@ def version_tuple(version) -> tuple[int, int, int] | None:
     return int(parts[0]), int(parts[1]), int(digits)
 
 
-def calls_tool(msgs, i) -> bool:
-    return i + 1 < len(msgs) and msgs[i + 1]["has_tool_result"]
-
-
-def cut_claude_code(msgs, first, k, version, preserved_since, min_tokens, min_text_messages, max_tokens, **_) -> Cut:
+def cut_claude_code(msgs, first, k, version, preserved_since, output_reserve, buffer, precompute, precompute_from, *,
+                    context, window, **_) -> Cut:
     recorded = version or msgs[k].get("agent_version")
     v = version_tuple(recorded)
     if v is None or v < version_tuple(preserved_since):
         return _suffix(k + 1, k)
-    # calculateMessagesToKeepIndex with no summarized mark: start with nothing kept, walk back from the newest.
-    total = text = 0
-    start = k + 1
-    for i in range(k, first - 1, -1):
-        m = msgs[i]
-        if m["role"] != "system":
-            total += math.ceil(tokens4(m["serialized_bytes"]) * 4 / 3)
-        if is_user(m) or (m["role"] == "assistant" and not calls_tool(msgs, i)):
-            text += 1
-        start = i
-        if total >= max_tokens or (total >= min_tokens and text >= min_text_messages):
-            break
-    # adjustIndexToPreserveAPIInvariants: a kept tool result takes its call along.
-    if msgs[start]["has_tool_result"]:
-        for j in range(start - 1, first - 1, -1):
-            if msgs[j]["role"] == "assistant":
-                start = j
+    # The reactive compaction keeps the newest API round; the precomputed one made its summary when the context
+    # first reached the precompute line, keeping the round it ended on and everything since.
+    if window is None:  # a compaction the agent recorded: Claude Code's 200k window, or 1M above it
+        window = 200_000 if context <= 200_000 else 1_000_000
+    if window < precompute_from:  # no precomputed summary: the reactive compaction keeps the trigger's round
+        return _suffix(k, k)
+    effective = window - output_reserve
+    line = min(effective - math.floor(effective * precompute + 0.5), effective - buffer)
+    newest = next((j for j in range(k, first - 1, -1) if call_context(msgs[j]) is not None), None)
+    if newest is None:
+        return _suffix(k, k)
+    shift = call_context(msgs[newest]) - context  # the recorded context less the simulated one
+    for j in range(first, k + 1):
+        c = call_context(msgs[j])
+        if c is None:
+            continue
+        # Checked after the call, and before the next one with the messages since estimated (ceil(bytes / 4)).
+        since = 0
+        for i in range(j + 1, k + 1):
+            if call_context(msgs[i]) is not None:
                 break
-    return _suffix(start, k)
+            since += tokens4(msgs[i]["serialized_bytes"])
+        if c - shift + since >= line:
+            return _suffix(j, k)
+    return _suffix(k, k)
 
 
 def cut_anthropic_compact(msgs, first, k, **_) -> Cut:

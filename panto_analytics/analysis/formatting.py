@@ -212,10 +212,15 @@ def point_name(policy: str | None, budget: int | None) -> str:
     ('libpanto at 57.5k', 'pi at 20k')
     >>> point_name("gemini-cli", 0)
     'gemini-cli (threshold_ratio=0.5, preserve=0.3)'
+    >>> point_name("observation-masking:m=3", 0), point_name("observation-masking:m=3+gemini-cli", 0)
+    ('observation-masking (m=3)', 'observation-masking (m=3) + gemini-cli (threshold_ratio=0.5, preserve=0.3)')
     """
     from ..policy.compaction.policies import parse_policy
 
     name = policy or "libpanto"
     if has_budget(policy):
         return f"{name} at {format_tokens(budget)}"
-    return f"{name} ({parse_policy(name).settings_text()})"
+    parsed = parse_policy(name)
+    # A staged policy by its stages, each by its name and settings (a spec already names what differs).
+    return " + ".join(f"{s.name} ({s.settings_text()})" if s.settings_text() else s.name
+                      for s in getattr(parsed, "stages", (parsed,)))

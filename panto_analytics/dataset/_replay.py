@@ -42,6 +42,7 @@ import polars as pl
 from ..analysis.choose.from_replay import OUTCOME_COLUMNS, replay_outcomes, session_outcomes
 from ..budgets import as_budgets
 from ..errors import InputError
+from ..ingest.versions import reads_agent_versions
 from ..outcomes.cost import warn_unpriced
 from ..outcomes.orphan_loss import DEFAULT_HORIZON
 from ..policy.compaction.any_policy import replay
@@ -109,7 +110,8 @@ def _replay_task(root: str, parts: list[str], *, budgets: list[int], window: int
     ``keep``: only those columns of the events and the sessions; ``plain_ids``: Categorical columns (the
     session ids) as plain strings, so that the process that takes the rows interns none of them (a
     Categorical's strings stay for the life of the process)."""
-    messages = collect(scan_parts(root, "messages", parts), root)
+    # A claude-code replay reads the version each message was recorded by, stored beside the frame.
+    messages = collect(scan_parts(root, "messages", parts, beside=reads_agent_versions(policy)), root)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # unpriced models: the caller warns once, over the dataset
         if horizon is None:

@@ -5,7 +5,7 @@ A dataset is a folder of Parquet files partitioned by a stable hash of
 
     DIR/dataset.json                              buckets, sessions, messages, files, parser version
     DIR/manifest.parquet                          one row per source file: its stat, its session, bucket and part
-    DIR/messages/bucket=017/part-<id>.parquet     the message frame (schema.MESSAGE_SCHEMA)
+    DIR/messages/bucket=017/part-<id>.parquet     the message frame (schema.MESSAGE_SCHEMA), and agent_version
     DIR/sessions/bucket=017/part-<id>.parquet     the sessions table (schema.SESSIONS_SCHEMA)
     DIR/compactions/bucket=017/part-<id>.parquet  the recorded compactions (schema.COMPACTIONS_SCHEMA)
 
@@ -35,13 +35,13 @@ import pyarrow.parquet as pq
 
 from ..defaults import DEFAULT_BUCKETS
 from ..errors import IngestReport, InputError
-from ..frame.schema import COMPACTIONS_SCHEMA, MESSAGE_SCHEMA, SESSION, SESSIONS_SCHEMA
+from ..frame.schema import AGENT_VERSION, COMPACTIONS_SCHEMA, MESSAGE_SCHEMA, SESSION, SESSIONS_SCHEMA
 from ..ingest import _manifest as manifests
 from ..ingest.corpus import Corpus
 from .info import FORMAT_NAME, INFO_FILE, DatasetInfo, is_dataset, read_info
 
 __all__ = [
-    "DATASET_MANIFEST_SCHEMA", "DEFAULT_BUCKETS", "MANIFEST_FILE", "ROW_GROUP_ROWS", "TABLES",
+    "DATASET_MANIFEST_SCHEMA", "DEFAULT_BUCKETS", "MANIFEST_FILE", "ROW_GROUP_ROWS", "STORED_BESIDE", "TABLES",
     "TASK_ROWS", "bucket_groups", "bucket_parts", "dataset_corpus", "new_part_name",
     "collect", "part_path", "read_manifest", "read_part", "scan_dataset", "scan_parts", "write_info",
     "write_manifest", "write_part",
@@ -57,6 +57,11 @@ ROW_GROUP_ROWS = 128 * 1024
 TABLES: dict[str, dict[str, pl.DataType]] = {
     "messages": MESSAGE_SCHEMA, "sessions": SESSIONS_SCHEMA, "compactions": COMPACTIONS_SCHEMA,
 }
+
+#: Columns a table's parts store beside its schema, read only where asked (:func:`scan_parts`' ``beside``): the
+#: Claude Code version of each message (:mod:`panto_analytics.ingest.versions`), which the message frame does not
+#: keep but a ``claude-code`` replay reads. A part written before it reads it as null (version unknown).
+STORED_BESIDE: dict[str, dict[str, pl.DataType]] = {"messages": {AGENT_VERSION: pl.String()}}
 
 #: One row per source file (``session_id``, ``bucket`` and ``part`` null for a file that gave no session).
 DATASET_MANIFEST_SCHEMA: dict[str, pl.DataType] = {
@@ -132,8 +137,8 @@ def _row_group_cuts(frame: pl.DataFrame, target: int = ROW_GROUP_ROWS) -> np.nda
 
 
 def read_part(root: str | Path, table: str, part: str) -> pl.DataFrame:
-    """One part of ``table``, in the table's schema."""
-    return collect(scan_parts(root, table, [part]), root)
+    """One part of ``table`` as it is stored: the table's schema and the columns stored beside it."""
+    return collect(scan_parts(root, table, [part], beside=True), root)
 
 
 def collect(lf: pl.LazyFrame, root: str | Path) -> pl.DataFrame:
@@ -152,13 +157,14 @@ def collect(lf: pl.LazyFrame, root: str | Path) -> pl.DataFrame:
                          "'panto-analytics ingest PATH... --dataset DIR'", skippable=False) from None
 
 
-def scan_parts(root: str | Path, table: str, parts: list[str]) -> pl.LazyFrame:
-    """``table``'s rows in ``parts`` (names as :func:`bucket_parts` gives them), in the table's schema."""
-    return _scan([part_path(root, table, p) for p in parts], table)
+def scan_parts(root: str | Path, table: str, parts: list[str], *, beside: bool = False) -> pl.LazyFrame:
+    """``table``'s rows in ``parts`` (names as :func:`bucket_parts` gives them), in the table's schema;
+    ``beside``: with the columns stored beside it (:data:`STORED_BESIDE`) too."""
+    return _scan([part_path(root, table, p) for p in parts], table, beside=beside)
 
 
-def _scan(paths: list[Path], table: str) -> pl.LazyFrame:
-    schema = TABLES[table]
+def _scan(paths: list[Path], table: str, *, beside: bool = False) -> pl.LazyFrame:
+    schema = {**TABLES[table], **(STORED_BESIDE.get(table, {}) if beside else {})}
     if not paths:
         return pl.LazyFrame(schema=schema)
     # Columns the schema gained since a part was written read as nulls; columns it lost are ignored.

@@ -36,6 +36,7 @@ from ..ingest.cache.codec import FileKey, mode_of, parser_version
 from ..ingest.corpus import read_corpus
 from ..ingest.paths import PathLike, expand_paths, expand_searched
 from ..ingest.pipeline import without_strays
+from ..ingest.versions import with_agent_versions
 from ..phrases import counted
 from .buckets import MAX_BUCKETS, session_buckets
 from .info import DatasetInfo, is_dataset, read_info
@@ -267,7 +268,9 @@ def write_dataset(paths: Iterable[PathLike] | PathLike, root: PathLike, *, bucke
         # (``request`` re-reads a session's file); the manifest keeps the path as named too.
         corpus = read_corpus(chunk["abspath"].to_list(), format=format, skip_invalid=skip_invalid, report=report,
                              cache=store, progress=progress, jobs=jobs)
-        writer.add(corpus.messages, corpus.sessions, corpus.compactions, chunk.drop("folder"))
+        # The Claude Code version of each message is stored beside the frame (store.STORED_BESIDE), read back from
+        # the files now, while they are certainly there: a claude-code replay on the dataset reads it.
+        writer.add(with_agent_versions(corpus.messages), corpus.sessions, corpus.compactions, chunk.drop("folder"))
         writer.update.files_read += chunk.height
     writer.update.files_removed = _removed(before, pl.concat([stats.select("abspath"), kept]))
     writer.update.cache = store.stats.since(counted) if store is not None and counted is not None else None

@@ -22,21 +22,33 @@ import polars as pl
 
 from ..frame.schema import AGENT_VERSION
 
-__all__ = ["needs_agent_versions", "with_agent_versions"]
+__all__ = ["VERSIONED_FORMATS", "needs_agent_versions", "reads_agent_versions", "with_agent_versions"]
 
 #: The formats whose records name the agent version.
 VERSIONED_FORMATS = ("claude-code",)
 
 
+def reads_agent_versions(policies) -> bool:
+    """Whether a replay under ``policies`` (specs, or None) reads recorded versions: a ``claude-code`` policy, or
+    stage of a staged one (``A+B``), without a forced ``version``.
+
+    >>> reads_agent_versions(["pi", "clear-tool-uses+claude-code"]), reads_agent_versions(["claude-code:version=2.1.185"])
+    (True, False)
+    """
+    specs = [p if isinstance(p, str) else p.spec() if hasattr(p, "spec") else str(p) for p in policies or []]
+    stages = [s.strip() for p in specs for s in p.split("+")]
+    return any(s.split(":")[0] == "claude-code" and "version=" not in s for s in stages)
+
+
 def needs_agent_versions(messages: pl.DataFrame, policies) -> bool:
-    """Whether a replay of ``messages`` under ``policies`` (specs) reads recorded versions: a ``claude-code``
-    policy without a forced ``version``, and Claude Code rows without an ``agent_version`` column yet.
+    """Whether a replay of ``messages`` under ``policies`` (specs) reads recorded versions
+    (:func:`reads_agent_versions`) that ``messages`` lacks: Claude Code rows without an ``agent_version`` column yet.
 
     >>> needs_agent_versions(pl.DataFrame({"source_format": ["claude-code"]}), ["claude-code:version=2.1.185"])
     False
     """
-    wanted = any(str(p).split(":")[0] == "claude-code" and "version=" not in str(p) for p in policies or [])
-    return (wanted and AGENT_VERSION not in messages.columns and "source_format" in messages.columns
+    return (reads_agent_versions(policies) and AGENT_VERSION not in messages.columns
+            and "source_format" in messages.columns
             and messages["source_format"].cast(pl.String).is_in(VERSIONED_FORMATS).any())
 
 

@@ -11,6 +11,7 @@ import pytest
 from click.testing import CliRunner
 from conftest import DATA, REALDATA, REPO
 
+from panto_analytics.analysis.formatting import point_name
 from panto_analytics.cli import main
 from panto_analytics.policy.compaction.policies import parse_policy
 
@@ -61,7 +62,7 @@ def test_recommend_puts_each_on_the_frontier_and_names_it_by_its_settings(policy
     assert "0 (0 tokens)" not in out.output and f"{spec} 0 " not in out.output
     if spec.endswith("+libpanto"):
         return        # its points are libpanto's budgets: on the frontier where cheap enough
-    assert f"{spec} (" in frontier or spec in out.output.splitlines()[1], out.output
+    assert point_name(spec, None) in frontier, out.output      # by its name and settings: "observation-masking (m=3)"
 
 
 def test_policy_cuts_says_why_a_clearing_policy_has_no_cut_and_cuts_a_staged_one_as_its_last_stage(tmp_path):
@@ -109,3 +110,13 @@ def test_every_clearing_and_staged_policy_replays_the_real_recordings_with_cost_
     # The ones that fire on these recordings (docs/replay.md): each edits some session, with a loss measured.
     for spec in ("observation-masking", "clear-tool-uses", "openclaw-cache-ttl", "claude-code-time-microcompact"):
         assert int(rows[spec]["events"]) > 0 and int(rows[spec]["window_calls"]) > 0, spec
+
+
+def test_the_timeline_names_a_policy_without_a_budget_by_its_settings():
+    session = sorted(DATA.glob("*.jsonl"))[0]
+    out = run("timeline", session, "--window", "32k", "--budget", "8k", "--policy", "observation-masking:m=3")
+    assert out.exit_code == 0, out.output
+    headline = out.output.splitlines()[0]
+    assert "under observation-masking (m=3) in a 32,000 window" in headline and "8,000" not in headline
+    out = run("timeline", session, "--window", "32k", "--budget", "8k", "--policy", "clear-tool-uses:trigger=16k+libpanto")
+    assert "+libpanto at 8,000 tokens in a 32,000 window" in out.output.splitlines()[0]

@@ -138,32 +138,42 @@ def test_a_noop_cut_is_no_event_and_a_recorded_summary_restarts():
 
 
 def test_claude_code_keeps_a_preserved_segment_by_version():
-    # 20,000 bytes a message: 5,000 tokens by chars/4, 6,667 with Claude Code's 4/3 padding. Calls at 10k ... 190k.
+    # Calls at 10k, 20k, ..., 190k (seq 1, 3, ..., 37); 170k (seq 33) passes 167,000 and triggers.
     session = qa(list(range(10_000, 200_000, 10_000)), size=20_000)
     old = check({"s": [{**m, "agent_version": "2.1.112"} for m in session]}, ClaudeCode(), window=200_000,
                 summary_tokens=3_000)
     assert old.select("trigger_seq", "prefix_end", "kept_messages").rows() == [(33, 34, 0)]
     new = check({"s": [{**m, "agent_version": "2.1.185"} for m in session]}, ClaudeCode(), window=200_000,
                 summary_tokens=3_000)
-    # Walking back: 10,000 tokens are reached at the second message, 5 text messages (every prompt and answer
-    # calls no tool) at the fifth from the end (33,335 tokens, below the 40,000 cap): seq 29 to 33 kept.
-    assert new.select("trigger_seq", "prefix_end", "kept_messages").rows() == [(33, 29, 5)]
-    capped = check({"s": [{**m, "agent_version": "2.1.185"} for m in session]}, ClaudeCode(max_tokens=20_000),
-                   window=200_000, summary_tokens=3_000)
-    assert capped.select("prefix_end", "kept_messages").rows() == [(31, 3)]  # 20,001 tokens: the cap stops the walk
+    # The precompute line of a 200k window: min(180,000 - 36,000, 167,000) = 144,000, first reached before the
+    # 150k call: the 140k call (seq 27) and the 5,000-token prompt after it (20,000 bytes) make 145,000. That
+    # call's round and everything after it kept: 7 messages, 40,000 tokens by usage (170k - 130k).
+    assert new.select("trigger_seq", "prefix_end", "kept_messages", "kept_tokens").rows() == [(33, 27, 7, 40_000)]
+    # Without the precomputed summary (precompute=0) the reactive compaction keeps the trigger's round alone.
+    alone = check({"s": [{**m, "agent_version": "2.1.185"} for m in session]}, ClaudeCode(precompute=0),
+                  window=200_000, summary_tokens=3_000)
+    assert alone.select("prefix_end", "kept_messages").rows() == [(33, 1)]
+    # Nor on a window below 200,000 (Claude Code 2.1.185 runs no precomputed summary there): 170k of 190k.
+    small = check({"s": [{**m, "agent_version": "2.1.185"} for m in session]}, ClaudeCode(), window=190_000,
+                  summary_tokens=3_000)
+    assert small.select("trigger_seq", "prefix_end", "kept_messages").rows() == [(31, 31, 1)]
     # Forced: the same session recorded by an unknown version keeps a segment when the version is given.
     forced = check({"s": session}, ClaudeCode(version="2.1.185"), window=200_000, summary_tokens=3_000)
-    assert forced.select("prefix_end").rows() == [(29,)]
+    assert forced.select("prefix_end").rows() == [(27,)]
     assert check({"s": session}, ClaudeCode(), window=200_000, summary_tokens=3_000)["kept_messages"].to_list() == [0]
 
 
-def test_claude_code_takes_the_call_of_a_kept_tool_result_along():
-    tools = [frame_row("user", 4_000), *[m for c in range(20_000, 200_000, 20_000) for m in (
-        frame_row("assistant", 400, c), frame_row("user", 40_000, tool_result=True))], frame_row("assistant", 400, 199_000)]
-    events = check({"s": tools}, ClaudeCode(version="2.1.185", min_text_messages=0), window=200_000, summary_tokens=1)
-    # The call at 180,000 (seq 17) triggers; the walk stops at the tool result before it (seq 16: 13,334 tokens,
-    # past 10,000), and its call (seq 15) is kept with it.
-    assert events.select("trigger_seq", "prefix_end", "kept_messages").rows() == [(17, 15, 3)]
+def test_claude_code_arms_on_the_simulated_context_after_a_compaction():
+    # Two compactions on one session (prompts of 100 tokens, too few to arm a round early): after the first (at
+    # 170k, seq 33, keeping from the 150k call) the simulated context is the kept rounds plus the summary, so the
+    # precompute line is reached later in recorded terms.
+    session = [{**m, "agent_version": "2.1.185"} for m in qa(list(range(10_000, 400_000, 10_000)), size=400)]
+    events = check({"s": session}, ClaudeCode(), window=200_000, summary_tokens=3_000)
+    assert events.select("trigger_seq", "prefix_end").rows()[0] == (33, 29)
+    second = events.row(1, named=True)
+    # 140,000 summarized and a 3,000-token summary: a recorded c reads c - 137,000. The trigger (past 167,000) is
+    # the 310k call (seq 61); the line (144,000) is first reached by the 290k call (seq 57; 280k reads 143,000).
+    assert (second["prefix_end"], second["trigger_seq"]) == (57, 61)
 
 
 def test_server_compactions_keep_nothing_or_every_user_message():
@@ -234,7 +244,7 @@ def sessions_strategy(draw) -> dict[str, list[dict]]:
     version drawn (or none)."""
     sessions = draw(growing_sessions(["user", "user", "bash", "tool", "assistant", "assistant", "system", "summary"],
                                      summary_roles=("system", "user"), summary_resets=True))
-    versions = [draw(st.sampled_from([None, "2.1.112", "2.1.185", "2.1.150"])) for _ in sessions]
+    versions = [draw(st.sampled_from([None, "2.1.112", "2.1.185", "2.1.152", "2.1.153"])) for _ in sessions]
     return {sid: [{**m, "agent_version": v} for m in msgs] if v is not None else msgs
             for (sid, msgs), v in zip(sessions.items(), versions, strict=True)}
 
@@ -247,8 +257,8 @@ policies = st.one_of(
     st.builds(GeminiCli, threshold_ratio=st.sampled_from([0.3, 0.5]), preserve=st.sampled_from([0.3, 0.5, 0.7])),
     st.builds(LastNTurns, n=st.integers(1, 3), reserve=st.integers(0, 2_000)),
     st.builds(ClaudeCode, output_reserve=st.integers(0, 1_000), buffer=st.integers(0, 1_000),
-              version=st.sampled_from(["", "", "2.1.185", "2.1.22"]), min_tokens=st.integers(0, 3_000),
-              min_text_messages=st.integers(0, 6), max_tokens=st.integers(0, 8_000)),
+              version=st.sampled_from(["", "", "2.1.185", "2.1.22"]), precompute=st.sampled_from([0.0, 0.2, 0.5]),
+              precompute_from=st.sampled_from([0, 8_000, 200_000])),
     st.builds(AnthropicCompact, trigger=st.integers(50_000, 50_000)),
     st.builds(OpenAiCompact, trigger_ratio=st.sampled_from([0.5, 0.9])),
     st.builds(Cline, trigger_ratio=st.sampled_from([0.5, 0.9]), preserve_recent_tokens=st.integers(0, 3_000)),
@@ -285,7 +295,7 @@ def test_the_drawn_corpora_do_compact():
     for policy in (Pi(reserve_tokens=500, keep_recent_tokens=1_000), PiWholeTurn(reserve_tokens=500, keep_recent_tokens=3_000),
                    Codex(user_tokens=1_000), ClaudeCode(output_reserve=500, buffer=500), GeminiCli(),
                    LastNTurns(n=2, reserve=500), ClaudeCode(output_reserve=500, buffer=500, version="2.1.185",
-                                                            min_tokens=1_000), OpenAiCompact(), Cline(),
+                                                            precompute_from=0), OpenAiCompact(), Cline(),
                    Opencode(max_output=500, buffer=500, preserve_recent_tokens=1_500), OpenHands(max_size=10),
                    SummarizeEvery(n=3, keep=2)):
         assert check(sessions, policy, window=8_000, summary_tokens=500).height >= 2, policy

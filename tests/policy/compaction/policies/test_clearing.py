@@ -276,16 +276,18 @@ def sessions_strategy(draw) -> dict[str, list[dict]]:
     return out
 
 
+openclaw_policies = st.builds(
+    OpenclawCacheTtl, ttl=st.sampled_from([1, 5, 60]), soft_ratio=st.sampled_from([0.05, 0.3, 0.6]),
+    hard_ratio=st.sampled_from([0.1, 0.5, 1.0]), min_prunable=st.integers(0, 3_000), keep_assistants=st.integers(1, 3),
+    hard_clear=st.integers(0, 1), exclude=st.sampled_from(["", "write", "read/run"]))
+
 policies = st.one_of(
     st.builds(ClearToolUses, trigger=st.integers(0, 8_000), keep=st.integers(0, 4), clear_at_least=st.integers(0, 2_000),
               exclude=st.sampled_from(["", "write", "read/run", "other"]), clear_tool_inputs=st.integers(0, 1)),
     st.builds(ObservationMasking, m=st.integers(0, 5)),
     st.builds(ClaudeCodeTimeMicrocompact, gap_minutes=st.sampled_from([1, 60]), keep=st.integers(0, 5)),
     st.builds(OpencodePrune, protect=st.integers(0, 3_000), minimum=st.integers(0, 1_500), protect_turns=st.integers(0, 3)),
-    st.builds(OpenclawCacheTtl, ttl=st.sampled_from([1, 5, 60]), soft_ratio=st.sampled_from([0.05, 0.3, 0.6]),
-              hard_ratio=st.sampled_from([0.1, 0.5, 1.0]), min_prunable=st.integers(0, 3_000),
-              keep_assistants=st.integers(1, 3), hard_clear=st.integers(0, 1),
-              exclude=st.sampled_from(["", "write", "read/run"])),
+    openclaw_policies,
 )
 
 
@@ -296,8 +298,7 @@ def test_engine_equals_reference(sessions, policy, window):
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(sessions=sessions_strategy(), policy=policies.filter(lambda p: isinstance(p, OpenclawCacheTtl)),
-       window=st.integers(1_000, 20_000))
+@given(sessions=sessions_strategy(), policy=openclaw_policies, window=st.integers(1_000, 20_000))
 def test_openclaw_engine_equals_reference(sessions, policy, window):
     check(sessions, policy, window=window)
 
