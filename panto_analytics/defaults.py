@@ -41,7 +41,7 @@ MIN_SUMMARY_TOKENS = 100
 
 #: The policies that clear old tool results in place rather than summarize a prefix (no cut).
 CLEARING_POLICY_NAMES = ("clear-tool-uses", "claude-code-microcompact", "claude-code-time-microcompact",
-                         "observation-masking", "opencode-prune")
+                         "observation-masking", "opencode-prune", "openclaw-cache-ttl")
 
 #: The compaction policies by name, in the order comparisons list them (``policy.compaction.policies.POLICIES``).
 POLICY_NAMES = ("libpanto", "pi", "pi-whole-turn", "codex", "claude-code", "gemini-cli", "last-n-turns",

@@ -46,6 +46,7 @@ from ..outcomes.orphan_loss import DEFAULT_HORIZON, cut_loss, recorded_cuts, rep
 from ..outcomes.prices import Prices, load_prices
 from ..phrases import counted
 from ..policy import replay
+from .formatting import has_budget, point_name
 
 __all__ = ["BREAK_CAUSES", "Timeline", "pick_session", "session_timeline"]
 
@@ -94,8 +95,12 @@ class Timeline:
         recorded = self.compactions.filter(pl.col("kind") == "recorded").height
         simulated = self.compactions.filter(pl.col("kind") == "simulated").height
         cost = "unpriced" if self.cost_usd is None else f"${self.cost_usd:,.4f}"
-        replay = (f"; {counted(simulated, 'compaction')} under {self.policy} at {self.budget:,} tokens in a "
-                  f"{self.window:,} window" if self.window is not None and self.budget is not None else "")
+        # A policy with no token budget of its own is named by its settings, not by the budget given.
+        replay = ""
+        if self.window is not None and self.budget is not None:
+            point = (f"{self.policy} at {self.budget:,} tokens" if has_budget(self.policy)
+                     else point_name(self.policy, self.budget))
+            replay = f"; {counted(simulated, 'compaction')} under {point} in a {self.window:,} window"
         return (f"session {self.session_id}: {counted(self.calls.height, 'call')}, peak context "
                 f"{self.peak_context:,} tokens, {counted(recorded, 'recorded compaction')}{replay}; "
                 f"{counted(breaks.height, 'cache break')} after the first call; recorded cost {cost}")

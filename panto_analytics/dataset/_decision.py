@@ -19,8 +19,11 @@ the rows (8 bytes a row: 8 MB at 1M sessions and one budget), not the rows.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import polars as pl
 
 from ..analysis.choose.bootstrap import RESAMPLES, SEED
 from ..analysis.choose.choice import Choice
@@ -39,7 +42,8 @@ def decision_dataset(root: str | Path, budgets: Any, rule: Rule | None = None, *
                      reserve: int, summary_tokens: int | None = None, policy: list[str] | None = None,
                      prices: Any = True, summarizer: str | None = None, horizon: int | None = None,
                      engine: str = "local", address: str | None = None, task_rows: int = REPLAY_TASK_ROWS,
-                     spill_dir: str | Path | None = None, resamples: int = RESAMPLES, seed: int = SEED) -> Choice:
+                     spill_dir: str | Path | None = None, resamples: int = RESAMPLES, seed: int = SEED,
+                     on_outcomes: Callable[[Choice, pl.LazyFrame], None] | None = None) -> Choice:
     """:func:`~panto_analytics.analysis.choose.from_replay.choose_from_replay` of
     :func:`~panto_analytics.analysis.choose.from_replay.replay_outcomes` over a dataset (``ingest --dataset``), bucket by
     bucket, here or on Ray (``engine="ray"``), with the same result (and the same unpriced-model warnings) as
@@ -49,7 +53,9 @@ def decision_dataset(root: str | Path, budgets: Any, rule: Rule | None = None, *
     per policy, session and budget; :func:`~panto_analytics.dataset._replay.session_outcomes_dataset`, the task of
     ``replay_dataset``); only those rows are kept and concatenated, so memory holds the messages of one task
     plus those rows, not the corpus. The summary size is the corpus's (the median of the recorded summaries,
-    read from the dataset first), as in memory.
+    read from the dataset first), as in memory. ``on_outcomes(choice, rows)``: called with the choice and those
+    rows (lazy, over the spilled files, which last as long as the call), for what else is read of them (the
+    agents' recorded points of a report).
     """
     rule = (rule or Rule()).under(window)
     with Spill(spill_dir) as spill:
@@ -63,7 +69,9 @@ def decision_dataset(root: str | Path, budgets: Any, rule: Rule | None = None, *
             raise InputError(root, None, "no sessions with messages", skippable=False)
         dec = with_intervals(choose_from_outcomes(table, rule, window=window, reserve=reserve), out.sessions,
                              resamples=resamples, seed=seed)
-    dec.reasons.append(f"replayed under a {format_tokens(window)} window (summary {format_tokens(out.summary_tokens)} "
-                       f"tokens, {out.summary_source}), bucket by bucket; figures per session are over the sessions "
-                       "that reach the trigger")
+        dec.reasons.append(f"replayed under a {format_tokens(window)} window (summary "
+                           f"{format_tokens(out.summary_tokens)} tokens, {out.summary_source}), bucket by bucket; "
+                           "figures per session are over the sessions that reach the trigger")
+        if on_outcomes is not None:
+            on_outcomes(dec, out.sessions.lazy())
     return dec

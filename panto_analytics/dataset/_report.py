@@ -11,7 +11,9 @@ the same section of the report of the same corpus in memory
 - the recommendation: without a window :func:`~panto_analytics.dataset._streaming.recommend_dataset`, under
   one the decision :func:`~panto_analytics.dataset._decision.decision_dataset` (every session replayed, billed
   and its loss measured, task by task; the rows its table and its bootstrap read spilled to Parquet), with the
-  frontier's figure and table drawn from its per-(policy, budget) table;
+  frontier's figure and table drawn from its per-(policy, budget) table and the agents' recorded points
+  (:func:`~panto_analytics.analysis.choose.from_replay.points_of`: the loss at each recorded compaction, a row
+  per compaction from each task in bucket order, beside the decision's spilled rows of those sessions);
 - ``splits.parquet``, written group of buckets after group of buckets
   (:func:`~panto_analytics.dataset._streaming.write_splits`), not held.
 
@@ -29,13 +31,18 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import polars as pl
+
 from ..analysis.choose.bootstrap import RESAMPLES, SEED
+from ..analysis.choose.choice import Choice
+from ..analysis.choose.from_replay import points_of, recorded_loss
 from ..analysis.choose.rule import Rule
-from ..analysis.report.build import frontier_figures, with_pngs
+from ..analysis.report.build import beside, frontier_figures, with_pngs
 from ..analysis.report.model import Report
 from ..analysis.report.overview import BREAKDOWNS, OverviewParts, breakdown_table, overview_parts, overview_table
 from ..budgets import as_budgets
 from ..errors import IngestReport
+from ..frame.schema import SESSION
 from ..policy import splits as compute_splits
 from ..policy import turns as compute_turns
 from ..policy.compaction.engine import DEFAULT_RESERVE
@@ -43,7 +50,7 @@ from .engines import map_buckets
 from .info import read_info
 from .store import TASK_ROWS, collect, scan_parts
 
-__all__ = ["OMITTED", "overview_dataset", "report_dataset"]
+__all__ = ["OMITTED", "overview_dataset", "recorded_loss_of", "report_dataset"]
 
 #: What a dataset's report leaves out, and where to find it.
 OMITTED = [
@@ -51,9 +58,9 @@ OMITTED = [
     "sizes): they are drawn from every session's rows in memory; splits.parquet holds the numbers",
     "the replay's own table and plots, and what compaction costs per policy and budget: "
     "`panto-analytics replay DS -w W --cost --loss` gives them over a dataset",
-    "the recorded compactions, their loss per cut and the agents' recorded points on the frontier: "
-    "`panto-analytics loss DS` gives the loss per agent over a dataset; `compactions` and this report's in-memory "
-    "form (session files, or a dataset with a session filter) give the rest",
+    "the recorded compactions and their loss per cut: `panto-analytics loss DS` gives the loss per agent over a "
+    "dataset; `compactions` and this report's in-memory form (session files, or a dataset with a session filter) "
+    "give the rest",
     "the timelines of the sessions the chosen budget serves worst: `panto-analytics timeline DS --session ID`",
 ]
 
@@ -84,6 +91,27 @@ def overview_dataset(root: str | Path, budget: int, *, engine: str = "local", ad
     return OverviewParts.merge(found) if found else _overview_task(str(root), [], budget=budget)
 
 
+def _loss_task(root: str, parts: list[str], *, horizon: int | None) -> tuple[str, pl.DataFrame | None]:
+    """One group of buckets' :func:`recorded_loss` (reading the messages of its sessions with a recorded
+    compaction only), beside the group's first part, which orders the groups."""
+    compactions = collect(scan_parts(root, "compactions", parts), root)
+    ids = compactions[SESSION].cast(pl.String).unique().implode()
+    sessions = collect(scan_parts(root, "sessions", parts).filter(pl.col(SESSION).cast(pl.String).is_in(ids)), root)
+    messages = collect(scan_parts(root, "messages", parts).filter(pl.col(SESSION).cast(pl.String).is_in(ids)), root)
+    return (parts[0] if parts else ""), recorded_loss(messages, compactions, sessions, horizon=horizon)
+
+
+def recorded_loss_of(root: str | Path, *, horizon: int | None = None, engine: str = "local",
+                     address: str | None = None, task_rows: int = TASK_ROWS) -> pl.DataFrame | None:
+    """:func:`~panto_analytics.analysis.choose.from_replay.recorded_loss` of the dataset at ``root``, task by task,
+    the tasks' rows in bucket order (as the dataset reads in memory, on Ray too); None without a recorded
+    compaction."""
+    task = functools.partial(_loss_task, horizon=horizon)
+    found = sorted(map_buckets(root, task, engine=engine, address=address, rows=task_rows), key=lambda r: r[0])
+    rows = [lost for _, lost in found if lost is not None]
+    return pl.concat(rows) if rows else None
+
+
 def report_dataset(root: str | Path, budgets: Any, *, splits_to: Path, rule: Rule | None = None,
                    segment_by: Sequence[str] = (), title: str | None = None, inputs: Sequence[str] = (), window: int | None = None,
                    reserve: int = DEFAULT_RESERVE, summary_tokens: int | None = None, policies: Sequence[str] = (),
@@ -103,13 +131,21 @@ def report_dataset(root: str | Path, budgets: Any, *, splits_to: Path, rule: Rul
     if task_rows is not None:
         where["task_rows"] = task_rows
     parts = overview_dataset(root, min(budgets), **where)
+    points: list[pl.DataFrame] = []  # under a window: the agents' recorded points, computed beside the decision
     if window is None:
         rec = recommend_dataset(root, budgets, rule, resamples=resamples, seed=seed, **where)
     else:
         named = ["libpanto", *[p for p in policies if str(p).split(":")[0] != "libpanto"]] if policies else None
+        lost = recorded_loss_of(root, horizon=horizon, **where)
+
+        def recorded(choice: Choice, rows: pl.LazyFrame) -> None:  # the agents' points, over the spilled rows
+            if lost is not None:
+                mine = rows.join(lost.lazy().select(pl.col(SESSION).unique()), on=SESSION, how="semi").collect()
+                points.append(points_of(lost, mine, budget=beside(choice), resamples=resamples, seed=seed))
+
         rec = decision_dataset(root, budgets, rule, window=window, reserve=reserve, summary_tokens=summary_tokens,
                                policy=named, prices=resolve_prices(prices), horizon=horizon, resamples=resamples,
-                               seed=seed, **where)
+                               seed=seed, on_outcomes=recorded, **where)
     splits_to.parent.mkdir(parents=True, exist_ok=True)
     write_splits(root, budgets, splits_to, task_rows=TASK_ROWS if task_rows is None else task_rows)
     info = read_info(root)
@@ -124,5 +160,5 @@ def report_dataset(root: str | Path, budgets: Any, *, splits_to: Path, rule: Rul
         omitted=list(OMITTED) + ([f"the plots by {', '.join(segment_by)} (--by): drawn from every session's rows "
                                   "in memory"] if segment_by else []))
     if rec.replayed:
-        frontier_figures(report, rec)
+        frontier_figures(report, rec, points[0] if points else None)
     return with_pngs(report)

@@ -16,6 +16,8 @@ def test_the_benchmark_measures_every_command(tmp_path, capsys):
     # The per-session outputs were written: the replay's rows and the loss command's cuts.
     assert pl.read_parquet(tmp_path / "out-40" / "sessions.parquet").height == 40
     assert pl.read_parquet(tmp_path / "out-40" / "cuts.parquet").height > 0
+    # The report over the dataset, bucket by bucket: its splits, one row per session at its one budget.
+    assert pl.read_parquet(tmp_path / "out-40" / "report" / "splits.parquet").height == 40
     # A second run reuses the dataset: no write row.
     again = dataset_memory.main(["--sessions", "40", "--workdir", str(tmp_path), "--commands", "cost",
                                  "--median-turns", "6"])

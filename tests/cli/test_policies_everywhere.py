@@ -110,3 +110,13 @@ def test_every_clearing_and_staged_policy_replays_the_real_recordings_with_cost_
     # The ones that fire on these recordings (docs/replay.md): each edits some session, with a loss measured.
     for spec in ("observation-masking", "clear-tool-uses", "openclaw-cache-ttl", "claude-code-time-microcompact"):
         assert int(rows[spec]["events"]) > 0 and int(rows[spec]["window_calls"]) > 0, spec
+
+
+def test_the_timeline_names_a_policy_without_a_budget_by_its_settings():
+    session = sorted(DATA.glob("*.jsonl"))[0]
+    out = run("timeline", session, "--window", "32k", "--budget", "8k", "--policy", "observation-masking:m=3")
+    assert out.exit_code == 0, out.output
+    headline = out.output.splitlines()[0]
+    assert "under observation-masking (m=3) in a 32,000 window" in headline and "8,000" not in headline
+    out = run("timeline", session, "--window", "32k", "--budget", "8k", "--policy", "clear-tool-uses:trigger=16k+libpanto")
+    assert "+libpanto at 8,000 tokens in a 32,000 window" in out.output.splitlines()[0]

@@ -2,7 +2,8 @@
 a verb a backend does not run is one line, and a dataset read whole is what its files give. Each verb's results
 in every lane (in memory, a dataset here, on Ray) are checked by the tests of that verb, parametrized over the
 lanes (``conftest.LANES``): test_streaming.py (sweep, splits, the recommendation), test_cost_dataset.py,
-test_decision_dataset.py (the decision under a window), test_replay_dataset.py, test_refetch_dataset.py."""
+test_decision_dataset.py (the decision under a window), test_replay_dataset.py, test_refetch_dataset.py,
+test_report_dataset.py (the report's sections)."""
 from __future__ import annotations
 
 from pathlib import Path

@@ -62,8 +62,8 @@ from .rule import FEW_SESSIONS, Rule
 
 __all__ = [
     "INTERVAL_FIGURES", "OUTCOME_COLUMNS", "choose_from_outcomes", "choose_from_replay", "chosen_by_replicate",
-    "few_warnings", "outcomes_table", "pareto_front", "pool_policy", "recorded_points", "replay_outcomes",
-    "session_outcomes", "table_aggs", "table_from_sessions", "thresholds_of", "with_intervals",
+    "few_warnings", "outcomes_table", "pareto_front", "points_of", "pool_policy", "recorded_loss", "recorded_points",
+    "replay_outcomes", "session_outcomes", "table_aggs", "table_from_sessions", "thresholds_of", "with_intervals",
 ]
 
 #: Columns a replay's sessions gain from billing (per session, US dollars): the first present is the cost.
@@ -504,17 +504,34 @@ def recorded_points(messages: pl.DataFrame, compactions: pl.DataFrame, sessions:
     ...                 pl.DataFrame({"session_id": [], "source_format": []})).height
     0
     """
+    return points_of(recorded_loss(messages, compactions, sessions, horizon=horizon), replay_sessions,
+                     budget=budget, resamples=resamples, seed=seed)
+
+
+def recorded_loss(messages: pl.DataFrame, compactions: pl.DataFrame, sessions: pl.DataFrame, *,
+                  horizon: int | None = None) -> pl.DataFrame | None:
+    """What :func:`recorded_points` reads of the recordings: one row per recorded compaction (``session_id``,
+    ``agent``, ``window_calls``, ``orphan_calls``); None where none was recorded. Rows of disjoint sets of
+    sessions concatenate (a dataset's buckets, in bucket order: :mod:`panto_analytics.dataset._report`)."""
     from ...frame.tool_targets import references
     from ...outcomes.orphan_loss import DEFAULT_HORIZON, cut_loss, recorded_cuts
 
-    schema = {"agent": pl.String, "point": pl.String, BUDGET: pl.Int64, "sessions": pl.UInt32,
-              "compactions": pl.UInt32, "orphan_rate": pl.Float64, "cost_p50": pl.Float64}
     if compactions.is_empty():
-        return pl.DataFrame(schema=schema)
+        return None
     cuts = recorded_cuts(compactions, sessions)
-    lost = cut_loss(references(messages), cuts, horizon=horizon or DEFAULT_HORIZON).lazy().select(
+    return cut_loss(references(messages), cuts, horizon=horizon or DEFAULT_HORIZON).lazy().select(
         pl.col(SESSION).cast(pl.String), pl.col("source_format").cast(pl.String).alias("agent"), "window_calls",
         "orphan_calls").collect()
+
+
+def points_of(lost: pl.DataFrame | None, replay_sessions: pl.DataFrame | None = None, *, budget: int | None = None,
+              resamples: int = RESAMPLES, seed: int = SEED) -> pl.DataFrame:
+    """:func:`recorded_points` from :func:`recorded_loss`'s rows (None: no recorded compaction) and the replay's
+    session rows (those of the sessions in ``lost`` suffice)."""
+    schema = {"agent": pl.String, "point": pl.String, BUDGET: pl.Int64, "sessions": pl.UInt32,
+              "compactions": pl.UInt32, "orphan_rate": pl.Float64, "cost_p50": pl.Float64}
+    if lost is None:
+        return pl.DataFrame(schema=schema)
     replayed = None if replay_sessions is None else _with_policy(replay_sessions).with_columns(
         pl.col(SESSION).cast(pl.String), pl.col("policy").cast(pl.String))
     if replayed is not None:  # the agent's sessions the replay has: the sessions of every row of that agent

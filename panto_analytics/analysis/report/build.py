@@ -56,7 +56,7 @@ from .model import SEGMENT_TITLES, Report, ReportFigure, Table, cell, percent, t
 from .overview import BREAKDOWNS, breakdown, breakdown_table, corpus_overview, overview_parts, overview_table
 
 __all__ = [
-    "breakdown", "build_report", "corpus_overview", "costs_section", "decision_table", "frontier_figures",
+    "beside", "breakdown", "build_report", "corpus_overview", "costs_section", "decision_table", "frontier_figures",
     "frontier_table", "policy_table", "with_pngs",
     "replay_figures", "replay_table", "report_figures", "sweep_table",
 ]
@@ -326,7 +326,8 @@ def build_report(messages: pl.DataFrame | Corpus, budgets: Budgets, *, rule: Rul
         report.figures += replay_figures(replayed, highlight=rec.budget)
     if rec.replayed and outcomes is not None:
         report.outcomes = outcomes
-        _frontier_section(report, rec, messages, sessions, compactions, horizon=horizon)
+        _frontier_section(report, rec, messages, sessions, compactions, horizon=horizon, resamples=resamples,
+                          seed=seed)
     billed = report.outcomes or report.replay   # every policy's, where the report has it
     if billed is not None and "total_cost_usd" in billed.sessions.columns:
         costs_section(report, billed, rec.budget)
@@ -386,7 +387,7 @@ def _timeline_figures(report: Report, rec: Choice, messages: pl.DataFrame, sessi
                       horizon: int | None) -> None:
     """A timeline (:func:`~panto_analytics.analysis.timeline.session_timeline`) of each of the sessions the chosen
     policy and budget serve worst: among those it compacts, the most orphan calls, then re-fetch tokens."""
-    budget = rec.budget if rec.budget is not None else _beside(rec)
+    budget = rec.budget if rec.budget is not None else beside(rec)
     if budget is None or report.outcomes is None:
         return
     policy = rec.policy or "libpanto"
@@ -423,7 +424,7 @@ def _libpanto_only(result: Replay) -> Replay:
 
 
 def _frontier_section(report: Report, rec: Choice, messages: pl.DataFrame, sessions: pl.DataFrame | None,
-                      compactions: pl.DataFrame | None, *, horizon: int | None) -> None:
+                      compactions: pl.DataFrame | None, *, horizon: int | None, resamples: int, seed: int) -> None:
     """The figure and table that lead a report under a window: every (policy, budget) by cost and loss."""
     if not _has_frontier(rec.table):
         frontier_figures(report, rec)
@@ -432,7 +433,7 @@ def _frontier_section(report: Report, rec: Choice, messages: pl.DataFrame, sessi
     if (compactions is not None and sessions is not None and not compactions.is_empty()
             and set(COMPACTIONS_SCHEMA) <= set(compactions.columns) and "source_format" in sessions.columns):
         recorded = recorded_points(messages, compactions, sessions, report.outcomes.sessions if report.outcomes
-                                   else None, horizon=horizon, budget=_beside(rec))
+                                   else None, horizon=horizon, budget=beside(rec), resamples=resamples, seed=seed)
     frontier_figures(report, rec, recorded)
 
 
@@ -463,7 +464,7 @@ def _has_frontier(t: pl.DataFrame) -> bool:
     return "cost_p50" in t.columns and "orphan_rate" in t.columns and not t["cost_p50"].is_null().all()
 
 
-def _beside(rec: Choice) -> int | None:
+def beside(rec: Choice) -> int | None:
     """The budget the recorded points are compared at (each policy with a budget of its own at its own): the
     chosen one where libpanto was chosen, else libpanto's cheapest on the front."""
     if rec.budget is not None and (rec.policy is None or rec.policy.split(":")[0] == "libpanto"):
