@@ -77,10 +77,12 @@ def bench_command(options: dict, defaults: dict) -> str:
     >>> bench_command({"--sessions": 3000, "--seed": 0, "--no-native": True}, {"--sessions": 1000, "--seed": 0,
     ...               "--no-native": False})
     'python -m benchmarks --sessions 3000 --no-native --markdown > docs/performance.md'
+    >>> bench_command({"--no-native": False, "--against": None}, {"--no-native": None, "--against": None})
+    'python -m benchmarks --markdown > docs/performance.md'
     """
     words = ["python", "-m", "benchmarks"]
     for flag, value in options.items():
-        if value == defaults.get(flag) or value is None:
+        if value == defaults.get(flag) or value is None or value is False:   # a default, or a flag not given
             continue
         words += [flag] if value is True else [flag, f"{value:g}" if isinstance(value, float) else str(value)]
     return shlex.join([*words, "--markdown"]) + " > docs/performance.md"
