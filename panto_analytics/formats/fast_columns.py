@@ -27,7 +27,7 @@ from ..frame.schema import MESSAGE_SCHEMA, ROLE, SEQ, USAGE_COLUMNS
 from ..frame.tool_targets import refs_column
 from ..pathnames import path_suffix
 from .blocks import BLOCK, PART, block_words, serialized_bytes, words_and_flags
-from .columnar import MAX_FILE_BYTES, iso_utc, read_whole, to_datetime, valid_utf8
+from .columnar import MAX_FILE_BYTES, iso_utc, read_datetimes, read_whole, valid_utf8
 from .contract import SessionMeta, SourceFile
 from .gc_pause import gc_paused
 from .record_fields import parse_timestamp
@@ -233,7 +233,8 @@ class Columns:
         """
         dtype = MESSAGE_SCHEMA["timestamp"]
         try:  # every entry's a string (strict: anything else raises), parsed once
-            text = pl.Series("t", self.ts, dtype=pl.String).to_frame().with_columns(p=to_datetime(pl.col("t")))
+            strings = pl.Series("t", self.ts, dtype=pl.String)
+            text = pl.DataFrame([strings, read_datetimes(strings).rename("p")])
         except (TypeError, ValueError, pl.exceptions.PolarsError):
             text = None
         if text is not None and text.select(iso_utc(pl.col("t"), pl.col("p")).all() & pl.col("t").is_not_null().all()).item():

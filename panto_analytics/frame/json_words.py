@@ -8,13 +8,13 @@ texts (for :func:`~.words.count_words_arrow`), and the decoded texts' byte
 lengths; decoding each into a ``str`` and encoding it again for Arrow costs
 more.
 
-Measured (2026-12-04, issue 31 item 9): ``python -m benchmarks.replacements C``, C the first 10 files by
-name (3.6 MB) of ``python -m benchmarks.synth DIR --sessions 150 --seed 1``; callgrind instructions of the
-whole in-process ingest ``read_sessions(C, cache=False, jobs=1)``, Python's start and the imports included
-(2,552.5 M for an empty corpus): 2,798.2 M with :func:`raw_texts`, 2,826.4 M with the texts decoded by msgspec
-into ``str`` and made an Arrow array. It saves 1.0% of the whole command on this corpus (10.3% of the command
-less its start; about 8.6% of the whole command at 177 MB at that rate): under 5% of the whole command on a
-small corpus, kept until a large corpus is measured.
+Measured (2026-12-05, issue 31 item 9), on a corpus large enough that Python's start does not hide it: 450
+synthetic canonical sessions, 114.9 MB (``benchmarks.synth.write_corpus(DIR, 450, 1)``), callgrind instructions of
+the whole command it serves, ``python -m benchmarks.replacements DIR --replacement json_words`` (an in-process
+``read_sessions(DIR, cache=False, jobs=1)``, Python's start and the imports included): 8,198.2 M with
+:func:`raw_texts`, 8,861.4 M with the texts decoded by msgspec into ``str`` and made an Arrow array. It saves
+7.5% of the whole command, over the 5% that keeps a replacement: kept. (On 10 files, 3.6 MB, it was 1.0%: there
+the start is nine tenths of the command.)
 """
 from __future__ import annotations
 

@@ -67,7 +67,7 @@ def expand_searched(paths: Iterable[PathLike] | PathLike) -> tuple[list[str], se
         paths = [paths]
     paths = list(paths)
     out: list[tuple[str, bool | None]] = []  # (path, is a link; None: not known yet)
-    named: set[str] = set()
+    named: dict[str, bool | None] = {}  # each file named (not found by a search): whether it is a link
     for p in paths:
         name = _expanded(p)
         kind, link = _kind(name)  # one lstat per name (two for a link): no Path, no separate is_dir/exists
@@ -75,7 +75,7 @@ def expand_searched(paths: Iterable[PathLike] | PathLike) -> tuple[list[str], se
             out.extend(sorted(_jsonl_under(name)))
         elif kind == "other":
             out.append((name, link))
-            named.add(name)
+            named[name] = link
         elif glob.has_magic(name):
             out.extend((str(q), None) for q in sorted(Path(q) for q in glob.glob(name, recursive=True)
                                                       if os.path.isfile(q)))
@@ -83,10 +83,10 @@ def expand_searched(paths: Iterable[PathLike] | PathLike) -> tuple[list[str], se
             raise InputError(name, None, "no such file or directory", skippable=False)
     if len(paths) == 1 and all(is_link is False for _, is_link in out):
         # One folder walked without following links: every file is there once, under one name.
-        return [path for path, _ in out], {path for path, _ in out} - named
-    named_real = {_RealPaths()(n) for n in named}
+        return [path for path, _ in out], {path for path, _ in out} - named.keys()
+    real = _RealPaths()  # one for all: each folder resolved once (one per name cost 3,000 realpath walks a corpus)
+    named_real = {real(n, link) for n, link in named.items()}
     seen: set[str] = set()
-    real = _RealPaths()
     unique: list[str] = []
     searched: set[str] = set()
     for path, is_link in out:

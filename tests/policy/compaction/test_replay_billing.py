@@ -46,14 +46,15 @@ def test_nothing_fires_costs_the_recorded_cost_to_the_last_digit(real):
         assert same[column].equals(same[f"{column}_none"])
 
 
-CLEARING = ["clear-tool-uses", "observation-masking", "claude-code-microcompact", "opencode-prune"]
+CLEARING = ["clear-tool-uses", "observation-masking", "claude-code-microcompact", "opencode-prune", "openclaw-cache-ttl"]
 
 
 def test_a_clearing_edit_that_never_applies_costs_the_recorded_cost_to_the_last_digit(real):
     """A trigger no call reaches, and masking that keeps more results than any session has: every session costs
     exactly what it recorded, as the cut policies' identity above."""
     quiet = pa.replay(real, [20_000], window=200_000, prices=True,
-                      policy=["clear-tool-uses:trigger=1000m", "observation-masking:m=100000"])
+                      policy=["clear-tool-uses:trigger=1000m", "observation-masking:m=100000",
+                              "openclaw-cache-ttl:ttl=10000000"])
     assert quiet.events.is_empty()
     ses = quiet.sessions
     assert ses.filter(pl.col("recorded_cost_usd").is_not_null()).height > 0

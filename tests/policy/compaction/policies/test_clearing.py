@@ -6,9 +6,11 @@ import datetime as dt
 
 import polars as pl
 import pytest
+from conftest import REALDATA
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import panto_analytics as pa
 from panto_analytics.frame.schema import MESSAGE_SCHEMA
 from panto_analytics.policy.compaction.any_policy import replay_policies
 from panto_analytics.policy.compaction.clearing_replay import cleared_usage, replay_clearing
@@ -295,6 +297,22 @@ policies = st.one_of(
 @given(sessions=sessions_strategy(), policy=policies, window=st.integers(1_000, 20_000))
 def test_engine_equals_reference(sessions, policy, window):
     check(sessions, policy, window=window)
+
+
+@pytest.mark.skipif(not REALDATA.is_dir(), reason="../shared/realdata is not present")
+@pytest.mark.parametrize("policy", [OpenclawCacheTtl(), OpenclawCacheTtl(ttl=1, min_prunable=1_000)], ids=lambda p: p.spec())
+def test_openclaw_engine_equals_reference_on_the_real_recordings(policy):
+    frame = pa.ingest.read_corpus(REALDATA, skip_invalid=True).messages
+    sessions: dict[str, list[dict]] = {}
+    for row in frame.to_dicts():
+        sessions.setdefault(str(row["session_id"]), []).append(row)
+    got = replay_clearing(frame, policy, window=64_000)
+    events, _, usage = expected(sessions, policy, window=64_000)
+    assert [{**r, "session_id": str(r["session_id"])} for r in got.events.select(EVENT_COLUMNS).to_dicts()] == events
+    assert len(events) >= 10
+    edited, _ = cleared_usage(frame, policy, window=64_000)
+    by_seq = {(str(r["session_id"]), r["seq"]): r for r in edited.to_dicts()}
+    assert all({c: by_seq[k][c] or 0 for c in u} == {c: v or 0 for c, v in u.items()} for k, u in usage.items())
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
