@@ -28,6 +28,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import polars as pl
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..analysis.choose.bootstrap import RESAMPLES, SEED
@@ -40,7 +41,7 @@ from ..policy import turns as compute_turns
 from ..policy.compute_split import budget_series
 from ._budget_histograms import coverage_from, histograms, merge, sweep_from
 from .engines import map_buckets
-from .store import TASK_ROWS, bucket_groups, collect, scan_dataset, scan_parts
+from .store import TASK_ROWS, collect, scan_dataset, scan_parts
 
 __all__ = ["MERGE_EVERY", "dataset_histograms", "recommend_dataset", "sweep_dataset", "write_splits"]
 
@@ -172,17 +173,25 @@ def recommend_dataset(root: str | Path, budgets: int | Iterable[int], rule: Rule
         return with_split_intervals(chosen, pl.scan_parquet(path), resamples=resamples, seed=seed)
 
 
+def _splits_task(root: str, parts: list[str], *, budgets: list[int], with_sessions: bool) -> pa.Table:
+    """One group of buckets' splits, as an Arrow table (what :func:`write_splits` writes)."""
+    messages, sessions = _bucket(root, parts, with_sessions)
+    return compute_splits(messages, budgets, sessions=sessions).to_arrow()
+
+
 def write_splits(root: str | Path, budgets: int | Iterable[int], output: str | Path, *,
                  task_rows: int = TASK_ROWS, with_sessions: bool = True) -> int:
     """Write every (session, budget) split of the dataset at ``root`` to the Parquet file ``output``, one row
-    group per group of buckets, holding one group's rows at a time; returns the number of rows.
-    ``with_sessions``: sessions without messages too (as ``splits`` does; ``recommend`` does not)."""
+    group per group of buckets, in bucket order, holding one group's rows at a time; returns the number of rows.
+    ``with_sessions``: sessions without messages too (as ``splits`` does; ``recommend`` does not). On a large
+    dataset each group's splits are computed in the local engine's worker process (:func:`map_buckets`) and
+    only written here: computed here, what each group left behind piled up in this process (measured on 1M
+    synthetic sessions at one budget, 23M messages: a peak of 774 MiB here against 470 at 100k)."""
     rows = 0
     writer: pq.ParquetWriter | None = None
+    task = functools.partial(_splits_task, budgets=budget_series(budgets).to_list(), with_sessions=with_sessions)
     try:
-        for parts in bucket_groups(root, task_rows):  # one iteration per group of buckets
-            messages, sessions = _bucket(str(root), parts, with_sessions)
-            table = compute_splits(messages, budgets, sessions=sessions).to_arrow()
+        for table in map_buckets(root, task, engine="local", rows=task_rows):  # one per group of buckets, in order
             if writer is None:
                 writer = pq.ParquetWriter(output, table.schema, compression="zstd")
             writer.write_table(table)
