@@ -46,6 +46,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from types import ModuleType
 
@@ -58,6 +59,7 @@ from panto_analytics.policy import annotate, replay, splits, turns
 from reference import port
 
 from . import cost_compare, ingest_scale, memory, real_formats
+from .against import head_commit
 from .canonical_small import orjson_floor
 from .sizes import CLAUDE_SESSIONS
 from .synth import write_corpus
@@ -344,6 +346,8 @@ def run_bench(sessions: int = 1000, seed: int = 0, n_budgets: int = 64, *, port_
                              progress=progress)
     shared = shared_dir() if shared is True else (shared or None)
     budgets = bench_budgets(n_budgets)
+    load_at_start = os.getloadavg()[0]
+    started = datetime.now(UTC).strftime("%Y-%m-%d %H:%M")
 
     progress(f"writing {sessions} synthetic sessions (seed {seed})")
     paths, gen_seconds = _timed(write_corpus, Path(workdir) / "corpus", sessions, seed)
@@ -421,7 +425,8 @@ def run_bench(sessions: int = 1000, seed: int = 0, n_budgets: int = 64, *, port_
         "cost": cost,
         "goals": goals,
         "machine": {"cpus": os.cpu_count(), "polars_threads": pl.thread_pool_size(),
-                    "python": sys.version.split()[0], "polars": pl.__version__},
+                    "python": sys.version.split()[0], "polars": pl.__version__, "commit": head_commit(),
+                    "date": started, "load": [load_at_start, os.getloadavg()[0]]},
     }
 
 

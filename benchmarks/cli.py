@@ -35,9 +35,13 @@ from .sizes import CLAUDE_SESSIONS, REAL_COPIES, REREAD_FILES, SMALL_FILES
 @click.option("--cost-messages", type=click.IntRange(min=0), default=1_000_000, show_default=True,
               help="Messages of the synthetic frame `cost` is timed on; 0 skips it.")
 @click.option("--no-native", is_flag=True, help="Skip libpanto's native computeSplit even when ../shared is present.")
+@click.option("--against", metavar="COMMIT", help="Also time this checkout's cold ingest against COMMIT's, side by "
+              "side in fresh processes (python -m benchmarks.against, its defaults).")
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON instead of a table.")
+@click.option("--markdown", is_flag=True, help="Print docs/performance.md: the goals with the commit and load "
+              "they were measured at, and the report.")
 def bench(sessions, seed, n_budgets, port_seconds, claude_sessions, small_files, reread_files, real_copies,
-          cost_messages, no_native, as_json):
+          cost_messages, no_native, against, as_json, markdown):
     """Measure ingest, frame size and the budget sweep on a synthetic corpus.
 
     Writes SESSIONS synthetic sessions to a temporary folder, then prints side
@@ -62,6 +66,7 @@ def bench(sessions, seed, n_budgets, port_seconds, claude_sessions, small_files,
     Examples:
       python -m benchmarks
       python -m benchmarks --sessions 50 --budgets 16 --json
+      python -m benchmarks --against main --markdown > docs/performance.md
       panto-analytics bench --claude-sessions 0
     """
     from .bench import format_report, run_bench  # Polars and the package: loaded once there is work
@@ -71,7 +76,21 @@ def bench(sessions, seed, n_budgets, port_seconds, claude_sessions, small_files,
                         shared=not no_native, claude_sessions=claude_sessions, small_files=small_files,
                         reread_files=reread_files, real_copies=real_copies, cost_messages=cost_messages,
                         progress=progress)
+    comparison = None
+    if against:
+        from . import against as compared
+
+        results["against"] = compared.compare(against, progress=progress)
+        comparison = compared.format_table(results["against"])
     if as_json:
         click.echo(orjson.dumps(results, option=orjson.OPT_INDENT_2).decode())
+    elif markdown:
+        from .performance_doc import bench_command, render
+
+        ctx = click.get_current_context()
+        shown = [p for p in bench.params if p.name not in ("as_json", "markdown", "help") and p.name in ctx.params]
+        options = {max(p.opts, key=len): ctx.params[p.name] for p in shown}
+        defaults = {max(p.opts, key=len): p.default for p in shown}
+        click.echo(render(results, format_report(results), bench_command(options, defaults), comparison), nl=False)
     else:
-        click.echo(format_report(results))
+        click.echo(format_report(results) + ("\n\n" + comparison if comparison else ""))

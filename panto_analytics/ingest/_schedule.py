@@ -1,13 +1,15 @@
 """How files are grouped into tasks, and when worker processes pay off."""
 from __future__ import annotations
 
+import sys
+
 from ..errors import InputError
 from ..formats import adapter, detect_format
 from . import parallel
 from .cache import FileKey
 from .paths import PathLike
 
-__all__ = ["batches", "pool_threshold"]
+__all__ = ["FAST_POOL_MIN_CORES", "NO_POOL", "batches", "pool_threshold"]
 
 
 #: At most this many bytes, or files, are parsed in one task: enough that the
@@ -26,22 +28,44 @@ SLOW_PARALLEL_BYTES = 48_000_000
 _SAMPLE_FILES = 32
 
 
-def pool_threshold(keys: list[FileKey], format: str | None) -> int:
+#: Fewest cores on which files with a columnar fast path are shared with a pool of workers. Below, the fast
+#: paths' threads take every core already and a spawned worker only adds its start: on 2 cores, a cold in-process
+#: read of 313 MB (4,500 synthetic canonical sessions) took 5.26-7.75x its orjson floor with the pool (the default
+#: jobs) against 4.68-5.08x with jobs=1, four processes each, interleaved, load 19-23 (issue 31 item 10:
+#: ``python -m benchmarks.against --against HEAD --sessions 4500 --rounds 2 --repeat 2``).
+FAST_POOL_MIN_CORES = 3
+
+#: A threshold no input reaches: no pool.
+NO_POOL = sys.maxsize
+
+
+def pool_threshold(keys: list[FileKey], format: str | None, cores: int | None = None) -> int:
     """The input size from which to start worker processes for these files.
 
     :data:`parallel.MIN_PARALLEL_BYTES` suits formats with a columnar fast
-    path, which already use every core through threads; files parsed by
-    Python alone want a pool much sooner. A sample of the files tells which
-    kind dominates (a guess for scheduling only: every file is detected again
+    path, which already use every core through threads, on a machine of
+    :data:`FAST_POOL_MIN_CORES` cores or more (``cores``: this process's, by
+    default); on fewer, such files never start a pool (:data:`NO_POOL`), so
+    the default ``jobs`` does what ``jobs=1`` does. Files parsed by Python
+    alone want a pool much sooner. A sample of the files tells which kind
+    dominates (a guess for scheduling only: every file is detected again
     where it is parsed).
+
+    >>> from panto_analytics.ingest.cache import FileKey
+    >>> keys = [FileKey("a", "a.jsonl", 300_000_000, 0, 0)]
+    >>> pool_threshold(keys, "canonical", cores=2) == NO_POOL, pool_threshold(keys, "canonical", cores=4)
+    (True, 256000000)
     """
     total = sum(k.size for k in keys)
-    if not SLOW_PARALLEL_BYTES <= total < parallel.MIN_PARALLEL_BYTES:
-        return parallel.MIN_PARALLEL_BYTES
+    if total < SLOW_PARALLEL_BYTES:
+        return parallel.MIN_PARALLEL_BYTES   # too small for a pool either way
     sample = keys[:: max(1, len(keys) // _SAMPLE_FILES)]
     slow = sum(k.size for k in sample if not _has_fast_path(format, k.path))
     sampled = sum(k.size for k in sample) or 1
-    return SLOW_PARALLEL_BYTES if slow / sampled * total >= SLOW_PARALLEL_BYTES else parallel.MIN_PARALLEL_BYTES
+    if slow / sampled * total >= SLOW_PARALLEL_BYTES:
+        return SLOW_PARALLEL_BYTES
+    cores = parallel.default_jobs() if cores is None else cores
+    return parallel.MIN_PARALLEL_BYTES if cores >= FAST_POOL_MIN_CORES else NO_POOL
 
 
 def _has_fast_path(format: str | None, path: PathLike) -> bool:
