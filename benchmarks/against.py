@@ -39,6 +39,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 __all__ = ["COLUMNS", "compare", "extract", "format_table", "head_commit", "instructions", "main", "measure"]
@@ -157,7 +158,9 @@ def instructions(tree: Path, listing: Path) -> int | None:
                     return int(line.split()[1])
         raise RuntimeError(f"{tree}: no instruction total")
 
-    return count(False) - count(True)
+    with ThreadPoolExecutor(2) as pool:   # two valgrind processes at once: each is single-threaded
+        whole, first = pool.map(count, (False, True))
+    return whole - first
 
 
 def _read_once(listing: Path, first_only: bool) -> None:
@@ -207,8 +210,11 @@ def compare(against: str, *, sessions: int = 3000, seed: int = 0, rounds: int = 
                 progress(f"round {r + 1} {name} ({trees[name][1]}): " + ", ".join(
                     f"jobs={j} {g['ingest_s'] / got['floor_s']:.2f}x" for j, g in got["reads"].items())
                     + f"; load {load:.1f}")
-        counted = ({name: instructions(tree, listing) for name, (tree, _) in trees.items()}
-                   if with_instructions else {})
+        counted: dict[str, int | None] = {}
+        if with_instructions:
+            progress("callgrind: a jobs=1 read per tree (minutes)")
+            with ThreadPoolExecutor(len(trees)) as pool:
+                counted = dict(zip(trees, pool.map(lambda tree: instructions(tree[0], listing), trees.values())))
     rows = _rows(runs, trees, jobs)
     return {"against": trees["against"][1], "this": trees["this"][1], "sessions": len(paths), "bytes": size,
             "rounds": rounds, "repeat": repeat, "load": [min(loads), max(loads)], "cpus": os.cpu_count(),
