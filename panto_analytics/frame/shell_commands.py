@@ -224,6 +224,28 @@ def _tree(command: str) -> Node:
     return _parser().parse(command.encode("utf-8", "surrogatepass")).root_node
 
 
+#: Code points tree-sitter-bash 0.25.1 must not see: after ``{`` or ``${``, one from about U+7DE73 up crashed
+#: the process (a read out of bounds, a segfault in ``Parser.parse``; the exact bound moved from run to run).
+#: Planes 4 to 16 (unassigned, tags, variation selectors, private use) are shown to it as stand-ins instead.
+_CRASHING = re.compile("[\U00040000-\U0010FFFF]")
+#: Where the stand-ins come from: plane 3, which the grammar reads as the word characters they replace.
+_STAND_INS = range(0x30000, 0x40000)
+
+
+def _stand_ins(*texts: str) -> dict[int, int]:
+    """A stand-in (same UTF-8 length, in none of ``texts``) for each code point of ``texts`` the parser must not
+    see (:data:`_CRASHING`); empty where there is none.
+
+    >>> {hex(k): hex(v) for k, v in _stand_ins("echo {\U000ea9b1}", "/r").items()}
+    {'0xea9b1': '0x30000'}
+    """
+    crashing = sorted({c for text in texts for c in _CRASHING.findall(text)})
+    if not crashing:
+        return {}
+    free = (code for code in _STAND_INS if not any(chr(code) in text for text in texts))
+    return {ord(c): next(free) for c in crashing}
+
+
 def parse_errors(command: str, cwd: str | None = None) -> bool:
     """Whether ``command`` cannot be parsed (it is then one ``run``): by tree-sitter-bash, or under a Windows
     folder by tree-sitter-powershell and then by tree-sitter-bash.
@@ -233,6 +255,7 @@ def parse_errors(command: str, cwd: str | None = None) -> bool:
     """
     if is_windows_path(cwd) and powershell_commands(command) is not None:
         return False
+    command = command.translate(_stand_ins(command))
     return _tree(command.replace("\\", "/") if is_windows_path(cwd) else command).has_error
 
 
@@ -267,7 +290,18 @@ def command_targets(command: str, cwd: str | None) -> list[Target]:
     [('read', 'file:/r/pkg/a.ts'), ('read', 'file:/r/pkg/b.ts')]
     >>> command_targets("cat $(echo a)", "/r")
     [('run', 'run:/r$ cat $(echo a)')]
+    >>> command_targets("cat {\U000ea9b1}.txt", "/r") == [("read", "file:/r/{\U000ea9b1}.txt")]
+    True
     """
+    swap = _stand_ins(command, cwd or "")
+    if not swap:
+        return _targets_of(command, cwd)
+    back = {stand_in: code for code, stand_in in swap.items()}
+    return [(kind, target.translate(back)) for kind, target in _targets_of(command.translate(swap), cwd)]
+
+
+def _targets_of(command: str, cwd: str | None) -> list[Target]:
+    """:func:`command_targets` of a command the parser may see whole."""
     windows = is_windows_path(cwd)
     walk = _Walk(windows)
     script = powershell_commands(command) if windows else None

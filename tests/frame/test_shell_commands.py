@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
+import textwrap
 from functools import cache
 from pathlib import Path
 
@@ -336,3 +339,28 @@ def test_a_key_checked_by_hand_as_docs_loss_md_says():
     for name, args in [("Read", {"file_path": "/r/src/a.py"}), ("bash", {"command": "cat src/a.py"}),
                        ("bash", {"command": "cd src && sed -n '1,5p' ./a.py"})]:
         assert targets(name, json.dumps(args), "/r") == [("read", text)]
+
+
+def test_code_points_that_crashed_tree_sitter_bash_are_parsed_as_stand_ins():
+    # tree-sitter-bash 0.25.1 read out of bounds on "{" or "${" followed by a code point of plane 4 up (a segfault
+    # in a reading thread, found by the replay's hypothesis test: 'º-{\U000ea9b1~k\x1a'). In a process of its own,
+    # in threads as the canonical reader parses, so that a crash is this test failing, not the whole run ending.
+    script = textwrap.dedent("""
+        from concurrent.futures import ThreadPoolExecutor
+        from panto_analytics.frame.shell_commands import command_targets, parse_errors
+        odd = ["\\U00080000", "\\U000ea9b1", "\\U000e0100", "\\U000f0000", "\\U0010ffff"]
+        commands = [c for o in odd for c in ("{" + o, "cat {" + o + "}.txt", "echo ${" + o + "}", "\\u00ba-{" + o + "~k\\x1a")]
+
+        def parse_all(_):
+            return [(command_targets(c, "/r"), parse_errors(c)) for c in commands]
+
+        with ThreadPoolExecutor(2) as pool:
+            results = list(pool.map(parse_all, range(8)))
+        assert all(r == results[0] for r in results)
+        targets = dict(zip(commands, (t for t, _ in results[0])))
+        assert targets["cat {\\U000ea9b1}.txt"] == [("read", "file:/r/{\\U000ea9b1}.txt")], targets
+        assert all(o in " ".join(t for _, t in targets[c]) for o in odd for c in commands if o in c), "a stand-in leaked"
+        print("ok")
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", (done.returncode, done.stderr[-2000:])
