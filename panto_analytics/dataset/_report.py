@@ -15,11 +15,14 @@ the same section of the report of the same corpus in memory
   (:func:`~panto_analytics.analysis.choose.from_replay.points_of`: the loss at each recorded compaction, a row
   per compaction from each task in bucket order, beside the decision's spilled rows of those sessions);
 - ``splits.parquet``, written group of buckets after group of buckets
-  (:func:`~panto_analytics.dataset._streaming.write_splits`), not held.
+  (:func:`~panto_analytics.dataset._streaming.write_splits`), not held;
+- the replay's section, the policies' comparison and the timelines of the sessions served worst, from the
+  decision's spilled rows (:mod:`~panto_analytics.dataset._report_replay`), and the recorded compactions
+  and their loss per cut, a few rows per compaction from each task
+  (:mod:`~panto_analytics.dataset._report_recorded`).
 
 The sections drawn from every session's rows in memory (the plots of the splits
-and turns, the replay's plots and tables, the costs, the recorded compactions
-and their loss, the policies' comparison, the timelines) are left out, each
+and turns, the costs) and the replay's rows as Parquet are left out, each
 named in the report (:attr:`~panto_analytics.analysis.report.Report.omitted`)
 with the command that gives it on a dataset, or the in-memory report, where
 one exists.
@@ -46,6 +49,8 @@ from ..frame.schema import SESSION
 from ..policy import splits as compute_splits
 from ..policy import turns as compute_turns
 from ..policy.compaction.engine import DEFAULT_RESERVE
+from ._replay import DatasetOutcomes
+from ._report_replay import REPLAY_ALSO, HeldReplay, hold_replay, sections_dataset
 from .engines import map_buckets
 from .info import read_info
 from .store import TASK_ROWS, collect, scan_parts
@@ -56,12 +61,9 @@ __all__ = ["OMITTED", "overview_dataset", "recorded_loss_of", "report_dataset"]
 OMITTED = [
     "the plots of every session's split and turn sizes (kept suffix, outcomes, summarized share, kept turns, turn "
     "sizes): they are drawn from every session's rows in memory; splits.parquet holds the numbers",
-    "the replay's own table and plots, and what compaction costs per policy and budget: "
-    "`panto-analytics replay DS -w W --cost --loss` gives them over a dataset",
-    "the recorded compactions and their loss per cut: `panto-analytics loss DS` gives the loss per agent over a "
-    "dataset; `compactions` and this report's in-memory form (session files, or a dataset with a session filter) "
-    "give the rest",
-    "the timelines of the sessions the chosen budget serves worst: `panto-analytics timeline DS --session ID`",
+    "what compaction costs per policy and budget: `panto-analytics replay DS -w W --cost` gives it over a dataset",
+    "the replay's rows as Parquet (replay_events, replay_sessions, policy_events, policy_sessions .parquet): they "
+    "grow with the sessions; `panto-analytics replay DS -w W --events FILE --sessions FILE` writes them",
 ]
 
 
@@ -132,20 +134,23 @@ def report_dataset(root: str | Path, budgets: Any, *, splits_to: Path, rule: Rul
         where["task_rows"] = task_rows
     parts = overview_dataset(root, min(budgets), **where)
     points: list[pl.DataFrame] = []  # under a window: the agents' recorded points, computed beside the decision
+    held: list[HeldReplay] = []  # and what the replay's section and the timelines read of it
     if window is None:
         rec = recommend_dataset(root, budgets, rule, resamples=resamples, seed=seed, **where)
     else:
         named = ["libpanto", *[p for p in policies if str(p).split(":")[0] != "libpanto"]] if policies else None
         lost = recorded_loss_of(root, horizon=horizon, **where)
 
-        def recorded(choice: Choice, rows: pl.LazyFrame) -> None:  # the agents' points, over the spilled rows
+        def recorded(choice: Choice, out: DatasetOutcomes) -> None:  # the agents' points, over the spilled rows
+            held.append(hold_replay(choice, out, window=window, reserve=reserve))
             if lost is not None:
-                mine = rows.join(lost.lazy().select(pl.col(SESSION).unique()), on=SESSION, how="semi").collect()
+                mine = (out.sessions.lazy().join(lost.lazy().select(pl.col(SESSION).unique()), on=SESSION, how="semi")
+                        .collect())
                 points.append(points_of(lost, mine, budget=beside(choice), resamples=resamples, seed=seed))
 
         rec = decision_dataset(root, budgets, rule, window=window, reserve=reserve, summary_tokens=summary_tokens,
                                policy=named, prices=resolve_prices(prices), horizon=horizon, resamples=resamples,
-                               seed=seed, on_outcomes=recorded, **where)
+                               seed=seed, on_outcomes=recorded, also=REPLAY_ALSO, **where)
     splits_to.parent.mkdir(parents=True, exist_ok=True)
     write_splits(root, budgets, splits_to, task_rows=TASK_ROWS if task_rows is None else task_rows)
     info = read_info(root)
@@ -161,4 +166,6 @@ def report_dataset(root: str | Path, budgets: Any, *, splits_to: Path, rule: Rul
                                   "in memory"] if segment_by else []))
     if rec.replayed:
         frontier_figures(report, rec, points[0] if points else None)
+    sections_dataset(report, root, held[0] if held else None, window=window, reserve=reserve, policies=policies,
+                     summary_tokens=summary_tokens, prices=prices, horizon=horizon, **where)
     return with_pngs(report)

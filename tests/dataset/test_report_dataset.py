@@ -7,19 +7,24 @@ from pathlib import Path
 import polars as pl
 import pytest
 from click.testing import CliRunner
-from conftest import DATA, LANES, open_lane
+from conftest import DATA, LANES, REALDATA, open_lane
 from polars.testing import assert_frame_equal
 
 from panto_analytics.analysis.choose.rule import Rule
 from panto_analytics.analysis.report import write_report
 from panto_analytics.cli import main
+from panto_analytics.dataset import write_dataset
 
 PRICES = DATA.parent / "docs" / "synth-prices.json"
 BUDGETS = [0, 2_500, 5_000, 10_000, 20_000]
 BACKENDS = [lane for lane in LANES if lane != "memory"]
-#: Without a window (the splits), and under one (the decision, billed, with its frontier).
+#: Without a window (the splits), and under one (the decision, billed, with its frontier, and the policies beside
+#: libpanto: their comparison and their cuts at the recorded compactions).
 OPTIONS = {"splits": {"rule": Rule(min_kept_turns=2, coverage=0.75)},
-           "window": {"rule": Rule(min_kept_turns=1, coverage=0.5), "window": 32_000, "prices": PRICES}}
+           "window": {"rule": Rule(min_kept_turns=1, coverage=0.5), "window": 32_000, "prices": PRICES,
+                      "policies": ["libpanto", "pi", "codex"]}}
+#: The figures of the sections computed over a dataset (each name, or the start of one).
+DATASET_FIGURES = ("replay_", "recorded_compactions", "policies", "timeline_")
 
 
 def a_report(source, tmp: Path, kind: str):
@@ -56,6 +61,31 @@ def test_each_section_equals_the_report_in_memory(in_memory, data_dataset, backe
         assert got.frontier_table.rows == mem.frontier_table.rows
         assert {r[-1] for r in got.frontier_table.rows} >= {"recorded", "replayed, same sessions"}
     assert got.omitted and not mem.omitted  # what the dataset's report leaves out, it says
+    assert_same_sections(got, mem, window=kind == "window")
+
+
+def assert_same_sections(got, mem, *, window: bool) -> None:
+    """The sections drawn from every session in memory that a dataset's report computes task by task: the
+    replay's table and plots, the recorded compactions and their loss per cut, the policies' comparison and
+    the timelines of the worst-served sessions, each equal to the in-memory report's (the plots to the byte)."""
+    for name in ("replay_table", "recorded", "loss", "policy_table", "policy_cuts"):
+        g, m = getattr(got, name), getattr(mem, name)
+        assert (g is None) == (m is None), name
+        assert g is None or (g.header, g.rows, g.highlight) == (m.header, m.rows, m.highlight), name
+    assert (got.replay is None) == (mem.replay is None) == (not window)
+    if got.replay is not None and mem.replay is not None:
+        fields = ("window", "reserve", "summary_tokens", "summary_source")
+        assert [getattr(got.replay, f) for f in fields] == [getattr(mem.replay, f) for f in fields]
+    mine = {f.name: f for f in mem.figures if f.name.startswith(DATASET_FIGURES)}
+    assert {f.name: f.title for f in got.figures if f.name.startswith(DATASET_FIGURES)} == {
+        n: f.title for n, f in mine.items()}
+    assert {f.name: f.png for f in got.figures if f.name in mine} == {n: f.png for n, f in mine.items()}
+    assert (got.loss_figure is None) == (mem.loss_figure is None)
+    assert got.loss_figure is None or got.loss_figure.png == mem.loss_figure.png
+    assert got.recorded is not None and got.loss is not None  # data/ records compactions
+    if window:  # each section there, the timelines of the same sessions
+        assert got.policy_table is not None and got.policy_cuts is not None
+        assert any(n.startswith("timeline_") for n in mine) and {"replay_kept_turns", "policies"} <= set(mine)
 
 
 def test_a_dataset_report_on_the_command_line(data_dataset, tmp_path):
@@ -70,6 +100,9 @@ def test_a_dataset_report_on_the_command_line(data_dataset, tmp_path):
     files = {p.name for p in (tmp_path / "ds").iterdir()}
     assert {"index.html", "report.md", "splits.parquet", "sweep.parquet", "decision.parquet", "frontier.png"} <= files
     assert not any(name.endswith(".part") for name in files)
+    # The replay's section is there, its rows (growing with the sessions) are not; in memory they are.
+    assert "replay_kept_turns.png" in files and "replay_sessions.parquet" not in files
+    assert "replay_sessions.parquet" in {p.name for p in (tmp_path / "mem").iterdir()}
     md = (tmp_path / "ds" / "report.md").read_text()
     assert "## Not in this report" in md and "## Not in this report" not in (tmp_path / "mem" / "report.md").read_text()
     assert_frame_equal(pl.read_parquet(tmp_path / "ds" / "decision.parquet"),
@@ -82,3 +115,23 @@ def test_write_report_moves_the_written_splits_in(data_dataset, tmp_path):
     out = write_report(rep, tmp_path / "r")
     assert not part.exists() and (out / "splits.parquet").is_file()
     assert repr(rep).startswith(f"<Report {rep.title!r}: 40 sessions")
+
+
+@pytest.fixture(scope="module")
+def real_dataset(tmp_path_factory) -> Path:
+    """The real recordings (``../shared/realdata``: several agents, with recorded compactions) as a dataset."""
+    if not REALDATA.is_dir():
+        pytest.skip(f"no real recordings at {REALDATA}")
+    root = tmp_path_factory.mktemp("real") / "ds"
+    write_dataset([REALDATA], root, buckets=8, cache=False, skip_invalid=True)
+    return root
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_each_section_equals_the_report_in_memory_on_real_recordings(real_dataset, backend, tmp_path):
+    options = {**OPTIONS["window"], "resamples": 0}
+    mem = open_lane("memory", real_dataset).report(BUDGETS, splits_to=tmp_path / "m.parquet", **options)
+    got = open_lane(backend, real_dataset).report(BUDGETS, splits_to=tmp_path / "g.parquet", **options)
+    assert_frame_equal(got.recommendation.table, mem.recommendation.table, check_exact=True)
+    assert_same_sections(got, mem, window=True)

@@ -36,7 +36,7 @@ from ...frame.schema import BUDGET, COMPACTIONS_SCHEMA, SESSION
 from ...ingest.corpus import Corpus
 from ...outcomes.orphan_loss import DEFAULT_HORIZON
 from ...outcomes.recorded_refetch import calibration
-from ...policy import Replay, budgets_shown, compare_policies, events_as_splits, replay, summarize_replay, sweep
+from ...policy import Replay, budgets_shown, compare_policies, replay, summarize_replay, sweep
 from ...policy import splits as compute_splits
 from ...policy import turns as compute_turns
 from ...policy.compaction.engine import DEFAULT_RESERVE
@@ -50,15 +50,16 @@ from ..choose.rule import Rule
 from ..compactions import agent_vs_libpanto, compaction_table, policies_vs_agents, recorded_cut_summary
 from ..cost_table import compaction_costs
 from ..formatting import format_tokens, has_budget, point_name
-from ..plot_data import session_segments
+from ..plot_data import replay_stats, session_segments
 from ..timeline import session_timeline
 from .model import SEGMENT_TITLES, Report, ReportFigure, Table, cell, percent, tokens
 from .overview import BREAKDOWNS, breakdown, breakdown_table, corpus_overview, overview_parts, overview_table
 
 __all__ = [
     "beside", "breakdown", "build_report", "corpus_overview", "costs_section", "decision_table", "frontier_figures",
-    "frontier_table", "policy_table", "with_pngs",
-    "replay_figures", "replay_table", "report_figures", "sweep_table",
+    "frontier_table", "loss_section", "policy_budget", "policy_cuts_section", "cut_policies", "policy_section",
+    "policy_table", "recorded_section", "timeline_figure", "with_pngs",
+    "worst_sessions", "replay_figures", "replay_table", "report_figures", "sweep_table",
 ]
 
 if TYPE_CHECKING:
@@ -152,9 +153,10 @@ def report_figures(splits: pl.DataFrame, turns: pl.DataFrame, *, highlight: int 
     return figs
 
 
-def replay_table(result: Replay, chosen: int | None) -> Table:
-    """The replay's per-budget table (:func:`~panto_analytics.policy.compaction.summary.summarize_replay`), formatted."""
-    t = summarize_replay(result.events, result.sessions)
+def replay_table(result: Replay, chosen: int | None, summary: pl.DataFrame | None = None) -> Table:
+    """The replay's per-budget table (:func:`~panto_analytics.policy.compaction.summary.summarize_replay`, or
+    ``summary``, that table already computed: a dataset's), formatted."""
+    t = summarize_replay(result.events, result.sessions) if summary is None else summary
     cols = {
         BUDGET: ("budget", tokens), "sessions": ("sessions", cell), "compacted_share": ("compacted", percent),
         "compactions_mean": ("compactions/session", cell), "events": ("events", cell),
@@ -167,22 +169,28 @@ def replay_table(result: Replay, chosen: int | None) -> Table:
     return Table([name for name, _ in cols.values()], rows, highlight=highlight)
 
 
-def replay_figures(result: Replay, *, highlight: int | None = None) -> list[ReportFigure]:
-    """The plots of compaction over the sessions' life: kept turns at events, compactions, summarizer input."""
+def replay_figures(result: Replay, *, highlight: int | None = None,
+                   stats: dict[str, pl.DataFrame] | None = None) -> list[ReportFigure]:
+    """The plots of compaction over the sessions' life: kept turns at events, compactions, summarizer input
+    (``stats``: :func:`~panto_analytics.analysis.plot_data.replay_stats` already computed, a dataset's; else of
+    ``result``)."""
+    stats = replay_stats(result.events, result.sessions) if stats is None else stats
     return [
         ReportFigure("replay_kept_turns", "Whole turns kept at each compaction",
                      "Over the compaction events of the replay, not the sessions' ends: what survives verbatim each "
                      "time the context passes the trigger.",
-                     plots.kept_turns_by_budget(events_as_splits(result.events), highlight=highlight)),
+                     plots.kept_turns_by_budget(None, stats=stats["kept_turns"], highlight=highlight)),
         ReportFigure("replay_compactions", "Compactions per session",
                      "How often each session would compact over its life under the window.",
-                     plots.replay_by_budget(result.sessions, "n_compactions", ylabel="compactions per session",
-                                            title="How often sessions compact", highlight=highlight)),
+                     plots.replay_by_budget(None, "n_compactions", ylabel="compactions per session",
+                                            title="How often sessions compact", highlight=highlight,
+                                            stats=stats["n_compactions"])),
         ReportFigure("replay_summarizer_input", "What the summarizer reads",
                      "UTF-8 bytes of all summarizer requests of a session over its life (transcripts and framing; "
                      "a simulated previous summary counts 4 bytes per token).",
-                     plots.replay_by_budget(result.sessions, "request_bytes", ylabel="request bytes per session",
-                                            title="Summarizer input per session", highlight=highlight)),
+                     plots.replay_by_budget(None, "request_bytes", ylabel="request bytes per session",
+                                            title="Summarizer input per session", highlight=highlight,
+                                            stats=stats["request_bytes"])),
     ]
 
 
@@ -208,9 +216,11 @@ def costs_section(report: Report, result: Replay, chosen: int | None = None) -> 
         plots.cost_by_budget(result.sessions, highlight=chosen)))
 
 
-def policy_table(result: Replay) -> Table:
-    """The comparison of policies (:func:`~panto_analytics.policy.compare_policies`), formatted."""
-    t = budgets_shown(compare_policies(result.events, result.sessions))  # no budget of 0 for a policy with none
+def policy_table(result: Replay, compared: pl.DataFrame | None = None) -> Table:
+    """The comparison of policies (:func:`~panto_analytics.policy.compare_policies`, or ``compared``, that table
+    already computed: a dataset's), formatted."""
+    compared = compare_policies(result.events, result.sessions) if compared is None else compared
+    t = budgets_shown(compared)  # no budget of 0 for a policy with none
     cols = {
         "policy": ("policy", cell), BUDGET: ("budget", tokens), "compacted_share": ("compacted", percent),
         "compactions_mean": ("compactions/session", cell), "events": ("events", cell),
@@ -225,22 +235,42 @@ def policy_table(result: Replay) -> Table:
 def _policy_section(report: Report, messages: pl.DataFrame, corpus: Corpus | None, policies: Sequence[str],
                     *, window: int, reserve: int, summary_tokens: int | None) -> None:
     """Replay under each policy (libpanto at the recommended budget), the table, the plot, the recorded cuts."""
-    budget = report.recommendation.budget if report.recommendation.budget is not None else 20_000
-    result = replay(messages, [budget], window=window, reserve=reserve, summary_tokens=summary_tokens,
+    result = replay(messages, [policy_budget(report)], window=window, reserve=reserve, summary_tokens=summary_tokens,
                     policy=list(policies))
-    report.policies, report.policy_table = result, policy_table(result)
+    policy_section(report, result, compare_policies(result.events, result.sessions))
+    others = cut_policies(policies)
+    if corpus is not None and others and not corpus.compactions.is_empty():
+        policy_cuts_section(report, policies_vs_agents(corpus, others))
+
+
+def policy_budget(report: Report) -> int:
+    """The budget libpanto is replayed at beside the other policies: the recommended one, else 20k."""
+    return report.recommendation.budget if report.recommendation.budget is not None else 20_000
+
+
+def cut_policies(policies: Sequence[str]) -> list[str]:
+    """The policies with a cut to set beside the agents' (not libpanto's per-budget split, not a clearing one)."""
+    return [p for p in policies if no_cut_reason(p) is None]
+
+
+def policy_section(report: Report, result: Replay, compared: pl.DataFrame) -> None:
+    """"Policies under the same window": the replay under each policy (``result``), its comparison
+    (:func:`~panto_analytics.policy.compare_policies`'s ``compared``) as a table and a plot."""
+    report.policies, report.policy_table = result, policy_table(result, compared)
     report.figures.append(ReportFigure(
         "policies", "Policies under the same window",
-        f"Each policy replayed over the sessions' life under a {format_tokens(window)} window at its own "
+        f"Each policy replayed over the sessions' life under a {format_tokens(result.window)} window at its own "
         "trigger and defaults (libpanto at the recommended budget).",
-        plots.policy_comparison(compare_policies(result.events, result.sessions))))
-    # The policies with a cut to set beside the agents' (not libpanto's per-budget split, not a clearing one).
-    others = [p for p in policies if no_cut_reason(p) is None]
-    if corpus is not None and others and not corpus.compactions.is_empty():
-        summary = recorded_cut_summary(policies_vs_agents(corpus, others)).rename({
-            "source_format": "format", "own": "agent's policy", "distance_messages_p50": "off by (messages) p50",
-            "distance_messages_max": "max", "distance_tokens_p50": "off by (tokens) p50", "distance_tokens_max": "max "})
-        report.policy_cuts = Table.from_frame(summary)
+        plots.policy_comparison(compared)))
+
+
+def policy_cuts_section(report: Report, rows: pl.DataFrame) -> None:
+    """Each policy's cut at the recorded compactions beside the agents' (:func:`~panto_analytics.analysis.
+    compactions.policies_vs_agents`'s ``rows``), summed up per policy and agent."""
+    summary = recorded_cut_summary(rows).rename({
+        "source_format": "format", "own": "agent's policy", "distance_messages_p50": "off by (messages) p50",
+        "distance_messages_max": "max", "distance_tokens_p50": "off by (tokens) p50", "distance_tokens_max": "max "})
+    report.policy_cuts = Table.from_frame(summary)
 
 
 def _a_few(budgets: list[int], chosen: int | None, n: int = 5) -> list[int]:
@@ -332,14 +362,7 @@ def build_report(messages: pl.DataFrame | Corpus, budgets: Budgets, *, rule: Rul
     if billed is not None and "total_cost_usd" in billed.sessions.columns:
         costs_section(report, billed, rec.budget)
     if corpus is not None and not corpus.compactions.is_empty():
-        rows = agent_vs_libpanto(corpus, budgets)
-        shown = rows.filter(pl.col(BUDGET).is_in(_a_few(budgets, rec.budget)))
-        report.recorded = Table.from_frame(compaction_table(shown))
-        report.figures.append(ReportFigure(
-            "recorded_compactions", "What the agents kept at their recorded compactions",
-            "Each dot: libpanto's kept suffix for the conversation as it stood when the agent compacted; the "
-            "dotted lines: what the agent itself kept, which no budget changes.",
-            plots.agent_vs_libpanto_kept(rows)))
+        recorded_section(report, agent_vs_libpanto(corpus, budgets))
     if corpus is not None and not corpus.compactions.is_empty():
         _loss_section(report, corpus, horizon=DEFAULT_HORIZON if horizon is None else horizon)
     if policies and window is not None:
@@ -349,6 +372,19 @@ def build_report(messages: pl.DataFrame | Corpus, budgets: Budgets, *, rule: Rul
         _timeline_figures(report, rec, messages, sessions, compactions, window=window, reserve=reserve,
                           prices=prices, horizon=horizon)
     return with_pngs(report)
+
+
+def recorded_section(report: Report, rows: pl.DataFrame) -> None:
+    """"What the agents did at their recorded compactions" from
+    :func:`~panto_analytics.analysis.compactions.agent_vs_libpanto`'s ``rows``: the table at a few budgets (the
+    chosen one among them), the plot."""
+    shown = rows.filter(pl.col(BUDGET).is_in(_a_few(report.budgets, report.recommendation.budget)))
+    report.recorded = Table.from_frame(compaction_table(shown))
+    report.figures.append(ReportFigure(
+        "recorded_compactions", "What the agents kept at their recorded compactions",
+        "Each dot: libpanto's kept suffix for the conversation as it stood when the agent compacted; the "
+        "dotted lines: what the agent itself kept, which no budget changes.",
+        plots.agent_vs_libpanto_kept(rows)))
 
 
 def with_pngs(report: Report) -> Report:
@@ -361,7 +397,13 @@ def with_pngs(report: Report) -> Report:
 
 def _loss_section(report: Report, corpus: Corpus, *, horizon: int) -> None:
     """What compaction loses at the recorded compactions: one row per cut, and the calibration plot."""
-    cuts, curve = calibration(corpus.messages, corpus.compactions, corpus.sessions, horizon=horizon)
+    loss_section(report, *calibration(corpus.messages, corpus.compactions, corpus.sessions, horizon=horizon),
+                 horizon=horizon)
+
+
+def loss_section(report: Report, cuts: pl.DataFrame, curve: pl.DataFrame, *, horizon: int) -> None:
+    """The loss section from :func:`~panto_analytics.outcomes.recorded_refetch.calibration`'s ``cuts`` and
+    ``curve``: one row per cut, and the calibration plot."""
     report.loss = Table(
         ["agent", "cut", "context", "window calls", "orphan targets", "fetched again: predicted", "not predicted",
          "precision", "recall", "re-fetch calls", "re-fetch tokens"],
@@ -387,30 +429,55 @@ def _timeline_figures(report: Report, rec: Choice, messages: pl.DataFrame, sessi
                       horizon: int | None) -> None:
     """A timeline (:func:`~panto_analytics.analysis.timeline.session_timeline`) of each of the sessions the chosen
     policy and budget serve worst: among those it compacts, the most orphan calls, then re-fetch tokens."""
-    budget = rec.budget if rec.budget is not None else beside(rec)
-    if budget is None or report.outcomes is None:
+    if report.outcomes is None:
         return
+    found = worst_sessions(rec, report.outcomes.sessions)
+    if found is None:
+        return
+    policy, budget, ids = found
+    for sid in ids:   # a couple of figures, not the engine
+        timeline_figure(report, messages, sid, compactions=compactions, sessions=sessions, window=window,
+                        policy=policy, budget=budget, reserve=reserve, summary_tokens=report.outcomes.summary_tokens,
+                        prices=prices, horizon=horizon)
+
+
+def worst_sessions(rec: Choice, outcomes: pl.DataFrame | pl.LazyFrame) -> tuple[str, int, list[str]] | None:
+    """The chosen policy and budget and the ids of the :data:`WORST_TIMELINES` sessions they serve worst, from
+    the decision's per-session rows ``outcomes`` (a dataset's may be lazy: only those few rows are collected):
+    among those it compacts, the most orphan calls, then re-fetch tokens, then events that keep nothing, then
+    the session id; None without a budget."""
+    budget = rec.budget if rec.budget is not None else beside(rec)
+    if budget is None:
+        return None
     policy = rec.policy or "libpanto"
-    outcomes = report.outcomes.sessions
-    if "policy" in outcomes.columns:
-        outcomes = outcomes.filter(pl.col("policy").cast(pl.String) == policy)
-    worst = (outcomes.filter((pl.col(BUDGET) == budget) & (pl.col("n_compactions") > 0))
-             .sort(["orphan_calls", "refetch_tokens", "zero_kept_events"], descending=True, nulls_last=True)
-             .head(WORST_TIMELINES))
+    rows = outcomes.lazy()
+    if "policy" in rows.collect_schema().names():
+        rows = rows.filter(pl.col("policy").cast(pl.String) == policy)
+    worst = (rows.filter((pl.col(BUDGET) == budget) & (pl.col("n_compactions") > 0))
+             .select(pl.col(SESSION).cast(pl.String), "orphan_calls", "refetch_tokens", "zero_kept_events")
+             .sort(["orphan_calls", "refetch_tokens", "zero_kept_events", SESSION],
+                   descending=[True, True, True, False], nulls_last=True)
+             .head(WORST_TIMELINES).collect())
+    return policy, budget, worst[SESSION].to_list()
+
+
+def timeline_figure(report: Report, messages: pl.DataFrame, sid: str, *, compactions: pl.DataFrame | None,
+                    sessions: pl.DataFrame | None, window: int, policy: str, budget: int, reserve: int,
+                    summary_tokens: int, prices: object, horizon: int | None) -> None:
+    """Add the timeline of session ``sid`` under ``policy`` at ``budget`` to the report (``messages``: those of
+    the session at least)."""
     extra = {} if horizon is None else {"horizon": horizon}
-    for sid in worst[SESSION].cast(pl.String).to_list():   # a couple of figures, not the engine
-        tl = session_timeline(messages, sid, compactions=compactions, sessions=sessions, window=window,
-                              policy=policy, budget=budget, reserve=reserve,
-                              summary_tokens=report.outcomes.summary_tokens,
-                              prices=cast("str | bool | None", prices), **extra)
-        report.figures.append(ReportFigure(
-            f"timeline_{sid[:8]}", f"Session {sid[:13]}, call by call ({point_name(policy, budget)})",
-            "One of the sessions the chosen budget serves worst (the most tool calls after a compaction that "
-            "reach for what only the summary held). Top: the context per API call as recorded (solid) and "
-            "replayed (dashed), each compaction marked with the context before and after it and what was fetched "
-            "again; below: what each call read from the prompt cache, wrote and sent uncached, and each cache break "
-            "with its cause. `panto-analytics timeline` draws any session.",
-            plots.timeline(tl)))
+    tl = session_timeline(messages, sid, compactions=compactions, sessions=sessions, window=window,
+                          policy=policy, budget=budget, reserve=reserve, summary_tokens=summary_tokens,
+                          prices=cast("str | bool | None", prices), **extra)
+    report.figures.append(ReportFigure(
+        f"timeline_{sid[:8]}", f"Session {sid[:13]}, call by call ({point_name(policy, budget)})",
+        "One of the sessions the chosen budget serves worst (the most tool calls after a compaction that "
+        "reach for what only the summary held). Top: the context per API call as recorded (solid) and "
+        "replayed (dashed), each compaction marked with the context before and after it and what was fetched "
+        "again; below: what each call read from the prompt cache, wrote and sent uncached, and each cache break "
+        "with its cause. `panto-analytics timeline` draws any session.",
+        plots.timeline(tl)))
 
 
 def _libpanto_only(result: Replay) -> Replay:
