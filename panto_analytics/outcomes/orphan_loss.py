@@ -117,11 +117,21 @@ def orphan_rate(orphans: pl.Expr | str = "orphan_calls", calls: pl.Expr | str = 
 
 
 def _touches(refs: pl.LazyFrame) -> pl.LazyFrame:
-    """Each reference with the previous touch of its target in the session (its seq, call and kind; null: none)."""
-    return (refs.sort(SESSION, "key", "call")
-            .with_columns(prev_seq=pl.col(SEQ).shift(1).over(SESSION, "key").cast(pl.Int64),
-                          prev_call=pl.col("call").shift(1).over(SESSION, "key").cast(pl.Int64),
-                          prev_kind=pl.col("kind").shift(1).over(SESSION, "key")))
+    """Each reference with the previous call that touched its target in the session (``prev_seq``, ``prev_call``;
+    null: none) and ``prev_lookup``: whether that call fetched the target's content and wrote none of it.
+
+    A call may touch a target twice (``sed -i`` reads and writes its file): the previous touch is the previous
+    *call*, all its references of the target together, so that neither the order of a call's own rows nor a
+    row of the same call decides (a re-read with a write in that call is no re-read with no write between).
+    """
+    calls = (refs.group_by(SESSION, "key", "call")
+             .agg(_seq=pl.col(SEQ).first(), _lookup=is_lookup("kind").any() & (pl.col("kind") != "write").all())
+             .sort(SESSION, "key", "call")
+             .select(SESSION, "key", "call",
+                     prev_seq=pl.col("_seq").shift(1).over(SESSION, "key").cast(pl.Int64),
+                     prev_call=pl.col("call").shift(1).over(SESSION, "key").cast(pl.Int64),
+                     prev_lookup=pl.col("_lookup").shift(1).over(SESSION, "key")))
+    return refs.join(calls, on=[SESSION, "key", "call"], how="left", maintain_order="left")
 
 
 def _first_calls(refs: pl.LazyFrame, cuts: pl.LazyFrame) -> pl.LazyFrame:
@@ -161,7 +171,7 @@ def cut_loss(refs: pl.DataFrame | pl.LazyFrame, cuts: pl.DataFrame | pl.LazyFram
     hits = hits.with_columns(
         _orphan=before & summarized & pl.col("kind").cast(pl.String).is_in(list(kinds)),
         _refetch=summarized & pl.col("kind").cast(pl.String).is_in([k for k in kinds if k in REFETCH_KINDS]),
-        _repeat=is_lookup("kind") & before & is_lookup("prev_kind") & (pl.col("kind") != "run"))
+        _repeat=is_lookup("kind") & before & pl.col("prev_lookup").fill_null(False) & (pl.col("kind") != "run"))
     restored = restored_files(touches, keyed)
     hits = (hits.join(restored, on=["_cut", "key"], how="left")
             .with_columns(pl.col("_orphan", "_refetch") & pl.col("restored").is_null()).drop("restored"))

@@ -72,12 +72,14 @@ def reference_cut_loss(refs: list[dict], cut: dict, horizon: int = DEFAULT_HORIZ
             earlier = [p for p in mine if p["key"] == r["key"] and p["call"] < c]
             if not earlier:
                 continue
-            prev = earlier[-1]
-            if prev["seq"] >= after:
+            # The previous call that touched the target, all its references of it (sed -i reads and writes).
+            prev = [p for p in earlier if p["call"] == earlier[-1]["call"]]
+            if prev[0]["seq"] >= after:
                 continue
             if summarized and r["kind"] in kinds:
                 orphan = True
-            if r["kind"] in ("read", "fetch") and prev["kind"] in LOOKUP:
+            prev_kinds = {p["kind"] for p in prev}
+            if r["kind"] in ("read", "fetch") and prev_kinds & set(LOOKUP) and "write" not in prev_kinds:
                 repeat = True
         out["orphan_calls"] += orphan
         out["repeat_reads"] += repeat
@@ -112,9 +114,12 @@ def sessions_and_cuts(draw):
                 kind = draw(st.sampled_from(["read", "write", "run", "fetch", "other"]))
                 tokens = draw(st.one_of(st.none(), st.integers(0, 500), st.just(RESTORE_FILE_TOKENS + 1)))
                 tool = draw(st.booleans())   # a file tool's call, or a shell command's
+                # Sometimes a second kind for the same targets, either order (``sed -i`` reads and writes its file)
+                both = draw(st.sampled_from([(kind,), (kind,), (kind, "write"), ("write", kind), (kind, "read")]))
                 for t in targets:
-                    refs.append({"session_id": sid, "seq": seq, "call": call, "key": t, "kind": kind,
-                                 "file": t % 2 == 0, "file_tool": tool and t % 2 == 0, "tokens": tokens})
+                    for k in dict.fromkeys(both):
+                        refs.append({"session_id": sid, "seq": seq, "call": call, "key": t, "kind": k,
+                                     "file": t % 2 == 0, "file_tool": tool and t % 2 == 0, "tokens": tokens})
                 call += 1
         for _ in range(draw(st.integers(0, 3))):
             after = draw(st.integers(0, seq + 2))
