@@ -204,14 +204,18 @@ _RESULT_KINDS = ("read", "run", "fetch")
 
 def _cleared_touch(columns: Sequence[str]) -> pl.Expr:
     """Whether a clearing edit took the last touch's content out of the context: its call (``last_call``) is
-    before ``cleared_calls``, of a kind the edit clears, and the content was in its result (a read, a search, a
-    command, a page), or in its input too when the edit clears inputs. False for a compaction's cut (no such
-    columns)."""
+    before ``cleared_calls``, touched the target as no kind the edit leaves alone, and the content was in its
+    result (it read, searched, ran or fetched the target, even if it also wrote it), or in its input too when the
+    edit clears inputs. False for a compaction's cut (no such columns)."""
     if "cleared_calls" not in columns:
         return pl.lit(False)
-    kind = pl.col("last_kind").cast(pl.String)
-    excluded = pl.col("cleared_excluded").str.contains(pl.lit("/") + kind + pl.lit("/"), literal=True)
-    content = kind.is_in(list(_RESULT_KINDS)) | pl.col("cleared_inputs")
+
+    def touched(kind: str) -> pl.Expr:  # the last call touched the target as ``kind`` (one of ``/read/write/``)
+        return pl.col("last_kinds").str.contains(f"/{kind}/", literal=True)
+
+    excluded = pl.any_horizontal(touched(k) & pl.col("cleared_excluded").str.contains(f"/{k}/", literal=True)
+                                 for k in REF_KINDS)
+    content = pl.any_horizontal(touched(k) for k in _RESULT_KINDS) | pl.col("cleared_inputs")
     return ((pl.col("last_call") < pl.col("cleared_calls")) & ~excluded & content).fill_null(False)
 
 
@@ -231,10 +235,13 @@ def summarized_touch(seq: str = "last_seq") -> pl.Expr:
 def _last_touch_before(hits: pl.LazyFrame, touches: pl.LazyFrame) -> pl.LazyFrame:
     """``hits`` (window references, with their cut's ``after_seq``) with ``last_seq``: the seq of the last touch of
     the same target before the cut (null: none), found by an as-of join on seq per (session, key), and that
-    touch's ``last_call`` (the latest call of that message touching it) and ``last_kind``."""
+    touch's ``last_call`` (the latest call of that message touching it) and ``last_kinds``: every kind that call
+    touched the target as, ``/read/write/`` (a call may read and write one file: no row's order decides)."""
     probe = hits.with_columns(_probe=pl.col("after_seq") - 1).sort("_probe")
     right = (touches.group_by(SESSION, "key", _at=pl.col(SEQ).cast(pl.Int64))
-             .agg(last_call=pl.col("call").max().cast(pl.Int64), last_kind=pl.col("kind").last()).sort("_at"))
+             .agg(last_call=pl.col("call").max().cast(pl.Int64),
+                  last_kinds=pl.lit("/") + pl.col("kind").filter(pl.col("call") == pl.col("call").max())
+                  .cast(pl.String).unique().sort().str.join("/") + pl.lit("/")).sort("_at"))
     return (probe.join_asof(right, left_on="_probe", right_on="_at", by=[SESSION, "key"], strategy="backward",
                             check_sortedness=False)
             .rename({"_at": "last_seq"}).drop("_probe"))

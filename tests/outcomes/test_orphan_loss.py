@@ -287,6 +287,11 @@ def test_a_clearing_edit_loses_the_results_it_cleared_and_a_write_keeps_its_inpu
     assert cut_loss(refs, pl.DataFrame(cut)).select("window_calls", "orphan_calls").rows() == [(3, 1)]
     assert cut_loss(refs, pl.DataFrame({**cut, "cleared_inputs": [True]}))["orphan_calls"].to_list() == [2]
     assert cut_loss(refs, pl.DataFrame({**cut, "cleared_excluded": ["/read/"]}))["orphan_calls"].to_list() == [0]
+    # Call 1 reads /b as well as writing it (sed -i), its rows in either order: the read's result held /b.
+    for kinds in (["read", "write"], ["write", "read"]):
+        rows = refs.to_dicts()
+        both = pl.DataFrame([*rows[:1], *({**rows[1], "kind": k} for k in kinds), *rows[2:]], schema=refs.schema)
+        assert cut_loss(both, pl.DataFrame(cut))["orphan_calls"].to_list() == [2]
     # A cut without the clearing columns (a compaction that kept everything) loses nothing.
     plain = {k: v for k, v in cut.items() if not k.startswith("cleared")}
     assert cut_loss(refs, pl.DataFrame(plain))["orphan_calls"].to_list() == [0]
