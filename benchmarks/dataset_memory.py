@@ -14,7 +14,10 @@ process:
 - ``recommend DS --window 64k -b 20k`` (the decision under a window: every session replayed, billed and
   its loss measured, and the seeded bootstrap of its figures over the sessions);
 - ``report DS -o DIR --window 64k -b 20k`` (the same decision, the overview, the budget table and
-  ``splits.parquet``, bucket by bucket).
+  ``splits.parquet``, bucket by bucket);
+- ``recommend-no-resamples``: ``recommend`` as above with ``--resamples 0`` (the decision without its bootstrap);
+- ``recommend-splits``: ``recommend DS -b 20k`` (no window: the end-of-session splits of every session and their
+  bootstrap).
 
 Each figure is the peak resident memory of that process
 (``ru_maxrss`` of the child from ``os.wait4``: the largest of the process and
@@ -55,10 +58,13 @@ COMMANDS: dict[str, list[str]] = {
     "loss": ["loss", "{ds}", "-o", "/dev/null", "--cuts", "{out}/cuts.parquet"],
     "recommend": ["recommend", "{ds}", "--window", "64k", "-b", "20k", "-o", "/dev/null"],
     "report": ["report", "{ds}", "-o", "{out}/report", "--window", "64k", "-b", "20k"],
+    "recommend-no-resamples": ["recommend", "{ds}", "--window", "64k", "-b", "20k", "--resamples", "0", "-o",
+                               "/dev/null"],
+    "recommend-splits": ["recommend", "{ds}", "-b", "20k", "-o", "/dev/null"],
 }
 
 #: Exit codes that are not failures: ``recommend`` exits 1 when no budget meets its rule.
-_OK = {"recommend": (0, 1)}
+_OK = {"recommend": (0, 1), "recommend-no-resamples": (0, 1), "recommend-splits": (0, 1)}
 
 _CLI = "import sys; from panto_analytics.cli import main; sys.argv[0] = 'panto-analytics'; main()"
 

@@ -7,14 +7,14 @@
   loss and kept turns for every (policy, budget), budgets past the trigger never proposed, the frontier).
 - :mod:`.report`: one folder (HTML, Markdown, PNGs, Parquet) that answers "what does each budget do?".
 - :mod:`.worst`: the sessions a budget serves worst, with the file and line to open.
-- :mod:`.request`: :func:`~.request.summary_request`, the exact summarizer request of one split, re-read from the files.
+- :mod:`.exact_request`: :func:`~.exact_request.summary_request`, the exact summarizer request of one split, re-read from the files.
 - :mod:`.cost_table`: what compaction costs, per policy and budget.
 - :mod:`.formatting`: how token counts are written for people.
 
 :mod:`.plots` and :mod:`.report` load matplotlib: import them when you draw.
 """
 from .choose import Choice, Rule, choose_budget, recommend
-from .request import summary_request
+from .exact_request import summary_request
 from .timeline import session_timeline
 from .worst import worst_served
 

@@ -39,7 +39,7 @@ def request(paths, format_, skip_invalid, budget, session_id, output):
       panto-analytics request data/0963a6d2-9c87-43a8-8b29-8037e82ed488.jsonl --budget 20k
       panto-analytics request ~/.claude/projects --session 5f1c... -b 50k -o request.txt
     """
-    from ..analysis.request import summary_request
+    from ..analysis.exact_request import summary_request
     from ..analysis.timeline import pick_session
 
     messages = open_source(paths, format_, skip_invalid, messages_only=True).messages()

@@ -6,7 +6,13 @@ depends on whether workers were launched beforehand (see below).
 With no launched workers, :func:`run` starts its own pool with ``spawn``
 (safe with Polars' threads, and the same on every platform), which costs a
 few hundred milliseconds; so a pool is used only when the work is big enough
-(:data:`MIN_PARALLEL_BYTES`), and the calling process never waits for it.
+(``min_weight``). A read's threshold is chosen by
+:func:`panto_analytics.ingest._schedule.pool_threshold` for its files and
+cores: 48 MB where most of the input has no columnar fast path, 256 MB where
+it has one, and no pool at all for such input on fewer than
+``FAST_POOL_MIN_CORES`` (3) cores; :data:`MIN_PARALLEL_BYTES` (256 MB) is
+only the default of a caller that names none. The calling process never
+waits for the pool.
 The files are queued biggest first; each worker, once it is up, takes the
 next file from the front, one at a time; the calling process takes files
 from the back meanwhile, until the queue is empty. Small inputs are done

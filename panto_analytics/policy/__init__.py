@@ -6,7 +6,7 @@
 - :mod:`.cuts`: :func:`splits_at`, the split at given moments (an agent's recorded compactions).
 - :mod:`.budget_sweep`: :func:`sweep`, one row per budget.
 - :mod:`.compaction`: :func:`replay`, compaction over each session's life under a context window;
-  :mod:`.compaction.request`, what each event sends to the summarizer; :mod:`.compaction.summary`,
+  :mod:`.compaction.request_size`, what each event sends to the summarizer; :mod:`.compaction.summary`,
   :func:`summarize_replay`, one row per budget.
 - :mod:`.compaction.policies`: the compaction policies agents ship (pi, Codex, Claude Code, Gemini CLI, ...);
   :mod:`.compaction.any_policy`: :func:`replay_policies`, the replay under any of them (``replay(..., policy=...)``).

@@ -386,3 +386,18 @@ def test_a_clearing_policy_has_no_trigger_to_pass_and_can_be_recommended():
 
     assert thresholds_of(["observation-masking:m=3", "clear-tool-uses", "libpanto"], 32_000, 16_384) == {
         "observation-masking:m=3": 32_000, "clear-tool-uses": 32_000, "libpanto": 32_000 - 16_384}
+
+
+def test_reaching_flags_every_row_of_a_session_that_compacts_under_some_policy():
+    """``_reaching`` (what the bootstrap filters on, computed where a session's rows are) against a reference."""
+    from panto_analytics.analysis.choose.from_replay import session_outcomes
+
+    sessions = pl.DataFrame({"policy": ["libpanto", "libpanto", "pi", "pi", "libpanto", "pi"],
+                             "session_id": ["a", "a", "a", "a", "b", "b"], "budget": [0, 10, 0, 10, 0, 0],
+                             "n_compactions": [0, 0, 0, 2, 0, 0]})
+    events = pl.DataFrame({"policy": ["pi"], "session_id": ["a"], "budget": [10], "kept_turns": [1],
+                           "kept_tokens": [5]})
+    got = session_outcomes(events, sessions).sort("session_id", "policy", "budget")
+    reaching = {s for s, n in zip(sessions["session_id"], sessions["n_compactions"], strict=True) if n > 0}
+    assert got["_reaching"].to_list() == [s in reaching for s in got["session_id"]]
+    assert got["_reach"].to_list() == [False, False, True, True, False, False]

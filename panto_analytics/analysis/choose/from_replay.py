@@ -74,7 +74,7 @@ ORPHAN_CALLS, ORPHAN_RATE, REFETCH = "orphan_calls", "orphan_rate", "refetch_tok
 
 #: The columns of :func:`session_outcomes` rows that :func:`table_from_sessions` reads (where present): all a
 #: dataset's tasks keep of them (:func:`panto_analytics.dataset._decision.decision_dataset`).
-OUTCOME_COLUMNS = ("policy", SESSION, BUDGET, "_reach", "min_kept_turns", "max_kept", "n_compactions",
+OUTCOME_COLUMNS = ("policy", SESSION, BUDGET, "_reach", "_reaching", "min_kept_turns", "max_kept", "n_compactions",
                    "zero_kept_events", "summarized_tokens", "request_bytes", *COSTS, RECORDED_COST, ORPHAN_CALLS,
                    ORPHAN_RATE, REFETCH, "window_calls")
 
@@ -103,14 +103,17 @@ def _with_policy(df: pl.DataFrame) -> pl.DataFrame:
 def session_outcomes(events: pl.DataFrame, sessions: pl.DataFrame) -> pl.DataFrame:
     """A replay's session rows (one per policy, session and budget) with what the rules read of their events:
     ``min_kept_turns`` and ``max_kept`` (null without an event), ``_reach`` (the session compacts under this
-    policy at some budget). Whole sessions in, so rows of disjoint sets of sessions concatenate
-    (:func:`panto_analytics.dataset._decision.decision_dataset`)."""
+    policy at some budget), ``_reaching`` (under some policy at some budget: the sessions the bootstrap
+    resamples, :func:`with_intervals`). Whole sessions in, so rows of disjoint sets of sessions concatenate
+    (:func:`panto_analytics.dataset._decision.decision_dataset`), and both flags are computed where the
+    session's rows are (a dataset's task), not over every session's rows afterwards."""
     events, sessions = _with_policy(events), _with_policy(sessions)
     keys = ["policy", SESSION, BUDGET]
     per = events.group_by(keys).agg(min_kept_turns=pl.col("kept_turns").min(), max_kept=pl.col("kept_tokens").max())
     ses = sessions.join(per.with_columns(pl.col(SESSION).cast(sessions[SESSION].dtype)), on=keys, how="left")
     return ses.with_columns(pl.col(SESSION).cast(pl.String), pl.col("policy").cast(pl.String),
-                            _reach=pl.col("n_compactions").max().over("policy", SESSION) > 0)
+                            _reach=pl.col("n_compactions").max().over("policy", SESSION) > 0,
+                            _reaching=pl.col("n_compactions").max().over(SESSION) > 0)
 
 
 def outcomes_table(events: pl.DataFrame, sessions: pl.DataFrame, *, window: int, reserve: int,
@@ -407,14 +410,16 @@ def with_intervals(choice: Choice, ses: pl.DataFrame | pl.LazyFrame, *, resample
     """``choice`` with the seeded bootstrap over the sessions of ``ses`` (:func:`session_outcomes` rows, lazy
     or not, of one corpus or its buckets in any order): each figure's ``*_lo`` and ``*_hi`` in its table and
     the chosen budget's :class:`~.bootstrap.BudgetInterval`. Only the sessions that reach the trigger (under
-    some policy) are resampled: every per-session figure is over them, and they are the sessions behind it."""
+    some policy: ``_reaching``, computed with the rows) are resampled: every per-session figure is over them,
+    and they are the sessions behind it. Nothing here is computed over every session's rows but that filter
+    (a window over the session ids of a million sessions' rows held 170 MiB)."""
     rule, table = choice.rule, choice.table
-    lf = ses.lazy()
-    columns = lf.collect_schema().names()
-    reaching = lf.filter(pl.col("_reach").any().over(SESSION))
-    n = reaching.select(pl.col(SESSION).n_unique()).collect().item() if "_reach" in columns else 0
     if resamples < 1:
         return choice
+    lf = ses.lazy()
+    columns = lf.collect_schema().names()
+    reaching = lf.filter(pl.col("_reaching"))
+    n = reaching.select(pl.col(SESSION).n_unique()).collect().item() if "_reaching" in columns else 0
     if n < MIN_SESSIONS or table.is_empty():
         choice.interval = BudgetInterval(None, None, n, 0)
         return choice

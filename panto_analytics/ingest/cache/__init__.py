@@ -1,6 +1,6 @@
-"""The Parquet cache of parsed session files: :class:`Cache` (:mod:`.store`) and its encoding (:mod:`.codec`)."""
+"""The Parquet cache of parsed session files: :class:`Cache` (:mod:`.packs`) and its encoding (:mod:`.codec`)."""
 from .codec import Entry, FileKey, parser_version
-from .store import Cache, CacheStats, CacheWarning, as_cache, default_cache_dir
+from .packs import Cache, CacheStats, CacheWarning, as_cache, default_cache_dir
 
 __all__ = ["Cache", "CacheStats", "CacheWarning", "Entry", "FileKey", "as_cache", "default_cache_dir",
            "parser_version"]

@@ -1,7 +1,7 @@
 """Compaction over each session's life: the replay, under libpanto's policy or any other.
 
 - :mod:`.engine`: :class:`~.engine.Replay`, libpanto's replay under a context window, for many budgets at once.
-- :mod:`.request`: what each event sends to the summarizer.
+- :mod:`.request_size`: what each event sends to the summarizer.
 - :mod:`.summary`: one row per budget (:func:`~.summary.summarize_replay`, :func:`~.summary.compare_policies`).
 - :mod:`.any_policy`: the replay under any policy (``replay(..., policy=...)``, :func:`~.any_policy.replay_policies`).
 - :mod:`.recorded_cuts`: each policy's cut at the recorded compactions.

@@ -51,7 +51,7 @@ from .clearing_replay import CLEARING_EVENT_COLUMNS, replay_clearing, staged_fra
 from .engine import DEFAULT_RESERVE, EVENT_SCHEMA, Engine, Replay, as_array, replay_libpanto, summary_size, validate_parameters
 from .policies import Clearing, LibPanto, Policy, Staged, parse_policy
 from .priced import PriceSpec, bill_replay_result
-from .request import with_request_bytes
+from .request_size import with_request_bytes
 
 __all__ = ["POLICY_EVENT_SCHEMA", "check_policy_windows", "parse_policies", "replay", "replay_policies", "window_columns"]
 

@@ -90,7 +90,7 @@ from ...frame import expressions as ex
 from ...frame.schema import BUDGET, ROLE, SEQ, SESSION
 from ..compute_split import budget_series
 from ..turn_costs import annotated_turns, check_order
-from .request import with_request_bytes
+from .request_size import with_request_bytes
 
 __all__ = [
     "DEFAULT_RESERVE", "DEFAULT_SUMMARY_TOKENS", "EVENT_SCHEMA", "Engine", "MIN_SUMMARY_TOKENS", "REPLAY_SESSION_SCHEMA",
@@ -243,7 +243,7 @@ def replay_libpanto(messages: pl.DataFrame | pl.LazyFrame, budgets: Iterable[int
     (sessions in input order, budgets ascending, events in order), and
     ``sessions``, one row per (session, budget). The rules are in the module
     docstring. Events also carry ``transcript_bytes`` and ``request_bytes``
-    (what the summarizer reads, :mod:`.compaction.request`), and sessions the sum
+    (what the summarizer reads, :mod:`.compaction.request_size`), and sessions the sum
     of their events' ``request_bytes``. ``summary_tokens`` defaults to
     :func:`summary_size`: the median size of the summaries recorded in
     ``messages``, else :data:`DEFAULT_SUMMARY_TOKENS`; ``summary_source``
