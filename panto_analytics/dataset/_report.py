@@ -15,10 +15,11 @@ the same section of the report of the same corpus in memory
   (:func:`~panto_analytics.analysis.choose.from_replay.points_of`: the loss at each recorded compaction, a row
   per compaction from each task in bucket order, beside the decision's spilled rows of those sessions);
 - ``splits.parquet``, written group of buckets after group of buckets
-  (:func:`~panto_analytics.dataset._streaming.write_splits`), not held.
+  (:func:`~panto_analytics.dataset._streaming.write_splits`), not held;
+- the plots of the splits and turns, of all sessions and by each ``--by`` segment, from each task's exact value
+  counts, merged (:mod:`~panto_analytics.dataset._report_plots`).
 
-The sections drawn from every session's rows in memory (the plots of the splits
-and turns, the replay's plots and tables, the costs, the recorded compactions
+The sections drawn from every session's rows in memory (the replay's plots and tables, the costs, the recorded compactions
 and their loss, the policies' comparison, the timelines) are left out, each
 named in the report (:attr:`~panto_analytics.analysis.report.Report.omitted`)
 with the command that gives it on a dataset, or the in-memory report, where
@@ -54,8 +55,6 @@ __all__ = ["OMITTED", "overview_dataset", "recorded_loss_of", "report_dataset"]
 
 #: What a dataset's report leaves out, and where to find it.
 OMITTED = [
-    "the plots of every session's split and turn sizes (kept suffix, outcomes, summarized share, kept turns, turn "
-    "sizes): they are drawn from every session's rows in memory; splits.parquet holds the numbers",
     "the replay's own table and plots, and what compaction costs per policy and budget: "
     "`panto-analytics replay DS -w W --cost --loss` gives them over a dataset",
     "the recorded compactions and their loss per cut: `panto-analytics loss DS` gives the loss per agent over a "
@@ -120,10 +119,11 @@ def report_dataset(root: str | Path, budgets: Any, *, splits_to: Path, rule: Rul
     """The :class:`~panto_analytics.analysis.report.Report` of the dataset at ``root`` (see the module docstring),
     its splits written to the Parquet file ``splits_to`` (which :func:`~panto_analytics.analysis.report.write_report`
     moves into the report's folder). ``policies``: replayed beside libpanto in the decision under ``window``;
-    ``task_rows``: the messages a task holds (None: each section's default); ``segment_by``: plots by segment,
-    drawn from every session in memory, named among what the report leaves out."""
+    ``task_rows``: the messages a task holds (None: each section's default); ``segment_by``: the plots by
+    segment too (:mod:`~panto_analytics.dataset._report_plots`, as the plots of all sessions)."""
     from ..policy.compaction.priced import resolve_prices
     from ._decision import decision_dataset
+    from ._report_plots import plot_figures_dataset
     from ._streaming import recommend_dataset, sweep_dataset, write_splits
 
     budgets = as_budgets(budgets)
@@ -157,8 +157,8 @@ def report_dataset(root: str | Path, budgets: Any, *, splits_to: Path, rule: Rul
         overview=overview_table(parts, ingest=IngestReport(files=info.files, sessions=info.sessions,
                                                            messages=info.messages)),
         breakdowns={name: breakdown_table(parts.breakdowns[c], c) for name, c in BREAKDOWNS.items()},
-        omitted=list(OMITTED) + ([f"the plots by {', '.join(segment_by)} (--by): drawn from every session's rows "
-                                  "in memory"] if segment_by else []))
+        omitted=list(OMITTED))
+    report.figures = plot_figures_dataset(root, budgets, highlight=rec.budget, segment_by=segment_by, **where)
     if rec.replayed:
         frontier_figures(report, rec, points[0] if points else None)
     return with_pngs(report)

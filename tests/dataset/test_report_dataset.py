@@ -7,18 +7,26 @@ from pathlib import Path
 import polars as pl
 import pytest
 from click.testing import CliRunner
-from conftest import DATA, LANES, open_lane
+from conftest import DATA, LANES, REALDATA, open_lane
 from polars.testing import assert_frame_equal
 
+from panto_analytics.analysis import plot_data
 from panto_analytics.analysis.choose.rule import Rule
 from panto_analytics.analysis.report import write_report
 from panto_analytics.cli import main
+from panto_analytics.dataset import dataset_corpus
+from panto_analytics.dataset._report_plots import plot_counts_dataset
+from panto_analytics.policy import splits as splits_of
+from panto_analytics.policy import turns as turns_of
 
 PRICES = DATA.parent / "docs" / "synth-prices.json"
 BUDGETS = [0, 2_500, 5_000, 10_000, 20_000]
+BUDGET_COLUMN = "budget"
 BACKENDS = [lane for lane in LANES if lane != "memory"]
-#: Without a window (the splits), and under one (the decision, billed, with its frontier).
-OPTIONS = {"splits": {"rule": Rule(min_kept_turns=2, coverage=0.75)},
+#: Every kind of segment the plots are drawn by (``--by``).
+SEGMENT_BY = ["model", "source_format", "project", "length"]
+#: Without a window (the splits, the plots by segment too), and under one (the decision, billed, with its frontier).
+OPTIONS = {"splits": {"rule": Rule(min_kept_turns=2, coverage=0.75), "segment_by": SEGMENT_BY},
            "window": {"rule": Rule(min_kept_turns=1, coverage=0.5), "window": 32_000, "prices": PRICES}}
 
 
@@ -55,7 +63,15 @@ def test_each_section_equals_the_report_in_memory(in_memory, data_dataset, backe
         assert got.frontier is not None and got.frontier_table is not None and mem.frontier_table is not None
         assert got.frontier_table.rows == mem.frontier_table.rows
         assert {r[-1] for r in got.frontier_table.rows} >= {"recorded", "replayed, same sessions"}
+    # The plots of the splits and turns (of all sessions, and by each segment): the same plots, pixel for pixel.
+    drawn = [f.name for f in got.figures]
+    assert {"kept_tokens", "outcomes", "summarized_share", "kept_turns", "turn_sizes"} <= set(drawn)
+    assert (kind != "splits") or {f"turn_sizes_by_{by}" for by in SEGMENT_BY} <= set(drawn)
+    mine = {f.name: f for f in mem.figures}
+    assert [(f.title, f.caption, f.png) for f in got.figures] == [(mine[n].title, mine[n].caption, mine[n].png)
+                                                                 for n in drawn]
     assert got.omitted and not mem.omitted  # what the dataset's report leaves out, it says
+    assert not any("--by" in line or "plots of every session" in line for line in got.omitted)
 
 
 def test_a_dataset_report_on_the_command_line(data_dataset, tmp_path):
@@ -82,3 +98,47 @@ def test_write_report_moves_the_written_splits_in(data_dataset, tmp_path):
     out = write_report(rep, tmp_path / "r")
     assert not part.exists() and (out / "splits.parquet").is_file()
     assert repr(rep).startswith(f"<Report {rep.title!r}: 40 sessions")
+
+
+@pytest.fixture(scope="module", params=["data", "realdata"])
+def plotted(request, data_dataset, tmp_path_factory):
+    """A dataset (data/, or the real recordings where present) and the finished plot counts of the same corpus in
+    memory, of all sessions and by every kind of segment."""
+    from panto_analytics.dataset import write_dataset
+
+    if request.param == "data":
+        root = data_dataset
+    else:
+        if not REALDATA.is_dir():
+            pytest.skip(f"no real recordings at {REALDATA}")
+        root = tmp_path_factory.mktemp("real") / "ds"
+        write_dataset([REALDATA], root, buckets=8, skip_invalid=True, cache=False)
+    corpus = dataset_corpus(root)
+    m, sessions = corpus.messages, corpus.sessions
+    counts = plot_data.report_plot_counts(m, splits_of(m, BUDGETS, sessions=sessions), turns_of(m),
+                                          segment_by=SEGMENT_BY, sessions=sessions)
+    return root, plot_data.finish_plot_counts(counts)
+
+
+#: The numbers behind each plot of the splits and turns, from counts.
+STATS = ("kept_tokens_stats", "kept_turns_stats", "summarized_share_stats", "outcome_shares", "turn_size_histogram",
+         "token_source_shares")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_the_numbers_behind_each_plot_equal_the_report_in_memory(plotted, backend):
+    """Each task's value counts, merged, are the whole corpus's counts, row for row, so every figure drawn from
+    them (the box statistics, the outcomes' shares, the turn-size histogram) equals the in-memory one, to the last
+    bit; by each segment too (the rare ones lumped into ``other`` by the whole corpus's ranking)."""
+    root, mem = plotted
+    source = open_lane(backend, root)  # a task per bucket
+    got = plot_counts_dataset(root, BUDGETS, segment_by=SEGMENT_BY, engine=source.engine, task_rows=1)
+    assert list(got) == list(mem) == [None, *SEGMENT_BY]
+    for kind, counts in got.items():
+        for table in ("splits", "turns", "sessions"):
+            assert_frame_equal(getattr(counts, table), getattr(mem[kind], table), check_exact=True)
+        for name in STATS:
+            assert_frame_equal(getattr(plot_data, name)(counts), getattr(plot_data, name)(mem[kind]), check_exact=True)
+        assert counts.segmented == (kind is not None)
+    stats = plot_data.kept_tokens_stats(got[None])
+    assert stats["sessions"].max() > 1 and (stats["median"] <= stats[BUDGET_COLUMN].cast(float)).all()

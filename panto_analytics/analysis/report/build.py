@@ -50,7 +50,7 @@ from ..choose.rule import Rule
 from ..compactions import agent_vs_libpanto, compaction_table, policies_vs_agents, recorded_cut_summary
 from ..cost_table import compaction_costs
 from ..formatting import format_tokens, has_budget, point_name
-from ..plot_data import session_segments
+from ..plot_data import PlotCounts, finish_plot_counts, report_plot_counts
 from ..timeline import session_timeline
 from .model import SEGMENT_TITLES, Report, ReportFigure, Table, cell, percent, tokens
 from .overview import BREAKDOWNS, breakdown, breakdown_table, corpus_overview, overview_parts, overview_table
@@ -115,9 +115,12 @@ def decision_table(rec: Choice) -> Table:
     return Table([cols[c][0] for c in present], rows, highlight=chosen, left=(0,))
 
 
-def report_figures(splits: pl.DataFrame, turns: pl.DataFrame, *, highlight: int | None = None,
-                   segments: dict[str, pl.DataFrame] | None = None) -> list[ReportFigure]:
-    """The report's plots, in reading order, each with a caption saying how to read it."""
+def report_figures(counts: dict[str | None, PlotCounts], *, highlight: int | None = None) -> list[ReportFigure]:
+    """The report's plots of the splits and turns, in reading order, each with a caption saying how to read it,
+    drawn from their exact counts (:func:`~panto_analytics.analysis.plot_data.finish_plot_counts`: key None, all
+    sessions; each other key, a kind of segment): the whole corpus's in memory, a dataset's merged."""
+    splits = turns = counts[None]
+    segments = {kind: c for kind, c in counts.items() if kind is not None}
     figs = [
         ReportFigure("kept_tokens", "Kept verbatim suffix per budget",
                "The suffix libpanto keeps verbatim never exceeds the budget (orange marks). Where the boxes stop "
@@ -139,15 +142,15 @@ def report_figures(splits: pl.DataFrame, turns: pl.DataFrame, *, highlight: int 
                "or ceil(words x 1.3) where the turn has none.",
                plots.turn_sizes(turns)),
     ]
-    for kind, seg in (segments or {}).items():
+    for kind, seg in segments.items():
         name = SEGMENT_TITLES.get(kind, kind)
         figs += [
             ReportFigure(f"kept_tokens_by_{kind}", f"Kept suffix by {name}", "Median and quartiles per segment.",
-                   plots.kept_tokens_by_budget(splits, segments=seg, highlight=highlight)),
+                   plots.kept_tokens_by_budget(seg, highlight=highlight)),
             ReportFigure(f"outcomes_by_{kind}", f"Outcomes by {name}", "Share of each segment's sessions.",
-                   plots.outcome_shares_by_budget(splits, segments=seg, highlight=highlight)),
+                   plots.outcome_shares_by_budget(seg, highlight=highlight)),
             ReportFigure(f"turn_sizes_by_{kind}", f"Turn sizes by {name}", "One panel per segment.",
-                   plots.turn_sizes(turns, segments=seg)),
+                   plots.turn_sizes(seg)),
         ]
     return figs
 
@@ -319,8 +322,8 @@ def build_report(messages: pl.DataFrame | Corpus, budgets: Budgets, *, rule: Rul
         overview=overview_table(parts, ingest=ingest),
         breakdowns={name: breakdown_table(parts.breakdowns[c], c) for name, c in BREAKDOWNS.items()},
     )
-    segments = {kind: session_segments(messages, kind, sessions=sessions) for kind in segment_by}
-    report.figures = report_figures(per_session, turns, highlight=rec.budget, segments=segments)
+    counts = report_plot_counts(messages, per_session, turns, segment_by=segment_by, sessions=sessions)
+    report.figures = report_figures(finish_plot_counts(counts), highlight=rec.budget)
     if replayed is not None:
         report.replay, report.replay_table = replayed, replay_table(replayed, rec.budget)
         report.figures += replay_figures(replayed, highlight=rec.budget)
