@@ -63,9 +63,9 @@ def report(paths, format_, skip_invalid, budgets, min_kept_turns, coverage, max_
     Over a dataset folder (ingest --dataset) the report runs bucket by
     bucket, here or with --engine ray: the corpus at a glance, the budget
     table, the recommendation (under --window: the decision, every session
-    replayed and billed, and the frontier), the plots of the splits and
-    turns (--by too, from exact counts merged) and splits.parquet, equal to
-    the same report in memory; the sections drawn from every session in
+    replayed and billed, the frontier and what compaction costs), the plots
+    of the splits and turns (--by too, from exact counts merged) and
+    splits.parquet, equal to the same report in memory; the sections drawn from every session in
     memory (the replay's and the recorded compactions' sections, the
     timelines) are left out, each named in the report.
 

@@ -17,9 +17,10 @@ the same section of the report of the same corpus in memory
 - ``splits.parquet``, written group of buckets after group of buckets
   (:func:`~panto_analytics.dataset._streaming.write_splits`), not held;
 - the plots of the splits and turns, of all sessions and by each ``--by`` segment, from each task's exact value
-  counts, merged (:mod:`~panto_analytics.dataset._report_plots`).
+  counts, merged, and under a window what compaction costs, from the decision's spilled rows
+  (:mod:`~panto_analytics.dataset._report_plots`).
 
-The sections drawn from every session's rows in memory (the replay's plots and tables, the costs, the recorded compactions
+The sections drawn from every session's rows in memory (the replay's plots and tables, the recorded compactions
 and their loss, the policies' comparison, the timelines) are left out, each
 named in the report (:attr:`~panto_analytics.analysis.report.Report.omitted`)
 with the command that gives it on a dataset, or the in-memory report, where
@@ -55,8 +56,7 @@ __all__ = ["OMITTED", "overview_dataset", "recorded_loss_of", "report_dataset"]
 
 #: What a dataset's report leaves out, and where to find it.
 OMITTED = [
-    "the replay's own table and plots, and what compaction costs per policy and budget: "
-    "`panto-analytics replay DS -w W --cost --loss` gives them over a dataset",
+    "the replay's own table and plots: `panto-analytics replay DS -w W --cost --loss` gives them over a dataset",
     "the recorded compactions and their loss per cut: `panto-analytics loss DS` gives the loss per agent over a "
     "dataset; `compactions` and this report's in-memory form (session files, or a dataset with a session filter) "
     "give the rest",
@@ -123,7 +123,7 @@ def report_dataset(root: str | Path, budgets: Any, *, splits_to: Path, rule: Rul
     segment too (:mod:`~panto_analytics.dataset._report_plots`, as the plots of all sessions)."""
     from ..policy.compaction.priced import resolve_prices
     from ._decision import decision_dataset
-    from ._report_plots import plot_figures_dataset
+    from ._report_plots import costs_of_rows, plot_figures_dataset
     from ._streaming import recommend_dataset, sweep_dataset, write_splits
 
     budgets = as_budgets(budgets)
@@ -132,6 +132,7 @@ def report_dataset(root: str | Path, budgets: Any, *, splits_to: Path, rule: Rul
         where["task_rows"] = task_rows
     parts = overview_dataset(root, min(budgets), **where)
     points: list[pl.DataFrame] = []  # under a window: the agents' recorded points, computed beside the decision
+    costs: list[Any] = []  # under a window: "What compaction costs", from the decision's spilled rows
     if window is None:
         rec = recommend_dataset(root, budgets, rule, resamples=resamples, seed=seed, **where)
     else:
@@ -139,6 +140,7 @@ def report_dataset(root: str | Path, budgets: Any, *, splits_to: Path, rule: Rul
         lost = recorded_loss_of(root, horizon=horizon, **where)
 
         def recorded(choice: Choice, rows: pl.LazyFrame) -> None:  # the agents' points, over the spilled rows
+            costs.extend(costs_of_rows(rows, choice.budget))
             if lost is not None:
                 mine = rows.join(lost.lazy().select(pl.col(SESSION).unique()), on=SESSION, how="semi").collect()
                 points.append(points_of(lost, mine, budget=beside(choice), resamples=resamples, seed=seed))
@@ -161,4 +163,7 @@ def report_dataset(root: str | Path, budgets: Any, *, splits_to: Path, rule: Rul
     report.figures = plot_figures_dataset(root, budgets, highlight=rec.budget, segment_by=segment_by, **where)
     if rec.replayed:
         frontier_figures(report, rec, points[0] if points else None)
+    for table, figure in costs:
+        report.costs = table
+        report.figures.append(figure)
     return with_pngs(report)

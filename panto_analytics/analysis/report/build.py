@@ -56,7 +56,7 @@ from .model import SEGMENT_TITLES, Report, ReportFigure, Table, cell, percent, t
 from .overview import BREAKDOWNS, breakdown, breakdown_table, corpus_overview, overview_parts, overview_table
 
 __all__ = [
-    "beside", "breakdown", "build_report", "corpus_overview", "costs_section", "decision_table", "frontier_figures",
+    "beside", "breakdown", "build_report", "corpus_overview", "cost_parts", "costs_section", "decision_table", "frontier_figures",
     "frontier_table", "policy_table", "with_pngs",
     "replay_figures", "replay_table", "report_figures", "sweep_table",
 ]
@@ -190,7 +190,16 @@ def replay_figures(result: Replay, *, highlight: int | None = None) -> list[Repo
 
 
 def costs_section(report: Report, result: Replay, chosen: int | None = None) -> None:
-    """"What compaction costs" from a billed replay (its sessions have ``total_cost_usd``): the table, the plot."""
+    """"What compaction costs" from a billed replay (its sessions have ``total_cost_usd``): the table, the plot
+    (:func:`cost_parts`)."""
+    report.costs, figure = cost_parts(result.sessions, chosen)
+    report.figures.append(figure)
+
+
+def cost_parts(sessions: pl.DataFrame | pl.LazyFrame, chosen: int | None = None) -> tuple[Table, ReportFigure]:
+    """"What compaction costs": the table (:func:`~panto_analytics.analysis.cost_table.compaction_costs`) and the
+    plot of a billed replay's session rows; a dataset's report gives the rows its tasks spilled (a lazy frame,
+    read a few columns at a time), with the same figures."""
     money = lambda v: "-" if v is None else f"${v:,.2f}"  # noqa: E731
     cols = {"policy": ("policy", cell), BUDGET: ("budget", tokens), "sessions": ("sessions", cell),
             "compactions": ("compactions", cell), "recorded_usd": ("recorded", money),
@@ -200,15 +209,15 @@ def costs_section(report: Report, result: Replay, chosen: int | None = None) -> 
             "cache_read_change_usd": ("cache reads change", money),
             "cache_miss_usd": ("cache misses", money),
             "cache_miss_per_compaction_usd": ("cache miss per compaction", money)}
-    t = budgets_shown(compaction_costs(result.sessions))  # no budget of 0 for a policy with none
-    report.costs = Table([name for name, _ in cols.values()],
-                         [[fmt(row[c]) for c, (_, fmt) in cols.items()] for row in t.iter_rows(named=True)])
-    report.figures.append(ReportFigure(
+    t = budgets_shown(compaction_costs(sessions))  # no budget of 0 for a policy with none
+    table = Table([name for name, _ in cols.values()],
+                  [[fmt(row[c]) for c, (_, fmt) in cols.items()] for row in t.iter_rows(named=True)])
+    return table, ReportFigure(
         "cost_by_budget", "What each budget costs per session",
         "Each session's replayed calls and summarizer call, billed (docs/cost.md, docs/replay.md): the median per "
         "budget, one line per policy (a policy with a budget of its own: one point), the 10th-90th percentile band, "
         "and the recorded sessions' median as the dashed line.",
-        plots.cost_by_budget(result.sessions, highlight=chosen)))
+        plots.cost_by_budget(sessions, highlight=chosen))
 
 
 def policy_table(result: Replay) -> Table:
