@@ -8,11 +8,10 @@ from typing import TYPE_CHECKING
 import click
 
 from ._budget_rules import Share, bootstrap_options, criteria_options, name_window, replay_window, rule_of
-from ._notes import friendly_errors, unpriced_notes
+from ._notes import command, unpriced_notes
 from ._options import budgets_option, cost_options, engine_options, horizon_option, input_options, policy_replay_options, replay_prices
 from ._output import output_option, terminal_width, write_frame
 from ._reading import open_source
-from .app import main
 
 if TYPE_CHECKING:
     from ..analysis.choose import Choice
@@ -20,7 +19,7 @@ if TYPE_CHECKING:
 __all__ = ["recommend_cmd"]
 
 
-@main.command("recommend")
+@command("recommend")
 @input_options
 @budgets_option()
 @criteria_options
@@ -33,7 +32,6 @@ __all__ = ["recommend_cmd"]
 @bootstrap_options
 @output_option
 @engine_options
-@friendly_errors
 def recommend_cmd(paths, format_, skip_invalid, budgets, min_kept_turns, coverage, max_kept_share,
                   context_window, max_orphan_rate, window, reserve, summary_tokens, policies, cost, prices_file,
                   summarizer, provider, horizon, resamples, seed, output, engine, ray_address):

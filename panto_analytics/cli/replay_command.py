@@ -5,16 +5,15 @@ import contextlib
 
 import click
 
-from ._notes import friendly_errors, unpriced_notes
+from ._notes import command, unpriced_notes
 from ._options import budgets_option, cost_options, engine_options, horizon_option, input_options, policy_replay_options, replay_prices
 from ._output import table_outputs, write_frame
 from ._reading import open_source
-from .app import main
 
 __all__ = ["replay_cmd"]
 
 
-@main.command("replay")
+@command("replay")
 @input_options
 @budgets_option()
 @policy_replay_options(required=True)
@@ -26,7 +25,6 @@ __all__ = ["replay_cmd"]
                    "(orphan_calls, orphan_rate, refetch_tokens; docs/loss.md), to the table, --sessions and --events.")
 @horizon_option
 @engine_options
-@friendly_errors
 def replay_cmd(paths, format_, skip_invalid, budgets, window, reserve, summary_tokens, policies, cost, prices_file,
                summarizer, provider, output, sessions_out, events_out,
                with_loss, horizon, engine, ray_address):

@@ -7,16 +7,15 @@ import click
 
 from ..defaults import SEGMENT_KINDS
 from ._budget_rules import Share, bootstrap_options, criteria_options, name_window, replay_window, rule_of
-from ._notes import friendly_errors, unpriced_notes
+from ._notes import command, unpriced_notes
 from ._options import budgets_option, cost_options, engine_options, horizon_option, input_options, policy_replay_options, replay_prices
 from ._output import check_output_path
 from ._reading import open_source
-from .app import main
 
 __all__ = ["report"]
 
 
-@main.command()
+@command()
 @input_options
 @budgets_option()
 @criteria_options
@@ -33,7 +32,6 @@ __all__ = ["report"]
 @horizon_option
 @bootstrap_options
 @engine_options
-@friendly_errors
 def report(paths, format_, skip_invalid, budgets, min_kept_turns, coverage, max_kept_share, context_window,
            out_dir, segment_by, title, window, reserve, summary_tokens, policies, max_orphan_rate, cost, prices_file,
            summarizer, provider, horizon, resamples, seed, engine, ray_address):
