@@ -58,7 +58,7 @@ from .overview import BREAKDOWNS, breakdown, breakdown_table, corpus_overview, o
 __all__ = [
     "beside", "breakdown", "build_report", "corpus_overview", "cost_parts", "costs_section", "decision_table", "frontier_figures",
     "frontier_table", "policy_table", "with_pngs",
-    "replay_figures", "replay_table", "report_figures", "sweep_table",
+    "replay_figures", "replay_table", "report_figures", "sweep_table", "worst_sessions",
 ]
 
 if TYPE_CHECKING:
@@ -394,6 +394,25 @@ def _loss_section(report: Report, corpus: Corpus, *, horizon: int) -> None:
 WORST_TIMELINES = 2
 
 
+def worst_sessions(outcomes: pl.DataFrame, policy: str, budget: int, n: int = WORST_TIMELINES) -> list[str]:
+    """The ``n`` sessions ``policy`` at ``budget`` serves worst among those it compacts (``outcomes``: a replay's
+    session rows with their loss): the most orphan calls, then re-fetch tokens, then events that kept nothing;
+    equal ones by session id (not by the rows' order: the same sessions whatever order the corpus was read in).
+
+    >>> rows = pl.DataFrame({"session_id": ["c", "b", "a"], "budget": [8] * 3, "n_compactions": [1, 1, 0],
+    ...                      "orphan_calls": [2, 2, 9], "refetch_tokens": [0] * 3, "zero_kept_events": [0] * 3})
+    >>> worst_sessions(rows, "libpanto", 8, n=1)
+    ['b']
+    """
+    if "policy" in outcomes.columns:
+        outcomes = outcomes.filter(pl.col("policy").cast(pl.String) == policy)
+    return (outcomes.filter((pl.col(BUDGET) == budget) & (pl.col("n_compactions") > 0))
+            .select(pl.col(SESSION).cast(pl.String), "orphan_calls", "refetch_tokens", "zero_kept_events")
+            .sort(["orphan_calls", "refetch_tokens", "zero_kept_events", SESSION], descending=[True, True, True, False],
+                  nulls_last=True)
+            .head(n)[SESSION].to_list())
+
+
 def _timeline_figures(report: Report, rec: Choice, messages: pl.DataFrame, sessions: pl.DataFrame | None,
                       compactions: pl.DataFrame | None, *, window: int, reserve: int, prices: object,
                       horizon: int | None) -> None:
@@ -403,14 +422,8 @@ def _timeline_figures(report: Report, rec: Choice, messages: pl.DataFrame, sessi
     if budget is None or report.outcomes is None:
         return
     policy = rec.policy or "libpanto"
-    outcomes = report.outcomes.sessions
-    if "policy" in outcomes.columns:
-        outcomes = outcomes.filter(pl.col("policy").cast(pl.String) == policy)
-    worst = (outcomes.filter((pl.col(BUDGET) == budget) & (pl.col("n_compactions") > 0))
-             .sort(["orphan_calls", "refetch_tokens", "zero_kept_events"], descending=True, nulls_last=True)
-             .head(WORST_TIMELINES))
     extra = {} if horizon is None else {"horizon": horizon}
-    for sid in worst[SESSION].cast(pl.String).to_list():   # a couple of figures, not the engine
+    for sid in worst_sessions(report.outcomes.sessions, policy, budget):   # a couple of figures, not the engine
         tl = session_timeline(messages, sid, compactions=compactions, sessions=sessions, window=window,
                               policy=policy, budget=budget, reserve=reserve,
                               summary_tokens=report.outcomes.summary_tokens,
