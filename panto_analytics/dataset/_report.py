@@ -17,14 +17,15 @@ the same section of the report of the same corpus in memory
 - ``splits.parquet``, written group of buckets after group of buckets
   (:func:`~panto_analytics.dataset._streaming.write_splits`), not held;
 - the plots of the splits and turns, of all sessions and by each ``--by`` segment, from each task's exact value
-  counts, merged (:mod:`~panto_analytics.dataset._report_plots`);
+  counts, merged, and under a window what compaction costs, from the decision's spilled rows
+  (:mod:`~panto_analytics.dataset._report_plots`);
 - the replay's section, the policies' comparison and the timelines of the sessions served worst, from the
   decision's spilled rows (:mod:`~panto_analytics.dataset._report_replay`), and the recorded compactions
   and their loss per cut, a few rows per compaction from each task
   (:mod:`~panto_analytics.dataset._report_recorded`).
 
-The sections drawn from every session's rows in memory (the costs) and the replay's rows as Parquet are left
-out, each named in the report (:attr:`~panto_analytics.analysis.report.Report.omitted`)
+The replay's rows as Parquet (they grow with the sessions) are left out, named in the report
+(:attr:`~panto_analytics.analysis.report.Report.omitted`)
 with the command that gives it on a dataset, or the in-memory report, where
 one exists.
 """
@@ -51,7 +52,7 @@ from ..policy import splits as compute_splits
 from ..policy import turns as compute_turns
 from ..policy.compaction.engine import DEFAULT_RESERVE
 from ._replay import DatasetOutcomes
-from ._report_replay import REPLAY_ALSO, HeldReplay, hold_replay, sections_dataset
+from ._report_replay import REPLAY_ALSO, HeldReplay, hold_replay, replay_section, sections_dataset
 from .engines import map_buckets
 from .info import read_info
 from .store import TASK_ROWS, collect, scan_parts
@@ -60,7 +61,6 @@ __all__ = ["OMITTED", "overview_dataset", "recorded_loss_of", "report_dataset"]
 
 #: What a dataset's report leaves out, and where to find it.
 OMITTED = [
-    "what compaction costs per policy and budget: `panto-analytics replay DS -w W --cost` gives it over a dataset",
     "the replay's rows as Parquet (replay_events, replay_sessions, policy_events, policy_sessions .parquet): they "
     "grow with the sessions; `panto-analytics replay DS -w W --events FILE --sessions FILE` writes them",
 ]
@@ -125,7 +125,7 @@ def report_dataset(root: str | Path, budgets: Any, *, splits_to: Path, rule: Rul
     segment too (:mod:`~panto_analytics.dataset._report_plots`, as the plots of all sessions)."""
     from ..policy.compaction.priced import resolve_prices
     from ._decision import decision_dataset
-    from ._report_plots import plot_figures_dataset
+    from ._report_plots import costs_of_rows, plot_figures_dataset
     from ._streaming import recommend_dataset, sweep_dataset, write_splits
 
     budgets = as_budgets(budgets)
@@ -134,7 +134,8 @@ def report_dataset(root: str | Path, budgets: Any, *, splits_to: Path, rule: Rul
         where["task_rows"] = task_rows
     parts = overview_dataset(root, min(budgets), **where)
     points: list[pl.DataFrame] = []  # under a window: the agents' recorded points, computed beside the decision
-    held: list[HeldReplay] = []  # and what the replay's section and the timelines read of it
+    costs: list[Any] = []  # under a window: "What compaction costs", from the decision's spilled rows
+    held: list[HeldReplay] = []  # and what the replay's section and the timelines read of them
     if window is None:
         rec = recommend_dataset(root, budgets, rule, resamples=resamples, seed=seed, **where)
     else:
@@ -142,7 +143,9 @@ def report_dataset(root: str | Path, budgets: Any, *, splits_to: Path, rule: Rul
         lost = recorded_loss_of(root, horizon=horizon, **where)
 
         def recorded(choice: Choice, out: DatasetOutcomes) -> None:  # the agents' points, over the spilled rows
+            rows = out.sessions.lazy()
             held.append(hold_replay(choice, out, window=window, reserve=reserve))
+            costs.extend(costs_of_rows(rows, choice.budget))
             if lost is not None:
                 mine = (out.sessions.lazy().join(lost.lazy().select(pl.col(SESSION).unique()), on=SESSION, how="semi")
                         .collect())
@@ -166,6 +169,11 @@ def report_dataset(root: str | Path, budgets: Any, *, splits_to: Path, rule: Rul
     report.figures = plot_figures_dataset(root, budgets, highlight=rec.budget, segment_by=segment_by, **where)
     if rec.replayed:
         frontier_figures(report, rec, points[0] if points else None)
+    if held:
+        replay_section(report, held[0])
+    for table, figure in costs:
+        report.costs = table
+        report.figures.append(figure)
     sections_dataset(report, root, held[0] if held else None, window=window, reserve=reserve, policies=policies,
                      summary_tokens=summary_tokens, prices=prices, horizon=horizon, **where)
     return with_pngs(report)

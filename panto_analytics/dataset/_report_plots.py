@@ -10,6 +10,10 @@ function as the report in memory (:func:`~panto_analytics.analysis.report.build.
 number behind every plot equals the in-memory one, on Ray too. Memory holds one task's messages and the counts,
 which grow with the distinct values (kept tokens and turns per budget, per-session summarized shares, turn sizes)
 and segments, not with the sessions.
+
+Under a window, "What compaction costs" (:func:`costs_of_rows`) is drawn from the decision's rows the tasks
+spilled to Parquet, by the same function as in memory (the totals in whole picodollars, order-free; the plot's
+quantiles group by group; the recorded median over one value a session).
 """
 from __future__ import annotations
 
@@ -18,16 +22,18 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import polars as pl
+
 from ..analysis.plot_data import PlotCounts, finish_plot_counts, report_plot_counts
-from ..analysis.report.build import report_figures
-from ..analysis.report.model import ReportFigure
+from ..analysis.report.build import cost_parts, report_figures
+from ..analysis.report.model import ReportFigure, Table
 from ..budgets import as_budgets
 from ..policy import splits as compute_splits
 from ..policy import turns as compute_turns
 from .engines import map_buckets
 from .store import TASK_ROWS, collect, scan_parts
 
-__all__ = ["plot_counts_dataset", "plot_figures_dataset"]
+__all__ = ["costs_of_rows", "plot_counts_dataset", "plot_figures_dataset"]
 
 
 def _plots_task(root: str, parts: list[str], *, budgets: list[int],
@@ -69,3 +75,11 @@ def plot_figures_dataset(root: str | Path, budgets: Any, *, highlight: int | Non
     counts = plot_counts_dataset(root, budgets, segment_by=segment_by, engine=engine, address=address,
                                  task_rows=task_rows)
     return report_figures(counts, highlight=highlight)
+
+
+def costs_of_rows(rows: pl.LazyFrame, chosen: int | None) -> list[tuple[Table, ReportFigure]]:
+    """"What compaction costs" (:func:`~panto_analytics.analysis.report.build.cost_parts`: its table and plot) of
+    the decision's rows a dataset's tasks spilled (every policy and budget, billed; read a few columns at a time),
+    the chosen budget marked; none where the rows are not billed. The report in memory draws the same from its
+    replay's session rows."""
+    return [cost_parts(rows, chosen)] if "total_cost_usd" in rows.collect_schema().names() else []

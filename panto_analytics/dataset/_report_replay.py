@@ -38,6 +38,7 @@ from ..analysis.report.build import (
     replay_figures,
     replay_table,
     timeline_figure,
+    timeline_point,
     worst_sessions,
 )
 from ..analysis.report.model import Report
@@ -101,8 +102,10 @@ def hold_replay(choice: Choice, out: DatasetOutcomes, *, window: int, reserve: i
     replay = Replay(events=pl.DataFrame(), sessions=pl.DataFrame(), window=window, reserve=reserve,
                     summary_tokens=out.summary_tokens, summary_source=out.summary_source,
                     price_source=out.price_source, unpriced=out.unpriced)
+    point = timeline_point(choice)
     return HeldReplay(replay, summarize_replay(events, sessions, column_at_a_time=True),
-                      replay_stats(events, sessions, column_at_a_time=True), worst_sessions(choice, out.sessions))
+                      replay_stats(events, sessions, column_at_a_time=True),
+                      None if point is None else (*point, worst_sessions(out.sessions, *point)))
 
 
 def replay_section(report: Report, held: HeldReplay) -> None:
@@ -155,12 +158,10 @@ def policies_section(report: Report, root: str | Path, policies: Sequence[str], 
 def sections_dataset(report: Report, root: str | Path, held: HeldReplay | None, *, window: int | None, reserve: int,
                      policies: Sequence[str], summary_tokens: int | None, prices: Any, horizon: int | None,
                      engine: str = "local", address: str | None = None, task_rows: int | None = None) -> None:
-    """The sections of the dataset's report drawn from every session's rows in memory that are computed here,
-    in the in-memory report's order: the replay's (``held``: under a window), the recorded compactions and
-    their loss per cut (:mod:`~panto_analytics.dataset._report_recorded`), the policies' comparison (under a
-    window, with ``policies``), the timelines of the worst-served sessions (under a window)."""
-    if held is not None:
-        replay_section(report, held)
+    """The sections of the dataset's report that follow the replay's and the costs, in the in-memory report's
+    order: the recorded compactions and their loss per cut (:mod:`~panto_analytics.dataset._report_recorded`),
+    the policies' comparison (under a window, with ``policies``), the timelines of the worst-served sessions
+    (``held``: under a window)."""
     where: dict[str, Any] = {"engine": engine, "address": address}
     found = recorded_dataset(root, report.budgets, horizon=DEFAULT_HORIZON if horizon is None else horizon,
                              policies=cut_policies(policies) if policies and window is not None else (),

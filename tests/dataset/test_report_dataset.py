@@ -3,6 +3,7 @@ of the report of the same corpus in memory, here and on Ray, with and without a 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import cast
 
 import polars as pl
 import pytest
@@ -12,12 +13,17 @@ from polars.testing import assert_frame_equal
 
 from panto_analytics.analysis import plot_data
 from panto_analytics.analysis.choose.rule import Rule
+from panto_analytics.analysis.cost_table import compaction_costs
+from panto_analytics.analysis.plot_data import cost_per_session
 from panto_analytics.analysis.report import write_report
 from panto_analytics.cli import main
-from panto_analytics.dataset import dataset_corpus, write_dataset
+from panto_analytics.dataset import dataset_corpus
+from panto_analytics.dataset._decision import decision_dataset
 from panto_analytics.dataset._report_plots import plot_counts_dataset
 from panto_analytics.policy import splits as splits_of
 from panto_analytics.policy import turns as turns_of
+from panto_analytics.policy.compaction.engine import DEFAULT_RESERVE
+from panto_analytics.policy.compaction.priced import resolve_prices
 
 PRICES = DATA.parent / "docs" / "synth-prices.json"
 BUDGETS = [0, 2_500, 5_000, 10_000, 20_000]
@@ -25,11 +31,10 @@ BUDGET_COLUMN = "budget"
 BACKENDS = [lane for lane in LANES if lane != "memory"]
 #: Every kind of segment the plots are drawn by (``--by``).
 SEGMENT_BY = ["model", "source_format", "project", "length"]
-#: Without a window (the splits, the plots by segment too), and under one (the decision, billed, with its frontier,
-#: and the policies beside libpanto: their comparison and their cuts at the recorded compactions).
+#: Without a window (the splits, the plots by segment too), and under one (the decision, billed, with its frontier).
 OPTIONS = {"splits": {"rule": Rule(min_kept_turns=2, coverage=0.75), "segment_by": SEGMENT_BY},
            "window": {"rule": Rule(min_kept_turns=1, coverage=0.5), "window": 32_000, "prices": PRICES,
-                      "policies": ["libpanto", "pi", "codex"]}}
+                      "policies": ["pi", "codex"]}}
 #: The figures of the sections computed over a dataset from the decision's rows and the recorded compactions
 #: (each name, or the start of one).
 DATASET_FIGURES = ("replay_", "recorded_compactions", "policies", "timeline_")
@@ -68,7 +73,14 @@ def test_each_section_equals_the_report_in_memory(in_memory, data_dataset, backe
         assert got.frontier is not None and got.frontier_table is not None and mem.frontier_table is not None
         assert got.frontier_table.rows == mem.frontier_table.rows
         assert {r[-1] for r in got.frontier_table.rows} >= {"recorded", "replayed, same sessions"}
-    # The plots of the splits and turns (of all sessions, and by each segment): the same plots, pixel for pixel.
+    if kind == "window":  # what compaction costs, every policy and budget, from the decision's spilled rows
+        assert got.costs is not None and mem.costs is not None
+        assert got.costs.rows == mem.costs.rows and {r[0] for r in got.costs.rows} == {"libpanto", "pi", "codex"}
+        assert "cost_by_budget" in {f.name for f in got.figures}
+    else:
+        assert got.costs is None and mem.costs is None
+    # The plots of the splits and turns (of all sessions, and by each segment), and under a window the cost per
+    # session: the same plots, pixel for pixel.
     drawn = [f.name for f in got.figures]
     assert {"kept_tokens", "outcomes", "summarized_share", "kept_turns", "turn_sizes"} <= set(drawn)
     assert (kind != "splits") or {f"turn_sizes_by_{by}" for by in SEGMENT_BY} <= set(drawn)
@@ -135,11 +147,13 @@ def test_write_report_moves_the_written_splits_in(data_dataset, tmp_path):
 
 @pytest.fixture(scope="module")
 def real_dataset(tmp_path_factory) -> Path:
-    """The real recordings (``../shared/realdata``: several agents, with recorded compactions) as a dataset."""
+    """The real recordings (skipped where absent) as an 8-bucket dataset."""
+    from panto_analytics.dataset import write_dataset
+
     if not REALDATA.is_dir():
         pytest.skip(f"no real recordings at {REALDATA}")
     root = tmp_path_factory.mktemp("real") / "ds"
-    write_dataset([REALDATA], root, buckets=8, cache=False, skip_invalid=True)
+    write_dataset([REALDATA], root, buckets=8, skip_invalid=True, cache=False)  # xcsh-session.jsonl:440
     return root
 
 
@@ -154,18 +168,10 @@ def test_each_section_equals_the_report_in_memory_on_real_recordings(real_datase
 
 
 @pytest.fixture(scope="module", params=["data", "realdata"])
-def plotted(request, data_dataset, tmp_path_factory):
+def plotted(request, data_dataset):
     """A dataset (data/, or the real recordings where present) and the finished plot counts of the same corpus in
     memory, of all sessions and by every kind of segment."""
-    from panto_analytics.dataset import write_dataset
-
-    if request.param == "data":
-        root = data_dataset
-    else:
-        if not REALDATA.is_dir():
-            pytest.skip(f"no real recordings at {REALDATA}")
-        root = tmp_path_factory.mktemp("real") / "ds"
-        write_dataset([REALDATA], root, buckets=8, skip_invalid=True, cache=False)
+    root = data_dataset if request.param == "data" else request.getfixturevalue("real_dataset")
     corpus = dataset_corpus(root)
     m, sessions = corpus.messages, corpus.sessions
     counts = plot_data.report_plot_counts(m, splits_of(m, BUDGETS, sessions=sessions), turns_of(m),
@@ -195,3 +201,45 @@ def test_the_numbers_behind_each_plot_equal_the_report_in_memory(plotted, backen
         assert counts.segmented == (kind is not None)
     stats = plot_data.kept_tokens_stats(got[None])
     assert stats["sessions"].max() > 1 and (stats["median"] <= stats[BUDGET_COLUMN].cast(float)).all()
+
+
+@pytest.fixture(scope="module", params=["data", "realdata"])
+def billed(request, data_dataset):
+    """A dataset (data/, or the real recordings where present) and the session rows of the same corpus's billed
+    replay in memory (libpanto and pi under a window), what the report's costs section reads."""
+    from panto_analytics.analysis.choose.from_replay import replay_outcomes
+    root = data_dataset if request.param == "data" else request.getfixturevalue("real_dataset")
+    window = 32_000 if request.param == "data" else 200_000
+    budgets = BUDGETS if request.param == "data" else [10_000, 40_000]
+    prices = PRICES if request.param == "data" else True  # the real recordings: genai-prices' offline table
+    out = replay_outcomes(dataset_corpus(root).messages, budgets, window=window, reserve=DEFAULT_RESERVE,
+                          policy=["libpanto", "pi"], prices=resolve_prices(prices))
+    return root, budgets, window, prices, out.sessions
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_what_compaction_costs_equals_the_replay_in_memory_to_the_last_bit(billed, backend):
+    """"What compaction costs" over a dataset reads the decision's rows its tasks spilled (lazily, a few columns at
+    a time): its table (totals in whole picodollars) and the numbers of its plot (quantiles per policy and budget,
+    the recorded median) equal those of the billed replay's session rows in memory, whatever the tasks' order."""
+    root, budgets, window, prices, sessions = billed
+    got: dict[str, object] = {}
+
+    def read(choice, out):
+        rows = out.sessions.lazy()
+        got["table"], got["plot"] = compaction_costs(rows), cost_per_session(rows)
+
+    decision_dataset(root, budgets, Rule(min_kept_turns=1, coverage=0.5), window=window, reserve=DEFAULT_RESERVE,
+                     policy=["libpanto", "pi"], prices=resolve_prices(prices), resamples=2,
+                     engine=open_lane(backend, root).engine, task_rows=1, on_outcomes=read)
+    table = got["table"]
+    assert isinstance(table, pl.DataFrame)
+    assert_frame_equal(table, compaction_costs(sessions), check_exact=True)
+    assert table["policy"].unique(maintain_order=True).to_list() == ["libpanto", "pi"]
+    assert table["sessions"].min() > 0
+    if prices == PRICES:  # every model priced: every total is a sum (one unpriced session makes a total null)
+        assert table["recorded_usd"].null_count() == 0
+    stats, recorded = cast("tuple[pl.DataFrame, float | None]", got["plot"])
+    want_stats, want_recorded = cost_per_session(sessions)
+    assert_frame_equal(stats, want_stats, check_exact=True)
+    assert recorded == want_recorded and recorded is not None and stats["sessions"].min() > 0

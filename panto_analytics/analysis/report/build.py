@@ -56,10 +56,10 @@ from .model import SEGMENT_TITLES, Report, ReportFigure, Table, cell, percent, t
 from .overview import BREAKDOWNS, breakdown, breakdown_table, corpus_overview, overview_parts, overview_table
 
 __all__ = [
-    "beside", "breakdown", "build_report", "corpus_overview", "costs_section", "decision_table", "frontier_figures",
-    "frontier_table", "loss_section", "policy_budget", "policy_cuts_section", "cut_policies", "policy_section",
-    "policy_table", "recorded_section", "timeline_figure", "with_pngs",
-    "worst_sessions", "replay_figures", "replay_table", "report_figures", "sweep_table",
+    "beside", "breakdown", "build_report", "corpus_overview", "cost_parts", "costs_section", "cut_policies",
+    "decision_table", "frontier_figures", "frontier_table", "loss_section", "policy_budget", "policy_cuts_section",
+    "policy_section", "policy_table", "recorded_section", "replay_figures", "replay_table", "report_figures",
+    "sweep_table", "timeline_figure", "timeline_point", "with_pngs", "worst_sessions",
 ]
 
 if TYPE_CHECKING:
@@ -198,7 +198,16 @@ def replay_figures(result: Replay, *, highlight: int | None = None,
 
 
 def costs_section(report: Report, result: Replay, chosen: int | None = None) -> None:
-    """"What compaction costs" from a billed replay (its sessions have ``total_cost_usd``): the table, the plot."""
+    """"What compaction costs" from a billed replay (its sessions have ``total_cost_usd``): the table, the plot
+    (:func:`cost_parts`)."""
+    report.costs, figure = cost_parts(result.sessions, chosen)
+    report.figures.append(figure)
+
+
+def cost_parts(sessions: pl.DataFrame | pl.LazyFrame, chosen: int | None = None) -> tuple[Table, ReportFigure]:
+    """"What compaction costs": the table (:func:`~panto_analytics.analysis.cost_table.compaction_costs`) and the
+    plot of a billed replay's session rows; a dataset's report gives the rows its tasks spilled (a lazy frame,
+    read a few columns at a time), with the same figures."""
     money = lambda v: "-" if v is None else f"${v:,.2f}"  # noqa: E731
     cols = {"policy": ("policy", cell), BUDGET: ("budget", tokens), "sessions": ("sessions", cell),
             "compactions": ("compactions", cell), "recorded_usd": ("recorded", money),
@@ -208,15 +217,15 @@ def costs_section(report: Report, result: Replay, chosen: int | None = None) -> 
             "cache_read_change_usd": ("cache reads change", money),
             "cache_miss_usd": ("cache misses", money),
             "cache_miss_per_compaction_usd": ("cache miss per compaction", money)}
-    t = budgets_shown(compaction_costs(result.sessions))  # no budget of 0 for a policy with none
-    report.costs = Table([name for name, _ in cols.values()],
-                         [[fmt(row[c]) for c, (_, fmt) in cols.items()] for row in t.iter_rows(named=True)])
-    report.figures.append(ReportFigure(
+    t = budgets_shown(compaction_costs(sessions))  # no budget of 0 for a policy with none
+    table = Table([name for name, _ in cols.values()],
+                  [[fmt(row[c]) for c, (_, fmt) in cols.items()] for row in t.iter_rows(named=True)])
+    return table, ReportFigure(
         "cost_by_budget", "What each budget costs per session",
         "Each session's replayed calls and summarizer call, billed (docs/cost.md, docs/replay.md): the median per "
         "budget, one line per policy (a policy with a budget of its own: one point), the 10th-90th percentile band, "
         "and the recorded sessions' median as the dashed line.",
-        plots.cost_by_budget(result.sessions, highlight=chosen)))
+        plots.cost_by_budget(sessions, highlight=chosen))
 
 
 def policy_table(result: Replay, compared: pl.DataFrame | None = None) -> Table:
@@ -427,41 +436,48 @@ def loss_section(report: Report, cuts: pl.DataFrame, curve: pl.DataFrame, *, hor
 WORST_TIMELINES = 2
 
 
+def worst_sessions(outcomes: pl.DataFrame | pl.LazyFrame, policy: str, budget: int,
+                   n: int = WORST_TIMELINES) -> list[str]:
+    """The ``n`` sessions ``policy`` at ``budget`` serves worst among those it compacts (``outcomes``: a replay's
+    session rows with their loss; a dataset's spilled rows, lazy: only those ``n`` are collected): the most
+    orphan calls, then re-fetch tokens, then events that kept nothing; equal ones by session id (not by the
+    rows' order: the same sessions whatever order the corpus was read in).
+
+    >>> rows = pl.DataFrame({"session_id": ["c", "b", "a"], "budget": [8] * 3, "n_compactions": [1, 1, 0],
+    ...                      "orphan_calls": [2, 2, 9], "refetch_tokens": [0] * 3, "zero_kept_events": [0] * 3})
+    >>> worst_sessions(rows, "libpanto", 8, n=1)
+    ['b']
+    """
+    rows = outcomes.lazy()
+    if "policy" in rows.collect_schema().names():
+        rows = rows.filter(pl.col("policy").cast(pl.String) == policy)
+    return (rows.filter((pl.col(BUDGET) == budget) & (pl.col("n_compactions") > 0))
+            .select(pl.col(SESSION).cast(pl.String), "orphan_calls", "refetch_tokens", "zero_kept_events")
+            .sort(["orphan_calls", "refetch_tokens", "zero_kept_events", SESSION], descending=[True, True, True, False],
+                  nulls_last=True)
+            .head(n).collect()[SESSION].to_list())
+
+
+def timeline_point(rec: Choice) -> tuple[str, int] | None:
+    """The policy and budget the timelines are drawn at: the chosen ones (where no budget was chosen, the one the
+    recorded points are compared at, :func:`beside`); None without a budget."""
+    budget = rec.budget if rec.budget is not None else beside(rec)
+    return None if budget is None else (rec.policy or "libpanto", budget)
+
+
 def _timeline_figures(report: Report, rec: Choice, messages: pl.DataFrame, sessions: pl.DataFrame | None,
                       compactions: pl.DataFrame | None, *, window: int, reserve: int, prices: object,
                       horizon: int | None) -> None:
     """A timeline (:func:`~panto_analytics.analysis.timeline.session_timeline`) of each of the sessions the chosen
-    policy and budget serve worst: among those it compacts, the most orphan calls, then re-fetch tokens."""
-    if report.outcomes is None:
+    policy and budget serve worst (:func:`worst_sessions`)."""
+    point = timeline_point(rec)
+    if point is None or report.outcomes is None:
         return
-    found = worst_sessions(rec, report.outcomes.sessions)
-    if found is None:
-        return
-    policy, budget, ids = found
-    for sid in ids:   # a couple of figures, not the engine
+    policy, budget = point
+    for sid in worst_sessions(report.outcomes.sessions, policy, budget):   # a couple of figures, not the engine
         timeline_figure(report, messages, sid, compactions=compactions, sessions=sessions, window=window,
                         policy=policy, budget=budget, reserve=reserve, summary_tokens=report.outcomes.summary_tokens,
                         prices=prices, horizon=horizon)
-
-
-def worst_sessions(rec: Choice, outcomes: pl.DataFrame | pl.LazyFrame) -> tuple[str, int, list[str]] | None:
-    """The chosen policy and budget and the ids of the :data:`WORST_TIMELINES` sessions they serve worst, from
-    the decision's per-session rows ``outcomes`` (a dataset's may be lazy: only those few rows are collected):
-    among those it compacts, the most orphan calls, then re-fetch tokens, then events that keep nothing, then
-    the session id; None without a budget."""
-    budget = rec.budget if rec.budget is not None else beside(rec)
-    if budget is None:
-        return None
-    policy = rec.policy or "libpanto"
-    rows = outcomes.lazy()
-    if "policy" in rows.collect_schema().names():
-        rows = rows.filter(pl.col("policy").cast(pl.String) == policy)
-    worst = (rows.filter((pl.col(BUDGET) == budget) & (pl.col("n_compactions") > 0))
-             .select(pl.col(SESSION).cast(pl.String), "orphan_calls", "refetch_tokens", "zero_kept_events")
-             .sort(["orphan_calls", "refetch_tokens", "zero_kept_events", SESSION],
-                   descending=[True, True, True, False], nulls_last=True)
-             .head(WORST_TIMELINES).collect())
-    return policy, budget, worst[SESSION].to_list()
 
 
 def timeline_figure(report: Report, messages: pl.DataFrame, sid: str, *, compactions: pl.DataFrame | None,
