@@ -119,7 +119,7 @@ def assert_same_sections(got, mem, *, window: bool) -> None:
 def test_a_dataset_report_on_the_command_line(data_dataset, tmp_path):
     """The command picks the dataset's report by its input; its folder holds what it names, splits.parquet moved
     in, and the recommendation is the one the same report in memory prints (a session filter reads in memory)."""
-    args = ["--window", "32k", "-b", "0:20k:5", "--prices", str(PRICES), "--resamples", "20"]
+    args = ["--window", "32k", "-b", "0:20k:5", "--prices", str(PRICES), "--resamples", "20", "--by", "length"]
     on_dataset = CliRunner().invoke(main, ["report", str(data_dataset), "-o", str(tmp_path / "ds"), *args])
     in_memory = CliRunner().invoke(main, ["report", str(data_dataset), "--since", "2000-01-01",
                                           "-o", str(tmp_path / "mem"), *args])
@@ -131,6 +131,9 @@ def test_a_dataset_report_on_the_command_line(data_dataset, tmp_path):
     # The replay's section is there, its rows (growing with the sessions) are not; in memory they are.
     assert "replay_kept_turns.png" in files and "replay_sessions.parquet" not in files
     assert "replay_sessions.parquet" in {p.name for p in (tmp_path / "mem").iterdir()}
+    plots = {"kept_tokens.png", "turn_sizes.png", "outcomes_by_length.png", "turn_sizes_by_length.png",
+             "cost_by_budget.png"}
+    assert plots <= files and all((tmp_path / "ds" / n).read_bytes() == (tmp_path / "mem" / n).read_bytes() for n in plots)
     md = (tmp_path / "ds" / "report.md").read_text()
     assert "## Not in this report" in md and "## Not in this report" not in (tmp_path / "mem" / "report.md").read_text()
     assert_frame_equal(pl.read_parquet(tmp_path / "ds" / "decision.parquet"),

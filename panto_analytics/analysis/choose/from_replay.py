@@ -501,7 +501,7 @@ def recorded_points(messages: pl.DataFrame, compactions: pl.DataFrame, sessions:
                     budget: int | None = None, resamples: int = RESAMPLES, seed: int = SEED) -> pl.DataFrame:
     """The agents' own points on the frontier, each beside the replayed points over the same sessions.
 
-    Per agent (``source_format``) that recorded compactions, its sessions with a recorded compaction (those
+    Per agent (``source_format``, by name) that recorded compactions, its sessions with a recorded compaction (those
     the replay has, when ``replay_sessions`` is given) are the sessions of every row of that agent: the
     recorded row (``point`` ``"recorded"``: the pooled orphan rate at its recorded compactions and, where the
     replay billed the recording, ``recorded_cost_usd``, the median recorded cost) and, from
@@ -581,7 +581,7 @@ def points_of(lost: pl.DataFrame | None, replay_sessions: pl.DataFrame | None = 
     if resamples > 0 and rows[SESSION].n_unique() >= MIN_SESSIONS:
         reps = replicate_tables(rows, keys, aggs, resamples=resamples, seed=seed)
         full = full.join(intervals(reps, keys, list(aggs)), on=keys, how="left", maintain_order="left")
-    order = {a: i for i, a in enumerate(dict.fromkeys(full["agent"].to_list()))}
-    return (full.with_columns(_a=pl.col("agent").replace_strict(order, return_dtype=pl.Int64),
-                              _r=pl.col("point") != "recorded")
-            .sort("_a", "_r", maintain_order=True).drop("_a", "_r", "_b"))
+    # Agents by name (the order their cuts came in is the files' in memory, the buckets' on a dataset); within
+    # one, the recorded point, then the replayed ones as the replay lists its policies and budgets.
+    return (full.with_columns(_r=pl.col("point") != "recorded")
+            .sort("agent", "_r", maintain_order=True).drop("_r", "_b"))
