@@ -43,7 +43,7 @@ from ..outcomes.group_tables import grouped
 from ..policy import session_turns, sweep
 
 __all__ = [
-    "ALL", "LENGTH_BUCKETS", "OUTCOMES", "PlotCounts", "QUANTILES", "SEGMENT_KINDS", "cost_per_session",
+    "ALL", "LENGTH_BUCKETS", "calibration_total", "OUTCOMES", "PlotCounts", "QUANTILES", "SEGMENT_KINDS", "cost_per_session",
     "SPLIT_METRICS", "distribution", "distribution_aggs", "distribution_of_counts", "finish_plot_counts", "is_segmented",
     "kept_tokens_stats", "kept_turns_stats",
     "log_bin", "outcome_shares", "per_segment_sweep", "per_session_stats", "plot_counts", "raw_segments",
@@ -526,6 +526,19 @@ def replay_stats(events: pl.DataFrame | pl.LazyFrame, sessions: pl.DataFrame | p
 
     return {"kept_turns": stats(events, "kept_turns"), "n_compactions": stats(sessions, "n_compactions"),
             "request_bytes": stats(sessions, "request_bytes")}
+
+
+def calibration_total(curve: pl.DataFrame, cuts: Sequence[int]) -> pl.DataFrame:
+    """The calibration curve (:func:`~panto_analytics.outcomes.recorded_refetch.refetch_curve`'s rows) of the cuts
+    ``cuts`` (their ``_cut``) summed after each tool call: ``calls``, ``predicted``, ``unpredicted``.
+
+    >>> c = pl.DataFrame({"_cut": [0, 0, 1, 1], "calls": [1, 2, 1, 2], "predicted": [0, 1, 1, 1],
+    ...                   "unpredicted": [1, 1, 0, 2]})
+    >>> calibration_total(c, [0, 1]).rows()
+    [(1, 1, 1), (2, 2, 3)]
+    """
+    return (curve.filter(pl.col("_cut").is_in(list(cuts)))
+            .group_by("calls").agg(pl.col("predicted").sum(), pl.col("unpredicted").sum()).sort("calls"))
 
 
 def cost_per_session(replay_sessions: pl.DataFrame | pl.LazyFrame, value: str = "total_cost_usd") -> tuple[pl.DataFrame, float | None]:
