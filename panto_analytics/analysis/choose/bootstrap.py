@@ -197,24 +197,32 @@ def _passes(compact: pl.DataFrame, *, keys: pl.DataFrame, aggs: Mapping[str, pl.
     """``aggs`` by (replicate, keys) over ``compact`` (:data:`HASH`, ``_k`` and the columns read) in every
     resample, a group of replicates a pass: each row repeated by its session's copies (a gather of row numbers;
     measured on 1M sessions' split rows, the join of a replicate's draws to the rows, its lists of copies and
-    their explosion, as before, held three times the rows the gather does)."""
+    their explosion, as before, held three times the rows the gather does), the aggregations reading the same
+    columns together, one set of columns gathered at a time (all of them at once, over a million sessions'
+    rows, held the gathered rows and a copy of a column for each quantile at once)."""
     compact = compact.sort(compact.columns, nulls_last=True, maintain_order=True)  # the same order in every lane
     hashes, rows = compact[HASH].to_numpy(), compact.drop(HASH)
     positions = np.arange(compact.height, dtype=np.uint32)
     per_pass = max(1, ROWS_PER_PASS // max(1, compact.height))
     del compact
+    by_columns: dict[tuple[str, ...], dict[str, pl.Expr]] = {}
+    for name, expr in aggs.items():  # one entry per figure of the table, not per row
+        by_columns.setdefault(tuple(sorted(set(expr.meta.root_names()) - {_KEY})), {})[name] = expr
     found = []
     for first in range(0, resamples, per_pass):  # passes over groups of replicates, not over sessions
         replicates = np.arange(first, min(resamples, first + per_pass), dtype=np.uint32)
         drawn = copies(hashes, seed, replicates)  # each row's copies in each replicate of the group
-        take = np.repeat(np.tile(positions, len(replicates)), drawn.ravel())
-        replicate = np.repeat(replicates, drawn.sum(axis=1, dtype=np.int64))
+        take = pl.Series(np.repeat(np.tile(positions, len(replicates)), drawn.ravel()))
+        replicate = pl.Series(REPLICATE, np.repeat(replicates, drawn.sum(axis=1, dtype=np.int64)))
         del drawn
-        repeated = rows.gather(take).with_columns(pl.Series(REPLICATE, replicate))
+        table = None
+        for columns, exprs in by_columns.items():  # a few sets of columns (the figures'), not rows
+            part = (rows.select(_KEY, *columns).gather(take).with_columns(replicate).lazy()
+                    .group_by(REPLICATE, _KEY).agg(**exprs).collect())
+            table = part if table is None else table.join(part, on=[REPLICATE, _KEY], how="full", coalesce=True)
         del take, replicate
-        found.append(repeated.lazy().group_by(REPLICATE, _KEY).agg(**aggs).join(keys.lazy(), on=_KEY)
-                     .select(REPLICATE, *keys.columns[1:], *aggs).collect())
-        del repeated
+        if table is not None:
+            found.append(table.join(keys, on=_KEY).select(REPLICATE, *keys.columns[1:], *aggs))
     return found
 
 
