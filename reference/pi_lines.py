@@ -347,17 +347,10 @@ class _Session:
 
     def _texts(self, content: Any, where: str) -> list[str]:
         """User-side content (a string, or text and image blocks) as texts; images are counted as ignored."""
-        if isinstance(content, str):
-            return [content]
-        if not isinstance(content, list):
-            raise Invalid(f"{where} must be a string or a list, got {json_type(content)}")
         texts = []
-        for i, block in enumerate(content):
-            if not isinstance(block, dict):
-                raise Invalid(f"{where}[{i}] must be an object, got {json_type(block)}")
-            kind = block.get("type")
+        for kind, block, at in _blocks(content, where):
             if kind == "text":
-                texts.append(require_string(block.get("text"), f"{where}[{i}].text"))
+                texts.append(require_string(block.get("text"), f"{at}.text"))
             elif kind == "image":
                 # libpanto has media only inside tool results.
                 self.src.ignore("image in a user message")
@@ -367,22 +360,36 @@ class _Session:
 
     def _parts(self, content: Any, where: str) -> list[dict[str, Any]]:
         """A tool result's content as result parts: text, and images as media."""
-        if isinstance(content, str):
-            return [{"type": "text", "text": content}]
-        if not isinstance(content, list):
-            raise Invalid(f"{where} must be a string or a list, got {json_type(content)}")
         parts = []
-        for i, block in enumerate(content):
-            if not isinstance(block, dict):
-                raise Invalid(f"{where}[{i}] must be an object, got {json_type(block)}")
-            kind = block.get("type")
+        for kind, block, at in _blocks(content, where):
             if kind == "text":
-                parts.append({"type": "text", "text": require_string(block.get("text"), f"{where}[{i}].text")})
+                parts.append({"type": "text", "text": require_string(block.get("text"), f"{at}.text")})
             elif kind == "image":
-                parts.append({"type": "media", "media_type": require_string(block.get("mimeType"), f"{where}[{i}].mimeType")})
+                parts.append({"type": "media", "media_type": require_string(block.get("mimeType"), f"{at}.mimeType")})
             else:
                 self.src.ignore(f"content block:{kind}")
         return parts
+
+
+def _blocks(content: Any, where: str) -> list[tuple[Any, dict[str, Any], str]]:
+    """pi's content (a string, or a list of blocks) as ``(type, block, where the block is)``; a string is one text
+    block at ``where``; content of another type, or a block that is not an object, is invalid.
+
+    >>> _blocks("hi", "m.content")
+    [('text', {'type': 'text', 'text': 'hi'}, 'm.content')]
+    >>> _blocks([{"type": "image"}], "m.content")
+    [('image', {'type': 'image'}, 'm.content[0]')]
+    """
+    if isinstance(content, str):
+        return [("text", {"type": "text", "text": content}, where)]
+    if not isinstance(content, list):
+        raise Invalid(f"{where} must be a string or a list, got {json_type(content)}")
+    blocks = []
+    for i, block in enumerate(content):
+        if not isinstance(block, dict):
+            raise Invalid(f"{where}[{i}] must be an object, got {json_type(block)}")
+        blocks.append((block.get("type"), block, f"{where}[{i}]"))
+    return blocks
 
 
 def _usage(usage: Any) -> dict[str, int] | None:

@@ -1,6 +1,7 @@
 """Plots of what a budget does, in one style, headless.
 
-Every function takes frames (``splits`` or ``turns``) and returns a
+Every function takes frames (``splits`` or ``turns``; for those of splits and turns, their exact counts,
+:class:`~panto_analytics.analysis.plot_data.PlotCounts`, do too) and returns a
 :class:`matplotlib.figure.Figure`; none touches pyplot's global state, so
 they work without a display and in a notebook alike (a notebook shows a
 returned figure, with no ``%matplotlib`` magic needed). The numbers drawn come from :mod:`panto_analytics.analysis.plot_data`,
@@ -207,10 +208,11 @@ def kept_tokens_by_budget(splits, *, log: bool = False, segments=None, highlight
     per segment. ``log`` uses a symmetric log scale (zero stays visible).
     """
     stats = data.kept_tokens_stats(splits, segments)
+    segmented = data.is_segmented(splits, segments)
     with style():
         fig, (ax,) = _figure()
         budgets = stats[BUDGET].unique(maintain_order=True).to_list()
-        if segments is None:
+        if not segmented:
             positions = list(range(len(budgets)))
             boxes = [
                 {"med": r["median"], "q1": r["q1"], "q3": r["q3"], "whislo": r["p10"], "whishi": r["p90"],
@@ -354,9 +356,10 @@ def outcome_shares_by_budget(splits, *, segments=None, highlight: int | None = N
     With ``segments``, one panel per outcome and one line per segment.
     """
     shares = data.outcome_shares(splits, segments)
+    segmented = data.is_segmented(splits, segments)
     outcomes = list(cast("pl.Enum", shares["outcome"].dtype).categories)
     with style():
-        if segments is None:
+        if not segmented:
             fig, (ax,) = _figure()
             for outcome in outcomes:
                 part = shares.filter(outcome=outcome)
@@ -382,7 +385,7 @@ def outcome_shares_by_budget(splits, *, segments=None, highlight: int | None = N
             _highlight(ax, highlight)
         _legend(axes[-1])
         axes[0].set_ylabel("share of sessions")
-        if segments is None:
+        if not segmented:
             _note(fig, "noop: the whole active context fits · zero kept: the newest turn alone exceeds the budget"
                        " · capped: over 4096 turns")
     return fig
@@ -396,10 +399,11 @@ def summarized_share_by_budget(splits, *, segments=None, highlight: int | None =
     left out to keep the plot readable.
     """
     stats = data.summarized_share_stats(splits, segments)
+    segmented = data.is_segmented(splits, segments)
     with style():
         fig, (ax,) = _figure()
         _bands(ax, stats)
-        if segments is None:  # per segment, the pooled lines would crowd the plot
+        if not segmented:  # per segment, the pooled lines would crowd the plot
             ax.plot(stats[BUDGET], stats["pooled"], color=PALETTE[0], ls="--", lw=1.2, label="pooled over all tokens")
         ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
         ax.set_ylim(-0.03, 1.03)
@@ -411,9 +415,12 @@ def summarized_share_by_budget(splits, *, segments=None, highlight: int | None =
     return fig
 
 
-def kept_turns_by_budget(splits, *, segments=None, highlight: int | None = None, log: bool = False) -> Figure:
-    """Whole turns kept verbatim per budget: median, quartiles and 10th-90th percentile band."""
-    stats = data.kept_turns_stats(splits, segments)
+def kept_turns_by_budget(splits, *, segments=None, highlight: int | None = None, log: bool = False,
+                         stats=None) -> Figure:
+    """Whole turns kept verbatim per budget: median, quartiles and 10th-90th percentile band (``stats``: those of
+    :func:`~panto_analytics.analysis.plot_data.kept_turns_stats`, already computed, in place of ``splits``)."""
+    stats = data.kept_turns_stats(splits, segments) if stats is None else stats
+    segmented = data.is_segmented(splits, segments)
     with style():
         fig, (ax,) = _figure()
         _bands(ax, stats, outer=("p10", "p90"))
@@ -425,15 +432,16 @@ def kept_turns_by_budget(splits, *, segments=None, highlight: int | None = None,
         _legend(ax)
         _title(ax, "How many turns each budget keeps verbatim")
         _note(fig, "sessions with turns · line: median · dark band: quartiles · light band: 10th-90th percentile"
-              if segments is None else "sessions with turns · line: median · band: quartiles")
+              if not segmented else "sessions with turns · line: median · band: quartiles")
     return fig
 
 
 def replay_by_budget(replay_sessions, value: str, *, ylabel: str, title: str, tokens: bool = False,
-                     highlight: int | None = None) -> Figure:
+                     highlight: int | None = None, stats=None) -> Figure:
     """A per-session figure of a replay (``n_compactions``, ``request_bytes``, ...) per budget:
-    median, quartiles and 10th-90th percentile band over sessions."""
-    stats = data.per_session_stats(replay_sessions, value)
+    median, quartiles and 10th-90th percentile band over sessions (``stats``: those of
+    :func:`~panto_analytics.analysis.plot_data.per_session_stats`, already computed, in place of the rows)."""
+    stats = data.per_session_stats(replay_sessions, value) if stats is None else stats
     with style():
         fig, (ax,) = _figure()
         _bands(ax, stats, outer=("p10", "p90"))

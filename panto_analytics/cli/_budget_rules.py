@@ -11,14 +11,13 @@ from typing import TYPE_CHECKING
 import click
 
 from ..defaults import DEFAULT_COVERAGE, DEFAULT_MIN_KEPT_TURNS
-from ._options import (
-    Tokens,
-)
+from ._options import Tokens, check_replay
 
 if TYPE_CHECKING:
     from ..analysis.choose import Choice, Rule
+    from ..dataset import Source
 
-__all__ = ["Share", "bootstrap_options", "criteria_options", "implied_window", "name_window", "rule_of"]
+__all__ = ["Share", "bootstrap_options", "criteria_options", "name_window", "replay_window", "rule_of"]
 
 
 class Share(click.ParamType):
@@ -87,22 +86,25 @@ def bootstrap_options(fn):
                         metavar="N", help="Resamples of the sessions behind each interval (0: no intervals).")(fn)
 
 
-def implied_window(sessions) -> tuple[int | None, str | None, str | None]:
-    """Without --window: ``(window, reason, hint)``. Where the sessions name models the table knows, the window
-    the recordings imply (``outcomes.context_windows.corpus_window``) and the sentence that names it (the replay
-    runs under it; a note on stderr says so too); else nothing: the splits, as a dataset folder gives them."""
+def replay_window(window: int | None, source: Source, reserve: int, summary_tokens: int | None,
+                  policies: tuple) -> tuple[int | None, str | None]:
+    """``(window, reason)``: --window as given; without it, where the sessions name models the table knows, the
+    window the recordings imply (``outcomes.context_windows.corpus_window``), checked as a given one is
+    (:func:`check_replay`), and the sentence that names it (the replay runs under it; a note on stderr says so
+    too); else nothing: the splits, as a dataset folder gives them."""
     from ..outcomes.context_windows import corpus_window
 
-    implied = corpus_window(sessions)
-    if implied.window is not None and implied.from_models:
-        click.echo(f"note: no --window given: {implied.source} (give --window to choose another)", err=True)
-        return implied.window, implied.source, None
-    return None, None, None
+    if window is not None:
+        return window, None
+    implied = corpus_window(source.sessions())
+    if implied.window is None or not implied.from_models:
+        return None, None
+    click.echo(f"note: no --window given: {implied.source} (give --window to choose another)", err=True)
+    check_replay(implied.window, reserve, summary_tokens, policies)
+    return implied.window, implied.source
 
 
-def name_window(rec: Choice, reason: str | None, hint: str | None) -> None:
-    """The implied window's sentence as the choice's first reason, or the hint among its warnings."""
+def name_window(rec: Choice, reason: str | None) -> None:
+    """The implied window's sentence (:func:`replay_window`) as the choice's first reason."""
     if reason is not None:
         rec.reasons.insert(0, reason)
-    if hint is not None:
-        rec.warnings.append(hint)

@@ -1,5 +1,6 @@
 """What the command line says on stderr besides its output: skipped lines, the cache's and the price
-table's warnings as plain lines, and bad input as one ``error:`` line (exit 1), never a traceback.
+table's warnings as plain lines, and bad input as one ``error:`` line (exit 1), never a traceback: every command
+declared with :func:`command` says it so.
 
 >>> friendly_errors(lambda: "done")()
 'done'
@@ -15,7 +16,7 @@ import click
 
 from ..errors import STRAY, IngestReport, InputError
 
-__all__ = ["cache_warnings_on_stderr", "friendly_errors", "report_skips", "unpriced_notes", "warnings_as_lines"]
+__all__ = ["cache_warnings_on_stderr", "command", "friendly_errors", "report_skips", "unpriced_notes", "warnings_as_lines"]
 
 
 @contextlib.contextmanager
@@ -96,3 +97,21 @@ def friendly_errors(fn):
             click.echo(f"error: cannot write {where}", err=True)
             sys.exit(1)
     return wrapper
+
+
+def command(name: str | None = None):
+    """Declare a command: ``fn`` registered on :data:`~.app.main` as ``name`` (default: its function's name, ``_``
+    as ``-``), its bad input one line on stderr (:func:`friendly_errors`). Put it above the command's options.
+
+    >>> from .app import main
+    >>> @command("example-command")
+    ... def example():
+    ...     "An example."
+    >>> main.commands.pop("example-command").help
+    'An example.'
+    """
+    from .app import main
+
+    def declare(fn):
+        return main.command(name)(friendly_errors(fn))
+    return declare

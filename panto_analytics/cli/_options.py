@@ -9,6 +9,7 @@ load. The library is imported inside the functions that do the work.
 """
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BudgetList", "Tokens", "budgets_option", "check_replay", "cost_options", "cut_policy_option", "engine_options",
-    "horizon_option", "input_options", "policy_option", "replay_options", "replay_prices",
+    "horizon_option", "input_options", "policy_option", "policy_replay_options", "replay_options", "replay_prices",
 ]
 
 
@@ -191,6 +192,18 @@ def policy_option(fn):
         help=f"Replay under this compaction policy ({', '.join(POLICY_NAMES)}), with settings over its defaults "
              "(pi:keep_recent_tokens=30k); repeat to compare. libpanto runs at every --budgets value; "
              "the others at their own settings (docs/replay.md).")(fn)
+
+
+def policy_replay_options(*, required: bool):
+    """The replay a command judges: :func:`replay_options` and :func:`policy_option`, checked together
+    (:func:`check_replay`) before the command's body runs, so before any reading."""
+    def decorate(fn):
+        @functools.wraps(fn)
+        def checked(*args, **kwargs):
+            check_replay(kwargs["window"], kwargs["reserve"], kwargs["summary_tokens"], tuple(kwargs["policies"]))
+            return fn(*args, **kwargs)
+        return replay_options(required=required)(policy_option(checked))
+    return decorate
 
 
 def cut_policy_option(fn):

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 __all__ = [
     "FORMAT_KEY", "PLOT_SUFFIXES", "STDOUT_FORMATS", "TABLE_ROWS", "WRITERS", "OutputPathError", "check_output",
     "check_output_path", "csv_ready", "file_output_option", "is_device", "output_option", "table_file_option",
-    "terminal_width", "to_stdout", "write_frame",
+    "table_outputs", "terminal_width", "to_stdout", "write_frame",
 ]
 
 
@@ -168,6 +168,22 @@ def table_file_option(name: str, dest: str, rows: str):
     'Also write one row per cut to this file (.csv, .parquet, .json, .ndjson).'
     """
     return file_output_option(name, dest=dest, help=f"Also write {rows} to this file (.csv, .parquet, .json, .ndjson).")
+
+
+def table_outputs(*tables: tuple[str, str, str]):
+    """A command's table outputs: -o and --output-format (:func:`output_option`), then for each ``(name, dest,
+    rows)`` an option naming a file to also write ``rows`` to (:func:`table_file_option`), in that order.
+
+    >>> @table_outputs(("--cuts", "cuts_out", "one row per cut"))
+    ... def cmd(output, cuts_out): ...
+    >>> [p.name for p in reversed(cmd.__click_params__)]
+    ['output', 'output_format', 'cuts_out']
+    """
+    def decorate(fn):
+        for table in reversed(tables):
+            fn = table_file_option(*table)(fn)
+        return output_option(fn)
+    return decorate
 
 
 #: Rows a terminal table shows; the rest are counted.

@@ -4,16 +4,15 @@ from __future__ import annotations
 import click
 
 from ..defaults import DEFAULT_COMPACTION_BUDGETS
-from ._notes import friendly_errors
+from ._notes import command
 from ._options import budgets_option, input_options
 from ._output import PLOT_SUFFIXES, file_output_option, output_option, to_stdout, write_frame
 from ._reading import open_source
-from .app import main
 
 __all__ = ["compactions_cmd"]
 
 
-@main.command("compactions")
+@command("compactions")
 @input_options
 @budgets_option(default=DEFAULT_COMPACTION_BUDGETS)
 @output_option(what="Without it the table of compactions is printed; with it, one row per (compaction, budget) "
@@ -21,7 +20,6 @@ __all__ = ["compactions_cmd"]
 @file_output_option("--plot", dest="plot", suffixes=PLOT_SUFFIXES,
                     help="Also save a plot (.png, .svg or .pdf): libpanto's kept tokens per budget against the "
                          "agents'.")
-@friendly_errors
 def compactions_cmd(paths, format_, skip_invalid, budgets, output, plot):
     """What the agents in PATHS kept at each compaction they recorded, beside libpanto's split.
 

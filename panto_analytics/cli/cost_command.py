@@ -6,11 +6,10 @@ from pathlib import Path
 import click
 
 from ..defaults import COST_GROUPINGS
-from ._notes import friendly_errors, unpriced_notes
+from ._notes import command, unpriced_notes
 from ._options import engine_options, input_options
 from ._output import output_option, write_frame
 from ._reading import open_source
-from .app import main
 
 __all__ = ["cost_cmd"]
 
@@ -25,7 +24,7 @@ def _check_timezone(ctx: click.Context, param: click.Parameter, value: str) -> s
     return value
 
 
-@main.command("cost")
+@command("cost")
 @input_options
 @click.option("--by", "by", multiple=True, type=click.Choice(COST_GROUPINGS),
               help="Group the bill by this (repeatable, in order): session, day, week (from Monday), month, "
@@ -42,7 +41,6 @@ def _check_timezone(ctx: click.Context, param: click.Parameter, value: str) -> s
               help="The time zone of --by day, week and month (an IANA name).")
 @engine_options
 @output_option
-@friendly_errors
 def cost_cmd(paths, format_, skip_invalid, by, prices_file, provider, timezone, engine, ray_address, output):
     """What the API calls recorded in PATHS cost, in US dollars, one row per group.
 

@@ -10,11 +10,10 @@ import click
 from ..defaults import DEFAULT_BUCKETS, MAX_BUCKETS
 from ..errors import WHOLE_FILE, IngestReport
 from ..phrases import counted
-from ._notes import cache_warnings_on_stderr, friendly_errors, report_skips
+from ._notes import cache_warnings_on_stderr, command, report_skips
 from ._options import input_options
 from ._output import check_output_path, file_output_option, output_option, to_stdout, write_frame
 from ._reading import read_input_corpus, read_settings, session_files
-from .app import main
 
 if TYPE_CHECKING:
     from ..ingest.cache import CacheStats
@@ -26,7 +25,7 @@ __all__ = ["format_summary", "ingest"]
 _MAX_ITEMS = 20
 
 
-@main.command()
+@command()
 @input_options
 @output_option(what="Without it, only the summary is printed. With '-', the summary goes to stderr.")
 @file_output_option("--sessions", dest="sessions_out",
@@ -42,7 +41,6 @@ _MAX_ITEMS = 20
 @click.option("--replace", is_flag=True,
               help="With --dataset: drop the files DIR holds that PATHS do not name [default: keep them, so "
                    "another folder is added beside them].")
-@friendly_errors
 def ingest(paths, format_, skip_invalid, output, sessions_out, compactions_out, dataset_dir, buckets, replace):
     """Read the sessions in PATHS, fill the cache, and say what was read.
 

@@ -4,22 +4,19 @@ from __future__ import annotations
 import click
 
 from ..phrases import counted
-from ._notes import friendly_errors
+from ._notes import command
 from ._options import engine_options, horizon_option, input_options
-from ._output import output_option, table_file_option, write_frame
+from ._output import table_outputs, write_frame
 from ._reading import open_source
-from .app import main
 
 __all__ = ["loss_cmd"]
 
 
-@main.command("loss")
+@command("loss")
 @input_options
 @horizon_option
-@output_option
-@table_file_option("--cuts", "cuts_out", "one row per cut (each recorded compaction and each pseudo-cut)")
+@table_outputs(("--cuts", "cuts_out", "one row per cut (each recorded compaction and each pseudo-cut)"))
 @engine_options
-@friendly_errors
 def loss_cmd(paths, format_, skip_invalid, horizon, output, cuts_out, engine, ray_address):
     """Check the loss measure on the compactions the agents in PATHS recorded.
 

@@ -3,21 +3,18 @@ from __future__ import annotations
 
 import click
 
-from ._notes import friendly_errors
+from ._notes import command
 from ._options import cut_policy_option, input_options
-from ._output import output_option, table_file_option, write_frame
+from ._output import table_outputs, write_frame
 from ._reading import open_source, versioned_corpus
-from .app import main
 
 __all__ = ["policy_cuts_cmd"]
 
 
-@main.command("policy-cuts")
+@command("policy-cuts")
 @input_options
 @cut_policy_option
-@output_option
-@table_file_option("--rows", "rows_out", "one row per (recorded compaction, policy)")
-@friendly_errors
+@table_outputs(("--rows", "rows_out", "one row per (recorded compaction, policy)"))
 def policy_cuts_cmd(paths, format_, skip_invalid, policies, output, rows_out):
     """Each policy's cut at every compaction the agents in PATHS recorded, beside what the agent kept.
 

@@ -7,22 +7,11 @@ from typing import TYPE_CHECKING
 
 import click
 
-from ._budget_rules import Share, bootstrap_options, criteria_options, implied_window, name_window, rule_of
-from ._notes import friendly_errors, unpriced_notes
-from ._options import (
-    budgets_option,
-    check_replay,
-    cost_options,
-    engine_options,
-    horizon_option,
-    input_options,
-    policy_option,
-    replay_options,
-    replay_prices,
-)
+from ._budget_rules import Share, bootstrap_options, criteria_options, name_window, replay_window, rule_of
+from ._notes import command, unpriced_notes
+from ._options import budgets_option, cost_options, engine_options, horizon_option, input_options, policy_replay_options, replay_prices
 from ._output import output_option, terminal_width, write_frame
 from ._reading import open_source
-from .app import main
 
 if TYPE_CHECKING:
     from ..analysis.choose import Choice
@@ -30,21 +19,19 @@ if TYPE_CHECKING:
 __all__ = ["recommend_cmd"]
 
 
-@main.command("recommend")
+@command("recommend")
 @input_options
 @budgets_option()
 @criteria_options
 @click.option("--max-orphan-rate", type=Share(allow_zero=True), default=None,
               help="Rule (with --window): the cheapest point of the frontier (median cost per session against "
                    "orphan rate, over every policy and budget) whose orphan rate is at most this, as 0.05 or 5%.")
-@replay_options(required=False)
-@policy_option
+@policy_replay_options(required=False)
 @cost_options
 @horizon_option
 @bootstrap_options
 @output_option
 @engine_options
-@friendly_errors
 def recommend_cmd(paths, format_, skip_invalid, budgets, min_kept_turns, coverage, max_kept_share,
                   context_window, max_orphan_rate, window, reserve, summary_tokens, policies, cost, prices_file,
                   summarizer, provider, horizon, resamples, seed, output, engine, ray_address):
@@ -92,13 +79,9 @@ def recommend_cmd(paths, format_, skip_invalid, budgets, min_kept_turns, coverag
       panto-analytics recommend data/ --window 32k -k 1 -p 50% -o - --output-format json
       panto-analytics recommend data/ --window 32k --policy libpanto --policy pi --max-orphan-rate 5% --prices docs/synth-prices.json
     """
-    check_replay(window, reserve, summary_tokens, tuple(policies))   # before any reading where a window is given
     given = [p if isinstance(p, str) else p.spec() for p in policies]
     source = open_source(paths, format_, skip_invalid, engine, ray_address, versions_for=given or ["libpanto"])
-    reason = hint = None
-    if window is None:  # the window the recordings imply, if any
-        window, reason, hint = implied_window(source.sessions())
-        check_replay(window, reserve, summary_tokens, tuple(policies))
+    window, reason = replay_window(window, source, reserve, summary_tokens, tuple(policies))
     if window is None and (policies or max_orphan_rate is not None):
         raise click.UsageError("--policy and --max-orphan-rate judge a replay: give --window (e.g. 200k)")
     rule = rule_of(min_kept_turns, coverage, max_kept_share, context_window, window, max_orphan_rate)
@@ -109,7 +92,7 @@ def recommend_cmd(paths, format_, skip_invalid, budgets, min_kept_turns, coverag
                                       horizon=horizon, resamples=resamples, seed=seed)
     if chosen.price_source is not None:
         click.echo(f"prices: {chosen.price_source}", err=True)
-    name_window(chosen.choice, reason, hint)
+    name_window(chosen.choice, reason)
     _print_recommendation(chosen.choice, output)
 
 

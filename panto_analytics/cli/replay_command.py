@@ -5,40 +5,26 @@ import contextlib
 
 import click
 
-from ._notes import friendly_errors, unpriced_notes
-from ._options import (
-    budgets_option,
-    check_replay,
-    cost_options,
-    engine_options,
-    horizon_option,
-    input_options,
-    policy_option,
-    replay_options,
-    replay_prices,
-)
-from ._output import output_option, table_file_option, write_frame
+from ._notes import command, unpriced_notes
+from ._options import budgets_option, cost_options, engine_options, horizon_option, input_options, policy_replay_options, replay_prices
+from ._output import table_outputs, write_frame
 from ._reading import open_source
-from .app import main
 
 __all__ = ["replay_cmd"]
 
 
-@main.command("replay")
+@command("replay")
 @input_options
 @budgets_option()
-@replay_options(required=True)
-@policy_option
+@policy_replay_options(required=True)
 @cost_options
-@output_option
-@table_file_option("--sessions", "sessions_out", "one row per (session, budget)")
-@table_file_option("--events", "events_out", "one row per compaction event")
+@table_outputs(("--sessions", "sessions_out", "one row per (session, budget)"),
+               ("--events", "events_out", "one row per compaction event"))
 @click.option("--loss", "with_loss", is_flag=True,
               help="Add what each compaction loses: orphan references among the next --horizon tool calls "
                    "(orphan_calls, orphan_rate, refetch_tokens; docs/loss.md), to the table, --sessions and --events.")
 @horizon_option
 @engine_options
-@friendly_errors
 def replay_cmd(paths, format_, skip_invalid, budgets, window, reserve, summary_tokens, policies, cost, prices_file,
                summarizer, provider, output, sessions_out, events_out,
                with_loss, horizon, engine, ray_address):
@@ -87,7 +73,6 @@ def replay_cmd(paths, format_, skip_invalid, budgets, window, reserve, summary_t
     from ..policy.compaction.summary import budgets_shown
     from .frame_sink import FrameSink
 
-    check_replay(window, reserve, summary_tokens, tuple(policies))
     source = open_source(paths, format_, skip_invalid, engine, ray_address, messages_only=True,
                          versions_for=list(policies) or ["libpanto"])
     with contextlib.ExitStack() as files:

@@ -6,27 +6,16 @@ from pathlib import Path
 import click
 
 from ..defaults import SEGMENT_KINDS
-from ._budget_rules import Share, bootstrap_options, criteria_options, implied_window, name_window, rule_of
-from ._notes import friendly_errors, unpriced_notes
-from ._options import (
-    budgets_option,
-    check_replay,
-    cost_options,
-    engine_options,
-    horizon_option,
-    input_options,
-    policy_option,
-    replay_options,
-    replay_prices,
-)
+from ._budget_rules import Share, bootstrap_options, criteria_options, name_window, replay_window, rule_of
+from ._notes import command, unpriced_notes
+from ._options import budgets_option, cost_options, engine_options, horizon_option, input_options, policy_replay_options, replay_prices
 from ._output import check_output_path
 from ._reading import open_source
-from .app import main
 
 __all__ = ["report"]
 
 
-@main.command()
+@command()
 @input_options
 @budgets_option()
 @criteria_options
@@ -36,15 +25,13 @@ __all__ = ["report"]
 @click.option("--by", "segment_by", type=click.Choice(SEGMENT_KINDS), multiple=True,
               help="Also plot by segment: model, source_format, project or length (session-length bucket). Repeatable.")
 @click.option("--title", default=None, help="The report's title.")
-@replay_options(required=False)
-@policy_option
+@policy_replay_options(required=False)
 @click.option("--max-orphan-rate", type=Share(allow_zero=True), default=None,
               help="Rule (with --window): the cheapest point of the frontier whose orphan rate is at most this.")
 @cost_options
 @horizon_option
 @bootstrap_options
 @engine_options
-@friendly_errors
 def report(paths, format_, skip_invalid, budgets, min_kept_turns, coverage, max_kept_share, context_window,
            out_dir, segment_by, title, window, reserve, summary_tokens, policies, max_orphan_rate, cost, prices_file,
            summarizer, provider, horizon, resamples, seed, engine, ray_address):
@@ -63,10 +50,12 @@ def report(paths, format_, skip_invalid, budgets, min_kept_turns, coverage, max_
     Over a dataset folder (ingest --dataset) the report runs bucket by
     bucket, here or with --engine ray: the corpus at a glance, the budget
     table, the recommendation (under --window: the decision, every session
-    replayed and billed, and the frontier) and splits.parquet, equal to the
-    same report in memory; the sections drawn from every session in memory
-    (the plots of the splits, the replay's and the recorded compactions'
-    sections, the timelines, --by) are left out, each named in the report.
+    replayed and billed, the frontier, the replay's section, what compaction
+    costs, the policies' comparison and the timelines of the sessions served
+    worst), the plots of the splits and turns (--by too, from exact counts
+    merged), the recorded compactions and their loss per cut, and
+    splits.parquet, equal to the same report in memory; the replay's rows as
+    Parquet are left out, named in the report.
 
     \b
     Examples:
@@ -77,12 +66,8 @@ def report(paths, format_, skip_invalid, budgets, min_kept_turns, coverage, max_
     """
     from ..analysis.report import write_report  # matplotlib: loaded only when a report is asked for
 
-    check_replay(window, reserve, summary_tokens, tuple(policies))   # before any reading where a window is given
     source = open_source(paths, format_, skip_invalid, engine, ray_address, versions_for=list(policies) or ["libpanto"])
-    reason = hint = None
-    if window is None:
-        window, reason, hint = implied_window(source.sessions())
-        check_replay(window, reserve, summary_tokens, tuple(policies))
+    window, reason = replay_window(window, source, reserve, summary_tokens, tuple(policies))
     if policies and window is None:
         raise click.UsageError("--policy compares policies under a context window: give --window (e.g. 200k)")
     rule = rule_of(min_kept_turns, coverage, max_kept_share, context_window, window, max_orphan_rate)
@@ -93,7 +78,7 @@ def report(paths, format_, skip_invalid, budgets, min_kept_turns, coverage, max_
                             policies=[p if isinstance(p, str) else p.spec() for p in policies],
                             prices=replay_prices(True, prices_file, summarizer, provider), horizon=horizon,
                             resamples=resamples, seed=seed)
-    name_window(rep.recommendation, reason, hint)
+    name_window(rep.recommendation, reason)
     out = write_report(rep, out_dir)
     click.echo(rep.recommendation.headline())
     click.echo(f"wrote {out / 'index.html'} and {out / 'report.md'} ({len(rep.figures)} plots)", err=True)

@@ -5,16 +5,15 @@ import sys
 
 import click
 
-from ._notes import friendly_errors
+from ._notes import command
 from ._options import Tokens, input_options
 from ._output import file_output_option
 from ._reading import open_source
-from .app import main
 
 __all__ = ["request"]
 
 
-@main.command()
+@command()
 @input_options
 @click.option("--budget", "-b", type=Tokens(), required=True, help="keep_verbatim, in tokens (20k, 1.5M, ...).")
 @click.option("--session", "session_id", default=None,
@@ -22,7 +21,6 @@ __all__ = ["request"]
                    "prefix of it that no other session shares (a terminal table's shortened id).")
 @file_output_option("--output", "-o", dest="output", suffixes=None,
                     help="Write the request to this file instead of stdout.")
-@friendly_errors
 def request(paths, format_, skip_invalid, budget, session_id, output):
     """The summarizer request libpanto would send for one session of PATHS at --budget.
 

@@ -3,23 +3,21 @@ from __future__ import annotations
 
 import click
 
-from ._notes import friendly_errors
+from ._notes import command
 from ._options import Tokens, input_options
 from ._output import output_option, write_frame
 from ._reading import open_source
-from .app import main
 
 __all__ = ["sessions_cmd"]
 
 
-@main.command("sessions")
+@command("sessions")
 @input_options
 @click.option("--budget", "-b", type=Tokens(), default=None,
               help="Rank the sessions by how badly this budget serves them (worst first).")
 @click.option("--worst", type=click.IntRange(min=1), default=None, metavar="N",
               help="With --budget: only the N sessions it serves worst.")
 @output_option
-@friendly_errors
 def sessions_cmd(paths, format_, skip_invalid, budget, worst, output):
     """One row per session in PATHS: file, format, model, project, timestamps, messages, API calls.
 

@@ -3,20 +3,18 @@ from __future__ import annotations
 
 import click
 
-from ._notes import friendly_errors
+from ._notes import command
 from ._options import budgets_option, input_options
 from ._output import output_option, write_frame
 from ._reading import open_source
-from .app import main
 
 __all__ = ["splits"]
 
 
-@main.command()
+@command()
 @input_options
 @budgets_option()
 @output_option
-@friendly_errors
 def splits(paths, format_, skip_invalid, budgets, output):
     """libpanto's computeSplit for every session in PATHS at every budget.
 

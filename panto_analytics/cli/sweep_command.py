@@ -3,23 +3,21 @@ from __future__ import annotations
 
 import click
 
-from ._notes import friendly_errors
+from ._notes import command
 from ._options import budgets_option, engine_options, input_options
 from ._output import PLOT_SUFFIXES, file_output_option, output_option, write_frame
 from ._reading import open_source
-from .app import main
 
 __all__ = ["sweep"]
 
 
-@main.command()
+@command()
 @input_options
 @budgets_option()
 @output_option
 @file_output_option("--plot", dest="plot", suffixes=PLOT_SUFFIXES,
                     help="Also save the kept-suffix size distribution per budget as an image (PNG, SVG, PDF).")
 @engine_options
-@friendly_errors
 def sweep(paths, format_, skip_invalid, budgets, output, plot, engine, ray_address):
     """What each budget does across the corpus in PATHS: one row per budget.
 

@@ -3,18 +3,17 @@ from __future__ import annotations
 
 import click
 
-from ._notes import friendly_errors
+from ._notes import command
 from ._options import Tokens, horizon_option, input_options, replay_options
 from ._output import file_output_option
 from ._reading import open_source
-from .app import main
 
 __all__ = ["timeline_cmd"]
 
 TIMELINE_SUFFIXES = (".png", ".svg", ".pdf", ".html")
 
 
-@main.command("timeline")
+@command("timeline")
 @input_options
 @click.option("--session", "session_id", default=None,
               help="The session, where PATHS hold more than one: its session_id or a prefix only it starts with.")
@@ -28,7 +27,6 @@ TIMELINE_SUFFIXES = (".png", ".svg", ".pdf", ".html")
 @horizon_option
 @file_output_option("--output", "-o", dest="output", suffixes=TIMELINE_SUFFIXES,
                     help="Write the plot (.png, .svg, .pdf) or a page with the plot and its tables (.html).")
-@friendly_errors
 def timeline_cmd(paths, format_, skip_invalid, session_id, window, reserve, summary_tokens, policy, budget,
                  prices_file, horizon, output):
     """One session of PATHS call by call: context, compactions, prompt cache, cost.

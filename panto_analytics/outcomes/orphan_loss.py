@@ -117,11 +117,21 @@ def orphan_rate(orphans: pl.Expr | str = "orphan_calls", calls: pl.Expr | str = 
 
 
 def _touches(refs: pl.LazyFrame) -> pl.LazyFrame:
-    """Each reference with the previous touch of its target in the session (its seq, call and kind; null: none)."""
-    return (refs.sort(SESSION, "key", "call")
-            .with_columns(prev_seq=pl.col(SEQ).shift(1).over(SESSION, "key").cast(pl.Int64),
-                          prev_call=pl.col("call").shift(1).over(SESSION, "key").cast(pl.Int64),
-                          prev_kind=pl.col("kind").shift(1).over(SESSION, "key")))
+    """Each reference with the previous call that touched its target in the session (``prev_seq``, ``prev_call``;
+    null: none) and ``prev_lookup``: whether that call fetched the target's content and wrote none of it.
+
+    A call may touch a target twice (``sed -i`` reads and writes its file): the previous touch is the previous
+    *call*, all its references of the target together, so that neither the order of a call's own rows nor a
+    row of the same call decides (a re-read with a write in that call is no re-read with no write between).
+    """
+    calls = (refs.group_by(SESSION, "key", "call")
+             .agg(_seq=pl.col(SEQ).first(), _lookup=is_lookup("kind").any() & (pl.col("kind") != "write").all())
+             .sort(SESSION, "key", "call")
+             .select(SESSION, "key", "call",
+                     prev_seq=pl.col("_seq").shift(1).over(SESSION, "key").cast(pl.Int64),
+                     prev_call=pl.col("call").shift(1).over(SESSION, "key").cast(pl.Int64),
+                     prev_lookup=pl.col("_lookup").shift(1).over(SESSION, "key")))
+    return refs.join(calls, on=[SESSION, "key", "call"], how="left", maintain_order="left")
 
 
 def _first_calls(refs: pl.LazyFrame, cuts: pl.LazyFrame) -> pl.LazyFrame:
@@ -161,7 +171,7 @@ def cut_loss(refs: pl.DataFrame | pl.LazyFrame, cuts: pl.DataFrame | pl.LazyFram
     hits = hits.with_columns(
         _orphan=before & summarized & pl.col("kind").cast(pl.String).is_in(list(kinds)),
         _refetch=summarized & pl.col("kind").cast(pl.String).is_in([k for k in kinds if k in REFETCH_KINDS]),
-        _repeat=is_lookup("kind") & before & is_lookup("prev_kind") & (pl.col("kind") != "run"))
+        _repeat=is_lookup("kind") & before & pl.col("prev_lookup").fill_null(False) & (pl.col("kind") != "run"))
     restored = restored_files(touches, keyed)
     hits = (hits.join(restored, on=["_cut", "key"], how="left")
             .with_columns(pl.col("_orphan", "_refetch") & pl.col("restored").is_null()).drop("restored"))
@@ -194,14 +204,18 @@ _RESULT_KINDS = ("read", "run", "fetch")
 
 def _cleared_touch(columns: Sequence[str]) -> pl.Expr:
     """Whether a clearing edit took the last touch's content out of the context: its call (``last_call``) is
-    before ``cleared_calls``, of a kind the edit clears, and the content was in its result (a read, a search, a
-    command, a page), or in its input too when the edit clears inputs. False for a compaction's cut (no such
-    columns)."""
+    before ``cleared_calls``, touched the target as no kind the edit leaves alone, and the content was in its
+    result (it read, searched, ran or fetched the target, even if it also wrote it), or in its input too when the
+    edit clears inputs. False for a compaction's cut (no such columns)."""
     if "cleared_calls" not in columns:
         return pl.lit(False)
-    kind = pl.col("last_kind").cast(pl.String)
-    excluded = pl.col("cleared_excluded").str.contains(pl.lit("/") + kind + pl.lit("/"), literal=True)
-    content = kind.is_in(list(_RESULT_KINDS)) | pl.col("cleared_inputs")
+
+    def touched(kind: str) -> pl.Expr:  # the last call touched the target as ``kind`` (one of ``/read/write/``)
+        return pl.col("last_kinds").str.contains(f"/{kind}/", literal=True)
+
+    excluded = pl.any_horizontal(touched(k) & pl.col("cleared_excluded").str.contains(f"/{k}/", literal=True)
+                                 for k in REF_KINDS)
+    content = pl.any_horizontal(touched(k) for k in _RESULT_KINDS) | pl.col("cleared_inputs")
     return ((pl.col("last_call") < pl.col("cleared_calls")) & ~excluded & content).fill_null(False)
 
 
@@ -221,10 +235,13 @@ def summarized_touch(seq: str = "last_seq") -> pl.Expr:
 def _last_touch_before(hits: pl.LazyFrame, touches: pl.LazyFrame) -> pl.LazyFrame:
     """``hits`` (window references, with their cut's ``after_seq``) with ``last_seq``: the seq of the last touch of
     the same target before the cut (null: none), found by an as-of join on seq per (session, key), and that
-    touch's ``last_call`` (the latest call of that message touching it) and ``last_kind``."""
+    touch's ``last_call`` (the latest call of that message touching it) and ``last_kinds``: every kind that call
+    touched the target as, ``/read/write/`` (a call may read and write one file: no row's order decides)."""
     probe = hits.with_columns(_probe=pl.col("after_seq") - 1).sort("_probe")
     right = (touches.group_by(SESSION, "key", _at=pl.col(SEQ).cast(pl.Int64))
-             .agg(last_call=pl.col("call").max().cast(pl.Int64), last_kind=pl.col("kind").last()).sort("_at"))
+             .agg(last_call=pl.col("call").max().cast(pl.Int64),
+                  last_kinds=pl.lit("/") + pl.col("kind").filter(pl.col("call") == pl.col("call").max())
+                  .cast(pl.String).unique().sort().str.join("/") + pl.lit("/")).sort("_at"))
     return (probe.join_asof(right, left_on="_probe", right_on="_at", by=[SESSION, "key"], strategy="backward",
                             check_sortedness=False)
             .rename({"_at": "last_seq"}).drop("_probe"))

@@ -86,7 +86,7 @@ def test_frontier_equals_the_brute_force_front(points):
                       "proposable": [True] * len(points)})
     got = set(pareto_front(t)["budget"].to_list())
     want = reference_front([(float(c), o / 10) for c, o in points])
-    # Equal points: the front keeps one of them (the first in cost, loss order); the reference keeps all.
+    # Equal points: the front keeps one of them (the smallest budget, TIE_ORDER); the reference keeps all.
     assert got <= want and {points[i] for i in got} == {points[i] for i in want}
 
 
@@ -247,6 +247,23 @@ def test_recorded_points_and_the_frontier_plot():
     assert "canonical (recorded, 5 sessions)" in texts and "libpanto 8k, same sessions" in texts
 
 
+def test_the_agents_points_come_in_the_same_order_whatever_the_order_of_their_cuts():
+    """Two agents' recorded cuts in either order (the files' order in memory, the buckets' on a dataset): the same
+    points table, agents by name, each recorded point before the replayed ones (before: the first agent whose cut
+    came first, so the two lanes could list the agents in other orders)."""
+    from panto_analytics.analysis.choose.from_replay import points_of
+
+    lost = pl.DataFrame({"session_id": ["p1", "p2", "c1", "c2"], "agent": ["pi", "pi", "claude-code", "claude-code"],
+                         "window_calls": [10, 10, 10, 10], "orphan_calls": [1, 0, 2, 3]})
+    replayed = pl.DataFrame({"session_id": ["p1", "p2", "c1", "c2"], "policy": ["libpanto"] * 4, "budget": [8] * 4,
+                             "n_compactions": [1] * 4, "orphan_calls": [0] * 4, "window_calls": [10] * 4,
+                             "total_cost_usd": [1.0, 2.0, 3.0, 4.0]})
+    a, b = (points_of(x, replayed, budget=8, resamples=0) for x in (lost, lost.reverse()))
+    assert a.equals(b)
+    assert a.select("agent", "point").rows() == [("claude-code", "recorded"), ("claude-code", "libpanto"),
+                                                 ("pi", "recorded"), ("pi", "libpanto")]
+
+
 def test_the_recorded_point_and_the_replayed_points_beside_it_are_over_the_same_sessions():
     """A corpus where the sessions an agent compacted itself are not the sessions that reach the replay's
     trigger (nor all of that agent's sessions): every row of the agent is over the first, exactly."""
@@ -378,6 +395,47 @@ def test_the_rule_over_every_resample_at_once_equals_the_rule_on_each(data):
         one = reps.filter(pl.col("_replicate") == rep).drop("_replicate")
         want = choose_from_outcomes(one, rule, window=100, reserve=10)
         assert got.get(rep) == want.budget, (rep, rule)
+
+
+def test_of_two_equal_points_the_front_keeps_the_smaller_budget_whatever_the_order_of_the_rows():
+    """pi at 20k and libpanto at 10k cost and lose the same: the front and the frontier rule's pick are
+    libpanto's 10k in either row order (before: the row listed first, so ``--policy pi --policy libpanto`` chose
+    pi at 20k while the resamples, their tables sorted by policy name, chose 10k: an interval of another pick)."""
+    from panto_analytics.analysis.choose.from_replay import chosen_by_replicate
+
+    t = pl.DataFrame({"policy": ["pi", "libpanto", "pi"], "budget": [20_000, 10_000, 30_000], "at_trigger": [5] * 3, "events": [9] * 3,
+                      "cost_p50": [1.0, 1.0, 2.0], "orphan_rate": [0.1, 0.1, 0.0], "proposable": [True] * 3})
+    rule = Rule(max_orphan_rate=0.2)
+    for rows in (t, t.reverse()):
+        assert pareto_front(rows).select("policy", "budget").rows() == [("libpanto", 10_000), ("pi", 30_000)]
+        pick = choose_from_outcomes(rows, rule, window=100_000, reserve=10)
+        assert (pick.policy, pick.budget) == ("libpanto", 10_000)
+        assert chosen_by_replicate(rows.with_columns(_replicate=pl.lit(0)), rule, None)["budget"].to_list() == [10_000]
+
+
+@settings(max_examples=examples(40), deadline=None)
+@given(st.data())
+def test_the_choice_does_not_depend_on_the_order_of_the_rows(data):
+    """Rows equal in every figure a rule compares (drawn often here): any order of the table's rows gives the
+    same front, the same (policy, budget) and the same pick in a resample's table."""
+    from panto_analytics.analysis.choose.from_replay import chosen_by_replicate, pool_policy
+
+    rows = [{"policy": policy, "budget": budget, "at_trigger": 5, "events": 9, "compactions_per_session": 1.0,
+             "keeps_k_share": data.draw(st.sampled_from([0.5, 1.0])),
+             "within_limit_share": data.draw(st.sampled_from([0.5, 1.0])),
+             "cost_p50": float(data.draw(st.integers(0, 2))), "orphan_rate": data.draw(st.integers(0, 2)) / 10,
+             "proposable": True}
+            for policy in ("pi", "codex", "gemini-cli") for budget in (0, 10, 20)]
+    t = pl.DataFrame(rows)
+    shuffled = t[data.draw(st.permutations(range(t.height)))]
+    rule = data.draw(st.sampled_from([Rule(max_orphan_rate=0.2), Rule(min_kept_turns=1, max_orphan_rate=0.1),
+                                      Rule(min_kept_turns=2), Rule(max_kept_share=0.5, context_window=100),
+                                      Rule(min_kept_turns=2, coverage=1.0)]))
+    assert pareto_front(t).equals(pareto_front(shuffled))
+    a, b = (choose_from_outcomes(x, rule, window=100, reserve=10) for x in (t, shuffled))
+    assert (a.policy, a.budget, a.reasons) == (b.policy, b.budget, b.reasons)
+    by_rep = [chosen_by_replicate(x.with_columns(_replicate=pl.lit(0)), rule, pool_policy(x, rule)) for x in (t, shuffled)]
+    assert by_rep[0].equals(by_rep[1])
 
 
 def test_a_clearing_policy_has_no_trigger_to_pass_and_can_be_recommended():

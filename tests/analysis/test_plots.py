@@ -268,3 +268,41 @@ def test_dir_of_plots_lists_its_own_names_not_matplotlibs():
     names = dir(pa.plots)
     assert names == sorted(pa.plots.__all__) and "kept_tokens_by_budget" in names
     assert not {"Figure", "Patch", "matplotlib", "np", "FuncFormatter", "cycler"} & set(names)
+
+
+# --- the counts behind the plots ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_distribution_from_value_counts_is_polars_linear_quantile_bit_for_bit(seed):
+    """Random integer and float values, in groups of 1 to 40 with repeats: the box statistics from their value
+    counts equal Polars' own (linear interpolation) to the last bit."""
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(1, 40, 30)
+    group = np.repeat(np.arange(len(sizes)), sizes)
+    ints = rng.integers(0, 12, len(group)).astype(float)
+    floats = rng.random(len(group)) * 1_000
+    for values in (ints, floats):
+        frame = pl.DataFrame({"g": group, "v": values})
+        counts = frame.group_by("g", value="v").agg(count=pl.len())
+        assert data.distribution_of_counts(counts, ["g"]).equals(data.distribution(frame, "v", ["g"]))
+
+
+def test_counts_of_disjoint_sessions_merge_into_the_whole_frames_counts(corpus):
+    """Each session's counts (raw segments, lumped after the merge by the whole ranking) add up to the counts of
+    the whole frame by the lumped segments: the same plot numbers either way."""
+    msgs, splits, turns = corpus
+    lumped = data.session_segments(msgs, "model", top=1)  # m2 (3 sessions) and m1 (2): both lumped into other
+    whole = data.plot_counts(splits, turns, lumped).finished(list(lumped["segment"].dtype.categories))
+    parts = [data.report_plot_counts(msgs.filter(pl.col("session_id") == sid), splits.filter(pl.col("session_id") == sid),
+                                     turns.filter(pl.col("session_id") == sid), segment_by=["model"])
+             for sid in msgs["session_id"].unique().to_list()]
+    merged = data.finish_plot_counts({k: data.PlotCounts.merge(p[k] for p in parts) for k in (None, "model")}, top=1)
+    for table in ("splits", "turns"):
+        assert getattr(merged["model"], table).equals(getattr(whole, table))
+    assert merged["model"].segmented and not merged[None].segmented
+    assert list(merged["model"].splits["segment"].dtype.categories) == ["other"]
+    two = data.finish_plot_counts({"model": data.PlotCounts.merge(p["model"] for p in parts)}, top=2)["model"]
+    assert list(two.splits["segment"].dtype.categories) == ["m2", "m1", "other"]  # most sessions first
+    for name, frame in (("kept_tokens_stats", splits), ("outcome_shares", splits), ("summarized_share_stats", splits),
+                        ("token_source_shares", turns), ("turn_size_histogram", turns)):
+        assert getattr(data, name)(merged[None]).equals(getattr(data, name)(frame))

@@ -16,7 +16,7 @@ from panto_analytics.errors import IngestReport, InputError
 from panto_analytics.ingest import pipeline as ingest
 from panto_analytics.ingest.cache import Cache, CacheWarning, FileKey
 from panto_analytics.ingest.cache import codec as cache_codec
-from panto_analytics.ingest.cache import store as cache_mod
+from panto_analytics.ingest.cache import packs as cache_mod
 
 
 def write_session(path: Path, n_turns: int, *, sid: str | None = None, bad_line: bool = False) -> Path:

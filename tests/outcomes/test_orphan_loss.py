@@ -72,12 +72,14 @@ def reference_cut_loss(refs: list[dict], cut: dict, horizon: int = DEFAULT_HORIZ
             earlier = [p for p in mine if p["key"] == r["key"] and p["call"] < c]
             if not earlier:
                 continue
-            prev = earlier[-1]
-            if prev["seq"] >= after:
+            # The previous call that touched the target, all its references of it (sed -i reads and writes).
+            prev = [p for p in earlier if p["call"] == earlier[-1]["call"]]
+            if prev[0]["seq"] >= after:
                 continue
             if summarized and r["kind"] in kinds:
                 orphan = True
-            if r["kind"] in ("read", "fetch") and prev["kind"] in LOOKUP:
+            prev_kinds = {p["kind"] for p in prev}
+            if r["kind"] in ("read", "fetch") and prev_kinds & set(LOOKUP) and "write" not in prev_kinds:
                 repeat = True
         out["orphan_calls"] += orphan
         out["repeat_reads"] += repeat
@@ -112,9 +114,12 @@ def sessions_and_cuts(draw):
                 kind = draw(st.sampled_from(["read", "write", "run", "fetch", "other"]))
                 tokens = draw(st.one_of(st.none(), st.integers(0, 500), st.just(RESTORE_FILE_TOKENS + 1)))
                 tool = draw(st.booleans())   # a file tool's call, or a shell command's
+                # Sometimes a second kind for the same targets, either order (``sed -i`` reads and writes its file)
+                both = draw(st.sampled_from([(kind,), (kind,), (kind, "write"), ("write", kind), (kind, "read")]))
                 for t in targets:
-                    refs.append({"session_id": sid, "seq": seq, "call": call, "key": t, "kind": kind,
-                                 "file": t % 2 == 0, "file_tool": tool and t % 2 == 0, "tokens": tokens})
+                    for k in dict.fromkeys(both):
+                        refs.append({"session_id": sid, "seq": seq, "call": call, "key": t, "kind": k,
+                                     "file": t % 2 == 0, "file_tool": tool and t % 2 == 0, "tokens": tokens})
                 call += 1
         for _ in range(draw(st.integers(0, 3))):
             after = draw(st.integers(0, seq + 2))
@@ -282,6 +287,11 @@ def test_a_clearing_edit_loses_the_results_it_cleared_and_a_write_keeps_its_inpu
     assert cut_loss(refs, pl.DataFrame(cut)).select("window_calls", "orphan_calls").rows() == [(3, 1)]
     assert cut_loss(refs, pl.DataFrame({**cut, "cleared_inputs": [True]}))["orphan_calls"].to_list() == [2]
     assert cut_loss(refs, pl.DataFrame({**cut, "cleared_excluded": ["/read/"]}))["orphan_calls"].to_list() == [0]
+    # Call 1 reads /b as well as writing it (sed -i), its rows in either order: the read's result held /b.
+    for kinds in (["read", "write"], ["write", "read"]):
+        rows = refs.to_dicts()
+        both = pl.DataFrame([*rows[:1], *({**rows[1], "kind": k} for k in kinds), *rows[2:]], schema=refs.schema)
+        assert cut_loss(both, pl.DataFrame(cut))["orphan_calls"].to_list() == [2]
     # A cut without the clearing columns (a compaction that kept everything) loses nothing.
     plain = {k: v for k, v in cut.items() if not k.startswith("cleared")}
     assert cut_loss(refs, pl.DataFrame(plain))["orphan_calls"].to_list() == [0]

@@ -71,7 +71,7 @@ from .choice import Choice
 from .rule import FEW_SESSIONS, Rule
 
 __all__ = [
-    "INTERVAL_FIGURES", "OUTCOME_COLUMNS", "choose_from_outcomes", "choose_from_replay", "chosen_by_replicate",
+    "INTERVAL_FIGURES", "OUTCOME_COLUMNS", "TIE_ORDER", "choose_from_outcomes", "choose_from_replay", "chosen_by_replicate",
     "few_warnings", "outcomes_table", "pareto_front", "points_of", "pool_policy", "recorded_loss", "recorded_points",
     "replay_outcomes", "session_outcomes", "table_aggs", "table_from_sessions", "thresholds_of", "with_intervals",
 ]
@@ -210,9 +210,16 @@ def _looked_at(columns: list[str]) -> pl.Expr | None:
     return None
 
 
+#: How the choices break a tie between rows equal in every figure they compare: the smaller budget, then the
+#: policy first by name (the order the policies were given in, or a table's rows, must not decide).
+TIE_ORDER = (BUDGET, "policy")
+
+
 def pareto_front(table: pl.DataFrame, *, cost: str = "cost_p50", loss: str = "orphan_rate") -> pl.DataFrame:
     """The Pareto front of ``table``'s proposable rows: no other row is as cheap and loses as little, and one of
-    them strictly less. Sorted by cost; rows without both figures are left out.
+    them strictly less. Sorted by cost; rows without both figures are left out. Of rows equal in both, the front
+    keeps the smallest budget, then the first policy by name (:data:`TIE_ORDER`): not the one the table happens to
+    list first, so that the order the policies were given in, or a resample's table, picks the same point.
 
     >>> t = pl.DataFrame({"policy": ["p"] * 4, "budget": [1, 2, 3, 4], "cost_p50": [1.0, 2.0, 3.0, 2.5],
     ...     "orphan_rate": [0.3, 0.1, 0.05, 0.2], "proposable": [True] * 4})
@@ -220,7 +227,7 @@ def pareto_front(table: pl.DataFrame, *, cost: str = "cost_p50", loss: str = "or
     [1, 2, 3]
     """
     pts = table.filter(pl.col("proposable") & pl.col(cost).is_not_null() & pl.col(loss).is_not_null())
-    pts = pts.filter(pl.col(cost).is_not_nan() & pl.col(loss).is_not_nan()).sort(cost, loss)
+    pts = pts.filter(pl.col(cost).is_not_nan() & pl.col(loss).is_not_nan()).sort(cost, loss, *TIE_ORDER)
     # Sorted by cost then loss: a row is on the front when its loss is below every cheaper row's.
     best_before = pl.col(loss).cum_min().shift(1)
     return pts.filter(best_before.is_null() | (pl.col(loss) < best_before))
@@ -279,9 +286,9 @@ def choose_from_outcomes(table: pl.DataFrame, rule: Rule, *, window: int, reserv
             dec.reasons += _neighbours(table, pick)
     else:
         if rule.max_kept_share is not None and rule.min_kept_turns is None:
-            chosen = meeting.sort(BUDGET, descending=True).head(1)
+            chosen = meeting.sort(*TIE_ORDER, descending=[True, False]).head(1)
         else:
-            chosen = meeting.sort(BUDGET).head(1)
+            chosen = meeting.sort(*TIE_ORDER).head(1)
         if not chosen.is_empty():
             pick = chosen.row(0, named=True)
             dec.policy, dec.budget = pick["policy"], int(pick[BUDGET])
@@ -289,7 +296,8 @@ def choose_from_outcomes(table: pl.DataFrame, rule: Rule, *, window: int, reserv
             if "cost_p50" in table.columns or "orphan_rate" in table.columns:
                 dec.reasons += _neighbours(table, pick)
         else:
-            best = ok.sort("keeps_k_share", descending=True).head(1) if "keeps_k_share" in ok.columns else ok.head(0)
+            best = (ok.sort("keeps_k_share", *TIE_ORDER, descending=[True, False, False]).head(1)
+                    if "keeps_k_share" in ok.columns else ok.head(0))
             dec.reasons.append("no proposable budget meets the rule" + (
                 f" (best: {best['keeps_k_share'][0]:.1%} of sessions at {format_tokens(best['budget'][0])})"
                 if not best.is_empty() and rule.min_kept_turns is not None else ""))
@@ -409,7 +417,8 @@ def chosen_by_replicate(tables: pl.DataFrame, rule: Rule, policy: str | None) ->
         if not {"cost_p50", "orphan_rate"} <= set(tables.columns):
             return pl.DataFrame(schema={"_replicate": pl.UInt32, BUDGET: pl.Int64})
         pick = (lf.filter(pl.col("cost_p50").is_not_null() & (pl.col("orphan_rate") <= rule.max_orphan_rate))
-                .sort("_replicate", "cost_p50", "orphan_rate").group_by("_replicate").agg(pl.col(BUDGET).first()))
+                .sort("_replicate", "cost_p50", "orphan_rate", *TIE_ORDER).group_by("_replicate")
+                .agg(pl.col(BUDGET).first()))
     elif rule.max_kept_share is not None and rule.min_kept_turns is None:
         pick = lf.group_by("_replicate").agg(pl.col(BUDGET).max())
     else:
@@ -505,7 +514,7 @@ def recorded_points(messages: pl.DataFrame, compactions: pl.DataFrame, sessions:
                     budget: int | None = None, resamples: int = RESAMPLES, seed: int = SEED) -> pl.DataFrame:
     """The agents' own points on the frontier, each beside the replayed points over the same sessions.
 
-    Per agent (``source_format``) that recorded compactions, its sessions with a recorded compaction (those
+    Per agent (``source_format``, by name) that recorded compactions, its sessions with a recorded compaction (those
     the replay has, when ``replay_sessions`` is given) are the sessions of every row of that agent: the
     recorded row (``point`` ``"recorded"``: the pooled orphan rate at its recorded compactions and, where the
     replay billed the recording, ``recorded_cost_usd``, the median recorded cost) and, from
@@ -585,7 +594,7 @@ def points_of(lost: pl.DataFrame | None, replay_sessions: pl.DataFrame | None = 
     if resamples > 0 and rows[SESSION].n_unique() >= MIN_SESSIONS:
         reps = replicate_tables(rows, keys, aggs, resamples=resamples, seed=seed)
         full = full.join(intervals(reps, keys, list(aggs)), on=keys, how="left", maintain_order="left")
-    order = {a: i for i, a in enumerate(dict.fromkeys(full["agent"].to_list()))}
-    return (full.with_columns(_a=pl.col("agent").replace_strict(order, return_dtype=pl.Int64),
-                              _r=pl.col("point") != "recorded")
-            .sort("_a", "_r", maintain_order=True).drop("_a", "_r", "_b"))
+    # Agents by name (the order their cuts came in is the files' in memory, the buckets' on a dataset); within
+    # one, the recorded point, then the replayed ones as the replay lists its policies and budgets.
+    return (full.with_columns(_r=pl.col("point") != "recorded")
+            .sort("agent", "_r", maintain_order=True).drop("_r", "_b"))

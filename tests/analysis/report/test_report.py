@@ -12,7 +12,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 from click.testing import CliRunner
-from conftest import FIXTURES, REALDATA, REPO
+from conftest import FIXTURES, REALDATA, REPO, examples
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import panto_analytics as pa
 from panto_analytics.analysis.report import build_report, render_markdown
@@ -376,3 +378,20 @@ def test_the_overview_names_triggers_and_skipped_files_as_people_read_them(tmp_p
     text = table.markdown()
     assert "None" not in text and "7 without a recorded trigger" in text
     assert str(tmp_path / "deep" / "x.jsonl") in text
+
+
+@settings(max_examples=examples(30), deadline=None)
+@given(st.data())
+def test_the_sessions_given_a_timeline_do_not_depend_on_the_order_of_the_rows(data):
+    """Sessions the chosen point serves equally badly (often: none orphaned) are told apart by id, so that the
+    report's timelines are the same sessions in any order of its session rows (before: the first listed)."""
+    from panto_analytics.analysis.report.build import worst_sessions
+
+    n = data.draw(st.integers(1, 8))
+    rows = pl.DataFrame({"session_id": [f"s{i}" for i in range(n)], "policy": ["libpanto"] * n, "budget": [8] * n,
+                         "n_compactions": data.draw(st.lists(st.integers(0, 2), min_size=n, max_size=n)),
+                         "orphan_calls": data.draw(st.lists(st.integers(0, 1), min_size=n, max_size=n)),
+                         "refetch_tokens": data.draw(st.lists(st.sampled_from([0, 5]), min_size=n, max_size=n)),
+                         "zero_kept_events": [0] * n})
+    shuffled = rows[data.draw(st.permutations(range(n)))]
+    assert worst_sessions(rows, "libpanto", 8) == worst_sessions(shuffled, "libpanto", 8)

@@ -211,13 +211,13 @@ class OpenclawCacheTtl(Clearing):
 
     name = "openclaw-cache-ttl"
     ranges = {"ttl": (0, None, True), "hard_clear": (0, 1, False), "keep_assistants": (1, None, False)}
-    ttl: int = 5
-    soft_ratio: float = 0.3
-    hard_ratio: float = 0.5
-    min_prunable: int = 12_500
-    keep_assistants: int = 3
-    hard_clear: int = 1
-    exclude: str = ""
+    ttl: int = 5  # minutes idle
+    soft_ratio: float = 0.3  # of the window
+    hard_ratio: float = 0.5  # of the window
+    min_prunable: int = 12_500  # tokens: 50,000 characters
+    keep_assistants: int = 3  # assistant messages
+    hard_clear: int = 1  # 0 or 1
+    exclude: str = ""  # kinds, as parse_kinds reads them
 
     def __post_init__(self) -> None:
         super().__post_init__()

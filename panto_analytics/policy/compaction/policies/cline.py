@@ -42,9 +42,9 @@ class Cline(Policy):
 
     name = "cline"
     budget_setting = "preserve_recent_tokens"
-    trigger_ratio: float = 0.9
-    input_ratio: float = 0.9
-    preserve_recent_tokens: int = 20_000
+    trigger_ratio: float = 0.9  # COMPACTION_TRIGGER_RATIO
+    input_ratio: float = 0.9  # CONTEXT_WINDOW_INPUT_RATIO
+    preserve_recent_tokens: int = 20_000  # DEFAULT_PRESERVE_RECENT_TOKENS
 
     def threshold(self, window: int) -> int:
         return math.ceil(window * self.input_ratio * self.trigger_ratio) - 1

@@ -46,9 +46,9 @@ class Opencode(Policy):
 
     name = "opencode"
     budget_setting = "preserve_recent_tokens"
-    max_output: int = 32_000
-    buffer: int = 20_000
-    preserve_recent_tokens: int = 15_000
+    max_output: int = 32_000  # opencode's default output cap
+    buffer: int = 20_000  # COMPACTION_BUFFER
+    preserve_recent_tokens: int = 15_000  # MAX_PRESERVE_RECENT_TOKENS
 
     def threshold(self, window: int) -> int:
         return window - self.max_output - min(self.buffer, self.max_output) - 1
