@@ -247,6 +247,23 @@ def test_recorded_points_and_the_frontier_plot():
     assert "canonical (recorded, 5 sessions)" in texts and "libpanto 8k, same sessions" in texts
 
 
+def test_the_agents_points_come_in_the_same_order_whatever_the_order_of_their_cuts():
+    """Two agents' recorded cuts in either order (the files' order in memory, the buckets' on a dataset): the same
+    points table, agents by name, each recorded point before the replayed ones (before: the first agent whose cut
+    came first, so the two lanes could list the agents in other orders)."""
+    from panto_analytics.analysis.choose.from_replay import points_of
+
+    lost = pl.DataFrame({"session_id": ["p1", "p2", "c1", "c2"], "agent": ["pi", "pi", "claude-code", "claude-code"],
+                         "window_calls": [10, 10, 10, 10], "orphan_calls": [1, 0, 2, 3]})
+    replayed = pl.DataFrame({"session_id": ["p1", "p2", "c1", "c2"], "policy": ["libpanto"] * 4, "budget": [8] * 4,
+                             "n_compactions": [1] * 4, "orphan_calls": [0] * 4, "window_calls": [10] * 4,
+                             "total_cost_usd": [1.0, 2.0, 3.0, 4.0]})
+    a, b = (points_of(x, replayed, budget=8, resamples=0) for x in (lost, lost.reverse()))
+    assert a.equals(b)
+    assert a.select("agent", "point").rows() == [("claude-code", "recorded"), ("claude-code", "libpanto"),
+                                                 ("pi", "recorded"), ("pi", "libpanto")]
+
+
 def test_the_recorded_point_and_the_replayed_points_beside_it_are_over_the_same_sessions():
     """A corpus where the sessions an agent compacted itself are not the sessions that reach the replay's
     trigger (nor all of that agent's sessions): every row of the agent is over the first, exactly."""
