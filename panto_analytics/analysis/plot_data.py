@@ -47,7 +47,7 @@ __all__ = [
     "SPLIT_METRICS", "distribution", "distribution_aggs", "distribution_of_counts", "finish_plot_counts", "is_segmented",
     "kept_tokens_stats", "kept_turns_stats",
     "log_bin", "outcome_shares", "per_segment_sweep", "per_session_stats", "plot_counts", "raw_segments",
-    "report_plot_counts", "segment_order", "session_segments", "summarized_share_stats",
+    "replay_stats", "report_plot_counts", "segment_order", "session_segments", "summarized_share_stats",
     "token_source_shares",
     "turn_size_histogram", "with_segment",
 ]
@@ -177,20 +177,22 @@ def with_segment(frame: pl.DataFrame, segments: pl.DataFrame | None) -> pl.DataF
     )
 
 
-def distribution(frame: pl.DataFrame, value: pl.Expr | str, by: list[str]) -> pl.DataFrame:
-    """Per group of ``by``: ``sessions``, ``min``, :data:`QUANTILES` and ``max`` of ``value``."""
-    return frame.group_by(by).agg(**distribution_aggs(value)).sort(by)
-
-
 def distribution_aggs(value: pl.Expr | str) -> dict[str, pl.Expr]:
-    """The aggregations of :func:`distribution`, by name.
+    """The figures of :func:`distribution`, by name: ``sessions``, ``min``, :data:`QUANTILES` and ``max`` of
+    ``value`` (each order-free, so a dataset's rows give them one column at a time:
+    :func:`~panto_analytics.outcomes.group_tables.grouped`).
 
-    >>> list(distribution_aggs("v"))
+    >>> list(distribution_aggs("x"))
     ['sessions', 'min', 'p10', 'q1', 'median', 'q3', 'p90', 'max']
     """
     v = (pl.col(value) if isinstance(value, str) else value).cast(pl.Float64)
     return {"sessions": pl.len(), "min": v.min(), **{name: v.quantile(q, "linear") for name, q in QUANTILES.items()},
             "max": v.max()}
+
+
+def distribution(frame: pl.DataFrame, value: pl.Expr | str, by: list[str]) -> pl.DataFrame:
+    """Per group of ``by``: ``sessions``, ``min``, :data:`QUANTILES` and ``max`` of ``value``."""
+    return frame.group_by(by).agg(**distribution_aggs(value)).sort(by)
 
 
 #: The metrics of :attr:`PlotCounts.splits`: the value counts behind the distributions (``kept_tokens`` and
@@ -502,6 +504,28 @@ def _turn_counts(turns: pl.DataFrame | PlotCounts, segments: pl.DataFrame | None
 def per_session_stats(frame: pl.DataFrame, value: str) -> pl.DataFrame:
     """Per budget: the distribution of ``value`` over the rows of a per-(session, budget) frame (e.g. a replay's)."""
     return distribution(with_segment(frame, None), value, [BUDGET, "segment"])
+
+
+def replay_stats(events: pl.DataFrame | pl.LazyFrame, sessions: pl.DataFrame | pl.LazyFrame, *,
+                 column_at_a_time: bool = False) -> dict[str, pl.DataFrame]:
+    """What the replay's plots draw (:func:`~panto_analytics.analysis.report.build.replay_figures`): per budget, the
+    :func:`distribution` of the whole turns kept at each event (``kept_turns``) and of each session's
+    ``n_compactions`` and ``request_bytes``, by name. Every figure is order-free, so the rows of disjoint sets
+    of sessions in any order give the same; ``column_at_a_time``: read lazy frames one column at a time
+    (:func:`~panto_analytics.outcomes.group_tables.grouped`: a dataset's spilled rows).
+
+    >>> e = pl.DataFrame({"budget": [10, 10, 20], "kept_turns": [0, 4, 2]})
+    >>> s = pl.DataFrame({"budget": [10, 20], "n_compactions": [2, 1], "request_bytes": [900, 400]})
+    >>> replay_stats(e, s)["kept_turns"].select("budget", "sessions", "median").rows()
+    [(10, 2, 2.0), (20, 1, 2.0)]
+    """
+    def stats(frame: pl.DataFrame | pl.LazyFrame, value: str) -> pl.DataFrame:
+        aggs = distribution_aggs(value)
+        table = grouped(frame, [BUDGET], aggs, column_at_a_time=column_at_a_time)
+        return table.with_columns(segment=pl.lit(ALL, pl.Enum([ALL]))).select(BUDGET, "segment", *aggs).sort(BUDGET)
+
+    return {"kept_turns": stats(events, "kept_turns"), "n_compactions": stats(sessions, "n_compactions"),
+            "request_bytes": stats(sessions, "request_bytes")}
 
 
 def cost_per_session(replay_sessions: pl.DataFrame | pl.LazyFrame, value: str = "total_cost_usd") -> tuple[pl.DataFrame, float | None]:

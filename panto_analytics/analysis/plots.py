@@ -415,9 +415,11 @@ def summarized_share_by_budget(splits, *, segments=None, highlight: int | None =
     return fig
 
 
-def kept_turns_by_budget(splits, *, segments=None, highlight: int | None = None, log: bool = False) -> Figure:
-    """Whole turns kept verbatim per budget: median, quartiles and 10th-90th percentile band."""
-    stats = data.kept_turns_stats(splits, segments)
+def kept_turns_by_budget(splits, *, segments=None, highlight: int | None = None, log: bool = False,
+                         stats=None) -> Figure:
+    """Whole turns kept verbatim per budget: median, quartiles and 10th-90th percentile band (``stats``: those of
+    :func:`~panto_analytics.analysis.plot_data.kept_turns_stats`, already computed, in place of ``splits``)."""
+    stats = data.kept_turns_stats(splits, segments) if stats is None else stats
     segmented = data.is_segmented(splits, segments)
     with style():
         fig, (ax,) = _figure()
@@ -435,10 +437,11 @@ def kept_turns_by_budget(splits, *, segments=None, highlight: int | None = None,
 
 
 def replay_by_budget(replay_sessions, value: str, *, ylabel: str, title: str, tokens: bool = False,
-                     highlight: int | None = None) -> Figure:
+                     highlight: int | None = None, stats=None) -> Figure:
     """A per-session figure of a replay (``n_compactions``, ``request_bytes``, ...) per budget:
-    median, quartiles and 10th-90th percentile band over sessions."""
-    stats = data.per_session_stats(replay_sessions, value)
+    median, quartiles and 10th-90th percentile band over sessions (``stats``: those of
+    :func:`~panto_analytics.analysis.plot_data.per_session_stats`, already computed, in place of the rows)."""
+    stats = data.per_session_stats(replay_sessions, value) if stats is None else stats
     with style():
         fig, (ax,) = _figure()
         _bands(ax, stats, outer=("p10", "p90"))

@@ -50,11 +50,12 @@ def report(paths, format_, skip_invalid, budgets, min_kept_turns, coverage, max_
     Over a dataset folder (ingest --dataset) the report runs bucket by
     bucket, here or with --engine ray: the corpus at a glance, the budget
     table, the recommendation (under --window: the decision, every session
-    replayed and billed, the frontier and what compaction costs), the plots
-    of the splits and turns (--by too, from exact counts merged) and
-    splits.parquet, equal to the same report in memory; the sections drawn from every session in
-    memory (the replay's and the recorded compactions' sections, the
-    timelines) are left out, each named in the report.
+    replayed and billed, the frontier, the replay's section, what compaction
+    costs, the policies' comparison and the timelines of the sessions served
+    worst), the plots of the splits and turns (--by too, from exact counts
+    merged), the recorded compactions and their loss per cut, and
+    splits.parquet, equal to the same report in memory; the replay's rows as
+    Parquet are left out, named in the report.
 
     \b
     Examples:

@@ -19,11 +19,9 @@ the rows (8 bytes a row: 8 MB at 1M sessions and one budget), not the rows.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
-
-import polars as pl
 
 from ..analysis.choose.bootstrap import RESAMPLES, SEED
 from ..analysis.choose.choice import Choice
@@ -32,7 +30,7 @@ from ..analysis.choose.rule import Rule
 from ..analysis.formatting import format_tokens
 from ..errors import InputError
 from ..outcomes.orphan_loss import DEFAULT_HORIZON
-from ._replay import REPLAY_TASK_ROWS, session_outcomes_dataset
+from ._replay import REPLAY_TASK_ROWS, DatasetOutcomes, session_outcomes_dataset
 from .spill import Spill
 
 __all__ = ["decision_dataset"]
@@ -43,7 +41,8 @@ def decision_dataset(root: str | Path, budgets: Any, rule: Rule | None = None, *
                      prices: Any = True, summarizer: str | None = None, horizon: int | None = None,
                      engine: str = "local", address: str | None = None, task_rows: int = REPLAY_TASK_ROWS,
                      spill_dir: str | Path | None = None, resamples: int = RESAMPLES, seed: int = SEED,
-                     on_outcomes: Callable[[Choice, pl.LazyFrame], None] | None = None) -> Choice:
+                     on_outcomes: Callable[[Choice, DatasetOutcomes], None] | None = None,
+                     also: tuple[Sequence[str], Sequence[str]] = ((), ())) -> Choice:
     """:func:`~panto_analytics.analysis.choose.from_replay.choose_from_replay` of
     :func:`~panto_analytics.analysis.choose.from_replay.replay_outcomes` over a dataset (``ingest --dataset``), bucket by
     bucket, here or on Ray (``engine="ray"``), with the same result (and the same unpriced-model warnings) as
@@ -53,16 +52,18 @@ def decision_dataset(root: str | Path, budgets: Any, rule: Rule | None = None, *
     per policy, session and budget; :func:`~panto_analytics.dataset._replay.session_outcomes_dataset`, the task of
     ``replay_dataset``); only those rows are kept and concatenated, so memory holds the messages of one task
     plus those rows, not the corpus. The summary size is the corpus's (the median of the recorded summaries,
-    read from the dataset first), as in memory. ``on_outcomes(choice, rows)``: called with the choice and those
-    rows (lazy, over the spilled files, which last as long as the call), for what else is read of them (the
-    agents' recorded points of a report).
+    read from the dataset first), as in memory. ``on_outcomes(choice, outcomes)``: called with the choice and
+    those rows (:class:`~panto_analytics.dataset._replay.DatasetOutcomes`, lazy, over the spilled files, which
+    last as long as the call), for what else is read of them (the agents' recorded points of a report, its
+    replay's section); ``also``: the columns of the events and of the session rows kept beside those the
+    decision reads (:func:`~panto_analytics.dataset._replay.session_outcomes_dataset`).
     """
     rule = (rule or Rule()).under(window)
     with Spill(spill_dir) as spill:
         out = session_outcomes_dataset(root, budgets, window=window, reserve=reserve, summary_tokens=summary_tokens,
                                        policy=policy, prices=prices, summarizer=summarizer,
                                        horizon=horizon or DEFAULT_HORIZON, engine=engine, address=address,
-                                       task_rows=task_rows, spill=spill)
+                                       task_rows=task_rows, spill=spill, also=also)
         table = table_from_sessions(out.sessions, window=window, reserve=reserve,
                                     min_kept_turns=rule.min_kept_turns or 2, limit=rule.limit, column_at_a_time=True)
         if not table.height:
@@ -73,5 +74,5 @@ def decision_dataset(root: str | Path, budgets: Any, rule: Rule | None = None, *
                            f"{format_tokens(out.summary_tokens)} tokens, {out.summary_source}), bucket by bucket; "
                            "figures per session are over the sessions that reach the trigger")
         if on_outcomes is not None:
-            on_outcomes(dec, out.sessions.lazy())
+            on_outcomes(dec, out)
     return dec

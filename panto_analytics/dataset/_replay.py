@@ -101,6 +101,8 @@ class DatasetOutcomes:
     summary_source: str
     price_source: str | None
     unpriced: pl.DataFrame | None
+    #: The replay's per-event rows, when asked for (``events=`` of :func:`session_outcomes_dataset`), else None.
+    events: pl.DataFrame | pl.LazyFrame | None = None
 
 
 #: The columns a task keeps of its session outcomes: what the decision's table and bootstrap read
@@ -128,9 +130,10 @@ def _replay_task(root: str, parts: list[str], *, budgets: list[int], window: int
                                 policy=policy, prices=prices, summarizer=summarizer, horizon=horizon,
                                 loss_events=True)
     frames = {_EVENTS: r.events, _SESSIONS: r.sessions}
-    if per_session:  # only the columns the decision's table and a report's costs read
+    if per_session:  # the columns the decision's table and a report's costs read (and what ``keep`` asks for)
+        keep = keep or ((), SESSION_OUTCOME_COLUMNS)
         outcomes = session_outcomes(frames[_EVENTS], frames[_SESSIONS])
-        frames = {_SESSIONS: outcomes.select(c for c in SESSION_OUTCOME_COLUMNS if c in outcomes.columns)}
+        frames = {**({_EVENTS: frames[_EVENTS]} if keep[0] else {}), _SESSIONS: outcomes}
     for tag, frame in list(frames.items()):
         if keep is not None:
             frame = frame.select(c for c in frame.columns if c in keep[tag == _SESSIONS])
@@ -277,15 +280,20 @@ def session_outcomes_dataset(root: str | Path, budgets: Any, *, window: int, res
                              summary_tokens: int | None = None, policy: list[str] | None = None, prices: Any = True,
                              summarizer: str | None = None, horizon: int = DEFAULT_HORIZON, engine: str = "local",
                              address: str | None = None, task_rows: int = REPLAY_TASK_ROWS,
-                             spill: Spill | None = None) -> DatasetOutcomes:
+                             spill: Spill | None = None,
+                             also: tuple[Sequence[str], Sequence[str]] = ((), ())) -> DatasetOutcomes:
     """:func:`~panto_analytics.analysis.choose.from_replay.session_outcomes` of the billed replay, with the loss, of the
     dataset at ``root`` (what :func:`~panto_analytics.analysis.choose.from_replay.replay_outcomes` gives in memory), task
     by task through the same task as :func:`replay_dataset`: each task keeps only those rows, one per policy,
     session and budget, concatenated in bucket order (on Ray, in the order the tasks finish). With ``spill``,
     the rows (what the decision's table and its bootstrap read) go to its Parquet files and come back
-    as a lazy frame over them, so memory does not grow with the sessions."""
-    keep = None if spill is None else ((), list(SESSION_OUTCOME_COLUMNS))
+    as a lazy frame over them, so memory does not grow with the sessions. ``also``: the columns of the replay's
+    events (its per-event rows, the loss's, returned as ``events``; none: no events) and of its session rows kept
+    beside those the decision and the costs read (what a dataset's report draws of the replay,
+    :mod:`panto_analytics.dataset._report_replay`)."""
+    keep = None if spill is None else (list(also[0]), [*SESSION_OUTCOME_COLUMNS, *also[1]])
     s = _stream(root, budgets, window=window, reserve=reserve, summary_tokens=summary_tokens, policy=policy,
                 prices=prices, summarizer=summarizer, horizon=horizon, per_session=True, engine=engine,
                 address=address, task_rows=task_rows, keep=keep, spill=spill, plain_ids=spill is not None)
-    return DatasetOutcomes(s.sessions, s.summary_tokens, s.summary_source, s.price_source, s.unpriced)
+    return DatasetOutcomes(s.sessions, s.summary_tokens, s.summary_source, s.price_source, s.unpriced,
+                           events=s.events if also[0] else None)

@@ -19,11 +19,14 @@ the same section of the report of the same corpus in memory
   (:func:`~panto_analytics.dataset._streaming.write_splits`), not held;
 - the plots of the splits and turns, of all sessions and by each ``--by`` segment, from each task's exact value
   counts, merged, and under a window what compaction costs, from the decision's spilled rows
-  (:mod:`~panto_analytics.dataset._report_plots`).
+  (:mod:`~panto_analytics.dataset._report_plots`);
+- the replay's section, the policies' comparison and the timelines of the sessions served worst, from the
+  decision's spilled rows (:mod:`~panto_analytics.dataset._report_replay`), and the recorded compactions
+  and their loss per cut, a few rows per compaction from each task
+  (:mod:`~panto_analytics.dataset._report_recorded`).
 
-The sections drawn from every session's rows in memory (the replay's plots and tables, the recorded compactions
-and their loss, the policies' comparison, the timelines) are left out, each
-named in the report (:attr:`~panto_analytics.analysis.report.Report.omitted`)
+The replay's rows as Parquet (they grow with the sessions) are left out, named in the report
+(:attr:`~panto_analytics.analysis.report.Report.omitted`)
 with the command that gives it on a dataset, or the in-memory report, where
 one exists.
 """
@@ -49,6 +52,8 @@ from ..frame.schema import SESSION
 from ..policy import splits as compute_splits
 from ..policy import turns as compute_turns
 from ..policy.compaction.engine import DEFAULT_RESERVE
+from ._replay import DatasetOutcomes
+from ._report_replay import REPLAY_ALSO, HeldReplay, hold_replay, replay_section, sections_dataset
 from .engines import map_buckets
 from .info import read_info
 from .store import TASK_ROWS, collect, scan_parts
@@ -57,11 +62,8 @@ __all__ = ["OMITTED", "overview_dataset", "recorded_loss_of", "report_dataset"]
 
 #: What a dataset's report leaves out, and where to find it.
 OMITTED = [
-    "the replay's own table and plots: `panto-analytics replay DS -w W --cost --loss` gives them over a dataset",
-    "the recorded compactions and their loss per cut: `panto-analytics loss DS` gives the loss per agent over a "
-    "dataset; `compactions` and this report's in-memory form (session files, or a dataset with a session filter) "
-    "give the rest",
-    "the timelines of the sessions the chosen budget serves worst: `panto-analytics timeline DS --session ID`",
+    "the replay's rows as Parquet (replay_events, replay_sessions, policy_events, policy_sessions .parquet): they "
+    "grow with the sessions; `panto-analytics replay DS -w W --events FILE --sessions FILE` writes them",
 ]
 
 
@@ -136,21 +138,25 @@ def report_dataset(root: str | Path, budgets: Any, *, splits_to: Path, rule: Rul
     every = report_splits_dataset(root, budgets, segment_by=segment_by, **where)  # the plots' counts, the sweep's
     points: list[pl.DataFrame] = []  # under a window: the agents' recorded points, computed beside the decision
     costs: list[Any] = []  # under a window: "What compaction costs", from the decision's spilled rows
+    held: list[HeldReplay] = []  # and what the replay's section and the timelines read of them
     if window is None:
         rec = recommend_dataset(root, budgets, rule, resamples=resamples, seed=seed, **where)
     else:
         named = ["libpanto", *[p for p in policies if str(p).split(":")[0] != "libpanto"]] if policies else None
         lost = recorded_loss_of(root, horizon=horizon, **where)
 
-        def recorded(choice: Choice, rows: pl.LazyFrame) -> None:  # the agents' points, over the spilled rows
+        def recorded(choice: Choice, out: DatasetOutcomes) -> None:  # the agents' points, over the spilled rows
+            rows = out.sessions.lazy()
+            held.append(hold_replay(choice, out, window=window, reserve=reserve))
             costs.extend(costs_of_rows(rows, choice.budget))
             if lost is not None:
-                mine = rows.join(lost.lazy().select(pl.col(SESSION).unique()), on=SESSION, how="semi").collect()
+                mine = (out.sessions.lazy().join(lost.lazy().select(pl.col(SESSION).unique()), on=SESSION, how="semi")
+                        .collect())
                 points.append(points_of(lost, mine, budget=beside(choice), resamples=resamples, seed=seed))
 
         rec = decision_dataset(root, budgets, rule, window=window, reserve=reserve, summary_tokens=summary_tokens,
                                policy=named, prices=resolve_prices(prices), horizon=horizon, resamples=resamples,
-                               seed=seed, on_outcomes=recorded, **where)
+                               seed=seed, on_outcomes=recorded, also=REPLAY_ALSO, **where)
     splits_to.parent.mkdir(parents=True, exist_ok=True)
     write_splits(root, budgets, splits_to, task_rows=TASK_ROWS if task_rows is None else task_rows)
     info = read_info(root)
@@ -166,7 +172,11 @@ def report_dataset(root: str | Path, budgets: Any, *, splits_to: Path, rule: Rul
     report.figures = report_figures(every.counts, highlight=rec.budget)
     if rec.replayed:
         frontier_figures(report, rec, points[0] if points else None)
+    if held:
+        replay_section(report, held[0])
     for table, figure in costs:
         report.costs = table
         report.figures.append(figure)
+    sections_dataset(report, root, held[0] if held else None, window=window, reserve=reserve, policies=policies,
+                     summary_tokens=summary_tokens, prices=prices, horizon=horizon, **where)
     return with_pngs(report)

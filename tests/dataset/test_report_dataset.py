@@ -34,7 +34,10 @@ SEGMENT_BY = ["model", "source_format", "project", "length"]
 #: Without a window (the splits, the plots by segment too), and under one (the decision, billed, with its frontier).
 OPTIONS = {"splits": {"rule": Rule(min_kept_turns=2, coverage=0.75), "segment_by": SEGMENT_BY},
            "window": {"rule": Rule(min_kept_turns=1, coverage=0.5), "window": 32_000, "prices": PRICES,
-                      "policies": ["pi"]}}
+                      "policies": ["pi", "codex"]}}
+#: The figures of the sections computed over a dataset from the decision's rows and the recorded compactions
+#: (each name, or the start of one).
+DATASET_FIGURES = ("replay_", "recorded_compactions", "policies", "timeline_")
 
 
 def a_report(source, tmp: Path, kind: str):
@@ -72,7 +75,7 @@ def test_each_section_equals_the_report_in_memory(in_memory, data_dataset, backe
         assert {r[-1] for r in got.frontier_table.rows} >= {"recorded", "replayed, same sessions"}
     if kind == "window":  # what compaction costs, every policy and budget, from the decision's spilled rows
         assert got.costs is not None and mem.costs is not None
-        assert got.costs.rows == mem.costs.rows and {r[0] for r in got.costs.rows} == {"libpanto", "pi"}
+        assert got.costs.rows == mem.costs.rows and {r[0] for r in got.costs.rows} == {"libpanto", "pi", "codex"}
         assert "cost_by_budget" in {f.name for f in got.figures}
     else:
         assert got.costs is None and mem.costs is None
@@ -86,6 +89,31 @@ def test_each_section_equals_the_report_in_memory(in_memory, data_dataset, backe
                                                                  for n in drawn]
     assert got.omitted and not mem.omitted  # what the dataset's report leaves out, it says
     assert not any("--by" in line or "plots of every session" in line for line in got.omitted)
+    assert_same_sections(got, mem, window=kind == "window")
+
+
+def assert_same_sections(got, mem, *, window: bool) -> None:
+    """The sections drawn from every session in memory that a dataset's report computes task by task: the
+    replay's table and plots, the recorded compactions and their loss per cut, the policies' comparison and
+    the timelines of the worst-served sessions, each equal to the in-memory report's (the plots to the byte)."""
+    for name in ("replay_table", "recorded", "loss", "policy_table", "policy_cuts"):
+        g, m = getattr(got, name), getattr(mem, name)
+        assert (g is None) == (m is None), name
+        assert g is None or (g.header, g.rows, g.highlight) == (m.header, m.rows, m.highlight), name
+    assert (got.replay is None) == (mem.replay is None) == (not window)
+    if got.replay is not None and mem.replay is not None:
+        fields = ("window", "reserve", "summary_tokens", "summary_source")
+        assert [getattr(got.replay, f) for f in fields] == [getattr(mem.replay, f) for f in fields]
+    mine = {f.name: f for f in mem.figures if f.name.startswith(DATASET_FIGURES)}
+    assert {f.name: f.title for f in got.figures if f.name.startswith(DATASET_FIGURES)} == {
+        n: f.title for n, f in mine.items()}
+    assert {f.name: f.png for f in got.figures if f.name in mine} == {n: f.png for n, f in mine.items()}
+    assert (got.loss_figure is None) == (mem.loss_figure is None)
+    assert got.loss_figure is None or got.loss_figure.png == mem.loss_figure.png
+    assert got.recorded is not None and got.loss is not None  # data/ records compactions
+    if window:  # each section there, the timelines of the same sessions
+        assert got.policy_table is not None and got.policy_cuts is not None
+        assert any(n.startswith("timeline_") for n in mine) and {"replay_kept_turns", "policies"} <= set(mine)
 
 
 def test_a_dataset_report_on_the_command_line(data_dataset, tmp_path):
@@ -100,6 +128,9 @@ def test_a_dataset_report_on_the_command_line(data_dataset, tmp_path):
     files = {p.name for p in (tmp_path / "ds").iterdir()}
     assert {"index.html", "report.md", "splits.parquet", "sweep.parquet", "decision.parquet", "frontier.png"} <= files
     assert not any(name.endswith(".part") for name in files)
+    # The replay's section is there, its rows (growing with the sessions) are not; in memory they are.
+    assert "replay_kept_turns.png" in files and "replay_sessions.parquet" not in files
+    assert "replay_sessions.parquet" in {p.name for p in (tmp_path / "mem").iterdir()}
     plots = {"kept_tokens.png", "turn_sizes.png", "outcomes_by_length.png", "turn_sizes_by_length.png",
              "cost_by_budget.png"}
     assert plots <= files and all((tmp_path / "ds" / n).read_bytes() == (tmp_path / "mem" / n).read_bytes() for n in plots)
@@ -127,6 +158,16 @@ def real_dataset(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("real") / "ds"
     write_dataset([REALDATA], root, buckets=8, skip_invalid=True, cache=False)  # xcsh-session.jsonl:440
     return root
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_each_section_equals_the_report_in_memory_on_real_recordings(real_dataset, backend, tmp_path):
+    options = {**OPTIONS["window"], "resamples": 0}
+    mem = open_lane("memory", real_dataset).report(BUDGETS, splits_to=tmp_path / "m.parquet", **options)
+    got = open_lane(backend, real_dataset).report(BUDGETS, splits_to=tmp_path / "g.parquet", **options)
+    assert_frame_equal(got.recommendation.table, mem.recommendation.table, check_exact=True)
+    assert_same_sections(got, mem, window=True)
 
 
 @pytest.fixture(scope="module", params=["data", "realdata"])
@@ -187,7 +228,8 @@ def test_what_compaction_costs_equals_the_replay_in_memory_to_the_last_bit(bille
     root, budgets, window, prices, sessions = billed
     got: dict[str, object] = {}
 
-    def read(choice, rows):
+    def read(choice, out):
+        rows = out.sessions.lazy()
         got["table"], got["plot"] = compaction_costs(rows), cost_per_session(rows)
 
     decision_dataset(root, budgets, Rule(min_kept_turns=1, coverage=0.5), window=window, reserve=DEFAULT_RESERVE,

@@ -36,7 +36,7 @@ from ...frame.schema import BUDGET, COMPACTIONS_SCHEMA, SESSION
 from ...ingest.corpus import Corpus
 from ...outcomes.orphan_loss import DEFAULT_HORIZON
 from ...outcomes.recorded_refetch import calibration
-from ...policy import Replay, budgets_shown, compare_policies, events_as_splits, replay, summarize_replay, sweep
+from ...policy import Replay, budgets_shown, compare_policies, replay, summarize_replay, sweep
 from ...policy import splits as compute_splits
 from ...policy import turns as compute_turns
 from ...policy.compaction.engine import DEFAULT_RESERVE
@@ -50,15 +50,16 @@ from ..choose.rule import Rule
 from ..compactions import agent_vs_libpanto, compaction_table, policies_vs_agents, recorded_cut_summary
 from ..cost_table import compaction_costs
 from ..formatting import format_tokens, has_budget, point_name
-from ..plot_data import PlotCounts, finish_plot_counts, report_plot_counts
+from ..plot_data import PlotCounts, finish_plot_counts, replay_stats, report_plot_counts
 from ..timeline import session_timeline
 from .model import SEGMENT_TITLES, Report, ReportFigure, Table, cell, percent, tokens
 from .overview import BREAKDOWNS, breakdown, breakdown_table, corpus_overview, overview_parts, overview_table
 
 __all__ = [
-    "beside", "breakdown", "build_report", "corpus_overview", "cost_parts", "costs_section", "decision_table", "frontier_figures",
-    "frontier_table", "policy_table", "with_pngs",
-    "replay_figures", "replay_table", "report_figures", "sweep_table", "worst_sessions",
+    "beside", "breakdown", "build_report", "corpus_overview", "cost_parts", "costs_section", "cut_policies",
+    "decision_table", "frontier_figures", "frontier_table", "loss_section", "policy_budget", "policy_cuts_section",
+    "policy_section", "policy_table", "recorded_section", "replay_figures", "replay_table", "report_figures",
+    "sweep_table", "timeline_figure", "timeline_point", "with_pngs", "worst_sessions",
 ]
 
 if TYPE_CHECKING:
@@ -155,9 +156,10 @@ def report_figures(counts: dict[str | None, PlotCounts], *, highlight: int | Non
     return figs
 
 
-def replay_table(result: Replay, chosen: int | None) -> Table:
-    """The replay's per-budget table (:func:`~panto_analytics.policy.compaction.summary.summarize_replay`), formatted."""
-    t = summarize_replay(result.events, result.sessions)
+def replay_table(result: Replay, chosen: int | None, summary: pl.DataFrame | None = None) -> Table:
+    """The replay's per-budget table (:func:`~panto_analytics.policy.compaction.summary.summarize_replay`, or
+    ``summary``, that table already computed: a dataset's), formatted."""
+    t = summarize_replay(result.events, result.sessions) if summary is None else summary
     cols = {
         BUDGET: ("budget", tokens), "sessions": ("sessions", cell), "compacted_share": ("compacted", percent),
         "compactions_mean": ("compactions/session", cell), "events": ("events", cell),
@@ -170,22 +172,28 @@ def replay_table(result: Replay, chosen: int | None) -> Table:
     return Table([name for name, _ in cols.values()], rows, highlight=highlight)
 
 
-def replay_figures(result: Replay, *, highlight: int | None = None) -> list[ReportFigure]:
-    """The plots of compaction over the sessions' life: kept turns at events, compactions, summarizer input."""
+def replay_figures(result: Replay, *, highlight: int | None = None,
+                   stats: dict[str, pl.DataFrame] | None = None) -> list[ReportFigure]:
+    """The plots of compaction over the sessions' life: kept turns at events, compactions, summarizer input
+    (``stats``: :func:`~panto_analytics.analysis.plot_data.replay_stats` already computed, a dataset's; else of
+    ``result``)."""
+    stats = replay_stats(result.events, result.sessions) if stats is None else stats
     return [
         ReportFigure("replay_kept_turns", "Whole turns kept at each compaction",
                      "Over the compaction events of the replay, not the sessions' ends: what survives verbatim each "
                      "time the context passes the trigger.",
-                     plots.kept_turns_by_budget(events_as_splits(result.events), highlight=highlight)),
+                     plots.kept_turns_by_budget(None, stats=stats["kept_turns"], highlight=highlight)),
         ReportFigure("replay_compactions", "Compactions per session",
                      "How often each session would compact over its life under the window.",
-                     plots.replay_by_budget(result.sessions, "n_compactions", ylabel="compactions per session",
-                                            title="How often sessions compact", highlight=highlight)),
+                     plots.replay_by_budget(None, "n_compactions", ylabel="compactions per session",
+                                            title="How often sessions compact", highlight=highlight,
+                                            stats=stats["n_compactions"])),
         ReportFigure("replay_summarizer_input", "What the summarizer reads",
                      "UTF-8 bytes of all summarizer requests of a session over its life (transcripts and framing; "
                      "a simulated previous summary counts 4 bytes per token).",
-                     plots.replay_by_budget(result.sessions, "request_bytes", ylabel="request bytes per session",
-                                            title="Summarizer input per session", highlight=highlight)),
+                     plots.replay_by_budget(None, "request_bytes", ylabel="request bytes per session",
+                                            title="Summarizer input per session", highlight=highlight,
+                                            stats=stats["request_bytes"])),
     ]
 
 
@@ -220,9 +228,11 @@ def cost_parts(sessions: pl.DataFrame | pl.LazyFrame, chosen: int | None = None)
         plots.cost_by_budget(sessions, highlight=chosen))
 
 
-def policy_table(result: Replay) -> Table:
-    """The comparison of policies (:func:`~panto_analytics.policy.compare_policies`), formatted."""
-    t = budgets_shown(compare_policies(result.events, result.sessions))  # no budget of 0 for a policy with none
+def policy_table(result: Replay, compared: pl.DataFrame | None = None) -> Table:
+    """The comparison of policies (:func:`~panto_analytics.policy.compare_policies`, or ``compared``, that table
+    already computed: a dataset's), formatted."""
+    compared = compare_policies(result.events, result.sessions) if compared is None else compared
+    t = budgets_shown(compared)  # no budget of 0 for a policy with none
     cols = {
         "policy": ("policy", cell), BUDGET: ("budget", tokens), "compacted_share": ("compacted", percent),
         "compactions_mean": ("compactions/session", cell), "events": ("events", cell),
@@ -237,22 +247,42 @@ def policy_table(result: Replay) -> Table:
 def _policy_section(report: Report, messages: pl.DataFrame, corpus: Corpus | None, policies: Sequence[str],
                     *, window: int, reserve: int, summary_tokens: int | None) -> None:
     """Replay under each policy (libpanto at the recommended budget), the table, the plot, the recorded cuts."""
-    budget = report.recommendation.budget if report.recommendation.budget is not None else 20_000
-    result = replay(messages, [budget], window=window, reserve=reserve, summary_tokens=summary_tokens,
+    result = replay(messages, [policy_budget(report)], window=window, reserve=reserve, summary_tokens=summary_tokens,
                     policy=list(policies))
-    report.policies, report.policy_table = result, policy_table(result)
+    policy_section(report, result, compare_policies(result.events, result.sessions))
+    others = cut_policies(policies)
+    if corpus is not None and others and not corpus.compactions.is_empty():
+        policy_cuts_section(report, policies_vs_agents(corpus, others))
+
+
+def policy_budget(report: Report) -> int:
+    """The budget libpanto is replayed at beside the other policies: the recommended one, else 20k."""
+    return report.recommendation.budget if report.recommendation.budget is not None else 20_000
+
+
+def cut_policies(policies: Sequence[str]) -> list[str]:
+    """The policies with a cut to set beside the agents' (not libpanto's per-budget split, not a clearing one)."""
+    return [p for p in policies if no_cut_reason(p) is None]
+
+
+def policy_section(report: Report, result: Replay, compared: pl.DataFrame) -> None:
+    """"Policies under the same window": the replay under each policy (``result``), its comparison
+    (:func:`~panto_analytics.policy.compare_policies`'s ``compared``) as a table and a plot."""
+    report.policies, report.policy_table = result, policy_table(result, compared)
     report.figures.append(ReportFigure(
         "policies", "Policies under the same window",
-        f"Each policy replayed over the sessions' life under a {format_tokens(window)} window at its own "
+        f"Each policy replayed over the sessions' life under a {format_tokens(result.window)} window at its own "
         "trigger and defaults (libpanto at the recommended budget).",
-        plots.policy_comparison(compare_policies(result.events, result.sessions))))
-    # The policies with a cut to set beside the agents' (not libpanto's per-budget split, not a clearing one).
-    others = [p for p in policies if no_cut_reason(p) is None]
-    if corpus is not None and others and not corpus.compactions.is_empty():
-        summary = recorded_cut_summary(policies_vs_agents(corpus, others)).rename({
-            "source_format": "format", "own": "agent's policy", "distance_messages_p50": "off by (messages) p50",
-            "distance_messages_max": "max", "distance_tokens_p50": "off by (tokens) p50", "distance_tokens_max": "max "})
-        report.policy_cuts = Table.from_frame(summary)
+        plots.policy_comparison(compared)))
+
+
+def policy_cuts_section(report: Report, rows: pl.DataFrame) -> None:
+    """Each policy's cut at the recorded compactions beside the agents' (:func:`~panto_analytics.analysis.
+    compactions.policies_vs_agents`'s ``rows``), summed up per policy and agent."""
+    summary = recorded_cut_summary(rows).rename({
+        "source_format": "format", "own": "agent's policy", "distance_messages_p50": "off by (messages) p50",
+        "distance_messages_max": "max", "distance_tokens_p50": "off by (tokens) p50", "distance_tokens_max": "max "})
+    report.policy_cuts = Table.from_frame(summary)
 
 
 def _a_few(budgets: list[int], chosen: int | None, n: int = 5) -> list[int]:
@@ -344,14 +374,7 @@ def build_report(messages: pl.DataFrame | Corpus, budgets: Budgets, *, rule: Rul
     if billed is not None and "total_cost_usd" in billed.sessions.columns:
         costs_section(report, billed, rec.budget)
     if corpus is not None and not corpus.compactions.is_empty():
-        rows = agent_vs_libpanto(corpus, budgets)
-        shown = rows.filter(pl.col(BUDGET).is_in(_a_few(budgets, rec.budget)))
-        report.recorded = Table.from_frame(compaction_table(shown))
-        report.figures.append(ReportFigure(
-            "recorded_compactions", "What the agents kept at their recorded compactions",
-            "Each dot: libpanto's kept suffix for the conversation as it stood when the agent compacted; the "
-            "dotted lines: what the agent itself kept, which no budget changes.",
-            plots.agent_vs_libpanto_kept(rows)))
+        recorded_section(report, agent_vs_libpanto(corpus, budgets))
     if corpus is not None and not corpus.compactions.is_empty():
         _loss_section(report, corpus, horizon=DEFAULT_HORIZON if horizon is None else horizon)
     if policies and window is not None:
@@ -361,6 +384,19 @@ def build_report(messages: pl.DataFrame | Corpus, budgets: Budgets, *, rule: Rul
         _timeline_figures(report, rec, messages, sessions, compactions, window=window, reserve=reserve,
                           prices=prices, horizon=horizon)
     return with_pngs(report)
+
+
+def recorded_section(report: Report, rows: pl.DataFrame) -> None:
+    """"What the agents did at their recorded compactions" from
+    :func:`~panto_analytics.analysis.compactions.agent_vs_libpanto`'s ``rows``: the table at a few budgets (the
+    chosen one among them), the plot."""
+    shown = rows.filter(pl.col(BUDGET).is_in(_a_few(report.budgets, report.recommendation.budget)))
+    report.recorded = Table.from_frame(compaction_table(shown))
+    report.figures.append(ReportFigure(
+        "recorded_compactions", "What the agents kept at their recorded compactions",
+        "Each dot: libpanto's kept suffix for the conversation as it stood when the agent compacted; the "
+        "dotted lines: what the agent itself kept, which no budget changes.",
+        plots.agent_vs_libpanto_kept(rows)))
 
 
 def with_pngs(report: Report) -> Report:
@@ -373,7 +409,13 @@ def with_pngs(report: Report) -> Report:
 
 def _loss_section(report: Report, corpus: Corpus, *, horizon: int) -> None:
     """What compaction loses at the recorded compactions: one row per cut, and the calibration plot."""
-    cuts, curve = calibration(corpus.messages, corpus.compactions, corpus.sessions, horizon=horizon)
+    loss_section(report, *calibration(corpus.messages, corpus.compactions, corpus.sessions, horizon=horizon),
+                 horizon=horizon)
+
+
+def loss_section(report: Report, cuts: pl.DataFrame, curve: pl.DataFrame, *, horizon: int) -> None:
+    """The loss section from :func:`~panto_analytics.outcomes.recorded_refetch.calibration`'s ``cuts`` and
+    ``curve``: one row per cut, and the calibration plot."""
     report.loss = Table(
         ["agent", "cut", "context", "window calls", "orphan targets", "fetched again: predicted", "not predicted",
          "precision", "recall", "re-fetch calls", "re-fetch tokens"],
@@ -394,48 +436,67 @@ def _loss_section(report: Report, corpus: Corpus, *, horizon: int) -> None:
 WORST_TIMELINES = 2
 
 
-def worst_sessions(outcomes: pl.DataFrame, policy: str, budget: int, n: int = WORST_TIMELINES) -> list[str]:
+def worst_sessions(outcomes: pl.DataFrame | pl.LazyFrame, policy: str, budget: int,
+                   n: int = WORST_TIMELINES) -> list[str]:
     """The ``n`` sessions ``policy`` at ``budget`` serves worst among those it compacts (``outcomes``: a replay's
-    session rows with their loss): the most orphan calls, then re-fetch tokens, then events that kept nothing;
-    equal ones by session id (not by the rows' order: the same sessions whatever order the corpus was read in).
+    session rows with their loss; a dataset's spilled rows, lazy: only those ``n`` are collected): the most
+    orphan calls, then re-fetch tokens, then events that kept nothing; equal ones by session id (not by the
+    rows' order: the same sessions whatever order the corpus was read in).
 
     >>> rows = pl.DataFrame({"session_id": ["c", "b", "a"], "budget": [8] * 3, "n_compactions": [1, 1, 0],
     ...                      "orphan_calls": [2, 2, 9], "refetch_tokens": [0] * 3, "zero_kept_events": [0] * 3})
     >>> worst_sessions(rows, "libpanto", 8, n=1)
     ['b']
     """
-    if "policy" in outcomes.columns:
-        outcomes = outcomes.filter(pl.col("policy").cast(pl.String) == policy)
-    return (outcomes.filter((pl.col(BUDGET) == budget) & (pl.col("n_compactions") > 0))
+    rows = outcomes.lazy()
+    if "policy" in rows.collect_schema().names():
+        rows = rows.filter(pl.col("policy").cast(pl.String) == policy)
+    return (rows.filter((pl.col(BUDGET) == budget) & (pl.col("n_compactions") > 0))
             .select(pl.col(SESSION).cast(pl.String), "orphan_calls", "refetch_tokens", "zero_kept_events")
             .sort(["orphan_calls", "refetch_tokens", "zero_kept_events", SESSION], descending=[True, True, True, False],
                   nulls_last=True)
-            .head(n)[SESSION].to_list())
+            .head(n).collect()[SESSION].to_list())
+
+
+def timeline_point(rec: Choice) -> tuple[str, int] | None:
+    """The policy and budget the timelines are drawn at: the chosen ones (where no budget was chosen, the one the
+    recorded points are compared at, :func:`beside`); None without a budget."""
+    budget = rec.budget if rec.budget is not None else beside(rec)
+    return None if budget is None else (rec.policy or "libpanto", budget)
 
 
 def _timeline_figures(report: Report, rec: Choice, messages: pl.DataFrame, sessions: pl.DataFrame | None,
                       compactions: pl.DataFrame | None, *, window: int, reserve: int, prices: object,
                       horizon: int | None) -> None:
     """A timeline (:func:`~panto_analytics.analysis.timeline.session_timeline`) of each of the sessions the chosen
-    policy and budget serve worst: among those it compacts, the most orphan calls, then re-fetch tokens."""
-    budget = rec.budget if rec.budget is not None else beside(rec)
-    if budget is None or report.outcomes is None:
+    policy and budget serve worst (:func:`worst_sessions`)."""
+    point = timeline_point(rec)
+    if point is None or report.outcomes is None:
         return
-    policy = rec.policy or "libpanto"
-    extra = {} if horizon is None else {"horizon": horizon}
+    policy, budget = point
     for sid in worst_sessions(report.outcomes.sessions, policy, budget):   # a couple of figures, not the engine
-        tl = session_timeline(messages, sid, compactions=compactions, sessions=sessions, window=window,
-                              policy=policy, budget=budget, reserve=reserve,
-                              summary_tokens=report.outcomes.summary_tokens,
-                              prices=cast("str | bool | None", prices), **extra)
-        report.figures.append(ReportFigure(
-            f"timeline_{sid[:8]}", f"Session {sid[:13]}, call by call ({point_name(policy, budget)})",
-            "One of the sessions the chosen budget serves worst (the most tool calls after a compaction that "
-            "reach for what only the summary held). Top: the context per API call as recorded (solid) and "
-            "replayed (dashed), each compaction marked with the context before and after it and what was fetched "
-            "again; below: what each call read from the prompt cache, wrote and sent uncached, and each cache break "
-            "with its cause. `panto-analytics timeline` draws any session.",
-            plots.timeline(tl)))
+        timeline_figure(report, messages, sid, compactions=compactions, sessions=sessions, window=window,
+                        policy=policy, budget=budget, reserve=reserve, summary_tokens=report.outcomes.summary_tokens,
+                        prices=prices, horizon=horizon)
+
+
+def timeline_figure(report: Report, messages: pl.DataFrame, sid: str, *, compactions: pl.DataFrame | None,
+                    sessions: pl.DataFrame | None, window: int, policy: str, budget: int, reserve: int,
+                    summary_tokens: int, prices: object, horizon: int | None) -> None:
+    """Add the timeline of session ``sid`` under ``policy`` at ``budget`` to the report (``messages``: those of
+    the session at least)."""
+    extra = {} if horizon is None else {"horizon": horizon}
+    tl = session_timeline(messages, sid, compactions=compactions, sessions=sessions, window=window,
+                          policy=policy, budget=budget, reserve=reserve, summary_tokens=summary_tokens,
+                          prices=cast("str | bool | None", prices), **extra)
+    report.figures.append(ReportFigure(
+        f"timeline_{sid[:8]}", f"Session {sid[:13]}, call by call ({point_name(policy, budget)})",
+        "One of the sessions the chosen budget serves worst (the most tool calls after a compaction that "
+        "reach for what only the summary held). Top: the context per API call as recorded (solid) and "
+        "replayed (dashed), each compaction marked with the context before and after it and what was fetched "
+        "again; below: what each call read from the prompt cache, wrote and sent uncached, and each cache break "
+        "with its cause. `panto-analytics timeline` draws any session.",
+        plots.timeline(tl)))
 
 
 def _libpanto_only(result: Replay) -> Replay:

@@ -49,10 +49,11 @@ def write_report(report: Report, out_dir: str | Path) -> Path:
     if report.recommendation.replayed:
         files["decision.parquet"] = report.recommendation.table
     files.update({"sweep.parquet": report.sweep, "splits.parquet": report.splits})  # a Path: moved here
-    if report.policies is not None:
+    # A replay without rows (a dataset's report: they grow with the sessions) writes no files of them.
+    if report.policies is not None and report.policies.sessions.width:
         files.update({"policy_events.parquet": report.policies.events,
                       "policy_sessions.parquet": report.policies.sessions})
-    if report.replay is not None:
+    if report.replay is not None and report.replay.sessions.width:
         files.update({"replay_events.parquet": report.replay.events, "replay_sessions.parquet": report.replay.sessions})
     files.update({"report.md": render_markdown(report), "index.html": render_html(report)})
     for name in _written_before(out) - set(files):

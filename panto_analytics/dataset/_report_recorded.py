@@ -1,0 +1,167 @@
+"""The sections of a dataset's report on the compactions the agents recorded: :func:`recorded_dataset`
+gathers, task by task, what the in-memory report computes of its whole corpus
+(:mod:`panto_analytics.analysis.report.build`): what the agents kept beside libpanto
+(:func:`~panto_analytics.analysis.compactions.agent_vs_libpanto`), the loss at each cut and its calibration
+curve (:func:`~panto_analytics.outcomes.recorded_refetch.calibration`), and each policy's cut beside the
+agents' (:func:`~panto_analytics.analysis.compactions.policies_vs_agents`).
+
+Each of them is measured on its own session, so a task reads the messages of its sessions with a recorded
+compaction only, with one exception: a pseudo-cut sits where a quiet session reaches a context size at which
+any session of its agent recorded a compaction, so the pseudo-cuts are placed in a second pass, at the sizes
+the first found over the whole dataset (as ``loss DS`` does, :mod:`panto_analytics.dataset._refetch`). The
+rows come back one task at a time and are put in the in-memory order: the tasks in bucket order, each
+compaction numbered by its row in the dataset's compactions table, the cuts sorted by session, position and
+size (recorded ones first), the policies' rows policy after policy. Memory holds those rows: one per
+recorded compaction (and budget, or policy), one per pseudo-cut and the calibration curve's ``horizon`` rows
+per cut; not the sessions' messages.
+"""
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+
+from ..analysis.compactions import agent_vs_libpanto, policies_vs_agents
+from ..errors import IngestReport
+from ..frame.schema import SESSION
+from ..frame.tool_targets import references
+from ..ingest.corpus import Corpus
+from ..outcomes.recorded_refetch import cut_rows, measure_cuts, pseudo_cuts, recorded_cut_rows, refetch_curve
+from .engines import map_buckets
+from .store import TASK_ROWS, collect, scan_parts
+
+__all__ = ["Recorded", "recorded_dataset"]
+
+#: The order of the cuts over the whole corpus (:func:`~panto_analytics.outcomes.recorded_refetch.all_cuts`).
+_CUT_ORDER = [SESSION, "after_seq", "context"]
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """What :func:`recorded_dataset` returns, each as the in-memory report computes it of the whole corpus
+    (None without a recorded compaction): ``agent_rows`` (``agent_vs_libpanto``), ``cuts`` and ``curve``
+    (``calibration``), ``policy_rows`` (``policies_vs_agents``; None without policies)."""
+
+    agent_rows: pl.DataFrame | None
+    cuts: pl.DataFrame | None
+    curve: pl.DataFrame | None
+    policy_rows: pl.DataFrame | None
+
+
+def _of(root: str, parts: list[str], ids: pl.Series) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The messages and the session rows of the sessions ``ids`` in ``parts``."""
+    wanted = pl.col(SESSION).cast(pl.String).is_in(ids.cast(pl.String).implode())
+    return (collect(scan_parts(root, "messages", parts).filter(wanted), root),
+            collect(scan_parts(root, "sessions", parts).filter(wanted), root))
+
+
+def _measured(messages: pl.DataFrame, cuts: pl.DataFrame, horizon: int) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """``cuts`` measured (:func:`measure_cuts`) and their curve (:func:`refetch_curve`, ``_cut``: the row)."""
+    refs = references(messages).collect()
+    return measure_cuts(refs, cuts, horizon=horizon), refetch_curve(refs, cuts, horizon=horizon)
+
+
+@dataclass(frozen=True)
+class _Part:
+    """One task's rows: ``first`` (its first part, which orders the tasks), its recorded ``compactions`` (a
+    count, to number them over the dataset), ``agent`` (``agent_vs_libpanto``), ``cuts`` measured with their
+    ``curve`` and ``policies`` (``policies_vs_agents``); None where the task has none."""
+
+    first: str
+    compactions: int = 0
+    agent: pl.DataFrame | None = None
+    cuts: pl.DataFrame | None = None
+    curve: pl.DataFrame | None = None
+    policies: pl.DataFrame | None = None
+
+
+def _recorded_task(root: str, parts: list[str], *, budgets: list[int], horizon: int,
+                   policies: Sequence[str]) -> _Part:
+    """Pass 1 of one group of buckets: its recorded compactions (their count, to number them over the dataset),
+    what the agents kept beside libpanto, the cuts measured with their curve, and each policy's cut."""
+    compactions = collect(scan_parts(root, "compactions", parts), root)
+    first = parts[0] if parts else ""
+    if compactions.is_empty():
+        return _Part(first)
+    messages, sessions = _of(root, parts, compactions[SESSION].unique())
+    corpus = Corpus(messages, sessions, compactions, IngestReport())
+    cuts, curve = _measured(messages, recorded_cut_rows(messages, compactions, sessions).collect(), horizon)
+    return _Part(first, compactions.height, agent_vs_libpanto(corpus, budgets), cuts, curve,
+                 policies_vs_agents(corpus, list(policies)) if policies else None)
+
+
+def _baseline_task(root: str, parts: list[str], *, sizes: pl.DataFrame, horizon: int) -> _Part:
+    """Pass 2 of one group of buckets: the pseudo-cuts of its quiet sessions at ``sizes`` (``source_format``,
+    ``context``: the recorded cuts' over the whole dataset), measured, with their curve."""
+    every = collect(scan_parts(root, "sessions", parts).select(SESSION, "source_format", "compactions"), root)
+    quiet = every.filter((pl.col("compactions") == 0)
+                         & pl.col("source_format").cast(pl.String).is_in(sizes["source_format"].implode()))
+    messages, sessions = _of(root, parts, quiet[SESSION])
+    cuts, curve = _measured(messages, cut_rows(pseudo_cuts(messages, sizes, sessions), "baseline").collect(), horizon)
+    return _Part(parts[0] if parts else "", cuts=cuts, curve=curve)
+
+
+def _in_order(found: list[_Part], offset: int) -> tuple[pl.DataFrame | None, pl.DataFrame | None]:
+    """The tasks' cuts, sorted as the whole corpus's (by session, position and size), and their curves with
+    ``_cut`` renumbered to match, from ``offset``."""
+    cuts = [(i, f.cuts, f.curve) for i, f in enumerate(found) if f.cuts is not None and f.curve is not None]
+    if not cuts:
+        return None, None
+    rows = pl.concat([c.with_columns(_task=pl.lit(i, pl.UInt32)).with_row_index("_local") for i, c, _ in cuts],
+                     how="vertical_relaxed")
+    rows = rows.sort(pl.col(SESSION).cast(pl.String), "after_seq", "context", maintain_order=True)
+    rows = rows.with_row_index("_cut", offset=offset)
+    number = rows.select("_task", "_local", "_cut")
+    curves = pl.concat([c.with_columns(_task=pl.lit(i, pl.UInt32)).rename({"_cut": "_local"}) for i, _, c in cuts],
+                       how="vertical_relaxed")
+    curve = (curves.join(number, on=["_task", "_local"], how="left")
+             .sort("_cut", "calls", maintain_order=True)
+             .select("_cut", *(c for c in curves.columns if c not in ("_task", "_local"))))
+    return rows.drop("_task", "_local", "_cut"), curve
+
+
+def recorded_dataset(root: str | Path, budgets: list[int], *, horizon: int, policies: Sequence[str] = (),
+                     engine: str = "local", address: str | None = None, task_rows: int = TASK_ROWS) -> Recorded:
+    """What the report's sections on recorded compactions read (:class:`Recorded`), of the dataset at ``root``,
+    task by task, here or on Ray, in the order the in-memory report has them (see the module docstring).
+
+    >>> import tempfile, pathlib
+    >>> from panto_analytics.dataset import write_dataset
+    >>> root = pathlib.Path(tempfile.mkdtemp()) / "ds"
+    >>> _ = write_dataset(["data/"], root, buckets=4, cache=False)
+    >>> got = recorded_dataset(root, [0, 20_000], horizon=10)
+    >>> got.agent_rows["cut"].n_unique(), sorted(set(got.cuts["cut"]))
+    (7, ['baseline', 'compaction'])
+    """
+    run = functools.partial(map_buckets, root, engine=engine, address=address, rows=task_rows)
+    first = sorted(run(functools.partial(_recorded_task, budgets=list(budgets), horizon=horizon,
+                                         policies=list(policies))), key=lambda f: f.first)
+    agent: list[pl.DataFrame] = []
+    before = 0
+    for f in first:  # each compaction numbered by its row in the whole dataset's table
+        if f.agent is not None:
+            agent.append(f.agent.with_columns(pl.col("cut") + pl.lit(before, pl.UInt32)))
+        before += f.compactions
+    in_policy = [f.policies for f in first if f.policies is not None]
+    if not agent:
+        return Recorded(None, None, None, None)
+    cuts, curve = _in_order(first, 0)
+    if cuts is not None:
+        sizes = (cuts.select(pl.col("source_format").cast(pl.String), pl.col("context").cast(pl.Int64))
+                 .drop_nulls().unique().sort("source_format", "context"))
+        second = sorted(run(functools.partial(_baseline_task, sizes=sizes, horizon=horizon)),
+                        key=lambda f: f.first)
+        more, more_curve = _in_order(second, cuts.height)
+        if more is not None and more_curve is not None and curve is not None:
+            cuts = pl.concat([cuts, more], how="vertical_relaxed")
+            curve = pl.concat([curve, more_curve], how="vertical_relaxed")
+    policy_rows = None
+    if in_policy:  # policy after policy, as policy_cuts_at gives them; each in bucket order
+        rows = pl.concat(in_policy, how="vertical_relaxed")
+        order = {p: i for i, p in enumerate(policies)}
+        policy_rows = rows.sort(pl.col("policy").replace_strict(order, default=len(order), return_dtype=pl.UInt32),
+                                maintain_order=True)
+    return Recorded(pl.concat(agent, how="vertical_relaxed"), cuts, curve, policy_rows)
