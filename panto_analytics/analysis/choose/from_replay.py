@@ -56,7 +56,17 @@ from ...outcomes.group_tables import grouped
 from ...phrases import counted
 from ...policy.compaction.engine import Replay
 from ..formatting import format_tokens, has_budget, point_name
-from .bootstrap import MIN_SESSIONS, RESAMPLES, SEED, BudgetInterval, budget_interval, intervals, replicate_tables
+from .bootstrap import (
+    HASH,
+    MIN_SESSIONS,
+    RESAMPLES,
+    SEED,
+    BudgetInterval,
+    budget_interval,
+    intervals,
+    replicate_tables,
+    session_hashes,
+)
 from .choice import Choice
 from .rule import FEW_SESSIONS, Rule
 
@@ -74,7 +84,7 @@ ORPHAN_CALLS, ORPHAN_RATE, REFETCH = "orphan_calls", "orphan_rate", "refetch_tok
 
 #: The columns of :func:`session_outcomes` rows that :func:`table_from_sessions` reads (where present): all a
 #: dataset's tasks keep of them (:func:`panto_analytics.dataset._decision.decision_dataset`).
-OUTCOME_COLUMNS = ("policy", SESSION, BUDGET, "_reach", "_reaching", "min_kept_turns", "max_kept", "n_compactions",
+OUTCOME_COLUMNS = ("policy", SESSION, HASH, BUDGET, "_reach", "_reaching", "min_kept_turns", "max_kept", "n_compactions",
                    "zero_kept_events", "summarized_tokens", "request_bytes", *COSTS, RECORDED_COST, ORPHAN_CALLS,
                    ORPHAN_RATE, REFETCH, "window_calls")
 
@@ -104,7 +114,8 @@ def session_outcomes(events: pl.DataFrame, sessions: pl.DataFrame) -> pl.DataFra
     """A replay's session rows (one per policy, session and budget) with what the rules read of their events:
     ``min_kept_turns`` and ``max_kept`` (null without an event), ``_reach`` (the session compacts under this
     policy at some budget), ``_reaching`` (under some policy at some budget: the sessions the bootstrap
-    resamples, :func:`with_intervals`). Whole sessions in, so rows of disjoint sets of sessions concatenate
+    resamples, :func:`with_intervals`) and the session's hash (:data:`~.bootstrap.HASH`, what the bootstrap
+    resamples it by). Whole sessions in, so rows of disjoint sets of sessions concatenate
     (:func:`panto_analytics.dataset._decision.decision_dataset`), and both flags are computed where the
     session's rows are (a dataset's task), not over every session's rows afterwards."""
     events, sessions = _with_policy(events), _with_policy(sessions)
@@ -112,6 +123,7 @@ def session_outcomes(events: pl.DataFrame, sessions: pl.DataFrame) -> pl.DataFra
     per = events.group_by(keys).agg(min_kept_turns=pl.col("kept_turns").min(), max_kept=pl.col("kept_tokens").max())
     ses = sessions.join(per.with_columns(pl.col(SESSION).cast(sessions[SESSION].dtype)), on=keys, how="left")
     return ses.with_columns(pl.col(SESSION).cast(pl.String), pl.col("policy").cast(pl.String),
+                            session_hashes(ses[SESSION]),
                             _reach=pl.col("n_compactions").max().over("policy", SESSION) > 0,
                             _reaching=pl.col("n_compactions").max().over(SESSION) > 0)
 
@@ -427,15 +439,16 @@ def with_intervals(choice: Choice, ses: pl.DataFrame | pl.LazyFrame, *, resample
         return choice
     lf = ses.lazy()
     columns = lf.collect_schema().names()
+    ident = HASH if HASH in columns else SESSION  # the session ids are not read where the rows carry the hash
     reaching = lf.filter(pl.col("_reaching"))
-    n = reaching.select(pl.col(SESSION).n_unique()).collect().item() if "_reaching" in columns else 0
+    n = reaching.select(pl.col(ident).n_unique()).collect().item() if "_reaching" in columns else 0
     if n < MIN_SESSIONS or table.is_empty():
         choice.interval = BudgetInterval(None, None, n, 0)
         return choice
     aggs = table_aggs(columns, min_kept_turns=rule.min_kept_turns or 2, limit=rule.limit)
     figures = [f for f in INTERVAL_FIGURES if f in aggs]
     keys = ["policy", BUDGET]
-    reps = replicate_tables(reaching.select(SESSION, *keys, *{c for c in columns if c not in (SESSION, *keys)}),
+    reps = replicate_tables(reaching.select(ident, *keys, *{c for c in columns if c not in (SESSION, HASH, *keys)}),
                             keys, {f: aggs[f] for f in figures}, resamples=resamples, seed=seed)
     reps = reps.join(table.select(*keys, "proposable"), on=keys, how="left")
     choice.table = table.join(intervals(reps, keys, figures), on=keys, how="left", maintain_order="left")
