@@ -2,7 +2,8 @@
 
 ``python -m benchmarks.bootstrap_memory DS --budget 20k --rows-per-pass 2000000 250000`` writes the split
 rows of the dataset ``DS`` at one budget to a Parquet file (as ``recommend`` does over a dataset, the
-sessions with messages only), then, in a fresh process for each pass size, reads them back lazily and runs
+sessions with messages only, each session's hash in place of its id), then, in a fresh process for each
+pass size, reads them back lazily and runs
 :func:`~panto_analytics.analysis.choose.from_splits.with_split_intervals` (``--resamples``, seed 0) with
 :data:`~panto_analytics.analysis.choose.bootstrap.ROWS_PER_PASS` set to that size. Each row of the table:
 the process's peak RSS (``VmHWM``) before and after the bootstrap, the difference (what the bootstrap
@@ -62,7 +63,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     rows = []
     with tempfile.TemporaryDirectory(prefix="panto-bootstrap-") as tmp:
         splits = Path(tmp) / "splits.parquet"
-        write_splits(a.dataset, parse_budgets(a.budget), splits, with_sessions=False)
+        write_splits(a.dataset, parse_budgets(a.budget), splits, with_sessions=False, hashed=True)
         for per_pass in a.rows_per_pass:  # one fresh process per pass size
             row = measure(splits, per_pass, a.resamples)
             rows.append(row)

@@ -11,7 +11,9 @@ given, in which case each budget gets one row per segment.
 
 Distributions are over *sessions with at least one turn*: a session without
 turns keeps nothing at any budget and would only pile up at zero. Quantiles
-use linear interpolation, as a box plot usually does.
+use linear interpolation, as a box plot usually does: the ``median`` is then
+the tables' median (:func:`~panto_analytics.frame.expressions.median`, of an
+even count the mean of the middle two).
 
 The figures of the splits and the turns are drawn from exact value counts,
 :class:`PlotCounts` (:func:`plot_counts`): counts of disjoint sets of sessions
@@ -37,6 +39,7 @@ from typing import cast
 import polars as pl
 
 from ..defaults import SEGMENT_KINDS
+from ..frame.expressions import median
 from ..frame.schema import BUDGET, SESSION, SPLIT_SCHEMA
 from ..models import normalized_model, session_model
 from ..outcomes.group_tables import grouped
@@ -568,6 +571,6 @@ def cost_per_session(replay_sessions: pl.DataFrame | pl.LazyFrame, value: str = 
     recorded = None
     if "recorded_cost_usd" in names:
         per_session = frame.group_by(SESSION).agg(pl.col("recorded_cost_usd").first())
-        recorded = cast("float | None", per_session.select(pl.col("recorded_cost_usd").median()).collect().item())
+        recorded = cast("float | None", per_session.select(median("recorded_cost_usd")).collect().item())
     return stats, recorded
 

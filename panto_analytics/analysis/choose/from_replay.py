@@ -19,6 +19,8 @@ budget). :func:`outcomes_table` turns it into one row per (policy, budget):
   ``refetch_tokens`` (total) and ``refetch_tokens_p50``;
 - summarizer input: ``summarized_p50`` (tokens summarized per session, median)
   and ``request_bytes_total``;
+- every ``_p50`` is the median (:func:`~panto_analytics.frame.expressions.median`:
+  of an even count the mean of the middle two);
 - the rules: ``keeps_k_share`` (sessions that keep K whole turns at every
   compaction they have) and ``within_limit_share`` (sessions whose kept suffix
   stays within the limit at every compaction);
@@ -50,13 +52,24 @@ from typing import Any, cast
 
 import polars as pl
 
+from ...frame.expressions import median
 from ...frame.schema import BUDGET, SESSION
 from ...outcomes.cost import dollars_total
 from ...outcomes.group_tables import grouped
 from ...phrases import counted
 from ...policy.compaction.engine import Replay
 from ..formatting import format_tokens, has_budget, point_name
-from .bootstrap import MIN_SESSIONS, RESAMPLES, SEED, BudgetInterval, budget_interval, intervals, replicate_tables
+from .bootstrap import (
+    HASH,
+    MIN_SESSIONS,
+    RESAMPLES,
+    SEED,
+    BudgetInterval,
+    budget_interval,
+    intervals,
+    replicate_tables,
+    session_hashes,
+)
 from .choice import Choice
 from .rule import FEW_SESSIONS, Rule
 
@@ -74,7 +87,7 @@ ORPHAN_CALLS, ORPHAN_RATE, REFETCH = "orphan_calls", "orphan_rate", "refetch_tok
 
 #: The columns of :func:`session_outcomes` rows that :func:`table_from_sessions` reads (where present): all a
 #: dataset's tasks keep of them (:func:`panto_analytics.dataset._decision.decision_dataset`).
-OUTCOME_COLUMNS = ("policy", SESSION, BUDGET, "_reach", "_reaching", "min_kept_turns", "max_kept", "n_compactions",
+OUTCOME_COLUMNS = ("policy", SESSION, HASH, BUDGET, "_reach", "_reaching", "min_kept_turns", "max_kept", "n_compactions",
                    "zero_kept_events", "summarized_tokens", "request_bytes", *COSTS, RECORDED_COST, ORPHAN_CALLS,
                    ORPHAN_RATE, REFETCH, "window_calls")
 
@@ -104,7 +117,8 @@ def session_outcomes(events: pl.DataFrame, sessions: pl.DataFrame) -> pl.DataFra
     """A replay's session rows (one per policy, session and budget) with what the rules read of their events:
     ``min_kept_turns`` and ``max_kept`` (null without an event), ``_reach`` (the session compacts under this
     policy at some budget), ``_reaching`` (under some policy at some budget: the sessions the bootstrap
-    resamples, :func:`with_intervals`). Whole sessions in, so rows of disjoint sets of sessions concatenate
+    resamples, :func:`with_intervals`) and the session's hash (:data:`~.bootstrap.HASH`, what the bootstrap
+    resamples it by). Whole sessions in, so rows of disjoint sets of sessions concatenate
     (:func:`panto_analytics.dataset._decision.decision_dataset`), and both flags are computed where the
     session's rows are (a dataset's task), not over every session's rows afterwards."""
     events, sessions = _with_policy(events), _with_policy(sessions)
@@ -112,6 +126,7 @@ def session_outcomes(events: pl.DataFrame, sessions: pl.DataFrame) -> pl.DataFra
     per = events.group_by(keys).agg(min_kept_turns=pl.col("kept_turns").min(), max_kept=pl.col("kept_tokens").max())
     ses = sessions.join(per.with_columns(pl.col(SESSION).cast(sessions[SESSION].dtype)), on=keys, how="left")
     return ses.with_columns(pl.col(SESSION).cast(pl.String), pl.col("policy").cast(pl.String),
+                            session_hashes(ses[SESSION]),
                             _reach=pl.col("n_compactions").max().over("policy", SESSION) > 0,
                             _reaching=pl.col("n_compactions").max().over(SESSION) > 0)
 
@@ -161,7 +176,7 @@ def table_aggs(columns: list[str], *, min_kept_turns: int = 2, limit: int | None
         "compactions_per_session": pl.col("n_compactions").filter(at).mean(),
         "zero_kept_events": pl.col("zero_kept_events").sum().cast(pl.UInt64),
         "keeps_k_share": (keeps & at).sum() / n_at,
-        "summarized_p50": pl.col("summarized_tokens").filter(at).quantile(0.5, "nearest"),
+        "summarized_p50": median(pl.col("summarized_tokens").filter(at)),
     }
     if limit is not None:
         aggs["within_limit_share"] = ((pl.col("max_kept").is_null() | (pl.col("max_kept") <= limit)) & at).sum() / n_at
@@ -170,23 +185,23 @@ def table_aggs(columns: list[str], *, min_kept_turns: int = 2, limit: int | None
     billed = next((c for c in COSTS if c in columns), None)
     if billed is not None:
         cost = pl.col(billed).filter(at)
-        aggs |= {"cost_p50": cost.quantile(0.5, "linear"), "cost_p90": cost.quantile(0.9, "linear"),
+        aggs |= {"cost_p50": median(cost), "cost_p90": cost.quantile(0.9, "linear"),
                  "cost_total": dollars_total(billed), "cost_unpriced": pl.col(billed).is_null().sum().cast(pl.UInt32)}
     if RECORDED_COST in columns:
-        aggs["recorded_cost_p50"] = pl.col(RECORDED_COST).filter(at).quantile(0.5, "linear")
+        aggs["recorded_cost_p50"] = median(pl.col(RECORDED_COST).filter(at))
     if ORPHAN_CALLS in columns and ORPHAN_RATE in columns:
         looked = _looked_at(columns)
         if looked is not None:
             aggs["orphan_rate"] = pl.col(ORPHAN_CALLS).sum() / looked.sum()
         compacted = pl.col("n_compactions") > 0
         aggs |= {"orphan_calls": pl.col(ORPHAN_CALLS).sum().cast(pl.UInt64),
-                 "orphan_rate_p50": pl.col(ORPHAN_RATE).filter(compacted).quantile(0.5, "linear")}
+                 "orphan_rate_p50": median(pl.col(ORPHAN_RATE).filter(compacted))}
         if "orphan_rate" not in aggs:  # no denominator column: the events' mean rate, each session weighed by events
             aggs["orphan_rate"] = ((pl.col(ORPHAN_RATE).fill_null(0) * pl.col("n_compactions")).sum()
                                    / pl.col("n_compactions").sum())
     if REFETCH in columns:
         aggs |= {"refetch_tokens": pl.col(REFETCH).sum().cast(pl.UInt64),
-                 "refetch_tokens_p50": pl.col(REFETCH).filter(at).quantile(0.5, "nearest")}
+                 "refetch_tokens_p50": median(pl.col(REFETCH).filter(at))}
     return aggs
 
 
@@ -427,15 +442,16 @@ def with_intervals(choice: Choice, ses: pl.DataFrame | pl.LazyFrame, *, resample
         return choice
     lf = ses.lazy()
     columns = lf.collect_schema().names()
+    ident = HASH if HASH in columns else SESSION  # the session ids are not read where the rows carry the hash
     reaching = lf.filter(pl.col("_reaching"))
-    n = reaching.select(pl.col(SESSION).n_unique()).collect().item() if "_reaching" in columns else 0
+    n = reaching.select(pl.col(ident).n_unique()).collect().item() if "_reaching" in columns else 0
     if n < MIN_SESSIONS or table.is_empty():
         choice.interval = BudgetInterval(None, None, n, 0)
         return choice
     aggs = table_aggs(columns, min_kept_turns=rule.min_kept_turns or 2, limit=rule.limit)
     figures = [f for f in INTERVAL_FIGURES if f in aggs]
     keys = ["policy", BUDGET]
-    reps = replicate_tables(reaching.select(SESSION, *keys, *{c for c in columns if c not in (SESSION, *keys)}),
+    reps = replicate_tables(reaching.select(ident, *keys, *{c for c in columns if c not in (SESSION, HASH, *keys)}),
                             keys, {f: aggs[f] for f in figures}, resamples=resamples, seed=seed)
     reps = reps.join(table.select(*keys, "proposable"), on=keys, how="left")
     choice.table = table.join(intervals(reps, keys, figures), on=keys, how="left", maintain_order="left")
@@ -573,7 +589,7 @@ def points_of(lost: pl.DataFrame | None, replay_sessions: pl.DataFrame | None = 
                                for c, t in columns.items()) for r in per_session])
     keys = ["agent", "point", "_b"]
     aggs = {"orphan_rate": pl.col("orphan_calls").sum() / pl.col("window_calls").sum(),
-            "cost_p50": pl.col("cost").median()}
+            "cost_p50": median("cost")}
     rows = rows.with_columns(_b=pl.col(BUDGET).fill_null(-1))
     full = rows.group_by(keys, maintain_order=True).agg(
         pl.col(BUDGET).first(), sessions=pl.col(SESSION).n_unique(), compactions=pl.col("compactions").sum(),

@@ -38,7 +38,16 @@ from ...phrases import counted
 from ...policy import sweep
 from ...policy.budget_sweep import sweep_aggs
 from ..formatting import format_share, format_tokens
-from .bootstrap import MIN_SESSIONS, RESAMPLES, SEED, BudgetInterval, budget_interval, intervals, replicate_tables
+from .bootstrap import (
+    HASH,
+    MIN_SESSIONS,
+    RESAMPLES,
+    SEED,
+    BudgetInterval,
+    budget_interval,
+    intervals,
+    replicate_tables,
+)
 from .choice import Choice
 from .rule import FEW_SESSIONS, Rule
 
@@ -96,18 +105,20 @@ def with_split_intervals(choice: Choice, splits: pl.DataFrame | pl.LazyFrame, *,
     """``choice`` (of :func:`choose_from_coverage`) with the seeded bootstrap over the sessions of ``splits``
     (:mod:`.bootstrap`): each figure's ``*_lo``/``*_hi`` in its table, the chosen budget's interval. Every
     session is resampled (the sweep's figures are over all of them); the sessions behind the rule, and the
-    count the interval names, are those with turns."""
+    count the interval names, are those with turns. ``splits`` may carry the session hash
+    (:data:`~.bootstrap.HASH`) in place of the ids (a dataset's, written by its tasks): the same intervals."""
     rule, table = choice.rule, choice.table
-    lf = splits.lazy()
-    n = lf.filter(pl.col("n_turns") > 0).select(pl.col(SESSION).n_unique()).collect().item()
     if resamples < 1:
         return choice
+    lf = splits.lazy()
+    ident = HASH if HASH in lf.collect_schema().names() else SESSION  # rows with the hash: no session ids read
+    n = lf.filter(pl.col("n_turns") > 0).select(pl.col(ident).n_unique()).collect().item()
     if n < MIN_SESSIONS or table.is_empty():
         choice.interval = BudgetInterval(None, None, n, 0)
         return choice
     aggs = {**sweep_aggs(), **coverage_aggs(rule)}
     figures = [f for f in SPLIT_FIGURES if f in aggs]
-    reps = replicate_tables(lf.select(SESSION, BUDGET, "kept_turns", "kept_tokens", "n_turns", "noop", "capped",
+    reps = replicate_tables(lf.select(ident, BUDGET, "kept_turns", "kept_tokens", "n_turns", "noop", "capped",
                                       "summarized_tokens", "active_tokens"),
                             [BUDGET], {f: aggs[f] for f in figures}, resamples=resamples, seed=seed)
     choice.table = table.join(intervals(reps, [BUDGET], figures), on=BUDGET, how="left", maintain_order="left")
