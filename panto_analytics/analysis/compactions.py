@@ -13,6 +13,7 @@ from collections.abc import Iterable, Sequence
 
 import polars as pl
 
+from ..frame.expressions import median
 from ..frame.schema import BUDGET, SESSION
 from ..ingest.corpus import Corpus
 from ..policy.compaction.policies import POLICIES, Policy
@@ -82,7 +83,7 @@ def recorded_cut_summary(rows: pl.DataFrame) -> pl.DataFrame:
     ``rows``: :func:`policies_vs_agents`'s. ``distance_messages_p50`` /
     ``_max`` and ``distance_tokens_p50`` / ``_max`` are over the compactions
     the policy does not match (null when it matches all). A ``_p50`` is the
-    median: of an even count, the mean of the middle two (of 7 and 22: 14.5,
+    median (:func:`~panto_analytics.frame.expressions.median`): of an even count, the mean of the middle two (of 7 and 22: 14.5,
     never the larger one).
 
     >>> rows = pl.DataFrame({"policy": ["pi"] * 3, "source_format": ["pi"] * 3, "own": [True] * 3,
@@ -93,8 +94,8 @@ def recorded_cut_summary(rows: pl.DataFrame) -> pl.DataFrame:
     differ = ~pl.col("exact")
     return rows.group_by("policy", "source_format", maintain_order=True).agg(
         own=pl.col("own").first(), recorded=pl.len(), exact=pl.col("exact").sum(),
-        distance_messages_p50=pl.col("distance_messages").filter(differ).median(),
+        distance_messages_p50=median(pl.col("distance_messages").filter(differ)),
         distance_messages_max=pl.col("distance_messages").filter(differ).max(),
-        distance_tokens_p50=pl.col("distance_tokens").filter(differ).median(),
+        distance_tokens_p50=median(pl.col("distance_tokens").filter(differ)),
         distance_tokens_max=pl.col("distance_tokens").filter(differ).max(),
     )

@@ -11,7 +11,9 @@ given, in which case each budget gets one row per segment.
 
 Distributions are over *sessions with at least one turn*: a session without
 turns keeps nothing at any budget and would only pile up at zero. Quantiles
-use linear interpolation, as a box plot usually does.
+use linear interpolation, as a box plot usually does: the ``median`` is then
+the tables' median (:func:`~panto_analytics.frame.expressions.median`, of an
+even count the mean of the middle two).
 
 The figures of the splits and the turns are drawn from exact value counts,
 :class:`PlotCounts` (:func:`plot_counts`): counts of disjoint sets of sessions
@@ -37,13 +39,14 @@ from typing import cast
 import polars as pl
 
 from ..defaults import SEGMENT_KINDS
+from ..frame.expressions import median
 from ..frame.schema import BUDGET, SESSION, SPLIT_SCHEMA
 from ..models import normalized_model, session_model
 from ..outcomes.group_tables import grouped
 from ..policy import session_turns, sweep
 
 __all__ = [
-    "ALL", "LENGTH_BUCKETS", "OUTCOMES", "PlotCounts", "QUANTILES", "SEGMENT_KINDS", "cost_per_session",
+    "ALL", "LENGTH_BUCKETS", "calibration_total", "OUTCOMES", "PlotCounts", "QUANTILES", "SEGMENT_KINDS", "cost_per_session",
     "SPLIT_METRICS", "distribution", "distribution_aggs", "distribution_of_counts", "finish_plot_counts", "is_segmented",
     "kept_tokens_stats", "kept_turns_stats",
     "log_bin", "outcome_shares", "per_segment_sweep", "per_session_stats", "plot_counts", "raw_segments",
@@ -528,6 +531,19 @@ def replay_stats(events: pl.DataFrame | pl.LazyFrame, sessions: pl.DataFrame | p
             "request_bytes": stats(sessions, "request_bytes")}
 
 
+def calibration_total(curve: pl.DataFrame, cuts: Sequence[int]) -> pl.DataFrame:
+    """The calibration curve (:func:`~panto_analytics.outcomes.recorded_refetch.refetch_curve`'s rows) of the cuts
+    ``cuts`` (their ``_cut``) summed after each tool call: ``calls``, ``predicted``, ``unpredicted``.
+
+    >>> c = pl.DataFrame({"_cut": [0, 0, 1, 1], "calls": [1, 2, 1, 2], "predicted": [0, 1, 1, 1],
+    ...                   "unpredicted": [1, 1, 0, 2]})
+    >>> calibration_total(c, [0, 1]).rows()
+    [(1, 1, 1), (2, 2, 3)]
+    """
+    return (curve.filter(pl.col("_cut").is_in(list(cuts)))
+            .group_by("calls").agg(pl.col("predicted").sum(), pl.col("unpredicted").sum()).sort("calls"))
+
+
 def cost_per_session(replay_sessions: pl.DataFrame | pl.LazyFrame, value: str = "total_cost_usd") -> tuple[pl.DataFrame, float | None]:
     """Per (policy, budget): the distribution of a billed replay's cost per session, and the recorded cost's median.
 
@@ -555,6 +571,6 @@ def cost_per_session(replay_sessions: pl.DataFrame | pl.LazyFrame, value: str = 
     recorded = None
     if "recorded_cost_usd" in names:
         per_session = frame.group_by(SESSION).agg(pl.col("recorded_cost_usd").first())
-        recorded = cast("float | None", per_session.select(pl.col("recorded_cost_usd").median()).collect().item())
+        recorded = cast("float | None", per_session.select(median("recorded_cost_usd")).collect().item())
     return stats, recorded
 

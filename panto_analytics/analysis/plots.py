@@ -43,7 +43,8 @@ from . import plot_data as data
 from .formatting import format_tokens, has_budget, point_name
 
 __all__ = [
-    "BUDGET_LABEL", "DPI", "FIGSIZE", "GREY", "OUTCOME_COLORS", "PALETTE", "PlotFigure", "SOURCE_COLORS", "SOURCE_LABELS",
+    "BUDGET_LABEL", "CALIBRATION_LINES", "DPI", "FIGSIZE", "GREY", "OUTCOME_COLORS", "PALETTE", "PlotFigure",
+    "SOURCE_COLORS", "SOURCE_LABELS",
     "STYLE", "agent_vs_libpanto_kept", "cost_by_budget",
     "frontier", "kept_tokens_by_budget", "kept_turns_by_budget", "outcome_shares_by_budget",
     "png_bytes", "policy_comparison", "refetch_calibration", "replay_by_budget", "save", "style",
@@ -294,6 +295,12 @@ def agent_vs_libpanto_kept(rows, *, log: bool = False) -> Figure:
     return fig
 
 
+#: At most this many recorded compactions get lines of their own in the calibration plot's right panel (each in
+#: the legend); past it the panel draws their sum (a corpus's thousands of compactions drew thousands of lines
+#: and legend entries: 1.6 GB and minutes for an unreadable plot, at 8,542 compactions).
+CALIBRATION_LINES = 12
+
+
 def refetch_calibration(cuts, curve) -> Figure:
     """The orphan targets as a prediction of a re-fetch, at every recorded compaction (and pseudo-cut).
 
@@ -302,7 +309,7 @@ def refetch_calibration(cuts, curve) -> Figure:
     targets the agent really read or fetched again within the horizon (hollow: all of them; filled: those it
     predicted); on the dashed line every predicted target was fetched again. Right: over the horizon, after
     each tool call, the predicted targets fetched again so far (solid) and the re-fetches it did not predict
-    (dotted), one colour per recorded compaction.
+    (dotted), one colour per recorded compaction (past :data:`CALIBRATION_LINES` of them, their sum).
     """
     rows = cuts.with_row_index("_cut").to_dicts()
     compactions = [r for r in rows if r["cut"] == "compaction"]
@@ -328,7 +335,14 @@ def refetch_calibration(cuts, curve) -> Figure:
         left.set_ylabel("targets fetched again within the horizon")
         _title(left, "Predicted against observed re-fetches")
         horizon = int(curve["calls"].max()) if curve.height else 0
-        for i, r in enumerate(compactions):
+        if len(compactions) > CALIBRATION_LINES:  # one pair of lines for them all: a legend a reader can follow
+            total = data.calibration_total(curve, [r["_cut"] for r in compactions])
+            name = f"all {len(compactions):,} recorded compactions, summed"
+            right.step(total["calls"].to_list(), total["predicted"].to_list(), where="post", color=PALETTE[0],
+                       label=f"{name}: predicted, fetched again")
+            right.step(total["calls"].to_list(), total["unpredicted"].to_list(), where="post", color=PALETTE[0],
+                       ls=":", label=f"{name}: not predicted")
+        for i, r in enumerate(compactions if len(compactions) <= CALIBRATION_LINES else []):
             color = PALETTE[i % len(PALETTE)]
             mine = curve.filter(curve["_cut"] == r["_cut"]).sort("calls")
             name = f"#{i + 1} ({format_tokens(r['context'])})" if r.get("context") is not None else f"#{i + 1}"

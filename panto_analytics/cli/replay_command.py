@@ -39,8 +39,9 @@ def replay_cmd(paths, format_, skip_invalid, budgets, window, reserve, summary_t
     One row per budget: sessions compacted, compactions per session, events
     that keep no whole turn, turns and tokens kept at events, summarizer
     input (request bytes), and sessions whose context overflowed the window
-    or stayed above the trigger after compacting. docs/replay.md states the
-    rules.
+    or stayed above the trigger after compacting. A _p50 is the median: of
+    an even count the mean of the middle two (p10 and p90 are observed
+    values). docs/replay.md states the rules.
 
     With --policy (repeatable), the same replay runs under each policy that
     agents ship (pi, pi-whole-turn, codex, claude-code, gemini-cli, and the

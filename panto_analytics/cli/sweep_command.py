@@ -24,7 +24,9 @@ def sweep(paths, format_, skip_invalid, budgets, output, plot, engine, ray_addre
     Columns: sessions; noop_share (nothing to summarize); zero_kept_share
     (not even the last turn fits); capped_share; kept_tokens_p10/p50/p90
     (size of the kept verbatim suffix); kept_turns_p50; summarized_share
-    (share of all active tokens that would be summarized).
+    (share of all active tokens that would be summarized). Its percentiles
+    are observed values, whole tokens and turns: of an even count the p50
+    is the larger middle one (the same from a dataset, bucket by bucket).
 
     PATHS may be one dataset folder (`ingest --dataset DIR`): the sweep then
     runs bucket by bucket in bounded memory, here or on Ray (--engine ray),

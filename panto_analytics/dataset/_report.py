@@ -7,7 +7,8 @@ the same section of the report of the same corpus in memory
 
 - the corpus at a glance and the breakdowns: each task reduces its whole sessions to
   :class:`~panto_analytics.analysis.report.overview.OverviewParts` (counts and value counts), merged;
-- the budget table (:func:`~panto_analytics.dataset._streaming.sweep_dataset`'s histograms);
+- the budget table (the sweep's histograms, :mod:`~panto_analytics.dataset._budget_histograms`, counted in the
+  pass that counts the plots', :func:`~panto_analytics.dataset._report_plots.report_splits_dataset`);
 - the recommendation: without a window :func:`~panto_analytics.dataset._streaming.recommend_dataset`, under
   one the decision :func:`~panto_analytics.dataset._decision.decision_dataset` (every session replayed, billed
   and its loss measured, task by task; the rows its table and its bootstrap read spilled to Parquet), with the
@@ -42,7 +43,7 @@ from ..analysis.choose.bootstrap import RESAMPLES, SEED
 from ..analysis.choose.choice import Choice
 from ..analysis.choose.from_replay import points_of, recorded_loss
 from ..analysis.choose.rule import Rule
-from ..analysis.report.build import beside, frontier_figures, with_pngs
+from ..analysis.report.build import beside, frontier_figures, report_figures, with_pngs
 from ..analysis.report.model import Report
 from ..analysis.report.overview import BREAKDOWNS, OverviewParts, breakdown_table, overview_parts, overview_table
 from ..budgets import as_budgets
@@ -124,15 +125,17 @@ def report_dataset(root: str | Path, budgets: Any, *, splits_to: Path, rule: Rul
     ``task_rows``: the messages a task holds (None: each section's default); ``segment_by``: the plots by
     segment too (:mod:`~panto_analytics.dataset._report_plots`, as the plots of all sessions)."""
     from ..policy.compaction.priced import resolve_prices
+    from ._budget_histograms import sweep_from
     from ._decision import decision_dataset
-    from ._report_plots import costs_of_rows, plot_figures_dataset
-    from ._streaming import recommend_dataset, sweep_dataset, write_splits
+    from ._report_plots import costs_of_rows, report_splits_dataset
+    from ._streaming import recommend_dataset, write_splits
 
     budgets = as_budgets(budgets)
     where: dict[str, Any] = {"engine": engine, "address": address}
     if task_rows is not None:
         where["task_rows"] = task_rows
     parts = overview_dataset(root, min(budgets), **where)
+    every = report_splits_dataset(root, budgets, segment_by=segment_by, **where)  # the plots' counts, the sweep's
     points: list[pl.DataFrame] = []  # under a window: the agents' recorded points, computed beside the decision
     costs: list[Any] = []  # under a window: "What compaction costs", from the decision's spilled rows
     held: list[HeldReplay] = []  # and what the replay's section and the timelines read of them
@@ -161,12 +164,12 @@ def report_dataset(root: str | Path, budgets: Any, *, splits_to: Path, rule: Rul
     report = Report(
         title=title or f"What keep_verbatim does to {n:,} session{'s' if n != 1 else ''}",
         inputs=[str(p) for p in inputs], budgets=budgets, splits=splits_to,
-        sweep=sweep_dataset(root, budgets, **where), recommendation=rec,
+        sweep=sweep_from(every.histograms), recommendation=rec,
         overview=overview_table(parts, ingest=IngestReport(files=info.files, sessions=info.sessions,
                                                            messages=info.messages)),
         breakdowns={name: breakdown_table(parts.breakdowns[c], c) for name, c in BREAKDOWNS.items()},
         omitted=list(OMITTED))
-    report.figures = plot_figures_dataset(root, budgets, highlight=rec.budget, segment_by=segment_by, **where)
+    report.figures = report_figures(every.counts, highlight=rec.budget)
     if rec.replayed:
         frontier_figures(report, rec, points[0] if points else None)
     if held:

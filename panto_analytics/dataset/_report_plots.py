@@ -1,8 +1,9 @@
 """The plots of a dataset's report that are drawn from every session's splits and turns, bucket by bucket:
-:func:`plot_counts_dataset`.
+:func:`report_splits_dataset`.
 
-Each task reduces its whole sessions' splits (at every budget of the report) and turns to the exact value counts
-the plots are drawn from (:func:`~panto_analytics.analysis.plot_data.report_plot_counts`: of all sessions, and by
+Each task computes its whole sessions' splits (at every budget of the report) once, and reduces them to the
+sweep's histograms (:mod:`~panto_analytics.dataset._budget_histograms`, the budget table) and, with its turns, to
+the exact value counts the plots are drawn from (:func:`~panto_analytics.analysis.plot_data.report_plot_counts`: of all sessions, and by
 each kind of ``--by`` segment, raw); the counts of disjoint sessions add up
 (:meth:`~panto_analytics.analysis.plot_data.PlotCounts.merge`), merged as the tasks come, and the merged counts
 are finished (the rare segments lumped into ``other`` by the whole corpus's ranking) and drawn by the same
@@ -19,62 +20,78 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
 from ..analysis.plot_data import PlotCounts, finish_plot_counts, report_plot_counts
-from ..analysis.report.build import cost_parts, report_figures
+from ..analysis.report.build import cost_parts
 from ..analysis.report.model import ReportFigure, Table
 from ..budgets import as_budgets
 from ..policy import splits as compute_splits
 from ..policy import turns as compute_turns
+from ._budget_histograms import histograms, merge
 from .engines import map_buckets
 from .store import TASK_ROWS, collect, scan_parts
 
-__all__ = ["costs_of_rows", "plot_counts_dataset", "plot_figures_dataset"]
+__all__ = ["ReportSplits", "costs_of_rows", "plot_counts_dataset", "report_splits_dataset"]
 
 
-def _plots_task(root: str, parts: list[str], *, budgets: list[int],
-                segment_by: Sequence[str]) -> dict[str | None, PlotCounts]:
-    """One group of buckets' counts (the per-bucket function both engines run)."""
+@dataclass(frozen=True)
+class ReportSplits:
+    """What a dataset's report draws from every session's splits, in one pass (:func:`report_splits_dataset`):
+    the finished plot counts (key None: all sessions; each kind of ``--by``: by that segment) and the sweep's
+    merged histogram table (:mod:`~panto_analytics.dataset._budget_histograms`)."""
+
+    counts: dict[str | None, PlotCounts]
+    histograms: pl.DataFrame
+
+
+def _splits_task(root: str, parts: list[str], *, budgets: list[int],
+                 segment_by: Sequence[str]) -> tuple[dict[str | None, PlotCounts], pl.DataFrame]:
+    """One group of buckets' plot counts and sweep histograms, from one computation of its splits (the
+    per-bucket function both engines run)."""
     messages = collect(scan_parts(root, "messages", parts), root)
     sessions = collect(scan_parts(root, "sessions", parts), root)
-    return report_plot_counts(messages, compute_splits(messages, budgets, sessions=sessions),
-                              compute_turns(messages), segment_by=segment_by, sessions=sessions)
+    splits = compute_splits(messages, budgets, sessions=sessions)
+    counts = report_plot_counts(messages, splits, compute_turns(messages), segment_by=segment_by, sessions=sessions)
+    return counts, histograms(splits)
+
+
+def report_splits_dataset(root: str | Path, budgets: Any, *, segment_by: Sequence[str] = (), engine: str = "local",
+                          address: str | None = None, task_rows: int = TASK_ROWS) -> ReportSplits:
+    """The :class:`ReportSplits` of the dataset at ``root``, task by task, here or on Ray: every session's splits
+    computed once, for the plots and the budget table alike.
+
+    >>> import tempfile, pathlib
+    >>> from panto_analytics.dataset import write_dataset
+    >>> from panto_analytics.dataset._budget_histograms import sweep_from
+    >>> root = pathlib.Path(tempfile.mkdtemp()) / "ds"
+    >>> _ = write_dataset(["data/"], root, buckets=4, cache=False)
+    >>> found = report_splits_dataset(root, [0, 5_000], segment_by=["length"])
+    >>> sweep_from(found.histograms)["budget"].to_list(), found.counts["length"].segmented
+    ([0, 5000], True)
+    """
+    task = functools.partial(_splits_task, budgets=as_budgets(budgets), segment_by=list(segment_by))
+    counts: dict[str | None, PlotCounts] | None = None
+    tables: list[pl.DataFrame] = []
+    for found, hist in map_buckets(root, task, engine=engine, address=address, rows=task_rows):
+        counts = found if counts is None else {kind: PlotCounts.merge([counts[kind], c]) for kind, c in found.items()}
+        tables = [merge([*tables, hist])]
+    if counts is None:
+        counts, hist = task(str(root), [])
+        tables = [hist]
+    return ReportSplits(finish_plot_counts(counts), merge(tables))
 
 
 def plot_counts_dataset(root: str | Path, budgets: Any, *, segment_by: Sequence[str] = (), engine: str = "local",
                         address: str | None = None, task_rows: int = TASK_ROWS) -> dict[str | None, PlotCounts]:
     """The finished :class:`~panto_analytics.analysis.plot_data.PlotCounts` of the dataset at ``root``
-    (key None: all sessions; each kind of ``segment_by``: by that segment), task by task, here or on Ray.
-
-    >>> import tempfile, pathlib
-    >>> from panto_analytics.dataset import write_dataset
-    >>> from panto_analytics.analysis.plot_data import kept_turns_stats
-    >>> root = pathlib.Path(tempfile.mkdtemp()) / "ds"
-    >>> _ = write_dataset(["data/"], root, buckets=4, cache=False)
-    >>> counts = plot_counts_dataset(root, [0, 5_000], segment_by=["length"])
-    >>> kept_turns_stats(counts[None])["budget"].to_list(), counts["length"].segmented
-    ([0, 5000], True)
-    """
-    budgets = as_budgets(budgets)
-    task = functools.partial(_plots_task, budgets=budgets, segment_by=list(segment_by))
-    merged: dict[str | None, PlotCounts] | None = None
-    for found in map_buckets(root, task, engine=engine, address=address, rows=task_rows):
-        merged = found if merged is None else {kind: PlotCounts.merge([merged[kind], c]) for kind, c in found.items()}
-    return finish_plot_counts(merged if merged is not None else task(str(root), []))
-
-
-def plot_figures_dataset(root: str | Path, budgets: Any, *, highlight: int | None = None,
-                         segment_by: Sequence[str] = (), engine: str = "local", address: str | None = None,
-                         task_rows: int = TASK_ROWS) -> list[ReportFigure]:
-    """The report's plots of the splits and turns (:func:`~panto_analytics.analysis.report.build.report_figures`)
-    over the dataset at ``root``, from :func:`plot_counts_dataset`."""
-    counts = plot_counts_dataset(root, budgets, segment_by=segment_by, engine=engine, address=address,
-                                 task_rows=task_rows)
-    return report_figures(counts, highlight=highlight)
+    (:func:`report_splits_dataset`'s)."""
+    return report_splits_dataset(root, budgets, segment_by=segment_by, engine=engine, address=address,
+                                 task_rows=task_rows).counts
 
 
 def costs_of_rows(rows: pl.LazyFrame, chosen: int | None) -> list[tuple[Table, ReportFigure]]:

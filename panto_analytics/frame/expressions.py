@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAX_TURNS", "assistant_cumulative", "count_in_session", "follows_user", "is_active", "is_api_call",
-    "is_structural_frame", "is_turn_start", "last_before", "message_tokens", "observed_quantile",
+    "is_structural_frame", "is_turn_start", "last_before", "median", "message_tokens", "observed_quantile",
     "latest_summary_bytes", "prior_assistant_cumulative", "request_bytes", "request_bytes_before", "session_end", "session_start",
     "sum_in_session", "transcript_bytes", "usage_total", "word_tokens",
 ]
@@ -260,9 +260,26 @@ def request_bytes(contributions: IntoExpr, previous_summary_bytes: IntoExpr) -> 
     return (framing + transcript_bytes(contributions)).alias("request_bytes")
 
 
+def median(values: IntoExpr) -> pl.Expr:
+    """The median of ``values`` (a column name or an expression) as every table shows it: the middle value, and
+    of an even count the mean of the two middle ones (Polars' ``median``; Float64, null without values).
+
+    The one definition of a median or ``_p50`` a user reads. Exceptions pick an observed value on purpose and
+    say why where they do: :func:`observed_quantile`.
+
+    >>> pl.DataFrame({"k": [7, 22]}).select(median("k")).item()
+    14.5
+    >>> pl.DataFrame({"k": [10, 20, 40]}).select(median(pl.col("k").filter(pl.col("k") > 10))).item()
+    30.0
+    """
+    return _expr(values).median()
+
+
 def observed_quantile(column: str, q: float, dtype: pl.DataType) -> pl.Expr:
     """The ``q`` quantile of ``column`` as one of its values (nearest rank), cast to ``dtype``: a percentile of
-    whole tokens, turns or bytes stays whole.
+    whole tokens, turns or bytes stays whole. Not for a median shown to a user (:func:`median`), except where
+    a figure must be an observed value: the sweep's, merged bucket by bucket from exact value counts
+    (docs/scale.md), picks one on every path.
 
     >>> pl.DataFrame({"k": [10, 20, 40]}).select(observed_quantile("k", 0.9, pl.UInt64())).item()
     40

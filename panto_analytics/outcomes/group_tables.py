@@ -65,8 +65,12 @@ def grouped(frame: pl.DataFrame | pl.LazyFrame, keys: Sequence[str], aggs: Mappi
 
 
 def _is_quantile(expr: pl.Expr) -> bool:
-    """Whether ``expr`` takes a quantile."""
-    return ".quantile(" in str(expr)
+    """Whether ``expr`` takes a quantile (a median is one).
+
+    >>> _is_quantile(pl.col("x").median()), _is_quantile(pl.col("x").quantile(0.9)), _is_quantile(pl.col("x").max())
+    (True, True, False)
+    """
+    return ".quantile(" in str(expr) or ".median(" in str(expr)
 
 
 def _quantiles(lf: pl.LazyFrame, groups: pl.DataFrame, keys: list[str], columns: tuple[str, ...],

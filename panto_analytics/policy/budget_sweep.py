@@ -24,7 +24,9 @@ Frame = TypeVar("Frame", pl.DataFrame, pl.LazyFrame)
 def sweep(splits: Frame) -> Frame:
     """One row per budget: sessions, shares of noop / zero-kept / capped sessions,
     kept-token percentiles, median kept turns, and the summarized share of all
-    active tokens.
+    active tokens. Its percentiles, the p50 too, pick an observed value (the
+    upper middle one of an even count), unlike the other tables' medians:
+    whole tokens and turns, equal on every lane (docs/scale.md).
 
     ``zero_kept_share`` counts sessions with turns where not even the last
     turn fits (nothing kept verbatim); sessions without turns are excluded
@@ -64,6 +66,9 @@ def sweep_aggs() -> dict[str, pl.Expr]:
         "noop_share": pl.col("noop").mean(),
         "zero_kept_share": ((pl.col("kept_turns") == 0) & has_turns).sum() / has_turns.sum().clip(1),
         "capped_share": pl.col("capped").mean(),
+        # Observed values on purpose, the p50 too (not frame.expressions.median): a dataset's sweep merges exact
+        # value counts bucket by bucket and picks the same rank (dataset/_budget_histograms.py, docs/scale.md),
+        # and every lane must give the same whole tokens and turns.
         "kept_tokens_p10": observed_quantile("kept_tokens", 0.1, pl.UInt64()),
         "kept_tokens_p50": observed_quantile("kept_tokens", 0.5, pl.UInt64()),
         "kept_tokens_p90": observed_quantile("kept_tokens", 0.9, pl.UInt64()),

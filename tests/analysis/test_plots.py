@@ -306,3 +306,19 @@ def test_counts_of_disjoint_sessions_merge_into_the_whole_frames_counts(corpus):
     for name, frame in (("kept_tokens_stats", splits), ("outcome_shares", splits), ("summarized_share_stats", splits),
                         ("token_source_shares", turns), ("turn_size_histogram", turns)):
         assert getattr(data, name)(merged[None]).equals(getattr(data, name)(frame))
+
+
+@pytest.mark.parametrize("n", [3, plots.CALIBRATION_LINES + 1, 500])
+def test_the_calibration_plot_draws_a_few_compactions_each_and_many_summed(n):
+    """Up to CALIBRATION_LINES recorded compactions each get their two lines over the horizon; past it, one pair
+    for all of them, their sum (thousands of lines and legend entries cost gigabytes for an unreadable plot)."""
+    cuts = pl.DataFrame({"cut": ["compaction"] * n + ["baseline"], "context": [1_000] * (n + 1),
+                         "orphan_targets": [2] * (n + 1), "fetched_again_targets": [1] * (n + 1),
+                         "refetched_targets": [1] * (n + 1)})
+    curve = pl.DataFrame({"_cut": [i for i in range(n + 1) for _ in range(3)], "calls": [1, 2, 3] * (n + 1),
+                          "predicted": [0, 1, 1] * (n + 1), "unpredicted": [1, 1, 2] * (n + 1)})
+    right = plots.refetch_calibration(cuts, curve).axes[1]
+    lines = right.get_lines()
+    assert len(lines) == (2 * n if n <= plots.CALIBRATION_LINES else 2)
+    if n > plots.CALIBRATION_LINES:  # the sum over the recorded compactions only, not the pseudo-cut
+        assert list(lines[0].get_ydata()) == [0, n, n] and list(lines[1].get_ydata()) == [n, n, 2 * n]

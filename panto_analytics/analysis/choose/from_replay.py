@@ -19,6 +19,8 @@ budget). :func:`outcomes_table` turns it into one row per (policy, budget):
   ``refetch_tokens`` (total) and ``refetch_tokens_p50``;
 - summarizer input: ``summarized_p50`` (tokens summarized per session, median)
   and ``request_bytes_total``;
+- every ``_p50`` is the median (:func:`~panto_analytics.frame.expressions.median`:
+  of an even count the mean of the middle two);
 - the rules: ``keeps_k_share`` (sessions that keep K whole turns at every
   compaction they have) and ``within_limit_share`` (sessions whose kept suffix
   stays within the limit at every compaction);
@@ -50,6 +52,7 @@ from typing import Any, cast
 
 import polars as pl
 
+from ...frame.expressions import median
 from ...frame.schema import BUDGET, SESSION
 from ...outcomes.cost import dollars_total
 from ...outcomes.group_tables import grouped
@@ -173,7 +176,7 @@ def table_aggs(columns: list[str], *, min_kept_turns: int = 2, limit: int | None
         "compactions_per_session": pl.col("n_compactions").filter(at).mean(),
         "zero_kept_events": pl.col("zero_kept_events").sum().cast(pl.UInt64),
         "keeps_k_share": (keeps & at).sum() / n_at,
-        "summarized_p50": pl.col("summarized_tokens").filter(at).quantile(0.5, "nearest"),
+        "summarized_p50": median(pl.col("summarized_tokens").filter(at)),
     }
     if limit is not None:
         aggs["within_limit_share"] = ((pl.col("max_kept").is_null() | (pl.col("max_kept") <= limit)) & at).sum() / n_at
@@ -182,23 +185,23 @@ def table_aggs(columns: list[str], *, min_kept_turns: int = 2, limit: int | None
     billed = next((c for c in COSTS if c in columns), None)
     if billed is not None:
         cost = pl.col(billed).filter(at)
-        aggs |= {"cost_p50": cost.quantile(0.5, "linear"), "cost_p90": cost.quantile(0.9, "linear"),
+        aggs |= {"cost_p50": median(cost), "cost_p90": cost.quantile(0.9, "linear"),
                  "cost_total": dollars_total(billed), "cost_unpriced": pl.col(billed).is_null().sum().cast(pl.UInt32)}
     if RECORDED_COST in columns:
-        aggs["recorded_cost_p50"] = pl.col(RECORDED_COST).filter(at).quantile(0.5, "linear")
+        aggs["recorded_cost_p50"] = median(pl.col(RECORDED_COST).filter(at))
     if ORPHAN_CALLS in columns and ORPHAN_RATE in columns:
         looked = _looked_at(columns)
         if looked is not None:
             aggs["orphan_rate"] = pl.col(ORPHAN_CALLS).sum() / looked.sum()
         compacted = pl.col("n_compactions") > 0
         aggs |= {"orphan_calls": pl.col(ORPHAN_CALLS).sum().cast(pl.UInt64),
-                 "orphan_rate_p50": pl.col(ORPHAN_RATE).filter(compacted).quantile(0.5, "linear")}
+                 "orphan_rate_p50": median(pl.col(ORPHAN_RATE).filter(compacted))}
         if "orphan_rate" not in aggs:  # no denominator column: the events' mean rate, each session weighed by events
             aggs["orphan_rate"] = ((pl.col(ORPHAN_RATE).fill_null(0) * pl.col("n_compactions")).sum()
                                    / pl.col("n_compactions").sum())
     if REFETCH in columns:
         aggs |= {"refetch_tokens": pl.col(REFETCH).sum().cast(pl.UInt64),
-                 "refetch_tokens_p50": pl.col(REFETCH).filter(at).quantile(0.5, "nearest")}
+                 "refetch_tokens_p50": median(pl.col(REFETCH).filter(at))}
     return aggs
 
 
@@ -586,7 +589,7 @@ def points_of(lost: pl.DataFrame | None, replay_sessions: pl.DataFrame | None = 
                                for c, t in columns.items()) for r in per_session])
     keys = ["agent", "point", "_b"]
     aggs = {"orphan_rate": pl.col("orphan_calls").sum() / pl.col("window_calls").sum(),
-            "cost_p50": pl.col("cost").median()}
+            "cost_p50": median("cost")}
     rows = rows.with_columns(_b=pl.col(BUDGET).fill_null(-1))
     full = rows.group_by(keys, maintain_order=True).agg(
         pl.col(BUDGET).first(), sessions=pl.col(SESSION).n_unique(), compactions=pl.col("compactions").sum(),

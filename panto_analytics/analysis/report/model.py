@@ -111,7 +111,8 @@ class Report:
     overview: Table
     breakdowns: dict[str, Table]
     figures: list[ReportFigure] = field(default_factory=list)
-    #: With a window: the replay the recommendation was judged on, and its per-budget table.
+    #: With a window: the replay the recommendation was judged on, and its per-budget table (a dataset's report:
+    #: the replay's parameters without its rows, which grow with the sessions; :attr:`policies` too).
     replay: Replay | None = None
     replay_table: Table | None = None
     #: With a billed replay: "What compaction costs" (analysis.cost_table), one row per policy and budget.

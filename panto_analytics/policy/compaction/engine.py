@@ -164,25 +164,29 @@ def summary_size(messages: pl.DataFrame) -> tuple[int, str]:
     """The summary size a replay assumes, in tokens, and where it came from.
 
     The median of libpanto's word estimate (``ceil(words * 1.3)``) of the
-    summaries recorded in ``messages`` (the messages holding one; an observed value), else
+    summaries recorded in ``messages`` (the messages holding one; an observed value: of an even count the
+    larger middle one), else
     :data:`DEFAULT_SUMMARY_TOKENS`; the default also when that median is
     below :data:`MIN_SUMMARY_TOKENS` (redacted recordings), and the source says so.
 
     >>> summary_size(pl.DataFrame({"words": [10, 100, 300], "has_summary": [True, False, True]}))
-    (390, 'the median of 2 recorded summaries')
+    (390, 'the median of 2 recorded summaries (the larger middle one: a size a summary had)')
     >>> summary_size(pl.DataFrame({"words": [10], "has_summary": [False]}))
     (2000, 'the default: no recorded summaries')
     """
     sizes = messages.filter("has_summary").select(ex.word_tokens()).to_series()
     if sizes.is_empty():
         return DEFAULT_SUMMARY_TOKENS, "the default: no recorded summaries"
+    # An observed size on purpose, not the tables' median (frame.expressions.median, the mean of the middle two):
+    # a simulated summary is as long as a recorded one was, a whole number of tokens; the source says which.
     median = int(cast(float, sizes.quantile(0.5, "nearest")))
     recorded = f"{len(sizes)} recorded summar{'y' if len(sizes) == 1 else 'ies'}"
+    which = "" if len(sizes) % 2 else " (the larger middle one: a size a summary had)"
     if median < MIN_SUMMARY_TOKENS:
-        return DEFAULT_SUMMARY_TOKENS, (f"the default: the median of {recorded} is {median:,} "
+        return DEFAULT_SUMMARY_TOKENS, (f"the default: the median of {recorded}{which} is {median:,} "
                                         f"token{'' if median == 1 else 's'}, below {MIN_SUMMARY_TOKENS}, "
                                         "too small to be a real summary (redacted?)")
-    return median, f"the median of {recorded}"
+    return median, f"the median of {recorded}{which}"
 
 
 def recorded_before_anchor(columns: Iterable[str]) -> pl.Expr:

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from ...frame.expressions import observed_quantile
+from ...frame.expressions import median, observed_quantile
 from ...frame.schema import BUDGET, SESSION
 from ...outcomes.cost import dollars_total
 from ...outcomes.group_tables import grouped
@@ -48,17 +48,21 @@ def _sum_or_null(column: str) -> pl.Expr:
 
 def cost_columns() -> list[pl.Expr]:
     """Aggregations over a billed replay's session rows: ``cost_p50_usd`` / ``cost_p90_usd``, a session's replayed
-    cost (its calls and its summarizer calls, ``total_cost_usd``) at the median and p90 (over the priced
-    sessions); ``cost_usd``, ``recorded_cost_usd`` and ``summarizer_cost_usd``, the totals (null when any
-    call is unpriced; whole picodollars added up); ``summarizer_share`` of the replayed total.
+    cost (its calls and its summarizer calls, ``total_cost_usd``) at the median
+    (:func:`~panto_analytics.frame.expressions.median`: of an even count the mean of the middle two) and p90 (an
+    observed value), over the priced sessions; ``cost_usd``, ``recorded_cost_usd`` and ``summarizer_cost_usd``,
+    the totals (null when any call is unpriced; whole picodollars added up); ``summarizer_share`` of the replayed
+    total.
 
     >>> s = pl.DataFrame({"total_cost_usd": [1.0, 2.0, 9.0], "recorded_cost_usd": [2.0, 4.0, 6.0],
     ...                   "summarizer_cost_usd": [0.5, 0.5, 0.5]})
     >>> s.select(cost_columns()).rows()
     [(2.0, 9.0, 12.0, 12.0, 1.5, 0.125)]
+    >>> s.head(2).select(cost_columns()[0]).item()  # two sessions: the mean of the two
+    1.5
     """
     return [
-        pl.col("total_cost_usd").quantile(0.5, "nearest").alias("cost_p50_usd"),
+        median("total_cost_usd").alias("cost_p50_usd"),
         pl.col("total_cost_usd").quantile(0.9, "nearest").alias("cost_p90_usd"),
         _sum_or_null("total_cost_usd").alias("cost_usd"),
         _sum_or_null("recorded_cost_usd").alias("recorded_cost_usd"),
@@ -84,8 +88,10 @@ def summarize_replay(events: pl.DataFrame | pl.LazyFrame, sessions: pl.DataFrame
     verbatim); ``kept_turns_p10`` / ``kept_turns_p50`` and
     ``kept_tokens_p50`` at events; ``request_bytes_p50`` and
     ``request_bytes_per_session`` (summarizer input, mean over sessions);
-    ``overflow_share`` and ``ineffective_share`` of sessions. Percentiles
-    pick observed values ("nearest"), so they stay whole. A billed replay
+    ``overflow_share`` and ``ineffective_share`` of sessions. A ``_p50`` is
+    the median (:func:`~panto_analytics.frame.expressions.median`: of an even
+    count the mean of the middle two); ``kept_turns_p10`` picks an observed
+    value ("nearest"), so it stays whole. A billed replay
     (``replay(..., prices=...)``) adds :func:`cost_columns`: the cost per
     session (median, p90), the totals and the summarizer's share.
 
@@ -112,7 +118,7 @@ def summarize_replay(events: pl.DataFrame | pl.LazyFrame, sessions: pl.DataFrame
     >>> from panto_analytics import examples
     >>> r = pa.replay(examples.messages(), [1_000, 3_000], window=20_000, summary_tokens=500)
     >>> summarize_replay(r.events, r.sessions).select("budget", "events", "kept_tokens_p50").rows()
-    [(1000, 1, 0), (3000, 1, 3000)]
+    [(1000, 1, 0.0), (3000, 1, 3000.0)]
     """
     keys = list(by)
     billed = "total_cost_usd" in sessions.lazy().collect_schema().names()
@@ -130,9 +136,9 @@ def summarize_replay(events: pl.DataFrame | pl.LazyFrame, sessions: pl.DataFrame
         "events": pl.len(),
         "zero_kept_event_share": (pl.col("kept_turns") == 0).mean(),
         "kept_turns_p10": observed_quantile("kept_turns", 0.1, pl.UInt32()),
-        "kept_turns_p50": observed_quantile("kept_turns", 0.5, pl.UInt32()),
-        "kept_tokens_p50": observed_quantile("kept_tokens", 0.5, pl.UInt64()),
-        "request_bytes_p50": observed_quantile("request_bytes", 0.5, pl.UInt64()),
+        "kept_turns_p50": median("kept_turns"),
+        "kept_tokens_p50": median("kept_tokens"),
+        "request_bytes_p50": median("request_bytes"),
         "request_bytes_total": pl.col("request_bytes").sum(),
     }, column_at_a_time=column_at_a_time)
     table = (
@@ -158,8 +164,8 @@ def compare_policies(events: pl.DataFrame | pl.LazyFrame, sessions: pl.DataFrame
     """One row per (policy, budget) of a policy replay (:func:`~panto_analytics.policy.compaction.any_policy.replay_policies`).
 
     :func:`summarize_replay`'s columns by ``("policy", "budget")``, then, at
-    events: ``kept_tokens_p10`` / ``kept_tokens_p90``, ``kept_messages_p50``,
-    ``summarized_tokens_p50`` (what each compaction takes out of the context)
+    events: ``kept_tokens_p10`` / ``kept_tokens_p90`` (observed values), ``kept_messages_p50``,
+    ``summarized_tokens_p50`` (medians: what each compaction takes out of the context)
     and ``split_turn_share`` (pi's cuts inside a turn). ``column_at_a_time``: as in :func:`summarize_replay`.
 
     >>> e = pl.DataFrame({"policy": ["pi", "pi"], "session_id": ["a", "a"], "budget": [20, 20],
@@ -175,8 +181,8 @@ def compare_policies(events: pl.DataFrame | pl.LazyFrame, sessions: pl.DataFrame
     extra = grouped(events, keys, {
         "kept_tokens_p10": observed_quantile("kept_tokens", 0.1, pl.UInt64()),
         "kept_tokens_p90": observed_quantile("kept_tokens", 0.9, pl.UInt64()),
-        "kept_messages_p50": observed_quantile("kept_messages", 0.5, pl.UInt32()),
-        "summarized_tokens_p50": observed_quantile("summarized_tokens", 0.5, pl.UInt64()),
+        "kept_messages_p50": median("kept_messages"),
+        "summarized_tokens_p50": median("summarized_tokens"),
         "split_turn_share": pl.col("split_turn").mean(),
     }, column_at_a_time=column_at_a_time)
     table = summarize_replay(events, sessions, by=keys, column_at_a_time=column_at_a_time).join(

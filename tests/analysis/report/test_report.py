@@ -4,7 +4,6 @@ from __future__ import annotations
 import base64
 import json
 import re
-import shutil
 import struct
 from html.parser import HTMLParser
 from pathlib import Path
@@ -172,28 +171,16 @@ def test_report_cli_errors(tmp_path):
 
 # --- a real browser ----------------------------------------------------------------------------------------
 
-CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                  "--window-size=1200,900")
-
-
 def chromium(profile: Path):
-    """A headless Chromium driven by selenium, with a fresh profile in ``profile``, or a skip saying what is missing."""
-    webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed")
-    from selenium.webdriver.chrome.service import Service
+    """The headless Chromium that ``python -m benchmarks.doc_images`` shoots docs/img with (one definition of its
+    browser, driver and flags), with a fresh profile in ``profile``, or a skip saying what is missing."""
+    pytest.importorskip("selenium.webdriver", reason="selenium is not installed")
+    from benchmarks.doc_images import chromium as headless
 
-    browser = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)
-    driver = shutil.which("chromedriver")
-    if browser is None or driver is None:
-        pytest.skip("no Chromium here: install the Debian packages chromium and chromium-driver "
-                    f"(found browser: {browser}, chromedriver: {driver})")
-    options = webdriver.ChromeOptions()
-    options.binary_location = browser
-    for flag in CHROMIUM_FLAGS:
-        options.add_argument(flag)
-    options.add_argument(f"--user-data-dir={profile}")
-    # The explicit Service keeps selenium from looking for a driver on the network.
-    return webdriver.Chrome(options=options, service=Service(driver))
+    try:
+        return headless(profile)
+    except RuntimeError as missing:
+        pytest.skip(str(missing))
 
 
 def test_every_image_renders_in_a_real_browser(report_dir, tmp_path):
