@@ -252,16 +252,25 @@ def kept_tokens_by_budget(splits, *, log: bool = False, segments=None, highlight
     return fig
 
 
+#: At most this many recorded compactions get lines of their own in the calibration plot's right panel (each in
+#: the legend) and in :func:`agent_vs_libpanto_kept`; past it the calibration panel draws their sum and the kept
+#: plot a band (a corpus's thousands of compactions drew thousands of lines and legend entries: 1.6 GB and
+#: minutes for an unreadable plot, at 8,542 compactions).
+CALIBRATION_LINES = 12
+
+
 def agent_vs_libpanto_kept(rows, *, log: bool = False) -> Figure:
     """libpanto's kept verbatim suffix per budget at the agents' recorded compactions, against what the agents kept.
 
     ``rows``: :func:`panto_analytics.analysis.compactions.agent_vs_libpanto`. One box per budget
     (quartiles, whiskers at the extremes) with every compaction as a dot; the agents' kept tokens,
-    which no budget changes, as dotted horizontal lines (one per compaction) and their median as a
-    solid one.
+    which no budget changes, as dotted horizontal lines (one per compaction; past :data:`CALIBRATION_LINES` of
+    them, a band from their first to their third quartile and dotted lines at their extremes) and their median
+    as a solid one.
     """
     budgets = rows[BUDGET].unique().sort().to_list()
-    agent = rows.unique("cut", keep="first")["agent_kept_tokens"].to_list()
+    kept = rows.unique("cut", keep="first")["agent_kept_tokens"]  # what the agents kept, a value per compaction
+    agent = kept.to_list()
     with style():
         fig, (ax,) = _figure()
         positions = list(range(len(budgets)))
@@ -274,11 +283,15 @@ def agent_vs_libpanto_kept(rows, *, log: bool = False) -> Figure:
             for x, vs in zip(positions, values):
                 ax.plot([x] * len(vs), vs, ".", color=PALETTE[0], alpha=0.6)
             ax.plot([], [], "s", color=PALETTE[0] + "55", label="libpanto's kept suffix at that moment")
-        for i, v in enumerate(agent):
+        if len(agent) > CALIBRATION_LINES:  # one band for them all: thousands of lines drew gigabytes, unreadable
+            ax.axhspan(kept.quantile(0.25, "linear"), kept.quantile(0.75, "linear"), color=PALETTE[1], alpha=0.2,
+                       label=f"what the agents kept: quartiles of {len(agent):,} compactions")
+            for v in (kept.min(), kept.max()):
+                ax.axhline(v, color=PALETTE[1], ls=":", lw=1)
+        for i, v in enumerate(agent if len(agent) <= CALIBRATION_LINES else []):
             ax.axhline(v, color=PALETTE[1], ls=":", lw=1, label="each compaction: what the agent kept" if i == 0 else None)
         if agent:
-            median = sorted(agent)[len(agent) // 2] if len(agent) % 2 else sum(sorted(agent)[len(agent) // 2 - 1:][:2]) / 2
-            ax.axhline(median, color=PALETTE[5], lw=2, label="median of what the agents kept")
+            ax.axhline(kept.median(), color=PALETTE[5], lw=2, label="median of what the agents kept")
         step = max(1, round(len(budgets) / 12))
         ax.set_xticks(positions[::step], [format_tokens(b) for b in budgets[::step]])
         ax.set_xlim(-0.7, max(len(budgets), 1) - 0.3)
@@ -295,10 +308,6 @@ def agent_vs_libpanto_kept(rows, *, log: bool = False) -> Figure:
     return fig
 
 
-#: At most this many recorded compactions get lines of their own in the calibration plot's right panel (each in
-#: the legend); past it the panel draws their sum (a corpus's thousands of compactions drew thousands of lines
-#: and legend entries: 1.6 GB and minutes for an unreadable plot, at 8,542 compactions).
-CALIBRATION_LINES = 12
 
 
 def refetch_calibration(cuts, curve) -> Figure:

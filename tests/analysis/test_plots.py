@@ -322,3 +322,21 @@ def test_the_calibration_plot_draws_a_few_compactions_each_and_many_summed(n):
     assert len(lines) == (2 * n if n <= plots.CALIBRATION_LINES else 2)
     if n > plots.CALIBRATION_LINES:  # the sum over the recorded compactions only, not the pseudo-cut
         assert list(lines[0].get_ydata()) == [0, n, n] and list(lines[1].get_ydata()) == [n, n, 2 * n]
+
+
+@pytest.mark.parametrize("n", [3, plots.CALIBRATION_LINES + 1, 500])
+def test_the_kept_plot_draws_a_few_compactions_each_and_many_as_a_band(n):
+    """Up to CALIBRATION_LINES recorded compactions each get a dotted line at what the agent kept; past it, a band
+    of their quartiles and lines at their extremes: the artists do not grow with the compactions."""
+    kept = [1_000 * (i + 1) for i in range(n)]
+    rows = pl.DataFrame({"cut": [i for i in range(n) for _ in (0, 1)], "budget": [10_000, 20_000] * n,
+                         "kept_tokens": [5_000, 9_000] * n, "agent_kept_tokens": [k for k in kept for _ in (0, 1)]})
+    ax = plots.agent_vs_libpanto_kept(rows).axes[0]
+    flat = [ln for ln in ax.get_lines() if len(set(ln.get_ydata())) == 1 and list(ln.get_xdata()) == [0, 1]]
+    # the lines across the axes (axhline): one per compaction, or the two extremes; then the median
+    assert len(flat) == (n + 1 if n <= plots.CALIBRATION_LINES else 3)
+    assert flat[-1].get_ydata()[0] == pl.Series(kept).median()
+    if n > plots.CALIBRATION_LINES:
+        band = ax.patches[-1]   # axhspan: a rectangle from the first to the third quartile
+        low, high = band.get_y(), band.get_y() + band.get_height()
+        assert (low, high) == (pl.Series(kept).quantile(0.25, "linear"), pl.Series(kept).quantile(0.75, "linear"))
