@@ -59,17 +59,7 @@ from ...outcomes.group_tables import grouped
 from ...phrases import counted
 from ...policy.compaction.engine import Replay
 from ..formatting import format_tokens, has_budget, point_name
-from .bootstrap import (
-    HASH,
-    MIN_SESSIONS,
-    RESAMPLES,
-    SEED,
-    BudgetInterval,
-    budget_interval,
-    intervals,
-    replicate_tables,
-    session_hashes,
-)
+from .bootstrap import HASH, MIN_SESSIONS, RESAMPLES, SEED, BudgetInterval, budget_interval, intervals, replicate_tables, session_hashes
 from .choice import Choice
 from .rule import FEW_SESSIONS, Rule
 

@@ -38,16 +38,7 @@ from ...phrases import counted
 from ...policy import sweep
 from ...policy.budget_sweep import sweep_aggs
 from ..formatting import format_share, format_tokens
-from .bootstrap import (
-    HASH,
-    MIN_SESSIONS,
-    RESAMPLES,
-    SEED,
-    BudgetInterval,
-    budget_interval,
-    intervals,
-    replicate_tables,
-)
+from .bootstrap import HASH, MIN_SESSIONS, RESAMPLES, SEED, BudgetInterval, budget_interval, intervals, replicate_tables
 from .choice import Choice
 from .rule import FEW_SESSIONS, Rule
 
