@@ -17,11 +17,15 @@ from ..choose.choice import Choice
 from ..formatting import format_column, format_tokens, is_money
 
 __all__ = [
-    "SEGMENT_TITLES", "Report", "ReportFigure", "Table", "cell", "percent", "tokens",
+    "RECORDED_ROWS", "SEGMENT_TITLES", "Report", "ReportFigure", "Table", "cell", "percent", "tokens",
 ]
 
 if TYPE_CHECKING:
     pass
+
+#: Past this many recorded compactions (or cuts, pseudo-cuts included), a section of the report on them shows
+#: a summary per agent, not a row (or a dot) each: what it holds then does not grow with the corpus (issue 30).
+RECORDED_ROWS = 200
 
 #: Segment kinds the report can split plots by, with their headings.
 SEGMENT_TITLES = {"model": "model", "source_format": "source format", "length": "session length"}
