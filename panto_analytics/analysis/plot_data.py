@@ -39,7 +39,7 @@ from typing import cast
 import polars as pl
 
 from ..defaults import SEGMENT_KINDS
-from ..frame.expressions import median
+from ..frame.expressions import counted_quantile, median
 from ..frame.schema import BUDGET, SESSION, SPLIT_SCHEMA
 from ..models import normalized_model, session_model
 from ..outcomes.group_tables import grouped
@@ -51,7 +51,7 @@ __all__ = [
     "kept_tokens_stats", "kept_turns_stats",
     "log_bin", "outcome_shares", "per_segment_sweep", "per_session_stats", "plot_counts", "raw_segments",
     "replay_stats", "report_plot_counts", "segment_order", "session_segments", "summarized_share_stats",
-    "token_source_shares",
+    "summed_counts", "token_source_shares",
     "turn_size_histogram", "with_segment",
 ]
 
@@ -237,7 +237,7 @@ class PlotCounts:
     def merge(cls, parts: Iterable[PlotCounts]) -> PlotCounts:
         """The counts of the union of disjoint sets of sessions: each table's counts added up."""
         parts = list(parts)
-        return cls(*(_summed(pl.concat([getattr(p, name) for p in parts], how="vertical_relaxed"))
+        return cls(*(summed_counts(pl.concat([getattr(p, name) for p in parts], how="vertical_relaxed"))
                      for name in ("splits", "turns", "sessions")))
 
     def finished(self, order: Sequence[str]) -> PlotCounts:
@@ -246,7 +246,7 @@ class PlotCounts:
         order = list(order)
         full = order if order == [ALL] or "other" in order else [*order, "other"]
         seg = _lump(order).cast(pl.Enum(full)).alias("segment")
-        return PlotCounts(*(_summed(getattr(self, name).with_columns(seg))
+        return PlotCounts(*(summed_counts(getattr(self, name).with_columns(seg))
                             for name in ("splits", "turns", "sessions")))
 
     @property
@@ -256,8 +256,13 @@ class PlotCounts:
         return not (isinstance(dtype, pl.Enum) and list(dtype.categories) == [ALL])
 
 
-def _summed(frame: pl.DataFrame) -> pl.DataFrame:
-    """One row per key (every column but ``count``), the counts added, in key order."""
+def summed_counts(frame: pl.DataFrame) -> pl.DataFrame:
+    """One row per key (every column but ``count``), the counts added, in key order: how counts of disjoint sets
+    merge (:class:`PlotCounts`, the summaries of the recorded compactions).
+
+    >>> summed_counts(pl.DataFrame({"k": ["b", "a", "b"], "count": [1, 2, 3]})).rows()
+    [('a', 2), ('b', 4)]
+    """
     key = [c for c in frame.columns if c != "count"]
     return frame.group_by(key).agg(pl.col("count").sum().cast(_COUNT)).sort(key).select(*key, "count")
 
@@ -312,7 +317,7 @@ def plot_counts(splits: pl.DataFrame | pl.LazyFrame | None, turns: pl.DataFrame 
                    .agg(count=pl.len()).select(pl.col(c).cast(t) for c, t in turn_cols.items()).collect())
     named = (pl.DataFrame(schema={"segment": pl.String(), "count": _COUNT}) if segments is None else
              segments.lazy().group_by(pl.col("segment").cast(pl.String)).agg(count=pl.len().cast(_COUNT)).collect())
-    return PlotCounts(_summed(split_counts), _summed(turn_counts), _summed(named))
+    return PlotCounts(summed_counts(split_counts), summed_counts(turn_counts), summed_counts(named))
 
 
 def report_plot_counts(messages: pl.DataFrame, splits: pl.DataFrame, turns: pl.DataFrame, *,
@@ -370,17 +375,10 @@ def distribution_of_counts(counts: pl.DataFrame, by: list[str]) -> pl.DataFrame:
     >>> distribution_of_counts(c, ["g"]).equals(distribution(pl.DataFrame({"g": [1] * 4, "v": [2, 2, 2, 5]}), "v", ["g"]))
     True
     """
-    v, n = pl.col("value"), pl.col("count").sum()
-    seen = pl.col("count").cum_sum()
-
-    def quantile(q: float) -> pl.Expr:
-        at = (n - 1).cast(pl.Float64) * q
-        low, high = v.filter(seen > at.floor()).first(), v.filter(seen > at.ceil()).first()
-        return pl.when(low == high).then(low).otherwise((at - at.floor()) * (high - low) + low)
-
+    v = pl.col("value")
     return (counts.lazy().filter(pl.col("count") > 0).sort([*by, "value"]).group_by(by)
-            .agg(sessions=n.cast(_LEN), min=v.first(), **{name: quantile(q) for name, q in QUANTILES.items()},
-                 max=v.last())
+            .agg(sessions=pl.col("count").sum().cast(_LEN), min=v.first(),
+                 **{name: counted_quantile(q) for name, q in QUANTILES.items()}, max=v.last())
             .sort(by).collect())
 
 

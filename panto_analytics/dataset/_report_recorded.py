@@ -13,18 +13,25 @@ rows come back one task at a time and are put in the in-memory order: the tasks 
 compaction numbered by its row in the dataset's compactions table, the cuts sorted by session, position and
 size (recorded ones first), the policies' rows policy after policy. Memory holds those rows: one per
 recorded compaction (and budget, or policy), one per pseudo-cut and the calibration curve's ``horizon`` rows
-per cut; not the sessions' messages.
+per cut; not the sessions' messages. What the agents kept and the policies' cuts come with their counts
+(:func:`~panto_analytics.analysis.compactions.kept_counts`, :func:`~panto_analytics.analysis.compactions.cut_counts`),
+merged as the tasks finish; their rows are kept only while they are at most
+:data:`~panto_analytics.analysis.report.model.RECORDED_ROWS` compactions, past which the report shows the counts'
+summary and this process holds no row of them (:class:`_Kept`).
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
+import itertools
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import polars as pl
 
-from ..analysis.compactions import agent_vs_libpanto, policies_vs_agents
+from ..analysis.compactions import agent_vs_libpanto, compactions_counted, cut_counts, kept_counts, merged_counts, policies_vs_agents
+from ..analysis.report import model
 from ..errors import IngestReport
 from ..frame.schema import SESSION
 from ..frame.tool_targets import references
@@ -42,13 +49,19 @@ _CUT_ORDER = [SESSION, "after_seq", "context"]
 @dataclass(frozen=True)
 class Recorded:
     """What :func:`recorded_dataset` returns, each as the in-memory report computes it of the whole corpus
-    (None without a recorded compaction): ``agent_rows`` (``agent_vs_libpanto``), ``cuts`` and ``curve``
-    (``calibration``), ``policy_rows`` (``policies_vs_agents``; None without policies)."""
+    (None without a recorded compaction): ``agent_rows`` (``agent_vs_libpanto``) and their counts
+    (``agent_counts``, :func:`~panto_analytics.analysis.compactions.kept_counts`), ``cuts`` and ``curve``
+    (``calibration``), ``policy_rows`` (``policies_vs_agents``; None without policies) and their counts
+    (``policy_counts``, :func:`~panto_analytics.analysis.compactions.cut_counts`). The rows are None past
+    :data:`~panto_analytics.analysis.report.model.RECORDED_ROWS` compactions; the counts are there whenever
+    there is a recorded compaction (with policies, for theirs)."""
 
     agent_rows: pl.DataFrame | None
     cuts: pl.DataFrame | None
     curve: pl.DataFrame | None
     policy_rows: pl.DataFrame | None
+    agent_counts: pl.DataFrame | None = None
+    policy_counts: pl.DataFrame | None = None
 
 
 def _of(root: str, parts: list[str], ids: pl.Series) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -67,8 +80,10 @@ def _measured(messages: pl.DataFrame, cuts: pl.DataFrame, horizon: int) -> tuple
 @dataclass(frozen=True)
 class _Part:
     """One task's rows: ``first`` (its first part, which orders the tasks), its recorded ``compactions`` (a
-    count, to number them over the dataset), ``agent`` (``agent_vs_libpanto``), ``cuts`` measured with their
-    ``curve`` and ``policies`` (``policies_vs_agents``); None where the task has none."""
+    count, to number them over the dataset), ``agent`` (``agent_vs_libpanto``) with its counts
+    (``agent_counts``), ``cuts`` measured with their ``curve`` and ``policies`` (``policies_vs_agents``) with
+    theirs (``policy_counts``); None where the task has none (``agent`` and ``policies`` where they are more than
+    the report shows a row each of)."""
 
     first: str
     compactions: int = 0
@@ -76,12 +91,16 @@ class _Part:
     cuts: pl.DataFrame | None = None
     curve: pl.DataFrame | None = None
     policies: pl.DataFrame | None = None
+    agent_counts: pl.DataFrame | None = None
+    policy_counts: pl.DataFrame | None = None
 
 
 def _recorded_task(root: str, parts: list[str], *, budgets: list[int], horizon: int,
-                   policies: Sequence[str]) -> _Part:
+                   policies: Sequence[str], keep_rows: int) -> _Part:
     """Pass 1 of one group of buckets: its recorded compactions (their count, to number them over the dataset),
-    what the agents kept beside libpanto, the cuts measured with their curve, and each policy's cut."""
+    what the agents kept beside libpanto, the cuts measured with their curve, and each policy's cut; the rows of
+    what the agents kept and of the policies' cuts with their counts, the rows only up to ``keep_rows``
+    compactions (past it the report shows the counts' summary)."""
     compactions = collect(scan_parts(root, "compactions", parts), root)
     first = parts[0] if parts else ""
     if compactions.is_empty():
@@ -89,8 +108,42 @@ def _recorded_task(root: str, parts: list[str], *, budgets: list[int], horizon: 
     messages, sessions = _of(root, parts, compactions[SESSION].unique())
     corpus = Corpus(messages, sessions, compactions, IngestReport())
     cuts, curve = _measured(messages, recorded_cut_rows(messages, compactions, sessions).collect(), horizon)
-    return _Part(first, compactions.height, agent_vs_libpanto(corpus, budgets), cuts, curve,
-                 policies_vs_agents(corpus, list(policies)) if policies else None)
+    agent = agent_vs_libpanto(corpus, budgets)
+    agent_counts = kept_counts(agent)
+    policy = policies_vs_agents(corpus, list(policies)) if policies else None
+    policy_counts = cut_counts(policy) if policy is not None else None
+    return _Part(first, compactions.height, _up_to(agent, agent_counts, keep_rows), cuts, curve,
+                 _up_to(policy, policy_counts, keep_rows), agent_counts, policy_counts)
+
+
+def _up_to(rows: pl.DataFrame | None, counts: pl.DataFrame | None, limit: int) -> pl.DataFrame | None:
+    """``rows``, or None where their ``counts`` count more than ``limit`` compactions."""
+    return rows if counts is not None and compactions_counted(counts) <= limit else None
+
+
+@dataclass
+class _Kept:
+    """One kind of the tasks' rows (what the agents kept, or the policies' cuts) as they come: their counts
+    merged, and the rows themselves (by the task's first part) only while the counts count at most ``limit``
+    compactions; past it, never again (``rows`` None): what this holds then is the counts, bounded by the
+    values they count, not the compactions."""
+
+    limit: int
+    counts: pl.DataFrame | None = None
+    rows: list[tuple[str, pl.DataFrame]] | None = field(default_factory=list)
+
+    def add(self, first: str, rows: pl.DataFrame | None, counts: pl.DataFrame | None) -> None:
+        if counts is None:
+            return
+        self.counts = counts if self.counts is None else merged_counts([self.counts, counts])
+        if self.rows is not None and (rows is None or compactions_counted(self.counts) > self.limit):
+            self.rows = None  # past the limit: the summary is shown, these rows are not needed
+        elif self.rows is not None and rows is not None:
+            self.rows.append((first, rows))
+
+    def in_order(self) -> list[tuple[str, pl.DataFrame]] | None:
+        """The rows kept, in the tasks' order (by first part); None past the limit."""
+        return None if self.rows is None else sorted(self.rows, key=lambda r: r[0])
 
 
 def _baseline_task(root: str, parts: list[str], *, sizes: pl.DataFrame, horizon: int) -> _Part:
@@ -137,17 +190,21 @@ def recorded_dataset(root: str | Path, budgets: list[int], *, horizon: int, poli
     (7, ['baseline', 'compaction'])
     """
     run = functools.partial(map_buckets, root, engine=engine, address=address, rows=task_rows)
-    first = sorted(run(functools.partial(_recorded_task, budgets=list(budgets), horizon=horizon,
-                                         policies=list(policies))), key=lambda f: f.first)
-    agent: list[pl.DataFrame] = []
-    before = 0
-    for f in first:  # each compaction numbered by its row in the whole dataset's table
-        if f.agent is not None:
-            agent.append(f.agent.with_columns(pl.col("cut") + pl.lit(before, pl.UInt32)))
-        before += f.compactions
-    in_policy = [f.policies for f in first if f.policies is not None]
-    if not agent:
+    kept, cut = _Kept(model.RECORDED_ROWS), _Kept(model.RECORDED_ROWS)
+    found: list[_Part] = []
+    for f in run(functools.partial(_recorded_task, budgets=list(budgets), horizon=horizon, policies=list(policies),
+                                   keep_rows=model.RECORDED_ROWS)):
+        kept.add(f.first, f.agent, f.agent_counts)
+        cut.add(f.first, f.policies, f.policy_counts)
+        found.append(dataclasses.replace(f, agent=None, policies=None, agent_counts=None, policy_counts=None))
+    first = sorted(found, key=lambda f: f.first)
+    if kept.counts is None:
         return Recorded(None, None, None, None)
+    agent_rows = None
+    if (agent_in := kept.in_order()) is not None:  # each compaction numbered by its row in the dataset's table
+        before = dict(zip([f.first for f in first], itertools.accumulate((f.compactions for f in first), initial=0)))
+        agent_rows = pl.concat([rows.with_columns(pl.col("cut") + pl.lit(before[at], pl.UInt32)) for at, rows in agent_in],
+                               how="vertical_relaxed")
     cuts, curve = _in_order(first, 0)
     if cuts is not None:
         sizes = (cuts.select(pl.col("source_format").cast(pl.String), pl.col("context").cast(pl.Int64))
@@ -159,9 +216,9 @@ def recorded_dataset(root: str | Path, budgets: list[int], *, horizon: int, poli
             cuts = pl.concat([cuts, more], how="vertical_relaxed")
             curve = pl.concat([curve, more_curve], how="vertical_relaxed")
     policy_rows = None
-    if in_policy:  # policy after policy, as policy_cuts_at gives them; each in bucket order
-        rows = pl.concat(in_policy, how="vertical_relaxed")
+    if (in_policy := cut.in_order()):  # policy after policy, as policy_cuts_at gives them; each in bucket order
+        rows = pl.concat([r for _, r in in_policy], how="vertical_relaxed")
         order = {p: i for i, p in enumerate(policies)}
         policy_rows = rows.sort(pl.col("policy").replace_strict(order, default=len(order), return_dtype=pl.UInt32),
                                 maintain_order=True)
-    return Recorded(pl.concat(agent, how="vertical_relaxed"), cuts, curve, policy_rows)
+    return Recorded(agent_rows, cuts, curve, policy_rows, agent_counts=kept.counts, policy_counts=cut.counts)

@@ -166,14 +166,14 @@ def sections_dataset(report: Report, root: str | Path, held: HeldReplay | None, 
     found = recorded_dataset(root, report.budgets, horizon=DEFAULT_HORIZON if horizon is None else horizon,
                              policies=cut_policies(policies) if policies and window is not None else (),
                              task_rows=TASK_ROWS if task_rows is None else task_rows, **where)
-    if found.agent_rows is not None:
-        recorded_section(report, found.agent_rows)
+    if found.agent_counts is not None:
+        recorded_section(report, found.agent_rows, found.agent_counts)
     if found.cuts is not None and found.curve is not None:
         loss_section(report, found.cuts, found.curve, horizon=DEFAULT_HORIZON if horizon is None else horizon)
     if policies and window is not None:
         policies_section(report, root, policies, window=window, reserve=reserve, summary_tokens=summary_tokens,
                          task_rows=task_rows, **where)
-        if found.policy_rows is not None:
-            policy_cuts_section(report, found.policy_rows)
+        if found.policy_counts is not None:
+            policy_cuts_section(report, found.policy_rows, found.policy_counts)
     if held is not None and window is not None:
         timelines_section(report, root, held, window=window, reserve=reserve, prices=prices, horizon=horizon)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import operator
 from functools import reduce
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import polars as pl
 
@@ -34,9 +34,10 @@ if TYPE_CHECKING:
     from polars._typing import IntoExpr
 
 __all__ = [
-    "MAX_TURNS", "assistant_cumulative", "count_in_session", "follows_user", "is_active", "is_api_call",
+    "MAX_TURNS", "TOKEN_DIGITS", "assistant_cumulative", "count_in_session", "counted_quantile", "follows_user", "is_active", "is_api_call",
     "is_structural_frame", "is_turn_start", "last_before", "median", "message_tokens", "observed_quantile",
-    "latest_summary_bytes", "prior_assistant_cumulative", "request_bytes", "request_bytes_before", "session_end", "session_start",
+    "latest_summary_bytes", "prior_assistant_cumulative", "request_bytes", "request_bytes_before", "rounded_tokens",
+    "session_end", "session_start",
     "sum_in_session", "transcript_bytes", "usage_total", "word_tokens",
 ]
 
@@ -285,3 +286,45 @@ def observed_quantile(column: str, q: float, dtype: pl.DataType) -> pl.Expr:
     40
     """
     return pl.col(column).quantile(q, "nearest").cast(dtype)
+
+
+#: The significant digits a token count keeps in a summary that merges (:func:`rounded_tokens`).
+TOKEN_DIGITS = 3
+
+
+def rounded_tokens(values: IntoExpr) -> pl.Expr:
+    """Token counts rounded to :data:`TOKEN_DIGITS` significant digits (12,345 -> 12,300; 999 stays 999), the
+    precision :func:`~panto_analytics.analysis.formatting.format_tokens` shows from 10k up: what a summary counts
+    per value so that it merges exactly (by adding counts) and stays bounded (at most 900 values a decade).
+    Rounding is monotone, so a quantile that picks an observed value (:func:`counted_quantile`, ``"lower"``) of
+    the rounded counts is the rounded quantile of the counts themselves.
+
+    >>> pl.DataFrame({"t": [999, 12_345, 12_350, 99_960]}).select(rounded_tokens("t")).to_series().to_list()
+    [999, 12300, 12400, 100000]
+    """
+    return _expr(values).round_sig_figs(TOKEN_DIGITS)
+
+
+def counted_quantile(q: float, value: IntoExpr = "value", count: IntoExpr = "count", *,
+                     interpolation: Literal["linear", "lower"] = "linear") -> pl.Expr:
+    """The ``q`` quantile of the values a ``(value, count)`` table counts, as Polars takes it of the values
+    themselves: ``"linear"`` between the values at the floor and the ceiling of ``q * (n - 1)`` (at 0.5, the
+    :func:`median`), ``"lower"`` the value at its floor (an observed value). An aggregation: each group's rows
+    sorted by ``value``, every count positive (``value`` and ``count``: names, or expressions such as a
+    filter of them); the one quantile of counted values (the plots' box statistics,
+    the summaries of the recorded compactions).
+
+    >>> c = pl.DataFrame({"value": [2, 5, 9], "count": [3, 1, 1]})
+    >>> c.select(counted_quantile(0.5), counted_quantile(0.9, interpolation="lower").alias("p90")).row(0)
+    (2.0, 5)
+    >>> pl.Series([2, 2, 2, 5, 9]).quantile(0.9, "lower")
+    5.0
+    """
+    v, n = _expr(value), _expr(count).sum()
+    at = (n - 1).cast(pl.Float64) * q
+    seen = _expr(count).cum_sum()
+    low = v.filter(seen > at.floor()).first()
+    if interpolation == "lower":
+        return low
+    high = v.filter(seen > at.ceil()).first()
+    return pl.when(low == high).then(low).otherwise((at - at.floor()) * (high - low) + low)

@@ -167,7 +167,7 @@ def render_markdown(report: Report) -> str:
         out += ["## Compaction over the sessions' life", "", _replay_text(report.replay), "",
                 report.replay_table.markdown(), ""]
     if report.recorded is not None:
-        out += ["## What the agents did at their recorded compactions", "", _RECORDED_TEXT, "",
+        out += ["## What the agents did at their recorded compactions", "", report.recorded_text or _RECORDED_TEXT, "",
                 report.recorded.markdown(), ""]
     if report.loss is not None:
         out += ["## What compaction loses at the recorded compactions", "", _LOSS_TEXT, "", report.loss.markdown(), ""]
@@ -179,7 +179,7 @@ def render_markdown(report: Report) -> str:
     if report.policy_table is not None:
         out += ["## Policies under the same window", "", _POLICY_TEXT, "", report.policy_table.markdown(), ""]
     if report.policy_cuts is not None:
-        out += ["### Each policy at the recorded compactions", "", _POLICY_CUTS_TEXT, "",
+        out += ["### Each policy at the recorded compactions", "", report.policy_cuts_text or _POLICY_CUTS_TEXT, "",
                 report.policy_cuts.markdown(), ""]
     if report.omitted:
         out += ["## Not in this report", ""] + [f"- {o}" for o in report.omitted] + [""]
@@ -243,7 +243,7 @@ def render_html(report: Report) -> str:
         parts += ["<h2>Compaction over the sessions' life</h2>", f"<p>{e(_replay_text(report.replay))}</p>",
                   report.replay_table.html()]
     if report.recorded is not None:
-        parts += ["<h2>What the agents did at their recorded compactions</h2>", f"<p>{e(_RECORDED_TEXT)}</p>",
+        parts += ["<h2>What the agents did at their recorded compactions</h2>", f"<p>{e(report.recorded_text or _RECORDED_TEXT)}</p>",
                   report.recorded.html()]
     if report.loss is not None:
         parts += ["<h2>What compaction loses at the recorded compactions</h2>", f"<p>{e(_LOSS_TEXT)}</p>",
@@ -259,7 +259,7 @@ def render_html(report: Report) -> str:
     if report.policy_table is not None:
         parts += ["<h2>Policies under the same window</h2>", f"<p>{e(_POLICY_TEXT)}</p>", report.policy_table.html()]
     if report.policy_cuts is not None:
-        parts += ["<h3>Each policy at the recorded compactions</h3>", f"<p>{e(_POLICY_CUTS_TEXT)}</p>",
+        parts += ["<h3>Each policy at the recorded compactions</h3>", f"<p>{e(report.policy_cuts_text or _POLICY_CUTS_TEXT)}</p>",
                   report.policy_cuts.html()]
     if report.omitted:
         parts += ["<h2>Not in this report</h2><ul>", *[f"<li>{e(o)}</li>" for o in report.omitted], "</ul>"]
