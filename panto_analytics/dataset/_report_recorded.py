@@ -38,6 +38,7 @@ from ..frame.tool_targets import references
 from ..ingest.corpus import Corpus
 from ..outcomes.recorded_refetch import cut_rows, measure_cuts, pseudo_cuts, recorded_cut_rows, refetch_curve
 from .engines import map_buckets
+from .spill import Spill
 from .store import TASK_ROWS, collect, scan_parts
 
 __all__ = ["Recorded", "recorded_dataset"]
@@ -54,7 +55,8 @@ class Recorded:
     (``calibration``), ``policy_rows`` (``policies_vs_agents``; None without policies) and their counts
     (``policy_counts``, :func:`~panto_analytics.analysis.compactions.cut_counts`). The rows are None past
     :data:`~panto_analytics.analysis.report.model.RECORDED_ROWS` compactions; the counts are there whenever
-    there is a recorded compaction (with policies, for theirs)."""
+    there is a recorded compaction (with policies, for theirs); ``agent_file``: the Parquet file of every row of
+    what the agents kept, where ``rows_to`` asked for one."""
 
     agent_rows: pl.DataFrame | None
     cuts: pl.DataFrame | None
@@ -62,6 +64,7 @@ class Recorded:
     policy_rows: pl.DataFrame | None
     agent_counts: pl.DataFrame | None = None
     policy_counts: pl.DataFrame | None = None
+    agent_file: Path | None = None
 
 
 def _of(root: str, parts: list[str], ids: pl.Series) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -99,8 +102,8 @@ def _recorded_task(root: str, parts: list[str], *, budgets: list[int], horizon: 
                    policies: Sequence[str], keep_rows: int) -> _Part:
     """Pass 1 of one group of buckets: its recorded compactions (their count, to number them over the dataset),
     what the agents kept beside libpanto, the cuts measured with their curve, and each policy's cut; the rows of
-    what the agents kept and of the policies' cuts with their counts, the rows only up to ``keep_rows``
-    compactions (past it the report shows the counts' summary)."""
+    what the agents kept (written to the report's file) and of the policies' cuts with their counts, the
+    policies' rows only up to ``keep_rows`` compactions (past it the report shows the counts' summary)."""
     compactions = collect(scan_parts(root, "compactions", parts), root)
     first = parts[0] if parts else ""
     if compactions.is_empty():
@@ -112,8 +115,8 @@ def _recorded_task(root: str, parts: list[str], *, budgets: list[int], horizon: 
     agent_counts = kept_counts(agent)
     policy = policies_vs_agents(corpus, list(policies)) if policies else None
     policy_counts = cut_counts(policy) if policy is not None else None
-    return _Part(first, compactions.height, _up_to(agent, agent_counts, keep_rows), cuts, curve,
-                 _up_to(policy, policy_counts, keep_rows), agent_counts, policy_counts)
+    return _Part(first, compactions.height, agent, cuts, curve, _up_to(policy, policy_counts, keep_rows), agent_counts,
+                 policy_counts)
 
 
 def _up_to(rows: pl.DataFrame | None, counts: pl.DataFrame | None, limit: int) -> pl.DataFrame | None:
@@ -177,9 +180,12 @@ def _in_order(found: list[_Part], offset: int) -> tuple[pl.DataFrame | None, pl.
 
 
 def recorded_dataset(root: str | Path, budgets: list[int], *, horizon: int, policies: Sequence[str] = (),
-                     engine: str = "local", address: str | None = None, task_rows: int = TASK_ROWS) -> Recorded:
+                     engine: str = "local", address: str | None = None, task_rows: int = TASK_ROWS,
+                     rows_to: Path | None = None) -> Recorded:
     """What the report's sections on recorded compactions read (:class:`Recorded`), of the dataset at ``root``,
-    task by task, here or on Ray, in the order the in-memory report has them (see the module docstring).
+    task by task, here or on Ray, in the order the in-memory report has them (see the module docstring);
+    ``rows_to``: a Parquet file to write every row of what the agents kept to (the report's
+    ``recorded_compactions.parquet``), streamed from the tasks' rows spilled as they came.
 
     >>> import tempfile, pathlib
     >>> from panto_analytics.dataset import write_dataset
@@ -192,11 +198,15 @@ def recorded_dataset(root: str | Path, budgets: list[int], *, horizon: int, poli
     run = functools.partial(map_buckets, root, engine=engine, address=address, rows=task_rows)
     kept, cut = _Kept(model.RECORDED_ROWS), _Kept(model.RECORDED_ROWS)
     found: list[_Part] = []
-    for f in run(functools.partial(_recorded_task, budgets=list(budgets), horizon=horizon, policies=list(policies),
-                                   keep_rows=model.RECORDED_ROWS)):
-        kept.add(f.first, f.agent, f.agent_counts)
-        cut.add(f.first, f.policies, f.policy_counts)
-        found.append(dataclasses.replace(f, agent=None, policies=None, agent_counts=None, policy_counts=None))
+    with Spill() as spill:
+        for f in run(functools.partial(_recorded_task, budgets=list(budgets), horizon=horizon, policies=list(policies),
+                                       keep_rows=model.RECORDED_ROWS)):
+            kept.add(f.first, f.agent, f.agent_counts)
+            cut.add(f.first, f.policies, f.policy_counts)
+            if rows_to is not None and f.agent is not None:  # every row, to the report's file, a task's at a time
+                spill.append("agent", f.agent.with_columns(_first=pl.lit(f.first, pl.String)))
+            found.append(dataclasses.replace(f, agent=None, policies=None, agent_counts=None, policy_counts=None))
+        written = _write_rows(spill, found, rows_to) if rows_to is not None and kept.counts is not None else None
     first = sorted(found, key=lambda f: f.first)
     if kept.counts is None:
         return Recorded(None, None, None, None)
@@ -221,4 +231,21 @@ def recorded_dataset(root: str | Path, budgets: list[int], *, horizon: int, poli
         order = {p: i for i, p in enumerate(policies)}
         policy_rows = rows.sort(pl.col("policy").replace_strict(order, default=len(order), return_dtype=pl.UInt32),
                                 maintain_order=True)
-    return Recorded(agent_rows, cuts, curve, policy_rows, agent_counts=kept.counts, policy_counts=cut.counts)
+    return Recorded(agent_rows, cuts, curve, policy_rows, agent_counts=kept.counts, policy_counts=cut.counts,
+                    agent_file=written)
+
+
+def _write_rows(spill: Spill, found: list[_Part], to: Path) -> Path:
+    """The rows of what the agents kept, spilled task by task (``_first``: the task's first part), streamed to
+    the Parquet file ``to`` in the in-memory order: the tasks in bucket order (as the local engine gives them;
+    Ray's, sorted), each compaction numbered by its row in the dataset's compactions table."""
+    tasks = sorted(f.first for f in found)
+    offsets = dict(zip(tasks, itertools.accumulate((f.compactions for f in sorted(found, key=lambda f: f.first)),
+                                                   initial=0)))
+    rows = spill.scan("agent")
+    if [f.first for f in found] != tasks:
+        rows = rows.sort("_first", maintain_order=True)
+    offset = pl.col("_first").replace_strict(offsets, return_dtype=pl.UInt32)
+    to.parent.mkdir(parents=True, exist_ok=True)
+    rows.with_columns(pl.col("cut") + offset).drop("_first").sink_parquet(to)
+    return to

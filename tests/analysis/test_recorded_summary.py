@@ -130,7 +130,8 @@ def test_past_recorded_rows_the_report_shows_a_summary_per_agent(corpus, monkeyp
     summed = build_report(corpus, [0, 20_000], **options)
     assert summed.recorded is not None and summed.recorded.header[:3] == ["agent", "budget", "compactions"]
     assert [r[:3] for r in summed.recorded.rows] == [["canonical", "0", "7"], ["canonical", "20k", "7"]]
-    assert summed.recorded_text is not None and "panto-analytics compactions PATH" in summed.recorded_text
+    assert summed.recorded_text is not None and "recorded_compactions.parquet" in summed.recorded_text
+    assert isinstance(summed.recorded_rows, pl.DataFrame) and summed.recorded_rows.height == 14  # 7 x 2 budgets
     assert summed.policy_cuts_text is not None and "panto-analytics policy-cuts PATH" in summed.policy_cuts_text
     assert summed.policy_cuts is not None and rows.policy_cuts is not None
     assert [r[:5] for r in summed.policy_cuts.rows] == sorted(r[:5] for r in rows.policy_cuts.rows)

@@ -140,6 +140,10 @@ def test_a_dataset_report_on_the_command_line(data_dataset, tmp_path):
     assert "## Not in this report" in md and "## Not in this report" not in (tmp_path / "mem" / "report.md").read_text()
     assert_frame_equal(pl.read_parquet(tmp_path / "ds" / "decision.parquet"),
                        pl.read_parquet(tmp_path / "mem" / "decision.parquet"), check_exact=True)
+    # Every row of what the agents kept at their recorded compactions, streamed to a file task by task: the same.
+    recorded = [pl.read_parquet(tmp_path / d / "recorded_compactions.parquet") for d in ("ds", "mem")]
+    assert_frame_equal(*recorded, check_exact=True)
+    assert recorded[0].height > 0 and "recorded_compactions.parquet" in md
 
 
 def test_write_report_moves_the_written_splits_in(data_dataset, tmp_path):
@@ -261,6 +265,8 @@ def test_past_recorded_rows_each_section_equals_the_report_in_memory(data_datase
     assert (got.recorded_text, got.policy_cuts_text) == (mem.recorded_text, mem.policy_cuts_text)
     assert mem.recorded is not None and mem.recorded.header[:3] == ["agent", "budget", "compactions"]
     assert mem.recorded_text is not None and mem.policy_cuts_text is not None
+    assert isinstance(got.recorded_rows, Path) and isinstance(mem.recorded_rows, pl.DataFrame)
+    assert_frame_equal(pl.read_parquet(got.recorded_rows), mem.recorded_rows, check_exact=True)
 
 
 def test_the_report_holds_no_row_of_the_compactions_past_recorded_rows(data_dataset, monkeypatch):

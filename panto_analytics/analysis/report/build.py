@@ -400,6 +400,7 @@ def build_report(messages: pl.DataFrame | Corpus, budgets: Budgets, *, rule: Rul
     if corpus is not None and not corpus.compactions.is_empty():
         rows = agent_vs_libpanto(corpus, budgets)
         recorded_section(report, rows, kept_counts(rows))
+        report.recorded_rows = rows
     if corpus is not None and not corpus.compactions.is_empty():
         _loss_section(report, corpus, horizon=DEFAULT_HORIZON if horizon is None else horizon)
     if policies and window is not None:
@@ -435,7 +436,7 @@ def recorded_section(report: Report, rows: pl.DataFrame | None, counts: pl.DataF
         "context the agent compacted, what it kept verbatim (in libpanto's turn costs) and what libpanto would keep "
         "for the conversation as it stood at that moment (tokens and whole turns), each as its 10th, 50th and 90th "
         "percentile (an observed value, tokens to 3 significant digits), and how often libpanto keeps more tokens "
-        f"than the agent. Every compaction's row: {_ROWS_COMMAND}.")
+        "than the agent. Every compaction's row at every budget: recorded_compactions.parquet, in the report's folder.")
     report.figures.append(ReportFigure(
         "recorded_compactions", "What the agents kept at their recorded compactions",
         "Per budget, the 10th-90th percentile of libpanto's kept suffix for the conversation as it stood when the "
@@ -444,8 +445,7 @@ def recorded_section(report: Report, rows: pl.DataFrame | None, counts: pl.DataF
         plots.agent_vs_libpanto_summary(kept_summary(counts, by=[BUDGET]))))
 
 
-#: Where a report that sums the recorded compactions up points for their rows (the report's inputs as PATH).
-_ROWS_COMMAND = "`panto-analytics compactions PATH -b BUDGETS -o compactions.parquet` (one row per compaction and budget)"
+#: Where a report that sums the policies' cuts up points for their rows (the report's inputs as PATH).
 _CUT_ROWS_COMMAND = "`panto-analytics policy-cuts PATH --policy NAME --rows cuts.parquet`"
 
 

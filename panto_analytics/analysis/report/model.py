@@ -126,6 +126,11 @@ class Report:
     #: :attr:`recorded_text`, None for the rows' own words).
     recorded: Table | None = None
     recorded_text: str | None = None
+    #: Every row of what the agents kept at each recorded compaction and budget
+    #: (:func:`~panto_analytics.analysis.compactions.agent_vs_libpanto`), the report's
+    #: ``recorded_compactions.parquet``; or the Parquet file they were written to as the tasks gave them (a
+    #: dataset's report), which :func:`write_report` moves into the report's folder.
+    recorded_rows: pl.DataFrame | Path | None = None
     #: With a window and policies: the replay under each policy and its comparison table; with recorded
     #: compactions too, each policy's cut at them beside the agents'.
     policies: Replay | None = None
