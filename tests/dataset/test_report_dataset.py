@@ -320,3 +320,29 @@ def test_the_command_holds_no_row_of_a_cut_past_recorded_rows(data_dataset, thre
         assert got.cuts is None and got.curve is None and max(seen) <= threshold
     else:
         assert got.cuts is not None and got.cuts.height == DATA_CUTS and max(seen) > 10
+
+
+def test_the_command_the_summary_names_writes_every_cut_it_sums(data_dataset, monkeypatch, tmp_path):
+    """The loss section past RECORDED_ROWS names the command that writes every cut's row: run as written (FILE a
+    path), over the dataset, it writes the cuts the table sums, per agent and kind of cut."""
+    import re
+    import shlex
+
+    monkeypatch.setattr(model, "RECORDED_ROWS", 2)
+    got = open_lane("dataset", data_dataset).report(BUDGETS, splits_to=tmp_path / "g.parquet", resamples=0,
+                                                    inputs=[str(data_dataset)], **{**OPTIONS["splits"], "segment_by": []})
+    assert got.loss is not None and got.loss_text is not None
+    found = re.search(r"`(panto-analytics loss [^`]*)`", got.loss_text)
+    assert found is not None
+    written = tmp_path / "cuts.csv"
+    args = shlex.split(found.group(1).replace("FILE", str(written)))[1:]
+    result = CliRunner().invoke(main, args, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    cuts = pl.read_csv(written)
+    summed = (cuts.group_by("source_format", "cut", maintain_order=True)
+              .agg(pl.len(), pl.col("orphan_targets").sum(), pl.col("refetch_calls").sum()))
+    header = got.loss.header
+    table = {(r[0], r[1]): (int(r[2]), int(r[header.index("orphan targets")].replace(",", "")),
+                            int(r[header.index("re-fetch calls")].replace(",", ""))) for r in got.loss.rows}
+    assert {(a, c): (n, o, f) for a, c, n, o, f in summed.rows()} == table
+    assert cuts.height == DATA_CUTS
