@@ -39,7 +39,7 @@ from typing import cast
 import polars as pl
 
 from ..defaults import SEGMENT_KINDS
-from ..frame.expressions import median
+from ..frame.expressions import counted_quantile, median
 from ..frame.schema import BUDGET, SESSION, SPLIT_SCHEMA
 from ..models import normalized_model, session_model
 from ..outcomes.group_tables import grouped
@@ -363,24 +363,18 @@ def is_segmented(splits: pl.DataFrame | PlotCounts, segments: pl.DataFrame | Non
 
 def distribution_of_counts(counts: pl.DataFrame, by: list[str]) -> pl.DataFrame:
     """:func:`distribution` of the values that ``counts`` (``by``, ``value``, ``count``) counts, bit for bit:
-    Polars' linear quantile, ``q * (n - 1)`` between the values at its floor and its ceiling.
+    Polars' linear quantile, ``q * (n - 1)`` between the values at its floor and its ceiling
+    (:func:`~panto_analytics.frame.expressions.counted_quantile`).
 
     >>> import polars as pl
     >>> c = pl.DataFrame({"g": [1, 1], "value": [2.0, 5.0], "count": [3, 1]})
     >>> distribution_of_counts(c, ["g"]).equals(distribution(pl.DataFrame({"g": [1] * 4, "v": [2, 2, 2, 5]}), "v", ["g"]))
     True
     """
-    v, n = pl.col("value"), pl.col("count").sum()
-    seen = pl.col("count").cum_sum()
-
-    def quantile(q: float) -> pl.Expr:
-        at = (n - 1).cast(pl.Float64) * q
-        low, high = v.filter(seen > at.floor()).first(), v.filter(seen > at.ceil()).first()
-        return pl.when(low == high).then(low).otherwise((at - at.floor()) * (high - low) + low)
-
+    v = pl.col("value")
     return (counts.lazy().filter(pl.col("count") > 0).sort([*by, "value"]).group_by(by)
-            .agg(sessions=n.cast(_LEN), min=v.first(), **{name: quantile(q) for name, q in QUANTILES.items()},
-                 max=v.last())
+            .agg(sessions=pl.col("count").sum().cast(_LEN), min=v.first(),
+                 **{name: counted_quantile(q) for name, q in QUANTILES.items()}, max=v.last())
             .sort(by).collect())
 
 
