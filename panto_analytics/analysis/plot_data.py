@@ -46,7 +46,8 @@ from ..outcomes.group_tables import grouped
 from ..policy import session_turns, sweep
 
 __all__ = [
-    "ALL", "LENGTH_BUCKETS", "calibration_total", "OUTCOMES", "PlotCounts", "QUANTILES", "SEGMENT_KINDS", "cost_per_session",
+    "ALL", "LENGTH_BUCKETS", "calibration_per_cut", "calibration_points",
+    "calibration_total", "OUTCOMES", "PlotCounts", "QUANTILES", "SEGMENT_KINDS", "cost_per_session",
     "SPLIT_METRICS", "distribution", "distribution_aggs", "distribution_of_counts", "finish_plot_counts", "is_segmented",
     "kept_tokens_stats", "kept_turns_stats",
     "log_bin", "outcome_shares", "per_segment_sweep", "per_session_stats", "plot_counts", "raw_segments",
@@ -536,6 +537,42 @@ def calibration_total(curve: pl.DataFrame, cuts: Sequence[int]) -> pl.DataFrame:
     """
     return (curve.filter(pl.col("_cut").is_in(list(cuts)))
             .group_by("calls").agg(pl.col("predicted").sum(), pl.col("unpredicted").sum()).sort("calls"))
+
+
+def calibration_points(points: pl.DataFrame) -> pl.DataFrame:
+    """The left panel of the calibration plot of many cuts, from a
+    :class:`~panto_analytics.outcomes.recorded_refetch.CalibrationSummary`'s ``points``: per kind of cut (``cut``)
+    and point (``x``: the orphan targets at the cut; ``y``: the targets fetched again, ``series`` ``all``, or of
+    them those predicted, ``predicted``), the ``count`` of cuts there, every agent's together; sorted.
+
+    >>> p = pl.DataFrame({"source_format": ["a", "b"], "cut": ["compaction"] * 2, "orphan_targets": [4, 4],
+    ...                   "refetched_targets": [1, 0], "fetched_again_targets": [2, 2], "count": [3, 5]})
+    >>> calibration_points(p).select("series", "x", "y", "count").rows()
+    [('all', 4, 2, 8), ('predicted', 4, 0, 5), ('predicted', 4, 1, 3)]
+    """
+    def at(y: str, series: str) -> pl.LazyFrame:
+        return (points.lazy().group_by("cut", x=pl.col("orphan_targets"), y=pl.col(y))
+                .agg(pl.col("count").sum()).with_columns(series=pl.lit(series)))
+
+    both = pl.concat([at("fetched_again_targets", "all"), at("refetched_targets", "predicted")])
+    return both.select("cut", "series", "x", "y", "count").sort("cut", "series", "x", "y").collect()
+
+
+def calibration_per_cut(sums: pl.DataFrame, curve: pl.DataFrame) -> pl.DataFrame:
+    """The right panel of the calibration plot of many cuts, from a
+    :class:`~panto_analytics.outcomes.recorded_refetch.CalibrationSummary`'s ``sums`` and ``curve``: per agent,
+    kind of cut and ``calls``, the targets fetched again so far per cut (``predicted``, ``unpredicted``: the
+    summed curve over the cuts behind it), in ``curve``'s order.
+
+    >>> s = pl.DataFrame({"source_format": ["a"], "cut": ["compaction"], "cuts": [4]})
+    >>> c = pl.DataFrame({"source_format": ["a"] * 2, "cut": ["compaction"] * 2, "calls": [1, 2], "predicted": [2, 6],
+    ...                   "unpredicted": [0, 1]})
+    >>> calibration_per_cut(s, c).select("calls", "predicted", "unpredicted").rows()
+    [(1, 0.5, 0.0), (2, 1.5, 0.25)]
+    """
+    keys = ["source_format", "cut"]
+    return (curve.join(sums.select(*keys, "cuts"), on=keys, how="left", maintain_order="left")
+            .with_columns((pl.col(c).cast(pl.Float64) / pl.col("cuts")).alias(c) for c in ("predicted", "unpredicted")))
 
 
 def cost_per_session(replay_sessions: pl.DataFrame | pl.LazyFrame, value: str = "total_cost_usd") -> tuple[pl.DataFrame, float | None]:

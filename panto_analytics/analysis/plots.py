@@ -47,12 +47,14 @@ __all__ = [
     "SOURCE_COLORS", "SOURCE_LABELS",
     "STYLE", "agent_vs_libpanto_kept", "cost_by_budget",
     "frontier", "kept_tokens_by_budget", "kept_turns_by_budget", "outcome_shares_by_budget",
-    "png_bytes", "policy_comparison", "refetch_calibration", "replay_by_budget", "save", "style",
+    "png_bytes", "policy_comparison", "refetch_calibration", "refetch_calibration_summary", "replay_by_budget", "save", "style",
     "summarized_share_by_budget", "timeline", "turn_sizes",
 ]
 
 if TYPE_CHECKING:
     import polars as pl
+
+    from ..outcomes.recorded_refetch import CalibrationSummary
 
 #: Segment and series colours (colour-blind friendly, after Okabe & Ito).
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#7f7f7f")
@@ -334,15 +336,7 @@ def refetch_calibration(cuts, curve) -> Figure:
                          label=f"{label}: every target fetched again")
             left.scatter(x, [r["refetched_targets"] for r in mine], s=22, marker="o" if face is None else "s",
                          color=PALETTE[0] if kind == "compaction" else GREY, label=f"{label}: of them predicted")
-        top = max([1, *(max(r["orphan_targets"], r["fetched_again_targets"]) for r in rows)])
-        left.plot([0, top], [0, top], ls="--", color=GREY, lw=1, label="every predicted target fetched again")
-        left.set_xscale("symlog", linthresh=1)
-        left.set_yscale("symlog", linthresh=1)
-        left.set_xlim(left=0)
-        left.set_ylim(bottom=0)
-        left.set_xlabel("orphan targets at the cut (predicted re-fetches)")
-        left.set_ylabel("targets fetched again within the horizon")
-        _title(left, "Predicted against observed re-fetches")
+        _calibration_left(left, max([1, *(max(r["orphan_targets"], r["fetched_again_targets"]) for r in rows)]))
         horizon = int(curve["calls"].max()) if curve.height else 0
         if len(compactions) > CALIBRATION_LINES:  # one pair of lines for them all: a legend a reader can follow
             total = data.calibration_total(curve, [r["_cut"] for r in compactions])
@@ -359,17 +353,110 @@ def refetch_calibration(cuts, curve) -> Figure:
                        label=f"{name}: predicted, fetched again")
             right.step(mine["calls"].to_list(), mine["unpredicted"].to_list(), where="post", color=color, ls=":",
                        label=f"{name}: not predicted")
-        right.set_xlim(0.5, max(horizon, 1) + 0.5)
-        right.set_ylim(bottom=0)
-        right.yaxis.set_major_locator(MaxNLocator(integer=True))
-        right.xaxis.set_major_locator(MaxNLocator(integer=True))
-        right.set_xlabel("tool calls after the compaction")
-        right.set_ylabel("targets fetched again (cumulative)")
-        _title(right, "Over the horizon")
+        _calibration_right(right, horizon, "targets fetched again (cumulative)", integer=True)
         _note(fig, f"{len(compactions)} recorded compactions, {len(rows) - len(compactions)} pseudo-cuts · "
                    f"horizon {horizon} tool calls")
         _legend(left, loc="upper left", fontsize=7.5)
         _legend(right, loc="center right", fontsize=7.5)
+    return fig
+
+
+def _calibration_left(ax, top: float) -> None:
+    """The left panel's diagonal (up to ``top``), scales, labels and title."""
+    ax.plot([0, top], [0, top], ls="--", color=GREY, lw=1, label="every predicted target fetched again")
+    ax.set_xscale("symlog", linthresh=1)
+    ax.set_yscale("symlog", linthresh=1)
+    ax.set_xlim(left=0)
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel("orphan targets at the cut (predicted re-fetches)")
+    ax.set_ylabel("targets fetched again within the horizon")
+    _title(ax, "Predicted against observed re-fetches")
+
+
+def _calibration_right(ax, horizon: int, ylabel: str, *, integer: bool) -> None:
+    """The right panel's axes over the ``horizon``, labels and title."""
+    ax.set_xlim(0.5, max(horizon, 1) + 0.5)
+    ax.set_ylim(bottom=0)
+    if integer:
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlabel("tool calls after the compaction")
+    ax.set_ylabel(ylabel)
+    _title(ax, "Over the horizon")
+
+
+def _count_size(count: int) -> float:
+    """A marker's area (points squared) for a point that stands for ``count`` cuts: 14 for one, 26 more for each
+    tenfold."""
+    return 14.0 + 26.0 * float(np.log10(max(count, 1)))
+
+
+#: The kinds of cut, their names in a legend and their colour when one colour is not the agent's.
+_CUT_KINDS = (("compaction", "recorded compaction", "recorded compactions"), ("baseline", "pseudo-cut", "pseudo-cuts"))
+
+
+def refetch_calibration_summary(summary: CalibrationSummary) -> Figure:
+    """:func:`refetch_calibration` of many cuts, from their
+    :class:`~panto_analytics.outcomes.recorded_refetch.CalibrationSummary` (counts and sums, whatever the number
+    of cuts). Left: the cuts counted at each point (orphan targets, targets fetched again: hollow, all of them;
+    filled, those predicted), a marker's area growing with the count (the legend names a few). Right: per agent
+    and kind of cut, the targets fetched again after each tool call, predicted (solid) and not (dotted), per cut
+    (the summed curve over the cuts behind it; pseudo-cuts thinner).
+
+    >>> import polars as pl
+    >>> from panto_analytics.outcomes.recorded_refetch import calibration_partial
+    >>> cuts = pl.DataFrame({"source_format": ["pi"] * 2, "cut": ["compaction", "baseline"], "orphan_targets": [4, 9],
+    ...                      "refetched_targets": [1, 0], "fetched_again_targets": [2, 1], "window_calls": [3, 3],
+    ...                      "repeat_reads": [0, 0], "orphan_calls": [1, 0], "refetched_orphans": [1, 0],
+    ...                      "refetch_calls": [1, 0], "refetch_tokens": [50, 0]})
+    >>> curve = pl.DataFrame({"_cut": [0, 0, 1, 1], "calls": [1, 2, 1, 2], "predicted": [0, 1, 0, 0],
+    ...                       "unpredicted": [1, 1, 0, 1]})
+    >>> len(refetch_calibration_summary(calibration_partial(cuts, curve)).axes[1].get_lines())
+    4
+    """
+    import polars as pl
+
+    points = data.calibration_points(summary.points)
+    per_cut = data.calibration_per_cut(summary.sums, summary.curve)
+    agents = summary.sums["source_format"].unique(maintain_order=True).to_list()
+    counted = dict(summary.sums.group_by("cut").agg(pl.col("cuts").sum()).iter_rows())
+    with style():
+        fig, (left, right) = _figure(2, size=(FIGSIZE[0] * 1.35, FIGSIZE[1]))
+        for kind, one, _ in _CUT_KINDS:
+            color = PALETTE[0] if kind == "compaction" else GREY
+            for series, label in (("all", "every target fetched again"), ("predicted", "of them predicted")):
+                mine = points.filter((pl.col("cut") == kind) & (pl.col("series") == series))
+                if mine.is_empty():
+                    continue
+                sizes = [_count_size(c) for c in mine["count"].to_list()]
+                if series == "all":
+                    left.scatter(mine["x"].to_list(), mine["y"].to_list(), s=[s * 2 for s in sizes],
+                                 facecolors="none", edgecolors=color, label=f"{one}s: {label}")
+                else:
+                    left.scatter(mine["x"].to_list(), mine["y"].to_list(), s=sizes,
+                                 marker="o" if kind == "compaction" else "s", color=color, label=f"{one}s: {label}")
+        most = max(points["count"].to_list(), default=1)
+        for c in [10 ** k for k in range(len(str(most)))]:  # the legend's sizes: 1, 10, 100, ... cuts
+            left.scatter([], [], s=_count_size(c), color=GREY, alpha=0.6,
+                         label=f"{c:,} cut{'' if c == 1 else 's'} at a point (filled marker's area)")
+        _calibration_left(left, max([1, *points["x"].to_list(), *points["y"].to_list()]))
+        for (agent, kind), mine in per_cut.partition_by("source_format", "cut", as_dict=True,
+                                                        maintain_order=True).items():
+            color = PALETTE[agents.index(agent) % len(PALETTE)]
+            many = next(m for k, _, m in _CUT_KINDS if k == kind)
+            name = f"{agent}, {int(mine['cuts'][0]):,} {many}, per cut"
+            lw = 1.8 if kind == "compaction" else 1.0
+            right.step(mine["calls"].to_list(), mine["predicted"].to_list(), where="post", color=color, lw=lw,
+                       label=f"{name}: predicted")
+            right.step(mine["calls"].to_list(), mine["unpredicted"].to_list(), where="post", color=color, lw=lw,
+                       ls=":", label=f"{name}: not predicted")
+        horizon = max(summary.curve["calls"].to_list(), default=0)
+        _calibration_right(right, horizon, "targets fetched again per cut (cumulative)", integer=False)
+        _note(fig, f"{counted.get('compaction', 0):,} recorded compactions, {counted.get('baseline', 0):,} "
+                   f"pseudo-cuts · horizon {horizon} tool calls")
+        # One legend for both panels (two, each below the figure, would lie on each other).
+        _legend(left, handles=[*left.get_legend_handles_labels()[0], *right.get_legend_handles_labels()[0]],
+                fontsize=7.5)
     return fig
 
 

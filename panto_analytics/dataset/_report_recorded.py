@@ -12,24 +12,39 @@ the first found over the whole dataset (as ``loss DS`` does, :mod:`panto_analyti
 rows come back one task at a time and are put in the in-memory order: the tasks in bucket order, each
 compaction numbered by its row in the dataset's compactions table, the cuts sorted by session, position and
 size (recorded ones first), the policies' rows policy after policy. Memory holds those rows: one per
-recorded compaction (and budget, or policy), one per pseudo-cut and the calibration curve's ``horizon`` rows
-per cut; not the sessions' messages.
+recorded compaction (and budget, or policy); not the sessions' messages. The cuts' rows (one per cut and the
+calibration curve's ``horizon`` rows per cut) are kept only while there are at most
+:data:`~panto_analytics.analysis.report.model.RECORDED_ROWS` cuts in all: each task also gives their
+:class:`~panto_analytics.outcomes.recorded_refetch.CalibrationSummary` (counts and sums), and past that
+many only the summaries are kept, merged as they come (:attr:`Recorded.loss`), the report's loss section then
+drawn from them as the in-memory report draws it of its cuts.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
 
 from ..analysis.compactions import agent_vs_libpanto, policies_vs_agents
+from ..analysis.report import model
 from ..errors import IngestReport
 from ..frame.schema import SESSION
 from ..frame.tool_targets import references
 from ..ingest.corpus import Corpus
-from ..outcomes.recorded_refetch import cut_rows, measure_cuts, pseudo_cuts, recorded_cut_rows, refetch_curve
+from ..outcomes.recorded_refetch import (
+    CalibrationSummary,
+    calibration_partial,
+    cut_rows,
+    measure_cuts,
+    merge_calibration,
+    pseudo_cuts,
+    recorded_cut_rows,
+    refetch_curve,
+)
 from .engines import map_buckets
 from .store import TASK_ROWS, collect, scan_parts
 
@@ -43,12 +58,15 @@ _CUT_ORDER = [SESSION, "after_seq", "context"]
 class Recorded:
     """What :func:`recorded_dataset` returns, each as the in-memory report computes it of the whole corpus
     (None without a recorded compaction): ``agent_rows`` (``agent_vs_libpanto``), ``cuts`` and ``curve``
-    (``calibration``), ``policy_rows`` (``policies_vs_agents``; None without policies)."""
+    (``calibration``; None past :data:`~panto_analytics.analysis.report.model.RECORDED_ROWS` cuts),
+    ``policy_rows`` (``policies_vs_agents``; None without policies), and ``loss``: the cuts' summary
+    (:func:`~panto_analytics.outcomes.recorded_refetch.calibration_partial` of them all, merged task by task)."""
 
     agent_rows: pl.DataFrame | None
     cuts: pl.DataFrame | None
     curve: pl.DataFrame | None
     policy_rows: pl.DataFrame | None
+    loss: CalibrationSummary | None = None
 
 
 def _of(root: str, parts: list[str], ids: pl.Series) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -58,17 +76,21 @@ def _of(root: str, parts: list[str], ids: pl.Series) -> tuple[pl.DataFrame, pl.D
             collect(scan_parts(root, "sessions", parts).filter(wanted), root))
 
 
-def _measured(messages: pl.DataFrame, cuts: pl.DataFrame, horizon: int) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """``cuts`` measured (:func:`measure_cuts`) and their curve (:func:`refetch_curve`, ``_cut``: the row)."""
+def _measured(messages: pl.DataFrame, cuts: pl.DataFrame,
+              horizon: int) -> tuple[pl.DataFrame, pl.DataFrame, CalibrationSummary]:
+    """``cuts`` measured (:func:`measure_cuts`), their curve (:func:`refetch_curve`, ``_cut``: the row) and
+    their summary (:func:`calibration_partial`)."""
     refs = references(messages).collect()
-    return measure_cuts(refs, cuts, horizon=horizon), refetch_curve(refs, cuts, horizon=horizon)
+    measured, curve = measure_cuts(refs, cuts, horizon=horizon), refetch_curve(refs, cuts, horizon=horizon)
+    return measured, curve, calibration_partial(measured, curve)
 
 
 @dataclass(frozen=True)
 class _Part:
     """One task's rows: ``first`` (its first part, which orders the tasks), its recorded ``compactions`` (a
     count, to number them over the dataset), ``agent`` (``agent_vs_libpanto``), ``cuts`` measured with their
-    ``curve`` and ``policies`` (``policies_vs_agents``); None where the task has none."""
+    ``curve``, their ``loss`` summary (:func:`calibration_partial`) and the distinct ``sizes`` (``source_format``,
+    ``context``) of its recorded cuts, and ``policies`` (``policies_vs_agents``); None where the task has none."""
 
     first: str
     compactions: int = 0
@@ -76,6 +98,8 @@ class _Part:
     cuts: pl.DataFrame | None = None
     curve: pl.DataFrame | None = None
     policies: pl.DataFrame | None = None
+    loss: CalibrationSummary | None = None
+    sizes: pl.DataFrame | None = None
 
 
 def _recorded_task(root: str, parts: list[str], *, budgets: list[int], horizon: int,
@@ -88,9 +112,16 @@ def _recorded_task(root: str, parts: list[str], *, budgets: list[int], horizon: 
         return _Part(first)
     messages, sessions = _of(root, parts, compactions[SESSION].unique())
     corpus = Corpus(messages, sessions, compactions, IngestReport())
-    cuts, curve = _measured(messages, recorded_cut_rows(messages, compactions, sessions).collect(), horizon)
+    cuts, curve, loss = _measured(messages, recorded_cut_rows(messages, compactions, sessions).collect(), horizon)
     return _Part(first, compactions.height, agent_vs_libpanto(corpus, budgets), cuts, curve,
-                 policies_vs_agents(corpus, list(policies)) if policies else None)
+                 policies_vs_agents(corpus, list(policies)) if policies else None, loss, _sizes(cuts))
+
+
+def _sizes(cuts: pl.DataFrame) -> pl.DataFrame:
+    """The distinct context sizes (``source_format``, ``context``) of recorded ``cuts``, sorted: where the
+    pseudo-cuts go."""
+    return (cuts.select(pl.col("source_format").cast(pl.String), pl.col("context").cast(pl.Int64))
+            .drop_nulls().unique().sort("source_format", "context"))
 
 
 def _baseline_task(root: str, parts: list[str], *, sizes: pl.DataFrame, horizon: int) -> _Part:
@@ -100,8 +131,41 @@ def _baseline_task(root: str, parts: list[str], *, sizes: pl.DataFrame, horizon:
     quiet = every.filter((pl.col("compactions") == 0)
                          & pl.col("source_format").cast(pl.String).is_in(sizes["source_format"].implode()))
     messages, sessions = _of(root, parts, quiet[SESSION])
-    cuts, curve = _measured(messages, cut_rows(pseudo_cuts(messages, sizes, sessions), "baseline").collect(), horizon)
-    return _Part(parts[0] if parts else "", cuts=cuts, curve=curve)
+    cuts, curve, loss = _measured(messages, cut_rows(pseudo_cuts(messages, sizes, sessions), "baseline").collect(),
+                                  horizon)
+    return _Part(parts[0] if parts else "", cuts=cuts, curve=curve, loss=loss)
+
+
+@dataclass
+class _Cuts:
+    """The command's fold of the tasks' cuts: ``total`` so far, their merged ``summary``, and whether their rows
+    are still kept (``rows``: at most :data:`~panto_analytics.analysis.report.model.RECORDED_ROWS` cuts so far)."""
+
+    total: int = 0
+    summary: CalibrationSummary | None = None
+    rows: bool = True
+    #: The parts taken so far by :meth:`take`.
+    kept: list[_Part] = dataclasses.field(default_factory=list)
+
+    def take(self, found: Iterable[_Part]) -> list[_Part]:
+        """The parts ``found`` in bucket order, each task's summary merged into :attr:`summary` and dropped from
+        its part; once the cuts pass the threshold, every part's rows of cuts dropped too (and those kept so
+        far): what the command holds of them then does not grow with the cuts."""
+        self.kept = []
+        for part in found:
+            self.total += part.cuts.height if part.cuts is not None else 0
+            if part.loss is not None:
+                self.summary = merge_calibration([self.summary, part.loss])
+            if self.rows and self.total > model.RECORDED_ROWS:
+                self.rows = False
+                self.kept = [_without_cuts(k) for k in self.kept]
+            self.kept.append(dataclasses.replace(part, loss=None) if self.rows else _without_cuts(part))
+        return sorted(self.kept, key=lambda f: f.first)
+
+
+def _without_cuts(part: _Part) -> _Part:
+    """``part`` without its rows of cuts, their curve and their summary."""
+    return dataclasses.replace(part, cuts=None, curve=None, loss=None)
 
 
 def _in_order(found: list[_Part], offset: int) -> tuple[pl.DataFrame | None, pl.DataFrame | None]:
@@ -137,8 +201,9 @@ def recorded_dataset(root: str | Path, budgets: list[int], *, horizon: int, poli
     (7, ['baseline', 'compaction'])
     """
     run = functools.partial(map_buckets, root, engine=engine, address=address, rows=task_rows)
-    first = sorted(run(functools.partial(_recorded_task, budgets=list(budgets), horizon=horizon,
-                                         policies=list(policies))), key=lambda f: f.first)
+    fold = _Cuts()
+    first = fold.take(run(functools.partial(_recorded_task, budgets=list(budgets), horizon=horizon,
+                                            policies=list(policies))))
     agent: list[pl.DataFrame] = []
     before = 0
     for f in first:  # each compaction numbered by its row in the whole dataset's table
@@ -149,19 +214,20 @@ def recorded_dataset(root: str | Path, budgets: list[int], *, horizon: int, poli
     if not agent:
         return Recorded(None, None, None, None)
     cuts, curve = _in_order(first, 0)
-    if cuts is not None:
-        sizes = (cuts.select(pl.col("source_format").cast(pl.String), pl.col("context").cast(pl.Int64))
-                 .drop_nulls().unique().sort("source_format", "context"))
-        second = sorted(run(functools.partial(_baseline_task, sizes=sizes, horizon=horizon)),
-                        key=lambda f: f.first)
-        more, more_curve = _in_order(second, cuts.height)
-        if more is not None and more_curve is not None and curve is not None:
+    found = [f.sizes for f in first if f.sizes is not None]
+    if fold.total:
+        sizes = pl.concat(found).unique().sort("source_format", "context")
+        second = fold.take(run(functools.partial(_baseline_task, sizes=sizes, horizon=horizon)))
+        more, more_curve = _in_order(second, cuts.height if cuts is not None else 0)
+        if more is not None and more_curve is not None and cuts is not None and curve is not None:
             cuts = pl.concat([cuts, more], how="vertical_relaxed")
             curve = pl.concat([curve, more_curve], how="vertical_relaxed")
+    if not fold.rows:
+        cuts = curve = None
     policy_rows = None
     if in_policy:  # policy after policy, as policy_cuts_at gives them; each in bucket order
         rows = pl.concat(in_policy, how="vertical_relaxed")
         order = {p: i for i, p in enumerate(policies)}
         policy_rows = rows.sort(pl.col("policy").replace_strict(order, default=len(order), return_dtype=pl.UInt32),
                                 maintain_order=True)
-    return Recorded(pl.concat(agent, how="vertical_relaxed"), cuts, curve, policy_rows)
+    return Recorded(pl.concat(agent, how="vertical_relaxed"), cuts, curve, policy_rows, fold.summary)

@@ -31,6 +31,7 @@ from ..analysis.plot_data import replay_stats
 from ..analysis.report.build import (
     cut_policies,
     loss_section,
+    loss_summary_section,
     policy_budget,
     policy_cuts_section,
     policy_section,
@@ -170,6 +171,8 @@ def sections_dataset(report: Report, root: str | Path, held: HeldReplay | None, 
         recorded_section(report, found.agent_rows)
     if found.cuts is not None and found.curve is not None:
         loss_section(report, found.cuts, found.curve, horizon=DEFAULT_HORIZON if horizon is None else horizon)
+    elif found.loss is not None:  # past RECORDED_ROWS cuts: their summary, merged task by task
+        loss_summary_section(report, found.loss, horizon=DEFAULT_HORIZON if horizon is None else horizon)
     if policies and window is not None:
         policies_section(report, root, policies, window=window, reserve=reserve, summary_tokens=summary_tokens,
                          task_rows=task_rows, **where)

@@ -26,6 +26,7 @@ they feel.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
@@ -47,8 +48,9 @@ from .orphan_loss import (
 
 __all__ = [
     "BOOTSTRAP_LEVEL", "BOOTSTRAP_RESAMPLES", "BOOTSTRAP_SEED", "ENOUGH_CUTS", "MEDIANS", "REFETCH_COLUMNS", "SUMMED",
-    "TARGET_COLUMNS", "all_cuts", "bootstrap_intervals", "calibration", "call_context", "cut_rows", "measure_cuts",
-    "merge_refetch_partials", "precision_recall", "pseudo_cuts", "recorded_cut_rows", "refetch", "refetch_curve",
+    "TARGET_COLUMNS", "CalibrationSummary", "all_cuts", "bootstrap_intervals", "calibration", "calibration_partial",
+    "call_context", "cut_rows", "measure_cuts", "merge_calibration", "merge_refetch_partials",
+    "precision_recall", "pseudo_cuts", "recorded_cut_rows", "refetch", "refetch_curve",
     "refetch_partials", "refetch_summary", "reorientation", "restore_check", "target_loss",
 ]
 
@@ -453,3 +455,81 @@ def _no_cuts() -> pl.DataFrame:
     """No cut, with the columns :func:`refetch_partials` reads."""
     return pl.DataFrame(schema={"source_format": pl.String, "cut": pl.String, **{c: pl.UInt32 for c in SUMMED},
                                 **{m: pl.UInt32 for m in MEDIANS}})
+
+
+# -- the calibration of many cuts: sums and counts that merge ----------------------------------------------------------
+
+_SUMS_SCHEMA = {"source_format": pl.String, "cut": pl.String, "cuts": pl.Int64, **{c: pl.Int64 for c in SUMMED}}
+_POINTS_SCHEMA = {"source_format": pl.String, "cut": pl.String, **{c: pl.Int64 for c in TARGET_COLUMNS},
+                  "count": pl.Int64}
+_CURVE_SCHEMA = {"source_format": pl.String, "cut": pl.String, "calls": pl.Int64, "predicted": pl.Int64,
+                 "unpredicted": pl.Int64}
+
+
+@dataclass(frozen=True)
+class CalibrationSummary:
+    """What :func:`calibration`'s rows show of many cuts, in integer counts and sums that merge exactly by adding
+    (:func:`merge_calibration`), however many cuts stand behind them; each frame sorted by its keys (agents in
+    order, recorded compactions before pseudo-cuts):
+
+    - ``sums``: per agent (``source_format``) and kind of cut (``cut``): ``cuts`` and :data:`SUMMED` summed;
+    - ``points``: per agent, kind and triple of a cut's :data:`TARGET_COLUMNS`: ``count``, the cuts at it;
+    - ``curve``: per agent, kind and ``calls`` (1 to the horizon): ``predicted`` and ``unpredicted``
+      (:func:`refetch_curve`'s), summed over the cuts.
+    """
+
+    sums: pl.DataFrame
+    points: pl.DataFrame
+    curve: pl.DataFrame
+
+    @property
+    def cuts(self) -> int:
+        """How many cuts stand behind the summary."""
+        return int(self.sums["cuts"].sum())
+
+
+def _sorted(sums: pl.LazyFrame, points: pl.LazyFrame, curve: pl.LazyFrame) -> CalibrationSummary:
+    """The three frames in their declared columns and dtypes, each sorted by its keys."""
+    def keyed(frame: pl.LazyFrame, schema: dict, *more: str) -> pl.LazyFrame:
+        return (frame.select(pl.col(c).cast(t) for c, t in schema.items())
+                .sort(*_KEYS, *more, descending=[False, True, *(False for _ in more)]))
+
+    got = pl.collect_all([keyed(sums, _SUMS_SCHEMA), keyed(points, _POINTS_SCHEMA, *TARGET_COLUMNS),
+                          keyed(curve, _CURVE_SCHEMA, "calls")])
+    return CalibrationSummary(*got)
+
+
+def calibration_partial(cuts: pl.DataFrame | pl.LazyFrame, curve: pl.DataFrame | pl.LazyFrame) -> CalibrationSummary:
+    """:func:`calibration`'s ``cuts`` and ``curve`` (its ``_cut``: the row of ``cuts``) as a
+    :class:`CalibrationSummary`; the summaries of disjoint sets of cuts merge (:func:`merge_calibration`) to the
+    summary of them all.
+
+    >>> cuts = pl.DataFrame({"source_format": ["pi"] * 2, "cut": ["compaction"] * 2, "orphan_targets": [4, 4],
+    ...                      "refetched_targets": [1, 1], "fetched_again_targets": [2, 2],
+    ...                      **{c: [1, 2] for c in SUMMED if c not in TARGET_COLUMNS}})
+    >>> curve = pl.DataFrame({"_cut": [0, 0, 1, 1], "calls": [1, 2, 1, 2], "predicted": [0, 1, 1, 1],
+    ...                       "unpredicted": [1, 1, 0, 1]})
+    >>> got = calibration_partial(cuts, curve)
+    >>> got.sums.select("cuts", "refetch_tokens").row(0), got.points["count"].to_list(), got.curve["predicted"].to_list()
+    ((2, 3), [2], [1, 2])
+    """
+    lf = cuts.lazy().with_columns(pl.col("source_format").cast(pl.String), pl.col("cut").cast(pl.String))
+    sums = lf.group_by(_KEYS).agg(cuts=pl.len(), **{c: pl.col(c).cast(pl.Int64).sum() for c in SUMMED})
+    points = lf.group_by(*_KEYS, *(pl.col(c).cast(pl.Int64) for c in TARGET_COLUMNS)).agg(count=pl.len())
+    kinds = lf.with_row_index("_cut").select(pl.col("_cut").cast(pl.Int64), *_KEYS)
+    summed = (curve.lazy().with_columns(pl.col("_cut").cast(pl.Int64)).join(kinds, on="_cut")
+              .group_by(*_KEYS, pl.col("calls").cast(pl.Int64))
+              .agg(pl.col("predicted").cast(pl.Int64).sum(), pl.col("unpredicted").cast(pl.Int64).sum()))
+    return _sorted(sums, points, summed)
+
+
+def merge_calibration(parts: Sequence[CalibrationSummary | None]) -> CalibrationSummary:
+    """The :class:`CalibrationSummary` of the cuts of ``parts`` (summaries of disjoint sets of cuts; None: no
+    cut), every count and sum added: the same frames, to the last bit, however the cuts were split."""
+    def added(name: str, schema: dict, keys: Sequence[str]) -> pl.LazyFrame:
+        frames = [getattr(p, name) for p in parts if p is not None]
+        whole = pl.concat([pl.DataFrame(schema=schema), *frames], how="vertical").lazy()
+        return whole.group_by(*keys).agg(pl.exclude(*keys).sum())
+
+    return _sorted(added("sums", _SUMS_SCHEMA, _KEYS), added("points", _POINTS_SCHEMA, [*_KEYS, *TARGET_COLUMNS]),
+                   added("curve", _CURVE_SCHEMA, [*_KEYS, "calls"]))

@@ -15,7 +15,7 @@ from panto_analytics.analysis import plot_data
 from panto_analytics.analysis.choose.rule import Rule
 from panto_analytics.analysis.cost_table import compaction_costs
 from panto_analytics.analysis.plot_data import cost_per_session
-from panto_analytics.analysis.report import write_report
+from panto_analytics.analysis.report import model, write_report
 from panto_analytics.cli import main
 from panto_analytics.dataset import dataset_corpus
 from panto_analytics.dataset._decision import decision_dataset
@@ -246,3 +246,103 @@ def test_what_compaction_costs_equals_the_replay_in_memory_to_the_last_bit(bille
     want_stats, want_recorded = cost_per_session(sessions)
     assert_frame_equal(stats, want_stats, check_exact=True)
     assert recorded == want_recorded and recorded is not None and stats["sessions"].min() > 0
+
+
+#: data/'s cuts: 7 recorded compactions (the first pass), then 26 pseudo-cuts (the second).
+DATA_CUTS = 33
+
+
+@pytest.mark.parametrize("threshold", [2, 10])  # passed in the first pass, or only in the second
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_past_recorded_rows_the_loss_section_is_a_summary_equal_to_the_report_in_memory(
+        data_dataset, backend, threshold, monkeypatch, tmp_path):
+    """Past RECORDED_ROWS cuts the loss section is one row per agent and kind of cut, its plot the cuts counted
+    at each point and the curve per cut: over a dataset, from the tasks' summaries merged, equal to the
+    report of the same corpus in memory (the table, the text, the plot to the byte); every other section too."""
+    monkeypatch.setattr(model, "RECORDED_ROWS", threshold)
+    options = {**OPTIONS["splits"], "segment_by": []}
+    mem = open_lane("memory", data_dataset).report(BUDGETS, splits_to=tmp_path / "m.parquet", resamples=0,
+                                                   inputs=[str(data_dataset)], **options)
+    got = open_lane(backend, data_dataset).report(BUDGETS, splits_to=tmp_path / "g.parquet", resamples=0,
+                                                  inputs=[str(data_dataset)], **options)
+    assert_same_sections(got, mem, window=False)
+    assert got.loss is not None and got.loss_text is not None and got.loss_text == mem.loss_text
+    assert got.loss.header[2] == "cuts" and [r[:2] for r in got.loss.rows] == [["canonical", "compaction"],
+                                                                               ["canonical", "baseline"]]
+    assert [r[2] for r in got.loss.rows] == ["7", "26"]
+    assert f"{DATA_CUTS} cuts, more than {threshold}" in got.loss_text
+    assert f"`panto-analytics loss {data_dataset} --horizon 20 --cuts FILE`" in got.loss_text
+    assert got.loss_figure is not None and got.loss_figure.caption == mem.loss_figure.caption
+
+
+def test_the_loss_section_is_a_row_per_cut_up_to_recorded_rows(data_dataset, monkeypatch, tmp_path):
+    """At RECORDED_ROWS cuts exactly, the loss section is still a row per cut, the text the one of rows."""
+    monkeypatch.setattr(model, "RECORDED_ROWS", DATA_CUTS)
+    got = open_lane("dataset", data_dataset).report(BUDGETS, splits_to=tmp_path / "g.parquet", resamples=0,
+                                                    **{**OPTIONS["splits"], "segment_by": []})
+    assert got.loss is not None and len(got.loss.rows) == DATA_CUTS and got.loss_text is None
+
+
+@pytest.mark.parametrize("threshold", [0, 2, 10, DATA_CUTS])
+def test_the_command_holds_no_row_of_a_cut_past_recorded_rows(data_dataset, threshold, monkeypatch):
+    """The tasks' parts as the command takes them, one at a time (a task per bucket): past RECORDED_ROWS cuts,
+    no part it holds keeps a row of a cut, of their curve or its own summary (only the merged one), whatever
+    came before; under it, at most RECORDED_ROWS cuts' rows. What it returns: the rows, or the summary of them
+    all, the one the whole corpus gives in memory."""
+    from panto_analytics.dataset import _report_recorded as recorded
+    from panto_analytics.outcomes.recorded_refetch import calibration, calibration_partial
+
+    monkeypatch.setattr(model, "RECORDED_ROWS", threshold)
+    seen: list[int] = []
+    take = recorded._Cuts.take
+
+    def watched(self, found):
+        def each():
+            for part in found:
+                yield part
+                held = [p for p in self.kept if p.cuts is not None or p.curve is not None or p.loss is not None]
+                rows = sum(p.cuts.height for p in held if p.cuts is not None)
+                seen.append(rows)
+                assert not any(p.loss is not None for p in held)
+                assert rows <= threshold and (self.total <= threshold or not held)
+        return take(self, each())
+
+    monkeypatch.setattr(recorded._Cuts, "take", watched)
+    got = recorded.recorded_dataset(data_dataset, BUDGETS, horizon=20, task_rows=1)
+    corpus = dataset_corpus(data_dataset)
+    cuts, curve = calibration(corpus.messages, corpus.compactions, corpus.sessions, horizon=20)
+    assert len(seen) > 2 and cuts.height == DATA_CUTS
+    assert got.loss is not None and got.loss.cuts == DATA_CUTS
+    whole = calibration_partial(cuts, curve)
+    for name in ("sums", "points", "curve"):
+        assert_frame_equal(getattr(got.loss, name), getattr(whole, name), check_exact=True)
+    if threshold < DATA_CUTS:
+        assert got.cuts is None and got.curve is None and max(seen) <= threshold
+    else:
+        assert got.cuts is not None and got.cuts.height == DATA_CUTS and max(seen) > 10
+
+
+def test_the_command_the_summary_names_writes_every_cut_it_sums(data_dataset, monkeypatch, tmp_path):
+    """The loss section past RECORDED_ROWS names the command that writes every cut's row: run as written (FILE a
+    path), over the dataset, it writes the cuts the table sums, per agent and kind of cut."""
+    import re
+    import shlex
+
+    monkeypatch.setattr(model, "RECORDED_ROWS", 2)
+    got = open_lane("dataset", data_dataset).report(BUDGETS, splits_to=tmp_path / "g.parquet", resamples=0,
+                                                    inputs=[str(data_dataset)], **{**OPTIONS["splits"], "segment_by": []})
+    assert got.loss is not None and got.loss_text is not None
+    found = re.search(r"`(panto-analytics loss [^`]*)`", got.loss_text)
+    assert found is not None
+    written = tmp_path / "cuts.csv"
+    args = shlex.split(found.group(1).replace("FILE", str(written)))[1:]
+    result = CliRunner().invoke(main, args, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    cuts = pl.read_csv(written)
+    summed = (cuts.group_by("source_format", "cut", maintain_order=True)
+              .agg(pl.len(), pl.col("orphan_targets").sum(), pl.col("refetch_calls").sum()))
+    header = got.loss.header
+    table = {(r[0], r[1]): (int(r[2]), int(r[header.index("orphan targets")].replace(",", "")),
+                            int(r[header.index("re-fetch calls")].replace(",", ""))) for r in got.loss.rows}
+    assert {(a, c): (n, o, f) for a, c, n, o, f in summed.rows()} == table
+    assert cuts.height == DATA_CUTS

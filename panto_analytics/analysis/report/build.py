@@ -35,7 +35,13 @@ from ...errors import IngestReport
 from ...frame.schema import BUDGET, COMPACTIONS_SCHEMA, SESSION
 from ...ingest.corpus import Corpus
 from ...outcomes.orphan_loss import DEFAULT_HORIZON
-from ...outcomes.recorded_refetch import calibration
+from ...outcomes.recorded_refetch import (
+    CalibrationSummary,
+    calibration,
+    calibration_partial,
+    merge_calibration,
+    precision_recall,
+)
 from ...policy import Replay, budgets_shown, compare_policies, replay, summarize_replay, sweep
 from ...policy import splits as compute_splits
 from ...policy import turns as compute_turns
@@ -52,12 +58,13 @@ from ..cost_table import compaction_costs
 from ..formatting import format_tokens, has_budget, point_name
 from ..plot_data import PlotCounts, finish_plot_counts, replay_stats, report_plot_counts
 from ..timeline import session_timeline
+from . import model
 from .model import SEGMENT_TITLES, Report, ReportFigure, Table, cell, percent, tokens
 from .overview import BREAKDOWNS, breakdown, breakdown_table, corpus_overview, overview_parts, overview_table
 
 __all__ = [
     "beside", "breakdown", "build_report", "corpus_overview", "cost_parts", "costs_section", "cut_policies",
-    "decision_table", "frontier_figures", "frontier_table", "loss_section", "policy_budget", "policy_cuts_section",
+    "decision_table", "frontier_figures", "frontier_table", "loss_section", "loss_summary_section", "policy_budget", "policy_cuts_section",
     "policy_section", "policy_table", "recorded_section", "replay_figures", "replay_table", "report_figures",
     "sweep_table", "timeline_figure", "timeline_point", "with_pngs", "worst_sessions",
 ]
@@ -415,7 +422,11 @@ def _loss_section(report: Report, corpus: Corpus, *, horizon: int) -> None:
 
 def loss_section(report: Report, cuts: pl.DataFrame, curve: pl.DataFrame, *, horizon: int) -> None:
     """The loss section from :func:`~panto_analytics.outcomes.recorded_refetch.calibration`'s ``cuts`` and
-    ``curve``: one row per cut, and the calibration plot."""
+    ``curve``: one row per cut, and the calibration plot; past :data:`~.model.RECORDED_ROWS` cuts, the summary of
+    them all (:func:`loss_summary_section`)."""
+    if cuts.height > model.RECORDED_ROWS:
+        loss_summary_section(report, merge_calibration([calibration_partial(cuts, curve)]), horizon=horizon)
+        return
     report.loss = Table(
         ["agent", "cut", "context", "window calls", "orphan targets", "fetched again: predicted", "not predicted",
          "precision", "recall", "re-fetch calls", "re-fetch tokens"],
@@ -430,6 +441,43 @@ def loss_section(report: Report, cuts: pl.DataFrame, curve: pl.DataFrame, *, hor
         "every predicted target was fetched again). Right: after each tool call, the predicted targets fetched "
         "again so far (solid) and the re-fetches not predicted (dotted).",
         plots.refetch_calibration(cuts, curve))
+
+
+def loss_summary_section(report: Report, summary: CalibrationSummary, *, horizon: int) -> None:
+    """The loss section of more than :data:`~.model.RECORDED_ROWS` cuts, from their
+    :class:`~panto_analytics.outcomes.recorded_refetch.CalibrationSummary`: one row per agent and kind of cut
+    (sums, and precision and recall as ratios of the sums), the calibration plot of the cuts counted at each point
+    and the curve per cut (:func:`~panto_analytics.analysis.plots.refetch_calibration_summary`), and where every
+    cut's own row is (``panto-analytics loss ... --cuts FILE``)."""
+    sums = summary.sums.with_columns(*precision_recall())
+    report.loss = Table(
+        ["agent", "cut", "cuts", "window calls", "orphan targets", "fetched again: predicted", "not predicted",
+         "precision", "recall", "re-fetch calls", "re-fetch tokens", "re-fetch tokens per cut"],
+        [[r["source_format"], r["cut"], cell(r["cuts"]), cell(r["window_calls"]), cell(r["orphan_targets"]),
+          cell(r["refetched_targets"]), cell(r["fetched_again_targets"] - r["refetched_targets"]),
+          percent(r["precision"]), percent(r["recall"]), cell(r["refetch_calls"]), tokens(r["refetch_tokens"]),
+          tokens(r["refetch_tokens"] / r["cuts"])]
+         for r in sums.iter_rows(named=True)])
+    paths = " ".join(report.inputs) or "PATHS"
+    report.loss_text = (
+        f"{summary.cuts:,} cuts, more than {model.RECORDED_ROWS:,}: one row per agent and kind of cut (a compaction "
+        "the agent recorded, or a pseudo-cut: a session of the same agent that never compacted, cut where its "
+        "context reaches the same size, nothing kept), each count summed over its cuts: the orphan targets (targets "
+        "last touched in the summarized part and not restored: the measure's prediction of what the agent will "
+        "fetch again), how many of them it read or fetched again within the horizon, and every call that fetched "
+        "an orphan target again with its tokens. Precision and recall are ratios of the sums (the targets "
+        "predicted and fetched again over all predicted, and over all fetched again). Every cut's own row: "
+        f"`panto-analytics loss {paths} --horizon {horizon} --cuts FILE`, which also pools them per agent with "
+        "bootstrap intervals; docs/loss.md states the rules.")
+    report.loss_figure = ReportFigure(
+        "refetch_calibration", "The orphan targets against what the agents fetched again",
+        f"Left: the cuts counted at each point, the orphan targets a cut predicts against the targets the agent "
+        f"read or fetched again within {horizon} tool calls (hollow: all of them; filled: of them predicted; a "
+        "marker's area grows with the cuts there; on the dashed line every predicted target was fetched again). "
+        "Right: per agent and kind of cut, after each tool call, the predicted targets fetched again so far "
+        "(solid) and the re-fetches not predicted (dotted), per cut: the sum over its cuts divided by their "
+        f"number. Every cut's own row: `panto-analytics loss {paths} --horizon {horizon} --cuts FILE`.",
+        plots.refetch_calibration_summary(summary))
 
 
 #: How many of the sessions the chosen budget serves worst get a timeline in the report.

@@ -137,6 +137,8 @@ class Report:
     #: again (one row per compaction and pseudo-cut), and the calibration plot.
     loss: Table | None = None
     loss_figure: ReportFigure | None = None
+    #: The loss section's text where it is not the one of a row per cut (past :data:`RECORDED_ROWS` cuts).
+    loss_text: str | None = None
     #: What this report leaves out and why (a dataset's report: the sections that need every session in memory).
     omitted: list[str] = field(default_factory=list)
 

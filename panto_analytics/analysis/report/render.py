@@ -170,7 +170,8 @@ def render_markdown(report: Report) -> str:
         out += ["## What the agents did at their recorded compactions", "", _RECORDED_TEXT, "",
                 report.recorded.markdown(), ""]
     if report.loss is not None:
-        out += ["## What compaction loses at the recorded compactions", "", _LOSS_TEXT, "", report.loss.markdown(), ""]
+        out += ["## What compaction loses at the recorded compactions", "", report.loss_text or _LOSS_TEXT, "",
+                report.loss.markdown(), ""]
         if report.loss_figure is not None:
             fig = report.loss_figure
             out += [f"### {fig.title}", "", fig.caption, "", f"![{fig.title}]({fig.name}.png)", ""]
@@ -246,7 +247,8 @@ def render_html(report: Report) -> str:
         parts += ["<h2>What the agents did at their recorded compactions</h2>", f"<p>{e(_RECORDED_TEXT)}</p>",
                   report.recorded.html()]
     if report.loss is not None:
-        parts += ["<h2>What compaction loses at the recorded compactions</h2>", f"<p>{e(_LOSS_TEXT)}</p>",
+        parts += ["<h2>What compaction loses at the recorded compactions</h2>",
+                  f"<p>{e(report.loss_text or _LOSS_TEXT)}</p>",
                   report.loss.html()]
         if report.loss_figure is not None:
             fig = report.loss_figure
