@@ -369,7 +369,8 @@ def is_segmented(splits: pl.DataFrame | PlotCounts, segments: pl.DataFrame | Non
 
 def distribution_of_counts(counts: pl.DataFrame, by: list[str]) -> pl.DataFrame:
     """:func:`distribution` of the values that ``counts`` (``by``, ``value``, ``count``) counts, bit for bit:
-    Polars' linear quantile, ``q * (n - 1)`` between the values at its floor and its ceiling.
+    Polars' linear quantile, ``q * (n - 1)`` between the values at its floor and its ceiling
+    (:func:`~panto_analytics.frame.expressions.counted_quantile`).
 
     >>> import polars as pl
     >>> c = pl.DataFrame({"g": [1, 1], "value": [2.0, 5.0], "count": [3, 1]})

@@ -266,7 +266,7 @@ def median(values: IntoExpr) -> pl.Expr:
     of an even count the mean of the two middle ones (Polars' ``median``; Float64, null without values).
 
     The one definition of a median or ``_p50`` a user reads. Exceptions pick an observed value on purpose and
-    say why where they do: :func:`observed_quantile`.
+    say why where they do: :func:`observed_quantile`. From exact value counts: :func:`counted_quantile`.
 
     >>> pl.DataFrame({"k": [7, 22]}).select(median("k")).item()
     14.5
@@ -280,7 +280,7 @@ def observed_quantile(column: str, q: float, dtype: pl.DataType) -> pl.Expr:
     """The ``q`` quantile of ``column`` as one of its values (nearest rank), cast to ``dtype``: a percentile of
     whole tokens, turns or bytes stays whole. Not for a median shown to a user (:func:`median`), except where
     a figure must be an observed value: the sweep's, merged bucket by bucket from exact value counts
-    (docs/scale.md), picks one on every path.
+    (docs/scale.md), picks one on every path (from the counts: :func:`counted_quantile` ``"nearest"``).
 
     >>> pl.DataFrame({"k": [10, 20, 40]}).select(observed_quantile("k", 0.9, pl.UInt64())).item()
     40
@@ -305,26 +305,43 @@ def rounded_tokens(values: IntoExpr) -> pl.Expr:
     return _expr(values).round_sig_figs(TOKEN_DIGITS)
 
 
-def counted_quantile(q: float, value: IntoExpr = "value", count: IntoExpr = "count", *,
-                     interpolation: Literal["linear", "lower"] = "linear") -> pl.Expr:
-    """The ``q`` quantile of the values a ``(value, count)`` table counts, as Polars takes it of the values
-    themselves: ``"linear"`` between the values at the floor and the ceiling of ``q * (n - 1)`` (at 0.5, the
-    :func:`median`), ``"lower"`` the value at its floor (an observed value). An aggregation: each group's rows
-    sorted by ``value``, every count positive (``value`` and ``count``: names, or expressions such as a
-    filter of them); the one quantile of counted values (the plots' box statistics,
-    the summaries of the recorded compactions).
+# --- quantiles of value counts ----------------------------------------------
 
-    >>> c = pl.DataFrame({"value": [2, 5, 9], "count": [3, 1, 1]})
-    >>> c.select(counted_quantile(0.5), counted_quantile(0.9, interpolation="lower").alias("p90")).row(0)
-    (2.0, 5)
-    >>> pl.Series([2, 2, 2, 5, 9]).quantile(0.9, "lower")
-    5.0
+def counted_quantile(q: float, value: IntoExpr = "value", count: IntoExpr = "count", *,
+                     interpolation: Literal["linear", "nearest", "lower"] = "linear") -> pl.Expr:
+    """The ``q`` quantile of the values a value-counts table counts (each ``value`` ``count`` times), bit for bit
+    Polars' ``quantile(q, interpolation)`` of the values themselves: the one definition of a quantile from exact value
+    counts (what lanes that merge counts bucket by bucket take theirs from). An aggregation (``select``,
+    ``group_by().agg``) over rows sorted by ``value``, none of them null (``value`` and ``count``: names, or
+    expressions such as the same filter of both); null when they count nothing.
+
+    The definitions, each at the 0-based rank ``q * (n - 1)`` among the ``n`` sorted values:
+
+    - ``"linear"``: between the values at its floor and its ceiling, Float64. At ``q = 0.5`` the median of
+      :func:`median` (of an even count, the two middle values' mean, as Polars takes it: ``lo + 0.5 * (hi - lo)``,
+      which is not always ``(lo + hi) / 2`` to the last bit); the box statistics' quantiles.
+    - ``"nearest"``: the value at the rank rounded half away from zero (:func:`observed_quantile`'s, the sweep's
+      percentiles: an observed value, in the values' dtype).
+    - ``"lower"``: the value at the rank's floor (an observed value, in the values' dtype).
+
+    The k-th smallest value (from 0) is the first whose cumulative count passes k.
+
+    >>> c = pl.DataFrame({"value": [1, 4, 9], "count": [1, 1, 2]})  # 1, 4, 9, 9
+    >>> c.select(counted_quantile(0.5)).item(), pl.DataFrame({"k": [1, 4, 9, 9]}).select(median("k")).item()
+    (6.5, 6.5)
+    >>> c.select(nearest=counted_quantile(0.5, interpolation="nearest"), lower=counted_quantile(0.5, interpolation="lower")).row(0)
+    (9, 4)
     """
-    v, n = _expr(value), _expr(count).sum()
-    at = (n - 1).cast(pl.Float64) * q
-    seen = _expr(count).cum_sum()
-    low = v.filter(seen > at.floor()).first()
+    v, c = _expr(value), _expr(count)
+    at = (c.sum().cast(pl.Int64) - 1).cast(pl.Float64) * q
+    seen = c.cum_sum()
+
+    def at_rank(rank: pl.Expr) -> pl.Expr:
+        return v.filter((seen > rank) & (c > 0)).first()
+
+    if interpolation == "nearest":
+        return at_rank(at.round(0, mode="half_away_from_zero"))
     if interpolation == "lower":
-        return low
-    high = v.filter(seen > at.ceil()).first()
+        return at_rank(at.floor())
+    low, high = at_rank(at.floor()).cast(pl.Float64), at_rank(at.ceil()).cast(pl.Float64)
     return pl.when(low == high).then(low).otherwise((at - at.floor()) * (high - low) + low)

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
+from ..frame.expressions import counted_quantile
 from ..frame.schema import ROLE, SEQ, SESSION
 from ..frame.tool_targets import references
 from .orphan_loss import (
@@ -391,21 +392,15 @@ def refetch_partials(cuts: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
 
 def merge_refetch_partials(partials: Sequence[pl.DataFrame]) -> pl.DataFrame:
     """:func:`refetch_summary` from the :func:`refetch_partials` of disjoint sets of cuts: sums added, each
-    median the middle of the merged value counts (the mean of the two middle values for an even count, as
-    Polars' ``median``), the bootstrap run on the merged triples (sorted: the same draws however the cuts were
-    split)."""
+    median that of the merged value counts (:func:`~panto_analytics.frame.expressions.counted_quantile`: the
+    mean of the two middle values for an even count, as Polars' ``median``), the bootstrap run on the merged
+    triples (sorted: the same draws however the cuts were split)."""
     both = pl.concat([p for p in partials if p.width] or [refetch_partials(_no_cuts())], how="diagonal_relaxed").lazy()
     sums = (both.filter(pl.col("metric").is_null()).group_by(_KEYS)
             .agg(pl.col("cuts").sum(), *(pl.col(c).sum() for c in SUMMED), pl.col("reoriented").sum()))
-    counts = (both.filter(pl.col("metric").is_in(list(MEDIANS))).group_by(*_KEYS, "metric", "value")
+    middle = (both.filter(pl.col("metric").is_in(list(MEDIANS))).group_by(*_KEYS, "metric", "value")
               .agg(pl.col("count").sum()).sort(*_KEYS, "metric", "value")
-              .with_columns(seen=pl.col("count").cum_sum().over(*_KEYS, "metric"),
-                            n=pl.col("count").sum().over(*_KEYS, "metric")))
-    # The k-th smallest value (from 0) is the first whose cumulative count passes k.
-    middle = (counts.group_by(*_KEYS, "metric")
-              .agg(low=pl.col("value").filter(pl.col("seen") > (pl.col("n") - 1) // 2).first(),
-                   high=pl.col("value").filter(pl.col("seen") > pl.col("n") // 2).first())
-              .select(*_KEYS, "metric", median=(pl.col("low").cast(pl.Float64) + pl.col("high").cast(pl.Float64)) / 2))
+              .group_by(*_KEYS, "metric").agg(median=counted_quantile(0.5)))
     table = sums
     for m in MEDIANS:
         table = table.join(middle.filter(pl.col("metric") == m).select(*_KEYS, pl.col("median").alias(f"{m}_median")),
