@@ -396,3 +396,26 @@ def test_the_command_the_summary_names_writes_every_cut_it_sums(data_dataset, mo
                             int(r[header.index("re-fetch calls")].replace(",", ""))) for r in got.loss.rows}
     assert {(a, c): (n, o, f) for a, c, n, o, f in summed.rows()} == table
     assert cuts.height == DATA_CUTS
+
+
+def test_the_command_the_policy_cuts_summary_names_writes_every_cut_it_sums(data_dataset, monkeypatch, tmp_path):
+    """Past RECORDED_ROWS the policies' cuts section names the command that writes every cut's row: run as
+    written (FILE a path) over the dataset, it writes the rows the table sums, per policy and agent."""
+    import re
+    import shlex
+
+    monkeypatch.setattr(model, "RECORDED_ROWS", 2)
+    got = open_lane("dataset", data_dataset).report(BUDGETS, splits_to=tmp_path / "g.parquet", resamples=0,
+                                                    inputs=[str(data_dataset)], **OPTIONS["window"])
+    assert got.policy_cuts is not None and got.policy_cuts_text is not None
+    found = re.search(r"`(panto-analytics policy-cuts [^`]*)`", got.policy_cuts_text)
+    assert found is not None
+    written = tmp_path / "cuts.parquet"
+    result = CliRunner().invoke(main, shlex.split(found.group(1).replace("FILE", str(written)))[1:],
+                                catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    rows = pl.read_parquet(written)
+    summed = rows.group_by("policy", "source_format").agg(pl.len(), pl.col("exact").sum()).sort("policy", "source_format")
+    assert [[p, f, str(n), str(e)] for p, f, n, e in summed.rows()] == [
+        [r[0], r[1], r[3], r[4]] for r in got.policy_cuts.rows]
+    assert rows.height == 14  # data/'s 7 compactions, pi and codex

@@ -74,10 +74,10 @@ from .overview import BREAKDOWNS, breakdown, breakdown_table, corpus_overview, o
 
 __all__ = [
     "beside", "breakdown", "build_report", "corpus_overview", "cost_parts", "costs_section", "cut_policies",
-    "decision_table", "frontier_figures", "frontier_table", "loss_section", "loss_summary_section", "policy_budget",
-    "policy_cuts_section", "policy_section", "policy_table", "recorded_section", "recorded_summary_table", "replay_figures",
-    "replay_table", "report_figures",
-    "sweep_table", "timeline_figure", "timeline_point", "with_pngs", "worst_sessions",
+    "cut_rows_command", "decision_table", "frontier_figures", "frontier_table", "loss_section", "loss_summary_section",
+    "policy_budget", "policy_cuts_section", "policy_section", "policy_table", "recorded_section",
+    "recorded_summary_table", "replay_figures", "replay_table", "report_figures", "sweep_table", "timeline_figure",
+    "timeline_point", "with_pngs", "worst_sessions",
 ]
 
 if TYPE_CHECKING:
@@ -310,7 +310,7 @@ def policy_cuts_section(report: Report, rows: pl.DataFrame | None, counts: pl.Da
             f"Each policy's cut of the conversation as it stood at each of the {n:,} compactions the agents "
             "recorded, beside the agent's own cut: exact matches, and how far the others are (messages, tokens: "
             f"counted to 3 significant digits past {model.RECORDED_ROWS} compactions). Every cut's row: "
-            f"{_CUT_ROWS_COMMAND}.")
+            f"{cut_rows_command(report.inputs, counts['policy'].unique().sort().to_list())}.")
     report.policy_cuts = Table.from_frame(summary.rename({
         "source_format": "format", "own": "agent's policy", "distance_messages_p50": "off by (messages) p50",
         "distance_messages_max": "max", "distance_tokens_p50": "off by (tokens) p50", "distance_tokens_max": "max "}))
@@ -452,8 +452,14 @@ def recorded_section(report: Report, rows: pl.DataFrame | None, counts: pl.DataF
         plots.agent_vs_libpanto_summary(kept_summary(counts, by=[BUDGET]))))
 
 
-#: Where a report that sums the policies' cuts up points for their rows (the report's inputs as PATH).
-_CUT_ROWS_COMMAND = "`panto-analytics policy-cuts PATH --policy NAME --rows cuts.parquet`"
+def cut_rows_command(inputs: Sequence[str], policies: Sequence[str]) -> str:
+    """The command that writes every row a summary of the policies' cuts sums up (``FILE``: where to).
+
+    >>> cut_rows_command(["corpus.ds"], ["codex", "pi"])
+    '`panto-analytics policy-cuts corpus.ds --policy codex --policy pi --rows FILE`'
+    """
+    given = "".join(f" --policy {p}" for p in policies)
+    return f"`panto-analytics policy-cuts {' '.join(inputs) or 'PATHS'}{given} --rows FILE`"
 
 
 def recorded_summary_table(counts: pl.DataFrame) -> Table:
