@@ -52,7 +52,7 @@ __all__ = [
     "kept_tokens_stats", "kept_turns_stats",
     "log_bin", "outcome_shares", "per_segment_sweep", "per_session_stats", "plot_counts", "raw_segments",
     "replay_stats", "report_plot_counts", "segment_order", "session_segments", "summarized_share_stats",
-    "token_source_shares",
+    "summed_counts", "token_source_shares",
     "turn_size_histogram", "with_segment",
 ]
 
@@ -238,7 +238,7 @@ class PlotCounts:
     def merge(cls, parts: Iterable[PlotCounts]) -> PlotCounts:
         """The counts of the union of disjoint sets of sessions: each table's counts added up."""
         parts = list(parts)
-        return cls(*(_summed(pl.concat([getattr(p, name) for p in parts], how="vertical_relaxed"))
+        return cls(*(summed_counts(pl.concat([getattr(p, name) for p in parts], how="vertical_relaxed"))
                      for name in ("splits", "turns", "sessions")))
 
     def finished(self, order: Sequence[str]) -> PlotCounts:
@@ -247,7 +247,7 @@ class PlotCounts:
         order = list(order)
         full = order if order == [ALL] or "other" in order else [*order, "other"]
         seg = _lump(order).cast(pl.Enum(full)).alias("segment")
-        return PlotCounts(*(_summed(getattr(self, name).with_columns(seg))
+        return PlotCounts(*(summed_counts(getattr(self, name).with_columns(seg))
                             for name in ("splits", "turns", "sessions")))
 
     @property
@@ -257,8 +257,13 @@ class PlotCounts:
         return not (isinstance(dtype, pl.Enum) and list(dtype.categories) == [ALL])
 
 
-def _summed(frame: pl.DataFrame) -> pl.DataFrame:
-    """One row per key (every column but ``count``), the counts added, in key order."""
+def summed_counts(frame: pl.DataFrame) -> pl.DataFrame:
+    """One row per key (every column but ``count``), the counts added, in key order: how counts of disjoint sets
+    merge (:class:`PlotCounts`, the summaries of the recorded compactions).
+
+    >>> summed_counts(pl.DataFrame({"k": ["b", "a", "b"], "count": [1, 2, 3]})).rows()
+    [('a', 2), ('b', 4)]
+    """
     key = [c for c in frame.columns if c != "count"]
     return frame.group_by(key).agg(pl.col("count").sum().cast(_COUNT)).sort(key).select(*key, "count")
 
@@ -313,7 +318,7 @@ def plot_counts(splits: pl.DataFrame | pl.LazyFrame | None, turns: pl.DataFrame 
                    .agg(count=pl.len()).select(pl.col(c).cast(t) for c, t in turn_cols.items()).collect())
     named = (pl.DataFrame(schema={"segment": pl.String(), "count": _COUNT}) if segments is None else
              segments.lazy().group_by(pl.col("segment").cast(pl.String)).agg(count=pl.len().cast(_COUNT)).collect())
-    return PlotCounts(_summed(split_counts), _summed(turn_counts), _summed(named))
+    return PlotCounts(summed_counts(split_counts), summed_counts(turn_counts), summed_counts(named))
 
 
 def report_plot_counts(messages: pl.DataFrame, splits: pl.DataFrame, turns: pl.DataFrame, *,

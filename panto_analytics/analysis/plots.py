@@ -45,7 +45,7 @@ from .formatting import format_tokens, has_budget, point_name
 __all__ = [
     "BUDGET_LABEL", "CALIBRATION_LINES", "DPI", "FIGSIZE", "GREY", "OUTCOME_COLORS", "PALETTE", "PlotFigure",
     "SOURCE_COLORS", "SOURCE_LABELS",
-    "STYLE", "agent_vs_libpanto_kept", "cost_by_budget",
+    "STYLE", "agent_vs_libpanto_kept", "agent_vs_libpanto_summary", "cost_by_budget",
     "frontier", "kept_tokens_by_budget", "kept_turns_by_budget", "outcome_shares_by_budget",
     "png_bytes", "policy_comparison", "refetch_calibration", "refetch_calibration_summary", "replay_by_budget", "save", "style",
     "summarized_share_by_budget", "timeline", "turn_sizes",
@@ -306,6 +306,50 @@ def agent_vs_libpanto_kept(rows, *, log: bool = False) -> Figure:
         ax.set_ylabel("kept verbatim (tokens)")
         _title(ax, "What libpanto would keep where the agents compacted")
         _note(fig, f"{len(agent)} recorded compactions · box: quartiles · whiskers: min / max · dots: compactions")
+        _legend(ax)
+    return fig
+
+
+def agent_vs_libpanto_summary(stats) -> Figure:
+    """:func:`agent_vs_libpanto_kept` past a few hundred compactions, from their summary
+    (:func:`~panto_analytics.analysis.compactions.kept_summary` by budget, every agent pooled): per budget, a bar
+    from the 10th to the 90th percentile of libpanto's kept suffix and a line through their medians; what the
+    agents kept, which no budget changes, as a band of the same percentiles and a line at its median.
+
+    >>> import polars as pl
+    >>> from panto_analytics.analysis.compactions import kept_counts, kept_summary
+    >>> rows = pl.DataFrame({"source_format": ["pi"] * 2, "budget": [20_000] * 2, "kept_turns": [2, 3],
+    ...     "kept_tokens": [12_345, 15_000], "agent_kept_tokens": [9_000, 20_000], "tokens_before": [None, 10]})
+    >>> len(agent_vs_libpanto_summary(kept_summary(kept_counts(rows), by=["budget"])).axes)
+    1
+    """
+    budgets = stats[BUDGET].to_list()
+    positions = list(range(len(budgets)))
+    first = stats.row(0, named=True) if stats.height else None
+    n = int(first["compactions"]) if first else 0
+    with style():
+        fig, (ax,) = _figure()
+        if budgets:
+            low, high = stats["kept_tokens_p10"].to_list(), stats["kept_tokens_p90"].to_list()
+            ax.bar(positions, [h - lo for lo, h in zip(low, high)], bottom=low, width=0.5, color=PALETTE[0] + "55",
+                   edgecolor=PALETTE[0], label="libpanto's kept suffix at that moment: 10th-90th percentile")
+            ax.plot(positions, stats["kept_tokens_p50"].to_list(), "o-", color=PALETTE[0], lw=2,
+                    label="libpanto's kept suffix: median")
+        if first is not None and first["agent_kept_tokens_p50"] is not None:
+            ax.axhspan(first["agent_kept_tokens_p10"], first["agent_kept_tokens_p90"], color=PALETTE[1], alpha=0.2,
+                       label=f"what the agents kept: 10th-90th percentile of {n:,} compactions")
+            ax.axhline(first["agent_kept_tokens_p50"], color=PALETTE[5], lw=2, label="median of what the agents kept")
+        step = max(1, round(len(budgets) / 12))
+        ax.set_xticks(positions[::step], [format_tokens(b) for b in budgets[::step]])
+        ax.set_xlim(-0.7, max(len(budgets), 1) - 0.3)
+        ax.set_xlabel(BUDGET_LABEL)
+        ax.grid(axis="x", visible=False)
+        ax.set_ylim(bottom=0)
+        _token_axis(ax.yaxis)
+        ax.set_ylabel("kept verbatim (tokens)")
+        _title(ax, "What libpanto would keep where the agents compacted")
+        _note(fig, f"{n:,} recorded compactions · bar: 10th-90th percentile · line: median · tokens to 3 "
+                   "significant digits")
         _legend(ax)
     return fig
 

@@ -34,9 +34,10 @@ if TYPE_CHECKING:
     from polars._typing import IntoExpr
 
 __all__ = [
-    "MAX_TURNS", "assistant_cumulative", "count_in_session", "counted_quantile", "follows_user", "is_active", "is_api_call",
+    "MAX_TURNS", "TOKEN_DIGITS", "assistant_cumulative", "count_in_session", "counted_quantile", "follows_user", "is_active", "is_api_call",
     "is_structural_frame", "is_turn_start", "last_before", "median", "message_tokens", "observed_quantile",
-    "latest_summary_bytes", "prior_assistant_cumulative", "request_bytes", "request_bytes_before", "session_end", "session_start",
+    "latest_summary_bytes", "prior_assistant_cumulative", "request_bytes", "request_bytes_before", "rounded_tokens",
+    "session_end", "session_start",
     "sum_in_session", "transcript_bytes", "usage_total", "word_tokens",
 ]
 
@@ -285,6 +286,23 @@ def observed_quantile(column: str, q: float, dtype: pl.DataType) -> pl.Expr:
     40
     """
     return pl.col(column).quantile(q, "nearest").cast(dtype)
+
+
+#: The significant digits a token count keeps in a summary that merges (:func:`rounded_tokens`).
+TOKEN_DIGITS = 3
+
+
+def rounded_tokens(values: IntoExpr) -> pl.Expr:
+    """Token counts rounded to :data:`TOKEN_DIGITS` significant digits (12,345 -> 12,300; 999 stays 999), the
+    precision :func:`~panto_analytics.analysis.formatting.format_tokens` shows from 10k up: what a summary counts
+    per value so that it merges exactly (by adding counts) and stays bounded (at most 900 values a decade).
+    Rounding is monotone, so a quantile that picks an observed value (:func:`counted_quantile`, ``"lower"``) of
+    the rounded counts is the rounded quantile of the counts themselves.
+
+    >>> pl.DataFrame({"t": [999, 12_345, 12_350, 99_960]}).select(rounded_tokens("t")).to_series().to_list()
+    [999, 12300, 12400, 100000]
+    """
+    return _expr(values).round_sig_figs(TOKEN_DIGITS)
 
 
 # --- quantiles of value counts ----------------------------------------------

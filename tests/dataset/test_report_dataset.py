@@ -13,6 +13,7 @@ from polars.testing import assert_frame_equal
 
 from panto_analytics.analysis import plot_data
 from panto_analytics.analysis.choose.rule import Rule
+from panto_analytics.analysis.compactions import agent_vs_libpanto, compactions_counted, cut_counts, kept_counts, policies_vs_agents
 from panto_analytics.analysis.cost_table import compaction_costs
 from panto_analytics.analysis.plot_data import cost_per_session
 from panto_analytics.analysis.report import model, write_report
@@ -20,6 +21,7 @@ from panto_analytics.cli import main
 from panto_analytics.dataset import dataset_corpus
 from panto_analytics.dataset._decision import decision_dataset
 from panto_analytics.dataset._report_plots import plot_counts_dataset
+from panto_analytics.dataset._report_recorded import _Kept, recorded_dataset
 from panto_analytics.policy import splits as splits_of
 from panto_analytics.policy import turns as turns_of
 from panto_analytics.policy.compaction.engine import DEFAULT_RESERVE
@@ -138,6 +140,10 @@ def test_a_dataset_report_on_the_command_line(data_dataset, tmp_path):
     assert "## Not in this report" in md and "## Not in this report" not in (tmp_path / "mem" / "report.md").read_text()
     assert_frame_equal(pl.read_parquet(tmp_path / "ds" / "decision.parquet"),
                        pl.read_parquet(tmp_path / "mem" / "decision.parquet"), check_exact=True)
+    # Every row of what the agents kept at their recorded compactions, streamed to a file task by task: the same.
+    recorded = [pl.read_parquet(tmp_path / d / "recorded_compactions.parquet") for d in ("ds", "mem")]
+    assert_frame_equal(*recorded, check_exact=True)
+    assert recorded[0].height > 0 and "recorded_compactions.parquet" in md
 
 
 def test_write_report_moves_the_written_splits_in(data_dataset, tmp_path):
@@ -246,6 +252,50 @@ def test_what_compaction_costs_equals_the_replay_in_memory_to_the_last_bit(bille
     want_stats, want_recorded = cost_per_session(sessions)
     assert_frame_equal(stats, want_stats, check_exact=True)
     assert recorded == want_recorded and recorded is not None and stats["sessions"].min() > 0
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_past_recorded_rows_each_section_equals_the_report_in_memory(data_dataset, backend, tmp_path, monkeypatch):
+    """Past RECORDED_ROWS recorded compactions (here 2: data/ records 7) the sections on them are summaries per
+    agent, from counts the tasks merge: the same tables, words and plots as in memory, to the byte."""
+    monkeypatch.setattr(model, "RECORDED_ROWS", 2)
+    mem = a_report(open_lane("memory", data_dataset), tmp_path / "m", "window")
+    got = a_report(open_lane(backend, data_dataset), tmp_path / "g", "window")
+    assert_same_sections(got, mem, window=True)
+    assert (got.recorded_text, got.policy_cuts_text) == (mem.recorded_text, mem.policy_cuts_text)
+    assert mem.recorded is not None and mem.recorded.header[:3] == ["agent", "budget", "compactions"]
+    assert mem.recorded_text is not None and mem.policy_cuts_text is not None
+    assert isinstance(got.recorded_rows, Path) and isinstance(mem.recorded_rows, pl.DataFrame)
+    assert_frame_equal(pl.read_parquet(got.recorded_rows), mem.recorded_rows, check_exact=True)
+
+
+def test_the_report_holds_no_row_of_the_compactions_past_recorded_rows(data_dataset, monkeypatch):
+    """What the command's process keeps of the tasks' rows: all of them up to RECORDED_ROWS compactions, none past
+    it; the counts it merges are the in-memory corpus's either way."""
+    corpus = dataset_corpus(data_dataset)
+    rows, cuts = agent_vs_libpanto(corpus, BUDGETS), policies_vs_agents(corpus, ["pi", "codex"])
+    options = {"horizon": 10, "policies": ["pi", "codex"], "task_rows": 1}  # a task per bucket
+    few = recorded_dataset(data_dataset, BUDGETS, **options)
+    assert few.agent_rows is not None and few.agent_rows.height == rows.height
+    assert few.policy_rows is not None and few.policy_rows.height == cuts.height
+    monkeypatch.setattr(model, "RECORDED_ROWS", 2)
+    many = recorded_dataset(data_dataset, BUDGETS, **options)
+    assert many.agent_rows is None and many.policy_rows is None
+    for got in (few, many):
+        assert got.agent_counts is not None and got.policy_counts is not None
+        assert_frame_equal(got.agent_counts, kept_counts(rows), check_exact=True)
+        assert_frame_equal(got.policy_counts, cut_counts(cuts), check_exact=True)
+
+
+def test_the_rows_kept_stop_at_the_limit_and_do_not_come_back():
+    rows = pl.DataFrame({"source_format": ["pi"], "budget": [20_000], "kept_turns": [1], "kept_tokens": [500],
+                         "agent_kept_tokens": [400], "tokens_before": [9_000]})
+    kept = _Kept(limit=2)
+    for i in range(4):
+        kept.add(f"bucket={i:03d}", rows, kept_counts(rows))
+        assert (kept.rows is None) == (i >= 2)
+    kept.add("bucket=009", None, None)  # a task without compactions
+    assert kept.in_order() is None and kept.counts is not None and compactions_counted(kept.counts) == 4
 
 
 #: data/'s cuts: 7 recorded compactions (the first pass), then 26 pseudo-cuts (the second).

@@ -53,7 +53,17 @@ from ..choose.budget import choose_budget
 from ..choose.choice import Choice
 from ..choose.from_replay import pareto_front, recorded_points
 from ..choose.rule import Rule
-from ..compactions import agent_vs_libpanto, compaction_table, policies_vs_agents, recorded_cut_summary
+from ..compactions import (
+    agent_vs_libpanto,
+    compaction_table,
+    compactions_counted,
+    cut_counts,
+    cut_summary,
+    kept_counts,
+    kept_summary,
+    policies_vs_agents,
+    recorded_cut_summary,
+)
 from ..cost_table import compaction_costs
 from ..formatting import format_tokens, has_budget, point_name
 from ..plot_data import PlotCounts, finish_plot_counts, replay_stats, report_plot_counts
@@ -64,8 +74,9 @@ from .overview import BREAKDOWNS, breakdown, breakdown_table, corpus_overview, o
 
 __all__ = [
     "beside", "breakdown", "build_report", "corpus_overview", "cost_parts", "costs_section", "cut_policies",
-    "decision_table", "frontier_figures", "frontier_table", "loss_section", "loss_summary_section", "policy_budget", "policy_cuts_section",
-    "policy_section", "policy_table", "recorded_section", "replay_figures", "replay_table", "report_figures",
+    "decision_table", "frontier_figures", "frontier_table", "loss_section", "loss_summary_section", "policy_budget",
+    "policy_cuts_section", "policy_section", "policy_table", "recorded_section", "recorded_summary_table", "replay_figures",
+    "replay_table", "report_figures",
     "sweep_table", "timeline_figure", "timeline_point", "with_pngs", "worst_sessions",
 ]
 
@@ -259,7 +270,8 @@ def _policy_section(report: Report, messages: pl.DataFrame, corpus: Corpus | Non
     policy_section(report, result, compare_policies(result.events, result.sessions))
     others = cut_policies(policies)
     if corpus is not None and others and not corpus.compactions.is_empty():
-        policy_cuts_section(report, policies_vs_agents(corpus, others))
+        rows = policies_vs_agents(corpus, others)
+        policy_cuts_section(report, rows, cut_counts(rows))
 
 
 def policy_budget(report: Report) -> int:
@@ -283,13 +295,25 @@ def policy_section(report: Report, result: Replay, compared: pl.DataFrame) -> No
         plots.policy_comparison(compared)))
 
 
-def policy_cuts_section(report: Report, rows: pl.DataFrame) -> None:
+def policy_cuts_section(report: Report, rows: pl.DataFrame | None, counts: pl.DataFrame) -> None:
     """Each policy's cut at the recorded compactions beside the agents' (:func:`~panto_analytics.analysis.
-    compactions.policies_vs_agents`'s ``rows``), summed up per policy and agent."""
-    summary = recorded_cut_summary(rows).rename({
+    compactions.policies_vs_agents`'s ``rows`` and their counts, :func:`~panto_analytics.analysis.compactions.
+    cut_counts`; a dataset's: its tasks' merged, the rows None past :data:`~.model.RECORDED_ROWS` compactions),
+    summed up per policy and agent: from the rows up to that many, from the counts past it (the same figures, a
+    distance in tokens to 3 significant digits)."""
+    n = compactions_counted(counts)
+    if rows is not None and n <= model.RECORDED_ROWS:
+        summary = recorded_cut_summary(rows)
+    else:
+        summary = cut_summary(counts)
+        report.policy_cuts_text = (
+            f"Each policy's cut of the conversation as it stood at each of the {n:,} compactions the agents "
+            "recorded, beside the agent's own cut: exact matches, and how far the others are (messages, tokens: "
+            f"counted to 3 significant digits past {model.RECORDED_ROWS} compactions). Every cut's row: "
+            f"{_CUT_ROWS_COMMAND}.")
+    report.policy_cuts = Table.from_frame(summary.rename({
         "source_format": "format", "own": "agent's policy", "distance_messages_p50": "off by (messages) p50",
-        "distance_messages_max": "max", "distance_tokens_p50": "off by (tokens) p50", "distance_tokens_max": "max "})
-    report.policy_cuts = Table.from_frame(summary)
+        "distance_messages_max": "max", "distance_tokens_p50": "off by (tokens) p50", "distance_tokens_max": "max "}))
 
 
 def _a_few(budgets: list[int], chosen: int | None, n: int = 5) -> list[int]:
@@ -381,7 +405,9 @@ def build_report(messages: pl.DataFrame | Corpus, budgets: Budgets, *, rule: Rul
     if billed is not None and "total_cost_usd" in billed.sessions.columns:
         costs_section(report, billed, rec.budget)
     if corpus is not None and not corpus.compactions.is_empty():
-        recorded_section(report, agent_vs_libpanto(corpus, budgets))
+        rows = agent_vs_libpanto(corpus, budgets)
+        recorded_section(report, rows, kept_counts(rows))
+        report.recorded_rows = rows
     if corpus is not None and not corpus.compactions.is_empty():
         _loss_section(report, corpus, horizon=DEFAULT_HORIZON if horizon is None else horizon)
     if policies and window is not None:
@@ -393,17 +419,57 @@ def build_report(messages: pl.DataFrame | Corpus, budgets: Budgets, *, rule: Rul
     return with_pngs(report)
 
 
-def recorded_section(report: Report, rows: pl.DataFrame) -> None:
+def recorded_section(report: Report, rows: pl.DataFrame | None, counts: pl.DataFrame) -> None:
     """"What the agents did at their recorded compactions" from
-    :func:`~panto_analytics.analysis.compactions.agent_vs_libpanto`'s ``rows``: the table at a few budgets (the
-    chosen one among them), the plot."""
-    shown = rows.filter(pl.col(BUDGET).is_in(_a_few(report.budgets, report.recommendation.budget)))
-    report.recorded = Table.from_frame(compaction_table(shown))
+    :func:`~panto_analytics.analysis.compactions.agent_vs_libpanto`'s ``rows`` and their counts
+    (:func:`~panto_analytics.analysis.compactions.kept_counts`; a dataset's: its tasks' merged, the rows None
+    past :data:`~.model.RECORDED_ROWS` compactions): up to that many, the table at a few budgets (the chosen one
+    among them) with a row per compaction, and the plot with a dot each; past it, a row per agent and budget and
+    the plot of their percentiles (:func:`recorded_summary_table`)."""
+    n = compactions_counted(counts)
+    if rows is not None and n <= model.RECORDED_ROWS:
+        shown = rows.filter(pl.col(BUDGET).is_in(_a_few(report.budgets, report.recommendation.budget)))
+        report.recorded = Table.from_frame(compaction_table(shown))
+        report.figures.append(ReportFigure(
+            "recorded_compactions", "What the agents kept at their recorded compactions",
+            "Each dot: libpanto's kept suffix for the conversation as it stood when the agent compacted; the "
+            "dotted lines: what the agent itself kept, which no budget changes.",
+            plots.agent_vs_libpanto_kept(rows)))
+        return
+    few = _a_few(report.budgets, report.recommendation.budget)
+    report.recorded = recorded_summary_table(counts.filter(pl.col(BUDGET).is_in(few)))
+    report.recorded_text = (
+        f"{n:,} compactions the agents recorded, past {model.RECORDED_ROWS} summed up per agent and budget: the "
+        "context the agent compacted, what it kept verbatim (in libpanto's turn costs) and what libpanto would keep "
+        "for the conversation as it stood at that moment (tokens and whole turns), each as its 10th, 50th and 90th "
+        "percentile (an observed value, tokens to 3 significant digits), and how often libpanto keeps more tokens "
+        "than the agent. Every compaction's row at every budget: recorded_compactions.parquet, in the report's folder.")
     report.figures.append(ReportFigure(
         "recorded_compactions", "What the agents kept at their recorded compactions",
-        "Each dot: libpanto's kept suffix for the conversation as it stood when the agent compacted; the "
-        "dotted lines: what the agent itself kept, which no budget changes.",
-        plots.agent_vs_libpanto_kept(rows)))
+        "Per budget, the 10th-90th percentile of libpanto's kept suffix for the conversation as it stood when the "
+        "agent compacted (bar) and its median (line); the band: the same percentiles of what the agents themselves "
+        "kept, which no budget changes, with their median.",
+        plots.agent_vs_libpanto_summary(kept_summary(counts, by=[BUDGET]))))
+
+
+#: Where a report that sums the policies' cuts up points for their rows (the report's inputs as PATH).
+_CUT_ROWS_COMMAND = "`panto-analytics policy-cuts PATH --policy NAME --rows cuts.parquet`"
+
+
+def recorded_summary_table(counts: pl.DataFrame) -> Table:
+    """The recorded compactions summed up per agent and budget
+    (:func:`~panto_analytics.analysis.compactions.kept_summary` of ``counts``), display-formatted: each
+    percentile triple in one cell, ``p10 / p50 / p90``."""
+    t = kept_summary(counts)
+
+    def triple(r: dict, name: str, fmt=tokens) -> str:
+        return " / ".join(fmt(r[f"{name}_p{q}"]) for q in (10, 50, 90))
+
+    rows = [[r["source_format"], tokens(r[BUDGET]), cell(r["compactions"]), tokens(r["tokens_before_p50"]),
+             triple(r, "agent_kept_tokens"), triple(r, "kept_tokens"), triple(r, "kept_turns", cell),
+             percent(r["libpanto_more_share"])] for r in t.iter_rows(named=True)]
+    return Table(["agent", "budget", "compactions", "context p50", "agent kept (p10 / p50 / p90)",
+                  "libpanto kept (p10 / p50 / p90)", "libpanto turns (p10 / p50 / p90)", "libpanto keeps more"], rows)
 
 
 def with_pngs(report: Report) -> Report:
