@@ -174,7 +174,8 @@ def compactions_counted(counts: pl.DataFrame) -> int:
 
 
 def _quantiles(metric: str, name: str, qs: Sequence[float] = (0.1, 0.5, 0.9)) -> dict[str, pl.Expr]:
-    """The observed ``qs`` quantiles (nearest rank, lower) of ``metric``'s counted values, ``{name}_p10``..."""
+    """The observed ``qs`` quantiles of ``metric``'s counted values (``"lower"``: the value at the floor of the rank
+    ``q * (n - 1)``, :func:`~panto_analytics.frame.expressions.counted_quantile`), ``{name}_p10``..."""
     mine = pl.col("metric") == metric
     return {f"{name}_p{round(q * 100)}": counted_quantile(q, pl.col("value").filter(mine), pl.col("count").filter(mine),
                                                          interpolation="lower") for q in qs}
@@ -189,8 +190,9 @@ def kept_summary(counts: pl.DataFrame, by: Sequence[str] = _KEPT_KEYS) -> pl.Dat
     90th percentiles of what the agent kept (``agent_kept_tokens_p10``...), of libpanto's kept tokens and kept
     turns at that budget (``kept_tokens_p10``..., ``kept_turns_p10``...) and of the context the agent compacted
     (``tokens_before_p50``), and how often libpanto keeps more tokens than the agent (``libpanto_more_share``),
-    from :func:`kept_counts` (merged). Each percentile is a value observed (nearest rank, lower) to three
-    significant digits: the same as the percentile of the compactions' own tokens, rounded.
+    from :func:`kept_counts` (merged). Each percentile is a value observed (Polars' ``"lower"`` quantile: the
+    value at the floor of ``q * (n - 1)``) to three significant digits: the same as the percentile of the
+    compactions' own tokens, rounded.
 
     >>> rows = pl.DataFrame({"source_format": ["pi"] * 3, "budget": [20_000] * 3, "kept_turns": [2, 3, 9],
     ...     "kept_tokens": [12_345, 15_000, 19_999], "agent_kept_tokens": [9_000, 20_000, 0],
