@@ -419,8 +419,11 @@ def bootstrap_intervals(triples: pl.DataFrame, *, resamples: int = BOOTSTRAP_RES
 
     ``triples`` holds, per (``source_format``, ``cut``), each distinct triple of a cut's counts
     (``t_orphan_targets``, ``t_refetched_targets``, ``t_fetched_again_targets``) with its ``count``. Cuts are
-    drawn with replacement (``resamples`` times, NumPy's generator seeded with ``seed`` per group), and each
-    draw's pooled ratios give the interval's quantiles; a group of fewer than ``enough`` cuts gets nulls.
+    drawn with replacement, ``resamples`` times: a resample is how many copies of each distinct triple it holds,
+    drawn at once as a multinomial of the group's cuts (each triple's share of them; the triples sorted, NumPy's
+    generator seeded with ``seed`` per group), so that the draws are the same however the cuts were split and
+    what it holds is resamples x distinct triples, not x cuts. Each resample's pooled ratios give the interval's
+    quantiles; a group of fewer than ``enough`` cuts gets nulls.
 
     >>> t = pl.DataFrame({"source_format": ["pi"] * 2, "cut": ["compaction"] * 2, "t_orphan_targets": [4, 2],
     ...                   "t_refetched_targets": [1, 2], "t_fetched_again_targets": [1, 3], "count": [20, 20]})
@@ -431,19 +434,21 @@ def bootstrap_intervals(triples: pl.DataFrame, *, resamples: int = BOOTSTRAP_RES
     True
     """
     bounds = ("precision_low", "precision_high", "recall_low", "recall_high")
-    groups = (triples.sort(*_KEYS, *(f"t_{c}" for c in _TRIPLE))
+    groups = (triples.group_by(*_KEYS, *(f"t_{c}" for c in _TRIPLE)).agg(pl.col("count").sum())
+              .sort(*_KEYS, *(f"t_{c}" for c in _TRIPLE))
               .group_by(_KEYS, maintain_order=True)
-              .agg(*(pl.col(f"t_{c}").repeat_by("count").list.explode(keep_nulls=False, empty_as_null=False).alias(c) for c in _TRIPLE)))
+              .agg(*(pl.col(f"t_{c}").alias(c) for c in _TRIPLE), pl.col("count")))
     rows: list[tuple[float | None, ...]] = []
     alpha = (1 - level) / 2
-    for orphans, refetched, again in groups.select(*_TRIPLE).iter_rows():  # one per agent and kind of cut
-        if len(orphans) < enough:
+    for orphans, refetched, again, count in groups.select(*_TRIPLE, "count").iter_rows():  # per agent and kind
+        n = sum(count)
+        if n < enough:
             rows.append((None,) * 4)
             continue
-        draw = np.random.default_rng(seed).integers(0, len(orphans), size=(resamples, len(orphans)))
-        tp = np.asarray(refetched)[draw].sum(axis=1)
+        copies = np.random.default_rng(seed).multinomial(n, np.asarray(count, dtype=np.float64) / n, size=resamples)
+        tp = copies @ np.asarray(refetched, dtype=np.int64)
         out: list[float | None] = []
-        for den in (np.asarray(orphans)[draw].sum(axis=1), np.asarray(again)[draw].sum(axis=1)):
+        for den in (copies @ np.asarray(orphans, dtype=np.int64), copies @ np.asarray(again, dtype=np.int64)):
             ratio = tp[den > 0] / den[den > 0]
             out += [float(np.quantile(ratio, alpha)), float(np.quantile(ratio, 1 - alpha))] if len(ratio) else [None] * 2
         rows.append(tuple(out))

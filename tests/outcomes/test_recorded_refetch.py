@@ -110,7 +110,10 @@ def test_the_pi_compactions_are_checked_against_a_baseline():
 
 
 def literal_bootstrap(orphans: list[int], refetched: list[int], again: list[int]) -> tuple[float | None, ...]:
-    """The intervals of one group, literally: its cuts sorted, drawn with the documented seed, each draw pooled."""
+    """The intervals of one group, literally: its distinct cuts sorted, each resample's copies of each drawn as one
+    multinomial of the group's cuts with the documented seed, each resample pooled."""
+    from collections import Counter
+
     import numpy as np
 
     from panto_analytics.outcomes.recorded_refetch import (
@@ -122,14 +125,17 @@ def literal_bootstrap(orphans: list[int], refetched: list[int], again: list[int]
 
     if len(orphans) < ENOUGH_CUTS:
         return (None,) * 4
-    cuts = sorted(zip(orphans, refetched, again))
-    draws = np.random.default_rng(BOOTSTRAP_SEED).integers(0, len(cuts), size=(BOOTSTRAP_RESAMPLES, len(cuts)))
+    distinct = sorted(Counter(zip(orphans, refetched, again)).items())
+    n = len(orphans)
+    draws = np.random.default_rng(BOOTSTRAP_SEED).multinomial(n, [c / n for _, c in distinct],
+                                                              size=BOOTSTRAP_RESAMPLES)
     out: list[float | None] = []
     for den_at in (0, 2):
         ratios = []
-        for draw in draws:
-            tp = sum(cuts[i][1] for i in draw)
-            den = sum(cuts[i][den_at] for i in draw)
+        for copies in draws:
+            assert sum(copies) == n
+            tp = sum(int(k) * cut[1] for k, (cut, _) in zip(copies, distinct))
+            den = sum(int(k) * cut[den_at] for k, (cut, _) in zip(copies, distinct))
             if den:
                 ratios.append(tp / den)
         alpha = (1 - BOOTSTRAP_LEVEL) / 2
