@@ -149,7 +149,8 @@ def _legend(ax, *more, **kw) -> None:
     issue 32). ``loc`` is ignored. A figure of several panels names them all in one call: two legends, each
     below the figure, lay on each other.
     """
-    handles, labels = [], []
+    handles: list = []
+    labels: list[str] = []
     for each in (ax, *more):
         named, names = each.get_legend_handles_labels()
         handles, labels = handles + named, labels + names
