@@ -4,11 +4,15 @@ Every table's median or ``_p50`` goes through :func:`panto_analytics.frame.expre
 (the sweep's observed percentiles, the summary size a replay assumes, the bootstrap's budget interval) pick an
 observed value on purpose and say so.
 """
+import struct
+
 import polars as pl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from panto_analytics.analysis.choose.from_replay import table_from_sessions
-from panto_analytics.frame.expressions import median
+from panto_analytics.frame.expressions import counted_quantile, median
 from panto_analytics.policy import sweep
 from panto_analytics.policy.compaction.engine import summary_size
 from panto_analytics.policy.compaction.summary import compare_policies, summarize_replay
@@ -62,3 +66,37 @@ def test_the_exceptions_pick_an_observed_value_and_say_which():
     assert tokens == 650 and source == "the median of 2 recorded summaries (the larger middle one: a size a summary had)"
     assert summary_size(pl.DataFrame({"words": [300, 400, 500], "has_summary": [True] * 3}))[1] == \
         "the median of 3 recorded summaries"
+
+
+_COUNTS = st.integers(0, 4)
+_FLOAT_COUNTS = st.lists(st.tuples(st.floats(allow_nan=False, allow_infinity=False), _COUNTS), min_size=1, max_size=12)
+_INT_COUNTS = st.lists(st.tuples(st.integers(-(2**62), 2**62), _COUNTS), min_size=1, max_size=12)
+
+
+def _bits(x: float | None) -> bytes | None:
+    return None if x is None else struct.pack("<d", float(x))
+
+
+@settings(max_examples=300)
+@given(st.one_of(_FLOAT_COUNTS, _INT_COUNTS), st.sampled_from([0.5, 0.1, 0.25, 0.75, 0.9, 0.0, 1.0, 0.37]))
+def test_a_quantile_from_value_counts_is_polars_quantile_of_the_values_bit_for_bit(pairs, q):
+    """The lanes that merge value counts (the report's overview and plots, the loss's medians, the sweep) take
+    their quantiles from them with counted_quantile; the in-memory lane takes Polars' of the values (Float64;
+    an observed one from counts keeps the values' dtype, the same number)."""
+    dtype = pl.Float64 if isinstance(pairs[0][0], float) else pl.Int64
+    counts = pl.DataFrame({"value": [v for v, _ in pairs], "count": [c for _, c in pairs]},
+                          schema={"value": dtype, "count": pl.UInt64}).sort("value")
+    expanded = counts.select(pl.col("value").repeat_by("count").explode().drop_nulls())
+    for how in ("linear", "nearest", "lower"):
+        got = counts.select(counted_quantile(q, interpolation=how)).item()
+        assert _bits(got) == _bits(expanded.select(pl.col("value").quantile(q, how)).item()), how
+    median_of_counts = counts.select(counted_quantile(0.5)).item()
+    assert _bits(median_of_counts) == _bits(expanded.select(median("value")).item())
+
+
+def test_a_median_from_value_counts_is_polars_not_the_midpoint():
+    """Of two middle values Polars takes ``lo + 0.5 * (hi - lo)``, which differs in the last bit from
+    ``(lo + hi) / 2`` here: the median from counts follows Polars."""
+    lo, hi = -2.920992050670755, 2.02481449257876  # Polars: -0.4480887790459973; (lo + hi) / 2: ...99753
+    counts = pl.DataFrame({"value": [lo, hi], "count": [1, 1]})
+    assert counts.select(counted_quantile(0.5)).item() == pl.Series([lo, hi]).median() != (lo + hi) / 2

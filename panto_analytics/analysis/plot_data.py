@@ -39,19 +39,20 @@ from typing import cast
 import polars as pl
 
 from ..defaults import SEGMENT_KINDS
-from ..frame.expressions import median
+from ..frame.expressions import counted_quantile, median
 from ..frame.schema import BUDGET, SESSION, SPLIT_SCHEMA
 from ..models import normalized_model, session_model
 from ..outcomes.group_tables import grouped
 from ..policy import session_turns, sweep
 
 __all__ = [
-    "ALL", "LENGTH_BUCKETS", "calibration_total", "OUTCOMES", "PlotCounts", "QUANTILES", "SEGMENT_KINDS", "cost_per_session",
+    "ALL", "LENGTH_BUCKETS", "calibration_per_cut", "calibration_points",
+    "calibration_total", "OUTCOMES", "PlotCounts", "QUANTILES", "SEGMENT_KINDS", "cost_per_session",
     "SPLIT_METRICS", "distribution", "distribution_aggs", "distribution_of_counts", "finish_plot_counts", "is_segmented",
     "kept_tokens_stats", "kept_turns_stats",
     "log_bin", "outcome_shares", "per_segment_sweep", "per_session_stats", "plot_counts", "raw_segments",
     "replay_stats", "report_plot_counts", "segment_order", "session_segments", "summarized_share_stats",
-    "token_source_shares",
+    "summed_counts", "token_source_shares",
     "turn_size_histogram", "with_segment",
 ]
 
@@ -237,7 +238,7 @@ class PlotCounts:
     def merge(cls, parts: Iterable[PlotCounts]) -> PlotCounts:
         """The counts of the union of disjoint sets of sessions: each table's counts added up."""
         parts = list(parts)
-        return cls(*(_summed(pl.concat([getattr(p, name) for p in parts], how="vertical_relaxed"))
+        return cls(*(summed_counts(pl.concat([getattr(p, name) for p in parts], how="vertical_relaxed"))
                      for name in ("splits", "turns", "sessions")))
 
     def finished(self, order: Sequence[str]) -> PlotCounts:
@@ -246,7 +247,7 @@ class PlotCounts:
         order = list(order)
         full = order if order == [ALL] or "other" in order else [*order, "other"]
         seg = _lump(order).cast(pl.Enum(full)).alias("segment")
-        return PlotCounts(*(_summed(getattr(self, name).with_columns(seg))
+        return PlotCounts(*(summed_counts(getattr(self, name).with_columns(seg))
                             for name in ("splits", "turns", "sessions")))
 
     @property
@@ -256,8 +257,13 @@ class PlotCounts:
         return not (isinstance(dtype, pl.Enum) and list(dtype.categories) == [ALL])
 
 
-def _summed(frame: pl.DataFrame) -> pl.DataFrame:
-    """One row per key (every column but ``count``), the counts added, in key order."""
+def summed_counts(frame: pl.DataFrame) -> pl.DataFrame:
+    """One row per key (every column but ``count``), the counts added, in key order: how counts of disjoint sets
+    merge (:class:`PlotCounts`, the summaries of the recorded compactions).
+
+    >>> summed_counts(pl.DataFrame({"k": ["b", "a", "b"], "count": [1, 2, 3]})).rows()
+    [('a', 2), ('b', 4)]
+    """
     key = [c for c in frame.columns if c != "count"]
     return frame.group_by(key).agg(pl.col("count").sum().cast(_COUNT)).sort(key).select(*key, "count")
 
@@ -312,7 +318,7 @@ def plot_counts(splits: pl.DataFrame | pl.LazyFrame | None, turns: pl.DataFrame 
                    .agg(count=pl.len()).select(pl.col(c).cast(t) for c, t in turn_cols.items()).collect())
     named = (pl.DataFrame(schema={"segment": pl.String(), "count": _COUNT}) if segments is None else
              segments.lazy().group_by(pl.col("segment").cast(pl.String)).agg(count=pl.len().cast(_COUNT)).collect())
-    return PlotCounts(_summed(split_counts), _summed(turn_counts), _summed(named))
+    return PlotCounts(summed_counts(split_counts), summed_counts(turn_counts), summed_counts(named))
 
 
 def report_plot_counts(messages: pl.DataFrame, splits: pl.DataFrame, turns: pl.DataFrame, *,
@@ -363,24 +369,18 @@ def is_segmented(splits: pl.DataFrame | PlotCounts, segments: pl.DataFrame | Non
 
 def distribution_of_counts(counts: pl.DataFrame, by: list[str]) -> pl.DataFrame:
     """:func:`distribution` of the values that ``counts`` (``by``, ``value``, ``count``) counts, bit for bit:
-    Polars' linear quantile, ``q * (n - 1)`` between the values at its floor and its ceiling.
+    Polars' linear quantile, ``q * (n - 1)`` between the values at its floor and its ceiling
+    (:func:`~panto_analytics.frame.expressions.counted_quantile`).
 
     >>> import polars as pl
     >>> c = pl.DataFrame({"g": [1, 1], "value": [2.0, 5.0], "count": [3, 1]})
     >>> distribution_of_counts(c, ["g"]).equals(distribution(pl.DataFrame({"g": [1] * 4, "v": [2, 2, 2, 5]}), "v", ["g"]))
     True
     """
-    v, n = pl.col("value"), pl.col("count").sum()
-    seen = pl.col("count").cum_sum()
-
-    def quantile(q: float) -> pl.Expr:
-        at = (n - 1).cast(pl.Float64) * q
-        low, high = v.filter(seen > at.floor()).first(), v.filter(seen > at.ceil()).first()
-        return pl.when(low == high).then(low).otherwise((at - at.floor()) * (high - low) + low)
-
+    v = pl.col("value")
     return (counts.lazy().filter(pl.col("count") > 0).sort([*by, "value"]).group_by(by)
-            .agg(sessions=n.cast(_LEN), min=v.first(), **{name: quantile(q) for name, q in QUANTILES.items()},
-                 max=v.last())
+            .agg(sessions=pl.col("count").sum().cast(_LEN), min=v.first(),
+                 **{name: counted_quantile(q) for name, q in QUANTILES.items()}, max=v.last())
             .sort(by).collect())
 
 
@@ -542,6 +542,42 @@ def calibration_total(curve: pl.DataFrame, cuts: Sequence[int]) -> pl.DataFrame:
     """
     return (curve.filter(pl.col("_cut").is_in(list(cuts)))
             .group_by("calls").agg(pl.col("predicted").sum(), pl.col("unpredicted").sum()).sort("calls"))
+
+
+def calibration_points(points: pl.DataFrame) -> pl.DataFrame:
+    """The left panel of the calibration plot of many cuts, from a
+    :class:`~panto_analytics.outcomes.recorded_refetch.CalibrationSummary`'s ``points``: per kind of cut (``cut``)
+    and point (``x``: the orphan targets at the cut; ``y``: the targets fetched again, ``series`` ``all``, or of
+    them those predicted, ``predicted``), the ``count`` of cuts there, every agent's together; sorted.
+
+    >>> p = pl.DataFrame({"source_format": ["a", "b"], "cut": ["compaction"] * 2, "orphan_targets": [4, 4],
+    ...                   "refetched_targets": [1, 0], "fetched_again_targets": [2, 2], "count": [3, 5]})
+    >>> calibration_points(p).select("series", "x", "y", "count").rows()
+    [('all', 4, 2, 8), ('predicted', 4, 0, 5), ('predicted', 4, 1, 3)]
+    """
+    def at(y: str, series: str) -> pl.LazyFrame:
+        return (points.lazy().group_by("cut", x=pl.col("orphan_targets"), y=pl.col(y))
+                .agg(pl.col("count").sum()).with_columns(series=pl.lit(series)))
+
+    both = pl.concat([at("fetched_again_targets", "all"), at("refetched_targets", "predicted")])
+    return both.select("cut", "series", "x", "y", "count").sort("cut", "series", "x", "y").collect()
+
+
+def calibration_per_cut(sums: pl.DataFrame, curve: pl.DataFrame) -> pl.DataFrame:
+    """The right panel of the calibration plot of many cuts, from a
+    :class:`~panto_analytics.outcomes.recorded_refetch.CalibrationSummary`'s ``sums`` and ``curve``: per agent,
+    kind of cut and ``calls``, the targets fetched again so far per cut (``predicted``, ``unpredicted``: the
+    summed curve over the cuts behind it), in ``curve``'s order.
+
+    >>> s = pl.DataFrame({"source_format": ["a"], "cut": ["compaction"], "cuts": [4]})
+    >>> c = pl.DataFrame({"source_format": ["a"] * 2, "cut": ["compaction"] * 2, "calls": [1, 2], "predicted": [2, 6],
+    ...                   "unpredicted": [0, 1]})
+    >>> calibration_per_cut(s, c).select("calls", "predicted", "unpredicted").rows()
+    [(1, 0.5, 0.0), (2, 1.5, 0.25)]
+    """
+    keys = ["source_format", "cut"]
+    return (curve.join(sums.select(*keys, "cuts"), on=keys, how="left", maintain_order="left")
+            .with_columns((pl.col(c).cast(pl.Float64) / pl.col("cuts")).alias(c) for c in ("predicted", "unpredicted")))
 
 
 def cost_per_session(replay_sessions: pl.DataFrame | pl.LazyFrame, value: str = "total_cost_usd") -> tuple[pl.DataFrame, float | None]:

@@ -45,14 +45,16 @@ from .formatting import format_tokens, has_budget, point_name
 __all__ = [
     "BUDGET_LABEL", "CALIBRATION_LINES", "DPI", "FIGSIZE", "GREY", "OUTCOME_COLORS", "PALETTE", "PlotFigure",
     "SOURCE_COLORS", "SOURCE_LABELS",
-    "STYLE", "agent_vs_libpanto_kept", "cost_by_budget",
+    "STYLE", "agent_vs_libpanto_kept", "agent_vs_libpanto_summary", "cost_by_budget",
     "frontier", "kept_tokens_by_budget", "kept_turns_by_budget", "outcome_shares_by_budget",
-    "png_bytes", "policy_comparison", "refetch_calibration", "replay_by_budget", "save", "style",
+    "png_bytes", "policy_comparison", "refetch_calibration", "refetch_calibration_summary", "replay_by_budget", "save", "style",
     "summarized_share_by_budget", "timeline", "turn_sizes",
 ]
 
 if TYPE_CHECKING:
     import polars as pl
+
+    from ..outcomes.recorded_refetch import CalibrationSummary
 
 #: Segment and series colours (colour-blind friendly, after Okabe & Ito).
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#7f7f7f")
@@ -140,18 +142,25 @@ def _highlight(ax, budget: int | None, x: float | None = None) -> None:
                label=f"recommended: {format_tokens(budget)}")
 
 
-def _legend(ax, **kw) -> None:
-    """A legend, when there is something to name (an empty corpus draws nothing): below the plot, under every
-    axes (the constrained layout makes room), where it covers no line, whatever the data (inside the axes, a
-    legend in a fixed corner covered the lines of some corpora: issue 32). ``loc`` is ignored.
+def _legend(ax, *more, **kw) -> None:
+    """One legend for ``ax`` and the axes in ``more`` together, when there is something to name (an empty corpus
+    draws nothing): below the plot, under every axes (the constrained layout makes room), where it covers no
+    line, whatever the data (inside the axes, a legend in a fixed corner covered the lines of some corpora:
+    issue 32). ``loc`` is ignored. A figure of several panels names them all in one call: two legends, each
+    below the figure, lay on each other.
     """
-    handles, labels = ax.get_legend_handles_labels()
+    handles: list = []
+    labels: list[str] = []
+    for each in (ax, *more):
+        named, names = each.get_legend_handles_labels()
+        handles, labels = handles + named, labels + names
     if not (handles or kw.get("handles")):
         return
     kw.pop("loc", None)
     # Two columns while they fit the figure's width; long names (a project's path) one under the other.
-    ncols = 2 if max(map(len, labels or [h.get_label() for h in kw.get("handles", [])]), default=0) <= 45 else 1
-    ax.figure.legend(*(() if kw.get("handles") else (handles, labels)), loc="outside lower center", ncols=ncols, **kw)
+    widest = max(map(len, labels or [h.get_label() for h in kw.get("handles", [])]), default=0)
+    kw.setdefault("ncols", 2 if widest <= 45 else 1)
+    ax.figure.legend(*(() if kw.get("handles") else (handles, labels)), loc="outside lower center", **kw)
 
 
 def _sessions(n: int) -> str:
@@ -308,6 +317,50 @@ def agent_vs_libpanto_kept(rows, *, log: bool = False) -> Figure:
     return fig
 
 
+def agent_vs_libpanto_summary(stats) -> Figure:
+    """:func:`agent_vs_libpanto_kept` past a few hundred compactions, from their summary
+    (:func:`~panto_analytics.analysis.compactions.kept_summary` by budget, every agent pooled): per budget, a bar
+    from the 10th to the 90th percentile of libpanto's kept suffix and a line through their medians; what the
+    agents kept, which no budget changes, as a band of the same percentiles and a line at its median.
+
+    >>> import polars as pl
+    >>> from panto_analytics.analysis.compactions import kept_counts, kept_summary
+    >>> rows = pl.DataFrame({"source_format": ["pi"] * 2, "budget": [20_000] * 2, "kept_turns": [2, 3],
+    ...     "kept_tokens": [12_345, 15_000], "agent_kept_tokens": [9_000, 20_000], "tokens_before": [None, 10]})
+    >>> len(agent_vs_libpanto_summary(kept_summary(kept_counts(rows), by=["budget"])).axes)
+    1
+    """
+    budgets = stats[BUDGET].to_list()
+    positions = list(range(len(budgets)))
+    first = stats.row(0, named=True) if stats.height else None
+    n = int(first["compactions"]) if first else 0
+    with style():
+        fig, (ax,) = _figure()
+        if budgets:
+            low, high = stats["kept_tokens_p10"].to_list(), stats["kept_tokens_p90"].to_list()
+            ax.bar(positions, [h - lo for lo, h in zip(low, high)], bottom=low, width=0.5, color=PALETTE[0] + "55",
+                   edgecolor=PALETTE[0], label="libpanto's kept suffix at that moment: 10th-90th percentile")
+            ax.plot(positions, stats["kept_tokens_p50"].to_list(), "o-", color=PALETTE[0], lw=2,
+                    label="libpanto's kept suffix: median")
+        if first is not None and first["agent_kept_tokens_p50"] is not None:
+            ax.axhspan(first["agent_kept_tokens_p10"], first["agent_kept_tokens_p90"], color=PALETTE[1], alpha=0.2,
+                       label=f"what the agents kept: 10th-90th percentile of {n:,} compactions")
+            ax.axhline(first["agent_kept_tokens_p50"], color=PALETTE[5], lw=2, label="median of what the agents kept")
+        step = max(1, round(len(budgets) / 12))
+        ax.set_xticks(positions[::step], [format_tokens(b) for b in budgets[::step]])
+        ax.set_xlim(-0.7, max(len(budgets), 1) - 0.3)
+        ax.set_xlabel(BUDGET_LABEL)
+        ax.grid(axis="x", visible=False)
+        ax.set_ylim(bottom=0)
+        _token_axis(ax.yaxis)
+        ax.set_ylabel("kept verbatim (tokens)")
+        _title(ax, "What libpanto would keep where the agents compacted")
+        _note(fig, f"{n:,} recorded compactions · bar: 10th-90th percentile · line: median · tokens to 3 "
+                   "significant digits")
+        _legend(ax)
+    return fig
+
+
 
 
 def refetch_calibration(cuts, curve) -> Figure:
@@ -334,15 +387,7 @@ def refetch_calibration(cuts, curve) -> Figure:
                          label=f"{label}: every target fetched again")
             left.scatter(x, [r["refetched_targets"] for r in mine], s=22, marker="o" if face is None else "s",
                          color=PALETTE[0] if kind == "compaction" else GREY, label=f"{label}: of them predicted")
-        top = max([1, *(max(r["orphan_targets"], r["fetched_again_targets"]) for r in rows)])
-        left.plot([0, top], [0, top], ls="--", color=GREY, lw=1, label="every predicted target fetched again")
-        left.set_xscale("symlog", linthresh=1)
-        left.set_yscale("symlog", linthresh=1)
-        left.set_xlim(left=0)
-        left.set_ylim(bottom=0)
-        left.set_xlabel("orphan targets at the cut (predicted re-fetches)")
-        left.set_ylabel("targets fetched again within the horizon")
-        _title(left, "Predicted against observed re-fetches")
+        _calibration_left(left, max([1, *(max(r["orphan_targets"], r["fetched_again_targets"]) for r in rows)]))
         horizon = int(curve["calls"].max()) if curve.height else 0
         if len(compactions) > CALIBRATION_LINES:  # one pair of lines for them all: a legend a reader can follow
             total = data.calibration_total(curve, [r["_cut"] for r in compactions])
@@ -359,17 +404,108 @@ def refetch_calibration(cuts, curve) -> Figure:
                        label=f"{name}: predicted, fetched again")
             right.step(mine["calls"].to_list(), mine["unpredicted"].to_list(), where="post", color=color, ls=":",
                        label=f"{name}: not predicted")
-        right.set_xlim(0.5, max(horizon, 1) + 0.5)
-        right.set_ylim(bottom=0)
-        right.yaxis.set_major_locator(MaxNLocator(integer=True))
-        right.xaxis.set_major_locator(MaxNLocator(integer=True))
-        right.set_xlabel("tool calls after the compaction")
-        right.set_ylabel("targets fetched again (cumulative)")
-        _title(right, "Over the horizon")
+        _calibration_right(right, horizon, "targets fetched again (cumulative)", integer=True)
         _note(fig, f"{len(compactions)} recorded compactions, {len(rows) - len(compactions)} pseudo-cuts · "
                    f"horizon {horizon} tool calls")
-        _legend(left, loc="upper left", fontsize=7.5)
-        _legend(right, loc="center right", fontsize=7.5)
+        _legend(left, right, fontsize=7.5, ncols=3)  # up to 2 + 2 x CALIBRATION_LINES entries: rows, not a column
+    return fig
+
+
+def _calibration_left(ax, top: float) -> None:
+    """The left panel's diagonal (up to ``top``), scales, labels and title."""
+    ax.plot([0, top], [0, top], ls="--", color=GREY, lw=1, label="every predicted target fetched again")
+    ax.set_xscale("symlog", linthresh=1)
+    ax.set_yscale("symlog", linthresh=1)
+    ax.set_xlim(left=0)
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel("orphan targets at the cut (predicted re-fetches)")
+    ax.set_ylabel("targets fetched again within the horizon")
+    _title(ax, "Predicted against observed re-fetches")
+
+
+def _calibration_right(ax, horizon: int, ylabel: str, *, integer: bool) -> None:
+    """The right panel's axes over the ``horizon``, labels and title."""
+    ax.set_xlim(0.5, max(horizon, 1) + 0.5)
+    ax.set_ylim(bottom=0)
+    if integer:
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlabel("tool calls after the compaction")
+    ax.set_ylabel(ylabel)
+    _title(ax, "Over the horizon")
+
+
+def _count_size(count: int) -> float:
+    """A marker's area (points squared) for a point that stands for ``count`` cuts: 14 for one, 26 more for each
+    tenfold."""
+    return 14.0 + 26.0 * float(np.log10(max(count, 1)))
+
+
+#: The kinds of cut, their names in a legend and their colour when one colour is not the agent's.
+_CUT_KINDS = (("compaction", "recorded compaction", "recorded compactions"), ("baseline", "pseudo-cut", "pseudo-cuts"))
+
+
+def refetch_calibration_summary(summary: CalibrationSummary) -> Figure:
+    """:func:`refetch_calibration` of many cuts, from their
+    :class:`~panto_analytics.outcomes.recorded_refetch.CalibrationSummary` (counts and sums, whatever the number
+    of cuts). Left: the cuts counted at each point (orphan targets, targets fetched again: hollow, all of them;
+    filled, those predicted), a marker's area growing with the count (the legend names a few). Right: per agent
+    and kind of cut, the targets fetched again after each tool call, predicted (solid) and not (dotted), per cut
+    (the summed curve over the cuts behind it; pseudo-cuts thinner).
+
+    >>> import polars as pl
+    >>> from panto_analytics.outcomes.recorded_refetch import calibration_partial
+    >>> cuts = pl.DataFrame({"source_format": ["pi"] * 2, "cut": ["compaction", "baseline"], "orphan_targets": [4, 9],
+    ...                      "refetched_targets": [1, 0], "fetched_again_targets": [2, 1], "window_calls": [3, 3],
+    ...                      "repeat_reads": [0, 0], "orphan_calls": [1, 0], "refetched_orphans": [1, 0],
+    ...                      "refetch_calls": [1, 0], "refetch_tokens": [50, 0]})
+    >>> curve = pl.DataFrame({"_cut": [0, 0, 1, 1], "calls": [1, 2, 1, 2], "predicted": [0, 1, 0, 0],
+    ...                       "unpredicted": [1, 1, 0, 1]})
+    >>> len(refetch_calibration_summary(calibration_partial(cuts, curve)).axes[1].get_lines())
+    4
+    """
+    import polars as pl
+
+    points = data.calibration_points(summary.points)
+    per_cut = data.calibration_per_cut(summary.sums, summary.curve)
+    agents = summary.sums["source_format"].unique(maintain_order=True).to_list()
+    counted = dict(summary.sums.group_by("cut").agg(pl.col("cuts").sum()).iter_rows())
+    with style():
+        fig, (left, right) = _figure(2, size=(FIGSIZE[0] * 1.35, FIGSIZE[1]))
+        for kind, one, _ in _CUT_KINDS:
+            color = PALETTE[0] if kind == "compaction" else GREY
+            for series, label in (("all", "every target fetched again"), ("predicted", "of them predicted")):
+                mine = points.filter((pl.col("cut") == kind) & (pl.col("series") == series))
+                if mine.is_empty():
+                    continue
+                sizes = [_count_size(c) for c in mine["count"].to_list()]
+                if series == "all":
+                    left.scatter(mine["x"].to_list(), mine["y"].to_list(), s=[s * 2 for s in sizes],
+                                 facecolors="none", edgecolors=color, label=f"{one}s: {label}")
+                else:
+                    left.scatter(mine["x"].to_list(), mine["y"].to_list(), s=sizes,
+                                 marker="o" if kind == "compaction" else "s", color=color, label=f"{one}s: {label}")
+        most = max(points["count"].to_list(), default=1)
+        for c in [10 ** k for k in range(len(str(most)))]:  # the legend's sizes: 1, 10, 100, ... cuts
+            left.scatter([], [], s=_count_size(c), color=GREY, alpha=0.6,
+                         label=f"{c:,} cut{'' if c == 1 else 's'} at a point (filled marker's area)")
+        _calibration_left(left, max([1, *points["x"].to_list(), *points["y"].to_list()]))
+        for (agent, kind), mine in per_cut.partition_by("source_format", "cut", as_dict=True,
+                                                        maintain_order=True).items():
+            color = PALETTE[agents.index(agent) % len(PALETTE)]
+            many = next(m for k, _, m in _CUT_KINDS if k == kind)
+            name = f"{agent}, {int(mine['cuts'][0]):,} {many}, per cut"
+            lw = 1.8 if kind == "compaction" else 1.0
+            right.step(mine["calls"].to_list(), mine["predicted"].to_list(), where="post", color=color, lw=lw,
+                       label=f"{name}: predicted")
+            right.step(mine["calls"].to_list(), mine["unpredicted"].to_list(), where="post", color=color, lw=lw,
+                       ls=":", label=f"{name}: not predicted")
+        horizon = max(summary.curve["calls"].to_list(), default=0)
+        _calibration_right(right, horizon, "targets fetched again per cut (cumulative)", integer=False)
+        _note(fig, f"{counted.get('compaction', 0):,} recorded compactions, {counted.get('baseline', 0):,} "
+                   f"pseudo-cuts · horizon {horizon} tool calls")
+        # One legend for both panels (two, each below the figure, would lie on each other).
+        _legend(left, right, fontsize=7.5)
     return fig
 
 
@@ -752,7 +888,6 @@ def timeline(tl) -> Figure:
     top.set_ylabel("context (tokens)")
     _token_axis(top.yaxis)
     _title(top, f"Session {tl.session_id[:13]}: context per API call")
-    _legend(top, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     parts = [("cache_read", "cache read", "#56B4E9"), ("cache_write", "cache write", "#E69F00"),
              ("input", "uncached input", "#D55E00")]
     base = np.zeros(len(x))
@@ -769,7 +904,7 @@ def timeline(tl) -> Figure:
     bottom.set_xlabel("API call")
     bottom.set_ylabel("prompt tokens")
     _token_axis(bottom.yaxis)
-    _legend(bottom)
+    _legend(top, bottom)
     cost = tl.cost_usd
     broke = breaks["break_cost_usd"].drop_nulls().sum() if "break_cost_usd" in breaks.columns else 0
     # An escaped dollar sign: a bare one starts matplotlib's math text.

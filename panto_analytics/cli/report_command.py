@@ -21,7 +21,7 @@ __all__ = ["report"]
 @criteria_options
 @click.option("--output", "--out", "-o", "out_dir", type=click.Path(file_okay=False, path_type=Path), required=True,
               callback=lambda ctx, param, value: value and check_output_path(value, None, "-o", folder=True),
-              help="Folder to write index.html, report.md, the PNGs, sweep.parquet and splits.parquet into.")
+              help="Folder to write index.html, report.md, the PNGs and the Parquet files into.")
 @click.option("--by", "segment_by", type=click.Choice(SEGMENT_KINDS), multiple=True,
               help="Also plot by segment: model, source_format, project or length (session-length bucket). Repeatable.")
 @click.option("--title", default=None, help="The report's title.")
@@ -38,8 +38,10 @@ def report(paths, format_, skip_invalid, budgets, min_kept_turns, coverage, max_
     """A report on what each budget does to the sessions in PATHS: HTML, Markdown, PNGs, Parquet.
 
     DIR/index.html opens offline (plots embedded); DIR/report.md links the
-    PNGs beside it; sweep.parquet and splits.parquet hold the numbers. The
-    report shows the corpus, the budget table, the plots and a recommended
+    PNGs beside it; sweep.parquet, splits.parquet and, where the agents
+    recorded compactions, recorded_compactions.parquet (a row per compaction
+    and budget; past a few hundred, the sections on them sum them up per
+    agent) hold the numbers. The report shows the corpus, the budget table, the plots and a recommended
     budget by the same rules as `recommend`. With --window it leads with the
     decision under that window: the frontier (median cost per session against
     orphan rate, one point per policy and budget, the agents' recorded points
@@ -54,7 +56,8 @@ def report(paths, format_, skip_invalid, budgets, min_kept_turns, coverage, max_
     costs, the policies' comparison and the timelines of the sessions served
     worst), the plots of the splits and turns (--by too, from exact counts
     merged), the recorded compactions and their loss per cut, and
-    splits.parquet, equal to the same report in memory; the replay's rows as
+    splits.parquet and recorded_compactions.parquet (streamed task by task),
+    equal to the same report in memory; the replay's rows as
     Parquet are left out, named in the report.
 
     \b

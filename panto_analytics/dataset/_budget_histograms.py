@@ -9,7 +9,7 @@ reduced to one long table of ``(budget, metric, value, count)`` rows
 (:func:`sweep_from`, :func:`coverage_from`) bit for bit as the in-memory
 path computes them: shares are the same integer ratios, and percentiles
 pick the same observed value with the same ``"nearest"`` rule Polars uses
-(:func:`nearest_rank`).
+(:func:`~panto_analytics.frame.expressions.counted_quantile`).
 
 Metrics: ``kept_tokens``, ``kept_turns``, ``n_turns`` (value: the figure;
 count: sessions), ``noop_n_turns`` (``n_turns`` of no-op sessions with
@@ -36,10 +36,11 @@ import polars as pl
 
 from ..analysis.choose.from_splits import coverage_table
 from ..analysis.choose.rule import Rule
+from ..frame.expressions import counted_quantile
 from ..frame.schema import BUDGET, SPLIT_SCHEMA
 from ..policy import sweep
 
-__all__ = ["HISTOGRAM_SCHEMA", "METRICS", "Metric", "coverage_from", "histograms", "merge", "nearest_rank", "sweep_from"]
+__all__ = ["HISTOGRAM_SCHEMA", "METRICS", "Metric", "coverage_from", "histograms", "merge", "sweep_from"]
 
 METRICS = ("kept_tokens", "kept_turns", "n_turns", "noop_n_turns", "noop", "capped", "summarized_tokens", "active_tokens")
 Metric = pl.Enum(list(METRICS))
@@ -96,24 +97,11 @@ def merge(tables: Iterable[pl.DataFrame]) -> pl.DataFrame:
     return pl.concat(frames).group_by(_KEY).agg(pl.col("count").sum()).sort(_KEY).cast(_CAST)
 
 
-def nearest_rank(q: float, n: pl.Expr) -> pl.Expr:
-    """The 0-based rank Polars' ``quantile(q, "nearest")`` picks among ``n`` sorted values: ``q * (n - 1)``
-    rounded half away from zero.
-
-    >>> import polars as pl
-    >>> pl.select(nearest_rank(0.5, pl.lit(6))).item(), pl.select(nearest_rank(0.1, pl.lit(46))).item()
-    (3, 5)
-    """
-    return (pl.lit(q, pl.Float64) * (n - 1).cast(pl.Float64)).round(0, mode="half_away_from_zero").cast(pl.UInt64)
-
-
 def _quantile(hist: pl.DataFrame, metric: str, q: float, name: str) -> pl.LazyFrame:
-    """Per budget, the value at :func:`nearest_rank` of the metric's histogram."""
-    per_budget = pl.col("count").cum_sum().over(BUDGET)
-    total = pl.col("count").sum().over(BUDGET)
+    """Per budget, the metric's ``q`` percentile by nearest rank (an observed value, the sweep's on purpose:
+    :func:`~panto_analytics.frame.expressions.observed_quantile`), from its counts."""
     return (hist.lazy().filter(pl.col("metric") == metric).sort(BUDGET, "value")
-            .filter(per_budget > nearest_rank(q, total))
-            .group_by(BUDGET).agg(pl.col("value").first().alias(name)))
+            .group_by(BUDGET).agg(counted_quantile(q, interpolation="nearest").alias(name)))
 
 
 def _count(metric: str, where: pl.Expr | None = None) -> pl.Expr:

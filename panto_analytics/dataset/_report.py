@@ -178,5 +178,6 @@ def report_dataset(root: str | Path, budgets: Any, *, splits_to: Path, rule: Rul
         report.costs = table
         report.figures.append(figure)
     sections_dataset(report, root, held[0] if held else None, window=window, reserve=reserve, policies=policies,
-                     summary_tokens=summary_tokens, prices=prices, horizon=horizon, **where)
+                     summary_tokens=summary_tokens, prices=prices, horizon=horizon,
+                     rows_to=splits_to.with_name(splits_to.name + ".recorded"), **where)
     return with_pngs(report)

@@ -31,6 +31,7 @@ from ..analysis.plot_data import replay_stats
 from ..analysis.report.build import (
     cut_policies,
     loss_section,
+    loss_summary_section,
     policy_budget,
     policy_cuts_section,
     policy_section,
@@ -157,23 +158,29 @@ def policies_section(report: Report, root: str | Path, policies: Sequence[str], 
 
 def sections_dataset(report: Report, root: str | Path, held: HeldReplay | None, *, window: int | None, reserve: int,
                      policies: Sequence[str], summary_tokens: int | None, prices: Any, horizon: int | None,
-                     engine: str = "local", address: str | None = None, task_rows: int | None = None) -> None:
+                     engine: str = "local", address: str | None = None, task_rows: int | None = None,
+                     rows_to: Path | None = None) -> None:
     """The sections of the dataset's report that follow the replay's and the costs, in the in-memory report's
-    order: the recorded compactions and their loss per cut (:mod:`~panto_analytics.dataset._report_recorded`),
+    order: the recorded compactions and their loss per cut (:mod:`~panto_analytics.dataset._report_recorded`;
+    ``rows_to``: the file every row of what the agents kept is written to, the report's
+    ``recorded_compactions.parquet``),
     the policies' comparison (under a window, with ``policies``), the timelines of the worst-served sessions
     (``held``: under a window)."""
     where: dict[str, Any] = {"engine": engine, "address": address}
     found = recorded_dataset(root, report.budgets, horizon=DEFAULT_HORIZON if horizon is None else horizon,
                              policies=cut_policies(policies) if policies and window is not None else (),
-                             task_rows=TASK_ROWS if task_rows is None else task_rows, **where)
-    if found.agent_rows is not None:
-        recorded_section(report, found.agent_rows)
+                             task_rows=TASK_ROWS if task_rows is None else task_rows, rows_to=rows_to, **where)
+    if found.agent_counts is not None:
+        recorded_section(report, found.agent_rows, found.agent_counts)
+        report.recorded_rows = found.agent_file
     if found.cuts is not None and found.curve is not None:
         loss_section(report, found.cuts, found.curve, horizon=DEFAULT_HORIZON if horizon is None else horizon)
+    elif found.loss is not None:  # past RECORDED_ROWS cuts: their summary, merged task by task
+        loss_summary_section(report, found.loss, horizon=DEFAULT_HORIZON if horizon is None else horizon)
     if policies and window is not None:
         policies_section(report, root, policies, window=window, reserve=reserve, summary_tokens=summary_tokens,
                          task_rows=task_rows, **where)
-        if found.policy_rows is not None:
-            policy_cuts_section(report, found.policy_rows)
+        if found.policy_counts is not None:
+            policy_cuts_section(report, found.policy_rows, found.policy_counts)
     if held is not None and window is not None:
         timelines_section(report, root, held, window=window, reserve=reserve, prices=prices, horizon=horizon)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import operator
 from functools import reduce
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import polars as pl
 
@@ -34,9 +34,10 @@ if TYPE_CHECKING:
     from polars._typing import IntoExpr
 
 __all__ = [
-    "MAX_TURNS", "assistant_cumulative", "count_in_session", "follows_user", "is_active", "is_api_call",
+    "MAX_TURNS", "TOKEN_DIGITS", "assistant_cumulative", "count_in_session", "counted_quantile", "follows_user", "is_active", "is_api_call",
     "is_structural_frame", "is_turn_start", "last_before", "median", "message_tokens", "observed_quantile",
-    "latest_summary_bytes", "prior_assistant_cumulative", "request_bytes", "request_bytes_before", "session_end", "session_start",
+    "latest_summary_bytes", "prior_assistant_cumulative", "request_bytes", "request_bytes_before", "rounded_tokens",
+    "session_end", "session_start",
     "sum_in_session", "transcript_bytes", "usage_total", "word_tokens",
 ]
 
@@ -265,7 +266,7 @@ def median(values: IntoExpr) -> pl.Expr:
     of an even count the mean of the two middle ones (Polars' ``median``; Float64, null without values).
 
     The one definition of a median or ``_p50`` a user reads. Exceptions pick an observed value on purpose and
-    say why where they do: :func:`observed_quantile`.
+    say why where they do: :func:`observed_quantile`. From exact value counts: :func:`counted_quantile`.
 
     >>> pl.DataFrame({"k": [7, 22]}).select(median("k")).item()
     14.5
@@ -279,9 +280,68 @@ def observed_quantile(column: str, q: float, dtype: pl.DataType) -> pl.Expr:
     """The ``q`` quantile of ``column`` as one of its values (nearest rank), cast to ``dtype``: a percentile of
     whole tokens, turns or bytes stays whole. Not for a median shown to a user (:func:`median`), except where
     a figure must be an observed value: the sweep's, merged bucket by bucket from exact value counts
-    (docs/scale.md), picks one on every path.
+    (docs/scale.md), picks one on every path (from the counts: :func:`counted_quantile` ``"nearest"``).
 
     >>> pl.DataFrame({"k": [10, 20, 40]}).select(observed_quantile("k", 0.9, pl.UInt64())).item()
     40
     """
     return pl.col(column).quantile(q, "nearest").cast(dtype)
+
+
+#: The significant digits a token count keeps in a summary that merges (:func:`rounded_tokens`).
+TOKEN_DIGITS = 3
+
+
+def rounded_tokens(values: IntoExpr) -> pl.Expr:
+    """Token counts rounded to :data:`TOKEN_DIGITS` significant digits (12,345 -> 12,300; 999 stays 999), the
+    precision :func:`~panto_analytics.analysis.formatting.format_tokens` shows from 10k up: what a summary counts
+    per value so that it merges exactly (by adding counts) and stays bounded (at most 900 values a decade).
+    Rounding is monotone, so a quantile that picks an observed value (:func:`counted_quantile`, ``"lower"``) of
+    the rounded counts is the rounded quantile of the counts themselves.
+
+    >>> pl.DataFrame({"t": [999, 12_345, 12_350, 99_960]}).select(rounded_tokens("t")).to_series().to_list()
+    [999, 12300, 12400, 100000]
+    """
+    return _expr(values).round_sig_figs(TOKEN_DIGITS)
+
+
+# --- quantiles of value counts ----------------------------------------------
+
+def counted_quantile(q: float, value: IntoExpr = "value", count: IntoExpr = "count", *,
+                     interpolation: Literal["linear", "nearest", "lower"] = "linear") -> pl.Expr:
+    """The ``q`` quantile of the values a value-counts table counts (each ``value`` ``count`` times), bit for bit
+    Polars' ``quantile(q, interpolation)`` of the values themselves: the one definition of a quantile from exact value
+    counts (what lanes that merge counts bucket by bucket take theirs from). An aggregation (``select``,
+    ``group_by().agg``) over rows sorted by ``value``, none of them null (``value`` and ``count``: names, or
+    expressions such as the same filter of both); null when they count nothing.
+
+    The definitions, each at the 0-based rank ``q * (n - 1)`` among the ``n`` sorted values:
+
+    - ``"linear"``: between the values at its floor and its ceiling, Float64. At ``q = 0.5`` the median of
+      :func:`median` (of an even count, the two middle values' mean, as Polars takes it: ``lo + 0.5 * (hi - lo)``,
+      which is not always ``(lo + hi) / 2`` to the last bit); the box statistics' quantiles.
+    - ``"nearest"``: the value at the rank rounded half away from zero (:func:`observed_quantile`'s, the sweep's
+      percentiles: an observed value, in the values' dtype).
+    - ``"lower"``: the value at the rank's floor (an observed value, in the values' dtype).
+
+    The k-th smallest value (from 0) is the first whose cumulative count passes k.
+
+    >>> c = pl.DataFrame({"value": [1, 4, 9], "count": [1, 1, 2]})  # 1, 4, 9, 9
+    >>> c.select(counted_quantile(0.5)).item(), pl.DataFrame({"k": [1, 4, 9, 9]}).select(median("k")).item()
+    (6.5, 6.5)
+    >>> c.select(nearest=counted_quantile(0.5, interpolation="nearest"), lower=counted_quantile(0.5, interpolation="lower")).row(0)
+    (9, 4)
+    """
+    v, c = _expr(value), _expr(count)
+    at = (c.sum().cast(pl.Int64) - 1).cast(pl.Float64) * q
+    seen = c.cum_sum()
+
+    def at_rank(rank: pl.Expr) -> pl.Expr:
+        return v.filter((seen > rank) & (c > 0)).first()
+
+    if interpolation == "nearest":
+        return at_rank(at.round(0, mode="half_away_from_zero"))
+    if interpolation == "lower":
+        return at_rank(at.floor())
+    low, high = at_rank(at.floor()).cast(pl.Float64), at_rank(at.ceil()).cast(pl.Float64)
+    return pl.when(low == high).then(low).otherwise((at - at.floor()) * (high - low) + low)

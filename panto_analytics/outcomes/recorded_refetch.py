@@ -26,10 +26,12 @@ they feel.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
 
+from ..frame.expressions import counted_quantile
 from ..frame.schema import ROLE, SEQ, SESSION
 from ..frame.tool_targets import references
 from .orphan_loss import (
@@ -46,8 +48,9 @@ from .orphan_loss import (
 
 __all__ = [
     "BOOTSTRAP_LEVEL", "BOOTSTRAP_RESAMPLES", "BOOTSTRAP_SEED", "ENOUGH_CUTS", "MEDIANS", "REFETCH_COLUMNS", "SUMMED",
-    "TARGET_COLUMNS", "all_cuts", "bootstrap_intervals", "calibration", "call_context", "cut_rows", "measure_cuts",
-    "merge_refetch_partials", "precision_recall", "pseudo_cuts", "recorded_cut_rows", "refetch", "refetch_curve",
+    "TARGET_COLUMNS", "CalibrationSummary", "all_cuts", "bootstrap_intervals", "calibration", "calibration_partial",
+    "call_context", "cut_rows", "measure_cuts", "merge_calibration", "merge_refetch_partials",
+    "precision_recall", "pseudo_cuts", "recorded_cut_rows", "refetch", "refetch_curve",
     "refetch_partials", "refetch_summary", "reorientation", "restore_check", "target_loss",
 ]
 
@@ -389,21 +392,15 @@ def refetch_partials(cuts: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
 
 def merge_refetch_partials(partials: Sequence[pl.DataFrame]) -> pl.DataFrame:
     """:func:`refetch_summary` from the :func:`refetch_partials` of disjoint sets of cuts: sums added, each
-    median the middle of the merged value counts (the mean of the two middle values for an even count, as
-    Polars' ``median``), the bootstrap run on the merged triples (sorted: the same draws however the cuts were
-    split)."""
+    median that of the merged value counts (:func:`~panto_analytics.frame.expressions.counted_quantile`: the
+    mean of the two middle values for an even count, as Polars' ``median``), the bootstrap run on the merged
+    triples (sorted: the same draws however the cuts were split)."""
     both = pl.concat([p for p in partials if p.width] or [refetch_partials(_no_cuts())], how="diagonal_relaxed").lazy()
     sums = (both.filter(pl.col("metric").is_null()).group_by(_KEYS)
             .agg(pl.col("cuts").sum(), *(pl.col(c).sum() for c in SUMMED), pl.col("reoriented").sum()))
-    counts = (both.filter(pl.col("metric").is_in(list(MEDIANS))).group_by(*_KEYS, "metric", "value")
+    middle = (both.filter(pl.col("metric").is_in(list(MEDIANS))).group_by(*_KEYS, "metric", "value")
               .agg(pl.col("count").sum()).sort(*_KEYS, "metric", "value")
-              .with_columns(seen=pl.col("count").cum_sum().over(*_KEYS, "metric"),
-                            n=pl.col("count").sum().over(*_KEYS, "metric")))
-    # The k-th smallest value (from 0) is the first whose cumulative count passes k.
-    middle = (counts.group_by(*_KEYS, "metric")
-              .agg(low=pl.col("value").filter(pl.col("seen") > (pl.col("n") - 1) // 2).first(),
-                   high=pl.col("value").filter(pl.col("seen") > pl.col("n") // 2).first())
-              .select(*_KEYS, "metric", median=(pl.col("low").cast(pl.Float64) + pl.col("high").cast(pl.Float64)) / 2))
+              .group_by(*_KEYS, "metric").agg(median=counted_quantile(0.5)))
     table = sums
     for m in MEDIANS:
         table = table.join(middle.filter(pl.col("metric") == m).select(*_KEYS, pl.col("median").alias(f"{m}_median")),
@@ -422,8 +419,11 @@ def bootstrap_intervals(triples: pl.DataFrame, *, resamples: int = BOOTSTRAP_RES
 
     ``triples`` holds, per (``source_format``, ``cut``), each distinct triple of a cut's counts
     (``t_orphan_targets``, ``t_refetched_targets``, ``t_fetched_again_targets``) with its ``count``. Cuts are
-    drawn with replacement (``resamples`` times, NumPy's generator seeded with ``seed`` per group), and each
-    draw's pooled ratios give the interval's quantiles; a group of fewer than ``enough`` cuts gets nulls.
+    drawn with replacement, ``resamples`` times: a resample is how many copies of each distinct triple it holds,
+    drawn at once as a multinomial of the group's cuts (each triple's share of them; the triples sorted, NumPy's
+    generator seeded with ``seed`` per group), so that the draws are the same however the cuts were split and
+    what it holds is resamples x distinct triples, not x cuts. Each resample's pooled ratios give the interval's
+    quantiles; a group of fewer than ``enough`` cuts gets nulls.
 
     >>> t = pl.DataFrame({"source_format": ["pi"] * 2, "cut": ["compaction"] * 2, "t_orphan_targets": [4, 2],
     ...                   "t_refetched_targets": [1, 2], "t_fetched_again_targets": [1, 3], "count": [20, 20]})
@@ -434,19 +434,21 @@ def bootstrap_intervals(triples: pl.DataFrame, *, resamples: int = BOOTSTRAP_RES
     True
     """
     bounds = ("precision_low", "precision_high", "recall_low", "recall_high")
-    groups = (triples.sort(*_KEYS, *(f"t_{c}" for c in _TRIPLE))
+    groups = (triples.group_by(*_KEYS, *(f"t_{c}" for c in _TRIPLE)).agg(pl.col("count").sum())
+              .sort(*_KEYS, *(f"t_{c}" for c in _TRIPLE))
               .group_by(_KEYS, maintain_order=True)
-              .agg(*(pl.col(f"t_{c}").repeat_by("count").list.explode(keep_nulls=False, empty_as_null=False).alias(c) for c in _TRIPLE)))
+              .agg(*(pl.col(f"t_{c}").alias(c) for c in _TRIPLE), pl.col("count")))
     rows: list[tuple[float | None, ...]] = []
     alpha = (1 - level) / 2
-    for orphans, refetched, again in groups.select(*_TRIPLE).iter_rows():  # one per agent and kind of cut
-        if len(orphans) < enough:
+    for orphans, refetched, again, count in groups.select(*_TRIPLE, "count").iter_rows():  # per agent and kind
+        n = sum(count)
+        if n < enough:
             rows.append((None,) * 4)
             continue
-        draw = np.random.default_rng(seed).integers(0, len(orphans), size=(resamples, len(orphans)))
-        tp = np.asarray(refetched)[draw].sum(axis=1)
+        copies = np.random.default_rng(seed).multinomial(n, np.asarray(count, dtype=np.float64) / n, size=resamples)
+        tp = copies @ np.asarray(refetched, dtype=np.int64)
         out: list[float | None] = []
-        for den in (np.asarray(orphans)[draw].sum(axis=1), np.asarray(again)[draw].sum(axis=1)):
+        for den in (copies @ np.asarray(orphans, dtype=np.int64), copies @ np.asarray(again, dtype=np.int64)):
             ratio = tp[den > 0] / den[den > 0]
             out += [float(np.quantile(ratio, alpha)), float(np.quantile(ratio, 1 - alpha))] if len(ratio) else [None] * 2
         rows.append(tuple(out))
@@ -458,3 +460,81 @@ def _no_cuts() -> pl.DataFrame:
     """No cut, with the columns :func:`refetch_partials` reads."""
     return pl.DataFrame(schema={"source_format": pl.String, "cut": pl.String, **{c: pl.UInt32 for c in SUMMED},
                                 **{m: pl.UInt32 for m in MEDIANS}})
+
+
+# -- the calibration of many cuts: sums and counts that merge ----------------------------------------------------------
+
+_SUMS_SCHEMA = {"source_format": pl.String, "cut": pl.String, "cuts": pl.Int64, **{c: pl.Int64 for c in SUMMED}}
+_POINTS_SCHEMA = {"source_format": pl.String, "cut": pl.String, **{c: pl.Int64 for c in TARGET_COLUMNS},
+                  "count": pl.Int64}
+_CURVE_SCHEMA = {"source_format": pl.String, "cut": pl.String, "calls": pl.Int64, "predicted": pl.Int64,
+                 "unpredicted": pl.Int64}
+
+
+@dataclass(frozen=True)
+class CalibrationSummary:
+    """What :func:`calibration`'s rows show of many cuts, in integer counts and sums that merge exactly by adding
+    (:func:`merge_calibration`), however many cuts stand behind them; each frame sorted by its keys (agents in
+    order, recorded compactions before pseudo-cuts):
+
+    - ``sums``: per agent (``source_format``) and kind of cut (``cut``): ``cuts`` and :data:`SUMMED` summed;
+    - ``points``: per agent, kind and triple of a cut's :data:`TARGET_COLUMNS`: ``count``, the cuts at it;
+    - ``curve``: per agent, kind and ``calls`` (1 to the horizon): ``predicted`` and ``unpredicted``
+      (:func:`refetch_curve`'s), summed over the cuts.
+    """
+
+    sums: pl.DataFrame
+    points: pl.DataFrame
+    curve: pl.DataFrame
+
+    @property
+    def cuts(self) -> int:
+        """How many cuts stand behind the summary."""
+        return int(self.sums["cuts"].sum())
+
+
+def _sorted(sums: pl.LazyFrame, points: pl.LazyFrame, curve: pl.LazyFrame) -> CalibrationSummary:
+    """The three frames in their declared columns and dtypes, each sorted by its keys."""
+    def keyed(frame: pl.LazyFrame, schema: dict, *more: str) -> pl.LazyFrame:
+        return (frame.select(pl.col(c).cast(t) for c, t in schema.items())
+                .sort(*_KEYS, *more, descending=[False, True, *(False for _ in more)]))
+
+    got = pl.collect_all([keyed(sums, _SUMS_SCHEMA), keyed(points, _POINTS_SCHEMA, *TARGET_COLUMNS),
+                          keyed(curve, _CURVE_SCHEMA, "calls")])
+    return CalibrationSummary(*got)
+
+
+def calibration_partial(cuts: pl.DataFrame | pl.LazyFrame, curve: pl.DataFrame | pl.LazyFrame) -> CalibrationSummary:
+    """:func:`calibration`'s ``cuts`` and ``curve`` (its ``_cut``: the row of ``cuts``) as a
+    :class:`CalibrationSummary`; the summaries of disjoint sets of cuts merge (:func:`merge_calibration`) to the
+    summary of them all.
+
+    >>> cuts = pl.DataFrame({"source_format": ["pi"] * 2, "cut": ["compaction"] * 2, "orphan_targets": [4, 4],
+    ...                      "refetched_targets": [1, 1], "fetched_again_targets": [2, 2],
+    ...                      **{c: [1, 2] for c in SUMMED if c not in TARGET_COLUMNS}})
+    >>> curve = pl.DataFrame({"_cut": [0, 0, 1, 1], "calls": [1, 2, 1, 2], "predicted": [0, 1, 1, 1],
+    ...                       "unpredicted": [1, 1, 0, 1]})
+    >>> got = calibration_partial(cuts, curve)
+    >>> got.sums.select("cuts", "refetch_tokens").row(0), got.points["count"].to_list(), got.curve["predicted"].to_list()
+    ((2, 3), [2], [1, 2])
+    """
+    lf = cuts.lazy().with_columns(pl.col("source_format").cast(pl.String), pl.col("cut").cast(pl.String))
+    sums = lf.group_by(_KEYS).agg(cuts=pl.len(), **{c: pl.col(c).cast(pl.Int64).sum() for c in SUMMED})
+    points = lf.group_by(*_KEYS, *(pl.col(c).cast(pl.Int64) for c in TARGET_COLUMNS)).agg(count=pl.len())
+    kinds = lf.with_row_index("_cut").select(pl.col("_cut").cast(pl.Int64), *_KEYS)
+    summed = (curve.lazy().with_columns(pl.col("_cut").cast(pl.Int64)).join(kinds, on="_cut")
+              .group_by(*_KEYS, pl.col("calls").cast(pl.Int64))
+              .agg(pl.col("predicted").cast(pl.Int64).sum(), pl.col("unpredicted").cast(pl.Int64).sum()))
+    return _sorted(sums, points, summed)
+
+
+def merge_calibration(parts: Sequence[CalibrationSummary | None]) -> CalibrationSummary:
+    """The :class:`CalibrationSummary` of the cuts of ``parts`` (summaries of disjoint sets of cuts; None: no
+    cut), every count and sum added: the same frames, to the last bit, however the cuts were split."""
+    def added(name: str, schema: dict, keys: Sequence[str]) -> pl.LazyFrame:
+        frames = [getattr(p, name) for p in parts if p is not None]
+        whole = pl.concat([pl.DataFrame(schema=schema), *frames], how="vertical").lazy()
+        return whole.group_by(*keys).agg(pl.exclude(*keys).sum())
+
+    return _sorted(added("sums", _SUMS_SCHEMA, _KEYS), added("points", _POINTS_SCHEMA, [*_KEYS, *TARGET_COLUMNS]),
+                   added("curve", _CURVE_SCHEMA, [*_KEYS, "calls"]))

@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
-from conftest import FIXTURES, REPO
+from conftest import FIXTURES, REPO, legend_boxes
 from matplotlib.figure import Figure
 
 import panto_analytics as pa
@@ -317,7 +317,9 @@ def test_the_calibration_plot_draws_a_few_compactions_each_and_many_summed(n):
                          "refetched_targets": [1] * (n + 1)})
     curve = pl.DataFrame({"_cut": [i for i in range(n + 1) for _ in range(3)], "calls": [1, 2, 3] * (n + 1),
                           "predicted": [0, 1, 1] * (n + 1), "unpredicted": [1, 1, 2] * (n + 1)})
-    right = plots.refetch_calibration(cuts, curve).axes[1]
+    fig = plots.refetch_calibration(cuts, curve)
+    assert len(legend_boxes(fig)) == 1  # both panels named in one legend: two, below the figure, lay on each other
+    right = fig.axes[1]
     lines = right.get_lines()
     assert len(lines) == (2 * n if n <= plots.CALIBRATION_LINES else 2)
     if n > plots.CALIBRATION_LINES:  # the sum over the recorded compactions only, not the pseudo-cut
@@ -340,3 +342,30 @@ def test_the_kept_plot_draws_a_few_compactions_each_and_many_as_a_band(n):
         band = ax.patches[-1]   # axhspan: a rectangle from the first to the third quartile
         low, high = band.get_y(), band.get_y() + band.get_height()
         assert (low, high) == (pl.Series(kept).quantile(0.25, "linear"), pl.Series(kept).quantile(0.75, "linear"))
+
+
+def test_the_calibration_plot_of_a_summary_draws_a_point_per_count_and_a_curve_per_agent_and_kind():
+    """Past RECORDED_ROWS cuts the plot is drawn from counts: one marker per distinct point, whatever the cuts
+    behind it (500 cuts at two points: two markers a series, the busier one larger), and one pair of lines per
+    agent and kind of cut, each the summed curve divided by its cuts."""
+    from panto_analytics.outcomes.recorded_refetch import SUMMED, calibration_partial
+
+    n = 500
+    cuts = pl.DataFrame({"source_format": ["pi"] * n + ["codex"] * 2, "cut": ["compaction"] * n + ["baseline"] * 2,
+                         **{c: [0] * (n + 2) for c in SUMMED},
+                         "orphan_targets": [3] * (n - 1) + [7] + [5, 5], "fetched_again_targets": [2] * (n + 2),
+                         "refetched_targets": [1] * (n + 2)})
+    curve = pl.DataFrame({"_cut": [i for i in range(n + 2) for _ in range(3)], "calls": [1, 2, 3] * (n + 2),
+                          "predicted": [0, 1, 1] * (n + 2), "unpredicted": [1, 1, 2] * (n + 2)})
+    fig = plots.refetch_calibration_summary(calibration_partial(cuts, curve))
+    assert len(legend_boxes(fig)) == 1
+    left, right = fig.axes
+    series = [c for c in left.collections if len(c.get_offsets())]
+    assert [len(c.get_offsets()) for c in series] == [2, 2, 1, 1]   # compactions: all, predicted; pseudo-cuts
+    sizes = list(series[1].get_sizes())
+    assert sizes[0] > sizes[1]  # 499 cuts at (3, 1), one at (7, 1)
+    lines = [ln for ln in right.get_lines()]
+    assert len(lines) == 4 and list(lines[0].get_ydata()) == [0, 1, 1] and list(lines[1].get_ydata()) == [1, 1, 2]
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert "pi, 500 recorded compactions, per cut: predicted" in labels
+    assert any(t.startswith("100 cuts at a point") for t in labels)

@@ -13,13 +13,15 @@ from polars.testing import assert_frame_equal
 
 from panto_analytics.analysis import plot_data
 from panto_analytics.analysis.choose.rule import Rule
+from panto_analytics.analysis.compactions import agent_vs_libpanto, compactions_counted, cut_counts, kept_counts, policies_vs_agents
 from panto_analytics.analysis.cost_table import compaction_costs
 from panto_analytics.analysis.plot_data import cost_per_session
-from panto_analytics.analysis.report import write_report
+from panto_analytics.analysis.report import model, write_report
 from panto_analytics.cli import main
 from panto_analytics.dataset import dataset_corpus
 from panto_analytics.dataset._decision import decision_dataset
 from panto_analytics.dataset._report_plots import plot_counts_dataset
+from panto_analytics.dataset._report_recorded import _Kept, recorded_dataset
 from panto_analytics.policy import splits as splits_of
 from panto_analytics.policy import turns as turns_of
 from panto_analytics.policy.compaction.engine import DEFAULT_RESERVE
@@ -138,6 +140,10 @@ def test_a_dataset_report_on_the_command_line(data_dataset, tmp_path):
     assert "## Not in this report" in md and "## Not in this report" not in (tmp_path / "mem" / "report.md").read_text()
     assert_frame_equal(pl.read_parquet(tmp_path / "ds" / "decision.parquet"),
                        pl.read_parquet(tmp_path / "mem" / "decision.parquet"), check_exact=True)
+    # Every row of what the agents kept at their recorded compactions, streamed to a file task by task: the same.
+    recorded = [pl.read_parquet(tmp_path / d / "recorded_compactions.parquet") for d in ("ds", "mem")]
+    assert_frame_equal(*recorded, check_exact=True)
+    assert recorded[0].height > 0 and "recorded_compactions.parquet" in md
 
 
 def test_write_report_moves_the_written_splits_in(data_dataset, tmp_path):
@@ -246,3 +252,170 @@ def test_what_compaction_costs_equals_the_replay_in_memory_to_the_last_bit(bille
     want_stats, want_recorded = cost_per_session(sessions)
     assert_frame_equal(stats, want_stats, check_exact=True)
     assert recorded == want_recorded and recorded is not None and stats["sessions"].min() > 0
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_past_recorded_rows_each_section_equals_the_report_in_memory(data_dataset, backend, tmp_path, monkeypatch):
+    """Past RECORDED_ROWS recorded compactions (here 2: data/ records 7) the sections on them are summaries per
+    agent, from counts the tasks merge: the same tables, words and plots as in memory, to the byte."""
+    monkeypatch.setattr(model, "RECORDED_ROWS", 2)
+    mem = a_report(open_lane("memory", data_dataset), tmp_path / "m", "window")
+    got = a_report(open_lane(backend, data_dataset), tmp_path / "g", "window")
+    assert_same_sections(got, mem, window=True)
+    assert (got.recorded_text, got.policy_cuts_text) == (mem.recorded_text, mem.policy_cuts_text)
+    assert mem.recorded is not None and mem.recorded.header[:3] == ["agent", "budget", "compactions"]
+    assert mem.recorded_text is not None and mem.policy_cuts_text is not None
+    assert isinstance(got.recorded_rows, Path) and isinstance(mem.recorded_rows, pl.DataFrame)
+    assert_frame_equal(pl.read_parquet(got.recorded_rows), mem.recorded_rows, check_exact=True)
+
+
+def test_the_report_holds_no_row_of_the_compactions_past_recorded_rows(data_dataset, monkeypatch):
+    """What the command's process keeps of the tasks' rows: all of them up to RECORDED_ROWS compactions, none past
+    it; the counts it merges are the in-memory corpus's either way."""
+    corpus = dataset_corpus(data_dataset)
+    rows, cuts = agent_vs_libpanto(corpus, BUDGETS), policies_vs_agents(corpus, ["pi", "codex"])
+    options = {"horizon": 10, "policies": ["pi", "codex"], "task_rows": 1}  # a task per bucket
+    few = recorded_dataset(data_dataset, BUDGETS, **options)
+    assert few.agent_rows is not None and few.agent_rows.height == rows.height
+    assert few.policy_rows is not None and few.policy_rows.height == cuts.height
+    monkeypatch.setattr(model, "RECORDED_ROWS", 2)
+    many = recorded_dataset(data_dataset, BUDGETS, **options)
+    assert many.agent_rows is None and many.policy_rows is None
+    for got in (few, many):
+        assert got.agent_counts is not None and got.policy_counts is not None
+        assert_frame_equal(got.agent_counts, kept_counts(rows), check_exact=True)
+        assert_frame_equal(got.policy_counts, cut_counts(cuts), check_exact=True)
+
+
+def test_the_rows_kept_stop_at_the_limit_and_do_not_come_back():
+    rows = pl.DataFrame({"source_format": ["pi"], "budget": [20_000], "kept_turns": [1], "kept_tokens": [500],
+                         "agent_kept_tokens": [400], "tokens_before": [9_000]})
+    kept = _Kept(limit=2)
+    for i in range(4):
+        kept.add(f"bucket={i:03d}", rows, kept_counts(rows))
+        assert (kept.rows is None) == (i >= 2)
+    kept.add("bucket=009", None, None)  # a task without compactions
+    assert kept.in_order() is None and kept.counts is not None and compactions_counted(kept.counts) == 4
+
+
+#: data/'s cuts: 7 recorded compactions (the first pass), then 26 pseudo-cuts (the second).
+DATA_CUTS = 33
+
+
+@pytest.mark.parametrize("threshold", [2, 10])  # passed in the first pass, or only in the second
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_past_recorded_rows_the_loss_section_is_a_summary_equal_to_the_report_in_memory(
+        data_dataset, backend, threshold, monkeypatch, tmp_path):
+    """Past RECORDED_ROWS cuts the loss section is one row per agent and kind of cut, its plot the cuts counted
+    at each point and the curve per cut: over a dataset, from the tasks' summaries merged, equal to the
+    report of the same corpus in memory (the table, the text, the plot to the byte); every other section too."""
+    monkeypatch.setattr(model, "RECORDED_ROWS", threshold)
+    options = {**OPTIONS["splits"], "segment_by": []}
+    mem = open_lane("memory", data_dataset).report(BUDGETS, splits_to=tmp_path / "m.parquet", resamples=0,
+                                                   inputs=[str(data_dataset)], **options)
+    got = open_lane(backend, data_dataset).report(BUDGETS, splits_to=tmp_path / "g.parquet", resamples=0,
+                                                  inputs=[str(data_dataset)], **options)
+    assert_same_sections(got, mem, window=False)
+    assert got.loss is not None and got.loss_text is not None and got.loss_text == mem.loss_text
+    assert got.loss.header[2] == "cuts" and [r[:2] for r in got.loss.rows] == [["canonical", "compaction"],
+                                                                               ["canonical", "baseline"]]
+    assert [r[2] for r in got.loss.rows] == ["7", "26"]
+    assert f"{DATA_CUTS} cuts, more than {threshold}" in got.loss_text
+    assert f"`panto-analytics loss {data_dataset} --horizon 20 --cuts FILE`" in got.loss_text
+    assert got.loss_figure is not None and got.loss_figure.caption == mem.loss_figure.caption
+
+
+def test_the_loss_section_is_a_row_per_cut_up_to_recorded_rows(data_dataset, monkeypatch, tmp_path):
+    """At RECORDED_ROWS cuts exactly, the loss section is still a row per cut, the text the one of rows."""
+    monkeypatch.setattr(model, "RECORDED_ROWS", DATA_CUTS)
+    got = open_lane("dataset", data_dataset).report(BUDGETS, splits_to=tmp_path / "g.parquet", resamples=0,
+                                                    **{**OPTIONS["splits"], "segment_by": []})
+    assert got.loss is not None and len(got.loss.rows) == DATA_CUTS and got.loss_text is None
+
+
+@pytest.mark.parametrize("threshold", [0, 2, 10, DATA_CUTS])
+def test_the_command_holds_no_row_of_a_cut_past_recorded_rows(data_dataset, threshold, monkeypatch):
+    """The tasks' parts as the command takes them, one at a time (a task per bucket): past RECORDED_ROWS cuts,
+    no part it holds keeps a row of a cut, of their curve or its own summary (only the merged one), whatever
+    came before; under it, at most RECORDED_ROWS cuts' rows. What it returns: the rows, or the summary of them
+    all, the one the whole corpus gives in memory."""
+    from panto_analytics.dataset import _report_recorded as recorded
+    from panto_analytics.outcomes.recorded_refetch import calibration, calibration_partial
+
+    monkeypatch.setattr(model, "RECORDED_ROWS", threshold)
+    seen: list[int] = []
+    take = recorded._Cuts.take
+
+    def watched(self, found):
+        def each():
+            for part in found:
+                yield part
+                held = [p for p in self.kept if p.cuts is not None or p.curve is not None or p.loss is not None]
+                rows = sum(p.cuts.height for p in held if p.cuts is not None)
+                seen.append(rows)
+                assert not any(p.loss is not None for p in held)
+                assert rows <= threshold and (self.total <= threshold or not held)
+        return take(self, each())
+
+    monkeypatch.setattr(recorded._Cuts, "take", watched)
+    got = recorded.recorded_dataset(data_dataset, BUDGETS, horizon=20, task_rows=1)
+    corpus = dataset_corpus(data_dataset)
+    cuts, curve = calibration(corpus.messages, corpus.compactions, corpus.sessions, horizon=20)
+    assert len(seen) > 2 and cuts.height == DATA_CUTS
+    assert got.loss is not None and got.loss.cuts == DATA_CUTS
+    whole = calibration_partial(cuts, curve)
+    for name in ("sums", "points", "curve"):
+        assert_frame_equal(getattr(got.loss, name), getattr(whole, name), check_exact=True)
+    if threshold < DATA_CUTS:
+        assert got.cuts is None and got.curve is None and max(seen) <= threshold
+    else:
+        assert got.cuts is not None and got.cuts.height == DATA_CUTS and max(seen) > 10
+
+
+def test_the_command_the_summary_names_writes_every_cut_it_sums(data_dataset, monkeypatch, tmp_path):
+    """The loss section past RECORDED_ROWS names the command that writes every cut's row: run as written (FILE a
+    path), over the dataset, it writes the cuts the table sums, per agent and kind of cut."""
+    import re
+    import shlex
+
+    monkeypatch.setattr(model, "RECORDED_ROWS", 2)
+    got = open_lane("dataset", data_dataset).report(BUDGETS, splits_to=tmp_path / "g.parquet", resamples=0,
+                                                    inputs=[str(data_dataset)], **{**OPTIONS["splits"], "segment_by": []})
+    assert got.loss is not None and got.loss_text is not None
+    found = re.search(r"`(panto-analytics loss [^`]*)`", got.loss_text)
+    assert found is not None
+    written = tmp_path / "cuts.csv"
+    args = shlex.split(found.group(1).replace("FILE", str(written)))[1:]
+    result = CliRunner().invoke(main, args, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    cuts = pl.read_csv(written)
+    summed = (cuts.group_by("source_format", "cut", maintain_order=True)
+              .agg(pl.len(), pl.col("orphan_targets").sum(), pl.col("refetch_calls").sum()))
+    header = got.loss.header
+    table = {(r[0], r[1]): (int(r[2]), int(r[header.index("orphan targets")].replace(",", "")),
+                            int(r[header.index("re-fetch calls")].replace(",", ""))) for r in got.loss.rows}
+    assert {(a, c): (n, o, f) for a, c, n, o, f in summed.rows()} == table
+    assert cuts.height == DATA_CUTS
+
+
+def test_the_command_the_policy_cuts_summary_names_writes_every_cut_it_sums(data_dataset, monkeypatch, tmp_path):
+    """Past RECORDED_ROWS the policies' cuts section names the command that writes every cut's row: run as
+    written (FILE a path) over the dataset, it writes the rows the table sums, per policy and agent."""
+    import re
+    import shlex
+
+    monkeypatch.setattr(model, "RECORDED_ROWS", 2)
+    got = open_lane("dataset", data_dataset).report(BUDGETS, splits_to=tmp_path / "g.parquet", resamples=0,
+                                                    inputs=[str(data_dataset)], **OPTIONS["window"])
+    assert got.policy_cuts is not None and got.policy_cuts_text is not None
+    found = re.search(r"`(panto-analytics policy-cuts [^`]*)`", got.policy_cuts_text)
+    assert found is not None
+    written = tmp_path / "cuts.parquet"
+    result = CliRunner().invoke(main, shlex.split(found.group(1).replace("FILE", str(written)))[1:],
+                                catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    rows = pl.read_parquet(written)
+    summed = rows.group_by("policy", "source_format").agg(pl.len(), pl.col("exact").sum()).sort("policy", "source_format")
+    assert [[p, f, str(n), str(e)] for p, f, n, e in summed.rows()] == [
+        [r[0], r[1], r[3], r[4]] for r in got.policy_cuts.rows]
+    assert rows.height == 14  # data/'s 7 compactions, pi and codex

@@ -110,7 +110,10 @@ def test_the_pi_compactions_are_checked_against_a_baseline():
 
 
 def literal_bootstrap(orphans: list[int], refetched: list[int], again: list[int]) -> tuple[float | None, ...]:
-    """The intervals of one group, literally: its cuts sorted, drawn with the documented seed, each draw pooled."""
+    """The intervals of one group, literally: its distinct cuts sorted, each resample's copies of each drawn as one
+    multinomial of the group's cuts with the documented seed, each resample pooled."""
+    from collections import Counter
+
     import numpy as np
 
     from panto_analytics.outcomes.recorded_refetch import (
@@ -122,14 +125,17 @@ def literal_bootstrap(orphans: list[int], refetched: list[int], again: list[int]
 
     if len(orphans) < ENOUGH_CUTS:
         return (None,) * 4
-    cuts = sorted(zip(orphans, refetched, again))
-    draws = np.random.default_rng(BOOTSTRAP_SEED).integers(0, len(cuts), size=(BOOTSTRAP_RESAMPLES, len(cuts)))
+    distinct = sorted(Counter(zip(orphans, refetched, again)).items())
+    n = len(orphans)
+    draws = np.random.default_rng(BOOTSTRAP_SEED).multinomial(n, [c / n for _, c in distinct],
+                                                              size=BOOTSTRAP_RESAMPLES)
     out: list[float | None] = []
     for den_at in (0, 2):
         ratios = []
-        for draw in draws:
-            tp = sum(cuts[i][1] for i in draw)
-            den = sum(cuts[i][den_at] for i in draw)
+        for copies in draws:
+            assert sum(copies) == n
+            tp = sum(int(k) * cut[1] for k, (cut, _) in zip(copies, distinct))
+            den = sum(int(k) * cut[den_at] for k, (cut, _) in zip(copies, distinct))
             if den:
                 ratios.append(tp / den)
         alpha = (1 - BOOTSTRAP_LEVEL) / 2
@@ -230,3 +236,56 @@ def test_the_restoration_model_matches_every_recorded_restoration():
     assert check.height >= 1
     assert (check["agreed_files"] == check["recorded_files"]).all() and \
         (check["agreed_files"] == check["model_files"]).all(), check
+
+
+# -- the calibration of many cuts: a summary that merges ---------------------------------------------------------------
+
+@st.composite
+def cuts_with_curves(draw):
+    """Cut rows (as cut_rows_and_split draws them, with a split), and a curve of ``horizon`` rows per cut."""
+    frame, bounds = draw(cut_rows_and_split())
+    horizon = draw(st.integers(1, 4))
+    n = frame.height * horizon
+    curve = pl.DataFrame({
+        "_cut": pl.Series([i for i in range(frame.height) for _ in range(horizon)], dtype=pl.UInt32),
+        "calls": pl.Series(list(range(1, horizon + 1)) * frame.height, dtype=pl.UInt32),
+        "predicted": pl.Series(draw(st.lists(st.integers(0, 5), min_size=n, max_size=n)), dtype=pl.UInt32),
+        "unpredicted": pl.Series(draw(st.lists(st.integers(0, 5), min_size=n, max_size=n)), dtype=pl.UInt32),
+    })
+    return frame, curve, bounds
+
+
+def _slice(frame: pl.DataFrame, curve: pl.DataFrame, a: int, b: int) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Cuts ``a`` to ``b`` and their curve, ``_cut`` counted from ``a`` (each part's own rows, as a task's)."""
+    mine = curve.filter(pl.col("_cut").is_between(a, b - 1)).with_columns(pl.col("_cut") - a)
+    return frame.slice(a, b - a), mine
+
+
+@settings(max_examples=examples(100))
+@given(cuts_with_curves())
+def test_the_calibration_summaries_of_any_split_merge_to_the_summary_of_all(drawn):
+    """merge(partial(a), partial(b), ...) == partial(a ++ b ++ ...): the counts and sums a dataset's tasks give
+    merge, to the last bit, into what the report in memory computes of every cut at once; the sums are those of a
+    plain loop, and the curve's last call sums the cuts' predicted re-fetches."""
+    from polars.testing import assert_frame_equal
+
+    from panto_analytics.outcomes.recorded_refetch import SUMMED, calibration_partial, merge_calibration
+
+    frame, curve, bounds = drawn
+    whole = calibration_partial(frame, curve)
+    merged = merge_calibration([calibration_partial(*_slice(frame, curve, a, b)) for a, b in zip(bounds, bounds[1:])])
+    for name in ("sums", "points", "curve"):
+        assert_frame_equal(getattr(merged, name), getattr(whole, name), check_exact=True)
+    assert_frame_equal(merge_calibration([whole]).sums, whole.sums, check_exact=True)
+    assert whole.cuts == frame.height == int(whole.points["count"].sum())
+    loop: dict[tuple, list[int]] = {}
+    for r in frame.iter_rows(named=True):
+        row = loop.setdefault((r["source_format"], r["cut"]), [0] * (1 + len(SUMMED)))
+        row[0] += 1
+        for i, c in enumerate(SUMMED):
+            row[1 + i] += r[c]
+    assert {(r[0], r[1]): list(r[2:]) for r in whole.sums.rows()} == loop
+    assert [r[:2] for r in whole.sums.rows()] == sorted(loop, key=lambda k: (k[0], k[1] != "compaction"))
+    if frame.height:
+        last = curve.filter(pl.col("calls") == curve["calls"].max())["predicted"].sum()
+        assert whole.curve.filter(pl.col("calls") == pl.col("calls").max())["predicted"].sum() == last

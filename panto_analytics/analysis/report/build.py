@@ -35,12 +35,13 @@ from ...errors import IngestReport
 from ...frame.schema import BUDGET, COMPACTIONS_SCHEMA, SESSION
 from ...ingest.corpus import Corpus
 from ...outcomes.orphan_loss import DEFAULT_HORIZON
-from ...outcomes.recorded_refetch import calibration
+from ...outcomes.recorded_refetch import CalibrationSummary, calibration, calibration_partial, merge_calibration, precision_recall
 from ...policy import Replay, budgets_shown, compare_policies, replay, summarize_replay, sweep
 from ...policy import splits as compute_splits
 from ...policy import turns as compute_turns
 from ...policy.compaction.engine import DEFAULT_RESERVE
 from ...policy.compaction.recorded_cuts import no_cut_reason
+from .. import compactions as recorded_compactions
 from .. import plots
 from ..choose.bootstrap import RESAMPLES, SEED
 from ..choose.budget import choose_budget
@@ -52,14 +53,16 @@ from ..cost_table import compaction_costs
 from ..formatting import format_tokens, has_budget, point_name
 from ..plot_data import PlotCounts, finish_plot_counts, replay_stats, report_plot_counts
 from ..timeline import session_timeline
+from . import model
 from .model import SEGMENT_TITLES, Report, ReportFigure, Table, cell, percent, tokens
 from .overview import BREAKDOWNS, breakdown, breakdown_table, corpus_overview, overview_parts, overview_table
 
 __all__ = [
     "beside", "breakdown", "build_report", "corpus_overview", "cost_parts", "costs_section", "cut_policies",
-    "decision_table", "frontier_figures", "frontier_table", "loss_section", "policy_budget", "policy_cuts_section",
-    "policy_section", "policy_table", "recorded_section", "replay_figures", "replay_table", "report_figures",
-    "sweep_table", "timeline_figure", "timeline_point", "with_pngs", "worst_sessions",
+    "cut_rows_command", "decision_table", "frontier_figures", "frontier_table", "loss_section", "loss_summary_section",
+    "policy_budget", "policy_cuts_section", "policy_section", "policy_table", "recorded_section",
+    "recorded_summary_table", "replay_figures", "replay_table", "report_figures", "sweep_table", "timeline_figure",
+    "timeline_point", "with_pngs", "worst_sessions",
 ]
 
 if TYPE_CHECKING:
@@ -252,7 +255,8 @@ def _policy_section(report: Report, messages: pl.DataFrame, corpus: Corpus | Non
     policy_section(report, result, compare_policies(result.events, result.sessions))
     others = cut_policies(policies)
     if corpus is not None and others and not corpus.compactions.is_empty():
-        policy_cuts_section(report, policies_vs_agents(corpus, others))
+        rows = policies_vs_agents(corpus, others)
+        policy_cuts_section(report, rows, recorded_compactions.cut_counts(rows))
 
 
 def policy_budget(report: Report) -> int:
@@ -276,13 +280,25 @@ def policy_section(report: Report, result: Replay, compared: pl.DataFrame) -> No
         plots.policy_comparison(compared)))
 
 
-def policy_cuts_section(report: Report, rows: pl.DataFrame) -> None:
+def policy_cuts_section(report: Report, rows: pl.DataFrame | None, counts: pl.DataFrame) -> None:
     """Each policy's cut at the recorded compactions beside the agents' (:func:`~panto_analytics.analysis.
-    compactions.policies_vs_agents`'s ``rows``), summed up per policy and agent."""
-    summary = recorded_cut_summary(rows).rename({
+    compactions.policies_vs_agents`'s ``rows`` and their counts, :func:`~panto_analytics.analysis.compactions.
+    cut_counts`; a dataset's: its tasks' merged, the rows None past :data:`~.model.RECORDED_ROWS` compactions),
+    summed up per policy and agent: from the rows up to that many, from the counts past it (the same figures, a
+    distance in tokens to 3 significant digits)."""
+    n = recorded_compactions.compactions_counted(counts)
+    if rows is not None and n <= model.RECORDED_ROWS:
+        summary = recorded_cut_summary(rows)
+    else:
+        summary = recorded_compactions.cut_summary(counts)
+        report.policy_cuts_text = (
+            f"Each policy's cut of the conversation as it stood at each of the {n:,} compactions the agents "
+            "recorded, beside the agent's own cut: exact matches, and how far the others are (messages, tokens: "
+            f"counted to 3 significant digits past {model.RECORDED_ROWS} compactions). Every cut's row: "
+            f"{cut_rows_command(report.inputs, counts['policy'].unique().sort().to_list())}.")
+    report.policy_cuts = Table.from_frame(summary.rename({
         "source_format": "format", "own": "agent's policy", "distance_messages_p50": "off by (messages) p50",
-        "distance_messages_max": "max", "distance_tokens_p50": "off by (tokens) p50", "distance_tokens_max": "max "})
-    report.policy_cuts = Table.from_frame(summary)
+        "distance_messages_max": "max", "distance_tokens_p50": "off by (tokens) p50", "distance_tokens_max": "max "}))
 
 
 def _a_few(budgets: list[int], chosen: int | None, n: int = 5) -> list[int]:
@@ -374,7 +390,9 @@ def build_report(messages: pl.DataFrame | Corpus, budgets: Budgets, *, rule: Rul
     if billed is not None and "total_cost_usd" in billed.sessions.columns:
         costs_section(report, billed, rec.budget)
     if corpus is not None and not corpus.compactions.is_empty():
-        recorded_section(report, agent_vs_libpanto(corpus, budgets))
+        rows = agent_vs_libpanto(corpus, budgets)
+        recorded_section(report, rows, recorded_compactions.kept_counts(rows))
+        report.recorded_rows = rows
     if corpus is not None and not corpus.compactions.is_empty():
         _loss_section(report, corpus, horizon=DEFAULT_HORIZON if horizon is None else horizon)
     if policies and window is not None:
@@ -386,17 +404,63 @@ def build_report(messages: pl.DataFrame | Corpus, budgets: Budgets, *, rule: Rul
     return with_pngs(report)
 
 
-def recorded_section(report: Report, rows: pl.DataFrame) -> None:
+def recorded_section(report: Report, rows: pl.DataFrame | None, counts: pl.DataFrame) -> None:
     """"What the agents did at their recorded compactions" from
-    :func:`~panto_analytics.analysis.compactions.agent_vs_libpanto`'s ``rows``: the table at a few budgets (the
-    chosen one among them), the plot."""
-    shown = rows.filter(pl.col(BUDGET).is_in(_a_few(report.budgets, report.recommendation.budget)))
-    report.recorded = Table.from_frame(compaction_table(shown))
+    :func:`~panto_analytics.analysis.compactions.agent_vs_libpanto`'s ``rows`` and their counts
+    (:func:`~panto_analytics.analysis.compactions.kept_counts`; a dataset's: its tasks' merged, the rows None
+    past :data:`~.model.RECORDED_ROWS` compactions): up to that many, the table at a few budgets (the chosen one
+    among them) with a row per compaction, and the plot with a dot each; past it, a row per agent and budget and
+    the plot of their percentiles (:func:`recorded_summary_table`)."""
+    n = recorded_compactions.compactions_counted(counts)
+    if rows is not None and n <= model.RECORDED_ROWS:
+        shown = rows.filter(pl.col(BUDGET).is_in(_a_few(report.budgets, report.recommendation.budget)))
+        report.recorded = Table.from_frame(compaction_table(shown))
+        report.figures.append(ReportFigure(
+            "recorded_compactions", "What the agents kept at their recorded compactions",
+            "Each dot: libpanto's kept suffix for the conversation as it stood when the agent compacted; the "
+            "dotted lines: what the agent itself kept, which no budget changes.",
+            plots.agent_vs_libpanto_kept(rows)))
+        return
+    few = _a_few(report.budgets, report.recommendation.budget)
+    report.recorded = recorded_summary_table(counts.filter(pl.col(BUDGET).is_in(few)))
+    report.recorded_text = (
+        f"{n:,} compactions the agents recorded, past {model.RECORDED_ROWS} summed up per agent and budget: the "
+        "context the agent compacted, what it kept verbatim (in libpanto's turn costs) and what libpanto would keep "
+        "for the conversation as it stood at that moment (tokens and whole turns), each as its 10th, 50th and 90th "
+        "percentile (an observed value, tokens to 3 significant digits), and how often libpanto keeps more tokens "
+        "than the agent. Every compaction's row at every budget: recorded_compactions.parquet, in the report's folder.")
     report.figures.append(ReportFigure(
         "recorded_compactions", "What the agents kept at their recorded compactions",
-        "Each dot: libpanto's kept suffix for the conversation as it stood when the agent compacted; the "
-        "dotted lines: what the agent itself kept, which no budget changes.",
-        plots.agent_vs_libpanto_kept(rows)))
+        "Per budget, the 10th-90th percentile of libpanto's kept suffix for the conversation as it stood when the "
+        "agent compacted (bar) and its median (line); the band: the same percentiles of what the agents themselves "
+        "kept, which no budget changes, with their median.",
+        plots.agent_vs_libpanto_summary(recorded_compactions.kept_summary(counts, by=[BUDGET]))))
+
+
+def cut_rows_command(inputs: Sequence[str], policies: Sequence[str]) -> str:
+    """The command that writes every row a summary of the policies' cuts sums up (``FILE``: where to).
+
+    >>> cut_rows_command(["corpus.ds"], ["codex", "pi"])
+    '`panto-analytics policy-cuts corpus.ds --policy codex --policy pi --rows FILE`'
+    """
+    given = "".join(f" --policy {p}" for p in policies)
+    return f"`panto-analytics policy-cuts {' '.join(inputs) or 'PATHS'}{given} --rows FILE`"
+
+
+def recorded_summary_table(counts: pl.DataFrame) -> Table:
+    """The recorded compactions summed up per agent and budget
+    (:func:`~panto_analytics.analysis.compactions.kept_summary` of ``counts``), display-formatted: each
+    percentile triple in one cell, ``p10 / p50 / p90``."""
+    t = recorded_compactions.kept_summary(counts)
+
+    def triple(r: dict, name: str, fmt=tokens) -> str:
+        return " / ".join(fmt(r[f"{name}_p{q}"]) for q in (10, 50, 90))
+
+    rows = [[r["source_format"], tokens(r[BUDGET]), cell(r["compactions"]), tokens(r["tokens_before_p50"]),
+             triple(r, "agent_kept_tokens"), triple(r, "kept_tokens"), triple(r, "kept_turns", cell),
+             percent(r["libpanto_more_share"])] for r in t.iter_rows(named=True)]
+    return Table(["agent", "budget", "compactions", "context p50", "agent kept (p10 / p50 / p90)",
+                  "libpanto kept (p10 / p50 / p90)", "libpanto turns (p10 / p50 / p90)", "libpanto keeps more"], rows)
 
 
 def with_pngs(report: Report) -> Report:
@@ -415,7 +479,11 @@ def _loss_section(report: Report, corpus: Corpus, *, horizon: int) -> None:
 
 def loss_section(report: Report, cuts: pl.DataFrame, curve: pl.DataFrame, *, horizon: int) -> None:
     """The loss section from :func:`~panto_analytics.outcomes.recorded_refetch.calibration`'s ``cuts`` and
-    ``curve``: one row per cut, and the calibration plot."""
+    ``curve``: one row per cut, and the calibration plot; past :data:`~.model.RECORDED_ROWS` cuts, the summary of
+    them all (:func:`loss_summary_section`)."""
+    if cuts.height > model.RECORDED_ROWS:
+        loss_summary_section(report, merge_calibration([calibration_partial(cuts, curve)]), horizon=horizon)
+        return
     report.loss = Table(
         ["agent", "cut", "context", "window calls", "orphan targets", "fetched again: predicted", "not predicted",
          "precision", "recall", "re-fetch calls", "re-fetch tokens"],
@@ -430,6 +498,43 @@ def loss_section(report: Report, cuts: pl.DataFrame, curve: pl.DataFrame, *, hor
         "every predicted target was fetched again). Right: after each tool call, the predicted targets fetched "
         "again so far (solid) and the re-fetches not predicted (dotted).",
         plots.refetch_calibration(cuts, curve))
+
+
+def loss_summary_section(report: Report, summary: CalibrationSummary, *, horizon: int) -> None:
+    """The loss section of more than :data:`~.model.RECORDED_ROWS` cuts, from their
+    :class:`~panto_analytics.outcomes.recorded_refetch.CalibrationSummary`: one row per agent and kind of cut
+    (sums, and precision and recall as ratios of the sums), the calibration plot of the cuts counted at each point
+    and the curve per cut (:func:`~panto_analytics.analysis.plots.refetch_calibration_summary`), and where every
+    cut's own row is (``panto-analytics loss ... --cuts FILE``)."""
+    sums = summary.sums.with_columns(*precision_recall())
+    report.loss = Table(
+        ["agent", "cut", "cuts", "window calls", "orphan targets", "fetched again: predicted", "not predicted",
+         "precision", "recall", "re-fetch calls", "re-fetch tokens", "re-fetch tokens per cut"],
+        [[r["source_format"], r["cut"], cell(r["cuts"]), cell(r["window_calls"]), cell(r["orphan_targets"]),
+          cell(r["refetched_targets"]), cell(r["fetched_again_targets"] - r["refetched_targets"]),
+          percent(r["precision"]), percent(r["recall"]), cell(r["refetch_calls"]), tokens(r["refetch_tokens"]),
+          tokens(r["refetch_tokens"] / r["cuts"])]
+         for r in sums.iter_rows(named=True)])
+    paths = " ".join(report.inputs) or "PATHS"
+    report.loss_text = (
+        f"{summary.cuts:,} cuts, more than {model.RECORDED_ROWS:,}: one row per agent and kind of cut (a compaction "
+        "the agent recorded, or a pseudo-cut: a session of the same agent that never compacted, cut where its "
+        "context reaches the same size, nothing kept), each count summed over its cuts: the orphan targets (targets "
+        "last touched in the summarized part and not restored: the measure's prediction of what the agent will "
+        "fetch again), how many of them it read or fetched again within the horizon, and every call that fetched "
+        "an orphan target again with its tokens. Precision and recall are ratios of the sums (the targets "
+        "predicted and fetched again over all predicted, and over all fetched again). Every cut's own row: "
+        f"`panto-analytics loss {paths} --horizon {horizon} --cuts FILE`, which also pools them per agent with "
+        "bootstrap intervals; docs/loss.md states the rules.")
+    report.loss_figure = ReportFigure(
+        "refetch_calibration", "The orphan targets against what the agents fetched again",
+        f"Left: the cuts counted at each point, the orphan targets a cut predicts against the targets the agent "
+        f"read or fetched again within {horizon} tool calls (hollow: all of them; filled: of them predicted; a "
+        "marker's area grows with the cuts there; on the dashed line every predicted target was fetched again). "
+        "Right: per agent and kind of cut, after each tool call, the predicted targets fetched again so far "
+        "(solid) and the re-fetches not predicted (dotted), per cut: the sum over its cuts divided by their "
+        f"number. Every cut's own row: `panto-analytics loss {paths} --horizon {horizon} --cuts FILE`.",
+        plots.refetch_calibration_summary(summary))
 
 
 #: How many of the sessions the chosen budget serves worst get a timeline in the report.

@@ -121,13 +121,22 @@ class Report:
     replay_table: Table | None = None
     #: With a billed replay: "What compaction costs" (analysis.cost_table), one row per policy and budget.
     costs: Table | None = None
-    #: With recorded compactions: what the agents kept beside libpanto's split at the same moment.
+    #: With recorded compactions: what the agents kept beside libpanto's split at the same moment (a row per
+    #: compaction, or past :data:`RECORDED_ROWS` a row per agent and budget, and then what the table is:
+    #: :attr:`recorded_text`, None for the rows' own words).
     recorded: Table | None = None
+    recorded_text: str | None = None
+    #: Every row of what the agents kept at each recorded compaction and budget
+    #: (:func:`~panto_analytics.analysis.compactions.agent_vs_libpanto`), the report's
+    #: ``recorded_compactions.parquet``; or the Parquet file they were written to as the tasks gave them (a
+    #: dataset's report), which :func:`write_report` moves into the report's folder.
+    recorded_rows: pl.DataFrame | Path | None = None
     #: With a window and policies: the replay under each policy and its comparison table; with recorded
     #: compactions too, each policy's cut at them beside the agents'.
     policies: Replay | None = None
     policy_table: Table | None = None
     policy_cuts: Table | None = None
+    policy_cuts_text: str | None = None
     #: With a window: the decision's frontier (cost per session against orphan rate), which leads the report,
     #: its points as a table, and the replay (every policy, billed, with loss) the decision was made on.
     frontier: ReportFigure | None = None
@@ -137,6 +146,8 @@ class Report:
     #: again (one row per compaction and pseudo-cut), and the calibration plot.
     loss: Table | None = None
     loss_figure: ReportFigure | None = None
+    #: The loss section's text where it is not the one of a row per cut (past :data:`RECORDED_ROWS` cuts).
+    loss_text: str | None = None
     #: What this report leaves out and why (a dataset's report: the sections that need every session in memory).
     omitted: list[str] = field(default_factory=list)
 

@@ -34,6 +34,7 @@ from typing import cast
 import polars as pl
 
 from ...errors import IngestReport
+from ...frame.expressions import counted_quantile
 from ...frame.schema import BUDGET, ROLE, SESSION
 from ...models import normalized_model, session_model
 from ..formatting import format_tokens
@@ -121,20 +122,15 @@ def overview_parts(messages: pl.DataFrame, turns: pl.DataFrame, splits: pl.DataF
 
 
 def median_of_counts(counts: pl.DataFrame, value: str) -> float | None:
-    """The median (as Polars takes it: the mean of the two middle values of an even count) of the values of a
-    ``(value, count)`` table; None when it counts nothing.
+    """The median (:func:`~panto_analytics.frame.expressions.median`'s, from the counts:
+    :func:`~panto_analytics.frame.expressions.counted_quantile`) of the values of a ``(value, count)`` table;
+    None when it counts nothing.
 
     >>> median_of_counts(pl.DataFrame({"v": [1, 4, 9], "count": [1, 1, 2]}), "v")
     6.5
     """
-    c = counts.filter(pl.col(value).is_not_null() & (pl.col("count") > 0)).sort(value)
-    n = int(c["count"].sum()) if c.height else 0
-    if n == 0:
-        return None
-    ends = c.select(pl.col(value), end=pl.col("count").cum_sum())
-    lo = ends.filter(pl.col("end") >= (n - 1) // 2 + 1)[value][0]
-    hi = ends.filter(pl.col("end") >= n // 2 + 1)[value][0]
-    return (float(lo) + float(hi)) / 2
+    c = counts.lazy().filter(pl.col(value).is_not_null()).sort(value)
+    return cast("float | None", c.select(counted_quantile(0.5, value)).collect().item())
 
 
 def overview_table(parts: OverviewParts, *, ingest: IngestReport | None = None) -> Table:

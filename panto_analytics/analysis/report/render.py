@@ -19,12 +19,18 @@ from .build import (
 from .model import Report, Table
 
 __all__ = [
-    "MAX_INPUTS", "WRITTEN_LIST", "render_html", "render_markdown", "timeline_html", "write_report",
+    "MAX_INPUTS", "RECORDED_FILE", "WRITTEN_LIST", "render_html", "render_markdown", "timeline_html", "write_report",
 ]
 
 #: The list of files a report wrote, kept in its folder, so that the next report there removes the ones
 #: it does not write again (and nothing else).
 WRITTEN_LIST = ".panto-report-files"
+
+#: Every row of what the agents kept at their recorded compactions (:attr:`Report.recorded_rows`).
+RECORDED_FILE = "recorded_compactions.parquet"
+
+_RECORDED_FILE_TEXT = ("at every compaction an agent recorded and every budget, what the agent kept beside libpanto's "
+                       "split of the conversation as it stood (one row each)")
 
 #: What every report before :data:`WRITTEN_LIST` existed wrote under these fixed names.
 _FIXED_NAMES = ("index.html", "report.md", "sweep.parquet", "splits.parquet", "policy_events.parquet",
@@ -49,6 +55,8 @@ def write_report(report: Report, out_dir: str | Path) -> Path:
     if report.recommendation.replayed:
         files["decision.parquet"] = report.recommendation.table
     files.update({"sweep.parquet": report.sweep, "splits.parquet": report.splits})  # a Path: moved here
+    if report.recorded_rows is not None:
+        files[RECORDED_FILE] = report.recorded_rows  # a Path: moved here
     # A replay without rows (a dataset's report: they grow with the sessions) writes no files of them.
     if report.policies is not None and report.policies.sessions.width:
         files.update({"policy_events.parquet": report.policies.events,
@@ -59,10 +67,13 @@ def write_report(report: Report, out_dir: str | Path) -> Path:
     for name in _written_before(out) - set(files):
         (out / name).unlink(missing_ok=True)
     for name, content in files.items():
-        if isinstance(content, Path):  # the splits, written as they came: moved in, and read there from now on
+        if isinstance(content, Path):  # rows written as they came: moved in, and read there from now on
             if content.resolve() != (out / name).resolve():
                 shutil.move(content, out / name)
-            report.splits = out / name
+            if name == RECORDED_FILE:
+                report.recorded_rows = out / name
+            else:
+                report.splits = out / name
         elif isinstance(content, pl.DataFrame):
             content.write_parquet(out / name)
         elif isinstance(content, str):
@@ -167,10 +178,11 @@ def render_markdown(report: Report) -> str:
         out += ["## Compaction over the sessions' life", "", _replay_text(report.replay), "",
                 report.replay_table.markdown(), ""]
     if report.recorded is not None:
-        out += ["## What the agents did at their recorded compactions", "", _RECORDED_TEXT, "",
+        out += ["## What the agents did at their recorded compactions", "", report.recorded_text or _RECORDED_TEXT, "",
                 report.recorded.markdown(), ""]
     if report.loss is not None:
-        out += ["## What compaction loses at the recorded compactions", "", _LOSS_TEXT, "", report.loss.markdown(), ""]
+        out += ["## What compaction loses at the recorded compactions", "", report.loss_text or _LOSS_TEXT, "",
+                report.loss.markdown(), ""]
         if report.loss_figure is not None:
             fig = report.loss_figure
             out += [f"### {fig.title}", "", fig.caption, "", f"![{fig.title}]({fig.name}.png)", ""]
@@ -179,7 +191,7 @@ def render_markdown(report: Report) -> str:
     if report.policy_table is not None:
         out += ["## Policies under the same window", "", _POLICY_TEXT, "", report.policy_table.markdown(), ""]
     if report.policy_cuts is not None:
-        out += ["### Each policy at the recorded compactions", "", _POLICY_CUTS_TEXT, "",
+        out += ["### Each policy at the recorded compactions", "", report.policy_cuts_text or _POLICY_CUTS_TEXT, "",
                 report.policy_cuts.markdown(), ""]
     if report.omitted:
         out += ["## Not in this report", ""] + [f"- {o}" for o in report.omitted] + [""]
@@ -187,7 +199,10 @@ def render_markdown(report: Report) -> str:
     for fig in report.figures:
         out += [f"### {fig.title}", "", fig.caption, "", f"![{fig.title}]({fig.name}.png)", ""]
     out += ["## Files", "", "- `sweep.parquet`: the table above, unformatted",
-            "- `splits.parquet`: libpanto's split for every session and budget", ""]
+            "- `splits.parquet`: libpanto's split for every session and budget"]
+    if report.recorded_rows is not None:
+        out += [f"- `{RECORDED_FILE}`: {_RECORDED_FILE_TEXT}"]
+    out += [""]
     return "\n".join(out)
 
 
@@ -243,10 +258,11 @@ def render_html(report: Report) -> str:
         parts += ["<h2>Compaction over the sessions' life</h2>", f"<p>{e(_replay_text(report.replay))}</p>",
                   report.replay_table.html()]
     if report.recorded is not None:
-        parts += ["<h2>What the agents did at their recorded compactions</h2>", f"<p>{e(_RECORDED_TEXT)}</p>",
+        parts += ["<h2>What the agents did at their recorded compactions</h2>", f"<p>{e(report.recorded_text or _RECORDED_TEXT)}</p>",
                   report.recorded.html()]
     if report.loss is not None:
-        parts += ["<h2>What compaction loses at the recorded compactions</h2>", f"<p>{e(_LOSS_TEXT)}</p>",
+        parts += ["<h2>What compaction loses at the recorded compactions</h2>",
+                  f"<p>{e(report.loss_text or _LOSS_TEXT)}</p>",
                   report.loss.html()]
         if report.loss_figure is not None:
             fig = report.loss_figure
@@ -259,7 +275,7 @@ def render_html(report: Report) -> str:
     if report.policy_table is not None:
         parts += ["<h2>Policies under the same window</h2>", f"<p>{e(_POLICY_TEXT)}</p>", report.policy_table.html()]
     if report.policy_cuts is not None:
-        parts += ["<h3>Each policy at the recorded compactions</h3>", f"<p>{e(_POLICY_CUTS_TEXT)}</p>",
+        parts += ["<h3>Each policy at the recorded compactions</h3>", f"<p>{e(report.policy_cuts_text or _POLICY_CUTS_TEXT)}</p>",
                   report.policy_cuts.html()]
     if report.omitted:
         parts += ["<h2>Not in this report</h2><ul>", *[f"<li>{e(o)}</li>" for o in report.omitted], "</ul>"]
@@ -269,9 +285,11 @@ def render_html(report: Report) -> str:
         parts.append(f"<figure id='{e(fig.name)}'>"
                      f"<img alt='{e(fig.title)}' src='data:image/png;base64,{data}'>"
                      f"<figcaption>{e(fig.caption)} <a href='{e(fig.name)}.png'>PNG</a></figcaption></figure>")
+    recorded = (f"<li><a href='{RECORDED_FILE}'>{RECORDED_FILE}</a>: {e(_RECORDED_FILE_TEXT)}</li>"
+                if report.recorded_rows is not None else "")
     parts += ["<h2>Files</h2><ul><li><a href='sweep.parquet'>sweep.parquet</a>: the table above, unformatted</li>"
               "<li><a href='splits.parquet'>splits.parquet</a>: libpanto's split for every session and budget</li>"
-              "<li><a href='report.md'>report.md</a>: this report in Markdown</li></ul></body></html>"]
+              f"{recorded}<li><a href='report.md'>report.md</a>: this report in Markdown</li></ul></body></html>"]
     return "\n".join(parts)
 
 
