@@ -188,6 +188,18 @@ def test_real_recordings_round_trip(tmp_path):
     assert_same_corpus(tmp_path / "ds", [REALDATA], skip_invalid=True)
 
 
+def test_bucket_parts_are_the_parts_the_manifest_names_in_the_buckets_asked(tmp_path):
+    """bucket_parts reads two columns of the manifest, of the buckets asked for: the parts read_manifest names
+    there, each once, sorted; a bucket without a part, or no manifest, gives none."""
+    write_dataset([DATA], tmp_path / "ds", buckets=8)
+    manifest = read_manifest(tmp_path / "ds").filter(pl.col("part").is_not_null())
+    two = sorted(manifest["bucket"].unique().to_list())[:2]
+    expected = {b: sorted(set(manifest.filter(pl.col("bucket") == b)["part"])) for b in two}
+    assert bucket_parts(tmp_path / "ds", [*two, 200]) == expected
+    assert sum(map(len, bucket_parts(tmp_path / "ds").values())) == manifest["part"].n_unique()
+    assert bucket_parts(tmp_path / "nowhere") == {}
+
+
 def test_bucket_groups_hold_whole_buckets_up_to_the_rows_asked(tmp_path):
     write_dataset([DATA], tmp_path / "ds", buckets=8)
     by_bucket = bucket_parts(tmp_path / "ds")
