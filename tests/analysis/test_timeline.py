@@ -175,3 +175,22 @@ def test_the_report_shows_the_worst_served_sessions_call_by_call():
     for fig in shown:
         labels = [line.get_label() for line in fig.figure.axes[0].get_lines()]
         assert any(label.startswith("replayed:") for label in labels)
+
+
+def test_two_timelines_whose_ids_share_their_first_characters_are_two_files():
+    """Each timeline of a report has its own name, hence its own PNG (before: ``timeline_`` and the id's first
+    8 characters, so ``synth-1-29918`` and ``synth-1-22320`` were drawn to one file, the first lost)."""
+    from panto_analytics.analysis.report.build import build_report, timeline_figure
+
+    corpus = pa.ingest.read_corpus(DATA)
+    rep = build_report(corpus, [2_000, 4_000, 8_000], window=32_000, prices=str(DATA.parent / "docs" / "synth-prices.json"))
+    sid = corpus.messages["session_id"].cast(pl.String)[0]
+    one = corpus.messages.filter(pl.col("session_id").cast(pl.String) == sid)
+    twins = pl.concat([one.with_columns(pl.lit(f"samepref-{x}").cast(one.schema["session_id"]).alias("session_id"))
+                       for x in "ab"])
+    before = len(rep.figures)
+    for x in "ab":
+        timeline_figure(rep, twins, f"samepref-{x}", compactions=None, sessions=None, window=32_000, policy="libpanto",
+                        budget=4_000, reserve=16_384, summary_tokens=1_000, prices=False, horizon=None)
+    names = [f.name for f in rep.figures if f.name.startswith("timeline_")]
+    assert len(rep.figures) == before + 2 and len(set(names)) == len(names)

@@ -594,8 +594,9 @@ def timeline_figure(report: Report, messages: pl.DataFrame, sid: str, *, compact
     tl = session_timeline(messages, sid, compactions=compactions, sessions=sessions, window=window,
                           policy=policy, budget=budget, reserve=reserve, summary_tokens=summary_tokens,
                           prices=cast("str | bool | None", prices), **extra)
+    n = 1 + sum(f.name.startswith("timeline_") for f in report.figures)  # ids may share their first characters
     report.figures.append(ReportFigure(
-        f"timeline_{sid[:8]}", f"Session {sid[:13]}, call by call ({point_name(policy, budget)})",
+        f"timeline_{n}_{sid[:8]}", f"Session {sid[:13]}, call by call ({point_name(policy, budget)})",
         "One of the sessions the chosen budget serves worst (the most tool calls after a compaction that "
         "reach for what only the summary held). Top: the context per API call as recorded (solid) and "
         "replayed (dashed), each compaction marked with the context before and after it and what was fetched "
