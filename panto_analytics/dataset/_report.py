@@ -150,9 +150,11 @@ def report_dataset(root: str | Path, budgets: Any, *, splits_to: Path, rule: Rul
             held.append(hold_replay(choice, out, window=window, reserve=reserve))
             costs.extend(costs_of_rows(rows, choice.budget))
             if lost is not None:
-                read = [c for c in POINT_COLUMNS if c in rows.collect_schema().names()]  # not every spilled column
-                mine = rows.select(read).join(lost.lazy().select(pl.col(SESSION).unique()), on=SESSION,
-                                              how="semi").collect()
+                # Only the columns it reads, of the rows of those sessions, filtered as the spilled files stream
+                # by (a join read every spilled row's session id first: 81 MiB at 1M sessions).
+                read = [c for c in POINT_COLUMNS if c in rows.collect_schema().names()]
+                mine = rows.select(read).filter(pl.col(SESSION).is_in(lost[SESSION].unique().implode())).collect(
+                    engine="streaming")
                 points.append(points_of(lost, mine, budget=beside(choice), resamples=resamples, seed=seed))
 
         rec = decision_dataset(root, budgets, rule, window=window, reserve=reserve, summary_tokens=summary_tokens,
