@@ -229,3 +229,18 @@ def our_warnings(records) -> list[str]:
     deprecations as it starts), from ``warnings.catch_warnings(record=True)``."""
     ours = str(Path(pa.__file__).parent)
     return [str(w.message) for w in records if w.filename.startswith(ours)]
+
+
+def legend_boxes(fig) -> list:
+    """The drawn boxes (display coordinates) of every legend of ``fig``, the figure's and each axes'; asserts they
+    lie inside the figure and that no two of them overlap (two legends placed in one spot read as neither)."""
+    fig.draw_without_rendering()  # lays the legends out (the constrained layout included), whatever the backend
+    legends = [*fig.legends, *(ax.get_legend() for ax in fig.axes if ax.get_legend() is not None)]
+    boxes = [lg.get_window_extent() for lg in legends]
+    whole = fig.bbox
+    for box in boxes:
+        assert whole.x0 - 1 <= box.x0 and box.x1 <= whole.x1 + 1 and whole.y0 - 1 <= box.y0 and box.y1 <= whole.y1 + 1
+    for i, a in enumerate(boxes):
+        for b in boxes[i + 1:]:
+            assert not a.overlaps(b), f"two legends overlap: {a} and {b}"
+    return boxes

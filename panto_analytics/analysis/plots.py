@@ -142,18 +142,25 @@ def _highlight(ax, budget: int | None, x: float | None = None) -> None:
                label=f"recommended: {format_tokens(budget)}")
 
 
-def _legend(ax, **kw) -> None:
-    """A legend, when there is something to name (an empty corpus draws nothing): below the plot, under every
-    axes (the constrained layout makes room), where it covers no line, whatever the data (inside the axes, a
-    legend in a fixed corner covered the lines of some corpora: issue 32). ``loc`` is ignored.
+def _legend(ax, *more, **kw) -> None:
+    """One legend for ``ax`` and the axes in ``more`` together, when there is something to name (an empty corpus
+    draws nothing): below the plot, under every axes (the constrained layout makes room), where it covers no
+    line, whatever the data (inside the axes, a legend in a fixed corner covered the lines of some corpora:
+    issue 32). ``loc`` is ignored. A figure of several panels names them all in one call: two legends, each
+    below the figure, lay on each other.
     """
-    handles, labels = ax.get_legend_handles_labels()
+    handles: list = []
+    labels: list[str] = []
+    for each in (ax, *more):
+        named, names = each.get_legend_handles_labels()
+        handles, labels = handles + named, labels + names
     if not (handles or kw.get("handles")):
         return
     kw.pop("loc", None)
     # Two columns while they fit the figure's width; long names (a project's path) one under the other.
-    ncols = 2 if max(map(len, labels or [h.get_label() for h in kw.get("handles", [])]), default=0) <= 45 else 1
-    ax.figure.legend(*(() if kw.get("handles") else (handles, labels)), loc="outside lower center", ncols=ncols, **kw)
+    widest = max(map(len, labels or [h.get_label() for h in kw.get("handles", [])]), default=0)
+    kw.setdefault("ncols", 2 if widest <= 45 else 1)
+    ax.figure.legend(*(() if kw.get("handles") else (handles, labels)), loc="outside lower center", **kw)
 
 
 def _sessions(n: int) -> str:
@@ -400,8 +407,7 @@ def refetch_calibration(cuts, curve) -> Figure:
         _calibration_right(right, horizon, "targets fetched again (cumulative)", integer=True)
         _note(fig, f"{len(compactions)} recorded compactions, {len(rows) - len(compactions)} pseudo-cuts · "
                    f"horizon {horizon} tool calls")
-        _legend(left, loc="upper left", fontsize=7.5)
-        _legend(right, loc="center right", fontsize=7.5)
+        _legend(left, right, fontsize=7.5, ncols=3)  # up to 2 + 2 x CALIBRATION_LINES entries: rows, not a column
     return fig
 
 
@@ -499,8 +505,7 @@ def refetch_calibration_summary(summary: CalibrationSummary) -> Figure:
         _note(fig, f"{counted.get('compaction', 0):,} recorded compactions, {counted.get('baseline', 0):,} "
                    f"pseudo-cuts · horizon {horizon} tool calls")
         # One legend for both panels (two, each below the figure, would lie on each other).
-        _legend(left, handles=[*left.get_legend_handles_labels()[0], *right.get_legend_handles_labels()[0]],
-                fontsize=7.5)
+        _legend(left, right, fontsize=7.5)
     return fig
 
 
@@ -883,7 +888,6 @@ def timeline(tl) -> Figure:
     top.set_ylabel("context (tokens)")
     _token_axis(top.yaxis)
     _title(top, f"Session {tl.session_id[:13]}: context per API call")
-    _legend(top, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     parts = [("cache_read", "cache read", "#56B4E9"), ("cache_write", "cache write", "#E69F00"),
              ("input", "uncached input", "#D55E00")]
     base = np.zeros(len(x))
@@ -900,7 +904,7 @@ def timeline(tl) -> Figure:
     bottom.set_xlabel("API call")
     bottom.set_ylabel("prompt tokens")
     _token_axis(bottom.yaxis)
-    _legend(bottom)
+    _legend(top, bottom)
     cost = tl.cost_usd
     broke = breaks["break_cost_usd"].drop_nulls().sum() if "break_cost_usd" in breaks.columns else 0
     # An escaped dollar sign: a bare one starts matplotlib's math text.

@@ -45,13 +45,69 @@ def resampled_by_hand(rows: pl.DataFrame, resamples: int, seed: int) -> pl.DataF
             .agg(**AGGS).sort("_replicate", "policy", "budget"))
 
 
+def assert_same_figures(got: pl.DataFrame, want: pl.DataFrame, float_sums: tuple[str, ...] = ("cost_sum",)) -> None:
+    """Every figure equal to the last bit, but the sums of floats: Polars adds a group's floats in an order of its
+    own (pairwise over a slice, one by one over gathered rows), so those agree to a few units in the last place."""
+    assert_frame_equal(got.drop(float_sums, strict=False), want.drop(float_sums, strict=False), check_exact=True)
+    for c in (c for c in float_sums if c in want.columns):
+        g, w = got[c].to_numpy(), want[c].to_numpy()
+        assert (np.isnan(g) == np.isnan(w)).all() and np.allclose(g, w, rtol=1e-12, atol=0, equal_nan=True), c
+
+
 @pytest.mark.parametrize("per_pass", [1, 45, 130, 10**9])
 def test_every_pass_size_and_row_order_gives_the_same_tables(rows, monkeypatch, per_pass):
     expected = resampled_by_hand(rows, 23, 4)
+    in_one_pass = replicate_tables(rows, ["policy", "budget"], AGGS, resamples=23, seed=4)
+    assert_same_figures(in_one_pass, expected)
     monkeypatch.setattr(bootstrap, "ROWS_PER_PASS", per_pass)  # 1: a pass per replicate and key
     for frame in (rows, rows.reverse().lazy(), rows.sample(fraction=1.0, shuffle=True, seed=1)):
         got = replicate_tables(frame, ["policy", "budget"], AGGS, resamples=23, seed=4)
-        assert_frame_equal(got, expected, check_exact=True)
+        assert_frame_equal(got, in_one_pass, check_exact=True)  # float sums too: each key's rows in one order
+
+
+@settings(max_examples=examples(40), deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 25), st.integers(0, 2), st.sampled_from([0, 20_000]),
+                          st.one_of(st.none(), st.floats(0, 1e3, allow_nan=False)), st.integers(0, 9)),
+                min_size=1, max_size=80),
+       st.integers(0, 2**32), st.integers(1, 9), st.sampled_from([1, 7, 40, 10**9]), st.booleans())
+def test_the_tables_are_the_resamples_exploded_and_grouped(drawn, seed, resamples, per_pass, hashed):
+    """The literal bootstrap: each session's rows repeated by its copies in each resample (:func:`resample_frame`),
+    grouped by (replicate, keys), in the order of the sessions' hashes and then the values; whatever the size of a
+    pass, with the ids or their hashes, sessions with several rows at a key and keys with one row or none drawn."""
+    rows = pl.DataFrame(drawn, schema={"session": pl.Int64, "policy": pl.Int64, "budget": pl.Int64, "cost": pl.Float64,
+                                       "calls": pl.Int64}, orient="row").with_columns(
+        session_id=pl.format("s{}", "session"), policy=pl.col("policy").replace_strict({0: "a", 1: "b", 2: "c"}))
+    aggs = {"n": pl.len(), "calls": pl.col("calls").sum(), "calls_p50": pl.col("calls").median(),
+            "cost_p90": pl.col("cost").quantile(0.9, "linear"), "cost_sum": pl.col("cost").sum(),
+            "first_calls": pl.col("calls").first(), "costly": (pl.col("cost") > 500).sum()}
+    draws = resample_frame(rows["session_id"], resamples, seed)
+    joined = draws.join(rows, on="session_id")
+    repeated = (joined.with_columns(session_hashes(joined["session_id"]))
+                .with_columns(pl.int_ranges(0, "copies").alias("_c")).explode("_c"))
+    want = {name: (repeated.sort("_replicate", HASH, *sorted(e.meta.root_names()), nulls_last=True)
+                   .group_by("_replicate", "policy", "budget", maintain_order=True).agg(e.alias(name)))
+            for name, e in aggs.items()}
+    expected = pl.concat([w.select("_replicate", "policy", "budget") for w in want.values()]).unique()
+    for w in want.values():
+        expected = expected.join(w, on=["_replicate", "policy", "budget"], how="left")
+    expected = expected.sort("_replicate", "policy", "budget").with_columns(pl.col("_replicate").cast(pl.UInt32))
+    source = rows.drop("session").sample(fraction=1.0, shuffle=True, seed=seed % 7)
+    if hashed:
+        source = source.with_columns(session_hashes(source["session_id"])).drop("session_id")
+    got = _with_rows_per_pass(per_pass, lambda: replicate_tables(source.lazy(), ["policy", "budget"], aggs,
+                                                                 resamples=resamples, seed=seed))
+    assert got.columns == ["_replicate", "policy", "budget", *aggs]
+    assert_same_figures(got, expected.select(got.columns).cast(got.schema))  # type: ignore[arg-type]
+
+
+def _with_rows_per_pass(per_pass: int, run):
+    """``run()`` with :data:`bootstrap.ROWS_PER_PASS` set to ``per_pass`` (a hypothesis test has no monkeypatch per example)."""
+    before = bootstrap.ROWS_PER_PASS
+    bootstrap.ROWS_PER_PASS = per_pass
+    try:
+        return run()
+    finally:
+        bootstrap.ROWS_PER_PASS = before
 
 
 def test_a_sessions_copies_are_its_own():

@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
-from conftest import FIXTURES, REPO
+from conftest import FIXTURES, REPO, legend_boxes
 from matplotlib.figure import Figure
 
 import panto_analytics as pa
@@ -317,7 +317,9 @@ def test_the_calibration_plot_draws_a_few_compactions_each_and_many_summed(n):
                          "refetched_targets": [1] * (n + 1)})
     curve = pl.DataFrame({"_cut": [i for i in range(n + 1) for _ in range(3)], "calls": [1, 2, 3] * (n + 1),
                           "predicted": [0, 1, 1] * (n + 1), "unpredicted": [1, 1, 2] * (n + 1)})
-    right = plots.refetch_calibration(cuts, curve).axes[1]
+    fig = plots.refetch_calibration(cuts, curve)
+    assert len(legend_boxes(fig)) == 1  # both panels named in one legend: two, below the figure, lay on each other
+    right = fig.axes[1]
     lines = right.get_lines()
     assert len(lines) == (2 * n if n <= plots.CALIBRATION_LINES else 2)
     if n > plots.CALIBRATION_LINES:  # the sum over the recorded compactions only, not the pseudo-cut
@@ -356,6 +358,7 @@ def test_the_calibration_plot_of_a_summary_draws_a_point_per_count_and_a_curve_p
     curve = pl.DataFrame({"_cut": [i for i in range(n + 2) for _ in range(3)], "calls": [1, 2, 3] * (n + 2),
                           "predicted": [0, 1, 1] * (n + 2), "unpredicted": [1, 1, 2] * (n + 2)})
     fig = plots.refetch_calibration_summary(calibration_partial(cuts, curve))
+    assert len(legend_boxes(fig)) == 1
     left, right = fig.axes
     series = [c for c in left.collections if len(c.get_offsets())]
     assert [len(c.get_offsets()) for c in series] == [2, 2, 1, 1]   # compactions: all, predicted; pseudo-cuts

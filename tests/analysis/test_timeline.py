@@ -7,7 +7,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 from click.testing import CliRunner
-from conftest import DATA, REALDATA
+from conftest import DATA, REALDATA, legend_boxes
 
 import panto_analytics as pa
 from panto_analytics.analysis.timeline import BREAK_CAUSES, pick_session, session_timeline
@@ -148,6 +148,7 @@ def test_the_plot_draws_both_contexts_and_every_compaction():
     labels = [line.get_label() for line in top.get_lines()]
     assert "context as recorded" in labels and any(label.startswith("replayed: libpanto") for label in labels)
     assert fig.axes[1].get_xlabel() == "API call"
+    assert len(legend_boxes(fig)) == 1  # one legend for both panels, inside the figure
 
 
 def test_the_command_writes_a_plot_a_page_and_tables(tmp_path):

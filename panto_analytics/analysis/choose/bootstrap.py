@@ -47,7 +47,7 @@ from ...frame.session_hash import fnv1a64
 from ..formatting import format_tokens
 
 __all__ = ["HASH", "LEVEL", "MIN_SESSIONS", "RESAMPLES", "ROWS_PER_PASS", "SEED", "BudgetInterval", "budget_interval",
-           "copies", "intervals", "replicate_tables", "resample_frame", "session_hashes"]
+           "copies", "intervals", "replicate_tables", "resample_frame", "session_count", "session_hashes"]
 
 #: Resamples of the sessions, the generator's seed, and the share of resamples an interval spans.
 RESAMPLES, SEED, LEVEL = DEFAULT_RESAMPLES, DEFAULT_SEED, 0.9
@@ -65,6 +65,9 @@ ROWS_PER_PASS = 250_000
 HASH = "_session_hash"
 REPLICATE = "_replicate"
 _KEY = "_k"
+_GROUP = "_g"
+#: Sessions whose copies are drawn at once (the draws' uint64 temporaries: 8 bytes each, a few at a time).
+_BLOCK = 1 << 16
 _MASK = (1 << 64) - 1
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
@@ -109,6 +112,22 @@ def session_hashes(ids: pl.Series) -> pl.Series:
     return pl.Series(HASH, fnv1a64(ids), dtype=pl.UInt64)
 
 
+def session_count(rows: pl.DataFrame | pl.LazyFrame) -> int:
+    """The number of distinct sessions of ``rows``: of their :data:`HASH` where they have it (a dataset's spilled
+    rows), counted sorted (NumPy: 8 bytes a row besides the column; over a million hashes, Polars' ``n_unique``
+    held a hash set of 54 MiB), else of their ``session_id``.
+
+    >>> rows = pl.DataFrame({"session_id": ["a", "b", "a"]})
+    >>> session_count(rows), session_count(rows.select(session_hashes(rows["session_id"])))
+    (2, 2)
+    """
+    lf = rows.lazy()
+    if HASH not in lf.collect_schema().names():
+        return int(lf.select(pl.col(SESSION).n_unique()).collect().item())
+    hashes = np.sort(lf.select(HASH).collect()[HASH].to_numpy())
+    return int(hashes.size and 1 + np.count_nonzero(hashes[1:] != hashes[:-1]))
+
+
 def copies(hashes: np.ndarray, seed: int, replicates: np.ndarray) -> np.ndarray:
     """The copies of each session (by its :data:`HASH`) in each of ``replicates`` under ``seed``: a
     ``(len(replicates), len(hashes))`` ``uint8`` array of Poisson(1) draws, each a function of (hash, seed,
@@ -119,11 +138,15 @@ def copies(hashes: np.ndarray, seed: int, replicates: np.ndarray) -> np.ndarray:
     >>> c.shape, bool(0.97 < c.mean() < 1.03), bool((copies(h[::-1], 0, np.arange(3)) == c[:, ::-1]).all())
     ((3, 10000), True, True)
     """
+    hashes = np.asarray(hashes, dtype=np.uint64)
     with np.errstate(over="ignore"):
         key = _mix(np.array([seed & _MASK], dtype=np.uint64))
         streams = _mix(key + (np.asarray(replicates, dtype=np.uint64) + np.uint64(1)) * _GOLDEN)
-        drawn = _mix(np.asarray(hashes, dtype=np.uint64)[None, :] ^ streams[:, None]) >> np.uint64(11)
-    return np.searchsorted(_THRESHOLDS, drawn, side="right").astype(np.uint8)
+        out = np.empty((len(streams), len(hashes)), dtype=np.uint8)
+        for start in range(0, len(hashes), _BLOCK):  # blocks of 65,536 sessions, each drawn at once
+            drawn = _mix(hashes[None, start:start + _BLOCK] ^ streams[:, None]) >> np.uint64(11)
+            out[:, start:start + _BLOCK] = np.searchsorted(_THRESHOLDS, drawn, side="right")
+    return out
 
 
 def resample_frame(session_ids: pl.Series, resamples: int = RESAMPLES, seed: int = SEED) -> pl.DataFrame:
@@ -150,27 +173,34 @@ def replicate_tables(rows: pl.DataFrame | pl.LazyFrame, keys: Sequence[str], agg
     """``aggs`` grouped by ``keys`` in each resample of the sessions of ``rows`` (which has ``session_id``, or
     :data:`HASH`, read in its place): one row per (replicate, keys) (none where no session of a key is drawn).
 
-    Memory does not hold the resamples at once, nor the session ids: each session is its hash, each key its
-    number, and of the rows only the columns ``aggs`` read are kept, for a group of keys of at most
-    :data:`ROWS_PER_PASS` rows at a time (the group of every key where they fit; ``rows`` lazy over Parquet, a
-    dataset's spilled rows, is read again for each group). Per group, the replicates go in passes of at most
-    :data:`ROWS_PER_PASS` repeated rows. A replicate's rows are aggregated in the order of their hashes (then
-    their values), whatever the order of ``rows``, so a float sum is the same in every lane too.
+    Memory does not hold the resamples at once, nor the session ids, nor every column the figures read: for a
+    group of keys of at most :data:`ROWS_PER_PASS` rows (the group of every key where they fit), one set of
+    columns at a time (the figures that read the same columns together), it holds each row's session hash, the
+    number of its key (where the group has more than one) and those columns (:func:`_read`: ``rows`` lazy over
+    Parquet, a dataset's spilled rows, is read again for each group and set). The replicates go in passes of at
+    most :data:`ROWS_PER_PASS` repeated rows (:func:`_passes`). A replicate's rows of a key are aggregated in
+    the order of their hashes, then their values (:func:`_sorted`), whatever the order of ``rows``, so a float
+    sum is the same in every lane and every run too.
     """
     lf = rows.lazy()
     ident = HASH if HASH in lf.collect_schema().names() else SESSION
-    used = sorted({c for e in aggs.values() for c in e.meta.root_names()} - {SESSION, HASH})
     key_rows = lf.group_by(*keys).agg(_rows=pl.len()).sort(*keys).with_row_index(_KEY).collect()
     if resamples < 1 or key_rows.is_empty():
         return pl.DataFrame()
+    sets = _column_sets(aggs)
     out = []
     for group in _key_groups(key_rows["_rows"].to_list()):  # groups of keys, each at most ROWS_PER_PASS rows
-        wanted = key_rows.filter(pl.col(_KEY).is_in(group))
-        compact = lf.join(wanted.lazy().select(*keys, _KEY), on=list(keys)).select(ident, _KEY, *used).collect()
-        if ident == SESSION:
-            compact = compact.select(session_hashes(compact[SESSION]), _KEY, *used)
-        out += _passes(compact, keys=wanted.select(_KEY, *keys), aggs=aggs, resamples=resamples, seed=seed)
-        del compact
+        wanted = key_rows.slice(group[0], len(group)).drop("_rows")
+        everything = key_rows.height == 1 and not key_rows.select(pl.any_horizontal(pl.col(keys).is_null())).item()
+        table = None
+        for columns, exprs in sets.items():  # a few sets of columns (the figures'), not rows
+            frame = _sorted(_read(lf, ident, None if everything else wanted, columns))
+            part = pl.concat(_passes(frame, keys=len(group), aggs=exprs, resamples=resamples, seed=seed))
+            del frame
+            table = part if table is None else table.join(part, on=[REPLICATE, _KEY], how="full", coalesce=True)
+        if table is not None:
+            table = table.with_columns(pl.col(_KEY) + group[0])  # the group's own numbers to the table's
+            out.append(table.join(wanted, on=_KEY).select(REPLICATE, *keys, *aggs))
     return pl.concat(out).sort(REPLICATE, *keys) if out else pl.DataFrame()
 
 
@@ -192,37 +222,102 @@ def _key_groups(rows_per_key: list[int]) -> list[list[int]]:
     return groups
 
 
-def _passes(compact: pl.DataFrame, *, keys: pl.DataFrame, aggs: Mapping[str, pl.Expr], resamples: int,
-            seed: int) -> list[pl.DataFrame]:
-    """``aggs`` by (replicate, keys) over ``compact`` (:data:`HASH`, ``_k`` and the columns read) in every
-    resample, a group of replicates a pass: each row repeated by its session's copies (a gather of row numbers;
-    measured on 1M sessions' split rows, the join of a replicate's draws to the rows, its lists of copies and
-    their explosion, as before, held three times the rows the gather does), the aggregations reading the same
-    columns together, one set of columns gathered at a time (all of them at once, over a million sessions'
-    rows, held the gathered rows and a copy of a column for each quantile at once)."""
-    compact = compact.sort(compact.columns, nulls_last=True, maintain_order=True)  # the same order in every lane
-    hashes, rows = compact[HASH].to_numpy(), compact.drop(HASH)
-    positions = np.arange(compact.height, dtype=np.uint32)
-    per_pass = max(1, ROWS_PER_PASS // max(1, compact.height))
-    del compact
-    by_columns: dict[tuple[str, ...], dict[str, pl.Expr]] = {}
+def _column_sets(aggs: Mapping[str, pl.Expr]) -> dict[tuple[str, ...], dict[str, pl.Expr]]:
+    """``aggs`` by the columns they read (sorted names; the session's id or hash is not one of them).
+
+    >>> sets = _column_sets({"a": pl.col("x").sum(), "b": pl.col("x").max(), "n": pl.len()})
+    >>> {c: list(e) for c, e in sets.items()}
+    {('x',): ['a', 'b'], (): ['n']}
+    """
+    sets: dict[tuple[str, ...], dict[str, pl.Expr]] = {}
     for name, expr in aggs.items():  # one entry per figure of the table, not per row
-        by_columns.setdefault(tuple(sorted(set(expr.meta.root_names()) - {_KEY})), {})[name] = expr
+        sets.setdefault(tuple(sorted(set(expr.meta.root_names()) - {SESSION, HASH, _KEY})), {})[name] = expr
+    return sets
+
+
+def _read(lf: pl.LazyFrame, ident: str, wanted: pl.DataFrame | None, columns: Sequence[str]) -> pl.DataFrame:
+    """The rows of ``lf`` at the keys of ``wanted`` (the keys and their numbers ``_k``; None: every row, of one
+    key): :data:`HASH` (the session ids hashed where ``lf`` has no hash), ``_k`` counted from the group's first
+    (0, 1, ...) where it has more than one key, and ``columns``. One key is a filter (pushed down into a
+    Parquet scan), several a join to their numbers; a row with a null key matches none."""
+    if wanted is None:
+        frame = lf.select(ident, *columns).collect()
+    elif wanted.height == 1:
+        match = [pl.col(k) == pl.lit(wanted[k][0], dtype=wanted.schema[k]) for k in wanted.columns if k != _KEY]
+        frame = lf.filter(*match).select(ident, *columns).collect()
+    else:
+        numbers = wanted.with_columns(pl.col(_KEY) - wanted[_KEY][0])
+        frame = lf.join(numbers.lazy(), on=[k for k in wanted.columns if k != _KEY]).select(ident, _KEY, *columns).collect()
+    if ident == SESSION:
+        frame = frame.with_columns(session_hashes(frame[SESSION])).select(HASH, pl.exclude(SESSION, HASH))
+    return frame
+
+
+def _sorted(frame: pl.DataFrame) -> pl.DataFrame:
+    """``frame`` (:data:`HASH`, perhaps ``_k``, the columns read) in the order of its keys, then hashes, then
+    values (nulls last): the same whatever the order it was read in, and each key's rows together. The order
+    is NumPy's arg-sort of the keys and hashes (8 bytes a row; Polars' sort of a million split rows by every
+    column held 193 MiB beside their 42), applied one column at a time, each column's unsorted self freed as
+    it goes; the values decide too only where a session has more than one row at a key (no caller's rows do).
+
+    >>> f = pl.DataFrame({HASH: [3, 1, 2], "x": [30, 10, 20]}, schema_overrides={HASH: pl.UInt64})
+    >>> _sorted(f)["x"].to_list()
+    [10, 20, 30]
+    """
+    by = [_KEY, HASH] if _KEY in frame.columns else [HASH]
+    hashes = frame[HASH].to_numpy()
+    order = np.argsort(hashes) if len(by) == 1 else np.lexsort((hashes, frame[_KEY].to_numpy()))
+    take = pl.Series(order.astype(np.uint32))  # row numbers as Polars gathers them, half the bytes of NumPy's
+    del order, hashes
+    columns = frame.get_columns()
+    del frame
+    for i, column in enumerate(columns):  # a few columns, each sorted in place of its unsorted self
+        columns[i] = column.gather(take)
+        del column
+    del take
+    frame = pl.DataFrame(columns)
+    hashes = frame[HASH].to_numpy()
+    twice = hashes[1:] == hashes[:-1]  # the same session next to itself: at one key, or at two
+    if len(by) == 2 and twice.any():
+        twice &= np.diff(frame[_KEY].to_numpy()) == 0
+    if twice.any():  # a session with more than one row at a key: its values decide
+        return frame.sort([*by, *[c for c in frame.columns if c not in by]], nulls_last=True, maintain_order=True)
+    return frame
+
+
+def _passes(frame: pl.DataFrame, *, keys: int, aggs: Mapping[str, pl.Expr], resamples: int,
+            seed: int) -> list[pl.DataFrame]:
+    """``aggs`` by (replicate, ``_k``) over ``frame`` (:func:`_sorted`, of ``keys`` keys: without ``_k``, one)
+    in every resample, a group of replicates a pass: each row repeated by its session's copies (a gather of
+    row numbers; measured on 1M sessions' split rows, the join of a replicate's draws to the rows, its lists of
+    copies and their explosion held three times the rows the gather does), grouped by one sorted number of
+    (replicate, key) (Polars aggregates each group as a slice of the rows, in their order; grouped by both
+    columns, it hashed them and held four times the rows for a quantile, measured at a million rows)."""
+    hashes = frame[HASH].to_numpy()
+    key = frame[_KEY].to_numpy() if _KEY in frame.columns else None
+    rows = frame.drop(HASH, _KEY, strict=False)
+    n = len(hashes)
+    per_pass = max(1, ROWS_PER_PASS // max(1, n))
     found = []
     for first in range(0, resamples, per_pass):  # passes over groups of replicates, not over sessions
         replicates = np.arange(first, min(resamples, first + per_pass), dtype=np.uint32)
-        drawn = copies(hashes, seed, replicates)  # each row's copies in each replicate of the group
-        take = pl.Series(np.repeat(np.tile(positions, len(replicates)), drawn.ravel()))
-        replicate = pl.Series(REPLICATE, np.repeat(replicates, drawn.sum(axis=1, dtype=np.int64)))
+        drawn = copies(hashes, seed, replicates).ravel()  # each row's copies in each replicate of the group
+        take = np.repeat(np.arange(len(drawn), dtype=np.uint32), drawn)  # (replicate, row) as one number
         del drawn
-        table = None
-        for columns, exprs in by_columns.items():  # a few sets of columns (the figures'), not rows
-            part = (rows.select(_KEY, *columns).gather(take).with_columns(replicate).lazy()
-                    .group_by(REPLICATE, _KEY).agg(**exprs).collect())
-            table = part if table is None else table.join(part, on=[REPLICATE, _KEY], how="full", coalesce=True)
-        del take, replicate
-        if table is not None:
-            found.append(table.join(keys, on=_KEY).select(REPLICATE, *keys.columns[1:], *aggs))
+        number = take // np.uint32(n) * np.uint32(keys) if len(replicates) > 1 else None
+        if number is not None:
+            take %= np.uint32(n)
+        if key is not None:
+            number = key[take] if number is None else number + key[take]
+        values = rows.gather(pl.Series(take)).get_columns()
+        number = np.zeros(len(take), dtype=np.uint32) if number is None else number
+        del take
+        gathered = pl.DataFrame([*values, pl.Series(_GROUP, number).set_sorted()])
+        del values, number
+        found.append(gathered.group_by(_GROUP).agg(**aggs).select(
+            (pl.col(_GROUP) // keys + first).cast(pl.UInt32).alias(REPLICATE),
+            (pl.col(_GROUP) % keys).cast(pl.get_index_type()).alias(_KEY), *aggs))
+        del gathered
     return found
 
 

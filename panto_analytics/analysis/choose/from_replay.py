@@ -59,7 +59,18 @@ from ...outcomes.group_tables import grouped
 from ...phrases import counted
 from ...policy.compaction.engine import Replay
 from ..formatting import format_tokens, has_budget, point_name
-from .bootstrap import HASH, MIN_SESSIONS, RESAMPLES, SEED, BudgetInterval, budget_interval, intervals, replicate_tables, session_hashes
+from .bootstrap import (
+    HASH,
+    MIN_SESSIONS,
+    RESAMPLES,
+    SEED,
+    BudgetInterval,
+    budget_interval,
+    intervals,
+    replicate_tables,
+    session_count,
+    session_hashes,
+)
 from .choice import Choice
 from .rule import FEW_SESSIONS, Rule
 
@@ -434,7 +445,7 @@ def with_intervals(choice: Choice, ses: pl.DataFrame | pl.LazyFrame, *, resample
     columns = lf.collect_schema().names()
     ident = HASH if HASH in columns else SESSION  # the session ids are not read where the rows carry the hash
     reaching = lf.filter(pl.col("_reaching"))
-    n = reaching.select(pl.col(ident).n_unique()).collect().item() if "_reaching" in columns else 0
+    n = session_count(reaching) if "_reaching" in columns else 0
     if n < MIN_SESSIONS or table.is_empty():
         choice.interval = BudgetInterval(None, None, n, 0)
         return choice

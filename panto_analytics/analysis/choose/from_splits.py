@@ -38,7 +38,7 @@ from ...phrases import counted
 from ...policy import sweep
 from ...policy.budget_sweep import sweep_aggs
 from ..formatting import format_share, format_tokens
-from .bootstrap import HASH, MIN_SESSIONS, RESAMPLES, SEED, BudgetInterval, budget_interval, intervals, replicate_tables
+from .bootstrap import HASH, MIN_SESSIONS, RESAMPLES, SEED, BudgetInterval, budget_interval, intervals, replicate_tables, session_count
 from .choice import Choice
 from .rule import FEW_SESSIONS, Rule
 
@@ -103,7 +103,7 @@ def with_split_intervals(choice: Choice, splits: pl.DataFrame | pl.LazyFrame, *,
         return choice
     lf = splits.lazy()
     ident = HASH if HASH in lf.collect_schema().names() else SESSION  # rows with the hash: no session ids read
-    n = lf.filter(pl.col("n_turns") > 0).select(pl.col(ident).n_unique()).collect().item()
+    n = session_count(lf.filter(pl.col("n_turns") > 0))
     if n < MIN_SESSIONS or table.is_empty():
         choice.interval = BudgetInterval(None, None, n, 0)
         return choice

@@ -35,35 +35,20 @@ from ...errors import IngestReport
 from ...frame.schema import BUDGET, COMPACTIONS_SCHEMA, SESSION
 from ...ingest.corpus import Corpus
 from ...outcomes.orphan_loss import DEFAULT_HORIZON
-from ...outcomes.recorded_refetch import (
-    CalibrationSummary,
-    calibration,
-    calibration_partial,
-    merge_calibration,
-    precision_recall,
-)
+from ...outcomes.recorded_refetch import CalibrationSummary, calibration, calibration_partial, merge_calibration, precision_recall
 from ...policy import Replay, budgets_shown, compare_policies, replay, summarize_replay, sweep
 from ...policy import splits as compute_splits
 from ...policy import turns as compute_turns
 from ...policy.compaction.engine import DEFAULT_RESERVE
 from ...policy.compaction.recorded_cuts import no_cut_reason
+from .. import compactions as recorded_compactions
 from .. import plots
 from ..choose.bootstrap import RESAMPLES, SEED
 from ..choose.budget import choose_budget
 from ..choose.choice import Choice
 from ..choose.from_replay import pareto_front, recorded_points
 from ..choose.rule import Rule
-from ..compactions import (
-    agent_vs_libpanto,
-    compaction_table,
-    compactions_counted,
-    cut_counts,
-    cut_summary,
-    kept_counts,
-    kept_summary,
-    policies_vs_agents,
-    recorded_cut_summary,
-)
+from ..compactions import agent_vs_libpanto, compaction_table, policies_vs_agents, recorded_cut_summary
 from ..cost_table import compaction_costs
 from ..formatting import format_tokens, has_budget, point_name
 from ..plot_data import PlotCounts, finish_plot_counts, replay_stats, report_plot_counts
@@ -271,7 +256,7 @@ def _policy_section(report: Report, messages: pl.DataFrame, corpus: Corpus | Non
     others = cut_policies(policies)
     if corpus is not None and others and not corpus.compactions.is_empty():
         rows = policies_vs_agents(corpus, others)
-        policy_cuts_section(report, rows, cut_counts(rows))
+        policy_cuts_section(report, rows, recorded_compactions.cut_counts(rows))
 
 
 def policy_budget(report: Report) -> int:
@@ -301,11 +286,11 @@ def policy_cuts_section(report: Report, rows: pl.DataFrame | None, counts: pl.Da
     cut_counts`; a dataset's: its tasks' merged, the rows None past :data:`~.model.RECORDED_ROWS` compactions),
     summed up per policy and agent: from the rows up to that many, from the counts past it (the same figures, a
     distance in tokens to 3 significant digits)."""
-    n = compactions_counted(counts)
+    n = recorded_compactions.compactions_counted(counts)
     if rows is not None and n <= model.RECORDED_ROWS:
         summary = recorded_cut_summary(rows)
     else:
-        summary = cut_summary(counts)
+        summary = recorded_compactions.cut_summary(counts)
         report.policy_cuts_text = (
             f"Each policy's cut of the conversation as it stood at each of the {n:,} compactions the agents "
             "recorded, beside the agent's own cut: exact matches, and how far the others are (messages, tokens: "
@@ -406,7 +391,7 @@ def build_report(messages: pl.DataFrame | Corpus, budgets: Budgets, *, rule: Rul
         costs_section(report, billed, rec.budget)
     if corpus is not None and not corpus.compactions.is_empty():
         rows = agent_vs_libpanto(corpus, budgets)
-        recorded_section(report, rows, kept_counts(rows))
+        recorded_section(report, rows, recorded_compactions.kept_counts(rows))
         report.recorded_rows = rows
     if corpus is not None and not corpus.compactions.is_empty():
         _loss_section(report, corpus, horizon=DEFAULT_HORIZON if horizon is None else horizon)
@@ -426,7 +411,7 @@ def recorded_section(report: Report, rows: pl.DataFrame | None, counts: pl.DataF
     past :data:`~.model.RECORDED_ROWS` compactions): up to that many, the table at a few budgets (the chosen one
     among them) with a row per compaction, and the plot with a dot each; past it, a row per agent and budget and
     the plot of their percentiles (:func:`recorded_summary_table`)."""
-    n = compactions_counted(counts)
+    n = recorded_compactions.compactions_counted(counts)
     if rows is not None and n <= model.RECORDED_ROWS:
         shown = rows.filter(pl.col(BUDGET).is_in(_a_few(report.budgets, report.recommendation.budget)))
         report.recorded = Table.from_frame(compaction_table(shown))
@@ -449,7 +434,7 @@ def recorded_section(report: Report, rows: pl.DataFrame | None, counts: pl.DataF
         "Per budget, the 10th-90th percentile of libpanto's kept suffix for the conversation as it stood when the "
         "agent compacted (bar) and its median (line); the band: the same percentiles of what the agents themselves "
         "kept, which no budget changes, with their median.",
-        plots.agent_vs_libpanto_summary(kept_summary(counts, by=[BUDGET]))))
+        plots.agent_vs_libpanto_summary(recorded_compactions.kept_summary(counts, by=[BUDGET]))))
 
 
 def cut_rows_command(inputs: Sequence[str], policies: Sequence[str]) -> str:
@@ -466,7 +451,7 @@ def recorded_summary_table(counts: pl.DataFrame) -> Table:
     """The recorded compactions summed up per agent and budget
     (:func:`~panto_analytics.analysis.compactions.kept_summary` of ``counts``), display-formatted: each
     percentile triple in one cell, ``p10 / p50 / p90``."""
-    t = kept_summary(counts)
+    t = recorded_compactions.kept_summary(counts)
 
     def triple(r: dict, name: str, fmt=tokens) -> str:
         return " / ".join(fmt(r[f"{name}_p{q}"]) for q in (10, 50, 90))
