@@ -41,7 +41,7 @@ import polars as pl
 
 from ..analysis.choose.bootstrap import RESAMPLES, SEED
 from ..analysis.choose.choice import Choice
-from ..analysis.choose.from_replay import points_of, recorded_loss
+from ..analysis.choose.from_replay import POINT_COLUMNS, points_of, recorded_loss
 from ..analysis.choose.rule import Rule
 from ..analysis.report.build import beside, frontier_figures, report_figures, with_pngs
 from ..analysis.report.model import Report
@@ -150,8 +150,9 @@ def report_dataset(root: str | Path, budgets: Any, *, splits_to: Path, rule: Rul
             held.append(hold_replay(choice, out, window=window, reserve=reserve))
             costs.extend(costs_of_rows(rows, choice.budget))
             if lost is not None:
-                mine = (out.sessions.lazy().join(lost.lazy().select(pl.col(SESSION).unique()), on=SESSION, how="semi")
-                        .collect())
+                read = [c for c in POINT_COLUMNS if c in rows.collect_schema().names()]  # not every spilled column
+                mine = rows.select(read).join(lost.lazy().select(pl.col(SESSION).unique()), on=SESSION,
+                                              how="semi").collect()
                 points.append(points_of(lost, mine, budget=beside(choice), resamples=resamples, seed=seed))
 
         rec = decision_dataset(root, budgets, rule, window=window, reserve=reserve, summary_tokens=summary_tokens,

@@ -292,6 +292,22 @@ def test_the_recorded_point_and_the_replayed_points_beside_it_are_over_the_same_
     assert rows.equals(recorded_points(c.messages, c.compactions, c.sessions, r.sessions, budget=4_000))
 
 
+def test_the_points_read_only_their_columns_of_the_replays_rows():
+    """points_of over the replay's session rows cut to POINT_COLUMNS (what a dataset's report collects of its
+    spilled rows, not every column) is the same table, intervals too; a column it reads missing changes it."""
+    from panto_analytics.analysis.choose.from_replay import POINT_COLUMNS, points_of, recorded_loss, replay_outcomes
+
+    c = pa.ingest.read_corpus([DATA])
+    r = replay_outcomes(c.messages, [0, 4_000, 8_000], window=32_000, reserve=16_384, policy=["libpanto", "pi"],
+                        prices=PRICES)
+    lost = recorded_loss(c.messages, c.compactions, c.sessions)
+    assert set(r.sessions.columns) - set(POINT_COLUMNS)  # there is something to leave out
+    full = points_of(lost, r.sessions, budget=4_000)
+    assert full.equals(points_of(lost, r.sessions.select(c for c in POINT_COLUMNS if c in r.sessions.columns),
+                                 budget=4_000))
+    assert not full.equals(points_of(lost, r.sessions.drop("recorded_cost_usd"), budget=4_000))
+
+
 def test_the_report_names_one_budget_in_its_headline_and_its_frontier_table(tmp_path):
     from panto_analytics.analysis.formatting import format_tokens
     from panto_analytics.analysis.report import build_report

@@ -76,7 +76,7 @@ from .rule import FEW_SESSIONS, Rule
 
 __all__ = [
     "INTERVAL_FIGURES", "OUTCOME_COLUMNS", "TIE_ORDER", "choose_from_outcomes", "choose_from_replay", "chosen_by_replicate",
-    "few_warnings", "outcomes_table", "pareto_front", "points_of", "pool_policy", "recorded_loss", "recorded_points",
+    "POINT_COLUMNS", "few_warnings", "outcomes_table", "pareto_front", "points_of", "pool_policy", "recorded_loss", "recorded_points",
     "replay_outcomes", "session_outcomes", "table_aggs", "table_from_sessions", "thresholds_of", "with_intervals",
 ]
 
@@ -91,6 +91,9 @@ ORPHAN_CALLS, ORPHAN_RATE, REFETCH = "orphan_calls", "orphan_rate", "refetch_tok
 OUTCOME_COLUMNS = ("policy", SESSION, HASH, BUDGET, "_reach", "_reaching", "min_kept_turns", "max_kept", "n_compactions",
                    "zero_kept_events", "summarized_tokens", "request_bytes", *COSTS, RECORDED_COST, ORPHAN_CALLS,
                    ORPHAN_RATE, REFETCH, "window_calls")
+#: The columns of the replay's session rows that :func:`points_of` reads (a dataset's report collects only these of
+#: the spilled rows of the sessions with a recorded compaction).
+POINT_COLUMNS = ("policy", SESSION, BUDGET, "n_compactions", *COSTS, RECORDED_COST, ORPHAN_CALLS, "window_calls")
 
 
 def thresholds_of(policies: list[str], window: int, reserve: int) -> dict[str, int]:
