@@ -60,6 +60,7 @@ from typing import Any, cast
 import polars as pl
 
 from ..errors import IngestReport
+from ..formats.canonical.compactions import kept_before_summary
 from ..formats.contract import ParsedFile, SessionMeta
 from ..frame import expressions as ex
 from ..frame.schema import COMPACTIONS_SCHEMA, SESSION, SESSION_META_SCHEMA, SESSIONS_SCHEMA
@@ -108,7 +109,7 @@ def read_corpus(paths: Iterable[PathLike] | PathLike, *, format: str | None = No
     """
     read = read_files(paths, format=format, skip_invalid=skip_invalid, report=report, cache=cache,
                       progress=progress, jobs=jobs)
-    return Corpus(read.messages, sessions_table(read.files, read.messages), compactions_table(read.files),
+    return Corpus(read.messages, sessions_table(read.files, read.messages), compactions_table(read.files, read.messages),
                   read.report, read.cache)
 
 
@@ -182,13 +183,14 @@ def sessions_table(parsed: list[ParsedFile], messages: pl.DataFrame) -> pl.DataF
     ).cast(cast("dict[Any, pl.DataType]", SESSIONS_SCHEMA))
 
 
-def compactions_table(parsed: list[ParsedFile]) -> pl.DataFrame:
-    """One row per compaction event the files recorded, in file and event order."""
+def compactions_table(parsed: list[ParsedFile], messages: pl.DataFrame) -> pl.DataFrame:
+    """One row per compaction event the files recorded, in file and event order; ``messages``, their message
+    frame, gives a canonical compaction's kept turns (:func:`~..formats.canonical.compactions.kept_before_summary`)."""
     rows = [(_session(p).session_id, c.get("anchor_index"), c.get("trigger"), c.get("tokens_before"),
              c.get("first_kept_index"), c.get("trigger_index", c.get("anchor_index")), c.get("kept_end_index"),
              None if (files := c.get("restored_files")) is None else [file_key(f, _session(p).project) for f in files])
             for p in parsed for c in _session(p).compactions]
-    return pl.DataFrame(rows, schema=COMPACTIONS_SCHEMA, orient="row")
+    return kept_before_summary(pl.DataFrame(rows, schema=COMPACTIONS_SCHEMA, orient="row"), messages)
 
 
 def sessions_frame(parsed: list[ParsedFile]) -> pl.DataFrame:

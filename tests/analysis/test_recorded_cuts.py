@@ -53,13 +53,22 @@ def check(corpus: pa.ingest.Corpus) -> pl.DataFrame:
     return rows
 
 
-def test_the_bundled_corpus_compactions_keep_nothing_as_claude_code_does():
-    rows = check(pa.ingest.read_corpus(DATA))
+def test_the_bundled_corpus_compactions_keep_the_turns_after_their_summary():
+    corpus = pa.ingest.read_corpus(DATA)
+    rows = check(corpus)
+    # data/'s canonical compactions keep the turns that follow the summary and were written before it (their
+    # timestamps earlier than its own): the agent's kept messages are those, and where it kept none, the
+    # summarize-everything policies (Claude Code without a version that keeps a segment, Anthropic's server
+    # compaction) match, and only there.
+    kept = corpus.compactions.select(
+        (pl.col("kept_end_seq").cast(pl.Int64) - pl.col("first_kept_seq").cast(pl.Int64)).fill_null(0).alias("kept"))["kept"]
+    assert sorted(kept.to_list()) == [0, 0, 6, 14, 18, 24, 146]
+    for policy in ("claude-code", "anthropic-compact"):
+        mine = rows.filter(pl.col("policy") == policy).sort("cut")
+        assert mine["agent_kept_messages"].to_list() == kept.to_list()
+        assert mine["exact"].to_list() == (kept == 0).to_list()
     summary = recorded_cut_summary(rows)
-    # data/'s canonical compactions keep nothing verbatim: only the summarize-everything policies match them all
-    # (Claude Code where the recording names no version that keeps a segment, Anthropic's server compaction).
-    assert summary.filter(pl.col("exact") == pl.col("recorded"))["policy"].to_list() == ["claude-code",
-                                                                                         "anthropic-compact"]
+    assert summary.filter(pl.col("exact") == pl.col("recorded")).height == 0
     assert (summary["recorded"] == 7).all()
 
 

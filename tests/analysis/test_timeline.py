@@ -112,6 +112,20 @@ def test_a_real_recorded_compaction_is_at_its_call_and_the_cache_figures_are_cos
     assert calls["cache_write"].sum() == billed["cache_write_5m"] + billed["cache_write_1h"]
 
 
+def test_a_canonical_compaction_is_marked_where_the_context_drops_after_its_kept_turns():
+    # data/'s 73b06f40: the summary at seq 63 is followed by the turns it kept (64..87, written before it); the
+    # first call after the compaction is seq 89's, where the context falls.
+    corpus = pa.ingest.read_corpus(DATA / "73b06f40-ff01-4b0a-8391-487bccbebf41.jsonl")
+    tl = session_timeline(corpus.messages, "73b06f40-ff01-4b0a-8391-487bccbebf41", compactions=corpus.compactions,
+                          sessions=corpus.sessions, prices=None)
+    (row,) = tl.compactions.filter(pl.col("kind") == "recorded").iter_rows(named=True)
+    after = tl.calls.filter(pl.col("seq") == 89).row(0, named=True)
+    assert row["call"] + 1 == after["call"]
+    assert (row["before"], row["after"]) == (tl.calls["context"].max(), after["context"])
+    assert row["after"] < row["before"] / 2
+    assert after["break_cause"] == "compaction"
+
+
 def test_pick_session_by_id_or_unique_prefix():
     ids = ["abc1", "abd2", "xyz"]
     assert pick_session(ids, "abc1") == "abc1"

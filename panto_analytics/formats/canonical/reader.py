@@ -93,7 +93,8 @@ def parse(src: SourceFile) -> Iterator[Message]:
 
 
 def record_compactions(src: SourceFile, anchor_indices: list[int]) -> None:
-    """Each summary message is a compaction event; the canonical format records nothing more about it."""
+    """Each summary message is a compaction event; the canonical format records nothing more about it (what it
+    kept is read from the timestamps once the frame is built: :mod:`.compactions`)."""
     src.meta.compactions.extend(
         {"anchor_index": i, "trigger": None, "tokens_before": None, "first_kept_index": None} for i in anchor_indices)
 
