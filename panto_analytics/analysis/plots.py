@@ -36,6 +36,7 @@ import numpy as np
 from cycler import cycler
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
+from matplotlib.text import Annotation
 from matplotlib.ticker import FuncFormatter, MaxNLocator, NullLocator, PercentFormatter
 
 from ..frame.schema import BUDGET
@@ -757,7 +758,31 @@ def frontier(table, *, recorded=None, chosen: tuple[str, int] | None = None) -> 
         _legend(ax)
         _note(fig, "hollow: never proposed · dashed: Pareto front · bars: 90% of resamples · "
                    "star: recorded, diamonds: replays of its sessions")
+        _apart(ax)
     return fig
+
+
+def _apart(ax, gap: float = 1.0) -> None:
+    """Move the point labels of ``ax`` (annotations offset in points) down, one after another in the order they
+    were drawn, until none overlaps an earlier one: two points close together (an agent's recorded star and a
+    replay of its sessions) drew their names on each other. A few labels a figure: the loop is over them."""
+    labels = [t for t in ax.texts if isinstance(t, Annotation) and t.anncoords == "offset points"]
+    if len(labels) < 2:
+        return
+    fig = ax.figure
+    fig.draw_without_rendering()
+    placed: list = []
+    for label in labels:  # one iteration per label of the plot, not per row of data
+        box = label.get_window_extent()
+        for _ in range(len(placed)):  # at most one move per label already placed
+            hit = next((b for b in placed if box.overlaps(b)), None)
+            if hit is None:
+                break
+            down = (box.y1 - hit.y0) * 72 / fig.dpi + gap  # pixels to points, below the label it hit
+            x, y = label.xyann
+            label.xyann = (x, y - down)
+            box = label.get_window_extent()
+        placed.append(box)
 
 
 def _error_bars(ax, rows, color) -> None:

@@ -245,6 +245,15 @@ def test_recorded_points_and_the_frontier_plot():
     assert {"libpanto", "gemini-cli", "Pareto front", "chosen"} <= set(labels)
     texts = [t.get_text() for t in ax.texts]
     assert "canonical (recorded, 5 sessions)" in texts and "libpanto 8k, same sessions" in texts
+    # Replays of the agent's sessions right beside its star: every label still readable, none on another.
+    x0, y0 = own["orphan_rate"].item(), own["cost_p50"].item()
+    beside = pl.col("point") != "recorded"
+    close = rec.with_columns(orphan_rate=pl.when(beside).then(x0 * 1.05).otherwise("orphan_rate"),
+                             cost_p50=pl.when(beside).then(y0 * 0.995).otherwise("cost_p50"))
+    fig = plots.frontier(t, recorded=close, chosen=("libpanto", 0))
+    fig.draw_without_rendering()
+    boxes = [text.get_window_extent() for text in fig.axes[0].texts]
+    assert len(boxes) >= 3 and not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
 
 
 def test_the_agents_points_come_in_the_same_order_whatever_the_order_of_their_cuts():

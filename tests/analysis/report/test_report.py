@@ -11,7 +11,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 from click.testing import CliRunner
-from conftest import FIXTURES, REALDATA, REPO, examples
+from conftest import FIXTURES, REALDATA, REPO, examples, legend_boxes
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -252,6 +252,23 @@ def test_recorded_compactions_get_their_section(tmp_path):
     text = render_markdown(rep)
     assert "What compaction loses at the recorded compactions" in text and "(refetch_calibration.png)" in text
     assert no_compactions.loss is None and no_compactions.loss_figure is None
+
+
+def test_every_figure_of_a_full_report_has_its_legends_inside_and_apart():
+    """Every plot a report over data/ draws under a window, with policies, the frontier, the loss section and the
+    worst sessions' timelines: each legend inside the figure, none on another (the calibration plot's two legends
+    and the timeline's used to lie on each other or off the panels)."""
+    corpus = pa.ingest.read_corpus(REPO / "data")
+    from panto_analytics.analysis.choose.rule import Rule
+
+    rep = build_report(corpus, "0:20k:5", window=32_000, policies=["libpanto", "gemini-cli"], resamples=20,
+                       rule=Rule(max_orphan_rate=0.05), prices=str(REPO / "docs" / "synth-prices.json"))
+    figures = [*rep.figures, *(f for f in (rep.frontier, rep.loss_figure) if f is not None)]
+    names = {f.name for f in figures}
+    assert {"refetch_calibration", "recorded_compactions", "policies", "frontier"} <= names
+    assert any(n.startswith("timeline") for n in names), names
+    for fig in figures:
+        legend_boxes(fig.figure)
 
 
 def test_policies_get_a_section_a_plot_and_the_recorded_cuts(tmp_path):
