@@ -173,12 +173,12 @@ def compactions_counted(counts: pl.DataFrame) -> int:
     return int(cast("int", n)) if n is not None else 0
 
 
-def _quantiles(metric: str, name: str, qs: Sequence[float] = (0.1, 0.5, 0.9)) -> dict[str, pl.Expr]:
+def _quantiles(metric: str, qs: Sequence[float] = (0.1, 0.5, 0.9)) -> dict[str, pl.Expr]:
     """The observed ``qs`` quantiles of ``metric``'s counted values (``"lower"``: the value at the floor of the rank
-    ``q * (n - 1)``, :func:`~panto_analytics.frame.expressions.counted_quantile`), ``{name}_p10``..."""
+    ``q * (n - 1)``, :func:`~panto_analytics.frame.expressions.counted_quantile`), ``{metric}_p10``..."""
     mine = pl.col("metric") == metric
-    return {f"{name}_p{round(q * 100)}": counted_quantile(q, pl.col("value").filter(mine), pl.col("count").filter(mine),
-                                                         interpolation="lower") for q in qs}
+    return {f"{metric}_p{round(q * 100)}": counted_quantile(q, pl.col("value").filter(mine), pl.col("count").filter(mine),
+                                                           interpolation="lower") for q in qs}
 
 
 def _count_of(metric: str, value: int = 0) -> pl.Expr:
@@ -204,8 +204,8 @@ def kept_summary(counts: pl.DataFrame, by: Sequence[str] = _KEPT_KEYS) -> pl.Dat
     counts = counts.select(*by, "metric", "value", "count")
     n = _count_of("compactions")
     rows = (summed_counts(counts).group_by(by).agg(
-        compactions=n, **_quantiles("agent_kept_tokens", "agent_kept_tokens"), **_quantiles("kept_tokens", "kept_tokens"),
-        **_quantiles("kept_turns", "kept_turns"), **_quantiles("tokens_before", "tokens_before", (0.5,)),
+        compactions=n, **_quantiles("agent_kept_tokens"), **_quantiles("kept_tokens"), **_quantiles("kept_turns"),
+        **_quantiles("tokens_before", (0.5,)),
         libpanto_more_share=_count_of("libpanto_more", 1) / n)
         .sort(by))
     return rows

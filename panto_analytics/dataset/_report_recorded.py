@@ -189,8 +189,7 @@ def _write_rows(spill: Spill, found: list[_Part], to: Path, ordered: bool) -> Pa
     the Parquet file ``to`` in the in-memory order: the tasks in bucket order (``ordered``: as they came, the
     local engine's; else, Ray's, sorted), each compaction numbered by its row in the dataset's compactions
     table."""
-    found = sorted(found, key=lambda f: f.first)
-    offsets = dict(zip([f.first for f in found], itertools.accumulate((f.compactions for f in found), initial=0)))
+    offsets = _offsets(found)
     rows = spill.scan("agent")
     if not ordered:
         rows = rows.sort("_first", maintain_order=True)
@@ -198,6 +197,17 @@ def _write_rows(spill: Spill, found: list[_Part], to: Path, ordered: bool) -> Pa
     to.parent.mkdir(parents=True, exist_ok=True)
     rows.with_columns(pl.col("cut") + offset).drop("_first").sink_parquet(to)
     return to
+
+
+def _offsets(found: list[_Part]) -> dict[str, int]:
+    """Per task (by its first part), the recorded compactions of the tasks before it in bucket order: what its
+    own compactions' numbers start from in the whole dataset's compactions table.
+
+    >>> _offsets([_Part("b", compactions=3), _Part("a", compactions=2)])
+    {'a': 0, 'b': 2}
+    """
+    found = sorted(found, key=lambda f: f.first)
+    return dict(zip([f.first for f in found], itertools.accumulate((f.compactions for f in found), initial=0)))
 
 
 def _sizes(cuts: pl.DataFrame) -> pl.DataFrame:
@@ -299,7 +309,7 @@ def recorded_dataset(root: str | Path, budgets: list[int], *, horizon: int, poli
         written = _write_rows(spill, first, rows_to, came == sorted(came)) if rows_to is not None else None
     agent_rows = None
     if (agent_in := kept.in_order()) is not None:  # each compaction numbered by its row in the dataset's table
-        before = dict(zip([f.first for f in first], itertools.accumulate((f.compactions for f in first), initial=0)))
+        before = _offsets(first)
         agent_rows = pl.concat([rows.with_columns(pl.col("cut") + pl.lit(before[at], pl.UInt32)) for at, rows in agent_in],
                                how="vertical_relaxed")
     cuts, curve = _in_order(first, 0)

@@ -59,7 +59,7 @@ from .overview import BREAKDOWNS, breakdown, breakdown_table, corpus_overview, o
 
 __all__ = [
     "beside", "breakdown", "build_report", "corpus_overview", "cost_parts", "costs_section", "cut_policies",
-    "cut_rows_command", "decision_table", "frontier_figures", "frontier_table", "loss_section", "loss_summary_section",
+    "cut_rows_command", "decision_table", "frontier_figures", "frontier_table", "loss_rows_command", "loss_section", "loss_summary_section",
     "policy_budget", "policy_cuts_section", "policy_section", "policy_table", "recorded_section",
     "recorded_summary_table", "replay_figures", "replay_table", "report_figures", "sweep_table", "timeline_figure",
     "timeline_point", "with_pngs", "worst_sessions",
@@ -447,6 +447,15 @@ def cut_rows_command(inputs: Sequence[str], policies: Sequence[str]) -> str:
     return f"`panto-analytics policy-cuts {' '.join(inputs) or 'PATHS'}{given} --rows FILE`"
 
 
+def loss_rows_command(inputs: Sequence[str], horizon: int) -> str:
+    """The command that writes every cut's row a summary of the loss at recorded compactions sums up.
+
+    >>> loss_rows_command(["corpus.ds"], 20)
+    '`panto-analytics loss corpus.ds --horizon 20 --cuts FILE`'
+    """
+    return f"`panto-analytics loss {' '.join(inputs) or 'PATHS'} --horizon {horizon} --cuts FILE`"
+
+
 def recorded_summary_table(counts: pl.DataFrame) -> Table:
     """The recorded compactions summed up per agent and budget
     (:func:`~panto_analytics.analysis.compactions.kept_summary` of ``counts``), display-formatted: each
@@ -515,7 +524,7 @@ def loss_summary_section(report: Report, summary: CalibrationSummary, *, horizon
           percent(r["precision"]), percent(r["recall"]), cell(r["refetch_calls"]), tokens(r["refetch_tokens"]),
           tokens(r["refetch_tokens"] / r["cuts"])]
          for r in sums.iter_rows(named=True)])
-    paths = " ".join(report.inputs) or "PATHS"
+    rows_command = loss_rows_command(report.inputs, horizon)
     report.loss_text = (
         f"{summary.cuts:,} cuts, more than {model.RECORDED_ROWS:,}: one row per agent and kind of cut (a compaction "
         "the agent recorded, or a pseudo-cut: a session of the same agent that never compacted, cut where its "
@@ -524,7 +533,7 @@ def loss_summary_section(report: Report, summary: CalibrationSummary, *, horizon
         "fetch again), how many of them it read or fetched again within the horizon, and every call that fetched "
         "an orphan target again with its tokens. Precision and recall are ratios of the sums (the targets "
         "predicted and fetched again over all predicted, and over all fetched again). Every cut's own row: "
-        f"`panto-analytics loss {paths} --horizon {horizon} --cuts FILE`, which also pools them per agent with "
+        f"{rows_command}, which also pools them per agent with "
         "bootstrap intervals; docs/loss.md states the rules.")
     report.loss_figure = ReportFigure(
         "refetch_calibration", "The orphan targets against what the agents fetched again",
@@ -533,7 +542,7 @@ def loss_summary_section(report: Report, summary: CalibrationSummary, *, horizon
         "marker's area grows with the cuts there; on the dashed line every predicted target was fetched again). "
         "Right: per agent and kind of cut, after each tool call, the predicted targets fetched again so far "
         "(solid) and the re-fetches not predicted (dotted), per cut: the sum over its cuts divided by their "
-        f"number. Every cut's own row: `panto-analytics loss {paths} --horizon {horizon} --cuts FILE`.",
+        f"number. Every cut's own row: {rows_command}.",
         plots.refetch_calibration_summary(summary))
 
 
