@@ -302,17 +302,9 @@ def agent_vs_libpanto_kept(rows, *, log: bool = False) -> Figure:
             ax.axhline(v, color=PALETTE[1], ls=":", lw=1, label="each compaction: what the agent kept" if i == 0 else None)
         if agent:
             ax.axhline(kept.median(), color=PALETTE[5], lw=2, label="median of what the agents kept")
-        step = max(1, round(len(budgets) / 12))
-        ax.set_xticks(positions[::step], [format_tokens(b) for b in budgets[::step]])
-        ax.set_xlim(-0.7, max(len(budgets), 1) - 0.3)
-        ax.set_xlabel(BUDGET_LABEL)
-        ax.grid(axis="x", visible=False)
         if log:
             _symlog(ax, 1000, max([*budgets, *agent], default=1))
-        ax.set_ylim(bottom=0)
-        _token_axis(ax.yaxis)
-        ax.set_ylabel("kept verbatim (tokens)")
-        _title(ax, "What libpanto would keep where the agents compacted")
+        _kept_at_compactions_axes(ax, budgets)
         _note(fig, f"{len(agent)} recorded compactions · box: quartiles · whiskers: min / max · dots: compactions")
         _legend(ax)
     return fig
@@ -347,21 +339,26 @@ def agent_vs_libpanto_summary(stats) -> Figure:
             ax.axhspan(first["agent_kept_tokens_p10"], first["agent_kept_tokens_p90"], color=PALETTE[1], alpha=0.2,
                        label=f"what the agents kept: 10th-90th percentile of {n:,} compactions")
             ax.axhline(first["agent_kept_tokens_p50"], color=PALETTE[5], lw=2, label="median of what the agents kept")
-        step = max(1, round(len(budgets) / 12))
-        ax.set_xticks(positions[::step], [format_tokens(b) for b in budgets[::step]])
-        ax.set_xlim(-0.7, max(len(budgets), 1) - 0.3)
-        ax.set_xlabel(BUDGET_LABEL)
-        ax.grid(axis="x", visible=False)
-        ax.set_ylim(bottom=0)
-        _token_axis(ax.yaxis)
-        ax.set_ylabel("kept verbatim (tokens)")
-        _title(ax, "What libpanto would keep where the agents compacted")
+        _kept_at_compactions_axes(ax, budgets)
         _note(fig, f"{n:,} recorded compactions · bar: 10th-90th percentile · line: median · tokens to 3 "
                    "significant digits")
         _legend(ax)
     return fig
 
 
+def _kept_at_compactions_axes(ax, budgets: list[int]) -> None:
+    """The axes both kept plots at the recorded compactions share: a budget a position (about 12 of them
+    labelled), the kept tokens from 0 up, the title."""
+    step = max(1, round(len(budgets) / 12))
+    positions = list(range(len(budgets)))
+    ax.set_xticks(positions[::step], [format_tokens(b) for b in budgets[::step]])
+    ax.set_xlim(-0.7, max(len(budgets), 1) - 0.3)
+    ax.set_xlabel(BUDGET_LABEL)
+    ax.grid(axis="x", visible=False)
+    ax.set_ylim(bottom=0)
+    _token_axis(ax.yaxis)
+    ax.set_ylabel("kept verbatim (tokens)")
+    _title(ax, "What libpanto would keep where the agents compacted")
 
 
 def refetch_calibration(cuts, curve) -> Figure:
